@@ -1,0 +1,35 @@
+# graphq — set-up and checks. Every target creates the local venv it needs.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## The main job: run code-inventory over the Python standard library (embedded Redis unless GRAPHQ_REDIS_URL).
+demo: $(STAMP)
+	$(VENV)/bin/graphq run code-inventory
+
+## The tests, on a private redis-server started by the fixture.
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check graphcore worker cli examples tests bench
+	$(VENV)/bin/mypy
+
+## Benchmarks (P1, P2, P3), printed as ratios against baselines measured in the same run.
+bench: $(STAMP)
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .graphq .pytest_cache .mypy_cache .ruff_cache

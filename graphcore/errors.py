@@ -1,0 +1,99 @@
+"""The graphq error hierarchy.
+
+Every error graphq raises derives from :class:`GraphqError`. Retryability is data, not a guess: errors under
+:class:`TransientError` may succeed when tried again (tenacity retries exactly those); everything else is
+permanent and fails fast. The shape follows Temporal's ``ApplicationError(non_retryable=...)``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CheckpointNotFoundError",
+    "ConfigError",
+    "GraphqError",
+    "InvalidGraphError",
+    "InvalidUpdateError",
+    "LeaseLostError",
+    "NodeError",
+    "OutsideRunError",
+    "PermanentError",
+    "RedisUnavailableError",
+    "RunNotFoundError",
+    "SerializationError",
+    "StepLimitError",
+    "TransientError",
+    "UnknownWorkflowError",
+]
+
+
+class GraphqError(Exception):
+    """Root of every error raised by graphq."""
+
+
+class TransientError(GraphqError):
+    """A failure that may pass when retried (a dropped Redis connection, a lost race)."""
+
+
+class PermanentError(GraphqError):
+    """A failure that retrying cannot fix (bad input, a bug in a node, a broken graph)."""
+
+
+class InvalidGraphError(PermanentError):
+    """The graph cannot be compiled: unknown or unreachable node, no entry point, edge to nowhere (G1)."""
+
+
+class InvalidUpdateError(PermanentError):
+    """A node's writes cannot be applied, e.g. two writes to one LastValue channel in one super-step (G2)."""
+
+
+class StepLimitError(PermanentError):
+    """The run needed more super-steps than ``max_super_steps`` allows (C1, R12)."""
+
+
+class SerializationError(PermanentError):
+    """A value cannot be stored: its type is not on the serde allow-list (I5).
+
+    Attributes:
+        path: where the value sits in the state, e.g. ``state.items[3].when``.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+class ConfigError(PermanentError):
+    """A setting or run option is out of range or unknown; the message names the setting."""
+
+
+class OutsideRunError(GraphqError, RuntimeError):
+    """``get_config()`` / ``get_stream_writer()`` was called outside a running node (C5)."""
+
+
+class NodeError(PermanentError):
+    """A node raised; wraps the original error with the node's name."""
+
+    def __init__(self, node: str, error: BaseException) -> None:
+        super().__init__(f"node {node!r} raised {type(error).__name__}: {error}")
+        self.node = node
+        self.error = error
+
+
+class UnknownWorkflowError(PermanentError):
+    """No workflow is registered under the requested name."""
+
+
+class RunNotFoundError(PermanentError):
+    """No run record exists for the given run id."""
+
+
+class CheckpointNotFoundError(PermanentError):
+    """No checkpoint exists for the given thread (and checkpoint id)."""
+
+
+class RedisUnavailableError(TransientError):
+    """Redis could not be reached after bounded retries; the message names the URL without its password."""
+
+
+class LeaseLostError(TransientError):
+    """This worker no longer holds the lease of the step it ran; its commit is rejected (I1)."""

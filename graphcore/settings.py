@@ -1,0 +1,80 @@
+"""graphq settings: one validated pydantic model read from ``GRAPHQ_*`` environment variables.
+
+Unknown keys are rejected (``extra="forbid"``) and ranges are checked when the settings are built, so a bad
+value fails at startup with an error that names the setting and its allowed range.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from graphcore.errors import ConfigError
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    """Process-wide settings; each field maps to ``GRAPHQ_<FIELD>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHQ_", extra="forbid", frozen=True)
+
+    redis_url: str | None = Field(
+        default=None, description="Redis URL; unset means `graphq run` starts an embedded redis-server."
+    )
+    data_dir: str = Field(default=".graphq", description="Directory for the embedded Redis's data files.")
+    queue: str = Field(default="graphq", description="Name of the RQ queue that carries step jobs.")
+    workflows: str = Field(default="", description="Comma-separated modules to import for workflows.")
+    max_super_steps: int = Field(default=50, ge=1, le=1_000_000, description="Super-step budget per run (C1).")
+    lease_ttl_s: float = Field(default=30.0, gt=0, le=3600, description="Lease time-to-live, seconds (R18).")
+    heartbeat_interval_s: float = Field(
+        default=10.0, gt=0, le=600, description="Lease renewal interval, seconds; must be below lease_ttl_s."
+    )
+    step_timeout_s: int = Field(
+        default=3600, ge=1, le=86_400, description="RQ job timeout of one super-step, seconds."
+    )
+    redis_retry_attempts: int = Field(
+        default=5, ge=1, le=100, description="Tries for a transient Redis error before giving up."
+    )
+    redis_retry_max_wait_s: float = Field(
+        default=2.0, gt=0, le=60, description="Longest backoff between Redis retries, seconds."
+    )
+    max_workers_per_step: int = Field(
+        default=8, ge=1, le=256, description="Threads that run one super-step's tasks concurrently."
+    )
+    result_ttl_s: int = Field(default=3600, ge=0, description="How long RQ keeps a finished step job, seconds.")
+
+    def check(self) -> Settings:
+        """Cross-field checks; returns self.
+
+        Raises:
+            ConfigError: heartbeat_interval_s is not below lease_ttl_s.
+        """
+        if self.heartbeat_interval_s >= self.lease_ttl_s:
+            raise ConfigError(
+                f"GRAPHQ_HEARTBEAT_INTERVAL_S={self.heartbeat_interval_s} must be below "
+                f"GRAPHQ_LEASE_TTL_S={self.lease_ttl_s}"
+            )
+        return self
+
+
+def load_settings() -> Settings:
+    """Build settings from the environment.
+
+    Raises:
+        ConfigError: a value is malformed or out of range; the message names the variable and the rule.
+    """
+    try:
+        return Settings().check()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = "GRAPHQ_" + "_".join(str(p) for p in err["loc"]).upper()
+        raise ConfigError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, loaded once (see :func:`load_settings`)."""
+    return load_settings()
