@@ -1,0 +1,40 @@
+"""graphcore — the graph engine of graphq: builder, channels, the pure super-step algorithm, checkpoints."""
+
+from graphcore.channels import RemoveMessage, add_messages
+from graphcore.checkpoint import Checkpoint
+from graphcore.config import RunConfig, get_config, get_stream_writer
+from graphcore.errors import (
+    ConfigError,
+    GraphqError,
+    InvalidGraphError,
+    InvalidUpdateError,
+    NodeError,
+    SerializationError,
+    StepLimitError,
+)
+from graphcore.executor import CompiledGraph
+from graphcore.graph import StateGraph
+from graphcore.types import END, START, Command, Overwrite, Send
+
+__all__ = [
+    "END",
+    "START",
+    "Checkpoint",
+    "Command",
+    "CompiledGraph",
+    "ConfigError",
+    "GraphqError",
+    "InvalidGraphError",
+    "InvalidUpdateError",
+    "NodeError",
+    "Overwrite",
+    "RemoveMessage",
+    "RunConfig",
+    "Send",
+    "SerializationError",
+    "StateGraph",
+    "StepLimitError",
+    "add_messages",
+    "get_config",
+    "get_stream_writer",
+]

@@ -1,0 +1,251 @@
+"""The super-step algorithm (G3–G5), pure: checkpoint in → tasks out; task writes in → checkpoint out.
+
+Both the in-process executor and the queued worker call exactly these functions, so they share semantics.
+The Pregel/BSP shape follows LangGraph's ``pregel/_algo.py`` (prepare tasks, apply writes):
+
+1. :func:`prepare_tasks` turns a checkpoint's ``next_tasks`` into runnable :class:`Task` objects with
+   deterministic ids (same checkpoint → same ids, which is what makes partial-step recovery work, I2).
+2. :func:`run_task` runs one node and its routers; its :class:`TaskWrites` are the task's pending writes.
+3. :func:`apply_writes` applies every task's writes at once, in task order, and schedules the next step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from graphcore.channels import MISSING
+from graphcore.checkpoint import Checkpoint, new_checkpoint_id
+from graphcore.config import RESERVED_PREFIX, RunConfig, TaskContext, task_context
+from graphcore.errors import InvalidUpdateError
+from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
+
+if TYPE_CHECKING:
+    from graphcore.executor import CompiledGraph
+    from graphcore.graph import Branch
+
+__all__ = ["Task", "apply_input", "apply_writes", "prepare_tasks", "run_task"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One node execution in a super-step.
+
+    Attributes:
+        id: 16 hex digits, sha1 of (checkpoint id, index, node): stable across re-execution.
+        node: the node to run.
+        input: the state view, or the Send's argument.
+        index: position in the step; writes apply in this order.
+    """
+
+    id: str
+    node: str
+    input: Any
+    index: int
+
+
+def task_id(checkpoint_id: str, index: int, node: str) -> str:
+    """The deterministic id of the ``index``-th task of the step after ``checkpoint_id``."""
+    return hashlib.sha1(f"{checkpoint_id}|{index}|{node}".encode()).hexdigest()[:16]
+
+
+def prepare_tasks(graph: CompiledGraph, cp: Checkpoint) -> list[Task]:
+    """The tasks of the super-step that follows ``cp``, in order."""
+    view: Any = MISSING
+    tasks = []
+    for index, pending in enumerate(cp.next_tasks):
+        if pending.send:
+            arg = pending.arg
+        else:
+            if view is MISSING:
+                view = graph.schema.view(cp.channel_values)
+            arg = view
+        tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index))
+    return tasks
+
+
+def _apply(graph: CompiledGraph, values: Mapping[str, Any], writes: Sequence[tuple[str, tuple[str, Any]]]) -> (
+        tuple[dict[str, Any], set[str]]):
+    """Apply ``(channel, (node, value))`` writes grouped per channel; returns (new values, changed keys)."""
+    grouped: dict[str, list[tuple[str, Any]]] = {}
+    for key, write in writes:
+        grouped.setdefault(key, []).append(write)
+    new = dict(values)
+    for key, channel_writes in grouped.items():
+        current = new.get(key, MISSING)
+        new[key] = graph.schema.channels[key].update(key, current, channel_writes)
+    return new, set(grouped)
+
+
+def _goto(target: str | Send) -> PendingTask:
+    if isinstance(target, Send):
+        return PendingTask(target.node, send=True, arg=target.arg)
+    return PendingTask(target)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
+
+
+def _route(graph: CompiledGraph, branch: Branch, state: Any) -> list[PendingTask]:
+    out = []
+    for result in _as_list(branch.router(state)):
+        if isinstance(result, Send):
+            out.append(_goto(result))
+            continue
+        dest = result
+        if branch.path_map is not None:
+            if result not in branch.path_map:
+                raise InvalidUpdateError(
+                    f"router of {branch.source!r} returned {result!r}, not one of {list(branch.path_map)}"
+                )
+            dest = branch.path_map[result]
+        if dest != END and dest not in graph.nodes:
+            raise InvalidUpdateError(f"router of {branch.source!r} returned unknown node {dest!r}")
+        out.append(PendingTask(dest))
+    return out
+
+
+def _normalise(graph: CompiledGraph, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
+    if isinstance(output, Command):
+        writes = graph.schema.writes_of(node, output.update)
+        gotos = [_goto(t) for t in _as_list(output.goto)]
+        unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
+        if unknown:
+            raise InvalidUpdateError(f"node {node!r} returned Command(goto=...) to unknown node(s) {unknown}")
+        return writes, gotos
+    return graph.schema.writes_of(node, output), []
+
+
+def _routes(graph: CompiledGraph, node: str, values: Mapping[str, Any],
+            writes: Sequence[tuple[str, Any]]) -> list[PendingTask]:
+    """Evaluate ``node``'s conditional edges on the state as the node sees it after its own writes."""
+    branches = graph.branches_from.get(node, ())
+    if not branches:
+        return []
+    local, _ = _apply(graph, values, [(key, (node, value)) for key, value in writes])
+    view = graph.schema.view(local)
+    return [pending for branch in branches for pending in _route(graph, branch, view)]
+
+
+def task_config(config: RunConfig, step: int, task: Task) -> RunConfig:
+    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1)."""
+    run = config.run_id or ""
+    extra = {
+        f"{RESERVED_PREFIX}run_id": run,
+        f"{RESERVED_PREFIX}thread_id": config.thread_id,
+        f"{RESERVED_PREFIX}step": step,
+        f"{RESERVED_PREFIX}task_id": task.id,
+        f"{RESERVED_PREFIX}node": task.node,
+        f"{RESERVED_PREFIX}idempotency_key": f"{run}:{step}:{task.id}",
+    }
+    return config.model_copy(update={"configurable": {**config.configurable, **extra}})
+
+
+def run_task(
+    graph: CompiledGraph,
+    cp: Checkpoint,
+    task: Task,
+    config: RunConfig,
+    writer: Callable[[Any], None],
+) -> TaskWrites:
+    """Run one task: the node, then its routers. Exceptions from user code propagate unchanged.
+
+    Returns:
+        The task's writes and dynamic destinations.
+
+    Raises:
+        InvalidUpdateError: the node returned something that is not a valid update.
+    """
+    spec = graph.nodes[task.node]
+    cfg = task_config(config, cp.step + 1, task)
+    with task_context(TaskContext(cfg, writer)):
+        output = spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
+        writes, goto = _normalise(graph, task.node, output)
+        goto += _routes(graph, task.node, cp.channel_values, writes)
+    return TaskWrites(task.id, task.node, writes, goto)
+
+
+def _schedule(
+    graph: CompiledGraph, results: Sequence[TaskWrites], barriers: Mapping[str, list[str]]
+) -> tuple[list[PendingTask], dict[str, list[str]]]:
+    """Next step's tasks from static edges, dynamic gotos and joins; a node triggered twice runs once."""
+    tasks: list[PendingTask] = []
+    triggered: set[str] = set()
+    state = {key: list(done) for key, done in barriers.items()}
+
+    def push(pending: PendingTask) -> None:
+        if pending.send:
+            tasks.append(pending)
+        elif pending.node != END and pending.node not in triggered:
+            triggered.add(pending.node)
+            tasks.append(pending)
+
+    for result in results:
+        for target in graph.edges_from.get(result.node, ()):
+            push(PendingTask(target))
+        for pending in result.goto:
+            push(pending)
+        for key, _, _ in graph.joins_from.get(result.node, ()):
+            done = state.setdefault(key, [])
+            if result.node not in done:
+                done.append(result.node)
+    for key, sources, target in graph.joins:
+        if key in state and set(sources) <= set(state[key]):
+            push(PendingTask(target))
+            del state[key]
+    return tasks, state
+
+
+def apply_writes(
+    graph: CompiledGraph, cp: Checkpoint, results: Sequence[TaskWrites], metadata: Mapping[str, Any]
+) -> Checkpoint:
+    """Apply one super-step's task writes to ``cp`` and schedule the next step (G2, G3).
+
+    Writes apply in task order (``results`` must be ordered as the tasks were), independent of which task
+    finished first.
+
+    Raises:
+        InvalidUpdateError: conflicting writes, e.g. two tasks writing one LastValue channel.
+    """
+    flat = [(key, (r.node, value)) for r in results for key, value in r.writes]
+    values, changed = _apply(graph, cp.channel_values, flat)
+    versions = dict(cp.channel_versions)
+    for key in changed:
+        versions[key] = versions.get(key, 0) + 1
+    seen = dict(cp.versions_seen)
+    for result in results:
+        seen[result.node] = dict(cp.channel_versions)
+    next_tasks, barriers = _schedule(graph, results, cp.barriers)
+    step = cp.step + 1
+    meta = {**metadata, "source": "loop", "step": step, "writes": [r.node for r in results]}
+    return Checkpoint(new_checkpoint_id(), cp.id, step, values, versions, seen, next_tasks, barriers, meta)
+
+
+def apply_input(
+    graph: CompiledGraph, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
+) -> Checkpoint:
+    """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
+    fresh thread's defaults), with the entry nodes scheduled (edges and routers from START).
+
+    Raises:
+        InvalidUpdateError: the input has unknown keys or is not a mapping.
+    """
+    base = parent.channel_values if parent is not None else graph.schema.initial_values()
+    writes = graph.schema.writes_of(START, input)
+    values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
+    versions = dict(parent.channel_versions) if parent is not None else {}
+    for key in changed:
+        versions[key] = versions.get(key, 0) + 1
+    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))]
+    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
+    step = parent.step + 1 if parent is not None else -1
+    meta = {**metadata, "source": "input", "step": step, "writes": [START]}
+    return Checkpoint(
+        new_checkpoint_id(), parent.id if parent else None, step, values, versions,
+        dict(parent.versions_seen) if parent else {}, next_tasks, barriers, meta,
+    )

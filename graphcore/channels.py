@@ -1,0 +1,187 @@
+"""Channels: how each state key takes the writes of one super-step (G2).
+
+* :class:`LastValue` — at most one write per super-step; two writes raise :class:`InvalidUpdateError`
+  naming the key and the writing nodes.
+* :class:`ReducerChannel` — folds every write into the value with a binary operator
+  (``Annotated[list, operator.add]``, ``Annotated[int, max]``, :func:`add_messages`, ...).
+* :class:`Overwrite` bypasses a reducer for one write.
+
+Channels are stateless descriptors: values live in checkpoints, so the same graph serves many threads.
+"""
+
+from __future__ import annotations
+
+import typing
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from graphcore.errors import InvalidUpdateError
+from graphcore.types import Overwrite
+
+__all__ = [
+    "MISSING",
+    "Channel",
+    "LastValue",
+    "ReducerChannel",
+    "RemoveMessage",
+    "add_messages",
+    "channel_for",
+]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""Sentinel for a channel that has no value yet."""
+
+
+class Channel(Protocol):
+    """Update rule of one state key."""
+
+    def initial(self) -> Any:
+        """The value before any write, or MISSING."""
+
+    def update(self, key: str, current: Any, writes: Sequence[tuple[str, Any]]) -> Any:
+        """Fold one super-step's ``(node, value)`` writes into ``current``; returns the new value.
+
+        Raises:
+            InvalidUpdateError: the writes conflict.
+        """
+
+
+@dataclass(frozen=True)
+class LastValue:
+    """Keeps the last value written; more than one write in a super-step is a conflict."""
+
+    default: Any = MISSING
+
+    def initial(self) -> Any:
+        return self.default
+
+    def update(self, key: str, current: Any, writes: Sequence[tuple[str, Any]]) -> Any:
+        if len(writes) > 1:
+            nodes = ", ".join(node for node, _ in writes)
+            raise InvalidUpdateError(
+                f"channel {key!r} received {len(writes)} writes in one super-step (from {nodes}); "
+                "it keeps one value per step — give it a reducer with Annotated[T, reducer]"
+            )
+        value = writes[0][1]
+        return value.value if isinstance(value, Overwrite) else value
+
+
+@dataclass(frozen=True)
+class ReducerChannel:
+    """Folds each write into the value with ``reducer(current, write)`` in write order.
+
+    Attributes:
+        reducer: any binary function, e.g. ``operator.add``.
+        default: the starting value, e.g. ``[]`` for a list (built fresh per thread by ``factory``).
+    """
+
+    reducer: Callable[[Any, Any], Any]
+    factory: Callable[[], Any] | None = None
+
+    def initial(self) -> Any:
+        return self.factory() if self.factory is not None else MISSING
+
+    def update(self, key: str, current: Any, writes: Sequence[tuple[str, Any]]) -> Any:
+        overwrites = [node for node, value in writes if isinstance(value, Overwrite)]
+        if len(overwrites) > 1:
+            raise InvalidUpdateError(
+                f"channel {key!r} received {len(overwrites)} Overwrite writes in one super-step "
+                f"(from {', '.join(overwrites)})"
+            )
+        value = current
+        for _, write in writes:
+            if isinstance(write, Overwrite):
+                value = write.value
+            elif value is MISSING:
+                value = write
+            else:
+                value = self.reducer(value, write)
+        return value
+
+
+@dataclass(frozen=True)
+class RemoveMessage:
+    """Write this into a :func:`add_messages` channel to delete the message with ``id``."""
+
+    id: str
+
+
+def _message_id(message: Any) -> str | None:
+    if isinstance(message, dict):
+        mid = message.get("id")
+    else:
+        mid = getattr(message, "id", None)
+    return None if mid is None else str(mid)
+
+
+def _with_id(message: Any) -> Any:
+    if _message_id(message) is not None or isinstance(message, RemoveMessage):
+        return message
+    if isinstance(message, dict):
+        return {**message, "id": uuid.uuid4().hex}
+    raise InvalidUpdateError(f"message {message!r} has no id and is not a dict; give it an 'id'")
+
+
+def add_messages(left: Sequence[Any], right: Any) -> list[Any]:
+    """Reducer for a message list: appends, replaces by id, removes by id.
+
+    A message is a dict with an ``"id"`` key (one is assigned when absent) or an object with an ``id``
+    attribute. A right-hand message whose id is already in ``left`` replaces it in place;
+    :class:`RemoveMessage` deletes it. Semantics follow LangGraph's ``add_messages``.
+
+    Args:
+        left: the current messages.
+        right: one message or a list of messages.
+
+    Returns:
+        A new list; ``left`` is not modified. When ``right`` only appends, the result starts with
+        ``left``'s items unchanged, which lets the stores write only the new items (I4).
+
+    Raises:
+        InvalidUpdateError: removing an id that is not present.
+    """
+    incoming = [_with_id(m) for m in (right if isinstance(right, list) else [right])]
+    merged = list(left)
+    index = {_message_id(m): i for i, m in enumerate(merged)}
+    removed: set[int] = set()
+    for message in incoming:
+        mid = _message_id(message)
+        if isinstance(message, RemoveMessage):
+            if mid not in index:
+                raise InvalidUpdateError(f"RemoveMessage: no message with id {mid!r}")
+            removed.add(index[mid])
+        elif mid in index:
+            merged[index[mid]] = message
+        else:
+            index[mid] = len(merged)
+            merged.append(message)
+    return [m for i, m in enumerate(merged) if i not in removed] if removed else merged
+
+
+def _factory_for(tp: Any) -> Callable[[], Any] | None:
+    origin = typing.get_origin(tp) or tp
+    if origin in (list, dict, set, tuple, int, float, str, frozenset):
+        return typing.cast(Callable[[], Any], origin)
+    return None
+
+
+def channel_for(annotation: Any, default: Any = MISSING) -> LastValue | ReducerChannel:
+    """Build the channel for one state key from its type annotation.
+
+    ``Annotated[T, reducer]`` (the last callable in the metadata) gives a :class:`ReducerChannel` starting
+    from ``T()`` when ``T`` is a builtin container or number; anything else a :class:`LastValue`.
+    """
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *meta = typing.get_args(annotation)
+        reducers = [m for m in meta if callable(m)]
+        if reducers:
+            return ReducerChannel(reducers[-1], _factory_for(base))
+    return LastValue(default)

@@ -1,0 +1,60 @@
+"""The checkpoint model: the state of a thread after one super-step (I4, I5)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from graphcore.types import PendingTask
+
+__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointSource", "new_checkpoint_id"]
+
+FORMAT_VERSION = 1
+"""Version of the stored checkpoint format; bumped with a migration when the layout changes."""
+
+CheckpointSource = Literal["input", "loop", "fork", "update"]
+
+
+def new_checkpoint_id() -> str:
+    """A new checkpoint id: 32 hex digits, time-ordered (UUIDv7-like: ms timestamp then random)."""
+    ms = int(datetime.now(UTC).timestamp() * 1000)
+    return f"{ms:012x}{uuid.uuid4().hex[:20]}"
+
+
+@dataclass
+class Checkpoint:
+    """State of a thread after a super-step.
+
+    Attributes:
+        id: checkpoint id (see :func:`new_checkpoint_id`).
+        parent_id: the checkpoint this one was derived from; None for a thread's first.
+        step: -1 for the input checkpoint, then 0, 1, ... for each super-step.
+        channel_values: channel → value; channels without a value are absent.
+        channel_versions: channel → int, bumped each time the channel changes.
+        versions_seen: node → (channel → version) as of that node's last run.
+        next_tasks: tasks of the next super-step, in execution order; empty when the run is done.
+        barriers: join key → sources that finished since the join last fired.
+        metadata: ``source`` (input | loop | fork | update), ``step``, ``run_id``, ``writes`` (node names).
+        created_at: ISO-8601 UTC time.
+        v: stored format version.
+    """
+
+    id: str
+    parent_id: str | None
+    step: int
+    channel_values: dict[str, Any]
+    channel_versions: dict[str, int] = field(default_factory=dict)
+    versions_seen: dict[str, dict[str, int]] = field(default_factory=dict)
+    next_tasks: list[PendingTask] = field(default_factory=list)
+    barriers: dict[str, list[str]] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    v: int = FORMAT_VERSION
+
+    @property
+    def source(self) -> CheckpointSource:
+        """How this checkpoint came about (``metadata["source"]``)."""
+        src: CheckpointSource = self.metadata.get("source", "loop")
+        return src

@@ -1,0 +1,141 @@
+"""Run configuration (C1, C4) and the per-task context that ``get_config()`` reads (C5).
+
+Shape follows LangGraph's ``RunnableConfig`` (tags, metadata, configurable) plus graphq's run options.
+Keys that graphq itself puts into ``configurable`` start with ``__graphq_``; users may not set them.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphcore.errors import ConfigError, OutsideRunError
+from graphcore.settings import get_settings
+
+__all__ = [
+    "RESERVED_PREFIX",
+    "RunConfig",
+    "TaskContext",
+    "get_config",
+    "get_stream_writer",
+    "merge_config",
+    "task_context",
+]
+
+RESERVED_PREFIX = "__graphq_"
+
+
+class RunConfig(BaseModel):
+    """Options of one run.
+
+    Attributes:
+        thread_id: the line of checkpoints this run belongs to; a new one per run when None.
+        run_id: set by the runtime.
+        tags: free-form labels, merged as an ordered union with defaults.
+        metadata: free-form JSON values, merged key by key (later wins).
+        configurable: values nodes read through ``get_config()``, merged key by key.
+        max_super_steps: super-step budget of this run (C1); None → ``GRAPHQ_MAX_SUPER_STEPS`` (default 50).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    thread_id: str | None = None
+    run_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    configurable: dict[str, Any] = Field(default_factory=dict)
+    max_super_steps: int | None = None
+
+    def step_limit(self) -> int:
+        """The effective ``max_super_steps``.
+
+        Raises:
+            ConfigError: the value is below 1.
+        """
+        limit = self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
+        if limit < 1:
+            raise ConfigError(f"max_super_steps must be at least 1 (got {limit})")
+        return limit
+
+
+def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
+    """Merge config layers, later layers winning (C4): tags as an ordered union; metadata and configurable
+    key by key; scalar options replaced when set.
+
+    Raises:
+        ConfigError: an unknown option, or a user ``configurable`` key with the reserved ``__graphq_`` prefix.
+    """
+    merged: dict[str, Any] = {"tags": [], "metadata": {}, "configurable": {}}
+    for layer in layers:
+        if layer is None:
+            continue
+        data = layer.model_dump(exclude_unset=True) if isinstance(layer, RunConfig) else dict(layer)
+        unknown = set(data) - set(RunConfig.model_fields)
+        if unknown:
+            raise ConfigError(f"unknown run option(s) {sorted(unknown)}; known: {sorted(RunConfig.model_fields)}")
+        for key, value in data.items():
+            if key == "tags":
+                merged["tags"] += [t for t in value if t not in merged["tags"]]
+            elif key in ("metadata", "configurable"):
+                merged[key] = {**merged[key], **value}
+            elif value is not None:
+                merged[key] = value
+    reserved = [k for k in merged["configurable"] if k.startswith(RESERVED_PREFIX)]
+    if reserved:
+        raise ConfigError(f"configurable keys {reserved} use the reserved prefix {RESERVED_PREFIX!r}")
+    return RunConfig.model_validate(merged)
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """What a running node can see: its config (with idempotency key) and the stream writer.
+
+    ``config.configurable`` holds ``__graphq_run_id``, ``__graphq_thread_id``, ``__graphq_step``,
+    ``__graphq_task_id`` and ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1).
+    """
+
+    config: RunConfig
+    stream_writer: Callable[[Any], None]
+
+
+_current: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("graphq_task")
+
+
+@contextmanager
+def task_context(ctx: TaskContext) -> Iterator[None]:
+    """Make ``ctx`` the current task context for the duration of the block."""
+    token = _current.set(ctx)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def _context(fn: str) -> TaskContext:
+    try:
+        return _current.get()
+    except LookupError:
+        raise OutsideRunError(f"{fn}() can only be called inside a node while a graph runs") from None
+
+
+def get_config() -> RunConfig:
+    """The config of the task that is running now (C5).
+
+    Raises:
+        OutsideRunError: called outside a running node.
+    """
+    return _context("get_config").config
+
+
+def get_stream_writer() -> Callable[[Any], None]:
+    """A function that emits a ``custom`` stream event from the running node (C5, C6).
+
+    Raises:
+        OutsideRunError: called outside a running node.
+    """
+    return _context("get_stream_writer").stream_writer

@@ -1,0 +1,219 @@
+"""Redis connections: one retry policy, one error predicate, and URLs that never show a password.
+
+Transient Redis errors (connection dropped or refused, timeouts, a server still loading its data, cluster
+``TRYAGAIN``) are retried with tenacity, exponential backoff with jitter; everything else, notably
+authentication failures and ``ResponseError`` replies, is permanent and fails on the first try.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import redis
+import redis.exceptions as rex
+from tenacity import (
+    Retrying,
+    before_sleep_log,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random_exponential,
+)
+
+from graphcore.errors import ConfigError, RedisUnavailableError
+from graphcore.settings import get_settings
+
+__all__ = [
+    "TRANSIENT_REDIS_ERRORS",
+    "connect",
+    "is_transient",
+    "redact_url",
+    "redis_retry",
+    "redis_retrying",
+]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+logger = logging.getLogger(__name__)
+
+_try_again: tuple[type[rex.RedisError], ...] = (
+    (rex.TryAgainError,) if hasattr(rex, "TryAgainError") else ()
+)
+
+TRANSIENT_REDIS_ERRORS: tuple[type[rex.RedisError], ...] = (
+    rex.ConnectionError,
+    rex.TimeoutError,
+    rex.BusyLoadingError,
+    *_try_again,
+)
+"""redis-py errors worth retrying. Subclasses listed in ``_PERMANENT`` (authentication) are excluded by
+:func:`is_transient`, which is the predicate to use."""
+
+# Subclasses of ConnectionError that no retry can fix.
+_PERMANENT: tuple[type[rex.RedisError], ...] = (
+    rex.AuthenticationError,
+    *((rex.AuthorizationError,) if hasattr(rex, "AuthorizationError") else ()),
+)
+
+_INITIAL_WAIT_S = 0.05
+_QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&#;]*", re.IGNORECASE)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def redact_url(url: str) -> str:
+    """Replace the password of a Redis URL with ``***``.
+
+    ``redis://:secret@h:6379/0`` becomes ``redis://:***@h:6379/0`` and ``redis://user:pw@h/1`` becomes
+    ``redis://user:***@h/1``; a ``password=`` query argument is masked too. ``rediss://`` and ``unix://`` URLs
+    are handled alike; a URL without a password comes back unchanged.
+
+    Args:
+        url: any string; a string that is not a URL is returned as it is.
+
+    Returns:
+        The URL with every password replaced by ``***``.
+    """
+    url = _QUERY_PASSWORD.sub(r"\1***", url)
+    match = _SCHEME.match(url)
+    if match is None:
+        return url
+    head, rest = url[: match.end()], url[match.end() :]
+    # The userinfo ends at the last "@": a host, a db number or a socket path holds none, while a password
+    # that was not percent-encoded may hold "@", "/", "?" or "#" (urllib would misread it; mask all of it).
+    userinfo, at, after = rest.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{head}{user}:***@{after}"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a Redis error may pass when the operation is tried again.
+
+    Args:
+        exc: the raised error.
+
+    Returns:
+        True for connection errors, timeouts, ``LOADING`` and ``TRYAGAIN``; False for authentication and
+        authorization failures, any other ``ResponseError`` and every non-Redis error.
+    """
+    if isinstance(exc, _PERMANENT):
+        return False
+    return isinstance(exc, TRANSIENT_REDIS_ERRORS)
+
+
+def redis_retrying(attempts: int | None = None, max_wait_s: float | None = None) -> Retrying:
+    """The retry policy for Redis calls, as a tenacity ``Retrying`` (``redis_retrying()(fn, *args)``).
+
+    Args:
+        attempts: tries in all, including the first; None means ``GRAPHQ_REDIS_RETRY_ATTEMPTS``.
+        max_wait_s: longest pause between two tries, seconds; None means ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``.
+            Pauses start near 0.05 s and double, half fixed and half random (jitter).
+
+    Returns:
+        A ``Retrying`` that retries only errors for which :func:`is_transient` holds and re-raises the last
+        error once the tries are used up.
+
+    Raises:
+        ConfigError: ``attempts`` is below 1 or ``max_wait_s`` is not positive, or the settings are invalid.
+    """
+    tries = get_settings().redis_retry_attempts if attempts is None else attempts
+    cap = get_settings().redis_retry_max_wait_s if max_wait_s is None else max_wait_s
+    if tries < 1:
+        raise ConfigError(f"redis retry attempts must be at least 1 (got {tries})")
+    if cap <= 0:
+        raise ConfigError(f"redis retry max wait must be above 0 s (got {cap})")
+    half = cap / 2
+    return Retrying(
+        stop=stop_after_attempt(tries),
+        wait=wait_exponential(multiplier=_INITIAL_WAIT_S, max=half)
+        + wait_random_exponential(multiplier=_INITIAL_WAIT_S, max=half),
+        retry=retry_if_exception(is_transient),
+        before_sleep=before_sleep_log(logger, logging.WARNING),
+        reraise=True,
+    )
+
+
+def redis_retry(
+    attempts: int | None = None, max_wait_s: float | None = None
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Decorator factory: retry the decorated function on transient Redis errors (see :func:`redis_retrying`).
+
+    Example::
+
+        @redis_retry()
+        def load(client: redis.Redis, key: str) -> bytes | None:
+            return client.get(key)
+
+    Args:
+        attempts: tries in all; None means ``GRAPHQ_REDIS_RETRY_ATTEMPTS``.
+        max_wait_s: longest pause between tries, seconds; None means ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``.
+
+    Returns:
+        A decorator. The wrapped function re-raises the last error once the tries are used up, and permanent
+        errors at once.
+
+    Raises:
+        ConfigError: the arguments or the settings are out of range.
+    """
+    policy = redis_retrying(attempts, max_wait_s)
+
+    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            return policy.copy()(fn, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def connect(url: str, *, attempts: int | None = None, max_wait_s: float | None = None) -> redis.Redis:
+    """A client for ``url``, checked with PING under the retry policy.
+
+    Args:
+        url: a ``redis://``, ``rediss://`` or ``unix://`` URL.
+        attempts: tries in all; None means ``GRAPHQ_REDIS_RETRY_ATTEMPTS``.
+        max_wait_s: longest pause between tries, seconds; None means ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``.
+
+    Returns:
+        A connected ``redis.Redis`` returning bytes (``decode_responses=False``).
+
+    Raises:
+        ConfigError: the URL is malformed; the message names ``GRAPHQ_REDIS_URL`` and the redacted URL.
+        RedisUnavailableError: Redis stayed unreachable through every try, or refused the connection
+            (authentication failed, or another error reply), which fails at once. The message is one line and
+            shows the URL without its password.
+    """
+    safe = redact_url(url)
+    try:
+        client = redis.Redis.from_url(
+            url, decode_responses=False, socket_connect_timeout=5, health_check_interval=30
+        )
+    except ValueError as exc:
+        # The error's text may quote part of an unparsable URL: show it only when the URL holds no password.
+        reason = f" ({exc})" if safe == url else ""
+        raise ConfigError(
+            f"GRAPHQ_REDIS_URL={safe} is not a valid Redis URL{reason}; expected "
+            "redis://[[user]:password@]host[:port][/db], rediss://... or unix:///path/to/socket"
+        ) from None
+    try:
+        redis_retrying(attempts, max_wait_s)(client.ping)
+    except rex.RedisError as exc:
+        client.close()
+        raise _unavailable(safe, exc) from exc
+    return client
+
+
+def _unavailable(safe_url: str, exc: rex.RedisError) -> RedisUnavailableError:
+    if isinstance(exc, _PERMANENT):
+        return RedisUnavailableError(f"Redis at {safe_url} refused the connection: authentication failed")
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if is_transient(exc):
+        return RedisUnavailableError(f"cannot reach Redis at {safe_url}: {reason}")
+    return RedisUnavailableError(f"Redis at {safe_url} refused the connection: {reason}")

@@ -1,0 +1,165 @@
+"""The graph builder (G1): nodes, plain and conditional edges, joins, and compile-time validation."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from graphcore.errors import InvalidGraphError
+from graphcore.schema import StateSchema
+from graphcore.types import END, START
+
+if TYPE_CHECKING:
+    from graphcore.executor import CompiledGraph
+    from graphcore.store.base import CheckpointStore
+
+__all__ = ["Branch", "NodeSpec", "StateGraph"]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node: its function and options.
+
+    Attributes:
+        name: unique node name.
+        fn: ``fn(state)`` or ``fn(state, config)``; returns a dict update, a Command, or None.
+        takes_config: whether ``fn`` accepts a second ``config`` argument.
+        timeout_s: node timeout in seconds (enforced by the durable-semantics layer), or None.
+        settings: JSON-serialisable per-node settings, passed through untouched.
+        destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    takes_config: bool
+    timeout_s: float | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    destinations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A conditional edge: ``router(state)`` picks destinations, optionally mapped through ``path_map``.
+
+    The router returns a node name, END, a Send, or a list of those. ``path_map`` (a mapping, or a list of
+    allowed names) translates or restricts the router's return values.
+    """
+
+    source: str
+    router: Callable[[Any], Any]
+    path_map: Mapping[Hashable, str] | None = None
+
+    def destinations(self) -> list[str] | None:
+        """The nodes this branch may reach, when ``path_map`` says; None when only the router knows."""
+        return None if self.path_map is None else list(self.path_map.values())
+
+
+def _takes_config(fn: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.name == "config" for p in params)
+
+
+class StateGraph:
+    """Builds a graph over a state schema (TypedDict or pydantic model).
+
+    Example::
+
+        g = StateGraph(State)
+        g.add_node("a", a)
+        g.add_edge(START, "a")
+        g.add_edge("a", END)
+        graph = g.compile(name="demo")
+    """
+
+    def __init__(self, state_schema: type[Any]) -> None:
+        self.schema = StateSchema.of(state_schema)
+        self.nodes: dict[str, NodeSpec] = {}
+        self.edges: list[tuple[str, str]] = []
+        self.joins: list[tuple[tuple[str, ...], str]] = []
+        self.branches: list[Branch] = []
+
+    def add_node(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        *,
+        timeout: float | None = None,
+        settings: Mapping[str, Any] | None = None,
+        destinations: Sequence[str] = (),
+    ) -> StateGraph:
+        """Add node ``name`` running ``fn``.
+
+        Args:
+            name: unique node name.
+            fn: ``fn(state)`` or ``fn(state, config)``.
+            timeout: node timeout in seconds, or None.
+            settings: JSON-serialisable per-node settings.
+            destinations: nodes reachable only through ``Command(goto=...)`` from this node.
+
+        Raises:
+            InvalidGraphError: the name is reserved, already used, or contains ':'.
+        """
+        if name in (START, END) or ":" in name or not name:
+            raise InvalidGraphError(f"node name {name!r} is reserved or invalid (no ':' and not START/END)")
+        if name in self.nodes:
+            raise InvalidGraphError(f"node {name!r} is already in the graph")
+        self.nodes[name] = NodeSpec(
+            name, fn, _takes_config(fn), timeout, dict(settings or {}), tuple(destinations)
+        )
+        return self
+
+    def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
+        """Add a plain edge, or a join when ``source`` is a list: ``target`` runs once all sources ran."""
+        if isinstance(source, str):
+            self.edges.append((source, target))
+        else:
+            if not source:
+                raise InvalidGraphError(f"join into {target!r} has no sources")
+            self.joins.append((tuple(source), target))
+        return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        router: Callable[[Any], Any],
+        path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
+    ) -> StateGraph:
+        """After ``source`` runs, ``router`` chooses where to go (see :class:`Branch`)."""
+        if path_map is not None and not isinstance(path_map, Mapping):
+            path_map = {name: name for name in path_map}
+        self.branches.append(Branch(source, router, path_map))
+        return self
+
+    def set_entry_point(self, node: str) -> StateGraph:
+        """Shorthand for ``add_edge(START, node)``."""
+        return self.add_edge(START, node)
+
+    def compile(
+        self,
+        *,
+        name: str | None = None,
+        checkpointer: CheckpointStore | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> CompiledGraph:
+        """Validate the graph and freeze it.
+
+        Args:
+            name: the workflow name it registers under (defaults to ``"graph"``).
+            checkpointer: a store for :meth:`CompiledGraph.invoke` to persist checkpoints in; None keeps
+                the state only for the duration of the call.
+            config: defaults merged under every run's config (tags, metadata, configurable, ...).
+
+        Raises:
+            InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node.
+        """
+        from graphcore.executor import CompiledGraph
+        from graphcore.validate import validate
+
+        validate(self)
+        return CompiledGraph(self, name=name or "graph", checkpointer=checkpointer, defaults=config or {})

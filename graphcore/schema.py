@@ -1,0 +1,102 @@
+"""State schemas: a TypedDict or a pydantic model becomes one channel per key (G1, G2)."""
+
+from __future__ import annotations
+
+import copy
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from graphcore.channels import MISSING, LastValue, ReducerChannel, channel_for
+from graphcore.errors import InvalidGraphError, InvalidUpdateError
+
+__all__ = ["StateSchema"]
+
+
+@dataclass(frozen=True)
+class StateSchema:
+    """The channels of a state schema and how nodes see the state.
+
+    Attributes:
+        schema: the TypedDict or pydantic model class.
+        channels: key → channel, in declaration order.
+    """
+
+    schema: type[Any]
+    channels: Mapping[str, LastValue | ReducerChannel]
+
+    @classmethod
+    def of(cls, schema: type[Any]) -> StateSchema:
+        """Read the channels of ``schema``.
+
+        Raises:
+            InvalidGraphError: ``schema`` is neither a TypedDict nor a pydantic model.
+        """
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return cls(schema, _pydantic_channels(schema))
+        if typing.is_typeddict(schema):
+            hints = typing.get_type_hints(schema, include_extras=True)
+            return cls(schema, {key: channel_for(tp) for key, tp in hints.items()})
+        raise InvalidGraphError(f"state schema {schema!r} must be a TypedDict or a pydantic BaseModel")
+
+    @property
+    def is_model(self) -> bool:
+        """True when nodes receive a pydantic model instance rather than a dict."""
+        return issubclass(self.schema, BaseModel)
+
+    def initial_values(self) -> dict[str, Any]:
+        """Values of a new thread: each channel's default, fresh per call; keys without one are absent."""
+        values = {key: ch.initial() for key, ch in self.channels.items()}
+        return {key: copy.copy(v) for key, v in values.items() if v is not MISSING}
+
+    def view(self, values: Mapping[str, Any]) -> Any:
+        """The state as a node receives it: a dict copy, or a model instance for a pydantic schema."""
+        if self.is_model:
+            return self.schema.model_validate(dict(values))
+        return dict(values)
+
+    def writes_of(self, node: str, update: Any) -> list[tuple[str, Any]]:
+        """Normalise a node's state update into ``(channel, value)`` writes.
+
+        Args:
+            node: the writer's name, for error messages.
+            update: a mapping, a pydantic model of the schema (its explicitly set fields), or None.
+
+        Raises:
+            InvalidUpdateError: unknown keys or an update of the wrong shape.
+        """
+        if update is None:
+            return []
+        if isinstance(update, BaseModel):
+            update = {k: getattr(update, k) for k in update.model_fields_set}
+        if not isinstance(update, Mapping):
+            raise InvalidUpdateError(
+                f"node {node!r} returned {type(update).__name__}; expected a dict of state updates, "
+                "a Command or None"
+            )
+        unknown = [k for k in update if k not in self.channels]
+        if unknown:
+            raise InvalidUpdateError(
+                f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {list(self.channels)}"
+            )
+        return list(update.items())
+
+
+def _pydantic_channels(model: type[BaseModel]) -> dict[str, LastValue | ReducerChannel]:
+    channels: dict[str, LastValue | ReducerChannel] = {}
+    for name, info in model.model_fields.items():
+        default = MISSING if info.default is PydanticUndefined else info.default
+        if info.default_factory is not None:
+            default = info.default_factory()  # type: ignore[call-arg]
+        reducers = [m for m in info.metadata if callable(m)]
+        if reducers:
+            start = default
+            channels[name] = ReducerChannel(reducers[-1], (lambda v=start: copy.copy(v)) if start is not MISSING
+                                            else None)
+        else:
+            channels[name] = channel_for(info.annotation, default)
+    return channels

@@ -1,0 +1,85 @@
+"""Values that nodes and routers return to steer a graph: START/END, Send, Command, Overwrite.
+
+Names and meaning follow LangGraph's public API (``langgraph.types``) so that graphs port with few changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["END", "START", "Command", "Overwrite", "Send"]
+
+START = "__start__"
+"""Virtual source node: edges from START pick the entry node(s)."""
+
+END = "__end__"
+"""Virtual sink node: a task whose edges lead only here schedules nothing."""
+
+
+@dataclass(frozen=True)
+class Send:
+    """Schedule one task of ``node`` in the next super-step with ``arg`` as its input (G4, map-reduce).
+
+    Each Send is its own task, even when several name the same node; the node receives ``arg`` instead of
+    the graph state.
+    """
+
+    node: str
+    arg: Any
+
+
+@dataclass(frozen=True)
+class Command:
+    """A node's return value that updates state and chooses where to go next (G5).
+
+    Attributes:
+        update: channel writes, as a node would return them (dict or None).
+        goto: node name(s) or :class:`Send` packets to run in the next super-step, in addition to the
+            node's static edges.
+        resume: an answer for a pending interrupt (used by the human-in-the-loop layer).
+    """
+
+    update: dict[str, Any] | None = None
+    goto: str | Send | Sequence[str | Send] = ()
+    resume: Any = None
+
+
+@dataclass(frozen=True)
+class Overwrite:
+    """Write ``value`` to a reducer channel as is, bypassing its reducer (G2)."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class PendingTask:
+    """A task scheduled for the next super-step, as stored in a checkpoint.
+
+    Attributes:
+        node: the node to run.
+        send: True when the task came from a :class:`Send`; the node then receives ``arg``.
+        arg: the Send's payload (None for state-triggered tasks).
+    """
+
+    node: str
+    send: bool = False
+    arg: Any = None
+
+
+@dataclass
+class TaskWrites:
+    """What one finished task produced; persisted as the task's pending writes (I2).
+
+    Attributes:
+        task_id: the task's deterministic id (stable across re-execution of the step).
+        node: the node that ran.
+        writes: ``(channel, value)`` pairs in the order the node returned them.
+        goto: dynamic destinations from routers and Commands, in order.
+    """
+
+    task_id: str
+    node: str
+    writes: list[tuple[str, Any]] = field(default_factory=list)
+    goto: list[PendingTask] = field(default_factory=list)
