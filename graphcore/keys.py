@@ -1,0 +1,117 @@
+"""Every Redis key graphq uses, built here and nowhere else (I8).
+
+A thread's keys carry the hash tag ``{<thread>}`` so they share one cluster slot; the fenced commit touches
+only keys of one thread. The run index keys are global (one slot) and never part of a commit.
+
+Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
+
+    graphq:{T}:cp:NS              hash   checkpoint id -> checkpoint record (msgpack)
+    graphq:{T}:hist:NS            list   checkpoint ids, oldest first
+    graphq:{T}:ch:NS:CHANNEL      hash   channel version -> value (msgpack)
+    graphq:{T}:log:NS:CHANNEL:GEN list   items of an append-only list channel (msgpack each)
+    graphq:{T}:writes:NS:CP       hash   task id -> pending writes of the step after CP (I2)
+    graphq:{T}:run:RUN            hash   run record
+    graphq:{T}:events:RUN         stream run events (C6)
+    graphq:{T}:lease:RUN          string lease token of the step being run (R18)
+    graphq:{T}:runs               zset   run ids of the thread by creation time
+    graphq:runs                   zset   all run ids by creation time
+    graphq:run-thread             hash   run id -> thread id
+"""
+
+from __future__ import annotations
+
+from graphcore.errors import ConfigError
+
+__all__ = [
+    "PREFIX",
+    "channel_log",
+    "channel_values",
+    "checkpoints",
+    "history",
+    "lease",
+    "pending_writes",
+    "run",
+    "run_events",
+    "run_threads",
+    "runs_index",
+    "thread_pattern",
+    "thread_runs",
+    "validate_id",
+]
+
+PREFIX = "graphq"
+
+
+def validate_id(kind: str, value: str) -> str:
+    """Check a thread/run id for use in keys: 1–200 characters, no braces, colons or whitespace.
+
+    Raises:
+        ConfigError: naming ``kind`` and the offending value.
+    """
+    if not value or len(value) > 200 or any(c in value for c in "{}: \t\n\r*?[]"):
+        raise ConfigError(f"{kind} {value!r} is invalid: use 1-200 characters without braces, ':', '*' or spaces")
+    return value
+
+
+def _t(thread: str) -> str:
+    return f"{PREFIX}:{{{thread}}}"
+
+
+def checkpoints(thread: str, ns: str = "") -> str:
+    """Hash of checkpoint records of ``thread`` in namespace ``ns``."""
+    return f"{_t(thread)}:cp:{ns}"
+
+
+def history(thread: str, ns: str = "") -> str:
+    """List of checkpoint ids of ``thread`` in ``ns``, oldest first."""
+    return f"{_t(thread)}:hist:{ns}"
+
+
+def channel_values(thread: str, ns: str, channel: str) -> str:
+    """Hash version → value of one channel."""
+    return f"{_t(thread)}:ch:{ns}:{channel}"
+
+
+def channel_log(thread: str, ns: str, channel: str, generation: str) -> str:
+    """List of the items of one generation of an append-only channel."""
+    return f"{_t(thread)}:log:{ns}:{channel}:{generation}"
+
+
+def pending_writes(thread: str, ns: str, checkpoint_id: str) -> str:
+    """Hash task id → writes, for the super-step that follows ``checkpoint_id``."""
+    return f"{_t(thread)}:writes:{ns}:{checkpoint_id}"
+
+
+def run(thread: str, run_id: str) -> str:
+    """Hash holding the run record."""
+    return f"{_t(thread)}:run:{run_id}"
+
+
+def run_events(thread: str, run_id: str) -> str:
+    """Stream of the run's events."""
+    return f"{_t(thread)}:events:{run_id}"
+
+
+def lease(thread: str, run_id: str) -> str:
+    """The lease token of the run's current step."""
+    return f"{_t(thread)}:lease:{run_id}"
+
+
+def thread_runs(thread: str) -> str:
+    """Sorted set of the thread's run ids, scored by creation time (epoch seconds)."""
+    return f"{_t(thread)}:runs"
+
+
+def thread_pattern(thread: str) -> str:
+    """A SCAN pattern matching every key of ``thread`` (glob characters in ids are refused)."""
+    return f"{_t(thread)}:*"
+
+
+def runs_index() -> str:
+    """Sorted set of all run ids, scored by creation time (epoch seconds)."""
+    return f"{PREFIX}:runs"
+
+
+def run_threads() -> str:
+    """Hash run id → thread id."""
+    return f"{PREFIX}:run-thread"

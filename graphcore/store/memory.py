@@ -1,0 +1,88 @@
+"""The in-memory checkpoint store: the same store code as Redis over a dict-backed key-value client.
+
+:class:`MemoryKV` implements the handful of Redis commands the store uses, with Redis's semantics
+(bytes in, bytes out). It exists so that the in-process executor can keep history without a server; it is
+not a Redis stand-in for tests — the Redis store is always tested against a real ``redis-server``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from graphcore.schema import StateSchema
+from graphcore.store.kv import KVCheckpointStore
+
+__all__ = ["InMemoryCheckpointStore", "MemoryKV"]
+
+
+def _b(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
+class MemoryKV:
+    """Hashes and lists in process memory; thread-safe; ``pipeline()`` runs its commands on ``execute()``."""
+
+    def __init__(self) -> None:
+        self._hashes: dict[bytes, dict[bytes, bytes]] = {}
+        self._lists: dict[bytes, list[bytes]] = {}
+        self._lock = threading.RLock()
+
+    def hset(self, key: str, field: str, value: bytes) -> int:
+        with self._lock:
+            h = self._hashes.setdefault(_b(key), {})
+            new = _b(field) not in h
+            h[_b(field)] = value
+            return int(new)
+
+    def hget(self, key: str, field: str) -> bytes | None:
+        return self._hashes.get(_b(key), {}).get(_b(field))
+
+    def hmget(self, key: str, fields: list[str]) -> list[bytes | None]:
+        h = self._hashes.get(_b(key), {})
+        return [h.get(_b(f)) for f in fields]
+
+    def hgetall(self, key: str) -> dict[bytes, bytes]:
+        return dict(self._hashes.get(_b(key), {}))
+
+    def rpush(self, key: str, *values: Any) -> int:
+        with self._lock:
+            items = self._lists.setdefault(_b(key), [])
+            items.extend(_b(v) for v in values)
+            return len(items)
+
+    def lrange(self, key: str, start: int, end: int) -> list[bytes]:
+        items = self._lists.get(_b(key), [])
+        stop = len(items) if end == -1 else end + 1
+        return items[start:stop]
+
+    def lindex(self, key: str, index: int) -> bytes | None:
+        items = self._lists.get(_b(key), [])
+        return items[index] if -len(items) <= index < len(items) else None
+
+    def pipeline(self, transaction: bool = True) -> _Pipeline:
+        return _Pipeline(self)
+
+
+class _Pipeline:
+    def __init__(self, kv: MemoryKV) -> None:
+        self._kv = kv
+        self._calls: list[tuple[str, tuple[Any, ...]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def queue(*args: Any) -> _Pipeline:
+            self._calls.append((name, args))
+            return self
+
+        return queue
+
+    def execute(self) -> list[Any]:
+        with self._kv._lock:
+            return [getattr(self._kv, name)(*args) for name, args in self._calls]
+
+
+class InMemoryCheckpointStore(KVCheckpointStore):
+    """A checkpoint store in process memory (for ``compile(checkpointer=InMemoryCheckpointStore())``)."""
+
+    def __init__(self, schema: StateSchema | None = None) -> None:
+        super().__init__(MemoryKV(), schema)
