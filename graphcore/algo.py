@@ -52,16 +52,14 @@ def task_id(checkpoint_id: str, index: int, node: str) -> str:
 
 
 def prepare_tasks(graph: CompiledGraph, cp: Checkpoint) -> list[Task]:
-    """The tasks of the super-step that follows ``cp``, in order."""
-    view: Any = MISSING
+    """The tasks of the super-step that follows ``cp``, in order.
+
+    Each state-triggered task gets its own view of the state, so a node that assigns into its input does
+    not change what a parallel sibling reads (G3).
+    """
     tasks = []
     for index, pending in enumerate(cp.next_tasks):
-        if pending.send:
-            arg = pending.arg
-        else:
-            if view is MISSING:
-                view = graph.schema.view(cp.channel_values)
-            arg = view
+        arg = pending.arg if pending.send else graph.schema.view(cp.channel_values)
         tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index))
     return tasks
 

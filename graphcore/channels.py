@@ -173,12 +173,21 @@ def _factory_for(tp: Any) -> Callable[[], Any] | None:
     return None
 
 
+def _unwrap_required(annotation: Any) -> Any:
+    """``Required[T]`` / ``NotRequired[T]`` (TypedDict key markers) → ``T``; anything else unchanged."""
+    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
+        annotation = typing.get_args(annotation)[0]
+    return annotation
+
+
 def channel_for(annotation: Any, default: Any = MISSING) -> LastValue | ReducerChannel:
     """Build the channel for one state key from its type annotation.
 
     ``Annotated[T, reducer]`` (the last callable in the metadata) gives a :class:`ReducerChannel` starting
     from ``T()`` when ``T`` is a builtin container or number; anything else a :class:`LastValue`.
+    ``Required[...]`` / ``NotRequired[...]`` around it are looked through.
     """
+    annotation = _unwrap_required(annotation)
     if typing.get_origin(annotation) is typing.Annotated:
         base, *meta = typing.get_args(annotation)
         reducers = [m for m in meta if callable(m)]

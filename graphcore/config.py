@@ -80,7 +80,7 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
             raise ConfigError(f"unknown run option(s) {sorted(unknown)}; known: {sorted(RunConfig.model_fields)}")
         for key, value in data.items():
             if key == "tags":
-                merged["tags"] += [t for t in value if t not in merged["tags"]]
+                merged["tags"] += [t for t in dict.fromkeys(value) if t not in merged["tags"]]
             elif key in ("metadata", "configurable"):
                 merged[key] = {**merged[key], **value}
             elif value is not None:

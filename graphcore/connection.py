@@ -41,9 +41,7 @@ _R = TypeVar("_R")
 
 logger = logging.getLogger(__name__)
 
-_try_again: tuple[type[rex.RedisError], ...] = (
-    (rex.TryAgainError,) if hasattr(rex, "TryAgainError") else ()
-)
+_try_again: tuple[type[rex.RedisError], ...] = (rex.TryAgainError,) if hasattr(rex, "TryAgainError") else ()
 
 TRANSIENT_REDIS_ERRORS: tuple[type[rex.RedisError], ...] = (
     rex.ConnectionError,

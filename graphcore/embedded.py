@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -87,14 +88,43 @@ def free_port() -> int:
         return port
 
 
-def _ping(port: int, timeout_s: float) -> bytes | None:
-    """Send an inline PING; return the first reply line, or None when nothing answers."""
+_PROCESS_ID = re.compile(rb"process_id:(\d+)\r\n")
+
+
+def _probe(port: int, timeout_s: float) -> tuple[bytes, int | None] | None:
+    """Send PING and INFO; return the PING reply line and the process id the server reports.
+
+    Returns:
+        None when nothing answers within ``timeout_s`` seconds; else the first reply line (``+PONG``,
+        ``-LOADING ...``, ``-NOAUTH ...``) and, after ``+PONG``, the server's ``process_id``.
+    """
+    data = b""
     try:
         with socket.create_connection((_HOST, port), timeout=timeout_s) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(256).split(b"\r\n", 1)[0]
+            sock.sendall(b"PING\r\nINFO server\r\n")
+            while chunk := sock.recv(4096):
+                data += chunk
+                line, sep, _ = data.partition(b"\r\n")
+                if sep and not line.startswith(b"+PONG"):
+                    return line, None  # an error reply; the INFO would get the same
+                found = _PROCESS_ID.search(data)
+                if found is not None:
+                    return line, int(found.group(1))
     except OSError:
-        return None
+        pass
+    return None
+
+
+def _readiness(probe: tuple[bytes, int | None] | None, pid: int) -> str:
+    """``ready``, ``loading`` (alive, reading its data) or ``waiting`` (no answer, or another server's)."""
+    if probe is None:
+        return "waiting"
+    line, server_pid = probe
+    if line.startswith(b"+PONG"):
+        return "ready" if server_pid == pid else "waiting"
+    if line.startswith(b"-LOADING"):
+        return "loading"
+    return "ready"  # -NOAUTH under --requirepass: it serves, and cannot tell its process id
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -327,11 +357,11 @@ class EmbeddedRedis:
         while True:
             if proc.poll() is not None:
                 raise self._startup_error(f"exited with code {proc.returncode}", output)
-            reply = _ping(self.port, timeout_s=1.0)
-            if reply is not None and not reply.startswith(b"-LOADING"):
-                return  # +PONG, or -NOAUTH when --requirepass is set: either way it serves
+            state = _readiness(_probe(self.port, timeout_s=0.25), proc.pid)
+            if state == "ready":
+                return
             now = time.monotonic()
-            if reply is not None:
+            if state == "loading":
                 deadline = max(deadline, now + self._startup_timeout_s)
             if now >= deadline:
                 raise self._startup_error(f"did not answer PING within {self._startup_timeout_s:g} s", output)
@@ -342,7 +372,8 @@ class EmbeddedRedis:
         output.seek(0)
         printed = output.read().decode("utf-8", errors="replace").strip()
         log = "\n".join(part for part in (printed, _tail(self.log_path)) if part)
-        message = f"redis-server on {_HOST}:{self._port} {what}; last lines of {self.log_path}:\n{log}"
+        where = "its output" if self._owns_dir else str(self.log_path)
+        message = f"redis-server on {_HOST}:{self._port} {what}; last lines of {where}:\n{log}"
         if "Address already in use" in log:
             return _PortInUseError(message)
         return RedisUnavailableError(message)

@@ -1,14 +1,15 @@
 """msgpack serialization with an explicit allow-list of types (invariant I5: no pickle anywhere).
 
-Checkpoints, channel values and pending writes are stored in Redis as bytes produced by :func:`dumps` and read
-back by :func:`loads`. Every value comes back with its exact type and value (``==`` and ``type(x) is type(y)``).
+Checkpoints, channel values and pending writes are stored in Redis as bytes produced by :func:`dumps` and
+read back by :func:`loads`. Every value comes back with its exact type and value (``==`` and
+``type(x) is type(y)``).
 
 Format (version 1)
 ------------------
-The first byte is the format version (``0x01``, which is also the msgpack encoding of the integer 1), followed by
-exactly one msgpack object. ``None``, ``bool``, ``int`` (64-bit), ``float``, ``str``, ``bytes``, ``list`` and
-``dict`` are plain msgpack; dict keys may be any allow-listed hashable value and keep their type. Every other
-allowed type is a msgpack extension whose payload is itself msgpack (unless noted):
+The first byte is the format version (``0x01``, which is also the msgpack encoding of the integer 1),
+followed by exactly one msgpack object. ``None``, ``bool``, ``int`` (64-bit), ``float``, ``str``, ``bytes``,
+``list`` and ``dict`` are plain msgpack; dict keys may be any allow-listed hashable value and keep their type.
+Every other allowed type is a msgpack extension whose payload is itself msgpack (unless noted):
 
 ====  ==============================  ==================================================================
 code  type                            payload
@@ -32,11 +33,15 @@ code  type                            payload
 (``datetime.timezone``). Codes are stable: never renumber them; add new codes and bump the version only for
 incompatible changes.
 
-Classes (enums, models, dataclasses) are stored by ``__module__`` and ``__qualname__`` and must be importable at
-module level (a class defined inside a function is rejected when dumping). On load the class is re-imported and
-checked to be an Enum / BaseModel / dataclass before anything is called on it; nothing else is ever
+Classes (enums, models, dataclasses) are stored by ``__module__`` and ``__qualname__`` and must be importable
+at module level (a class defined inside a function is rejected when dumping). On load the class is re-imported
+and checked to be an Enum / BaseModel / dataclass before anything is called on it; nothing else is ever
 instantiated. Subclasses of built-in types (``class MyStr(str)``) are rejected instead of decaying to the base
 type. Pydantic private attributes are not stored (they get their defaults back on load).
+
+Known gaps, kept so the common case stays in msgpack's C code with no Python pre-walk: msgpack packs
+``bytearray`` and ``memoryview`` itself (``default`` never sees them), so they load back as ``bytes``; raw
+``msgpack.ExtType`` / ``msgpack.Timestamp`` values inside the state are passed through as is.
 """
 
 from __future__ import annotations
@@ -49,7 +54,6 @@ from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from enum import Enum, Flag
-from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -84,8 +88,9 @@ _ONE_US = timedelta(microseconds=1)
 _MISSING = object()
 _NATIVE = frozenset({type(None), bool, int, float, str, bytes})
 _ALLOWED = (
-    "allowed types: None, bool, int, float, str, bytes, list, dict, tuple, set, frozenset, datetime, date, time, "
-    "timedelta, Decimal, UUID, Enum members, pydantic BaseModel and dataclass instances of module-level classes"
+    "allowed types: None, bool, int, float, str, bytes, list, dict, tuple, set, frozenset, datetime, date, "
+    "time, timedelta, Decimal, UUID, Enum members, pydantic BaseModel and dataclass instances of "
+    "module-level classes"
 )
 # Checked in order, so datetime comes before its base class date.
 _BUILTIN_BASES: tuple[type, ...] = (
@@ -94,6 +99,8 @@ _BUILTIN_BASES: tuple[type, ...] = (
 )  # fmt: skip
 
 _Encoder = Callable[[Any], msgpack.ExtType]
+_CLASS_REFS: dict[type, tuple[str, str]] = {}  # dumps: classes checked importable
+_LOADED_CLASSES: dict[tuple[str, str, str], type] = {}  # loads: (module, qualname, kind) -> checked class
 
 
 class _Unsupported(Exception):
@@ -183,7 +190,8 @@ def _model_fields(obj: BaseModel) -> dict[str, Any]:
 
 def _enc_model(obj: BaseModel) -> msgpack.ExtType:
     module, qualname = _class_ref(type(obj))
-    payload = [module, qualname, _model_fields(obj), obj.__pydantic_extra__, sorted(obj.__pydantic_fields_set__)]
+    fields_set = sorted(obj.__pydantic_fields_set__)
+    payload = [module, qualname, _model_fields(obj), obj.__pydantic_extra__, fields_set]
     return msgpack.ExtType(EXT_MODEL, _pack(payload))
 
 
@@ -242,9 +250,15 @@ def _class_encoder(cls: type) -> _Encoder | None:
     return None
 
 
-@lru_cache(maxsize=4096)
 def _class_ref(cls: type) -> tuple[str, str]:
-    """Return ``(module, qualname)`` of a class, checking that loads can import it back."""
+    """Return ``(module, qualname)`` of a class, checking (once per class) that loads can import it back."""
+    ref = _CLASS_REFS.get(cls)
+    if ref is None:
+        ref = _CLASS_REFS[cls] = _check_class_ref(cls)
+    return ref
+
+
+def _check_class_ref(cls: type) -> tuple[str, str]:
     module, qualname = cls.__module__, cls.__qualname__
     if "<locals>" in qualname:
         raise _Unsupported(
@@ -395,10 +409,16 @@ def _resolve(module: str, qualname: str) -> object | None:
 
 def _load_class(module: object, qualname: object, kind: str, check: Callable[[type], bool]) -> Any:
     """Resolve a stored class reference, refusing anything that is not a class of the expected kind."""
-    target = _resolve(module, qualname) if isinstance(module, str) and isinstance(qualname, str) else None
-    if not (isinstance(target, type) and check(target)):
-        raise SerializationError(_STORED, f"{module}:{qualname} is not {kind}; refusing to load it")
-    return target
+    if isinstance(module, str) and isinstance(qualname, str):
+        key = (module, qualname, kind)
+        cached = _LOADED_CLASSES.get(key)
+        if cached is not None:
+            return cached
+        target = _resolve(module, qualname)
+        if isinstance(target, type) and check(target):
+            _LOADED_CLASSES[key] = target  # only classes that passed the check are cached
+            return target
+    raise SerializationError(_STORED, f"{module}:{qualname} is not {kind}; refusing to load it")
 
 
 def _is_enum_class(cls: type) -> bool:
@@ -497,7 +517,7 @@ _DECODERS: dict[int, Callable[[bytes], Any]] = {
 def _ext_hook(code: int, data: bytes) -> Any:
     decoder = _DECODERS.get(code)
     if decoder is None:
-        raise SerializationError(_STORED, f"unknown msgpack extension code {code} (written by a newer graphq?)")
+        raise SerializationError(_STORED, f"unknown extension code {code} (written by a newer graphq?)")
     return decoder(data)
 
 

@@ -1,0 +1,165 @@
+"""The Python client: the one way into graphq for batch pipelines, the CLI and tests.
+
+Enqueueing needs a :class:`StepQueue` (the worker package provides the RQ one, see
+``worker.queue.connect_client``); reading runs and state needs only Redis.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from graphcore import keys, serde
+from graphcore.checkpoint import Checkpoint
+from graphcore.errors import CheckpointNotFoundError, ConfigError
+from graphcore.registry import Registry
+from graphcore.runs import RunRecord, RunStore, now_iso
+from graphcore.store.kv import KVCheckpointStore
+
+__all__ = ["Client", "RunRequest", "StepQueue"]
+
+
+class StepQueue(Protocol):
+    """Puts step jobs on the queue, inside the caller's MULTI pipeline."""
+
+    def stage(self, pipe: Any, run: RunRecord) -> None:
+        """Queue the job of ``run``'s step number ``run.step`` on ``pipe``."""
+
+
+@dataclass
+class RunRequest:
+    """One run to enqueue.
+
+    Attributes:
+        workflow: registered workflow name.
+        input: the input update (JSON-like or allow-listed values).
+        thread_id: the thread; a new one (equal to the run id) when None.
+        tenant: who the run is for (fairness, quotas).
+        config: run options (tags, metadata, configurable, max_super_steps).
+    """
+
+    workflow: str
+    input: Any = None
+    thread_id: str | None = None
+    tenant: str = "default"
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Client:
+    """Enqueue runs and read runs, state and history.
+
+    Args:
+        kv: a redis-py client (bytes responses).
+        registry: the known workflows (validates names and configs at enqueue time).
+        queue: where step jobs go; None for a read-only client.
+    """
+
+    def __init__(self, kv: Any, registry: Registry, queue: StepQueue | None = None) -> None:
+        self.kv = kv
+        self.registry = registry
+        self.queue = queue
+        self.runs = RunStore(kv)
+        self.checkpoints = KVCheckpointStore(kv)
+
+    def _record(self, req: RunRequest) -> RunRecord:
+        graph = self.registry.get(req.workflow)
+        cfg = graph.config_for(req.config)
+        cfg.step_limit()
+        run_id = uuid.uuid4().hex
+        thread = keys.validate_id("thread id", req.thread_id or run_id)
+        keys.validate_id("tenant", req.tenant)
+        serde.dumps(req.input, path="input")
+        return RunRecord(
+            id=run_id, workflow=req.workflow, thread_id=thread, tenant=req.tenant, created_at=now_iso(),
+            input=req.input, config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
+        )
+
+    def enqueue_many(self, requests: Sequence[RunRequest]) -> list[str]:
+        """Create the runs and their first step jobs, all or nothing (one MULTI transaction).
+
+        Returns:
+            The run ids, in request order.
+
+        Raises:
+            UnknownWorkflowError, ConfigError, SerializationError: a request is invalid; nothing is written.
+        """
+        if self.queue is None:
+            raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
+        records = [self._record(r) for r in requests]
+        pipe = self.kv.pipeline(transaction=True)
+        pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode
+        for record in records:
+            self.runs.stage_create(pipe, record)
+            self.queue.stage(pipe, record)
+        pipe.execute()
+        return [r.id for r in records]
+
+    def enqueue(self, workflow: str, input: Any = None, **options: Any) -> str:
+        """Enqueue one run; ``options`` are :class:`RunRequest` fields. Returns the run id."""
+        return self.enqueue_many([RunRequest(workflow, input, **options)])[0]
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run record.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        return self.runs.get(run_id)
+
+    def list_runs(self, limit: int = 50) -> list[RunRecord]:
+        """The newest runs first."""
+        return self.runs.list(limit)
+
+    def wait(
+        self,
+        run_ids: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        poll_s: float = 0.05,
+        on_change: Callable[[RunRecord], None] | None = None,
+    ) -> list[RunRecord]:
+        """Block until every run is terminal.
+
+        Args:
+            timeout_s: give up after this many seconds (None waits forever).
+            poll_s: seconds between polls.
+            on_change: called when a run's status or step changes.
+
+        Returns:
+            The final records, in ``run_ids`` order.
+
+        Raises:
+            TimeoutError: some runs were still going after ``timeout_s``.
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        last: dict[str, tuple[str, int]] = {}
+        while True:
+            records = [self.runs.get(r) for r in run_ids]
+            for rec in records:
+                if on_change and last.get(rec.id) != (rec.status, rec.step):
+                    on_change(rec)
+                last[rec.id] = (rec.status, rec.step)
+            if all(r.terminal for r in records):
+                return records
+            if deadline is not None and time.monotonic() > deadline:
+                pending = [r.id for r in records if not r.terminal]
+                raise TimeoutError(f"runs still not finished after {timeout_s} s: {pending}")
+            time.sleep(poll_s)
+
+    def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint:
+        """The thread's newest checkpoint (or the one with ``checkpoint_id``).
+
+        Raises:
+            CheckpointNotFoundError: the thread has no such checkpoint.
+        """
+        cp = self.checkpoints.get(thread_id, checkpoint_id)
+        if cp is None:
+            raise CheckpointNotFoundError(f"thread {thread_id!r} has no checkpoint {checkpoint_id or ''}".strip())
+        return cp
+
+    def get_history(self, thread_id: str, limit: int | None = None) -> list[Checkpoint]:
+        """The thread's checkpoints, newest first."""
+        return self.checkpoints.list(thread_id, limit=limit)

@@ -1,0 +1,44 @@
+"""Run events on a Redis stream per run (C6): status changes, per-task updates, values, custom chunks.
+
+Each entry has ``mode`` and ``step`` fields plus ``data`` (msgpack, serde allow-list). A ``values`` event
+carries the checkpoint id rather than the whole state, so the stream grows O(change) per step (I4); the
+state itself is read from the checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from graphcore import keys, serde
+
+__all__ = ["Event", "read_events", "stage_event"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One stream entry: ``id`` is the Redis stream id, usable to resume reading after it."""
+
+    id: str
+    mode: str
+    step: int
+    data: Any
+
+
+def stage_event(pipe: Any, thread_id: str, run_id: str, mode: str, step: int, data: Any) -> None:
+    """Queue an XADD of one event on ``pipe`` (or run it now when ``pipe`` is a client)."""
+    fields = {"mode": mode, "step": str(step), "data": serde.dumps(data, path=f"event.{mode}")}
+    pipe.xadd(keys.run_events(thread_id, run_id), fields)
+
+
+def read_events(
+    kv: Any, thread_id: str, run_id: str, after: str = "0-0", block_ms: int | None = None, count: int = 500
+) -> Iterator[Event]:
+    """Events of a run after stream id ``after``, oldest first; blocks up to ``block_ms`` for new ones."""
+    key = keys.run_events(thread_id, run_id)
+    reply = kv.xread({key: after}, count=count, block=block_ms)
+    for _, entries in reply or []:
+        for entry_id, fields in entries:
+            yield Event(entry_id.decode(), fields[b"mode"].decode(), int(fields[b"step"]),
+                        serde.loads(fields[b"data"]))

@@ -1,0 +1,70 @@
+"""Finding workflows: the ``graphq.workflows`` entry-point group plus user modules.
+
+An entry point ``name = "package.module:attr"`` names a compiled graph. A user module (``--workflows`` or
+``GRAPHQ_WORKFLOWS``, comma-separated) contributes every module-level :class:`CompiledGraph`, under the
+name it was compiled with.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+
+from graphcore.errors import ConfigError, UnknownWorkflowError
+from graphcore.executor import CompiledGraph
+
+__all__ = ["ENTRY_POINT_GROUP", "Registry"]
+
+ENTRY_POINT_GROUP = "graphq.workflows"
+
+
+class Registry:
+    """Workflow name → compiled graph."""
+
+    def __init__(self, graphs: dict[str, CompiledGraph]) -> None:
+        self.graphs = graphs
+
+    @classmethod
+    def load(cls, modules: Iterable[str] = ()) -> Registry:
+        """Load entry points, then ``modules`` (later definitions of a name win).
+
+        Raises:
+            ConfigError: a module cannot be imported, or an entry point is not a compiled graph.
+        """
+        graphs: dict[str, CompiledGraph] = {}
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                graph = ep.load()
+            except Exception as exc:
+                raise ConfigError(f"cannot load workflow entry point {ep.name} = {ep.value}: {exc}") from exc
+            if not isinstance(graph, CompiledGraph):
+                raise ConfigError(f"entry point {ep.name} = {ep.value} is not a compiled graph")
+            graphs[ep.name] = graph
+        for name in (m.strip() for m in modules):
+            if not name:
+                continue
+            try:
+                module = importlib.import_module(name)
+            except ImportError as exc:
+                raise ConfigError(f"cannot import workflow module {name!r}: {exc}") from None
+            for value in vars(module).values():
+                if isinstance(value, CompiledGraph):
+                    graphs[value.name] = value
+        return cls(graphs)
+
+    def get(self, name: str) -> CompiledGraph:
+        """The workflow called ``name``.
+
+        Raises:
+            UnknownWorkflowError: listing the known names.
+        """
+        try:
+            return self.graphs[name]
+        except KeyError:
+            known = ", ".join(sorted(self.graphs)) or "none"
+            raise UnknownWorkflowError(f"unknown workflow {name!r}; known workflows: {known}") from None
+
+    def names(self) -> list[str]:
+        """Registered names, sorted."""
+        return sorted(self.graphs)

@@ -1,0 +1,174 @@
+"""Run records (R1, I7): who runs what on which thread, and how it ended.
+
+A run record is a Redis hash under the thread's hash tag. Plain fields are strings; ``input`` and
+``result`` are msgpack (serde allow-list), ``config`` and ``error`` are JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel
+
+from graphcore import keys, serde
+from graphcore.errors import RunNotFoundError
+from graphcore.lua import script
+
+__all__ = ["TERMINAL", "RunError", "RunRecord", "RunStatus", "RunStore", "now_iso"]
+
+
+class RunStatus(StrEnum):
+    """Run statuses (R1). Completed, Failed and Canceled are terminal (I7)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    AWAITING_INPUT = "awaiting_input"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+TERMINAL = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED})
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO-8601."""
+    return datetime.now(UTC).isoformat()
+
+
+class RunError(BaseModel):
+    """Why a run failed: exception type, message and formatted traceback."""
+
+    type: str
+    message: str
+    traceback: str = ""
+
+
+class RunRecord(BaseModel):
+    """One run of a workflow on a thread.
+
+    Attributes:
+        step: super-steps committed so far; the next step job has this number.
+        head: id of the newest checkpoint this run committed (None before the input is applied).
+    """
+
+    id: str
+    workflow: str
+    thread_id: str
+    tenant: str = "default"
+    status: RunStatus = RunStatus.QUEUED
+    step: int = 0
+    head: str | None = None
+    created_at: str
+    started_at: str | None = None
+    ended_at: str | None = None
+    input: Any = None
+    result: Any = None
+    error: RunError | None = None
+    config: dict[str, Any] = {}
+
+    @property
+    def terminal(self) -> bool:
+        """True once the run Completed, Failed or was Canceled."""
+        return self.status in TERMINAL
+
+    def to_hash(self) -> dict[str, bytes | str]:
+        """The Redis hash fields of this record."""
+        fields: dict[str, bytes | str] = {
+            "id": self.id, "workflow": self.workflow, "thread_id": self.thread_id, "tenant": self.tenant,
+            "status": self.status.value, "step": str(self.step), "created_at": self.created_at,
+            "input": serde.dumps(self.input, path="input"), "config": json.dumps(self.config),
+        }
+        return fields
+
+    @classmethod
+    def from_hash(cls, raw: dict[bytes, bytes]) -> RunRecord:
+        """Parse a run hash as read from Redis."""
+        f = {k.decode(): v for k, v in raw.items()}
+        text = {k: v.decode() for k, v in f.items() if k not in ("input", "result")}
+        return cls(
+            id=text["id"], workflow=text["workflow"], thread_id=text["thread_id"], tenant=text["tenant"],
+            status=RunStatus(text["status"]), step=int(text["step"]), head=text.get("head") or None,
+            created_at=text["created_at"], started_at=text.get("started_at"), ended_at=text.get("ended_at"),
+            input=serde.loads(f["input"]) if "input" in f else None,
+            result=serde.loads(f["result"]) if "result" in f else None,
+            error=RunError.model_validate_json(text["error"]) if text.get("error") else None,
+            config=json.loads(text.get("config", "{}")),
+        )
+
+
+class RunStore:
+    """Reads and writes run records in Redis (``kv`` is a redis-py client returning bytes)."""
+
+    def __init__(self, kv: Any) -> None:
+        self.kv = kv
+        self._set_status = script(kv, "set_status")
+
+    def thread_of(self, run_id: str) -> str:
+        """The thread id of ``run_id``.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        thread = self.kv.hget(keys.run_threads(), run_id)
+        if thread is None:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+        return str(thread.decode())
+
+    def stage_create(self, pipe: Any, record: RunRecord) -> None:
+        """Queue the writes that create ``record`` (hash and indexes) on a MULTI pipeline."""
+        score = time.time()
+        pipe.hset(keys.run(record.thread_id, record.id), mapping=record.to_hash())
+        pipe.zadd(keys.runs_index(), {record.id: score})
+        pipe.hset(keys.run_threads(), record.id, record.thread_id)
+        pipe.zadd(keys.thread_runs(record.thread_id), {record.id: score})
+
+    def get(self, run_id: str, thread_id: str | None = None) -> RunRecord:
+        """Load a run record.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        thread = thread_id or self.thread_of(run_id)
+        raw = self.kv.hgetall(keys.run(thread, run_id))
+        if not raw:
+            raise RunNotFoundError(f"no run with id {run_id!r}")
+        return RunRecord.from_hash(raw)
+
+    def list(self, limit: int = 50, offset: int = 0) -> list[RunRecord]:
+        """The newest runs first."""
+        ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), offset, offset + limit - 1)]
+        threads = self.kv.hmget(keys.run_threads(), ids) if ids else []
+        pipe = self.kv.pipeline(transaction=False)
+        for run_id, thread in zip(ids, threads, strict=True):
+            pipe.hgetall(keys.run(thread.decode(), run_id))
+        return [RunRecord.from_hash(raw) for raw in pipe.execute() if raw]
+
+    def set_status(
+        self, record: RunRecord, status: RunStatus, *, allowed: tuple[RunStatus, ...] = (),
+        fields: dict[str, str | bytes] | None = None,
+    ) -> bool:
+        """Compare-and-set the run's status (I7); terminal states are never overwritten.
+
+        Args:
+            allowed: statuses the run must currently have (any non-terminal when empty).
+            fields: extra hash fields written with the status.
+
+        Returns:
+            True when the status was set.
+        """
+        args: list[str | bytes] = [status.value, ",".join(s.value for s in allowed)]
+        for key, value in (fields or {}).items():
+            args += [key, value]
+        ok, _ = self._set_status(keys=[keys.run(record.thread_id, record.id)], args=args)
+        return bool(ok)
+
+    def fail(self, record: RunRecord, error: BaseException, traceback: str = "") -> bool:
+        """Mark the run Failed with ``error`` (type, message, traceback); False if already terminal."""
+        err = RunError(type=type(error).__name__, message=str(error), traceback=traceback)
+        return self.set_status(record, RunStatus.FAILED, fields={"error": err.model_dump_json(),
+                                                                 "ended_at": now_iso()})

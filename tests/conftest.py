@@ -1,0 +1,66 @@
+"""Shared fixtures: one real redis-server per test session (no fakes), a clean database per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from graphcore.connection import connect
+from graphcore.embedded import EmbeddedRedis
+from graphcore.errors import ConfigError
+from graphcore.settings import get_settings
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    """Clear the cached settings around each test: ``GRAPHQ_*`` a test sets take effect and do not leak."""
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[EmbeddedRedis]:
+    """A private redis-server (no append-only file) for the whole session; fails, never skips, without one."""
+    server = EmbeddedRedis(appendonly=False)
+    try:
+        server.start()
+    except ConfigError as exc:
+        pytest.fail(f"the tests need a real redis-server: {exc}", pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: EmbeddedRedis) -> str:
+    """The session server's URL (db 0), flushed before the test (tests run serially)."""
+    url = redis_server.url
+    client = connect(url, attempts=3, max_wait_s=0.5)
+    try:
+        client.flushdb()
+    finally:
+        client.close()
+    return url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A connected client (bytes replies) on the flushed test database."""
+    client = connect(redis_url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def graphq_env(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Point ``GRAPHQ_REDIS_URL`` at the test database; return an environment for ``subprocess`` calls."""
+    monkeypatch.setenv("GRAPHQ_REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    return {**os.environ, "GRAPHQ_REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1"}

@@ -1,0 +1,1 @@
+"""Workflows used by the tests (importable by worker subprocesses via GRAPHQ_WORKFLOWS)."""

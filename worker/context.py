@@ -1,0 +1,61 @@
+"""Per-process worker state: the Redis client, workflows, stores and run store, built once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphcore.connection import connect
+from graphcore.lua import script
+from graphcore.registry import Registry
+from graphcore.runs import RunStore
+from graphcore.settings import Settings, get_settings
+from graphcore.store.kv import KVCheckpointStore
+from worker.queue import RQStepQueue
+
+__all__ = ["WorkerContext", "get_context", "set_context"]
+
+
+@dataclass
+class WorkerContext:
+    """What every step job of this process shares."""
+
+    kv: Any
+    settings: Settings
+    registry: Registry
+    runs: RunStore
+    queue: RQStepQueue
+    fenced_hset: Any
+    stores: dict[str, KVCheckpointStore] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, kv: Any, settings: Settings, registry: Registry) -> WorkerContext:
+        """Wire a context around a connected client."""
+        return cls(kv, settings, registry, RunStore(kv), RQStepQueue(kv, settings), script(kv, "fenced_hset"))
+
+    def store(self, workflow: str) -> KVCheckpointStore:
+        """The checkpoint store for ``workflow`` (one per workflow: it knows the state schema)."""
+        if workflow not in self.stores:
+            self.stores[workflow] = KVCheckpointStore(self.kv, self.registry.get(workflow).schema)
+        return self.stores[workflow]
+
+
+_context: WorkerContext | None = None
+
+
+def set_context(ctx: WorkerContext) -> None:
+    """Install the process's context (the worker does this before it starts taking jobs)."""
+    global _context
+    _context = ctx
+
+
+def get_context() -> WorkerContext:
+    """The process's context, built from settings on first use."""
+    global _context
+    if _context is None:
+        settings = get_settings()
+        if not settings.redis_url:
+            raise RuntimeError("GRAPHQ_REDIS_URL is not set in the worker process")
+        _context = WorkerContext.build(connect(settings.redis_url), settings,
+                                       Registry.load(settings.workflows.split(",")))
+    return _context

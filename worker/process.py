@@ -1,0 +1,72 @@
+"""Worker processes: RQ ``SimpleWorker`` taking step jobs, N processes for ``--concurrency N``.
+
+SIGTERM to the parent is passed to every child; RQ's warm shutdown lets the current job finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+from collections.abc import Sequence
+from typing import Any
+
+from rq import Queue, SimpleWorker
+from rq.serializers import JSONSerializer
+
+from graphcore.connection import connect
+from graphcore.registry import Registry
+from graphcore.settings import Settings, get_settings
+from worker.context import WorkerContext, set_context
+
+__all__ = ["run_worker", "run_workers"]
+
+
+def run_worker(
+    settings: Settings | None = None, *, burst: bool = False, registry: Registry | None = None,
+    kv: Any = None, log_level: str = "WARNING",
+) -> bool:
+    """Run one worker in this process until stopped (or, with ``burst``, until the queue is empty).
+
+    Returns:
+        True when it worked at least one job.
+
+    Raises:
+        RedisUnavailableError: Redis cannot be reached.
+    """
+    settings = settings or get_settings()
+    client = kv if kv is not None else connect(settings.redis_url or "")
+    reg = registry or Registry.load(settings.workflows.split(","))
+    set_context(WorkerContext.build(client, settings, reg))
+    queue = Queue(settings.queue, connection=client, serializer=JSONSerializer)
+    worker = SimpleWorker([queue], connection=client, serializer=JSONSerializer)
+    logging.getLogger("rq.worker").setLevel(log_level)
+    return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
+
+
+def _child(burst: bool, log_level: str) -> None:
+    run_worker(burst=burst, log_level=log_level)
+
+
+def run_workers(concurrency: int, *, burst: bool = False, log_level: str = "WARNING") -> Sequence[int]:
+    """Run ``concurrency`` worker processes and wait for them; returns their exit codes."""
+    if concurrency == 1:
+        run_worker(burst=burst, log_level=log_level)
+        return [0]
+    mp = multiprocessing.get_context("spawn")
+    procs = [mp.Process(target=_child, args=(burst, log_level), name=f"graphq-worker-{i}")
+             for i in range(concurrency)]
+    for p in procs:
+        p.start()
+
+    def forward(signum: int, _frame: Any) -> None:
+        for p in procs:
+            if p.pid is not None and p.is_alive():
+                signal.Signals(signum)
+                p.terminate() if signum == signal.SIGTERM else None
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for p in procs:
+        p.join()
+    return [p.exitcode or 0 for p in procs]
