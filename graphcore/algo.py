@@ -64,8 +64,9 @@ def prepare_tasks(graph: CompiledGraph, cp: Checkpoint) -> list[Task]:
     return tasks
 
 
-def _apply(graph: CompiledGraph, values: Mapping[str, Any], writes: Sequence[tuple[str, tuple[str, Any]]]) -> (
-        tuple[dict[str, Any], set[str]]):
+def _apply(
+    graph: CompiledGraph, values: Mapping[str, Any], writes: Sequence[tuple[str, tuple[str, Any]]]
+) -> tuple[dict[str, Any], set[str]]:
     """Apply ``(channel, (node, value))`` writes grouped per channel; returns (new values, changed keys)."""
     grouped: dict[str, list[tuple[str, Any]]] = {}
     for key, write in writes:
@@ -108,7 +109,9 @@ def _route(graph: CompiledGraph, branch: Branch, state: Any) -> list[PendingTask
     return out
 
 
-def _normalise(graph: CompiledGraph, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
+def _normalise(
+    graph: CompiledGraph, node: str, output: Any
+) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
     if isinstance(output, Command):
         writes = graph.schema.writes_of(node, output.update)
         gotos = [_goto(t) for t in _as_list(output.goto)]
@@ -119,8 +122,9 @@ def _normalise(graph: CompiledGraph, node: str, output: Any) -> tuple[list[tuple
     return graph.schema.writes_of(node, output), []
 
 
-def _routes(graph: CompiledGraph, node: str, values: Mapping[str, Any],
-            writes: Sequence[tuple[str, Any]]) -> list[PendingTask]:
+def _routes(
+    graph: CompiledGraph, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
+) -> list[PendingTask]:
     """Evaluate ``node``'s conditional edges on the state as the node sees it after its own writes."""
     branches = graph.branches_from.get(node, ())
     if not branches:
@@ -168,34 +172,42 @@ def run_task(
     return TaskWrites(task.id, task.node, writes, goto)
 
 
+def _fire_joins(
+    graph: CompiledGraph, results: Sequence[TaskWrites], barriers: Mapping[str, list[str]]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """Record finished join sources; returns (targets whose joins fired, remaining barrier state)."""
+    state = {key: list(done) for key, done in barriers.items()}
+    for result in results:
+        for key, _, _ in graph.joins_from.get(result.node, ()):
+            done = state.setdefault(key, [])
+            if result.node not in done:
+                done.append(result.node)
+    fired = []
+    for key, sources, target in graph.joins:
+        if key in state and set(sources) <= set(state[key]):
+            fired.append(target)
+            del state[key]
+    return fired, state
+
+
 def _schedule(
     graph: CompiledGraph, results: Sequence[TaskWrites], barriers: Mapping[str, list[str]]
 ) -> tuple[list[PendingTask], dict[str, list[str]]]:
     """Next step's tasks from static edges, dynamic gotos and joins; a node triggered twice runs once."""
+    candidates: list[PendingTask] = []
+    for result in results:
+        candidates += [PendingTask(target) for target in graph.edges_from.get(result.node, ())]
+        candidates += result.goto
+    fired, state = _fire_joins(graph, results, barriers)
+    candidates += [PendingTask(target) for target in fired]
     tasks: list[PendingTask] = []
     triggered: set[str] = set()
-    state = {key: list(done) for key, done in barriers.items()}
-
-    def push(pending: PendingTask) -> None:
+    for pending in candidates:
         if pending.send:
             tasks.append(pending)
         elif pending.node != END and pending.node not in triggered:
             triggered.add(pending.node)
             tasks.append(pending)
-
-    for result in results:
-        for target in graph.edges_from.get(result.node, ()):
-            push(PendingTask(target))
-        for pending in result.goto:
-            push(pending)
-        for key, _, _ in graph.joins_from.get(result.node, ()):
-            done = state.setdefault(key, [])
-            if result.node not in done:
-                done.append(result.node)
-    for key, sources, target in graph.joins:
-        if key in state and set(sources) <= set(state[key]):
-            push(PendingTask(target))
-            del state[key]
     return tasks, state
 
 
@@ -239,11 +251,20 @@ def apply_input(
     versions = dict(parent.channel_versions) if parent is not None else {}
     for key in changed:
         versions[key] = versions.get(key, 0) + 1
-    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))]
+    goto = [
+        p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))
+    ]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": "input", "step": step, "writes": [START]}
     return Checkpoint(
-        new_checkpoint_id(), parent.id if parent else None, step, values, versions,
-        dict(parent.versions_seen) if parent else {}, next_tasks, barriers, meta,
+        new_checkpoint_id(),
+        parent.id if parent else None,
+        step,
+        values,
+        versions,
+        dict(parent.versions_seen) if parent else {},
+        next_tasks,
+        barriers,
+        meta,
     )

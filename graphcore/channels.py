@@ -115,10 +115,7 @@ class RemoveMessage:
 
 
 def _message_id(message: Any) -> str | None:
-    if isinstance(message, dict):
-        mid = message.get("id")
-    else:
-        mid = getattr(message, "id", None)
+    mid = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
     return None if mid is None else str(mid)
 
 

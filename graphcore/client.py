@@ -73,8 +73,13 @@ class Client:
         keys.validate_id("tenant", req.tenant)
         serde.dumps(req.input, path="input")
         return RunRecord(
-            id=run_id, workflow=req.workflow, thread_id=thread, tenant=req.tenant, created_at=now_iso(),
-            input=req.input, config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
+            id=run_id,
+            workflow=req.workflow,
+            thread_id=thread,
+            tenant=req.tenant,
+            created_at=now_iso(),
+            input=req.input,
+            config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
         )
 
     def enqueue_many(self, requests: Sequence[RunRequest]) -> list[str]:
@@ -157,7 +162,9 @@ class Client:
         """
         cp = self.checkpoints.get(thread_id, checkpoint_id)
         if cp is None:
-            raise CheckpointNotFoundError(f"thread {thread_id!r} has no checkpoint {checkpoint_id or ''}".strip())
+            raise CheckpointNotFoundError(
+                f"thread {thread_id!r} has no checkpoint {checkpoint_id or ''}".strip()
+            )
         return cp
 
     def get_history(self, thread_id: str, limit: int | None = None) -> list[Checkpoint]:

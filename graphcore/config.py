@@ -77,7 +77,9 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
         data = layer.model_dump(exclude_unset=True) if isinstance(layer, RunConfig) else dict(layer)
         unknown = set(data) - set(RunConfig.model_fields)
         if unknown:
-            raise ConfigError(f"unknown run option(s) {sorted(unknown)}; known: {sorted(RunConfig.model_fields)}")
+            raise ConfigError(
+                f"unknown run option(s) {sorted(unknown)}; known: {sorted(RunConfig.model_fields)}"
+            )
         for key, value in data.items():
             if key == "tags":
                 merged["tags"] += [t for t in dict.fromkeys(value) if t not in merged["tags"]]

@@ -40,5 +40,9 @@ def read_events(
     reply = kv.xread({key: after}, count=count, block=block_ms)
     for _, entries in reply or []:
         for entry_id, fields in entries:
-            yield Event(entry_id.decode(), fields[b"mode"].decode(), int(fields[b"step"]),
-                        serde.loads(fields[b"data"]))
+            yield Event(
+                entry_id.decode(),
+                fields[b"mode"].decode(),
+                int(fields[b"step"]),
+                serde.loads(fields[b"data"]),
+            )

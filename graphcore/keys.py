@@ -49,7 +49,9 @@ def validate_id(kind: str, value: str) -> str:
         ConfigError: naming ``kind`` and the offending value.
     """
     if not value or len(value) > 200 or any(c in value for c in "{}: \t\n\r*?[]"):
-        raise ConfigError(f"{kind} {value!r} is invalid: use 1-200 characters without braces, ':', '*' or spaces")
+        raise ConfigError(
+            f"{kind} {value!r} is invalid: use 1-200 characters without braces, ':', '*' or spaces"
+        )
     return value
 
 

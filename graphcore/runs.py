@@ -79,9 +79,15 @@ class RunRecord(BaseModel):
     def to_hash(self) -> dict[str, bytes | str]:
         """The Redis hash fields of this record."""
         fields: dict[str, bytes | str] = {
-            "id": self.id, "workflow": self.workflow, "thread_id": self.thread_id, "tenant": self.tenant,
-            "status": self.status.value, "step": str(self.step), "created_at": self.created_at,
-            "input": serde.dumps(self.input, path="input"), "config": json.dumps(self.config),
+            "id": self.id,
+            "workflow": self.workflow,
+            "thread_id": self.thread_id,
+            "tenant": self.tenant,
+            "status": self.status.value,
+            "step": str(self.step),
+            "created_at": self.created_at,
+            "input": serde.dumps(self.input, path="input"),
+            "config": json.dumps(self.config),
         }
         return fields
 
@@ -91,9 +97,16 @@ class RunRecord(BaseModel):
         f = {k.decode(): v for k, v in raw.items()}
         text = {k: v.decode() for k, v in f.items() if k not in ("input", "result")}
         return cls(
-            id=text["id"], workflow=text["workflow"], thread_id=text["thread_id"], tenant=text["tenant"],
-            status=RunStatus(text["status"]), step=int(text["step"]), head=text.get("head") or None,
-            created_at=text["created_at"], started_at=text.get("started_at"), ended_at=text.get("ended_at"),
+            id=text["id"],
+            workflow=text["workflow"],
+            thread_id=text["thread_id"],
+            tenant=text["tenant"],
+            status=RunStatus(text["status"]),
+            step=int(text["step"]),
+            head=text.get("head") or None,
+            created_at=text["created_at"],
+            started_at=text.get("started_at"),
+            ended_at=text.get("ended_at"),
             input=serde.loads(f["input"]) if "input" in f else None,
             result=serde.loads(f["result"]) if "result" in f else None,
             error=RunError.model_validate_json(text["error"]) if text.get("error") else None,
@@ -149,7 +162,11 @@ class RunStore:
         return [RunRecord.from_hash(raw) for raw in pipe.execute() if raw]
 
     def set_status(
-        self, record: RunRecord, status: RunStatus, *, allowed: tuple[RunStatus, ...] = (),
+        self,
+        record: RunRecord,
+        status: RunStatus,
+        *,
+        allowed: tuple[RunStatus, ...] = (),
         fields: dict[str, str | bytes] | None = None,
     ) -> bool:
         """Compare-and-set the run's status (I7); terminal states are never overwritten.
@@ -170,5 +187,6 @@ class RunStore:
     def fail(self, record: RunRecord, error: BaseException, traceback: str = "") -> bool:
         """Mark the run Failed with ``error`` (type, message, traceback); False if already terminal."""
         err = RunError(type=type(error).__name__, message=str(error), traceback=traceback)
-        return self.set_status(record, RunStatus.FAILED, fields={"error": err.model_dump_json(),
-                                                                 "ended_at": now_iso()})
+        return self.set_status(
+            record, RunStatus.FAILED, fields={"error": err.model_dump_json(), "ended_at": now_iso()}
+        )

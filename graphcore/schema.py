@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +86,13 @@ class StateSchema:
         return list(update.items())
 
 
+def _copier(default: Any) -> Callable[[], Any] | None:
+    """A factory returning a fresh shallow copy of ``default`` (None when there is no default)."""
+    if default is MISSING:
+        return None
+    return lambda: copy.copy(default)
+
+
 def _pydantic_channels(model: type[BaseModel]) -> dict[str, LastValue | ReducerChannel]:
     channels: dict[str, LastValue | ReducerChannel] = {}
     for name, info in model.model_fields.items():
@@ -94,9 +101,7 @@ def _pydantic_channels(model: type[BaseModel]) -> dict[str, LastValue | ReducerC
             default = info.default_factory()  # type: ignore[call-arg]
         reducers = [m for m in info.metadata if callable(m)]
         if reducers:
-            start = default
-            channels[name] = ReducerChannel(reducers[-1], (lambda v=start: copy.copy(v)) if start is not MISSING
-                                            else None)
+            channels[name] = ReducerChannel(reducers[-1], _copier(default))
         else:
             channels[name] = channel_for(info.annotation, default)
     return channels

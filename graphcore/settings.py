@@ -27,7 +27,9 @@ class Settings(BaseSettings):
     data_dir: str = Field(default=".graphq", description="Directory for the embedded Redis's data files.")
     queue: str = Field(default="graphq", description="Name of the RQ queue that carries step jobs.")
     workflows: str = Field(default="", description="Comma-separated modules to import for workflows.")
-    max_super_steps: int = Field(default=50, ge=1, le=1_000_000, description="Super-step budget per run (C1).")
+    max_super_steps: int = Field(
+        default=50, ge=1, le=1_000_000, description="Super-step budget per run (C1)."
+    )
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600, description="Lease time-to-live, seconds (R18).")
     heartbeat_interval_s: float = Field(
         default=10.0, gt=0, le=600, description="Lease renewal interval, seconds; must be below lease_ttl_s."
@@ -44,7 +46,9 @@ class Settings(BaseSettings):
     max_workers_per_step: int = Field(
         default=8, ge=1, le=256, description="Threads that run one super-step's tasks concurrently."
     )
-    result_ttl_s: int = Field(default=3600, ge=0, description="How long RQ keeps a finished step job, seconds.")
+    result_ttl_s: int = Field(
+        default=3600, ge=0, description="How long RQ keeps a finished step job, seconds."
+    )
 
     def check(self) -> Settings:
         """Cross-field checks; returns self.

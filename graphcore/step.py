@@ -105,8 +105,8 @@ def run_step(
             for t in todo
         ]
         for task, future in futures:
-            exc = future.exception()
-            outcomes[task.id] = exc if exc is not None else future.result()
+            failure = future.exception()
+            outcomes[task.id] = failure if failure is not None else future.result()
     return _collect(tasks, outcomes)
 
 

@@ -13,8 +13,7 @@ if TYPE_CHECKING:
 __all__ = ["validate"]
 
 
-def _check_names(graph: StateGraph) -> None:
-    known = set(graph.nodes)
+def _check_edges(graph: StateGraph, known: set[str]) -> None:
     for source, target in graph.edges:
         if source != START and source not in known:
             raise InvalidGraphError(f"edge {source!r} -> {target!r}: unknown source node {source!r}")
@@ -22,24 +21,37 @@ def _check_names(graph: StateGraph) -> None:
             raise InvalidGraphError(f"edge {source!r} -> START: START cannot be a target")
         if target != END and target not in known:
             raise InvalidGraphError(f"edge {source!r} -> {target!r}: edge to nowhere, no node {target!r}")
+
+
+def _check_joins(graph: StateGraph, known: set[str]) -> None:
     for sources, target in graph.joins:
-        for source in sources:
-            if source not in known:
-                raise InvalidGraphError(f"join {list(sources)} -> {target!r}: unknown source node {source!r}")
+        unknown = [s for s in sources if s not in known]
+        if unknown:
+            raise InvalidGraphError(f"join {list(sources)} -> {target!r}: unknown source node {unknown[0]!r}")
         if target not in known and target != END:
             raise InvalidGraphError(f"join {list(sources)} -> {target!r}: edge to nowhere")
+
+
+def _check_dynamic(graph: StateGraph, known: set[str]) -> None:
     for spec in graph.nodes.values():
-        for dest in spec.destinations:
-            if dest != END and dest not in known:
-                raise InvalidGraphError(f"node {spec.name!r}: destination {dest!r} is not a node")
+        bad = [d for d in spec.destinations if d != END and d not in known]
+        if bad:
+            raise InvalidGraphError(f"node {spec.name!r}: destination {bad[0]!r} is not a node")
     for branch in graph.branches:
         if branch.source != START and branch.source not in known:
             raise InvalidGraphError(f"conditional edge from unknown node {branch.source!r}")
-        for dest in branch.destinations() or []:
-            if dest != END and dest not in known:
-                raise InvalidGraphError(
-                    f"conditional edge from {branch.source!r}: path_map leads to unknown node {dest!r}"
-                )
+        bad = [d for d in branch.destinations() or [] if d != END and d not in known]
+        if bad:
+            raise InvalidGraphError(
+                f"conditional edge from {branch.source!r}: path_map leads to unknown node {bad[0]!r}"
+            )
+
+
+def _check_names(graph: StateGraph) -> None:
+    known = set(graph.nodes)
+    _check_edges(graph, known)
+    _check_joins(graph, known)
+    _check_dynamic(graph, known)
 
 
 def _successors(graph: StateGraph) -> dict[str, set[str]]:

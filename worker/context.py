@@ -56,6 +56,7 @@ def get_context() -> WorkerContext:
         settings = get_settings()
         if not settings.redis_url:
             raise RuntimeError("GRAPHQ_REDIS_URL is not set in the worker process")
-        _context = WorkerContext.build(connect(settings.redis_url), settings,
-                                       Registry.load(settings.workflows.split(",")))
+        _context = WorkerContext.build(
+            connect(settings.redis_url), settings, Registry.load(settings.workflows.split(","))
+        )
     return _context

@@ -65,8 +65,14 @@ def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
     cause = exc.error if hasattr(exc, "error") and isinstance(exc.error, BaseException) else exc
     tb = "".join(traceback.format_exception(cause))
     if ctx.runs.fail(run, exc, tb):
-        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step,
-                    {"status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+        stage_event(
+            ctx.kv,
+            run.thread_id,
+            run.id,
+            "status",
+            run.step,
+            {"status": "failed", "error": f"{type(exc).__name__}: {exc}"},
+        )
     log.info("run %s failed at step %s: %s", run.id, run.step, exc)
 
 
@@ -79,7 +85,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease) -> str:
     cfg = _config(graph, run)
     store = ctx.store(run.workflow)
     if run.status == RunStatus.QUEUED:
-        ctx.runs.set_status(run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields={"started_at": now_iso()})
+        ctx.runs.set_status(
+            run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields={"started_at": now_iso()}
+        )
         stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "running"})
     cp = _head(ctx, graph, run, lease, cfg)
     limit = cfg.step_limit()
@@ -101,7 +109,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease) -> str:
     return "completed" if not new.next_tasks else f"committed step {run.step}"
 
 
-def _head(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, lease: Lease, cfg: RunConfig) -> Checkpoint:
+def _head(
+    ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, lease: Lease, cfg: RunConfig
+) -> Checkpoint:
     """The checkpoint the step starts from; at step 0 the input is applied and committed first."""
     store = ctx.store(run.workflow)
     if run.head is not None:
@@ -132,7 +142,11 @@ def _check_fence(pipe: Any, run: RunRecord, lease: Lease) -> None:
 
 
 def _commit(
-    ctx: WorkerContext, run: RunRecord, lease: Lease, parent: Checkpoint | None, cp: Checkpoint,
+    ctx: WorkerContext,
+    run: RunRecord,
+    lease: Lease,
+    parent: Checkpoint | None,
+    cp: Checkpoint,
     results: list[TaskWrites],
 ) -> None:
     """Fenced commit of ``cp`` (I1). ``parent`` None means the input checkpoint of step 0."""
@@ -156,7 +170,11 @@ def _commit(
 
 
 def _stage_run_update(
-    ctx: WorkerContext, pipe: Any, run: RunRecord, parent: Checkpoint | None, cp: Checkpoint,
+    ctx: WorkerContext,
+    pipe: Any,
+    run: RunRecord,
+    parent: Checkpoint | None,
+    cp: Checkpoint,
     results: list[TaskWrites],
 ) -> None:
     run_key = keys.run(run.thread_id, run.id)
@@ -172,7 +190,10 @@ def _stage_run_update(
     if cp.next_tasks:
         ctx.queue.stage(pipe, run.model_copy(update={"step": run.step + 1}))
     else:
-        fields |= {"status": RunStatus.COMPLETED.value, "ended_at": now_iso(),
-                   "result": dumps(cp.channel_values, path="state")}
+        fields |= {
+            "status": RunStatus.COMPLETED.value,
+            "ended_at": now_iso(),
+            "result": dumps(cp.channel_values, path="state"),
+        }
         stage_event(pipe, run.thread_id, run.id, "status", cp.step, {"status": "completed"})
     pipe.hset(run_key, mapping=fields)

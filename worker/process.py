@@ -23,8 +23,12 @@ __all__ = ["run_worker", "run_workers"]
 
 
 def run_worker(
-    settings: Settings | None = None, *, burst: bool = False, registry: Registry | None = None,
-    kv: Any = None, log_level: str = "WARNING",
+    settings: Settings | None = None,
+    *,
+    burst: bool = False,
+    registry: Registry | None = None,
+    kv: Any = None,
+    log_level: str = "WARNING",
 ) -> bool:
     """Run one worker in this process until stopped (or, with ``burst``, until the queue is empty).
 
@@ -54,8 +58,10 @@ def run_workers(concurrency: int, *, burst: bool = False, log_level: str = "WARN
         run_worker(burst=burst, log_level=log_level)
         return [0]
     mp = multiprocessing.get_context("spawn")
-    procs = [mp.Process(target=_child, args=(burst, log_level), name=f"graphq-worker-{i}")
-             for i in range(concurrency)]
+    procs = [
+        mp.Process(target=_child, args=(burst, log_level), name=f"graphq-worker-{i}")
+        for i in range(concurrency)
+    ]
     for p in procs:
         p.start()
 

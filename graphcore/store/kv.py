@@ -13,7 +13,15 @@ from typing import Any
 from graphcore import keys, serde
 from graphcore.checkpoint import Checkpoint
 from graphcore.schema import StateSchema
-from graphcore.store.layout import Plan, Record, decode_record, decode_writes, encode, encode_writes, to_checkpoint
+from graphcore.store.layout import (
+    Plan,
+    Record,
+    decode_record,
+    decode_writes,
+    encode,
+    encode_writes,
+    to_checkpoint,
+)
 from graphcore.types import TaskWrites
 
 __all__ = ["KVCheckpointStore"]
@@ -107,7 +115,10 @@ class KVCheckpointStore:
 
     def list(self, thread_id: str, *, ns: str = "", limit: int | None = None) -> list[Checkpoint]:
         """The thread's checkpoints, newest first (see the protocol)."""
-        ids = [i.decode() if isinstance(i, bytes) else i for i in self.kv.lrange(keys.history(thread_id, ns), 0, -1)]
+        ids = [
+            i.decode() if isinstance(i, bytes) else i
+            for i in self.kv.lrange(keys.history(thread_id, ns), 0, -1)
+        ]
         ids = list(dict.fromkeys(reversed(ids)))[:limit]
         if not ids:
             return []

@@ -55,8 +55,15 @@ def _is_log(schema: StateSchema | None, key: str, value: Any) -> bool:
     return schema is None or isinstance(schema.channels.get(key), ReducerChannel)
 
 
-def _log_ref(thread: str, ns: str, key: str, value: list[Any], parent: Checkpoint | None,
-             parent_ref: Ref | None, plan: Plan) -> Ref:
+def _log_ref(
+    thread: str,
+    ns: str,
+    key: str,
+    value: list[Any],
+    parent: Checkpoint | None,
+    parent_ref: Ref | None,
+    plan: Plan,
+) -> Ref:
     old = parent.channel_values.get(key) if parent is not None else None
     if parent_ref is not None and parent_ref[0] == "log" and isinstance(old, list):
         _, gen, length = parent_ref
@@ -72,8 +79,14 @@ def _log_ref(thread: str, ns: str, key: str, value: list[Any], parent: Checkpoin
     return ["log", gen, len(value)]
 
 
-def encode(thread: str, ns: str, cp: Checkpoint, parent: Checkpoint | None, parent_refs: Mapping[str, Ref] | None,
-           schema: StateSchema | None = None) -> Plan:
+def encode(
+    thread: str,
+    ns: str,
+    cp: Checkpoint,
+    parent: Checkpoint | None,
+    parent_refs: Mapping[str, Ref] | None,
+    schema: StateSchema | None = None,
+) -> Plan:
     """Plan the writes that store ``cp``.
 
     Args:
@@ -99,8 +112,9 @@ def encode(thread: str, ns: str, cp: Checkpoint, parent: Checkpoint | None, pare
         elif _is_log(schema, key, value):
             plan.refs[key] = _log_ref(thread, ns, key, value, parent, ref if parent else None, plan)
         else:
-            plan.hset.append((keys.channel_values(thread, ns, key), str(version),
-                              serde.dumps(value, path=f"state.{key}")))
+            plan.hset.append(
+                (keys.channel_values(thread, ns, key), str(version), serde.dumps(value, path=f"state.{key}"))
+            )
             plan.refs[key] = ["v", version]
     plan.record = _record_bytes(cp, plan.refs)
     return plan
@@ -108,10 +122,17 @@ def encode(thread: str, ns: str, cp: Checkpoint, parent: Checkpoint | None, pare
 
 def _record_bytes(cp: Checkpoint, refs: dict[str, Ref]) -> bytes:
     fields = {
-        "v": FORMAT_VERSION, "id": cp.id, "parent_id": cp.parent_id, "step": cp.step,
-        "created_at": cp.created_at, "metadata": cp.metadata, "channel_versions": cp.channel_versions,
-        "versions_seen": cp.versions_seen, "barriers": cp.barriers,
-        "next_tasks": [[t.node, t.send, t.arg] for t in cp.next_tasks], "refs": refs,
+        "v": FORMAT_VERSION,
+        "id": cp.id,
+        "parent_id": cp.parent_id,
+        "step": cp.step,
+        "created_at": cp.created_at,
+        "metadata": cp.metadata,
+        "channel_versions": cp.channel_versions,
+        "versions_seen": cp.versions_seen,
+        "barriers": cp.barriers,
+        "next_tasks": [[t.node, t.send, t.arg] for t in cp.next_tasks],
+        "refs": refs,
     }
     return serde.dumps(fields, path="checkpoint")
 
@@ -132,10 +153,17 @@ def to_checkpoint(record: Record, values: dict[str, Any]) -> Checkpoint:
     """Assemble a checkpoint from its record and its channel values."""
     f = record.fields
     return Checkpoint(
-        id=f["id"], parent_id=f["parent_id"], step=f["step"], channel_values=values,
-        channel_versions=f["channel_versions"], versions_seen=f["versions_seen"],
-        next_tasks=[PendingTask(n, s, a) for n, s, a in f["next_tasks"]], barriers=f["barriers"],
-        metadata=f["metadata"], created_at=f["created_at"], v=f["v"],
+        id=f["id"],
+        parent_id=f["parent_id"],
+        step=f["step"],
+        channel_values=values,
+        channel_versions=f["channel_versions"],
+        versions_seen=f["versions_seen"],
+        next_tasks=[PendingTask(n, s, a) for n, s, a in f["next_tasks"]],
+        barriers=f["barriers"],
+        metadata=f["metadata"],
+        created_at=f["created_at"],
+        v=f["v"],
     )
 
 
@@ -150,6 +178,8 @@ def decode_writes(data: bytes) -> TaskWrites:
     """Inverse of :func:`encode_writes`."""
     task_id, node, writes, goto = serde.loads(data)
     return TaskWrites(
-        task_id, node, [(k, serde.loads(v)) for k, v in writes],
+        task_id,
+        node,
+        [(k, serde.loads(v)) for k, v in writes],
         [PendingTask(n, s, serde.loads(a)) for n, s, a in goto],
     )
