@@ -1,0 +1,172 @@
+"""The RQ step job on a real Redis, worked in-process: statuses, history, fencing, recovery (R1–R4, I1, I2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.algo import prepare_tasks
+from graphcore.client import Client
+from graphcore.errors import LeaseLostError
+from graphcore.events import read_events
+from graphcore.registry import Registry
+from graphcore.runs import RunStatus
+from graphcore.settings import Settings
+from graphcore.store.layout import encode_writes
+from graphcore.types import TaskWrites
+from tests.workflows import recovery
+from worker.context import get_context
+from worker.job import _commit, step_job
+from worker.lease import Lease
+from worker.process import run_worker
+from worker.queue import RQStepQueue
+
+REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.recovery"])
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+def work(redis_client: redis.Redis, redis_url: str) -> None:
+    run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=redis_client)
+
+
+def test_counter_completes_with_one_checkpoint_per_super_step(
+    client: Client, redis_client: Any, redis_url: str
+) -> None:
+    run_id = client.enqueue("counter", {"limit": 4})
+    assert client.get_run(run_id).status == RunStatus.QUEUED
+    work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.step == 4
+    assert run.result == {"limit": 4, "n": 4, "log": ["bump1", "bump2", "bump3", "bump4"]}
+    history = client.get_history(run.thread_id)
+    assert [(c.step, c.source) for c in history] == [
+        (3, "loop"),
+        (2, "loop"),
+        (1, "loop"),
+        (0, "loop"),
+        (-1, "input"),
+    ]
+    assert run.head == history[0].id
+    assert run.started_at is not None and run.ended_at is not None
+
+
+def test_events_stream_records_statuses_updates_and_values(
+    client: Client, redis_client: Any, redis_url: str
+) -> None:
+    run_id = client.enqueue("counter", {"limit": 2})
+    work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    events = list(read_events(redis_client, run.thread_id, run_id))
+    modes = [(e.mode, e.step) for e in events]
+    assert modes == [
+        ("status", 0),
+        ("values", -1),
+        ("updates", 0),
+        ("values", 0),
+        ("updates", 1),
+        ("values", 1),
+        ("status", 1),
+    ]
+    assert events[2].data == {"bump": {"n": 1, "log": ["bump1"]}}
+    assert events[-1].data == {"status": "completed"}
+
+
+def test_fan_out_and_join_on_the_queue(client: Client, redis_client: Any, redis_url: str) -> None:
+    run_id = client.enqueue("fanout", {"items": [1, 2, 3, 4]})
+    work(redis_client, redis_url)
+    assert client.get_run(run_id).result == {"items": [1, 2, 3, 4], "squares": [1, 4, 9, 16], "total": 30}
+
+
+def test_failing_node_keeps_earlier_checkpoints(client: Client, redis_client: Any, redis_url: str) -> None:
+    run_id = client.enqueue("failing", {})
+    work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.FAILED
+    assert run.error is not None
+    assert run.error.type == "NodeError"
+    assert run.error.message == "node 'explode' raised RuntimeError: kaboom at node explode"
+    assert "RuntimeError: kaboom" in run.error.traceback
+    history = client.get_history(run.thread_id)
+    assert [(c.step, c.channel_values) for c in history] == [(0, {"n": 1}), (-1, {})]
+
+
+def test_unserialisable_value_fails_naming_state_path(
+    client: Client, redis_client: Any, redis_url: str
+) -> None:
+    run_id = client.enqueue("unserialisable", {})
+    work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.FAILED
+    assert run.error is not None and run.error.message.startswith("state.bad.inner[1]: type 'object'")
+
+
+def test_step_limit_fails_naming_the_setting(client: Client, redis_client: Any, redis_url: str) -> None:
+    exact = client.enqueue("counter", {"limit": 5}, config={"max_super_steps": 5})
+    over = client.enqueue("counter", {"limit": 6}, config={"max_super_steps": 5})
+    work(redis_client, redis_url)
+    assert client.get_run(exact).status == RunStatus.COMPLETED
+    failed = client.get_run(over)
+    assert failed.status == RunStatus.FAILED
+    assert failed.error is not None and "max_super_steps=5" in failed.error.message
+    assert failed.step == 5
+
+
+def test_duplicate_step_job_is_a_no_op(client: Client, redis_client: Any, redis_url: str) -> None:
+    run_id = client.enqueue("counter", {"limit": 1})
+    work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert step_job(run_id, run.thread_id, 0) == "skipped: run is completed at step 1"
+    assert len(client.get_history(run.thread_id)) == 2
+
+
+def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client: Any, redis_url: str) -> None:
+    run_id = client.enqueue("counter", {"limit": 3})
+    work(redis_client, redis_url)  # sets up the worker context; the run completes
+    ctx = get_context()
+    run = client.get_run(run_id)
+    run.status, run.step = RunStatus.RUNNING, 1
+    redis_client.hset(keys.run(run.thread_id, run_id), mapping={"status": "running", "step": "1"})
+    lease = Lease(redis_client, run.thread_id, run_id, 30, 10)
+    assert lease.acquire()
+    redis_client.set(lease.key, "someone-else")
+    head = client.get_state(run.thread_id)
+    before = len(client.get_history(run.thread_id))
+    with pytest.raises(LeaseLostError, match="lease no longer held"):
+        _commit(ctx, run, lease, head, head, [])
+    assert len(client.get_history(run.thread_id)) == before
+    assert redis_client.hget(keys.run(run.thread_id, run_id), "step") == b"1"
+
+
+def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, redis_url: str) -> None:
+    """I2: a re-executed step skips tasks whose writes were persisted by the earlier attempt."""
+    recovery.CALLS.clear()
+    run_id = client.enqueue("recovery", {"names": ["a", "b", "c"]})
+    run = client.get_run(run_id)
+    # First attempt: apply the input (as step 0 does), then "crash" after task 'b' persisted its writes.
+    graph = REGISTRY.get("recovery")
+    from graphcore.algo import apply_input
+
+    cp = apply_input(graph, None, {"names": ["a", "b", "c"]}, {"run_id": run_id})
+    store = client.checkpoints
+    store.put(run.thread_id, cp)
+    redis_client.hset(keys.run(run.thread_id, run_id), "head", cp.id)
+    task_b = prepare_tasks(graph, cp)[1]
+    redis_client.hset(
+        keys.pending_writes(run.thread_id, "", cp.id),
+        task_b.id,
+        encode_writes(TaskWrites(task_b.id, "work", [("done", ["B-from-first-attempt"])], [])),
+    )
+    work(redis_client, redis_url)
+    final = client.get_run(run_id)
+    assert final.status == RunStatus.COMPLETED
+    assert dict(recovery.CALLS) == {"a": 1, "c": 1}
+    assert final.result is not None and final.result["done"] == ["A", "B-from-first-attempt", "C"]
+    assert redis_client.exists(keys.pending_writes(run.thread_id, "", cp.id)) == 0
