@@ -1,4 +1,4 @@
-"""The RQ step job on a real Redis, worked in-process: statuses, history, fencing, recovery (R1–R4, I1, I2)."""
+"""The RQ step job on a real Redis, statuses, history, fencing, recovery (R1-R4, I1, I2)."""
 
 from __future__ import annotations
 
