@@ -43,10 +43,12 @@ class StepResult:
 
     Attributes:
         results: every task's writes, in task order (including those recovered from pending writes).
-        error: the first failure in task order, wrapped as :class:`NodeError`; None when all succeeded.
+        error: the first failure in task order: a :class:`NodeError` for an exception a node raised, a
+            graphq error for invalid writes, or the raw error of ``on_task_done`` (e.g. a Redis error);
+            None when all succeeded.
     """
 
-    def __init__(self, results: list[TaskWrites], error: GraphqError | None) -> None:
+    def __init__(self, results: list[TaskWrites], error: Exception | None) -> None:
         self.results = results
         self.error = error
 
@@ -54,15 +56,16 @@ class StepResult:
 def _call(
     graph: CompiledGraph, cp: Checkpoint, task: Task, config: RunConfig, writer: Writer, done: TaskDone | None
 ) -> TaskWrites:
-    result = run_task(graph, cp, task, config, lambda chunk: writer(task, chunk))
-    if done is not None:
+    try:
+        result = run_task(graph, cp, task, config, lambda chunk: writer(task, chunk))
+    except GraphqError:
+        raise
+    except Exception as exc:
+        raise NodeError(task.node, exc) from exc
+    if done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
+
         done(result)
     return result
-
-
-def _wrap(task: Task, exc: BaseException) -> GraphqError:
-    """graphq's own errors already say where they come from; anything a node raised gets its name."""
-    return exc if isinstance(exc, GraphqError) else NodeError(task.node, exc)
 
 
 def run_step(
@@ -92,7 +95,7 @@ def run_step(
     emit: Writer = writer or (lambda task, chunk: None)
     tasks = prepare_tasks(graph, cp)
     todo = [t for t in tasks if t.id not in finished]
-    outcomes: dict[str, TaskWrites | BaseException] = dict(finished)
+    outcomes: dict[str, TaskWrites | Exception] = dict(finished)
     if len(todo) == 1:
         try:
             outcomes[todo[0].id] = _call(graph, cp, todo[0], config, emit, on_task_done)
@@ -106,17 +109,19 @@ def run_step(
         ]
         for task, future in futures:
             failure = future.exception()
+            if failure is not None and not isinstance(failure, Exception):
+                raise failure  # KeyboardInterrupt, SystemExit, a shutdown signal: not a task failure
             outcomes[task.id] = failure if failure is not None else future.result()
     return _collect(tasks, outcomes)
 
 
-def _collect(tasks: Sequence[Task], outcomes: Mapping[str, TaskWrites | BaseException]) -> StepResult:
+def _collect(tasks: Sequence[Task], outcomes: Mapping[str, TaskWrites | Exception]) -> StepResult:
     results: list[TaskWrites] = []
-    error: GraphqError | None = None
+    error: Exception | None = None
     for task in tasks:
         outcome = outcomes[task.id]
-        if isinstance(outcome, BaseException):
-            error = error or _wrap(task, outcome)
+        if isinstance(outcome, Exception):
+            error = error or outcome
         else:
             results.append(outcome)
     return StepResult(results, error)

@@ -23,6 +23,7 @@ from graphcore import keys
 from graphcore.algo import apply_input, apply_writes
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig
+from graphcore.connection import redis_retrying
 from graphcore.errors import GraphqError, LeaseLostError
 from graphcore.events import stage_event
 from graphcore.executor import CompiledGraph, step_limit_error
@@ -42,7 +43,7 @@ log = logging.getLogger("graphq.step")
 def step_job(run_id: str, thread_id: str, step: int) -> str:
     """Run super-step ``step`` of ``run_id``; returns a short outcome for RQ's result."""
     ctx = get_context()
-    run = ctx.runs.get(run_id, thread_id)
+    run = redis_retrying()(ctx.runs.get, run_id, thread_id)
     if run.terminal or run.step != step:
         return f"skipped: run is {run.status.value} at step {run.step}"
     lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
@@ -50,7 +51,9 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         return "skipped: another worker holds the lease"
     try:
         with lease:
-            return _run(ctx, run, lease)
+            # A transient Redis error re-runs the step body: finished tasks are skipped (I2), the commit is
+            # fenced (I1), so a retry cannot run a task's writes twice into the checkpoint.
+            return str(redis_retrying()(_run, ctx, run, lease))
     except LeaseLostError as exc:
         log.warning("run %s step %s: %s", run_id, step, exc)
         return f"rejected: {exc}"
