@@ -1,0 +1,1 @@
+"""Golden stored-format files: every format version ever written must still load."""
