@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from graphcore.channels import MISSING
 from graphcore.checkpoint import Checkpoint, new_checkpoint_id
 from graphcore.config import RESERVED_PREFIX, RunConfig, TaskContext, task_context
-from graphcore.errors import InvalidUpdateError
+from graphcore.errors import GraphqError, InvalidUpdateError
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 if TYPE_CHECKING:
@@ -74,7 +74,15 @@ def _apply(
     new = dict(values)
     for key, channel_writes in grouped.items():
         current = new.get(key, MISSING)
-        new[key] = graph.schema.channels[key].update(key, current, channel_writes)
+        try:
+            new[key] = graph.schema.channels[key].update(key, current, channel_writes)
+        except GraphqError:
+            raise
+        except Exception as exc:
+            nodes = ", ".join(node for node, _ in channel_writes)
+            raise InvalidUpdateError(
+                f"reducer of channel {key!r} raised {type(exc).__name__}: {exc} (writes from {nodes})"
+            ) from exc
     return new, set(grouped)
 
 

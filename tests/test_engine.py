@@ -1,0 +1,764 @@
+"""Engine semantics (G1-G5, C1, C4, C5) with exact expected values; pure in-process, no Redis."""
+
+from __future__ import annotations
+
+import operator
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, NotRequired, TypedDict
+
+import pytest
+from pydantic import BaseModel
+
+from graphcore import (
+    END,
+    START,
+    Command,
+    CompiledGraph,
+    ConfigError,
+    InvalidGraphError,
+    InvalidUpdateError,
+    NodeError,
+    Overwrite,
+    RemoveMessage,
+    Send,
+    StateGraph,
+    StepLimitError,
+    add_messages,
+    get_config,
+    get_stream_writer,
+)
+from graphcore.errors import OutsideRunError
+from graphcore.settings import get_settings
+
+# --------------------------------------------------------------------------------------------------------
+# States and helpers
+# --------------------------------------------------------------------------------------------------------
+
+
+class S(TypedDict, total=False):
+    """General-purpose state: a LastValue pair and an append log."""
+
+    x: int
+    y: int
+    log: Annotated[list[str], operator.add]
+
+
+class Pair(TypedDict, total=False):
+    """Two LastValue keys and nothing else, for exact stream payloads."""
+
+    x: int
+    y: int
+
+
+class Counters(TypedDict, total=False):
+    """Reducers that are not list concatenation."""
+
+    total: Annotated[int, operator.add]
+    best: Annotated[int, max]
+
+
+class Chat(TypedDict, total=False):
+    """A message channel."""
+
+    messages: Annotated[list[dict[str, Any]], add_messages]
+
+
+class Mapped(TypedDict, total=False):
+    """Fan-out: Send arguments in, squares out."""
+
+    n: int
+    results: Annotated[list[int], operator.add]
+    total: int
+
+
+def noop(state: Any) -> None:
+    """A node that writes nothing."""
+    return None
+
+
+def writes(**update: Any) -> Callable[[Any], dict[str, Any]]:
+    """A node that always returns ``update``."""
+    return lambda state: dict(update)
+
+
+def logs(name: str, delay: float = 0.0) -> Callable[[Any], dict[str, Any]]:
+    """A node that appends its name to ``log`` after ``delay`` seconds."""
+
+    def node(state: Any) -> dict[str, Any]:
+        time.sleep(delay)
+        return {"log": [name]}
+
+    return node
+
+
+def chain(state: type[Any], *nodes: tuple[str, Callable[..., Any]], **compile_kw: Any) -> CompiledGraph:
+    """START → nodes[0] → … → nodes[-1] → END."""
+    g = StateGraph(state)
+    names = [name for name, _ in nodes]
+    for name, fn in nodes:
+        g.add_node(name, fn)
+    for src, dst in zip([START, *names], [*names, END], strict=True):
+        g.add_edge(src, dst)
+    return g.compile(**compile_kw)
+
+
+def log_chain(n: int) -> CompiledGraph:
+    """A chain of ``n`` logging nodes n0 … n{n-1}: it needs exactly ``n`` super-steps."""
+    return chain(S, *[(f"n{i}", logs(f"n{i}")) for i in range(n)])
+
+
+def parallel(state: type[Any], *nodes: tuple[str, Callable[..., Any]]) -> CompiledGraph:
+    """START → every node (one super-step, all in parallel) → END."""
+    g = StateGraph(state)
+    for name, fn in nodes:
+        g.add_node(name, fn)
+        g.add_edge(START, name)
+        g.add_edge(name, END)
+    return g.compile()
+
+
+def loop_to(k: int) -> CompiledGraph:
+    """A self-loop ``tick`` that runs exactly ``k`` times (k super-steps)."""
+    g = StateGraph(S)
+    g.add_node("tick", lambda s: {"x": s.get("x", 0) + 1})
+    g.add_edge(START, "tick")
+    g.add_conditional_edges("tick", lambda s: "tick" if s["x"] < k else END, ["tick", END])
+    return g.compile()
+
+
+@pytest.fixture
+def fresh_settings(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """Settings re-read from the (patched) environment, and forgotten again afterwards."""
+    monkeypatch.delenv("GRAPHQ_MAX_SUPER_STEPS", raising=False)
+    get_settings.cache_clear()
+    yield monkeypatch
+    get_settings.cache_clear()
+
+
+# --------------------------------------------------------------------------------------------------------
+# G1: compile-time validation
+# --------------------------------------------------------------------------------------------------------
+
+
+def _unknown_source(g: StateGraph) -> None:
+    g.add_edge(START, "a")
+    g.add_edge("ghost", "a")
+
+
+def _edge_to_nowhere(g: StateGraph) -> None:
+    g.add_edge(START, "a")
+    g.add_edge("a", "nowhere")
+
+
+def _join_to_nowhere(g: StateGraph) -> None:
+    g.add_edge(START, "a")
+    g.add_edge(["a"], "nowhere")
+
+
+def _join_unknown_source(g: StateGraph) -> None:
+    g.add_edge(START, "a")
+    g.add_edge(["a", "ghost"], "a")
+
+
+def _no_entry(g: StateGraph) -> None:
+    g.add_edge("a", END)
+
+
+def _unreachable(g: StateGraph) -> None:
+    g.add_node("island", noop)
+    g.add_edge(START, "a")
+    g.add_edge("island", END)
+
+
+def _path_map_to_unknown(g: StateGraph) -> None:
+    g.add_edge(START, "a")
+    g.add_conditional_edges("a", lambda s: "go", {"go": "ghost"})
+
+
+def _destination_unknown(g: StateGraph) -> None:
+    g.add_node("b", noop, destinations=["ghost"])
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (_unknown_source, "unknown source node 'ghost'"),
+        (_edge_to_nowhere, "edge to nowhere, no node 'nowhere'"),
+        (_join_to_nowhere, "'nowhere': edge to nowhere"),
+        (_join_unknown_source, "unknown source node 'ghost'"),
+        (_no_entry, "no entry point"),
+        (_unreachable, "['island'] cannot be reached from START"),
+        (_path_map_to_unknown, "unknown node 'ghost'"),
+        (_destination_unknown, "destination 'ghost' is not a node"),
+    ],
+)
+def test_compile_rejects_broken_graph_naming_the_node(
+    build: Callable[[StateGraph], None], expected: str
+) -> None:
+    g = StateGraph(S)
+    g.add_node("a", noop)
+    build(g)
+    with pytest.raises(InvalidGraphError) as info:
+        g.compile()
+    assert expected in str(info.value)
+
+
+def test_empty_graph_is_rejected() -> None:
+    with pytest.raises(InvalidGraphError, match="no nodes"):
+        StateGraph(S).compile()
+
+
+def test_duplicate_node_is_rejected_naming_it() -> None:
+    g = StateGraph(S).add_node("dup", noop)
+    with pytest.raises(InvalidGraphError, match="node 'dup' is already in the graph"):
+        g.add_node("dup", noop)
+
+
+@pytest.mark.parametrize("name", [START, END, "a:b", ""])
+def test_reserved_or_invalid_node_name_is_rejected(name: str) -> None:
+    with pytest.raises(InvalidGraphError) as info:
+        StateGraph(S).add_node(name, noop)
+    assert repr(name) in str(info.value)
+
+
+def test_state_schema_must_be_typeddict_or_model() -> None:
+    with pytest.raises(InvalidGraphError, match="must be a TypedDict or a pydantic BaseModel"):
+        StateGraph(dict)
+
+
+# --------------------------------------------------------------------------------------------------------
+# G2: channels and reducers
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_lastvalue_conflict_names_key_and_both_nodes() -> None:
+    graph = parallel(S, ("alpha", writes(x=1)), ("beta", writes(x=2)))
+    with pytest.raises(InvalidUpdateError) as info:
+        graph.invoke({})
+    message = str(info.value)
+    assert "'x'" in message
+    assert "alpha" in message
+    assert "beta" in message
+
+
+def test_reducer_applies_in_task_order_not_finish_order() -> None:
+    finished: list[str] = []
+    lock = threading.Lock()
+
+    def node(name: str, delay: float) -> Callable[[Any], dict[str, Any]]:
+        def fn(state: Any) -> dict[str, Any]:
+            time.sleep(delay)
+            with lock:
+                finished.append(name)
+            return {"log": [name]}
+
+        return fn
+
+    graph = parallel(S, ("b", node("b", 0.05)), ("c", node("c", 0.0)))
+    assert graph.invoke({"log": ["in"]}) == {"log": ["in", "b", "c"]}
+    assert finished == ["c", "b"]  # c finished first, yet b's write applied first
+
+
+def test_int_counter_reducer_sums_every_write() -> None:
+    graph = parallel(Counters, *[(f"n{i}", writes(total=i)) for i in (1, 2, 3)])
+    assert graph.invoke({"total": 10}) == {"total": 16, "best": 0}
+
+
+def test_any_binary_operator_is_a_reducer() -> None:
+    graph = parallel(Counters, *[(f"n{v}", writes(best=v)) for v in (3, 9, 5)])
+    assert graph.invoke({}) == {"total": 0, "best": 9}
+
+
+def test_add_messages_append_replace_remove_and_auto_id() -> None:
+    graph = chain(
+        Chat,
+        ("append", lambda s: {"messages": [{"id": "2", "text": "yo"}, {"id": "3", "text": "bye"}]}),
+        ("replace", lambda s: {"messages": {"id": "1", "text": "HI"}}),
+        ("remove", lambda s: {"messages": [RemoveMessage("2")]}),
+        ("auto", lambda s: {"messages": {"text": "no id"}}),
+    )
+    out = graph.invoke({"messages": [{"id": "1", "text": "hi"}]})
+    messages = out["messages"]
+    assert messages[:2] == [{"id": "1", "text": "HI"}, {"id": "3", "text": "bye"}]
+    assert len(messages) == 3
+    assert messages[2]["text"] == "no id"
+    assert re.fullmatch(r"[0-9a-f]{32}", messages[2]["id"])
+
+
+def test_add_messages_does_not_modify_left_and_rejects_unknown_removal() -> None:
+    left = [{"id": "1", "text": "a"}]
+    assert add_messages(left, {"id": "1", "text": "b"}) == [{"id": "1", "text": "b"}]
+    assert left == [{"id": "1", "text": "a"}]
+    with pytest.raises(InvalidUpdateError, match="no message with id '9'"):
+        add_messages(left, RemoveMessage("9"))
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        (["b"], Overwrite(["c"]), ["c"]),  # b appends, then c's Overwrite replaces everything
+        (Overwrite(["b"]), ["c"], ["b", "c"]),  # b's Overwrite first, then c appends to it
+    ],
+)
+def test_overwrite_bypasses_reducer_in_task_order(first: Any, second: Any, expected: list[str]) -> None:
+    graph = parallel(S, ("b", lambda s: {"log": first}), ("c", lambda s: {"log": second}))
+    assert graph.invoke({"log": ["in"]}) == {"log": expected}
+
+
+def test_overwrite_on_lastvalue_stores_the_value() -> None:
+    graph = chain(Pair, ("a", lambda s: {"x": Overwrite(7)}))
+    assert graph.invoke({"x": 1}) == {"x": 7}
+
+
+def test_two_overwrites_in_one_step_conflict() -> None:
+    graph = parallel(S, ("b", lambda s: {"log": Overwrite([])}), ("c", lambda s: {"log": Overwrite([])}))
+    with pytest.raises(InvalidUpdateError) as info:
+        graph.invoke({})
+    assert "'log'" in str(info.value)
+    assert "from b, c" in str(info.value)
+
+
+def test_write_to_unknown_key_is_rejected() -> None:
+    graph = chain(S, ("writer", lambda s: {"nope": 1}))
+    with pytest.raises(InvalidUpdateError) as info:
+        graph.invoke({})
+    assert "node 'writer' wrote unknown state key(s) ['nope']" in str(info.value)
+
+
+def test_input_with_unknown_key_is_rejected() -> None:
+    with pytest.raises(InvalidUpdateError, match=r"\['nope'\]"):
+        chain(S, ("a", noop)).invoke({"nope": 1})
+
+
+def test_node_returning_non_mapping_is_rejected() -> None:
+    with pytest.raises(InvalidUpdateError, match="node 'a' returned int"):
+        chain(S, ("a", lambda s: 3)).invoke({})
+
+
+def test_not_required_annotated_key_keeps_its_reducer() -> None:
+    class Loose(TypedDict):
+        log: NotRequired[Annotated[list[str], operator.add]]
+
+    graph = parallel(Loose, ("b", logs("b")), ("c", logs("c")))
+    assert graph.invoke({"log": ["in"]}) == {"log": ["in", "b", "c"]}
+
+
+# --------------------------------------------------------------------------------------------------------
+# G3: super-step (BSP) visibility, joins
+# --------------------------------------------------------------------------------------------------------
+
+
+def _bsp_graph() -> CompiledGraph:
+    """a writes x; b and c run in parallel (b writes y, c reads y late); d is triggered by both."""
+
+    def b(s: S) -> dict[str, Any]:
+        return {"y": 2, "log": [f"b:x={s.get('x')},y={s.get('y')}"]}
+
+    def c(s: S) -> dict[str, Any]:
+        time.sleep(0.05)  # b has long finished; its write must still be invisible here
+        return {"log": [f"c:x={s.get('x')},y={s.get('y')}"]}
+
+    def d(s: S) -> dict[str, Any]:
+        return {"log": [f"d:x={s.get('x')},y={s.get('y')}"]}
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": 1})
+    for name, fn in (("b", b), ("c", c), ("d", d)):
+        g.add_node(name, fn)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("a", "c")
+    g.add_edge("b", "d")
+    g.add_edge("c", "d")
+    return g.compile()
+
+
+def test_bsp_next_step_sees_writes_parallel_nodes_do_not() -> None:
+    out = _bsp_graph().invoke({})
+    assert out == {"x": 1, "y": 2, "log": ["b:x=1,y=None", "c:x=1,y=None", "d:x=1,y=2"]}
+
+
+def test_node_triggered_by_two_sources_in_one_step_runs_once() -> None:
+    updates = list(_bsp_graph().stream({}, stream_mode="updates"))
+    assert [next(iter(u)) for u in updates] == ["a", "b", "c", "d"]
+
+
+def test_mutating_the_input_does_not_leak_to_a_parallel_sibling() -> None:
+    def mutator(s: dict[str, Any]) -> None:
+        s["x"] = 99
+
+    def reader(s: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(0.05)
+        return {"log": [f"x={s['x']}"]}
+
+    graph = parallel(S, ("mutator", mutator), ("reader", reader))
+    assert graph.invoke({"x": 1}) == {"x": 1, "log": ["x=1"]}
+
+
+def test_join_waits_for_branches_of_different_lengths() -> None:
+    g = StateGraph(S)
+    for name in ("a", "b", "b2", "c", "d"):
+        g.add_node(name, logs(name))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("a", "c")
+    g.add_edge("b", "b2")
+    g.add_edge(["b2", "c"], "d")
+    g.add_edge("d", END)
+    graph = g.compile()
+    assert graph.invoke({}) == {"log": ["a", "b", "c", "b2", "d"]}
+    steps = [list(u) for u in graph.stream({}, stream_mode="updates")]
+    assert steps == [["a"], ["b"], ["c"], ["b2"], ["d"]]
+
+
+# --------------------------------------------------------------------------------------------------------
+# G4: Send fan-out
+# --------------------------------------------------------------------------------------------------------
+
+
+def _fan_out_graph(count: int) -> CompiledGraph:
+    def square(arg: dict[str, int]) -> dict[str, Any]:
+        time.sleep((count - arg["n"]) * 0.003)  # the first Send finishes last
+        return {"results": [arg["n"] ** 2]}
+
+    g = StateGraph(Mapped)
+    g.add_node("square", square)
+    g.add_node("collect", lambda s: {"total": sum(s["results"])})
+    g.add_conditional_edges(START, lambda s: [Send("square", {"n": i}) for i in range(s["n"])])
+    g.add_edge("square", "collect")
+    g.add_edge("collect", END)
+    return g.compile()
+
+
+def test_send_fan_out_one_task_per_send_results_in_send_order() -> None:
+    graph = _fan_out_graph(10)
+    squares = [i * i for i in range(10)]
+    assert graph.invoke({"n": 10}) == {"n": 10, "results": squares, "total": 285}
+    updates = list(graph.stream({"n": 10}, stream_mode="updates"))
+    assert updates == [{"square": {"results": [sq]}} for sq in squares] + [{"collect": {"total": 285}}]
+
+
+def test_send_fan_out_of_zero_ends_the_run() -> None:
+    assert _fan_out_graph(0).invoke({"n": 0}) == {"n": 0, "results": []}
+
+
+# --------------------------------------------------------------------------------------------------------
+# G5: Command
+# --------------------------------------------------------------------------------------------------------
+
+
+def _command_graph(goto: Any, *, destinations: tuple[str, ...] = ("b",)) -> StateGraph:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: Command(update={"x": 1, "log": ["a"]}, goto=goto), destinations=destinations)
+    g.add_node("b", lambda s: {"log": [f"b:{s.get('x', s.get('n'))}"]})
+    g.add_edge(START, "a")
+    return g
+
+
+def test_command_update_and_goto_node() -> None:
+    assert _command_graph("b").compile().invoke({}) == {"x": 1, "log": ["a", "b:1"]}
+
+
+def test_command_goto_send_passes_the_argument() -> None:
+    graph = _command_graph([Send("b", {"n": 5}), Send("b", {"n": 6})]).compile()
+    assert graph.invoke({}) == {"x": 1, "log": ["a", "b:5", "b:6"]}
+
+
+def test_command_goto_end_stops() -> None:
+    assert _command_graph(END).compile().invoke({}) == {"x": 1, "log": ["a"]}
+
+
+def test_node_reachable_only_by_command_needs_destinations() -> None:
+    with pytest.raises(InvalidGraphError, match=r"\['b'\] cannot be reached"):
+        _command_graph("b", destinations=()).compile()
+
+
+def test_command_goto_unknown_node_is_rejected() -> None:
+    graph = _command_graph("ghost").compile()
+    with pytest.raises(InvalidUpdateError, match=r"node 'a' returned Command\(goto=...\) to unknown node"):
+        graph.invoke({})
+
+
+# --------------------------------------------------------------------------------------------------------
+# Conditional edges
+# --------------------------------------------------------------------------------------------------------
+
+
+def _branching(path_map: Any) -> CompiledGraph:
+    g = StateGraph(S)
+    g.add_node("start", logs("start"))
+    g.add_node("l", logs("l"))
+    g.add_node("r", logs("r"))
+    g.add_edge(START, "start")
+    g.add_conditional_edges("start", lambda s: ["left", "right", "stop"][s["x"]], path_map)
+    return g.compile()
+
+
+@pytest.mark.parametrize(("x", "expected"), [(0, ["start", "l"]), (1, ["start", "r"]), (2, ["start"])])
+def test_conditional_edge_with_path_map_dict(x: int, expected: list[str]) -> None:
+    graph = _branching({"left": "l", "right": "r", "stop": END})
+    assert graph.invoke({"x": x}) == {"x": x, "log": expected}
+
+
+def test_conditional_edge_with_path_map_list() -> None:
+    g = StateGraph(S)
+    g.add_node("start", logs("start"))
+    g.add_node("l", logs("l"))
+    g.add_edge(START, "start")
+    g.add_conditional_edges("start", lambda s: "l" if s["x"] else END, ["l", END])
+    graph = g.compile()
+    assert graph.invoke({"x": 1}) == {"x": 1, "log": ["start", "l"]}
+    assert graph.invoke({"x": 0}) == {"x": 0, "log": ["start"]}
+
+
+def test_router_value_outside_path_map_is_an_error() -> None:
+    graph = _branching({"left": "l", "right": "r"})
+    with pytest.raises(InvalidUpdateError) as info:
+        graph.invoke({"x": 2})
+    assert "router of 'start' returned 'stop', not one of ['left', 'right']" in str(info.value)
+
+
+def test_router_sees_its_own_nodes_writes() -> None:
+    g = StateGraph(S)
+    g.add_node("start", lambda s: {"x": 1})
+    g.add_node("l", logs("l"))
+    g.add_edge(START, "start")
+    g.add_conditional_edges("start", lambda s: "l" if s["x"] == 1 else END)
+    assert g.compile().invoke({"x": 0}) == {"x": 1, "log": ["l"]}
+
+
+# --------------------------------------------------------------------------------------------------------
+# C1: max_super_steps
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_exactly_n_steps_pass_with_limit_n() -> None:
+    out = log_chain(4).invoke({}, {"max_super_steps": 4})
+    assert out == {"log": ["n0", "n1", "n2", "n3"]}
+
+
+def test_n_plus_one_steps_fail_naming_the_setting() -> None:
+    with pytest.raises(StepLimitError) as info:
+        log_chain(4).invoke({}, {"max_super_steps": 3})
+    assert "max_super_steps=3" in str(info.value)
+    assert "['n3']" in str(info.value)
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_limit_below_one_is_a_config_error(limit: int) -> None:
+    with pytest.raises(ConfigError, match=f"max_super_steps must be at least 1 \\(got {limit}\\)"):
+        log_chain(1).invoke({}, {"max_super_steps": limit})
+
+
+def test_default_limit_is_50(fresh_settings: pytest.MonkeyPatch) -> None:
+    assert loop_to(50).invoke({}) == {"x": 50, "log": []}
+    with pytest.raises(StepLimitError, match="max_super_steps=50"):
+        loop_to(51).invoke({})
+
+
+def test_limit_from_environment(fresh_settings: pytest.MonkeyPatch) -> None:
+    fresh_settings.setenv("GRAPHQ_MAX_SUPER_STEPS", "3")
+    get_settings.cache_clear()
+    assert loop_to(3).invoke({}) == {"x": 3, "log": []}
+    with pytest.raises(StepLimitError, match="max_super_steps=3"):
+        loop_to(4).invoke({})
+    assert loop_to(5).invoke({}, {"max_super_steps": 5}) == {"x": 5, "log": []}  # run option wins
+
+
+def test_environment_limit_zero_fails_at_run(fresh_settings: pytest.MonkeyPatch) -> None:
+    fresh_settings.setenv("GRAPHQ_MAX_SUPER_STEPS", "0")
+    get_settings.cache_clear()
+    graph = log_chain(1)  # compiling does not read the setting
+    with pytest.raises(ConfigError, match="GRAPHQ_MAX_SUPER_STEPS"):
+        graph.invoke({})
+
+
+# --------------------------------------------------------------------------------------------------------
+# C4 / C5: config merge, get_config, stream writer
+# --------------------------------------------------------------------------------------------------------
+
+
+def _config_probe(seen: list[Any]) -> CompiledGraph:
+    def probe(state: S) -> None:
+        seen.append(get_config())
+
+    def probe_arg(state: S, config: Any) -> None:
+        seen.append(config)
+
+    defaults = {
+        "tags": ["a", "b"],
+        "metadata": {"m": 1, "k": "default"},
+        "configurable": {"model": "x", "t": 0},
+    }
+    return chain(S, ("first", probe), ("second", probe_arg), config=defaults)
+
+
+def test_config_merges_with_compile_defaults() -> None:
+    seen: list[Any] = []
+    run = {"tags": ["b", "c", "c"], "metadata": {"k": "run"}, "configurable": {"t": 1}, "run_id": "run-1"}
+    _config_probe(seen).invoke({}, run)
+    first, second = seen
+    assert first.tags == ["a", "b", "c"]
+    assert first.metadata == {"m": 1, "k": "run"}
+    user = {k: v for k, v in first.configurable.items() if not k.startswith("__graphq_")}
+    assert user == {"model": "x", "t": 1}
+    assert first.run_id == "run-1"
+    assert second.configurable["__graphq_node"] == "second"
+
+
+def test_reserved_keys_and_idempotency_key() -> None:
+    seen: list[Any] = []
+    _config_probe(seen).invoke({}, {"run_id": "run-1", "thread_id": "th-1"})
+    for step, (node, cfg) in enumerate(zip(["first", "second"], seen, strict=True)):
+        conf = cfg.configurable
+        assert re.fullmatch(r"[0-9a-f]{16}", conf["__graphq_task_id"])
+        assert conf["__graphq_run_id"] == "run-1"
+        assert conf["__graphq_thread_id"] == "th-1"
+        assert conf["__graphq_step"] == step
+        assert conf["__graphq_node"] == node
+        assert conf["__graphq_idempotency_key"] == f"run-1:{step}:{conf['__graphq_task_id']}"
+
+
+def test_user_configurable_with_reserved_prefix_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="__graphq_step"):
+        log_chain(1).invoke({}, {"configurable": {"__graphq_step": 3}})
+    with pytest.raises(ConfigError, match="__graphq_x"):
+        g = StateGraph(S).add_node("a", noop).add_edge(START, "a")
+        g.compile(config={"configurable": {"__graphq_x": 1}})
+
+
+def test_unknown_run_option_is_rejected() -> None:
+    with pytest.raises(ConfigError, match=r"unknown run option\(s\) \['recursion_limit'\]"):
+        log_chain(1).invoke({}, {"recursion_limit": 5})
+
+
+@pytest.mark.parametrize("accessor", [get_config, get_stream_writer])
+def test_context_accessors_outside_a_run_raise(accessor: Callable[[], Any]) -> None:
+    with pytest.raises(OutsideRunError, match="inside a node"):
+        accessor()
+    with pytest.raises(RuntimeError):
+        accessor()
+
+
+def test_custom_stream_mode_yields_writer_chunks() -> None:
+    def talker(state: S) -> None:
+        write = get_stream_writer()
+        write({"progress": 1})
+        write("done")
+
+    graph = chain(S, ("talker", talker), ("quiet", noop))
+    assert list(graph.stream({}, stream_mode="custom")) == [{"progress": 1}, "done"]
+
+
+def _pair_chain() -> CompiledGraph:
+    return chain(Pair, ("a", lambda s: {"x": s["x"] + 1}), ("b", lambda s: {"y": s["x"] * 10}))
+
+
+def test_stream_updates_exact() -> None:
+    assert list(_pair_chain().stream({"x": 0}, stream_mode="updates")) == [{"a": {"x": 1}}, {"b": {"y": 10}}]
+
+
+def test_stream_values_exact() -> None:
+    assert list(_pair_chain().stream({"x": 0}, stream_mode="values")) == [
+        {"x": 0},
+        {"x": 1},
+        {"x": 1, "y": 10},
+    ]
+
+
+def test_stream_several_modes_yields_tagged_pairs() -> None:
+    assert list(_pair_chain().stream({"x": 0}, stream_mode=["updates", "values"])) == [
+        ("values", {"x": 0}),
+        ("updates", {"a": {"x": 1}}),
+        ("values", {"x": 1}),
+        ("updates", {"b": {"y": 10}}),
+        ("values", {"x": 1, "y": 10}),
+    ]
+
+
+def test_unknown_stream_mode_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"unknown stream mode\(s\) \['bogus'\]"):
+        list(_pair_chain().stream({"x": 0}, stream_mode=["values", "bogus"]))
+
+
+# --------------------------------------------------------------------------------------------------------
+# pydantic state, node errors
+# --------------------------------------------------------------------------------------------------------
+
+
+class Doc(BaseModel):
+    """A pydantic state: an append channel with a default and a LastValue field."""
+
+    items: Annotated[list[str], operator.add] = []
+    title: str = ""
+
+
+def test_pydantic_state_nodes_receive_models_and_invoke_returns_dict() -> None:
+    received: list[type[Any]] = []
+
+    def shout(state: Doc) -> dict[str, Any]:
+        received.append(type(state))
+        return {"items": [f"a:{len(state.items)}"], "title": state.title.upper()}
+
+    def add_model(state: Doc) -> Doc:
+        received.append(type(state))
+        return Doc(items=[f"b:{state.title}"])  # only explicitly set fields are written
+
+    graph = chain(Doc, ("shout", shout), ("add_model", add_model))
+    out = graph.invoke({"items": ["x"], "title": "hello"})
+    assert out == {"items": ["x", "a:1", "b:HELLO"], "title": "HELLO"}
+    assert received == [Doc, Doc]
+    assert graph.invoke({}) == {"items": ["a:0", "b:"], "title": ""}
+
+
+def test_node_exception_is_wrapped_with_node_name() -> None:
+    boom = ValueError("bad input")
+
+    def explode(state: S) -> None:
+        raise boom
+
+    with pytest.raises(NodeError) as info:
+        chain(S, ("ok", noop), ("explode", explode)).invoke({})
+    assert info.value.node == "explode"
+    assert info.value.error is boom
+    assert str(info.value) == "node 'explode' raised ValueError: bad input"
+
+
+def test_first_failure_in_task_order_is_reported() -> None:
+    def fail(message: str, delay: float) -> Callable[[Any], None]:
+        def fn(state: Any) -> None:
+            time.sleep(delay)
+            raise KeyError(message)
+
+        return fn
+
+    graph = parallel(S, ("early", fail("e", 0.05)), ("late", fail("l", 0.0)))
+    with pytest.raises(NodeError) as info:
+        graph.invoke({})
+    assert info.value.node == "early"
+
+
+def test_reducer_error_names_the_channel_and_writers() -> None:
+    class S(TypedDict, total=False):
+        total: Annotated[int, operator.add]
+
+    g = StateGraph(S)
+    g.add_node("bad", lambda s: {"total": "x"})
+    g.add_edge(START, "bad")
+    with pytest.raises(InvalidUpdateError, match=r"reducer of channel 'total' raised TypeError.*from bad"):
+        g.compile().invoke({"total": 1})
+
+
+def test_default_second_parameter_is_not_the_config() -> None:
+    class S(TypedDict, total=False):
+        out: int
+
+    g = StateGraph(S)
+    g.add_node("n", lambda s, i=7: {"out": i})
+    g.add_edge(START, "n")
+    assert g.compile().invoke({}) == {"out": 7}
