@@ -21,6 +21,7 @@ import ast
 import operator
 import os
 import sysconfig
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -31,6 +32,11 @@ __all__ = ["InventoryState", "build_report", "format_report", "graph", "inventor
 
 EXCLUDED_DIRS = frozenset({"site-packages", "dist-packages"})
 """Directory names never descended into (third-party code, not the tree's own)."""
+
+_PARSE_LOCK = threading.Lock()
+"""CPython 3.11's parser is not safe to run from several threads at once ("AST constructor recursion depth
+mismatch" seen here under 3.11.7); parse tasks of one super-step share a thread pool, so they take turns.
+Parsing holds the GIL anyway, so nothing is lost."""
 
 TOP_MODULES = 10
 """How many of the largest modules the report lists."""
@@ -163,7 +169,9 @@ def inventory_module(path: str, text: str) -> Record:
     Raises:
         SyntaxError, ValueError, RecursionError: ``text`` does not parse.
     """
-    tally = _tally(ast.parse(text, filename=path))
+    with _PARSE_LOCK:
+        tree = ast.parse(text, filename=path)
+    tally = _tally(tree)
     return {
         "path": path,
         "lines": count_lines(text),

@@ -162,7 +162,13 @@ def _commit(
                 pipe.multi()
                 store.stage(pipe, run.thread_id, cp, plan)
                 _stage_run_update(ctx, pipe, run, parent, cp, results)
+                if parent is not None:
+                    # Give the lease back in the commit itself (WATCHed above, so still ours): the next
+                    # step's job, enqueued in this same MULTI, can take it at once, and no release is needed.
+                    pipe.delete(lease.key)
                 pipe.execute()
+                if parent is not None:
+                    lease.dropped()
                 store.stored(cp, plan)
                 run.head = cp.id
                 run.step += 0 if parent is None else 1

@@ -35,6 +35,7 @@ class Lease:
         self.lost = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._dropped = False
         self._renew = script(kv, "renew_lease")
         self._release = script(kv, "release_lease")
 
@@ -46,6 +47,8 @@ class Lease:
         while not self._stop.wait(self.heartbeat_s):
             try:
                 if not self._renew(keys=[self.key], args=[self.token, self.ttl_ms]):
+                    if self._stop.is_set():  # dropped by a commit meanwhile, not lost
+                        return
                     log.warning("lease %s lost", self.key)
                     self.lost.set()
                     return
@@ -64,6 +67,13 @@ class Lease:
         if self._thread is not None:
             self._thread.join()
 
+    def dropped(self) -> None:
+        """Record that a commit deleted the lease key in its transaction: stop renewing, skip the release."""
+        self._dropped = True
+        self._stop.set()
+
     def release(self) -> None:
         """Give the lease back if still ours (a no-op after a commit deleted it)."""
+        if self._dropped:
+            return
         self._release(keys=[self.key], args=[self.token])

@@ -1,0 +1,1 @@
+"""graphq benchmarks (DESIGN.md section 4): ``python -m bench`` or ``make bench``."""

@@ -1,0 +1,36 @@
+"""``python -m bench``: run P1, P2 and P3, print one summary line per benchmark and the result table.
+
+Summary lines look like ``P1 ratio=1.12 target=1.25`` (one per line on stdout) so that runs can be compared
+over time. Nothing here asserts a timing; the exit status is 0 unless a benchmark could not run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from bench import p1_step_overhead, p2_growth, p3_engine
+from bench.common import Row, print_table
+
+BENCHMARKS: list[tuple[str, Callable[[], list[Row]]]] = [
+    ("P1 step overhead", p1_step_overhead.run),
+    ("P2 growth", p2_growth.run),
+    ("P3 engine", p3_engine.run),
+]
+
+
+def main() -> int:
+    """Run every benchmark and print the table."""
+    rows: list[Row] = []
+    for title, bench in BENCHMARKS:
+        print(f"== {title}", flush=True)
+        start = time.perf_counter()
+        rows += bench()
+        print(f"   ({time.perf_counter() - start:.1f} s)", flush=True)
+    print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

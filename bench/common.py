@@ -1,0 +1,154 @@
+"""Shared helpers of the benchmarks: a private Redis, worker wiring, timing, the result table.
+
+Benchmarks only print; nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rq import Queue, SimpleWorker
+from rq.serializers import JSONSerializer
+
+from graphcore.connection import connect
+from graphcore.embedded import EmbeddedRedis
+from graphcore.executor import CompiledGraph
+from graphcore.registry import Registry
+from graphcore.settings import Settings
+from worker.context import WorkerContext, set_context
+
+__all__ = [
+    "Row",
+    "TimedWorker",
+    "fmt_bytes",
+    "fmt_ms",
+    "install_context",
+    "median",
+    "print_table",
+    "private_redis",
+    "run_burst",
+    "summary",
+    "timed",
+]
+
+
+@dataclass
+class Row:
+    """One line of the result table.
+
+    Attributes:
+        name: the benchmark (e.g. ``P1``).
+        what: what was measured.
+        ours: our number, formatted.
+        baseline: the baseline's number, formatted.
+        ratio: ours / baseline (lower is better); None when not measured.
+        target: the highest ratio that passes.
+        gate: False for informational rows that do not decide pass/fail.
+    """
+
+    name: str
+    what: str
+    ours: str
+    baseline: str
+    ratio: float | None
+    target: float
+    gate: bool = True
+
+    @property
+    def passed(self) -> bool | None:
+        """True/False against the target; None when there is no ratio."""
+        return None if self.ratio is None else self.ratio <= self.target
+
+
+def summary(name: str, ratio: float | None, target: float) -> None:
+    """Print the one-line, greppable summary of a benchmark, e.g. ``P1 ratio=1.12 target=1.25``."""
+    shown = "n/a" if ratio is None else f"{ratio:.2f}"
+    print(f"{name} ratio={shown} target={target:g}", flush=True)
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of ``values``."""
+    return statistics.median(values)
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Seconds (``time.perf_counter``) that ``fn()`` takes."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def fmt_ms(seconds: float) -> str:
+    """``seconds`` as milliseconds, e.g. ``3.31 ms``."""
+    return f"{seconds * 1000:.3f} ms"
+
+
+def fmt_bytes(n: float) -> str:
+    """A byte count in KiB/MiB/GiB."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+@contextmanager
+def private_redis() -> Iterator[tuple[Any, str]]:
+    """A private redis-server (no append-only file) and a connected client: ``(kv, url)``."""
+    with EmbeddedRedis(appendonly=False) as server:
+        kv = connect(server.url)
+        try:
+            yield kv, server.url
+        finally:
+            kv.close()
+
+
+class TimedWorker(SimpleWorker):
+    """RQ's ``SimpleWorker`` that also records how long each job's execution took (seconds)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.durations: list[float] = []
+
+    def execute_job(self, job: Any, queue: Any) -> None:
+        start = time.perf_counter()
+        super().execute_job(job, queue)
+        self.durations.append(time.perf_counter() - start)
+
+
+def install_context(kv: Any, settings: Settings, graphs: Sequence[CompiledGraph]) -> None:
+    """Make this process a graphq worker for ``graphs`` (what ``worker.process.run_worker`` does first)."""
+    set_context(WorkerContext.build(kv, settings, Registry({g.name: g for g in graphs})))
+
+
+def run_burst(kv: Any, queue_name: str) -> tuple[float, TimedWorker]:
+    """Run a burst ``TimedWorker`` (JSON serializer, no scheduler) on ``queue_name`` until it is empty.
+
+    Returns:
+        Wall seconds of ``work()`` from start to finish, and the worker (its ``durations``).
+    """
+    queue = Queue(queue_name, connection=kv, serializer=JSONSerializer)
+    worker = TimedWorker([queue], connection=kv, serializer=JSONSerializer)
+    start = time.perf_counter()
+    worker.work(burst=True, logging_level="WARNING", with_scheduler=False)
+    return time.perf_counter() - start, worker
+
+
+def print_table(rows: Sequence[Row], console: Console | None = None) -> None:
+    """Print the results as a rich table."""
+    table = Table(title="graphq benchmarks (ratio = ours / baseline, lower is better)")
+    for column in ("benchmark", "measures", "ours", "baseline", "ratio", "target", "result"):
+        table.add_column(column, justify="right" if column in ("ratio", "target") else "left")
+    for row in rows:
+        verdict = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "[yellow]n/a[/]"}[row.passed]
+        if not row.gate and row.passed is not None:
+            verdict = "(info) " + ("pass" if row.passed else "over")
+        ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
+        table.add_row(row.name, row.what, row.ours, row.baseline, ratio, f"≤ {row.target:g}", verdict)
+    (console or Console(width=160)).print(table)

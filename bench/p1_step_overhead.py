@@ -1,0 +1,138 @@
+"""P1 step overhead: a no-op super-step job vs a bare RQ no-op job, same Redis, same worker class.
+
+Ours: one run of a chain of ``N`` no-op nodes → ``N`` step jobs, each loading the checkpoint, taking the
+lease, running the node and committing (fenced, atomic with enqueueing the next step job). Baselines, on the
+same Redis and the same ``SimpleWorker`` with the JSON serializer: ``N`` pre-enqueued bare no-op jobs (the
+design's baseline), and ``N`` bare no-op jobs that each enqueue the next one, as our steps do. Each number
+is the burst worker's wall time from start to finish divided by the jobs it ran; median of 3 repetitions
+after a warm-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+from rq import Queue, get_current_job
+from rq.serializers import JSONSerializer
+
+from bench.common import Row, fmt_ms, install_context, median, private_redis, run_burst, summary
+from graphcore import END, START, StateGraph
+from graphcore.client import Client
+from graphcore.executor import CompiledGraph
+from graphcore.registry import Registry
+from graphcore.settings import Settings
+from worker.queue import RQStepQueue
+
+STEPS = 300
+WARMUP_STEPS = 60
+REPEATS = 3
+TARGET = 1.25
+BARE_QUEUE = "bench-bare"
+STEP_QUEUE = "bench-steps"
+
+_queues: dict[str, Queue] = {}
+
+
+def noop() -> None:
+    """The bare baseline job: does nothing."""
+
+
+def chained(remaining: int) -> None:
+    """A bare job that enqueues the next one while ``remaining`` > 1 (a chain, like our step jobs)."""
+    if remaining <= 1:
+        return
+    job = get_current_job()
+    assert job is not None
+    queue = _queues.get(job.origin)
+    if queue is None or queue.connection is not job.connection:
+        queue = _queues[job.origin] = Queue(job.origin, connection=job.connection, serializer=JSONSerializer)
+    queue.enqueue_call(chained, args=(remaining - 1,))
+
+
+class NoopState(TypedDict, total=False):
+    n: int
+
+
+def _noop_node(state: NoopState) -> None:
+    return None
+
+
+def chain_graph(n: int) -> CompiledGraph:
+    """START → node0 → … → node{n-1} → END, every node a no-op."""
+    g = StateGraph(NoopState)
+    names = [f"node{i}" for i in range(n)]
+    for name in names:
+        g.add_node(name, _noop_node)
+    for source, target in zip([START, *names], [*names, END], strict=True):
+        g.add_edge(source, target)
+    return g.compile(name=f"bench-p1-chain{n}")
+
+
+def _bare(kv: Any, n: int) -> float:
+    kv.flushdb()
+    queue = Queue(BARE_QUEUE, connection=kv, serializer=JSONSerializer)
+    with kv.pipeline() as pipe:
+        for _ in range(n):
+            queue.enqueue_call(noop, pipeline=pipe)
+        pipe.execute()
+    return _per_job(kv, BARE_QUEUE, n)
+
+
+def _bare_chain(kv: Any, n: int) -> float:
+    kv.flushdb()
+    Queue(BARE_QUEUE, connection=kv, serializer=JSONSerializer).enqueue_call(chained, args=(n,))
+    return _per_job(kv, BARE_QUEUE, n)
+
+
+def _ours(kv: Any, client: Client, graph: CompiledGraph, n: int) -> float:
+    kv.flushdb()
+    run_id = client.enqueue(graph.name, {}, config={"max_super_steps": 1000})
+    per_job = _per_job(kv, STEP_QUEUE, n)
+    status = client.get_run(run_id).status.value
+    if status != "completed":
+        raise RuntimeError(f"P1 run {run_id} ended {status}")
+    return per_job
+
+
+def _per_job(kv: Any, queue: str, expected: int) -> float:
+    seconds, worker = run_burst(kv, queue)
+    if len(worker.durations) != expected:
+        raise RuntimeError(f"P1: worker ran {len(worker.durations)} jobs on {queue}, expected {expected}")
+    return seconds / expected
+
+
+def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, float]:
+    """Median seconds per job of ``ours``, ``bare`` and ``chain`` (bare chained) for ``n`` jobs."""
+    with private_redis() as (kv, url):
+        settings = Settings(redis_url=url, queue=STEP_QUEUE)
+        graphs = {size: chain_graph(size) for size in (WARMUP_STEPS, n)}
+        install_context(kv, settings, list(graphs.values()))
+        client = Client(kv, Registry({g.name: g for g in graphs.values()}), RQStepQueue(kv, settings))
+        cases: dict[str, Callable[[int], float]] = {
+            "bare": lambda k: _bare(kv, k),
+            "chain": lambda k: _bare_chain(kv, k),
+            "ours": lambda k: _ours(kv, client, graphs[k], k),
+        }
+        for case in cases.values():
+            case(WARMUP_STEPS)
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        order = list(cases)
+        for rep in range(repeats):
+            for name in order[rep % len(order):] + order[: rep % len(order)]:  # rotate: no fixed order bias
+                samples[name].append(cases[name](n))
+    return {name: median(values) for name, values in samples.items()}
+
+
+def run() -> list[Row]:
+    """Run P1; prints ``P1 ratio=…`` (vs bare jobs) and ``P1chain ratio=…`` (vs chained bare jobs)."""
+    result = measure()
+    ours, bare, chain = result["ours"], result["bare"], result["chain"]
+    summary("P1", ours / bare, TARGET)
+    summary("P1chain", ours / chain, TARGET)
+    what = f"no-op step job, {STEPS}-node chain, per job"
+    return [
+        Row("P1", what + " vs bare RQ job", fmt_ms(ours), fmt_ms(bare), ours / bare, TARGET),
+        Row("P1chain", what + " vs chained bare job", fmt_ms(ours), fmt_ms(chain), ours / chain, TARGET,
+            gate=False),
+    ]
