@@ -1,4 +1,9 @@
-"""Leases on running steps (R18, I1): a token in Redis, renewed by a heartbeat thread while nodes run."""
+"""Leases on running steps (R18, I1): a token in Redis, renewed while nodes run, however long they take.
+
+One keeper thread per process renews every lease this process holds, every ``heartbeat_s`` seconds, so a
+step does not pay for starting a thread. A lease whose renewal finds another token (or none) is marked
+lost; the step's fenced writes and commit then fail, and nothing it did is committed.
+"""
 
 from __future__ import annotations
 
@@ -33,47 +38,83 @@ class Lease:
         self.ttl_ms = int(ttl_s * 1000)
         self.heartbeat_s = heartbeat_s
         self.lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._dropped = False
-        self._renew = script(kv, "renew_lease")
-        self._release = script(kv, "release_lease")
+
+    def stage_acquire(self, pipe: Any) -> None:
+        """Queue ``SET key token NX PX ttl`` on ``pipe``; its reply is truthy when the lease was taken."""
+        pipe.set(self.key, self.token, nx=True, px=self.ttl_ms)
 
     def acquire(self) -> bool:
         """Take the lease if nobody holds it; True on success."""
         return bool(self.kv.set(self.key, self.token, nx=True, px=self.ttl_ms))
 
-    def _beat(self) -> None:
-        while not self._stop.wait(self.heartbeat_s):
-            try:
-                if not self._renew(keys=[self.key], args=[self.token, self.ttl_ms]):
-                    if self._stop.is_set():  # dropped by a commit meanwhile, not lost
-                        return
-                    log.warning("lease %s lost", self.key)
-                    self.lost.set()
-                    return
-            except Exception as exc:  # a transient Redis error: try again at the next beat
-                log.warning("lease %s renewal failed: %s", self.key, exc)
-
     def __enter__(self) -> Lease:
-        self._thread = threading.Thread(target=self._beat, name="graphq-lease", daemon=True)
-        self._thread.start()
+        _keeper(self.kv, self.heartbeat_s).add(self)
         return self
 
     def __exit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        _keeper(self.kv, self.heartbeat_s).discard(self)
 
     def dropped(self) -> None:
         """Record that a commit deleted the lease key in its transaction: stop renewing, skip the release."""
         self._dropped = True
-        self._stop.set()
+        _keeper(self.kv, self.heartbeat_s).discard(self)
 
     def release(self) -> None:
         """Give the lease back if still ours (a no-op after a commit deleted it)."""
-        if self._dropped:
+        if not self._dropped:
+            script(self.kv, "release_lease")(keys=[self.key], args=[self.token])
+
+
+class _Keeper:
+    """The process's lease-renewal thread (daemon), started on first use."""
+
+    def __init__(self, kv: Any, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self.leases: set[Lease] = set()
+        self.lock = threading.Lock()
+        self.renew = script(kv, "renew_lease")
+        threading.Thread(target=self._loop, name="graphq-lease-keeper", daemon=True).start()
+
+    def add(self, lease: Lease) -> None:
+        with self.lock:
+            self.leases.add(lease)
+
+    def discard(self, lease: Lease) -> None:
+        with self.lock:
+            self.leases.discard(lease)
+
+    def _loop(self) -> None:
+        while True:
+            threading.Event().wait(self.interval_s)
+            with self.lock:
+                leases = list(self.leases)
+            for lease in leases:
+                self._renew(lease)
+
+    def _renew(self, lease: Lease) -> None:
+        try:
+            ok = self.renew(keys=[lease.key], args=[lease.token, lease.ttl_ms])
+        except Exception as exc:  # a transient Redis error: try again at the next beat
+            log.warning("lease %s renewal failed: %s", lease.key, exc)
             return
-        self._release(keys=[self.key], args=[self.token])
+        with self.lock:
+            if not ok and lease in self.leases:  # still running, yet the token is gone: lost
+                log.warning("lease %s lost", lease.key)
+                lease.lost.set()
+                self.leases.discard(lease)
+
+
+_keepers: dict[int, _Keeper] = {}
+_keepers_lock = threading.Lock()
+
+
+def _keeper(kv: Any, interval_s: float) -> _Keeper:
+    """The keeper for this Redis client (one per client per process)."""
+    with _keepers_lock:
+        keeper = _keepers.get(id(kv))
+        if keeper is None:
+            keeper = _keepers[id(kv)] = _Keeper(kv, interval_s)
+        return keeper

@@ -1,0 +1,66 @@
+"""Expected errors become one ``error: ...`` line on stderr and an exit code; no tracebacks.
+
+Exit codes: 0 success, 1 a failure (a run failed, Redis unreachable, a wait timed out), 2 bad input (unknown
+workflow, malformed JSON, invalid ids, bad settings, unknown run or thread), 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any, NoReturn
+
+import click
+import redis.exceptions as rex
+
+from graphcore.errors import GraphqError, PermanentError
+
+__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "CliError", "GraphqGroup", "fail"]
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class CliError(click.ClickException):
+    """An expected error: printed as ``error: <message>`` on stderr, then exit with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class; per error here
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print the one-line error on stderr."""
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def fail(message: str, exit_code: int = EXIT_USAGE) -> NoReturn:
+    """Stop the command with an expected error (see :class:`CliError`)."""
+    raise CliError(message, exit_code)
+
+
+def _translate(exc: BaseException) -> CliError | None:
+    """The :class:`CliError` for an expected library error, or None for a bug (shown with its traceback)."""
+    if isinstance(exc, PermanentError):
+        return CliError(str(exc), EXIT_USAGE)
+    if isinstance(exc, GraphqError):
+        return CliError(str(exc), EXIT_FAILURE)
+    if isinstance(exc, rex.ConnectionError | rex.TimeoutError):
+        return CliError(f"lost the connection to Redis: {exc}", EXIT_FAILURE)
+    if isinstance(exc, TimeoutError):
+        return CliError(str(exc), EXIT_FAILURE)
+    return None
+
+
+class GraphqGroup(click.Group):
+    """A click group that turns expected errors of any subcommand into :class:`CliError`."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the group and its subcommand; translate graphq, Redis and timeout errors."""
+        try:
+            return super().invoke(ctx)
+        except (GraphqError, rex.RedisError, TimeoutError) as exc:
+            translated = _translate(exc)
+            if translated is None:
+                raise
+            raise translated from None
+        except KeyboardInterrupt:
+            raise CliError("interrupted", EXIT_INTERRUPTED) from None

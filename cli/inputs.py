@@ -1,0 +1,122 @@
+"""Reading run inputs: ``--input JSON|@file`` and ``--input-file runs.jsonl``, all validated up front."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cli.errors import fail
+from graphcore import keys
+from graphcore.errors import ConfigError
+
+__all__ = ["BATCH_KEYS", "BatchLine", "parse_input", "read_batch"]
+
+BATCH_KEYS = ("input", "thread", "tenant")
+"""Keys a ``--input-file`` line may have; ``input`` is required."""
+
+
+@dataclass(frozen=True)
+class BatchLine:
+    """One run of a batch file: its input, thread (None = new) and tenant (None = the default)."""
+
+    input: Any
+    thread: str | None
+    tenant: str | None
+
+
+def _read_text(path: str, option: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        fail(f"{option}: cannot read {path}: {reason}")
+
+
+def parse_input(value: str | None, option: str = "--input") -> Any:
+    """The run input given as JSON text, or as ``@path`` of a JSON file.
+
+    Args:
+        value: the option's value; None means no input (``{}``).
+        option: the option's name, for messages.
+
+    Returns:
+        The parsed JSON value.
+
+    Raises:
+        CliError: the file cannot be read or the JSON is malformed (exit 2, with line and column).
+    """
+    if value is None:
+        return {}
+    if value.startswith("@"):
+        path = value[1:]
+        text = _read_text(path, option)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            fail(f"{option}: {path}:{exc.lineno}:{exc.colno}: {exc.msg}")
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        fail(f"{option}: {exc}")
+
+
+def _optional_id(kind: str, value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        fail(f"{where}: {kind} must be a string, got {type(value).__name__}")
+    try:
+        return keys.validate_id(kind, value)
+    except ConfigError as exc:
+        fail(f"{where}: {exc}")
+
+
+def _batch_line(text: str, where: str) -> BatchLine:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"{where}:{exc.colno}: {exc.msg}")
+    if not isinstance(obj, dict):
+        fail(f"{where}:1: expected a JSON object like {{\"input\": {{...}}}}, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - set(BATCH_KEYS))
+    if unknown:
+        fail(f"{where}:1: unknown key(s) {unknown}; a line may have {', '.join(BATCH_KEYS)}")
+    if "input" not in obj:
+        fail(f"{where}:1: missing key 'input'")
+    return BatchLine(obj["input"], _optional_id("thread id", obj.get("thread"), where),
+                     _optional_id("tenant", obj.get("tenant"), where))
+
+
+def _lines(path: str, text: str) -> Iterator[tuple[str, str]]:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            yield f"{path}:{number}", line
+
+
+def read_batch(path: str) -> list[BatchLine]:
+    """Parse every line of a JSON-lines batch file before anything is enqueued.
+
+    Each non-blank line is one JSON object ``{"input": ..., "thread": "...", "tenant": "..."}``; ``input`` is
+    required, the other keys are optional.
+
+    Args:
+        path: the file; ``-`` reads stdin.
+
+    Returns:
+        The runs, in file order.
+
+    Raises:
+        CliError: the file cannot be read, or a line is malformed (``path:LINE:COL: message``, exit 2).
+    """
+    if path == "-":
+        text, path = sys.stdin.read(), "<stdin>"
+    else:
+        text = _read_text(path, "--input-file")
+    runs = [_batch_line(line, where) for where, line in _lines(path, text)]
+    if not runs:
+        fail(f"--input-file: {path} has no runs")
+    return runs

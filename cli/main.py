@@ -1,0 +1,79 @@
+"""The ``graphq`` command: global options and the command tree.
+
+\b
+graphq [--redis-url URL] [--workflows MODULES]
+  run WORKFLOW            run to the end locally (embedded Redis unless configured)
+  enqueue WORKFLOW        enqueue one run or a JSON-lines batch; --wait for them
+  worker                  execute step jobs (--burst, --concurrency N)
+  runs list | show RUN    run records
+  state THREAD            a thread's state (--history, --checkpoint ID)
+  workflows list          registered workflows
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from cli.context import AppContext
+from cli.enqueue import enqueue
+from cli.errors import GraphqGroup
+from cli.run import run
+from cli.runs import runs
+from cli.state import state
+from cli.worker import worker
+from cli.workflows import workflows
+
+__all__ = ["main"]
+
+
+_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(cls=GraphqGroup, context_settings=_CONTEXT)
+@click.option("--redis-url", envvar="GRAPHQ_REDIS_URL", metavar="URL",
+              help="Redis to use, redis://[:password@]host:port/db [env GRAPHQ_REDIS_URL]. "
+                   "`graphq run` starts an embedded Redis when it is unset.")
+@click.option("--workflows", envvar="GRAPHQ_WORKFLOWS", metavar="MODULES",
+              help="Comma-separated Python modules (importable from the current directory) to import "
+                   "for workflows, besides the graphq.workflows entry points [env GRAPHQ_WORKFLOWS].")
+@click.option("--verbose", "-v", is_flag=True, help="Log more (Redis retries, worker activity) on stderr.")
+@click.version_option(package_name="graphq", prog_name="graphq")
+@click.pass_context
+def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbose: bool) -> None:
+    """graphq: durable graph workflows on Redis and RQ, one queue job per super-step.
+
+    \b
+    Quick start (embedded Redis, data in .graphq/):
+      graphq run code-inventory
+    Distributed:
+      export GRAPHQ_REDIS_URL=redis://localhost:6379/0 GRAPHQ_WORKFLOWS=my.module
+      graphq worker --concurrency 4 &
+      graphq enqueue my-flow --input-file runs.jsonl --wait
+
+    Every command with tabular output takes --output json. Exit codes: 0 ok, 1 failure (run failed,
+    Redis unreachable), 2 bad input (unknown workflow, malformed JSON, invalid id, bad setting),
+    130 interrupted. Settings come from GRAPHQ_* environment variables.
+    """
+    _configure_logging(verbose)
+    ctx.obj = AppContext.from_options(redis_url, workflows)
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Warnings on stderr; Redis retry notices only with ``--verbose`` (the final error says it all)."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("graphcore.connection").setLevel(logging.INFO if verbose else logging.ERROR)
+
+
+main.add_command(run)
+main.add_command(enqueue)
+main.add_command(worker)
+main.add_command(runs)
+main.add_command(state)
+main.add_command(workflows)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(prog_name="graphq")

@@ -1,0 +1,147 @@
+"""Printing: JSON that is always valid, rich tables and consoles, and the shared ``--output`` option."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any, TypeVar
+from uuid import UUID
+
+import click
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+__all__ = [
+    "FORMATS", "err_console", "jsonable", "out_console", "output_option", "print_json", "print_table",
+    "short", "to_json", "when",
+]
+
+FORMATS = ("table", "json")
+"""Values of ``--output``: ``table`` for people, ``json`` for machines."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def out_console() -> Console:
+    """A rich console on stdout (looked up at call time, so click's test runner captures it).
+
+    On a terminal tables fit its width; piped, they keep their natural width (up to 250 columns).
+    """
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 250)
+
+
+def when(iso: str | None) -> str:
+    """An ISO-8601 timestamp shortened for tables: ``2024-01-02 03:04:05`` (UTC)."""
+    return "" if not iso else iso[:19].replace("T", " ")
+
+
+def err_console() -> Console:
+    """A rich console on stderr, for progress and notes that must not mix with machine output."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def output_option(fn: _F) -> _F:
+    """Decorator: add ``--output/-o [table|json]`` (default ``table``) to a command as ``output``."""
+    option = click.option(
+        "--output", "-o", type=click.Choice(FORMATS), default="table", show_default=True,
+        help="table for people, json for machines (always valid JSON on stdout).",
+    )
+    return option(fn)
+
+
+def _scalar(value: Any) -> Any:
+    """The JSON form of a non-container value (``NotImplemented`` when it is not a known scalar)."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, Decimal | UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return "base64:" + base64.b64encode(raw).decode("ascii")
+    return NotImplemented
+
+
+def jsonable(value: Any) -> Any:
+    """Convert ``value`` into plain JSON data.
+
+    datetimes, dates and times become ISO-8601 strings, timedeltas seconds, Decimal and UUID strings, bytes
+    UTF-8 text (``base64:...`` when not UTF-8), sets sorted lists, enums their value, pydantic models and
+    dataclasses dicts, non-finite floats strings, mapping keys strings; anything else its ``repr``.
+
+    Args:
+        value: any value, nested to any depth.
+
+    Returns:
+        A value made of dict, list, str, int, float, bool and None only.
+    """
+    scalar = _scalar(value)
+    if scalar is not NotImplemented:
+        return scalar
+    if isinstance(value, BaseModel):
+        return jsonable(value.model_dump())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, Mapping):
+        return {k if isinstance(k, str) else json.dumps(jsonable(k)): jsonable(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        items = [jsonable(v) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return repr(value)
+
+
+def to_json(value: Any, indent: int | None = 2) -> str:
+    """``value`` as valid JSON text (see :func:`jsonable`)."""
+    return json.dumps(jsonable(value), indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented, valid JSON on stdout."""
+    click.echo(to_json(value))
+
+
+def short(value: Any, width: int = 60) -> str:
+    """A one-line rendering of ``value`` (compact JSON), cut to ``width`` characters."""
+    text = value if isinstance(value, str) else to_json(value, indent=None)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_table(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
+    no_wrap: Sequence[str] = (),
+) -> None:
+    """Print a rich table on stdout.
+
+    Args:
+        columns: header names.
+        rows: one sequence of cells per row; cells are shown with ``str`` (None as empty).
+        title: optional caption above the table.
+        no_wrap: columns never wrapped (ids), shown whole.
+    """
+    table = Table(title=title, show_edge=False, header_style="bold")
+    for name in columns:
+        table.add_column(name, no_wrap=name in no_wrap, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text("" if cell is None else str(cell)) for cell in row))
+    out_console().print(table)

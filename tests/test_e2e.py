@@ -1,0 +1,182 @@
+"""End to end with real processes: ``graphq worker`` subprocesses, ``graphq enqueue/state/runs/run``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.embedded import EmbeddedRedis
+
+ROOT = Path(__file__).resolve().parent.parent
+GRAPHQ = [sys.executable, "-m", "cli"]
+SCRIPT = Path(sys.executable).with_name("graphq")
+"""The console script: it imports ``tests.workflows`` because the CLI puts the cwd on sys.path."""
+TIMEOUT_S = 20
+
+
+@pytest.fixture
+def env(redis_url: str) -> dict[str, str]:
+    """Environment of the subprocesses: the test Redis and the test workflows."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    return {**base, "GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_WORKFLOWS": "tests.workflows.basic",
+            "PYTHONUNBUFFERED": "1"}
+
+
+def graphq(*args: str, env: dict[str, str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run ``graphq ARGS`` to completion in the repo root."""
+    return subprocess.run([*GRAPHQ, *args], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def graphq_json(*args: str, env: dict[str, str]) -> Any:
+    done = graphq(*args, "--output", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+Spawn = Callable[..., subprocess.Popen[bytes]]
+LOGS: dict[int, Path] = {}
+"""Output file of each process started by ``spawn``, by process id (see :func:`logged`)."""
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Spawn]:
+    """Start ``graphq ARGS`` in the background (output to a log file); every process is killed at the end."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(*args: str, env: dict[str, str], script: bool = False) -> subprocess.Popen[bytes]:
+        path = tmp_path / f"proc-{len(procs)}.log"
+        log = path.open("wb")
+        command = [str(SCRIPT)] if script and SCRIPT.exists() else GRAPHQ
+        proc = subprocess.Popen([*command, *args], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        log.close()
+        LOGS[proc.pid] = path
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def logged(proc: subprocess.Popen[Any]) -> str:
+    """What a process started by ``spawn`` printed so far."""
+    return LOGS[proc.pid].read_text(errors="replace")
+
+
+def wait_until_idle(client: redis.Redis, count: int, timeout_s: float = 10.0) -> None:
+    """Wait until ``count`` RQ workers wait for jobs (registered, signal handlers installed, state idle)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        workers = client.smembers("rq:workers")
+        if len(workers) >= count and all(client.hget(w, "state") == b"idle" for w in workers):
+            return
+        assert time.monotonic() < deadline, "workers did not start"
+        time.sleep(0.05)
+
+
+def test_enqueue_wait_with_a_worker_process(env: dict[str, str], spawn: Spawn) -> None:
+    spawn("worker", env=env, script=True)
+    done = graphq("enqueue", "counter", "--input", '{"limit": 5}', "--thread", "e2e-1", "--wait", env=env)
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.strip()
+    history = graphq_json("state", "e2e-1", "--history", env=env)
+    assert [c["step"] for c in history] == [4, 3, 2, 1, 0, -1]
+    assert [c["source"] for c in history] == ["loop"] * 5 + ["input"]
+    record = graphq_json("runs", "show", run_id, env=env)
+    assert record["status"] == "completed"
+    assert record["result"]["n"] == 5 and record["result"]["log"] == [f"bump{i}" for i in range(1, 6)]
+
+
+def test_batch_on_two_burst_worker_processes(
+    env: dict[str, str], spawn: Spawn, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    items = [[1], [1, 2], [1, 2, 3], [4, 5], [7], [10, 20, 30, 40]]
+    batch = tmp_path / "runs.jsonl"
+    batch.write_text("".join(json.dumps({"input": {"items": i}, "tenant": f"t{n % 2}"}) + "\n"
+                             for n, i in enumerate(items)))
+    done = graphq("enqueue", "fanout", "--input-file", str(batch), env=env)
+    assert done.returncode == 0, done.stderr
+    ids = done.stdout.split()
+    assert len(ids) == 6
+    worker = spawn("worker", "--burst", "--concurrency", "2", env=env)
+    assert worker.wait(TIMEOUT_S) == 0
+    by_id = {r["id"]: r for r in graphq_json("runs", "list", env=env)}
+    for run_id, numbers in zip(ids, items, strict=True):
+        record = by_id[run_id]
+        assert record["status"] == "completed", record
+        assert record["result"]["total"] == sum(n * n for n in numbers)
+        assert sorted(record["result"]["squares"]) == sorted(n * n for n in numbers)
+    assert redis_client.llen("rq:queue:graphq") == 0
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_worker_stops_on_sigterm(
+    env: dict[str, str], spawn: Spawn, redis_client: redis.Redis, concurrency: str
+) -> None:
+    worker = spawn("worker", "--concurrency", concurrency, env=env)
+    wait_until_idle(redis_client, int(concurrency))
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(10) == 0, logged(worker)
+    assert redis_client.scard("rq:workers") == 0
+
+
+def test_failed_run_end_to_end(env: dict[str, str], spawn: Spawn) -> None:
+    spawn("worker", env=env)
+    done = graphq("enqueue", "failing", "--wait", env=env)
+    assert done.returncode == 1
+    run_id = done.stdout.strip()
+    assert run_id in done.stderr and "did not complete" in done.stderr and "Traceback" not in done.stderr
+    shown = graphq("runs", "show", run_id, env=env)
+    assert shown.returncode == 0
+    assert "kaboom" in shown.stdout and "failed" in shown.stdout
+
+
+def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    env = {**base, "GRAPHQ_DATA_DIR": str(data), "GRAPHQ_WORKFLOWS": "tests.workflows.basic"}
+    for limit in (3, 2):
+        done = graphq("run", "counter", "--input", json.dumps({"limit": limit}), "--thread", "local", env=env)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["n"] == limit
+        assert "(embedded; data in" in done.stderr
+    assert (data / "appendonly.aof").exists()
+    with EmbeddedRedis(data_dir=data) as server:  # the data of both runs is still there (AOF reload)
+        client = redis.Redis.from_url(server.url)
+        assert client.zcard(keys.runs_index()) == 2
+        assert client.llen(keys.history("local")) == 4 + 3
+        client.close()
+
+
+def test_ctrl_c_stops_a_local_run_and_its_embedded_redis(tmp_path: Path, spawn: Spawn) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    env = {**base, "GRAPHQ_DATA_DIR": str(tmp_path / "data"), "GRAPHQ_WORKFLOWS": "tests.workflows.basic",
+           "GRAPHQ_MAX_SUPER_STEPS": "100000", "PYTHONUNBUFFERED": "1"}
+    proc = spawn("run", "counter", "--input", '{"limit": 100000}', "--thread", "long", env=env)
+    deadline = time.monotonic() + 10
+    while "step  10" not in logged(proc):
+        assert proc.poll() is None and time.monotonic() < deadline, logged(proc)
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(10) == 130, logged(proc)
+    output = logged(proc)
+    assert "error: interrupted: run " in output and "Traceback" not in output
+    port = int(output.split("redis://127.0.0.1:", 1)[1].split("/", 1)[0])
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()  # the embedded server is gone
