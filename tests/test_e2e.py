@@ -116,9 +116,10 @@ def test_batch_on_two_burst_worker_processes(
     assert len(ids) == 6
     worker = spawn("worker", "--burst", "--concurrency", "2", env=env)
     assert worker.wait(TIMEOUT_S) == 0
-    by_id = {r["id"]: r for r in graphq_json("runs", "list", env=env)}
+    listed = {r["id"]: r["status"] for r in graphq_json("runs", "list", env=env)}
+    assert listed == dict.fromkeys(ids, "completed")
     for run_id, numbers in zip(ids, items, strict=True):
-        record = by_id[run_id]
+        record = graphq_json("runs", "show", run_id, env=env)
         assert record["status"] == "completed", record
         assert record["result"]["total"] == sum(n * n for n in numbers)
         assert sorted(record["result"]["squares"]) == sorted(n * n for n in numbers)

@@ -190,3 +190,13 @@ def test_another_redis_on_the_port_is_not_mistaken_for_ours(tmp_path: Path) -> N
             server.start()
         assert not server.running
         assert other.running
+
+
+def test_two_servers_cannot_share_a_data_dir(tmp_path: Path) -> None:
+    with (
+        EmbeddedRedis(data_dir=tmp_path, appendonly=True),
+        pytest.raises(ConfigError, match="is in use by another graphq process"),
+    ):
+        EmbeddedRedis(data_dir=tmp_path, appendonly=True).start()
+    with EmbeddedRedis(data_dir=tmp_path, appendonly=True) as again:
+        assert again.running

@@ -170,3 +170,23 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
     assert dict(recovery.CALLS) == {"a": 1, "c": 1}
     assert final.result is not None and final.result["done"] == ["A", "B-from-first-attempt", "C"]
     assert redis_client.exists(keys.pending_writes(run.thread_id, "", cp.id)) == 0
+
+
+def test_worker_without_the_workflow_leaves_the_run_alone(client: Client, redis_client: Any,
+                                                          redis_url: str) -> None:
+    run_id = client.enqueue("counter", {"limit": 1})
+    other = Registry.load(["tests.workflows.recovery"])
+    run_worker(Settings(redis_url=redis_url), burst=True, registry=other, kv=redis_client)
+    assert client.get_run(run_id).status == RunStatus.QUEUED
+    assert client.get_history(client.get_run(run_id).thread_id) == []
+
+
+def test_input_the_schema_does_not_accept_is_refused_before_any_write(client: Client,
+                                                                      redis_client: Any) -> None:
+    from graphcore.errors import InvalidUpdateError
+
+    with pytest.raises(InvalidUpdateError, match=r"unknown state key\(s\) \['limt'\]"):
+        client.enqueue_many([])  # an empty batch is fine and writes nothing
+        client.enqueue("counter", {"limt": 3})
+    assert client.list_runs() == []
+    assert redis_client.dbsize() == 0

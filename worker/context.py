@@ -26,12 +26,16 @@ class WorkerContext:
     runs: RunStore
     queue: RQStepQueue
     fenced_hset: Any
+    fence_read: Any
     stores: dict[str, KVCheckpointStore] = field(default_factory=dict)
 
     @classmethod
     def build(cls, kv: Any, settings: Settings, registry: Registry) -> WorkerContext:
         """Wire a context around a connected client."""
-        return cls(kv, settings, registry, RunStore(kv), RQStepQueue(kv, settings), script(kv, "fenced_hset"))
+        return cls(
+            kv, settings, registry, RunStore(kv), RQStepQueue(kv, settings),
+            script(kv, "fenced_hset"), script(kv, "fence_read"),
+        )
 
     def store(self, workflow: str) -> KVCheckpointStore:
         """The checkpoint store for ``workflow`` (one per workflow: it knows the state schema)."""

@@ -28,9 +28,8 @@ from graphcore.errors import GraphqError, LeaseLostError
 from graphcore.events import stage_event
 from graphcore.executor import CompiledGraph, step_limit_error
 from graphcore.runs import TERMINAL, RunRecord, RunStatus, now_iso
-from graphcore.serde import dumps
 from graphcore.step import run_step
-from graphcore.store.layout import encode_writes
+from graphcore.store.layout import decode_writes_map, encode_writes
 from graphcore.types import TaskWrites
 from worker.context import WorkerContext, get_context
 from worker.lease import Lease
@@ -41,19 +40,26 @@ log = logging.getLogger("graphq.step")
 
 
 def step_job(run_id: str, thread_id: str, step: int) -> str:
-    """Run super-step ``step`` of ``run_id``; returns a short outcome for RQ's result."""
+    """Run super-step ``step`` of ``run_id``; returns a short outcome for RQ's result.
+
+    Raises:
+        UnknownWorkflowError: this worker does not know the run's workflow; the run is left as it is (RQ
+            records the job as failed) so that a worker that knows it can take the job again.
+    """
     ctx = get_context()
     run = redis_retrying()(ctx.runs.get, run_id, thread_id)
     if run.terminal or run.step != step:
         return f"skipped: run is {run.status.value} at step {run.step}"
+    if run.workflow not in ctx.registry.graphs:
+        log.error("run %s: this worker has no workflow %r; leaving the job", run_id, run.workflow)
+        ctx.registry.get(run.workflow)  # raises UnknownWorkflowError listing the known ones
     lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
-    if not lease.acquire():
+    finished = _claim(ctx, run, lease)
+    if finished is None:
         return "skipped: another worker holds the lease"
     try:
         with lease:
-            # A transient Redis error re-runs the step body: finished tasks are skipped (I2), the commit is
-            # fenced (I1), so a retry cannot run a task's writes twice into the checkpoint.
-            return str(redis_retrying()(_run, ctx, run, lease))
+            return _attempts(ctx, run, lease, finished)
     except LeaseLostError as exc:
         log.warning("run %s step %s: %s", run_id, step, exc)
         return f"rejected: {exc}"
@@ -62,6 +68,28 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         return f"failed: {type(exc).__name__}"
     finally:
         lease.release()
+
+
+def _claim(ctx: WorkerContext, run: RunRecord, lease: Lease) -> dict[str, TaskWrites] | None:
+    """Take the lease and read the step's pending writes in one round trip; None when the lease is taken."""
+    pipe = ctx.kv.pipeline(transaction=False)
+    lease.stage_acquire(pipe)
+    if run.head is not None:
+        pipe.hgetall(keys.pending_writes(run.thread_id, "", run.head))
+    acquired, *writes = pipe.execute()
+    if not acquired:
+        return None
+    return decode_writes_map(writes[0]) if writes else {}
+
+
+def _attempts(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites]) -> str:
+    """Run the step body, again on a transient Redis error: finished tasks are skipped (I2) and the commit
+    is fenced (I1), so a retry cannot apply a task's writes twice. Retries re-read the pending writes."""
+    for attempt in redis_retrying():
+        with attempt:
+            first = attempt.retry_state.attempt_number == 1
+            return _run(ctx, run, lease, finished if first else None)
+    raise AssertionError("unreachable: tenacity re-raises the last error")
 
 
 def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
@@ -83,7 +111,7 @@ def _config(graph: CompiledGraph, run: RunRecord) -> RunConfig:
     return graph.config_for({**run.config, "thread_id": run.thread_id, "run_id": run.id})
 
 
-def _run(ctx: WorkerContext, run: RunRecord, lease: Lease) -> str:
+def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None) -> str:
     graph = ctx.registry.get(run.workflow)
     cfg = _config(graph, run)
     store = ctx.store(run.workflow)
@@ -96,7 +124,8 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease) -> str:
     limit = cfg.step_limit()
     if run.step >= limit:
         raise step_limit_error(limit, cp)
-    finished = store.get_writes(run.thread_id, cp.id)
+    if finished is None:  # a retry: tasks may have finished during the failed attempt
+        finished = dict(store.get_writes(run.thread_id, cp.id))
 
     def persist(tw: TaskWrites) -> None:
         _put_writes(ctx, run, cp, lease, tw)
@@ -134,10 +163,10 @@ def _put_writes(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, lease: Lease
         raise LeaseLostError(f"lease lost while run {run.id} step {run.step} was running")
 
 
-def _check_fence(pipe: Any, run: RunRecord, lease: Lease) -> None:
-    pipe.watch(keys.run(run.thread_id, run.id), lease.key)
-    status, step = pipe.hmget(keys.run(run.thread_id, run.id), "status", "step")
-    token = pipe.get(lease.key)
+def _check_fence(ctx: WorkerContext, pipe: Any, run: RunRecord, lease: Lease) -> None:
+    run_key = keys.run(run.thread_id, run.id)
+    pipe.watch(run_key, lease.key)
+    status, step, token = ctx.fence_read(keys=[run_key, lease.key], client=pipe)
     if token is None or token.decode() != lease.token:
         raise LeaseLostError(f"commit of run {run.id} step {run.step} rejected: lease no longer held")
     if status is None or RunStatus(status.decode()) in TERMINAL or int(step) != run.step:
@@ -154,11 +183,12 @@ def _commit(
 ) -> None:
     """Fenced commit of ``cp`` (I1). ``parent`` None means the input checkpoint of step 0."""
     store = ctx.store(run.workflow)
-    plan = store.plan_put(run.thread_id, cp)
+    # The run's head is the thread's head (one active run per thread, I3), so logs may grow in place.
+    plan = store.plan_put(run.thread_id, cp, parent_is_head=parent is not None and parent.id == run.head)
     for _ in range(3):
         with ctx.kv.pipeline(transaction=True) as pipe:
             try:
-                _check_fence(pipe, run, lease)
+                _check_fence(ctx, pipe, run, lease)
                 pipe.multi()
                 store.stage(pipe, run.thread_id, cp, plan)
                 _stage_run_update(ctx, pipe, run, parent, cp, results)
@@ -199,10 +229,7 @@ def _stage_run_update(
     if cp.next_tasks:
         ctx.queue.stage(pipe, run.model_copy(update={"step": run.step + 1}))
     else:
-        fields |= {
-            "status": RunStatus.COMPLETED.value,
-            "ended_at": now_iso(),
-            "result": dumps(cp.channel_values, path="state"),
-        }
+        # The result is the head checkpoint's values; it is read from there, not stored twice (I4).
+        fields |= {"status": RunStatus.COMPLETED.value, "ended_at": now_iso()}
         stage_event(pipe, run.thread_id, run.id, "status", cp.step, {"status": "completed"})
     pipe.hset(run_key, mapping=fields)

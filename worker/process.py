@@ -53,7 +53,11 @@ def _child(burst: bool, log_level: str) -> None:
 
 
 def run_workers(concurrency: int, *, burst: bool = False, log_level: str = "WARNING") -> Sequence[int]:
-    """Run ``concurrency`` worker processes and wait for them; returns their exit codes."""
+    """Run ``concurrency`` worker processes and wait for them; returns their exit codes.
+
+    SIGTERM or SIGINT to this process is passed on to every child as SIGTERM (RQ's warm shutdown: the
+    current step finishes, then the child exits).
+    """
     if concurrency == 1:
         run_worker(burst=burst, log_level=log_level)
         return [0]
@@ -62,17 +66,16 @@ def run_workers(concurrency: int, *, burst: bool = False, log_level: str = "WARN
         mp.Process(target=_child, args=(burst, log_level), name=f"graphq-worker-{i}")
         for i in range(concurrency)
     ]
-    for p in procs:
-        p.start()
 
     def forward(signum: int, _frame: Any) -> None:
         for p in procs:
             if p.pid is not None and p.is_alive():
-                signal.Signals(signum)
-                p.terminate() if signum == signal.SIGTERM else None
+                p.terminate()
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    for p in procs:
+        p.start()
     for p in procs:
         p.join()
     return [p.exitcode or 0 for p in procs]

@@ -6,6 +6,7 @@ the layout (what goes where, O(change) writes) is in :mod:`graphcore.store.layou
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +18,7 @@ from graphcore.store.layout import (
     Plan,
     Record,
     decode_record,
-    decode_writes,
+    decode_writes_map,
     encode,
     encode_writes,
     to_checkpoint,
@@ -58,8 +59,14 @@ class KVCheckpointStore:
 
     # -- writing ---------------------------------------------------------------------------------------
 
-    def plan_put(self, thread_id: str, cp: Checkpoint, *, ns: str = "") -> Plan:
-        """Plan the writes that store ``cp`` (reads the thread's head to decide whether logs may grow).
+    def plan_put(
+        self, thread_id: str, cp: Checkpoint, *, ns: str = "", parent_is_head: bool | None = None
+    ) -> Plan:
+        """Plan the writes that store ``cp``.
+
+        Args:
+            parent_is_head: whether ``cp``'s parent is the thread's newest checkpoint (only then may its
+                append-only logs grow); None reads the thread's head to find out.
 
         Raises:
             SerializationError: a value is not on the allow-list; nothing has been written.
@@ -68,7 +75,9 @@ class KVCheckpointStore:
         parent_refs = None
         if cp.parent_id is not None and cp.parent_id in self._recent:
             parent, parent_refs = self._recent[cp.parent_id]
-            if self._head_id(thread_id, ns) != cp.parent_id:
+            if parent_is_head is None:
+                parent_is_head = self._head_id(thread_id, ns) == cp.parent_id
+            if not parent_is_head:
                 parent_refs = None
         return encode(thread_id, ns, cp, parent, parent_refs, self.schema)
 
@@ -108,6 +117,9 @@ class KVCheckpointStore:
         cid = checkpoint_id or self._head_id(thread_id, ns)
         if cid is None:
             return None
+        if cid in self._recent:  # stored checkpoints never change: a copy of the cached one is exact
+            cached: Checkpoint = self._recent[cid][0]
+            return dataclasses.replace(cached, channel_values=dict(cached.channel_values))
         raw = self.kv.hget(keys.checkpoints(thread_id, ns), cid)
         if raw is None:
             return None
@@ -127,9 +139,7 @@ class KVCheckpointStore:
 
     def get_writes(self, thread_id: str, checkpoint_id: str, *, ns: str = "") -> Mapping[str, TaskWrites]:
         """Task id → persisted writes (see the protocol)."""
-        raw = self.kv.hgetall(keys.pending_writes(thread_id, ns, checkpoint_id))
-        writes = [decode_writes(blob) for blob in raw.values()]
-        return {w.task_id: w for w in writes}
+        return decode_writes_map(self.kv.hgetall(keys.pending_writes(thread_id, ns, checkpoint_id)))
 
     def _load(self, thread_id: str, ns: str, record: Record) -> Checkpoint:
         pipe = self.kv.pipeline(transaction=False)

@@ -26,7 +26,15 @@ from graphcore.errors import SerializationError
 from graphcore.schema import StateSchema
 from graphcore.types import PendingTask, TaskWrites
 
-__all__ = ["Plan", "Record", "decode_record", "decode_writes", "encode", "encode_writes"]
+__all__ = [
+    "Plan",
+    "Record",
+    "decode_record",
+    "decode_writes",
+    "decode_writes_map",
+    "encode",
+    "encode_writes",
+]
 
 Ref = list[Any]
 
@@ -183,3 +191,9 @@ def decode_writes(data: bytes) -> TaskWrites:
         [(k, serde.loads(v)) for k, v in writes],
         [PendingTask(n, s, serde.loads(a)) for n, s, a in goto],
     )
+
+
+def decode_writes_map(raw: Mapping[bytes, bytes]) -> dict[str, TaskWrites]:
+    """Task id → writes, from the pending-writes hash as read from the store."""
+    writes = [decode_writes(blob) for blob in raw.values()]
+    return {w.task_id: w for w in writes}
