@@ -34,6 +34,7 @@ __all__ = [
     "redact_url",
     "redis_retry",
     "redis_retrying",
+    "retry_transient",
 ]
 
 _P = ParamSpec("_P")
@@ -135,6 +136,22 @@ def redis_retrying(attempts: int | None = None, max_wait_s: float | None = None)
         before_sleep=before_sleep_log(logger, logging.WARNING),
         reraise=True,
     )
+
+
+def retry_transient(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    """Call ``fn`` once; only after a transient Redis error, go on under :func:`redis_retrying`'s policy.
+
+    Same behaviour as ``redis_retrying()(fn, ...)`` with one more try, but the common path (no error)
+    builds no retry machinery: for calls on the hot path of a super-step.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        logger.warning("transient Redis error, retrying %s: %s", getattr(fn, "__qualname__", fn), exc)
+    result: _R = redis_retrying()(fn, *args, **kwargs)
+    return result
 
 
 def redis_retry(

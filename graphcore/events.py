@@ -13,7 +13,7 @@ from typing import Any
 
 from graphcore import keys, serde
 
-__all__ = ["Event", "read_events", "stage_event"]
+__all__ = ["Event", "encode_event", "read_events", "stage_event"]
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,18 @@ class Event:
     data: Any
 
 
+def encode_event(mode: str, step: int, data: Any) -> dict[str, str | bytes]:
+    """The stream fields of one event: ``mode``, ``step`` and ``data`` (msgpack).
+
+    Raises:
+        SerializationError: ``data`` holds a value outside the serde allow-list.
+    """
+    return {"mode": mode, "step": str(step), "data": serde.dumps(data, path=f"event.{mode}")}
+
+
 def stage_event(pipe: Any, thread_id: str, run_id: str, mode: str, step: int, data: Any) -> None:
     """Queue an XADD of one event on ``pipe`` (or run it now when ``pipe`` is a client)."""
-    fields = {"mode": mode, "step": str(step), "data": serde.dumps(data, path=f"event.{mode}")}
-    pipe.xadd(keys.run_events(thread_id, run_id), fields)
+    pipe.xadd(keys.run_events(thread_id, run_id), encode_event(mode, step, data))
 
 
 def read_events(

@@ -15,11 +15,10 @@ from graphcore.events import read_events
 from graphcore.registry import Registry
 from graphcore.runs import RunStatus
 from graphcore.settings import Settings
-from graphcore.store.layout import encode_writes
 from graphcore.types import TaskWrites
 from tests.workflows import recovery
-from worker.context import get_context
-from worker.job import _commit, step_job
+from worker.context import WorkerContext, get_context
+from worker.job import _commit, _put_writes, step_job
 from worker.lease import Lease
 from worker.process import run_worker
 from worker.queue import RQStepQueue
@@ -159,17 +158,18 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
     store.put(run.thread_id, cp)
     redis_client.hset(keys.run(run.thread_id, run_id), "head", cp.id)
     task_b = prepare_tasks(graph, cp)[1]
-    redis_client.hset(
-        keys.pending_writes(run.thread_id, "", cp.id),
-        task_b.id,
-        encode_writes(TaskWrites(task_b.id, "work", [("done", ["B-from-first-attempt"])], [])),
-    )
+    lease = Lease(redis_client, run.thread_id, run_id, 30, 10)
+    assert lease.acquire()
+    ctx = WorkerContext.build(redis_client, Settings(redis_url=redis_url), REGISTRY)
+    _put_writes(ctx, run, cp, lease, TaskWrites(task_b.id, "work", [("done", ["B-from-first-attempt"])], []))
+    redis_client.delete(lease.key)  # the first worker died: its lease lapsed
     work(redis_client, redis_url)
     final = client.get_run(run_id)
     assert final.status == RunStatus.COMPLETED
     assert dict(recovery.CALLS) == {"a": 1, "c": 1}
     assert final.result is not None and final.result["done"] == ["A", "B-from-first-attempt", "C"]
     assert redis_client.exists(keys.pending_writes(run.thread_id, "", cp.id)) == 0
+    assert redis_client.hget(keys.run(run.thread_id, run_id), "partial") is None
 
 
 def test_worker_without_the_workflow_leaves_the_run_alone(client: Client, redis_client: Any,

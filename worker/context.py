@@ -10,7 +10,8 @@ from graphcore.lua import script
 from graphcore.registry import Registry
 from graphcore.runs import RunStore
 from graphcore.settings import Settings, get_settings
-from graphcore.store.kv import KVCheckpointStore
+from graphcore.store.kv import LRU, KVCheckpointStore
+from worker.commit import CommitScript
 from worker.queue import RQStepQueue
 
 __all__ = ["WorkerContext", "get_context", "set_context"]
@@ -26,15 +27,21 @@ class WorkerContext:
     runs: RunStore
     queue: RQStepQueue
     fenced_hset: Any
-    fence_read: Any
+    commit: CommitScript
     stores: dict[str, KVCheckpointStore] = field(default_factory=dict)
+    configs: LRU = field(default_factory=LRU)
 
     @classmethod
     def build(cls, kv: Any, settings: Settings, registry: Registry) -> WorkerContext:
         """Wire a context around a connected client."""
         return cls(
-            kv, settings, registry, RunStore(kv), RQStepQueue(kv, settings),
-            script(kv, "fenced_hset"), script(kv, "fence_read"),
+            kv,
+            settings,
+            registry,
+            RunStore(kv),
+            RQStepQueue(kv, settings),
+            script(kv, "fenced_hset"),
+            CommitScript(kv),
         )
 
     def store(self, workflow: str) -> KVCheckpointStore:

@@ -7,8 +7,8 @@ Flow of ``step_job(run, thread, k)``:
 3. Step 0 only: apply the input and commit the input checkpoint (so that task ids are stable, I2).
 4. Load the head checkpoint and the pending writes of tasks that finished in an earlier attempt (I2).
 5. Run the remaining tasks; persist each task's writes as it finishes, fenced by the lease token.
-6. Commit: compare-and-set on (run, step, lease token) with WATCH; in one MULTI write the checkpoint,
-   advance the run, append events, and enqueue step ``k+1`` or complete the run (I1, R3).
+6. Commit (:mod:`worker.commit`): in one MULTI, a Lua compare-and-set on (run, step, lease token) writes
+   the checkpoint, advances the run and appends events, beside the enqueue of step ``k+1`` (I1, R3).
 """
 
 from __future__ import annotations
@@ -17,20 +17,19 @@ import logging
 import traceback
 from typing import Any
 
-from redis.exceptions import WatchError
-
 from graphcore import keys
 from graphcore.algo import apply_input, apply_writes
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig
-from graphcore.connection import redis_retrying
-from graphcore.errors import GraphqError, LeaseLostError
+from graphcore.connection import is_transient, redis_retrying, retry_transient
+from graphcore.errors import GraphqError, LeaseLostError, RunNotFoundError, UnknownWorkflowError
 from graphcore.events import stage_event
 from graphcore.executor import CompiledGraph, step_limit_error
-from graphcore.runs import TERMINAL, RunRecord, RunStatus, now_iso
+from graphcore.runs import RunRecord, RunStatus, now_iso
 from graphcore.step import run_step
-from graphcore.store.layout import decode_writes_map, encode_writes
+from graphcore.store.layout import encode_writes
 from graphcore.types import TaskWrites
+from worker.commit import StepCommit
 from worker.context import WorkerContext, get_context
 from worker.lease import Lease
 
@@ -43,26 +42,30 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     """Run super-step ``step`` of ``run_id``; returns a short outcome for RQ's result.
 
     Raises:
+        RunNotFoundError: the run record is gone.
         UnknownWorkflowError: this worker does not know the run's workflow; the run is left as it is (RQ
             records the job as failed) so that a worker that knows it can take the job again.
     """
     ctx = get_context()
-    run = redis_retrying()(ctx.runs.get, run_id, thread_id)
-    if run.terminal or run.step != step:
-        return f"skipped: run is {run.status.value} at step {run.step}"
-    if run.workflow not in ctx.registry.graphs:
-        log.error("run %s: this worker has no workflow %r; leaving the job", run_id, run.workflow)
-        ctx.registry.get(run.workflow)  # raises UnknownWorkflowError listing the known ones
     lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
-    finished = _claim(ctx, run, lease)
-    if finished is None:
+    code, raw = retry_transient(lease.claim, keys.run(thread_id, run_id), step)
+    if code == 0:
+        raise RunNotFoundError(f"no run with id {run_id!r}")
+    run = RunRecord.from_hash(raw)
+    if code == 1:
+        return f"skipped: run is {run.status.value} at step {run.step}"
+    if code == 2:
         return "skipped: another worker holds the lease"
     try:
+        ctx.registry.get(run.workflow)  # UnknownWorkflowError: leave the run for a worker that knows it
         with lease:
-            return _attempts(ctx, run, lease, finished)
+            return _attempts(ctx, run, lease, None if b"partial" in raw else {})
     except LeaseLostError as exc:
         log.warning("run %s step %s: %s", run_id, step, exc)
         return f"rejected: {exc}"
+    except UnknownWorkflowError:
+        log.error("run %s: this worker has no workflow %r; leaving the job", run_id, run.workflow)
+        raise
     except Exception as exc:
         _fail(ctx, run, exc)
         return f"failed: {type(exc).__name__}"
@@ -70,26 +73,21 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         lease.release()
 
 
-def _claim(ctx: WorkerContext, run: RunRecord, lease: Lease) -> dict[str, TaskWrites] | None:
-    """Take the lease and read the step's pending writes in one round trip; None when the lease is taken."""
-    pipe = ctx.kv.pipeline(transaction=False)
-    lease.stage_acquire(pipe)
-    if run.head is not None:
-        pipe.hgetall(keys.pending_writes(run.thread_id, "", run.head))
-    acquired, *writes = pipe.execute()
-    if not acquired:
-        return None
-    return decode_writes_map(writes[0]) if writes else {}
-
-
-def _attempts(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites]) -> str:
+def _attempts(
+    ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None
+) -> str:
     """Run the step body, again on a transient Redis error: finished tasks are skipped (I2) and the commit
-    is fenced (I1), so a retry cannot apply a task's writes twice. Retries re-read the pending writes."""
-    for attempt in redis_retrying():
-        with attempt:
-            first = attempt.retry_state.attempt_number == 1
-            return _run(ctx, run, lease, finished if first else None)
-    raise AssertionError("unreachable: tenacity re-raises the last error")
+    is fenced (I1), so a retry cannot apply a task's writes twice. ``finished`` None reads the pending
+    writes from the store, as every retry does (tasks may have finished during the failed attempt)."""
+    try:
+        return _run(ctx, run, lease, finished)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        log.warning(
+            "run %s step %s: transient Redis error, running the step again: %s", run.id, run.step, exc
+        )
+    return str(redis_retrying()(_run, ctx, run, lease, None))
 
 
 def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
@@ -107,13 +105,18 @@ def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
     log.info("run %s failed at step %s: %s", run.id, run.step, exc)
 
 
-def _config(graph: CompiledGraph, run: RunRecord) -> RunConfig:
-    return graph.config_for({**run.config, "thread_id": run.thread_id, "run_id": run.id})
+def _config(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> RunConfig:
+    """The run's config (fixed for the whole run, so built once per run and process)."""
+    cfg = ctx.configs.get(run.id)
+    if cfg is None:
+        cfg = graph.config_for({**run.config, "thread_id": run.thread_id, "run_id": run.id})
+        ctx.configs.put(run.id, cfg)
+    return cfg
 
 
 def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None) -> str:
     graph = ctx.registry.get(run.workflow)
-    cfg = _config(graph, run)
+    cfg = _config(ctx, graph, run)
     store = ctx.store(run.workflow)
     if run.status == RunStatus.QUEUED:
         ctx.runs.set_status(
@@ -133,7 +136,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     def emit(task: Any, chunk: Any) -> None:
         stage_event(ctx.kv, run.thread_id, run.id, "custom", run.step, {"node": task.node, "chunk": chunk})
 
-    outcome = run_step(graph, cp, cfg, finished=finished, on_task_done=persist, writer=emit)
+    # One task alone commits its writes directly: pending writes only matter while siblings still run.
+    on_done = persist if len(cp.next_tasks) > 1 else None
+    outcome = run_step(graph, cp, cfg, finished=finished, on_task_done=on_done, writer=emit)
     if outcome.error is not None:
         raise outcome.error
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
@@ -159,18 +164,9 @@ def _head(
 def _put_writes(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, lease: Lease, tw: TaskWrites) -> None:
     blob = encode_writes(tw)
     key = keys.pending_writes(run.thread_id, "", cp.id)
-    if not ctx.fenced_hset(keys=[lease.key, key], args=[lease.token, tw.task_id, blob]):
-        raise LeaseLostError(f"lease lost while run {run.id} step {run.step} was running")
-
-
-def _check_fence(ctx: WorkerContext, pipe: Any, run: RunRecord, lease: Lease) -> None:
     run_key = keys.run(run.thread_id, run.id)
-    pipe.watch(run_key, lease.key)
-    status, step, token = ctx.fence_read(keys=[run_key, lease.key], client=pipe)
-    if token is None or token.decode() != lease.token:
-        raise LeaseLostError(f"commit of run {run.id} step {run.step} rejected: lease no longer held")
-    if status is None or RunStatus(status.decode()) in TERMINAL or int(step) != run.step:
-        raise LeaseLostError(f"commit of run {run.id} step {run.step} rejected: run moved on")
+    if not ctx.fenced_hset(keys=[lease.key, key, run_key], args=[lease.token, tw.task_id, blob]):
+        raise LeaseLostError(f"lease lost while run {run.id} step {run.step} was running")
 
 
 def _commit(
@@ -181,55 +177,47 @@ def _commit(
     cp: Checkpoint,
     results: list[TaskWrites],
 ) -> None:
-    """Fenced commit of ``cp`` (I1). ``parent`` None means the input checkpoint of step 0."""
+    """Fenced commit of ``cp`` (I1); ``parent`` None means the input checkpoint of step 0.
+
+    Raises:
+        LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on.
+    """
     store = ctx.store(run.workflow)
     # The run's head is the thread's head (one active run per thread, I3), so logs may grow in place.
     plan = store.plan_put(run.thread_id, cp, parent_is_head=parent is not None and parent.id == run.head)
-    for _ in range(3):
-        with ctx.kv.pipeline(transaction=True) as pipe:
-            try:
-                _check_fence(ctx, pipe, run, lease)
-                pipe.multi()
-                store.stage(pipe, run.thread_id, cp, plan)
-                _stage_run_update(ctx, pipe, run, parent, cp, results)
-                if parent is not None:
-                    # Give the lease back in the commit itself (WATCHed above, so still ours): the next
-                    # step's job, enqueued in this same MULTI, can take it at once, and no release is needed.
-                    pipe.delete(lease.key)
-                pipe.execute()
-                if parent is not None:
-                    lease.dropped()
-                store.stored(cp, plan)
-                run.head = cp.id
-                run.step += 0 if parent is None else 1
-                return
-            except WatchError:
-                continue
-    raise LeaseLostError(f"commit of run {run.id} step {run.step} kept racing; giving up")
+    extra, next_run = _run_update(run, parent, cp, results)
+    writes_of = parent.id if parent is not None else cp.id
+    script_keys, argv = ctx.commit.args(run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra)
+
+    def stage_next(pipe: Any) -> None:
+        if next_run is not None:
+            ctx.queue.stage(pipe, next_run)
+
+    ctx.commit.run(stage_next, script_keys, argv, f"run {run.id} step {run.step}")
+    if extra.drop_lease:
+        lease.dropped()
+    store.stored(cp, plan)
+    run.head = cp.id
+    run.step += 0 if parent is None else 1
 
 
-def _stage_run_update(
-    ctx: WorkerContext,
-    pipe: Any,
-    run: RunRecord,
-    parent: Checkpoint | None,
-    cp: Checkpoint,
-    results: list[TaskWrites],
-) -> None:
-    run_key = keys.run(run.thread_id, run.id)
+def _run_update(
+    run: RunRecord, parent: Checkpoint | None, cp: Checkpoint, results: list[TaskWrites]
+) -> tuple[StepCommit, RunRecord | None]:
+    """The run's side of a commit, and the run as its next step's job sees it (None: no next step)."""
+    values_event = ("values", cp.step, {"checkpoint_id": cp.id})
     if parent is None:
-        pipe.hset(run_key, "head", cp.id)
-        stage_event(pipe, run.thread_id, run.id, "values", cp.step, {"checkpoint_id": cp.id})
-        return
-    pipe.delete(keys.pending_writes(run.thread_id, "", parent.id))
-    for r in results:
-        stage_event(pipe, run.thread_id, run.id, "updates", cp.step, {r.node: dict(r.writes)})
-    stage_event(pipe, run.thread_id, run.id, "values", cp.step, {"checkpoint_id": cp.id})
-    fields: dict[str, str | bytes] = {"head": cp.id, "step": str(run.step + 1)}
+        return StepCommit(run_fields={"head": cp.id}, events=[values_event]), None
+    events: list[tuple[str, int, Any]] = [("updates", cp.step, {r.node: dict(r.writes)}) for r in results]
+    events.append(values_event)
+    fields = {"head": cp.id, "step": str(run.step + 1)}
+    next_run = None
     if cp.next_tasks:
-        ctx.queue.stage(pipe, run.model_copy(update={"step": run.step + 1}))
+        next_run = run.model_copy(update={"step": run.step + 1})
     else:
         # The result is the head checkpoint's values; it is read from there, not stored twice (I4).
         fields |= {"status": RunStatus.COMPLETED.value, "ended_at": now_iso()}
-        stage_event(pipe, run.thread_id, run.id, "status", cp.step, {"status": "completed"})
-    pipe.hset(run_key, mapping=fields)
+        events.append(("status", cp.step, {"status": "completed"}))
+    had_pending = len(parent.next_tasks) > 1
+    extra = StepCommit(fields, ["partial"] if had_pending else [], events, True, had_pending)
+    return extra, next_run

@@ -40,9 +40,17 @@ class Lease:
         self.lost = threading.Event()
         self._dropped = False
 
-    def stage_acquire(self, pipe: Any) -> None:
-        """Queue ``SET key token NX PX ttl`` on ``pipe``; its reply is truthy when the lease was taken."""
-        pipe.set(self.key, self.token, nx=True, px=self.ttl_ms)
+    def claim(self, run_key: str, step: int) -> tuple[int, dict[bytes, bytes]]:
+        """Read the run and take the lease if the run is still at ``step`` (one round trip).
+
+        Returns:
+            ``(code, run hash)``; code 0 = no such run, 1 = stale (finished or at another step),
+            2 = another worker holds the lease, 3 = claimed.
+        """
+        code, flat = script(self.kv, "claim_step")(
+            keys=[run_key, self.key], args=[self.token, self.ttl_ms, step]
+        )
+        return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
     def acquire(self) -> bool:
         """Take the lease if nobody holds it; True on success."""

@@ -6,14 +6,15 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-__all__ = ["script"]
+__all__ = ["script", "source"]
 
 
 @cache
-def _source(name: str) -> str:
+def source(name: str) -> str:
+    """The text of ``graphcore/lua/<name>.lua``."""
     return files(__name__).joinpath(f"{name}.lua").read_text()
 
 
 def script(kv: Any, name: str) -> Any:
     """``kv.register_script`` of ``graphcore/lua/<name>.lua`` (a callable ``(keys, args)``)."""
-    return kv.register_script(_source(name))
+    return kv.register_script(source(name))

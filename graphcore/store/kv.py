@@ -25,12 +25,14 @@ from graphcore.store.layout import (
 )
 from graphcore.types import TaskWrites
 
-__all__ = ["KVCheckpointStore"]
+__all__ = ["LRU", "KVCheckpointStore"]
 
 _CACHE_SIZE = 128
 
 
-class _LRU(OrderedDict[Any, Any]):
+class LRU(OrderedDict[Any, Any]):
+    """A small least-recently-used map: ``put`` evicts the oldest entries beyond 128."""
+
     def put(self, key: Any, value: Any) -> None:
         self[key] = value
         self.move_to_end(key)
@@ -54,8 +56,8 @@ class KVCheckpointStore:
     def __init__(self, kv: Any, schema: StateSchema | None = None) -> None:
         self.kv = kv
         self.schema = schema
-        self._logs = _LRU()
-        self._recent = _LRU()
+        self._logs = LRU()
+        self._recent = LRU()
 
     # -- writing ---------------------------------------------------------------------------------------
 

@@ -1,0 +1,119 @@
+"""The fenced commit of a super-step (I1, R3): one MULTI holding ``commit_step.lua`` and the next job.
+
+The script checks the fence — this worker's lease token, the run's step, a non-terminal status — and only
+then writes the checkpoint, advances the run and appends the step's events. The RQ enqueue of the next
+step rides in the same MULTI. When the fence refuses, that job is still queued, and harmless: its claim
+finds the run at another step and skips it. One round trip per commit, no WATCH.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+from graphcore import keys
+from graphcore.errors import LeaseLostError
+from graphcore.events import encode_event
+from graphcore.lua import source
+from graphcore.store.layout import Plan
+
+__all__ = ["CommitScript", "StepCommit"]
+
+_FIXED_KEYS = 6
+
+
+@dataclass
+class StepCommit:
+    """What one commit writes beyond the checkpoint itself.
+
+    Attributes:
+        run_fields: run hash fields to set.
+        run_deletes: run hash fields to delete.
+        events: ``(mode, step, data)`` to append to the run's stream.
+        drop_lease: give the lease back in the commit (the next step's job may take it at once).
+        drop_writes: delete the step's pending writes (they are in the checkpoint now).
+    """
+
+    run_fields: dict[str, str] = field(default_factory=dict)
+    run_deletes: list[str] = field(default_factory=list)
+    events: list[tuple[str, int, Any]] = field(default_factory=list)
+    drop_lease: bool = False
+    drop_writes: bool = False
+
+
+class CommitScript:
+    """``commit_step.lua``, loaded once per process and run with EVALSHA inside a MULTI."""
+
+    def __init__(self, kv: Any) -> None:
+        self.kv = kv
+        self.sha = kv.script_load(source("commit_step"))
+
+    def args(
+        self,
+        thread: str,
+        run_id: str,
+        writes_cp: str,
+        lease: Any,
+        step: int,
+        cp_id: str,
+        plan: Plan,
+        extra: StepCommit,
+    ) -> tuple[list[str], list[str | bytes]]:
+        """KEYS and ARGV for the script (see its header for the layout)."""
+        data_keys: list[str] = []
+        index: dict[str, int] = {}
+
+        def ref(key: str) -> str:
+            if key not in index:
+                index[key] = _FIXED_KEYS + 1 + len(data_keys)
+                data_keys.append(key)
+            return str(index[key])
+
+        flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
+        argv: list[str | bytes] = [lease.token, str(step), cp_id, plan.record, flags or "-"]
+        argv += [str(len(plan.hset))] + [x for k, f, v in plan.hset for x in (ref(k), f, v)]
+        items = [(ref(k), item) for k, batch in plan.rpush for item in batch]
+        argv += [str(len(items))] + [x for pair in items for x in pair]
+        argv += [str(len(extra.run_fields))] + [x for pair in extra.run_fields.items() for x in pair]
+        argv += [str(len(extra.run_deletes)), *extra.run_deletes]
+        argv += [str(len(extra.events))]
+        for mode, event_step, data in extra.events:
+            fields = encode_event(mode, event_step, data)
+            argv += [fields["mode"], fields["step"], fields["data"]]
+        fixed = [
+            keys.run(thread, run_id),
+            lease.key,
+            keys.checkpoints(thread),
+            keys.history(thread),
+            keys.run_events(thread, run_id),
+            keys.pending_writes(thread, "", writes_cp),
+        ]
+        return fixed + data_keys, argv
+
+    def run(self, stage_rest: Any, script_keys: list[str], argv: list[str | bytes], what: str) -> None:
+        """EVALSHA in a MULTI together with whatever ``stage_rest(pipe)`` queues (the next job).
+
+        Raises:
+            LeaseLostError: the fence refused the commit (lease lost, run finished or moved on).
+        """
+        for _ in range(2):
+            pipe = self.kv.pipeline(transaction=True)
+            pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode
+            pipe.evalsha(self.sha, len(script_keys), *script_keys, *argv)
+            stage_rest(pipe)
+            reply = pipe.execute(raise_on_error=False)[0]
+            if isinstance(reply, NoScriptError):  # Redis restarted and lost its script cache
+                self.sha = self.kv.script_load(source("commit_step"))
+                continue
+            if isinstance(reply, Exception):
+                raise reply
+            verdict = reply.decode() if isinstance(reply, bytes) else str(reply)
+            if verdict != "ok":
+                raise LeaseLostError(f"commit of {what} rejected: {_REASONS.get(verdict, verdict)}")
+            return
+        raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
+
+
+_REASONS = {"lease": "lease no longer held", "finished": "run already finished", "step": "run moved on"}
