@@ -26,7 +26,7 @@ from worker.queue import RQStepQueue
 
 STEPS = 300
 WARMUP_STEPS = 60
-REPEATS = 3
+REPEATS = 5
 TARGET = 1.25
 BARE_QUEUE = "bench-bare"
 STEP_QUEUE = "bench-steps"
