@@ -219,6 +219,14 @@ def _schedule(
     return tasks, state
 
 
+def _bumped(versions: Mapping[str, int], changed: set[str]) -> dict[str, int]:
+    """Channel versions after a step: each changed channel one higher (a channel's first write is 1)."""
+    new = dict(versions)
+    for key in changed:
+        new[key] = new.get(key, 0) + 1
+    return new
+
+
 def apply_writes(
     graph: CompiledGraph, cp: Checkpoint, results: Sequence[TaskWrites], metadata: Mapping[str, Any]
 ) -> Checkpoint:
@@ -232,9 +240,7 @@ def apply_writes(
     """
     flat = [(key, (r.node, value)) for r in results for key, value in r.writes]
     values, changed = _apply(graph, cp.channel_values, flat)
-    versions = dict(cp.channel_versions)
-    for key in changed:
-        versions[key] = versions.get(key, 0) + 1
+    versions = _bumped(cp.channel_versions, changed)
     seen = dict(cp.versions_seen)
     for result in results:
         seen[result.node] = dict(cp.channel_versions)
@@ -256,9 +262,7 @@ def apply_input(
     base = parent.channel_values if parent is not None else graph.schema.initial_values()
     writes = graph.schema.writes_of(START, input)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
-    versions = dict(parent.channel_versions) if parent is not None else {}
-    for key in changed:
-        versions[key] = versions.get(key, 0) + 1
+    versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     goto = [
         p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))
     ]
