@@ -22,7 +22,7 @@ from graphcore.client import Client
 from graphcore.executor import CompiledGraph
 from graphcore.registry import Registry
 from graphcore.settings import Settings
-from worker.queue import RQStepQueue
+from worker.queue import RQStepQueue, queue_name
 
 STEPS = 300
 WARMUP_STEPS = 60
@@ -88,7 +88,7 @@ def _bare_chain(kv: Any, n: int) -> float:
 def _ours(kv: Any, client: Client, graph: CompiledGraph, n: int) -> float:
     kv.flushdb()
     run_id = client.enqueue(graph.name, {}, config={"max_super_steps": 1000})
-    per_job = _per_job(kv, STEP_QUEUE, n)
+    per_job = _per_job(kv, queue_name(STEP_QUEUE, graph.name), n)
     status = client.get_run(run_id).status.value
     if status != "completed":
         raise RuntimeError(f"P1 run {run_id} ended {status}")

@@ -30,7 +30,7 @@ from graphcore.client import Client
 from graphcore.executor import CompiledGraph
 from graphcore.registry import Registry
 from graphcore.settings import Settings
-from worker.queue import RQStepQueue
+from worker.queue import RQStepQueue, queue_name
 
 STEPS = 2000
 ITEM_BYTES = 1024
@@ -95,7 +95,7 @@ def measure_ours() -> dict[str, float]:
         install_context(kv, settings, [graph])
         client = Client(kv, Registry({graph.name: graph}), RQStepQueue(kv, settings))
         run_id = client.enqueue(graph.name, {}, config={"max_super_steps": STEPS + 100})
-        wall, worker = run_burst(kv, QUEUE)
+        wall, worker = run_burst(kv, queue_name(QUEUE, graph.name))
         run = client.get_run(run_id)
         if run.status.value != "completed" or len(run.result["items"]) != STEPS:
             raise RuntimeError(f"P2 run {run_id} ended {run.status.value} at step {run.step}")

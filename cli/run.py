@@ -7,10 +7,9 @@ run's event stream and prints one line per super-step.
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,13 +31,13 @@ from graphcore.embedded import EmbeddedRedis
 from graphcore.errors import GraphqError
 from graphcore.events import Event, read_events
 from graphcore.executor import CompiledGraph
+from graphcore.registry import Registry
 from graphcore.runs import RunRecord, RunStatus
 from worker.process import run_worker
 
-__all__ = ["find_formatter", "run"]
+__all__ = ["run"]
 
 _POLL_MS = 200
-_Formatter = Callable[[Any], str]
 
 
 class _Follower(threading.Thread):
@@ -125,12 +124,14 @@ def _stop_requested() -> bool:
     return getattr(handler, "__name__", "") == "request_force_stop"
 
 
-def _work_once(app: AppContext, url: str, kv: Any) -> tuple[bool, bool]:
-    """One burst of the in-process worker; returns (worked a job, stop requested)."""
+def _work_once(app: AppContext, url: str, kv: Any, workflow: str) -> tuple[bool, bool]:
+    """One burst of the in-process worker on ``workflow``'s queue only; returns (worked a job, stop
+    requested)."""
     saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     settings = app.settings.model_copy(update={"redis_url": url})
     try:
-        worked = run_worker(settings, burst=True, registry=app.registry, kv=kv)
+        only = Registry({workflow: app.registry.get(workflow)})
+        worked = run_worker(settings, burst=True, registry=only, kv=kv)
     except SystemExit:  # RQ's cold shutdown: a second Ctrl-C while a step ran
         return True, True
     finally:
@@ -140,14 +141,15 @@ def _work_once(app: AppContext, url: str, kv: Any) -> tuple[bool, bool]:
     return worked, stopped
 
 
-def _drive(app: AppContext, client: Client, url: str, run_id: str, embedded: bool) -> bool:
+def _drive(app: AppContext, client: Client, url: str, run: RunRecord, embedded: bool) -> bool:
     """Work the queue until the run ends (or waits for input); returns True when interrupted.
 
     Raises:
         GraphqError: with the embedded server, the queue ran dry while the run was not finished.
     """
+    run_id = run.id
     while True:
-        worked, stopped = _work_once(app, url, client.kv)
+        worked, stopped = _work_once(app, url, client.kv, run.workflow)
         if stopped:
             return True
         record = client.get_run(run_id)
@@ -168,7 +170,7 @@ def _execute(app: AppContext, url: str, request: RunRequest, console: Console, s
     follower = _Follower(connect(url), record, console, started)
     follower.start()
     try:
-        interrupted = _drive(app, client, url, run_id, embedded=not app.settings.redis_url)
+        interrupted = _drive(app, client, url, record, embedded=not app.settings.redis_url)
     finally:
         follower.finish()
     record = client.get_run(run_id)
@@ -179,31 +181,14 @@ def _execute(app: AppContext, url: str, request: RunRequest, console: Console, s
     return record
 
 
-def find_formatter(graph: CompiledGraph) -> _Formatter | None:
-    """The workflow's report formatter: ``graph.formatter`` if set, else ``format_report`` of the module
-    that defines the compiled graph at module level (e.g. ``examples.code_inventory``)."""
-    formatter = getattr(graph, "formatter", None)
-    if callable(formatter):
-        return formatter  # type: ignore[no-any-return]
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if isinstance(namespace, dict) and any(value is graph for value in list(namespace.values())):
-            found = namespace.get("format_report")
-            if callable(found):
-                return found  # type: ignore[no-any-return]
-    return None
-
-
 def _print_result(graph: CompiledGraph, record: RunRecord, output: str) -> None:
     if output == "json":
         print_json(record_json(record))
     elif record.status == RunStatus.COMPLETED:
-        result = record.result
-        formatter = find_formatter(graph)
-        if formatter is not None and isinstance(result, dict) and "report" in result:
-            click.echo(formatter(result["report"]))
+        if graph.formatter is not None:
+            click.echo(graph.formatter(record.result))
         else:
-            click.echo(to_json(result))
+            click.echo(to_json(record.result))
     elif record.status == RunStatus.AWAITING_INPUT:
         click.echo(f"run {record.id} is waiting for input at step {record.step}", err=True)
     if record.status in (RunStatus.FAILED, RunStatus.CANCELED):

@@ -28,7 +28,7 @@ from typing import Annotated, Any, TypedDict
 
 from graphcore import END, START, CompiledGraph, Send, StateGraph
 
-__all__ = ["InventoryState", "build_report", "format_report", "graph", "inventory_module"]
+__all__ = ["InventoryState", "build_report", "format_report", "format_result", "graph", "inventory_module"]
 
 EXCLUDED_DIRS = frozenset({"site-packages", "dist-packages"})
 """Directory names never descended into (third-party code, not the tree's own)."""
@@ -303,5 +303,11 @@ def build_graph() -> CompiledGraph:
     return g.compile(name="code-inventory")
 
 
+def format_result(state: dict[str, Any]) -> str:
+    """The final state of a run, for people: its report as text (``graphq run`` prints this)."""
+    return format_report(state["report"])
+
+
 graph: CompiledGraph = build_graph()
 """The workflow, registered as the ``code-inventory`` entry point."""
+graph.formatter = format_result

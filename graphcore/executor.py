@@ -7,7 +7,7 @@ The loop here is thin: it calls :func:`graphcore.algo.apply_input`, :func:`graph
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graphcore.algo import apply_input, apply_writes
@@ -53,6 +53,8 @@ class CompiledGraph:
         defaults: Mapping[str, Any],
     ) -> None:
         self.name = name
+        self.formatter: Callable[[Any], str] | None = None
+        """Renders a run's result for people (``graphq run`` prints it); None prints the state as JSON."""
         self.schema = builder.schema
         self.nodes: dict[str, NodeSpec] = dict(builder.nodes)
         self.checkpointer = checkpointer

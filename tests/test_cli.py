@@ -128,7 +128,7 @@ def test_a_bad_batch_line_enqueues_nothing(
     assert message in line and f"{batch}:2:" in line
     assert result.stdout == ""
     assert redis_client.zcard(keys.runs_index()) == 0
-    assert redis_client.llen("rq:queue:graphq") == 0
+    assert redis_client.llen("rq:queue:graphq:counter") == 0
     assert runs_json(redis_url) == []
 
 

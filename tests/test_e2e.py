@@ -123,7 +123,7 @@ def test_batch_on_two_burst_worker_processes(
         assert record["status"] == "completed", record
         assert record["result"]["total"] == sum(n * n for n in numbers)
         assert sorted(record["result"]["squares"]) == sorted(n * n for n in numbers)
-    assert redis_client.llen("rq:queue:graphq") == 0
+    assert redis_client.llen("rq:queue:graphq:fanout") == 0
 
 
 @pytest.mark.parametrize("concurrency", ["1", "2"])

@@ -174,11 +174,15 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
 
 def test_worker_without_the_workflow_leaves_the_run_alone(client: Client, redis_client: Any,
                                                           redis_url: str) -> None:
+    """One queue per workflow: a worker never takes a run whose workflow it lacks; the run waits for one."""
     run_id = client.enqueue("counter", {"limit": 1})
     other = Registry.load(["tests.workflows.recovery"])
     run_worker(Settings(redis_url=redis_url), burst=True, registry=other, kv=redis_client)
     assert client.get_run(run_id).status == RunStatus.QUEUED
     assert client.get_history(client.get_run(run_id).thread_id) == []
+    assert redis_client.lrange("rq:queue:graphq:counter", 0, -1) == [f"graphq-{run_id}-0".encode()]
+    work(redis_client, redis_url)
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
 
 
 def test_input_the_schema_does_not_accept_is_refused_before_any_write(client: Client,

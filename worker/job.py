@@ -22,7 +22,7 @@ from graphcore.algo import apply_input, apply_writes
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig
 from graphcore.connection import is_transient, redis_retrying, retry_transient
-from graphcore.errors import GraphqError, LeaseLostError, RunNotFoundError, UnknownWorkflowError
+from graphcore.errors import GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.events import stage_event
 from graphcore.executor import CompiledGraph, step_limit_error
 from graphcore.runs import RunRecord, RunStatus, now_iso
@@ -43,8 +43,6 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
 
     Raises:
         RunNotFoundError: the run record is gone.
-        UnknownWorkflowError: this worker does not know the run's workflow; the run is left as it is (RQ
-            records the job as failed) so that a worker that knows it can take the job again.
     """
     ctx = get_context()
     lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
@@ -57,15 +55,11 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     if code == 2:
         return "skipped: another worker holds the lease"
     try:
-        ctx.registry.get(run.workflow)  # UnknownWorkflowError: leave the run for a worker that knows it
         with lease:
             return _attempts(ctx, run, lease, None if b"partial" in raw else {})
     except LeaseLostError as exc:
         log.warning("run %s step %s: %s", run_id, step, exc)
         return f"rejected: {exc}"
-    except UnknownWorkflowError:
-        log.error("run %s: this worker has no workflow %r; leaving the job", run_id, run.workflow)
-        raise
     except Exception as exc:
         _fail(ctx, run, exc)
         return f"failed: {type(exc).__name__}"

@@ -11,10 +11,11 @@ import signal
 from collections.abc import Sequence
 from typing import Any
 
-from rq import Queue, SimpleWorker
+from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
 from graphcore.connection import connect
+from graphcore.errors import ConfigError
 from graphcore.registry import Registry
 from graphcore.settings import Settings, get_settings
 from worker.context import WorkerContext, set_context
@@ -30,20 +31,26 @@ def run_worker(
     kv: Any = None,
     log_level: str = "WARNING",
 ) -> bool:
-    """Run one worker in this process until stopped (or, with ``burst``, until the queue is empty).
+    """Run one worker in this process until stopped (or, with ``burst``, until its queues are empty).
+
+    It listens on the queue of every workflow in ``registry`` (one queue per workflow).
 
     Returns:
         True when it worked at least one job.
 
     Raises:
         RedisUnavailableError: Redis cannot be reached.
+        ConfigError: there are no workflows to work on.
     """
     settings = settings or get_settings()
     client = kv if kv is not None else connect(settings.redis_url or "")
     reg = registry or Registry.load(settings.workflows.split(","))
-    set_context(WorkerContext.build(client, settings, reg))
-    queue = Queue(settings.queue, connection=client, serializer=JSONSerializer)
-    worker = SimpleWorker([queue], connection=client, serializer=JSONSerializer)
+    ctx = WorkerContext.build(client, settings, reg)
+    set_context(ctx)
+    queues = [ctx.queue.queue(name) for name in reg.names()]
+    if not queues:
+        raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
+    worker = SimpleWorker(queues, connection=client, serializer=JSONSerializer)
     logging.getLogger("rq.worker").setLevel(log_level)
     return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
 

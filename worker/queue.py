@@ -13,10 +13,19 @@ from graphcore.registry import Registry
 from graphcore.runs import RunRecord
 from graphcore.settings import Settings, get_settings
 
-__all__ = ["STEP_FUNC", "RQStepQueue", "connect_client", "step_job_id"]
+__all__ = ["STEP_FUNC", "RQStepQueue", "connect_client", "queue_name", "step_job_id"]
 
 STEP_FUNC = "worker.job.step_job"
 """Import path of the step job function that workers run."""
+
+
+def queue_name(base: str, workflow: str) -> str:
+    """The RQ queue of ``workflow``'s step jobs: ``<GRAPHQ_QUEUE>:<workflow>``.
+
+    One queue per workflow: a worker listens only on the queues of the workflows it can run, so a run is
+    never taken by a worker that lacks its code; it waits, Queued, for one that has it.
+    """
+    return f"{base}:{workflow}"
 
 
 def step_job_id(run_id: str, step: int) -> str:
@@ -25,15 +34,23 @@ def step_job_id(run_id: str, step: int) -> str:
 
 
 class RQStepQueue:
-    """A :class:`~graphcore.client.StepQueue` on one RQ queue."""
+    """A :class:`~graphcore.client.StepQueue` on RQ: one queue per workflow (see :func:`queue_name`)."""
 
     def __init__(self, kv: Any, settings: Settings | None = None) -> None:
+        self.kv = kv
         self.settings = settings or get_settings()
-        self.queue = Queue(self.settings.queue, connection=kv, serializer=JSONSerializer)
+        self.queues: dict[str, Queue] = {}
+
+    def queue(self, workflow: str) -> Queue:
+        """The RQ queue of ``workflow``."""
+        if workflow not in self.queues:
+            name = queue_name(self.settings.queue, workflow)
+            self.queues[workflow] = Queue(name, connection=self.kv, serializer=JSONSerializer)
+        return self.queues[workflow]
 
     def stage(self, pipe: Any, run: RunRecord) -> None:
         """Queue the job for ``run.step`` inside ``pipe`` (a MULTI pipeline; RQ accepts it)."""
-        self.queue.enqueue_call(
+        self.queue(run.workflow).enqueue_call(
             STEP_FUNC,
             args=(run.id, run.thread_id, run.step),
             job_id=step_job_id(run.id, run.step),
