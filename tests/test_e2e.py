@@ -137,6 +137,23 @@ def test_worker_stops_on_sigterm(
     assert redis_client.scard("rq:workers") == 0
 
 
+def test_workers_exit_when_their_parent_is_sigkilled(
+    env: dict[str, str], spawn: Spawn, redis_client: redis.Redis
+) -> None:
+    """A SIGKILLed `graphq worker -c 2` must not leave orphan workers taking jobs."""
+    parent = spawn("worker", "--concurrency", "2", env=env)
+    wait_until_idle(redis_client, 2)
+    children = [int(p) for p in Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()]
+    workers = [pid for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert len(workers) == 2
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(10)
+    deadline = time.monotonic() + 15
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+
+
 def test_failed_run_end_to_end(env: dict[str, str], spawn: Spawn) -> None:
     spawn("worker", env=env)
     done = graphq("enqueue", "failing", "--wait", env=env)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -200,3 +202,33 @@ def test_two_servers_cannot_share_a_data_dir(tmp_path: Path) -> None:
         EmbeddedRedis(data_dir=tmp_path, appendonly=True).start()
     with EmbeddedRedis(data_dir=tmp_path, appendonly=True) as again:
         assert again.running
+
+
+def test_server_dies_with_a_sigkilled_parent(tmp_path: Path) -> None:
+    """A SIGKILLed owner (e.g. `graphq run`) must not leave its redis-server holding the data directory."""
+    script = textwrap.dedent(f"""
+        import time
+        from graphcore.embedded import EmbeddedRedis
+        server = EmbeddedRedis(data_dir={str(tmp_path)!r}).start()
+        print(server.pid, flush=True)
+        time.sleep(60)
+    """)
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    server_pid = int(owner.stdout.readline())
+    os.kill(owner.pid, signal.SIGKILL)
+    owner.wait(10)
+    deadline = time.monotonic() + 10
+    while _alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(server_pid)
+    with EmbeddedRedis(data_dir=tmp_path) as again:
+        assert again.running
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 from collections.abc import Sequence
 from typing import Any
@@ -15,6 +16,7 @@ from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
 from graphcore.connection import connect
+from graphcore.embedded import exit_with_parent
 from graphcore.errors import ConfigError
 from graphcore.registry import Registry
 from graphcore.settings import Settings, get_settings
@@ -55,7 +57,8 @@ def run_worker(
     return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
 
 
-def _child(burst: bool, log_level: str) -> None:
+def _child(burst: bool, log_level: str, parent_pid: int) -> None:
+    exit_with_parent(parent_pid)  # a SIGKILLed parent must not leave workers taking jobs
     run_worker(burst=burst, log_level=log_level)
 
 
@@ -70,7 +73,7 @@ def run_workers(concurrency: int, *, burst: bool = False, log_level: str = "WARN
         return [0]
     mp = multiprocessing.get_context("spawn")
     procs = [
-        mp.Process(target=_child, args=(burst, log_level), name=f"graphq-worker-{i}")
+        mp.Process(target=_child, args=(burst, log_level, os.getpid()), name=f"graphq-worker-{i}")
         for i in range(concurrency)
     ]
 
