@@ -90,12 +90,15 @@ def exit_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def die_with_parent() -> Callable[[], None]:
+def die_with_parent() -> Callable[[], None] | None:
     """A ``preexec_fn`` applying :func:`exit_with_parent` to a subprocess of this process.
 
     Without it, a killed ``graphq run`` would leave its embedded redis-server running (and holding the
-    data directory's append-only file).
+    data directory's append-only file). Linux sends the signal when the *thread* that started the child
+    ends, so this arms it only from the main thread (None otherwise).
     """
+    if threading.current_thread() is not threading.main_thread():
+        return None
     parent = os.getpid()
     return lambda: exit_with_parent(parent)
 
