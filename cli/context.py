@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from graphcore.client import Client
 from graphcore.connection import connect
+from graphcore.embedded import EmbeddedRedis
 from graphcore.errors import ConfigError
 from graphcore.registry import Registry
 from graphcore.settings import Settings, get_settings
@@ -58,15 +60,15 @@ class AppContext:
     def registry(self) -> Registry:
         """Workflows from entry points and ``GRAPHQ_WORKFLOWS`` modules.
 
-        The current directory is put on ``sys.path`` first (as ``python -m`` and ``rq worker`` do), so that
-        a project's own modules import from a console script too.
+        The current directory is put on ``sys.path`` (last, so that it cannot shadow graphq's own
+        packages), so that a project's own modules import from a console script too.
 
         Raises:
             ConfigError: a module cannot be imported or an entry point is broken.
         """
         if self._registry is None:
             if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.insert(0, os.getcwd())
+                sys.path.append(os.getcwd())  # last: a user's worker.py or cli.py must not shadow graphq
             self._registry = Registry.load(self.settings.workflows.split(","))
         return self._registry
 
@@ -80,20 +82,36 @@ class AppContext:
             raise ConfigError("no Redis URL: set GRAPHQ_REDIS_URL or pass --redis-url")
         return self.settings.redis_url
 
-    def kv(self) -> Any:
+    def kv(self, local: bool = False) -> Any:
         """A connected Redis client (bytes replies) on :meth:`redis_url`.
 
+        Args:
+            local: without a URL, read the local data that ``graphq run`` keeps in ``GRAPHQ_DATA_DIR``
+                (an embedded server is started on it for this command and stopped at exit).
+
         Raises:
-            ConfigError: no or a malformed URL.
+            ConfigError: no or a malformed URL (and no local data when ``local``); the local data is in use
+                by a running ``graphq run``.
             RedisUnavailableError: Redis cannot be reached after bounded retries (password redacted).
         """
         if self._kv is None:
-            self._kv = connect(self.redis_url())
+            url = self._local_url() if local and not self.settings.redis_url else self.redis_url()
+            self._kv = connect(url)
         return self._kv
 
+    def _local_url(self) -> str:
+        data = Path(self.settings.data_dir)
+        if not data.is_dir():
+            raise ConfigError(
+                f"no Redis URL: set GRAPHQ_REDIS_URL or pass --redis-url (and no local data in "
+                f"{data} from `graphq run`)"
+            )
+        return EmbeddedRedis(data_dir=data).start().url  # stopped at exit (atexit)
+
     def reader(self) -> Client:
-        """A read-only client (runs, state, history); needs no workflow modules."""
-        return Client(self.kv(), Registry({}))
+        """A read-only client (runs, state, history); needs no workflow modules. Without a Redis URL it
+        reads the local data of ``graphq run``."""
+        return Client(self.kv(local=True), Registry({}))
 
     def client(self, kv: Any = None) -> Client:
         """A client that can enqueue, on ``kv`` (default :meth:`kv`)."""

@@ -12,6 +12,7 @@ from cli.errors import EXIT_FAILURE, fail
 from cli.inputs import parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from graphcore.client import Client, RunRequest
+from graphcore.errors import PermanentError
 from graphcore.runs import RunRecord, RunStatus
 
 __all__ = ["enqueue", "wait_for_runs"]
@@ -19,16 +20,30 @@ __all__ = ["enqueue", "wait_for_runs"]
 
 def _requests(
     workflow: str, input_text: str | None, input_file: str | None, thread: str | None, tenant: str
-) -> list[RunRequest]:
+) -> list[tuple[RunRequest, str]]:
+    """The runs to enqueue, each with where it came from (for error messages)."""
     if input_file is None:
-        return [RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant)]
+        return [(RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant), "--input")]
     if input_text is not None:
         fail("use either --input or --input-file, not both")
     lines = read_batch(input_file)
     return [
-        RunRequest(workflow, line.input, thread_id=line.thread or thread, tenant=line.tenant or tenant)
+        (
+            RunRequest(workflow, line.input, thread_id=line.thread or thread, tenant=line.tenant or tenant),
+            line.where,
+        )
         for line in lines
     ]
+
+
+def _checked(client: Client, requests: Sequence[tuple[RunRequest, str]]) -> list[RunRequest]:
+    """Validate every run before anything is written; a bad one fails naming its line (exit 2)."""
+    for request, where in requests:
+        try:
+            client.check(request)
+        except PermanentError as exc:
+            fail(f"{where}: {exc}")
+    return [request for request, _ in requests]
 
 
 def wait_for_runs(client: Client, run_ids: Sequence[str], timeout_s: float | None) -> list[RunRecord]:
@@ -62,31 +77,55 @@ def _report(records: Sequence[RunRecord]) -> None:
 
 @click.command()
 @click.argument("workflow")
-@click.option("--input", "-i", "input_text", metavar="JSON|@FILE",
-              help="The run's input: JSON text, or @path of a JSON file. Default {}.")
-@click.option("--input-file", "-f", metavar="RUNS.JSONL",
-              help="Batch mode: one run per non-blank line, each a JSON object "
-                   '{"input": {...}, "thread": "...", "tenant": "..."} (only input is required). '
-                   "All lines are checked first; one bad line and nothing is enqueued. - reads stdin.")
-@click.option("--thread", "-t", metavar="ID",
-              help="Thread id (default: a new thread per run); the default for batch lines without one.")
+@click.option(
+    "--input",
+    "-i",
+    "input_text",
+    metavar="JSON|@FILE",
+    help="The run's input: JSON text, or @path of a JSON file. Default {}.",
+)
+@click.option(
+    "--input-file",
+    "-f",
+    metavar="RUNS.JSONL",
+    help="Batch mode: one run per non-blank line, each a JSON object "
+    '{"input": {...}, "thread": "...", "tenant": "..."} (only input is required). '
+    "All lines are checked first; one bad line and nothing is enqueued. - reads stdin.",
+)
+@click.option(
+    "--thread",
+    "-t",
+    metavar="ID",
+    help="Thread id (default: a new thread per run); the default for batch lines without one.",
+)
 @click.option("--tenant", default="default", show_default=True, help="Tenant (default for batch lines).")
 @click.option("--wait", "-w", is_flag=True, help="Wait for every run; exit 1 if any did not complete.")
-@click.option("--timeout", type=click.FloatRange(min=0), metavar="S",
-              help="With --wait: give up after S seconds (exit 1).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    metavar="S",
+    help="With --wait: give up after S seconds (exit 1).",
+)
 @output_option
 @click.pass_obj
 def enqueue(
-    app: AppContext, workflow: str, input_text: str | None, input_file: str | None, thread: str | None,
-    tenant: str, wait: bool, timeout: float | None, output: str,
+    app: AppContext,
+    workflow: str,
+    input_text: str | None,
+    input_file: str | None,
+    thread: str | None,
+    tenant: str,
+    wait: bool,
+    timeout: float | None,
+    output: str,
 ) -> None:
     """Enqueue runs of WORKFLOW and print their run ids, one per line.
 
     \b
     Examples:
-      graphq enqueue counter --input '{"limit": 5}' --wait
-      graphq enqueue counter --input @input.json --thread t-1
-      graphq enqueue fanout --input-file runs.jsonl
+      graphq enqueue code-inventory --input '{"root": "src"}' --wait
+      graphq enqueue code-inventory --input @input.json --thread t-1
+      graphq enqueue code-inventory --input-file runs.jsonl --wait
 
     With --output json, prints a JSON list of run ids (with --wait, the final run records).
     Exit codes: 0 ok, 1 a run failed or the wait timed out, 2 bad input (nothing enqueued).
@@ -94,7 +133,7 @@ def enqueue(
     requests = _requests(workflow, input_text, input_file, thread, tenant)
     app.registry.get(workflow)
     client = app.client()
-    run_ids = client.enqueue_many(requests)
+    run_ids = client.enqueue_many(_checked(client, requests))
     if output == "table":
         click.echo("\n".join(run_ids))
     if not wait:

@@ -21,11 +21,13 @@ BATCH_KEYS = ("input", "thread", "tenant")
 
 @dataclass(frozen=True)
 class BatchLine:
-    """One run of a batch file: its input, thread (None = new) and tenant (None = the default)."""
+    """One run of a batch file: its input, thread (None = new), tenant (None = the default) and where it
+    stands (``path:LINE``)."""
 
     input: Any
     thread: str | None
     tenant: str | None
+    where: str
 
 
 def _read_text(path: str, option: str) -> str:
@@ -81,14 +83,18 @@ def _batch_line(text: str, where: str) -> BatchLine:
     except json.JSONDecodeError as exc:
         fail(f"{where}:{exc.colno}: {exc.msg}")
     if not isinstance(obj, dict):
-        fail(f"{where}:1: expected a JSON object like {{\"input\": {{...}}}}, got {type(obj).__name__}")
+        fail(f'{where}:1: expected a JSON object like {{"input": {{...}}}}, got {type(obj).__name__}')
     unknown = sorted(set(obj) - set(BATCH_KEYS))
     if unknown:
         fail(f"{where}:1: unknown key(s) {unknown}; a line may have {', '.join(BATCH_KEYS)}")
     if "input" not in obj:
         fail(f"{where}:1: missing key 'input'")
-    return BatchLine(obj["input"], _optional_id("thread id", obj.get("thread"), where),
-                     _optional_id("tenant", obj.get("tenant"), where))
+    return BatchLine(
+        obj["input"],
+        _optional_id("thread id", obj.get("thread"), where),
+        _optional_id("tenant", obj.get("tenant"), where),
+        where,
+    )
 
 
 def _lines(path: str, text: str) -> Iterator[tuple[str, str]]:

@@ -106,7 +106,7 @@ class _Follower(threading.Thread):
 def _redis(app: AppContext, console: Console) -> Iterator[str]:
     """The configured Redis URL, or an embedded server's (append-only, stopped on exit and on Ctrl-C)."""
     if app.settings.redis_url:
-        console.print(f"redis: {redact_url(app.settings.redis_url)} (GRAPHQ_REDIS_URL)", markup=False)
+        console.print(f"redis: {redact_url(app.settings.redis_url)} (configured)", markup=False)
         yield app.settings.redis_url
         return
     server = EmbeddedRedis(data_dir=app.settings.data_dir, appendonly=True)
@@ -212,12 +212,13 @@ def run(app: AppContext, workflow: str, input_text: str | None, thread: str | No
     GRAPHQ_DATA_DIR (default .graphq), so runs and checkpoints survive. Progress (one line per super-step)
     goes to stderr; the result goes to stdout: the workflow's formatted report when it has one, else the
     final state as JSON (--output json: the whole run record). With GRAPHQ_REDIS_URL the in-process
-    worker also helps with other queued steps until this run ends.
+    worker also helps with other queued steps of the same workflow until this run ends.
 
     \b
     Examples:
       graphq run code-inventory
-      graphq --workflows tests.workflows.basic run counter --input '{"limit": 3}'
+      graphq run code-inventory --input '{"root": "src"}'
+      graphq --workflows mypkg.flows run my-flow --input @input.json
 
     Exit codes: 0 completed, 1 failed or canceled, 2 bad input, 130 interrupted (state kept).
     """

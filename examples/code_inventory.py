@@ -18,10 +18,12 @@ Every record is a plain dict of ``str``/``int`` so checkpoints stay msgpack-safe
 from __future__ import annotations
 
 import ast
+import io
 import operator
 import os
 import sysconfig
 import threading
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -192,15 +194,27 @@ def describe_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def read_source(path: Path) -> str:
+    """The text of a Python source file, decoded by its PEP 263 declaration or BOM (else UTF-8), with
+    universal newlines.
+
+    Raises:
+        OSError: unreadable; SyntaxError: a bad coding declaration; UnicodeDecodeError: undecodable.
+    """
+    data = path.read_bytes()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return io.TextIOWrapper(io.BytesIO(data), encoding=encoding).read()
+
+
 def parse_file(task: dict[str, str]) -> InventoryState:
     """Node (one per Send ``{"root", "path"}``): inventory one file, or record why it failed.
 
-    The file is read as UTF-8 (a leading BOM is allowed); undecodable, unreadable or unparsable files
-    become a ``failures`` record instead of failing the run.
+    The file is decoded as Python itself would (PEP 263: a ``coding:`` declaration or a BOM, else UTF-8);
+    undecodable, unreadable or unparsable files become a ``failures`` record instead of failing the run.
     """
     path = task["path"]
     try:
-        text = (Path(task["root"]) / path).read_text(encoding="utf-8-sig")
+        text = read_source(Path(task["root"]) / path)
         return {"modules": [inventory_module(path, text)]}
     except (SyntaxError, UnicodeDecodeError, ValueError, OSError, RecursionError) as exc:
         return {"failures": [{"path": path, "error": describe_error(exc)}]}

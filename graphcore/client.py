@@ -70,7 +70,7 @@ class Client:
         cfg = graph.config_for(req.config)
         cfg.step_limit()
         run_id = uuid.uuid4().hex
-        thread = keys.validate_id("thread id", req.thread_id or run_id)
+        thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
         keys.validate_id("tenant", req.tenant)
         graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
         serde.dumps(req.input, path="input")
@@ -83,6 +83,14 @@ class Client:
             input=req.input,
             config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
         )
+
+    def check(self, request: RunRequest) -> None:
+        """Validate ``request`` as :meth:`enqueue_many` would, writing nothing.
+
+        Raises:
+            UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError: see enqueue_many.
+        """
+        self._record(request)
 
     def enqueue_many(self, requests: Sequence[RunRequest]) -> list[str]:
         """Create the runs and their first step jobs, all or nothing (one MULTI transaction).

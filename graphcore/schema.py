@@ -13,6 +13,7 @@ from pydantic_core import PydanticUndefined
 
 from graphcore.channels import MISSING, LastValue, ReducerChannel, channel_for
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
+from graphcore.types import START
 
 __all__ = ["StateSchema"]
 
@@ -69,19 +70,22 @@ class StateSchema:
         Raises:
             InvalidUpdateError: unknown keys or an update of the wrong shape.
         """
+        who, wrote = ("the input", "has") if node == START else (f"node {node!r}", "wrote")
         if update is None:
             return []
         if isinstance(update, BaseModel):
             update = {k: getattr(update, k) for k in update.model_fields_set}
         if not isinstance(update, Mapping):
+            kind = type(update).__name__
             raise InvalidUpdateError(
-                f"node {node!r} returned {type(update).__name__}; expected a dict of state updates, "
-                "a Command or None"
+                f"the input is a {kind}; expected a dict of state updates"
+                if node == START
+                else f"node {node!r} returned {kind}; expected a dict of state updates, a Command or None"
             )
         unknown = [k for k in update if k not in self.channels]
         if unknown:
             raise InvalidUpdateError(
-                f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {list(self.channels)}"
+                f"{who} {wrote} unknown state key(s) {unknown}; known keys: {list(self.channels)}"
             )
         return list(update.items())
 

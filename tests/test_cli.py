@@ -115,6 +115,8 @@ def test_batch_file_enqueues_every_line(redis_url: str, tmp_path: Path) -> None:
         ('{"limit": 2}', "runs.jsonl:2:1: unknown key(s) ['limit']"),
         ('{"input": {}, "thread": "a b"}', "runs.jsonl:2: thread id 'a b' is invalid"),
         ("[1, 2]", "runs.jsonl:2:1: expected a JSON object"),
+        ('{"input": {"limt": 2}}', "runs.jsonl:2: the input has unknown state key(s) ['limt']"),
+        ('{"input": [1]}', "runs.jsonl:2: the input is a list; expected a dict of state updates"),
     ],
 )
 def test_a_bad_batch_line_enqueues_nothing(

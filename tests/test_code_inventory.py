@@ -162,15 +162,15 @@ def test_bad_root_fails_naming_the_path(tmp_path: Path, make: Any, problem: str)
 def test_undecodable_file_is_a_failure_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / "latin.py").write_bytes(b"# caf\xe9\nx = 1\n")
     (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbfx = 1\r\ny = 2\r\n")
+    (tmp_path / "declared.py").write_bytes(b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n")
     out = graph.invoke({"root": str(tmp_path)})
     assert out["failures"] == [
         {
             "path": "latin.py",
-            "error": "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 5: "
-            "invalid continuation byte",
+            "error": "SyntaxError: invalid or missing encoding declaration",  # what Python itself says
         }
     ]
-    assert [(m["path"], m["lines"]) for m in out["modules"]] == [("bom.py", 2)]
+    assert [(m["path"], m["lines"]) for m in out["modules"]] == [("bom.py", 2), ("declared.py", 2)]
 
 
 NESTED = '''async def outer():

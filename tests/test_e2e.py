@@ -175,6 +175,10 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
         assert json.loads(done.stdout)["n"] == limit
         assert "(embedded; data in" in done.stderr
     assert (data / "appendonly.aof").exists()
+    listed = graphq_json("runs", "list", env=env)  # no URL: reads the local data of `graphq run`
+    assert [r["status"] for r in listed] == ["completed", "completed"]
+    history = graphq_json("state", "local", "--history", env=env)
+    assert [c["step"] for c in history][:3] == [1, 0, -1]
     with EmbeddedRedis(data_dir=data) as server:  # the data of both runs is still there (AOF reload)
         client = redis.Redis.from_url(server.url)
         assert client.zcard(keys.runs_index()) == 2

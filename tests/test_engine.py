@@ -331,7 +331,7 @@ def test_write_to_unknown_key_is_rejected() -> None:
 
 
 def test_input_with_unknown_key_is_rejected() -> None:
-    with pytest.raises(InvalidUpdateError, match=r"\['nope'\]"):
+    with pytest.raises(InvalidUpdateError, match=r"^the input has unknown state key\(s\) \['nope'\]"):
         chain(S, ("a", noop)).invoke({"nope": 1})
 
 
