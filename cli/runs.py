@@ -36,7 +36,7 @@ def list_runs(app: AppContext, limit: int, output: str) -> None:
         return
     rows = [(r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at))
             for r in records]
-    print_table(("run", "workflow", "status", "step", "thread", "tenant", "created (UTC)"), rows,
+    print_table(("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)"), rows,
                 no_wrap=("run", "created (UTC)"))
 
 
@@ -49,7 +49,7 @@ def _summary(result: Any) -> list[tuple[str, str]]:
 def _fields(r: RunRecord) -> list[tuple[str, Any]]:
     fields: list[tuple[str, Any]] = [
         ("run", r.id), ("workflow", r.workflow), ("status", r.status.value), ("thread", r.thread_id),
-        ("tenant", r.tenant), ("step", r.step), ("head", r.head), ("created", r.created_at),
+        ("tenant", r.tenant), ("steps done", r.step), ("head", r.head), ("created", r.created_at),
         ("started", r.started_at), ("ended", r.ended_at), ("input", short(r.input, 100)),
     ]
     if r.config:
