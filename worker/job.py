@@ -85,8 +85,8 @@ def _attempts(
 
 
 def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
-    cause = exc.error if hasattr(exc, "error") and isinstance(exc.error, BaseException) else exc
-    tb = "".join(traceback.format_exception(cause))
+    """Mark the run Failed with ``exc`` (its traceback includes the node's own error, chained as cause)."""
+    tb = "".join(traceback.format_exception(exc))
     if ctx.runs.fail(run, exc, tb):
         stage_event(
             ctx.kv,
@@ -117,7 +117,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields={"started_at": now_iso()}
         )
         stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "running"})
-    cp = _head(ctx, graph, run, lease, cfg)
+    cp = _head(ctx, graph, run, lease)
     limit = cfg.step_limit()
     if run.step >= limit:
         raise step_limit_error(limit, cp)
@@ -140,9 +140,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     return "completed" if not new.next_tasks else f"committed step {run.step}"
 
 
-def _head(
-    ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, lease: Lease, cfg: RunConfig
-) -> Checkpoint:
+def _head(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, lease: Lease) -> Checkpoint:
     """The checkpoint the step starts from; at step 0 the input is applied and committed first."""
     store = ctx.store(run.workflow)
     if run.head is not None:
