@@ -1,8 +1,9 @@
 """graphcore — the graph engine of graphq: builder, channels, the pure super-step algorithm, checkpoints."""
 
+from graphcore.cancel import CancelToken
 from graphcore.channels import RemoveMessage, add_messages
 from graphcore.checkpoint import Checkpoint
-from graphcore.config import RunConfig, get_config, get_stream_writer
+from graphcore.config import RunConfig, get_cancel_token, get_config, get_stream_writer
 from graphcore.errors import (
     ConfigError,
     GraphqError,
@@ -19,6 +20,7 @@ from graphcore.types import END, START, Command, Overwrite, Send
 __all__ = [
     "END",
     "START",
+    "CancelToken",
     "Checkpoint",
     "Command",
     "CompiledGraph",
@@ -35,6 +37,7 @@ __all__ = [
     "StateGraph",
     "StepLimitError",
     "add_messages",
+    "get_cancel_token",
     "get_config",
     "get_stream_writer",
 ]

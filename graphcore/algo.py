@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from graphcore.cancel import CancelToken
 from graphcore.channels import MISSING
 from graphcore.checkpoint import Checkpoint, new_checkpoint_id
 from graphcore.config import RESERVED_PREFIX, RunConfig, TaskContext, task_context
@@ -162,8 +163,12 @@ def run_task(
     task: Task,
     config: RunConfig,
     writer: Callable[[Any], None],
+    cancel: CancelToken | None = None,
 ) -> TaskWrites:
     """Run one task: the node, then its routers. Exceptions from user code propagate unchanged.
+
+    Args:
+        cancel: the task's cancel token, which the node reads through ``get_cancel_token()``.
 
     Returns:
         The task's writes and dynamic destinations.
@@ -173,7 +178,7 @@ def run_task(
     """
     spec = graph.nodes[task.node]
     cfg = task_config(config, cp.step + 1, task)
-    with task_context(TaskContext(cfg, writer)):
+    with task_context(TaskContext(cfg, writer, cancel or CancelToken())):
         output = spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
         writes, goto = _normalise(graph, task.node, output)
         goto += _routes(graph, task.node, cp.channel_values, writes)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graphcore.cancel import CancelToken
 from graphcore.errors import ConfigError, OutsideRunError
 from graphcore.settings import get_settings
 
@@ -21,6 +22,7 @@ __all__ = [
     "RESERVED_PREFIX",
     "RunConfig",
     "TaskContext",
+    "get_cancel_token",
     "get_config",
     "get_stream_writer",
     "merge_config",
@@ -103,6 +105,7 @@ class TaskContext:
 
     config: RunConfig
     stream_writer: Callable[[Any], None]
+    cancel_token: CancelToken = field(default_factory=CancelToken)
 
 
 _current: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("graphq_task")
@@ -132,6 +135,16 @@ def get_config() -> RunConfig:
         OutsideRunError: called outside a running node.
     """
     return _context("get_config").config
+
+
+def get_cancel_token() -> CancelToken:
+    """The cancel token of the running task (C7): set when the run is cancelled with ``interrupt=True``
+    or the node passes its timeout.
+
+    Raises:
+        OutsideRunError: called outside a running node.
+    """
+    return _context("get_cancel_token").cancel_token
 
 
 def get_stream_writer() -> Callable[[Any], None]:

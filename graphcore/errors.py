@@ -8,6 +8,7 @@ permanent and fails fast. The shape follows Temporal's ``ApplicationError(non_re
 from __future__ import annotations
 
 __all__ = [
+    "Cancelled",
     "CheckpointNotFoundError",
     "ConfigError",
     "GraphqError",
@@ -97,3 +98,11 @@ class RedisUnavailableError(TransientError):
 
 class LeaseLostError(TransientError):
     """This worker no longer holds the lease of the step it ran; its commit is rejected (I1)."""
+
+
+class Cancelled(BaseException):
+    """Raised inside a node by ``get_cancel_token().raise_if_cancelled()`` once its run or task is cancelled.
+
+    A BaseException, like rq's ``ShutDownImminentException``: a node's ``except Exception`` cannot swallow
+    it, so the task stops.
+    """

@@ -8,10 +8,10 @@ import graphcore.store
 
 def test_graphcore_exports() -> None:
     assert set(graphcore.__all__) == {
-        "END", "START", "Checkpoint", "Command", "CompiledGraph", "ConfigError", "GraphqError",
+        "END", "START", "CancelToken", "Checkpoint", "Command", "CompiledGraph", "ConfigError", "GraphqError",
         "InvalidGraphError", "InvalidUpdateError", "NodeError", "Overwrite", "RemoveMessage", "RunConfig",
-        "Send", "SerializationError", "StateGraph", "StepLimitError", "add_messages", "get_config",
-        "get_stream_writer",
+        "Send", "SerializationError", "StateGraph", "StepLimitError", "add_messages", "get_cancel_token",
+        "get_config", "get_stream_writer",
     }
     for name in graphcore.__all__:
         assert hasattr(graphcore, name), name
