@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from graphcore.cancel import CancelToken
 from graphcore.channels import MISSING
 from graphcore.checkpoint import Checkpoint, new_checkpoint_id
-from graphcore.config import RESERVED_PREFIX, RunConfig, TaskContext, task_context
+from graphcore.config import RESERVED_PREFIX, RESUME_KEY, RunConfig, TaskContext, task_context
 from graphcore.errors import GraphqError, InvalidUpdateError
+from graphcore.interrupts import GraphInterrupt
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 if TYPE_CHECKING:
@@ -154,7 +155,8 @@ def task_config(config: RunConfig, step: int, task: Task) -> RunConfig:
         f"{RESERVED_PREFIX}node": task.node,
         f"{RESERVED_PREFIX}idempotency_key": f"{run}:{step}:{task.id}",
     }
-    return config.model_copy(update={"configurable": {**config.configurable, **extra}})
+    visible = {k: v for k, v in config.configurable.items() if k != RESUME_KEY}
+    return config.model_copy(update={"configurable": {**visible, **extra}})
 
 
 def run_task(
@@ -169,19 +171,28 @@ def run_task(
 
     Args:
         cancel: the task's cancel token, which the node reads through ``get_cancel_token()``.
+        config: the run's config; ``configurable[RESUME_KEY]`` maps task id → answers of its
+            ``interrupt()`` calls, in order (see :mod:`graphcore.interrupts`).
 
     Returns:
-        The task's writes and dynamic destinations.
+        The task's writes and dynamic destinations; or, when the node paused in ``interrupt()``, no writes
+        and the :class:`~graphcore.types.Interrupt` record.
 
     Raises:
         InvalidUpdateError: the node returned something that is not a valid update.
     """
     spec = graph.nodes[task.node]
     cfg = task_config(config, cp.step + 1, task)
-    with task_context(TaskContext(cfg, writer, cancel or CancelToken())):
-        output = spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
-        writes, goto = _normalise(graph, task.node, output)
-        goto += _routes(graph, task.node, cp.channel_values, writes)
+    resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
+    ctx = TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume)
+    with task_context(ctx):
+        try:
+            output = spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
+            writes, goto = _normalise(graph, task.node, output)
+            goto += _routes(graph, task.node, cp.channel_values, writes)
+        except GraphInterrupt as paused:
+            consumed = resume[: paused.record.index]
+            return TaskWrites(task.id, task.node, interrupts=[paused.record], resume=consumed)
     return TaskWrites(task.id, task.node, writes, goto)
 
 

@@ -20,8 +20,10 @@ from graphcore.settings import get_settings
 
 __all__ = [
     "RESERVED_PREFIX",
+    "RESUME_KEY",
     "RunConfig",
     "TaskContext",
+    "current_task",
     "get_cancel_token",
     "get_config",
     "get_stream_writer",
@@ -30,6 +32,9 @@ __all__ = [
 ]
 
 RESERVED_PREFIX = "__graphq_"
+
+RESUME_KEY = f"{RESERVED_PREFIX}resume"
+"""``configurable`` key carrying task id → answers of its ``interrupt()`` calls into a step (internal)."""
 
 
 class RunConfig(BaseModel):
@@ -42,6 +47,8 @@ class RunConfig(BaseModel):
         metadata: free-form JSON values, merged key by key (later wins).
         configurable: values nodes read through ``get_config()``, merged key by key.
         max_super_steps: super-step budget of this run (C1); None → ``GRAPHQ_MAX_SUPER_STEPS`` (default 50).
+        resume_if_exists: start from the thread's latest checkpoint when it has one (C2): the input goes
+            through the reducers and execution starts again at the entry node; False starts from empty.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -52,6 +59,7 @@ class RunConfig(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     configurable: dict[str, Any] = Field(default_factory=dict)
     max_super_steps: int | None = None
+    resume_if_exists: bool = True
 
     def step_limit(self) -> int:
         """The effective ``max_super_steps``.
@@ -95,9 +103,10 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     return RunConfig.model_validate(merged)
 
 
-@dataclass(frozen=True)
+@dataclass
 class TaskContext:
-    """What a running node can see: its config (with idempotency key) and the stream writer.
+    """What a running node can see: its config (with idempotency key), the stream writer, its cancel token
+    and the answers to its ``interrupt()`` calls.
 
     ``config.configurable`` holds ``__graphq_run_id``, ``__graphq_thread_id``, ``__graphq_step``,
     ``__graphq_task_id`` and ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1).
@@ -106,6 +115,16 @@ class TaskContext:
     config: RunConfig
     stream_writer: Callable[[Any], None]
     cancel_token: CancelToken = field(default_factory=CancelToken)
+    task_id: str = ""
+    node: str = ""
+    resume: list[Any] = field(default_factory=list)
+    interrupt_calls: int = 0
+
+    def next_interrupt(self) -> int:
+        """The index of this ``interrupt()`` call within the task (0, 1, ...)."""
+        index = self.interrupt_calls
+        self.interrupt_calls += 1
+        return index
 
 
 _current: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("graphq_task")
@@ -121,7 +140,12 @@ def task_context(ctx: TaskContext) -> Iterator[None]:
         _current.reset(token)
 
 
-def _context(fn: str) -> TaskContext:
+def current_task(fn: str) -> TaskContext:
+    """The running task's context; ``fn`` names the caller for the error message.
+
+    Raises:
+        OutsideRunError: called outside a running node.
+    """
     try:
         return _current.get()
     except LookupError:
@@ -134,7 +158,7 @@ def get_config() -> RunConfig:
     Raises:
         OutsideRunError: called outside a running node.
     """
-    return _context("get_config").config
+    return current_task("get_config").config
 
 
 def get_cancel_token() -> CancelToken:
@@ -144,7 +168,7 @@ def get_cancel_token() -> CancelToken:
     Raises:
         OutsideRunError: called outside a running node.
     """
-    return _context("get_cancel_token").cancel_token
+    return current_task("get_cancel_token").cancel_token
 
 
 def get_stream_writer() -> Callable[[Any], None]:
@@ -153,4 +177,4 @@ def get_stream_writer() -> Callable[[Any], None]:
     Raises:
         OutsideRunError: called outside a running node.
     """
-    return _context("get_stream_writer").stream_writer
+    return current_task("get_stream_writer").stream_writer

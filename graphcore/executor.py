@@ -12,18 +12,30 @@ from typing import TYPE_CHECKING, Any
 
 from graphcore.algo import apply_input, apply_writes
 from graphcore.checkpoint import Checkpoint
-from graphcore.config import RunConfig, merge_config
-from graphcore.errors import StepLimitError
+from graphcore.config import RESUME_KEY, RunConfig, merge_config
+from graphcore.errors import InvalidUpdateError, StepLimitError
+from graphcore.interrupts import match_answer, pending_interrupts, resume_plan
 from graphcore.step import run_step
+from graphcore.types import Command, Interrupt, TaskWrites
 
 if TYPE_CHECKING:
     from graphcore.algo import Task
     from graphcore.graph import Branch, NodeSpec, StateGraph
     from graphcore.store.base import CheckpointStore
 
-__all__ = ["STREAM_MODES", "CompiledGraph", "step_limit_error"]
+__all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "step_limit_error", "with_resume"]
 
 STREAM_MODES = ("values", "updates", "custom")
+
+INTERRUPT_KEY = "__interrupt__"
+"""Key of the open requests in ``invoke``'s result and in ``updates`` events when a run pauses."""
+
+
+def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]]) -> RunConfig:
+    """``cfg`` carrying the answers for the paused tasks of the next step (task id → answers in order)."""
+    if not resume:
+        return cfg
+    return cfg.model_copy(update={"configurable": {**cfg.configurable, RESUME_KEY: dict(resume)}})
 
 
 def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
@@ -88,7 +100,9 @@ class CompiledGraph:
             config: run options (see :class:`RunConfig`).
 
         Returns:
-            Channel name → value after the last super-step.
+            Channel name → value after the last super-step. When a node paused in ``interrupt()``, the
+            state before the paused step plus ``"__interrupt__"``: the open requests; continue with
+            ``invoke(Command(resume=answer), config)`` on the same thread (needs a checkpointer).
 
         Raises:
             StepLimitError: more than ``max_super_steps`` super-steps were needed.
@@ -96,9 +110,11 @@ class CompiledGraph:
             InvalidUpdateError: a node's writes were invalid or conflicting.
         """
         final: dict[str, Any] = {}
-        for _, cp in self._run(input, config, None):
-            final = cp.channel_values
-        return dict(final)
+        for _, cp, paused in self._run(input, config, None):
+            final = dict(cp.channel_values)
+            if paused:
+                final[INTERRUPT_KEY] = paused
+        return final
 
     def stream(
         self,
@@ -122,19 +138,18 @@ class CompiledGraph:
         if bad:
             raise ValueError(f"unknown stream mode(s) {bad}; known: {list(STREAM_MODES)}")
         single = isinstance(stream_mode, str)
-        for events, _ in self._run(input, config, modes):
+        for events, _, _ in self._run(input, config, modes):
             for mode, payload in events:
                 yield payload if single else (mode, payload)
 
     def _run(
         self, input: Any, config: Mapping[str, Any] | RunConfig | None, modes: Sequence[str] | None
-    ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint]]:
+    ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
         cfg = self.config_for(config)
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
-        cp = apply_input(self, None, input, meta)
-        self._save(cfg, cp, [])
-        yield ([("values", dict(cp.channel_values))] if modes and "values" in modes else []), cp
+        cp, finished, resume = self._start(cfg, input, meta)
+        yield ([("values", dict(cp.channel_values))] if modes and "values" in modes else []), cp, []
         steps = 0
         while cp.next_tasks:
             if steps >= limit:
@@ -144,13 +159,41 @@ class CompiledGraph:
             def writer(task: Task, chunk: Any, sink: list[tuple[str, Any]] = custom) -> None:
                 sink.append(("custom", chunk))
 
-            outcome = run_step(self, cp, cfg, writer=writer)
+            step_cfg = with_resume(cfg, resume)
+            outcome = run_step(self, cp, step_cfg, finished=finished, writer=writer)
             if outcome.error is not None:
                 raise outcome.error
+            finished, resume = {}, {}
+            paused = [i for r in outcome.results for i in r.interrupts]
+            if paused:  # the step does not commit: its finished tasks wait as pending writes (I2)
+                self._save_writes(cfg, cp, outcome.results)
+                events = [e for e in custom if modes and "custom" in modes]
+                events += [("updates", {INTERRUPT_KEY: paused})] if modes and "updates" in modes else []
+                yield events, cp, paused
+                return
             cp = apply_writes(self, cp, outcome.results, meta)
-            self._save(cfg, cp, outcome.results)
+            self._save(cfg, cp)
             steps += 1
-            yield self._events(modes, custom, outcome.results, cp), cp
+            yield self._events(modes, custom, outcome.results, cp), cp, []
+
+    def _start(
+        self, cfg: RunConfig, input: Any, meta: Mapping[str, Any]
+    ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, list[Any]]]:
+        """Where a run starts: the thread's head (resume or continue) or a new input checkpoint (C2, G6)."""
+        store, thread = self.checkpointer, cfg.thread_id or ""
+        parent = store.get(thread) if store is not None and cfg.resume_if_exists else None
+        if isinstance(input, Command) and input.resume is not None:
+            if store is None or parent is None:
+                raise InvalidUpdateError("Command(resume=...) needs a checkpointer and a thread to resume")
+            finished = dict(store.get_writes(thread, parent.id))
+            answers = match_answer(pending_interrupts(finished), input.resume, None)
+            done, resume = resume_plan(finished, answers)
+            return parent, done, resume
+        if input is None and store is not None and parent is not None:
+            return parent, dict(store.get_writes(thread, parent.id)), {}
+        cp = apply_input(self, parent, input, meta)
+        self._save(cfg, cp)
+        return cp, {}, {}
 
     @staticmethod
     def _events(
@@ -165,9 +208,14 @@ class CompiledGraph:
             events.append(("values", dict(cp.channel_values)))
         return events
 
-    def _save(self, cfg: RunConfig, cp: Checkpoint, results: Sequence[Any]) -> None:
+    def _save(self, cfg: RunConfig, cp: Checkpoint) -> None:
         if self.checkpointer is not None and cfg.thread_id is not None:
             self.checkpointer.put(cfg.thread_id, cp)
+
+    def _save_writes(self, cfg: RunConfig, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
+        if self.checkpointer is not None and cfg.thread_id is not None:
+            for result in results:
+                self.checkpointer.put_writes(cfg.thread_id, cp.id, result)
 
     def get_graph_edges(self) -> list[tuple[str, str]]:
         """All static edges (source, target), joins expanded, for display."""

@@ -10,6 +10,7 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:{T}:ch:NS:CHANNEL      hash   channel version -> value (msgpack)
     graphq:{T}:log:NS:CHANNEL:GEN list   items of an append-only list channel (msgpack each)
     graphq:{T}:writes:NS:CP       hash   task id -> pending writes of the step after CP (I2)
+    graphq:{T}:answers:NS:CP      hash   interrupt id -> a human's answer, for the step after CP (G6)
     graphq:{T}:run:RUN            hash   run record
     graphq:{T}:events:RUN         stream run events (C6)
     graphq:{T}:lease:RUN          string lease token of the step being run (R18)
@@ -24,6 +25,7 @@ from graphcore.errors import ConfigError
 
 __all__ = [
     "PREFIX",
+    "answers",
     "channel_log",
     "channel_values",
     "checkpoints",
@@ -82,6 +84,11 @@ def channel_log(thread: str, ns: str, channel: str, generation: str) -> str:
 def pending_writes(thread: str, ns: str, checkpoint_id: str) -> str:
     """Hash task id → writes, for the super-step that follows ``checkpoint_id``."""
     return f"{_t(thread)}:writes:{ns}:{checkpoint_id}"
+
+
+def answers(thread: str, ns: str, checkpoint_id: str) -> str:
+    """Hash interrupt id → answer, for the super-step that follows ``checkpoint_id``."""
+    return f"{_t(thread)}:answers:{ns}:{checkpoint_id}"
 
 
 def run(thread: str, run_id: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["END", "START", "Command", "Overwrite", "Send"]
+__all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
 
 START = "__start__"
 """Virtual source node: edges from START pick the entry node(s)."""
@@ -68,6 +68,28 @@ class PendingTask:
     arg: Any = None
 
 
+@dataclass(frozen=True)
+class Interrupt:
+    """A pause requested by ``interrupt(value)`` inside a node: a question for a human (G6, R16).
+
+    Attributes:
+        id: 16 hex digits, sha1 of (task id, call index): unique per call site of a task and stable when the
+            node re-runs from the same checkpoint.
+        value: the payload shown to the human (allow-listed types).
+        node: the node that asked.
+        task_id: the task that asked.
+        index: which ``interrupt()`` call of the task, counting from 0.
+        created_at: ISO-8601 UTC time of the first time this call site paused.
+    """
+
+    id: str
+    value: Any
+    node: str
+    task_id: str
+    index: int
+    created_at: str
+
+
 @dataclass
 class TaskWrites:
     """What one finished task produced; persisted as the task's pending writes (I2).
@@ -77,9 +99,14 @@ class TaskWrites:
         node: the node that ran.
         writes: ``(channel, value)`` pairs in the order the node returned them.
         goto: dynamic destinations from routers and Commands, in order.
+        interrupts: set when the node paused in ``interrupt()`` (then there are no writes): the task is not
+            finished and runs again once answered.
+        resume: for a paused task, the answers its earlier ``interrupt()`` calls already consumed, in order.
     """
 
     task_id: str
     node: str
     writes: list[tuple[str, Any]] = field(default_factory=list)
     goto: list[PendingTask] = field(default_factory=list)
+    interrupts: list[Interrupt] = field(default_factory=list)
+    resume: list[Any] = field(default_factory=list)

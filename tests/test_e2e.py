@@ -169,7 +169,7 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
     data = tmp_path / "data"
     base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
     env = {**base, "GRAPHQ_DATA_DIR": str(data), "GRAPHQ_WORKFLOWS": "tests.workflows.basic"}
-    for limit in (3, 2):
+    for limit in (3, 5):  # the second run continues the thread (C2): n goes on from 3 to 5
         done = graphq("run", "counter", "--input", json.dumps({"limit": limit}), "--thread", "local", env=env)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["n"] == limit
@@ -178,7 +178,9 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
     listed = graphq_json("runs", "list", env=env)  # no URL: reads the local data of `graphq run`
     assert [r["status"] for r in listed] == ["completed", "completed"]
     history = graphq_json("state", "local", "--history", env=env)
-    assert [c["step"] for c in history][:3] == [1, 0, -1]
+    assert [(c["step"], c["source"]) for c in history] == [
+        (5, "loop"), (4, "loop"), (3, "input"), (2, "loop"), (1, "loop"), (0, "loop"), (-1, "input")
+    ]
     with EmbeddedRedis(data_dir=data) as server:  # the data of both runs is still there (AOF reload)
         client = redis.Redis.from_url(server.url)
         assert client.zcard(keys.runs_index()) == 2

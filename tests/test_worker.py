@@ -18,7 +18,7 @@ from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from tests.workflows import recovery
 from worker.context import WorkerContext, get_context
-from worker.job import _commit, _put_writes, step_job
+from worker.job import _commit_step, _put_writes, step_job
 from worker.lease import Lease
 from worker.process import run_worker
 from worker.queue import RQStepQueue
@@ -139,7 +139,7 @@ def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client:
     head = client.get_state(run.thread_id)
     before = len(client.get_history(run.thread_id))
     with pytest.raises(LeaseLostError, match="lease no longer held"):
-        _commit(ctx, run, lease, head, head, [])
+        _commit_step(ctx, run, lease, head, head, [], False)
     assert len(client.get_history(run.thread_id)) == before
     assert redis_client.hget(keys.run(run.thread_id, run_id), "step") == b"1"
 

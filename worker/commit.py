@@ -21,7 +21,7 @@ from graphcore.store.layout import Plan
 
 __all__ = ["CommitScript", "StepCommit"]
 
-_FIXED_KEYS = 6
+_FIXED_KEYS = 7
 
 
 @dataclass
@@ -33,7 +33,7 @@ class StepCommit:
         run_deletes: run hash fields to delete.
         events: ``(mode, step, data)`` to append to the run's stream.
         drop_lease: give the lease back in the commit (the next step's job may take it at once).
-        drop_writes: delete the step's pending writes (they are in the checkpoint now).
+        drop_writes: delete the step's pending writes and answers (they are in the checkpoint now).
     """
 
     run_fields: dict[str, str] = field(default_factory=dict)
@@ -89,7 +89,9 @@ class CommitScript:
             keys.history(thread),
             keys.run_events(thread, run_id),
             keys.pending_writes(thread, "", writes_cp),
+            keys.answers(thread, "", writes_cp),
         ]
+        assert len(fixed) == _FIXED_KEYS
         return fixed + data_keys, argv
 
     def run(self, stage_rest: Any, script_keys: list[str], argv: list[str | bytes], what: str) -> None:

@@ -17,14 +17,15 @@ import logging
 import traceback
 from typing import Any
 
-from graphcore import keys
+from graphcore import keys, serde
 from graphcore.algo import apply_input, apply_writes
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig
 from graphcore.connection import is_transient, redis_retrying, retry_transient
 from graphcore.errors import GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.events import stage_event
-from graphcore.executor import CompiledGraph, step_limit_error
+from graphcore.executor import CompiledGraph, step_limit_error, with_resume
+from graphcore.interrupts import resume_plan
 from graphcore.runs import RunRecord, RunStatus, now_iso
 from graphcore.step import run_step
 from graphcore.store.layout import encode_writes
@@ -111,18 +112,15 @@ def _config(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> RunConf
 def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None) -> str:
     graph = ctx.registry.get(run.workflow)
     cfg = _config(ctx, graph, run)
-    store = ctx.store(run.workflow)
-    if run.status == RunStatus.QUEUED:
-        ctx.runs.set_status(
-            run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields={"started_at": now_iso()}
-        )
-        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "running"})
-    cp = _head(ctx, graph, run, lease)
+    _mark_running(ctx, run)
+    cp, continued = _head(ctx, graph, run, lease, cfg)
     limit = cfg.step_limit()
     if run.step >= limit:
         raise step_limit_error(limit, cp)
-    if finished is None:  # a retry: tasks may have finished during the failed attempt
-        finished = dict(store.get_writes(run.thread_id, cp.id))
+    pending = finished is None or continued  # the step has pending writes from an earlier attempt
+    if pending:
+        finished = dict(ctx.store(run.workflow).get_writes(run.thread_id, cp.id))
+    finished, resume = resume_plan(finished or {}, _answers(ctx, run, cp) if pending else {})
 
     def persist(tw: TaskWrites) -> None:
         _put_writes(ctx, run, cp, lease, tw)
@@ -132,25 +130,86 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
 
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
-    outcome = run_step(graph, cp, cfg, finished=finished, on_task_done=on_done, writer=emit)
+    outcome = run_step(
+        graph, cp, with_resume(cfg, resume), finished=finished, on_task_done=on_done, writer=emit
+    )
     if outcome.error is not None:
         raise outcome.error
+    if any(r.interrupts for r in outcome.results):
+        return _pause(ctx, run, lease, cp, outcome.results, persisted=on_done is not None)
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
-    _commit(ctx, run, lease, cp, new, outcome.results)
+    _commit_step(ctx, run, lease, cp, new, outcome.results, pending or on_done is not None)
     return "completed" if not new.next_tasks else f"committed step {run.step}"
 
 
-def _head(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, lease: Lease) -> Checkpoint:
-    """The checkpoint the step starts from; at step 0 the input is applied and committed first."""
+def _mark_running(ctx: WorkerContext, run: RunRecord) -> None:
+    if run.status == RunStatus.QUEUED:
+        ctx.runs.set_status(
+            run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields={"started_at": now_iso()}
+        )
+        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "running"})
+
+
+def _answers(ctx: WorkerContext, run: RunRecord, cp: Checkpoint) -> dict[str, Any]:
+    """Interrupt id → answer, as given with ``graphq runs answer`` for the step after ``cp``."""
+    raw = ctx.kv.hgetall(keys.answers(run.thread_id, "", cp.id))
+    return {k.decode(): serde.loads(v) for k, v in raw.items()}
+
+
+def _pause(
+    ctx: WorkerContext,
+    run: RunRecord,
+    lease: Lease,
+    cp: Checkpoint,
+    results: list[TaskWrites],
+    persisted: bool,
+) -> str:
+    """A node asked a human (G6): keep every task's outcome as pending writes, then AwaitingInput."""
+    if not persisted:
+        for tw in results:
+            _put_writes(ctx, run, cp, lease, tw)
+    requests = [
+        {"id": i.id, "node": i.node, "value": i.value, "created_at": i.created_at}
+        for r in results
+        for i in r.interrupts
+    ]
+    if ctx.runs.set_status(run, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,)):
+        stage_event(ctx.kv, run.thread_id, run.id, "interrupt", run.step, {"requests": requests})
+        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "awaiting_input"})
+    return f"awaiting input: {len(requests)} request(s)"
+
+
+def _head(
+    ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, lease: Lease, cfg: RunConfig
+) -> tuple[Checkpoint, bool]:
+    """The checkpoint the step starts from, and whether it continues the thread where it stopped.
+
+    At step 0: with ``resume_if_exists`` (C2) the thread's latest checkpoint is the parent; a run without
+    input continues that checkpoint's next tasks; otherwise the input is applied (entry node again) and the
+    input checkpoint committed first, so that task ids are stable (I2).
+    """
     store = ctx.store(run.workflow)
     if run.head is not None:
         cp = store.get(run.thread_id, run.head)
         if cp is None:
             raise GraphqError(f"run {run.id}: head checkpoint {run.head} is missing")
-        return cp
-    cp = apply_input(graph, None, run.input, {"run_id": run.id})
-    _commit(ctx, run, lease, None, cp, [])
-    return cp
+        return cp, False
+    parent = store.get(run.thread_id) if cfg.resume_if_exists else None
+    if run.input is None and parent is not None:
+        ctx.kv.hset(keys.run(run.thread_id, run.id), "head", parent.id)
+        run.head = parent.id
+        return parent, True
+    cp = apply_input(graph, parent, run.input, {"run_id": run.id})
+    _commit(
+        ctx,
+        run,
+        lease,
+        cp,
+        StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})]),
+        parent_is_head=parent is not None,
+        writes_of=cp.id,
+    )
+    return cp, False
 
 
 def _put_writes(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, lease: Lease, tw: TaskWrites) -> None:
@@ -165,20 +224,20 @@ def _commit(
     ctx: WorkerContext,
     run: RunRecord,
     lease: Lease,
-    parent: Checkpoint | None,
     cp: Checkpoint,
-    results: list[TaskWrites],
+    extra: StepCommit,
+    *,
+    parent_is_head: bool,
+    writes_of: str,
+    next_run: RunRecord | None = None,
 ) -> None:
-    """Fenced commit of ``cp`` (I1); ``parent`` None means the input checkpoint of step 0.
+    """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any.
 
     Raises:
         LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on.
     """
     store = ctx.store(run.workflow)
-    # The run's head is the thread's head (one active run per thread, I3), so logs may grow in place.
-    plan = store.plan_put(run.thread_id, cp, parent_is_head=parent is not None and parent.id == run.head)
-    extra, next_run = _run_update(run, parent, cp, results)
-    writes_of = parent.id if parent is not None else cp.id
+    plan = store.plan_put(run.thread_id, cp, parent_is_head=parent_is_head)
     script_keys, argv = ctx.commit.args(run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra)
 
     def stage_next(pipe: Any) -> None:
@@ -190,18 +249,23 @@ def _commit(
         lease.dropped()
     store.stored(cp, plan)
     run.head = cp.id
-    run.step += 0 if parent is None else 1
 
 
-def _run_update(
-    run: RunRecord, parent: Checkpoint | None, cp: Checkpoint, results: list[TaskWrites]
-) -> tuple[StepCommit, RunRecord | None]:
-    """The run's side of a commit, and the run as its next step's job sees it (None: no next step)."""
-    values_event = ("values", cp.step, {"checkpoint_id": cp.id})
-    if parent is None:
-        return StepCommit(run_fields={"head": cp.id}, events=[values_event]), None
+def _commit_step(
+    ctx: WorkerContext,
+    run: RunRecord,
+    lease: Lease,
+    parent: Checkpoint,
+    cp: Checkpoint,
+    results: list[TaskWrites],
+    pending: bool,
+) -> None:
+    """Commit super-step ``run.step``: its checkpoint, the run's progress, events, the next job (R2, R3).
+
+    ``pending``: the step has pending writes (or answers) to drop with the commit.
+    """
     events: list[tuple[str, int, Any]] = [("updates", cp.step, {r.node: dict(r.writes)}) for r in results]
-    events.append(values_event)
+    events.append(("values", cp.step, {"checkpoint_id": cp.id}))
     fields = {"head": cp.id, "step": str(run.step + 1)}
     next_run = None
     if cp.next_tasks:
@@ -210,6 +274,16 @@ def _run_update(
         # The result is the head checkpoint's values; it is read from there, not stored twice (I4).
         fields |= {"status": RunStatus.COMPLETED.value, "ended_at": now_iso()}
         events.append(("status", cp.step, {"status": "completed"}))
-    had_pending = len(parent.next_tasks) > 1
-    extra = StepCommit(fields, ["partial"] if had_pending else [], events, True, had_pending)
-    return extra, next_run
+    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending)
+    # The run's head is the thread's head (one active run per thread, I3), so logs may grow in place.
+    _commit(
+        ctx,
+        run,
+        lease,
+        cp,
+        extra,
+        parent_is_head=parent.id == run.head,
+        writes_of=parent.id,
+        next_run=next_run,
+    )
+    run.step += 1

@@ -2,9 +2,9 @@
 -- run's lease and the run is still at the expected step and not finished; otherwise nothing is written.
 -- It runs inside the caller's MULTI, beside the enqueue of the next step's RQ job.
 -- KEYS[1] run hash, KEYS[2] lease, KEYS[3] checkpoint hash, KEYS[4] history list, KEYS[5] events stream,
--- KEYS[6] pending-writes hash, KEYS[7..] channel value hashes and log lists (addressed by index)
+-- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8..] channel value hashes and log lists (by index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
--- ARGV[5] flags: 'L' drop the lease, 'W' drop the pending writes; then sections, each a count first:
+-- ARGV[5] flags: 'L' drop the lease, 'W' drop pending writes and answers; then sections, each a count first:
 --   hset   n × (key index, field, value)      rpush  n × (key index, item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
@@ -27,5 +27,5 @@ for _ = 1, count() do
   redis.call('XADD', KEYS[5], '*', 'mode', ARGV[i], 'step', ARGV[i + 1], 'data', ARGV[i + 2]); i = i + 3
 end
 if string.find(ARGV[5], 'L', 1, true) then redis.call('DEL', KEYS[2]) end
-if string.find(ARGV[5], 'W', 1, true) then redis.call('DEL', KEYS[6]) end
+if string.find(ARGV[5], 'W', 1, true) then redis.call('DEL', KEYS[6], KEYS[7]) end
 return 'ok'

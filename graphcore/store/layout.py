@@ -179,17 +179,21 @@ def encode_writes(tw: TaskWrites) -> bytes:
     """Serialise a task's pending writes; errors name the state path of the bad value."""
     writes = [[key, serde.dumps(value, path=f"state.{key}")] for key, value in tw.writes]
     goto = [[t.node, t.send, serde.dumps(t.arg, path=f"send.{t.node}")] for t in tw.goto]
-    return serde.dumps([tw.task_id, tw.node, writes, goto], path="writes")
+    interrupts = [serde.dumps(i, path=f"interrupt.{tw.node}") for i in tw.interrupts]
+    resume = serde.dumps(tw.resume, path=f"resume.{tw.node}")
+    return serde.dumps([tw.task_id, tw.node, writes, goto, interrupts, resume], path="writes")
 
 
 def decode_writes(data: bytes) -> TaskWrites:
     """Inverse of :func:`encode_writes`."""
-    task_id, node, writes, goto = serde.loads(data)
+    task_id, node, writes, goto, interrupts, resume = serde.loads(data)
     return TaskWrites(
         task_id,
         node,
         [(k, serde.loads(v)) for k, v in writes],
         [PendingTask(n, s, serde.loads(a)) for n, s, a in goto],
+        [serde.loads(i) for i in interrupts],
+        serde.loads(resume),
     )
 
 

@@ -1,0 +1,130 @@
+"""Human-in-the-loop (G6, R16): ``interrupt(value)`` pauses a node until someone answers.
+
+How it works (semantics follow LangGraph's ``interrupt``):
+
+* The first time a node calls ``interrupt(value)``, the call raises :class:`GraphInterrupt`; the task ends
+  with an :class:`~graphcore.types.Interrupt` record instead of writes, and the super-step does not commit.
+  Tasks of the same step that finished keep their writes as pending writes (I2).
+* An answer is stored under the interrupt's id. When the step runs again, the node re-runs from its start
+  and its ``interrupt()`` calls return the answers in call order; an unanswered call pauses again.
+* Interrupt ids hash (task id, call index); a task id hashes (checkpoint id, task index, node), so an id is
+  unique per call site and stable across re-execution from the same checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from graphcore.config import current_task
+from graphcore.errors import InvalidUpdateError
+from graphcore.types import Interrupt, TaskWrites
+
+__all__ = ["GraphInterrupt", "interrupt", "interrupt_id", "match_answer", "pending_interrupts", "resume_plan"]
+
+
+class GraphInterrupt(BaseException):
+    """Raised by :func:`interrupt` to pause the node (a BaseException: ``except Exception`` cannot eat it)."""
+
+    def __init__(self, record: Interrupt) -> None:
+        super().__init__(record.id)
+        self.record = record
+
+
+def interrupt_id(task_id: str, index: int) -> str:
+    """The id of the ``index``-th ``interrupt()`` call of task ``task_id``."""
+    return hashlib.sha1(f"{task_id}|interrupt|{index}".encode()).hexdigest()[:16]
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the running node and ask a human; returns the answer once one is given.
+
+    Args:
+        value: what to show the human (allow-listed types: it is stored).
+
+    Returns:
+        The answer to this call site (several calls in one node are matched by order).
+
+    Raises:
+        GraphInterrupt: no answer yet; graphq catches it and pauses the run (AwaitingInput).
+        OutsideRunError: called outside a running node.
+    """
+    ctx = current_task("interrupt")
+    index = ctx.next_interrupt()
+    if index < len(ctx.resume):
+        return ctx.resume[index]
+    task_id = ctx.task_id
+    record = Interrupt(interrupt_id(task_id, index), value, ctx.node, task_id, index,
+                       datetime.now(UTC).isoformat())
+    raise GraphInterrupt(record)
+
+
+def pending_interrupts(finished: Mapping[str, TaskWrites]) -> list[Interrupt]:
+    """The open requests of a paused step: the interrupts of its tasks, in task order."""
+    return [i for tw in finished.values() for i in tw.interrupts]
+
+
+def resume_plan(
+    finished: Mapping[str, TaskWrites], answers: Mapping[str, Any]
+) -> tuple[dict[str, TaskWrites], dict[str, list[Any]]]:
+    """Which paused tasks run again, and with which answers.
+
+    Args:
+        finished: the step's pending writes (finished tasks, and paused tasks holding interrupts).
+        answers: interrupt id → answer.
+
+    Returns:
+        ``(finished, resume)``: ``finished`` without the paused tasks that now have an answer (so they run
+        again), and task id → the answers of its calls in order (up to the first unanswered one).
+    """
+    keep: dict[str, TaskWrites] = {}
+    resume: dict[str, list[Any]] = {}
+    for task_id, tw in finished.items():
+        if not tw.interrupts:
+            keep[task_id] = tw
+            continue
+        values = _answers_in_order(task_id, list(tw.resume), answers)
+        if len(values) > max(i.index for i in tw.interrupts):
+            resume[task_id] = values
+        else:
+            keep[task_id] = tw
+    return keep, resume
+
+
+def _answers_in_order(task_id: str, values: list[Any], answers: Mapping[str, Any]) -> list[Any]:
+    """``values`` (answers already consumed) extended by the new answers, call index by call index."""
+    while (iid := interrupt_id(task_id, len(values))) in answers:
+        values.append(answers[iid])
+    return values
+
+
+def match_answer(pending: list[Interrupt], answer: Any, request_id: str | None) -> dict[str, Any]:
+    """Turn a human's answer into interrupt id → value (R16).
+
+    Args:
+        pending: the open requests.
+        answer: one value, or a mapping of request id → value when ``request_id`` is None and several
+            requests are open.
+        request_id: answer this request only.
+
+    Raises:
+        InvalidUpdateError: nothing is pending; the id is unknown; several requests are pending and the
+            answer is not keyed by their ids (the message lists them).
+    """
+    ids = [i.id for i in pending]
+    if not ids:
+        raise InvalidUpdateError("the run has no pending request to answer")
+    if request_id is not None:
+        if request_id not in ids:
+            raise InvalidUpdateError(f"no pending request {request_id!r}; pending: {ids}")
+        return {request_id: answer}
+    if isinstance(answer, Mapping) and answer and set(answer) <= set(ids):
+        return dict(answer)
+    if len(ids) == 1:
+        return {ids[0]: answer}
+    raise InvalidUpdateError(
+        f"{len(ids)} requests are pending; answer with a map of request id to value, or name one with "
+        f"--request: {ids}"
+    )
