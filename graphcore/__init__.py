@@ -10,12 +10,15 @@ from graphcore.errors import (
     InvalidGraphError,
     InvalidUpdateError,
     NodeError,
+    NodeTimeoutError,
     SerializationError,
     StepLimitError,
 )
 from graphcore.executor import CompiledGraph
 from graphcore.graph import StateGraph
-from graphcore.types import END, START, Command, Overwrite, Send
+from graphcore.interrupts import interrupt
+from graphcore.retry import RetryPolicy
+from graphcore.types import END, START, Command, Interrupt, Overwrite, Send
 
 __all__ = [
     "END",
@@ -26,11 +29,14 @@ __all__ = [
     "CompiledGraph",
     "ConfigError",
     "GraphqError",
+    "Interrupt",
     "InvalidGraphError",
     "InvalidUpdateError",
     "NodeError",
+    "NodeTimeoutError",
     "Overwrite",
     "RemoveMessage",
+    "RetryPolicy",
     "RunConfig",
     "Send",
     "SerializationError",
@@ -40,4 +46,5 @@ __all__ = [
     "get_cancel_token",
     "get_config",
     "get_stream_writer",
+    "interrupt",
 ]

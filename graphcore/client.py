@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from graphcore import keys, serde
+from graphcore.algo import task_id
 from graphcore.checkpoint import Checkpoint
-from graphcore.errors import CheckpointNotFoundError, ConfigError
+from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
+from graphcore.interrupts import match_answer, pending_interrupts
 from graphcore.registry import Registry
 from graphcore.runs import RunRecord, RunStatus, RunStore, now_iso
 from graphcore.store.kv import KVCheckpointStore
-from graphcore.types import START
+from graphcore.types import START, Interrupt
 
 __all__ = ["Client", "RunRequest", "StepQueue"]
 
@@ -39,7 +41,8 @@ class RunRequest:
         input: the input update (JSON-like or allow-listed values).
         thread_id: the thread; a new one (equal to the run id) when None.
         tenant: who the run is for (fairness, quotas).
-        config: run options (tags, metadata, configurable, max_super_steps).
+        config: run options (tags, metadata, configurable, max_super_steps, resume_if_exists).
+        continued_from_run_id: the ended run this one continues (R14), if any.
     """
 
     workflow: str
@@ -47,6 +50,7 @@ class RunRequest:
     thread_id: str | None = None
     tenant: str = "default"
     config: Mapping[str, Any] = field(default_factory=dict)
+    continued_from_run_id: str | None = None
 
 
 class Client:
@@ -82,6 +86,7 @@ class Client:
             created_at=now_iso(),
             input=req.input,
             config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
+            continued_from_run_id=req.continued_from_run_id,
         )
 
     def check(self, request: RunRequest) -> None:
@@ -171,6 +176,85 @@ class Client:
                 pending = [r.id for r in records if not r.terminal]
                 raise TimeoutError(f"runs still not finished after {timeout_s} s: {pending}")
             time.sleep(poll_s)
+
+    def requests(self, run_id: str) -> list[Interrupt]:
+        """The open human requests of a run that is AwaitingInput (G6, R16), in task order; [] otherwise."""
+        run = self.runs.get(run_id)
+        if run.status != RunStatus.AWAITING_INPUT or run.head is None:
+            return []
+        finished = self.checkpoints.get_writes(run.thread_id, run.head)
+        answered = {a.decode() for a in self.kv.hkeys(keys.answers(run.thread_id, "", run.head))}
+        head = self.get_state(run.thread_id, run.head)
+        order = {task_id(head.id, i, t.node): i for i, t in enumerate(head.next_tasks)}
+        open_ = [i for i in pending_interrupts(finished) if i.id not in answered]
+        return sorted(open_, key=lambda i: (order.get(i.task_id, len(order)), i.index))
+
+    def answer(self, run_id: str, value: Any, request_id: str | None = None) -> list[str]:
+        """Answer a run's open request(s) and continue it (G6, R16).
+
+        Args:
+            value: the answer; with several open requests, a mapping of request id → answer.
+            request_id: answer only this request.
+
+        Returns:
+            The ids of the requests answered. Requests left unanswered stay open; the run pauses again.
+
+        Raises:
+            RunNotFoundError: no such run.
+            InvalidUpdateError: the run is not awaiting input; unknown request id; several requests open
+                and the answer is not keyed by their ids (the message lists them). Nothing is written.
+            SerializationError: the answer holds a value outside the allow-list.
+        """
+        if self.queue is None:
+            raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
+        run = self.runs.get(run_id)
+        if run.status != RunStatus.AWAITING_INPUT or run.head is None:
+            raise InvalidUpdateError(
+                f"run {run_id} is {run.status.value}, not awaiting input; nothing to answer"
+            )
+        answers = match_answer(self.requests(run_id), value, request_id)
+        blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
+        self._continue(run, blobs)
+        return list(answers)
+
+    def _continue(self, run: RunRecord, blobs: Mapping[str, bytes]) -> None:
+        """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS)."""
+        run_key = keys.run(run.thread_id, run.id)
+        with self.kv.pipeline(transaction=True) as pipe:
+            pipe.watch(run_key)
+            if pipe.hget(run_key, "status") != RunStatus.AWAITING_INPUT.value.encode():
+                raise InvalidUpdateError(f"run {run.id} is no longer awaiting input")
+            pipe.multi()
+            pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
+            pipe.hset(run_key, "status", RunStatus.RUNNING.value)
+            assert self.queue is not None
+            self.queue.stage(pipe, run)
+            pipe.execute()
+
+    def resume(self, run_id: str) -> str:
+        """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
+        tenant and options, no input, ``continued_from_run_id`` set. A failed step runs again (its finished
+        tasks are kept); a completed thread has nothing left to run.
+
+        Returns:
+            The new run's id.
+
+        Raises:
+            RunNotFoundError: no such run.
+            InvalidUpdateError: the run has not ended (it is still queued, running or awaiting input).
+        """
+        run = self.runs.get(run_id)
+        if not run.terminal:
+            raise InvalidUpdateError(f"run {run_id} is {run.status.value}; only an ended run can be resumed")
+        request = RunRequest(
+            run.workflow,
+            None,
+            thread_id=run.thread_id,
+            tenant=run.tenant,
+            config=run.config,
+            continued_from_run_id=run.id,
+        )
+        return self.enqueue_many([request])[0]
 
     def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint:
         """The thread's newest checkpoint (or the one with ``checkpoint_id``).

@@ -16,6 +16,7 @@ __all__ = [
     "InvalidUpdateError",
     "LeaseLostError",
     "NodeError",
+    "NodeTimeoutError",
     "OutsideRunError",
     "PermanentError",
     "RedisUnavailableError",
@@ -78,6 +79,20 @@ class NodeError(PermanentError):
         super().__init__(f"node {node!r} raised {type(error).__name__}: {error}")
         self.node = node
         self.error = error
+
+
+class NodeTimeoutError(PermanentError):
+    """A node ran longer than the ``timeout`` set on ``add_node`` (G10); its task's cancel token was set.
+
+    Attributes:
+        node: the node's name.
+        timeout_s: the timeout it exceeded, in seconds.
+    """
+
+    def __init__(self, node: str, timeout_s: float) -> None:
+        super().__init__(f"node {node!r} timed out after {timeout_s} s (timeout={timeout_s} set on add_node)")
+        self.node = node
+        self.timeout_s = timeout_s
 
 
 class UnknownWorkflowError(PermanentError):

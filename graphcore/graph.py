@@ -7,7 +7,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from graphcore.errors import InvalidGraphError
+from graphcore.errors import ConfigError, InvalidGraphError
+from graphcore.retry import RetryPolicy
 from graphcore.schema import StateSchema
 from graphcore.types import END, START
 
@@ -26,9 +27,10 @@ class NodeSpec:
         name: unique node name.
         fn: ``fn(state)`` or ``fn(state, config)``; returns a dict update, a Command, or None.
         takes_config: whether ``fn`` accepts a second ``config`` argument.
-        timeout_s: node timeout in seconds (enforced by the durable-semantics layer), or None.
+        timeout_s: node timeout in seconds, per try (enforced by :mod:`graphcore.step`, G10), or None.
         settings: JSON-serialisable per-node settings, passed through untouched.
         destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
+        retry: how the node is tried again after an error (G9), or None for a single try.
     """
 
     name: str
@@ -37,6 +39,7 @@ class NodeSpec:
     timeout_s: float | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     destinations: tuple[str, ...] = ()
+    retry: RetryPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,13 @@ def _takes_config(fn: Callable[..., Any]) -> bool:
     return len(required) >= 2 or any(p.name == "config" for p in params)
 
 
+def _check_node_options(name: str, timeout: float | None, retry: object) -> None:
+    if timeout is not None and not timeout > 0:  # also rejects NaN
+        raise ConfigError(f"node {name!r}: timeout must be above 0 s (got {timeout})")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise ConfigError(f"node {name!r}: retry must be a RetryPolicy (got {type(retry).__name__})")
+
+
 class StateGraph:
     """Builds a graph over a state schema (TypedDict or pydantic model).
 
@@ -94,25 +104,31 @@ class StateGraph:
         timeout: float | None = None,
         settings: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
+        retry: RetryPolicy | None = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``.
 
         Args:
             name: unique node name.
             fn: ``fn(state)`` or ``fn(state, config)``.
-            timeout: node timeout in seconds, or None.
+            timeout: node timeout in seconds, per try (G10), or None. A node still running after that many
+                seconds fails its step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel
+                token set.
             settings: JSON-serialisable per-node settings.
             destinations: nodes reachable only through ``Command(goto=...)`` from this node.
+            retry: the node's retry policy (G9); None tries it once.
 
         Raises:
             InvalidGraphError: the name is reserved, already used, or contains ':'.
+            ConfigError: ``timeout`` is not above 0, or ``retry`` is not a :class:`RetryPolicy`.
         """
         if name in (START, END) or ":" in name or not name:
             raise InvalidGraphError(f"node name {name!r} is reserved or invalid (no ':' and not START/END)")
         if name in self.nodes:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
+        _check_node_options(name, timeout, retry)
         self.nodes[name] = NodeSpec(
-            name, fn, _takes_config(fn), timeout, dict(settings or {}), tuple(destinations)
+            name, fn, _takes_config(fn), timeout, dict(settings or {}), tuple(destinations), retry
         )
         return self
 

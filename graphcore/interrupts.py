@@ -56,8 +56,9 @@ def interrupt(value: Any) -> Any:
     if index < len(ctx.resume):
         return ctx.resume[index]
     task_id = ctx.task_id
-    record = Interrupt(interrupt_id(task_id, index), value, ctx.node, task_id, index,
-                       datetime.now(UTC).isoformat())
+    record = Interrupt(
+        interrupt_id(task_id, index), value, ctx.node, task_id, index, datetime.now(UTC).isoformat()
+    )
     raise GraphInterrupt(record)
 
 

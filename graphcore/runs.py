@@ -70,6 +70,7 @@ class RunRecord(BaseModel):
     result: Any = None
     error: RunError | None = None
     config: dict[str, Any] = {}
+    continued_from_run_id: str | None = None
 
     @property
     def terminal(self) -> bool:
@@ -89,6 +90,8 @@ class RunRecord(BaseModel):
             "input": serde.dumps(self.input, path="input"),
             "config": json.dumps(self.config),
         }
+        if self.continued_from_run_id:
+            fields["continued_from_run_id"] = self.continued_from_run_id
         return fields
 
     @classmethod
@@ -111,6 +114,7 @@ class RunRecord(BaseModel):
             result=serde.loads(f["result"]) if "result" in f else None,
             error=RunError.model_validate_json(text["error"]) if text.get("error") else None,
             config=json.loads(text.get("config", "{}")),
+            continued_from_run_id=text.get("continued_from_run_id"),
         )
 
 

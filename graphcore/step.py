@@ -8,23 +8,29 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tenacity import RetryCallState
+
 from graphcore.algo import Task, prepare_tasks, run_task
+from graphcore.cancel import CancelToken
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig
-from graphcore.errors import GraphqError, NodeError
+from graphcore.errors import GraphqError, NodeError, NodeTimeoutError
 from graphcore.settings import get_settings
 from graphcore.types import TaskWrites
 
 if TYPE_CHECKING:
     from graphcore.executor import CompiledGraph
 
-__all__ = ["StepResult", "run_step"]
+__all__ = ["RetryHook", "StepResult", "run_step"]
 
 TaskDone = Callable[[TaskWrites], None]
 Writer = Callable[[Task, Any], None]
+RetryHook = Callable[[Task, int, BaseException, float], None]
+"""``on_retry(task, failed_try, error, wait_s)``: a try failed; the next one starts in ``wait_s`` seconds."""
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -53,19 +59,117 @@ class StepResult:
         self.error = error
 
 
-def _call(
-    graph: CompiledGraph, cp: Checkpoint, task: Task, config: RunConfig, writer: Writer, done: TaskDone | None
-) -> TaskWrites:
+@dataclass(frozen=True)
+class _Step:
+    """What every task of one super-step shares."""
+
+    graph: CompiledGraph
+    cp: Checkpoint
+    config: RunConfig
+    writer: Writer
+    done: TaskDone | None
+    cancel: CancelToken | None
+    on_retry: RetryHook | None
+
+
+def _call(step: _Step, task: Task) -> TaskWrites:
+    tries = _Tries(step, task)
     try:
-        result = run_task(graph, cp, task, config, lambda chunk: writer(task, chunk))
+        result = tries.run()
     except GraphqError:
         raise
     except Exception as exc:
+        if exc is tries.hook_error:  # on_retry failed (e.g. Redis): not the node's fault, propagate unwrapped
+            raise
         raise NodeError(task.node, exc) from exc
-    if done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
-
-        done(result)
+    if step.done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
+        step.done(result)
     return result
+
+
+class _Tries:
+    """One task's tries (G9, G10): each under the node's timeout, repeated under its retry policy.
+
+    The task's token is a child of the step's. A node with a retry policy runs each try with a child of the
+    task's token, so a timeout cancels only its own try while a run cancel reaches every try and cuts a pause
+    between tries short; a node without one runs its single try with the task's token.
+    """
+
+    def __init__(self, step: _Step, task: Task) -> None:
+        self.step = step
+        self.task = task
+        self.spec = step.graph.nodes[task.node]
+        self.cancel = CancelToken(parent=step.cancel)
+        self.last_error: BaseException | None = None
+        self.hook_error: BaseException | None = None
+
+    def run(self) -> TaskWrites:
+        """Run the task to success or to its final error (the last try's, unchanged)."""
+        policy = self.spec.retry
+        if policy is None:
+            return self.once()
+        retrying = policy.retrying(
+            retry_on=lambda exc: not self.cancel.cancelled and policy.should_retry(exc),
+            sleep=self._sleep,
+            before_sleep=self._before_sleep,
+        )
+        result: TaskWrites = retrying(self.once)
+        return result
+
+    def once(self) -> TaskWrites:
+        """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
+        token = self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
+        timeout_s = self.spec.timeout_s
+        if timeout_s is None:
+            return self._attempt(token, None)
+        late = threading.Event()  # set once the try is abandoned: its stream chunks are dropped
+        future = _start_thread(lambda: self._attempt(token, late), f"graphq-node-{self.task.node}")
+        if not wait([future], timeout=timeout_s).done:
+            late.set()
+            token.cancel(f"node {self.task.node!r} timed out after {timeout_s} s")
+            raise NodeTimeoutError(self.task.node, timeout_s)
+        return future.result()
+
+    def _attempt(self, token: CancelToken, late: threading.Event | None) -> TaskWrites:
+        def emit(chunk: Any) -> None:
+            if late is None or not late.is_set():
+                self.step.writer(self.task, chunk)
+
+        return run_task(self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.last_error = state.outcome.exception() if state.outcome is not None else None
+        if self.step.on_retry is None or self.last_error is None:
+            return
+        try:
+            self.step.on_retry(self.task, state.attempt_number, self.last_error, state.upcoming_sleep)
+        except Exception as exc:
+            self.hook_error = exc
+            raise
+
+    def _sleep(self, seconds: float) -> None:
+        if self.cancel.wait(seconds) and self.last_error is not None:
+            raise self.last_error  # cancelled while waiting: no more tries, the task ends with its last error
+
+
+def _start_thread(fn: Callable[[], TaskWrites], name: str) -> Future[TaskWrites]:
+    """Run ``fn`` in a new daemon thread (in a copy of the current context) and return its future.
+
+    A timed node runs in a thread of its own, not in the shared pool: Python cannot kill a thread, so a node
+    that ignores its cancel token keeps running after its timeout; a daemon thread neither holds a pool
+    worker nor blocks the interpreter's exit (the pool's threads are joined at exit).
+    """
+    future: Future[TaskWrites] = Future()
+    ctx = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            future.set_result(ctx.run(fn))
+        except BaseException as exc:  # handed to the waiting thread, which re-raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return future
 
 
 def run_step(
@@ -76,6 +180,8 @@ def run_step(
     finished: Mapping[str, TaskWrites] | None = None,
     on_task_done: TaskDone | None = None,
     writer: Writer | None = None,
+    cancel: CancelToken | None = None,
+    on_retry: RetryHook | None = None,
 ) -> StepResult:
     """Run the tasks of the super-step after ``cp``.
 
@@ -86,26 +192,32 @@ def run_step(
         finished: task id → writes already persisted by an earlier attempt; those tasks are not run (I2).
         on_task_done: called with each task's writes as soon as it finishes (from the task's thread).
         writer: receives ``(task, chunk)`` for each ``get_stream_writer()`` call.
+        cancel: the run's cancel token; each task runs with a child of it (``get_cancel_token()``), and a
+            cancel also ends a pause between retries at once (the task then fails with its last error).
+        on_retry: called (from the task's thread) before each pause between two tries of a node with a
+            retry policy, with the task, the number of the try that failed (1 for the first), its error and
+            the pause in seconds.
 
     Returns:
         The writes of all tasks in order, and the first error (in task order) if any task failed. Tasks
-        that succeeded alongside a failing one still have their writes passed to ``on_task_done``.
+        that succeeded alongside a failing one still have their writes passed to ``on_task_done``. A node
+        past its timeout (G10) fails with :class:`NodeTimeoutError`; its thread may go on running (Python
+        cannot stop a thread) but its late result and stream chunks are ignored.
     """
     finished = finished or {}
-    emit: Writer = writer or (lambda task, chunk: None)
+    step = _Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
     tasks = prepare_tasks(graph, cp)
     todo = [t for t in tasks if t.id not in finished]
     outcomes: dict[str, TaskWrites | Exception] = dict(finished)
     if len(todo) == 1:
         try:
-            outcomes[todo[0].id] = _call(graph, cp, todo[0], config, emit, on_task_done)
+            outcomes[todo[0].id] = _call(step, todo[0])
         except Exception as exc:
             outcomes[todo[0].id] = exc
     elif todo:
         pool = _shared_pool()
         futures: list[tuple[Task, Future[TaskWrites]]] = [
-            (t, pool.submit(contextvars.copy_context().run, _call, graph, cp, t, config, emit, on_task_done))
-            for t in todo
+            (t, pool.submit(contextvars.copy_context().run, _call, step, t)) for t in todo
         ]
         for task, future in futures:
             failure = future.exception()

@@ -9,9 +9,10 @@ import graphcore.store
 def test_graphcore_exports() -> None:
     assert set(graphcore.__all__) == {
         "END", "START", "CancelToken", "Checkpoint", "Command", "CompiledGraph", "ConfigError", "GraphqError",
-        "InvalidGraphError", "InvalidUpdateError", "NodeError", "Overwrite", "RemoveMessage", "RunConfig",
+        "Interrupt", "InvalidGraphError", "InvalidUpdateError", "NodeError", "NodeTimeoutError", "Overwrite",
+        "RemoveMessage", "RetryPolicy", "RunConfig",
         "Send", "SerializationError", "StateGraph", "StepLimitError", "add_messages", "get_cancel_token",
-        "get_config", "get_stream_writer",
+        "get_config", "get_stream_writer", "interrupt",
     }
     for name in graphcore.__all__:
         assert hasattr(graphcore, name), name

@@ -1,0 +1,168 @@
+"""Per-node retry policies (G9), carried out by tenacity.
+
+A node added with ``add_node(..., retry=RetryPolicy(...))`` is tried again when it raises an error that the
+policy's ``retry_on`` accepts; the pause before try ``n + 1`` is
+``min(initial_interval_s * backoff_factor ** (n - 1), max_interval_s)`` seconds, plus up to one second of
+random jitter. Field names, defaults and the formula follow LangGraph's ``RetryPolicy``
+(``langgraph.types.RetryPolicy``, ``langgraph/pregel/_retry.py``), with ``_s`` suffixes for the units.
+
+Unlike LangGraph's, the default predicate retries ``OSError`` and ``RuntimeError`` (network and library
+failures), while programming errors stay permanent: see :func:`default_retry_on`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
+from tenacity.wait import wait_base
+
+from graphcore.errors import Cancelled, ConfigError, PermanentError
+
+__all__ = ["RetryOn", "RetryPolicy", "default_retry_on"]
+
+RetryOn: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+"""What a policy retries: an exception class, a tuple of classes, or a predicate on the raised error."""
+
+_JITTER_S = 1.0
+"""Largest random pause added to each wait when ``jitter`` is on, seconds (LangGraph: ``uniform(0, 1)``)."""
+
+_NOT_RETRIED: tuple[type[BaseException], ...] = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    NameError,
+    SyntaxError,
+    NotImplementedError,
+    ZeroDivisionError,
+    AssertionError,
+    ArithmeticError,
+    LookupError,
+    PermanentError,
+    Cancelled,
+)
+"""Programming errors and graphq's permanent errors: trying again gives the same result."""
+
+
+def default_retry_on(exc: BaseException) -> bool:
+    """The default ``retry_on``: retry anything except programming errors.
+
+    Args:
+        exc: the error a node raised.
+
+    Returns:
+        False for programming errors (``ValueError``, ``TypeError``, ``LookupError``, ``AttributeError``,
+        ``NameError``, ``SyntaxError``, ``NotImplementedError``, ``ArithmeticError``, ``AssertionError`` and
+        their subclasses), graphq's :class:`~graphcore.errors.PermanentError` family (e.g. a node timeout),
+        :class:`~graphcore.errors.Cancelled` and any other non-``Exception``; True for the rest, e.g.
+        ``ConnectionError``, ``TimeoutError``, ``OSError``, ``RuntimeError`` or a graphq ``TransientError``.
+    """
+    return isinstance(exc, Exception) and not isinstance(exc, _NOT_RETRIED)
+
+
+def _matches(retry_on: RetryOn, exc: BaseException) -> bool:
+    if isinstance(retry_on, type | tuple):
+        return isinstance(exc, retry_on)
+    return bool(retry_on(exc))
+
+
+def _check_retry_on(retry_on: object) -> None:
+    classes = retry_on if isinstance(retry_on, tuple) else (retry_on,)
+    if isinstance(retry_on, type | tuple):
+        if all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
+            return
+    elif callable(retry_on):
+        return
+    raise ConfigError(
+        f"RetryPolicy.retry_on must be an exception class, a tuple of them, or a predicate (got {retry_on!r})"
+    )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a node is tried again after an error (G9).
+
+    Attributes:
+        initial_interval_s: pause before the second try, in seconds (above 0).
+        backoff_factor: each further pause is this many times the previous one (at least 1).
+        max_interval_s: upper bound of a pause before jitter, in seconds (above 0).
+        max_attempts: tries in all, the first one included (at least 1; 1 means no retry).
+        jitter: add a random pause of 0 to 1 s to each wait, so that many failing tasks do not retry in step.
+        retry_on: the errors to retry: an exception class, a tuple of classes, or a predicate; by default
+            :func:`default_retry_on`. Errors that are not ``Exception`` (``Cancelled``, ``KeyboardInterrupt``,
+            ``SystemExit``) are never retried, whatever it says.
+
+    Raises:
+        ConfigError: a field is out of range; the message names the field.
+    """
+
+    initial_interval_s: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval_s: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: RetryOn = default_retry_on
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise ConfigError(f"RetryPolicy.max_attempts must be an integer (got {self.max_attempts!r})")
+        if self.max_attempts < 1:
+            raise ConfigError(f"RetryPolicy.max_attempts must be at least 1 (got {self.max_attempts})")
+        for name in ("initial_interval_s", "max_interval_s"):
+            value = getattr(self, name)
+            if not value > 0:  # also rejects NaN
+                raise ConfigError(f"RetryPolicy.{name} must be above 0 s (got {value})")
+        if not self.backoff_factor >= 1:
+            raise ConfigError(f"RetryPolicy.backoff_factor must be at least 1 (got {self.backoff_factor})")
+        _check_retry_on(self.retry_on)
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is worth another try under this policy (attempts left aside)."""
+        return isinstance(exc, Exception) and _matches(self.retry_on, exc)
+
+    def wait(self) -> wait_base:
+        """The tenacity wait strategy: exponential backoff, capped, plus jitter when enabled."""
+        backoff = wait_exponential(
+            multiplier=self.initial_interval_s, exp_base=self.backoff_factor, max=self.max_interval_s
+        )
+        return backoff + wait_random(0, _JITTER_S) if self.jitter else backoff
+
+    def retrying(
+        self,
+        *,
+        retry_on: Callable[[BaseException], bool] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        before_sleep: Callable[[RetryCallState], None] | None = None,
+    ) -> Retrying:
+        """A tenacity ``Retrying`` carrying out this policy; it re-raises the last error when it gives up.
+
+        Args:
+            retry_on: the predicate to use instead of :meth:`should_retry` (e.g. one that also checks a
+                cancel token).
+            sleep: called with the pause in seconds between two tries.
+            before_sleep: called before each pause; ``state.attempt_number`` is the try that failed,
+                ``state.outcome`` holds its error and ``state.upcoming_sleep`` the pause in seconds.
+
+        Returns:
+            A fresh ``Retrying``: call it as ``retrying(fn, *args)``.
+        """
+        return Retrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self.wait(),
+            retry=retry_if_exception(retry_on or self.should_retry),
+            sleep=sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )

@@ -1,0 +1,144 @@
+"""Human-in-the-loop, multi-turn threads and continuations on the queue (G6, R16, C1, C2, R14)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.client import Client
+from graphcore.errors import InvalidUpdateError
+from graphcore.registry import Registry
+from graphcore.runs import RunStatus
+from graphcore.settings import Settings
+from tests.workflows import hitl
+from tests.workflows.hitl import Order
+from worker.process import run_worker
+from worker.queue import RQStepQueue
+
+REGISTRY = Registry.load(["tests.workflows.hitl"])
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    hitl.CALLS.clear()
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+def work(client: Client) -> None:
+    url = client.kv.connection_pool.connection_kwargs
+    settings = Settings(redis_url=f"redis://{url['host']}:{url['port']}/0")
+    run_worker(settings, burst=True, registry=REGISTRY, kv=client.kv)
+
+
+def test_interrupts_in_one_node_are_answered_in_call_order(client: Client) -> None:
+    run_id = client.enqueue("asking", {"topic": "tea"})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.AWAITING_INPUT
+    [first] = client.requests(run_id)
+    assert (first.node, first.value, first.index) == ("ask_twice", {"question": "first about tea?"}, 0)
+    assert client.answer(run_id, "yes") == [first.id]
+    work(client)
+    [second] = client.requests(run_id)
+    assert (second.value, second.index) == ({"question": "second?"}, 1)
+    assert second.id != first.id
+    client.answer(run_id, "no")
+    work(client)
+    done = client.get_run(run_id)
+    assert done.status == RunStatus.COMPLETED
+    assert done.result == {"topic": "tea", "answers": ["yes", "no"], "done": True}
+    assert hitl.CALLS == {"ask_twice": 3, "finish": 1}  # the node re-runs from its start on each resume
+    assert [c.step for c in client.get_history(done.thread_id)] == [1, 0, -1]
+
+
+def test_parallel_interrupts_need_keyed_answers(client: Client, redis_client: redis.Redis) -> None:
+    run_id = client.enqueue("reviewing", {"items": ["a", "b"]})
+    work(client)
+    pending = client.requests(run_id)
+    assert [r.value for r in pending] == ["approve a?", "approve b?"]
+    assert len({r.id for r in pending}) == 2
+    with pytest.raises(InvalidUpdateError, match="2 requests are pending") as info:
+        client.answer(run_id, "ok")
+    assert pending[0].id in str(info.value) and pending[1].id in str(info.value)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.AWAITING_INPUT
+    assert redis_client.exists(keys.answers(run.thread_id, "", run.head or "")) == 0
+
+    client.answer(run_id, {pending[0].id: "yes-a"})
+    work(client)
+    assert [r.id for r in client.requests(run_id)] == [pending[1].id]
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    assert hitl.CALLS["join"] == 0
+
+    client.answer(run_id, {pending[1].id: "yes-b"})
+    work(client)
+    done = client.get_run(run_id)
+    assert done.status == RunStatus.COMPLETED
+    assert done.result is not None
+    assert done.result["approvals"] == [["a", "yes-a"], ["b", "yes-b"]]
+    assert done.result["joined"] == 2
+    assert hitl.CALLS == {"approve:a": 2, "approve:b": 2, "join": 1}  # b waited, unanswered, once
+
+
+def test_answering_a_run_that_is_not_waiting_is_refused(client: Client) -> None:
+    run_id = client.enqueue("looping", {"until": 1})
+    work(client)
+    with pytest.raises(InvalidUpdateError, match="is completed, not awaiting input"):
+        client.answer(run_id, "x")
+
+
+def test_failed_run_continues_from_its_thread(client: Client) -> None:
+    run_id = client.enqueue("flaky", {})
+    work(client)
+    failed = client.get_run(run_id)
+    assert failed.status == RunStatus.FAILED
+    assert [t.node for t in client.get_state(failed.thread_id).next_tasks] == ["produce"]
+    again = client.resume(run_id)
+    work(client)
+    done = client.get_run(again)
+    assert done.status == RunStatus.COMPLETED
+    assert done.continued_from_run_id == run_id
+    assert done.thread_id == failed.thread_id
+    assert done.result == {"value": 1, "sunk": 1}
+    assert hitl.CALLS == {"produce": 2, "router": 2, "sink": 1}
+
+
+def test_step_budget_is_per_run_on_a_multi_turn_thread(client: Client) -> None:
+    """C1/C2: limit 5 (set by the workflow); 3 steps per turn pass twice, a turn needing 6 fails."""
+    first = client.enqueue("looping", {"until": 3, "turns": [1]}, thread_id="chat")
+    work(client)
+    second = client.enqueue("looping", {"until": 6, "turns": [2]}, thread_id="chat")
+    work(client)
+    too_long = client.enqueue("looping", {"until": 12, "turns": [3]}, thread_id="chat")
+    work(client)
+    assert client.get_run(first).result == {"until": 3, "turns": [1], "count": 3}
+    two = client.get_run(second)
+    assert (two.status, two.step) == (RunStatus.COMPLETED, 3)
+    assert two.result == {"until": 6, "turns": [1, 2], "count": 6}
+    three = client.get_run(too_long)
+    assert three.status == RunStatus.FAILED
+    assert three.error is not None and "max_super_steps=5" in three.error.message
+    assert three.step == 5
+
+
+def test_new_thread_without_a_checkpoint_starts_fresh(client: Client) -> None:
+    run_id = client.enqueue("looping", {"until": 2}, thread_id="brand-new")
+    work(client)
+    assert client.get_run(run_id).result == {"until": 2, "count": 2, "turns": []}
+
+
+def test_pydantic_state_with_a_nested_enum_survives_interrupt_and_resume(client: Client) -> None:
+    run_id = client.enqueue("ordering", {"order": Order(id=7)})
+    work(client)
+    [request] = client.requests(run_id)
+    assert request.value == {"order": 7, "status": Order.Status.OPEN}
+    assert type(request.value["status"]) is Order.Status
+    client.answer(run_id, "looks good")
+    work(client)
+    result: Any = client.get_run(run_id).result
+    assert result["order"] == Order(id=7, status=Order.Status.APPROVED)
+    assert result["order"].status is Order.Status.APPROVED
+    assert result["note"] == "looks good"

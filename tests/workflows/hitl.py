@@ -1,0 +1,149 @@
+"""Workflows for human-in-the-loop, multi-turn and continuation tests (module-level: workers import them).
+
+Counters in ``CALLS`` count node entries within one process (the tests work the queue in-process).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from enum import Enum
+from typing import Annotated, Any, TypedDict
+
+from pydantic import BaseModel
+
+from graphcore import END, START, Send, StateGraph
+from graphcore.interrupts import interrupt
+
+CALLS: Counter[str] = Counter()
+
+
+class Ask(TypedDict, total=False):
+    topic: str
+    answers: Annotated[list[Any], operator.add]
+    done: bool
+
+
+def ask_twice(state: Ask) -> dict[str, Any]:
+    CALLS["ask_twice"] += 1
+    first = interrupt({"question": f"first about {state['topic']}?"})
+    second = interrupt({"question": "second?"})
+    return {"answers": [first, second]}
+
+
+def finish(state: Ask) -> dict[str, Any]:
+    CALLS["finish"] += 1
+    return {"done": True}
+
+
+_a = StateGraph(Ask)
+_a.add_node("ask_twice", ask_twice)
+_a.add_node("finish", finish)
+_a.add_edge(START, "ask_twice")
+_a.add_edge("ask_twice", "finish")
+asking = _a.compile(name="asking")
+
+
+class Review(TypedDict, total=False):
+    items: list[str]
+    approvals: Annotated[list[Any], operator.add]
+    joined: int
+
+
+def review_each(state: Review) -> list[Send]:
+    return [Send("approve", item) for item in state["items"]]
+
+
+def approve(item: str) -> dict[str, Any]:
+    CALLS[f"approve:{item}"] += 1
+    return {"approvals": [[item, interrupt(f"approve {item}?")]]}
+
+
+def join(state: Review) -> dict[str, Any]:
+    CALLS["join"] += 1
+    return {"joined": len(state["approvals"])}
+
+
+_r = StateGraph(Review)
+_r.add_node("approve", approve)
+_r.add_node("join", join)
+_r.add_conditional_edges(START, review_each)
+_r.add_edge("approve", "join")
+reviewing = _r.compile(name="reviewing")
+
+
+class Flaky(TypedDict, total=False):
+    value: int
+    sunk: Annotated[int, operator.add]
+
+
+def produce(state: Flaky) -> dict[str, Any]:
+    CALLS["produce"] += 1
+    return {"value": 1}
+
+
+def flaky_router(state: Flaky) -> str:
+    CALLS["router"] += 1
+    if CALLS["router"] == 1:
+        raise RuntimeError("router fails the first time")
+    return "sink"
+
+
+def sink(state: Flaky) -> dict[str, Any]:
+    CALLS["sink"] += 1
+    return {"sunk": 1}
+
+
+_f = StateGraph(Flaky)
+_f.add_node("produce", produce)
+_f.add_node("sink", sink)
+_f.add_edge(START, "produce")
+_f.add_conditional_edges("produce", flaky_router, ["sink"])
+_f.add_edge("sink", END)
+flaky = _f.compile(name="flaky")
+
+
+class Loop(TypedDict, total=False):
+    turns: Annotated[list[int], operator.add]
+    count: int
+    until: int
+
+
+def tick(state: Loop) -> dict[str, Any]:
+    return {"count": state.get("count", 0) + 1}
+
+
+def again(state: Loop) -> str:
+    return "tick" if state["count"] < state["until"] else END
+
+
+_l = StateGraph(Loop)
+_l.add_node("tick", tick)
+_l.add_edge(START, "tick")
+_l.add_conditional_edges("tick", again, ["tick", END])
+looping = _l.compile(name="looping", config={"max_super_steps": 5})
+
+
+class Order(BaseModel):
+    class Status(Enum):
+        OPEN = "open"
+        APPROVED = "approved"
+
+    id: int
+    status: Status = Status.OPEN
+
+
+class OrderState(BaseModel):
+    order: Order
+    note: str = ""
+
+
+def sign_off(state: OrderState) -> dict[str, Any]:
+    note = interrupt({"order": state.order.id, "status": state.order.status})
+    return {"order": Order(id=state.order.id, status=Order.Status.APPROVED), "note": note}
+
+
+_o = StateGraph(OrderState)
+_o.add_node("sign_off", sign_off)
+_o.add_edge(START, "sign_off")
+ordering = _o.compile(name="ordering")
