@@ -180,7 +180,10 @@ def run_task(
 
     Raises:
         InvalidUpdateError: the node returned something that is not a valid update.
+        Cancelled: the task's cancel token was set before the node started.
     """
+    if cancel is not None:
+        cancel.raise_if_cancelled()  # no node starts once its run was cancelled (X3)
     spec = graph.nodes[task.node]
     cfg = task_config(config, cp.step + 1, task)
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))

@@ -16,9 +16,10 @@ from graphcore import keys, serde
 from graphcore.algo import task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
+from graphcore.events import stage_event
 from graphcore.interrupts import match_answer, pending_interrupts
 from graphcore.registry import Registry
-from graphcore.runs import RunRecord, RunStatus, RunStore, now_iso
+from graphcore.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.store.kv import KVCheckpointStore
 from graphcore.types import START, Interrupt
 
@@ -230,6 +231,34 @@ class Client:
             assert self.queue is not None
             self.queue.stage(pipe, run)
             pipe.execute()
+
+    def cancel(self, run_id: str, interrupt: bool = False) -> str:
+        """Cancel a run (X1, X2, I6).
+
+        A queued or waiting run ends Canceled at once. A running run stops before its next super-step (the
+        step in flight finishes and is committed); with ``interrupt`` the running nodes' cancel tokens are
+        also set, within about a second (best effort: a node must look at its token). Checkpoints are kept,
+        and the thread can be continued (:meth:`resume`, X4).
+
+        Returns:
+            What happened, in words: ``"canceled"``, ``"cancel requested"`` or why nothing changed.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        run = self.runs.get(run_id)
+        if run.terminal:
+            return f"run {run_id} is already {run.status.value}; nothing changed"
+        fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
+        waiting = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
+        if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields):
+            stage_event(self.kv, run.thread_id, run.id, "status", run.step, {"status": "canceled"})
+            return "canceled"
+        self.kv.hset(keys.run(run.thread_id, run.id), "cancel", "interrupt" if interrupt else "cooperative")
+        current = self.runs.get(run_id)
+        if current.terminal:
+            return f"run {run_id} is already {current.status.value}; nothing changed"
+        return "cancel requested: the run stops before its next super-step"
 
     def resume(self, run_id: str) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,

@@ -18,7 +18,7 @@ from graphcore import keys, serde
 from graphcore.errors import RunNotFoundError
 from graphcore.lua import script
 
-__all__ = ["TERMINAL", "RunError", "RunRecord", "RunStatus", "RunStore", "now_iso"]
+__all__ = ["CANCEL_ERROR", "TERMINAL", "RunError", "RunRecord", "RunStatus", "RunStore", "now_iso"]
 
 
 class RunStatus(StrEnum):
@@ -46,6 +46,10 @@ class RunError(BaseModel):
     type: str
     message: str
     traceback: str = ""
+
+
+CANCEL_ERROR = RunError(type="Canceled", message="canceled by request")
+"""The error record of a run ended by ``cancel``."""
 
 
 class RunRecord(BaseModel):
@@ -187,10 +191,3 @@ class RunStore:
             args += [key, value]
         ok, _ = self._set_status(keys=[keys.run(record.thread_id, record.id)], args=args)
         return bool(ok)
-
-    def fail(self, record: RunRecord, error: BaseException, traceback: str = "") -> bool:
-        """Mark the run Failed with ``error`` (type, message, traceback); False if already terminal."""
-        err = RunError(type=type(error).__name__, message=str(error), traceback=traceback)
-        return self.set_status(
-            record, RunStatus.FAILED, fields={"error": err.model_dump_json(), "ended_at": now_iso()}
-        )

@@ -182,20 +182,34 @@ def test_cancel_during_the_wait_stops_retrying() -> None:
     assert outcome.results == []
 
 
+def test_no_node_starts_once_the_run_is_cancelled() -> None:
+    started: list[str] = []
+
+    def node(state: S) -> dict[str, Any]:
+        started.append("node")
+        return {"x": 1}
+
+    run_token = CancelToken()
+    run_token.cancel("stop")
+    with pytest.raises(Cancelled, match="stop"):
+        step_once(one_node(node), cancel=run_token)
+    assert started == []
+
+
 def test_cancel_reaches_the_node_through_a_child_token() -> None:
     tokens: list[CancelToken] = []
 
     def node(state: S) -> dict[str, Any]:
         token = get_cancel_token()
         tokens.append(token)
+        token.wait(5)
         token.raise_if_cancelled()
         return {"x": 1}
 
-    graph = one_node(node)
     run_token = CancelToken()
-    run_token.cancel("stop")
+    threading.Timer(0.05, run_token.cancel, args=("stop",)).start()
     with pytest.raises(Cancelled, match="stop"):
-        step_once(graph, cancel=run_token)
+        step_once(one_node(node), cancel=run_token)
     assert len(tokens) == 1 and tokens[0].parent is run_token and tokens[0].reason == "stop"
 
 

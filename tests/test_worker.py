@@ -172,8 +172,9 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
     assert redis_client.hget(keys.run(run.thread_id, run_id), "partial") is None
 
 
-def test_worker_without_the_workflow_leaves_the_run_alone(client: Client, redis_client: Any,
-                                                          redis_url: str) -> None:
+def test_worker_without_the_workflow_leaves_the_run_alone(
+    client: Client, redis_client: Any, redis_url: str
+) -> None:
     """One queue per workflow: a worker never takes a run whose workflow it lacks; the run waits for one."""
     run_id = client.enqueue("counter", {"limit": 1})
     other = Registry.load(["tests.workflows.recovery"])
@@ -185,8 +186,9 @@ def test_worker_without_the_workflow_leaves_the_run_alone(client: Client, redis_
     assert client.get_run(run_id).status == RunStatus.COMPLETED
 
 
-def test_input_the_schema_does_not_accept_is_refused_before_any_write(client: Client,
-                                                                      redis_client: Any) -> None:
+def test_input_the_schema_does_not_accept_is_refused_before_any_write(
+    client: Client, redis_client: Any
+) -> None:
     from graphcore.errors import InvalidUpdateError
 
     with pytest.raises(InvalidUpdateError, match=r"unknown state key\(s\) \['limt'\]"):
@@ -194,3 +196,31 @@ def test_input_the_schema_does_not_accept_is_refused_before_any_write(client: Cl
         client.enqueue("counter", {"limt": 3})
     assert client.list_runs() == []
     assert redis_client.dbsize() == 0
+
+
+def test_node_retries_are_recorded_in_the_run_events(
+    client: Client, redis_client: Any, redis_url: str
+) -> None:
+    from tests.workflows import basic
+
+    basic.FLAKES["calls"] = 0
+    run_id = client.enqueue("retrying", {})
+    work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == {"n": 3}
+    retries = [e.data for e in read_events(redis_client, run.thread_id, run_id) if e.mode == "retry"]
+    assert retries == [
+        {
+            "node": "flaky_call",
+            "attempt": 1,
+            "error": "ConnectionError: upstream unavailable (call 1)",
+            "wait_s": 0.01,
+        },
+        {
+            "node": "flaky_call",
+            "attempt": 2,
+            "error": "ConnectionError: upstream unavailable (call 2)",
+            "wait_s": 0.02,
+        },
+    ]

@@ -22,12 +22,12 @@ from graphcore.algo import apply_input, apply_writes
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig
 from graphcore.connection import is_transient, redis_retrying, retry_transient
-from graphcore.errors import GraphqError, LeaseLostError, RunNotFoundError
+from graphcore.errors import Cancelled, GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.events import stage_event
 from graphcore.executor import CompiledGraph, step_limit_error, with_resume
 from graphcore.interrupts import resume_plan
-from graphcore.runs import RunRecord, RunStatus, now_iso
-from graphcore.step import run_step
+from graphcore.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
+from graphcore.step import RetryHook, run_step
 from graphcore.store.layout import encode_writes
 from graphcore.types import TaskWrites
 from worker.commit import StepCommit
@@ -47,20 +47,27 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     """
     ctx = get_context()
     lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
-    code, raw = retry_transient(lease.claim, keys.run(thread_id, run_id), step)
+    code, raw = retry_transient(lease.claim, step, now_iso(), CANCEL_ERROR.model_dump_json())
     if code == 0:
         raise RunNotFoundError(f"no run with id {run_id!r}")
     run = RunRecord.from_hash(raw)
-    if code == 1:
-        return f"skipped: run is {run.status.value} at step {run.step}"
-    if code == 2:
-        return "skipped: another worker holds the lease"
+    if code in (1, 2):
+        held = (
+            "another worker holds the lease" if code == 2 else f"run is {run.status.value} at step {run.step}"
+        )
+        return f"skipped: {held}"
+    if code == 4:
+        stage_event(ctx.kv, thread_id, run_id, "status", run.step, {"status": "canceled"})
+        return "canceled before the step"
     try:
         with lease:
             return _attempts(ctx, run, lease, None if b"partial" in raw else {})
     except LeaseLostError as exc:
         log.warning("run %s step %s: %s", run_id, step, exc)
         return f"rejected: {exc}"
+    except Cancelled as exc:  # a node stopped on its cancel token after `cancel --interrupt`
+        _end(ctx, run, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": f"canceled: {exc}"}))
+        return "canceled during the step"
     except Exception as exc:
         _fail(ctx, run, exc)
         return f"failed: {type(exc).__name__}"
@@ -88,16 +95,15 @@ def _attempts(
 def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
     """Mark the run Failed with ``exc`` (its traceback includes the node's own error, chained as cause)."""
     tb = "".join(traceback.format_exception(exc))
-    if ctx.runs.fail(run, exc, tb):
-        stage_event(
-            ctx.kv,
-            run.thread_id,
-            run.id,
-            "status",
-            run.step,
-            {"status": "failed", "error": f"{type(exc).__name__}: {exc}"},
-        )
-    log.info("run %s failed at step %s: %s", run.id, run.step, exc)
+    _end(ctx, run, RunStatus.FAILED, RunError(type=type(exc).__name__, message=str(exc), traceback=tb))
+
+
+def _end(ctx: WorkerContext, run: RunRecord, status: RunStatus, error: RunError) -> None:
+    """End the run (compare-and-set from a non-terminal status, I7) and record why."""
+    if ctx.runs.set_status(run, status, fields={"error": error.model_dump_json(), "ended_at": now_iso()}):
+        event = {"status": status.value, "error": f"{error.type}: {error.message}"}
+        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, event)
+    log.info("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
 
 
 def _config(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> RunConfig:
@@ -131,7 +137,14 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
     outcome = run_step(
-        graph, cp, with_resume(cfg, resume), finished=finished, on_task_done=on_done, writer=emit
+        graph,
+        cp,
+        with_resume(cfg, resume),
+        finished=finished,
+        on_task_done=on_done,
+        writer=emit,
+        cancel=lease.cancel,
+        on_retry=_retry_events(ctx, run),
     )
     if outcome.error is not None:
         raise outcome.error
@@ -140,6 +153,21 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
     _commit_step(ctx, run, lease, cp, new, outcome.results, pending or on_done is not None)
     return "completed" if not new.next_tasks else f"committed step {run.step}"
+
+
+def _retry_events(ctx: WorkerContext, run: RunRecord) -> RetryHook:
+    """Record each retry of a node in the run's events (G9)."""
+
+    def on_retry(task: Any, attempt: int, error: BaseException, wait_s: float) -> None:
+        event = {
+            "node": task.node,
+            "attempt": attempt,
+            "error": f"{type(error).__name__}: {error}",
+            "wait_s": round(wait_s, 3),
+        }
+        stage_event(ctx.kv, run.thread_id, run.id, "retry", run.step, event)
+
+    return on_retry
 
 
 def _mark_running(ctx: WorkerContext, run: RunRecord) -> None:

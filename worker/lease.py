@@ -1,24 +1,31 @@
 """Leases on running steps (R18, I1): a token in Redis, renewed while nodes run, however long they take.
 
-One keeper thread per process renews every lease this process holds, every ``heartbeat_s`` seconds, so a
-step does not pay for starting a thread. A lease whose renewal finds another token (or none) is marked
-lost; the step's fenced writes and commit then fail, and nothing it did is committed.
+One keeper thread per process looks after every lease this process holds: every ``_TICK_S`` seconds it
+checks whether the run was cancelled with ``interrupt`` (then it sets the step's cancel token, so running
+nodes see it within a second, X1/C7), and every ``heartbeat_s`` seconds it renews the lease. A lease whose
+renewal finds another token (or none) is marked lost; the step's fenced writes and commit then fail, and
+nothing it did is committed.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from types import TracebackType
 from typing import Any
 
 from graphcore import keys
+from graphcore.cancel import CancelToken
 from graphcore.lua import script
 
 __all__ = ["Lease"]
 
 log = logging.getLogger("graphq.lease")
+
+_TICK_S = 0.5
+"""How often the keeper looks for cancel requests of running steps, seconds (cancel reaches nodes < 1 s)."""
 
 
 class Lease:
@@ -34,21 +41,29 @@ class Lease:
     def __init__(self, kv: Any, thread_id: str, run_id: str, ttl_s: float, heartbeat_s: float) -> None:
         self.kv = kv
         self.key = keys.lease(thread_id, run_id)
+        self.run_key = keys.run(thread_id, run_id)
+        self.cancel = CancelToken()
+        """Set when the run is cancelled with ``interrupt=True`` while this step runs."""
+        self.renew_at = time.monotonic() + heartbeat_s
         self.token = uuid.uuid4().hex
         self.ttl_ms = int(ttl_s * 1000)
         self.heartbeat_s = heartbeat_s
         self.lost = threading.Event()
         self._dropped = False
 
-    def claim(self, run_key: str, step: int) -> tuple[int, dict[bytes, bytes]]:
+    def claim(self, step: int, now: str, cancel_error: str) -> tuple[int, dict[bytes, bytes]]:
         """Read the run and take the lease if the run is still at ``step`` (one round trip).
+
+        Args:
+            now: the current time (ISO-8601), written as ``ended_at`` when a cancel request ends the run.
+            cancel_error: the error record (JSON) of a run that a cancel request ends.
 
         Returns:
             ``(code, run hash)``; code 0 = no such run, 1 = stale (finished or at another step),
-            2 = another worker holds the lease, 3 = claimed.
+            2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
         """
         code, flat = script(self.kv, "claim_step")(
-            keys=[run_key, self.key], args=[self.token, self.ttl_ms, step]
+            keys=[self.run_key, self.key], args=[self.token, self.ttl_ms, step, now, cancel_error]
         )
         return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
@@ -96,20 +111,27 @@ class _Keeper:
 
     def _loop(self) -> None:
         while True:
-            threading.Event().wait(self.interval_s)
+            threading.Event().wait(min(self.interval_s, _TICK_S))
             with self.lock:
                 leases = list(self.leases)
             for lease in leases:
-                self._renew(lease)
+                self._tick(lease)
 
-    def _renew(self, lease: Lease) -> None:
+    def _tick(self, lease: Lease) -> None:
+        due = time.monotonic() >= lease.renew_at
         try:
-            ok = self.renew(keys=[lease.key], args=[lease.token, lease.ttl_ms])
-        except Exception as exc:  # a transient Redis error: try again at the next beat
+            held, cancel = self.renew(
+                keys=[lease.key, lease.run_key], args=[lease.token, lease.ttl_ms, int(due)]
+            )
+        except Exception as exc:  # a transient Redis error: try again at the next tick
             log.warning("lease %s renewal failed: %s", lease.key, exc)
             return
+        if due:
+            lease.renew_at = time.monotonic() + self.interval_s
+        if cancel == b"interrupt":
+            lease.cancel.cancel("run canceled")
         with self.lock:
-            if not ok and lease in self.leases:  # still running, yet the token is gone: lost
+            if not held and lease in self.leases:  # still running, yet the token is gone: lost
                 log.warning("lease %s lost", lease.key)
                 lease.lost.set()
                 self.leases.discard(lease)

@@ -1,15 +1,21 @@
--- Claim a run's step for this worker in one round trip (R2, R18): read the run, and take the lease only
--- when the run is still at this step and not finished (a stale duplicate job never holds the lease).
+-- Claim a run's step for this worker in one round trip (R2, R18, X1): read the run, and take the lease only
+-- when the run is still at this step and not finished (a stale duplicate job never holds the lease). A
+-- run with a pending cancel request ends Canceled here, before its next super-step starts.
 -- KEYS[1] = run hash; KEYS[2] = lease key
--- ARGV[1] = lease token; ARGV[2] = lease time-to-live in milliseconds; ARGV[3] = the job's step number
+-- ARGV[1] = lease token; ARGV[2] = lease time-to-live in milliseconds; ARGV[3] = the job's step number;
+-- ARGV[4] = now (ISO-8601); ARGV[5] = the error record (JSON) of a cancelled run
 -- Returns {code, run hash as a flat field/value list}; code 0 = no such run, 1 = stale (finished or at
--- another step), 2 = another worker holds the lease, 3 = claimed.
+-- another step), 2 = another worker holds the lease, 3 = claimed, 4 = cancelled now.
 local run = redis.call('HGETALL', KEYS[1])
 if #run == 0 then return {0, run} end
 local status = redis.call('HGET', KEYS[1], 'status')
 local step = redis.call('HGET', KEYS[1], 'step')
 if status == 'completed' or status == 'failed' or status == 'canceled' or step ~= ARGV[3] then
   return {1, run}
+end
+if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
+  redis.call('HSET', KEYS[1], 'status', 'canceled', 'ended_at', ARGV[4], 'error', ARGV[5])
+  return {4, redis.call('HGETALL', KEYS[1])}
 end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, run} end
 return {3, run}

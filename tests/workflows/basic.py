@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
-from graphcore import END, START, Send, StateGraph
+from graphcore import END, START, RetryPolicy, Send, StateGraph
 
 
 class Counter(TypedDict, total=False):
@@ -85,3 +85,19 @@ _u.add_node("unserialisable", unserialisable)
 _u.add_edge(START, "ok")
 _u.add_edge("ok", "unserialisable")
 unserialisable_graph = _u.compile(name="unserialisable")
+
+
+FLAKES: dict[str, int] = {"calls": 0}
+
+
+def flaky_call(state: Boom) -> dict[str, Any]:
+    FLAKES["calls"] += 1
+    if FLAKES["calls"] < 3:
+        raise ConnectionError(f"upstream unavailable (call {FLAKES['calls']})")
+    return {"n": FLAKES["calls"]}
+
+
+_r = StateGraph(Boom)
+_r.add_node("flaky_call", flaky_call, retry=RetryPolicy(initial_interval_s=0.01, jitter=False))
+_r.add_edge(START, "flaky_call")
+retrying = _r.compile(name="retrying")

@@ -147,3 +147,41 @@ _o = StateGraph(OrderState)
 _o.add_node("sign_off", sign_off)
 _o.add_edge(START, "sign_off")
 ordering = _o.compile(name="ordering")
+
+
+class Slow(TypedDict, total=False):
+    ticks: Annotated[list[int], operator.add]
+    stopped: str
+
+
+def slow_tick(state: Slow) -> dict[str, Any]:
+    import time
+
+    time.sleep(0.3)
+    return {"ticks": [len(state.get("ticks", [])) + 1]}
+
+
+def slow_more(state: Slow) -> str:
+    return "slow_tick" if len(state["ticks"]) < 40 else END
+
+
+_s = StateGraph(Slow)
+_s.add_node("slow_tick", slow_tick)
+_s.add_edge(START, "slow_tick")
+_s.add_conditional_edges("slow_tick", slow_more, ["slow_tick", END])
+slow_loop = _s.compile(name="slow-loop", config={"max_super_steps": 100})
+
+
+def patient(state: Slow) -> dict[str, Any]:
+    from graphcore import get_cancel_token
+
+    token = get_cancel_token()
+    if token.wait(30):
+        token.raise_if_cancelled()
+    return {"stopped": "never"}
+
+
+_p = StateGraph(Slow)
+_p.add_node("patient", patient)
+_p.add_edge(START, "patient")
+patient_graph = _p.compile(name="patient")

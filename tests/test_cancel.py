@@ -1,0 +1,101 @@
+"""Cancellation on the queue with a worker in a subprocess (X1-X4, I6, C7)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from graphcore.client import Client
+from graphcore.events import read_events
+from graphcore.registry import Registry
+from graphcore.runs import RunStatus
+from graphcore.settings import Settings
+from worker.queue import RQStepQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = Registry.load(["tests.workflows.hitl"])
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+@pytest.fixture
+def worker(redis_url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    env = {**base, "GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_WORKFLOWS": "tests.workflows.hitl"}
+    log = (tmp_path / "worker.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+    )
+    yield proc
+    proc.terminate()
+    proc.wait(15)
+
+
+def wait_for(client: Client, run_id: str, status: RunStatus, timeout_s: float = 15) -> float:
+    start = time.monotonic()
+    while client.get_run(run_id).status != status:
+        if time.monotonic() - start > timeout_s:
+            raise AssertionError(f"run {run_id} is {client.get_run(run_id).status}, not {status}")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def test_cancel_a_queued_run_and_a_completed_one(client: Client, redis_client: redis.Redis) -> None:
+    run_id = client.enqueue("looping", {"until": 1})
+    assert client.cancel(run_id) == "canceled"
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.CANCELED
+    assert run.error is not None and (run.error.type, run.error.message) == (
+        "Canceled",
+        "canceled by request",
+    )
+    assert client.cancel(run_id) == f"run {run_id} is already canceled; nothing changed"
+
+
+def test_cooperative_cancel_stops_before_the_next_step_and_keeps_checkpoints(
+    client: Client, worker: subprocess.Popen[bytes]
+) -> None:
+    run_id = client.enqueue("slow-loop", {})
+    wait_for(client, run_id, RunStatus.RUNNING)
+    time.sleep(1.0)
+    assert client.cancel(run_id) == "cancel requested: the run stops before its next super-step"
+    wait_for(client, run_id, RunStatus.CANCELED, timeout_s=5)
+    run = client.get_run(run_id)
+    history = client.get_history(run.thread_id)
+    assert len(history) == run.step + 1 >= 3  # every committed step kept, plus the input checkpoint
+    ticks = history[0].channel_values["ticks"]
+    assert ticks == list(range(1, run.step + 1))
+    assert client.cancel(run_id) == f"run {run_id} is already canceled; nothing changed"
+    # X4: the thread continues from its last checkpoint in a new run.
+    again = client.resume(run_id)
+    wait_for(client, again, RunStatus.COMPLETED, timeout_s=30)
+    assert client.get_run(again).result == {"ticks": list(range(1, 41))}
+
+
+def test_interrupting_cancel_reaches_the_running_node_within_a_second(
+    client: Client, worker: subprocess.Popen[bytes], redis_client: redis.Redis
+) -> None:
+    run_id = client.enqueue("patient", {})
+    wait_for(client, run_id, RunStatus.RUNNING)
+    time.sleep(0.5)
+    sent = time.monotonic()
+    client.cancel(run_id, interrupt=True)
+    wait_for(client, run_id, RunStatus.CANCELED, timeout_s=5)
+    assert time.monotonic() - sent < 2.0
+    run = client.get_run(run_id)
+    assert run.error is not None and run.error.message == "canceled: run canceled"
+    assert [c.step for c in client.get_history(run.thread_id)] == [-1]
+    statuses = [
+        e.data["status"] for e in read_events(redis_client, run.thread_id, run_id) if e.mode == "status"
+    ]
+    assert statuses == ["running", "canceled"]
