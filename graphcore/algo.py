@@ -11,6 +11,7 @@ The Pregel/BSP shape follows LangGraph's ``pregel/_algo.py`` (prepare tasks, app
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from graphcore.executor import CompiledGraph
     from graphcore.graph import Branch
 
-__all__ = ["Task", "apply_input", "apply_writes", "prepare_tasks", "run_task"]
+__all__ = ["Task", "apply_input", "apply_update", "apply_writes", "fork", "prepare_tasks", "run_task"]
 
 
 @dataclass(frozen=True)
@@ -299,3 +300,30 @@ def apply_input(
         barriers,
         meta,
     )
+
+
+def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:
+    """A new branch of a thread at ``cp`` (C3): the same state and next tasks under a new id, recorded as
+    ``source: fork`` with ``cp`` as its parent."""
+    meta = {**metadata, "source": "fork", "step": cp.step, "writes": [], "forked_from": cp.id}
+    return dataclasses.replace(cp, id=new_checkpoint_id(), parent_id=cp.id, metadata=meta,
+                               created_at=Checkpoint.now())
+
+
+def apply_update(
+    graph: CompiledGraph, parent: Checkpoint, values: Any, as_node: str, metadata: Mapping[str, Any]
+) -> Checkpoint:
+    """A checkpoint as if node ``as_node`` had returned ``values`` in the step after ``parent`` (C3
+    ``update_state``): the values go through the reducers, the next tasks follow ``as_node``'s edges and
+    routers.
+
+    Raises:
+        InvalidUpdateError: unknown node or keys, or conflicting writes.
+    """
+    if as_node not in graph.nodes:
+        raise InvalidUpdateError(f"update_state: no node {as_node!r}; nodes: {sorted(graph.nodes)}")
+    writes = graph.schema.writes_of(as_node, values)
+    goto = _routes(graph, as_node, parent.channel_values, writes)
+    cp = apply_writes(graph, parent, [TaskWrites("", as_node, writes, goto)], metadata)
+    cp.metadata["source"] = "update"
+    return cp

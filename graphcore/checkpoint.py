@@ -53,6 +53,11 @@ class Checkpoint:
     created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     v: int = FORMAT_VERSION
 
+    @staticmethod
+    def now() -> str:
+        """The current UTC time as stored in ``created_at``."""
+        return datetime.now(UTC).isoformat()
+
     @property
     def source(self) -> CheckpointSource:
         """How this checkpoint came about (``metadata["source"]``)."""

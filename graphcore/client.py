@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from graphcore import keys, serde
-from graphcore.algo import task_id
+from graphcore.algo import apply_update, task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
 from graphcore.events import stage_event
@@ -284,6 +284,47 @@ class Client:
             continued_from_run_id=run.id,
         )
         return self.enqueue_many([request])[0]
+
+    def update_state(
+        self, workflow: str, thread_id: str, values: Any, as_node: str | None = None
+    ) -> Checkpoint:
+        """Write a checkpoint on the thread as if ``as_node`` had returned ``values`` (C3).
+
+        Args:
+            workflow: the thread's workflow (its channels and edges apply the update).
+            as_node: the node the update is attributed to; None → the node that wrote last.
+
+        Returns:
+            The new checkpoint: the thread's latest, with ``metadata["source"] == "update"``; its next tasks
+            follow ``as_node``'s edges, so the next run without input continues from there.
+
+        Raises:
+            CheckpointNotFoundError: the thread has no checkpoint.
+            InvalidUpdateError: a run of the thread is queued or running (I3), or the node or keys are
+                unknown.
+        """
+        graph = self.registry.get(workflow)
+        busy = [
+            r.id for r in self.thread_runs(thread_id) if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+        ]
+        if busy:
+            raise InvalidUpdateError(
+                f"thread {thread_id!r} has an active run {busy[0]}; update it once it ends"
+            )
+        head = self.get_state(thread_id)
+        node = as_node or next(
+            (n for n in reversed(head.metadata.get("writes", [])) if n in graph.nodes), None
+        )
+        if node is None:
+            raise InvalidUpdateError("update_state: no node wrote the latest checkpoint; pass as_node")
+        cp = apply_update(graph, head, values, node, {"run_id": None})
+        KVCheckpointStore(self.kv, graph.schema).put(thread_id, cp)
+        return cp
+
+    def thread_runs(self, thread_id: str) -> list[RunRecord]:
+        """The runs of a thread, oldest first."""
+        ids = [i.decode() for i in self.kv.zrange(keys.thread_runs(thread_id), 0, -1)]
+        return [self.runs.get(run_id, thread_id) for run_id in ids]
 
     def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> Checkpoint:
         """The thread's newest checkpoint (or the one with ``checkpoint_id``).

@@ -49,6 +49,8 @@ class RunConfig(BaseModel):
         max_super_steps: super-step budget of this run (C1); None → ``GRAPHQ_MAX_SUPER_STEPS`` (default 50).
         resume_if_exists: start from the thread's latest checkpoint when it has one (C2): the input goes
             through the reducers and execution starts again at the entry node; False starts from empty.
+        checkpoint_id: start from this checkpoint of the thread instead of its latest (C3): a fork, recorded
+            as a checkpoint with ``source: fork``; the thread's latest checkpoint id behaves like no id.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -60,6 +62,7 @@ class RunConfig(BaseModel):
     configurable: dict[str, Any] = Field(default_factory=dict)
     max_super_steps: int | None = None
     resume_if_exists: bool = True
+    checkpoint_id: str | None = None
 
     def step_limit(self) -> int:
         """The effective ``max_super_steps``.

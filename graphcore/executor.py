@@ -10,10 +10,10 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from graphcore.algo import apply_input, apply_writes
+from graphcore.algo import apply_input, apply_writes, fork
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RESUME_KEY, RunConfig, merge_config
-from graphcore.errors import InvalidUpdateError, StepLimitError
+from graphcore.errors import CheckpointNotFoundError, InvalidUpdateError, StepLimitError
 from graphcore.interrupts import match_answer, pending_interrupts, resume_plan
 from graphcore.step import run_step
 from graphcore.types import Command, Interrupt, TaskWrites
@@ -23,12 +23,32 @@ if TYPE_CHECKING:
     from graphcore.graph import Branch, NodeSpec, StateGraph
     from graphcore.store.base import CheckpointStore
 
-__all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "step_limit_error", "with_resume"]
+__all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
 
 STREAM_MODES = ("values", "updates", "custom")
 
 INTERRUPT_KEY = "__interrupt__"
 """Key of the open requests in ``invoke``'s result and in ``updates`` events when a run pauses."""
+
+
+def start_point(store: CheckpointStore | None, thread: str, cfg: RunConfig) -> tuple[Checkpoint | None, bool]:
+    """The checkpoint a new run of ``thread`` starts from, and whether starting there forks the thread.
+
+    ``cfg.checkpoint_id`` picks one (C3): a fork unless it is the thread's latest; otherwise the latest,
+    when ``cfg.resume_if_exists`` (C2); None for a fresh start.
+
+    Raises:
+        CheckpointNotFoundError: the thread has no checkpoint ``cfg.checkpoint_id``.
+    """
+    if store is None:
+        return None, False
+    if cfg.checkpoint_id is None:
+        return (store.get(thread) if cfg.resume_if_exists else None), False
+    chosen = store.get(thread, cfg.checkpoint_id)
+    if chosen is None:
+        raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoint {cfg.checkpoint_id!r}")
+    latest = store.get(thread)
+    return chosen, latest is not None and latest.id != chosen.id
 
 
 def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]]) -> RunConfig:
@@ -181,7 +201,10 @@ class CompiledGraph:
     ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, list[Any]]]:
         """Where a run starts: the thread's head (resume or continue) or a new input checkpoint (C2, G6)."""
         store, thread = self.checkpointer, cfg.thread_id or ""
-        parent = store.get(thread) if store is not None and cfg.resume_if_exists else None
+        parent, forks = start_point(store, thread, cfg)
+        if forks and parent is not None:
+            parent = fork(parent, meta)
+            self._save(cfg, parent)
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:
                 raise InvalidUpdateError("Command(resume=...) needs a checkpointer and a thread to resume")

@@ -43,8 +43,9 @@ def graphq(*args: str, url: str | None, env: dict[str, str] | None = None) -> Re
     """``graphq [--redis-url URL] --workflows tests.workflows.basic ARGS``; GRAPHQ_* env restored after."""
     clean = {"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None, "GRAPHQ_DATA_DIR": None}
     prefix = ["--redis-url", url] if url else []
-    return CliRunner().invoke(main, [*prefix, "--workflows", WORKFLOWS, *args], env={**clean, **(env or {})},
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        main, [*prefix, "--workflows", WORKFLOWS, *args], env={**clean, **(env or {})}, catch_exceptions=False
+    )
 
 
 def error_line(result: Result) -> str:
@@ -84,8 +85,17 @@ def test_enqueue_prints_a_run_id(redis_url: str) -> None:
 
 def test_enqueue_reads_input_from_a_file(redis_url: str, tmp_path: Path) -> None:
     (tmp_path / "in.json").write_text('{"items": [1, 2]}')
-    result = graphq("enqueue", "fanout", "--input", f"@{tmp_path / 'in.json'}", "--thread", "t-file",
-                    "--tenant", "acme", url=redis_url)
+    result = graphq(
+        "enqueue",
+        "fanout",
+        "--input",
+        f"@{tmp_path / 'in.json'}",
+        "--thread",
+        "t-file",
+        "--tenant",
+        "acme",
+        url=redis_url,
+    )
     assert result.exit_code == 0, result.stderr
     [record] = runs_json(redis_url)
     assert (record["input"], record["thread_id"], record["tenant"]) == ({"items": [1, 2]}, "t-file", "acme")
@@ -93,8 +103,10 @@ def test_enqueue_reads_input_from_a_file(redis_url: str, tmp_path: Path) -> None
 
 def test_batch_file_enqueues_every_line(redis_url: str, tmp_path: Path) -> None:
     batch = tmp_path / "runs.jsonl"
-    batch.write_text('{"input": {"limit": 1}}\n\n{"input": {"limit": 2}, "thread": "t-2"}\n'
-                     '{"input": {"limit": 3}, "tenant": "acme"}\n')
+    batch.write_text(
+        '{"input": {"limit": 1}}\n\n{"input": {"limit": 2}, "thread": "t-2"}\n'
+        '{"input": {"limit": 3}, "tenant": "acme"}\n'
+    )
     result = graphq("enqueue", "counter", "--input-file", str(batch), "--tenant", "base", url=redis_url)
     assert result.exit_code == 0, result.stderr
     ids = result.stdout.split()
@@ -296,16 +308,29 @@ def test_bad_setting_is_a_config_error(redis_url: str) -> None:
 
 
 def test_unimportable_workflow_module(redis_url: str) -> None:
-    result = CliRunner().invoke(main, ["--redis-url", redis_url, "--workflows", "no.such.module", "workflows",
-                                       "list"], env={"GRAPHQ_WORKFLOWS": None, "GRAPHQ_REDIS_URL": None})
+    result = CliRunner().invoke(
+        main,
+        ["--redis-url", redis_url, "--workflows", "no.such.module", "workflows", "list"],
+        env={"GRAPHQ_WORKFLOWS": None, "GRAPHQ_REDIS_URL": None},
+    )
     assert result.exit_code == 2
     assert "no.such.module" in error_line(result)
 
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["run"], ["enqueue"], ["worker"], ["runs"], ["runs", "list"], ["runs", "show"], ["state"],
-     ["workflows"], ["workflows", "list"]],
+    [
+        [],
+        ["run"],
+        ["enqueue"],
+        ["worker"],
+        ["runs"],
+        ["runs", "list"],
+        ["runs", "show"],
+        ["state"],
+        ["workflows"],
+        ["workflows", "list"],
+    ],
 )
 def test_help(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--help"])
@@ -332,9 +357,18 @@ class Pair:
 
 def test_json_output_is_always_valid() -> None:
     value = {
-        "when": datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), "price": Decimal("1.50"),
-        "id": UUID(int=1), "raw": b"hi", "blob": b"\xff\x00", "tags": {"b", "a"}, "color": Color.RED,
-        "point": Point(x=1), "pair": Pair(1, b"x"), 3: float("nan"), "tuple": (1, 2), "other": object,
+        "when": datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
+        "price": Decimal("1.50"),
+        "id": UUID(int=1),
+        "raw": b"hi",
+        "blob": b"\xff\x00",
+        "tags": {"b", "a"},
+        "color": Color.RED,
+        "point": Point(x=1),
+        "pair": Pair(1, b"x"),
+        3: float("nan"),
+        "tuple": (1, 2),
+        "other": object,
     }
     data = json.loads(to_json(value))
     assert data["when"] == "2024-01-02T03:04:05+00:00" and data["price"] == "1.50"

@@ -173,7 +173,7 @@ def test_undecodable_file_is_a_failure_not_a_crash(tmp_path: Path) -> None:
     assert [(m["path"], m["lines"]) for m in out["modules"]] == [("bom.py", 2), ("declared.py", 2)]
 
 
-NESTED = '''async def outer():
+NESTED = """async def outer():
     def inner():
         class Local:
             def method(self):
@@ -182,7 +182,7 @@ NESTED = '''async def outer():
                 pass
         return Local
     return inner
-'''
+"""
 
 
 def test_inventory_module_qualifies_nested_names_and_counts_async() -> None:

@@ -30,14 +30,19 @@ TIMEOUT_S = 20
 def env(redis_url: str) -> dict[str, str]:
     """Environment of the subprocesses: the test Redis and the test workflows."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
-    return {**base, "GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_WORKFLOWS": "tests.workflows.basic",
-            "PYTHONUNBUFFERED": "1"}
+    return {
+        **base,
+        "GRAPHQ_REDIS_URL": redis_url,
+        "GRAPHQ_WORKFLOWS": "tests.workflows.basic",
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 def graphq(*args: str, env: dict[str, str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     """Run ``graphq ARGS`` to completion in the repo root."""
-    return subprocess.run([*GRAPHQ, *args], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [*GRAPHQ, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def graphq_json(*args: str, env: dict[str, str]) -> Any:
@@ -60,8 +65,9 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
         path = tmp_path / f"proc-{len(procs)}.log"
         log = path.open("wb")
         command = [str(SCRIPT)] if script and SCRIPT.exists() else GRAPHQ
-        proc = subprocess.Popen([*command, *args], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [*command, *args], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         log.close()
         LOGS[proc.pid] = path
         procs.append(proc)
@@ -108,8 +114,11 @@ def test_batch_on_two_burst_worker_processes(
 ) -> None:
     items = [[1], [1, 2], [1, 2, 3], [4, 5], [7], [10, 20, 30, 40]]
     batch = tmp_path / "runs.jsonl"
-    batch.write_text("".join(json.dumps({"input": {"items": i}, "tenant": f"t{n % 2}"}) + "\n"
-                             for n, i in enumerate(items)))
+    batch.write_text(
+        "".join(
+            json.dumps({"input": {"items": i}, "tenant": f"t{n % 2}"}) + "\n" for n, i in enumerate(items)
+        )
+    )
     done = graphq("enqueue", "fanout", "--input-file", str(batch), env=env)
     assert done.returncode == 0, done.stderr
     ids = done.stdout.split()
@@ -179,7 +188,13 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
     assert [r["status"] for r in listed] == ["completed", "completed"]
     history = graphq_json("state", "local", "--history", env=env)
     assert [(c["step"], c["source"]) for c in history] == [
-        (5, "loop"), (4, "loop"), (3, "input"), (2, "loop"), (1, "loop"), (0, "loop"), (-1, "input")
+        (5, "loop"),
+        (4, "loop"),
+        (3, "input"),
+        (2, "loop"),
+        (1, "loop"),
+        (0, "loop"),
+        (-1, "input"),
     ]
     with EmbeddedRedis(data_dir=data) as server:  # the data of both runs is still there (AOF reload)
         client = redis.Redis.from_url(server.url)
@@ -190,8 +205,13 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
 
 def test_ctrl_c_stops_a_local_run_and_its_embedded_redis(tmp_path: Path, spawn: Spawn) -> None:
     base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
-    env = {**base, "GRAPHQ_DATA_DIR": str(tmp_path / "data"), "GRAPHQ_WORKFLOWS": "tests.workflows.basic",
-           "GRAPHQ_MAX_SUPER_STEPS": "100000", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **base,
+        "GRAPHQ_DATA_DIR": str(tmp_path / "data"),
+        "GRAPHQ_WORKFLOWS": "tests.workflows.basic",
+        "GRAPHQ_MAX_SUPER_STEPS": "100000",
+        "PYTHONUNBUFFERED": "1",
+    }
     proc = spawn("run", "counter", "--input", '{"limit": 100000}', "--thread", "long", env=env)
     deadline = time.monotonic() + 10
     while "step  10" not in logged(proc):

@@ -8,11 +8,32 @@ import graphcore.store
 
 def test_graphcore_exports() -> None:
     assert set(graphcore.__all__) == {
-        "END", "START", "CancelToken", "Checkpoint", "Command", "CompiledGraph", "ConfigError", "GraphqError",
-        "Interrupt", "InvalidGraphError", "InvalidUpdateError", "NodeError", "NodeTimeoutError", "Overwrite",
-        "RemoveMessage", "RetryPolicy", "RunConfig",
-        "Send", "SerializationError", "StateGraph", "StepLimitError", "add_messages", "get_cancel_token",
-        "get_config", "get_stream_writer", "interrupt",
+        "END",
+        "START",
+        "CancelToken",
+        "Checkpoint",
+        "Command",
+        "CompiledGraph",
+        "ConfigError",
+        "GraphqError",
+        "Interrupt",
+        "InvalidGraphError",
+        "InvalidUpdateError",
+        "NodeError",
+        "NodeTimeoutError",
+        "Overwrite",
+        "RemoveMessage",
+        "RetryPolicy",
+        "RunConfig",
+        "Send",
+        "SerializationError",
+        "StateGraph",
+        "StepLimitError",
+        "add_messages",
+        "get_cancel_token",
+        "get_config",
+        "get_stream_writer",
+        "interrupt",
     }
     for name in graphcore.__all__:
         assert hasattr(graphcore, name), name
@@ -20,5 +41,8 @@ def test_graphcore_exports() -> None:
 
 def test_store_exports() -> None:
     assert set(graphcore.store.__all__) == {
-        "CheckpointStore", "InMemoryCheckpointStore", "KVCheckpointStore", "RedisCheckpointStore",
+        "CheckpointStore",
+        "InMemoryCheckpointStore",
+        "KVCheckpointStore",
+        "RedisCheckpointStore",
     }

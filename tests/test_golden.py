@@ -16,8 +16,12 @@ def test_checkpoint_record_v1_loads() -> None:
     record = decode_record((GOLDEN / "checkpoint_record_v1.bin").read_bytes())
     cp = to_checkpoint(record, {"log": ["a", "b"], "value": None})
     assert record.refs == {"log": ["log", record.refs["log"][1], 2], "value": ["v", 2]}
-    assert (cp.id, cp.parent_id, cp.step, cp.v) == ("0190000000000000000000000000abcd",
-                                                   "01900000000000000000000000000001", 3, 1)
+    assert (cp.id, cp.parent_id, cp.step, cp.v) == (
+        "0190000000000000000000000000abcd",
+        "01900000000000000000000000000001",
+        3,
+        1,
+    )
     assert cp.channel_versions == {"log": 4, "value": 2}
     assert cp.versions_seen == {"node": {"log": 3}}
     assert cp.next_tasks == [PendingTask("node"), PendingTask("node", True, {"x": 1})]

@@ -142,3 +142,74 @@ def test_pydantic_state_with_a_nested_enum_survives_interrupt_and_resume(client:
     assert result["order"] == Order(id=7, status=Order.Status.APPROVED)
     assert result["order"].status is Order.Status.APPROVED
     assert result["note"] == "looks good"
+
+
+def test_agent_tool_approval_runs_each_step_once(client: Client) -> None:
+    run_id = client.enqueue("chat", {"messages": [{"id": "h1", "role": "human", "content": "weather"}]})
+    work(client)
+    [request] = client.requests(run_id)
+    assert request.node == "tools"
+    assert request.value == {"approve": {"name": "lookup", "args": {"q": "weather"}}}
+    assert hitl.CALLS == {"agent": 1, "tools": 1}
+    client.answer(run_id, "yes")
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert hitl.CALLS == {"agent": 2, "tools": 2}  # the entry step never ran again; tools re-ran on resume
+    assert run.result is not None
+    assert [(m["id"], m["role"]) for m in run.result["messages"]] == [
+        ("h1", "human"),
+        ("ai-call", "ai"),
+        ("tool-1", "tool"),
+        ("ai-final", "ai"),
+    ]
+    assert run.result["messages"][3]["content"] == "done: lookup(weather) approved=yes"
+
+
+def test_fork_from_an_earlier_checkpoint_is_recorded(client: Client) -> None:
+    first = client.enqueue("looping", {"until": 3}, thread_id="forky")
+    work(client)
+    history = client.get_history("forky")
+    assert [c.step for c in history] == [2, 1, 0, -1]
+    middle = history[2]  # after the first tick: count 1, next task tick
+    assert middle.channel_values["count"] == 1
+    forked = client.enqueue("looping", None, thread_id="forky", config={"checkpoint_id": middle.id})
+    work(client)
+    run = client.get_run(forked)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == {"until": 3, "turns": [], "count": 3}
+    branch = client.get_history("forky")
+    fork_cp = next(c for c in branch if c.source == "fork")
+    assert (fork_cp.parent_id, fork_cp.step, fork_cp.metadata["forked_from"]) == (middle.id, 0, middle.id)
+    assert fork_cp.channel_values == middle.channel_values
+    assert [c.step for c in branch][:3] == [2, 1, 0]  # the new branch: two ticks after the fork
+    assert branch[0].parent_id == branch[1].id and branch[1].parent_id == fork_cp.id
+    assert client.get_run(first).result == {"until": 3, "turns": [], "count": 3}
+
+
+def test_resuming_with_the_head_checkpoint_id_is_like_resuming_by_thread(client: Client) -> None:
+    client.enqueue("looping", {"until": 2}, thread_id="same")
+    work(client)
+    head = client.get_state("same")
+    again = client.enqueue("looping", None, thread_id="same", config={"checkpoint_id": head.id})
+    work(client)
+    run = client.get_run(again)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == {"until": 2, "turns": [], "count": 2}
+    assert client.get_state("same").id == head.id  # nothing to run, no fork, no new checkpoint
+
+
+def test_update_state_as_a_node_then_continue(client: Client) -> None:
+    client.enqueue("looping", {"until": 2}, thread_id="edit")
+    work(client)
+    cp = client.update_state("looping", "edit", {"until": 4}, as_node="tick")
+    assert (cp.source, cp.metadata["writes"], [t.node for t in cp.next_tasks]) == (
+        "update",
+        ["tick"],
+        ["tick"],
+    )
+    again = client.enqueue("looping", None, thread_id="edit")
+    work(client)
+    assert client.get_run(again).result == {"until": 4, "turns": [], "count": 4}
+    with pytest.raises(InvalidUpdateError, match="no node 'nope'"):
+        client.update_state("looping", "edit", {"until": 9}, as_node="nope")

@@ -18,13 +18,13 @@ import traceback
 from typing import Any
 
 from graphcore import keys, serde
-from graphcore.algo import apply_input, apply_writes
+from graphcore.algo import apply_input, apply_writes, fork
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig
 from graphcore.connection import is_transient, redis_retrying, retry_transient
 from graphcore.errors import Cancelled, GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.events import stage_event
-from graphcore.executor import CompiledGraph, step_limit_error, with_resume
+from graphcore.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.interrupts import resume_plan
 from graphcore.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
 from graphcore.step import RetryHook, run_step
@@ -98,6 +98,12 @@ def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
     _end(ctx, run, RunStatus.FAILED, RunError(type=type(exc).__name__, message=str(exc), traceback=tb))
 
 
+def _end_completed(ctx: WorkerContext, run: RunRecord) -> None:
+    """Complete a run that has no step to run (its result is the head checkpoint's values)."""
+    if ctx.runs.set_status(run, RunStatus.COMPLETED, fields={"ended_at": now_iso()}):
+        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "completed"})
+
+
 def _end(ctx: WorkerContext, run: RunRecord, status: RunStatus, error: RunError) -> None:
     """End the run (compare-and-set from a non-terminal status, I7) and record why."""
     if ctx.runs.set_status(run, status, fields={"error": error.model_dump_json(), "ended_at": now_iso()}):
@@ -120,6 +126,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     cfg = _config(ctx, graph, run)
     _mark_running(ctx, run)
     cp, continued = _head(ctx, graph, run, lease, cfg)
+    if not cp.next_tasks:  # continuing a thread that has nothing left to run
+        _end_completed(ctx, run)
+        return "completed: nothing to run"
     limit = cfg.step_limit()
     if run.step >= limit:
         raise step_limit_error(limit, cp)
@@ -222,22 +231,25 @@ def _head(
         if cp is None:
             raise GraphqError(f"run {run.id}: head checkpoint {run.head} is missing")
         return cp, False
-    parent = store.get(run.thread_id) if cfg.resume_if_exists else None
+    parent, forks = start_point(store, run.thread_id, cfg)
+    if forks and parent is not None:
+        parent = fork(parent, {"run_id": run.id})
+        _commit_start(ctx, run, lease, parent, parent_is_head=False)
     if run.input is None and parent is not None:
         ctx.kv.hset(keys.run(run.thread_id, run.id), "head", parent.id)
         run.head = parent.id
         return parent, True
     cp = apply_input(graph, parent, run.input, {"run_id": run.id})
-    _commit(
-        ctx,
-        run,
-        lease,
-        cp,
-        StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})]),
-        parent_is_head=parent is not None,
-        writes_of=cp.id,
-    )
+    _commit_start(ctx, run, lease, cp, parent_is_head=parent is not None)
     return cp, False
+
+
+def _commit_start(
+    ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoint, parent_is_head: bool
+) -> None:
+    """Commit a checkpoint that starts the run (input or fork): it becomes the run's head; no step runs."""
+    extra = StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})])
+    _commit(ctx, run, lease, cp, extra, parent_is_head=parent_is_head, writes_of=cp.id)
 
 
 def _put_writes(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, lease: Lease, tw: TaskWrites) -> None:

@@ -14,10 +14,14 @@ HERE = Path(__file__).parent
 
 def main() -> None:
     cp = Checkpoint(
-        id="0190000000000000000000000000abcd", parent_id="01900000000000000000000000000001", step=3,
+        id="0190000000000000000000000000abcd",
+        parent_id="01900000000000000000000000000001",
+        step=3,
         channel_values={"log": ["a", "b"], "value": VALUES},
-        channel_versions={"log": 4, "value": 2}, versions_seen={"node": {"log": 3}},
-        next_tasks=[PendingTask("node"), PendingTask("node", True, {"x": 1})], barriers={"a+b>c": ["a"]},
+        channel_versions={"log": 4, "value": 2},
+        versions_seen={"node": {"log": 3}},
+        next_tasks=[PendingTask("node"), PendingTask("node", True, {"x": 1})],
+        barriers={"a+b>c": ["a"]},
         metadata={"source": "loop", "step": 3, "run_id": "r1", "writes": ["node"]},
         created_at="2026-11-30T00:00:00+00:00",
     )

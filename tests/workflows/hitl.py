@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel
 
-from graphcore import END, START, Send, StateGraph
+from graphcore import END, START, Send, StateGraph, add_messages
 from graphcore.interrupts import interrupt
 
 CALLS: Counter[str] = Counter()
@@ -185,3 +185,37 @@ _p = StateGraph(Slow)
 _p.add_node("patient", patient)
 _p.add_edge(START, "patient")
 patient_graph = _p.compile(name="patient")
+
+
+class Chat(TypedDict, total=False):
+    messages: Annotated[list[dict[str, Any]], add_messages]
+
+
+def agent(state: Chat) -> dict[str, Any]:
+    CALLS["agent"] += 1
+    last = state["messages"][-1]
+    if last["role"] == "tool":
+        return {"messages": [{"id": "ai-final", "role": "ai", "content": f"done: {last['content']}"}]}
+    call = {"name": "lookup", "args": {"q": last["content"]}}
+    return {"messages": [{"id": "ai-call", "role": "ai", "content": "", "tool_call": call}]}
+
+
+def tools(state: Chat) -> dict[str, Any]:
+    CALLS["tools"] += 1
+    call = state["messages"][-1]["tool_call"]
+    verdict = interrupt({"approve": call})
+    content = f"{call['name']}({call['args']['q']}) approved={verdict}"
+    return {"messages": [{"id": "tool-1", "role": "tool", "content": content}]}
+
+
+def needs_tool(state: Chat) -> str:
+    return "tools" if state["messages"][-1].get("tool_call") else END
+
+
+_c = StateGraph(Chat)
+_c.add_node("agent", agent)
+_c.add_node("tools", tools)
+_c.add_edge(START, "agent")
+_c.add_conditional_edges("agent", needs_tool, ["tools", END])
+_c.add_edge("tools", "agent")
+chat = _c.compile(name="chat")
