@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from redis.exceptions import WatchError
+
 from graphcore import keys, serde
 from graphcore.algo import apply_update, task_id
 from graphcore.checkpoint import Checkpoint
@@ -21,9 +23,21 @@ from graphcore.interrupts import match_answer, pending_interrupts
 from graphcore.registry import Registry
 from graphcore.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.store.kv import KVCheckpointStore
+from graphcore.threads import MULTITASK_POLICIES, Multitask, ThreadBusyError, hand_over
 from graphcore.types import START, Interrupt
 
 __all__ = ["Client", "RunRequest", "StepQueue"]
+
+
+def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
+    """Multitask ``reject``: no run may go to a busy thread, nor two runs to one thread."""
+    seen: set[str] = set()
+    for record in records:
+        if record.thread_id in busy or record.thread_id in seen:
+            raise ThreadBusyError(
+                f"thread {record.thread_id!r} already has an active run; not enqueued (multitask=reject)"
+            )
+        seen.add(record.thread_id)
 
 
 class StepQueue(Protocol):
@@ -98,8 +112,11 @@ class Client:
         """
         self._record(request)
 
-    def enqueue_many(self, requests: Sequence[RunRequest]) -> list[str]:
+    def enqueue_many(self, requests: Sequence[RunRequest], multitask: Multitask = "enqueue") -> list[str]:
         """Create the runs and their first step jobs, all or nothing (one MULTI transaction).
+
+        A run on a busy thread (I3) waits behind the thread's active run (``multitask="enqueue"``) and
+        starts when that one ends, or is refused (``"reject"``).
 
         Returns:
             The run ids, in request order.
@@ -108,21 +125,48 @@ class Client:
             UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError: a request is invalid
                 (unknown workflow, bad option or id, an input the state schema does not accept); nothing is
                 written.
+            ThreadBusyError: ``multitask="reject"`` and a thread has an active run (or two requests share a
+                thread); nothing is written.
         """
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
+        if multitask not in MULTITASK_POLICIES:
+            raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
         records = [self._record(r) for r in requests]
-        pipe = self.kv.pipeline(transaction=True)
-        pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode
-        for record in records:
-            self.runs.stage_create(pipe, record)
-            self.queue.stage(pipe, record)
-        pipe.execute()
+        while records:
+            try:
+                return self._admit(records, multitask)
+            except WatchError:
+                continue
+        return []
+
+    def _admit(self, records: Sequence[RunRecord], multitask: Multitask) -> list[str]:
+        """One optimistic try: create the runs; the first on an idle thread becomes active (its step-0 job
+        is enqueued), the others wait in the thread's line."""
+        assert self.queue is not None
+        threads = list(dict.fromkeys(r.thread_id for r in records))
+        with self.kv.pipeline(transaction=True) as pipe:
+            pipe.watch(*[keys.thread_active(t) for t in threads])
+            busy = {t for t in threads if pipe.get(keys.thread_active(t)) is not None}
+            if multitask == "reject":
+                _refuse_busy(records, busy)
+            pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode
+            for record in records:
+                self.runs.stage_create(pipe, record)
+                if record.thread_id in busy:
+                    pipe.rpush(keys.thread_waiting(record.thread_id), record.id)
+                else:
+                    busy.add(record.thread_id)
+                    pipe.set(keys.thread_active(record.thread_id), record.id)
+                    self.queue.stage(pipe, record)
+            pipe.execute()
         return [r.id for r in records]
 
-    def enqueue(self, workflow: str, input: Any = None, **options: Any) -> str:
+    def enqueue(
+        self, workflow: str, input: Any = None, multitask: Multitask = "enqueue", **options: Any
+    ) -> str:
         """Enqueue one run; ``options`` are :class:`RunRequest` fields. Returns the run id."""
-        return self.enqueue_many([RunRequest(workflow, input, **options)])[0]
+        return self.enqueue_many([RunRequest(workflow, input, **options)], multitask)[0]
 
     def get_run(self, run_id: str) -> RunRecord:
         """The run record; a Completed run's ``result`` is the state values of its last checkpoint.
@@ -253,6 +297,9 @@ class Client:
         waiting = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
         if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields):
             stage_event(self.kv, run.thread_id, run.id, "status", run.step, {"status": "canceled"})
+            self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
+            if self.queue is not None:
+                hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)
             return "canceled"
         self.kv.hset(keys.run(run.thread_id, run.id), "cancel", "interrupt" if interrupt else "cooperative")
         current = self.runs.get(run_id)

@@ -15,6 +15,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:{T}:events:RUN         stream run events (C6)
     graphq:{T}:lease:RUN          string lease token of the step being run (R18)
     graphq:{T}:runs               zset   run ids of the thread by creation time
+    graphq:{T}:active             string the thread's active run (I3)
+    graphq:{T}:waiting            list   runs waiting for the thread, in order
     graphq:runs                   zset   all run ids by creation time
     graphq:run-thread             hash   run id -> thread id
 """
@@ -36,8 +38,10 @@ __all__ = [
     "run_events",
     "run_threads",
     "runs_index",
+    "thread_active",
     "thread_pattern",
     "thread_runs",
+    "thread_waiting",
     "validate_id",
 ]
 
@@ -109,6 +113,16 @@ def lease(thread: str, run_id: str) -> str:
 def thread_runs(thread: str) -> str:
     """Sorted set of the thread's run ids, scored by creation time (epoch seconds)."""
     return f"{_t(thread)}:runs"
+
+
+def thread_active(thread: str) -> str:
+    """The id of the thread's active run (one per thread, I3)."""
+    return f"{_t(thread)}:active"
+
+
+def thread_waiting(thread: str) -> str:
+    """List of run ids waiting for the thread, first in line first."""
+    return f"{_t(thread)}:waiting"
 
 
 def thread_pattern(thread: str) -> str:

@@ -8,11 +8,12 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.client import Client
+from graphcore.client import Client, RunRequest
 from graphcore.errors import InvalidUpdateError
 from graphcore.registry import Registry
 from graphcore.runs import RunStatus
 from graphcore.settings import Settings
+from graphcore.threads import ThreadBusyError
 from tests.workflows import hitl
 from tests.workflows.hitl import Order
 from worker.process import run_worker
@@ -213,3 +214,40 @@ def test_update_state_as_a_node_then_continue(client: Client) -> None:
     assert client.get_run(again).result == {"until": 4, "turns": [], "count": 4}
     with pytest.raises(InvalidUpdateError, match="no node 'nope'"):
         client.update_state("looping", "edit", {"until": 9}, as_node="nope")
+
+
+def test_second_run_on_a_busy_thread_waits_behind_the_active_one(client: Client) -> None:
+    """I3 with multitask=enqueue (the default): one active run per thread; the next starts when it ends."""
+    first, second = client.enqueue_many(
+        [
+            RunRequest("looping", {"until": 2}, thread_id="busy"),
+            RunRequest("looping", {"until": 4}, thread_id="busy"),
+        ]
+    )
+    assert client.kv.llen("rq:queue:graphq:looping") == 1  # only the active run has a job
+    work(client)
+    assert client.get_run(first).status == RunStatus.COMPLETED
+    done = client.get_run(second)
+    assert (done.status, done.step) == (RunStatus.COMPLETED, 2)  # it continued the thread: count 2 -> 4
+    assert done.result == {"until": 4, "turns": [], "count": 4}
+    assert client.kv.exists(keys.thread_active("busy"), keys.thread_waiting("busy")) == 0
+
+
+def test_reject_policy_refuses_a_run_on_a_busy_thread(client: Client) -> None:
+    client.enqueue("looping", {"until": 2}, thread_id="single")
+    with pytest.raises(ThreadBusyError, match="'single' already has an active run"):
+        client.enqueue("looping", {"until": 3}, thread_id="single", multitask="reject")
+    assert len(client.thread_runs("single")) == 1
+
+
+def test_a_run_awaiting_input_keeps_its_thread_until_it_ends(client: Client) -> None:
+    asking = client.enqueue("asking", {"topic": "x"}, thread_id="held")
+    work(client)
+    assert client.get_run(asking).status == RunStatus.AWAITING_INPUT
+    waiting = client.enqueue("asking", {"topic": "y"}, thread_id="held")
+    work(client)
+    assert client.get_run(waiting).status == RunStatus.QUEUED
+    assert client.cancel(asking) == "canceled"
+    work(client)
+    assert client.get_run(waiting).status == RunStatus.AWAITING_INPUT
+    assert [r.value for r in client.requests(waiting)] == [{"question": "first about y?"}]

@@ -29,6 +29,7 @@ from graphcore.interrupts import resume_plan
 from graphcore.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
 from graphcore.step import RetryHook, run_step
 from graphcore.store.layout import encode_writes
+from graphcore.threads import hand_over
 from graphcore.types import TaskWrites
 from worker.commit import StepCommit
 from worker.context import WorkerContext, get_context
@@ -58,6 +59,7 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         return f"skipped: {held}"
     if code == 4:
         stage_event(ctx.kv, thread_id, run_id, "status", run.step, {"status": "canceled"})
+        _release_thread(ctx, run)
         return "canceled before the step"
     try:
         with lease:
@@ -98,10 +100,16 @@ def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
     _end(ctx, run, RunStatus.FAILED, RunError(type=type(exc).__name__, message=str(exc), traceback=tb))
 
 
+def _release_thread(ctx: WorkerContext, run: RunRecord) -> None:
+    """The run ended: the next run waiting for its thread starts (I3)."""
+    retry_transient(hand_over, ctx.kv, ctx.runs, ctx.queue, run.thread_id, run.id)
+
+
 def _end_completed(ctx: WorkerContext, run: RunRecord) -> None:
     """Complete a run that has no step to run (its result is the head checkpoint's values)."""
     if ctx.runs.set_status(run, RunStatus.COMPLETED, fields={"ended_at": now_iso()}):
         stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "completed"})
+        _release_thread(ctx, run)
 
 
 def _end(ctx: WorkerContext, run: RunRecord, status: RunStatus, error: RunError) -> None:
@@ -109,6 +117,7 @@ def _end(ctx: WorkerContext, run: RunRecord, status: RunStatus, error: RunError)
     if ctx.runs.set_status(run, status, fields={"error": error.model_dump_json(), "ended_at": now_iso()}):
         event = {"status": status.value, "error": f"{error.type}: {error.message}"}
         stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, event)
+        _release_thread(ctx, run)
     log.info("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
 
 
@@ -327,3 +336,5 @@ def _commit_step(
         next_run=next_run,
     )
     run.step += 1
+    if next_run is None:
+        _release_thread(ctx, run)

@@ -1,0 +1,71 @@
+"""One active run per thread (I3): the thread's active run, and the runs waiting behind it.
+
+A thread is busy while its active run is Queued, Running or AwaitingInput. A new run on a busy thread is
+refused (multitask policy ``reject``) or waits in line (``enqueue``, the default); when the active run ends,
+:func:`hand_over` makes the next waiting run active and enqueues its first step.
+
+The hand-over runs right after the run's terminal transition, not inside it: a process that dies in
+between leaves the thread's next run waiting until the run is handed over again (a reaper's job).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from redis.exceptions import WatchError
+
+from graphcore import keys
+from graphcore.errors import PermanentError
+from graphcore.runs import RunRecord, RunStore
+
+if TYPE_CHECKING:
+    from graphcore.client import StepQueue
+
+__all__ = ["MULTITASK_POLICIES", "Multitask", "ThreadBusyError", "hand_over"]
+
+Multitask = Literal["reject", "enqueue"]
+MULTITASK_POLICIES: tuple[Multitask, ...] = ("reject", "enqueue")
+
+
+class ThreadBusyError(PermanentError):
+    """A run was refused because its thread has an active run and the multitask policy is ``reject``."""
+
+
+def hand_over(kv: Any, runs: RunStore, queue: StepQueue, thread_id: str, run_id: str) -> str | None:
+    """After ``run_id`` ended: make the thread's next waiting run active and enqueue its first step.
+
+    Waiting runs that ended meanwhile (cancelled in line) are skipped. A no-op when ``run_id`` is not the
+    thread's active run.
+
+    Returns:
+        The id of the run now active, or None when the thread is idle.
+    """
+    active_key, waiting_key = keys.thread_active(thread_id), keys.thread_waiting(thread_id)
+    while True:
+        with kv.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(active_key, waiting_key)
+                if pipe.get(active_key) != run_id.encode():
+                    return None
+                nxt = _next_waiting(pipe, runs, thread_id, waiting_key)
+                pipe.multi()
+                if nxt is None:
+                    pipe.delete(active_key)
+                else:
+                    pipe.lpop(waiting_key)
+                    pipe.set(active_key, nxt.id)
+                    queue.stage(pipe, nxt)
+                pipe.execute()
+                return None if nxt is None else nxt.id
+            except WatchError:
+                continue
+
+
+def _next_waiting(pipe: Any, runs: RunStore, thread_id: str, waiting_key: str) -> RunRecord | None:
+    """The first waiting run that has not ended; ended ones are dropped from the line (immediate mode)."""
+    while (raw := pipe.lindex(waiting_key, 0)) is not None:
+        record = runs.get(raw.decode(), thread_id)
+        if not record.terminal:
+            return record
+        pipe.lpop(waiting_key)
+    return None
