@@ -88,6 +88,7 @@ class Client:
         graph = self.registry.get(req.workflow)
         cfg = graph.config_for(req.config)
         cfg.step_limit()
+        cfg.run_timeout()
         run_id = uuid.uuid4().hex
         thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
         keys.validate_id("tenant", req.tenant)

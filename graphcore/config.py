@@ -51,6 +51,9 @@ class RunConfig(BaseModel):
             through the reducers and execution starts again at the entry node; False starts from empty.
         checkpoint_id: start from this checkpoint of the thread instead of its latest (C3): a fork, recorded
             as a checkpoint with ``source: fork``; the thread's latest checkpoint id behaves like no id.
+        run_timeout_s: seconds from the run's creation (queue wait included) after which it ends Canceled,
+            checked between super-steps (R15); None → ``GRAPHQ_RUN_TIMEOUT_S``. At most
+            ``GRAPHQ_MAX_RUN_TIMEOUT_S`` (R11).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -63,6 +66,20 @@ class RunConfig(BaseModel):
     max_super_steps: int | None = None
     resume_if_exists: bool = True
     checkpoint_id: str | None = None
+    run_timeout_s: float | None = Field(default=None, gt=0)
+
+    def run_timeout(self) -> float:
+        """The effective run timeout in seconds (R11, R15).
+
+        Raises:
+            ConfigError: it exceeds ``GRAPHQ_MAX_RUN_TIMEOUT_S``.
+        """
+        settings = get_settings()
+        timeout = self.run_timeout_s if self.run_timeout_s is not None else settings.run_timeout_s
+        if timeout > settings.max_run_timeout_s:
+            ceiling = settings.max_run_timeout_s
+            raise ConfigError(f"run_timeout_s={timeout} is above the GRAPHQ_MAX_RUN_TIMEOUT_S={ceiling}")
+        return timeout
 
     def step_limit(self) -> int:
         """The effective ``max_super_steps``.

@@ -19,6 +19,16 @@ __all__ = ["ENTRY_POINT_GROUP", "Registry"]
 ENTRY_POINT_GROUP = "graphq.workflows"
 
 
+def _checked(graph: CompiledGraph) -> CompiledGraph:
+    """Refuse a workflow whose options are out of range at registration (R11: run timeout ceiling; C1)."""
+    try:
+        graph.defaults.run_timeout()
+        graph.defaults.step_limit()
+    except ConfigError as exc:
+        raise ConfigError(f"workflow {graph.name!r}: {exc}") from None
+    return graph
+
+
 class Registry:
     """Workflow name → compiled graph."""
 
@@ -40,7 +50,7 @@ class Registry:
                 raise ConfigError(f"cannot load workflow entry point {ep.name} = {ep.value}: {exc}") from exc
             if not isinstance(graph, CompiledGraph):
                 raise ConfigError(f"entry point {ep.name} = {ep.value} is not a compiled graph")
-            graphs[ep.name] = graph
+            graphs[ep.name] = _checked(graph)
         for name in (m.strip() for m in modules):
             if not name:
                 continue
@@ -52,8 +62,16 @@ class Registry:
                 ) from exc
             for value in vars(module).values():
                 if isinstance(value, CompiledGraph):
-                    graphs[value.name] = value
+                    graphs[value.name] = _checked(value)
         return cls(graphs)
+
+    def add(self, graph: CompiledGraph) -> None:
+        """Register ``graph`` under its name.
+
+        Raises:
+            ConfigError: its options are out of range (e.g. a run timeout above the ceiling, R11).
+        """
+        self.graphs[graph.name] = _checked(graph)
 
     def get(self, name: str) -> CompiledGraph:
         """The workflow called ``name``.

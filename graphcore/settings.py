@@ -30,6 +30,12 @@ class Settings(BaseSettings):
     max_super_steps: int = Field(
         default=50, ge=1, le=1_000_000, description="Super-step budget per run (C1)."
     )
+    run_timeout_s: float = Field(
+        default=86_400.0, gt=0, description="Run timeout, seconds from creation, queue wait included (R15)."
+    )
+    max_run_timeout_s: float = Field(
+        default=7 * 86_400.0, gt=0, description="Ceiling on any workflow's or run's run_timeout_s (R11)."
+    )
     lease_ttl_s: float = Field(default=30.0, gt=0, le=3600, description="Lease time-to-live, seconds (R18).")
     heartbeat_interval_s: float = Field(
         default=10.0, gt=0, le=600, description="Lease renewal interval, seconds; must be below lease_ttl_s."
@@ -54,8 +60,14 @@ class Settings(BaseSettings):
         """Cross-field checks; returns self.
 
         Raises:
-            ConfigError: heartbeat_interval_s is not below lease_ttl_s.
+            ConfigError: heartbeat_interval_s is not below lease_ttl_s, or run_timeout_s exceeds
+                max_run_timeout_s.
         """
+        if self.run_timeout_s > self.max_run_timeout_s:
+            raise ConfigError(
+                f"GRAPHQ_RUN_TIMEOUT_S={self.run_timeout_s} must not exceed "
+                f"GRAPHQ_MAX_RUN_TIMEOUT_S={self.max_run_timeout_s}"
+            )
         if self.heartbeat_interval_s >= self.lease_ttl_s:
             raise ConfigError(
                 f"GRAPHQ_HEARTBEAT_INTERVAL_S={self.heartbeat_interval_s} must be below "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -251,3 +252,34 @@ def test_a_run_awaiting_input_keeps_its_thread_until_it_ends(client: Client) -> 
     work(client)
     assert client.get_run(waiting).status == RunStatus.AWAITING_INPUT
     assert [r.value for r in client.requests(waiting)] == [{"question": "first about y?"}]
+
+
+def test_run_timeout_counts_queue_wait_and_ends_the_run_canceled(client: Client) -> None:
+    run_id = client.enqueue("looping", {"until": 3}, config={"run_timeout_s": 0.2})
+    time.sleep(0.3)  # waiting in the queue counts (R15)
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.CANCELED
+    assert run.error is not None and run.error.type == "RunTimeout"
+    assert run.error.message.startswith("run exceeded run_timeout_s=0.2 s (GRAPHQ_RUN_TIMEOUT_S")
+    assert client.get_history(run.thread_id) == []
+
+
+def test_run_timeout_above_the_ceiling_is_refused(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphcore import START, StateGraph
+    from graphcore.errors import ConfigError
+    from graphcore.settings import get_settings
+
+    monkeypatch.setenv("GRAPHQ_MAX_RUN_TIMEOUT_S", "60")
+    monkeypatch.setenv("GRAPHQ_RUN_TIMEOUT_S", "30")
+    get_settings.cache_clear()
+    with pytest.raises(
+        ConfigError, match=r"run_timeout_s=120\.0 is above the GRAPHQ_MAX_RUN_TIMEOUT_S=60\.0"
+    ):
+        client.enqueue("looping", {"until": 1}, config={"run_timeout_s": 120})
+    g = StateGraph(hitl.Loop)
+    g.add_node("tick", hitl.tick)
+    g.add_edge(START, "tick")
+    too_long = g.compile(name="too-long", config={"run_timeout_s": 120})
+    with pytest.raises(ConfigError, match=r"workflow 'too-long': run_timeout_s=120\.0 is above"):
+        Registry({}).add(too_long)

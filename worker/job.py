@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from datetime import UTC, datetime
 from typing import Any
 
 from graphcore import keys, serde
@@ -133,6 +134,10 @@ def _config(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> RunConf
 def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None) -> str:
     graph = ctx.registry.get(run.workflow)
     cfg = _config(ctx, graph, run)
+    timeout = _timed_out(run, cfg)
+    if timeout is not None:
+        _end(ctx, run, RunStatus.CANCELED, timeout)
+        return "canceled: run timeout"
     _mark_running(ctx, run)
     cp, continued = _head(ctx, graph, run, lease, cfg)
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
@@ -171,6 +176,19 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
     _commit_step(ctx, run, lease, cp, new, outcome.results, pending or on_done is not None)
     return "completed" if not new.next_tasks else f"committed step {run.step}"
+
+
+def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
+    """The timeout error when the run is older than its run timeout (R15: from creation, queue included)."""
+    limit = cfg.run_timeout()
+    age = (datetime.now(UTC) - datetime.fromisoformat(run.created_at)).total_seconds()
+    if age <= limit:
+        return None
+    return RunError(
+        type="RunTimeout",
+        message=f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option "
+        f"run_timeout_s) after {age:.1f} s",
+    )
 
 
 def _retry_events(ctx: WorkerContext, run: RunRecord) -> RetryHook:
