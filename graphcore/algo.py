@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from graphcore.cancel import CancelToken
 from graphcore.channels import MISSING
 from graphcore.checkpoint import Checkpoint, new_checkpoint_id
-from graphcore.config import RESERVED_PREFIX, RESUME_KEY, RunConfig, TaskContext, task_context
+from graphcore.config import ANSWERS_KEY, RESERVED_PREFIX, RESUME_KEY, RunConfig, TaskContext, task_context
 from graphcore.errors import GraphqError, InvalidUpdateError
 from graphcore.interrupts import GraphInterrupt
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
@@ -156,7 +156,7 @@ def task_config(config: RunConfig, step: int, task: Task) -> RunConfig:
         f"{RESERVED_PREFIX}node": task.node,
         f"{RESERVED_PREFIX}idempotency_key": f"{run}:{step}:{task.id}",
     }
-    visible = {k: v for k, v in config.configurable.items() if k != RESUME_KEY}
+    visible = {k: v for k, v in config.configurable.items() if k not in (RESUME_KEY, ANSWERS_KEY)}
     return config.model_copy(update={"configurable": {**visible, **extra}})
 
 
@@ -188,15 +188,17 @@ def run_task(
     spec = graph.nodes[task.node]
     cfg = task_config(config, cp.step + 1, task)
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
-    ctx = TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume)
+    answers = config.configurable.get(ANSWERS_KEY, {})
+    ctx = TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)
     with task_context(ctx):
         try:
             output = spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
             writes, goto = _normalise(graph, task.node, output)
             goto += _routes(graph, task.node, cp.channel_values, writes)
         except GraphInterrupt as paused:
-            consumed = resume[: paused.record.index]
-            return TaskWrites(task.id, task.node, interrupts=[paused.record], resume=consumed)
+            own = [r.index for r in paused.records if r.task_id == task.id]
+            consumed = resume[: own[0]] if own else []
+            return TaskWrites(task.id, task.node, interrupts=list(paused.records), resume=consumed)
     return TaskWrites(task.id, task.node, writes, goto)
 
 

@@ -19,7 +19,7 @@ from graphcore.algo import apply_update, task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
 from graphcore.events import stage_event
-from graphcore.interrupts import match_answer, pending_interrupts
+from graphcore.interrupts import match_answer
 from graphcore.registry import Registry
 from graphcore.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.store.kv import KVCheckpointStore
@@ -232,8 +232,8 @@ class Client:
         answered = {a.decode() for a in self.kv.hkeys(keys.answers(run.thread_id, "", run.head))}
         head = self.get_state(run.thread_id, run.head)
         order = {task_id(head.id, i, t.node): i for i, t in enumerate(head.next_tasks)}
-        open_ = [i for i in pending_interrupts(finished) if i.id not in answered]
-        return sorted(open_, key=lambda i: (order.get(i.task_id, len(order)), i.index))
+        ranked = sorted(finished.values(), key=lambda tw: order.get(tw.task_id, len(order)))
+        return [i for tw in ranked for i in tw.interrupts if i.id not in answered]
 
     def answer(self, run_id: str, value: Any, request_id: str | None = None) -> list[str]:
         """Answer a run's open request(s) and continue it (G6, R16).

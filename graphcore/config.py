@@ -19,15 +19,20 @@ from graphcore.errors import ConfigError, OutsideRunError
 from graphcore.settings import get_settings
 
 __all__ = [
+    "ANSWERS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
     "RunConfig",
+    "Scope",
     "TaskContext",
+    "current_scope",
     "current_task",
+    "current_task_or_none",
     "get_cancel_token",
     "get_config",
     "get_stream_writer",
     "merge_config",
+    "run_scope",
     "task_context",
 ]
 
@@ -35,6 +40,9 @@ RESERVED_PREFIX = "__graphq_"
 
 RESUME_KEY = f"{RESERVED_PREFIX}resume"
 """``configurable`` key carrying task id → answers of its ``interrupt()`` calls into a step (internal)."""
+
+ANSWERS_KEY = f"{RESERVED_PREFIX}answers"
+"""``configurable`` key carrying every answer given for a step (interrupt id → value), for subgraphs."""
 
 
 class RunConfig(BaseModel):
@@ -139,6 +147,7 @@ class TaskContext:
     node: str = ""
     resume: list[Any] = field(default_factory=list)
     interrupt_calls: int = 0
+    answers: Mapping[str, Any] = field(default_factory=dict)
 
     def next_interrupt(self) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...)."""
@@ -148,6 +157,37 @@ class TaskContext:
 
 
 _current: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("graphq_task")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where the running graph keeps its checkpoints: the store, thread and namespace (G7).
+
+    Set around a super-step by the in-process executor and by the worker; a subgraph running inside a
+    task checkpoints into the same store and thread under its own namespace ``parent_ns|node:task_id``.
+    """
+
+    store: Any
+    thread_id: str
+    ns: str = ""
+
+
+_scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("graphq_scope", default=None)
+
+
+@contextmanager
+def run_scope(scope: Scope) -> Iterator[None]:
+    """Make ``scope`` current for the block (and the tasks started inside it)."""
+    token = _scope.set(scope)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+def current_scope() -> Scope | None:
+    """The scope of the graph running now, or None outside a run."""
+    return _scope.get()
 
 
 @contextmanager
@@ -170,6 +210,11 @@ def current_task(fn: str) -> TaskContext:
         return _current.get()
     except LookupError:
         raise OutsideRunError(f"{fn}() can only be called inside a node while a graph runs") from None
+
+
+def current_task_or_none() -> TaskContext | None:
+    """The running task's context, or None outside a running node."""
+    return _current.get(None)
 
 
 def get_config() -> RunConfig:

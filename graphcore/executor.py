@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 from graphcore.algo import apply_input, apply_writes, fork
 from graphcore.checkpoint import Checkpoint
-from graphcore.config import RESUME_KEY, RunConfig, merge_config
+from graphcore.config import (
+    ANSWERS_KEY,
+    RESERVED_PREFIX,
+    RESUME_KEY,
+    RunConfig,
+    Scope,
+    current_scope,
+    current_task_or_none,
+    merge_config,
+    run_scope,
+)
 from graphcore.errors import CheckpointNotFoundError, InvalidUpdateError, StepLimitError
 from graphcore.interrupts import match_answer, pending_interrupts, resume_plan
 from graphcore.step import run_step
@@ -31,7 +41,9 @@ INTERRUPT_KEY = "__interrupt__"
 """Key of the open requests in ``invoke``'s result and in ``updates`` events when a run pauses."""
 
 
-def start_point(store: CheckpointStore | None, thread: str, cfg: RunConfig) -> tuple[Checkpoint | None, bool]:
+def start_point(
+    store: CheckpointStore | None, thread: str, cfg: RunConfig, ns: str = ""
+) -> tuple[Checkpoint | None, bool]:
     """The checkpoint a new run of ``thread`` starts from, and whether starting there forks the thread.
 
     ``cfg.checkpoint_id`` picks one (C3): a fork unless it is the thread's latest; otherwise the latest,
@@ -42,8 +54,8 @@ def start_point(store: CheckpointStore | None, thread: str, cfg: RunConfig) -> t
     """
     if store is None:
         return None, False
-    if cfg.checkpoint_id is None:
-        return (store.get(thread) if cfg.resume_if_exists else None), False
+    if cfg.checkpoint_id is None or ns:
+        return (store.get(thread, ns=ns) if cfg.resume_if_exists or ns else None), False
     chosen = store.get(thread, cfg.checkpoint_id)
     if chosen is None:
         raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoint {cfg.checkpoint_id!r}")
@@ -51,11 +63,13 @@ def start_point(store: CheckpointStore | None, thread: str, cfg: RunConfig) -> t
     return chosen, latest is not None and latest.id != chosen.id
 
 
-def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]]) -> RunConfig:
-    """``cfg`` carrying the answers for the paused tasks of the next step (task id → answers in order)."""
-    if not resume:
+def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]], answers: Mapping[str, Any]) -> RunConfig:
+    """``cfg`` carrying the answers for the paused tasks of the next step: task id → answers of its own
+    ``interrupt()`` calls in order, and every answer by interrupt id (for paused subgraphs)."""
+    if not resume and not answers:
         return cfg
-    return cfg.model_copy(update={"configurable": {**cfg.configurable, RESUME_KEY: dict(resume)}})
+    extra = {RESUME_KEY: dict(resume), ANSWERS_KEY: dict(answers)}
+    return cfg.model_copy(update={"configurable": {**cfg.configurable, **extra}})
 
 
 def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
@@ -165,11 +179,39 @@ class CompiledGraph:
     def _run(
         self, input: Any, config: Mapping[str, Any] | RunConfig | None, modes: Sequence[str] | None
     ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
-        cfg = self.config_for(config)
+        cfg, scope = self._placement(config)
+        yield from self._execute(input, cfg, modes, scope)
+
+    def _placement(self, config: Mapping[str, Any] | RunConfig | None) -> tuple[RunConfig, Scope]:
+        """The run's config and where it checkpoints (G7).
+
+        Called inside a running task (a node invoking a graph), the graph inherits the parent's
+        ``configurable`` and store; an explicit thread id starts a lineage in that thread's root namespace,
+        otherwise it checkpoints in the parent's thread under the namespace ``parent_ns|node:task_id``.
+        """
+        parent, task = current_scope(), current_task_or_none()
+        if self.checkpointer is not None or parent is None or task is None:
+            cfg = self.config_for(config)
+            return cfg, Scope(self.checkpointer, cfg.thread_id or "", "")
+        inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
+        cfg = self.config_for(merge_config({"configurable": inherited}, config))
+        explicit = merge_config(config).thread_id is not None
+        if explicit:
+            return cfg, Scope(parent.store, cfg.thread_id or "", "")
+        ns = f"{parent.ns}|{task.node}:{task.task_id}" if parent.ns else f"{task.node}:{task.task_id}"
+        return cfg.model_copy(update={"thread_id": parent.thread_id}), Scope(
+            parent.store, parent.thread_id, ns
+        )
+
+    def _execute(
+        self, input: Any, cfg: RunConfig, modes: Sequence[str] | None, scope: Scope
+    ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
-        cp, finished, resume = self._start(cfg, input, meta)
+        cp, finished, answers = self._start(cfg, input, meta, scope)
         yield ([("values", dict(cp.channel_values))] if modes and "values" in modes else []), cp, []
+        task = current_task_or_none()
+        cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
         steps = 0
         while cp.next_tasks:
             if steps >= limit:
@@ -179,43 +221,56 @@ class CompiledGraph:
             def writer(task: Task, chunk: Any, sink: list[tuple[str, Any]] = custom) -> None:
                 sink.append(("custom", chunk))
 
-            step_cfg = with_resume(cfg, resume)
-            outcome = run_step(self, cp, step_cfg, finished=finished, writer=writer)
+            finished, resume = resume_plan(finished, answers)
+            with run_scope(scope):
+                outcome = run_step(
+                    self,
+                    cp,
+                    with_resume(cfg, resume, answers),
+                    finished=finished,
+                    writer=writer,
+                    cancel=cancel,
+                )
             if outcome.error is not None:
                 raise outcome.error
-            finished, resume = {}, {}
+            finished, answers = {}, {}
             paused = [i for r in outcome.results for i in r.interrupts]
             if paused:  # the step does not commit: its finished tasks wait as pending writes (I2)
-                self._save_writes(cfg, cp, outcome.results)
+                self._save_writes(scope, cp, outcome.results)
                 events = [e for e in custom if modes and "custom" in modes]
                 events += [("updates", {INTERRUPT_KEY: paused})] if modes and "updates" in modes else []
                 yield events, cp, paused
                 return
             cp = apply_writes(self, cp, outcome.results, meta)
-            self._save(cfg, cp)
+            self._save(scope, cp)
             steps += 1
             yield self._events(modes, custom, outcome.results, cp), cp, []
 
     def _start(
-        self, cfg: RunConfig, input: Any, meta: Mapping[str, Any]
-    ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, list[Any]]]:
-        """Where a run starts: the thread's head (resume or continue) or a new input checkpoint (C2, G6)."""
-        store, thread = self.checkpointer, cfg.thread_id or ""
-        parent, forks = start_point(store, thread, cfg)
+        self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope
+    ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, Any]]:
+        """Where a run starts (C2, C3, G6): the scope's head (to resume or continue), a fork, or a new
+        input checkpoint. Returns the checkpoint, the pending writes of its step and the answers given."""
+        store = scope.store
+        parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         if forks and parent is not None:
             parent = fork(parent, meta)
-            self._save(cfg, parent)
+            self._save(scope, parent)
+        if scope.ns and store is not None and parent is not None:  # a subgraph again in its task: go on
+            finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
+            task = current_task_or_none()
+            given = task.answers if task is not None else {}
+            answers = {i.id: given[i.id] for i in pending_interrupts(finished) if i.id in given}
+            return parent, finished, answers
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:
                 raise InvalidUpdateError("Command(resume=...) needs a checkpointer and a thread to resume")
-            finished = dict(store.get_writes(thread, parent.id))
-            answers = match_answer(pending_interrupts(finished), input.resume, None)
-            done, resume = resume_plan(finished, answers)
-            return parent, done, resume
+            finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
+            return parent, finished, match_answer(pending_interrupts(finished), input.resume, None)
         if input is None and store is not None and parent is not None:
-            return parent, dict(store.get_writes(thread, parent.id)), {}
+            return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
         cp = apply_input(self, parent, input, meta)
-        self._save(cfg, cp)
+        self._save(scope, cp)
         return cp, {}, {}
 
     @staticmethod
@@ -231,14 +286,16 @@ class CompiledGraph:
             events.append(("values", dict(cp.channel_values)))
         return events
 
-    def _save(self, cfg: RunConfig, cp: Checkpoint) -> None:
-        if self.checkpointer is not None and cfg.thread_id is not None:
-            self.checkpointer.put(cfg.thread_id, cp)
+    @staticmethod
+    def _save(scope: Scope, cp: Checkpoint) -> None:
+        if scope.store is not None:
+            scope.store.put(scope.thread_id, cp, ns=scope.ns)
 
-    def _save_writes(self, cfg: RunConfig, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
-        if self.checkpointer is not None and cfg.thread_id is not None:
+    @staticmethod
+    def _save_writes(scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
+        if scope.store is not None:
             for result in results:
-                self.checkpointer.put_writes(cfg.thread_id, cp.id, result)
+                scope.store.put_writes(scope.thread_id, cp.id, result, ns=scope.ns)
 
     def get_graph_edges(self) -> list[tuple[str, str]]:
         """All static edges (source, target), joins expanded, for display."""

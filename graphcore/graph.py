@@ -5,11 +5,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from graphcore.errors import ConfigError, InvalidGraphError
 from graphcore.retry import RetryPolicy
 from graphcore.schema import StateSchema
+from graphcore.subgraph import SubgraphNode
 from graphcore.types import END, START
 
 if TYPE_CHECKING:
@@ -57,6 +58,12 @@ class Branch:
     def destinations(self) -> list[str] | None:
         """The nodes this branch may reach, when ``path_map`` says; None when only the router knows."""
         return None if self.path_map is None else list(self.path_map.values())
+
+
+def _is_compiled_graph(fn: Any) -> bool:
+    from graphcore.executor import CompiledGraph
+
+    return isinstance(fn, CompiledGraph)
 
 
 def _takes_config(fn: Callable[..., Any]) -> bool:
@@ -110,7 +117,7 @@ class StateGraph:
 
         Args:
             name: unique node name.
-            fn: ``fn(state)`` or ``fn(state, config)``.
+            fn: ``fn(state)`` or ``fn(state, config)``, or a compiled graph (a subgraph, G7).
             timeout: node timeout in seconds, per try (G10), or None. A node still running after that many
                 seconds fails its step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel
                 token set.
@@ -127,6 +134,8 @@ class StateGraph:
         if name in self.nodes:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
         _check_node_options(name, timeout, retry)
+        if _is_compiled_graph(fn):
+            fn = SubgraphNode(cast("CompiledGraph", fn), self.schema)
         self.nodes[name] = NodeSpec(
             name, fn, _takes_config(fn), timeout, dict(settings or {}), tuple(destinations), retry
         )

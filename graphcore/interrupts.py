@@ -28,9 +28,10 @@ __all__ = ["GraphInterrupt", "interrupt", "interrupt_id", "match_answer", "pendi
 class GraphInterrupt(BaseException):
     """Raised by :func:`interrupt` to pause the node (a BaseException: ``except Exception`` cannot eat it)."""
 
-    def __init__(self, record: Interrupt) -> None:
-        super().__init__(record.id)
-        self.record = record
+    def __init__(self, *records: Interrupt) -> None:
+        super().__init__(", ".join(r.id for r in records))
+        self.records = records
+        """The open requests: one from ``interrupt()``, or every open request of a paused subgraph."""
 
 
 def interrupt_id(task_id: str, index: int) -> str:
@@ -78,19 +79,17 @@ def resume_plan(
 
     Returns:
         ``(finished, resume)``: ``finished`` without the paused tasks that now have an answer (so they run
-        again), and task id → the answers of its calls in order (up to the first unanswered one).
+        again), and task id → the answers of its own ``interrupt()`` calls in order (up to the first
+        unanswered one). A task paused inside a subgraph runs again when any of its subgraph's requests is
+        answered; the subgraph finds its answers by id (``TaskContext.answers``).
     """
     keep: dict[str, TaskWrites] = {}
     resume: dict[str, list[Any]] = {}
     for task_id, tw in finished.items():
-        if not tw.interrupts:
-            keep[task_id] = tw
+        if not any(i.id in answers for i in tw.interrupts):
+            keep[task_id] = tw  # finished, or still waiting for an answer
             continue
-        values = _answers_in_order(task_id, list(tw.resume), answers)
-        if len(values) > max(i.index for i in tw.interrupts):
-            resume[task_id] = values
-        else:
-            keep[task_id] = tw
+        resume[task_id] = _answers_in_order(task_id, list(tw.resume), answers)
     return keep, resume
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from graphcore import keys, serde
 from graphcore.algo import apply_input, apply_writes, fork
 from graphcore.checkpoint import Checkpoint
-from graphcore.config import RunConfig
+from graphcore.config import RunConfig, Scope, run_scope
 from graphcore.connection import is_transient, redis_retrying, retry_transient
 from graphcore.errors import Cancelled, GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.events import stage_event
@@ -149,7 +149,8 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
     if pending:
         finished = dict(ctx.store(run.workflow).get_writes(run.thread_id, cp.id))
-    finished, resume = resume_plan(finished or {}, _answers(ctx, run, cp) if pending else {})
+    answers = _answers(ctx, run, cp) if pending else {}
+    finished, resume = resume_plan(finished or {}, answers)
 
     def persist(tw: TaskWrites) -> None:
         _put_writes(ctx, run, cp, lease, tw)
@@ -159,16 +160,17 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
 
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
-    outcome = run_step(
-        graph,
-        cp,
-        with_resume(cfg, resume),
-        finished=finished,
-        on_task_done=on_done,
-        writer=emit,
-        cancel=lease.cancel,
-        on_retry=_retry_events(ctx, run),
-    )
+    with run_scope(Scope(ctx.store(run.workflow), run.thread_id)):  # subgraphs checkpoint here (G7)
+        outcome = run_step(
+            graph,
+            cp,
+            with_resume(cfg, resume, answers),
+            finished=finished,
+            on_task_done=on_done,
+            writer=emit,
+            cancel=lease.cancel,
+            on_retry=_retry_events(ctx, run),
+        )
     if outcome.error is not None:
         raise outcome.error
     if any(r.interrupts for r in outcome.results):

@@ -1,0 +1,126 @@
+"""Subgraphs on the queue (G7, X3): namespaces, interrupts surfacing on the parent, explicit child threads,
+cancellation reaching a running subgraph."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from graphcore.client import Client
+from graphcore.errors import InvalidUpdateError
+from graphcore.registry import Registry
+from graphcore.runs import RunStatus
+from graphcore.settings import Settings
+from tests.workflows import subgraphs
+from worker.process import run_worker
+from worker.queue import RQStepQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = Registry.load(["tests.workflows.subgraphs"])
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    subgraphs.CALLS.clear()
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+def work(client: Client, redis_url: str) -> None:
+    run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=client.kv)
+
+
+def test_parallel_subgraphs_interrupt_separately_and_join_once(client: Client, redis_url: str) -> None:
+    run_id = client.enqueue("batch-review", {"items": ["a", "b"]})
+    work(client, redis_url)
+    pending = client.requests(run_id)
+    assert [(r.node, r.value) for r in pending] == [("review", "ok a?"), ("review", "ok b?")]
+    assert len({r.id for r in pending}) == 2
+    with pytest.raises(InvalidUpdateError, match="2 requests are pending"):
+        client.answer(run_id, "yes")
+
+    client.answer(run_id, {pending[0].id: "yes"})
+    work(client, redis_url)
+    assert [r.id for r in client.requests(run_id)] == [pending[1].id]
+    assert subgraphs.CALLS["join"] == 0
+
+    client.answer(run_id, {pending[1].id: "no"})
+    work(client, redis_url)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == {"items": ["a", "b"], "notes": ["a:yes", "b:no"], "joined": 2}
+    assert subgraphs.CALLS == {"review:a": 2, "review:b": 2, "join": 1}
+    namespaces = {k.decode().split(":cp:")[1] for k in client.kv.scan_iter(match="graphq:*:cp:*")}
+    assert len([ns for ns in namespaces if ns.startswith("reviewer:")]) == 2  # one namespace per instance
+
+
+def test_answering_both_subgraph_requests_at_once(client: Client, redis_url: str) -> None:
+    run_id = client.enqueue("batch-review", {"items": ["x", "y"]})
+    work(client, redis_url)
+    first, second = client.requests(run_id)
+    assert sorted(client.answer(run_id, {first.id: "1", second.id: "2"})) == sorted([first.id, second.id])
+    work(client, redis_url)
+    run = client.get_run(run_id)
+    assert run.result == {"items": ["x", "y"], "notes": ["x:1", "y:2"], "joined": 2}
+    assert subgraphs.CALLS["join"] == 1
+
+
+def test_child_graph_with_its_own_thread_keeps_its_lineage(client: Client, redis_url: str) -> None:
+    for _ in range(2):
+        client.enqueue("outer", {})
+        work(client, redis_url)
+    runs = [client.get_run(r.id) for r in client.list_runs()]
+    assert [r.result for r in runs] == [{"seen": 2}, {"seen": 1}]
+    child = client.get_state("child-thread")
+    assert child.channel_values == {"counter": 2}
+    assert [c.step for c in client.get_history("child-thread")] == [2, 1, 0, -1]
+
+
+def test_interrupting_cancel_reaches_a_running_subgraph(
+    client: Client, redis_url: str, tmp_path: Path
+) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    env = {
+        **base,
+        "GRAPHQ_REDIS_URL": redis_url,
+        "GRAPHQ_WORKFLOWS": "tests.workflows.subgraphs",
+        "GRAPHQ_TEST_DIR": str(tmp_path),
+    }
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "cli", "worker"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        run_id = client.enqueue("slow-parent", {})
+        starts = tmp_path / "starts.log"
+        deadline = time.monotonic() + 15
+        while not starts.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(2.5)
+        canceled_at = time.time()
+        client.cancel(run_id, interrupt=True)
+        while client.get_run(run_id).status != RunStatus.CANCELED and time.monotonic() < deadline + 10:
+            time.sleep(0.05)
+        time.sleep(1.5)  # a subgraph node that started after the cancel would show up by now
+    finally:
+        worker.terminate()
+        worker.wait(15)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.CANCELED
+    started = [float(line) for line in starts.read_text().split()]
+    assert 2 <= len(started) <= 4
+    assert all(t < canceled_at + 0.6 for t in started)  # nothing starts once the cancel is seen (< 1 s)
+    parent_history = client.get_history(run.thread_id)
+    assert [c.source for c in parent_history] == ["input"]  # the parent keeps its last checkpoint
+    child_ns = next(k.decode().split(":cp:")[1] for k in client.kv.scan_iter(match="graphq:*:cp:child:*"))
+    child_history = client.checkpoints.list(run.thread_id, ns=child_ns)
+    assert len(child_history) >= 2  # the child kept its committed steps
+    assert child_history[0].channel_values["ticks"] == list(range(1, len(child_history)))
