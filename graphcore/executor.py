@@ -24,6 +24,7 @@ from graphcore.config import (
     run_scope,
 )
 from graphcore.errors import CheckpointNotFoundError, InvalidUpdateError, StepLimitError
+from graphcore.events import checkpoint_payload, task_payload
 from graphcore.interrupts import match_answer, pending_interrupts, resume_plan
 from graphcore.step import run_step
 from graphcore.types import Command, Interrupt, TaskWrites
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
 
-STREAM_MODES = ("values", "updates", "custom")
+STREAM_MODES = ("values", "updates", "custom", "tasks", "checkpoints")
 
 INTERRUPT_KEY = "__interrupt__"
 """Key of the open requests in ``invoke``'s result and in ``updates`` events when a run pauses."""
@@ -160,8 +161,10 @@ class CompiledGraph:
         """Run the graph, yielding events as super-steps complete (C6).
 
         Modes: ``values`` (the full state after input and after each step), ``updates`` (``{node: writes}``
-        per task), ``custom`` (chunks from ``get_stream_writer()``). With one mode, events are the
-        payloads; with a list of modes, ``(mode, payload)`` pairs.
+        per task), ``custom`` (chunks from ``get_stream_writer()``), ``tasks`` (each finished task: id,
+        node, writes, interrupts), ``checkpoints`` (each committed checkpoint's id, parent, step, source and
+        next tasks). With one mode, events are the payloads; with a list, ``(mode, payload)`` pairs. The
+        payloads are those ``graphq runs watch`` prints for a queued run.
 
         Raises:
             ValueError: an unknown stream mode.
@@ -280,8 +283,12 @@ class CompiledGraph:
         if not modes:
             return []
         events = [e for e in custom if "custom" in modes]
+        if "tasks" in modes:
+            events += [("tasks", task_payload(r)) for r in results]
         if "updates" in modes:
             events += [("updates", {r.node: dict(r.writes)}) for r in results]
+        if "checkpoints" in modes:
+            events.append(("checkpoints", checkpoint_payload(cp)))
         if "values" in modes:
             events.append(("values", dict(cp.channel_values)))
         return events

@@ -762,3 +762,19 @@ def test_default_second_parameter_is_not_the_config() -> None:
     g.add_node("n", lambda s, i=7: {"out": i})
     g.add_edge(START, "n")
     assert g.compile().invoke({}) == {"out": 7}
+
+
+def test_stream_tasks_and_checkpoints_modes() -> None:
+    class S2(TypedDict, total=False):
+        x: int
+
+    g = StateGraph(S2)
+    g.add_node("a", lambda s: {"x": 1})
+    g.add_edge(START, "a")
+    events = list(g.compile().stream({}, stream_mode=["tasks", "checkpoints"]))
+    assert [mode for mode, _ in events] == ["tasks", "checkpoints"]
+    task, cp = events[0][1], events[1][1]
+    assert (task["node"], task["writes"], task["interrupts"]) == ("a", {"x": 1}, [])
+    assert len(task["id"]) == 16
+    assert (cp["step"], cp["source"], cp["next"]) == (0, "loop", [])
+    assert cp["parent_id"] is not None
