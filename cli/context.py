@@ -11,12 +11,16 @@ from typing import Any
 from graphcore.client import Client
 from graphcore.connection import connect
 from graphcore.embedded import EmbeddedRedis
-from graphcore.errors import ConfigError
+from graphcore.errors import ConfigError, GraphqError
 from graphcore.registry import Registry
 from graphcore.settings import Settings, get_settings
 from worker.queue import RQStepQueue
 
-__all__ = ["AppContext", "export_env"]
+__all__ = ["SERVER_URL_FILE", "AppContext", "export_env"]
+
+SERVER_URL_FILE = "server.url"
+"""In the local data directory while a command's embedded server runs: its URL, so that other commands can
+read the data (and cancel a run) meanwhile."""
 
 
 def export_env(name: str, value: str | None) -> None:
@@ -36,6 +40,8 @@ class AppContext:
     _settings: Settings | None = None
     _registry: Registry | None = None
     _kv: Any = field(default=None, repr=False)
+    _url: str | None = None
+    _server: EmbeddedRedis | None = field(default=None, repr=False)
 
     @classmethod
     def from_options(cls, redis_url: str | None, workflows: str | None) -> AppContext:
@@ -82,38 +88,90 @@ class AppContext:
             raise ConfigError("no Redis URL: set GRAPHQ_REDIS_URL or pass --redis-url")
         return self.settings.redis_url
 
-    def kv(self, local: bool = False) -> Any:
-        """A connected Redis client (bytes replies) on :meth:`redis_url`.
+    @property
+    def local(self) -> bool:
+        """True when no Redis URL is configured: commands then use the local data of ``graphq run``."""
+        return not self.settings.redis_url
+
+    def url(self, local: bool = False, *, share: bool = False) -> str:
+        """The Redis URL to use, fixed for the rest of the command.
 
         Args:
-            local: without a URL, read the local data that ``graphq run`` keeps in ``GRAPHQ_DATA_DIR``
-                (an embedded server is started on it for this command and stopped at exit).
+            local: without a URL, use the local data that ``graphq run`` keeps in ``GRAPHQ_DATA_DIR``: an
+                embedded server is started on it for this command (stopped by :meth:`close`).
+            share: when another graphq command holds the local data, use the server it started (for short
+                reads and writes, not for working runs: that server stops with its command).
 
         Raises:
             ConfigError: no or a malformed URL (and no local data when ``local``); the local data is in use
-                by a running ``graphq run``.
+                by another command (and ``share`` is false or its server does not answer).
+        """
+        if self._url is None:
+            self._url = self._local_url(share) if local and self.local else self.redis_url()
+        return self._url
+
+    def kv(self, local: bool = False, *, share: bool = False) -> Any:
+        """A connected Redis client (bytes replies) on :meth:`url` (same arguments).
+
+        Raises:
+            ConfigError: see :meth:`url`.
             RedisUnavailableError: Redis cannot be reached after bounded retries (password redacted).
         """
         if self._kv is None:
-            url = self._local_url() if local and not self.settings.redis_url else self.redis_url()
-            self._kv = connect(url)
+            self._kv = connect(self.url(local, share=share))
         return self._kv
 
-    def _local_url(self) -> str:
+    def _local_url(self, share: bool) -> str:
+        """Start an embedded server on the local data and publish its URL (or, with ``share``, use the one
+        another command runs there)."""
         data = Path(self.settings.data_dir)
         if not data.is_dir():
             raise ConfigError(
                 f"no Redis URL: set GRAPHQ_REDIS_URL or pass --redis-url (and no local data in "
                 f"{data} from `graphq run`)"
             )
-        return EmbeddedRedis(data_dir=data).start().url  # stopped at exit (atexit)
+        try:
+            self._server = EmbeddedRedis(data_dir=data).start()
+        except ConfigError:
+            shared = _running_server(data) if share else None
+            if shared is None:
+                raise
+            return shared
+        (data / SERVER_URL_FILE).write_text(self._server.url + "\n", encoding="utf-8")
+        return self._server.url
+
+    @property
+    def private(self) -> bool:
+        """True when this command started the Redis it uses: no other process works its queues."""
+        return self._server is not None
+
+    def close(self) -> None:
+        """Close the connection and stop the embedded server this command started (idempotent)."""
+        if self._kv is not None:
+            self._kv.close()
+            self._kv = None
+        if self._server is not None:
+            (self._server.data_dir / SERVER_URL_FILE).unlink(missing_ok=True)
+            self._server.stop()
+            self._server = None
 
     def reader(self) -> Client:
         """A read-only client (runs, state, history); needs no workflow modules. Without a Redis URL it
-        reads the local data of ``graphq run``."""
-        return Client(self.kv(local=True), Registry({}))
+        reads the local data of ``graphq run``, also while another command holds it."""
+        return Client(self.kv(local=True, share=True), Registry({}))
 
-    def client(self, kv: Any = None) -> Client:
-        """A client that can enqueue, on ``kv`` (default :meth:`kv`)."""
-        kv = self.kv() if kv is None else kv
+    def client(self, kv: Any = None, *, local: bool = False, share: bool = False) -> Client:
+        """A client that can enqueue, on ``kv`` (default :meth:`kv` with ``local`` and ``share``)."""
+        kv = self.kv(local, share=share) if kv is None else kv
         return Client(kv, self.registry, RQStepQueue(kv, self.settings))
+
+
+def _running_server(data: Path) -> str | None:
+    """The URL of the server another graphq command runs on ``data``, if it answers."""
+    try:
+        url = (data / SERVER_URL_FILE).read_text(encoding="utf-8").strip()
+        probe = connect(url, attempts=1)
+    except (OSError, GraphqError):
+        return None
+    probe.close()
+    return url

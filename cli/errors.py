@@ -1,7 +1,9 @@
 """Expected errors become one ``error: ...`` line on stderr and an exit code; no tracebacks.
 
-Exit codes: 0 success, 1 a failure (a run failed, Redis unreachable, a wait timed out), 2 bad input (unknown
-workflow, malformed JSON, invalid ids, bad settings, unknown run or thread), 130 interrupted (Ctrl-C).
+Exit codes: 0 success, 1 a failure (a run failed or was canceled, Redis unreachable, a wait timed out), 2 bad
+input (unknown workflow, malformed JSON, invalid ids, bad settings, unknown run or thread, an answer to a run
+that is not waiting for one), 3 a run is waiting for input (not an error: no ``error:`` line), 130 interrupted
+(Ctrl-C).
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ import redis.exceptions as rex
 
 from graphcore.errors import GraphqError, PermanentError
 
-__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "CliError", "GraphqGroup", "fail"]
+__all__ = [
+    "EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "EXIT_WAITING", "CliError", "GraphqGroup", "fail",
+]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_WAITING = 3
+"""A run paused for a human's answer (``interrupt()``); see ``graphq runs answer``."""
 EXIT_INTERRUPTED = 130
 
 

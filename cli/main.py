@@ -6,6 +6,8 @@ graphq [--redis-url URL] [--workflows MODULES]
   enqueue WORKFLOW        enqueue one run or a JSON-lines batch; --wait for them
   worker                  execute step jobs (--burst, --concurrency N)
   runs list | show RUN    run records
+  runs requests | answer  a paused run's open requests; answer them (human in the loop)
+  runs cancel | resume    cancel a run; continue an ended run's thread in a new run
   state THREAD            a thread's state (--history, --checkpoint ID)
   workflows list          registered workflows
 """
@@ -52,12 +54,14 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
       graphq worker --concurrency 4 &
       graphq enqueue my-flow --input-file runs.jsonl --wait
 
-    Every command with tabular output takes --output json. Exit codes: 0 ok, 1 failure (run failed,
-    Redis unreachable), 2 bad input (unknown workflow, malformed JSON, invalid id, bad setting),
-    130 interrupted. Settings come from GRAPHQ_* environment variables.
+    Every command with tabular output takes --output json. Exit codes: 0 ok, 1 failure (run failed or
+    canceled, Redis unreachable), 2 bad input (unknown workflow, malformed JSON, invalid id, bad setting,
+    a run not awaiting input), 3 a run is waiting for input, 130 interrupted. Settings come from GRAPHQ_*
+    environment variables.
     """
     _configure_logging(verbose)
     ctx.obj = AppContext.from_options(redis_url, workflows)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def _configure_logging(verbose: bool) -> None:

@@ -1,7 +1,8 @@
 """``graphq run``: the one-command local run — Redis (embedded unless configured), enqueue, work, report.
 
 The worker runs in the main thread (RQ installs its signal handlers there); a background thread follows the
-run's event stream and prints one line per super-step.
+run's event stream and prints one line per super-step. :func:`follow_and_work` and :func:`report` are shared
+with ``graphq runs answer`` and ``graphq runs resume``, which continue a run the same way.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +18,34 @@ from rich.console import Console
 from rich.text import Text
 
 from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, fail
+from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
 from cli.inputs import parse_input
 from cli.output import err_console, output_option, print_json, to_json
-from cli.runs import record_json
+from cli.records import print_waiting, record_json, request_json
 from cli.state import tasks_text
 from graphcore import keys
 from graphcore.client import Client, RunRequest
 from graphcore.connection import connect, redact_url
-from graphcore.embedded import EmbeddedRedis
 from graphcore.errors import GraphqError
 from graphcore.events import Event, read_events
-from graphcore.executor import CompiledGraph
 from graphcore.registry import Registry
 from graphcore.runs import RunRecord, RunStatus
 from worker.process import run_worker
 
-__all__ = ["run"]
+__all__ = ["follow_and_work", "last_event_id", "redis_line", "report", "run"]
 
 _POLL_MS = 200
 
 
 class _Follower(threading.Thread):
-    """Prints a run's progress from its event stream until the run ends or :meth:`finish` is called."""
+    """Prints a run's progress from its event stream (after stream id ``after``) until the run ends or
+    pauses, or :meth:`finish` is called."""
 
-    def __init__(self, kv: Any, run: RunRecord, console: Console, started: float) -> None:
+    def __init__(self, kv: Any, run: RunRecord, console: Console, started: float, after: str) -> None:
         super().__init__(name="graphq-follow", daemon=True)
         self.kv, self.run_record, self.console = kv, run, console
         self.started = self.last = started
+        self.after = after
         self.nodes: dict[int, list[str]] = {}
         self._finishing = threading.Event()
         self._ended = False
@@ -59,13 +58,12 @@ class _Follower(threading.Thread):
 
     def run(self) -> None:
         """Follow the stream (the thread's body)."""
-        after = "0-0"
         try:
             while not self._ended:
-                events = list(read_events(self.kv, self.run_record.thread_id, self.run_record.id, after,
+                events = list(read_events(self.kv, self.run_record.thread_id, self.run_record.id, self.after,
                                           block_ms=_POLL_MS))
                 for event in events:
-                    after = event.id
+                    self.after = event.id
                     self._show(event)
                 if not events and self._finishing.is_set():
                     return
@@ -95,6 +93,9 @@ class _Follower(threading.Thread):
         total = f"{time.monotonic() - self.started:.2f} s"
         if status == RunStatus.RUNNING:
             self.console.print(Text(f"run {self.run_record.id} running", style="dim"))
+        elif status == RunStatus.AWAITING_INPUT:
+            self.console.print(Text(f"waiting for input after {total}", style="yellow"))
+            self._ended = True
         elif status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED):
             style = "green" if status == RunStatus.COMPLETED else "red"
             error = f": {data['error']}" if data.get("error") else ""
@@ -102,20 +103,18 @@ class _Follower(threading.Thread):
             self._ended = True
 
 
-@contextmanager
-def _redis(app: AppContext, console: Console) -> Iterator[str]:
-    """The configured Redis URL, or an embedded server's (append-only, stopped on exit and on Ctrl-C)."""
-    if app.settings.redis_url:
-        console.print(f"redis: {redact_url(app.settings.redis_url)} (configured)", markup=False)
-        yield app.settings.redis_url
-        return
-    server = EmbeddedRedis(data_dir=app.settings.data_dir, appendonly=True)
-    server.start()
-    try:
-        console.print(f"redis: {server.url} (embedded; data in {Path(server.data_dir)})", markup=False)
-        yield server.url
-    finally:
-        server.stop()
+def redis_line(app: AppContext, url: str) -> str:
+    """Which Redis a command works on: the configured URL (no password) or the local embedded server."""
+    if not app.local:
+        return f"redis: {redact_url(url)} (configured)"
+    where = "embedded" if app.private else "embedded, shared with another graphq command"
+    return f"redis: {url} ({where}; data in {Path(app.settings.data_dir).resolve()})"
+
+
+def last_event_id(kv: Any, run: RunRecord) -> str:
+    """The id of the run's newest event ("0-0" when it has none): follow a continued run from there."""
+    newest = kv.xrevrange(keys.run_events(run.thread_id, run.id), count=1)
+    return str(newest[0][0].decode()) if newest else "0-0"
 
 
 def _stop_requested() -> bool:
@@ -141,11 +140,11 @@ def _work_once(app: AppContext, url: str, kv: Any, workflow: str) -> tuple[bool,
     return worked, stopped
 
 
-def _drive(app: AppContext, client: Client, url: str, run: RunRecord, embedded: bool) -> bool:
+def _drive(app: AppContext, client: Client, url: str, run: RunRecord) -> bool:
     """Work the queue until the run ends (or waits for input); returns True when interrupted.
 
     Raises:
-        GraphqError: with the embedded server, the queue ran dry while the run was not finished.
+        GraphqError: on a Redis of this command only, the queue ran dry while the run was not finished.
     """
     run_id = run.id
     while True:
@@ -155,45 +154,74 @@ def _drive(app: AppContext, client: Client, url: str, run: RunRecord, embedded: 
         record = client.get_run(run_id)
         if record.terminal or record.status == RunStatus.AWAITING_INPUT:
             return False
-        if embedded and not worked:
+        if app.private and not worked:
             raise GraphqError(f"run {run_id} is {record.status.value} at step {record.step} but its queue is "
                               "empty; see `graphq runs show`")
         time.sleep(0.2)  # another worker holds the run's step; help with the next one
 
 
-def _execute(app: AppContext, url: str, request: RunRequest, console: Console, started: float) -> RunRecord:
-    kv = connect(url)
-    client = app.client(kv)
-    run_id = client.enqueue_many([request])[0]
-    record = client.get_run(run_id)
-    console.print(f"run {run_id}: {request.workflow} on thread {record.thread_id}", markup=False)
-    follower = _Follower(connect(url), record, console, started)
+def follow_and_work(
+    app: AppContext, client: Client, run: RunRecord, console: Console, *, after: str = "0-0",
+    started: float | None = None,
+) -> RunRecord:
+    """Work ``run``'s steps in this process, printing progress from its events after ``after``, until it
+    ends or waits for input; returns its final record.
+
+    Raises:
+        CliError: interrupted (Ctrl-C or SIGTERM; exit 130), with what is kept and how to continue.
+        GraphqError: see :func:`_drive`.
+    """
+    url = app.url(local=True)
+    follower = _Follower(connect(url), run, console, time.monotonic() if started is None else started, after)
     follower.start()
     try:
-        interrupted = _drive(app, client, url, record, embedded=not app.settings.redis_url)
+        interrupted = _drive(app, client, url, run)
     finally:
         follower.finish()
-    record = client.get_run(run_id)
+    record = client.get_run(run.id)
     if interrupted:
-        fail(f"interrupted: run {run_id} is {record.status.value} after {record.step} step(s); its "
+        fail(f"interrupted: run {run.id} is {record.status.value} after {record.step} step(s); its "
              "checkpoints and next step job are kept, and any worker on this Redis (the next `graphq run` on "
              "the same data dir) continues it", EXIT_INTERRUPTED)
     return record
 
 
-def _print_result(graph: CompiledGraph, record: RunRecord, output: str) -> None:
+def _print_json(client: Client, record: RunRecord, waiting: bool) -> None:
+    data = record_json(record)
+    if waiting:
+        data["requests"] = [request_json(r) for r in client.requests(record.id)]
+    print_json(data)
+
+
+def report(client: Client, record: RunRecord, output: str) -> None:
+    """Print how a run ended (like ``graphq run``) and stop with its exit code.
+
+    Completed: the workflow's formatted report, else the final state as JSON (exit 0). Waiting for input:
+    the open requests and the command answering them (exit 3). Failed or canceled: an ``error:`` line (exit
+    1). ``--output json``: the run record, with its open ``requests`` when it waits.
+    """
+    waiting = record.status == RunStatus.AWAITING_INPUT
     if output == "json":
-        print_json(record_json(record))
+        _print_json(client, record, waiting)
     elif record.status == RunStatus.COMPLETED:
-        if graph.formatter is not None:
-            click.echo(graph.formatter(record.result))
-        else:
-            click.echo(to_json(record.result))
-    elif record.status == RunStatus.AWAITING_INPUT:
-        click.echo(f"run {record.id} is waiting for input at step {record.step}", err=True)
+        formatter = client.registry.get(record.workflow).formatter
+        click.echo(formatter(record.result) if formatter is not None else to_json(record.result))
+    elif waiting:
+        print_waiting(record, client.requests(record.id))
     if record.status in (RunStatus.FAILED, RunStatus.CANCELED):
         error = f": {record.error.type}: {record.error.message}" if record.error else ""
         fail(f"run {record.id} {record.status.value} at step {record.step}{error}", EXIT_FAILURE)
+    if waiting:
+        click.get_current_context().exit(EXIT_WAITING)
+
+
+def _execute(app: AppContext, client: Client, request: RunRequest, console: Console, started: float
+             ) -> RunRecord:
+    """Enqueue the run and work it here to its end (or first pause)."""
+    run_id = client.enqueue_many([request])[0]
+    record = client.get_run(run_id)
+    console.print(f"run {run_id}: {request.workflow} on thread {record.thread_id}", markup=False)
+    return follow_and_work(app, client, record, console, started=started)
 
 
 @click.command()
@@ -214,24 +242,31 @@ def run(app: AppContext, workflow: str, input_text: str | None, thread: str | No
     final state as JSON (--output json: the whole run record). With GRAPHQ_REDIS_URL the in-process
     worker also helps with other queued steps of the same workflow until this run ends.
 
+    When a node asks a human (interrupt()), the run pauses: the open requests are printed with the
+    command that answers them (`graphq runs answer RUN --value JSON`), which continues the run.
+
     \b
     Examples:
       graphq run code-inventory
       graphq run code-inventory --input '{"root": "src"}'
       graphq --workflows mypkg.flows run my-flow --input @input.json
 
-    Exit codes: 0 completed, 1 failed or canceled, 2 bad input, 130 interrupted (state kept).
+    Exit codes: 0 completed, 1 failed or canceled, 2 bad input, 3 waiting for input, 130 interrupted
+    (state kept).
     """
     request = RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant)
-    graph = app.registry.get(workflow)
+    app.registry.get(workflow)
     keys.validate_id("tenant", tenant)
     if thread is not None:
         keys.validate_id("thread id", thread)
     console = err_console()
     started = time.monotonic()
+    if app.local:
+        Path(app.settings.data_dir).mkdir(parents=True, exist_ok=True)
     try:
-        with _redis(app, console) as url:
-            record = _execute(app, url, request, console, started)
+        console.print(redis_line(app, app.url(local=True)), markup=False)
+        client = app.client(local=True)
+        record = _execute(app, client, request, console, started)
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)
-    _print_result(graph, record, output)
+    report(client, record, output)

@@ -1,4 +1,5 @@
-"""``graphq runs list`` and ``graphq runs show``: run records."""
+"""``graphq runs``: run records (``list``, ``show``) and steering runs (``requests``, ``answer``, ``cancel``,
+``resume``; see :mod:`cli.control`)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,18 @@ from typing import Any
 import click
 
 from cli.context import AppContext
+from cli.control import answer, cancel, requests, resume
 from cli.output import output_option, print_json, print_table, short, when
-from graphcore.runs import RunRecord
+from cli.records import print_answer_hint, print_requests, record_json, request_json
+from graphcore.runs import RunRecord, RunStatus
 
 __all__ = ["record_json", "runs"]
 
 
-def record_json(record: RunRecord) -> dict[str, Any]:
-    """A run record as a JSON-ready dict (``status`` as its string value)."""
-    return record.model_dump(mode="python") | {"status": record.status.value}
-
-
 @click.group()
 def runs() -> None:
-    """Inspect runs: list the newest, show one."""
+    """Inspect runs (list the newest, show one) and steer them: answer a paused run's requests, cancel a
+    run, resume an ended one."""
 
 
 @runs.command("list", short_help="List the newest runs.")
@@ -52,6 +51,8 @@ def _fields(r: RunRecord) -> list[tuple[str, Any]]:
         ("tenant", r.tenant), ("steps done", r.step), ("head", r.head), ("created", r.created_at),
         ("started", r.started_at), ("ended", r.ended_at), ("input", short(r.input, 100)),
     ]
+    if r.continued_from_run_id:
+        fields.append(("continued from", r.continued_from_run_id))
     if r.config:
         fields.append(("config", short(r.config, 100)))
     if r.error is not None:
@@ -59,20 +60,33 @@ def _fields(r: RunRecord) -> list[tuple[str, Any]]:
     return fields + _summary(r.result)
 
 
-@runs.command("show", short_help="Show one run, its error and result.")
+@runs.command("show", short_help="Show one run: error, result, open requests.")
 @click.argument("run_id", metavar="RUN")
 @output_option
 @click.pass_obj
 def show_run(app: AppContext, run_id: str, output: str) -> None:
-    """Show one run: status, workflow, thread, tenant, step, times, error with traceback, result summary.
+    """Show one run: status, workflow, thread, tenant, step, times, the run it continues, error with
+    traceback, result summary; for a run waiting for input, its open requests (id, node, value).
 
-    --output json prints the whole record, result and error included.
+    --output json prints the whole record, result and error included (and "requests" when it waits).
     """
-    record = app.reader().get_run(run_id)
+    reader = app.reader()
+    record = reader.get_run(run_id)
+    waiting = record.status == RunStatus.AWAITING_INPUT
+    open_requests = reader.requests(run_id) if waiting else []
     if output == "json":
-        print_json(record_json(record))
+        extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
+        print_json(record_json(record) | extra)
         return
     print_table(("field", "value"), _fields(record), no_wrap=("field",))
     if record.error is not None and record.error.traceback:
         click.echo("\ntraceback:")
         click.echo(record.error.traceback.rstrip())
+    if waiting:
+        click.echo("\nopen requests:")
+        print_requests(open_requests)
+        print_answer_hint(record.id, open_requests)
+
+
+for _command in (requests, answer, cancel, resume):
+    runs.add_command(_command)

@@ -272,7 +272,7 @@ class Client:
                 raise InvalidUpdateError(f"run {run.id} is no longer awaiting input")
             pipe.multi()
             pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
-            pipe.hset(run_key, "status", RunStatus.RUNNING.value)
+            pipe.hset(run_key, "status", RunStatus.QUEUED.value)  # Running again once a worker takes it
             assert self.queue is not None
             self.queue.stage(pipe, run)
             pipe.execute()
@@ -290,7 +290,10 @@ class Client:
 
         Raises:
             RunNotFoundError: no such run.
+            ConfigError: this client has no step queue.
         """
+        if self.queue is None:
+            raise ConfigError("cancel needs a client with a step queue (it hands the thread to the next run)")
         run = self.runs.get(run_id)
         if run.terminal:
             return f"run {run_id} is already {run.status.value}; nothing changed"
@@ -299,13 +302,16 @@ class Client:
         if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields):
             stage_event(self.kv, run.thread_id, run.id, "status", run.step, {"status": "canceled"})
             self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
-            if self.queue is not None:
-                hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)
+            hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)
             return "canceled"
         self.kv.hset(keys.run(run.thread_id, run.id), "cancel", "interrupt" if interrupt else "cooperative")
         current = self.runs.get(run_id)
         if current.terminal:
             return f"run {run_id} is already {current.status.value}; nothing changed"
+        if interrupt:
+            return (
+                "cancel requested: running nodes are signalled and the run stops before its next super-step"
+            )
         return "cancel requested: the run stops before its next super-step"
 
     def resume(self, run_id: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -175,7 +176,7 @@ class RunStore:
         status: RunStatus,
         *,
         allowed: tuple[RunStatus, ...] = (),
-        fields: dict[str, str | bytes] | None = None,
+        fields: Mapping[str, str | bytes] | None = None,
     ) -> bool:
         """Compare-and-set the run's status (I7); terminal states are never overwritten.
 

@@ -210,9 +210,8 @@ def _retry_events(ctx: WorkerContext, run: RunRecord) -> RetryHook:
 
 def _mark_running(ctx: WorkerContext, run: RunRecord) -> None:
     if run.status == RunStatus.QUEUED:
-        ctx.runs.set_status(
-            run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields={"started_at": now_iso()}
-        )
+        started = {"started_at": now_iso()} if run.started_at is None else {}
+        ctx.runs.set_status(run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started)
         stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "running"})
 
 

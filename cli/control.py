@@ -1,0 +1,151 @@
+"""``graphq runs requests | answer | cancel | resume``: steer runs — human in the loop, cancel, continue.
+
+Without a Redis URL these commands use the local data of ``graphq run`` (``GRAPHQ_DATA_DIR``). Nothing else
+works the queues of that data, so ``answer`` and ``resume`` then continue the run in this process until it
+ends or waits for input again, and print the outcome like ``graphq run`` (``--wait`` does the same on a
+configured Redis, helping its workers).
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from cli.context import AppContext
+from cli.inputs import parse_input
+from cli.output import err_console, output_option, print_json
+from cli.records import print_requests, record_json, request_json
+from cli.run import follow_and_work, last_event_id, redis_line, report
+from graphcore.client import Client
+from graphcore.runs import RunRecord
+
+__all__ = ["answer", "cancel", "requests", "resume"]
+
+_WAIT_HELP = ("Continue the run in this process until it ends or waits for input again, showing progress, "
+              "and print the outcome like `graphq run`. Always so without a Redis URL (local data).")
+
+
+def _continue_here(app: AppContext, client: Client, record: RunRecord, note: str, output: str,
+                   after: str = "0-0") -> None:
+    """Work ``record``'s run here to its end or next pause, then report it (exit 0, 1 or 3)."""
+    console = err_console()
+    started = time.monotonic()
+    console.print(redis_line(app, app.url(local=True)), markup=False)
+    console.print(note, markup=False)
+    final = follow_and_work(app, client, record, console, after=after, started=started)
+    report(client, final, output)
+
+
+@click.command("requests", short_help="List a paused run's open requests.")
+@click.argument("run_id", metavar="RUN")
+@output_option
+@click.pass_obj
+def requests(app: AppContext, run_id: str, output: str) -> None:
+    """List the open requests of RUN, a run waiting for input: id, node, created, value (JSON).
+
+    A run that is not waiting for input has none (an empty list). --output json prints every field:
+    id, value, node, task_id, index, created_at.
+    """
+    reader = app.reader()
+    record = reader.get_run(run_id)
+    open_requests = reader.requests(run_id)
+    if output == "json":
+        print_json([request_json(r) for r in open_requests])
+    elif not open_requests:
+        click.echo(f"run {run_id} is {record.status.value}: no open requests", err=True)
+    else:
+        print_requests(open_requests)
+
+
+@click.command("answer", short_help="Answer a paused run's open request(s).")
+@click.argument("run_id", metavar="RUN")
+@click.option("--value", "value_text", required=True, metavar="JSON|@FILE",
+              help="The answer: JSON text (a string is quoted: '\"yes\"'), or @path of a JSON file. With "
+                   "several open requests and no --request, an object keyed by request ids answers them.")
+@click.option("--request", "-r", "request_id", metavar="ID", help="Answer only this request (an id from "
+              "`graphq runs requests`).")
+@click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
+@output_option
+@click.pass_obj
+def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None, wait: bool,
+           output: str) -> None:
+    """Answer the open request(s) of RUN, a run waiting for input, and let it continue.
+
+    Prints the ids of the requests answered, one per line (--output json: a list); a worker continues the
+    run. Requests left unanswered stay open and the run pauses again. Without a Redis URL, or with --wait,
+    the run continues here instead and its outcome is printed like `graphq run`.
+
+    \b
+    Examples:
+      graphq runs answer RUN --value '"yes"'
+      graphq runs answer RUN --value '{"decision": "no", "note": "over budget"}'
+      graphq runs answer RUN --request ID --value @answer.json
+
+    Exit codes: 0 answered (with --wait: completed), 1 failed or canceled, 2 bad input (malformed JSON,
+    unknown request id, several requests open and the answer not keyed by their ids, a run not waiting
+    for input: nothing is changed), 3 waiting for input again, 130 interrupted.
+    """
+    value = parse_input(value_text, "--value")
+    here = wait or app.local
+    client = app.client(local=True)
+    record = client.get_run(run_id)
+    if here:
+        app.registry.get(record.workflow)  # the code to continue it must be here before anything changes
+    after = last_event_id(client.kv, record)
+    answered = client.answer(run_id, value, request_id)
+    if here:
+        note = f"answered {', '.join(answered)}; continuing run {run_id} here"
+        _continue_here(app, client, client.get_run(run_id), note, output, after)
+        return
+    if output == "json":
+        print_json(answered)
+    else:
+        click.echo("\n".join(answered))
+    click.echo(f"run {run_id} continues on a worker; follow it with `graphq runs show {run_id}` "
+               "(or answer with --wait to continue it here)", err=True)
+
+
+@click.command("cancel", short_help="Cancel a run.")
+@click.argument("run_id", metavar="RUN")
+@click.option("--interrupt", is_flag=True, help="Also signal the running nodes' cancel tokens (within about "
+              "a second), instead of letting the step in flight finish.")
+@click.pass_obj
+def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
+    """Cancel RUN and print what happened.
+
+    A queued run, or one waiting for input, ends canceled at once. A running run stops before its next
+    super-step; with --interrupt its running nodes are also told to stop (best effort: a node must check
+    its cancel token). Checkpoints are kept: `graphq runs resume RUN` continues the thread. A run that has
+    already ended is left as it is (the message says so; exit 0).
+    """
+    # A client with a step queue: ending a queued or paused run starts the next run waiting for its thread.
+    click.echo(app.client(local=True, share=True).cancel(run_id, interrupt=interrupt))
+
+
+@click.command("resume", short_help="Continue an ended run's thread in a new run.")
+@click.argument("run_id", metavar="RUN")
+@click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
+@output_option
+@click.pass_obj
+def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
+    """Continue the thread of RUN, a failed, canceled or completed run, from its latest checkpoint in a new
+    run (same workflow, thread, tenant and options; no input), and print the new run's id (--output json:
+    its record, with continued_from_run_id).
+
+    A failed step runs again (its finished tasks are kept). Without a Redis URL, or with --wait, the new
+    run is worked here and its outcome printed like `graphq run`.
+
+    Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 the run has not ended or
+    is unknown, 3 waiting for input, 130 interrupted.
+    """
+    client = app.client(local=True)
+    new_id = client.resume(run_id)
+    record = client.get_run(new_id)
+    if wait or app.local:
+        note = f"run {new_id} continues run {run_id} on thread {record.thread_id}"
+        _continue_here(app, client, record, note, output)
+    elif output == "json":
+        print_json(record_json(record))
+    else:
+        click.echo(new_id)

@@ -1,0 +1,79 @@
+"""How runs and their open human requests are shown: JSON forms, the requests table, the answer command."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from cli.output import print_table, to_json, when
+from graphcore.connection import redact_url
+from graphcore.runs import RunRecord
+from graphcore.types import Interrupt
+
+__all__ = [
+    "answer_commands", "graphq_prefix", "print_answer_hint", "print_requests", "print_waiting", "record_json",
+    "request_json",
+]
+
+
+def record_json(record: RunRecord) -> dict[str, Any]:
+    """A run record as a JSON-ready dict (``status`` as its string value)."""
+    return record.model_dump(mode="python") | {"status": record.status.value}
+
+
+def request_json(request: Interrupt) -> dict[str, Any]:
+    """An open request as a JSON-ready dict: id, value, node, task_id, index, created_at."""
+    return dataclasses.asdict(request)
+
+
+def print_requests(requests: Sequence[Interrupt]) -> None:
+    """The open requests as a table: id, node, created (UTC), value (compact JSON, whole)."""
+    rows = [(r.id, r.node, when(r.created_at), to_json(r.value, indent=None)) for r in requests]
+    print_table(("request", "node", "created (UTC)", "value"), rows, no_wrap=("request", "created (UTC)"))
+
+
+def graphq_prefix() -> str:
+    """``graphq`` plus the global options given on this command line, so that a printed command works as is
+    (``--redis-url`` is shown without its password)."""
+    words = ["graphq"]
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return "graphq"
+    root = ctx.find_root()
+    for name, flag in (("redis_url", "--redis-url"), ("workflows", "--workflows")):
+        value = root.params.get(name)
+        if value and root.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            words += [flag, shlex.quote(redact_url(value) if name == "redis_url" else value)]
+    return " ".join(words)
+
+
+def answer_commands(run_id: str, requests: Sequence[Interrupt]) -> list[str]:
+    """The commands that answer ``requests`` (``<JSON>`` stands for the answer): one command for a single
+    request; for several, one answering all (keyed by request id), then one per request."""
+    base = f"{graphq_prefix()} runs answer {run_id}"
+    if len(requests) == 1:
+        return [f"{base} --value '<JSON>'"]
+    keyed = ", ".join(f'"{r.id}": <JSON>' for r in requests)
+    return [f"{base} --value '{{{keyed}}}'"] + [f"{base} --request {r.id} --value '<JSON>'" for r in requests]
+
+
+def print_waiting(record: RunRecord, requests: Sequence[Interrupt]) -> None:
+    """Say that a run waits for input: its open requests (id, node, value) and how to answer them."""
+    count = f"{len(requests)} open request" + ("" if len(requests) == 1 else "s")
+    click.echo(f"run {record.id} is waiting for input at step {record.step} ({count}):")
+    for r in requests:
+        click.echo(f"  {r.id}  {r.node}  {to_json(r.value, indent=None)}")
+    print_answer_hint(record.id, requests)
+
+
+def print_answer_hint(run_id: str, requests: Sequence[Interrupt]) -> None:
+    """Print the commands that answer ``requests`` (see :func:`answer_commands`)."""
+    commands = answer_commands(run_id, requests)
+    click.echo("answer with:" if len(commands) == 1 else "answer all with (or one by one, with --request):")
+    for command in commands:
+        click.echo(f"  {command}")
