@@ -66,6 +66,7 @@ class RunRequest:
     tenant: str = "default"
     config: Mapping[str, Any] = field(default_factory=dict)
     continued_from_run_id: str | None = None
+    preset_answers: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Client:
@@ -103,6 +104,7 @@ class Client:
             input=req.input,
             config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
             continued_from_run_id=req.continued_from_run_id,
+            preset_answers=dict(req.preset_answers),
         )
 
     def check(self, request: RunRequest) -> None:
@@ -262,6 +264,33 @@ class Client:
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
         self._continue(run, blobs)
         return list(answers)
+
+    def answer_again(self, run_id: str, request_id: str, value: Any) -> str:
+        """Answer a request that was already answered: a new branch of the thread starts at the checkpoint
+        where the request was made, with this answer (R16). The first branch stays readable in the history.
+
+        Returns:
+            The id of the new run, which forks the thread (``checkpoint_id`` of the request).
+
+        Raises:
+            RunNotFoundError: no such run.
+            InvalidUpdateError: the run never made that request (or made it inside a subgraph).
+        """
+        run = self.runs.get(run_id)
+        raw = self.kv.hget(keys.requests(run.thread_id, run.id), request_id)
+        if raw is None:
+            raise InvalidUpdateError(f"run {run_id} has no recorded request {request_id!r}")
+        where = serde.loads(raw)
+        request = RunRequest(
+            run.workflow,
+            None,
+            thread_id=run.thread_id,
+            tenant=run.tenant,
+            config={**run.config, "checkpoint_id": where["checkpoint_id"]},
+            continued_from_run_id=run.id,
+            preset_answers={f"{where['task']}:{where['call']}": value},
+        )
+        return self.enqueue_many([request])[0]
 
     def _continue(self, run: RunRecord, blobs: Mapping[str, bytes]) -> None:
         """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS)."""

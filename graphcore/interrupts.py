@@ -57,10 +57,10 @@ def interrupt(value: Any) -> Any:
     if index < len(ctx.resume):
         return ctx.resume[index]
     task_id = ctx.task_id
-    record = Interrupt(
-        interrupt_id(task_id, index), value, ctx.node, task_id, index, datetime.now(UTC).isoformat()
-    )
-    raise GraphInterrupt(record)
+    iid = interrupt_id(task_id, index)
+    if iid in ctx.answers:  # answered before the task first ran (a branch started by a second answer)
+        return ctx.answers[iid]
+    raise GraphInterrupt(Interrupt(iid, value, ctx.node, task_id, index, datetime.now(UTC).isoformat()))
 
 
 def pending_interrupts(finished: Mapping[str, TaskWrites]) -> list[Interrupt]:

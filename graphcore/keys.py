@@ -12,6 +12,7 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:{T}:writes:NS:CP       hash   task id -> pending writes of the step after CP (I2)
     graphq:{T}:answers:NS:CP      hash   interrupt id -> a human's answer, for the step after CP (G6)
     graphq:{T}:run:RUN            hash   run record
+    graphq:{T}:requests:RUN       hash   interrupt id -> where a human request was made (R16)
     graphq:{T}:events:RUN         stream run events (C6)
     graphq:{T}:lease:RUN          string lease token of the step being run (R18)
     graphq:{T}:runs               zset   run ids of the thread by creation time
@@ -34,6 +35,7 @@ __all__ = [
     "history",
     "lease",
     "pending_writes",
+    "requests",
     "run",
     "run_events",
     "run_threads",
@@ -98,6 +100,11 @@ def answers(thread: str, ns: str, checkpoint_id: str) -> str:
 def run(thread: str, run_id: str) -> str:
     """Hash holding the run record."""
     return f"{_t(thread)}:run:{run_id}"
+
+
+def requests(thread: str, run_id: str) -> str:
+    """Hash interrupt id → the record of a human request the run made (checkpoint, task and call index)."""
+    return f"{_t(thread)}:requests:{run_id}"
 
 
 def run_events(thread: str, run_id: str) -> str:

@@ -76,6 +76,8 @@ class RunRecord(BaseModel):
     error: RunError | None = None
     config: dict[str, Any] = {}
     continued_from_run_id: str | None = None
+    preset_answers: dict[str, Any] = {}
+    """``"<task index>:<call index>"`` → answer, for a branch started by answering a request again (R16)."""
 
     @property
     def terminal(self) -> bool:
@@ -97,13 +99,15 @@ class RunRecord(BaseModel):
         }
         if self.continued_from_run_id:
             fields["continued_from_run_id"] = self.continued_from_run_id
+        if self.preset_answers:
+            fields["preset_answers"] = serde.dumps(self.preset_answers, path="answer")
         return fields
 
     @classmethod
     def from_hash(cls, raw: dict[bytes, bytes]) -> RunRecord:
         """Parse a run hash as read from Redis."""
         f = {k.decode(): v for k, v in raw.items()}
-        text = {k: v.decode() for k, v in f.items() if k not in ("input", "result")}
+        text = {k: v.decode() for k, v in f.items() if k not in ("input", "result", "preset_answers")}
         return cls(
             id=text["id"],
             workflow=text["workflow"],
@@ -120,6 +124,7 @@ class RunRecord(BaseModel):
             error=RunError.model_validate_json(text["error"]) if text.get("error") else None,
             config=json.loads(text.get("config", "{}")),
             continued_from_run_id=text.get("continued_from_run_id"),
+            preset_answers=serde.loads(f["preset_answers"]) if "preset_answers" in f else {},
         )
 
 

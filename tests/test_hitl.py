@@ -283,3 +283,31 @@ def test_run_timeout_above_the_ceiling_is_refused(client: Client, monkeypatch: p
     too_long = g.compile(name="too-long", config={"run_timeout_s": 120})
     with pytest.raises(ConfigError, match=r"workflow 'too-long': run_timeout_s=120\.0 is above"):
         Registry({}).add(too_long)
+
+
+def test_answering_a_request_again_starts_a_branch(client: Client) -> None:
+    """R16: the first answer's branch completes; a second answer forks at the request's checkpoint."""
+    run_id = client.enqueue("chat", {"messages": [{"id": "h1", "role": "human", "content": "news"}]})
+    work(client)
+    [request] = client.requests(run_id)
+    client.answer(run_id, "yes")
+    work(client)
+    first = client.get_run(run_id)
+    assert first.status == RunStatus.COMPLETED
+    branch = client.answer_again(run_id, request.id, "no")
+    work(client)
+    second = client.get_run(branch)
+    assert second.status == RunStatus.COMPLETED
+    assert second.continued_from_run_id == run_id
+    assert second.result is not None and first.result is not None
+    assert second.result["messages"][-1]["content"] == "done: lookup(news) approved=no"
+    assert first.result["messages"][-1]["content"] == "done: lookup(news) approved=yes"
+    history = client.get_history(first.thread_id)
+    [asked_at] = [c for c in history if c.source == "loop" and [t.node for t in c.next_tasks] == ["tools"]]
+    [fork_cp] = [c for c in history if c.source == "fork"]
+    assert (fork_cp.parent_id, fork_cp.step) == (asked_at.id, asked_at.step)
+    by_id = {c.id: c for c in history}  # both branches stay readable
+    assert by_id[first.head or ""].channel_values["messages"][-1]["content"].endswith("approved=yes")
+    assert by_id[second.head or ""].channel_values["messages"][-1]["content"].endswith("approved=no")
+    with pytest.raises(InvalidUpdateError, match="no recorded request 'nope'"):
+        client.answer_again(run_id, "nope", "x")

@@ -19,14 +19,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from graphcore import keys, serde
-from graphcore.algo import apply_input, apply_writes, fork
+from graphcore.algo import apply_input, apply_writes, fork, task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig, Scope, run_scope
 from graphcore.connection import is_transient, redis_retrying, retry_transient
 from graphcore.errors import Cancelled, GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.events import stage_event
 from graphcore.executor import CompiledGraph, start_point, step_limit_error, with_resume
-from graphcore.interrupts import resume_plan
+from graphcore.interrupts import interrupt_id, resume_plan
 from graphcore.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
 from graphcore.step import RetryHook, run_step
 from graphcore.store.layout import encode_writes
@@ -238,10 +238,44 @@ def _pause(
         for r in results
         for i in r.interrupts
     ]
+    _record_requests(ctx, run, cp, results)
     if ctx.runs.set_status(run, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,)):
         stage_event(ctx.kv, run.thread_id, run.id, "interrupt", run.step, {"requests": requests})
         stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "awaiting_input"})
     return f"awaiting input: {len(requests)} request(s)"
+
+
+def _record_requests(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, results: list[TaskWrites]) -> None:
+    """Remember where each request of the run was made (checkpoint, task index, call index), so that a
+    second answer can start a branch there (R16). Requests made inside subgraphs are not recorded."""
+    order = {task_id(cp.id, i, t.node): i for i, t in enumerate(cp.next_tasks)}
+    records = {
+        i.id: serde.dumps(
+            {
+                "checkpoint_id": cp.id,
+                "task": order[r.task_id],
+                "call": i.index,
+                "node": i.node,
+                "value": i.value,
+            },
+            path="request",
+        )
+        for r in results
+        for i in r.interrupts
+        if i.task_id == r.task_id
+    }
+    if records:
+        ctx.kv.hset(keys.requests(run.thread_id, run.id), mapping=records)
+
+
+def _seed_answers(ctx: WorkerContext, run: RunRecord, cp: Checkpoint) -> None:
+    """A branch run (R16): store its preset answers under the interrupt ids of the branch's tasks."""
+    answers = {}
+    for where, value in run.preset_answers.items():
+        task_index, call = (int(part) for part in where.split(":"))
+        node = cp.next_tasks[task_index].node
+        answers[interrupt_id(task_id(cp.id, task_index, node), call)] = serde.dumps(value, path="answer")
+    ctx.kv.hset(keys.answers(run.thread_id, "", cp.id), mapping=answers)
 
 
 def _head(
@@ -263,6 +297,8 @@ def _head(
     if forks and parent is not None:
         parent = fork(parent, {"run_id": run.id})
         _commit_start(ctx, run, lease, parent, parent_is_head=False)
+    if run.preset_answers and parent is not None:
+        _seed_answers(ctx, run, parent)
     if run.input is None and parent is not None:
         ctx.kv.hset(keys.run(run.thread_id, run.id), "head", parent.id)
         run.head = parent.id
