@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,14 +15,42 @@ from cli.output import err_console, output_option, print_json
 from graphcore.client import Client, RunRequest
 from graphcore.errors import PermanentError
 from graphcore.runs import RunRecord, RunStatus
+from graphcore.threads import Multitask
 
-__all__ = ["enqueue", "wait_for_runs"]
+__all__ = ["enqueue", "multitask_option", "wait_for_runs"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def multitask_option(fn: _F) -> _F:
+    """Decorator: add ``--multitask [enqueue|reject]`` (default ``enqueue``) to a command as ``multitask``."""
+    option = click.option(
+        "--multitask", type=click.Choice(("enqueue", "reject")), default="enqueue", show_default=True,
+        help="One active run per thread: a run on a busy thread waits behind the active one (enqueue), or "
+             "is refused with reject (exit 2, nothing enqueued).",
+    )
+    return option(fn)
+
+
+def _fork_request(workflow: str, input_text: str | None, thread: str | None, tenant: str, checkpoint: str
+                  ) -> RunRequest:
+    """A run starting from ``checkpoint`` of ``thread`` (C3); without --input it continues the checkpoint's
+    next tasks."""
+    if thread is None:
+        fail("--checkpoint needs --thread (the thread the checkpoint belongs to)")
+    value = None if input_text is None else parse_input(input_text)
+    return RunRequest(workflow, value, thread_id=thread, tenant=tenant, config={"checkpoint_id": checkpoint})
 
 
 def _requests(
-    workflow: str, input_text: str | None, input_file: str | None, thread: str | None, tenant: str
+    workflow: str, input_text: str | None, input_file: str | None, thread: str | None, tenant: str,
+    checkpoint: str | None = None,
 ) -> list[tuple[RunRequest, str]]:
     """The runs to enqueue, each with where it came from (for error messages)."""
+    if input_file is not None and checkpoint is not None:
+        fail("--checkpoint starts one run on --thread; it does not go with --input-file")
+    if checkpoint is not None:
+        return [(_fork_request(workflow, input_text, thread, tenant, checkpoint), "--checkpoint")]
     if input_file is None:
         return [(RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant), "--input")]
     if input_text is not None:
@@ -37,10 +66,14 @@ def _requests(
 
 
 def _checked(client: Client, requests: Sequence[tuple[RunRequest, str]]) -> list[RunRequest]:
-    """Validate every run before anything is written; a bad one fails naming its line (exit 2)."""
+    """Validate every run before anything is written; a bad one fails naming its line (exit 2). A fork's
+    checkpoint must exist on its thread."""
     for request, where in requests:
         try:
             client.check(request)
+            checkpoint = request.config.get("checkpoint_id")
+            if checkpoint is not None and request.thread_id is not None:
+                client.get_state(request.thread_id, checkpoint)
         except PermanentError as exc:
             fail(f"{where}: {exc}")
     return [request for request, _ in requests]
@@ -99,6 +132,15 @@ def _report(records: Sequence[RunRecord]) -> None:
     help="Thread id (default: a new thread per run); the default for batch lines without one.",
 )
 @click.option("--tenant", default="default", show_default=True, help="Tenant (default for batch lines).")
+@click.option(
+    "--checkpoint",
+    "-c",
+    metavar="ID",
+    help="Start from this checkpoint of --thread (an id from `graphq state THREAD --history`) instead of "
+    "its latest: a fork, a new branch of the thread. Without --input the run continues the checkpoint's "
+    "next tasks; with --input the input is applied to the checkpoint's state and the workflow starts over.",
+)
+@multitask_option
 @click.option("--wait", "-w", is_flag=True, help="Wait for every run; exit 1 if any did not complete.")
 @click.option(
     "--timeout",
@@ -115,6 +157,8 @@ def enqueue(
     input_file: str | None,
     thread: str | None,
     tenant: str,
+    checkpoint: str | None,
+    multitask: str,
     wait: bool,
     timeout: float | None,
     output: str,
@@ -126,14 +170,16 @@ def enqueue(
       graphq enqueue code-inventory --input '{"root": "src"}' --wait
       graphq enqueue code-inventory --input @input.json --thread t-1
       graphq enqueue code-inventory --input-file runs.jsonl --wait
+      graphq enqueue code-inventory --thread t-1 --checkpoint ID --multitask reject
 
     With --output json, prints a JSON list of run ids (with --wait, the final run records).
-    Exit codes: 0 ok, 1 a run failed or the wait timed out, 2 bad input (nothing enqueued).
+    Exit codes: 0 ok, 1 a run failed or the wait timed out, 2 bad input (nothing enqueued; also a busy
+    thread with --multitask reject, or an unknown --checkpoint).
     """
-    requests = _requests(workflow, input_text, input_file, thread, tenant)
+    requests = _requests(workflow, input_text, input_file, thread, tenant, checkpoint)
     app.registry.get(workflow)
     client = app.client()
-    run_ids = client.enqueue_many(_checked(client, requests))
+    run_ids = client.enqueue_many(_checked(client, requests), cast(Multitask, multitask))
     if output == "table":
         click.echo("\n".join(run_ids))
     if not wait:

@@ -3,12 +3,14 @@
 \b
 graphq [--redis-url URL] [--workflows MODULES]
   run WORKFLOW            run to the end locally (embedded Redis unless configured)
-  enqueue WORKFLOW        enqueue one run or a JSON-lines batch; --wait for them
+  enqueue WORKFLOW        enqueue one run or a JSON-lines batch; --wait for them (--multitask,
+                          --checkpoint ID forks a thread)
   worker                  execute step jobs (--burst, --concurrency N)
   runs list | show RUN    run records
+  runs watch RUN          a run's events (--mode, --after ID), live until it ends or pauses
   runs requests | answer  a paused run's open requests; answer them (human in the loop)
   runs cancel | resume    cancel a run; continue an ended run's thread in a new run
-  state THREAD            a thread's state (--history, --checkpoint ID)
+  state THREAD            a thread's state (--history with branches, --checkpoint ID)
   workflows list          registered workflows
 """
 

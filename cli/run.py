@@ -11,13 +11,14 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 from rich.console import Console
 from rich.text import Text
 
 from cli.context import AppContext
+from cli.enqueue import multitask_option
 from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
 from cli.inputs import parse_input
 from cli.output import err_console, output_option, print_json, to_json
@@ -30,6 +31,7 @@ from graphcore.errors import GraphqError
 from graphcore.events import Event, read_events
 from graphcore.registry import Registry
 from graphcore.runs import RunRecord, RunStatus
+from graphcore.threads import Multitask
 from worker.process import run_worker
 
 __all__ = ["follow_and_work", "last_event_id", "redis_line", "report", "run"]
@@ -215,12 +217,16 @@ def report(client: Client, record: RunRecord, output: str) -> None:
         click.get_current_context().exit(EXIT_WAITING)
 
 
-def _execute(app: AppContext, client: Client, request: RunRequest, console: Console, started: float
-             ) -> RunRecord:
+def _execute(app: AppContext, client: Client, request: RunRequest, console: Console, started: float,
+             multitask: Multitask = "enqueue") -> RunRecord:
     """Enqueue the run and work it here to its end (or first pause)."""
-    run_id = client.enqueue_many([request])[0]
+    run_id = client.enqueue_many([request], multitask)[0]
     record = client.get_run(run_id)
     console.print(f"run {run_id}: {request.workflow} on thread {record.thread_id}", markup=False)
+    active = client.kv.get(keys.thread_active(record.thread_id))
+    if active is not None and active.decode() != run_id:
+        console.print(f"thread {record.thread_id} is busy with run {active.decode()}: this run waits until "
+                      "that one ends (--multitask reject refuses it instead)", markup=False)
     return follow_and_work(app, client, record, console, started=started)
 
 
@@ -230,10 +236,11 @@ def _execute(app: AppContext, client: Client, request: RunRequest, console: Cons
               help="The run's input: JSON text, or @path of a JSON file. Default {}.")
 @click.option("--thread", "-t", metavar="ID", help="Thread id (default: a new thread).")
 @click.option("--tenant", default="default", show_default=True, help="Tenant the run is for.")
+@multitask_option
 @output_option
 @click.pass_obj
 def run(app: AppContext, workflow: str, input_text: str | None, thread: str | None, tenant: str,
-        output: str) -> None:
+        multitask: str, output: str) -> None:
     """Run WORKFLOW to the end in this process and print its result.
 
     Uses GRAPHQ_REDIS_URL when set; otherwise starts an embedded redis-server with its append-only file in
@@ -251,8 +258,8 @@ def run(app: AppContext, workflow: str, input_text: str | None, thread: str | No
       graphq run code-inventory --input '{"root": "src"}'
       graphq --workflows mypkg.flows run my-flow --input @input.json
 
-    Exit codes: 0 completed, 1 failed or canceled, 2 bad input, 3 waiting for input, 130 interrupted
-    (state kept).
+    Exit codes: 0 completed, 1 failed or canceled, 2 bad input (also a busy --thread with --multitask
+    reject), 3 waiting for input, 130 interrupted (state kept).
     """
     request = RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant)
     app.registry.get(workflow)
@@ -266,7 +273,7 @@ def run(app: AppContext, workflow: str, input_text: str | None, thread: str | No
     try:
         console.print(redis_line(app, app.url(local=True)), markup=False)
         client = app.client(local=True)
-        record = _execute(app, client, request, console, started)
+        record = _execute(app, client, request, console, started, cast(Multitask, multitask))
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)
     report(client, record, output)

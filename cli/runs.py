@@ -1,5 +1,5 @@
-"""``graphq runs``: run records (``list``, ``show``) and steering runs (``requests``, ``answer``, ``cancel``,
-``resume``; see :mod:`cli.control`)."""
+"""``graphq runs``: run records (``list``, ``show``), a run's events (``watch``, see :mod:`cli.watch`) and
+steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`cli.control`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from cli.context import AppContext
 from cli.control import answer, cancel, requests, resume
 from cli.output import output_option, print_json, print_table, short, when
 from cli.records import print_answer_hint, print_requests, record_json, request_json
+from cli.watch import watch
 from graphcore.runs import RunRecord, RunStatus
 
 __all__ = ["record_json", "runs"]
@@ -18,8 +19,8 @@ __all__ = ["record_json", "runs"]
 
 @click.group()
 def runs() -> None:
-    """Inspect runs (list the newest, show one) and steer them: answer a paused run's requests, cancel a
-    run, resume an ended one."""
+    """Inspect runs (list the newest, show one, watch one's events live) and steer them: answer a paused
+    run's requests, cancel a run, resume an ended one."""
 
 
 @runs.command("list", short_help="List the newest runs.")
@@ -88,5 +89,5 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
         print_answer_hint(record.id, open_requests)
 
 
-for _command in (requests, answer, cancel, resume):
+for _command in (watch, requests, answer, cancel, resume):
     runs.add_command(_command)

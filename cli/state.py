@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -13,7 +14,13 @@ from graphcore import keys
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError
 
-__all__ = ["checkpoint_json", "state", "tasks_text"]
+__all__ = ["branches", "checkpoint_json", "state", "tasks_text"]
+
+MAIN_BRANCH = "main"
+"""The branch of a thread's first checkpoints; each fork (C3) starts another, ``b1``, ``b2``, ..."""
+_SHORT = 12
+"""Characters of a parent id shown in the history table: its end, since ids begin with their millisecond
+timestamp (checkpoints made in the same millisecond share their first 12 characters)."""
 
 
 def tasks_text(names: list[str]) -> str:
@@ -33,17 +40,52 @@ def checkpoint_json(cp: Checkpoint, values: bool) -> dict[str, Any]:
     return data
 
 
+def branches(history: Sequence[Checkpoint]) -> dict[str, str]:
+    """Checkpoint id → the branch it is on: ``main`` from the thread's first checkpoint, then ``b1``, ``b2``,
+    ... from each fork (``source: fork``) in the order they were made; a checkpoint is on its parent's
+    branch.
+
+    Args:
+        history: a thread's checkpoints, newest first (as :meth:`Client.get_history` lists them).
+    """
+    labels: dict[str, str] = {}
+    forks = 0
+    for cp in reversed(history):
+        if cp.source == "fork":
+            forks += 1
+            labels[cp.id] = f"b{forks}"
+        else:
+            labels[cp.id] = labels.get(cp.parent_id or "", MAIN_BRANCH)
+    return labels
+
+
+def _short(checkpoint_id: str | None) -> str:
+    return "…" + checkpoint_id[-_SHORT:] if checkpoint_id else ""
+
+
+def _branch_cell(cp: Checkpoint, labels: dict[str, str]) -> str:
+    """The branch column: ``b1 <- main`` on the fork that starts a branch, else the branch's name."""
+    if cp.source == "fork":
+        return f"{labels[cp.id]} <- {labels.get(cp.parent_id or '', '?')}"
+    return labels[cp.id]
+
+
 def _history(app: AppContext, thread: str, limit: int | None, output: str) -> None:
-    history = app.reader().get_history(thread, limit=limit)
+    history = app.reader().get_history(thread)  # all of it: branches are told from the oldest on
     if not history:
         raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoints")
+    labels = branches(history)
+    shown = history[:limit]
     if output == "json":
-        print_json([checkpoint_json(cp, values=False) for cp in history])
+        print_json([checkpoint_json(cp, values=False) | {"branch": labels[cp.id]} for cp in shown])
         return
-    rows = [(cp.step, cp.id, cp.source, tasks_text(cp.metadata.get("writes", [])),
-             tasks_text([t.node for t in cp.next_tasks]), when(cp.created_at)) for cp in history]
-    print_table(("step", "checkpoint", "source", "writes", "next", "created (UTC)"), rows,
-                title=f"thread {thread}", no_wrap=("checkpoint", "created (UTC)"))
+    rows = [(cp.step, cp.id, _short(cp.parent_id), _branch_cell(cp, labels), cp.source,
+             tasks_text(cp.metadata.get("writes", [])), tasks_text([t.node for t in cp.next_tasks]),
+             when(cp.created_at)) for cp in shown]
+    forks = len(set(labels.values())) - 1
+    title = f"thread {thread}" + (f" ({forks + 1} branches)" if forks else "")
+    print_table(("step", "checkpoint", "parent", "branch", "source", "writes", "next", "created (UTC)"), rows,
+                title=title, no_wrap=("checkpoint", "parent", "branch", "created (UTC)"))
 
 
 def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) -> None:
@@ -59,7 +101,8 @@ def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) 
 
 @click.command(short_help="Show a thread's state or checkpoint history.")
 @click.argument("thread")
-@click.option("--history", "-H", is_flag=True, help="List every checkpoint instead, newest first.")
+@click.option("--history", "-H", is_flag=True,
+              help="List every checkpoint instead, newest first, with parents and branches.")
 @click.option("--checkpoint", "-c", "checkpoint_id", metavar="ID",
               help="Show this checkpoint, not the newest.")
 @click.option("--limit", "-n", type=click.IntRange(min=1), metavar="N",
@@ -69,9 +112,15 @@ def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) 
 def state(app: AppContext, thread: str, history: bool, checkpoint_id: str | None, limit: int | None,
           output: str) -> None:
     """Show the state of THREAD: the newest checkpoint's values (JSON), or with --history one row per
-    checkpoint (step, checkpoint id, source, nodes that wrote, next tasks, created), newest first.
+    checkpoint, newest first: step, checkpoint id, parent (its last 12 characters), branch, source, nodes
+    that wrote, next tasks, created.
 
-    --output json prints the checkpoint (values included) or the history as JSON.
+    Branches: the thread's first line is "main"; a run started from an older checkpoint (`graphq enqueue
+    --thread T --checkpoint ID`) forks it: its first checkpoint has source "fork" and starts branch b1
+    (shown "b1 <- main"), the next fork b2, and so on; every other checkpoint is on its parent's branch.
+
+    --output json prints the checkpoint (values included) or the history as JSON (with parent_id and
+    branch).
     """
     keys.validate_id("thread id", thread)
     if history:

@@ -1,0 +1,290 @@
+"""``graphq runs watch``: a run's events (C6), replayed from its Redis stream and then followed live until the
+run ends or waits for input.
+
+The stream keeps ``values`` events as checkpoint ids (I4); the watch expands them into the state values (and
+the ``checkpoints`` mode) by reading the checkpoint, and derives ``tasks`` from ``updates``. Reads block up to
+a second at a time. A transient Redis error (a dropped connection, a restarting server) is retried with
+backoff from the last event printed, so no event is printed twice and none is lost; once the retries are used
+up, the error names the ``--after`` id to continue from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import click
+import redis.exceptions as rex
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from cli.context import AppContext
+from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
+from cli.output import FORMATS, to_json
+from cli.records import graphq_prefix
+from graphcore import keys, serde
+from graphcore.client import Client
+from graphcore.connection import connect, is_transient, redis_retrying
+from graphcore.errors import CheckpointNotFoundError
+from graphcore.events import Event, checkpoint_payload, read_events
+from graphcore.registry import Registry
+from graphcore.runs import RunRecord, RunStatus
+
+__all__ = ["MODES", "Line", "Watch", "watch"]
+
+MODES = ("values", "updates", "custom", "checkpoints", "tasks", "status", "interrupt", "retry")
+"""What ``--mode`` selects; ``values``/``checkpoints`` expand checkpoint ids, ``tasks`` comes from updates."""
+
+_BLOCK_MS = 1000
+_COUNT = 500
+_STREAM_ID = re.compile(r"^\d+(-\d+)?$")
+_ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED, RunStatus.AWAITING_INPUT)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One printed event: the stream id it comes from, its mode, step and (expanded) payload."""
+
+    id: str
+    mode: str
+    step: int
+    data: Any
+
+    def render(self, output: str) -> str:
+        """The line as printed: ``ID  step N  MODE  JSON``, or (``json``) one compact JSON object."""
+        if output == "json":
+            return to_json({"id": self.id, "mode": self.mode, "step": self.step, "data": self.data}, None)
+        return f"{self.id}  step {self.step:<3}  {self.mode:<11}  {to_json(self.data, indent=None)}"
+
+
+def stream_id(text: str) -> tuple[int, int]:
+    """A Redis stream id ``MS-SEQ`` (or ``MS``) as a comparable pair."""
+    ms, _, seq = text.partition("-")
+    return int(ms), int(seq or 0)
+
+
+@dataclass
+class Watch:
+    """Prints the events of ``run`` after stream id ``after`` until the run ends or waits for input.
+
+    Args:
+        client: a read-only client whose connection does not retry by itself (this class does).
+        run: the run to watch.
+        modes: the modes to print; empty means all (unknown stored modes included).
+        after: print only events after this stream id.
+        output: ``table`` or ``json`` (JSON Lines).
+    """
+
+    client: Client
+    run: RunRecord
+    modes: frozenset[str]
+    after: str = "0-0"
+    output: str = "table"
+    block_ms: int = _BLOCK_MS
+    _grace: bool = field(default=False, init=False, repr=False)
+
+    def follow(self) -> RunStatus:
+        """Print events until the run ends or waits for input; returns that status.
+
+        Raises:
+            CliError: Redis stayed unreachable through every retry (exit 1, naming the ``--after`` id).
+        """
+        peek = False
+        while True:
+            events = self.retried(self._read, None if peek else self.block_ms)
+            for event in events:
+                self._show(event)
+            if events:
+                ended = _ending(events[-1])
+                if ended is not None and ended != RunStatus.AWAITING_INPUT:
+                    return ended
+                peek = ended == RunStatus.AWAITING_INPUT  # paused: stop once nothing follows the pause
+                continue
+            ended = self.retried(self._settled)
+            if ended is not None:
+                return ended
+            peek = False
+
+    def _read(self, block_ms: int | None) -> list[Event]:
+        return list(read_events(self.client.kv, self.run.thread_id, self.run.id, self.after,
+                                block_ms=block_ms, count=_COUNT))
+
+    def _show(self, event: Event) -> None:
+        """Print what ``event`` gives in the selected modes, then move past it."""
+        for line in self.retried(self._lines, event):
+            click.echo(line.render(self.output))
+        self.after = event.id
+
+    def _wants(self, mode: str) -> bool:
+        return not self.modes or mode in self.modes
+
+    def _lines(self, event: Event) -> list[Line]:
+        """The lines of one stored event, in the order of the in-process ``graph.stream``."""
+        if event.mode == "values":
+            return self._checkpoint_lines(event)
+        if event.mode == "updates" and isinstance(event.data, dict):
+            return self._update_lines(event, event.data)
+        if self._wants(event.mode):
+            return [Line(event.id, event.mode, event.step, event.data)]
+        return []
+
+    def _update_lines(self, event: Event, updates: dict[str, Any]) -> list[Line]:
+        """``tasks`` lines (one per node that wrote) and the ``updates`` line of an ``updates`` event."""
+        lines = [Line(event.id, "tasks", event.step, {"node": node, "writes": writes})
+                 for node, writes in updates.items()] if self._wants("tasks") else []
+        if self._wants("updates"):
+            lines.append(Line(event.id, "updates", event.step, updates))
+        return lines
+
+    def _checkpoint_lines(self, event: Event) -> list[Line]:
+        """``checkpoints`` and ``values`` lines of a ``values`` event, read from its checkpoint."""
+        wanted = [m for m in ("checkpoints", "values") if self._wants(m)]
+        if not wanted:
+            return []
+        checkpoint_id = event.data.get("checkpoint_id") if isinstance(event.data, dict) else None
+        try:
+            if not isinstance(checkpoint_id, str):
+                raise CheckpointNotFoundError("a values event without a checkpoint id")
+            cp = self.client.get_state(self.run.thread_id, checkpoint_id)
+        except CheckpointNotFoundError:  # trimmed or deleted meanwhile: show the id, do not stop
+            missing = {"checkpoint_id": checkpoint_id, "error": "checkpoint not found"}
+            return [Line(event.id, mode, event.step, missing) for mode in wanted]
+        payloads = {"checkpoints": checkpoint_payload(cp), "values": cp.channel_values}
+        return [Line(event.id, mode, event.step, payloads[mode]) for mode in wanted]
+
+    def _settled(self) -> RunStatus | None:
+        """After a read found nothing new: the run's status if it has ended or paused with every event up to
+        that seen, else None (keep following).
+
+        A run whose end left no event in its stream ends by its record, after one more read (its final events
+        may be written just after the record changes).
+        """
+        record = self.client.get_run(self.run.id)
+        if record.status not in _ENDED:
+            self._grace = False
+            return None
+        newest = _newest(self.client.kv, self.run)
+        if newest is not None and _ending(newest) == record.status and _seen(newest.id, self.after):
+            return record.status
+        if record.status == RunStatus.AWAITING_INPUT:
+            return None  # its pause events are on their way
+        if self._grace:
+            return record.status
+        self._grace = True
+        return None
+
+    def retried(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)``; after a transient Redis error, again under the retry policy (reconnecting)."""
+        try:
+            return fn(*args)
+        except rex.RedisError as exc:
+            if not is_transient(exc):
+                raise
+            click.echo(f"lost the connection to Redis ({_one_line(exc)}); reconnecting, resuming after event "
+                       f"{self.after}", err=True)
+        try:
+            result: _T = redis_retrying()(fn, *args)
+        except rex.RedisError as exc:
+            if not is_transient(exc):
+                raise
+            fail(f"lost the connection to Redis: {_one_line(exc)}; continue with "
+                 f"`{graphq_prefix()} runs watch {self.run.id} --after {self.after}`", EXIT_FAILURE)
+        return result
+
+
+def _ending(event: Event) -> RunStatus | None:
+    """The status a ``status`` event reports when the run ended or paused with it, else None."""
+    if event.mode != "status" or not isinstance(event.data, dict):
+        return None
+    status = event.data.get("status")
+    return next((s for s in _ENDED if s.value == status), None)
+
+
+def _seen(event_id: str, after: str) -> bool:
+    return stream_id(event_id) <= stream_id(after)
+
+
+def _newest(kv: Any, run: RunRecord) -> Event | None:
+    """The newest event of the run's stream."""
+    reply = kv.xrevrange(keys.run_events(run.thread_id, run.id), count=1)
+    if not reply:
+        return None
+    entry_id, fields = reply[0]
+    mode, step = fields[b"mode"].decode(), int(fields[b"step"])
+    return Event(entry_id.decode(), mode, step, serde.loads(fields[b"data"]))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+
+
+def _check_after(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    if value is None:
+        return "0-0"
+    if not _STREAM_ID.match(value):
+        raise click.BadParameter(f"{value!r} is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)")
+    return value
+
+
+def _end(record: RunRecord, status: RunStatus, after: str) -> None:
+    """Stop with the exit code of ``status``: 0 completed, 1 failed or canceled, 3 waiting for input."""
+    if status in (RunStatus.FAILED, RunStatus.CANCELED):
+        error = f": {record.error.type}: {record.error.message}" if record.error else ""
+        fail(f"run {record.id} {status.value} at step {record.step}{error}", EXIT_FAILURE)
+    if status == RunStatus.AWAITING_INPUT:
+        prefix = graphq_prefix()
+        click.echo(f"run {record.id} is waiting for input; answer with `{prefix} runs answer {record.id} "
+                   f"--value JSON`, then follow it with `{prefix} runs watch {record.id} --after {after}`",
+                   err=True)
+        click.get_current_context().exit(EXIT_WAITING)
+
+
+def _watch_client(app: AppContext) -> Client:
+    """A read-only client on a connection of its own that does not retry by itself: :class:`Watch` retries,
+    from the last event it printed."""
+    kv = connect(app.url(local=True, share=True))
+    kv.set_retry(Retry(NoBackoff(), 0))
+    click.get_current_context().call_on_close(kv.close)
+    return Client(kv, Registry({}))
+
+
+@click.command("watch", short_help="Print a run's events, following it live.")
+@click.argument("run_id", metavar="RUN")
+@click.option("--mode", "-m", "modes", multiple=True, type=click.Choice(MODES),
+              help="Only these modes (repeatable). Default: all.")
+@click.option("--after", "-a", callback=_check_after, metavar="EVENT_ID",
+              help="Start after this event id (the last one a watch printed, to continue it).")
+@click.option("--output", "-o", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="table: one line per event for people; json: one JSON object per line (JSON Lines).")
+@click.pass_obj
+def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output: str) -> None:
+    """Print the events of RUN, one line per event: the ones so far, then new ones as they happen, until
+    the run ends or waits for input.
+
+    \b
+    Line: EVENT_ID  step N  MODE  PAYLOAD (JSON)
+    --output json: {"id", "mode", "step", "data"} per line (JSON Lines)
+    Modes:
+      status       running, completed, failed (with the error), canceled, awaiting_input
+      values       the state after each super-step (read from its checkpoint)
+      checkpoints  each checkpoint: id, parent_id, step, source, next nodes
+      updates      {node: writes} of each finished task
+      tasks        {"node", "writes"} of each finished task
+      custom       {"node", "chunk"} written with get_stream_writer()
+      interrupt    the requests of a node that asked a human
+      retry        {"node", "attempt", "error", "wait_s"} of a node retried
+
+    A dropped connection is retried from the last event printed (no event twice, none lost), within
+    GRAPHQ_REDIS_RETRY_ATTEMPTS tries; to continue a watch that stopped, pass the last id it printed to
+    --after.
+
+    Exit codes: 0 completed, 1 failed or canceled (or Redis lost), 2 unknown run or bad option, 3 waiting
+    for input, 130 interrupted.
+    """
+    client = _watch_client(app)
+    watcher = Watch(client, client.get_run(run_id), frozenset(modes), after, output)
+    status = watcher.follow()
+    _end(watcher.retried(client.get_run, run_id), status, watcher.after)
