@@ -18,7 +18,6 @@ from graphcore import keys, serde
 from graphcore.algo import apply_update, task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
-from graphcore.events import stage_event
 from graphcore.interrupts import match_answer
 from graphcore.registry import Registry
 from graphcore.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
@@ -328,8 +327,8 @@ class Client:
             return f"run {run_id} is already {run.status.value}; nothing changed"
         fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
         waiting = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
-        if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields):
-            stage_event(self.kv, run.thread_id, run.id, "status", run.step, {"status": "canceled"})
+        canceled = [("status", run.step, {"status": "canceled"})]
+        if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled):
             self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
             hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)
             return "canceled"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from graphcore import keys, serde
 from graphcore.errors import RunNotFoundError
+from graphcore.events import encode_event
 from graphcore.lua import script
 
 __all__ = ["CANCEL_ERROR", "TERMINAL", "RunError", "RunRecord", "RunStatus", "RunStore", "now_iso"]
@@ -182,18 +183,23 @@ class RunStore:
         *,
         allowed: tuple[RunStatus, ...] = (),
         fields: Mapping[str, str | bytes] | None = None,
+        events: Sequence[tuple[str, int, Any]] = (),
     ) -> bool:
         """Compare-and-set the run's status (I7); terminal states are never overwritten.
 
         Args:
             allowed: statuses the run must currently have (any non-terminal when empty).
             fields: extra hash fields written with the status.
+            events: ``(mode, step, data)`` appended to the run's stream in the same script, only when the
+                status is set (a reader never sees the status without its event, nor the reverse).
 
         Returns:
             True when the status was set.
         """
-        args: list[str | bytes] = [status.value, ",".join(s.value for s in allowed)]
-        for key, value in (fields or {}).items():
-            args += [key, value]
-        ok, _ = self._set_status(keys=[keys.run(record.thread_id, record.id)], args=args)
+        pairs = [x for item in (fields or {}).items() for x in item]
+        encoded = [x for mode, step, data in events for x in encode_event(mode, step, data).values()]
+        args: list[str | bytes] = [status.value, ",".join(s.value for s in allowed), str(len(pairs) // 2)]
+        args += [*pairs, str(len(events)), *encoded]
+        script_keys = [keys.run(record.thread_id, record.id), keys.run_events(record.thread_id, record.id)]
+        ok, _ = self._set_status(keys=script_keys, args=args)
         return bool(ok)

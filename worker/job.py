@@ -59,7 +59,6 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         )
         return f"skipped: {held}"
     if code == 4:
-        stage_event(ctx.kv, thread_id, run_id, "status", run.step, {"status": "canceled"})
         _release_thread(ctx, run)
         return "canceled before the step"
     try:
@@ -108,16 +107,16 @@ def _release_thread(ctx: WorkerContext, run: RunRecord) -> None:
 
 def _end_completed(ctx: WorkerContext, run: RunRecord) -> None:
     """Complete a run that has no step to run (its result is the head checkpoint's values)."""
-    if ctx.runs.set_status(run, RunStatus.COMPLETED, fields={"ended_at": now_iso()}):
-        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "completed"})
+    done = [("status", run.step, {"status": "completed"})]
+    if ctx.runs.set_status(run, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
         _release_thread(ctx, run)
 
 
 def _end(ctx: WorkerContext, run: RunRecord, status: RunStatus, error: RunError) -> None:
     """End the run (compare-and-set from a non-terminal status, I7) and record why."""
-    if ctx.runs.set_status(run, status, fields={"error": error.model_dump_json(), "ended_at": now_iso()}):
-        event = {"status": status.value, "error": f"{error.type}: {error.message}"}
-        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, event)
+    fields = {"error": error.model_dump_json(), "ended_at": now_iso()}
+    event = {"status": status.value, "error": f"{error.type}: {error.message}"}
+    if ctx.runs.set_status(run, status, fields=fields, events=[("status", run.step, event)]):
         _release_thread(ctx, run)
     log.info("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
 
@@ -211,8 +210,10 @@ def _retry_events(ctx: WorkerContext, run: RunRecord) -> RetryHook:
 def _mark_running(ctx: WorkerContext, run: RunRecord) -> None:
     if run.status == RunStatus.QUEUED:
         started = {"started_at": now_iso()} if run.started_at is None else {}
-        ctx.runs.set_status(run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started)
-        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "running"})
+        running = [("status", run.step, {"status": "running"})]
+        ctx.runs.set_status(
+            run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started, events=running
+        )
 
 
 def _answers(ctx: WorkerContext, run: RunRecord, cp: Checkpoint) -> dict[str, Any]:
@@ -239,9 +240,11 @@ def _pause(
         for i in r.interrupts
     ]
     _record_requests(ctx, run, cp, results)
-    if ctx.runs.set_status(run, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,)):
-        stage_event(ctx.kv, run.thread_id, run.id, "interrupt", run.step, {"requests": requests})
-        stage_event(ctx.kv, run.thread_id, run.id, "status", run.step, {"status": "awaiting_input"})
+    events = [
+        ("interrupt", run.step, {"requests": requests}),
+        ("status", run.step, {"status": "awaiting_input"}),
+    ]
+    ctx.runs.set_status(run, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,), events=events)
     return f"awaiting input: {len(requests)} request(s)"
 
 

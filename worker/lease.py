@@ -18,6 +18,7 @@ from typing import Any
 
 from graphcore import keys
 from graphcore.cancel import CancelToken
+from graphcore.events import encode_event
 from graphcore.lua import script
 
 __all__ = ["Lease"]
@@ -42,6 +43,7 @@ class Lease:
         self.kv = kv
         self.key = keys.lease(thread_id, run_id)
         self.run_key = keys.run(thread_id, run_id)
+        self.events_key = keys.run_events(thread_id, run_id)
         self.cancel = CancelToken()
         """Set when the run is cancelled with ``interrupt=True`` while this step runs."""
         self.renew_at = time.monotonic() + heartbeat_s
@@ -62,8 +64,10 @@ class Lease:
             ``(code, run hash)``; code 0 = no such run, 1 = stale (finished or at another step),
             2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
         """
+        canceled = encode_event("status", step, {"status": "canceled"})["data"]
         code, flat = script(self.kv, "claim_step")(
-            keys=[self.run_key, self.key], args=[self.token, self.ttl_ms, step, now, cancel_error]
+            keys=[self.run_key, self.key, self.events_key],
+            args=[self.token, self.ttl_ms, step, now, cancel_error, canceled],
         )
         return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
 

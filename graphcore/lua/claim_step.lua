@@ -1,9 +1,10 @@
 -- Claim a run's step for this worker in one round trip (R2, R18, X1): read the run, and take the lease only
 -- when the run is still at this step and not finished (a stale duplicate job never holds the lease). A
 -- run with a pending cancel request ends Canceled here, before its next super-step starts.
--- KEYS[1] = run hash; KEYS[2] = lease key
+-- KEYS[1] = run hash; KEYS[2] = lease key; KEYS[3] = the run's event stream
 -- ARGV[1] = lease token; ARGV[2] = lease time-to-live in milliseconds; ARGV[3] = the job's step number;
--- ARGV[4] = now (ISO-8601); ARGV[5] = the error record (JSON) of a cancelled run
+-- ARGV[4] = now (ISO-8601); ARGV[5] = the error record (JSON) of a cancelled run; ARGV[6] = the data of its
+-- status event (msgpack), appended to the stream KEYS[3] with the cancellation
 -- Returns {code, run hash as a flat field/value list}; code 0 = no such run, 1 = stale (finished or at
 -- another step), 2 = another worker holds the lease, 3 = claimed, 4 = cancelled now.
 local run = redis.call('HGETALL', KEYS[1])
@@ -15,6 +16,7 @@ if status == 'completed' or status == 'failed' or status == 'canceled' or step ~
 end
 if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
   redis.call('HSET', KEYS[1], 'status', 'canceled', 'ended_at', ARGV[4], 'error', ARGV[5])
+  redis.call('XADD', KEYS[3], '*', 'mode', 'status', 'step', step, 'data', ARGV[6])
   return {4, redis.call('HGETALL', KEYS[1])}
 end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, run} end

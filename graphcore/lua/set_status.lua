@@ -1,8 +1,9 @@
--- Compare-and-set of a run's status (I7): terminal states are never left or overwritten.
--- KEYS[1] = run hash
+-- Compare-and-set of a run's status (I7): terminal states are never left or overwritten. The status
+-- change and the events that announce it are written together, or not at all.
+-- KEYS[1] = run hash; KEYS[2] = the run's event stream
 -- ARGV[1] = new status; ARGV[2] = comma-separated statuses allowed as the current one ("" = any non-terminal)
--- ARGV[3..] = extra field, value pairs to set with the status
--- Returns 1 when set, 0 when refused (returns the current status as a second element).
+-- ARGV[3] = n, then n field/value pairs to set with the status; then m, then m events (mode, step, data)
+-- Returns {1, previous status} when set, {0, current status} when refused.
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, ''} end
 if current == 'completed' or current == 'failed' or current == 'canceled' then return {0, current} end
@@ -12,5 +13,10 @@ if ARGV[2] ~= '' then
   if not ok then return {0, current} end
 end
 redis.call('HSET', KEYS[1], 'status', ARGV[1])
-for i = 3, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+local i = 4
+for _ = 1, tonumber(ARGV[3]) do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
+local m = tonumber(ARGV[i]); i = i + 1
+for _ = 1, m do
+  redis.call('XADD', KEYS[2], '*', 'mode', ARGV[i], 'step', ARGV[i + 1], 'data', ARGV[i + 2]); i = i + 3
+end
 return {1, current}
