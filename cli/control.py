@@ -9,10 +9,12 @@ configured Redis, helping its workers).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import click
 
 from cli.context import AppContext
+from cli.errors import fail
 from cli.inputs import parse_input
 from cli.output import err_console, output_option, print_json
 from cli.records import print_requests, record_json, request_json
@@ -65,10 +67,13 @@ def requests(app: AppContext, run_id: str, output: str) -> None:
                    "several open requests and no --request, an object keyed by request ids answers them.")
 @click.option("--request", "-r", "request_id", metavar="ID", help="Answer only this request (an id from "
               "`graphq runs requests`).")
+@click.option("--again", is_flag=True, help="Answer a request that was already answered (with --request): "
+              "a new run branches off the thread where the request was made, with this answer; the first "
+              "branch stays in the history. Prints the new run's id.")
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @output_option
 @click.pass_obj
-def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None, wait: bool,
+def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None, again: bool, wait: bool,
            output: str) -> None:
     """Answer the open request(s) of RUN, a run waiting for input, and let it continue.
 
@@ -81,12 +86,16 @@ def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None
       graphq runs answer RUN --value '"yes"'
       graphq runs answer RUN --value '{"decision": "no", "note": "over budget"}'
       graphq runs answer RUN --request ID --value @answer.json
+      graphq runs answer RUN --request ID --value '"no"' --again    # a second answer: a new branch
 
     Exit codes: 0 answered (with --wait: completed), 1 failed or canceled, 2 bad input (malformed JSON,
     unknown request id, several requests open and the answer not keyed by their ids, a run not waiting
     for input: nothing is changed), 3 waiting for input again, 130 interrupted.
     """
     value = parse_input(value_text, "--value")
+    if again:
+        _answer_again(app, run_id, request_id, value, wait, output)
+        return
     here = wait or app.local
     client = app.client(local=True)
     record = client.get_run(run_id)
@@ -141,9 +150,25 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
     """
     client = app.client(local=True)
     new_id = client.resume(run_id)
+    thread = client.get_run(new_id).thread_id
+    _started(app, client, new_id, f"run {new_id} continues run {run_id} on thread {thread}", wait, output)
+
+
+def _answer_again(
+    app: AppContext, run_id: str, request_id: str | None, value: Any, wait: bool, output: str
+) -> None:
+    """R16: a second answer to an answered request starts a branch run."""
+    if request_id is None:
+        fail("--again needs --request ID (the request to answer again)")
+    client = app.client(local=True)
+    new_id = client.answer_again(run_id, request_id, value)
+    _started(app, client, new_id, f"run {new_id} branches off run {run_id} with a new answer", wait, output)
+
+
+def _started(app: AppContext, client: Client, new_id: str, note: str, wait: bool, output: str) -> None:
+    """A new run was enqueued: work it here (no Redis URL, or --wait), else print its id or record."""
     record = client.get_run(new_id)
     if wait or app.local:
-        note = f"run {new_id} continues run {run_id} on thread {record.thread_id}"
         _continue_here(app, client, record, note, output)
     elif output == "json":
         print_json(record_json(record))

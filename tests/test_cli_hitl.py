@@ -52,8 +52,9 @@ def _isolate_process_state() -> Iterator[None]:
 def graphq(*args: str, url: str) -> Result:
     """``graphq --redis-url URL --workflows tests.workflows.hitl ARGS`` in-process; GRAPHQ_* env cleared."""
     clean = {"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None, "GRAPHQ_DATA_DIR": None}
-    return CliRunner().invoke(main, ["--redis-url", url, "--workflows", WORKFLOWS, *args], env=clean,
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        main, ["--redis-url", url, "--workflows", WORKFLOWS, *args], env=clean, catch_exceptions=False
+    )
 
 
 def ok(result: Result, code: int = 0) -> Result:
@@ -106,10 +107,16 @@ def test_two_sequential_requests_are_answered_one_after_the_other(redis_url: str
     run_id = enqueue(redis_url, "asking", {"topic": "tea"})
     work(redis_url)
     [first] = client.requests(run_id)
-    assert requests_json(redis_url, run_id) == [{
-        "id": first.id, "value": {"question": "first about tea?"}, "node": "ask_twice",
-        "task_id": first.task_id, "index": 0, "created_at": first.created_at,
-    }]
+    assert requests_json(redis_url, run_id) == [
+        {
+            "id": first.id,
+            "value": {"question": "first about tea?"},
+            "node": "ask_twice",
+            "task_id": first.task_id,
+            "index": 0,
+            "created_at": first.created_at,
+        }
+    ]
     answered = ok(graphq("runs", "answer", run_id, "--value", '"yes"', url=redis_url))
     assert answered.stdout == f"{first.id}\n"
     assert f"run {run_id} continues on a worker" in answered.stderr
@@ -150,7 +157,9 @@ def test_several_open_requests_need_answers_keyed_by_their_ids(
     record = show(redis_url, run_id)
     assert record["status"] == "completed"
     assert record["result"] == {
-        "items": ["a", "b"], "approvals": [["a", "yes-a"], ["b", "yes-b"]], "joined": 2,
+        "items": ["a", "b"],
+        "approvals": [["a", "yes-a"], ["b", "yes-b"]],
+        "joined": 2,
     }
 
 
@@ -158,8 +167,9 @@ def test_one_request_at_a_time_with_request_and_output_json(redis_url: str) -> N
     run_id = enqueue(redis_url, "reviewing", {"items": ["a", "b"]})
     work(redis_url)
     a, b = (r["id"] for r in requests_json(redis_url, run_id))
-    done = ok(graphq("runs", "answer", run_id, "--request", b, "--value", '"yes-b"', "-o", "json",
-                     url=redis_url))
+    done = ok(
+        graphq("runs", "answer", run_id, "--request", b, "--value", '"yes-b"', "-o", "json", url=redis_url)
+    )
     assert json.loads(done.stdout) == [b]
     work(redis_url)
     assert [r["id"] for r in requests_json(redis_url, run_id)] == [a]
@@ -193,7 +203,8 @@ def test_show_lists_the_open_requests_of_a_waiting_run(redis_url: str, client: C
     record = show(redis_url, run_id)
     assert record["status"] == "awaiting_input"
     assert [(r["id"], r["node"], r["value"]) for r in record["requests"]] == [
-        (a.id, "approve", "approve a?"), (b.id, "approve", "approve b?"),
+        (a.id, "approve", "approve a?"),
+        (b.id, "approve", "approve b?"),
     ]
     table = ok(graphq("runs", "show", run_id, url=redis_url)).stdout
     assert "open requests:" in table
@@ -217,7 +228,7 @@ def test_run_pauses_with_exit_3_and_answer_wait_continues_it_here(redis_url: str
     assert "waiting for input after" in paused.stderr and "error:" not in paused.stderr
     again = ok(graphq("runs", "answer", run_id, "--value", '"yes"', "--wait", url=redis_url), 3)
     [second] = client.requests(run_id)
-    assert f"  {second.id}  ask_twice  {{\"question\": \"second?\"}}\n" in again.stdout
+    assert f'  {second.id}  ask_twice  {{"question": "second?"}}\n' in again.stdout
     assert f"answered {first.id}; continuing run {run_id} here" in again.stderr
     done = ok(graphq("runs", "answer", run_id, "--value", '"no"', "--wait", url=redis_url))
     assert json.loads(done.stdout) == {"topic": "tea", "answers": ["yes", "no"], "done": True}
@@ -230,10 +241,16 @@ def test_run_output_json_of_a_paused_run_holds_its_requests(redis_url: str, clie
     record = json.loads(paused.stdout)
     [request] = client.requests(record["id"])
     assert record["status"] == "awaiting_input"
-    assert record["requests"] == [{
-        "id": request.id, "value": "approve x?", "node": "approve", "task_id": request.task_id, "index": 0,
-        "created_at": request.created_at,
-    }]
+    assert record["requests"] == [
+        {
+            "id": request.id,
+            "value": "approve x?",
+            "node": "approve",
+            "task_id": request.task_id,
+            "index": 0,
+            "created_at": request.created_at,
+        }
+    ]
 
 
 # -- cancel and resume ---------------------------------------------------------------------------------------
@@ -301,8 +318,9 @@ def local_env(tmp_path: Path) -> dict[str, str]:
 
 
 def shell(command: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", command], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run(
+        ["bash", "-c", command], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 @pytest.mark.skipif(not SCRIPT.exists(), reason="needs the installed graphq console script")
@@ -313,8 +331,9 @@ def test_approval_from_pause_to_completion_with_local_data(tmp_path: Path) -> No
     lines = paused.stdout.splitlines()
     run_id = lines[0].split()[1]
     assert lines[0] == f"run {run_id} is waiting for input at step 1 (1 open request):"
-    assert re.fullmatch(r'  [0-9a-f]{16}  approve  \{"question": "Approve 120 for ana\?", "amount": 120\}',
-                        lines[1])
+    assert re.fullmatch(
+        r'  [0-9a-f]{16}  approve  \{"question": "Approve 120 for ana\?", "amount": 120\}', lines[1]
+    )
     assert lines[2:] == ["answer with:", f"  graphq runs answer {run_id} --value '<JSON>'"]
     answer = lines[3].strip().replace("'<JSON>'", "'\"yes\"'")
     done = shell(answer, env, tmp_path)
@@ -343,8 +362,9 @@ def test_approval_cancel_and_resume_with_local_data(tmp_path: Path) -> None:
     assert resumed.returncode == 3, resumed.stderr
     new_id = resumed.stdout.split()[1]
     assert new_id != run_id and f"run {new_id} continues run {run_id}" in resumed.stderr
-    done = shell(f"""graphq runs answer {new_id} --value '{{"decision": "no", "note": "too small"}}'""",
-                 env, tmp_path)
+    done = shell(
+        f"""graphq runs answer {new_id} --value '{{"decision": "no", "note": "too small"}}'""", env, tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "5 for bo: rejected (too small)"
 
@@ -358,7 +378,10 @@ def test_cancel_a_local_run_from_another_terminal(tmp_path: Path) -> None:
         payload = '{"amount": 1, "requester": "x", "audit_seconds": 30}'
         proc = subprocess.Popen(
             [str(SCRIPT), "run", "approval", "--input", payload],
-            env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + 20
@@ -393,7 +416,9 @@ def test_approval_yes_path() -> None:
     assert (request.node, request.value) == ("approve", {"question": "Approve 120 for ana?", "amount": 120})
     final = graph.invoke(Command(resume="yes"), cfg)
     assert final == {
-        "amount": 120, "requester": "ana", "decision": "approved",
+        "amount": 120,
+        "requester": "ana",
+        "decision": "approved",
         "log": ["assessed 120 for ana", "approved by a human", "paid 120 to ana"],
     }
     assert format_result(final) == (
@@ -408,11 +433,15 @@ def test_approval_no_path_with_a_note_after_an_unclear_answer() -> None:
     [again] = graph.invoke(Command(resume="maybe"), cfg)[INTERRUPT_KEY]
     assert again.index == 1
     assert again.value == {
-        "question": "Approve 9.5 for bo? Please answer yes or no (got 'maybe').", "amount": 9.5,
+        "question": "Approve 9.5 for bo? Please answer yes or no (got 'maybe').",
+        "amount": 9.5,
     }
     final = graph.invoke(Command(resume={"decision": "No", "note": "over budget"}), cfg)
     assert final == {
-        "amount": 9.5, "requester": "bo", "decision": "rejected", "note": "over budget",
+        "amount": 9.5,
+        "requester": "bo",
+        "decision": "rejected",
+        "note": "over budget",
         "log": ["assessed 9.5 for bo", "rejected by a human: over budget", "told bo no"],
     }
     assert format_result(final).splitlines()[0] == "9.5 for bo: rejected (over budget)"
@@ -426,10 +455,39 @@ def test_approval_audit_and_bad_input() -> None:
         build_graph().invoke({"amount": 0, "requester": "cy"})
 
 
-@pytest.mark.parametrize(("answer", "parsed"), [
-    ("yes", ("approved", "")), (" NO ", ("rejected", "")), ({"decision": "yes"}, ("approved", "")),
-    ({"decision": "no", "note": "n"}, ("rejected", "n")), ("maybe", None), (True, None),
-    ({"decision": "yes", "note": 3}, None), ({}, None),
-])
+@pytest.mark.parametrize(
+    ("answer", "parsed"),
+    [
+        ("yes", ("approved", "")),
+        (" NO ", ("rejected", "")),
+        ({"decision": "yes"}, ("approved", "")),
+        ({"decision": "no", "note": "n"}, ("rejected", "n")),
+        ("maybe", None),
+        (True, None),
+        ({"decision": "yes", "note": 3}, None),
+        ({}, None),
+    ],
+)
 def test_parse_answer(answer: Any, parsed: tuple[str, str] | None) -> None:
     assert parse_answer(answer) == parsed
+
+
+def test_answer_again_starts_a_branch_run(redis_url: str, client: Client) -> None:
+    run_id = enqueue(redis_url, "chat", {"messages": [{"id": "h1", "role": "human", "content": "maps"}]})
+    work(redis_url)
+    [request] = requests_json(redis_url, run_id)
+    ok(graphq("runs", "answer", run_id, "--value", '"yes"', url=redis_url))
+    work(redis_url)
+    assert show(redis_url, run_id)["status"] == "completed"
+    refused = graphq("runs", "answer", run_id, "--value", '"no"', "--again", url=redis_url)
+    assert refused.exit_code == 2 and "--again needs --request ID" in error_line(refused)
+    branched = ok(
+        graphq(
+            "runs", "answer", run_id, "--request", request["id"], "--value", '"no"', "--again", url=redis_url
+        )
+    )
+    branch_id = branched.stdout.strip()
+    work(redis_url)
+    record = show(redis_url, branch_id)
+    assert (record["status"], record["continued_from_run_id"]) == ("completed", run_id)
+    assert record["result"]["messages"][-1]["content"] == "done: lookup(maps) approved=no"
