@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
 
-STREAM_MODES = ("values", "updates", "custom", "tasks", "checkpoints")
+STREAM_MODES = ("values", "updates", "custom", "tasks", "checkpoints", "debug")
 
 INTERRUPT_KEY = "__interrupt__"
 """Key of the open requests in ``invoke``'s result and in ``updates`` events when a run pauses."""
@@ -163,7 +163,8 @@ class CompiledGraph:
         Modes: ``values`` (the full state after input and after each step), ``updates`` (``{node: writes}``
         per task), ``custom`` (chunks from ``get_stream_writer()``), ``tasks`` (each finished task: id,
         node, writes, interrupts), ``checkpoints`` (each committed checkpoint's id, parent, step, source and
-        next tasks). With one mode, events are the payloads; with a list, ``(mode, payload)`` pairs. The
+        next tasks), ``debug`` (both, tagged ``{"type": "task_result"|"checkpoint", "payload": ...}``). With
+        one mode, events are the payloads; with a list, ``(mode, payload)`` pairs. The
         payloads are those ``graphq runs watch`` prints for a queued run.
 
         Raises:
@@ -291,6 +292,9 @@ class CompiledGraph:
             events.append(("checkpoints", checkpoint_payload(cp)))
         if "values" in modes:
             events.append(("values", dict(cp.channel_values)))
+        if "debug" in modes:  # tasks and checkpoints in one mode, tagged by type (LangGraph's debug mode)
+            events += [("debug", {"type": "task_result", "payload": task_payload(r)}) for r in results]
+            events.append(("debug", {"type": "checkpoint", "payload": checkpoint_payload(cp)}))
         return events
 
     @staticmethod

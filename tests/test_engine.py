@@ -778,3 +778,16 @@ def test_stream_tasks_and_checkpoints_modes() -> None:
     assert len(task["id"]) == 16
     assert (cp["step"], cp["source"], cp["next"]) == (0, "loop", [])
     assert cp["parent_id"] is not None
+
+
+def test_stream_debug_mode_tags_tasks_and_checkpoints() -> None:
+    class S3(TypedDict, total=False):
+        x: int
+
+    g = StateGraph(S3)
+    g.add_node("a", lambda s: {"x": 2})
+    g.add_edge(START, "a")
+    events = list(g.compile().stream({}, stream_mode="debug"))
+    assert [e["type"] for e in events] == ["task_result", "checkpoint"]
+    assert events[0]["payload"]["writes"] == {"x": 2}
+    assert events[1]["payload"]["source"] == "loop"
