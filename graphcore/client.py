@@ -308,7 +308,8 @@ class Client:
     def cancel(self, run_id: str, interrupt: bool = False) -> str:
         """Cancel a run (X1, X2, I6).
 
-        A queued or waiting run ends Canceled at once. A running run stops before its next super-step (the
+        A queued or waiting run ends Canceled at once, and so does a running one whose step no worker holds
+        (e.g. its worker died and the lease lapsed). A running run stops before its next super-step (the
         step in flight finishes and is committed); with ``interrupt`` the running nodes' cancel tokens are
         also set, within about a second (best effort: a node must look at its token). Checkpoints are kept,
         and the thread can be continued (:meth:`resume`, X4).
@@ -326,7 +327,11 @@ class Client:
         if run.terminal:
             return f"run {run_id} is already {run.status.value}; nothing changed"
         fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
-        waiting = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
+        waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
+        if not self.kv.exists(keys.lease(run.thread_id, run.id)):
+            # No worker holds its step (between steps, or its worker died and the lease lapsed): end it now.
+            # A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
+            waiting = (*waiting, RunStatus.RUNNING)
         canceled = [("status", run.step, {"status": "canceled"})]
         if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled):
             self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)

@@ -14,6 +14,7 @@ How it works (semantics follow LangGraph's ``interrupt``):
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +33,10 @@ class GraphInterrupt(BaseException):
         super().__init__(", ".join(r.id for r in records))
         self.records = records
         """The open requests: one from ``interrupt()``, or every open request of a paused subgraph."""
+
+
+_REQUEST_ID = re.compile(r"[0-9a-f]{16}")
+"""What an interrupt id looks like: an answer keyed by such strings is read as keyed by request ids."""
 
 
 def interrupt_id(task_id: str, index: int) -> str:
@@ -118,10 +123,16 @@ def match_answer(pending: list[Interrupt], answer: Any, request_id: str | None) 
         raise InvalidUpdateError("the run has no pending request to answer")
     if request_id is not None:
         if request_id not in ids:
-            raise InvalidUpdateError(f"no pending request {request_id!r}; pending: {ids}")
+            raise InvalidUpdateError(
+                f"no pending request {request_id!r}; pending: {ids} (an answered request is answered again "
+                "on a new branch: answer_again / --again)"
+            )
         return {request_id: answer}
     if isinstance(answer, Mapping) and answer and set(answer) <= set(ids):
         return dict(answer)
+    if isinstance(answer, Mapping) and answer and all(_REQUEST_ID.fullmatch(str(k)) for k in answer):
+        unknown = sorted(set(answer) - set(ids))
+        raise InvalidUpdateError(f"unknown request id(s) {unknown}; pending: {ids}")
     if len(ids) == 1:
         return {ids[0]: answer}
     raise InvalidUpdateError(

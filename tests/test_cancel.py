@@ -93,7 +93,7 @@ def test_interrupting_cancel_reaches_the_running_node_within_a_second(
     wait_for(client, run_id, RunStatus.CANCELED, timeout_s=5)
     assert time.monotonic() - sent < 2.0
     run = client.get_run(run_id)
-    assert run.error is not None and run.error.message == "canceled: run canceled"
+    assert run.error is not None and run.error.message == "canceled by request; running nodes were signalled"
     assert [c.step for c in client.get_history(run.thread_id)] == [-1]
     statuses = [
         e.data["status"] for e in read_events(redis_client, run.thread_id, run_id) if e.mode == "status"

@@ -150,7 +150,10 @@ def test_several_open_requests_need_answers_keyed_by_their_ids(
     assert run.status == "awaiting_input"
     assert redis_client.exists(keys.answers(run.thread_id, "", run.head or "")) == 0  # nothing changed
     unknown = ok(graphq("runs", "answer", run_id, "--request", "0" * 16, "--value", '"x"', url=redis_url), 2)
-    assert error_line(unknown) == f"error: no pending request '{'0' * 16}'; pending: ['{a}', '{b}']"
+    assert error_line(unknown) == (
+        f"error: no pending request '{'0' * 16}'; pending: ['{a}', '{b}'] "
+        "(an answered request is answered again on a new branch: answer_again / --again)"
+    )
     keyed = json.dumps({a: "yes-a", b: "yes-b"})
     assert ok(graphq("runs", "answer", run_id, "--value", keyed, url=redis_url)).stdout == f"{a}\n{b}\n"
     work(redis_url)
@@ -400,7 +403,10 @@ def test_cancel_a_local_run_from_another_terminal(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert f"error: run {run_id} canceled at step 1: Canceled: canceled: run canceled" in log.read_text()
+    assert (
+        f"error: run {run_id} canceled at step 1: Canceled: canceled by request; running nodes were signalled"
+        in log.read_text()
+    )
     assert not (tmp_path / "data" / "server.url").exists()
 
 

@@ -35,10 +35,21 @@ REGISTRY = Registry.load(WORKFLOWS.split(","))
 ROOT = Path(__file__).resolve().parent.parent
 LINE = re.compile(r"^(\d+-\d+)  step (-?\d+) +(\w+) +(.*)$")
 COUNTER_MODES = [
-    ("status", 0), ("checkpoints", -1), ("values", -1),
-    ("tasks", 0), ("updates", 0), ("checkpoints", 0), ("values", 0),
-    ("tasks", 1), ("updates", 1), ("checkpoints", 1), ("values", 1),
-    ("tasks", 2), ("updates", 2), ("checkpoints", 2), ("values", 2),
+    ("status", 0),
+    ("checkpoints", -1),
+    ("values", -1),
+    ("tasks", 0),
+    ("updates", 0),
+    ("checkpoints", 0),
+    ("values", 0),
+    ("tasks", 1),
+    ("updates", 1),
+    ("checkpoints", 1),
+    ("values", 1),
+    ("tasks", 2),
+    ("updates", 2),
+    ("checkpoints", 2),
+    ("values", 2),
     ("status", 2),
 ]
 
@@ -58,8 +69,9 @@ def _isolate_process_state() -> Iterator[None]:
 def graphq(*args: str, url: str) -> Result:
     """``graphq --redis-url URL --workflows WORKFLOWS ARGS`` in-process; GRAPHQ_* env cleared."""
     clean = {"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None, "GRAPHQ_DATA_DIR": None}
-    return CliRunner().invoke(main, ["--redis-url", url, "--workflows", WORKFLOWS, *args], env=clean,
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        main, ["--redis-url", url, "--workflows", WORKFLOWS, *args], env=clean, catch_exceptions=False
+    )
 
 
 def ok(result: Result, code: int = 0) -> Result:
@@ -102,9 +114,14 @@ def stream_ids(client: redis.Redis, run_id: str) -> list[str]:
 def watch_process(url: str, run_id: str) -> subprocess.Popen[str]:
     """``graphq runs watch RUN -o json`` in a subprocess (GRAPHQ_* env cleared)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")} | {"PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "cli", "--redis-url", url, "runs", "watch", run_id, "-o",
-                             "json"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", "--redis-url", url, "runs", "watch", run_id, "-o", "json"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def blocked_watchers(client: redis.Redis) -> list[int]:
@@ -334,12 +351,36 @@ def test_multitask_reject_on_a_busy_thread_enqueues_nothing(
     enqueue(redis_url, "asking", {"topic": "tea"}, "--thread", "busy-1")
     work(redis_url)  # paused: the thread stays busy
     before = Client(redis_client, REGISTRY).thread_runs("busy-1")
-    refused = ok(graphq("enqueue", "looping", "--input", '{"until": 2}', "--thread", "busy-1",
-                        "--multitask", "reject", url=redis_url), 2)
+    refused = ok(
+        graphq(
+            "enqueue",
+            "looping",
+            "--input",
+            '{"until": 2}',
+            "--thread",
+            "busy-1",
+            "--multitask",
+            "reject",
+            url=redis_url,
+        ),
+        2,
+    )
     assert "'busy-1'" in error_line(refused)
     assert refused.stdout == ""
-    ran = ok(graphq("run", "looping", "--input", '{"until": 2}', "--thread", "busy-1",
-                    "--multitask", "reject", url=redis_url), 2)
+    ran = ok(
+        graphq(
+            "run",
+            "looping",
+            "--input",
+            '{"until": 2}',
+            "--thread",
+            "busy-1",
+            "--multitask",
+            "reject",
+            url=redis_url,
+        ),
+        2,
+    )
     assert "'busy-1'" in error_line(ran)
     assert Client(redis_client, REGISTRY).thread_runs("busy-1") == before
     waiting = enqueue(redis_url, "looping", {"until": 2}, "--thread", "busy-1")  # the default: in line
@@ -363,8 +404,13 @@ def test_state_history_shows_a_fork_and_its_branch(redis_url: str) -> None:
 
     rows = json.loads(ok(graphq("state", "tree-1", "--history", "-o", "json", url=redis_url)).stdout)
     assert [(r["step"], r["source"], r["branch"]) for r in rows] == [
-        (2, "loop", "b1"), (1, "loop", "b1"), (0, "fork", "b1"),
-        (2, "loop", "main"), (1, "loop", "main"), (0, "loop", "main"), (-1, "input", "main"),
+        (2, "loop", "b1"),
+        (1, "loop", "b1"),
+        (0, "fork", "b1"),
+        (2, "loop", "main"),
+        (1, "loop", "main"),
+        (0, "loop", "main"),
+        (-1, "input", "main"),
     ]
     assert rows[2]["parent_id"] == at and rows[2]["metadata"]["forked_from"] == at
 

@@ -311,3 +311,23 @@ def test_answering_a_request_again_starts_a_branch(client: Client) -> None:
     assert by_id[second.head or ""].channel_values["messages"][-1]["content"].endswith("approved=no")
     with pytest.raises(InvalidUpdateError, match="no recorded request 'nope'"):
         client.answer_again(run_id, "nope", "x")
+
+
+def test_an_answer_keyed_by_an_unknown_request_id_is_refused(client: Client) -> None:
+    run_id = client.enqueue("asking", {"topic": "z"})
+    work(client)
+    with pytest.raises(InvalidUpdateError, match=r"unknown request id\(s\) \['ffffffffffffffff'\]"):
+        client.answer(run_id, {"ffffffffffffffff": "yes"})
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+
+
+def test_cancel_ends_a_running_run_whose_lease_lapsed(client: Client) -> None:
+    """A worker died mid-step: its lease lapsed, nobody holds the step; cancel ends the run at once."""
+    run_id = client.enqueue("looping", {"until": 2}, thread_id="stuck")
+    run = client.get_run(run_id)
+    client.kv.hset(keys.run(run.thread_id, run_id), "status", "running")  # as the dead worker left it
+    assert client.cancel(run_id) == "canceled"
+    assert client.get_run(run_id).status == RunStatus.CANCELED
+    after = client.enqueue("looping", {"until": 2}, thread_id="stuck")  # the thread is free again
+    work(client)
+    assert client.get_run(after).status == RunStatus.COMPLETED

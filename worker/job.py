@@ -67,8 +67,9 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     except LeaseLostError as exc:
         log.warning("run %s step %s: %s", run_id, step, exc)
         return f"rejected: {exc}"
-    except Cancelled as exc:  # a node stopped on its cancel token after `cancel --interrupt`
-        _end(ctx, run, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": f"canceled: {exc}"}))
+    except Cancelled:  # a node stopped on its cancel token after `cancel --interrupt`
+        note = "canceled by request; running nodes were signalled"
+        _end(ctx, run, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
         return "canceled during the step"
     except Exception as exc:
         _fail(ctx, run, exc)
