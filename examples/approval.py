@@ -21,6 +21,8 @@ Walkthrough (no Redis needed: ``graphq run`` starts an embedded one with its dat
     # -> continues the run here and prints the summary: approved, executed
     graphq runs cancel RUN --interrupt     # a paused (or, on a shared Redis, running) run ends canceled
     graphq runs resume RUN                 # continues a canceled or failed run's thread in a new run
+    graphq runs answer RUN --request ID --value '"no"' --again   # change your mind: a new branch
+    graphq state THREAD --history          # both branches, with parents; a fork has source "fork"
 
 Every value in the state is a plain ``str``/``float``/``list`` so checkpoints stay msgpack-safe.
 """
