@@ -25,6 +25,9 @@ __all__ = ["Lease"]
 
 log = logging.getLogger("graphq.lease")
 
+_CANCELED_EVENT = encode_event("status", 0, {"status": "canceled"})["data"]
+"""The data of the status event a cancel request writes when it ends a run at its claim (step from Redis)."""
+
 _TICK_S = 0.5
 """How often the keeper looks for cancel requests of running steps, seconds (cancel reaches nodes < 1 s)."""
 
@@ -64,10 +67,9 @@ class Lease:
             ``(code, run hash)``; code 0 = no such run, 1 = stale (finished or at another step),
             2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
         """
-        canceled = encode_event("status", step, {"status": "canceled"})["data"]
         code, flat = script(self.kv, "claim_step")(
             keys=[self.run_key, self.key, self.events_key],
-            args=[self.token, self.ttl_ms, step, now, cancel_error, canceled],
+            args=[self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT],
         )
         return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
 

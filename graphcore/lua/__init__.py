@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -15,6 +16,13 @@ def source(name: str) -> str:
     return files(__name__).joinpath(f"{name}.lua").read_text()
 
 
+_registered: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def script(kv: Any, name: str) -> Any:
-    """``kv.register_script`` of ``graphcore/lua/<name>.lua`` (a callable ``(keys, args)``)."""
-    return kv.register_script(source(name))
+    """``kv.register_script`` of ``graphcore/lua/<name>.lua`` (a callable ``(keys, args)``), made once per
+    client: a step job calls scripts on its hot path."""
+    scripts = _registered.setdefault(kv, {})
+    if name not in scripts:
+        scripts[name] = kv.register_script(source(name))
+    return scripts[name]
