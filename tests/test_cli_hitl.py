@@ -4,10 +4,8 @@ resume``, ``graphq run`` pausing with exit 3), and the ``approval`` example work
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -17,9 +15,8 @@ from typing import Any
 
 import pytest
 import redis
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cli.main import main
 from examples.approval import build_graph, format_result, parse_answer
 from graphcore import Command, NodeError, keys
 from graphcore.client import Client
@@ -27,6 +24,7 @@ from graphcore.executor import INTERRUPT_KEY
 from graphcore.registry import Registry
 from graphcore.settings import Settings
 from graphcore.store import InMemoryCheckpointStore
+from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.workflows import hitl
 from worker.process import run_worker
 
@@ -38,38 +36,14 @@ SCRIPT = Path(sys.executable).with_name("graphq")
 
 @pytest.fixture(autouse=True)
 def _isolate_process_state() -> Iterator[None]:
-    """Restore what a command changes process-wide: signal handlers (RQ), the retry logger's level, and the
-    call counters of the test workflows."""
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    level = logging.getLogger("graphcore.connection").level
-    hitl.CALLS.clear()
-    yield
-    for sig, handler in handlers.items():
-        signal.signal(sig, handler)
-    logging.getLogger("graphcore.connection").setLevel(level)
+    with process_state_restored():
+        hitl.CALLS.clear()
+        yield
 
 
 def graphq(*args: str, url: str) -> Result:
-    """``graphq --redis-url URL --workflows tests.workflows.hitl ARGS`` in-process; GRAPHQ_* env cleared."""
-    clean = {"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None, "GRAPHQ_DATA_DIR": None}
-    return CliRunner().invoke(
-        main, ["--redis-url", url, "--workflows", WORKFLOWS, *args], env=clean, catch_exceptions=False
-    )
-
-
-def ok(result: Result, code: int = 0) -> Result:
-    """Assert the exit code (showing stderr when it differs) and that nothing crashed."""
-    assert result.exit_code == code, result.stderr
-    assert "Traceback" not in result.stderr
-    return result
-
-
-def error_line(result: Result) -> str:
-    """The one ``error:`` line on stderr (exactly one, no traceback)."""
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
+    """``graphq`` with this file's test workflows."""
+    return invoke(WORKFLOWS, url, *args)
 
 
 def work(url: str) -> None:

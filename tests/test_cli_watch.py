@@ -5,10 +5,8 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -18,15 +16,15 @@ from typing import Any, TypedDict
 
 import pytest
 import redis
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from cli.main import main
 from graphcore import END, START, RetryPolicy, StateGraph, get_stream_writer
 from graphcore.client import Client
 from graphcore.connection import connect
 from graphcore.events import read_events
 from graphcore.registry import Registry
 from graphcore.settings import Settings
+from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
@@ -56,35 +54,13 @@ COUNTER_MODES = [
 
 @pytest.fixture(autouse=True)
 def _isolate_process_state() -> Iterator[None]:
-    """Restore what a command or an in-process worker changes process-wide: signal handlers (RQ) and the
-    retry logger's level."""
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    level = logging.getLogger("graphcore.connection").level
-    yield
-    for sig, handler in handlers.items():
-        signal.signal(sig, handler)
-    logging.getLogger("graphcore.connection").setLevel(level)
+    with process_state_restored():
+        yield
 
 
 def graphq(*args: str, url: str) -> Result:
-    """``graphq --redis-url URL --workflows WORKFLOWS ARGS`` in-process; GRAPHQ_* env cleared."""
-    clean = {"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None, "GRAPHQ_DATA_DIR": None}
-    return CliRunner().invoke(
-        main, ["--redis-url", url, "--workflows", WORKFLOWS, *args], env=clean, catch_exceptions=False
-    )
-
-
-def ok(result: Result, code: int = 0) -> Result:
-    """Assert the exit code (showing stderr when it differs) and that nothing crashed."""
-    assert result.exit_code == code, result.stderr
-    assert "Traceback" not in result.stderr
-    return result
-
-
-def error_line(result: Result) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(lines) == 1, result.stderr
-    return lines[0]
+    """``graphq`` with this file's test workflows."""
+    return invoke(WORKFLOWS, url, *args)
 
 
 def work(url: str, registry: Registry = REGISTRY) -> None:
