@@ -25,7 +25,7 @@ from bench.common import (
     run_burst,
     summary,
 )
-from graphcore import END, START, StateGraph
+from graphcore import END, START, StateGraph, keys
 from graphcore.client import Client
 from graphcore.executor import CompiledGraph
 from graphcore.registry import Registry
@@ -79,7 +79,7 @@ def tenth_ratio(durations: Sequence[float]) -> tuple[float, float, float]:
 
 def thread_memory(kv: Any, thread_id: str) -> tuple[int, int]:
     """(bytes by ``MEMORY USAGE … SAMPLES 0`` summed over the thread's keys, number of keys)."""
-    pattern = "graphq:\\{" + thread_id + "\\}:*"
+    pattern = keys.thread_pattern(thread_id)
     total = count = 0
     for key in kv.scan_iter(match=pattern, count=1000):
         total += int(kv.memory_usage(key, samples=0) or 0)

@@ -198,9 +198,9 @@ class CompiledGraph:
             cfg = self.config_for(config)
             return cfg, Scope(self.checkpointer, cfg.thread_id or "", "")
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
-        cfg = self.config_for(merge_config({"configurable": inherited}, config))
-        explicit = merge_config(config).thread_id is not None
-        if explicit:
+        given = merge_config({"configurable": inherited}, config)
+        cfg = self.config_for(given)
+        if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "")
         ns = f"{parent.ns}|{task.node}:{task.task_id}" if parent.ns else f"{task.node}:{task.task_id}"
         return cfg.model_copy(update={"thread_id": parent.thread_id}), Scope(
@@ -307,9 +307,3 @@ class CompiledGraph:
         if scope.store is not None:
             for result in results:
                 scope.store.put_writes(scope.thread_id, cp.id, result, ns=scope.ns)
-
-    def get_graph_edges(self) -> list[tuple[str, str]]:
-        """All static edges (source, target), joins expanded, for display."""
-        edges = [(s, t) for s, targets in self.edges_from.items() for t in targets]
-        edges += [(s, target) for _, sources, target in self.joins for s in sources]
-        return edges
