@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from graphcore.events import read_events
 from graphcore.registry import Registry
 from graphcore.runs import RunStatus
 from graphcore.settings import Settings
+from tests.envs import clean_env
 from worker.queue import RQStepQueue
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ def client(redis_client: redis.Redis, redis_url: str) -> Client:
 
 @pytest.fixture
 def worker(redis_url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     env = {**base, "GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_WORKFLOWS": "tests.workflows.hitl"}
     log = (tmp_path / "worker.log").open("wb")
     proc = subprocess.Popen(

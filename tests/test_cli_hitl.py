@@ -25,6 +25,7 @@ from graphcore.registry import Registry
 from graphcore.settings import Settings
 from graphcore.store import InMemoryCheckpointStore
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
+from tests.envs import clean_env
 from tests.workflows import hitl
 from worker.process import run_worker
 
@@ -289,7 +290,7 @@ def test_resume_wait_and_output_json(redis_url: str) -> None:
 
 def local_env(tmp_path: Path) -> dict[str, str]:
     """No Redis URL, local data in tmp_path/data, the venv's ``graphq`` first on PATH."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     path = f"{SCRIPT.parent}{os.pathsep}{base.get('PATH', '')}"
     return {**base, "GRAPHQ_DATA_DIR": str(tmp_path / "data"), "PATH": path, "PYTHONUNBUFFERED": "1"}
 

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from graphcore.events import read_events
 from graphcore.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
+from tests.envs import clean_env
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
@@ -89,7 +89,7 @@ def stream_ids(client: redis.Redis, run_id: str) -> list[str]:
 
 def watch_process(url: str, run_id: str) -> subprocess.Popen[str]:
     """``graphq runs watch RUN -o json`` in a subprocess (GRAPHQ_* env cleared)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")} | {"PYTHONUNBUFFERED": "1"}
+    env = clean_env(PYTHONUNBUFFERED="1")
     return subprocess.Popen(
         [sys.executable, "-m", "cli", "--redis-url", url, "runs", "watch", run_id, "-o", "json"],
         cwd=ROOT,

@@ -18,6 +18,7 @@ import redis
 
 from graphcore import keys
 from graphcore.embedded import EmbeddedRedis
+from tests.envs import clean_env
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAPHQ = [sys.executable, "-m", "cli"]
@@ -29,7 +30,7 @@ TIMEOUT_S = 20
 @pytest.fixture
 def env(redis_url: str) -> dict[str, str]:
     """Environment of the subprocesses: the test Redis and the test workflows."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     return {
         **base,
         "GRAPHQ_REDIS_URL": redis_url,
@@ -176,7 +177,7 @@ def test_failed_run_end_to_end(env: dict[str, str], spawn: Spawn) -> None:
 
 def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     env = {**base, "GRAPHQ_DATA_DIR": str(data), "GRAPHQ_WORKFLOWS": "tests.workflows.basic"}
     for limit in (3, 5):  # the second run continues the thread (C2): n goes on from 3 to 5
         done = graphq("run", "counter", "--input", json.dumps({"limit": limit}), "--thread", "local", env=env)
@@ -204,7 +205,7 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
 
 
 def test_ctrl_c_stops_a_local_run_and_its_embedded_redis(tmp_path: Path, spawn: Spawn) -> None:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     env = {
         **base,
         "GRAPHQ_DATA_DIR": str(tmp_path / "data"),

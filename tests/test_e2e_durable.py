@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from graphcore.errors import InvalidUpdateError
 from graphcore.registry import Registry
 from graphcore.runs import RunStatus
 from graphcore.settings import Settings
+from tests.envs import clean_env
 from tests.workflows.hitl import Order
 from worker.queue import RQStepQueue
 
@@ -30,7 +30,7 @@ def client(redis_client: redis.Redis, redis_url: str) -> Client:
 
 def work(redis_url: str) -> None:
     """One burst of a worker subprocess over the test workflows' queues."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     env = {**base, "GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_WORKFLOWS": MODULES}
     done = subprocess.run(
         [sys.executable, "-m", "cli", "worker", "--burst"],

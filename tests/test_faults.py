@@ -18,6 +18,7 @@ from graphcore.client import Client
 from graphcore.registry import Registry
 from graphcore.runs import RunStatus
 from graphcore.settings import Settings, get_settings
+from tests.envs import clean_env
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
@@ -39,7 +40,7 @@ def lines(path: Path) -> int:
 
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     return {
         **base,
         "GRAPHQ_REDIS_URL": redis_url,

@@ -3,7 +3,6 @@ cancellation reaching a running subgraph."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from graphcore.errors import InvalidUpdateError
 from graphcore.registry import Registry
 from graphcore.runs import RunStatus
 from graphcore.settings import Settings
+from tests.envs import clean_env
 from tests.workflows import subgraphs
 from worker.process import run_worker
 from worker.queue import RQStepQueue
@@ -84,7 +84,7 @@ def test_child_graph_with_its_own_thread_keeps_its_lineage(client: Client, redis
 def test_interrupting_cancel_reaches_a_running_subgraph(
     client: Client, redis_url: str, tmp_path: Path
 ) -> None:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    base = clean_env()
     env = {
         **base,
         "GRAPHQ_REDIS_URL": redis_url,
