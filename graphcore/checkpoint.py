@@ -11,8 +11,9 @@ from graphcore.types import PendingTask
 
 __all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointSource", "new_checkpoint_id"]
 
-FORMAT_VERSION = 1
-"""Version of the stored checkpoint format; bumped with a migration when the layout changes."""
+FORMAT_VERSION = 2
+"""Version of the stored checkpoint format (2: values addressed by checkpoint id, guarded log appends; see
+:mod:`graphcore.store.layout` for what changed and which versions still read)."""
 
 CheckpointSource = Literal["input", "loop", "fork", "update"]
 

@@ -8,6 +8,7 @@ permanent and fails fast. The shape follows Temporal's ``ApplicationError(non_re
 from __future__ import annotations
 
 __all__ = [
+    "AppendConflictError",
     "Cancelled",
     "CheckpointNotFoundError",
     "ConfigError",
@@ -109,6 +110,11 @@ class CheckpointNotFoundError(PermanentError):
 
 class RedisUnavailableError(TransientError):
     """Redis could not be reached after bounded retries; the message names the URL without its password."""
+
+
+class AppendConflictError(TransientError):
+    """A checkpoint's log append found its log grown by another branch (the append guard of
+    :mod:`graphcore.store.layout`); nothing was written. The store plans again with a new generation."""
 
 
 class LeaseLostError(TransientError):

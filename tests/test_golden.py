@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from graphcore import serde
+import pytest
+
+from graphcore import keys, serde
+from graphcore.errors import SerializationError
+from graphcore.store.kv import KVCheckpointStore
 from graphcore.store.layout import decode_record, to_checkpoint
+from graphcore.store.memory import InMemoryCheckpointStore
 from graphcore.types import PendingTask
 from tests.golden.values import VALUES
 
@@ -35,3 +41,39 @@ def test_channel_value_v1_loads_every_allow_listed_type() -> None:
     assert {k: type(v) for k, v in value.items()} == {k: type(v) for k, v in VALUES.items()}
     assert value["when"].tzinfo.key == "Europe/Paris"
     assert str(value["money"]) == "1.10"
+
+
+def _stored_v1(kv: Any) -> str:
+    """Lay the v1 golden record out in ``kv`` as a version-1 store wrote it: the value in field ``2`` (its
+    channel version) of the value hash, the log in its generation list. Returns the log's generation."""
+    raw = (GOLDEN / "checkpoint_record_v1.bin").read_bytes()
+    record = decode_record(raw)
+    gen = record.refs["log"][1]
+    kv.hset(keys.checkpoints("t"), record.fields["id"], raw)
+    kv.rpush(keys.history("t"), record.fields["id"])
+    kv.hset(keys.channel_values("t", "", "value"), "2", (GOLDEN / "channel_value_v1.bin").read_bytes())
+    kv.rpush(keys.channel_log("t", "", "log", gen), serde.dumps("a"), serde.dumps("b"))
+    return str(gen)
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_v1_checkpoint_reads_back_through_both_stores(backend: str, request: pytest.FixtureRequest) -> None:
+    """Decision (issue 6): version-1 checkpoints still read back whole; new ones are written as version 2."""
+    if backend == "memory":
+        store: KVCheckpointStore = InMemoryCheckpointStore()
+    else:
+        store = KVCheckpointStore(request.getfixturevalue("redis_client"))
+    _stored_v1(store.kv)
+    cp = store.get("t")
+    assert cp is not None
+    assert (cp.id, cp.v, cp.step) == ("0190000000000000000000000000abcd", 1, 3)
+    assert cp.channel_values == {"log": ["a", "b"], "value": VALUES}
+    assert [c.id for c in store.list("t")] == [cp.id]
+
+
+def test_an_unknown_format_version_fails_naming_it() -> None:
+    fields = serde.loads((GOLDEN / "checkpoint_record_v1.bin").read_bytes())
+    with pytest.raises(
+        SerializationError, match=r"checkpoint format version 9 cannot be read \(this graphq reads 1, 2\)"
+    ):
+        decode_record(serde.dumps({**fields, "v": 9}))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import operator
+import random
 from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
@@ -10,13 +12,13 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.channels import add_messages
+from graphcore.channels import RemoveMessage, add_messages
 from graphcore.checkpoint import Checkpoint, new_checkpoint_id
 from graphcore.errors import SerializationError
 from graphcore.schema import StateSchema
 from graphcore.store.kv import KVCheckpointStore
-from graphcore.store.memory import MemoryKV
-from graphcore.types import PendingTask, TaskWrites
+from graphcore.store.memory import InMemoryCheckpointStore, MemoryKV
+from graphcore.types import Overwrite, PendingTask, TaskWrites
 
 
 class State(TypedDict, total=False):
@@ -36,8 +38,8 @@ def kv(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield request.getfixturevalue("redis_client")
 
 
-def make_store(kv: Any) -> KVCheckpointStore:
-    return KVCheckpointStore(kv, SCHEMA)
+def make_store(kv: Any, schema: StateSchema = SCHEMA) -> KVCheckpointStore:
+    return InMemoryCheckpointStore(schema, kv) if isinstance(kv, MemoryKV) else KVCheckpointStore(kv, schema)
 
 
 def child(parent: Checkpoint | None, values: dict[str, Any], changed: list[str]) -> Checkpoint:
@@ -106,8 +108,8 @@ class TestConformance:
         assert kv.lrange(logs[0], 0, -1) and len(kv.lrange(logs[0], 0, -1)) == 10
 
     def test_unchanged_last_value_is_written_once(self, kv: Any) -> None:
-        grow(make_store(kv), 5)
-        assert list(kv.hgetall(keys.channel_values("t", "", "title"))) == [b"1"]
+        cps = grow(make_store(kv), 5)
+        assert list(kv.hgetall(keys.channel_values("t", "", "title"))) == [cps[0].id.encode()]
 
     def test_replace_by_id_starts_new_generation_and_history_survives(self, kv: Any) -> None:
         store = make_store(kv)
@@ -151,3 +153,151 @@ def _keys(kv: Any) -> list[str]:
     if isinstance(kv, redis.Redis):
         return [k.decode() for k in kv.scan_iter(match="*")]
     return [k.decode() for k in [*kv._hashes, *kv._lists]]
+
+
+# -- branches never rewrite history (issue 6) ----------------------------------------------------------------
+# Random trees of forks and second answers (a branch off an older checkpoint whose channels then take other
+# values than the first branch's, with the same version numbers) over every channel kind — last-value,
+# reducer logs, messages with replace/remove, Overwrite, a non-list reducer — in the root namespace and a
+# subgraph's, written through several store instances (workers whose caches differ). After every write,
+# every checkpoint ever written must read back exactly the values it had when it was written.
+
+
+class BranchState(TypedDict, total=False):
+    title: str
+    log: Annotated[list[str], operator.add]
+    messages: Annotated[list[dict[str, Any]], add_messages]
+    items: Annotated[list[int], operator.add]
+    count: Annotated[int, operator.add]
+
+
+BRANCH_SCHEMA = StateSchema.of(BranchState)
+NAMESPACES = ("", "child:0123abcd")
+
+
+def _store(kv: Any) -> KVCheckpointStore:
+    return make_store(kv, BRANCH_SCHEMA)
+
+
+def _update(rng: random.Random, key: str, old: Any, tag: str) -> Any:
+    """A new value for ``key`` as the channel's reducer would make it from a random write."""
+    if key == "title":
+        return f"title-{tag}"
+    if key == "log":
+        return [*(old or []), *(f"{tag}.{i}" for i in range(rng.randint(1, 3)))]
+    if key == "items":  # an Overwrite now and then, else an append
+        write = Overwrite([rng.randint(0, 9)]) if rng.random() < 0.3 else [rng.randint(0, 9)]
+        return write.value if isinstance(write, Overwrite) else [*(old or []), *write]
+    if key == "count":
+        return (old or 0) + rng.randint(1, 5)
+    messages = list(old or [])
+    roll = rng.random()
+    if messages and roll < 0.25:
+        return add_messages(messages, RemoveMessage(rng.choice(messages)["id"]))
+    if messages and roll < 0.5:
+        return add_messages(messages, {"id": rng.choice(messages)["id"], "text": f"edited-{tag}"})
+    return add_messages(messages, {"id": f"m-{tag}", "text": f"hello-{tag}"})
+
+
+def _child(rng: random.Random, parent: Checkpoint | None, source: str) -> Checkpoint:
+    """A checkpoint derived from ``parent`` as the engine derives one: each changed channel's version is
+    its parent's plus one, so sibling branches carry the same version numbers for different values."""
+    values = dict(parent.channel_values) if parent else {}
+    versions = dict(parent.channel_versions) if parent else {}
+    tag = new_checkpoint_id()[-6:]
+    changed = [] if source == "fork" else rng.sample(list(BranchState.__annotations__), rng.randint(1, 3))
+    for key in changed:
+        values[key] = _update(rng, key, values.get(key), tag)
+        versions[key] = versions.get(key, 0) + 1
+    step = parent.step + 1 if parent else -1
+    return Checkpoint(
+        new_checkpoint_id(),
+        parent.id if parent else None,
+        step,
+        values,
+        versions,
+        metadata={"source": source, "step": step},
+    )
+
+
+def _pick_parent(rng: random.Random, written: list[Checkpoint], head: Checkpoint) -> tuple[Checkpoint, str]:
+    roll = rng.random()
+    if roll < 0.55:
+        return head, "loop"
+    if roll < 0.7:
+        return head, "update"
+    return rng.choice(written), "fork"  # a fork or a second answer: a branch off any earlier checkpoint
+
+
+def _check_all(stores: list[KVCheckpointStore], kv: Any, snapshots: dict[tuple[str, str], Any]) -> None:
+    readers = [*stores, _store(kv)]  # the writers' caches and a fresh store with none
+    for (ns, cid), expected in snapshots.items():
+        for reader in readers:
+            got = reader.get("t", cid, ns=ns)
+            assert got is not None, (ns, cid)
+            assert got.channel_values == expected, (ns, cid)
+
+
+class TestBranchesConformance:
+    """Part of the conformance suite: runs on both stores through the ``kv`` fixture."""
+
+    @pytest.mark.parametrize("seed", range(12))
+    def test_every_checkpoint_reads_back_its_values_after_every_write(self, kv: Any, seed: int) -> None:
+        rng = random.Random(seed)
+        stores = [_store(kv) for _ in range(3)]
+        snapshots: dict[tuple[str, str], Any] = {}
+        for ns in NAMESPACES:
+            root = _child(rng, None, "input")
+            written, head = [root], root
+            rng.choice(stores).put("t", root, ns=ns)
+            snapshots[(ns, root.id)] = copy.deepcopy(root.channel_values)
+            for _ in range(18):
+                parent, source = _pick_parent(rng, written, head)
+                cp = _child(rng, parent, source)
+                if (
+                    source == "fork"
+                ):  # as the worker does: the fork checkpoint, then a step that changes values
+                    rng.choice(stores).put("t", cp, ns=ns)
+                    snapshots[(ns, cp.id)] = copy.deepcopy(cp.channel_values)
+                    written.append(cp)
+                    cp = _child(rng, cp, "loop")
+                store = rng.choice(stores)
+                if rng.random() < 0.5:  # a worker that has the parent in its cache
+                    store.get("t", cp.parent_id, ns=ns)
+                store.put("t", cp, ns=ns)
+                snapshots[(ns, cp.id)] = copy.deepcopy(cp.channel_values)
+                written.append(cp)
+                head = cp
+                _check_all(stores, kv, snapshots)
+        assert len(snapshots) >= 2 * 19
+
+    def test_a_second_branch_with_the_same_versions_keeps_the_first(self, kv: Any) -> None:
+        """The walkthrough's bug in miniature: two children of one checkpoint, same versions, other values."""
+        store = _store(kv)
+        root = Checkpoint(
+            new_checkpoint_id(), None, -1, {"title": "ask", "log": ["asked"]}, {"title": 1, "log": 1}
+        )
+        store.put("t", root)
+        first = Checkpoint(
+            new_checkpoint_id(),
+            root.id,
+            0,
+            {"title": "approved", "log": ["asked", "paid"]},
+            {"title": 2, "log": 2},
+        )
+        store.put("t", first)
+        second = Checkpoint(
+            new_checkpoint_id(),
+            root.id,
+            0,
+            {"title": "rejected", "log": ["asked", "refused"]},
+            {"title": 2, "log": 2},
+        )
+        store.put("t", second)
+        for reader in (store, _store(kv)):
+            assert reader.get("t", first.id).channel_values == {"title": "approved", "log": ["asked", "paid"]}  # type: ignore[union-attr]
+            assert reader.get("t", second.id).channel_values == {
+                "title": "rejected",
+                "log": ["asked", "refused"],
+            }  # type: ignore[union-attr]
+            assert reader.get("t", root.id).channel_values == {"title": "ask", "log": ["asked"]}  # type: ignore[union-attr]

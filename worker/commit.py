@@ -14,9 +14,10 @@ from typing import Any
 from redis.exceptions import NoScriptError
 
 from graphcore import keys
-from graphcore.errors import LeaseLostError
+from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.events import encode_event
 from graphcore.lua import source
+from graphcore.store.kv import KeyIndex, plan_argv
 from graphcore.store.layout import Plan
 
 __all__ = ["CommitScript", "StepCommit"]
@@ -62,20 +63,10 @@ class CommitScript:
         extra: StepCommit,
     ) -> tuple[list[str], list[str | bytes]]:
         """KEYS and ARGV for the script (see its header for the layout)."""
-        data_keys: list[str] = []
-        index: dict[str, int] = {}
-
-        def ref(key: str) -> str:
-            if key not in index:
-                index[key] = _FIXED_KEYS + 1 + len(data_keys)
-                data_keys.append(key)
-            return str(index[key])
-
+        index = KeyIndex(_FIXED_KEYS + 1)
         flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
         argv: list[str | bytes] = [lease.token, str(step), cp_id, plan.record, flags or "-"]
-        argv += [str(len(plan.hset))] + [x for k, f, v in plan.hset for x in (ref(k), f, v)]
-        items = [(ref(k), item) for k, batch in plan.rpush for item in batch]
-        argv += [str(len(items))] + [x for pair in items for x in pair]
+        argv += plan_argv(plan, index)
         argv += [str(len(extra.run_fields))] + [x for pair in extra.run_fields.items() for x in pair]
         argv += [str(len(extra.run_deletes)), *extra.run_deletes]
         argv += [str(len(extra.events))]
@@ -92,13 +83,15 @@ class CommitScript:
             keys.answers(thread, "", writes_cp),
         ]
         assert len(fixed) == _FIXED_KEYS
-        return fixed + data_keys, argv
+        return fixed + index.keys, argv
 
     def run(self, stage_rest: Any, script_keys: list[str], argv: list[str | bytes], what: str) -> None:
         """EVALSHA in a MULTI together with whatever ``stage_rest(pipe)`` queues (the next job).
 
         Raises:
             LeaseLostError: the fence refused the commit (lease lost, run finished or moved on).
+            AppendConflictError: a log append found its log grown by another branch; nothing was written
+                (plan again with ``may_append=False``).
         """
         for _ in range(2):
             pipe = self.kv.pipeline(transaction=True)
@@ -112,6 +105,8 @@ class CommitScript:
             if isinstance(reply, Exception):
                 raise reply
             verdict = reply.decode() if isinstance(reply, bytes) else str(reply)
+            if verdict == "log":
+                raise AppendConflictError(f"commit of {what}: a log grew on another branch")
             if verdict != "ok":
                 raise LeaseLostError(f"commit of {what} rejected: {_REASONS.get(verdict, verdict)}")
             return

@@ -23,7 +23,7 @@ from graphcore.algo import apply_input, apply_writes, fork, task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.config import RunConfig, Scope, run_scope
 from graphcore.connection import is_transient, redis_retrying, retry_transient
-from graphcore.errors import Cancelled, GraphqError, LeaseLostError, RunNotFoundError
+from graphcore.errors import AppendConflictError, Cancelled, GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.events import stage_event
 from graphcore.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.interrupts import interrupt_id, resume_plan
@@ -300,7 +300,7 @@ def _head(
     parent, forks = start_point(store, run.thread_id, cfg)
     if forks and parent is not None:
         parent = fork(parent, {"run_id": run.id})
-        _commit_start(ctx, run, lease, parent, parent_is_head=False)
+        _commit_start(ctx, run, lease, parent, may_append=False)
     if run.preset_answers and parent is not None:
         _seed_answers(ctx, run, parent)
     if run.input is None and parent is not None:
@@ -308,16 +308,14 @@ def _head(
         run.head = parent.id
         return parent, True
     cp = apply_input(graph, parent, run.input, {"run_id": run.id})
-    _commit_start(ctx, run, lease, cp, parent_is_head=parent is not None)
+    _commit_start(ctx, run, lease, cp, may_append=parent is not None)
     return cp, False
 
 
-def _commit_start(
-    ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoint, parent_is_head: bool
-) -> None:
+def _commit_start(ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoint, may_append: bool) -> None:
     """Commit a checkpoint that starts the run (input or fork): it becomes the run's head; no step runs."""
     extra = StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})])
-    _commit(ctx, run, lease, cp, extra, parent_is_head=parent_is_head, writes_of=cp.id)
+    _commit(ctx, run, lease, cp, extra, may_append=may_append, writes_of=cp.id)
 
 
 def _put_writes(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, lease: Lease, tw: TaskWrites) -> None:
@@ -335,24 +333,35 @@ def _commit(
     cp: Checkpoint,
     extra: StepCommit,
     *,
-    parent_is_head: bool,
+    may_append: bool,
     writes_of: str,
     next_run: RunRecord | None = None,
 ) -> None:
     """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any.
 
+    ``may_append``: whether ``cp``'s logs may grow in its parent's generations (a hint: the commit's append
+    guard decides; when it refuses, the commit is planned again with new generations).
+
     Raises:
         LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on.
     """
     store = ctx.store(run.workflow)
-    plan = store.plan_put(run.thread_id, cp, parent_is_head=parent_is_head)
-    script_keys, argv = ctx.commit.args(run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra)
 
     def stage_next(pipe: Any) -> None:
         if next_run is not None:
             ctx.queue.stage(pipe, next_run)
 
-    ctx.commit.run(stage_next, script_keys, argv, f"run {run.id} step {run.step}")
+    for append in (may_append, False):
+        plan = store.plan_put(run.thread_id, cp, may_append=append)
+        script_keys, argv = ctx.commit.args(
+            run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra
+        )
+        try:
+            ctx.commit.run(stage_next, script_keys, argv, f"run {run.id} step {run.step}")
+            break
+        except AppendConflictError:
+            if not append:
+                raise
     if extra.drop_lease:
         lease.dropped()
     store.stored(cp, plan)
@@ -383,14 +392,16 @@ def _commit_step(
         fields |= {"status": RunStatus.COMPLETED.value, "ended_at": now_iso()}
         events.append(("status", cp.step, {"status": "completed"}))
     extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending)
-    # The run's head is the thread's head (one active run per thread, I3), so logs may grow in place.
+    # The run's head is the thread's head (one active run per thread, I3), so its logs may grow in place,
+    # unless it is a fork: a fork shares its source's logs, which have usually grown on the first branch
+    # (the append guard would refuse; this saves the round trip).
     _commit(
         ctx,
         run,
         lease,
         cp,
         extra,
-        parent_is_head=parent.id == run.head,
+        may_append=parent.id == run.head and parent.source != "fork",
         writes_of=parent.id,
         next_run=next_run,
     )

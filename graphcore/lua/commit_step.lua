@@ -5,22 +5,37 @@
 -- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8..] channel value hashes and log lists (by index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
 -- ARGV[5] flags: 'L' drop the lease, 'W' drop pending writes and answers; then sections, each a count first:
---   hset   n × (key index, field, value)      rpush  n × (key index, item)
+--   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
--- Returns 'ok', or why the commit was refused: 'lease', 'finished' or 'step'.
+-- The plan's sections (values, appends) and their append guard are those of put_checkpoint.lua.
+-- Returns 'ok', or why the commit was refused: 'lease', 'finished', 'step', or 'log' (an append guard).
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'lease' end
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return 'finished' end
 if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return 'step' end
+local V = 6                               -- ARGV index of the values count
+local A = V + 1 + 3 * tonumber(ARGV[V])   -- ARGV index of the appends count
+local function each_append(fn)
+  local j = A + 1
+  for _ = 1, tonumber(ARGV[A]) do
+    local n = tonumber(ARGV[j + 2])
+    if not fn(KEYS[tonumber(ARGV[j])], tonumber(ARGV[j + 1]), j + 3, n) then return false, j end
+    j = j + 3 + n
+  end
+  return true, j
+end
+if not each_append(function(key, start) return redis.call('LLEN', key) == start end) then return 'log' end
 redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
 redis.call('RPUSH', KEYS[4], ARGV[3])
-local i = 6
+for i = V + 1, A - 1, 3 do redis.call('HSET', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2]) end
+local _, i = each_append(function(key, _, first, n)
+  for c = first, first + n - 1, 1000 do redis.call('RPUSH', key, unpack(ARGV, c, math.min(c + 999, first + n - 1))) end
+  return true
+end)
 local function count()
   local n = tonumber(ARGV[i]); i = i + 1; return n
 end
-for _ = 1, count() do redis.call('HSET', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2]); i = i + 3 end
-for _ = 1, count() do redis.call('RPUSH', KEYS[tonumber(ARGV[i])], ARGV[i + 1]); i = i + 2 end
 for _ = 1, count() do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
 for _ = 1, count() do redis.call('HDEL', KEYS[1], ARGV[i]); i = i + 1 end
 for _ = 1, count() do

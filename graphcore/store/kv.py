@@ -1,7 +1,9 @@
-"""A checkpoint store over a Redis-like key-value client (redis-py's ``Redis`` or :class:`MemoryKV`).
+"""A checkpoint store over a Redis-like key-value client (redis-py's ``Redis``, or :class:`MemoryKV` through
+:class:`~graphcore.store.memory.InMemoryCheckpointStore`).
 
-One implementation serves both backends, so the Redis store and the in-memory store cannot drift apart;
-the layout (what goes where, O(change) writes) is in :mod:`graphcore.store.layout`.
+One implementation serves both backends, so the Redis store and the in-memory store cannot drift apart:
+they differ only in how a planned write is applied atomically (``put_checkpoint.lua`` here, a lock there).
+The layout (what goes where, O(change) writes, the append guard) is in :mod:`graphcore.store.layout`.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ from typing import Any
 
 from graphcore import keys, serde
 from graphcore.checkpoint import Checkpoint
+from graphcore.errors import AppendConflictError
+from graphcore.lua import script
 from graphcore.schema import StateSchema
 from graphcore.store.layout import (
     Plan,
     Record,
+    Ref,
     decode_record,
     decode_writes_map,
     encode,
@@ -25,7 +30,7 @@ from graphcore.store.layout import (
 )
 from graphcore.types import TaskWrites
 
-__all__ = ["LRU", "KVCheckpointStore"]
+__all__ = ["LRU", "KVCheckpointStore", "KeyIndex", "plan_argv"]
 
 _CACHE_SIZE = 128
 
@@ -40,17 +45,47 @@ class LRU(OrderedDict[Any, Any]):
             self.popitem(last=False)
 
 
+class KeyIndex:
+    """Numbers the data keys a Lua script receives in KEYS, from ``first`` on (I8: keys only via KEYS)."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.keys: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, key: str) -> str:
+        """The KEYS index (as a string) of ``key``, adding it when new."""
+        if key not in self._index:
+            self._index[key] = self.first + len(self.keys)
+            self.keys.append(key)
+        return str(self._index[key])
+
+
+def plan_argv(plan: Plan, index: KeyIndex) -> list[str | bytes]:
+    """The plan's two ARGV sections for ``put_checkpoint.lua`` / ``commit_step.lua``: values
+    ``n × (key index, field, value)``, then appends ``n × (key index, start, count, items...)``."""
+    argv: list[str | bytes] = [str(len(plan.values))]
+    for key, field, value in plan.values:
+        argv += [index(key), field, value]
+    argv.append(str(len(plan.appends)))
+    for append in plan.appends:
+        argv += [index(append.key), str(append.start), str(len(append.items)), *append.items]
+    return argv
+
+
 class KVCheckpointStore:
     """:class:`~graphcore.store.base.CheckpointStore` over a Redis-like client.
 
     Args:
-        kv: ``redis.Redis`` (bytes responses) or :class:`~graphcore.store.memory.MemoryKV`.
+        kv: ``redis.Redis`` (bytes responses).
         schema: the state schema, if known; list values of its reducer channels are stored as logs (all
             list values are, when None).
 
-    Two process-local caches keep per-step cost O(change): the items of append-only logs already read
-    (logs are never rewritten, so a cached prefix stays valid), and recently stored or loaded checkpoints
-    with their refs (so that the next put can append to their logs).
+    Process-local caches keep per-step cost O(change): the items of append-only logs already read (every
+    position of a log is written once, so a cached prefix stays valid), recently stored or loaded
+    checkpoints with their refs (so that the next put can reuse or extend them), and the lengths this
+    process wrote its logs to (so that a fork off an older checkpoint starts a new generation at once
+    instead of failing the append guard first).
     """
 
     def __init__(self, kv: Any, schema: StateSchema | None = None) -> None:
@@ -58,51 +93,63 @@ class KVCheckpointStore:
         self.schema = schema
         self._logs = LRU()
         self._recent = LRU()
+        self._tips = LRU()
 
     # -- writing ---------------------------------------------------------------------------------------
 
-    def plan_put(
-        self, thread_id: str, cp: Checkpoint, *, ns: str = "", parent_is_head: bool | None = None
-    ) -> Plan:
+    def plan_put(self, thread_id: str, cp: Checkpoint, *, ns: str = "", may_append: bool = True) -> Plan:
         """Plan the writes that store ``cp``.
 
         Args:
-            parent_is_head: whether ``cp``'s parent is the thread's newest checkpoint (only then may its
-                append-only logs grow); None reads the thread's head to find out.
+            may_append: whether its logs may grow in its parent's generations (the write's append guard
+                still checks); False after an :class:`~graphcore.errors.AppendConflictError`, or when the
+                caller knows the parent's logs have grown since (a fork off an older checkpoint).
 
         Raises:
             SerializationError: a value is not on the allow-list; nothing has been written.
         """
-        parent: Checkpoint | None = None
-        parent_refs = None
-        if cp.parent_id is not None and cp.parent_id in self._recent:
-            parent, parent_refs = self._recent[cp.parent_id]
-            if parent_is_head is None:
-                parent_is_head = self._head_id(thread_id, ns) == cp.parent_id
-            if not parent_is_head:
-                parent_refs = None
-        return encode(thread_id, ns, cp, parent, parent_refs, self.schema)
+        parent, refs = self._recent.get(cp.parent_id, (None, None)) if cp.parent_id else (None, None)
+        if may_append and refs is not None:
+            may_append = not self._grown(thread_id, ns, refs)
+        return encode(thread_id, ns, cp, parent, refs, self.schema, may_append=may_append)
 
-    def stage(self, pipe: Any, thread_id: str, cp: Checkpoint, plan: Plan, *, ns: str = "") -> None:
-        """Queue ``plan``'s writes on ``pipe`` (a MULTI pipeline), e.g. inside a fenced commit."""
-        pipe.hset(keys.checkpoints(thread_id, ns), cp.id, plan.record)
-        pipe.rpush(keys.history(thread_id, ns), cp.id)
-        for key, field, value in plan.hset:
-            pipe.hset(key, field, value)
-        for key, items in plan.rpush:
-            pipe.rpush(key, *items)
+    def _grown(self, thread_id: str, ns: str, refs: Mapping[str, Ref]) -> bool:
+        """Whether this process knows that one of ``refs``' logs holds more items than the ref covers."""
+        for key, ref in refs.items():
+            if ref[0] == "log":
+                log_key = keys.channel_log(thread_id, ns, key, ref[1])
+                if max(self._tips.get(log_key, 0), len(self._logs.get(log_key, ()))) > ref[2]:
+                    return True
+        return False
 
     def stored(self, cp: Checkpoint, plan: Plan) -> None:
-        """Record that ``cp`` was committed with ``plan`` (call after the pipeline executed)."""
+        """Record that ``cp`` was committed with ``plan`` (call after the write succeeded)."""
         self._recent.put(cp.id, (cp, plan.refs))
+        for append in plan.appends:
+            self._tips.put(append.key, append.start + len(append.items))
 
     def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
-        """Store ``checkpoint`` as the thread's newest (see the protocol)."""
-        plan = self.plan_put(thread_id, checkpoint, ns=ns)
-        pipe = self.kv.pipeline(transaction=True)
-        self.stage(pipe, thread_id, checkpoint, plan, ns=ns)
-        pipe.execute()
-        self.stored(checkpoint, plan)
+        """Store ``checkpoint`` as the thread's newest (see the protocol); a log that another branch
+        extended meanwhile is written to a new generation instead.
+
+        Raises:
+            SerializationError: a value is not on the allow-list; nothing has been written.
+            AppendConflictError: ``checkpoint`` was already stored (its own generations exist).
+        """
+        for may_append in (True, False):
+            plan = self.plan_put(thread_id, checkpoint, ns=ns, may_append=may_append)
+            if self._apply(thread_id, ns, checkpoint, plan):
+                self.stored(checkpoint, plan)
+                return
+        raise AppendConflictError(f"checkpoint {checkpoint.id} of thread {thread_id!r} is already stored")
+
+    def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
+        """Write ``plan`` atomically (``put_checkpoint.lua``); False when an append guard failed."""
+        index = KeyIndex(3)
+        argv = [cp.id, plan.record, *plan_argv(plan, index)]
+        fixed = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
+        reply = script(self.kv, "put_checkpoint")(keys=fixed + index.keys, args=argv)
+        return bool(reply == b"ok" or reply == "ok")
 
     def put_writes(self, thread_id: str, checkpoint_id: str, writes: TaskWrites, *, ns: str = "") -> None:
         """Persist one task's writes (see the protocol)."""

@@ -1,20 +1,30 @@
 """How a checkpoint is laid out in a key-value store so that writes are O(change) (I4).
 
 A checkpoint is stored as a small *record* (ids, step, versions, next tasks, metadata) plus one *ref* per
-channel saying where its value lives:
+channel saying where its value lives. No two checkpoints that hold different values for a channel ever
+share a storage slot, on any branch of a thread and in any namespace:
 
-* ``["v", version]`` — field ``version`` of the channel's value hash. Written only when the channel's
-  version changes; an unchanged channel reuses its parent's ref.
-* ``["log", generation, length]`` — the first ``length`` items of an append-only list. A reducer channel
-  whose new value extends its parent's value pushes only the new items; any other change (replace, remove,
-  a fork off an older checkpoint) starts a new generation. Any historical checkpoint still reads back whole.
+* ``["v", checkpoint_id]`` — field ``checkpoint_id`` of the channel's value hash: the id of the checkpoint
+  that wrote the value (ids are unique). Written only when the channel's version changes; a checkpoint
+  whose channel kept its parent's version reuses the parent's ref.
+* ``["log", generation, length]`` — the first ``length`` items of an append-only list. Every position of a
+  log is written once: a reducer channel whose new value extends its parent's value appends only the new
+  items, and only while the log still ends where the parent's value ends (the *append guard*, checked
+  atomically by the write; see :class:`Append`). Any other change — replace, remove, Overwrite, a second
+  branch off the same checkpoint — starts a new generation, named after the checkpoint that starts it.
 
-The functions here are pure: :func:`encode` plans the writes, :func:`decode` rebuilds from fetched data.
+Format history: version 1 addressed values by the channel's version number, which two branches of one
+thread share, so a branch could overwrite the other's values, and it appended to a generation without the
+guard. Version 2 (now) addresses values by checkpoint id and guards appends. Version 1 records still read
+back: their refs (``["v", version]``, ``["log", uuid, length]``) are read the same way; what a version-1
+branch already overwrote cannot be recovered.
+
+The functions here are pure: :func:`encode` plans the writes, :func:`to_checkpoint` rebuilds from fetched
+data.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +37,8 @@ from graphcore.schema import StateSchema
 from graphcore.types import PendingTask, TaskWrites
 
 __all__ = [
+    "READABLE_VERSIONS",
+    "Append",
     "Plan",
     "Record",
     "decode_record",
@@ -38,6 +50,9 @@ __all__ = [
 
 Ref = list[Any]
 
+READABLE_VERSIONS = (1, FORMAT_VERSION)
+"""Stored checkpoint formats this code reads (see the module docstring for what changed)."""
+
 
 @dataclass
 class Record:
@@ -47,14 +62,28 @@ class Record:
     refs: dict[str, Ref]
 
 
+@dataclass(frozen=True)
+class Append:
+    """Items to push onto a log, valid only while the log holds exactly ``start`` items.
+
+    The write that applies a plan checks every append's ``start`` against the log's length first and
+    writes nothing when one differs (another branch appended there first); the caller then plans again
+    with ``may_append=False``.
+    """
+
+    key: str
+    start: int
+    items: list[bytes]
+
+
 @dataclass
 class Plan:
-    """Writes that store one checkpoint: hash fields to set and list items to push."""
+    """Writes that store one checkpoint: value-hash fields to set and guarded log appends."""
 
     record: bytes
     refs: dict[str, Ref]
-    hset: list[tuple[str, str, bytes]] = field(default_factory=list)
-    rpush: list[tuple[str, list[bytes]]] = field(default_factory=list)
+    values: list[tuple[str, str, bytes]] = field(default_factory=list)
+    appends: list[Append] = field(default_factory=list)
 
 
 def _is_log(schema: StateSchema | None, key: str, value: Any) -> bool:
@@ -67,23 +96,22 @@ def _log_ref(
     thread: str,
     ns: str,
     key: str,
-    value: list[Any],
-    parent: Checkpoint | None,
+    cp: Checkpoint,
+    old: Any,
     parent_ref: Ref | None,
     plan: Plan,
 ) -> Ref:
-    old = parent.channel_values.get(key) if parent is not None else None
+    """Plan a log channel's write: append to the parent's generation when the value extends it, else
+    start the generation ``cp.id``. ``parent_ref`` is None when appending is not allowed."""
+    value = cp.channel_values[key]
+    gen, start = cp.id, 0
     if parent_ref is not None and parent_ref[0] == "log" and isinstance(old, list):
-        _, gen, length = parent_ref
+        length = parent_ref[2]
         if len(old) == length and len(value) >= length and value[:length] == old:
-            start = length
-        else:
-            gen, start = uuid.uuid4().hex[:12], 0
-    else:
-        gen, start = uuid.uuid4().hex[:12], 0
+            gen, start = parent_ref[1], length
     items = [serde.dumps(item, path=f"state.{key}[{i}]") for i, item in enumerate(value[start:], start)]
     if items:
-        plan.rpush.append((keys.channel_log(thread, ns, key, gen), items))
+        plan.appends.append(Append(keys.channel_log(thread, ns, key, gen), start, items))
     return ["log", gen, len(value)]
 
 
@@ -94,36 +122,40 @@ def encode(
     parent: Checkpoint | None,
     parent_refs: Mapping[str, Ref] | None,
     schema: StateSchema | None = None,
+    *,
+    may_append: bool = True,
 ) -> Plan:
     """Plan the writes that store ``cp``.
 
     Args:
         thread: thread id; ns: namespace.
         cp: the checkpoint to store.
-        parent: the checkpoint ``cp`` was derived from, if the caller has it in memory (values compared to
-            find appends); None → every changed channel is written whole.
-        parent_refs: the parent's stored refs, or None when ``cp`` does not extend the thread's head
-            (a fork must not append to the head's logs).
+        parent: the checkpoint ``cp`` was derived from, if the caller has it in memory (its versions tell
+            which channels are unchanged, its values which lists were only appended to); None → every
+            channel is written whole.
+        parent_refs: the parent's stored refs (needed to reuse or extend them), or None.
         schema: the state schema; list values of its reducer channels are stored as logs.
+        may_append: whether a log may grow in its parent's generation (subject to the append guard);
+            False → a changed log starts a new generation.
 
     Raises:
         SerializationError: a value is not on the allow-list (the message names its state path).
     """
     plan = Plan(b"", {})
-    prefs = parent_refs or {}
+    prefs = (parent_refs or {}) if parent is not None else {}
     pversions = parent.channel_versions if parent is not None else {}
+    pvalues = parent.channel_values if parent is not None else {}
     for key, value in cp.channel_values.items():
         ref = prefs.get(key)
-        version = cp.channel_versions.get(key, 0)
-        if ref is not None and parent is not None and pversions.get(key) == version:
+        if ref is not None and pversions.get(key) == cp.channel_versions.get(key, 0):
             plan.refs[key] = ref
         elif _is_log(schema, key, value):
-            plan.refs[key] = _log_ref(thread, ns, key, value, parent, ref if parent else None, plan)
+            extend = ref if may_append else None
+            plan.refs[key] = _log_ref(thread, ns, key, cp, pvalues.get(key), extend, plan)
         else:
-            plan.hset.append(
-                (keys.channel_values(thread, ns, key), str(version), serde.dumps(value, path=f"state.{key}"))
-            )
-            plan.refs[key] = ["v", version]
+            blob = serde.dumps(value, path=f"state.{key}")
+            plan.values.append((keys.channel_values(thread, ns, key), cp.id, blob))
+            plan.refs[key] = ["v", cp.id]
     plan.record = _record_bytes(cp, plan.refs)
     return plan
 
@@ -146,14 +178,19 @@ def _record_bytes(cp: Checkpoint, refs: dict[str, Ref]) -> bytes:
 
 
 def decode_record(data: bytes) -> Record:
-    """Parse a stored record.
+    """Parse a stored record (format version 1 or 2).
 
     Raises:
-        SerializationError: the record's format version is newer than this code knows.
+        SerializationError: the record's format version is not one of :data:`READABLE_VERSIONS`; the
+            message names the version.
     """
     fields = serde.loads(data)
-    if fields.get("v", 0) > FORMAT_VERSION:
-        raise SerializationError("checkpoint", f"format version {fields['v']} is newer than {FORMAT_VERSION}")
+    version = fields.get("v", 0)
+    if version not in READABLE_VERSIONS:
+        readable = ", ".join(map(str, READABLE_VERSIONS))
+        raise SerializationError(
+            "checkpoint", f"checkpoint format version {version} cannot be read (this graphq reads {readable})"
+        )
     return Record(fields, fields.pop("refs"))
 
 

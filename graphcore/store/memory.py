@@ -10,8 +10,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from graphcore import keys
+from graphcore.checkpoint import Checkpoint
 from graphcore.schema import StateSchema
 from graphcore.store.kv import KVCheckpointStore
+from graphcore.store.layout import Plan
 
 __all__ = ["InMemoryCheckpointStore", "MemoryKV"]
 
@@ -26,10 +29,10 @@ class MemoryKV:
     def __init__(self) -> None:
         self._hashes: dict[bytes, dict[bytes, bytes]] = {}
         self._lists: dict[bytes, list[bytes]] = {}
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
 
     def hset(self, key: str, field: str, value: bytes) -> int:
-        with self._lock:
+        with self.lock:
             h = self._hashes.setdefault(_b(key), {})
             new = _b(field) not in h
             h[_b(field)] = value
@@ -46,7 +49,7 @@ class MemoryKV:
         return dict(self._hashes.get(_b(key), {}))
 
     def rpush(self, key: str, *values: Any) -> int:
-        with self._lock:
+        with self.lock:
             items = self._lists.setdefault(_b(key), [])
             items.extend(_b(v) for v in values)
             return len(items)
@@ -55,6 +58,9 @@ class MemoryKV:
         items = self._lists.get(_b(key), [])
         stop = len(items) if end == -1 else end + 1
         return items[start:stop]
+
+    def llen(self, key: str) -> int:
+        return len(self._lists.get(_b(key), []))
 
     def lindex(self, key: str, index: int) -> bytes | None:
         items = self._lists.get(_b(key), [])
@@ -77,12 +83,29 @@ class _Pipeline:
         return queue
 
     def execute(self) -> list[Any]:
-        with self._kv._lock:
+        with self._kv.lock:
             return [getattr(self._kv, name)(*args) for name, args in self._calls]
 
 
 class InMemoryCheckpointStore(KVCheckpointStore):
     """A checkpoint store in process memory (for ``compile(checkpointer=InMemoryCheckpointStore())``)."""
 
-    def __init__(self, schema: StateSchema | None = None) -> None:
-        super().__init__(MemoryKV(), schema)
+    kv: MemoryKV
+
+    def __init__(self, schema: StateSchema | None = None, kv: MemoryKV | None = None) -> None:
+        super().__init__(MemoryKV() if kv is None else kv, schema)
+
+    def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
+        """What ``put_checkpoint.lua`` does on Redis, under the store's lock: check every append guard,
+        then write the record, its history entry, the values and the appends."""
+        kv = self.kv
+        with kv.lock:
+            if any(kv.llen(a.key) != a.start for a in plan.appends):
+                return False
+            kv.hset(keys.checkpoints(thread_id, ns), cp.id, plan.record)
+            kv.rpush(keys.history(thread_id, ns), cp.id)
+            for key, field, value in plan.values:
+                kv.hset(key, field, value)
+            for append in plan.appends:
+                kv.rpush(append.key, *append.items)
+        return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphcore.checkpoint import Checkpoint
+from graphcore.checkpoint import FORMAT_VERSION, Checkpoint
 from graphcore.store.layout import encode
 from graphcore.types import PendingTask
 from tests.golden.values import VALUES
@@ -26,9 +26,9 @@ def main() -> None:
         created_at="2026-11-30T00:00:00+00:00",
     )
     plan = encode("t", "", cp, None, None)
-    (HERE / "checkpoint_record_v1.bin").write_bytes(plan.record)
-    [(_, _, value_blob)] = plan.hset
-    (HERE / "channel_value_v1.bin").write_bytes(value_blob)
+    (HERE / f"checkpoint_record_v{FORMAT_VERSION}.bin").write_bytes(plan.record)
+    [(_, _, value_blob)] = plan.values
+    (HERE / f"channel_value_v{FORMAT_VERSION}.bin").write_bytes(value_blob)
 
 
 if __name__ == "__main__":

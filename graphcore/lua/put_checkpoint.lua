@@ -1,0 +1,29 @@
+-- Store one checkpoint outside a run's fence (the in-process executor, update_state): the record, its
+-- history entry, its channel values and its log appends, all or nothing.
+-- KEYS[1] checkpoint hash, KEYS[2] history list, KEYS[3..] channel value hashes and log lists (by index)
+-- ARGV[1] checkpoint id, ARGV[2] checkpoint record, then the plan's two sections, each a count first
+-- (the same layout as in commit_step.lua):
+--   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
+-- An append is valid only while its log holds exactly `start` items (the append guard of
+-- graphcore/store/layout.py); when one is not, nothing is written.
+-- Returns 'ok', or 'log' when an append guard failed.
+local V = 3                               -- ARGV index of the values count
+local A = V + 1 + 3 * tonumber(ARGV[V])   -- ARGV index of the appends count
+local function each_append(fn)
+  local j = A + 1
+  for _ = 1, tonumber(ARGV[A]) do
+    local n = tonumber(ARGV[j + 2])
+    if not fn(KEYS[tonumber(ARGV[j])], tonumber(ARGV[j + 1]), j + 3, n) then return false end
+    j = j + 3 + n
+  end
+  return true
+end
+if not each_append(function(key, start) return redis.call('LLEN', key) == start end) then return 'log' end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('RPUSH', KEYS[2], ARGV[1])
+for i = V + 1, A - 1, 3 do redis.call('HSET', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2]) end
+each_append(function(key, _, first, n)
+  for c = first, first + n - 1, 1000 do redis.call('RPUSH', key, unpack(ARGV, c, math.min(c + 999, first + n - 1))) end
+  return true
+end)
+return 'ok'
