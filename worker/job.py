@@ -351,6 +351,8 @@ def _commit(
         if next_run is not None:
             ctx.queue.stage(pipe, next_run)
 
+    if extra.drop_lease:
+        lease.dropping()  # the keeper must not take the key this commit deletes for a lost lease
     for append in (may_append, False):
         plan = store.plan_put(run.thread_id, cp, may_append=append)
         script_keys, argv = ctx.commit.args(

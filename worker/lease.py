@@ -4,7 +4,9 @@ One keeper thread per process looks after every lease this process holds: every 
 checks whether the run was cancelled with ``interrupt`` (then it sets the step's cancel token, so running
 nodes see it within a second, X1/C7), and every ``heartbeat_s`` seconds it renews the lease. A lease whose
 renewal finds another token (or none) is marked lost; the step's fenced writes and commit then fail, and
-nothing it did is committed.
+nothing it did is committed. A commit that gives the lease back deletes the key itself: from
+:meth:`Lease.dropping` on, the keeper does not take a missing key for a loss (the commit's own fence reports
+a real one), since it may look between the commit and :meth:`Lease.dropped`.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Lease:
         self.ttl_ms = int(ttl_s * 1000)
         self.heartbeat_s = heartbeat_s
         self.lost = threading.Event()
+        self._dropping = False
         self._dropped = False
 
     def claim(self, step: int, now: str, cancel_error: str) -> tuple[int, dict[bytes, bytes]]:
@@ -86,8 +89,15 @@ class Lease:
     ) -> None:
         _keeper(self.kv, self.heartbeat_s).discard(self)
 
+    def dropping(self) -> None:
+        """Announce a commit that deletes the lease key in its transaction (call it before sending the
+        commit): the keeper may then find the key gone before :meth:`dropped` is called, and that is not a
+        lost lease. A commit refused because the lease really was lost raises on its own (its fence)."""
+        self._dropping = True
+
     def dropped(self) -> None:
         """Record that a commit deleted the lease key in its transaction: stop renewing, skip the release."""
+        self._dropping = True
         self._dropped = True
         _keeper(self.kv, self.heartbeat_s).discard(self)
 
@@ -137,7 +147,8 @@ class _Keeper:
         if cancel == b"interrupt":
             lease.cancel.cancel("run canceled")
         with self.lock:
-            if not held and lease in self.leases:  # still running, yet the token is gone: lost
+            # Still running, yet the token is gone: lost, unless a commit deleted it (see Lease.dropping).
+            if not held and lease in self.leases and not lease._dropping:
                 log.warning("lease %s lost", lease.key)
                 lease.lost.set()
                 self.leases.discard(lease)
