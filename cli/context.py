@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -157,7 +158,13 @@ class AppContext:
 
     def reader(self) -> Client:
         """A read-only client (runs, state, history); needs no workflow modules. Without a Redis URL it
-        reads the local data of ``graphq run``, also while another command holds it."""
+        reads the local data of ``graphq run``, also while another command holds it.
+
+        The workflows are still loaded when they can be: that is what allows the classes their state
+        schemas name to be read back (serde, I5). When they cannot, values of those classes fail to load
+        with an error naming the class and ``GRAPHQ_SERDE_ALLOWED_CLASSES``; everything else reads."""
+        with contextlib.suppress(ConfigError):
+            _ = self.registry
         return Client(self.kv(local=True, share=True), Registry({}))
 
     def client(self, kv: Any = None, *, local: bool = False, share: bool = False) -> Client:

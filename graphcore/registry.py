@@ -3,6 +3,10 @@
 An entry point ``name = "package.module:attr"`` names a compiled graph. A user module (``--workflows`` or
 ``GRAPHQ_WORKFLOWS``, comma-separated) contributes every module-level :class:`CompiledGraph`, under the
 name it was compiled with.
+
+Loading the workflows builds their graphs, which allows the classes their state schemas name to be stored
+and loaded (I5); the classes named by ``GRAPHQ_SERDE_ALLOWED_CLASSES`` are imported and allowed here too,
+so that a bad entry fails at startup.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import importlib
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 
+from graphcore import serde
 from graphcore.errors import ConfigError, UnknownWorkflowError
 from graphcore.executor import CompiledGraph
 
@@ -37,11 +42,14 @@ class Registry:
 
     @classmethod
     def load(cls, modules: Iterable[str] = ()) -> Registry:
-        """Load entry points, then ``modules`` (later definitions of a name win).
+        """Load entry points, then ``modules`` (later definitions of a name win), and the classes named by
+        ``GRAPHQ_SERDE_ALLOWED_CLASSES``.
 
         Raises:
-            ConfigError: a module cannot be imported, or an entry point is not a compiled graph.
+            ConfigError: a module cannot be imported, an entry point is not a compiled graph, or an entry of
+                ``GRAPHQ_SERDE_ALLOWED_CLASSES`` is bad.
         """
+        serde.allow_configured_classes()
         graphs: dict[str, CompiledGraph] = {}
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             try:

@@ -1,4 +1,9 @@
-"""State schemas: a TypedDict or a pydantic model becomes one channel per key (G1, G2)."""
+"""State schemas: a TypedDict or a pydantic model becomes one channel per key (G1, G2).
+
+Reading a schema also allows the classes it names to be stored and loaded
+(:func:`graphcore.serde.allow_types`): loading a process's workflows is what lets its workers read their
+checkpoints (I5).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from graphcore import serde
 from graphcore.channels import MISSING, LastValue, ReducerChannel, channel_for
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.types import START
@@ -32,17 +38,20 @@ class StateSchema:
 
     @classmethod
     def of(cls, schema: type[Any]) -> StateSchema:
-        """Read the channels of ``schema``.
+        """Read the channels of ``schema`` and allow the classes it names to be stored (I5).
 
         Raises:
             InvalidGraphError: ``schema`` is neither a TypedDict nor a pydantic model.
         """
         if isinstance(schema, type) and issubclass(schema, BaseModel):
-            return cls(schema, _pydantic_channels(schema))
-        if typing.is_typeddict(schema):
+            channels = _pydantic_channels(schema)
+        elif typing.is_typeddict(schema):
             hints = typing.get_type_hints(schema, include_extras=True)
-            return cls(schema, {key: channel_for(tp) for key, tp in hints.items()})
-        raise InvalidGraphError(f"state schema {schema!r} must be a TypedDict or a pydantic BaseModel")
+            channels = {key: channel_for(tp) for key, tp in hints.items()}
+        else:
+            raise InvalidGraphError(f"state schema {schema!r} must be a TypedDict or a pydantic BaseModel")
+        serde.allow_types(schema)
+        return cls(schema, channels)
 
     @property
     def is_model(self) -> bool:

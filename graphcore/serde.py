@@ -33,11 +33,32 @@ code  type                            payload
 (``datetime.timezone``). Codes are stable: never renumber them; add new codes and bump the version only for
 incompatible changes.
 
-Classes (enums, models, dataclasses) are stored by ``__module__`` and ``__qualname__`` and must be importable
-at module level (a class defined inside a function is rejected when dumping). On load the class is re-imported
-and checked to be an Enum / BaseModel / dataclass before anything is called on it; nothing else is ever
-instantiated. Subclasses of built-in types (``class MyStr(str)``) are rejected instead of decaying to the base
-type. Pydantic private attributes are not stored (they get their defaults back on load).
+Classes (enums, models, dataclasses) are stored by ``__module__`` and ``__qualname__`` and must be defined at
+module level (a class defined inside a function is rejected when dumping). Loading never imports anything: a
+stored name is looked up in a map of *allowed classes*, keyed by ``(module, qualname)``, and anything not in
+it fails with a :class:`SerializationError` naming the class and the setting, so a record written to Redis
+by someone else cannot make a worker import a module. A class is allowed when
+
+* a state schema names it: building a graph (:class:`~graphcore.schema.StateSchema`) walks the schema's
+  annotations, through ``list[...]``, ``dict[...]``, ``tuple[...]``, unions / ``Optional``, ``Annotated[...,
+  reducer]``, ``Literal`` enum members, type aliases and ``NewType``, into the fields of nested pydantic
+  models, dataclasses and TypedDicts (:func:`allow_types`). Loading a process's workflows therefore allows
+  their classes;
+* it is one of graphq's own stored values (:class:`~graphcore.types.Interrupt`,
+  :class:`~graphcore.types.Overwrite`, :class:`~graphcore.channels.RemoveMessage`);
+* it is passed to :func:`allow_classes` (in-process code, tests), or
+* it is named in the ``GRAPHQ_SERDE_ALLOWED_CLASSES`` setting (comma-separated ``module:QualName``). Those
+  entries are the only names graphq imports: when the workflows are loaded (``Registry.load``) and, in a
+  process that loads none, on the first lookup that misses the map. A bad entry fails with a
+  :class:`~graphcore.errors.ConfigError` naming the setting.
+
+Allowing a class also allows the classes its fields name; a subclass of an allowed class is not allowed by
+it. Dumping refuses a class that is not allowed (a value that could not be read back would be lost): the
+error names the value's state path and the setting. The map only grows; a class registered again under the
+same name (a reloaded module) replaces the old one. Loading checks the class kind (Enum / BaseModel /
+dataclass) by which table it sits in, so the fast path is one dict lookup; nothing else is ever instantiated.
+Subclasses of built-in types (``class MyStr(str)``) are rejected instead of decaying to the base type.
+Pydantic private attributes are not stored (they get their defaults back on load).
 
 Known gaps, kept so the common case stays in msgpack's C code with no Python pre-walk: msgpack packs
 ``bytearray`` and ``memoryview`` itself (``default`` never sees them), so they load back as ``bytes``; raw
@@ -48,9 +69,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import sys
+import typing
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from enum import Enum, Flag
@@ -60,9 +81,20 @@ from zoneinfo import ZoneInfo
 import msgpack
 from pydantic import BaseModel
 
-from graphcore.errors import SerializationError
+from graphcore.channels import RemoveMessage
+from graphcore.errors import ConfigError, SerializationError
+from graphcore.settings import class_entries, get_settings
+from graphcore.types import Interrupt, Overwrite
 
-__all__ = ["FORMAT_VERSION", "dumps", "loads"]
+__all__ = [
+    "ALLOWED_CLASSES_SETTING",
+    "FORMAT_VERSION",
+    "allow_classes",
+    "allow_configured_classes",
+    "allow_types",
+    "dumps",
+    "loads",
+]
 
 FORMAT_VERSION = 1
 """Version of the stored format; the first byte of every payload."""
@@ -98,9 +130,27 @@ _BUILTIN_BASES: tuple[type, ...] = (
     datetime, date, time, timedelta, Decimal, uuid.UUID,
 )  # fmt: skip
 
+ALLOWED_CLASSES_SETTING = "GRAPHQ_SERDE_ALLOWED_CLASSES"
+"""The setting naming extra classes that may be stored (comma-separated ``module:QualName``)."""
+
 _Encoder = Callable[[Any], msgpack.ExtType]
-_CLASS_REFS: dict[type, tuple[str, str]] = {}  # dumps: classes checked importable
-_LOADED_CLASSES: dict[tuple[str, str, str], type] = {}  # loads: (module, qualname, kind) -> checked class
+_ClassTable = dict[tuple[str, str], type]
+_CLASS_REFS: dict[type, tuple[str, str]] = {}  # dumps: classes checked allowed
+# The allowed classes, one table per kind, keyed by (module, qualname). Loads look classes up here only.
+_ENUMS: _ClassTable = {}
+_MODELS: _ClassTable = {}
+_DATACLASSES: _ClassTable = {}
+_KINDS: dict[int, tuple[str, _ClassTable]] = {
+    EXT_ENUM: ("an Enum class", _ENUMS),
+    EXT_MODEL: ("a pydantic BaseModel class", _MODELS),
+    EXT_DATACLASS: ("a dataclass", _DATACLASSES),
+}
+_applied_setting: list[str] = [""]  # the GRAPHQ_SERDE_ALLOWED_CLASSES value whose classes were allowed
+_HOW_TO_ALLOW = (
+    "allowed are the classes named by the state schemas of the workflows this process loaded (entry "
+    "points, GRAPHQ_WORKFLOWS), graphq's own, those passed to graphcore.serde.allow_classes() and those "
+    f"listed in {ALLOWED_CLASSES_SETTING} (comma-separated module:QualName)"
+)
 
 
 class _Unsupported(Exception):
@@ -109,6 +159,194 @@ class _Unsupported(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+# ------------------------------------------------------------------------------------------ allowed classes
+
+
+def _table_of(cls: type) -> _ClassTable | None:
+    """The allowed-class table for ``cls``'s kind (same order as the encoder's choice), or None."""
+    if issubclass(cls, Enum):
+        return _ENUMS
+    if issubclass(cls, BaseModel):
+        return _MODELS
+    if dataclasses.is_dataclass(cls):
+        return _DATACLASSES
+    return None
+
+
+def _is_dotted_name(name: str) -> bool:
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def _storable_name(cls: type) -> bool:
+    """True when ``cls`` has a name a stored value can refer to (module level, identifiers only)."""
+    return _is_dotted_name(cls.__module__) and _is_dotted_name(cls.__qualname__)
+
+
+def _field_types(cls: type) -> list[Any]:
+    """The annotations of the fields of a model, dataclass or TypedDict (unresolvable ones are skipped)."""
+    if issubclass(cls, BaseModel):
+        return [info.annotation for info in cls.model_fields.values()]
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception:  # a forward reference that does not resolve: use what is already a type
+        hints = {}
+    if dataclasses.is_dataclass(cls):
+        return [hints.get(f.name, f.type) for f in dataclasses.fields(cls)]
+    return list(hints.values())
+
+
+def _inner_annotations(tp: Any) -> list[Any] | None:
+    """The annotations nested in ``tp`` when it is not a plain class (``list[X]``, ``X | None``, ...)."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return [tp.__origin__]  # the metadata (a reducer, ...) names no stored class
+    if origin is typing.Literal:
+        return [type(value) for value in typing.get_args(tp) if isinstance(value, Enum)]
+    if origin is not None:  # list[X], dict[K, V], tuple[X, ...], X | Y, Optional[X], a user generic Box[X]
+        return [origin, *typing.get_args(tp)]
+    if type(tp).__name__ == "TypeAliasType":  # `type Alias = ...`
+        return [tp.__value__]
+    if isinstance(tp, typing.NewType):
+        return [tp.__supertype__]
+    if isinstance(tp, typing.TypeVar):
+        return [tp.__bound__, *tp.__constraints__]
+    return None
+
+
+def _walk(tp: Any, found: list[type], seen: set[type]) -> None:
+    """Collect the enum, model and dataclass classes that annotation ``tp`` names, nested ones included."""
+    inner = _inner_annotations(tp)
+    if inner is not None:
+        for arg in inner:
+            _walk(arg, found, seen)
+        return
+    if not isinstance(tp, type) or tp in seen:
+        return  # a forward reference, Any, None, ... or a class already walked (recursive models)
+    seen.add(tp)
+    if _table_of(tp) is not None:
+        found.append(tp)
+    elif not typing.is_typeddict(tp):
+        return
+    if not issubclass(tp, Enum):
+        for field_type in _field_types(tp):
+            _walk(field_type, found, seen)
+
+
+def _register(classes: Iterable[type]) -> None:
+    for cls in classes:
+        table = _table_of(cls)
+        if table is not None and _storable_name(cls):
+            table[(cls.__module__, cls.__qualname__)] = cls
+
+
+def allow_types(*annotations: Any) -> list[type]:
+    """Allow every enum, pydantic model and dataclass that these type annotations name, nested ones included.
+
+    Building a graph calls this with its state schema. Classes defined inside a function are skipped (they
+    can never be stored); anything that names no class (``int``, ``Any``, a forward reference) adds nothing.
+
+    Args:
+        annotations: types or annotations: a TypedDict or model class, ``list[Item]``,
+            ``Annotated[list[Msg], add_messages]``, ``dict[str, Order] | None``, ...
+
+    Returns:
+        The classes found, in the order they were found.
+    """
+    found: list[type] = []
+    seen: set[type] = set()
+    for annotation in annotations:
+        _walk(annotation, found, seen)
+    _register(found)
+    return found
+
+
+def allow_classes(*classes: type) -> None:
+    """Allow these classes to be stored and loaded back, with the classes their fields name.
+
+    For values outside any state schema (a Send's payload, an interrupt's value, an answer held in ``Any``).
+    A process that loads the values must allow the classes too: a worker by importing code that calls
+    this, or through the ``GRAPHQ_SERDE_ALLOWED_CLASSES`` setting.
+
+    Raises:
+        TypeError: a class is not an Enum, a pydantic BaseModel or a dataclass, or is defined inside a
+            function.
+    """
+    for cls in classes:
+        if not isinstance(cls, type) or _table_of(cls) is None:
+            raise TypeError(
+                f"allow_classes() takes Enum, pydantic BaseModel or dataclass classes; got {cls!r}"
+            )
+        if not _storable_name(cls):
+            raise TypeError(
+                f"class {cls.__module__}.{cls.__qualname__} is not defined at module level; "
+                "it can never be stored"
+            )
+    allow_types(*classes)
+
+
+def _import_entry(module_name: str, qualname: str) -> type:
+    """Import one ``module:QualName`` entry of the setting (the operator named it)."""
+    where = f"{ALLOWED_CLASSES_SETTING}: entry '{module_name}:{qualname}'"
+    try:
+        target: object = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"{where}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    for part in qualname.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise ConfigError(f"{where}: module {module_name!r} has no {qualname!r}") from None
+    if not isinstance(target, type) or _table_of(target) is None:
+        raise ConfigError(f"{where} is not an Enum, a pydantic BaseModel or a dataclass class")
+    if (target.__module__, target.__qualname__) != (module_name, qualname):
+        raise ConfigError(
+            f"{where} is class {target.__module__}:{target.__qualname__}; "
+            "name it by its own module and qualname"
+        )
+    return target
+
+
+def allow_configured_classes(entries: str | None = None) -> list[type]:
+    """Import and allow the classes named by ``GRAPHQ_SERDE_ALLOWED_CLASSES`` (or by ``entries``).
+
+    These are the only names graphq ever imports for the serde. Called when workflows are loaded
+    (``Registry.load``), so a bad entry fails a worker at startup; otherwise on the first class lookup
+    that misses the allowed map. Entries already applied are not imported again.
+
+    Args:
+        entries: comma-separated ``module:QualName``; None reads the setting.
+
+    Returns:
+        The classes named.
+
+    Raises:
+        ConfigError: an entry is malformed, cannot be imported or is not an Enum / BaseModel / dataclass;
+            the message names the setting and the entry.
+    """
+    value = get_settings().serde_allowed_classes if entries is None else entries
+    try:
+        names = class_entries(value)
+    except ValueError as exc:
+        raise ConfigError(f"{ALLOWED_CLASSES_SETTING}: {exc}") from None
+    classes = [_import_entry(module, qualname) for module, qualname in names]
+    allow_classes(*classes)
+    if entries is None:
+        _applied_setting[0] = value
+    return classes
+
+
+def _apply_setting() -> bool:
+    """On a miss: allow the setting's classes if its value changed since last applied; True if it did."""
+    value = get_settings().serde_allowed_classes
+    if value == _applied_setting[0]:
+        return False
+    allow_configured_classes(value)
+    _applied_setting[0] = value
+    return True
 
 
 # --------------------------------------------------------------------------------------------------- dumping
@@ -251,7 +489,7 @@ def _class_encoder(cls: type) -> _Encoder | None:
 
 
 def _class_ref(cls: type) -> tuple[str, str]:
-    """Return ``(module, qualname)`` of a class, checking (once per class) that loads can import it back."""
+    """Return ``(module, qualname)`` of a class, checking (once per class) that loads will accept it."""
     ref = _CLASS_REFS.get(cls)
     if ref is None:
         ref = _CLASS_REFS[cls] = _check_class_ref(cls)
@@ -265,8 +503,13 @@ def _check_class_ref(cls: type) -> tuple[str, str]:
             f"class {module}.{qualname} is defined inside a function and could never be loaded back; "
             "define it at module level"
         )
-    if _resolve(module, qualname) is not cls:
-        raise _Unsupported(f"class {module}.{qualname} cannot be imported back by its module and qualname")
+    table = _table_of(cls)
+    allowed = _lookup(table, module, qualname) if table is not None else None
+    if allowed is None and table is not None and _apply_setting():
+        allowed = _lookup(table, module, qualname)
+    if allowed is not cls:
+        other = "another class is allowed under that name" if allowed is not None else "it is not allowed"
+        raise _Unsupported(f"class {module}:{qualname} could not be loaded back ({other}); {_HOW_TO_ALLOW}")
     return module, qualname
 
 
@@ -370,8 +613,10 @@ def dumps(obj: Any, *, path: str = "state") -> bytes:
 
     Raises:
         SerializationError: Some value inside ``obj`` is not allow-listed (a plain object, a function, a
-            subclass of a built-in type, a class defined inside a function, an unsupported tzinfo, ...).
-            ``.path`` says where it sits, e.g. ``state.items[1].when``.
+            subclass of a built-in type, a class defined inside a function or not allowed to load, an
+            unsupported tzinfo, ...). ``.path`` says where it sits, e.g. ``state.items[1].when``.
+        ConfigError: ``GRAPHQ_SERDE_ALLOWED_CLASSES`` (read on the first class not yet allowed) has a bad
+            entry.
     """
     packer = msgpack.Packer(default=_default, strict_types=True, autoreset=False, buf_size=_TOP_BUF)
     try:
@@ -390,47 +635,49 @@ def _unpack(data: bytes | memoryview) -> Any:
     return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False, use_list=True)
 
 
-def _is_dotted_name(name: object) -> bool:
-    return isinstance(name, str) and all(part.isidentifier() for part in name.split("."))
-
-
-def _resolve(module: str, qualname: str) -> object | None:
-    """Import ``module`` and walk ``qualname``; None if either is missing."""
-    if not (_is_dotted_name(module) and _is_dotted_name(qualname)):
-        return None
+def _lookup(table: _ClassTable, module: object, qualname: object) -> Any:
     try:
-        target: object = sys.modules.get(module) or importlib.import_module(module)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError):
+        return table.get((module, qualname))  # type: ignore[arg-type]
+    except TypeError:  # unhashable parts: not a class name
         return None
-    return target
 
 
-def _load_class(module: object, qualname: object, kind: str, check: Callable[[type], bool]) -> Any:
-    """Resolve a stored class reference, refusing anything that is not a class of the expected kind."""
-    if isinstance(module, str) and isinstance(qualname, str):
-        key = (module, qualname, kind)
-        cached = _LOADED_CLASSES.get(key)
-        if cached is not None:
-            return cached
-        target = _resolve(module, qualname)
-        if isinstance(target, type) and check(target):
-            _LOADED_CLASSES[key] = target  # only classes that passed the check are cached
-            return target
-    raise SerializationError(_STORED, f"{module}:{qualname} is not {kind}; refusing to load it")
+def _stored_name(module: object, qualname: object) -> str:
+    if type(module) is str and type(qualname) is str:
+        name = f"{module}:{qualname}"
+    else:
+        name = f"{module!r}:{qualname!r}"
+    if not name.isprintable() or len(name) > 200:
+        name = repr(name[:200])
+    return name
 
 
-def _is_enum_class(cls: type) -> bool:
-    return issubclass(cls, Enum)
+def _load_class(table: _ClassTable, code: int, module: object, qualname: object) -> Any:
+    """The allowed class stored as ``module:qualname``: a dict lookup, never an import."""
+    try:
+        cls = table.get((module, qualname))  # type: ignore[arg-type]
+    except TypeError:  # unhashable parts: not a class name
+        cls = None
+    if cls is None:
+        if _apply_setting():
+            cls = _lookup(table, module, qualname)
+        if cls is None:
+            raise _refused(code, module, qualname)
+    return cls
 
 
-def _is_model_class(cls: type) -> bool:
-    return issubclass(cls, BaseModel)
-
-
-def _is_dataclass_class(cls: type) -> bool:
-    return dataclasses.is_dataclass(cls)
+def _refused(code: int, module: object, qualname: object) -> SerializationError:
+    kind = _KINDS[code][0]
+    name = _stored_name(module, qualname)
+    for other_code, (other_kind, table) in _KINDS.items():
+        if other_code != code and _lookup(table, module, qualname) is not None:
+            return SerializationError(
+                _STORED, f"class {name} is {other_kind}, not {kind}; refusing to load it"
+            )
+    return SerializationError(
+        _STORED,
+        f"class {name} ({kind}) is not allowed; refusing to load it (nothing was imported); {_HOW_TO_ALLOW}",
+    )
 
 
 def _dec_tz(raw: Any) -> tzinfo | None:
@@ -465,7 +712,7 @@ def _dec_timedelta(data: bytes) -> timedelta:
 
 def _dec_enum(data: bytes) -> Enum:
     module, qualname, key = _unpack(data)
-    cls = _load_class(module, qualname, "an Enum class", _is_enum_class)
+    cls = _load_class(_ENUMS, EXT_ENUM, module, qualname)
     try:
         member: Enum = cls(key) if issubclass(cls, Flag) else cls[key]
     except (KeyError, ValueError, TypeError) as exc:
@@ -475,14 +722,14 @@ def _dec_enum(data: bytes) -> Enum:
 
 def _dec_model(data: bytes) -> BaseModel:
     module, qualname, fields, extra, fields_set = _unpack(data)
-    cls = _load_class(module, qualname, "a pydantic BaseModel class", _is_model_class)
+    cls = _load_class(_MODELS, EXT_MODEL, module, qualname)
     model: BaseModel = cls.model_construct(_fields_set=set(fields_set), **fields, **(extra or {}))
     return model
 
 
 def _dec_dataclass(data: bytes) -> Any:
     module, qualname, values = _unpack(data)
-    cls = _load_class(module, qualname, "a dataclass", _is_dataclass_class)
+    cls = _load_class(_DATACLASSES, EXT_DATACLASS, module, qualname)
     obj = cls.__new__(cls)  # like unpickling: __init__ / __post_init__ already ran when the value was made
     for field in dataclasses.fields(cls):
         value = values.get(field.name, _MISSING)
@@ -532,8 +779,9 @@ def loads(data: bytes) -> Any:
 
     Raises:
         SerializationError: The payload is empty, has an unknown format version, uses an unknown extension
-            code, names a class that cannot be imported or is not an Enum / BaseModel / dataclass (it is never
+            code, names a class that is not allowed or not of the stored kind (nothing is imported or
             called), or is otherwise corrupt. ``.path`` is ``"<stored>"``.
+        ConfigError: ``GRAPHQ_SERDE_ALLOWED_CLASSES`` (read on the first miss) has a bad entry.
     """
     if not data:
         raise SerializationError(_STORED, "empty payload")
@@ -543,7 +791,10 @@ def loads(data: bytes) -> Any:
         )
     try:
         return _unpack(memoryview(data)[1:])
-    except SerializationError:
+    except (SerializationError, ConfigError):
         raise
     except Exception as exc:
         raise SerializationError(_STORED, f"corrupt payload: {type(exc).__name__}: {exc}") from exc
+
+
+allow_classes(Interrupt, Overwrite, RemoveMessage)  # graphq's own values found in pending writes and events

@@ -8,12 +8,29 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphcore.errors import ConfigError
 
-__all__ = ["Settings", "get_settings"]
+__all__ = ["Settings", "class_entries", "get_settings"]
+
+
+def class_entries(value: str) -> list[tuple[str, str]]:
+    """Parse a comma-separated list of ``module:QualName`` class names (blank entries are ignored).
+
+    Raises:
+        ValueError: an entry is not two dotted Python identifiers joined by ``:``.
+    """
+    entries = []
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        module, sep, qualname = entry.partition(":")
+        if not sep or not all(p.isidentifier() for name in (module, qualname) for p in name.split(".")):
+            raise ValueError(f"entry {entry!r} is not of the form module:QualName (e.g. myapp.models:Order)")
+        entries.append((module, qualname))
+    return entries
 
 
 class Settings(BaseSettings):
@@ -55,6 +72,19 @@ class Settings(BaseSettings):
     result_ttl_s: int = Field(
         default=3600, ge=0, description="How long RQ keeps a finished step job, seconds."
     )
+    serde_allowed_classes: str = Field(
+        default="",
+        description=(
+            "Comma-separated module:QualName classes that may be stored and loaded besides those the "
+            "workflows' state schemas name (e.g. an interrupt payload model); imported when read."
+        ),
+    )
+
+    @field_validator("serde_allowed_classes")
+    @classmethod
+    def _check_class_entries(cls, value: str) -> str:
+        class_entries(value)
+        return value
 
     def check(self) -> Settings:
         """Cross-field checks; returns self.
