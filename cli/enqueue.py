@@ -12,6 +12,7 @@ from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, fail
 from cli.inputs import parse_input, read_batch
 from cli.output import err_console, output_option, print_json
+from cli.progress import ProgressFollower, StepBars, step_columns
 from graphcore.client import Client, RunRequest
 from graphcore.errors import PermanentError
 from graphcore.runs import RunRecord, RunStatus
@@ -79,23 +80,40 @@ def _checked(client: Client, requests: Sequence[tuple[RunRequest, str]]) -> list
     return [request for request, _ in requests]
 
 
-def wait_for_runs(client: Client, run_ids: Sequence[str], timeout_s: float | None) -> list[RunRecord]:
-    """Wait for the runs with a progress bar on stderr; returns their final records.
+def wait_for_runs(
+    client: Client, run_ids: Sequence[str], timeout_s: float | None, url: str | None = None
+) -> list[RunRecord]:
+    """Wait until every run has ended or waits for input, with a progress bar of the runs on stderr (on a
+    terminal, with ``url``, also a live bar per running step of several tasks); returns their final records.
 
     Raises:
-        TimeoutError: some runs were still going after ``timeout_s`` seconds.
+        TimeoutError: some runs were still queued or running after ``timeout_s`` seconds.
     """
-    done: set[str] = set()
-    columns = (TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console(), transient=False) as progress:
+    stopped: set[str] = set()
+    console = err_console()
+    live = console.is_terminal and url is not None
+    columns = step_columns() if live else (TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
+                                           TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
         bar = progress.add_task("runs", total=len(run_ids))
+        follower = None
+        if live and url is not None:
+            runs = [(client.runs.get(r).thread_id, r) for r in run_ids]
+            follower = ProgressFollower(url, runs, StepBars(console, progress, label_runs=len(runs) > 1))
+            follower.start()
 
         def on_change(record: RunRecord) -> None:
-            if record.terminal and record.id not in done:
-                done.add(record.id)
-                progress.update(bar, completed=len(done))
+            if record.terminal or record.status == RunStatus.AWAITING_INPUT:
+                stopped.add(record.id)
+            else:
+                stopped.discard(record.id)  # answered meanwhile: going again
+            progress.update(bar, completed=len(stopped))
 
-        return client.wait(run_ids, timeout_s=timeout_s, poll_s=0.1, on_change=on_change)
+        try:
+            return client.wait(run_ids, timeout_s=timeout_s, poll_s=0.1, on_change=on_change)
+        finally:
+            if follower is not None:
+                follower.stop()
 
 
 def _report(records: Sequence[RunRecord]) -> None:
@@ -186,7 +204,7 @@ def enqueue(
         if output == "json":
             print_json(run_ids)
         return
-    records = wait_for_runs(client, run_ids, timeout)
+    records = wait_for_runs(client, run_ids, timeout, app.url())
     if output == "json":
         print_json([r.model_dump() for r in records])
     _report(records)

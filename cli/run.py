@@ -22,6 +22,7 @@ from cli.enqueue import multitask_option
 from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
 from cli.inputs import parse_input
 from cli.output import err_console, output_option, print_json, to_json
+from cli.progress import StepBars
 from cli.records import print_waiting, record_json, request_json
 from cli.state import tasks_text
 from graphcore import keys
@@ -49,6 +50,7 @@ class _Follower(threading.Thread):
         self.started = self.last = started
         self.after = after
         self.nodes: dict[int, list[str]] = {}
+        self.bars = StepBars(console)  # on a terminal: live counts inside wide steps
         self._finishing = threading.Event()
         self._ended = False
 
@@ -56,6 +58,7 @@ class _Follower(threading.Thread):
         """Print what is left of the stream, then stop the thread and close its connection."""
         self._finishing.set()
         self.join(timeout_s)
+        self.bars.close()
         self.kv.close()
 
     def run(self) -> None:
@@ -73,7 +76,9 @@ class _Follower(threading.Thread):
             self.console.print(f"(progress display stopped: {type(exc).__name__}: {exc})", markup=False)
 
     def _show(self, event: Event) -> None:
-        if event.mode == "updates" and isinstance(event.data, dict):
+        if event.mode == "progress":
+            self.bars.update(self.run_record.id, event.step, event.data)
+        elif event.mode == "updates" and isinstance(event.data, dict):
             self.nodes.setdefault(event.step, []).extend(event.data)
         elif event.mode == "values" and event.step >= 0:
             self._step_line(event.step)
@@ -81,6 +86,7 @@ class _Follower(threading.Thread):
             self._status_line(event.data)
 
     def _step_line(self, step: int) -> None:
+        self.bars.step_done(self.run_record.id, step)
         now = time.monotonic()
         names = self.nodes.pop(step, [])
         tasks = f"{len(names)} task" + ("" if len(names) == 1 else "s")

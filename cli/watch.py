@@ -22,7 +22,8 @@ from redis.retry import Retry
 
 from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
-from cli.output import FORMATS, to_json
+from cli.output import FORMATS, err_console, to_json
+from cli.progress import StepBars
 from cli.records import graphq_prefix
 from graphcore import keys, serde
 from graphcore.client import Client
@@ -34,8 +35,9 @@ from graphcore.runs import RunRecord, RunStatus
 
 __all__ = ["MODES", "Line", "Watch", "watch"]
 
-MODES = ("values", "updates", "custom", "checkpoints", "tasks", "status", "interrupt", "retry")
-"""What ``--mode`` selects; ``values``/``checkpoints`` expand checkpoint ids, ``tasks`` comes from updates."""
+MODES = ("values", "updates", "custom", "checkpoints", "tasks", "status", "interrupt", "retry", "progress")
+"""What ``--mode`` selects; ``values``/``checkpoints`` expand checkpoint ids, ``tasks`` comes from updates;
+``progress`` is printed only when asked for (a terminal shows it as live bars, see :mod:`cli.progress`)."""
 
 _BLOCK_MS = 1000
 _COUNT = 500
@@ -73,9 +75,10 @@ class Watch:
     Args:
         client: a read-only client whose connection does not retry by itself (this class does).
         run: the run to watch.
-        modes: the modes to print; empty means all (unknown stored modes included).
+        modes: the modes to print; empty means all but ``progress`` (unknown stored modes included).
         after: print only events after this stream id.
         output: ``table`` or ``json`` (JSON Lines).
+        bars: live bars of wide steps (on a terminal), fed by ``progress`` events; None shows none.
     """
 
     client: Client
@@ -84,6 +87,7 @@ class Watch:
     after: str = "0-0"
     output: str = "table"
     block_ms: int = _BLOCK_MS
+    bars: StepBars | None = None
     _grace: bool = field(default=False, init=False, repr=False)
 
     def follow(self) -> RunStatus:
@@ -114,12 +118,17 @@ class Watch:
 
     def _show(self, event: Event) -> None:
         """Print what ``event`` gives in the selected modes, then move past it."""
+        if self.bars is not None and event.mode == "progress":
+            self.bars.update(self.run.id, event.step, event.data)
+        elif self.bars is not None and event.mode == "values":
+            self.bars.step_done(self.run.id, event.step)
+        echo = click.echo if self.bars is None else self.bars.echo
         for line in self.retried(self._lines, event):
-            click.echo(line.render(self.output))
+            echo(line.render(self.output))
         self.after = event.id
 
     def _wants(self, mode: str) -> bool:
-        return not self.modes or mode in self.modes
+        return mode in self.modes if self.modes else mode != "progress"
 
     def _lines(self, event: Event) -> list[Line]:
         """The lines of one stored event, in the order of the in-process ``graph.stream``."""
@@ -254,7 +263,7 @@ def _watch_client(app: AppContext) -> Client:
 @click.command("watch", short_help="Print a run's events, following it live.")
 @click.argument("run_id", metavar="RUN")
 @click.option("--mode", "-m", "modes", multiple=True, type=click.Choice(MODES),
-              help="Only these modes (repeatable). Default: all.")
+              help="Only these modes (repeatable). Default: all but progress.")
 @click.option("--after", "-a", callback=_check_after, metavar="EVENT_ID",
               help="Start after this event id (the last one a watch printed, to continue it).")
 @click.option("--output", "-o", type=click.Choice(FORMATS), default="table", show_default=True,
@@ -276,6 +285,8 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
       custom       {"node", "chunk"} written with get_stream_writer()
       interrupt    the requests of a node that asked a human
       retry        {"node", "attempt", "error", "wait_s"} of a node retried
+      progress     {"done", "total"}: a step of several tasks, as they finish (throttled; only with
+                   --mode progress; on a terminal, stderr shows live bars whatever the modes)
 
     A dropped connection is retried from the last event printed (no event twice, none lost), within
     GRAPHQ_REDIS_RETRY_ATTEMPTS tries; to continue a watch that stopped, pass the last id it printed to
@@ -285,6 +296,10 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
     for input, 130 interrupted.
     """
     client = _watch_client(app)
-    watcher = Watch(client, client.get_run(run_id), frozenset(modes), after, output)
-    status = watcher.follow()
+    bars = StepBars(err_console())
+    watcher = Watch(client, client.get_run(run_id), frozenset(modes), after, output, bars=bars)
+    try:
+        status = watcher.follow()
+    finally:
+        bars.close()
     _end(watcher.retried(client.get_run, run_id), status, watcher.after)

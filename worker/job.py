@@ -35,6 +35,7 @@ from graphcore.types import TaskWrites
 from worker.commit import StepCommit
 from worker.context import WorkerContext, get_context
 from worker.lease import Lease
+from worker.progress import step_progress
 
 __all__ = ["step_job"]
 
@@ -151,9 +152,13 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         finished = dict(ctx.store(run.workflow).get_writes(run.thread_id, cp.id))
     answers = _answers(ctx, run, cp) if pending else {}
     finished, resume = resume_plan(finished or {}, answers)
+    # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
+    progress = step_progress(ctx.kv, run.thread_id, run.id, cp.step + 1, len(cp.next_tasks), len(finished))
 
     def persist(tw: TaskWrites) -> None:
         _put_writes(ctx, run, cp, lease, tw)
+        if progress is not None:
+            progress.task_done()
 
     def emit(task: Any, chunk: Any) -> None:
         stage_event(ctx.kv, run.thread_id, run.id, "custom", run.step, {"node": task.node, "chunk": chunk})
