@@ -196,7 +196,11 @@ class Client:
         poll_s: float = 0.05,
         on_change: Callable[[RunRecord], None] | None = None,
     ) -> list[RunRecord]:
-        """Block until every run is terminal.
+        """Block until every run has stopped: ended (Completed, Failed, Canceled) or waiting for input.
+
+        A run that is AwaitingInput stops the wait too (it goes on only once someone answers: see
+        :meth:`requests` and :meth:`answer`); its record is returned with that status. Every run must have
+        stopped at the same poll: one answered meanwhile (Queued or Running again) is waited for.
 
         Args:
             timeout_s: give up after this many seconds (None waits forever).
@@ -207,20 +211,24 @@ class Client:
             The final records, in ``run_ids`` order.
 
         Raises:
-            TimeoutError: some runs were still going after ``timeout_s``.
+            TimeoutError: some runs were still queued or running after ``timeout_s``.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         last: dict[str, tuple[str, int]] = {}
+
+        def stopped(record: RunRecord) -> bool:
+            return record.terminal or record.status == RunStatus.AWAITING_INPUT
+
         while True:
             records = [self.runs.get(r) for r in run_ids]
             for rec in records:
                 if on_change and last.get(rec.id) != (rec.status, rec.step):
                     on_change(rec)
                 last[rec.id] = (rec.status, rec.step)
-            if all(r.terminal for r in records):
+            if all(stopped(r) for r in records):
                 return [self._with_result(r) for r in records]
             if deadline is not None and time.monotonic() > deadline:
-                pending = [r.id for r in records if not r.terminal]
+                pending = [r.id for r in records if not stopped(r)]
                 raise TimeoutError(f"runs still not finished after {timeout_s} s: {pending}")
             time.sleep(poll_s)
 
