@@ -35,6 +35,16 @@ def test_checkpoint_record_v1_loads() -> None:
     assert cp.metadata == {"source": "loop", "step": 3, "run_id": "r1", "writes": ["node"]}
 
 
+def test_checkpoint_record_v2_loads_with_values_addressed_by_checkpoint_id() -> None:
+    record = decode_record((GOLDEN / "checkpoint_record_v2.bin").read_bytes())
+    assert record.fields["v"] == 2
+    assert record.refs == {
+        "log": ["log", "0190000000000000000000000000abcd", 2],
+        "value": ["v", "0190000000000000000000000000abcd"],
+    }
+    assert record.fields["channel_versions"] == {"log": 4, "value": 2}
+
+
 def test_channel_value_v1_loads_every_allow_listed_type() -> None:
     value = serde.loads((GOLDEN / "channel_value_v1.bin").read_bytes())
     assert value == VALUES

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from graphcore import serde
 from graphcore.checkpoint import FORMAT_VERSION, Checkpoint
 from graphcore.store.layout import encode
 from graphcore.types import PendingTask
@@ -28,7 +29,7 @@ def main() -> None:
     plan = encode("t", "", cp, None, None)
     (HERE / f"checkpoint_record_v{FORMAT_VERSION}.bin").write_bytes(plan.record)
     [(_, _, value_blob)] = plan.values
-    (HERE / f"channel_value_v{FORMAT_VERSION}.bin").write_bytes(value_blob)
+    (HERE / f"channel_value_v{serde.FORMAT_VERSION}.bin").write_bytes(value_blob)
 
 
 if __name__ == "__main__":
