@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from graphcore.client import Client
-from graphcore.connection import connect
+from graphcore.connection import check_url, connect
 from graphcore.embedded import EmbeddedRedis
 from graphcore.errors import ConfigError, GraphqError
 from graphcore.registry import Registry
@@ -83,11 +83,11 @@ class AppContext:
         """The configured Redis URL.
 
         Raises:
-            ConfigError: none is configured.
+            ConfigError: none is configured, or the value is not a Redis URL (not shown: it may be a secret).
         """
         if not self.settings.redis_url:
             raise ConfigError("no Redis URL: set GRAPHQ_REDIS_URL or pass --redis-url")
-        return self.settings.redis_url
+        return check_url(self.settings.redis_url)  # before anything prints it
 
     @property
     def local(self) -> bool:

@@ -29,6 +29,7 @@ from graphcore.settings import get_settings
 
 __all__ = [
     "TRANSIENT_REDIS_ERRORS",
+    "check_url",
     "connect",
     "is_transient",
     "redact_url",
@@ -59,6 +60,8 @@ _PERMANENT: tuple[type[rex.RedisError], ...] = (
     *((rex.AuthorizationError,) if hasattr(rex, "AuthorizationError") else ()),
 )
 
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+_EXPECTED = "expected redis://[[user]:password@]host[:port][/db], rediss://... or unix:///path/to/socket"
 _INITIAL_WAIT_S = 0.05
 _QUERY_PASSWORD = re.compile(r"([?&;]password=)[^&#;]*", re.IGNORECASE)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -200,11 +203,13 @@ def connect(url: str, *, attempts: int | None = None, max_wait_s: float | None =
         A connected ``redis.Redis`` returning bytes (``decode_responses=False``).
 
     Raises:
-        ConfigError: the URL is malformed; the message names ``GRAPHQ_REDIS_URL`` and the redacted URL.
-        RedisUnavailableError: Redis stayed unreachable through every try, or refused the connection
-            (authentication failed, or another error reply), which fails at once. The message is one line and
-            shows the URL without its password.
+        ConfigError: the URL is malformed; the message names ``GRAPHQ_REDIS_URL`` and the redacted URL (not
+            even that when the value is not a Redis URL at all, see :func:`check_url`).
+        RedisUnavailableError: Redis stayed unreachable through every try, or refused the connection (it
+            needs a password the URL does not give, refused the one it gives, or sent another error reply),
+            which fails at once. The message is one line and shows the URL without its password.
     """
+    check_url(url)
     safe = redact_url(url)
     try:
         client = redis.Redis.from_url(
@@ -213,21 +218,46 @@ def connect(url: str, *, attempts: int | None = None, max_wait_s: float | None =
     except ValueError as exc:
         # The error's text may quote part of an unparsable URL: show it only when the URL holds no password.
         reason = f" ({exc})" if safe == url else ""
-        raise ConfigError(
-            f"GRAPHQ_REDIS_URL={safe} is not a valid Redis URL{reason}; expected "
-            "redis://[[user]:password@]host[:port][/db], rediss://... or unix:///path/to/socket"
-        ) from None
+        raise ConfigError(f"GRAPHQ_REDIS_URL={safe} is not a valid Redis URL{reason}; {_EXPECTED}") from None
     try:
         redis_retrying(attempts, max_wait_s)(client.ping)
     except rex.RedisError as exc:
+        credentials = client.connection_pool.connection_kwargs
         client.close()
-        raise _unavailable(safe, exc) from exc
+        raise _unavailable(safe, exc, credentials.get("password") is not None) from exc
     return client
 
 
-def _unavailable(safe_url: str, exc: rex.RedisError) -> RedisUnavailableError:
+def check_url(url: str) -> str:
+    """Refuse a value that is not a Redis URL at all, without showing it (it may be a secret, e.g. a
+    password set where the URL belongs).
+
+    Returns:
+        ``url``.
+
+    Raises:
+        ConfigError: ``url`` does not start with ``redis://``, ``rediss://`` or ``unix://``; the message names
+            ``GRAPHQ_REDIS_URL``, not the value.
+    """
+    if not url.lower().startswith(_REDIS_SCHEMES):
+        raise ConfigError(
+            f"GRAPHQ_REDIS_URL is not a redis:// URL (its value is not shown: it may hold a secret); "
+            f"{_EXPECTED}"
+        )
+    return url
+
+
+def _unavailable(safe_url: str, exc: rex.RedisError, with_password: bool) -> RedisUnavailableError:
     if isinstance(exc, _PERMANENT):
-        return RedisUnavailableError(f"Redis at {safe_url} refused the connection: authentication failed")
+        if not with_password:
+            return RedisUnavailableError(
+                f"Redis at {safe_url} needs a password: give it in the URL, redis://:PASSWORD@HOST:PORT/DB "
+                "(or redis://USER:PASSWORD@... for an ACL user)"
+            )
+        return RedisUnavailableError(
+            f"Redis at {safe_url} refused the password in the URL (authentication failed: a wrong password, "
+            "or a user it does not know)"
+        )
     reason = " ".join(str(exc).split()) or type(exc).__name__
     if is_transient(exc):
         return RedisUnavailableError(f"cannot reach Redis at {safe_url}: {reason}")
