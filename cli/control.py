@@ -20,6 +20,8 @@ from cli.output import err_console, output_option, print_json
 from cli.records import print_requests, record_json, request_json
 from cli.run import follow_and_work, last_event_id, redis_line, report
 from graphcore.client import Client
+from graphcore.errors import PermanentError
+from graphcore.inputs import check_answer
 from graphcore.runs import RunRecord
 
 __all__ = ["answer", "cancel", "requests", "resume"]
@@ -93,6 +95,10 @@ def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None
     for input: nothing is changed), 3 waiting for input again, 130 interrupted.
     """
     value = parse_input(value_text, "--value")
+    try:  # before any Redis is started
+        check_answer(value)
+    except PermanentError as exc:
+        fail(f"--value: {exc}")
     if again:
         _answer_again(app, run_id, request_id, value, wait, output)
         return

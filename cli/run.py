@@ -26,9 +26,9 @@ from cli.progress import StepBars
 from cli.records import print_waiting, record_json, request_json
 from cli.state import tasks_text
 from graphcore import keys
-from graphcore.client import Client, RunRequest
+from graphcore.client import Client, RunRequest, check_request
 from graphcore.connection import connect, redact_url
-from graphcore.errors import GraphqError
+from graphcore.errors import GraphqError, PermanentError
 from graphcore.events import Event, read_events
 from graphcore.registry import Registry
 from graphcore.runs import RunRecord, RunStatus
@@ -272,6 +272,10 @@ def run(app: AppContext, workflow: str, input_text: str | None, thread: str | No
     keys.validate_id("tenant", tenant)
     if thread is not None:
         keys.validate_id("thread id", thread)
+    try:  # before any Redis is started or data dir made
+        check_request(app.registry, request)
+    except PermanentError as exc:
+        fail(f"--input: {exc}")
     console = err_console()
     started = time.monotonic()
     if app.local:

@@ -18,6 +18,7 @@ from graphcore import keys, serde
 from graphcore.algo import apply_update, task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
+from graphcore.inputs import check_size, check_types
 from graphcore.interrupts import match_answer
 from graphcore.registry import Registry
 from graphcore.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
@@ -25,7 +26,7 @@ from graphcore.store.kv import KVCheckpointStore
 from graphcore.threads import MULTITASK_POLICIES, Multitask, ThreadBusyError, hand_over
 from graphcore.types import START, Interrupt
 
-__all__ = ["Client", "RunRequest", "StepQueue"]
+__all__ = ["Client", "RunRequest", "StepQueue", "check_request"]
 
 
 def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
@@ -68,6 +69,43 @@ class RunRequest:
     preset_answers: Mapping[str, Any] = field(default_factory=dict)
 
 
+def check_request(registry: Registry, req: RunRequest) -> RunRecord:
+    """Validate ``req`` as :meth:`Client.enqueue_many` does, without Redis; returns the run record to store.
+
+    Checks the workflow name, the run options, the ids, the input's shape, keys and types against the state
+    schema (:func:`graphcore.inputs.check_types`: the record holds the input as given, or with JSON-form
+    values validated into their declared types), that it serializes, and the sizes of the input and of any
+    preset answer (``GRAPHQ_MAX_INPUT_BYTES``).
+
+    Raises:
+        UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,
+            InputTooLargeError: the request is invalid (the message says what and where).
+    """
+    graph = registry.get(req.workflow)
+    cfg = graph.config_for(req.config)
+    cfg.step_limit()
+    cfg.run_timeout()
+    run_id = uuid.uuid4().hex
+    thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
+    keys.validate_id("tenant", req.tenant)
+    graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
+    value = check_types(graph.schema, req.input)
+    check_size("input", len(serde.dumps(value, path="input")))
+    if req.preset_answers:
+        check_size("answer", len(serde.dumps(dict(req.preset_answers), path="answer")))
+    return RunRecord(
+        id=run_id,
+        workflow=req.workflow,
+        thread_id=thread,
+        tenant=req.tenant,
+        created_at=now_iso(),
+        input=value,
+        config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
+        continued_from_run_id=req.continued_from_run_id,
+        preset_answers=dict(req.preset_answers),
+    )
+
+
 class Client:
     """Enqueue runs and read runs, state and history.
 
@@ -85,32 +123,14 @@ class Client:
         self.checkpoints = KVCheckpointStore(kv)
 
     def _record(self, req: RunRequest) -> RunRecord:
-        graph = self.registry.get(req.workflow)
-        cfg = graph.config_for(req.config)
-        cfg.step_limit()
-        cfg.run_timeout()
-        run_id = uuid.uuid4().hex
-        thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
-        keys.validate_id("tenant", req.tenant)
-        graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
-        serde.dumps(req.input, path="input")
-        return RunRecord(
-            id=run_id,
-            workflow=req.workflow,
-            thread_id=thread,
-            tenant=req.tenant,
-            created_at=now_iso(),
-            input=req.input,
-            config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
-            continued_from_run_id=req.continued_from_run_id,
-            preset_answers=dict(req.preset_answers),
-        )
+        return check_request(self.registry, req)
 
     def check(self, request: RunRequest) -> None:
         """Validate ``request`` as :meth:`enqueue_many` would, writing nothing.
 
         Raises:
-            UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError: see enqueue_many.
+            UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,
+                InputTooLargeError: see enqueue_many.
         """
         self._record(request)
 
@@ -125,8 +145,9 @@ class Client:
 
         Raises:
             UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError: a request is invalid
-                (unknown workflow, bad option or id, an input the state schema does not accept); nothing is
-                written.
+                (unknown workflow, bad option or id, an input the state schema does not accept: unknown keys,
+                or a value of the wrong type, :class:`~graphcore.inputs.InputTypeError`); nothing is written.
+            InputTooLargeError: an input is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
             ThreadBusyError: ``multitask="reject"`` and a thread has an active run (or two requests share a
                 thread); nothing is written.
         """
@@ -259,6 +280,7 @@ class Client:
             InvalidUpdateError: the run is not awaiting input; unknown request id; several requests open
                 and the answer is not keyed by their ids (the message lists them). Nothing is written.
             SerializationError: the answer holds a value outside the allow-list.
+            InputTooLargeError: the answer is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
         """
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
@@ -269,6 +291,7 @@ class Client:
             )
         answers = match_answer(self.requests(run_id), value, request_id)
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
+        check_size("answer", sum(len(b) for b in blobs.values()))
         self._continue(run, blobs)
         return list(answers)
 

@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     max_super_steps: int = Field(
         default=50, ge=1, le=1_000_000, description="Super-step budget per run (C1)."
     )
+    max_input_bytes: int = Field(
+        default=1_048_576,
+        ge=1,
+        description="Largest run input or human answer, in bytes serialized; larger ones are refused.",
+    )
     run_timeout_s: float = Field(
         default=86_400.0, gt=0, description="Run timeout, seconds from creation, queue wait included (R15)."
     )

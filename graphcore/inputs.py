@@ -1,0 +1,230 @@
+"""What a caller hands a run, checked before anything is stored: the input's types against the workflow's
+state schema, and the size of inputs and answers (``GRAPHQ_MAX_INPUT_BYTES``).
+
+Types (G1). A TypedDict state's nodes receive the stored values as they are, so each input key is validated
+in pydantic's strict mode against its declared type: ``"120"`` is not an ``int``, ``1`` is not a ``bool``
+(an ``int`` is a ``float``). The input is stored as given, with one exception: a value that JSON cannot
+carry as its declared type — a datetime, date, time, UUID, Decimal, enum member, tuple or set, given in its
+JSON form (e.g. an ISO string from ``graphq enqueue --input``) — is accepted when its JSON text validates,
+strictly, and that key is stored as the validated value (the datetime, the enum member). Reducer channels
+are checked only for ``operator.add``, whose writes have the channel's type; other reducers take what they
+take. A key whose type pydantic cannot check (e.g. a nested ``typing.TypedDict`` on Python 3.11) is not
+checked. A pydantic-model state validates itself, with its own config, as nodes will see it; errors about
+keys the input does not set are ignored (an input is a partial update), and the input is stored as given.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import typing
+from collections.abc import Mapping
+from datetime import datetime, time, timezone
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+
+from graphcore import serde
+from graphcore.channels import LastValue, ReducerChannel
+from graphcore.errors import InvalidUpdateError, PermanentError
+from graphcore.schema import StateSchema
+from graphcore.settings import get_settings
+from graphcore.types import Overwrite
+
+__all__ = ["InputTooLargeError", "InputTypeError", "check_answer", "check_size", "check_types"]
+
+_BRIEF = 60
+"""Characters of a refused value quoted in an error message."""
+
+
+class InputTooLargeError(PermanentError):
+    """An input or answer is larger than ``GRAPHQ_MAX_INPUT_BYTES`` (serialized); nothing was stored.
+
+    Attributes:
+        size: its serialized size, bytes.
+        limit: the setting's value, bytes.
+    """
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        super().__init__(
+            f"{what} is {size} bytes serialized, above the limit GRAPHQ_MAX_INPUT_BYTES={limit}; pass a "
+            "reference (a path, a URL, an id) to large data instead"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class InputTypeError(InvalidUpdateError):
+    """An input value does not have the type the state schema declares; nothing was stored.
+
+    Attributes:
+        path: where the value sits, e.g. ``input.amount`` or ``input.items[2]``.
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+def check_size(what: str, size: int) -> None:
+    """Refuse a serialized input or answer of ``size`` bytes when that is above ``GRAPHQ_MAX_INPUT_BYTES``.
+
+    Args:
+        what: what it is, for the message (``"input"``, ``"answer"``).
+        size: its serialized size (:func:`graphcore.serde.dumps`), bytes.
+
+    Raises:
+        InputTooLargeError: naming the size and the setting.
+    """
+    limit = get_settings().max_input_bytes
+    if size > limit:
+        raise InputTooLargeError(what, size, limit)
+
+
+def check_answer(value: Any) -> None:
+    """Refuse an answer that cannot be stored: outside the serde allow-list, or above the size limit.
+
+    Raises:
+        SerializationError: a value inside it is not on the allow-list (the path starts ``answer``).
+        InputTooLargeError: it is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
+    """
+    check_size("answer", len(serde.dumps(value, path="answer")))
+
+
+def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
+    """Validate an input against ``schema``'s types (see the module docstring).
+
+    Args:
+        schema: the workflow's state schema.
+        value: the input; anything but a non-empty mapping is left to
+            :meth:`~graphcore.schema.StateSchema.writes_of` (None, a model instance, a wrong shape).
+        path: the root of error paths.
+
+    Returns:
+        The value to store: ``value`` itself, or a copy whose JSON-form values were validated into their
+        declared types (datetimes, enums, ...).
+
+    Raises:
+        InputTypeError: a value does not match its key's type; the message names its path.
+    """
+    if not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
+        return value
+    checked = {k: v for k, v in value.items() if _is_checked(schema.channels.get(k))}
+    if schema.is_model:
+        _check_model(schema.schema, checked, path)
+        return value
+    converted: dict[str, Any] = {}
+    for key, item in checked.items():
+        adapter = _adapter(schema.schema, key)
+        if adapter is None:
+            continue
+        inner = item.value if isinstance(item, Overwrite) else item
+        changed, result = _validate(adapter, inner, f"{path}.{key}")
+        if changed:
+            converted[key] = Overwrite(result) if isinstance(item, Overwrite) else result
+    return {**value, **converted} if converted else value
+
+
+def _is_checked(channel: LastValue | ReducerChannel | None) -> bool:
+    """Plain channels and ``operator.add`` reducers have writes of the declared type."""
+    return isinstance(channel, LastValue) or (
+        isinstance(channel, ReducerChannel) and channel.reducer is operator.add
+    )
+
+
+def _validate(adapter: TypeAdapter[Any], value: Any, where: str) -> tuple[bool, Any]:
+    """Strict validation of ``value``; else of its JSON text. Returns (converted, the value to store).
+
+    When both refuse for different reasons, the JSON one is reported: it speaks of the value as written
+    (``Input should be 'red' or 'green'`` rather than ``an instance of Color``).
+    """
+    try:
+        adapter.validate_python(value, strict=True)
+        return False, value
+    except ValidationError as exc:
+        error = exc.errors()[0]
+    text = _json_text(value)
+    if text is not None:
+        try:
+            return True, _plain_zones(adapter.validate_json(text, strict=True))
+        except ValidationError as exc:
+            from_json = exc.errors()[0]
+            if from_json["type"] != error["type"]:
+                error = from_json
+    raise _type_error(error, where)
+
+
+def _plain_zones(value: Any) -> Any:
+    """``value`` with pydantic's own ``TzInfo`` zones replaced by ``datetime.timezone`` (the serde allow-list
+    has the standard zones only), inside dicts, lists, tuples and sets."""
+    if isinstance(value, datetime | time):
+        offset = value.utcoffset()
+        if offset is None or isinstance(value.tzinfo, timezone):
+            return value
+        return value.replace(tzinfo=timezone(offset))
+    if isinstance(value, dict):
+        return {k: _plain_zones(v) for k, v in value.items()}
+    if type(value) in (list, tuple, set, frozenset):
+        return type(value)(_plain_zones(v) for v in value)
+    return value
+
+
+def _json_text(value: Any) -> str | None:
+    """``value`` as JSON text when it is made of JSON types only, else None."""
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _check_model(model: type[BaseModel], values: dict[str, Any], path: str) -> None:
+    """A pydantic-model state validates the keys the input sets (missing keys are not its business)."""
+    plain = {k: v.value if isinstance(v, Overwrite) else v for k, v in values.items()}
+    try:
+        model.model_validate(plain)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = error["loc"]
+            if error["type"] != "missing" and loc and loc[0] in plain:
+                raise _type_error(error, path) from None
+    except Exception:  # a validator that cannot judge a partial state: the run will tell
+        return
+
+
+def _type_error(error: Any, root: str) -> InputTypeError:
+    where = root + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+    given = repr(error.get("input"))
+    brief = given if len(given) <= _BRIEF else given[:_BRIEF] + "…"
+    return InputTypeError(where, f"{error['msg']} (got {brief})")
+
+
+def _declared(annotation: Any) -> Any:
+    """The type an input value must have: Required/NotRequired looked through, a reducer dropped."""
+    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
+        annotation = typing.get_args(annotation)[0]
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *meta = typing.get_args(annotation)
+        rest = [m for m in meta if not callable(m)]
+        annotation = typing.Annotated[(base, *rest)] if rest else base
+    return annotation
+
+
+_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = {}
+"""Validators built so far, by (schema, key): a schema's types do not change."""
+
+
+def _adapter(schema: type[Any], key: str) -> TypeAdapter[Any] | None:
+    """A validator for ``schema``'s ``key``, or None when pydantic cannot build one for its type."""
+    if (schema, key) not in _ADAPTERS:
+        _ADAPTERS[(schema, key)] = _build(_declared(typing.get_type_hints(schema, include_extras=True)[key]))
+    return _ADAPTERS[(schema, key)]
+
+
+def _build(declared: Any) -> TypeAdapter[Any] | None:
+    for config in (ConfigDict(arbitrary_types_allowed=True), None):
+        try:
+            return TypeAdapter(declared, config=config)
+        except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError):
+            continue
+    return None
