@@ -21,8 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 __all__ = [
-    "FORMATS", "err_console", "jsonable", "out_console", "output_option", "print_json", "print_table",
-    "short", "to_json", "when",
+    "CELL_LIMIT", "FORMATS", "clip", "err_console", "jsonable", "out_console", "output_option", "print_json",
+    "print_table", "short", "to_json", "when",
 ]
 
 FORMATS = ("table", "json")
@@ -121,27 +121,45 @@ def print_json(value: Any) -> None:
     click.echo(to_json(value))
 
 
-def short(value: Any, width: int = 60) -> str:
-    """A one-line rendering of ``value`` (compact JSON), cut to ``width`` characters."""
-    text = value if isinstance(value, str) else to_json(value, indent=None)
-    return text if len(text) <= width else text[: width - 1] + "…"
+CELL_LIMIT = 80
+"""Characters of a value shown in a table cell or a one-line listing; longer ones are cut, ending "…"
+(``--output json`` has every value whole)."""
+
+
+def clip(text: str, limit: int = CELL_LIMIT) -> str:
+    """``text``, or its first ``limit`` characters and "…" when it is longer."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def short(value: Any, width: int = CELL_LIMIT) -> str:
+    """A one-line rendering of ``value`` (a string as it is, anything else compact JSON), cut after
+    ``width`` characters (see :func:`clip`)."""
+    return clip(value if isinstance(value, str) else to_json(value, indent=None), width)
 
 
 def print_table(
     columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
-    no_wrap: Sequence[str] = (),
+    no_wrap: Sequence[str] = (), limit: int = CELL_LIMIT,
 ) -> None:
     """Print a rich table on stdout.
+
+    Every other cell is cut to ``limit`` characters before rich sees it (:func:`clip`), so that the time
+    to render is linear in the number of rows whatever the values' sizes: rich wraps a cell line by line,
+    splitting what is left of it each time, which takes minutes for a cell of megabytes.
 
     Args:
         columns: header names.
         rows: one sequence of cells per row; cells are shown with ``str`` (None as empty).
         title: optional caption above the table.
-        no_wrap: columns never wrapped (ids), shown whole.
+        no_wrap: columns of ids and times (at most 200 characters, see ``keys.validate_id``): shown whole,
+            never wrapped.
+        limit: characters shown of any other cell.
     """
     table = Table(title=title, show_edge=False, header_style="bold")
+    whole = [name in no_wrap for name in columns]
     for name in columns:
         table.add_column(name, no_wrap=name in no_wrap, overflow="fold")
     for row in rows:
-        table.add_row(*(Text("" if cell is None else str(cell)) for cell in row))
+        texts = ("" if cell is None else str(cell) for cell in row)
+        table.add_row(*(Text(t if keep else clip(t, limit)) for t, keep in zip(texts, whole, strict=False)))
     out_console().print(table)
