@@ -17,11 +17,21 @@ from cli.context import AppContext
 from cli.errors import fail
 from cli.inputs import parse_input
 from cli.output import err_console, output_option, print_json
-from cli.records import print_requests, record_json, request_json
+from cli.records import (
+    again_command,
+    graphq_prefix,
+    print_all_requests,
+    print_requests,
+    record_json,
+    request_json,
+    request_record_json,
+)
 from cli.run import follow_and_work, last_event_id, redis_line, report
+from graphcore import keys
 from graphcore.client import Client
 from graphcore.errors import PermanentError
 from graphcore.inputs import check_answer
+from graphcore.interrupts import NotAwaitingInputError
 from graphcore.runs import RunRecord
 
 __all__ = ["answer", "cancel", "requests", "resume"]
@@ -41,23 +51,40 @@ def _continue_here(app: AppContext, client: Client, record: RunRecord, note: str
     report(client, final, output)
 
 
-@click.command("requests", short_help="List a paused run's open requests.")
+@click.command("requests", short_help="List a run's open requests (--all: every request it made).")
 @click.argument("run_id", metavar="RUN")
+@click.option("--all", "-a", "every", is_flag=True, help="Every request the run made, open and answered, "
+              "with the answers: the ids to answer again with `graphq runs answer RUN --request ID --again`.")
 @output_option
 @click.pass_obj
-def requests(app: AppContext, run_id: str, output: str) -> None:
+def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
     """List the open requests of RUN, a run waiting for input: id, node, created, value (JSON).
 
     A run that is not waiting for input has none (an empty list). --output json prints every field:
     id, value, node, task_id, index, created_at.
+
+    With --all: every request RUN made, in the order asked: id, step (the thread's super-step that asked),
+    node, status (open, answered, or unanswered when the run ended without an answer), value and answer.
+    --output json: id, node, value, status, answer, step, checkpoint_id, created_at, answered_at, again_of
+    (for the request a second answer starts a branch run with: the run that first made it).
     """
     reader = app.reader()
     record = reader.get_run(run_id)
+    if every:
+        made = reader.run_requests(run_id)
+        if output == "json":
+            print_json([request_record_json(r) for r in made])
+        elif not made:
+            click.echo(f"run {run_id} is {record.status.value} and made no requests", err=True)
+        else:
+            print_all_requests(made)
+        return
     open_requests = reader.requests(run_id)
     if output == "json":
         print_json([request_json(r) for r in open_requests])
     elif not open_requests:
-        click.echo(f"run {run_id} is {record.status.value}: no open requests", err=True)
+        click.echo(f"run {run_id} is {record.status.value}: no open requests (every request it made: "
+                   f"`{graphq_prefix()} runs requests {run_id} --all`)", err=True)
     else:
         print_requests(open_requests)
 
@@ -108,7 +135,10 @@ def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None
     if here:
         app.registry.get(record.workflow)  # the code to continue it must be here before anything changes
     after = last_event_id(client.kv, record)
-    answered = client.answer(run_id, value, request_id)
+    try:
+        answered = client.answer(run_id, value, request_id)
+    except NotAwaitingInputError as exc:
+        fail(_again_hint(exc))
     if here:
         note = f"answered {', '.join(answered)}; continuing run {run_id} here"
         _continue_here(app, client, client.get_run(run_id), note, output, after)
@@ -160,13 +190,29 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
     _started(app, client, new_id, f"run {new_id} continues run {run_id} on thread {thread}", wait, output)
 
 
+def _again_hint(exc: NotAwaitingInputError) -> str:
+    """The refusal of an answer to a run that waits for none, with the command that answers one of its
+    answered requests again, on a new branch."""
+    message = f"run {exc.run_id} is {exc.status}, not awaiting input; nothing to answer"
+    if len(exc.answered) == 1:
+        command = again_command(exc.run_id, exc.answered[0])
+        return f"{message}; to answer its request again, on a new branch: {command}"
+    if exc.answered:
+        command = again_command(exc.run_id)
+        ids = ", ".join(exc.answered)
+        return f"{message}; to answer one of its requests again, on a new branch: {command} (ids: {ids})"
+    return message
+
+
 def _answer_again(
     app: AppContext, run_id: str, request_id: str | None, value: Any, wait: bool, output: str
 ) -> None:
     """R16: a second answer to an answered request starts a branch run."""
-    if request_id is None:
-        fail("--again needs --request ID (the request to answer again)")
     client = app.client(local=True)
+    if request_id is None:
+        made = [r.id for r in client.run_requests(run_id)]
+        listed = f"; run {run_id} made: {', '.join(made)}" if made else f"; run {run_id} made no requests"
+        fail(f"--again needs --request ID (the request to answer again){listed}")
     new_id = client.answer_again(run_id, request_id, value)
     _started(app, client, new_id, f"run {new_id} branches off run {run_id} with a new answer", wait, output)
 
@@ -174,9 +220,17 @@ def _answer_again(
 def _started(app: AppContext, client: Client, new_id: str, note: str, wait: bool, output: str) -> None:
     """A new run was enqueued: work it here (no Redis URL, or --wait), else print its id or record."""
     record = client.get_run(new_id)
+    raw = client.kv.get(keys.thread_active(record.thread_id))
+    active = new_id if raw is None else raw.decode()
+    line = "" if active == new_id else (
+        f"run {new_id} waits until run {active}, active on thread {record.thread_id}, ends (`graphq runs "
+        "cancel` ends a run waiting for input)")
     if wait or app.local:
-        _continue_here(app, client, record, note, output)
-    elif output == "json":
+        _continue_here(app, client, record, f"{note}\n{line}" if line else note, output)
+        return
+    if line:
+        click.echo(line, err=True)
+    if output == "json":
         print_json(record_json(record))
     else:
         click.echo(new_id)

@@ -10,14 +10,15 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from cli.output import print_table, to_json, when
+from cli.output import clip, print_table, to_json, when
 from graphcore.connection import redact_url
+from graphcore.interrupts import RequestRecord
 from graphcore.runs import RunRecord
 from graphcore.types import Interrupt
 
 __all__ = [
-    "answer_commands", "graphq_prefix", "print_answer_hint", "print_requests", "print_waiting", "record_json",
-    "request_json",
+    "again_command", "answer_commands", "graphq_prefix", "print_all_requests", "print_answer_hint",
+    "print_requests", "print_waiting", "record_json", "request_json", "request_record_json",
 ]
 
 
@@ -31,10 +32,27 @@ def request_json(request: Interrupt) -> dict[str, Any]:
     return dataclasses.asdict(request)
 
 
+def request_record_json(record: RequestRecord) -> dict[str, Any]:
+    """A request a run made (open or answered) as a JSON-ready dict: id, node, value, status, answer, step,
+    checkpoint_id, created_at, answered_at, again_of."""
+    return dataclasses.asdict(record)
+
+
 def print_requests(requests: Sequence[Interrupt]) -> None:
-    """The open requests as a table: id, node, created (UTC), value (compact JSON, whole)."""
+    """The open requests as a table: id, node, created (UTC), value (compact JSON, cut when long)."""
     rows = [(r.id, r.node, when(r.created_at), to_json(r.value, indent=None)) for r in requests]
     print_table(("request", "node", "created (UTC)", "value"), rows, no_wrap=("request", "created (UTC)"))
+
+
+def print_all_requests(records: Sequence[RequestRecord]) -> None:
+    """Every request a run made as a table: id, step, node, status, value and answer (compact JSON, cut
+    when long); the request a branch run answers again says so."""
+    rows = [
+        (r.id, r.step, r.node, r.status if r.again_of is None else f"{r.status} (again)",
+         to_json(r.value, indent=None), "" if r.status != "answered" else to_json(r.answer, indent=None))
+        for r in records
+    ]
+    print_table(("request", "step", "node", "status", "value", "answer"), rows, no_wrap=("request",))
 
 
 def graphq_prefix() -> str:
@@ -62,12 +80,19 @@ def answer_commands(run_id: str, requests: Sequence[Interrupt]) -> list[str]:
     return [f"{base} --value '{{{keyed}}}'"] + [f"{base} --request {r.id} --value '<JSON>'" for r in requests]
 
 
-def print_waiting(record: RunRecord, requests: Sequence[Interrupt]) -> None:
-    """Say that a run waits for input: its open requests (id, node, value) and how to answer them."""
+def again_command(run_id: str, request_id: str = "ID") -> str:
+    """The command that answers ``request_id`` of ``run_id`` again, on a new branch."""
+    return f"{graphq_prefix()} runs answer {run_id} --request {request_id} --value '<JSON>' --again"
+
+
+def print_waiting(record: RunRecord, requests: Sequence[Interrupt], step: int | None) -> None:
+    """Say that a run waits for input in thread step ``step``: its open requests (id, node, value cut when
+    long) and how to answer them."""
     count = f"{len(requests)} open request" + ("" if len(requests) == 1 else "s")
-    click.echo(f"run {record.id} is waiting for input at step {record.step} ({count}):")
+    at = "" if step is None else f" at step {step}"
+    click.echo(f"run {record.id} is waiting for input{at} ({count}):")
     for r in requests:
-        click.echo(f"  {r.id}  {r.node}  {to_json(r.value, indent=None)}")
+        click.echo(f"  {r.id}  {r.node}  {clip(to_json(r.value, indent=None))}")
     print_answer_hint(record.id, requests)
 
 

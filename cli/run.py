@@ -80,8 +80,8 @@ class _Follower(threading.Thread):
             self.bars.update(self.run_record.id, event.step, event.data)
         elif event.mode == "updates" and isinstance(event.data, dict):
             self.nodes.setdefault(event.step, []).extend(event.data)
-        elif event.mode == "values" and event.step >= 0:
-            self._step_line(event.step)
+        elif event.mode == "values" and event.step in self.nodes:
+            self._step_line(event.step)  # a checkpoint without updates starts the run (input, fork): no line
         elif event.mode == "status" and isinstance(event.data, dict):
             self._status_line(event.data)
 
@@ -125,6 +125,13 @@ def last_event_id(kv: Any, run: RunRecord) -> str:
     return str(newest[0][0].decode()) if newest else "0-0"
 
 
+def _at(client: Client, record: RunRecord) -> str:
+    """`` at step N``: the thread step the run is at (see :meth:`Client.thread_step`), or "" before it has
+    one."""
+    step = client.thread_step(record)
+    return "" if step is None else f" at step {step}"
+
+
 def _stop_requested() -> bool:
     """Whether RQ saw SIGINT/SIGTERM: its handler then swaps itself for ``request_force_stop``."""
     handler = signal.getsignal(signal.SIGINT)
@@ -163,7 +170,7 @@ def _drive(app: AppContext, client: Client, url: str, run: RunRecord) -> bool:
         if record.terminal or record.status == RunStatus.AWAITING_INPUT:
             return False
         if app.private and not worked:
-            raise GraphqError(f"run {run_id} is {record.status.value} at step {record.step} but its queue is "
+            raise GraphqError(f"run {run_id} is {record.status.value}{_at(client, record)} but its queue is "
                               "empty; see `graphq runs show`")
         time.sleep(0.2)  # another worker holds the run's step; help with the next one
 
@@ -215,10 +222,10 @@ def report(client: Client, record: RunRecord, output: str) -> None:
         formatter = client.registry.get(record.workflow).formatter
         click.echo(formatter(record.result) if formatter is not None else to_json(record.result))
     elif waiting:
-        print_waiting(record, client.requests(record.id))
+        print_waiting(record, client.requests(record.id), client.thread_step(record))
     if record.status in (RunStatus.FAILED, RunStatus.CANCELED):
         error = f": {record.error.type}: {record.error.message}" if record.error else ""
-        fail(f"run {record.id} {record.status.value} at step {record.step}{error}", EXIT_FAILURE)
+        fail(f"run {record.id} {record.status.value}{_at(client, record)}{error}", EXIT_FAILURE)
     if waiting:
         click.get_current_context().exit(EXIT_WAITING)
 

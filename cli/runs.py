@@ -10,11 +10,21 @@ import click
 from cli.context import AppContext
 from cli.control import answer, cancel, requests, resume
 from cli.output import output_option, print_json, print_table, short, when
-from cli.records import print_answer_hint, print_requests, record_json, request_json
+from cli.records import (
+    again_command,
+    print_all_requests,
+    print_answer_hint,
+    record_json,
+    request_json,
+    request_record_json,
+)
 from cli.watch import watch
 from graphcore.runs import RunRecord, RunStatus
 
 __all__ = ["record_json", "runs"]
+
+_SHOWN = 200
+"""Characters shown of a value in ``runs show``: ids (at most 200) whole, long values cut."""
 
 
 @click.group()
@@ -37,25 +47,26 @@ def list_runs(app: AppContext, limit: int, output: str) -> None:
     rows = [(r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at))
             for r in records]
     print_table(("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)"), rows,
-                no_wrap=("run", "created (UTC)"))
+                no_wrap=("run", "thread", "tenant", "created (UTC)"))
 
 
 def _summary(result: Any) -> list[tuple[str, str]]:
     if not isinstance(result, dict):
-        return [("result", short(result, 100))]
-    return [(f"result.{key}", short(value, 100)) for key, value in result.items()]
+        return [("result", short(result))]
+    return [(f"result.{key}", short(value)) for key, value in result.items()]
 
 
-def _fields(r: RunRecord) -> list[tuple[str, Any]]:
+def _fields(r: RunRecord, step: int | None) -> list[tuple[str, Any]]:
     fields: list[tuple[str, Any]] = [
         ("run", r.id), ("workflow", r.workflow), ("status", r.status.value), ("thread", r.thread_id),
-        ("tenant", r.tenant), ("steps done", r.step), ("head", r.head), ("created", r.created_at),
-        ("started", r.started_at), ("ended", r.ended_at), ("input", short(r.input, 100)),
+        ("tenant", r.tenant), ("step", step), ("steps done", r.step), ("head", r.head),
+        ("created", r.created_at), ("started", r.started_at), ("ended", r.ended_at),
+        ("input", short(r.input)),
     ]
     if r.continued_from_run_id:
         fields.append(("continued from", r.continued_from_run_id))
     if r.config:
-        fields.append(("config", short(r.config, 100)))
+        fields.append(("config", short(r.config)))
     if r.error is not None:
         fields += [("error type", r.error.type), ("error", r.error.message)]
     return fields + _summary(r.result)
@@ -67,26 +78,37 @@ def _fields(r: RunRecord) -> list[tuple[str, Any]]:
 @click.pass_obj
 def show_run(app: AppContext, run_id: str, output: str) -> None:
     """Show one run: status, workflow, thread, tenant, step, times, the run it continues, error with
-    traceback, result summary; for a run waiting for input, its open requests (id, node, value).
+    traceback, result summary (long values cut; --output json has them whole); the requests it made
+    (open and answered, with the answers), and for a run waiting for input how to answer.
 
-    --output json prints the whole record, result and error included (and "requests" when it waits).
+    step is the thread's super-step the run is at, numbered like `graphq state THREAD --history`: the
+    step it runs next, waits for input in, or failed in; for a completed run its last. steps done counts
+    the super-steps this run committed.
+
+    --output json prints the whole record, result and error included, "all_requests" (every request it
+    made, as `graphq runs requests RUN --all -o json`) and "requests" (the open ones) when it waits.
     """
     reader = app.reader()
     record = reader.get_run(run_id)
     waiting = record.status == RunStatus.AWAITING_INPUT
     open_requests = reader.requests(run_id) if waiting else []
+    made = reader.run_requests(run_id)
     if output == "json":
         extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
-        print_json(record_json(record) | extra)
+        print_json(record_json(record) | {"all_requests": [request_record_json(r) for r in made]} | extra)
         return
-    print_table(("field", "value"), _fields(record), no_wrap=("field",))
+    print_table(("field", "value"), _fields(record, reader.thread_step(record)), no_wrap=("field",),
+                limit=_SHOWN)
     if record.error is not None and record.error.traceback:
         click.echo("\ntraceback:")
         click.echo(record.error.traceback.rstrip())
+    if made:
+        click.echo("\nrequests:")
+        print_all_requests(made)
     if waiting:
-        click.echo("\nopen requests:")
-        print_requests(open_requests)
         print_answer_hint(record.id, open_requests)
+    elif any(r.status == "answered" for r in made):
+        click.echo(f"answer one again, on a new branch, with: {again_command(record.id)}")
 
 
 for _command in (watch, requests, answer, cancel, resume):

@@ -238,11 +238,13 @@ def _check_after(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
-def _end(record: RunRecord, status: RunStatus, after: str) -> None:
-    """Stop with the exit code of ``status``: 0 completed, 1 failed or canceled, 3 waiting for input."""
+def _end(record: RunRecord, status: RunStatus, after: str, step: int | None) -> None:
+    """Stop with the exit code of ``status``: 0 completed, 1 failed or canceled (in thread step ``step``), 3
+    waiting for input."""
     if status in (RunStatus.FAILED, RunStatus.CANCELED):
         error = f": {record.error.type}: {record.error.message}" if record.error else ""
-        fail(f"run {record.id} {status.value} at step {record.step}{error}", EXIT_FAILURE)
+        at = "" if step is None else f" at step {step}"
+        fail(f"run {record.id} {status.value}{at}{error}", EXIT_FAILURE)
     if status == RunStatus.AWAITING_INPUT:
         prefix = graphq_prefix()
         click.echo(f"run {record.id} is waiting for input; answer with `{prefix} runs answer {record.id} "
@@ -302,4 +304,5 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
         status = watcher.follow()
     finally:
         bars.close()
-    _end(watcher.retried(client.get_run, run_id), status, watcher.after)
+    record = watcher.retried(client.get_run, run_id)
+    _end(record, status, watcher.after, watcher.retried(client.thread_step, record))

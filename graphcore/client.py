@@ -19,7 +19,7 @@ from graphcore.algo import apply_update, task_id
 from graphcore.checkpoint import Checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
 from graphcore.inputs import check_size, check_types
-from graphcore.interrupts import match_answer
+from graphcore.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.registry import Registry
 from graphcore.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.store.kv import KVCheckpointStore
@@ -38,6 +38,21 @@ def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
                 f"thread {record.thread_id!r} already has an active run; not enqueued (multitask=reject)"
             )
         seen.add(record.thread_id)
+
+
+def _answered(raw: bytes | None, request: Interrupt, answer: Any) -> dict[str, Any]:
+    """The request record (as the worker wrote it; a bare one for a request made inside a subgraph, which
+    the worker does not record) with its answer."""
+    record = serde.loads(raw) if raw is not None else {"node": request.node, "value": request.value}
+    return {**record, "created_at": request.created_at, "answer": answer, "answered_at": now_iso()}
+
+
+def _order(record: RequestRecord, task: int | None, call: int | None) -> tuple[int, int, int, str]:
+    """Sort key of a request: its step (unknown last), task and call index, then when it was asked."""
+    unknown = 1 << 62
+    step = unknown if record.step is None else record.step
+    return (step, unknown if task is None else task, unknown if call is None else call,
+            record.created_at or record.answered_at or "")
 
 
 class StepQueue(Protocol):
@@ -265,6 +280,68 @@ class Client:
         ranked = sorted(finished.values(), key=lambda tw: order.get(tw.task_id, len(order)))
         return [i for tw in ranked for i in tw.interrupts if i.id not in answered]
 
+    def run_requests(self, run_id: str) -> list[RequestRecord]:
+        """Every human request the run made, open, answered or left unanswered, with the answers given, in
+        the order they were asked (step, then task order, then call order). A branch run started by a
+        second answer lists the request it answers (``again_of`` names the run that first made it).
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        run = self.runs.get(run_id)
+        raw = self.kv.hgetall(keys.requests(run.thread_id, run.id))
+        stored = {k.decode(): serde.loads(v) for k, v in raw.items()}
+        pending = {i.id: i for i in self.requests(run_id)}
+        steps: dict[str, int | None] = {}
+
+        def step_after(checkpoint_id: str | None) -> int | None:
+            if checkpoint_id is None:
+                return None
+            if checkpoint_id not in steps:
+                cp = self.checkpoints.get(run.thread_id, checkpoint_id)
+                steps[checkpoint_id] = None if cp is None else cp.step + 1
+            return steps[checkpoint_id]
+
+        found: list[tuple[tuple[int, int, int, str], RequestRecord]] = []
+        for rid, rec in stored.items():
+            status: RequestStatus = (
+                "answered" if "answered_at" in rec else "open" if rid in pending else "unanswered"
+            )
+            asked = pending.get(rid)
+            record = RequestRecord(
+                rid,
+                rec["node"],
+                rec["value"],
+                status,
+                answer=rec.get("answer"),
+                step=step_after(rec.get("checkpoint_id")),
+                checkpoint_id=rec.get("checkpoint_id"),
+                created_at=rec.get("created_at") or (asked.created_at if asked else None),
+                answered_at=rec.get("answered_at"),
+                again_of=rec.get("again_of"),
+            )
+            found.append((_order(record, rec.get("task"), rec.get("call")), record))
+        head_step = step_after(run.head)
+        for rid, asked in pending.items():  # open requests of a subgraph: not in the run's records
+            if rid not in stored:
+                record = RequestRecord(rid, asked.node, asked.value, "open", None, head_step, run.head,
+                                       asked.created_at)
+                found.append((_order(record, None, asked.index), record))
+        return [record for _, record in sorted(found, key=lambda pair: pair[0])]
+
+    def thread_step(self, record: RunRecord) -> int | None:
+        """The thread's super-step a run is at, numbered like the thread's checkpoints (``graphq state
+        --history``): the step it runs next, is running, waits for input in, or failed or was canceled in
+        (its head checkpoint's step + 1); for a completed run, the step of its last checkpoint. None before
+        the run has a checkpoint (queued, not started).
+        """
+        if record.head is None:
+            return None
+        cp = self.checkpoints.get(record.thread_id, record.head)
+        if cp is None:
+            return None
+        return cp.step if record.status == RunStatus.COMPLETED else cp.step + 1
+
     def answer(self, run_id: str, value: Any, request_id: str | None = None) -> list[str]:
         """Answer a run's open request(s) and continue it (G6, R16).
 
@@ -277,8 +354,10 @@ class Client:
 
         Raises:
             RunNotFoundError: no such run.
-            InvalidUpdateError: the run is not awaiting input; unknown request id; several requests open
-                and the answer is not keyed by their ids (the message lists them). Nothing is written.
+            NotAwaitingInputError: the run is not awaiting input (the error lists the requests it made that
+                were answered: :meth:`answer_again` answers one again). Nothing is written.
+            InvalidUpdateError: unknown request id; several requests open and the answer is not keyed by
+                their ids (the message lists them). Nothing is written.
             SerializationError: the answer holds a value outside the allow-list.
             InputTooLargeError: the answer is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
         """
@@ -286,18 +365,21 @@ class Client:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         run = self.runs.get(run_id)
         if run.status != RunStatus.AWAITING_INPUT or run.head is None:
-            raise InvalidUpdateError(
-                f"run {run_id} is {run.status.value}, not awaiting input; nothing to answer"
-            )
-        answers = match_answer(self.requests(run_id), value, request_id)
+            answered = [r.id for r in self.run_requests(run_id) if r.status == "answered"]
+            raise NotAwaitingInputError(run_id, run.status.value, answered)
+        pending = self.requests(run_id)
+        answers = match_answer(pending, value, request_id)
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
         check_size("answer", sum(len(b) for b in blobs.values()))
-        self._continue(run, blobs)
+        asked = {i.id: i for i in pending}
+        self._continue(run, blobs, {iid: (asked[iid], v) for iid, v in answers.items()})
         return list(answers)
 
     def answer_again(self, run_id: str, request_id: str, value: Any) -> str:
         """Answer a request that was already answered: a new branch of the thread starts at the checkpoint
         where the request was made, with this answer (R16). The first branch stays readable in the history.
+        The asking node's earlier requests in that step (``interrupt()`` calls before this one) get the
+        answers they had; later ones are asked again.
 
         Returns:
             The id of the new run, which forks the thread (``checkpoint_id`` of the request).
@@ -311,6 +393,11 @@ class Client:
         if raw is None:
             raise InvalidUpdateError(f"run {run_id} has no recorded request {request_id!r}")
         where = serde.loads(raw)
+        if "checkpoint_id" not in where:
+            raise InvalidUpdateError(
+                f"request {request_id} of run {run_id} was made inside a subgraph; it cannot be answered "
+                "again"
+            )
         request = RunRequest(
             run.workflow,
             None,
@@ -318,19 +405,59 @@ class Client:
             tenant=run.tenant,
             config={**run.config, "checkpoint_id": where["checkpoint_id"]},
             continued_from_run_id=run.id,
-            preset_answers={f"{where['task']}:{where['call']}": value},
+            preset_answers=self._earlier_answers(run, where) | {f"{where['task']}:{where['call']}": value},
         )
-        return self.enqueue_many([request])[0]
+        new_id = self.enqueue_many([request])[0]
+        # The branch run answers the request before it is asked: record it there, answered, so that the
+        # branch's requests show it (and a third answer can start from the branch run too).
+        first = where.get("again_of", run.id)
+        again = {**where, "answer": value, "answered_at": now_iso(), "again_of": first}
+        self.kv.hset(keys.requests(run.thread_id, new_id), request_id, serde.dumps(again, path="request"))
+        return new_id
 
-    def _continue(self, run: RunRecord, blobs: Mapping[str, bytes]) -> None:
-        """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS)."""
+    def _earlier_answers(self, run: RunRecord, where: Mapping[str, Any]) -> dict[str, Any]:
+        """``"<task>:<call>"`` → answer of the requests the same task made before the one at ``where`` (its
+        earlier ``interrupt()`` calls), as they were answered: the branch replays them, then asks anew. A
+        branch run's own preset answers count too (they answered its first step's calls)."""
+
+        def earlier(where_key: str) -> bool:
+            task, call = where_key.split(":")
+            return task == str(where["task"]) and int(call) < where["call"]
+
+        answers: dict[str, Any] = {}
+        started_at = run.config.get("checkpoint_id")
+        if run.preset_answers and started_at is not None:
+            cp = self.checkpoints.get(run.thread_id, where["checkpoint_id"])
+            forked = cp is not None and cp.metadata.get("forked_from") == started_at
+            if where["checkpoint_id"] == started_at or forked:
+                answers = {k: v for k, v in run.preset_answers.items() if earlier(k)}
+        for rec in map(serde.loads, self.kv.hgetall(keys.requests(run.thread_id, run.id)).values()):
+            if rec.get("checkpoint_id") == where["checkpoint_id"] and "answered_at" in rec and "task" in rec:
+                key = f"{rec['task']}:{rec['call']}"
+                if earlier(key):
+                    answers[key] = rec["answer"]
+        return answers
+
+    def _continue(
+        self, run: RunRecord, blobs: Mapping[str, bytes], given: Mapping[str, tuple[Interrupt, Any]]
+    ) -> None:
+        """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS); note
+        each answer in the run's request records (``given``: request id → (request, answer))."""
         run_key = keys.run(run.thread_id, run.id)
+        requests_key = keys.requests(run.thread_id, run.id)
         with self.kv.pipeline(transaction=True) as pipe:
             pipe.watch(run_key)
             if pipe.hget(run_key, "status") != RunStatus.AWAITING_INPUT.value.encode():
                 raise InvalidUpdateError(f"run {run.id} is no longer awaiting input")
+            recorded = dict(zip(given, pipe.hmget(requests_key, list(given)), strict=True)) if given else {}
+            notes = {
+                iid: serde.dumps(_answered(recorded[iid], request, answer), path="request")
+                for iid, (request, answer) in given.items()
+            }
             pipe.multi()
             pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
+            if notes:
+                pipe.hset(requests_key, mapping=notes)
             pipe.hset(run_key, "status", RunStatus.QUEUED.value)  # Running again once a worker takes it
             assert self.queue is not None
             self.queue.stage(pipe, run)
@@ -363,7 +490,8 @@ class Client:
             # No worker holds its step (between steps, or its worker died and the lease lapsed): end it now.
             # A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
             waiting = (*waiting, RunStatus.RUNNING)
-        canceled = [("status", run.step, {"status": "canceled"})]
+        step = self.thread_step(run)
+        canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
         if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled):
             self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
             hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)

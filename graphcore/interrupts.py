@@ -15,15 +15,26 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from graphcore.config import current_task
 from graphcore.errors import InvalidUpdateError
 from graphcore.types import Interrupt, TaskWrites
 
-__all__ = ["GraphInterrupt", "interrupt", "interrupt_id", "match_answer", "pending_interrupts", "resume_plan"]
+__all__ = [
+    "REQUEST_STATUSES",
+    "GraphInterrupt",
+    "NotAwaitingInputError",
+    "RequestRecord",
+    "interrupt",
+    "interrupt_id",
+    "match_answer",
+    "pending_interrupts",
+    "resume_plan",
+]
 
 
 class GraphInterrupt(BaseException):
@@ -33,6 +44,64 @@ class GraphInterrupt(BaseException):
         super().__init__(", ".join(r.id for r in records))
         self.records = records
         """The open requests: one from ``interrupt()``, or every open request of a paused subgraph."""
+
+
+RequestStatus = Literal["open", "answered", "unanswered"]
+REQUEST_STATUSES: tuple[RequestStatus, ...] = ("open", "answered", "unanswered")
+"""``open``: the run waits for its answer; ``answered``; ``unanswered``: the run went on or ended without
+an answer to it (canceled while waiting)."""
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """A human request a run made, open or answered (R16): what ``graphq runs requests RUN --all`` lists.
+
+    Attributes:
+        id: the request (interrupt) id; ``answer_again(run, id, value)`` answers it again on a new branch.
+        node: the node that asked.
+        value: what it asked (the ``interrupt()`` payload).
+        status: see :data:`REQUEST_STATUSES`.
+        answer: the answer given (None while there is none).
+        step: the thread's super-step that asked (the step after ``checkpoint_id``), None when not known.
+        checkpoint_id: the checkpoint the asking step started from: a second answer forks the thread there.
+        created_at: when it was first asked, ISO-8601 UTC (None when not recorded).
+        answered_at: when it was answered, ISO-8601 UTC.
+        again_of: for the request that starts a branch run (a second answer), the run that first made it.
+    """
+
+    id: str
+    node: str
+    value: Any
+    status: RequestStatus
+    answer: Any = None
+    step: int | None = None
+    checkpoint_id: str | None = None
+    created_at: str | None = None
+    answered_at: str | None = None
+    again_of: str | None = None
+
+
+class NotAwaitingInputError(InvalidUpdateError):
+    """An answer to a run that is not waiting for one; nothing changed.
+
+    Attributes:
+        run_id: the run.
+        status: its status (``completed``, ``running``, ...).
+        answered: the ids of the requests it made that were answered: each can be answered again on a new
+            branch (``answer_again``, ``graphq runs answer --again``).
+    """
+
+    def __init__(self, run_id: str, status: str, answered: Sequence[str] = ()) -> None:
+        again = (
+            f"; answer one of its requests again, on a new branch, with answer_again (--again): "
+            f"{list(answered)}"
+            if answered
+            else ""
+        )
+        super().__init__(f"run {run_id} is {status}, not awaiting input; nothing to answer{again}")
+        self.run_id = run_id
+        self.status = status
+        self.answered = list(answered)
 
 
 _REQUEST_ID = re.compile(r"[0-9a-f]{16}")

@@ -161,6 +161,7 @@ def test_bad_answers_are_refused_with_exit_2(redis_url: str) -> None:
     work(redis_url)
     refused = ok(graphq("runs", "answer", done_id, "--value", '"x"', url=redis_url), 2)
     assert error_line(refused) == f"error: run {done_id} is completed, not awaiting input; nothing to answer"
+    # (it made no requests: there is nothing to answer again either; see test_cli_requests.py)
     malformed = ok(graphq("runs", "answer", done_id, "--value", "{yes", url=redis_url), 2)
     assert error_line(malformed).startswith("error: --value: Expecting property name")
     missing = ok(graphq("runs", "answer", "f" * 32, "--value", '"x"', url=redis_url), 2)
@@ -171,7 +172,11 @@ def test_requests_of_a_run_that_is_not_waiting(redis_url: str) -> None:
     run_id = enqueue(redis_url, "looping", {"until": 1})
     assert requests_json(redis_url, run_id) == []
     table = ok(graphq("runs", "requests", run_id, url=redis_url))
-    assert (table.stdout, table.stderr) == ("", f"run {run_id} is queued: no open requests\n")
+    every = f"graphq --redis-url {redis_url} --workflows {WORKFLOWS} runs requests {run_id} --all"
+    assert (table.stdout, table.stderr) == (
+        "",
+        f"run {run_id} is queued: no open requests (every request it made: `{every}`)\n",
+    )
 
 
 def test_show_lists_the_open_requests_of_a_waiting_run(redis_url: str, client: Client) -> None:
@@ -185,8 +190,8 @@ def test_show_lists_the_open_requests_of_a_waiting_run(redis_url: str, client: C
         (b.id, "approve", "approve b?"),
     ]
     table = ok(graphq("runs", "show", run_id, url=redis_url)).stdout
-    assert "open requests:" in table
-    assert re.search(rf"{a.id} .*approve .*\"approve a\?\"", table)
+    assert "\nrequests:\n" in table
+    assert re.search(rf"{a.id} .*approve .*open .*\"approve a\?\"", table)
     assert f"--request {b.id} --value '<JSON>'" in table
 
 
@@ -325,7 +330,9 @@ def test_approval_from_pause_to_completion_with_local_data(tmp_path: Path) -> No
     again = shell(f"graphq runs answer {run_id} --value '\"yes\"'", env, tmp_path)
     assert again.returncode == 2
     assert again.stderr.strip().endswith(
-        f"error: run {run_id} is completed, not awaiting input; nothing to answer"
+        f"error: run {run_id} is completed, not awaiting input; nothing to answer; to answer its request "
+        f"again, on a new branch: graphq runs answer {run_id} --request {lines[1].split()[0]} --value "
+        "'<JSON>' --again"
     )
 
 

@@ -107,9 +107,10 @@ def _release_thread(ctx: WorkerContext, run: RunRecord) -> None:
     retry_transient(hand_over, ctx.kv, ctx.runs, ctx.queue, run.thread_id, run.id)
 
 
-def _end_completed(ctx: WorkerContext, run: RunRecord) -> None:
-    """Complete a run that has no step to run (its result is the head checkpoint's values)."""
-    done = [("status", run.step, {"status": "completed"})]
+def _end_completed(ctx: WorkerContext, run: RunRecord, step: int) -> None:
+    """Complete a run that has no step to run (its result is the values of the head checkpoint, of thread
+    step ``step``)."""
+    done = [("status", step, {"status": "completed"})]
     if ctx.runs.set_status(run, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
         _release_thread(ctx, run)
 
@@ -118,7 +119,8 @@ def _end(ctx: WorkerContext, run: RunRecord, status: RunStatus, error: RunError)
     """End the run (compare-and-set from a non-terminal status, I7) and record why."""
     fields = {"error": error.model_dump_json(), "ended_at": now_iso()}
     event = {"status": status.value, "error": f"{error.type}: {error.message}"}
-    if ctx.runs.set_status(run, status, fields=fields, events=[("status", run.step, event)]):
+    step = _after_head(ctx, run)
+    if ctx.runs.set_status(run, status, fields=fields, events=[("status", step, event)]):
         _release_thread(ctx, run)
     log.info("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
 
@@ -139,10 +141,10 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     if timeout is not None:
         _end(ctx, run, RunStatus.CANCELED, timeout)
         return "canceled: run timeout"
-    _mark_running(ctx, run)
+    _mark_running(ctx, run, cfg)
     cp, continued = _head(ctx, graph, run, lease, cfg)
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
-        _end_completed(ctx, run)
+        _end_completed(ctx, run, cp.step)
         return "completed: nothing to run"
     limit = cfg.step_limit()
     if run.step >= limit:
@@ -161,7 +163,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             progress.task_done()
 
     def emit(task: Any, chunk: Any) -> None:
-        stage_event(ctx.kv, run.thread_id, run.id, "custom", run.step, {"node": task.node, "chunk": chunk})
+        stage_event(ctx.kv, run.thread_id, run.id, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
 
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
@@ -174,7 +176,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             on_task_done=on_done,
             writer=emit,
             cancel=lease.cancel,
-            on_retry=_retry_events(ctx, run),
+            on_retry=_retry_events(ctx, run, cp.step + 1),
         )
     if outcome.error is not None:
         raise outcome.error
@@ -198,8 +200,8 @@ def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
     )
 
 
-def _retry_events(ctx: WorkerContext, run: RunRecord) -> RetryHook:
-    """Record each retry of a node in the run's events (G9)."""
+def _retry_events(ctx: WorkerContext, run: RunRecord, step: int) -> RetryHook:
+    """Record each retry of a node in the run's events (G9), in thread step ``step``."""
 
     def on_retry(task: Any, attempt: int, error: BaseException, wait_s: float) -> None:
         event = {
@@ -208,15 +210,39 @@ def _retry_events(ctx: WorkerContext, run: RunRecord) -> RetryHook:
             "error": f"{type(error).__name__}: {error}",
             "wait_s": round(wait_s, 3),
         }
-        stage_event(ctx.kv, run.thread_id, run.id, "retry", run.step, event)
+        stage_event(ctx.kv, run.thread_id, run.id, "retry", step, event)
 
     return on_retry
 
 
-def _mark_running(ctx: WorkerContext, run: RunRecord) -> None:
+def _after_head(ctx: WorkerContext, run: RunRecord) -> int:
+    """The thread's number of the step after the run's head checkpoint: the step this job runs (events are
+    numbered like checkpoints, ``graphq state --history``); the run's own count before it has a head, or
+    when the head cannot be read (this also serves the failure path: an unknown workflow, a bad record)."""
+    if run.head is None:
+        return run.step
+    try:
+        head = ctx.store(run.workflow).get(run.thread_id, run.head)
+    except Exception:  # recording how the run ended matters more than the step's number
+        return run.step
+    return run.step if head is None else head.step + 1
+
+
+def _first_step(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> int:
+    """The thread's number of the step this job runs, before :func:`_head` sets the run's head: after the
+    start point (C2, C3), and after the input checkpoint when there is an input to apply."""
+    if run.head is not None:
+        return _after_head(ctx, run)
+    parent, _ = start_point(ctx.store(run.workflow), run.thread_id, cfg)
+    if parent is None:
+        return 0
+    return parent.step + (1 if run.input is None else 2)
+
+
+def _mark_running(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> None:
     if run.status == RunStatus.QUEUED:
         started = {"started_at": now_iso()} if run.started_at is None else {}
-        running = [("status", run.step, {"status": "running"})]
+        running = [("status", _first_step(ctx, run, cfg), {"status": "running"})]
         ctx.runs.set_status(
             run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started, events=running
         )
@@ -247,8 +273,8 @@ def _pause(
     ]
     _record_requests(ctx, run, cp, results)
     events = [
-        ("interrupt", run.step, {"requests": requests}),
-        ("status", run.step, {"status": "awaiting_input"}),
+        ("interrupt", cp.step + 1, {"requests": requests}),
+        ("status", cp.step + 1, {"status": "awaiting_input"}),
     ]
     ctx.runs.set_status(run, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,), events=events)
     return f"awaiting input: {len(requests)} request(s)"
