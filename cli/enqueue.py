@@ -9,10 +9,11 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, fail
+from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
 from cli.inputs import parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from cli.progress import ProgressFollower, StepBars, step_columns
+from cli.records import print_waiting, request_json
 from graphcore.client import Client, RunRequest
 from graphcore.errors import PermanentError
 from graphcore.runs import RunRecord, RunStatus
@@ -116,14 +117,32 @@ def wait_for_runs(
                 follower.stop()
 
 
-def _report(records: Sequence[RunRecord]) -> None:
-    bad = [r for r in records if r.status != RunStatus.COMPLETED]
-    if not bad:
-        return
+def _print_records(client: Client, records: Sequence[RunRecord]) -> None:
+    """``--output json``: the final records; one waiting for input with its open ``requests``."""
+    print_json([
+        r.model_dump() | ({"requests": [request_json(i) for i in client.requests(r.id)]}
+                          if r.status == RunStatus.AWAITING_INPUT else {})
+        for r in records
+    ])
+
+
+def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
+    """How the runs stopped: a run waiting for input is printed like `graphq run` prints it (its open
+    requests and the commands answering them; not with --output json), a failed or canceled one on stderr.
+    Exit 1 when any failed or was canceled, else 3 when any waits for input."""
+    waiting = [r for r in records if r.status == RunStatus.AWAITING_INPUT]
+    if output != "json":
+        for r in waiting:
+            print_waiting(r, client.requests(r.id), client.thread_step(r))
+    bad = [r for r in records if r.status in (RunStatus.FAILED, RunStatus.CANCELED)]
     for r in bad:
         reason = f": {r.error.type}: {r.error.message}" if r.error else ""
         click.echo(f"run {r.id} ({r.workflow}) {r.status.value}{reason}", err=True)
-    fail(f"{len(bad)} of {len(records)} runs did not complete", EXIT_FAILURE)
+    if bad:
+        also = f"; {len(waiting)} waiting for input" if waiting else ""
+        fail(f"{len(bad)} of {len(records)} runs did not complete{also}", EXIT_FAILURE)
+    if waiting:
+        click.get_current_context().exit(EXIT_WAITING)
 
 
 @click.command()
@@ -159,7 +178,8 @@ def _report(records: Sequence[RunRecord]) -> None:
     "next tasks; with --input the input is applied to the checkpoint's state and the workflow starts over.",
 )
 @multitask_option
-@click.option("--wait", "-w", is_flag=True, help="Wait for every run; exit 1 if any did not complete.")
+@click.option("--wait", "-w", is_flag=True,
+              help="Wait until every run ends or waits for input; exit 1 if any failed, 3 if any waits.")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),
@@ -191,8 +211,11 @@ def enqueue(
       graphq enqueue code-inventory --thread t-1 --checkpoint ID --multitask reject
 
     With --output json, prints a JSON list of run ids (with --wait, the final run records).
+    --wait ends when every run has ended or waits for input (a node asked a human): those are printed with
+    their open requests and the command answering them, as `graphq run` does.
+
     Exit codes: 0 ok, 1 a run failed or the wait timed out, 2 bad input (nothing enqueued; also a busy
-    thread with --multitask reject, or an unknown --checkpoint).
+    thread with --multitask reject, or an unknown --checkpoint), 3 (with --wait) a run waits for input.
     """
     requests = _requests(workflow, input_text, input_file, thread, tenant, checkpoint)
     app.registry.get(workflow)
@@ -206,5 +229,5 @@ def enqueue(
         return
     records = wait_for_runs(client, run_ids, timeout, app.url())
     if output == "json":
-        print_json([r.model_dump() for r in records])
-    _report(records)
+        _print_records(client, records)
+    _report(client, records, output)

@@ -3,6 +3,7 @@ the open requests and how to answer them, as ``graphq run`` prints them), with a
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -68,3 +69,56 @@ def test_client_wait_returns_at_each_pause_and_at_the_end(
     assert (done.status, done.result) == (
         RunStatus.COMPLETED, {"topic": "tea", "answers": ["green", "hot"], "done": True}
     )
+
+
+def test_enqueue_wait_exits_3_with_the_open_request_and_the_answer_command(
+    client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
+) -> None:
+    done = graphq(env, "enqueue", "asking", "--input", '{"topic": "tea"}', "--wait")
+    assert done.returncode == 3, done.stderr
+    run_id = done.stdout.splitlines()[0]
+    [request] = client.requests(run_id)
+    assert done.stdout.splitlines() == [
+        run_id,
+        f"run {run_id} is waiting for input at step 0 (1 open request):",
+        f'  {request.id}  ask_twice  {{"question": "first about tea?"}}',
+        "answer with:",
+        f"  graphq runs answer {run_id} --value '<JSON>'",
+    ]
+    assert "error:" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_enqueue_wait_on_a_run_with_two_requests_lists_both(
+    client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
+) -> None:
+    done = graphq(env, "enqueue", "reviewing", "--input", '{"items": ["a", "b"]}', "--wait")
+    assert done.returncode == 3, done.stderr
+    run_id = done.stdout.splitlines()[0]
+    first, second = client.requests(run_id)
+    answer = f"graphq runs answer {run_id}"
+    assert done.stdout.splitlines() == [
+        run_id,
+        f"run {run_id} is waiting for input at step 0 (2 open requests):",
+        f'  {first.id}  approve  "approve a?"',
+        f'  {second.id}  approve  "approve b?"',
+        "answer all with (or one by one, with --request):",
+        f"  {answer} --value '{{\"{first.id}\": <JSON>, \"{second.id}\": <JSON>}}'",
+        f"  {answer} --request {first.id} --value '<JSON>'",
+        f"  {answer} --request {second.id} --value '<JSON>'",
+    ]
+
+
+def test_enqueue_wait_json_gives_the_record_with_its_requests(
+    client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
+) -> None:
+    done = graphq(env, "enqueue", "asking", "--input", '{"topic": "tea"}', "--wait", "--output", "json")
+    assert done.returncode == 3, done.stderr
+    [record] = json.loads(done.stdout)
+    [request] = client.requests(record["id"])
+    assert (record["status"], record["workflow"]) == ("awaiting_input", "asking")
+    assert [(r["id"], r["node"], r["value"]) for r in record["requests"]] == [
+        (request.id, "ask_twice", {"question": "first about tea?"})
+    ]
+    client.answer(record["id"], "green")  # answered: the next wait goes on to the second question
+    [again] = client.wait([record["id"]], timeout_s=20)
+    assert again.status == RunStatus.AWAITING_INPUT
