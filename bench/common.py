@@ -17,10 +17,10 @@ from rich.table import Table
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
-from graphcore.connection import connect
-from graphcore.embedded import EmbeddedRedis
-from graphcore.executor import CompiledGraph
-from graphcore.registry import Registry
+from graphcore.backend.connection import connect
+from graphcore.backend.embedded import EmbeddedRedis
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker.context import WorkerContext, set_context
 

@@ -18,9 +18,9 @@ from rq.serializers import JSONSerializer
 
 from bench.common import Row, fmt_ms, install_context, median, private_redis, run_burst, summary
 from graphcore import END, START, StateGraph
-from graphcore.client import Client
-from graphcore.executor import CompiledGraph
-from graphcore.registry import Registry
+from graphcore.backend.client import Client
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker.queue import RQStepQueue, queue_name
 
@@ -119,7 +119,7 @@ def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, float]:
         samples: dict[str, list[float]] = {name: [] for name in cases}
         order = list(cases)
         for rep in range(repeats):
-            for name in order[rep % len(order):] + order[: rep % len(order)]:  # rotate: no fixed order bias
+            for name in order[rep % len(order) :] + order[: rep % len(order)]:  # rotate: no fixed order bias
                 samples[name].append(cases[name](n))
     return {name: median(values) for name, values in samples.items()}
 
@@ -133,6 +133,13 @@ def run() -> list[Row]:
     what = f"no-op step job, {STEPS}-node chain, per job"
     return [
         Row("P1", what + " vs bare RQ job", fmt_ms(ours), fmt_ms(bare), ours / bare, TARGET),
-        Row("P1chain", what + " vs chained bare job", fmt_ms(ours), fmt_ms(chain), ours / chain, TARGET,
-            gate=False),
+        Row(
+            "P1chain",
+            what + " vs chained bare job",
+            fmt_ms(ours),
+            fmt_ms(chain),
+            ours / chain,
+            TARGET,
+            gate=False,
+        ),
     ]

@@ -26,9 +26,9 @@ from bench.common import (
     summary,
 )
 from graphcore import END, START, StateGraph, keys
-from graphcore.client import Client
-from graphcore.executor import CompiledGraph
-from graphcore.registry import Registry
+from graphcore.backend.client import Client
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker.queue import RQStepQueue, queue_name
 
@@ -101,8 +101,15 @@ def measure_ours() -> dict[str, float]:
             raise RuntimeError(f"P2 run {run_id} ended {run.status.value} at step {run.step}")
         memory, nkeys = thread_memory(kv, run.thread_id)
     first, last, ratio = tenth_ratio(worker.durations)
-    return {"memory": memory, "keys": nkeys, "first": first, "last": last, "growth": ratio,
-            "wall": wall, "steps": len(worker.durations)}
+    return {
+        "memory": memory,
+        "keys": nkeys,
+        "first": first,
+        "last": last,
+        "growth": ratio,
+        "wall": wall,
+        "steps": len(worker.durations),
+    }
 
 
 def _saved_bytes(obj: Any) -> int:
@@ -164,12 +171,22 @@ def _lg_text(lg: dict[str, float] | None, key: str) -> str:
 
 def _rows(ours: dict[str, float], lg: dict[str, float] | None) -> list[Row]:
     return [
-        Row("P2", f"Redis memory of the thread, {STEPS} x 1 KB appends ({int(ours['keys'])} keys)",
-            fmt_bytes(ours["memory"]), f"payload {fmt_bytes(PAYLOAD)}; {_lg_text(lg, 'memory')}",
-            ours["memory"] / PAYLOAD, MEMORY_TARGET),
-        Row("P2b", "per-step time, last tenth / first tenth",
-            f"{fmt_ms(ours['first'])} -> {fmt_ms(ours['last'])}", _lg_text(lg, "time"), ours["growth"],
-            GROWTH_TARGET),
+        Row(
+            "P2",
+            f"Redis memory of the thread, {STEPS} x 1 KB appends ({int(ours['keys'])} keys)",
+            fmt_bytes(ours["memory"]),
+            f"payload {fmt_bytes(PAYLOAD)}; {_lg_text(lg, 'memory')}",
+            ours["memory"] / PAYLOAD,
+            MEMORY_TARGET,
+        ),
+        Row(
+            "P2b",
+            "per-step time, last tenth / first tenth",
+            f"{fmt_ms(ours['first'])} -> {fmt_ms(ours['last'])}",
+            _lg_text(lg, "time"),
+            ours["growth"],
+            GROWTH_TARGET,
+        ),
     ]
 
 
@@ -178,13 +195,19 @@ def run() -> list[Row]:
     ours = measure_ours()
     summary("P2", ours["memory"] / PAYLOAD, MEMORY_TARGET)
     summary("P2b", ours["growth"], GROWTH_TARGET)
-    print(f"P2 ours: {int(ours['steps'])} step jobs in {ours['wall']:.2f} s, "
-          f"{fmt_bytes(ours['memory'])} in {int(ours['keys'])} keys", flush=True)
+    print(
+        f"P2 ours: {int(ours['steps'])} step jobs in {ours['wall']:.2f} s, "
+        f"{fmt_bytes(ours['memory'])} in {int(ours['keys'])} keys",
+        flush=True,
+    )
     lg = measure_langgraph()
     if lg is None:
         print("langgraph not installed", flush=True)
     else:
-        print(f"P2 langgraph: {fmt_bytes(lg['memory'])} held by InMemorySaver "
-              f"(x{lg['memory'] / PAYLOAD:.0f} payload), per step {fmt_ms(lg['first'])} -> "
-              f"{fmt_ms(lg['last'])} (x{lg['growth']:.2f}), {lg['wall']:.2f} s", flush=True)
+        print(
+            f"P2 langgraph: {fmt_bytes(lg['memory'])} held by InMemorySaver "
+            f"(x{lg['memory'] / PAYLOAD:.0f} payload), per step {fmt_ms(lg['first'])} -> "
+            f"{fmt_ms(lg['last'])} (x{lg['growth']:.2f}), {lg['wall']:.2f} s",
+            flush=True,
+        )
     return _rows(ours, lg)

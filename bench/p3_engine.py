@@ -128,8 +128,17 @@ def run() -> list[Row]:
     what = {"chain": f"{CHAIN_NODES}-node chain invoke", "fanout": f"{FANOUT}-way fan-out + join invoke"}
     for name, (ours, theirs) in results.items():
         summary(f"P3{name}", ours / theirs, TARGET)
-        rows.append(Row(f"P3{name}", what[name], fmt_ms(ours), f"LangGraph {fmt_ms(theirs)}", ours / theirs,
-                        TARGET, gate=False))
+        rows.append(
+            Row(
+                f"P3{name}",
+                what[name],
+                fmt_ms(ours),
+                f"LangGraph {fmt_ms(theirs)}",
+                ours / theirs,
+                TARGET,
+                gate=False,
+            )
+        )
     worst = max(ours / theirs for ours, theirs in results.values())
     summary("P3", worst, TARGET)
     rows.append(Row("P3", "in-process engine, worse of chain and fan-out", "", "", worst, TARGET))

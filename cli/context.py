@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphcore.client import Client
-from graphcore.connection import check_url, connect
-from graphcore.embedded import EmbeddedRedis
+from graphcore.backend.client import Client
+from graphcore.backend.connection import check_url, connect
+from graphcore.backend.embedded import EmbeddedRedis
+from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, GraphqError
-from graphcore.registry import Registry
 from graphcore.settings import Settings, get_settings
 from worker.queue import RQStepQueue
 

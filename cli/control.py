@@ -28,20 +28,23 @@ from cli.records import (
 )
 from cli.run import follow_and_work, last_event_id, redis_line, report
 from graphcore import keys
-from graphcore.client import Client
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunRecord
+from graphcore.engine.inputs import check_answer
+from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.errors import PermanentError
-from graphcore.inputs import check_answer
-from graphcore.interrupts import NotAwaitingInputError
-from graphcore.runs import RunRecord
 
 __all__ = ["answer", "cancel", "requests", "resume"]
 
-_WAIT_HELP = ("Continue the run in this process until it ends or waits for input again, showing progress, "
-              "and print the outcome like `graphq run`. Always so without a Redis URL (local data).")
+_WAIT_HELP = (
+    "Continue the run in this process until it ends or waits for input again, showing progress, "
+    "and print the outcome like `graphq run`. Always so without a Redis URL (local data)."
+)
 
 
-def _continue_here(app: AppContext, client: Client, record: RunRecord, note: str, output: str,
-                   after: str = "0-0") -> None:
+def _continue_here(
+    app: AppContext, client: Client, record: RunRecord, note: str, output: str, after: str = "0-0"
+) -> None:
     """Work ``record``'s run here to its end or next pause, then report it (exit 0, 1 or 3)."""
     console = err_console()
     started = time.monotonic()
@@ -53,8 +56,14 @@ def _continue_here(app: AppContext, client: Client, record: RunRecord, note: str
 
 @click.command("requests", short_help="List a run's open requests (--all: every request it made).")
 @click.argument("run_id", metavar="RUN")
-@click.option("--all", "-a", "every", is_flag=True, help="Every request the run made, open and answered, "
-              "with the answers: the ids to answer again with `graphq runs answer RUN --request ID --again`.")
+@click.option(
+    "--all",
+    "-a",
+    "every",
+    is_flag=True,
+    help="Every request the run made, open and answered, "
+    "with the answers: the ids to answer again with `graphq runs answer RUN --request ID --again`.",
+)
 @output_option
 @click.pass_obj
 def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
@@ -83,27 +92,51 @@ def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
     if output == "json":
         print_json([request_json(r) for r in open_requests])
     elif not open_requests:
-        click.echo(f"run {run_id} is {record.status.value}: no open requests (every request it made: "
-                   f"`{graphq_prefix()} runs requests {run_id} --all`)", err=True)
+        click.echo(
+            f"run {run_id} is {record.status.value}: no open requests (every request it made: "
+            f"`{graphq_prefix()} runs requests {run_id} --all`)",
+            err=True,
+        )
     else:
         print_requests(open_requests)
 
 
 @click.command("answer", short_help="Answer a paused run's open request(s).")
 @click.argument("run_id", metavar="RUN")
-@click.option("--value", "value_text", required=True, metavar="JSON|@FILE",
-              help="The answer: JSON text (a string is quoted: '\"yes\"'), or @path of a JSON file. With "
-                   "several open requests and no --request, an object keyed by request ids answers them.")
-@click.option("--request", "-r", "request_id", metavar="ID", help="Answer only this request (an id from "
-              "`graphq runs requests`).")
-@click.option("--again", is_flag=True, help="Answer a request that was already answered (with --request): "
-              "a new run branches off the thread where the request was made, with this answer; the first "
-              "branch stays in the history. Prints the new run's id.")
+@click.option(
+    "--value",
+    "value_text",
+    required=True,
+    metavar="JSON|@FILE",
+    help="The answer: JSON text (a string is quoted: '\"yes\"'), or @path of a JSON file. With "
+    "several open requests and no --request, an object keyed by request ids answers them.",
+)
+@click.option(
+    "--request",
+    "-r",
+    "request_id",
+    metavar="ID",
+    help="Answer only this request (an id from `graphq runs requests`).",
+)
+@click.option(
+    "--again",
+    is_flag=True,
+    help="Answer a request that was already answered (with --request): "
+    "a new run branches off the thread where the request was made, with this answer; the first "
+    "branch stays in the history. Prints the new run's id.",
+)
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @output_option
 @click.pass_obj
-def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None, again: bool, wait: bool,
-           output: str) -> None:
+def answer(
+    app: AppContext,
+    run_id: str,
+    value_text: str,
+    request_id: str | None,
+    again: bool,
+    wait: bool,
+    output: str,
+) -> None:
     """Answer the open request(s) of RUN, a run waiting for input, and let it continue.
 
     Prints the ids of the requests answered, one per line (--output json: a list); a worker continues the
@@ -147,14 +180,21 @@ def answer(app: AppContext, run_id: str, value_text: str, request_id: str | None
         print_json(answered)
     else:
         click.echo("\n".join(answered))
-    click.echo(f"run {run_id} continues on a worker; follow it with `graphq runs show {run_id}` "
-               "(or answer with --wait to continue it here)", err=True)
+    click.echo(
+        f"run {run_id} continues on a worker; follow it with `graphq runs show {run_id}` "
+        "(or answer with --wait to continue it here)",
+        err=True,
+    )
 
 
 @click.command("cancel", short_help="Cancel a run.")
 @click.argument("run_id", metavar="RUN")
-@click.option("--interrupt", is_flag=True, help="Also signal the running nodes' cancel tokens (within about "
-              "a second), instead of letting the step in flight finish.")
+@click.option(
+    "--interrupt",
+    is_flag=True,
+    help="Also signal the running nodes' cancel tokens (within about "
+    "a second), instead of letting the step in flight finish.",
+)
 @click.pass_obj
 def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
     """Cancel RUN and print what happened.
@@ -222,9 +262,14 @@ def _started(app: AppContext, client: Client, new_id: str, note: str, wait: bool
     record = client.get_run(new_id)
     raw = client.kv.get(keys.thread_active(record.thread_id))
     active = new_id if raw is None else raw.decode()
-    line = "" if active == new_id else (
-        f"run {new_id} waits until run {active}, active on thread {record.thread_id}, ends (`graphq runs "
-        "cancel` ends a run waiting for input)")
+    line = (
+        ""
+        if active == new_id
+        else (
+            f"run {new_id} waits until run {active}, active on thread {record.thread_id}, ends (`graphq runs "
+            "cancel` ends a run waiting for input)"
+        )
+    )
     if wait or app.local:
         _continue_here(app, client, record, f"{note}\n{line}" if line else note, output)
         return

@@ -14,10 +14,10 @@ from cli.inputs import parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from cli.progress import ProgressFollower, StepBars, step_columns
 from cli.records import print_waiting, request_json
-from graphcore.client import Client, RunRequest
+from graphcore.backend.client import Client, RunRequest
+from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.threads import Multitask
 from graphcore.errors import PermanentError
-from graphcore.runs import RunRecord, RunStatus
-from graphcore.threads import Multitask
 
 __all__ = ["enqueue", "multitask_option", "wait_for_runs"]
 
@@ -27,15 +27,19 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 def multitask_option(fn: _F) -> _F:
     """Decorator: add ``--multitask [enqueue|reject]`` (default ``enqueue``) to a command as ``multitask``."""
     option = click.option(
-        "--multitask", type=click.Choice(("enqueue", "reject")), default="enqueue", show_default=True,
+        "--multitask",
+        type=click.Choice(("enqueue", "reject")),
+        default="enqueue",
+        show_default=True,
         help="One active run per thread: a run on a busy thread waits behind the active one (enqueue), or "
-             "is refused with reject (exit 2, nothing enqueued).",
+        "is refused with reject (exit 2, nothing enqueued).",
     )
     return option(fn)
 
 
-def _fork_request(workflow: str, input_text: str | None, thread: str | None, tenant: str, checkpoint: str
-                  ) -> RunRequest:
+def _fork_request(
+    workflow: str, input_text: str | None, thread: str | None, tenant: str, checkpoint: str
+) -> RunRequest:
     """A run starting from ``checkpoint`` of ``thread`` (C3); without --input it continues the checkpoint's
     next tasks."""
     if thread is None:
@@ -45,7 +49,11 @@ def _fork_request(workflow: str, input_text: str | None, thread: str | None, ten
 
 
 def _requests(
-    workflow: str, input_text: str | None, input_file: str | None, thread: str | None, tenant: str,
+    workflow: str,
+    input_text: str | None,
+    input_file: str | None,
+    thread: str | None,
+    tenant: str,
     checkpoint: str | None = None,
 ) -> list[tuple[RunRequest, str]]:
     """The runs to enqueue, each with where it came from (for error messages)."""
@@ -93,8 +101,11 @@ def wait_for_runs(
     stopped: set[str] = set()
     console = err_console()
     live = console.is_terminal and url is not None
-    columns = step_columns() if live else (TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
-                                           TimeElapsedColumn())
+    columns = (
+        step_columns()
+        if live
+        else (TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    )
     with Progress(*columns, console=console, transient=False) as progress:
         bar = progress.add_task("runs", total=len(run_ids))
         follower = None
@@ -119,11 +130,17 @@ def wait_for_runs(
 
 def _print_records(client: Client, records: Sequence[RunRecord]) -> None:
     """``--output json``: the final records; one waiting for input with its open ``requests``."""
-    print_json([
-        r.model_dump() | ({"requests": [request_json(i) for i in client.requests(r.id)]}
-                          if r.status == RunStatus.AWAITING_INPUT else {})
-        for r in records
-    ])
+    print_json(
+        [
+            r.model_dump()
+            | (
+                {"requests": [request_json(i) for i in client.requests(r.id)]}
+                if r.status == RunStatus.AWAITING_INPUT
+                else {}
+            )
+            for r in records
+        ]
+    )
 
 
 def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
@@ -178,8 +195,12 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     "next tasks; with --input the input is applied to the checkpoint's state and the workflow starts over.",
 )
 @multitask_option
-@click.option("--wait", "-w", is_flag=True,
-              help="Wait until every run ends or waits for input; exit 1 if any failed, 3 if any waits.")
+@click.option(
+    "--wait",
+    "-w",
+    is_flag=True,
+    help="Wait until every run ends or waits for input; exit 1 if any failed, 3 if any waits.",
+)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0),

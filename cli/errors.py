@@ -16,7 +16,13 @@ import redis.exceptions as rex
 from graphcore.errors import GraphqError, PermanentError
 
 __all__ = [
-    "EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "EXIT_WAITING", "CliError", "GraphqGroup", "fail",
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "EXIT_WAITING",
+    "CliError",
+    "GraphqGroup",
+    "fail",
 ]
 
 EXIT_FAILURE = 1

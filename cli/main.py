@@ -36,12 +36,20 @@ _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 @click.group(cls=GraphqGroup, context_settings=_CONTEXT)
-@click.option("--redis-url", envvar="GRAPHQ_REDIS_URL", metavar="URL",
-              help="Redis to use, redis://[:password@]host:port/db [env GRAPHQ_REDIS_URL]. "
-                   "`graphq run` starts an embedded Redis when it is unset.")
-@click.option("--workflows", envvar="GRAPHQ_WORKFLOWS", metavar="MODULES",
-              help="Comma-separated Python modules (importable from the current directory) to import "
-                   "for workflows, besides the graphq.workflows entry points [env GRAPHQ_WORKFLOWS].")
+@click.option(
+    "--redis-url",
+    envvar="GRAPHQ_REDIS_URL",
+    metavar="URL",
+    help="Redis to use, redis://[:password@]host:port/db [env GRAPHQ_REDIS_URL]. "
+    "`graphq run` starts an embedded Redis when it is unset.",
+)
+@click.option(
+    "--workflows",
+    envvar="GRAPHQ_WORKFLOWS",
+    metavar="MODULES",
+    help="Comma-separated Python modules (importable from the current directory) to import "
+    "for workflows, besides the graphq.workflows entry points [env GRAPHQ_WORKFLOWS].",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Log more (Redis retries, worker activity) on stderr.")
 @click.version_option(package_name="graphq", prog_name="graphq")
 @click.pass_context
@@ -68,9 +76,11 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
 
 def _configure_logging(verbose: bool) -> None:
     """Warnings on stderr; Redis retry notices only with ``--verbose`` (the final error says it all)."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("graphcore.connection").setLevel(logging.INFO if verbose else logging.ERROR)
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("graphcore.backend.connection").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
 main.add_command(run)

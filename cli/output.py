@@ -21,8 +21,18 @@ from rich.table import Table
 from rich.text import Text
 
 __all__ = [
-    "CELL_LIMIT", "FORMATS", "clip", "err_console", "jsonable", "out_console", "output_option", "print_json",
-    "print_table", "short", "to_json", "when",
+    "CELL_LIMIT",
+    "FORMATS",
+    "clip",
+    "err_console",
+    "jsonable",
+    "out_console",
+    "output_option",
+    "print_json",
+    "print_table",
+    "short",
+    "to_json",
+    "when",
 ]
 
 FORMATS = ("table", "json")
@@ -52,7 +62,11 @@ def err_console() -> Console:
 def output_option(fn: _F) -> _F:
     """Decorator: add ``--output/-o [table|json]`` (default ``table``) to a command as ``output``."""
     option = click.option(
-        "--output", "-o", type=click.Choice(FORMATS), default="table", show_default=True,
+        "--output",
+        "-o",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
         help="table for people, json for machines (always valid JSON on stdout).",
     )
     return option(fn)
@@ -138,8 +152,12 @@ def short(value: Any, width: int = CELL_LIMIT) -> str:
 
 
 def print_table(
-    columns: Sequence[str], rows: Iterable[Sequence[Any]], *, title: str | None = None,
-    no_wrap: Sequence[str] = (), limit: int = CELL_LIMIT,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    title: str | None = None,
+    no_wrap: Sequence[str] = (),
+    limit: int = CELL_LIMIT,
 ) -> None:
     """Print a rich table on stdout.
 

@@ -29,8 +29,9 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from graphcore import keys, serde
-from graphcore.connection import connect
+from graphcore import keys
+from graphcore.backend.connection import connect
+from graphcore.checkpoints import serde
 
 __all__ = ["ProgressFollower", "RateColumn", "StepBars", "progress_of", "step_columns"]
 
@@ -62,8 +63,13 @@ class RateColumn(ProgressColumn):
 
 def step_columns() -> tuple[ProgressColumn, ...]:
     """The columns of a step bar: description, bar, done/total, rate, elapsed."""
-    return (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
-            TimeElapsedColumn())
+    return (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+    )
 
 
 class StepBars:
@@ -136,8 +142,13 @@ class StepBars:
 
     def _progress(self) -> Progress:
         if self.progress is None:
-            self.progress = Progress(*step_columns(), console=self.console, transient=True,
-                                     redirect_stdout=False, redirect_stderr=False)
+            self.progress = Progress(
+                *step_columns(),
+                console=self.console,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self.progress.start()
         return self.progress
 

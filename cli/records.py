@@ -11,14 +11,22 @@ import click
 from click.core import ParameterSource
 
 from cli.output import clip, print_table, to_json, when
-from graphcore.connection import redact_url
-from graphcore.interrupts import RequestRecord
-from graphcore.runs import RunRecord
+from graphcore.backend.connection import redact_url
+from graphcore.backend.runs import RunRecord
+from graphcore.engine.interrupts import RequestRecord
 from graphcore.types import Interrupt
 
 __all__ = [
-    "again_command", "answer_commands", "graphq_prefix", "print_all_requests", "print_answer_hint",
-    "print_requests", "print_waiting", "record_json", "request_json", "request_record_json",
+    "again_command",
+    "answer_commands",
+    "graphq_prefix",
+    "print_all_requests",
+    "print_answer_hint",
+    "print_requests",
+    "print_waiting",
+    "record_json",
+    "request_json",
+    "request_record_json",
 ]
 
 
@@ -48,8 +56,14 @@ def print_all_requests(records: Sequence[RequestRecord]) -> None:
     """Every request a run made as a table: id, step, node, status, value and answer (compact JSON, cut
     when long); the request a branch run answers again says so."""
     rows = [
-        (r.id, r.step, r.node, r.status if r.again_of is None else f"{r.status} (again)",
-         to_json(r.value, indent=None), "" if r.status != "answered" else to_json(r.answer, indent=None))
+        (
+            r.id,
+            r.step,
+            r.node,
+            r.status if r.again_of is None else f"{r.status} (again)",
+            to_json(r.value, indent=None),
+            "" if r.status != "answered" else to_json(r.answer, indent=None),
+        )
         for r in records
     ]
     print_table(("request", "step", "node", "status", "value", "answer"), rows, no_wrap=("request",))

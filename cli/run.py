@@ -26,13 +26,13 @@ from cli.progress import StepBars
 from cli.records import print_waiting, record_json, request_json
 from cli.state import tasks_text
 from graphcore import keys
-from graphcore.client import Client, RunRequest, check_request
-from graphcore.connection import connect, redact_url
+from graphcore.backend.client import Client, RunRequest, check_request
+from graphcore.backend.connection import connect, redact_url
+from graphcore.backend.events import Event, read_events
+from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.threads import Multitask
+from graphcore.engine.registry import Registry
 from graphcore.errors import GraphqError, PermanentError
-from graphcore.events import Event, read_events
-from graphcore.registry import Registry
-from graphcore.runs import RunRecord, RunStatus
-from graphcore.threads import Multitask
 from worker.process import run_worker
 
 __all__ = ["follow_and_work", "last_event_id", "redis_line", "report", "run"]
@@ -65,8 +65,11 @@ class _Follower(threading.Thread):
         """Follow the stream (the thread's body)."""
         try:
             while not self._ended:
-                events = list(read_events(self.kv, self.run_record.thread_id, self.run_record.id, self.after,
-                                          block_ms=_POLL_MS))
+                events = list(
+                    read_events(
+                        self.kv, self.run_record.thread_id, self.run_record.id, self.after, block_ms=_POLL_MS
+                    )
+                )
                 for event in events:
                     self.after = event.id
                     self._show(event)
@@ -90,10 +93,14 @@ class _Follower(threading.Thread):
         now = time.monotonic()
         names = self.nodes.pop(step, [])
         tasks = f"{len(names)} task" + ("" if len(names) == 1 else "s")
-        self.console.print(Text.assemble(
-            (f"step {step:>3}", "bold"), f"  {tasks_text(names) or '-'}  ({tasks})  ",
-            (f"{now - self.last:.2f} s", "cyan"), f"  total {now - self.started:.2f} s",
-        ))
+        self.console.print(
+            Text.assemble(
+                (f"step {step:>3}", "bold"),
+                f"  {tasks_text(names) or '-'}  ({tasks})  ",
+                (f"{now - self.last:.2f} s", "cyan"),
+                f"  total {now - self.started:.2f} s",
+            )
+        )
         self.last = now
 
     def _status_line(self, data: dict[str, Any]) -> None:
@@ -170,13 +177,20 @@ def _drive(app: AppContext, client: Client, url: str, run: RunRecord) -> bool:
         if record.terminal or record.status == RunStatus.AWAITING_INPUT:
             return False
         if app.private and not worked:
-            raise GraphqError(f"run {run_id} is {record.status.value}{_at(client, record)} but its queue is "
-                              "empty; see `graphq runs show`")
+            raise GraphqError(
+                f"run {run_id} is {record.status.value}{_at(client, record)} but its queue is "
+                "empty; see `graphq runs show`"
+            )
         time.sleep(0.2)  # another worker holds the run's step; help with the next one
 
 
 def follow_and_work(
-    app: AppContext, client: Client, run: RunRecord, console: Console, *, after: str = "0-0",
+    app: AppContext,
+    client: Client,
+    run: RunRecord,
+    console: Console,
+    *,
+    after: str = "0-0",
     started: float | None = None,
 ) -> RunRecord:
     """Work ``run``'s steps in this process, printing progress from its events after ``after``, until it
@@ -195,9 +209,12 @@ def follow_and_work(
         follower.finish()
     record = client.get_run(run.id)
     if interrupted:
-        fail(f"interrupted: run {run.id} is {record.status.value} after {record.step} step(s); its "
-             "checkpoints and next step job are kept, and any worker on this Redis (the next `graphq run` on "
-             "the same data dir) continues it", EXIT_INTERRUPTED)
+        fail(
+            f"interrupted: run {run.id} is {record.status.value} after {record.step} step(s); its "
+            "checkpoints and next step job are kept, and any worker on this Redis (the next `graphq run` on "
+            "the same data dir) continues it",
+            EXIT_INTERRUPTED,
+        )
     return record
 
 
@@ -230,30 +247,51 @@ def report(client: Client, record: RunRecord, output: str) -> None:
         click.get_current_context().exit(EXIT_WAITING)
 
 
-def _execute(app: AppContext, client: Client, request: RunRequest, console: Console, started: float,
-             multitask: Multitask = "enqueue") -> RunRecord:
+def _execute(
+    app: AppContext,
+    client: Client,
+    request: RunRequest,
+    console: Console,
+    started: float,
+    multitask: Multitask = "enqueue",
+) -> RunRecord:
     """Enqueue the run and work it here to its end (or first pause)."""
     run_id = client.enqueue_many([request], multitask)[0]
     record = client.get_run(run_id)
     console.print(f"run {run_id}: {request.workflow} on thread {record.thread_id}", markup=False)
     active = client.kv.get(keys.thread_active(record.thread_id))
     if active is not None and active.decode() != run_id:
-        console.print(f"thread {record.thread_id} is busy with run {active.decode()}: this run waits until "
-                      "that one ends (--multitask reject refuses it instead)", markup=False)
+        console.print(
+            f"thread {record.thread_id} is busy with run {active.decode()}: this run waits until "
+            "that one ends (--multitask reject refuses it instead)",
+            markup=False,
+        )
     return follow_and_work(app, client, record, console, started=started)
 
 
 @click.command()
 @click.argument("workflow")
-@click.option("--input", "-i", "input_text", metavar="JSON|@FILE",
-              help="The run's input: JSON text, or @path of a JSON file. Default {}.")
+@click.option(
+    "--input",
+    "-i",
+    "input_text",
+    metavar="JSON|@FILE",
+    help="The run's input: JSON text, or @path of a JSON file. Default {}.",
+)
 @click.option("--thread", "-t", metavar="ID", help="Thread id (default: a new thread).")
 @click.option("--tenant", default="default", show_default=True, help="Tenant the run is for.")
 @multitask_option
 @output_option
 @click.pass_obj
-def run(app: AppContext, workflow: str, input_text: str | None, thread: str | None, tenant: str,
-        multitask: str, output: str) -> None:
+def run(
+    app: AppContext,
+    workflow: str,
+    input_text: str | None,
+    thread: str | None,
+    tenant: str,
+    multitask: str,
+    output: str,
+) -> None:
     """Run WORKFLOW to the end in this process and print its result.
 
     Uses GRAPHQ_REDIS_URL when set; otherwise starts an embedded redis-server with its append-only file in

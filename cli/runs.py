@@ -19,7 +19,7 @@ from cli.records import (
     request_record_json,
 )
 from cli.watch import watch
-from graphcore.runs import RunRecord, RunStatus
+from graphcore.backend.runs import RunRecord, RunStatus
 
 __all__ = ["record_json", "runs"]
 
@@ -34,8 +34,15 @@ def runs() -> None:
 
 
 @runs.command("list", short_help="List the newest runs.")
-@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
-              help="How many runs, newest first.")
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    metavar="N",
+    help="How many runs, newest first.",
+)
 @output_option
 @click.pass_obj
 def list_runs(app: AppContext, limit: int, output: str) -> None:
@@ -44,10 +51,14 @@ def list_runs(app: AppContext, limit: int, output: str) -> None:
     if output == "json":
         print_json([record_json(r) for r in records])
         return
-    rows = [(r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at))
-            for r in records]
-    print_table(("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)"), rows,
-                no_wrap=("run", "thread", "tenant", "created (UTC)"))
+    rows = [
+        (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at)) for r in records
+    ]
+    print_table(
+        ("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)"),
+        rows,
+        no_wrap=("run", "thread", "tenant", "created (UTC)"),
+    )
 
 
 def _summary(result: Any) -> list[tuple[str, str]]:
@@ -58,9 +69,17 @@ def _summary(result: Any) -> list[tuple[str, str]]:
 
 def _fields(r: RunRecord, step: int | None) -> list[tuple[str, Any]]:
     fields: list[tuple[str, Any]] = [
-        ("run", r.id), ("workflow", r.workflow), ("status", r.status.value), ("thread", r.thread_id),
-        ("tenant", r.tenant), ("step", step), ("steps done", r.step), ("head", r.head),
-        ("created", r.created_at), ("started", r.started_at), ("ended", r.ended_at),
+        ("run", r.id),
+        ("workflow", r.workflow),
+        ("status", r.status.value),
+        ("thread", r.thread_id),
+        ("tenant", r.tenant),
+        ("step", step),
+        ("steps done", r.step),
+        ("head", r.head),
+        ("created", r.created_at),
+        ("started", r.started_at),
+        ("ended", r.ended_at),
         ("input", short(r.input)),
     ]
     if r.continued_from_run_id:
@@ -97,8 +116,9 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
         extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
         print_json(record_json(record) | {"all_requests": [request_record_json(r) for r in made]} | extra)
         return
-    print_table(("field", "value"), _fields(record, reader.thread_step(record)), no_wrap=("field",),
-                limit=_SHOWN)
+    print_table(
+        ("field", "value"), _fields(record, reader.thread_step(record)), no_wrap=("field",), limit=_SHOWN
+    )
     if record.error is not None and record.error.traceback:
         click.echo("\ntraceback:")
         click.echo(record.error.traceback.rstrip())

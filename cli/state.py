@@ -11,7 +11,7 @@ import click
 from cli.context import AppContext
 from cli.output import output_option, print_json, print_table, when
 from graphcore import keys
-from graphcore.checkpoint import Checkpoint
+from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import CheckpointNotFoundError
 
 __all__ = ["branches", "checkpoint_json", "state", "tasks_text"]
@@ -31,9 +31,14 @@ def tasks_text(names: list[str]) -> str:
 def checkpoint_json(cp: Checkpoint, values: bool) -> dict[str, Any]:
     """A checkpoint as JSON-ready data; with ``values``, the state too."""
     data: dict[str, Any] = {
-        "checkpoint_id": cp.id, "parent_id": cp.parent_id, "step": cp.step, "source": cp.source,
-        "writes": list(cp.metadata.get("writes", [])), "next": [t.node for t in cp.next_tasks],
-        "created_at": cp.created_at, "metadata": cp.metadata,
+        "checkpoint_id": cp.id,
+        "parent_id": cp.parent_id,
+        "step": cp.step,
+        "source": cp.source,
+        "writes": list(cp.metadata.get("writes", [])),
+        "next": [t.node for t in cp.next_tasks],
+        "created_at": cp.created_at,
+        "metadata": cp.metadata,
     }
     if values:
         data["values"] = cp.channel_values
@@ -79,13 +84,27 @@ def _history(app: AppContext, thread: str, limit: int | None, output: str) -> No
     if output == "json":
         print_json([checkpoint_json(cp, values=False) | {"branch": labels[cp.id]} for cp in shown])
         return
-    rows = [(cp.step, cp.id, _short(cp.parent_id), _branch_cell(cp, labels), cp.source,
-             tasks_text(cp.metadata.get("writes", [])), tasks_text([t.node for t in cp.next_tasks]),
-             when(cp.created_at)) for cp in shown]
+    rows = [
+        (
+            cp.step,
+            cp.id,
+            _short(cp.parent_id),
+            _branch_cell(cp, labels),
+            cp.source,
+            tasks_text(cp.metadata.get("writes", [])),
+            tasks_text([t.node for t in cp.next_tasks]),
+            when(cp.created_at),
+        )
+        for cp in shown
+    ]
     forks = len(set(labels.values())) - 1
     title = f"thread {thread}" + (f" ({forks + 1} branches)" if forks else "")
-    print_table(("step", "checkpoint", "parent", "branch", "source", "writes", "next", "created (UTC)"), rows,
-                title=title, no_wrap=("checkpoint", "parent", "branch", "created (UTC)"))
+    print_table(
+        ("step", "checkpoint", "parent", "branch", "source", "writes", "next", "created (UTC)"),
+        rows,
+        title=title,
+        no_wrap=("checkpoint", "parent", "branch", "created (UTC)"),
+    )
 
 
 def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) -> None:
@@ -94,23 +113,33 @@ def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) 
         print_json({"thread_id": thread} | checkpoint_json(cp, values=True))
         return
     next_tasks = tasks_text([t.node for t in cp.next_tasks]) or "(none: finished)"
-    click.echo(f"thread {thread}  checkpoint {cp.id}  step {cp.step}  source {cp.source}  "
-               f"created {cp.created_at}\nnext: {next_tasks}", err=True)
+    click.echo(
+        f"thread {thread}  checkpoint {cp.id}  step {cp.step}  source {cp.source}  "
+        f"created {cp.created_at}\nnext: {next_tasks}",
+        err=True,
+    )
     print_json(cp.channel_values)
 
 
 @click.command(short_help="Show a thread's state or checkpoint history.")
 @click.argument("thread")
-@click.option("--history", "-H", is_flag=True,
-              help="List every checkpoint instead, newest first, with parents and branches.")
-@click.option("--checkpoint", "-c", "checkpoint_id", metavar="ID",
-              help="Show this checkpoint, not the newest.")
-@click.option("--limit", "-n", type=click.IntRange(min=1), metavar="N",
-              help="With --history: at most this many.")
+@click.option(
+    "--history",
+    "-H",
+    is_flag=True,
+    help="List every checkpoint instead, newest first, with parents and branches.",
+)
+@click.option(
+    "--checkpoint", "-c", "checkpoint_id", metavar="ID", help="Show this checkpoint, not the newest."
+)
+@click.option(
+    "--limit", "-n", type=click.IntRange(min=1), metavar="N", help="With --history: at most this many."
+)
 @output_option
 @click.pass_obj
-def state(app: AppContext, thread: str, history: bool, checkpoint_id: str | None, limit: int | None,
-          output: str) -> None:
+def state(
+    app: AppContext, thread: str, history: bool, checkpoint_id: str | None, limit: int | None, output: str
+) -> None:
     """Show the state of THREAD: the newest checkpoint's values (JSON), or with --history one row per
     checkpoint, newest first: step, checkpoint id, parent (its last 12 characters), branch, source, nodes
     that wrote, next tasks, created.

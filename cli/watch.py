@@ -25,13 +25,15 @@ from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
 from cli.output import FORMATS, err_console, to_json
 from cli.progress import StepBars
 from cli.records import graphq_prefix
-from graphcore import keys, serde
-from graphcore.client import Client
-from graphcore.connection import connect, is_transient, redis_retrying
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.connection import connect, is_transient, redis_retrying
+from graphcore.backend.events import Event, read_events
+from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.checkpoints import serde
+from graphcore.engine.registry import Registry
+from graphcore.engine.stream import checkpoint_payload
 from graphcore.errors import CheckpointNotFoundError
-from graphcore.events import Event, checkpoint_payload, read_events
-from graphcore.registry import Registry
-from graphcore.runs import RunRecord, RunStatus
 
 __all__ = ["MODES", "Line", "Watch", "watch"]
 
@@ -113,8 +115,11 @@ class Watch:
             peek = False
 
     def _read(self, block_ms: int | None) -> list[Event]:
-        return list(read_events(self.client.kv, self.run.thread_id, self.run.id, self.after,
-                                block_ms=block_ms, count=_COUNT))
+        return list(
+            read_events(
+                self.client.kv, self.run.thread_id, self.run.id, self.after, block_ms=block_ms, count=_COUNT
+            )
+        )
 
     def _show(self, event: Event) -> None:
         """Print what ``event`` gives in the selected modes, then move past it."""
@@ -142,8 +147,14 @@ class Watch:
 
     def _update_lines(self, event: Event, updates: dict[str, Any]) -> list[Line]:
         """``tasks`` lines (one per node that wrote) and the ``updates`` line of an ``updates`` event."""
-        lines = [Line(event.id, "tasks", event.step, {"node": node, "writes": writes})
-                 for node, writes in updates.items()] if self._wants("tasks") else []
+        lines = (
+            [
+                Line(event.id, "tasks", event.step, {"node": node, "writes": writes})
+                for node, writes in updates.items()
+            ]
+            if self._wants("tasks")
+            else []
+        )
         if self._wants("updates"):
             lines.append(Line(event.id, "updates", event.step, updates))
         return lines
@@ -192,15 +203,21 @@ class Watch:
         except rex.RedisError as exc:
             if not is_transient(exc):
                 raise
-            click.echo(f"lost the connection to Redis ({_one_line(exc)}); reconnecting, resuming after event "
-                       f"{self.after}", err=True)
+            click.echo(
+                f"lost the connection to Redis ({_one_line(exc)}); reconnecting, resuming after event "
+                f"{self.after}",
+                err=True,
+            )
         try:
             result: _T = redis_retrying()(fn, *args)
         except rex.RedisError as exc:
             if not is_transient(exc):
                 raise
-            fail(f"lost the connection to Redis: {_one_line(exc)}; continue with "
-                 f"`{graphq_prefix()} runs watch {self.run.id} --after {self.after}`", EXIT_FAILURE)
+            fail(
+                f"lost the connection to Redis: {_one_line(exc)}; continue with "
+                f"`{graphq_prefix()} runs watch {self.run.id} --after {self.after}`",
+                EXIT_FAILURE,
+            )
         return result
 
 
@@ -247,9 +264,11 @@ def _end(record: RunRecord, status: RunStatus, after: str, step: int | None) -> 
         fail(f"run {record.id} {status.value}{at}{error}", EXIT_FAILURE)
     if status == RunStatus.AWAITING_INPUT:
         prefix = graphq_prefix()
-        click.echo(f"run {record.id} is waiting for input; answer with `{prefix} runs answer {record.id} "
-                   f"--value JSON`, then follow it with `{prefix} runs watch {record.id} --after {after}`",
-                   err=True)
+        click.echo(
+            f"run {record.id} is waiting for input; answer with `{prefix} runs answer {record.id} "
+            f"--value JSON`, then follow it with `{prefix} runs watch {record.id} --after {after}`",
+            err=True,
+        )
         click.get_current_context().exit(EXIT_WAITING)
 
 
@@ -264,12 +283,29 @@ def _watch_client(app: AppContext) -> Client:
 
 @click.command("watch", short_help="Print a run's events, following it live.")
 @click.argument("run_id", metavar="RUN")
-@click.option("--mode", "-m", "modes", multiple=True, type=click.Choice(MODES),
-              help="Only these modes (repeatable). Default: all but progress.")
-@click.option("--after", "-a", callback=_check_after, metavar="EVENT_ID",
-              help="Start after this event id (the last one a watch printed, to continue it).")
-@click.option("--output", "-o", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="table: one line per event for people; json: one JSON object per line (JSON Lines).")
+@click.option(
+    "--mode",
+    "-m",
+    "modes",
+    multiple=True,
+    type=click.Choice(MODES),
+    help="Only these modes (repeatable). Default: all but progress.",
+)
+@click.option(
+    "--after",
+    "-a",
+    callback=_check_after,
+    metavar="EVENT_ID",
+    help="Start after this event id (the last one a watch printed, to continue it).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="table: one line per event for people; json: one JSON object per line (JSON Lines).",
+)
 @click.pass_obj
 def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output: str) -> None:
     """Print the events of RUN, one line per event: the ones so far, then new ones as they happen, until

@@ -9,7 +9,7 @@ import click
 
 from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, fail
-from graphcore.connection import redact_url
+from graphcore.backend.connection import redact_url
 from worker.process import run_worker, run_workers
 
 __all__ = ["worker"]
@@ -37,10 +37,22 @@ def _run_one(app: AppContext, kv: object, burst: bool, level: str) -> None:
 
 @click.command(short_help="Run workers that execute step jobs.")
 @click.option("--burst", "-b", is_flag=True, help="Stop when the queue is empty instead of waiting for jobs.")
-@click.option("--concurrency", "-c", type=click.IntRange(min=1, max=256), default=1, show_default=True,
-              metavar="N", help="Worker processes (each runs one step job at a time).")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-              default="warning", show_default=True, help="Log level of the workers.")
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1, max=256),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Worker processes (each runs one step job at a time).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="warning",
+    show_default=True,
+    help="Log level of the workers.",
+)
 @click.pass_obj
 def worker(app: AppContext, burst: bool, concurrency: int, log_level: str) -> None:
     """Run workers that execute super-steps (one RQ job per step) until SIGTERM or Ctrl-C.
@@ -51,8 +63,11 @@ def worker(app: AppContext, burst: bool, concurrency: int, log_level: str) -> No
     kv = app.kv()
     registry = app.registry
     names = ", ".join(registry.names()) or "none"
-    click.echo(f"graphq worker: {concurrency} process(es) on {redact_url(app.redis_url())}, "
-               f"queue {app.settings.queue!r}; workflows: {names}", err=True)
+    click.echo(
+        f"graphq worker: {concurrency} process(es) on {redact_url(app.redis_url())}, "
+        f"queue {app.settings.queue!r}; workflows: {names}",
+        err=True,
+    )
     level = log_level.upper()
     if concurrency == 1:
         _run_one(app, kv, burst, level)

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
 from graphcore import END, START, CompiledGraph, StateGraph, get_cancel_token, interrupt
-from graphcore.store.base import CheckpointStore
+from graphcore.checkpoints.protocol import CheckpointStore
 
 __all__ = ["ApprovalState", "build_graph", "format_result", "graph", "parse_answer"]
 

@@ -292,8 +292,12 @@ def format_report(summary: Record) -> str:
         for i, m in enumerate(summary["largest_modules"], 1)
     ]
     fn = summary["largest_function"]
-    lines += ["", f"Largest function: {fn['name']} in {fn['path']} ({fn['lines']:,} lines)" if fn
-              else "Largest function: none"]
+    lines += [
+        "",
+        f"Largest function: {fn['name']} in {fn['path']} ({fn['lines']:,} lines)"
+        if fn
+        else "Largest function: none",
+    ]
     lines += ["", f"Failures ({len(summary['failures'])}):"]
     lines += [f"  {f['path']}: {f['error']}" for f in summary["failures"]] or ["  none"]
     return "\n".join(lines)

@@ -1,9 +1,13 @@
 """graphcore — the graph engine of graphq: builder, channels, the pure super-step algorithm, checkpoints."""
 
-from graphcore.cancel import CancelToken
-from graphcore.channels import RemoveMessage, add_messages
-from graphcore.checkpoint import Checkpoint
-from graphcore.config import RunConfig, get_cancel_token, get_config, get_stream_writer
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.builder import StateGraph
+from graphcore.engine.cancel import CancelToken
+from graphcore.engine.channels import RemoveMessage, add_messages
+from graphcore.engine.config import RunConfig, get_cancel_token, get_config, get_stream_writer
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.interrupts import interrupt
+from graphcore.engine.retry import RetryPolicy
 from graphcore.errors import (
     ConfigError,
     GraphqError,
@@ -14,10 +18,6 @@ from graphcore.errors import (
     SerializationError,
     StepLimitError,
 )
-from graphcore.executor import CompiledGraph
-from graphcore.graph import StateGraph
-from graphcore.interrupts import interrupt
-from graphcore.retry import RetryPolicy
 from graphcore.types import END, START, Command, Interrupt, Overwrite, Send
 
 __all__ = [

@@ -114,7 +114,7 @@ class RedisUnavailableError(TransientError):
 
 class AppendConflictError(TransientError):
     """A checkpoint's log append found its log grown by another branch (the append guard of
-    :mod:`graphcore.store.layout`); nothing was written. The store plans again with a new generation."""
+    :mod:`graphcore.checkpoints.layout`); nothing was written. The store plans again with a new generation."""
 
 
 class LeaseLostError(TransientError):

@@ -17,13 +17,13 @@ def process_state_restored() -> Iterator[None]:
     """Restore what a command or an in-process worker changes process-wide: signal handlers (RQ) and the
     retry logger's level."""
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    level = logging.getLogger("graphcore.connection").level
+    level = logging.getLogger("graphcore.backend.connection").level
     try:
         yield
     finally:
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
-        logging.getLogger("graphcore.connection").setLevel(level)
+        logging.getLogger("graphcore.backend.connection").setLevel(level)
 
 
 def invoke(workflows: str, url: str, *args: str) -> Result:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from graphcore.connection import connect
-from graphcore.embedded import EmbeddedRedis
+from graphcore.backend.connection import connect
+from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.errors import ConfigError
 from graphcore.settings import get_settings
 

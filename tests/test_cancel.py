@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from graphcore.client import Client
-from graphcore.events import read_events
-from graphcore.registry import Registry
-from graphcore.runs import RunStatus
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.envs import clean_env
 from worker.queue import RQStepQueue

@@ -32,11 +32,11 @@ RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 def _isolate_process_state() -> Iterator[None]:
     """Restore what a command changes process-wide: signal handlers (RQ) and the retry logger's level."""
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    level = logging.getLogger("graphcore.connection").level
+    level = logging.getLogger("graphcore.backend.connection").level
     yield
     for sig, handler in handlers.items():
         signal.signal(sig, handler)
-    logging.getLogger("graphcore.connection").setLevel(level)
+    logging.getLogger("graphcore.backend.connection").setLevel(level)
 
 
 def graphq(*args: str, url: str | None, env: dict[str, str] | None = None) -> Result:

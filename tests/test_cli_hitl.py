@@ -19,11 +19,11 @@ from click.testing import Result
 
 from examples.approval import build_graph, format_result, parse_answer
 from graphcore import Command, NodeError, keys
-from graphcore.client import Client
-from graphcore.executor import INTERRUPT_KEY
-from graphcore.registry import Registry
+from graphcore.backend.client import Client
+from graphcore.checkpoints import InMemoryCheckpointStore
+from graphcore.engine.executor import INTERRUPT_KEY
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphcore.store import InMemoryCheckpointStore
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.envs import clean_env
 from tests.workflows import hitl

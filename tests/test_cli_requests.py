@@ -14,9 +14,9 @@ import pytest
 import redis
 from click.testing import Result
 
-from graphcore.client import Client
-from graphcore.interrupts import NotAwaitingInputError, RequestRecord
-from graphcore.registry import Registry
+from graphcore.backend.client import Client
+from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.workflows import hitl

@@ -18,10 +18,10 @@ import redis
 from click.testing import Result
 
 from graphcore import END, START, RetryPolicy, StateGraph, get_stream_writer
-from graphcore.client import Client
-from graphcore.connection import connect
-from graphcore.events import read_events
-from graphcore.registry import Registry
+from graphcore.backend.client import Client
+from graphcore.backend.connection import connect
+from graphcore.backend.events import read_events
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.envs import clean_env

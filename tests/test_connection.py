@@ -10,7 +10,7 @@ import pytest
 import redis
 import redis.exceptions as rex
 
-from graphcore.connection import (
+from graphcore.backend.connection import (
     TRANSIENT_REDIS_ERRORS,
     connect,
     is_transient,
@@ -18,7 +18,7 @@ from graphcore.connection import (
     redis_retry,
     redis_retrying,
 )
-from graphcore.embedded import EmbeddedRedis, free_port
+from graphcore.backend.embedded import EmbeddedRedis, free_port
 from graphcore.errors import ConfigError, RedisUnavailableError
 
 

@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.embedded import EmbeddedRedis
+from graphcore.backend.embedded import EmbeddedRedis
 from tests.envs import clean_env
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from graphcore.client import Client
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
-from graphcore.registry import Registry
-from graphcore.runs import RunStatus
 from graphcore.settings import Settings
 from tests.envs import clean_env
 from tests.workflows.hitl import Order

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from graphcore.connection import connect
-from graphcore.embedded import EmbeddedRedis, find_redis_server, free_port
+from graphcore.backend.connection import connect
+from graphcore.backend.embedded import EmbeddedRedis, find_redis_server, free_port
 from graphcore.errors import ConfigError, RedisUnavailableError
 
 
@@ -173,7 +173,7 @@ def test_a_taken_port_is_reported(tmp_path: Path) -> None:
 def test_the_server_is_stopped_when_the_parent_exits_without_stop(ending: str) -> None:
     script = textwrap.dedent(
         f"""
-        from graphcore.embedded import EmbeddedRedis
+        from graphcore.backend.embedded import EmbeddedRedis
         server = EmbeddedRedis(appendonly=False).start()
         print(server.pid, server.data_dir, flush=True)
         {ending}
@@ -208,7 +208,7 @@ def test_server_dies_with_a_sigkilled_parent(tmp_path: Path) -> None:
     """A SIGKILLed owner (e.g. `graphq run`) must not leave its redis-server holding the data directory."""
     script = textwrap.dedent(f"""
         import time
-        from graphcore.embedded import EmbeddedRedis
+        from graphcore.backend.embedded import EmbeddedRedis
         server = EmbeddedRedis(data_dir={str(tmp_path)!r}).start()
         print(server.pid, flush=True)
         time.sleep(60)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import graphcore
-import graphcore.store
+import graphcore.backend.store
+import graphcore.checkpoints
 
 
 def test_graphcore_exports() -> None:
@@ -40,9 +41,11 @@ def test_graphcore_exports() -> None:
 
 
 def test_store_exports() -> None:
-    assert set(graphcore.store.__all__) == {
+    """Moved in issue 7: ``graphcore.store`` became ``graphcore.checkpoints`` (no Redis in it) and the Redis
+    store lives in the backend, ``graphcore.backend.store.RedisCheckpointStore``."""
+    assert set(graphcore.checkpoints.__all__) == {
         "CheckpointStore",
         "InMemoryCheckpointStore",
         "KVCheckpointStore",
-        "RedisCheckpointStore",
     }
+    assert set(graphcore.backend.store.__all__) == {"KeyIndex", "RedisCheckpointStore", "plan_argv"}

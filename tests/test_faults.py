@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.client import Client
-from graphcore.registry import Registry
-from graphcore.runs import RunStatus
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
 from tests.envs import clean_env
 from worker.process import run_worker

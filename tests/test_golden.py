@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
-from graphcore import keys, serde
+from graphcore import keys
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.kv import KVCheckpointStore
+from graphcore.checkpoints.layout import decode_record, to_checkpoint
+from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.errors import SerializationError
-from graphcore.store.kv import KVCheckpointStore
-from graphcore.store.layout import decode_record, to_checkpoint
-from graphcore.store.memory import InMemoryCheckpointStore
 from graphcore.types import PendingTask
 from tests.golden.values import VALUES
 
@@ -72,7 +74,7 @@ def test_a_v1_checkpoint_reads_back_through_both_stores(backend: str, request: p
     if backend == "memory":
         store: KVCheckpointStore = InMemoryCheckpointStore()
     else:
-        store = KVCheckpointStore(request.getfixturevalue("redis_client"))
+        store = RedisCheckpointStore(request.getfixturevalue("redis_client"))
     _stored_v1(store.kv)
     cp = store.get("t")
     assert cp is not None

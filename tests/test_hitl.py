@@ -9,12 +9,12 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.client import Client, RunRequest
+from graphcore.backend.client import Client, RunRequest
+from graphcore.backend.runs import RunStatus
+from graphcore.backend.threads import ThreadBusyError
+from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
-from graphcore.registry import Registry
-from graphcore.runs import RunStatus
 from graphcore.settings import Settings
-from graphcore.threads import ThreadBusyError
 from tests.workflows import hitl
 from tests.workflows.hitl import Order
 from worker.process import run_worker

@@ -14,12 +14,12 @@ import redis
 from click.testing import CliRunner, Result
 
 from cli.main import main
-from graphcore import serde
-from graphcore.client import Client
-from graphcore.embedded import EmbeddedRedis
+from graphcore.backend.client import Client
+from graphcore.backend.embedded import EmbeddedRedis
+from graphcore.checkpoints import serde
+from graphcore.engine.inputs import InputTooLargeError, InputTypeError
+from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError
-from graphcore.inputs import InputTooLargeError, InputTypeError
-from graphcore.registry import Registry
 from graphcore.settings import Settings, load_settings
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workflows.typed import Color
@@ -134,7 +134,7 @@ def test_a_pydantic_state_takes_a_partial_input_as_given(client: Client, redis_u
 
 
 def test_check_refuses_like_enqueue(client: Client) -> None:
-    from graphcore.client import RunRequest, check_request
+    from graphcore.backend.client import RunRequest, check_request
 
     request = RunRequest("typed", {"amount": "x"})
     with pytest.raises(InputTypeError, match=r"^input\.amount: "):

@@ -27,7 +27,12 @@ def test_each_test_runs_in_an_empty_directory_with_its_own_data_dir() -> None:
 def test_a_subprocess_in_the_repository_root_does_not_see_its_local_data() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "cli", "runs", "list"],
-        env=clean_env(), cwd=ROOT, capture_output=True, text=True, timeout=30, check=False,
+        env=clean_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
     assert done.returncode == 2, done.stderr
     data = Path.cwd() / ".graphq"

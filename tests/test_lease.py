@@ -15,11 +15,11 @@ import pytest
 import redis
 
 import worker.lease
-from graphcore.client import Client
-from graphcore.connection import connect
-from graphcore.events import read_events
-from graphcore.registry import Registry
-from graphcore.runs import RunStatus
+from graphcore.backend.client import Client
+from graphcore.backend.connection import connect
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker.commit import CommitScript
 from worker.process import run_worker
@@ -70,15 +70,18 @@ def test_large_state_steps_keep_their_lease(
 
 
 def test_a_keeper_tick_between_the_commit_and_the_step_end_is_not_a_loss(
-    redis_client: redis.Redis, redis_url: str, caplog: pytest.LogCaptureFixture,
+    redis_client: redis.Redis,
+    redis_url: str,
+    caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The race made certain: right after every commit, before the step job goes on, the keeper ticks."""
     commit = CommitScript.run
     ticks: list[bool] = []
 
-    def commit_then_tick(self: CommitScript, stage: Any, script_keys: list[str], argv: list[Any], what: str
-                         ) -> None:
+    def commit_then_tick(
+        self: CommitScript, stage: Any, script_keys: list[str], argv: list[Any], what: str
+    ) -> None:
         commit(self, stage, script_keys, argv, what)
         keeper = worker.lease._keeper(self.kv, FAST_KEEPER["heartbeat_interval_s"])
         for lease in [x for x in list(keeper.leases) if x.key == script_keys[1]]:

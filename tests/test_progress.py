@@ -15,9 +15,9 @@ import redis
 from click.testing import CliRunner, Result
 
 from cli.main import main
-from graphcore.client import Client
-from graphcore.events import read_events
-from graphcore.registry import Registry
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import ok, process_state_restored
 from tests.envs import clean_env
@@ -144,8 +144,9 @@ def test_watch_prints_progress_lines_only_when_asked(
 def test_enqueue_wait_draws_step_bars_beside_the_runs_bar(redis_url: str, tmp_path: Path) -> None:
     env = clean_env(GRAPHQ_REDIS_URL=redis_url, GRAPHQ_WORKFLOWS="tests.workflows.wide")
     with (tmp_path / "worker.log").open("wb") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, stdout=log,
-                                  stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
     try:
         slow = '{"n": 5, "pause": 0.2}'
         drawn = ok(graphq(redis_url, "enqueue", "wide", "--input", slow, "--wait", env=TERMINAL))

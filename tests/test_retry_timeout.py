@@ -20,10 +20,10 @@ from graphcore import (
     get_cancel_token,
     get_stream_writer,
 )
-from graphcore.algo import Task, apply_input
+from graphcore.engine.algo import Task, apply_input
+from graphcore.engine.retry import RetryPolicy, default_retry_on
+from graphcore.engine.step import StepResult, run_step
 from graphcore.errors import Cancelled, NodeTimeoutError, RedisUnavailableError, StepLimitError
-from graphcore.retry import RetryPolicy, default_retry_on
-from graphcore.step import StepResult, run_step
 
 FAST = RetryPolicy(initial_interval_s=0.01, jitter=False)
 """Three tries, pauses of 0.01 s then 0.02 s."""

@@ -1,4 +1,5 @@
-"""Tests for graphcore.serde: exact round-trips of the allow-list, error paths, refusing crafted payloads."""
+"""Tests for graphcore.checkpoints.serde: exact round-trips of the allow-list, error paths, refusing crafted
+payloads."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import msgpack
 import pytest
 from pydantic import BaseModel, ConfigDict, RootModel
 
-from graphcore import serde
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.serde import dumps, loads
 from graphcore.errors import SerializationError
-from graphcore.serde import dumps, loads
 
 PARIS = ZoneInfo("Europe/Paris")
 

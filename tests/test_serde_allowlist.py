@@ -25,14 +25,15 @@ import pytest
 import redis
 from pydantic import BaseModel
 
-from graphcore import END, START, StateGraph, serde
-from graphcore.channels import RemoveMessage
-from graphcore.client import Client
+from graphcore import END, START, StateGraph
+from graphcore.backend.client import Client
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import decode_writes, encode_writes
+from graphcore.engine.channels import RemoveMessage
+from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, SerializationError
-from graphcore.registry import Registry
 from graphcore.settings import Settings, get_settings, load_settings
-from graphcore.store.kv import KVCheckpointStore
-from graphcore.store.layout import decode_writes, encode_writes
 from graphcore.types import Interrupt, Overwrite, PendingTask, TaskWrites
 from tests.envs import clean_env
 from tests.workflows.hitl import Order
@@ -387,9 +388,9 @@ def test_a_workflows_checkpoint_with_schema_classes_reads_back_from_redis(redis_
     g.add_node("ship", _ship)
     g.add_edge(START, "ship")
     g.add_edge("ship", END)
-    graph = g.compile(name="run-state", checkpointer=KVCheckpointStore(redis_client))
+    graph = g.compile(name="run-state", checkpointer=RedisCheckpointStore(redis_client))
     graph.invoke({}, {"thread_id": "t-allow"})
-    cp = KVCheckpointStore(redis_client).get("t-allow")  # a fresh store: values come from Redis
+    cp = RedisCheckpointStore(redis_client).get("t-allow")  # a fresh store: values come from Redis
     assert cp is not None
     stop = Stop("Lyon", Carrier.POST)
     assert cp.channel_values == {"shipment": Shipment(id=7, stops=[stop]), "log": [stop]}
@@ -439,7 +440,7 @@ def test_a_node_writing_a_class_no_schema_names_fails_the_write_naming_the_key(
     g.add_node("write", lambda state: {"payload": [UnlistedBox(1)]})
     g.add_edge(START, "write")
     g.add_edge("write", END)
-    graph = g.compile(name="any-state", checkpointer=KVCheckpointStore(redis_client))
+    graph = g.compile(name="any-state", checkpointer=RedisCheckpointStore(redis_client))
     with pytest.raises(SerializationError) as info:
         graph.invoke({}, {"thread_id": "t-unlisted"})
     assert info.value.path.startswith("state.payload")

@@ -12,12 +12,13 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.channels import RemoveMessage, add_messages
-from graphcore.checkpoint import Checkpoint, new_checkpoint_id
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.checkpoints.kv import KVCheckpointStore
+from graphcore.checkpoints.memory import InMemoryCheckpointStore, MemoryKV
+from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
+from graphcore.engine.channels import RemoveMessage, add_messages
+from graphcore.engine.schema import StateSchema
 from graphcore.errors import SerializationError
-from graphcore.schema import StateSchema
-from graphcore.store.kv import KVCheckpointStore
-from graphcore.store.memory import InMemoryCheckpointStore, MemoryKV
 from graphcore.types import Overwrite, PendingTask, TaskWrites
 
 
@@ -39,7 +40,9 @@ def kv(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def make_store(kv: Any, schema: StateSchema = SCHEMA) -> KVCheckpointStore:
-    return InMemoryCheckpointStore(schema, kv) if isinstance(kv, MemoryKV) else KVCheckpointStore(kv, schema)
+    return (
+        InMemoryCheckpointStore(schema, kv) if isinstance(kv, MemoryKV) else RedisCheckpointStore(kv, schema)
+    )
 
 
 def child(parent: Checkpoint | None, values: dict[str, Any], changed: list[str]) -> Checkpoint:

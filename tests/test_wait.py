@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from graphcore.client import Client
-from graphcore.registry import Registry
-from graphcore.runs import RunStatus
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.envs import clean_env
 from worker.queue import RQStepQueue
@@ -48,7 +48,12 @@ def worker(env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[byt
 
 def graphq(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cli", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=30,
+        [sys.executable, "-m", "cli", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
         check=False,
     )
 
@@ -67,7 +72,8 @@ def test_client_wait_returns_at_each_pause_and_at_the_end(
     client.answer(run_id, "hot")
     [done] = client.wait([run_id], timeout_s=20)
     assert (done.status, done.result) == (
-        RunStatus.COMPLETED, {"topic": "tea", "answers": ["green", "hot"], "done": True}
+        RunStatus.COMPLETED,
+        {"topic": "tea", "answers": ["green", "hot"], "done": True},
     )
 
 
@@ -102,7 +108,7 @@ def test_enqueue_wait_on_a_run_with_two_requests_lists_both(
         f'  {first.id}  approve  "approve a?"',
         f'  {second.id}  approve  "approve b?"',
         "answer all with (or one by one, with --request):",
-        f"  {answer} --value '{{\"{first.id}\": <JSON>, \"{second.id}\": <JSON>}}'",
+        f'  {answer} --value \'{{"{first.id}": <JSON>, "{second.id}": <JSON>}}\'',
         f"  {answer} --request {first.id} --value '<JSON>'",
         f"  {answer} --request {second.id} --value '<JSON>'",
     ]

@@ -8,12 +8,12 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.algo import prepare_tasks
-from graphcore.client import Client
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.algo import prepare_tasks
+from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
-from graphcore.events import read_events
-from graphcore.registry import Registry
-from graphcore.runs import RunStatus
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from tests.workflows import recovery
@@ -151,7 +151,7 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
     run = client.get_run(run_id)
     # First attempt: apply the input (as step 0 does), then "crash" after task 'b' persisted its writes.
     graph = REGISTRY.get("recovery")
-    from graphcore.algo import apply_input
+    from graphcore.engine.algo import apply_input
 
     cp = apply_input(graph, None, {"names": ["a", "b", "c"]}, {"run_id": run_id})
     store = client.checkpoints

@@ -14,11 +14,11 @@ from typing import Any
 from redis.exceptions import NoScriptError
 
 from graphcore import keys
+from graphcore.backend.events import encode_event
+from graphcore.backend.lua import source
+from graphcore.backend.store import KeyIndex, plan_argv
+from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
-from graphcore.events import encode_event
-from graphcore.lua import source
-from graphcore.store.kv import KeyIndex, plan_argv
-from graphcore.store.layout import Plan
 
 __all__ = ["CommitScript", "StepCommit"]
 

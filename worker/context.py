@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphcore.connection import connect
-from graphcore.lua import script
-from graphcore.registry import Registry
-from graphcore.runs import RunStore
+from graphcore.backend.connection import connect
+from graphcore.backend.lua import script
+from graphcore.backend.runs import RunStore
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.checkpoints.kv import LRU
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
-from graphcore.store.kv import LRU, KVCheckpointStore
 from worker.commit import CommitScript
 from worker.queue import RQStepQueue
 
@@ -28,7 +29,7 @@ class WorkerContext:
     queue: RQStepQueue
     fenced_hset: Any
     commit: CommitScript
-    stores: dict[str, KVCheckpointStore] = field(default_factory=dict)
+    stores: dict[str, RedisCheckpointStore] = field(default_factory=dict)
     configs: LRU = field(default_factory=LRU)
 
     @classmethod
@@ -44,10 +45,10 @@ class WorkerContext:
             CommitScript(kv),
         )
 
-    def store(self, workflow: str) -> KVCheckpointStore:
+    def store(self, workflow: str) -> RedisCheckpointStore:
         """The checkpoint store for ``workflow`` (one per workflow: it knows the state schema)."""
         if workflow not in self.stores:
-            self.stores[workflow] = KVCheckpointStore(self.kv, self.registry.get(workflow).schema)
+            self.stores[workflow] = RedisCheckpointStore(self.kv, self.registry.get(workflow).schema)
         return self.stores[workflow]
 
 

@@ -18,19 +18,20 @@ import traceback
 from datetime import UTC, datetime
 from typing import Any
 
-from graphcore import keys, serde
-from graphcore.algo import apply_input, apply_writes, fork, task_id
-from graphcore.checkpoint import Checkpoint
-from graphcore.config import RunConfig, Scope, run_scope
-from graphcore.connection import is_transient, redis_retrying, retry_transient
+from graphcore import keys
+from graphcore.backend.connection import is_transient, redis_retrying, retry_transient
+from graphcore.backend.events import stage_event
+from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
+from graphcore.backend.threads import hand_over
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import encode_writes
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import apply_input, apply_writes, fork, task_id
+from graphcore.engine.config import RunConfig, Scope, run_scope
+from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
+from graphcore.engine.interrupts import interrupt_id, resume_plan
+from graphcore.engine.step import RetryHook, run_step
 from graphcore.errors import AppendConflictError, Cancelled, GraphqError, LeaseLostError, RunNotFoundError
-from graphcore.events import stage_event
-from graphcore.executor import CompiledGraph, start_point, step_limit_error, with_resume
-from graphcore.interrupts import interrupt_id, resume_plan
-from graphcore.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
-from graphcore.step import RetryHook, run_step
-from graphcore.store.layout import encode_writes
-from graphcore.threads import hand_over
 from graphcore.types import TaskWrites
 from worker.commit import StepCommit
 from worker.context import WorkerContext, get_context

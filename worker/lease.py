@@ -19,9 +19,9 @@ from types import TracebackType
 from typing import Any
 
 from graphcore import keys
-from graphcore.cancel import CancelToken
-from graphcore.events import encode_event
-from graphcore.lua import script
+from graphcore.backend.events import encode_event
+from graphcore.backend.lua import script
+from graphcore.engine.cancel import CancelToken
 
 __all__ = ["Lease"]
 

@@ -15,10 +15,10 @@ from typing import Any
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
-from graphcore.connection import connect
-from graphcore.embedded import exit_with_parent
+from graphcore.backend.connection import connect
+from graphcore.backend.embedded import exit_with_parent
+from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
-from graphcore.registry import Registry
 from graphcore.settings import Settings, get_settings
 from worker.context import WorkerContext, set_context
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from graphcore.events import stage_event
+from graphcore.backend.events import stage_event
 
 __all__ = ["INTERVAL_S", "StepProgress", "step_progress"]
 

@@ -7,10 +7,10 @@ from typing import Any
 from rq import Queue
 from rq.serializers import JSONSerializer
 
-from graphcore.client import Client
-from graphcore.connection import connect
-from graphcore.registry import Registry
-from graphcore.runs import RunRecord
+from graphcore.backend.client import Client
+from graphcore.backend.connection import connect
+from graphcore.backend.runs import RunRecord
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
 
 __all__ = ["STEP_FUNC", "RQStepQueue", "connect_client", "queue_name", "step_job_id"]
@@ -34,7 +34,8 @@ def step_job_id(run_id: str, step: int) -> str:
 
 
 class RQStepQueue:
-    """A :class:`~graphcore.client.StepQueue` on RQ: one queue per workflow (see :func:`queue_name`)."""
+    """A :class:`~graphcore.backend.threads.StepQueue` on RQ: one queue per workflow (see
+    :func:`queue_name`)."""
 
     def __init__(self, kv: Any, settings: Settings | None = None) -> None:
         self.kv = kv

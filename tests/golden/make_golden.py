@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphcore import serde
-from graphcore.checkpoint import FORMAT_VERSION, Checkpoint
-from graphcore.store.layout import encode
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import encode
+from graphcore.checkpoints.model import FORMAT_VERSION, Checkpoint
 from graphcore.types import PendingTask
 from tests.golden.values import VALUES
 

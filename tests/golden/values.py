@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-from graphcore import serde
+from graphcore.checkpoints import serde
 
 
 class Order(BaseModel):

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypedDict
 from pydantic import BaseModel
 
 from graphcore import END, START, Send, StateGraph, add_messages
-from graphcore.interrupts import interrupt
+from graphcore.engine.interrupts import interrupt
 
 CALLS: Counter[str] = Counter()
 

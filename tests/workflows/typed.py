@@ -1,4 +1,4 @@
-"""Workflows whose state declares types, for the input checks at enqueue (``graphcore.inputs``)."""
+"""Workflows whose state declares types, for the input checks at enqueue (``graphcore.engine.inputs``)."""
 
 from __future__ import annotations
 

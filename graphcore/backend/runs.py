@@ -15,10 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from graphcore import keys, serde
+from graphcore import keys
+from graphcore.backend.events import encode_event
+from graphcore.backend.lua import script
+from graphcore.checkpoints import serde
 from graphcore.errors import RunNotFoundError
-from graphcore.events import encode_event
-from graphcore.lua import script
 
 __all__ = ["CANCEL_ERROR", "TERMINAL", "RunError", "RunRecord", "RunStatus", "RunStore", "now_iso"]
 

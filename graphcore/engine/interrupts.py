@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from graphcore.config import current_task
+from graphcore.engine.config import current_task
 from graphcore.errors import InvalidUpdateError
 from graphcore.types import Interrupt, TaskWrites
 

@@ -1,18 +1,21 @@
 """The compiled graph and its in-process executor: ``invoke`` and ``stream`` (G3, C1, C6).
 
-The loop here is thin: it calls :func:`graphcore.algo.apply_input`, :func:`graphcore.step.run_step` and
-:func:`graphcore.algo.apply_writes` — exactly what the RQ step job calls, one super-step per job.
+The loop here is thin: it calls :func:`graphcore.engine.algo.apply_input`,
+:func:`graphcore.engine.step.run_step` and :func:`graphcore.engine.algo.apply_writes` — exactly what the
+RQ step job calls, one super-step per job. The compiled graph's data is
+:class:`graphcore.engine.compiled.GraphSpec`; :class:`CompiledGraph` adds this loop to it.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from graphcore.algo import apply_input, apply_writes, fork
-from graphcore.checkpoint import Checkpoint
-from graphcore.config import (
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine.algo import Task, apply_input, apply_writes, fork
+from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.config import (
     ANSWERS_KEY,
     RESERVED_PREFIX,
     RESUME_KEY,
@@ -23,16 +26,11 @@ from graphcore.config import (
     merge_config,
     run_scope,
 )
+from graphcore.engine.interrupts import match_answer, pending_interrupts, resume_plan
+from graphcore.engine.step import run_step
+from graphcore.engine.stream import checkpoint_payload, task_payload
 from graphcore.errors import CheckpointNotFoundError, InvalidUpdateError, StepLimitError
-from graphcore.events import checkpoint_payload, task_payload
-from graphcore.interrupts import match_answer, pending_interrupts, resume_plan
-from graphcore.step import run_step
 from graphcore.types import Command, Interrupt, TaskWrites
-
-if TYPE_CHECKING:
-    from graphcore.algo import Task
-    from graphcore.graph import Branch, NodeSpec, StateGraph
-    from graphcore.store.base import CheckpointStore
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
 
@@ -82,50 +80,9 @@ def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
     )
 
 
-class CompiledGraph:
-    """A validated graph, ready to run in-process or on the queue.
-
-    Attributes:
-        name: the workflow name.
-        schema: the state schema and channels.
-        nodes: node name → spec.
-    """
-
-    def __init__(
-        self,
-        builder: StateGraph,
-        *,
-        name: str,
-        checkpointer: CheckpointStore | None,
-        defaults: Mapping[str, Any],
-    ) -> None:
-        self.name = name
-        self.formatter: Callable[[Any], str] | None = None
-        """Renders a run's result for people (``graphq run`` prints it); None prints the state as JSON."""
-        self.schema = builder.schema
-        self.nodes: dict[str, NodeSpec] = dict(builder.nodes)
-        self.checkpointer = checkpointer
-        self.defaults = merge_config(defaults)
-        self.edges_from: dict[str, list[str]] = {}
-        for source, target in builder.edges:
-            self.edges_from.setdefault(source, []).append(target)
-        self.branches_from: dict[str, list[Branch]] = {}
-        for branch in builder.branches:
-            self.branches_from.setdefault(branch.source, []).append(branch)
-        self.joins: list[tuple[str, tuple[str, ...], str]] = [
-            ("+".join(sources) + ">" + target, sources, target) for sources, target in builder.joins
-        ]
-        self.joins_from: dict[str, list[tuple[str, tuple[str, ...], str]]] = {}
-        for join in self.joins:
-            for source in join[1]:
-                self.joins_from.setdefault(source, []).append(join)
-
-    def config_for(self, config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
-        """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in."""
-        cfg = merge_config(self.defaults, config)
-        return cfg.model_copy(
-            update={"thread_id": cfg.thread_id or uuid.uuid4().hex, "run_id": cfg.run_id or uuid.uuid4().hex}
-        )
+class CompiledGraph(GraphSpec):
+    """A validated graph, ready to run in-process (``invoke``, ``stream``) or on the queue (its data,
+    :class:`~graphcore.engine.compiled.GraphSpec`, is what the step job reads)."""
 
     def invoke(self, input: Any, config: Mapping[str, Any] | RunConfig | None = None) -> dict[str, Any]:
         """Run the graph to the end in this process and return the final state values.

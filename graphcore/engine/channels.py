@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from graphcore.checkpoints import serde
 from graphcore.errors import InvalidUpdateError
 from graphcore.types import Overwrite
 
@@ -112,6 +113,9 @@ class RemoveMessage:
     """Write this into a :func:`add_messages` channel to delete the message with ``id``."""
 
     id: str
+
+
+serde.allow_classes(RemoveMessage)  # stored in pending writes (a node's write) like graphq's other values
 
 
 def _message_id(message: Any) -> str | None:

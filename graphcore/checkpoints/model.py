@@ -13,7 +13,7 @@ __all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointSource", "new_checkpoint_i
 
 FORMAT_VERSION = 2
 """Version of the stored checkpoint format (2: values addressed by checkpoint id, guarded log appends; see
-:mod:`graphcore.store.layout` for what changed and which versions still read)."""
+:mod:`graphcore.checkpoints.layout` for what changed and which versions still read)."""
 
 CheckpointSource = Literal["input", "loop", "fork", "update"]
 

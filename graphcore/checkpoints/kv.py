@@ -1,9 +1,10 @@
-"""A checkpoint store over a Redis-like key-value client (redis-py's ``Redis``, or :class:`MemoryKV` through
-:class:`~graphcore.store.memory.InMemoryCheckpointStore`).
+"""The checkpoint store over a Redis-like key-value client, for every backend.
 
 One implementation serves both backends, so the Redis store and the in-memory store cannot drift apart:
-they differ only in how a planned write is applied atomically (``put_checkpoint.lua`` here, a lock there).
-The layout (what goes where, O(change) writes, the append guard) is in :mod:`graphcore.store.layout`.
+they differ only in how a planned write is applied atomically — ``put_checkpoint.lua`` in
+:class:`graphcore.backend.store.RedisCheckpointStore`, a lock in
+:class:`graphcore.checkpoints.memory.InMemoryCheckpointStore`.
+The layout (what goes where, O(change) writes, the append guard) is in :mod:`graphcore.checkpoints.layout`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from graphcore import keys, serde
-from graphcore.checkpoint import Checkpoint
-from graphcore.errors import AppendConflictError
-from graphcore.lua import script
-from graphcore.schema import StateSchema
-from graphcore.store.layout import (
+from graphcore import keys
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import (
+    ChannelKinds,
     Plan,
     Record,
     Ref,
@@ -28,9 +27,11 @@ from graphcore.store.layout import (
     encode_writes,
     to_checkpoint,
 )
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.errors import AppendConflictError
 from graphcore.types import TaskWrites
 
-__all__ = ["LRU", "KVCheckpointStore", "KeyIndex", "plan_argv"]
+__all__ = ["LRU", "KVCheckpointStore"]
 
 _CACHE_SIZE = 128
 
@@ -45,41 +46,14 @@ class LRU(OrderedDict[Any, Any]):
             self.popitem(last=False)
 
 
-class KeyIndex:
-    """Numbers the data keys a Lua script receives in KEYS, from ``first`` on (I8: keys only via KEYS)."""
-
-    def __init__(self, first: int) -> None:
-        self.first = first
-        self.keys: list[str] = []
-        self._index: dict[str, int] = {}
-
-    def __call__(self, key: str) -> str:
-        """The KEYS index (as a string) of ``key``, adding it when new."""
-        if key not in self._index:
-            self._index[key] = self.first + len(self.keys)
-            self.keys.append(key)
-        return str(self._index[key])
-
-
-def plan_argv(plan: Plan, index: KeyIndex) -> list[str | bytes]:
-    """The plan's two ARGV sections for ``put_checkpoint.lua`` / ``commit_step.lua``: values
-    ``n × (key index, field, value)``, then appends ``n × (key index, start, count, items...)``."""
-    argv: list[str | bytes] = [str(len(plan.values))]
-    for key, field, value in plan.values:
-        argv += [index(key), field, value]
-    argv.append(str(len(plan.appends)))
-    for append in plan.appends:
-        argv += [index(append.key), str(append.start), str(len(append.items)), *append.items]
-    return argv
-
-
 class KVCheckpointStore:
-    """:class:`~graphcore.store.base.CheckpointStore` over a Redis-like client.
+    """:class:`~graphcore.checkpoints.protocol.CheckpointStore` over a Redis-like client; a backend
+    subclass says how a planned write is applied (:meth:`_apply`).
 
     Args:
-        kv: ``redis.Redis`` (bytes responses).
-        schema: the state schema, if known; list values of its reducer channels are stored as logs (all
-            list values are, when None).
+        kv: a client with redis-py's hash and list commands (bytes responses).
+        schema: which channels are reducer channels (the engine's ``StateSchema``), if known; list values
+            of those are stored as logs (all list values are, when None).
 
     Process-local caches keep per-step cost O(change): the items of append-only logs already read (every
     position of a log is written once, so a cached prefix stays valid), recently stored or loaded
@@ -88,7 +62,7 @@ class KVCheckpointStore:
     instead of failing the append guard first).
     """
 
-    def __init__(self, kv: Any, schema: StateSchema | None = None) -> None:
+    def __init__(self, kv: Any, schema: ChannelKinds | None = None) -> None:
         self.kv = kv
         self.schema = schema
         self._logs = LRU()
@@ -144,12 +118,9 @@ class KVCheckpointStore:
         raise AppendConflictError(f"checkpoint {checkpoint.id} of thread {thread_id!r} is already stored")
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
-        """Write ``plan`` atomically (``put_checkpoint.lua``); False when an append guard failed."""
-        index = KeyIndex(3)
-        argv = [cp.id, plan.record, *plan_argv(plan, index)]
-        fixed = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
-        reply = script(self.kv, "put_checkpoint")(keys=fixed + index.keys, args=argv)
-        return bool(reply == b"ok" or reply == "ok")
+        """Write ``plan`` atomically: check every append guard, then write the record, its history entry,
+        the values and the appends; False (nothing written) when a guard failed. Each backend says how."""
+        raise NotImplementedError
 
     def put_writes(self, thread_id: str, checkpoint_id: str, writes: TaskWrites, *, ns: str = "") -> None:
         """Persist one task's writes (see the protocol)."""

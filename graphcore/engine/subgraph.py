@@ -9,17 +9,15 @@ where it stopped (it finds its own checkpoints again, because a re-run task keep
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from graphcore.channels import ReducerChannel
-from graphcore.interrupts import GraphInterrupt
+from graphcore.engine.channels import ReducerChannel
+from graphcore.engine.executor import INTERRUPT_KEY, CompiledGraph
+from graphcore.engine.interrupts import GraphInterrupt
+from graphcore.engine.schema import StateSchema
 from graphcore.types import Overwrite
-
-if TYPE_CHECKING:
-    from graphcore.executor import CompiledGraph
-    from graphcore.schema import StateSchema
 
 __all__ = ["SubgraphNode"]
 
@@ -42,7 +40,6 @@ class SubgraphNode:
         Raises:
             GraphInterrupt: a node of the subgraph asked a human; the parent task pauses.
         """
-        from graphcore.executor import INTERRUPT_KEY
 
         values = state.model_dump() if isinstance(state, BaseModel) else dict(state)
         shared = {k: v for k, v in values.items() if k in self.graph.schema.channels}
@@ -61,5 +58,5 @@ class SubgraphNode:
         if not isinstance(self.parent.channels[key], ReducerChannel):
             return after
         if isinstance(before, list) and isinstance(after, list) and after[: len(before)] == before:
-            return after[len(before):]
+            return after[len(before) :]
         return Overwrite(after) if before is not None else after

@@ -39,13 +39,13 @@ stored name is looked up in a map of *allowed classes*, keyed by ``(module, qual
 it fails with a :class:`SerializationError` naming the class and the setting, so a record written to Redis
 by someone else cannot make a worker import a module. A class is allowed when
 
-* a state schema names it: building a graph (:class:`~graphcore.schema.StateSchema`) walks the schema's
+* a state schema names it: building a graph (:class:`~graphcore.engine.schema.StateSchema`) walks the schema's
   annotations, through ``list[...]``, ``dict[...]``, ``tuple[...]``, unions / ``Optional``, ``Annotated[...,
   reducer]``, ``Literal`` enum members, type aliases and ``NewType``, into the fields of nested pydantic
   models, dataclasses and TypedDicts (:func:`allow_types`). Loading a process's workflows therefore allows
   their classes;
 * it is one of graphq's own stored values (:class:`~graphcore.types.Interrupt`,
-  :class:`~graphcore.types.Overwrite`, :class:`~graphcore.channels.RemoveMessage`);
+  :class:`~graphcore.types.Overwrite`, :class:`~graphcore.engine.channels.RemoveMessage`);
 * it is passed to :func:`allow_classes` (in-process code, tests), or
 * it is named in the ``GRAPHQ_SERDE_ALLOWED_CLASSES`` setting (comma-separated ``module:QualName``). Those
   entries are the only names graphq imports: when the workflows are loaded (``Registry.load``) and, in a
@@ -81,7 +81,6 @@ from zoneinfo import ZoneInfo
 import msgpack
 from pydantic import BaseModel
 
-from graphcore.channels import RemoveMessage
 from graphcore.errors import ConfigError, SerializationError
 from graphcore.settings import class_entries, get_settings
 from graphcore.types import Interrupt, Overwrite
@@ -148,8 +147,8 @@ _KINDS: dict[int, tuple[str, _ClassTable]] = {
 _applied_setting: list[str] = [""]  # the GRAPHQ_SERDE_ALLOWED_CLASSES value whose classes were allowed
 _HOW_TO_ALLOW = (
     "allowed are the classes named by the state schemas of the workflows this process loaded (entry "
-    "points, GRAPHQ_WORKFLOWS), graphq's own, those passed to graphcore.serde.allow_classes() and those "
-    f"listed in {ALLOWED_CLASSES_SETTING} (comma-separated module:QualName)"
+    "points, GRAPHQ_WORKFLOWS), graphq's own, those passed to graphcore.checkpoints.serde.allow_classes() "
+    f"and those listed in {ALLOWED_CLASSES_SETTING} (comma-separated module:QualName)"
 )
 
 
@@ -797,4 +796,5 @@ def loads(data: bytes) -> Any:
         raise SerializationError(_STORED, f"corrupt payload: {type(exc).__name__}: {exc}") from exc
 
 
-allow_classes(Interrupt, Overwrite, RemoveMessage)  # graphq's own values found in pending writes and events
+allow_classes(Interrupt, Overwrite)  # graphq's own values found in pending writes and events (and
+# RemoveMessage, allowed where it is defined: graphcore.engine.channels)

@@ -10,20 +10,18 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tenacity import RetryCallState
 
-from graphcore.algo import Task, prepare_tasks, run_task
-from graphcore.cancel import CancelToken
-from graphcore.checkpoint import Checkpoint
-from graphcore.config import RunConfig
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import Task, prepare_tasks, run_task
+from graphcore.engine.cancel import CancelToken
+from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.config import RunConfig
 from graphcore.errors import GraphqError, NodeError, NodeTimeoutError
 from graphcore.settings import get_settings
 from graphcore.types import TaskWrites
-
-if TYPE_CHECKING:
-    from graphcore.executor import CompiledGraph
 
 __all__ = ["RetryHook", "StepResult", "run_step"]
 
@@ -63,7 +61,7 @@ class StepResult:
 class _Step:
     """What every task of one super-step shares."""
 
-    graph: CompiledGraph
+    graph: GraphSpec
     cp: Checkpoint
     config: RunConfig
     writer: Writer
@@ -173,7 +171,7 @@ def _start_thread(fn: Callable[[], TaskWrites], name: str) -> Future[TaskWrites]
 
 
 def run_step(
-    graph: CompiledGraph,
+    graph: GraphSpec,
     cp: Checkpoint,
     config: RunConfig,
     *,

@@ -12,7 +12,7 @@ __all__ = ["script", "source"]
 
 @cache
 def source(name: str) -> str:
-    """The text of ``graphcore/lua/<name>.lua``."""
+    """The text of ``graphcore/backend/lua/<name>.lua``."""
     return files(__name__).joinpath(f"{name}.lua").read_text()
 
 
@@ -20,8 +20,8 @@ _registered: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDic
 
 
 def script(kv: Any, name: str) -> Any:
-    """``kv.register_script`` of ``graphcore/lua/<name>.lua`` (a callable ``(keys, args)``), made once per
-    client: a step job calls scripts on its hot path."""
+    """``kv.register_script`` of ``graphcore/backend/lua/<name>.lua`` (a callable ``(keys, args)``), made
+    once per client: a step job calls scripts on its hot path."""
     scripts = _registered.setdefault(kv, {})
     if name not in scripts:
         scripts[name] = kv.register_script(source(name))

@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from graphcore import keys, serde
-from graphcore.checkpoint import Checkpoint
-from graphcore.types import TaskWrites
+from graphcore import keys
+from graphcore.checkpoints import serde
 
-__all__ = ["Event", "checkpoint_payload", "encode_event", "read_events", "stage_event", "task_payload"]
+__all__ = ["Event", "encode_event", "read_events", "stage_event"]
 
 
 @dataclass(frozen=True)
@@ -56,24 +55,3 @@ def read_events(
                 int(fields[b"step"]),
                 serde.loads(fields[b"data"]),
             )
-
-
-def task_payload(tw: TaskWrites) -> dict[str, Any]:
-    """A finished task as the ``tasks`` stream mode shows it."""
-    return {
-        "id": tw.task_id,
-        "node": tw.node,
-        "writes": dict(tw.writes),
-        "interrupts": [{"id": i.id, "value": i.value} for i in tw.interrupts],
-    }
-
-
-def checkpoint_payload(cp: Checkpoint) -> dict[str, Any]:
-    """A committed checkpoint as the ``checkpoints`` stream mode shows it."""
-    return {
-        "checkpoint_id": cp.id,
-        "parent_id": cp.parent_id,
-        "step": cp.step,
-        "source": cp.source,
-        "next": [t.node for t in cp.next_tasks],
-    }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from graphcore.checkpoint import Checkpoint
+from graphcore.checkpoints.model import Checkpoint
 from graphcore.types import TaskWrites
 
 __all__ = ["CheckpointStore"]

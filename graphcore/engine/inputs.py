@@ -25,10 +25,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
-from graphcore import serde
-from graphcore.channels import LastValue, ReducerChannel
+from graphcore.checkpoints import serde
+from graphcore.engine.channels import LastValue, ReducerChannel
+from graphcore.engine.schema import StateSchema
 from graphcore.errors import InvalidUpdateError, PermanentError
-from graphcore.schema import StateSchema
 from graphcore.settings import get_settings
 from graphcore.types import Overwrite
 
@@ -72,7 +72,7 @@ def check_size(what: str, size: int) -> None:
 
     Args:
         what: what it is, for the message (``"input"``, ``"answer"``).
-        size: its serialized size (:func:`graphcore.serde.dumps`), bytes.
+        size: its serialized size (:func:`graphcore.checkpoints.serde.dumps`), bytes.
 
     Raises:
         InputTooLargeError: naming the size and the setting.
@@ -98,7 +98,7 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
     Args:
         schema: the workflow's state schema.
         value: the input; anything but a non-empty mapping is left to
-            :meth:`~graphcore.schema.StateSchema.writes_of` (None, a model instance, a wrong shape).
+            :meth:`~graphcore.engine.schema.StateSchema.writes_of` (None, a model instance, a wrong shape).
         path: the root of error paths.
 
     Returns:

@@ -4,65 +4,22 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine.compiled import Branch, NodeSpec
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.retry import RetryPolicy
+from graphcore.engine.schema import StateSchema
+from graphcore.engine.subgraph import SubgraphNode
+from graphcore.engine.validate import validate
 from graphcore.errors import ConfigError, InvalidGraphError
-from graphcore.retry import RetryPolicy
-from graphcore.schema import StateSchema
-from graphcore.subgraph import SubgraphNode
 from graphcore.types import END, START
 
-if TYPE_CHECKING:
-    from graphcore.executor import CompiledGraph
-    from graphcore.store.base import CheckpointStore
-
-__all__ = ["Branch", "NodeSpec", "StateGraph"]
-
-
-@dataclass(frozen=True)
-class NodeSpec:
-    """One node: its function and options.
-
-    Attributes:
-        name: unique node name.
-        fn: ``fn(state)`` or ``fn(state, config)``; returns a dict update, a Command, or None.
-        takes_config: whether ``fn`` accepts a second ``config`` argument.
-        timeout_s: node timeout in seconds, per try (enforced by :mod:`graphcore.step`, G10), or None.
-        settings: JSON-serialisable per-node settings, passed through untouched.
-        destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
-        retry: how the node is tried again after an error (G9), or None for a single try.
-    """
-
-    name: str
-    fn: Callable[..., Any]
-    takes_config: bool
-    timeout_s: float | None = None
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    destinations: tuple[str, ...] = ()
-    retry: RetryPolicy | None = None
-
-
-@dataclass(frozen=True)
-class Branch:
-    """A conditional edge: ``router(state)`` picks destinations, optionally mapped through ``path_map``.
-
-    The router returns a node name, END, a Send, or a list of those. ``path_map`` (a mapping, or a list of
-    allowed names) translates or restricts the router's return values.
-    """
-
-    source: str
-    router: Callable[[Any], Any]
-    path_map: Mapping[Hashable, str] | None = None
-
-    def destinations(self) -> list[str] | None:
-        """The nodes this branch may reach, when ``path_map`` says; None when only the router knows."""
-        return None if self.path_map is None else list(self.path_map.values())
+__all__ = ["StateGraph"]
 
 
 def _is_compiled_graph(fn: Any) -> bool:
-    from graphcore.executor import CompiledGraph
-
     return isinstance(fn, CompiledGraph)
 
 
@@ -185,8 +142,5 @@ class StateGraph:
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node.
         """
-        from graphcore.executor import CompiledGraph
-        from graphcore.validate import validate
-
         validate(self)
         return CompiledGraph(self, name=name or "graph", checkpointer=checkpointer, defaults=config or {})

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphcore.cancel import CancelToken
+from graphcore.engine.cancel import CancelToken
 from graphcore.errors import ConfigError, OutsideRunError
 from graphcore.settings import get_settings
 

@@ -15,9 +15,9 @@ import importlib
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 
-from graphcore import serde
+from graphcore.checkpoints import serde
+from graphcore.engine.executor import CompiledGraph
 from graphcore.errors import ConfigError, UnknownWorkflowError
-from graphcore.executor import CompiledGraph
 
 __all__ = ["ENTRY_POINT_GROUP", "Registry"]
 

@@ -10,20 +10,21 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from redis.exceptions import WatchError
 
-from graphcore import keys, serde
-from graphcore.algo import apply_update, task_id
-from graphcore.checkpoint import Checkpoint
+from graphcore import keys
+from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.backend.threads import MULTITASK_POLICIES, Multitask, StepQueue, ThreadBusyError, hand_over
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import apply_update, task_id
+from graphcore.engine.inputs import check_size, check_types
+from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
+from graphcore.engine.registry import Registry
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
-from graphcore.inputs import check_size, check_types
-from graphcore.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
-from graphcore.registry import Registry
-from graphcore.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
-from graphcore.store.kv import KVCheckpointStore
-from graphcore.threads import MULTITASK_POLICIES, Multitask, ThreadBusyError, hand_over
 from graphcore.types import START, Interrupt
 
 __all__ = ["Client", "RunRequest", "StepQueue", "check_request"]
@@ -51,15 +52,12 @@ def _order(record: RequestRecord, task: int | None, call: int | None) -> tuple[i
     """Sort key of a request: its step (unknown last), task and call index, then when it was asked."""
     unknown = 1 << 62
     step = unknown if record.step is None else record.step
-    return (step, unknown if task is None else task, unknown if call is None else call,
-            record.created_at or record.answered_at or "")
-
-
-class StepQueue(Protocol):
-    """Puts step jobs on the queue, inside the caller's MULTI pipeline."""
-
-    def stage(self, pipe: Any, run: RunRecord) -> None:
-        """Queue the job of ``run``'s step number ``run.step`` on ``pipe``."""
+    return (
+        step,
+        unknown if task is None else task,
+        unknown if call is None else call,
+        record.created_at or record.answered_at or "",
+    )
 
 
 @dataclass
@@ -88,9 +86,9 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     """Validate ``req`` as :meth:`Client.enqueue_many` does, without Redis; returns the run record to store.
 
     Checks the workflow name, the run options, the ids, the input's shape, keys and types against the state
-    schema (:func:`graphcore.inputs.check_types`: the record holds the input as given, or with JSON-form
-    values validated into their declared types), that it serializes, and the sizes of the input and of any
-    preset answer (``GRAPHQ_MAX_INPUT_BYTES``).
+    schema (:func:`graphcore.engine.inputs.check_types`: the record holds the input as given, or with
+    JSON-form values validated into their declared types), that it serializes, and the sizes of the input
+    and of any preset answer (``GRAPHQ_MAX_INPUT_BYTES``).
 
     Raises:
         UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,
@@ -135,7 +133,7 @@ class Client:
         self.registry = registry
         self.queue = queue
         self.runs = RunStore(kv)
-        self.checkpoints = KVCheckpointStore(kv)
+        self.checkpoints = RedisCheckpointStore(kv)
 
     def _record(self, req: RunRequest) -> RunRecord:
         return check_request(self.registry, req)
@@ -161,7 +159,8 @@ class Client:
         Raises:
             UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError: a request is invalid
                 (unknown workflow, bad option or id, an input the state schema does not accept: unknown keys,
-                or a value of the wrong type, :class:`~graphcore.inputs.InputTypeError`); nothing is written.
+                or a value of the wrong type, :class:`~graphcore.engine.inputs.InputTypeError`); nothing is
+                written.
             InputTooLargeError: an input is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
             ThreadBusyError: ``multitask="reject"`` and a thread has an active run (or two requests share a
                 thread); nothing is written.
@@ -324,8 +323,9 @@ class Client:
         head_step = step_after(run.head)
         for rid, asked in pending.items():  # open requests of a subgraph: not in the run's records
             if rid not in stored:
-                record = RequestRecord(rid, asked.node, asked.value, "open", None, head_step, run.head,
-                                       asked.created_at)
+                record = RequestRecord(
+                    rid, asked.node, asked.value, "open", None, head_step, run.head, asked.created_at
+                )
                 found.append((_order(record, None, asked.index), record))
         return [record for _, record in sorted(found, key=lambda pair: pair[0])]
 
@@ -564,7 +564,7 @@ class Client:
         if node is None:
             raise InvalidUpdateError("update_state: no node wrote the latest checkpoint; pass as_node")
         cp = apply_update(graph, head, values, node, {"run_id": None})
-        KVCheckpointStore(self.kv, graph.schema).put(thread_id, cp)
+        RedisCheckpointStore(self.kv, graph.schema).put(thread_id, cp)
         return cp
 
     def thread_runs(self, thread_id: str) -> list[RunRecord]:

@@ -1,19 +1,16 @@
-"""Compile-time checks of a :class:`~graphcore.graph.StateGraph` (G1)."""
+"""Compile-time checks of a graph's parts, as the builder (:class:`~graphcore.engine.builder.StateGraph`)
+holds them (G1)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from graphcore.engine.compiled import GraphParts
 from graphcore.errors import InvalidGraphError
 from graphcore.types import END, START
-
-if TYPE_CHECKING:
-    from graphcore.graph import StateGraph
 
 __all__ = ["validate"]
 
 
-def _check_edges(graph: StateGraph, known: set[str]) -> None:
+def _check_edges(graph: GraphParts, known: set[str]) -> None:
     for source, target in graph.edges:
         if source != START and source not in known:
             raise InvalidGraphError(f"edge {source!r} -> {target!r}: unknown source node {source!r}")
@@ -23,7 +20,7 @@ def _check_edges(graph: StateGraph, known: set[str]) -> None:
             raise InvalidGraphError(f"edge {source!r} -> {target!r}: edge to nowhere, no node {target!r}")
 
 
-def _check_joins(graph: StateGraph, known: set[str]) -> None:
+def _check_joins(graph: GraphParts, known: set[str]) -> None:
     for sources, target in graph.joins:
         unknown = [s for s in sources if s not in known]
         if unknown:
@@ -32,7 +29,7 @@ def _check_joins(graph: StateGraph, known: set[str]) -> None:
             raise InvalidGraphError(f"join {list(sources)} -> {target!r}: edge to nowhere")
 
 
-def _check_dynamic(graph: StateGraph, known: set[str]) -> None:
+def _check_dynamic(graph: GraphParts, known: set[str]) -> None:
     for spec in graph.nodes.values():
         bad = [d for d in spec.destinations if d != END and d not in known]
         if bad:
@@ -47,14 +44,14 @@ def _check_dynamic(graph: StateGraph, known: set[str]) -> None:
             )
 
 
-def _check_names(graph: StateGraph) -> None:
+def _check_names(graph: GraphParts) -> None:
     known = set(graph.nodes)
     _check_edges(graph, known)
     _check_joins(graph, known)
     _check_dynamic(graph, known)
 
 
-def _successors(graph: StateGraph) -> dict[str, set[str]]:
+def _successors(graph: GraphParts) -> dict[str, set[str]]:
     succ: dict[str, set[str]] = {name: set() for name in [START, *graph.nodes]}
     for source, target in graph.edges:
         succ[source].add(target)
@@ -69,7 +66,7 @@ def _successors(graph: StateGraph) -> dict[str, set[str]]:
     return succ
 
 
-def validate(graph: StateGraph) -> None:
+def validate(graph: GraphParts) -> None:
     """Reject graphs that cannot run as written.
 
     Raises:

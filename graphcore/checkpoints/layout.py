@@ -27,18 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from graphcore import keys, serde
-from graphcore.channels import ReducerChannel
-from graphcore.checkpoint import FORMAT_VERSION, Checkpoint
+from graphcore import keys
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.model import FORMAT_VERSION, Checkpoint
 from graphcore.errors import SerializationError
-from graphcore.schema import StateSchema
 from graphcore.types import PendingTask, TaskWrites
 
 __all__ = [
     "READABLE_VERSIONS",
     "Append",
+    "ChannelKinds",
     "Plan",
     "Record",
     "decode_record",
@@ -49,6 +49,15 @@ __all__ = [
 ]
 
 Ref = list[Any]
+
+
+class ChannelKinds(Protocol):
+    """What the layout needs to know of a state schema (the engine's ``StateSchema`` is one)."""
+
+    def is_reducer(self, key: str) -> bool:
+        """Whether channel ``key`` folds writes with a reducer (its list values are stored as logs)."""
+        ...
+
 
 READABLE_VERSIONS = (1, FORMAT_VERSION)
 """Stored checkpoint formats this code reads (see the module docstring for what changed)."""
@@ -86,10 +95,10 @@ class Plan:
     appends: list[Append] = field(default_factory=list)
 
 
-def _is_log(schema: StateSchema | None, key: str, value: Any) -> bool:
+def _is_log(schema: ChannelKinds | None, key: str, value: Any) -> bool:
     if not isinstance(value, list):
         return False
-    return schema is None or isinstance(schema.channels.get(key), ReducerChannel)
+    return schema is None or schema.is_reducer(key)
 
 
 def _log_ref(
@@ -121,7 +130,7 @@ def encode(
     cp: Checkpoint,
     parent: Checkpoint | None,
     parent_refs: Mapping[str, Ref] | None,
-    schema: StateSchema | None = None,
+    schema: ChannelKinds | None = None,
     *,
     may_append: bool = True,
 ) -> Plan:

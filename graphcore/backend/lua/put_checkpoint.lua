@@ -5,7 +5,7 @@
 -- (the same layout as in commit_step.lua):
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 -- An append is valid only while its log holds exactly `start` items (the append guard of
--- graphcore/store/layout.py); when one is not, nothing is written.
+-- graphcore/checkpoints/layout.py); when one is not, nothing is written.
 -- Returns 'ok', or 'log' when an append guard failed.
 local V = 3                               -- ARGV index of the values count
 local A = V + 1 + 3 * tonumber(ARGV[V])   -- ARGV index of the appends count

@@ -10,21 +10,26 @@ between leaves the thread's next run waiting until the run is handed over again 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from redis.exceptions import WatchError
 
 from graphcore import keys
+from graphcore.backend.runs import RunRecord, RunStore
 from graphcore.errors import PermanentError
-from graphcore.runs import RunRecord, RunStore
 
-if TYPE_CHECKING:
-    from graphcore.client import StepQueue
-
-__all__ = ["MULTITASK_POLICIES", "Multitask", "ThreadBusyError", "hand_over"]
+__all__ = ["MULTITASK_POLICIES", "Multitask", "StepQueue", "ThreadBusyError", "hand_over"]
 
 Multitask = Literal["reject", "enqueue"]
 MULTITASK_POLICIES: tuple[Multitask, ...] = ("reject", "enqueue")
+
+
+class StepQueue(Protocol):
+    """Puts step jobs on the queue, inside the caller's MULTI pipeline (the worker package provides the
+    RQ one)."""
+
+    def stage(self, pipe: Any, run: RunRecord) -> None:
+        """Queue the job of ``run``'s step number ``run.step`` on ``pipe``."""
 
 
 class ThreadBusyError(PermanentError):

@@ -15,19 +15,23 @@ import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from graphcore.cancel import CancelToken
-from graphcore.channels import MISSING
-from graphcore.checkpoint import Checkpoint, new_checkpoint_id
-from graphcore.config import ANSWERS_KEY, RESERVED_PREFIX, RESUME_KEY, RunConfig, TaskContext, task_context
+from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
+from graphcore.engine.cancel import CancelToken
+from graphcore.engine.channels import MISSING
+from graphcore.engine.compiled import Branch, GraphSpec
+from graphcore.engine.config import (
+    ANSWERS_KEY,
+    RESERVED_PREFIX,
+    RESUME_KEY,
+    RunConfig,
+    TaskContext,
+    task_context,
+)
+from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.errors import GraphqError, InvalidUpdateError
-from graphcore.interrupts import GraphInterrupt
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
-
-if TYPE_CHECKING:
-    from graphcore.executor import CompiledGraph
-    from graphcore.graph import Branch
 
 __all__ = ["Task", "apply_input", "apply_update", "apply_writes", "fork", "prepare_tasks", "run_task"]
 
@@ -54,7 +58,7 @@ def task_id(checkpoint_id: str, index: int, node: str) -> str:
     return hashlib.sha1(f"{checkpoint_id}|{index}|{node}".encode()).hexdigest()[:16]
 
 
-def prepare_tasks(graph: CompiledGraph, cp: Checkpoint) -> list[Task]:
+def prepare_tasks(graph: GraphSpec, cp: Checkpoint) -> list[Task]:
     """The tasks of the super-step that follows ``cp``, in order.
 
     Each state-triggered task gets its own view of the state, so a node that assigns into its input does
@@ -68,7 +72,7 @@ def prepare_tasks(graph: CompiledGraph, cp: Checkpoint) -> list[Task]:
 
 
 def _apply(
-    graph: CompiledGraph, values: Mapping[str, Any], writes: Sequence[tuple[str, tuple[str, Any]]]
+    graph: GraphSpec, values: Mapping[str, Any], writes: Sequence[tuple[str, tuple[str, Any]]]
 ) -> tuple[dict[str, Any], set[str]]:
     """Apply ``(channel, (node, value))`` writes grouped per channel; returns (new values, changed keys)."""
     grouped: dict[str, list[tuple[str, Any]]] = {}
@@ -101,7 +105,7 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def _route(graph: CompiledGraph, branch: Branch, state: Any) -> list[PendingTask]:
+def _route(graph: GraphSpec, branch: Branch, state: Any) -> list[PendingTask]:
     out = []
     for result in _as_list(branch.router(state)):
         if isinstance(result, Send):
@@ -120,9 +124,7 @@ def _route(graph: CompiledGraph, branch: Branch, state: Any) -> list[PendingTask
     return out
 
 
-def _normalise(
-    graph: CompiledGraph, node: str, output: Any
-) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
+def _normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
     if isinstance(output, Command):
         writes = graph.schema.writes_of(node, output.update)
         gotos = [_goto(t) for t in _as_list(output.goto)]
@@ -134,7 +136,7 @@ def _normalise(
 
 
 def _routes(
-    graph: CompiledGraph, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
+    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
 ) -> list[PendingTask]:
     """Evaluate ``node``'s conditional edges on the state as the node sees it after its own writes."""
     branches = graph.branches_from.get(node, ())
@@ -161,7 +163,7 @@ def task_config(config: RunConfig, step: int, task: Task) -> RunConfig:
 
 
 def run_task(
-    graph: CompiledGraph,
+    graph: GraphSpec,
     cp: Checkpoint,
     task: Task,
     config: RunConfig,
@@ -173,7 +175,7 @@ def run_task(
     Args:
         cancel: the task's cancel token, which the node reads through ``get_cancel_token()``.
         config: the run's config; ``configurable[RESUME_KEY]`` maps task id → answers of its
-            ``interrupt()`` calls, in order (see :mod:`graphcore.interrupts`).
+            ``interrupt()`` calls, in order (see :mod:`graphcore.engine.interrupts`).
 
     Returns:
         The task's writes and dynamic destinations; or, when the node paused in ``interrupt()``, no writes
@@ -203,7 +205,7 @@ def run_task(
 
 
 def _fire_joins(
-    graph: CompiledGraph, results: Sequence[TaskWrites], barriers: Mapping[str, list[str]]
+    graph: GraphSpec, results: Sequence[TaskWrites], barriers: Mapping[str, list[str]]
 ) -> tuple[list[str], dict[str, list[str]]]:
     """Record finished join sources; returns (targets whose joins fired, remaining barrier state)."""
     state = {key: list(done) for key, done in barriers.items()}
@@ -221,7 +223,7 @@ def _fire_joins(
 
 
 def _schedule(
-    graph: CompiledGraph, results: Sequence[TaskWrites], barriers: Mapping[str, list[str]]
+    graph: GraphSpec, results: Sequence[TaskWrites], barriers: Mapping[str, list[str]]
 ) -> tuple[list[PendingTask], dict[str, list[str]]]:
     """Next step's tasks from static edges, dynamic gotos and joins; a node triggered twice runs once."""
     candidates: list[PendingTask] = []
@@ -250,7 +252,7 @@ def _bumped(versions: Mapping[str, int], changed: set[str]) -> dict[str, int]:
 
 
 def apply_writes(
-    graph: CompiledGraph, cp: Checkpoint, results: Sequence[TaskWrites], metadata: Mapping[str, Any]
+    graph: GraphSpec, cp: Checkpoint, results: Sequence[TaskWrites], metadata: Mapping[str, Any]
 ) -> Checkpoint:
     """Apply one super-step's task writes to ``cp`` and schedule the next step (G2, G3).
 
@@ -273,7 +275,7 @@ def apply_writes(
 
 
 def apply_input(
-    graph: CompiledGraph, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
+    graph: GraphSpec, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
 ) -> Checkpoint:
     """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
     fresh thread's defaults), with the entry nodes scheduled (edges and routers from START).
@@ -308,12 +310,13 @@ def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:
     """A new branch of a thread at ``cp`` (C3): the same state and next tasks under a new id, recorded as
     ``source: fork`` with ``cp`` as its parent."""
     meta = {**metadata, "source": "fork", "step": cp.step, "writes": [], "forked_from": cp.id}
-    return dataclasses.replace(cp, id=new_checkpoint_id(), parent_id=cp.id, metadata=meta,
-                               created_at=Checkpoint.now())
+    return dataclasses.replace(
+        cp, id=new_checkpoint_id(), parent_id=cp.id, metadata=meta, created_at=Checkpoint.now()
+    )
 
 
 def apply_update(
-    graph: CompiledGraph, parent: Checkpoint, values: Any, as_node: str, metadata: Mapping[str, Any]
+    graph: GraphSpec, parent: Checkpoint, values: Any, as_node: str, metadata: Mapping[str, Any]
 ) -> Checkpoint:
     """A checkpoint as if node ``as_node`` had returned ``values`` in the step after ``parent`` (C3
     ``update_state``): the values go through the reducers, the next tasks follow ``as_node``'s edges and

@@ -1,8 +1,8 @@
 """State schemas: a TypedDict or a pydantic model becomes one channel per key (G1, G2).
 
 Reading a schema also allows the classes it names to be stored and loaded
-(:func:`graphcore.serde.allow_types`): loading a process's workflows is what lets its workers read their
-checkpoints (I5).
+(:func:`graphcore.checkpoints.serde.allow_types`): loading a process's workflows is what lets its workers
+read their checkpoints (I5).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from graphcore import serde
-from graphcore.channels import MISSING, LastValue, ReducerChannel, channel_for
+from graphcore.checkpoints import serde
+from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channel_for
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.types import START
 
@@ -57,6 +57,11 @@ class StateSchema:
     def is_model(self) -> bool:
         """True when nodes receive a pydantic model instance rather than a dict."""
         return issubclass(self.schema, BaseModel)
+
+    def is_reducer(self, key: str) -> bool:
+        """Whether channel ``key`` folds its writes with a reducer (the checkpoint layout stores such lists
+        as append-only logs)."""
+        return isinstance(self.channels.get(key), ReducerChannel)
 
     def initial_values(self) -> dict[str, Any]:
         """Values of a new thread: each channel's default, fresh per call; keys without one are absent."""

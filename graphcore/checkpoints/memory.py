@@ -11,10 +11,9 @@ import threading
 from typing import Any
 
 from graphcore import keys
-from graphcore.checkpoint import Checkpoint
-from graphcore.schema import StateSchema
-from graphcore.store.kv import KVCheckpointStore
-from graphcore.store.layout import Plan
+from graphcore.checkpoints.kv import KVCheckpointStore
+from graphcore.checkpoints.layout import ChannelKinds, Plan
+from graphcore.checkpoints.model import Checkpoint
 
 __all__ = ["InMemoryCheckpointStore", "MemoryKV"]
 
@@ -92,7 +91,7 @@ class InMemoryCheckpointStore(KVCheckpointStore):
 
     kv: MemoryKV
 
-    def __init__(self, schema: StateSchema | None = None, kv: MemoryKV | None = None) -> None:
+    def __init__(self, schema: ChannelKinds | None = None, kv: MemoryKV | None = None) -> None:
         super().__init__(MemoryKV() if kv is None else kv, schema)
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:

@@ -1,0 +1,52 @@
+"""The Redis checkpoint store: the shared store code (:mod:`graphcore.checkpoints.kv`) writing through
+``put_checkpoint.lua``, and the ARGV layout of a planned write that the fenced commit shares."""
+
+from __future__ import annotations
+
+from graphcore import keys
+from graphcore.backend.lua import script
+from graphcore.checkpoints.kv import KVCheckpointStore
+from graphcore.checkpoints.layout import Plan
+from graphcore.checkpoints.model import Checkpoint
+
+__all__ = ["KeyIndex", "RedisCheckpointStore", "plan_argv"]
+
+
+class KeyIndex:
+    """Numbers the data keys a Lua script receives in KEYS, from ``first`` on (I8: keys only via KEYS)."""
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.keys: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, key: str) -> str:
+        """The KEYS index (as a string) of ``key``, adding it when new."""
+        if key not in self._index:
+            self._index[key] = self.first + len(self.keys)
+            self.keys.append(key)
+        return str(self._index[key])
+
+
+def plan_argv(plan: Plan, index: KeyIndex) -> list[str | bytes]:
+    """The plan's two ARGV sections for ``put_checkpoint.lua`` / ``commit_step.lua``: values
+    ``n × (key index, field, value)``, then appends ``n × (key index, start, count, items...)``."""
+    argv: list[str | bytes] = [str(len(plan.values))]
+    for key, field, value in plan.values:
+        argv += [index(key), field, value]
+    argv.append(str(len(plan.appends)))
+    for append in plan.appends:
+        argv += [index(append.key), str(append.start), str(len(append.items)), *append.items]
+    return argv
+
+
+class RedisCheckpointStore(KVCheckpointStore):
+    """The checkpoint store on Redis: ``RedisCheckpointStore(redis.Redis(...), schema)``."""
+
+    def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
+        """Write ``plan`` atomically with ``put_checkpoint.lua``; False when an append guard failed."""
+        index = KeyIndex(3)
+        argv = [cp.id, plan.record, *plan_argv(plan, index)]
+        fixed = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
+        reply = script(self.kv, "put_checkpoint")(keys=fixed + index.keys, args=argv)
+        return bool(reply == b"ok" or reply == "ok")

@@ -1,0 +1,115 @@
+"""The compiled graph's data (G1), apart from the loop that executes it: node specs, branches, and
+:class:`GraphSpec` (nodes, edges, branches, joins, schema, run defaults)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine.config import RunConfig, merge_config
+from graphcore.engine.retry import RetryPolicy
+from graphcore.engine.schema import StateSchema
+
+__all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node: its function and options.
+
+    Attributes:
+        name: unique node name.
+        fn: ``fn(state)`` or ``fn(state, config)``; returns a dict update, a Command, or None.
+        takes_config: whether ``fn`` accepts a second ``config`` argument.
+        timeout_s: node timeout in seconds, per try (enforced by :mod:`graphcore.engine.step`, G10), or None.
+        settings: JSON-serialisable per-node settings, passed through untouched.
+        destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
+        retry: how the node is tried again after an error (G9), or None for a single try.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    takes_config: bool
+    timeout_s: float | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    destinations: tuple[str, ...] = ()
+    retry: RetryPolicy | None = None
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A conditional edge: ``router(state)`` picks destinations, optionally mapped through ``path_map``.
+
+    The router returns a node name, END, a Send, or a list of those. ``path_map`` (a mapping, or a list of
+    allowed names) translates or restricts the router's return values.
+    """
+
+    source: str
+    router: Callable[[Any], Any]
+    path_map: Mapping[Hashable, str] | None = None
+
+    def destinations(self) -> list[str] | None:
+        """The nodes this branch may reach, when ``path_map`` says; None when only the router knows."""
+        return None if self.path_map is None else list(self.path_map.values())
+
+
+class GraphParts(Protocol):
+    """What a graph is built from (the builder, :class:`~graphcore.engine.builder.StateGraph`, has these)."""
+
+    schema: StateSchema
+    nodes: dict[str, NodeSpec]
+    edges: list[tuple[str, str]]
+    joins: list[tuple[tuple[str, ...], str]]
+    branches: list[Branch]
+
+
+class GraphSpec:
+    """The compiled graph's data: nodes, edges, branches, joins, schema and run defaults (G1).
+
+    :class:`~graphcore.engine.executor.CompiledGraph` adds the in-process loop; the super-step algorithm
+    and the step runner need only this.
+
+    Attributes:
+        name: the workflow name.
+        schema: the state schema and channels.
+        nodes: node name → spec.
+    """
+
+    def __init__(
+        self,
+        parts: GraphParts,
+        *,
+        name: str,
+        checkpointer: CheckpointStore | None,
+        defaults: Mapping[str, Any],
+    ) -> None:
+        self.name = name
+        self.formatter: Callable[[Any], str] | None = None
+        """Renders a run's result for people (``graphq run`` prints it); None prints the state as JSON."""
+        self.schema = parts.schema
+        self.nodes: dict[str, NodeSpec] = dict(parts.nodes)
+        self.checkpointer = checkpointer
+        self.defaults = merge_config(defaults)
+        self.edges_from: dict[str, list[str]] = {}
+        for source, target in parts.edges:
+            self.edges_from.setdefault(source, []).append(target)
+        self.branches_from: dict[str, list[Branch]] = {}
+        for branch in parts.branches:
+            self.branches_from.setdefault(branch.source, []).append(branch)
+        self.joins: list[tuple[str, tuple[str, ...], str]] = [
+            ("+".join(sources) + ">" + target, sources, target) for sources, target in parts.joins
+        ]
+        self.joins_from: dict[str, list[tuple[str, tuple[str, ...], str]]] = {}
+        for join in self.joins:
+            for source in join[1]:
+                self.joins_from.setdefault(source, []).append(join)
+
+    def config_for(self, config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
+        """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in."""
+        cfg = merge_config(self.defaults, config)
+        return cfg.model_copy(
+            update={"thread_id": cfg.thread_id or uuid.uuid4().hex, "run_id": cfg.run_id or uuid.uuid4().hex}
+        )
