@@ -354,7 +354,8 @@ class Client:
 
         Raises:
             RunNotFoundError: no such run.
-            NotAwaitingInputError: the run is not awaiting input (the error lists the requests it made that
+            NotAwaitingInputError: the run is not awaiting input, also when another answer (or a cancel)
+                got there first while this one was being stored (the error lists the requests it made that
                 were answered: :meth:`answer_again` answers one again). Nothing is written.
             InvalidUpdateError: unknown request id; several requests open and the answer is not keyed by
                 their ids (the message lists them). Nothing is written.
@@ -443,12 +444,26 @@ class Client:
     ) -> None:
         """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS); note
         each answer in the run's request records (``given``: request id → (request, answer))."""
+        while True:
+            try:
+                return self._continue_once(run, blobs, given)
+            except WatchError:  # the run changed meanwhile (another answer, a cancel): look again
+                continue
+
+    def _continue_once(
+        self, run: RunRecord, blobs: Mapping[str, bytes], given: Mapping[str, tuple[Interrupt, Any]]
+    ) -> None:
+        """One optimistic try of :meth:`_continue` (raises ``WatchError`` when the run changed)."""
         run_key = keys.run(run.thread_id, run.id)
         requests_key = keys.requests(run.thread_id, run.id)
         with self.kv.pipeline(transaction=True) as pipe:
             pipe.watch(run_key)
-            if pipe.hget(run_key, "status") != RunStatus.AWAITING_INPUT.value.encode():
-                raise InvalidUpdateError(f"run {run.id} is no longer awaiting input")
+            status = pipe.hget(run_key, "status")
+            if status != RunStatus.AWAITING_INPUT.value.encode():
+                # Answered (or canceled) by someone else since this answer read the run: theirs won.
+                pipe.reset()
+                answered = [r.id for r in self.run_requests(run.id) if r.status == "answered"]
+                raise NotAwaitingInputError(run.id, (status or b"gone").decode(), answered)
             recorded = dict(zip(given, pipe.hmget(requests_key, list(given)), strict=True)) if given else {}
             notes = {
                 iid: serde.dumps(_answered(recorded[iid], request, answer), path="request")
@@ -546,16 +561,24 @@ class Client:
 
         Raises:
             CheckpointNotFoundError: the thread has no checkpoint.
-            InvalidUpdateError: a run of the thread is queued or running (I3), or the node or keys are
-                unknown.
+            InvalidUpdateError: a run of the thread is queued or running (I3), or awaiting input (its
+                answer would continue from the checkpoint that asked, leaving the update behind: answer or
+                cancel it first), or the node or keys are unknown.
         """
         graph = self.registry.get(workflow)
-        busy = [
-            r.id for r in self.thread_runs(thread_id) if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)
-        ]
+        runs = self.thread_runs(thread_id)
+        busy = [r.id for r in runs if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)]
         if busy:
             raise InvalidUpdateError(
                 f"thread {thread_id!r} has an active run {busy[0]}; update it once it ends"
+            )
+        waiting = [r.id for r in runs if r.status == RunStatus.AWAITING_INPUT]
+        if waiting:
+            # Its answer continues from the checkpoint that asked, not from a newer head: refuse rather
+            # than write an update that the answered run would silently leave behind.
+            raise InvalidUpdateError(
+                f"thread {thread_id!r} has run {waiting[0]} awaiting input; answer it (graphq runs answer "
+                f"{waiting[0]}) or cancel it (graphq runs cancel {waiting[0]}), then update the state"
             )
         head = self.get_state(thread_id)
         node = as_node or next(

@@ -1,0 +1,99 @@
+"""Bugs on the queue found as a new user (issue 8): racing answers, updates of a waiting thread, a cancel
+that arrives during a run's last super-step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.engine.interrupts import NotAwaitingInputError
+from graphcore.engine.registry import Registry
+from graphcore.errors import InvalidUpdateError
+from graphcore.settings import Settings
+from tests.workflows import hitl
+from worker.process import run_worker
+from worker.queue import RQStepQueue
+
+REGISTRY = Registry.load(["tests.workflows.hitl"])
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    hitl.CALLS.clear()
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+def work(client: Client) -> None:
+    url = client.kv.connection_pool.connection_kwargs
+    settings = Settings(redis_url=f"redis://{url['host']}:{url['port']}/0")
+    run_worker(settings, burst=True, registry=REGISTRY, kv=client.kv)
+
+
+class _AnswerFirst(RQStepQueue):
+    """A step queue whose first ``stage`` (inside the loser's MULTI, after its WATCH) lets another client
+    answer the same request: the two answers race exactly there."""
+
+    def __init__(self, kv: Any, settings: Settings, rival: Client, run_id: str) -> None:
+        super().__init__(kv, settings)
+        self.rival, self.run_id, self.raced = rival, run_id, False
+
+    def stage(self, pipe: Any, run: Any) -> None:
+        if not self.raced:
+            self.raced = True
+            self.rival.answer(self.run_id, "from the winner")
+        super().stage(pipe, run)
+
+
+def test_the_loser_of_two_concurrent_answers_gets_the_already_answered_error(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    run_id = client.enqueue("asking", {"topic": "tea"})
+    work(client)
+    [request] = client.requests(run_id)
+    settings = Settings(redis_url=redis_url)
+    loser = Client(redis_client, REGISTRY, _AnswerFirst(redis_client, settings, client, run_id))
+    with pytest.raises(NotAwaitingInputError) as caught:
+        loser.answer(run_id, "from the loser")
+    assert (caught.value.run_id, caught.value.status, caught.value.answered) == (
+        run_id,
+        "queued",
+        [request.id],
+    )
+    assert str(caught.value) == (
+        f"run {run_id} is queued, not awaiting input; nothing to answer; answer one of its requests again, "
+        f"on a new branch, with answer_again (--again): ['{request.id}']"
+    )
+    [record] = client.run_requests(run_id)
+    assert (record.status, record.answer) == ("answered", "from the winner")
+    run = client.get_run(run_id)
+    assert redis_client.hgetall(keys.answers(run.thread_id, "", run.head or "")).keys() == {
+        request.id.encode()
+    }
+    work(client)
+    [second] = client.requests(run_id)
+    assert second.value == {"question": "second?"}
+
+
+def test_update_state_is_refused_while_a_run_of_the_thread_awaits_input(client: Client) -> None:
+    run_id = client.enqueue("asking", {"topic": "tea"}, thread_id="asked")
+    work(client)
+    head = client.get_state("asked")
+    with pytest.raises(InvalidUpdateError) as caught:
+        client.update_state("asking", "asked", {"topic": "coffee"}, as_node="ask_twice")
+    assert str(caught.value) == (
+        f"thread 'asked' has run {run_id} awaiting input; answer it (graphq runs answer {run_id}) or "
+        f"cancel it (graphq runs cancel {run_id}), then update the state"
+    )
+    assert client.get_state("asked").id == head.id  # nothing written
+    client.answer(run_id, "yes")
+    work(client)
+    client.answer(run_id, "no")
+    work(client)
+    done = client.get_run(run_id)
+    assert done.result == {"topic": "tea", "answers": ["yes", "no"], "done": True}
+    cp = client.update_state("asking", "asked", {"topic": "coffee"}, as_node="finish")  # ended: allowed
+    assert (cp.source, cp.channel_values["topic"]) == ("update", "coffee")
