@@ -10,6 +10,8 @@ import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
 from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
@@ -97,3 +99,42 @@ def test_update_state_is_refused_while_a_run_of_the_thread_awaits_input(client: 
     assert done.result == {"topic": "tea", "answers": ["yes", "no"], "done": True}
     cp = client.update_state("asking", "asked", {"topic": "coffee"}, as_node="finish")  # ended: allowed
     assert (cp.source, cp.channel_values["topic"]) == ("update", "coffee")
+
+
+FENCING = Registry.load(["tests.workflows.fencing"])
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "said"),
+    [
+        (False, "cancel requested: the run stops before its next super-step"),
+        (True, "cancel requested: running nodes are signalled and the run stops before its next super-step"),
+    ],
+)
+def test_a_cancel_during_the_last_step_wins_over_completion(
+    redis_client: redis.Redis, redis_url: str, interrupt: bool, said: str
+) -> None:
+    """X1: the node of the run's only step is canceled while it runs (and, with interrupt, ignores its
+    token): the run ends canceled, never completed, and the step's checkpoint is kept."""
+    settings = Settings(redis_url=redis_url)
+    client = Client(redis_client, FENCING, RQStepQueue(redis_client, settings))
+    run_id = client.enqueue("last-cancel", {"url": redis_url, "interrupt": interrupt}, thread_id="last")
+    run_worker(settings, burst=True, registry=FENCING, kv=redis_client)
+    run = client.get_run(run_id)
+    assert (run.status, run.step, run.result) == (RunStatus.CANCELED, 1, None)
+    assert run.error is not None
+    assert (run.error.type, run.error.message) == (
+        "Canceled",
+        "canceled by request during the last super-step; its checkpoint is kept",
+    )
+    history = client.get_history("last")
+    assert [c.step for c in history] == [0, -1]
+    assert history[0].id == run.head
+    assert history[0].channel_values == {"url": redis_url, "interrupt": interrupt, "done": said}
+    statuses = [(e.step, e.data) for e in read_events(redis_client, "last", run_id) if e.mode == "status"]
+    assert statuses == [(0, {"status": "running"}), (0, {"status": "canceled"})]
+    assert client.cancel(run_id) == f"run {run_id} is already canceled; nothing changed"
+    assert redis_client.exists(keys.thread_active("last")) == 0  # the thread was handed over
+    again = client.resume(run_id)  # X4: the thread goes on from the kept checkpoint (nothing left to run)
+    run_worker(settings, burst=True, registry=FENCING, kv=redis_client)
+    assert client.get_run(again).status == RunStatus.COMPLETED

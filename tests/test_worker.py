@@ -11,7 +11,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
-from graphcore.engine.algo import prepare_tasks
+from graphcore.engine.algo import apply_writes, prepare_tasks
 from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
@@ -137,11 +137,13 @@ def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client:
     assert lease.acquire()
     redis_client.set(lease.key, "someone-else")
     head = client.get_state(run.thread_id)
+    late = apply_writes(REGISTRY.get("counter"), head, [], {"run_id": run_id})
     before = len(client.get_history(run.thread_id))
-    with pytest.raises(LeaseLostError, match="lease no longer held"):
-        _commit_step(ctx, run, lease, head, head, [], False)
+    with pytest.raises(LeaseLostError, match=r"commit of run \w+ step 1 refused: the lease is no"):
+        _commit_step(ctx, run, lease, head, late, [], False)
     assert len(client.get_history(run.thread_id)) == before
     assert redis_client.hget(keys.run(run.thread_id, run_id), "step") == b"1"
+    assert redis_client.hget(keys.run(run.thread_id, run_id), "refused:commit") == b"1"
 
 
 def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, redis_url: str) -> None:

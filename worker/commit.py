@@ -20,9 +20,26 @@ from graphcore.backend.store import KeyIndex, plan_argv
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
 
-__all__ = ["CommitScript", "StepCommit"]
+__all__ = ["CommitScript", "Completion", "StepCommit"]
 
 _FIXED_KEYS = 7
+
+
+@dataclass
+class Completion:
+    """A commit that completes its run: it ends Completed, or Canceled when a cancel request was recorded
+    on the run before the commit (a cancel acknowledged during the last step wins, X1; the step's checkpoint
+    is kept either way).
+
+    Attributes:
+        step: the thread step of the run's status event.
+        ended_at: the run's ``ended_at``.
+        cancel_error: the error record (JSON) of a run that ends Canceled.
+    """
+
+    step: int
+    ended_at: str
+    cancel_error: str
 
 
 @dataclass
@@ -35,6 +52,7 @@ class StepCommit:
         events: ``(mode, step, data)`` to append to the run's stream.
         drop_lease: give the lease back in the commit (the next step's job may take it at once).
         drop_writes: delete the step's pending writes and answers (they are in the checkpoint now).
+        completes: set when the commit ends the run (see :class:`Completion`).
     """
 
     run_fields: dict[str, str] = field(default_factory=dict)
@@ -42,6 +60,7 @@ class StepCommit:
     events: list[tuple[str, int, Any]] = field(default_factory=list)
     drop_lease: bool = False
     drop_writes: bool = False
+    completes: Completion | None = None
 
 
 class CommitScript:
@@ -65,6 +84,7 @@ class CommitScript:
         """KEYS and ARGV for the script (see its header for the layout)."""
         index = KeyIndex(_FIXED_KEYS + 1)
         flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
+        flags += "C" if extra.completes is not None else ""
         argv: list[str | bytes] = [lease.token, str(step), cp_id, plan.record, flags or "-"]
         argv += plan_argv(plan, index)
         argv += [str(len(extra.run_fields))] + [x for pair in extra.run_fields.items() for x in pair]
@@ -73,6 +93,15 @@ class CommitScript:
         for mode, event_step, data in extra.events:
             fields = encode_event(mode, event_step, data)
             argv += [fields["mode"], fields["step"], fields["data"]]
+        if extra.completes is not None:
+            done = extra.completes
+            argv += [
+                str(done.step),
+                encode_event("status", done.step, {"status": "completed"})["data"],
+                encode_event("status", done.step, {"status": "canceled"})["data"],
+                done.cancel_error,
+                done.ended_at,
+            ]
         fixed = [
             keys.run(thread, run_id),
             lease.key,
@@ -85,8 +114,12 @@ class CommitScript:
         assert len(fixed) == _FIXED_KEYS
         return fixed + index.keys, argv
 
-    def run(self, stage_rest: Any, script_keys: list[str], argv: list[str | bytes], what: str) -> None:
+    def run(self, stage_rest: Any, script_keys: list[str], argv: list[str | bytes], what: str) -> str:
         """EVALSHA in a MULTI together with whatever ``stage_rest(pipe)`` queues (the next job).
+
+        Returns:
+            ``"ok"``; ``"canceled"`` when a completing commit ended its run Canceled (a cancel request was
+            recorded); ``"again"`` when this commit had been applied already (a retry after a lost reply).
 
         Raises:
             LeaseLostError: the fence refused the commit (lease lost, run finished or moved on).
@@ -107,9 +140,9 @@ class CommitScript:
             verdict = reply.decode() if isinstance(reply, bytes) else str(reply)
             if verdict == "log":
                 raise AppendConflictError(f"commit of {what}: a log grew on another branch")
-            if verdict != "ok":
-                raise LeaseLostError(f"commit of {what} rejected: {_REASONS.get(verdict, verdict)}")
-            return
+            if verdict in _REASONS:
+                raise LeaseLostError(f"commit of {what} rejected: {_REASONS[verdict]}")
+            return verdict
         raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from graphcore import keys
-from graphcore.backend.connection import is_transient, redis_retrying, retry_transient
+from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import stage_event
 from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
@@ -33,8 +33,9 @@ from graphcore.engine.interrupts import interrupt_id, resume_plan
 from graphcore.engine.step import RetryHook, run_step
 from graphcore.errors import AppendConflictError, Cancelled, GraphqError, LeaseLostError, RunNotFoundError
 from graphcore.types import TaskWrites
-from worker.commit import StepCommit
+from worker.commit import Completion, StepCommit
 from worker.context import WorkerContext, get_context
+from worker.fence import refused
 from worker.lease import Lease
 from worker.progress import step_progress
 
@@ -51,7 +52,7 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     """
     ctx = get_context()
     lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
-    code, raw = retry_transient(lease.claim, step, now_iso(), CANCEL_ERROR.model_dump_json())
+    code, raw = outlast(lease.claim, step, now_iso(), CANCEL_ERROR.model_dump_json())
     if code == 0:
         raise RunNotFoundError(f"no run with id {run_id!r}")
     run = RunRecord.from_hash(raw)
@@ -71,10 +72,10 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         return f"rejected: {exc}"
     except Cancelled:  # a node stopped on its cancel token after `cancel --interrupt`
         note = "canceled by request; running nodes were signalled"
-        _end(ctx, run, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
+        _end(ctx, run, lease, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
         return "canceled during the step"
     except Exception as exc:
-        _fail(ctx, run, exc)
+        _fail(ctx, run, lease, exc)
         return f"failed: {type(exc).__name__}"
     finally:
         lease.release()
@@ -83,9 +84,12 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
 def _attempts(
     ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None
 ) -> str:
-    """Run the step body, again on a transient Redis error: finished tasks are skipped (I2) and the commit
-    is fenced (I1), so a retry cannot apply a task's writes twice. ``finished`` None reads the pending
-    writes from the store, as every retry does (tasks may have finished during the failed attempt)."""
+    """Run the step body, again on a transient Redis error, for as long as Redis is away (a worker outlives
+    an outage): finished tasks are skipped (I2) and every write is fenced (I1), so a retry cannot apply a
+    task's writes twice, and one whose lease lapsed meanwhile changes nothing (the step is left to the
+    reaper). ``finished`` None reads the pending writes from the store, as every retry does (tasks may have
+    finished during the failed attempt). Writes retry in place (:func:`outlast`); this reruns the step when
+    a read failed."""
     try:
         return _run(ctx, run, lease, finished)
     except Exception as exc:
@@ -94,34 +98,51 @@ def _attempts(
         log.warning(
             "run %s step %s: transient Redis error, running the step again: %s", run.id, run.step, exc
         )
-    return str(redis_retrying()(_run, ctx, run, lease, None))
+    return str(outage_retrying()(_run, ctx, run, lease, None))
 
 
-def _fail(ctx: WorkerContext, run: RunRecord, exc: BaseException) -> None:
+def _fail(ctx: WorkerContext, run: RunRecord, lease: Lease, exc: BaseException) -> None:
     """Mark the run Failed with ``exc`` (its traceback includes the node's own error, chained as cause)."""
     tb = "".join(traceback.format_exception(exc))
-    _end(ctx, run, RunStatus.FAILED, RunError(type=type(exc).__name__, message=str(exc), traceback=tb))
+    _end(ctx, run, lease, RunStatus.FAILED, RunError(type=type(exc).__name__, message=str(exc), traceback=tb))
 
 
 def _release_thread(ctx: WorkerContext, run: RunRecord) -> None:
     """The run ended: the next run waiting for its thread starts (I3)."""
-    retry_transient(hand_over, ctx.kv, ctx.runs, ctx.queue, run.thread_id, run.id)
+    outlast(hand_over, ctx.kv, ctx.runs, ctx.queue, run.thread_id, run.id)
 
 
-def _end_completed(ctx: WorkerContext, run: RunRecord, step: int) -> None:
+def _set_status(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, **options: Any) -> bool:
+    """:meth:`RunStore.set_status` fenced by the step's lease (I1, I7), retried through a Redis outage.
+
+    Raises:
+        LeaseLostError: the lease is no longer this worker's; logged and counted (:mod:`worker.fence`).
+    """
+    try:
+        return bool(outlast(ctx.runs.set_status, run, status, fence=(lease.key, lease.token), **options))
+    except LeaseLostError:
+        raise refused("status", run.id, run.step, f"status {status.value}") from None
+
+
+def _end_completed(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> None:
     """Complete a run that has no step to run (its result is the values of the head checkpoint, of thread
     step ``step``)."""
     done = [("status", step, {"status": "completed"})]
-    if ctx.runs.set_status(run, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
+    if _set_status(ctx, run, lease, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
         _release_thread(ctx, run)
 
 
-def _end(ctx: WorkerContext, run: RunRecord, status: RunStatus, error: RunError) -> None:
-    """End the run (compare-and-set from a non-terminal status, I7) and record why."""
+def _end(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, error: RunError) -> None:
+    """End the run (compare-and-set from a non-terminal status, I7, fenced by the lease, I1) and record
+    why; a worker that lost its lease changes nothing (the refusal is logged and counted)."""
     fields = {"error": error.model_dump_json(), "ended_at": now_iso()}
     event = {"status": status.value, "error": f"{error.type}: {error.message}"}
     step = _after_head(ctx, run)
-    if ctx.runs.set_status(run, status, fields=fields, events=[("status", step, event)]):
+    try:
+        ended = _set_status(ctx, run, lease, status, fields=fields, events=[("status", step, event)])
+    except LeaseLostError:
+        return
+    if ended:
         _release_thread(ctx, run)
     log.info("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
 
@@ -140,12 +161,12 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     cfg = _config(ctx, graph, run)
     timeout = _timed_out(run, cfg)
     if timeout is not None:
-        _end(ctx, run, RunStatus.CANCELED, timeout)
+        _end(ctx, run, lease, RunStatus.CANCELED, timeout)
         return "canceled: run timeout"
-    _mark_running(ctx, run, cfg)
+    _mark_running(ctx, run, lease, cfg)
     cp, continued = _head(ctx, graph, run, lease, cfg)
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
-        _end_completed(ctx, run, cp.step)
+        _end_completed(ctx, run, lease, cp.step)
         return "completed: nothing to run"
     limit = cfg.step_limit()
     if run.step >= limit:
@@ -184,8 +205,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     if any(r.interrupts for r in outcome.results):
         return _pause(ctx, run, lease, cp, outcome.results, persisted=on_done is not None)
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
-    _commit_step(ctx, run, lease, cp, new, outcome.results, pending or on_done is not None)
-    return "completed" if not new.next_tasks else f"committed step {run.step}"
+    return _commit_step(ctx, run, lease, cp, new, outcome.results, pending or on_done is not None)
 
 
 def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
@@ -240,12 +260,12 @@ def _first_step(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> int:
     return parent.step + (1 if run.input is None else 2)
 
 
-def _mark_running(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> None:
+def _mark_running(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig) -> None:
     if run.status == RunStatus.QUEUED:
         started = {"started_at": now_iso()} if run.started_at is None else {}
         running = [("status", _first_step(ctx, run, cfg), {"status": "running"})]
-        ctx.runs.set_status(
-            run, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started, events=running
+        _set_status(
+            ctx, run, lease, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started, events=running
         )
 
 
@@ -272,16 +292,18 @@ def _pause(
         for r in results
         for i in r.interrupts
     ]
-    _record_requests(ctx, run, cp, results)
+    _record_requests(ctx, run, lease, cp, results)
     events = [
         ("interrupt", cp.step + 1, {"requests": requests}),
         ("status", cp.step + 1, {"status": "awaiting_input"}),
     ]
-    ctx.runs.set_status(run, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,), events=events)
+    _set_status(ctx, run, lease, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,), events=events)
     return f"awaiting input: {len(requests)} request(s)"
 
 
-def _record_requests(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, results: list[TaskWrites]) -> None:
+def _record_requests(
+    ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoint, results: list[TaskWrites]
+) -> None:
     """Remember where each request of the run was made (checkpoint, task index, call index), so that a
     second answer can start a branch there (R16). Requests made inside subgraphs are not recorded."""
     order = {task_id(cp.id, i, t.node): i for i, t in enumerate(cp.next_tasks)}
@@ -301,17 +323,17 @@ def _record_requests(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, results
         if i.task_id == r.task_id
     }
     if records:
-        ctx.kv.hset(keys.requests(run.thread_id, run.id), mapping=records)
+        _fenced_hset(ctx, run, lease, "requests", (keys.requests(run.thread_id, run.id), records))
 
 
-def _seed_answers(ctx: WorkerContext, run: RunRecord, cp: Checkpoint) -> None:
+def _seed_answers(ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoint) -> None:
     """A branch run (R16): store its preset answers under the interrupt ids of the branch's tasks."""
     answers = {}
     for where, value in run.preset_answers.items():
         task_index, call = (int(part) for part in where.split(":"))
         node = cp.next_tasks[task_index].node
         answers[interrupt_id(task_id(cp.id, task_index, node), call)] = serde.dumps(value, path="answer")
-    ctx.kv.hset(keys.answers(run.thread_id, "", cp.id), mapping=answers)
+    _fenced_hset(ctx, run, lease, "answers", (keys.answers(run.thread_id, "", cp.id), answers))
 
 
 def _head(
@@ -334,9 +356,9 @@ def _head(
         parent = fork(parent, {"run_id": run.id})
         _commit_start(ctx, run, lease, parent, may_append=False)
     if run.preset_answers and parent is not None:
-        _seed_answers(ctx, run, parent)
+        _seed_answers(ctx, run, lease, parent)
     if run.input is None and parent is not None:
-        ctx.kv.hset(keys.run(run.thread_id, run.id), "head", parent.id)
+        _fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), {"head": parent.id}))
         run.head = parent.id
         return parent, True
     cp = apply_input(graph, parent, run.input, {"run_id": run.id})
@@ -351,11 +373,35 @@ def _commit_start(ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoi
 
 
 def _put_writes(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, lease: Lease, tw: TaskWrites) -> None:
-    blob = encode_writes(tw)
-    key = keys.pending_writes(run.thread_id, "", cp.id)
-    run_key = keys.run(run.thread_id, run.id)
-    if not ctx.fenced_hset(keys=[lease.key, key, run_key], args=[lease.token, tw.task_id, blob]):
-        raise LeaseLostError(f"lease lost while run {run.id} step {run.step} was running")
+    """Persist a finished task's writes (I2), marking the run as having pending writes."""
+    pending = (keys.pending_writes(run.thread_id, "", cp.id), {tw.task_id: encode_writes(tw)})
+    _fenced_hset(ctx, run, lease, "pending", pending, (keys.run(run.thread_id, run.id), {"partial": "1"}))
+
+
+_WHAT = {
+    "pending": "a task's pending writes",
+    "head": "the run's head",
+    "answers": "the branch run's answers",
+    "requests": "the run's request records",
+}
+
+
+def _fenced_hset(
+    ctx: WorkerContext, run: RunRecord, lease: Lease, kind: str, *writes: tuple[str, dict[str, Any]]
+) -> None:
+    """HSET each ``(hash key, fields)`` of ``writes`` in one script, only while this worker holds the step's
+    lease (I1); retried through a Redis outage.
+
+    Raises:
+        LeaseLostError: the lease is no longer this worker's; nothing was written (logged and counted).
+    """
+    args: list[Any] = [lease.token, kind]
+    for _, fields in writes:
+        args.append(len(fields))
+        args += [x for pair in fields.items() for x in pair]
+    script_keys = [lease.key, keys.run(run.thread_id, run.id), *(key for key, _ in writes)]
+    if not outlast(ctx.fenced_hset, keys=script_keys, args=args):
+        raise refused(kind, run.id, run.step, _WHAT[kind])
 
 
 def _commit(
@@ -368,14 +414,19 @@ def _commit(
     may_append: bool,
     writes_of: str,
     next_run: RunRecord | None = None,
-) -> None:
-    """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any.
+) -> str:
+    """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any; retried
+    in place through a Redis outage (a commit applied before a lost reply is recognised, not refused).
+
+    Returns:
+        The script's verdict: ``"ok"``, ``"again"`` or (a completing commit) ``"canceled"``.
 
     ``may_append``: whether ``cp``'s logs may grow in its parent's generations (a hint: the commit's append
     guard decides; when it refuses, the commit is planned again with new generations).
 
     Raises:
-        LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on.
+        LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on (logged
+            and counted, :mod:`worker.fence`).
     """
     store = ctx.store(run.workflow)
 
@@ -391,15 +442,18 @@ def _commit(
             run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra
         )
         try:
-            ctx.commit.run(stage_next, script_keys, argv, f"run {run.id} step {run.step}")
+            verdict = outlast(ctx.commit.run, stage_next, script_keys, argv, f"run {run.id} step {run.step}")
             break
         except AppendConflictError:
             if not append:
                 raise
+        except LeaseLostError as exc:
+            raise refused("commit", run.id, run.step, "the commit") from exc
     if extra.drop_lease:
         lease.dropped()
     store.stored(cp, plan)
     run.head = cp.id
+    return str(verdict)
 
 
 def _commit_step(
@@ -410,8 +464,10 @@ def _commit_step(
     cp: Checkpoint,
     results: list[TaskWrites],
     pending: bool,
-) -> None:
+) -> str:
     """Commit super-step ``run.step``: its checkpoint, the run's progress, events, the next job (R2, R3).
+    The last step completes the run, unless a cancel request arrived meanwhile: then it ends Canceled, its
+    checkpoint kept (X1). Returns the job's outcome, in words.
 
     ``pending``: the step has pending writes (or answers) to drop with the commit.
     """
@@ -419,17 +475,17 @@ def _commit_step(
     events.append(("values", cp.step, {"checkpoint_id": cp.id}))
     fields = {"head": cp.id, "step": str(run.step + 1)}
     next_run = None
+    completes = None
     if cp.next_tasks:
         next_run = run.model_copy(update={"step": run.step + 1})
     else:
         # The result is the head checkpoint's values; it is read from there, not stored twice (I4).
-        fields |= {"status": RunStatus.COMPLETED.value, "ended_at": now_iso()}
-        events.append(("status", cp.step, {"status": "completed"}))
-    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending)
+        completes = Completion(cp.step, now_iso(), _LAST_STEP_CANCEL.model_dump_json())
+    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending, completes)
     # The run's head is the thread's head (one active run per thread, I3), so its logs may grow in place,
     # unless it is a fork: a fork shares its source's logs, which have usually grown on the first branch
     # (the append guard would refuse; this saves the round trip).
-    _commit(
+    verdict = _commit(
         ctx,
         run,
         lease,
@@ -442,3 +498,11 @@ def _commit_step(
     run.step += 1
     if next_run is None:
         _release_thread(ctx, run)
+    if verdict == "canceled":
+        return "canceled: a cancel request arrived during the last step (its checkpoint is kept)"
+    return "completed" if next_run is None else f"committed step {run.step}"
+
+
+_LAST_STEP_CANCEL = CANCEL_ERROR.model_copy(
+    update={"message": "canceled by request during the last super-step; its checkpoint is kept"}
+)

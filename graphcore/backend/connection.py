@@ -20,6 +20,7 @@ from tenacity import (
     before_sleep_log,
     retry_if_exception,
     stop_after_attempt,
+    stop_never,
     wait_exponential,
     wait_random_exponential,
 )
@@ -32,6 +33,8 @@ __all__ = [
     "check_url",
     "connect",
     "is_transient",
+    "outage_retrying",
+    "outlast",
     "redact_url",
     "redis_retry",
     "redis_retrying",
@@ -139,6 +142,50 @@ def redis_retrying(attempts: int | None = None, max_wait_s: float | None = None)
         before_sleep=before_sleep_log(logger, logging.WARNING),
         reraise=True,
     )
+
+
+def outage_retrying(max_wait_s: float | None = None) -> Retrying:
+    """The retry policy of worker processes: transient Redis errors are retried for as long as they last.
+
+    A worker outlives a Redis outage of any length (a restart, a failover): it keeps trying with capped
+    backoff and carries on once Redis answers again. Everything it writes for a step is fenced by the
+    step's lease (I1), so a retry after a long outage whose lease lapsed meanwhile changes nothing.
+
+    Args:
+        max_wait_s: longest pause between two tries, seconds; None means ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``.
+
+    Returns:
+        A ``Retrying`` with no limit on attempts that retries only errors for which :func:`is_transient`
+        holds (any other error is raised at once).
+    """
+    cap = get_settings().redis_retry_max_wait_s if max_wait_s is None else max_wait_s
+    if cap <= 0:
+        raise ConfigError(f"redis retry max wait must be above 0 s (got {cap})")
+    half = cap / 2
+    return Retrying(
+        stop=stop_never,
+        wait=wait_exponential(multiplier=_INITIAL_WAIT_S, max=half)
+        + wait_random_exponential(multiplier=_INITIAL_WAIT_S, max=half),
+        retry=retry_if_exception(is_transient),
+        before_sleep=before_sleep_log(logger, logging.WARNING),
+        reraise=True,
+    )
+
+
+def outlast(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    """Call ``fn`` once; after a transient Redis error, go on under :func:`outage_retrying` (no limit on
+    tries): the call returns once Redis is back, however long that takes. For worker processes, whose writes
+    are fenced; the common path (no error) builds no retry machinery."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        logger.warning(
+            "Redis unavailable, retrying %s until it is back: %s", getattr(fn, "__qualname__", fn), exc
+        )
+    result: _R = outage_retrying()(fn, *args, **kwargs)
+    return result
 
 
 def retry_transient(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:

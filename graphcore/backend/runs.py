@@ -19,7 +19,7 @@ from graphcore import keys
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.checkpoints import serde
-from graphcore.errors import RunNotFoundError
+from graphcore.errors import LeaseLostError, RunNotFoundError
 
 __all__ = ["CANCEL_ERROR", "TERMINAL", "RunError", "RunRecord", "RunStatus", "RunStore", "now_iso"]
 
@@ -185,6 +185,7 @@ class RunStore:
         allowed: tuple[RunStatus, ...] = (),
         fields: Mapping[str, str | bytes] | None = None,
         events: Sequence[tuple[str, int, Any]] = (),
+        fence: tuple[str, str] | None = None,
     ) -> bool:
         """Compare-and-set the run's status (I7); terminal states are never overwritten.
 
@@ -193,14 +194,27 @@ class RunStore:
             fields: extra hash fields written with the status.
             events: ``(mode, step, data)`` appended to the run's stream in the same script, only when the
                 status is set (a reader never sees the status without its event, nor the reverse).
+            fence: ``(lease key, token)``: set the status only while that lease holds that token (a step job's
+                status changes, I1); a refusal is counted in the run hash (``refused:status``).
 
         Returns:
-            True when the status was set.
+            True when the status was set; False when the status rules refused it (I7).
+
+        Raises:
+            LeaseLostError: ``fence`` was given and the lease is no longer the caller's; nothing changed.
         """
         pairs = [x for item in (fields or {}).items() for x in item]
         encoded = [x for mode, step, data in events for x in encode_event(mode, step, data).values()]
         args: list[str | bytes] = [status.value, ",".join(s.value for s in allowed), str(len(pairs) // 2)]
         args += [*pairs, str(len(events)), *encoded]
         script_keys = [keys.run(record.thread_id, record.id), keys.run_events(record.thread_id, record.id)]
-        ok, _ = self._set_status(keys=script_keys, args=args)
-        return bool(ok)
+        if fence is not None:
+            script_keys.append(fence[0])
+            args.append(fence[1])
+        ok, current = self._set_status(keys=script_keys, args=args)
+        if int(ok) < 0:
+            raise LeaseLostError(
+                f"status {status.value} of run {record.id} refused: the lease is no longer held (the run is "
+                f"{current.decode() if isinstance(current, bytes) else current})"
+            )
+        return bool(int(ok))

@@ -8,12 +8,23 @@
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
+-- then, with flag 'C' (the commit completes the run): the step of its status event, the data of a
+-- 'completed' status event, the data of a 'canceled' one, the cancel error record (JSON), ended_at. A cancel
+-- acknowledged before this commit wins (X1): the run ends Canceled, its checkpoint kept, never Completed.
 -- The plan's sections (values, appends) and their append guard are those of put_checkpoint.lua.
--- Returns 'ok', or why the commit was refused: 'lease', 'finished', 'step', or 'log' (an append guard).
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'lease' end
+-- Returns 'ok'; 'canceled' (flag 'C' and the run had a cancel request); 'again' when this very commit was
+-- applied before (the run's head is its checkpoint: a retry after a reply lost in a Redis outage); or why
+-- the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
+-- 'refused:commit', I1), or 'log' (an append guard).
+if redis.call('HGET', KEYS[1], 'head') == ARGV[3] then return 'again' end
+local function refuse(why)
+  if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'refused:commit', 1) end
+  return why
+end
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return refuse('lease') end
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return 'finished' end
-if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return 'step' end
+if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return refuse('finished') end
+if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return refuse('step') end
 local V = 6                               -- ARGV index of the values count
 local A = V + 1 + 3 * tonumber(ARGV[V])   -- ARGV index of the appends count
 local function each_append(fn)
@@ -43,4 +54,13 @@ for _ = 1, count() do
 end
 if string.find(ARGV[5], 'L', 1, true) then redis.call('DEL', KEYS[2]) end
 if string.find(ARGV[5], 'W', 1, true) then redis.call('DEL', KEYS[6], KEYS[7]) end
+if not string.find(ARGV[5], 'C', 1, true) then return 'ok' end
+local verdict, data = 'completed', ARGV[i + 1]
+if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
+  verdict, data = 'canceled', ARGV[i + 2]
+  redis.call('HSET', KEYS[1], 'error', ARGV[i + 3])
+end
+redis.call('HSET', KEYS[1], 'status', verdict, 'ended_at', ARGV[i + 4])
+redis.call('XADD', KEYS[5], '*', 'mode', 'status', 'step', ARGV[i], 'data', data)
+if verdict == 'canceled' then return 'canceled' end
 return 'ok'

@@ -1,11 +1,19 @@
 -- Compare-and-set of a run's status (I7): terminal states are never left or overwritten. The status
--- change and the events that announce it are written together, or not at all.
--- KEYS[1] = run hash; KEYS[2] = the run's event stream
+-- change and the events that announce it are written together, or not at all. A step job sets statuses
+-- fenced by its lease (I1): with KEYS[3], the change is made only while KEYS[3] holds the token given as
+-- the last ARGV; a refused change is counted in the run hash (field 'refused:status').
+-- KEYS[1] = run hash; KEYS[2] = the run's event stream; KEYS[3] (optional) = the step's lease key
 -- ARGV[1] = new status; ARGV[2] = comma-separated statuses allowed as the current one ("" = any non-terminal)
--- ARGV[3] = n, then n field/value pairs to set with the status; then m, then m events (mode, step, data)
--- Returns {1, previous status} when set, {0, current status} when refused.
+-- ARGV[3] = n, then n field/value pairs to set with the status; then m, then m events (mode, step, data);
+-- with KEYS[3], then the lease token
+-- Returns {1, previous status} when set, {0, current status} when refused by the status rules, and
+-- {-1, current status} when refused by the fence (the caller no longer holds the lease).
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, ''} end
+if #KEYS >= 3 and redis.call('GET', KEYS[3]) ~= ARGV[#ARGV] then
+  redis.call('HINCRBY', KEYS[1], 'refused:status', 1)
+  return {-1, current}
+end
 if current == 'completed' or current == 'failed' or current == 'canceled' then return {0, current} end
 if ARGV[2] ~= '' then
   local ok = false

@@ -1,0 +1,155 @@
+"""Every write of a step job is fenced by its lease (I1, I7; issue 8 item 4), with real worker processes
+and real signals: a worker paused (SIGSTOP) past its lease changes nothing when it wakes (SIGCONT)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.settings import Settings
+from tests.envs import clean_env
+from worker.queue import RQStepQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = Registry.load(["tests.workflows.fencing"])
+
+CASES: dict[str, tuple[dict[str, Any], dict[bytes, bytes], list[str]]] = {
+    # input; the refusals counted in the run hash once the zombie woke; the successor's result
+    "commit": ({"names": ["solo"]}, {b"refused:commit": b"1"}, ["solo#2"]),
+    "pending": ({"names": ["slow", "fast"]}, {b"refused:pending": b"1"}, ["slow#2", "fast#1"]),
+    "status": ({"names": ["doomed"], "fail": True}, {b"refused:status": b"1"}, ["doomed#2"]),
+}
+
+
+def wait_for(predicate: Any, timeout_s: float = 20, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return clean_env(
+        GRAPHQ_REDIS_URL=redis_url,
+        GRAPHQ_WORKFLOWS="tests.workflows.fencing",
+        GRAPHQ_TEST_DIR=str(tmp_path),
+        GRAPHQ_LEASE_TTL_S="1",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
+        GRAPHQ_REAPER_INTERVAL_S="600",  # this test takes the steps over by hand
+        PYTHONUNBUFFERED="1",
+    )
+
+
+def start_worker(env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", "worker", *extra],
+        env=env,
+        cwd=ROOT,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: SIGSTOP/SIGCONT reach every process of it
+    )
+
+
+@pytest.fixture
+def zombies(env: dict[str, str], tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs = [start_worker(env, tmp_path / f"zombie-{i}.log") for i in range(len(CASES))]
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGCONT)
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def take_over(kv: redis.Redis, settings: Settings, client: Client, run_id: str) -> None:
+    """What a reaper would do with the step of a worker whose lease lapsed: queue the step again (the lease
+    index entry, where the claim keeps one, is the reaper's to clear)."""
+    run = client.get_run(run_id)
+    if hasattr(keys, "lease_index"):
+        kv.zrem(keys.lease_index(), keys.lease_member(run.thread_id, run_id))
+    pipe = kv.pipeline(transaction=True)
+    pipe.multi()
+    RQStepQueue(kv, settings).stage(pipe, run)
+    pipe.execute()
+
+
+def refusals(kv: redis.Redis, thread: str, run_id: str) -> dict[bytes, bytes]:
+    return {k: v for k, v in kv.hgetall(keys.run(thread, run_id)).items() if k.startswith(b"refused:")}
+
+
+def test_a_worker_paused_past_its_lease_changes_nothing_when_it_wakes(
+    env: dict[str, str],
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    redis_url: str,
+    zombies: list[subprocess.Popen[bytes]],
+) -> None:
+    settings = Settings(redis_url=redis_url)
+    client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, settings))
+    runs = {case: client.enqueue("zombie", given, thread_id=case) for case, (given, _, _) in CASES.items()}
+    # Each of the three workers holds one run's step: its tasks started, the fast one's writes persisted.
+    names = [n for given, _, _ in CASES.values() for n in given["names"]]
+    wait_for(lambda: all(lines(tmp_path / f"{n}.log") == 1 for n in names), what="every task to start")
+    head = client.get_run(runs["pending"]).head or ""
+    wait_for(
+        lambda: redis_client.hlen(keys.pending_writes("pending", "", head)) == 1,
+        what="the fast task's writes",
+    )
+    for proc in zombies:
+        os.killpg(proc.pid, signal.SIGSTOP)
+    wait_for(
+        lambda: not any(redis_client.exists(keys.lease(case, run_id)) for case, run_id in runs.items()),
+        timeout_s=5,
+        what="the paused workers' leases to lapse",
+    )
+    for run_id in runs.values():
+        take_over(redis_client, settings, client, run_id)
+    (tmp_path / "go").touch()
+    successor = start_worker(env, tmp_path / "successor.log", "--burst")
+    assert successor.wait(30) == 0, (tmp_path / "successor.log").read_text()
+    after: dict[str, tuple[Any, ...]] = {}
+    for case, run_id in runs.items():
+        done = client.get_run(run_id)
+        assert (done.status, done.result) == (
+            RunStatus.COMPLETED,
+            {**CASES[case][0], "done": CASES[case][2]},
+        ), case
+        after[case] = (done.model_dump(), [c.id for c in client.get_history(case)])
+        assert refusals(redis_client, case, run_id) == {}
+    for proc in zombies:
+        os.killpg(proc.pid, signal.SIGCONT)
+    for case, run_id in runs.items():
+        wait_for(
+            lambda case=case, run_id=run_id: refusals(redis_client, case, run_id) != {},  # type: ignore[misc]
+            timeout_s=10,
+            what=f"the zombie of run {case} to try its write",
+        )
+    time.sleep(0.5)  # a zombie that got through would have written by now
+    for case, run_id in runs.items():
+        assert refusals(redis_client, case, run_id) == CASES[case][1], case
+        done = client.get_run(run_id)
+        assert (done.model_dump(), [c.id for c in client.get_history(case)]) == after[case], case
+    assert [lines(tmp_path / f"{n}.log") for n in names] == [2, 2, 1, 2]  # solo, slow, fast, doomed
+    log = "".join((tmp_path / f"zombie-{i}.log").read_text() for i in range(len(CASES)))
+    assert log.count("refused: this worker no longer holds the step's lease") == 3, log
+    assert all(proc.poll() is None for proc in zombies)  # the zombies live on, and take new work

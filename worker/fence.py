@@ -1,0 +1,69 @@
+"""Writes refused by the lease fence (I1, I7): what a worker that lost its step's lease tried to write.
+
+Every write of a step job — pending writes, the commit, the status it sets (running, awaiting input,
+failed, canceled, completed), the run's head at step 0, the answers seeded for a branch run, request
+records — goes through a Lua script that checks the lease token first. A worker paused past its lease (a
+SIGSTOP, a long GC pause, a partition) therefore changes nothing when it wakes: each refused write is
+logged here, counted in :data:`REFUSED` (this process; the metrics exporter reads it) and, by the script
+itself, in the run hash (fields ``refused:<kind>``: ``graphq`` and tests can read it across processes).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+
+from graphcore.errors import LeaseLostError
+
+__all__ = ["KINDS", "REFUSED", "RefusedWrites", "refused"]
+
+log = logging.getLogger("graphq.fence")
+
+KINDS = ("pending", "commit", "status", "head", "answers", "requests")
+"""The kinds of fenced writes, as counted (``refused:<kind>`` in the run hash)."""
+
+
+class RefusedWrites:
+    """A thread-safe count of refused writes by kind, for this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, kind: str) -> None:
+        """Count one refused write of ``kind``."""
+        with self._lock:
+            self._counts[kind] += 1
+
+    def counts(self) -> dict[str, int]:
+        """Refused writes so far, by kind (kinds never refused are left out)."""
+        with self._lock:
+            return dict(self._counts)
+
+    def total(self) -> int:
+        """Refused writes so far, all kinds."""
+        with self._lock:
+            return sum(self._counts.values())
+
+
+REFUSED = RefusedWrites()
+"""This process's refused writes."""
+
+
+def refused(kind: str, run_id: str, step: int, what: str) -> LeaseLostError:
+    """Log and count a write the fence refused; returns the error to raise (or to note).
+
+    Args:
+        kind: one of :data:`KINDS`.
+        what: the write, in words (``"the writes of task 3f2a..."``, ``"status failed"``).
+    """
+    REFUSED.add(kind)
+    log.warning(
+        "run %s step %s: %s refused: this worker no longer holds the step's lease (it lapsed while the "
+        "worker was paused or cut off; another worker may have taken the step over)",
+        run_id,
+        step,
+        what,
+    )
+    return LeaseLostError(f"{what} of run {run_id} step {step} refused: the lease is no longer held")
