@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,11 +22,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+## Fault-injection tests too long for make test (marked chaos: a 20 s Redis outage, ...).
+chaos: $(STAMP)
+	$(PY) -m pytest -q -m chaos
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphcore worker cli examples tests bench
 	$(VENV)/bin/mypy
 
-## Benchmarks (P1, P2, P3), printed as ratios against baselines measured in the same run.
+## Benchmarks (P1–P4), printed as ratios against baselines measured in the same run.
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m bench

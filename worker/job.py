@@ -184,8 +184,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         if progress is not None:
             progress.task_done()
 
-    def emit(task: Any, chunk: Any) -> None:
-        stage_event(ctx.kv, run.thread_id, run.id, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
+    def emit(task: Any, chunk: Any) -> None:  # a node's stream write waits out a Redis outage
+        data = {"node": task.node, "chunk": chunk}
+        outlast(stage_event, ctx.kv, run.thread_id, run.id, "custom", cp.step + 1, data)
 
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
@@ -231,7 +232,7 @@ def _retry_events(ctx: WorkerContext, run: RunRecord, step: int) -> RetryHook:
             "error": f"{type(error).__name__}: {error}",
             "wait_s": round(wait_s, 3),
         }
-        stage_event(ctx.kv, run.thread_id, run.id, "retry", step, event)
+        outlast(stage_event, ctx.kv, run.thread_id, run.id, "retry", step, event)
 
     return on_retry
 

@@ -21,6 +21,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings
 from worker.context import WorkerContext, set_context
+from worker.outage import outage_proof
 
 __all__ = ["run_worker", "run_workers"]
 
@@ -52,7 +53,7 @@ def run_worker(
     queues = [ctx.queue.queue(name) for name in reg.names()]
     if not queues:
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
-    worker = SimpleWorker(queues, connection=client, serializer=JSONSerializer)
+    worker = outage_proof(SimpleWorker)(queues, connection=client, serializer=JSONSerializer)
     logging.getLogger("rq.worker").setLevel(log_level)
     return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
 

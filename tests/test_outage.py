@@ -1,0 +1,95 @@
+"""Workers outlive Redis outages (issue 8 item 1): a private redis-server with append-only on is stopped
+and started again on its port while runs are in flight; every worker survives, every run ends, nothing is
+lost. The 3 s outage runs in ``make test``; the 20 s one is marked ``chaos`` (``make chaos``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graphcore.backend.client import Client
+from graphcore.backend.connection import connect, outlast
+from graphcore.backend.embedded import EmbeddedRedis, free_port
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.settings import Settings
+from tests.envs import clean_env
+from worker.queue import RQStepQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = Registry.load(["tests.workflows.outage"])
+RUNS, STEPS, SLEEP_S = 4, 12, 0.1
+
+
+def start_worker(url: str, log: Path) -> subprocess.Popen[bytes]:
+    env = clean_env(
+        GRAPHQ_REDIS_URL=url,
+        GRAPHQ_WORKFLOWS="tests.workflows.outage",
+        GRAPHQ_LEASE_TTL_S="30",  # longer than the outage: the steps in flight keep their leases
+        GRAPHQ_HEARTBEAT_INTERVAL_S="1",
+        GRAPHQ_REDIS_RETRY_MAX_WAIT_S="0.5",
+        PYTHONUNBUFFERED="1",
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", "worker", "--log-level", "error"],
+        env=env,
+        cwd=ROOT,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def outage(tmp_path: Path, down_s: float) -> None:
+    server = EmbeddedRedis(tmp_path / "redis", port=free_port(), appendonly=True).start()
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        kv = connect(server.url, attempts=30, max_wait_s=0.5)
+        client = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=server.url)))
+        workers = [start_worker(server.url, tmp_path / f"worker-{i}.log") for i in range(2)]
+        given = {"steps": STEPS, "sleep_s": SLEEP_S}
+        runs = [client.enqueue("ticking", given, thread_id=f"t{i}") for i in range(RUNS)]
+        deadline = time.monotonic() + 20
+        while sum(client.get_run(r).step for r in runs) < RUNS * STEPS // 4:  # a quarter done: in flight
+            assert time.monotonic() < deadline, "the runs did not get going"
+            time.sleep(0.05)
+        server.stop()
+        time.sleep(down_s)
+        server.start()  # same port, same append-only file
+        done = outlast(client.wait, runs, timeout_s=60 + down_s)  # this client's socket is stale too
+        logs = "".join(p.read_text() for p in sorted(tmp_path.glob("worker-*.log")))
+        for run in done:
+            assert (run.status, run.step) == (RunStatus.COMPLETED, STEPS), logs
+            assert run.result == {**given, "trail": list(range(1, STEPS + 1))}
+            history = client.get_history(run.thread_id)
+            assert [c.step for c in history] == list(range(STEPS - 1, -2, -1))  # each step committed once
+        assert [w.poll() for w in workers] == [None, None], logs  # every worker survived
+        after = client.enqueue("ticking", {"steps": 2, "sleep_s": 0.0}, thread_id="after")
+        [last] = client.wait([after], timeout_s=20)  # and goes on taking work
+        assert (last.status, last.result) == (
+            RunStatus.COMPLETED,
+            {"steps": 2, "sleep_s": 0.0, "trail": [1, 2]},
+        )
+        assert "Traceback" not in logs, logs
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                os.killpg(w.pid, signal.SIGKILL)
+            w.wait(10)
+        server.stop()
+
+
+def test_workers_outlive_a_3s_redis_restart(tmp_path: Path) -> None:
+    outage(tmp_path, 3.0)
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(180)
+def test_workers_outlive_a_20s_redis_restart(tmp_path: Path) -> None:
+    outage(tmp_path, 20.0)
