@@ -154,7 +154,12 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     bad = [r for r in records if r.status in (RunStatus.FAILED, RunStatus.CANCELED)]
     for r in bad:
         reason = f": {r.error.type}: {r.error.message}" if r.error else ""
-        click.echo(f"run {r.id} ({r.workflow}) {r.status.value}{reason}", err=True)
+        chain = (
+            f", attempt {r.attempt} of its chain, continues {r.continued_from_run_id}"
+            if r.attempt > 1
+            else ""
+        )
+        click.echo(f"run {r.id} ({r.workflow}{chain}) {r.status.value}{reason}", err=True)
     if bad:
         also = f"; {len(waiting)} waiting for input" if waiting else ""
         fail(f"{len(bad)} of {len(records)} runs did not complete{also}", EXIT_FAILURE)

@@ -12,6 +12,8 @@ graphq [--redis-url URL] [--workflows MODULES]
   runs cancel | resume    cancel a run; continue an ended run's thread in a new run
   state THREAD            a thread's state (--history with branches, --checkpoint ID)
   workflows list          registered workflows
+  workers                 the live workers (the run and step each holds)
+  reaper                  act on lapsed leases: continue interrupted runs (--once)
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from cli.run import run
 from cli.runs import runs
 from cli.state import state
 from cli.worker import worker
+from cli.workers import reaper, workers
 from cli.workflows import workflows
 
 __all__ = ["main"]
@@ -89,6 +92,8 @@ main.add_command(worker)
 main.add_command(runs)
 main.add_command(state)
 main.add_command(workflows)
+main.add_command(workers)
+main.add_command(reaper)
 
 
 if __name__ == "__main__":  # pragma: no cover

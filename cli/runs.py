@@ -43,11 +43,41 @@ def runs() -> None:
     metavar="N",
     help="How many runs, newest first.",
 )
+@click.option(
+    "--chain",
+    "chain_of",
+    metavar="RUN",
+    help="List the chain RUN belongs to instead, first run first: the runs it continues and those that "
+    "continue it (a worker died, the reaper continued the run; or a resume).",
+)
 @output_option
 @click.pass_obj
-def list_runs(app: AppContext, limit: int, output: str) -> None:
-    """List the newest runs (id, workflow, status, step, thread, tenant, created)."""
-    records = app.reader().list_runs(limit)
+def list_runs(app: AppContext, limit: int, chain_of: str | None, output: str) -> None:
+    """List the newest runs (id, workflow, status, step, thread, tenant, created); with --chain RUN the
+    runs of RUN's chain in order (with each one's attempt and the run it continues)."""
+    reader = app.reader()
+    if chain_of is not None:
+        chain = reader.chain(chain_of)
+        if output == "json":
+            print_json([record_json(r) for r in chain])
+            return
+        print_table(
+            ("run", "attempt", "status", "continues", "error", "created (UTC)"),
+            [
+                (
+                    r.id,
+                    r.attempt,
+                    r.status.value,
+                    r.continued_from_run_id or "",
+                    f"{r.error.type}: {r.error.message}" if r.error else "",
+                    when(r.created_at),
+                )
+                for r in chain
+            ],
+            no_wrap=("run", "continues", "created (UTC)"),
+        )
+        return
+    records = reader.list_runs(limit)
     if output == "json":
         print_json([record_json(r) for r in records])
         return
@@ -84,6 +114,12 @@ def _fields(r: RunRecord, step: int | None) -> list[tuple[str, Any]]:
     ]
     if r.continued_from_run_id:
         fields.append(("continued from", r.continued_from_run_id))
+    if r.continued_by_run_id:
+        fields.append(("continued by", r.continued_by_run_id))
+    if r.attempt > 1:
+        fields.append(("attempt", r.attempt))
+    if r.worker:
+        fields.append(("worker", r.worker))
     if r.config:
         fields.append(("config", short(r.config)))
     if r.error is not None:
@@ -96,7 +132,8 @@ def _fields(r: RunRecord, step: int | None) -> list[tuple[str, Any]]:
 @output_option
 @click.pass_obj
 def show_run(app: AppContext, run_id: str, output: str) -> None:
-    """Show one run: status, workflow, thread, tenant, step, times, the run it continues, error with
+    """Show one run: status, workflow, thread, tenant, step, times, the run it continues and the run that
+    continues it (its chain: `graphq runs list --chain RUN`), the worker that last held it, error with
     traceback, result summary (long values cut; --output json has them whole); the requests it made
     (open and answered, with the answers), and for a run waiting for input how to answer.
 

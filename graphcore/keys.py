@@ -20,6 +20,16 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:{T}:waiting            list   runs waiting for the thread, in order
     graphq:runs                   zset   all run ids by creation time
     graphq:run-thread             hash   run id -> thread id
+    graphq:leases                 zset   lease_member(T, RUN) -> lease deadline, ms since the epoch (R18)
+    graphq:recovery               zset   recovery_member(kind, T, RUN) -> when staged: reaped runs whose job
+                                         (kind "enqueue") or thread hand-over ("handover") is still to do
+    graphq:reaper:lock            string owner token of the active reaper
+    graphq:workers                zset   worker id -> heartbeat expiry, ms since the epoch
+    graphq:worker:ID              hash   a live worker's record (expires with its heartbeat)
+
+The lease, recovery and worker keys are global (one slot), like the run index: the lease index is kept
+by the claim, renewal, release and commit scripts, which therefore touch one global key besides the
+thread's (fine on one Redis; a Redis Cluster deployment would need one index per slot).
 """
 
 from __future__ import annotations
@@ -34,7 +44,13 @@ __all__ = [
     "checkpoints",
     "history",
     "lease",
+    "lease_index",
+    "lease_member",
+    "parse_member",
     "pending_writes",
+    "reaper_lock",
+    "recovery",
+    "recovery_member",
     "requests",
     "run",
     "run_events",
@@ -45,6 +61,8 @@ __all__ = [
     "thread_runs",
     "thread_waiting",
     "validate_id",
+    "worker",
+    "workers",
 ]
 
 PREFIX = "graphq"
@@ -145,3 +163,47 @@ def runs_index() -> str:
 def run_threads() -> str:
     """Hash run id → thread id."""
     return f"{PREFIX}:run-thread"
+
+
+def lease_index() -> str:
+    """Sorted set of held leases, scored by deadline (ms since the epoch, Redis's clock): the reaper reads
+    the lapsed ones with ZRANGEBYSCORE (R18), never a SCAN."""
+    return f"{PREFIX}:leases"
+
+
+def lease_member(thread: str, run_id: str) -> str:
+    """The member of :func:`lease_index` for a run's lease (ids hold no ``:``, see :func:`validate_id`)."""
+    return f"{thread}:{run_id}"
+
+
+def parse_member(member: str) -> tuple[str, str]:
+    """``(thread, run id)`` of a :func:`lease_member`; ``(kind, thread, run)`` members of
+    :func:`recovery` parse with ``member.split(":")``."""
+    thread, _, run_id = member.rpartition(":")
+    return thread, run_id
+
+
+def recovery() -> str:
+    """Sorted set of work the reaper staged in a script and still has to do outside it (an RQ enqueue,
+    a thread hand-over), scored by when it was staged; an entry goes in the same MULTI as its work."""
+    return f"{PREFIX}:recovery"
+
+
+def recovery_member(kind: str, thread: str, run_id: str) -> str:
+    """A :func:`recovery` entry: ``kind`` is ``enqueue`` (the run's current step job) or ``handover``."""
+    return f"{kind}:{thread}:{run_id}"
+
+
+def reaper_lock() -> str:
+    """The owner token of the one active reaper (compare-and-expire to renew, compare-and-delete)."""
+    return f"{PREFIX}:reaper:lock"
+
+
+def workers() -> str:
+    """Sorted set of worker ids scored by when their heartbeat expires (ms since the epoch)."""
+    return f"{PREFIX}:workers"
+
+
+def worker(worker_id: str) -> str:
+    """Hash of a live worker's record (id, host, pid, queues, started, current run and step)."""
+    return f"{PREFIX}:worker:{worker_id}"

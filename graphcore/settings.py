@@ -58,9 +58,36 @@ class Settings(BaseSettings):
     max_run_timeout_s: float = Field(
         default=7 * 86_400.0, gt=0, description="Ceiling on any workflow's or run's run_timeout_s (R11)."
     )
-    lease_ttl_s: float = Field(default=30.0, gt=0, le=3600, description="Lease time-to-live, seconds (R18).")
+    lease_ttl_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=3600,
+        description="Lease time-to-live, seconds (R18); also how long a silent worker stays listed.",
+    )
     heartbeat_interval_s: float = Field(
-        default=10.0, gt=0, le=600, description="Lease renewal interval, seconds; must be below lease_ttl_s."
+        default=5.0,
+        gt=0,
+        le=600,
+        description="Lease renewal and worker heartbeat interval, seconds; must be below lease_ttl_s.",
+    )
+    reaper_interval_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="How often the reaper looks for lapsed leases, seconds: a dead worker's step is acted on "
+        "within lease_ttl_s + reaper_interval_s (R18).",
+    )
+    resume_interrupted_runs: bool = Field(
+        default=True,
+        description="A run whose worker died: on → closed Failed (WorkerLost) and continued by a new run "
+        "from its latest checkpoint; off → started again from its beginning (R14).",
+    )
+    max_resume_attempts: int = Field(
+        default=1,
+        ge=0,
+        le=100,
+        description="Automatic continuations (or restarts) per chain of interrupted runs; 0 = detect and "
+        "fail (R10).",
     )
     step_timeout_s: int = Field(
         default=3600, ge=1, le=86_400, description="RQ job timeout of one super-step, seconds."

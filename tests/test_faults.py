@@ -21,6 +21,7 @@ from graphcore.settings import Settings, get_settings
 from tests.envs import clean_env
 from worker.process import run_worker
 from worker.queue import RQStepQueue
+from worker.reaper import Reaper
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.faults"])
@@ -67,7 +68,8 @@ def start_worker(env: dict[str, str], tmp_path: Path, *extra: str) -> subprocess
 def test_sigkill_mid_step_keeps_finished_tasks(
     env: dict[str, str], tmp_path: Path, redis_client: redis.Redis, redis_url: str
 ) -> None:
-    """I2 with a real SIGKILL: tasks that finished before the crash do not run again when the step does."""
+    """I2 with a real SIGKILL: tasks that finished before the crash do not run again when the step does (in
+    the reaper's continuation of the run)."""
     client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
     run_id = client.enqueue("slowfan", {"names": ["fast-a", "slow", "fast-b"]})
     run = client.get_run(run_id)
@@ -95,14 +97,16 @@ def test_sigkill_mid_step_keeps_finished_tasks(
         what="the dead worker's lease to lapse",
     )
     (tmp_path / "go").touch()
-    pipe = redis_client.pipeline(transaction=True)
-    pipe.multi()
-    RQStepQueue(redis_client, Settings(redis_url=redis_url)).stage(pipe, crashed)  # what a reaper would do
-    pipe.execute()
+    [(reaped, outcome)] = Reaper(redis_client, Settings(redis_url=redis_url)).sweep()  # no reaper ran yet
+    assert (reaped, outcome.verdict) == (run_id, "continued")
     second = start_worker(env, tmp_path, "--burst")
     assert second.wait(30) == 0
-    final = client.get_run(run_id)
-    assert final.status == RunStatus.COMPLETED, (tmp_path / "worker.log").read_text()
+    [final] = client.wait([run_id], timeout_s=10)  # the chain's last run: the continuation
+    assert (final.id, final.status, final.continued_from_run_id) == (
+        outcome.detail,
+        RunStatus.COMPLETED,
+        run_id,
+    )
     assert final.result == {"names": ["fast-a", "slow", "fast-b"], "done": ["fast-a", "slow", "fast-b"]}
     assert (lines(tmp_path / "fast-a.log"), lines(tmp_path / "fast-b.log"), lines(tmp_path / "slow.log")) == (
         1,

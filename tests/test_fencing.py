@@ -17,10 +17,17 @@ import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunError, RunStatus
+from graphcore.engine.algo import apply_input
 from graphcore.engine.registry import Registry
+from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
+from graphcore.types import TaskWrites
 from tests.envs import clean_env
+from worker.context import WorkerContext
+from worker.fence import REFUSED
+from worker.job import _end, _fenced_hset, _mark_running, _put_writes, _seed_answers
+from worker.lease import Lease
 from worker.queue import RQStepQueue
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,3 +160,51 @@ def test_a_worker_paused_past_its_lease_changes_nothing_when_it_wakes(
     log = "".join((tmp_path / f"zombie-{i}.log").read_text() for i in range(len(CASES)))
     assert log.count("refused: this worker no longer holds the step's lease") == 3, log
     assert all(proc.poll() is None for proc in zombies)  # the zombies live on, and take new work
+
+
+def test_every_write_of_a_step_job_is_refused_without_the_lease(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    """Each write a step job makes, called while another worker holds the lease: refused, nothing written,
+    each refusal counted in the run hash and in the process (worker.fence.REFUSED)."""
+    settings = Settings(redis_url=redis_url)
+    client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, settings))
+    run_id = client.enqueue("zombie", {"names": ["a"]}, thread_id="w")
+    run = client.get_run(run_id)
+    run.preset_answers = {"0:0": "yes"}
+    ctx = WorkerContext.build(redis_client, settings, REGISTRY)
+    lease = Lease(redis_client, "w", run_id, 30, 10)
+    redis_client.set(lease.key, "another-worker")
+    cp = apply_input(REGISTRY.get("zombie"), None, {"names": ["a"]}, {"run_id": run_id})
+    before = REFUSED.counts()
+    writes = [
+        lambda: _put_writes(ctx, run, cp, lease, TaskWrites(task_id="t", node="hold", writes=[])),
+        lambda: _seed_answers(ctx, run, lease, cp),
+        lambda: _fenced_hset(ctx, run, lease, "requests", (keys.requests("w", run_id), {"r": b"x"})),
+        lambda: _fenced_hset(ctx, run, lease, "head", (keys.run("w", run_id), {"head": cp.id})),
+        lambda: _mark_running(ctx, run, lease, REGISTRY.get("zombie").config_for({})),
+    ]
+    for write in writes:
+        with pytest.raises(LeaseLostError, match="refused: the lease is no longer held"):
+            write()
+    _end(ctx, run, lease, RunStatus.FAILED, RunError(type="X", message="late"))  # refused, not raised
+    assert refusals(redis_client, "w", run_id) == {
+        b"refused:pending": b"1",
+        b"refused:answers": b"1",
+        b"refused:requests": b"1",
+        b"refused:head": b"1",
+        b"refused:status": b"2",
+    }
+    after = REFUSED.counts()
+    assert {k: after.get(k, 0) - before.get(k, 0) for k in after} == {
+        "pending": 1,
+        "answers": 1,
+        "requests": 1,
+        "head": 1,
+        "status": 2,
+    }
+    record = client.get_run(run_id)
+    assert (record.status, record.head, record.error) == (RunStatus.QUEUED, None, None)
+    assert redis_client.exists(keys.pending_writes("w", "", cp.id), keys.answers("w", "", cp.id)) == 0
+    assert redis_client.exists(keys.requests("w", run_id)) == 0
+    assert redis_client.get(lease.key) == b"another-worker"

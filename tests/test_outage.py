@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect, outlast
 from graphcore.backend.embedded import EmbeddedRedis, free_port
@@ -93,3 +94,70 @@ def test_workers_outlive_a_3s_redis_restart(tmp_path: Path) -> None:
 @pytest.mark.timeout(180)
 def test_workers_outlive_a_20s_redis_restart(tmp_path: Path) -> None:
     outage(tmp_path, 20.0)
+
+
+def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Path) -> None:
+    """The outage outlasts the lease: when Redis is back the worker's writes for that step are refused (it
+    is never half-committed); the worker lives on and takes the step again once it is queued again."""
+    server = EmbeddedRedis(tmp_path / "redis", port=free_port(), appendonly=True).start()
+    log = tmp_path / "worker.log"
+    env = clean_env(
+        GRAPHQ_REDIS_URL=server.url,
+        GRAPHQ_WORKFLOWS="tests.workflows.fencing",
+        GRAPHQ_TEST_DIR=str(tmp_path),
+        GRAPHQ_LEASE_TTL_S="1",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
+        GRAPHQ_REAPER_INTERVAL_S="600",  # the step is queued again by hand below
+        GRAPHQ_REDIS_RETRY_MAX_WAIT_S="0.5",
+        PYTHONUNBUFFERED="1",
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "cli", "worker"],
+        env=env,
+        cwd=ROOT,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        kv = connect(server.url, attempts=30, max_wait_s=0.5)
+        registry = Registry.load(["tests.workflows.fencing"])
+        settings = Settings(redis_url=server.url)
+        client = Client(kv, registry, RQStepQueue(kv, settings))
+        run_id = client.enqueue("zombie", {"names": ["slow", "fast"]}, thread_id="lapse")
+        deadline = time.monotonic() + 20
+        while kv.hget(keys.run("lapse", run_id), "partial") is None or not (tmp_path / "slow.log").exists():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        head = client.get_run(run_id).head or ""
+        server.stop()
+        (tmp_path / "go").touch()  # the slow task ends while Redis is away
+        time.sleep(3)  # longer than the lease
+        server.start()
+        deadline = time.monotonic() + 20
+        while outlast(kv.hget, keys.run("lapse", run_id), "refused:pending") is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        run = client.get_run(run_id)
+        assert (run.status, run.step, run.head) == (RunStatus.RUNNING, 0, head)
+        assert [c.step for c in client.get_history("lapse")] == [-1]
+        assert len(kv.hgetall(keys.pending_writes("lapse", "", head))) == 1  # the fast task's, kept
+        assert worker.poll() is None, log.read_text()
+        if hasattr(keys, "lease_index"):  # what a reaper would do: clear the lapsed lease, queue the step
+            kv.zrem(keys.lease_index(), keys.lease_member("lapse", run_id))
+        pipe = kv.pipeline(transaction=True)
+        pipe.multi()
+        RQStepQueue(kv, settings).stage(pipe, run)
+        pipe.execute()
+        [done] = client.wait([run_id], timeout_s=20)
+        assert (done.status, done.result) == (
+            RunStatus.COMPLETED,
+            {"names": ["slow", "fast"], "done": ["slow#2", "fast#1"]},
+        ), log.read_text()
+        assert [c.step for c in client.get_history("lapse")] == [0, -1]
+        assert kv.hget(keys.run("lapse", run_id), "refused:pending") == b"1"
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(10)
+        server.stop()

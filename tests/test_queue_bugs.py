@@ -138,3 +138,25 @@ def test_a_cancel_during_the_last_step_wins_over_completion(
     again = client.resume(run_id)  # X4: the thread goes on from the kept checkpoint (nothing left to run)
     run_worker(settings, burst=True, registry=FENCING, kv=redis_client)
     assert client.get_run(again).status == RunStatus.COMPLETED
+
+
+def test_a_cancel_during_a_step_that_asks_for_input_ends_the_run(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    """X1: canceled while its step ran, the run does not go on to wait for an answer nobody should give."""
+    settings = Settings(redis_url=redis_url)
+    client = Client(redis_client, FENCING, RQStepQueue(redis_client, settings))
+    run_id = client.enqueue("pause-cancel", {"url": redis_url, "interrupt": False}, thread_id="asked")
+    run_worker(settings, burst=True, registry=FENCING, kv=redis_client)
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.CANCELED, 0)
+    assert run.error is not None
+    assert (run.error.type, run.error.message) == (
+        "Canceled",
+        "canceled by request during the step that asked for input; nobody is asked",
+    )
+    assert client.requests(run_id) == []
+    assert [c.step for c in client.get_history("asked")] == [-1]
+    statuses = [e.data["status"] for e in read_events(redis_client, "asked", run_id) if e.mode == "status"]
+    assert statuses == ["running", "canceled"]
+    assert redis_client.exists(keys.thread_active("asked")) == 0

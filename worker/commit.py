@@ -22,7 +22,7 @@ from graphcore.errors import AppendConflictError, LeaseLostError
 
 __all__ = ["CommitScript", "Completion", "StepCommit"]
 
-_FIXED_KEYS = 7
+_FIXED_KEYS = 8
 
 
 @dataclass
@@ -85,7 +85,8 @@ class CommitScript:
         index = KeyIndex(_FIXED_KEYS + 1)
         flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
         flags += "C" if extra.completes is not None else ""
-        argv: list[str | bytes] = [lease.token, str(step), cp_id, plan.record, flags or "-"]
+        member = keys.lease_member(thread, run_id)
+        argv: list[str | bytes] = [lease.token, str(step), cp_id, plan.record, flags or "-", member]
         argv += plan_argv(plan, index)
         argv += [str(len(extra.run_fields))] + [x for pair in extra.run_fields.items() for x in pair]
         argv += [str(len(extra.run_deletes)), *extra.run_deletes]
@@ -110,6 +111,7 @@ class CommitScript:
             keys.run_events(thread, run_id),
             keys.pending_writes(thread, "", writes_cp),
             keys.answers(thread, "", writes_cp),
+            keys.lease_index(),
         ]
         assert len(fixed) == _FIXED_KEYS
         return fixed + index.keys, argv

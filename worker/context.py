@@ -31,6 +31,8 @@ class WorkerContext:
     commit: CommitScript
     stores: dict[str, RedisCheckpointStore] = field(default_factory=dict)
     configs: LRU = field(default_factory=LRU)
+    worker_id: str = ""
+    """This worker's id in the worker registry (set by :func:`worker.process.run_worker`)."""
 
     @classmethod
     def build(cls, kv: Any, settings: Settings, registry: Registry) -> WorkerContext:

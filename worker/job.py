@@ -284,10 +284,14 @@ def _pause(
     results: list[TaskWrites],
     persisted: bool,
 ) -> str:
-    """A node asked a human (G6): keep every task's outcome as pending writes, then AwaitingInput."""
+    """A node asked a human (G6): keep every task's outcome as pending writes, then AwaitingInput, unless a
+    cancel request arrived during the step (X1): then the run ends Canceled, nobody is asked."""
     if not persisted:
         for tw in results:
             _put_writes(ctx, run, cp, lease, tw)
+    if _cancel_requested(ctx, run):
+        _end(ctx, run, lease, RunStatus.CANCELED, _PAUSE_CANCEL)
+        return "canceled: a cancel request arrived during the step"
     requests = [
         {"id": i.id, "node": i.node, "value": i.value, "created_at": i.created_at}
         for r in results
@@ -299,7 +303,32 @@ def _pause(
         ("status", cp.step + 1, {"status": "awaiting_input"}),
     ]
     _set_status(ctx, run, lease, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,), events=events)
+    if _cancel_requested(ctx, run):  # requested just before the pause (later ones end the waiting run)
+        fields = {"error": _PAUSE_CANCEL.model_dump_json(), "ended_at": now_iso()}
+        event = {"status": "canceled", "error": f"{_PAUSE_CANCEL.type}: {_PAUSE_CANCEL.message}"}
+        waiting = (RunStatus.AWAITING_INPUT,)
+        if _set_status(
+            ctx,
+            run,
+            lease,
+            RunStatus.CANCELED,
+            allowed=waiting,
+            fields=fields,
+            events=[("status", cp.step + 1, event)],
+        ):
+            _release_thread(ctx, run)
+        return "canceled: a cancel request arrived during the step"
     return f"awaiting input: {len(requests)} request(s)"
+
+
+_PAUSE_CANCEL = CANCEL_ERROR.model_copy(
+    update={"message": "canceled by request during the step that asked for input; nobody is asked"}
+)
+
+
+def _cancel_requested(ctx: WorkerContext, run: RunRecord) -> bool:
+    """Whether a cancel request is recorded on the run (``cancel`` asked while a step of it ran)."""
+    return bool(outlast(ctx.kv.hexists, keys.run(run.thread_id, run.id), "cancel"))
 
 
 def _record_requests(

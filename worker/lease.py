@@ -23,7 +23,7 @@ from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
 
-__all__ = ["Lease"]
+__all__ = ["Lease", "held"]
 
 log = logging.getLogger("graphq.lease")
 
@@ -47,6 +47,10 @@ class Lease:
     def __init__(self, kv: Any, thread_id: str, run_id: str, ttl_s: float, heartbeat_s: float) -> None:
         self.kv = kv
         self.key = keys.lease(thread_id, run_id)
+        self.member = keys.lease_member(thread_id, run_id)
+        self.thread_id, self.run_id = thread_id, run_id
+        self.step: int | None = None
+        """The step claimed (set by :meth:`claim`), reported in the worker's heartbeat."""
         self.run_key = keys.run(thread_id, run_id)
         self.events_key = keys.run_events(thread_id, run_id)
         self.cancel = CancelToken()
@@ -59,8 +63,11 @@ class Lease:
         self._dropping = False
         self._dropped = False
 
-    def claim(self, step: int, now: str, cancel_error: str) -> tuple[int, dict[bytes, bytes]]:
-        """Read the run and take the lease if the run is still at ``step`` (one round trip).
+    def claim(
+        self, step: int, now: str, cancel_error: str, worker_id: str = ""
+    ) -> tuple[int, dict[bytes, bytes]]:
+        """Read the run and take the lease if the run is still at ``step`` (one round trip); the lease's
+        deadline goes into the lease index and ``worker_id`` into the run's ``worker`` field.
 
         Args:
             now: the current time (ISO-8601), written as ``ended_at`` when a cancel request ends the run.
@@ -71,9 +78,10 @@ class Lease:
             2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
         """
         code, flat = script(self.kv, "claim_step")(
-            keys=[self.run_key, self.key, self.events_key],
-            args=[self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT],
+            keys=[self.run_key, self.key, self.events_key, keys.lease_index()],
+            args=[self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT, self.member, worker_id],
         )
+        self.step = step
         return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
     def acquire(self) -> bool:
@@ -104,7 +112,9 @@ class Lease:
     def release(self) -> None:
         """Give the lease back if still ours (a no-op after a commit deleted it)."""
         if not self._dropped:
-            script(self.kv, "release_lease")(keys=[self.key], args=[self.token])
+            script(self.kv, "release_lease")(
+                keys=[self.key, keys.lease_index()], args=[self.token, self.member]
+            )
 
 
 class _Keeper:
@@ -137,7 +147,8 @@ class _Keeper:
         due = time.monotonic() >= lease.renew_at
         try:
             held, cancel = self.renew(
-                keys=[lease.key, lease.run_key], args=[lease.token, lease.ttl_ms, int(due)]
+                keys=[lease.key, lease.run_key, keys.lease_index()],
+                args=[lease.token, lease.ttl_ms, int(due), lease.member],
             )
         except Exception as exc:  # a transient Redis error: try again at the next tick
             log.warning("lease %s renewal failed: %s", lease.key, exc)
@@ -152,6 +163,17 @@ class _Keeper:
                 log.warning("lease %s lost", lease.key)
                 lease.lost.set()
                 self.leases.discard(lease)
+
+
+def held() -> list[Lease]:
+    """The leases this process holds now (every keeper's), for the worker's heartbeat."""
+    with _keepers_lock:
+        keepers = list(_keepers.values())
+    found: list[Lease] = []
+    for keeper in keepers:
+        with keeper.lock:
+            found += keeper.leases
+    return found
 
 
 _keepers: dict[int, _Keeper] = {}

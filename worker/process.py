@@ -21,6 +21,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings
 from worker.context import WorkerContext, set_context
+from worker.liveness import new_worker_id, start_liveness
 from worker.outage import outage_proof
 
 __all__ = ["run_worker", "run_workers"]
@@ -53,9 +54,15 @@ def run_worker(
     queues = [ctx.queue.queue(name) for name in reg.names()]
     if not queues:
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
-    worker = outage_proof(SimpleWorker)(queues, connection=client, serializer=JSONSerializer)
+    ctx.worker_id = new_worker_id()
+    worker_class = outage_proof(SimpleWorker)  # its loop outlives Redis outages
+    worker = worker_class(queues, connection=client, serializer=JSONSerializer, name=ctx.worker_id)
     logging.getLogger("rq.worker").setLevel(log_level)
-    return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
+    stop_liveness = start_liveness(client, settings, ctx.worker_id, [q.name for q in queues])
+    try:
+        return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
+    finally:
+        stop_liveness()
 
 
 def _child(burst: bool, log_level: str, parent_pid: int) -> None:

@@ -24,7 +24,7 @@ from graphcore.engine.algo import apply_update, task_id
 from graphcore.engine.inputs import check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
-from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError
+from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, RunNotFoundError
 from graphcore.types import START, Interrupt
 
 __all__ = ["Client", "RunRequest", "StepQueue", "check_request"]
@@ -233,6 +233,9 @@ class Client:
     ) -> list[RunRecord]:
         """Block until every run has stopped: ended (Completed, Failed, Canceled) or waiting for input.
 
+        A run that was continued (its worker died and the reaper continued it, R14; or it was resumed) is
+        followed to the last run of its chain (:meth:`chain`): the record returned for it is that run's.
+
         A run that is AwaitingInput stops the wait too (it goes on only once someone answers: see
         :meth:`requests` and :meth:`answer`); its record is returned with that status. Every run must have
         stopped at the same poll: one answered meanwhile (Queued or Running again) is waited for.
@@ -254,8 +257,10 @@ class Client:
         def stopped(record: RunRecord) -> bool:
             return record.terminal or record.status == RunStatus.AWAITING_INPUT
 
+        current = list(run_ids)
         while True:
-            records = [self.runs.get(r) for r in run_ids]
+            records = [self._last_of_chain(self.runs.get(r)) for r in current]
+            current = [r.id for r in records]
             for rec in records:
                 if on_change and last.get(rec.id) != (rec.status, rec.step):
                     on_change(rec)
@@ -266,6 +271,38 @@ class Client:
                 pending = [r.id for r in records if not stopped(r)]
                 raise TimeoutError(f"runs still not finished after {timeout_s} s: {pending}")
             time.sleep(poll_s)
+
+    def _last_of_chain(self, record: RunRecord) -> RunRecord:
+        """``record``, or the last run of the chain that continues it."""
+        seen = {record.id}
+        while record.terminal and record.continued_by_run_id and record.continued_by_run_id not in seen:
+            record = self.runs.get(record.continued_by_run_id, record.thread_id)
+            seen.add(record.id)
+        return record
+
+    def chain(self, run_id: str) -> list[RunRecord]:
+        """The chain of runs ``run_id`` belongs to, first run first: back along ``continued_from_run_id``
+        and forward along ``continued_by_run_id`` (the reaper's continuations of interrupted runs, R14,
+        and resumes). A run that continues none and was not continued is a chain of one.
+
+        Raises:
+            RunNotFoundError: no such run.
+        """
+        record = self.runs.get(run_id)
+        back = [record]
+        seen = {record.id}
+        while back[0].continued_from_run_id and back[0].continued_from_run_id not in seen:
+            try:
+                earlier = self.runs.get(back[0].continued_from_run_id, record.thread_id)
+            except RunNotFoundError:
+                break
+            back.insert(0, earlier)
+            seen.add(earlier.id)
+        while back[-1].continued_by_run_id and back[-1].continued_by_run_id not in seen:
+            later = self.runs.get(back[-1].continued_by_run_id, record.thread_id)
+            back.append(later)
+            seen.add(later.id)
+        return [self._with_result(r) for r in back]
 
     def requests(self, run_id: str) -> list[Interrupt]:
         """The open human requests of a run that is AwaitingInput (G6, R16), in task order; [] otherwise."""
@@ -544,7 +581,9 @@ class Client:
             config=run.config,
             continued_from_run_id=run.id,
         )
-        return self.enqueue_many([request])[0]
+        new_id = self.enqueue_many([request])[0]
+        self.kv.hsetnx(keys.run(run.thread_id, run.id), "continued_by_run_id", new_id)
+        return new_id
 
     def update_state(
         self, workflow: str, thread_id: str, values: Any, as_node: str | None = None

@@ -78,6 +78,12 @@ class RunRecord(BaseModel):
     error: RunError | None = None
     config: dict[str, Any] = {}
     continued_from_run_id: str | None = None
+    continued_by_run_id: str | None = None
+    """The run that continues this one (the reaper's continuation of an interrupted run, or a resume)."""
+    attempt: int = 1
+    """Place in a chain of automatic continuations (R10): 1 for a run started by a client."""
+    worker: str | None = None
+    """The worker that last claimed one of the run's steps."""
     preset_answers: dict[str, Any] = {}
     """``"<task index>:<call index>"`` → answer, for a branch started by answering a request again (R16)."""
 
@@ -126,6 +132,9 @@ class RunRecord(BaseModel):
             error=RunError.model_validate_json(text["error"]) if text.get("error") else None,
             config=json.loads(text.get("config", "{}")),
             continued_from_run_id=text.get("continued_from_run_id"),
+            continued_by_run_id=text.get("continued_by_run_id"),
+            attempt=int(text.get("attempt") or 1),
+            worker=text.get("worker") or None,
             preset_answers=serde.loads(f["preset_answers"]) if "preset_answers" in f else {},
         )
 

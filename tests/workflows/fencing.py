@@ -3,6 +3,8 @@
 ``last-cancel``: one step whose node cancels its own run (as an operator would, mid-step), waits until the
 worker has seen the cancel (``interrupt``: its cancel token is set), ignores it and returns normally.
 
+``pause-cancel``: the same, then the node asks for input (``interrupt``).
+
 ``zombie``: fans out to one ``hold`` task per name; a task leaves a line in ``$GRAPHQ_TEST_DIR/<name>.log``
 each time it starts, and (unless its name starts with ``fast``) waits for ``$GRAPHQ_TEST_DIR/go`` before it
 returns ``<name>#<attempt>``; with ``fail`` its first attempt raises after the wait instead.
@@ -20,6 +22,7 @@ import redis
 
 from graphcore import START, Send, StateGraph, get_cancel_token, get_config
 from graphcore.backend.client import Client
+from graphcore.engine.interrupts import interrupt
 from graphcore.engine.registry import Registry
 from worker.queue import RQStepQueue
 
@@ -47,6 +50,17 @@ _l = StateGraph(Last)
 _l.add_node("finish_anyway", finish_anyway)
 _l.add_edge(START, "finish_anyway")
 last_cancel = _l.compile(name="last-cancel")
+
+
+def ask_anyway(state: Last) -> dict[str, Any]:
+    said = finish_anyway(state)["done"]
+    return {"done": f"{said}; answered {interrupt({'question': 'go on?'})}"}
+
+
+_p = StateGraph(Last)
+_p.add_node("ask_anyway", ask_anyway)
+_p.add_edge(START, "ask_anyway")
+pause_cancel = _p.compile(name="pause-cancel")
 
 
 class Zombie(TypedDict, total=False):

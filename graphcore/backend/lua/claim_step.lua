@@ -1,12 +1,17 @@
 -- Claim a run's step for this worker in one round trip (R2, R18, X1): read the run, and take the lease only
 -- when the run is still at this step and not finished (a stale duplicate job never holds the lease). A
--- run with a pending cancel request ends Canceled here, before its next super-step starts.
--- KEYS[1] = run hash; KEYS[2] = lease key; KEYS[3] = the run's event stream
+-- run with a pending cancel request ends Canceled here, before its next super-step starts. The lease's
+-- deadline goes into the lease index, and the run records which worker holds it (the reaper names it).
+-- A run whose earlier lease lapsed without a commit or release (its worker died) is still in the index:
+-- it is left to the reaper (code 2), so that no job — RQ's abandoned-job handling included — runs the step
+-- again behind the reaper's back.
+-- KEYS[1] = run hash; KEYS[2] = lease key; KEYS[3] = the run's event stream; KEYS[4] = the lease index
 -- ARGV[1] = lease token; ARGV[2] = lease time-to-live in milliseconds; ARGV[3] = the job's step number;
 -- ARGV[4] = now (ISO-8601); ARGV[5] = the error record (JSON) of a cancelled run; ARGV[6] = the data of its
--- status event (msgpack), appended to the stream KEYS[3] with the cancellation
+-- status event (msgpack), appended to the stream KEYS[3] with the cancellation; ARGV[7] = the run's member
+-- of the lease index; ARGV[8] = the claiming worker's id
 -- Returns {code, run hash as a flat field/value list}; code 0 = no such run, 1 = stale (finished or at
--- another step), 2 = another worker holds the lease, 3 = claimed, 4 = cancelled now.
+-- another step), 2 = another worker holds the lease (or held it and died), 3 = claimed, 4 = cancelled now.
 local run = redis.call('HGETALL', KEYS[1])
 if #run == 0 then return {0, run} end
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -19,5 +24,9 @@ if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
   redis.call('XADD', KEYS[3], '*', 'mode', 'status', 'step', step, 'data', ARGV[6])
   return {4, redis.call('HGETALL', KEYS[1])}
 end
+if redis.call('ZSCORE', KEYS[4], ARGV[7]) then return {2, run} end
 if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, run} end
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[4], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]), ARGV[7])
+redis.call('HSET', KEYS[1], 'worker', ARGV[8])
 return {3, run}

@@ -2,9 +2,11 @@
 -- run's lease and the run is still at the expected step and not finished; otherwise nothing is written.
 -- It runs inside the caller's MULTI, beside the enqueue of the next step's RQ job.
 -- KEYS[1] run hash, KEYS[2] lease, KEYS[3] checkpoint hash, KEYS[4] history list, KEYS[5] events stream,
--- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8..] channel value hashes and log lists (by index)
+-- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8] lease index,
+-- KEYS[9..] channel value hashes and log lists (by index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
--- ARGV[5] flags: 'L' drop the lease, 'W' drop pending writes and answers; then sections, each a count first:
+-- ARGV[5] flags: 'L' drop the lease (and its entry in the lease index), 'W' drop pending writes and
+-- answers; ARGV[6] the run's member of the lease index; then sections, each a count first:
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
@@ -25,7 +27,7 @@ if redis.call('GET', KEYS[2]) ~= ARGV[1] then return refuse('lease') end
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return refuse('finished') end
 if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return refuse('step') end
-local V = 6                               -- ARGV index of the values count
+local V = 7                               -- ARGV index of the values count
 local A = V + 1 + 3 * tonumber(ARGV[V])   -- ARGV index of the appends count
 local function each_append(fn)
   local j = A + 1
@@ -52,7 +54,10 @@ for _ = 1, count() do redis.call('HDEL', KEYS[1], ARGV[i]); i = i + 1 end
 for _ = 1, count() do
   redis.call('XADD', KEYS[5], '*', 'mode', ARGV[i], 'step', ARGV[i + 1], 'data', ARGV[i + 2]); i = i + 3
 end
-if string.find(ARGV[5], 'L', 1, true) then redis.call('DEL', KEYS[2]) end
+if string.find(ARGV[5], 'L', 1, true) then
+  redis.call('DEL', KEYS[2])
+  redis.call('ZREM', KEYS[8], ARGV[6])
+end
 if string.find(ARGV[5], 'W', 1, true) then redis.call('DEL', KEYS[6], KEYS[7]) end
 if not string.find(ARGV[5], 'C', 1, true) then return 'ok' end
 local verdict, data = 'completed', ARGV[i + 1]

@@ -1,0 +1,250 @@
+"""The lease index, the reaper's lock and its one-action script, the worker registry (issue 8, items 1–2), on
+a real Redis in this process; end-to-end recovery with worker subprocesses is in ``test_recovery.py``."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.lua import script
+from graphcore.backend.reaper import ReaperLock, lapsed_leases, reap, server_ms
+from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
+from graphcore.backend.workers import live_workers
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError
+from graphcore.settings import Settings, load_settings
+from worker.lease import Lease
+from worker.liveness import Heartbeat
+from worker.queue import RQStepQueue
+from worker.reaper import Reaper
+
+REGISTRY = Registry.load(["tests.workflows.crash"])
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+def claim(kv: redis.Redis, run_id: str, thread: str, ttl_s: float, worker: str = "w-1") -> tuple[Lease, int]:
+    lease = Lease(kv, thread, run_id, ttl_s, ttl_s / 2)
+    code, _ = lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), worker)
+    return lease, code
+
+
+def lapse(kv: redis.Redis, thread: str, run_id: str) -> None:
+    """Wait until the run's lease has lapsed by Redis's clock."""
+    deadline = time.monotonic() + 5
+    member = keys.lease_member(thread, run_id)
+    while kv.exists(keys.lease(thread, run_id)) or (kv.zscore(keys.lease_index(), member) or 0) > server_ms(
+        kv
+    ):
+        assert time.monotonic() < deadline, "the lease did not lapse"
+        time.sleep(0.02)
+
+
+def test_claim_renew_and_release_keep_the_lease_index(client: Client, redis_client: redis.Redis) -> None:
+    run_id = client.enqueue("suicide", {})
+    thread = client.get_run(run_id).thread_id
+    member = keys.lease_member(thread, run_id)
+    before = server_ms(redis_client)
+    lease, code = claim(redis_client, run_id, thread, 30)
+    assert code == 3
+    deadline = redis_client.zscore(keys.lease_index(), member)
+    assert deadline is not None and before + 30_000 <= deadline <= server_ms(redis_client) + 30_000
+    assert redis_client.hget(keys.run(thread, run_id), "worker") == b"w-1"
+    time.sleep(0.01)
+    held, _ = script(redis_client, "renew_lease")(
+        keys=[lease.key, lease.run_key, keys.lease_index()], args=[lease.token, 40_000, 1, member]
+    )
+    assert held == 1
+    renewed = redis_client.zscore(keys.lease_index(), member)
+    assert renewed is not None and renewed >= deadline + 10_000
+    lease.release()
+    assert redis_client.zscore(keys.lease_index(), member) is None
+    assert redis_client.exists(lease.key) == 0
+
+
+def test_a_lapsed_lease_is_left_to_the_reaper(client: Client, redis_client: redis.Redis) -> None:
+    """A claim never runs a step whose earlier lease lapsed without a commit (RQ's abandoned-job handling or
+    a duplicate job): code 2, the index entry stays for the reaper."""
+    run_id = client.enqueue("suicide", {})
+    thread = client.get_run(run_id).thread_id
+    claim(redis_client, run_id, thread, 0.05)
+    lapse(redis_client, thread, run_id)
+    _, code = claim(redis_client, run_id, thread, 30, worker="w-2")
+    assert code == 2
+    assert redis_client.hget(keys.run(thread, run_id), "worker") == b"w-1"
+    assert [lap.run_id for lap in lapsed_leases(redis_client, server_ms(redis_client))] == [run_id]
+
+
+def test_two_reapers_racing_on_one_lapsed_lease_make_one_continuation(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    run_id = client.enqueue("suicide", {"n": 7}, tenant="acme", config={"tags": ["x"]})
+    run = client.get_run(run_id)
+    claim(redis_client, run_id, run.thread_id, 0.05)
+    redis_client.hset(keys.run(run.thread_id, run_id), "status", "running")
+    lapse(redis_client, run.thread_id, run_id)
+    lapsed = lapsed_leases(redis_client, server_ms(redis_client))
+    assert len(lapsed) == 1
+    barrier = threading.Barrier(8)
+    verdicts: list[str] = []
+
+    def race() -> None:
+        kv = redis.Redis.from_url(redis_url)
+        barrier.wait()
+        verdicts.append(reap(kv, lapsed[0], resume=True, max_attempts=1).verdict)
+        kv.close()
+
+    threads = [threading.Thread(target=race) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(verdicts) == ["continued"] + ["gone"] * 7
+    chain = client.chain(run_id)
+    assert len(chain) == 2
+    old, new = chain
+    assert old.id == run_id
+    assert (old.status, old.continued_by_run_id, old.error and old.error.type) == (
+        RunStatus.FAILED,
+        new.id,
+        "WorkerLost",
+    )
+    assert old.error is not None and old.error.message.startswith(
+        "worker w-1 stopped renewing its lease on step 0"
+    )
+    assert (new.status, new.continued_from_run_id, new.attempt, new.thread_id) == (
+        RunStatus.QUEUED,
+        run_id,
+        2,
+        run.thread_id,
+    )
+    assert (new.workflow, new.input, new.config, new.tenant) == ("suicide", {"n": 7}, run.config, "acme")
+    assert redis_client.get(keys.thread_active(run.thread_id)) == new.id.encode()
+    assert [r.id for r in client.thread_runs(run.thread_id)] == [run_id, new.id]
+    # Two Reaper passes at once do the staged work (the continuation's step job) without doubling anything.
+    reapers = [Reaper(redis.Redis.from_url(redis_url), Settings(redis_url=redis_url)) for _ in range(2)]
+    passes = [threading.Thread(target=r.sweep) for r in reapers]
+    for t in passes:
+        t.start()
+    for t in passes:
+        t.join()
+    assert redis_client.zcard(keys.recovery()) == 0
+    queued = redis_client.lrange("rq:queue:graphq:suicide", 0, -1)
+    assert set(queued) == {f"graphq-{new.id}-0".encode()}
+    assert redis_client.exists(f"rq:job:graphq-{run_id}-0") == 0  # the abandoned job is gone
+    assert redis_client.zcard(keys.lease_index()) == 0
+
+
+def test_the_chain_limit_fails_the_run_naming_the_setting(client: Client, redis_client: redis.Redis) -> None:
+    run_id = client.enqueue("suicide", {})
+    thread = client.get_run(run_id).thread_id
+    claim(redis_client, run_id, thread, 0.05)
+    lapse(redis_client, thread, run_id)
+    [lapsed] = lapsed_leases(redis_client, server_ms(redis_client))
+    assert reap(redis_client, lapsed, resume=True, max_attempts=0).verdict == "limit"
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.FAILED and run.error is not None
+    assert run.error.type == "WorkerLost"
+    assert run.error.message.endswith(
+        "; not continued: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS=0 (attempt 1)"
+    )
+    assert run.continued_by_run_id is None
+    assert [r.id for r in client.chain(run_id)] == [run_id]
+
+
+def test_awaiting_input_and_ended_runs_are_left_alone(client: Client, redis_client: redis.Redis) -> None:
+    ids = [client.enqueue("suicide", {}) for _ in range(2)]
+    for run_id, status in zip(ids, ("awaiting_input", "completed"), strict=True):
+        thread = client.get_run(run_id).thread_id
+        claim(redis_client, run_id, thread, 0.05)
+        redis_client.hset(keys.run(thread, run_id), "status", status)
+        lapse(redis_client, thread, run_id)
+    outcomes = {
+        lap.run_id: reap(redis_client, lap, resume=True, max_attempts=1)
+        for lap in lapsed_leases(redis_client, server_ms(redis_client))
+    }
+    assert {r: (o.verdict, o.detail) for r, o in outcomes.items()} == {
+        ids[0]: ("left", "awaiting_input"),
+        ids[1]: ("left", "completed"),
+    }
+    assert redis_client.zcard(keys.lease_index()) == 0
+    assert [len(client.chain(r)) for r in ids] == [1, 1]
+
+
+def test_a_held_lease_is_not_reaped(client: Client, redis_client: redis.Redis) -> None:
+    run_id = client.enqueue("suicide", {})
+    thread = client.get_run(run_id).thread_id
+    claim(redis_client, run_id, thread, 30)
+    member = keys.lease_member(thread, run_id)
+    redis_client.zadd(keys.lease_index(), {member: 1})  # an index entry older than its key: a renewal races
+    [lapsed] = lapsed_leases(redis_client, server_ms(redis_client))
+    assert reap(redis_client, lapsed, resume=True, max_attempts=1).verdict == "held"
+    assert client.get_run(run_id).status == RunStatus.QUEUED
+
+
+def test_reaper_lock_is_owned(redis_client: redis.Redis) -> None:
+    first, second = ReaperLock(redis_client, 5), ReaperLock(redis_client, 5)
+    assert first.hold() and first.hold()
+    assert not second.hold()
+    assert not second.release()
+    assert redis_client.get(keys.reaper_lock()) == first.token.encode()
+    assert first.release()
+    assert second.hold()
+    short = ReaperLock(redis_client, 0.05)
+    assert not short.hold()
+    assert second.release()
+
+
+def test_worker_registry_lists_live_workers(redis_client: redis.Redis) -> None:
+    beat = Heartbeat(redis_client, "host.1.abc", ["graphq:a", "graphq:b"], 0.3, 10).start()
+    [live] = live_workers(redis_client, server_ms(redis_client))
+    assert (live.id, live.queues, live.run_id, live.step) == (
+        "host.1.abc",
+        ["graphq:a", "graphq:b"],
+        None,
+        None,
+    )
+    time.sleep(0.35)  # no second beat (interval 10 s): the record expires with its TTL
+    assert live_workers(redis_client, server_ms(redis_client)) == []
+    beat.stop()
+    assert redis_client.zcard(keys.workers()) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (
+            "GRAPHQ_MAX_RESUME_ATTEMPTS",
+            "101",
+            "GRAPHQ_MAX_RESUME_ATTEMPTS: Input should be less than or equal to 100",
+        ),
+        (
+            "GRAPHQ_MAX_RESUME_ATTEMPTS",
+            "-1",
+            "GRAPHQ_MAX_RESUME_ATTEMPTS: Input should be greater than or equal to 0",
+        ),
+        ("GRAPHQ_REAPER_INTERVAL_S", "0", "GRAPHQ_REAPER_INTERVAL_S: Input should be greater than 0"),
+    ],
+)
+def test_recovery_settings_are_range_checked(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert str(err.value) == f"{message} (got {value!r})"
+
+
+def test_defaults_bound_recovery_below_30_s() -> None:
+    s = Settings()
+    assert (s.lease_ttl_s, s.heartbeat_interval_s, s.reaper_interval_s) == (20.0, 5.0, 5.0)
+    assert s.lease_ttl_s + s.reaper_interval_s <= 30
+    assert (s.resume_interrupted_runs, s.max_resume_attempts) == (True, 1)

@@ -1,0 +1,319 @@
+"""Crash recovery from the queue (issue 8, items 1–2) with real `graphq worker` subprocesses and SIGKILL:
+the reaper finds the dead worker's lapsed lease and continues the run (or starts it again), within
+GRAPHQ_LEASE_TTL_S + GRAPHQ_REAPER_INTERVAL_S; short settings keep these tests fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from rq import Worker
+from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.settings import Settings
+from tests.envs import clean_env
+from tests.workflows.crash import EXECUTIONS, FLAGS
+from worker.queue import RQStepQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULE = "tests.workflows.crash"
+REGISTRY = Registry.load([MODULE])
+TTL_S, REAPER_S = 1.0, 0.2
+BOUND_S = TTL_S + REAPER_S
+SLACK_S = 1.5
+"""Scheduling slack on a busy 2-core machine, on top of the bound."""
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 30, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+    return value
+
+
+def env_for(redis_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    return clean_env(
+        GRAPHQ_REDIS_URL=redis_url,
+        GRAPHQ_WORKFLOWS=MODULE,
+        GRAPHQ_LEASE_TTL_S=str(TTL_S),
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
+        GRAPHQ_REAPER_INTERVAL_S=str(REAPER_S),
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+
+
+class Procs:
+    """Worker (and reaper) subprocesses of one test, each in its own process group; all killed at the end."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env = env
+        self.log = log
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self._stop = threading.Event()
+
+    def start(self, *args: str) -> subprocess.Popen[bytes]:
+        with self.log.open("ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cli", *args],
+                env=self.env,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.procs.append(proc)
+        return proc
+
+    def holding(self, worker_id: str) -> subprocess.Popen[bytes]:
+        """The process (group) whose worker has id ``worker_id`` (``host.pid.suffix``)."""
+        pid = int(worker_id.split(".")[-2])
+        group = os.getpgid(pid)
+        return next(p for p in self.procs if p.pid == group)
+
+    def keep_one_worker(self) -> None:
+        """Start a worker, and a new one each time it dies, until the test ends."""
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                proc = self.start("worker")
+                while proc.poll() is None and not self._stop.is_set():
+                    time.sleep(0.05)
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    def close(self) -> None:
+        self._stop.set()
+        time.sleep(0.1)
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(10)
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+@pytest.fixture
+def procs(redis_url: str, tmp_path: Path) -> Iterator[Procs]:
+    p = Procs(env_for(redis_url, tmp_path), tmp_path / "procs.log")
+    yield p
+    p.close()
+
+
+def executions(kv: redis.Redis) -> dict[str, int]:
+    return {k.decode(): int(v) for k, v in kv.hgetall(EXECUTIONS).items()}
+
+
+def continued(client: Client, run_id: str) -> RunRecord | None:
+    run = client.get_run(run_id)
+    return client.get_run(run.continued_by_run_id) if run.continued_by_run_id else None
+
+
+def test_sigkill_mid_step_is_continued_from_the_latest_checkpoint(
+    client: Client, redis_client: redis.Redis, procs: Procs, tmp_path: Path
+) -> None:
+    """A step of three parallel tasks, one finished (its writes persisted), two running: SIGKILL the worker.
+    The reaper (in the other worker) continues the run within the bound; the continuation names its
+    predecessor, skips the finished task, and ends with the right state; each step is committed once."""
+    run_id = client.enqueue("crashfan", {"names": ["fast", "slow-a", "slow-b"]})
+    thread = client.get_run(run_id).thread_id
+    procs.start("worker")
+    procs.start("worker")
+    wait_for(
+        lambda: executions(redis_client) == {"prepare": 1, "fast": 1, "slow-a": 1, "slow-b": 1}, what="tasks"
+    )
+    head = client.get_run(run_id).head or ""
+    wait_for(lambda: redis_client.hlen(keys.pending_writes(thread, "", head)) == 1, what="fast's writes")
+    crashed = client.get_run(run_id)
+    assert (crashed.status, crashed.step, crashed.worker is not None) == (RunStatus.RUNNING, 1, True)
+    victim = procs.holding(crashed.worker or "")
+    killed = time.monotonic()
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait(10)
+    redis_client.hset(FLAGS, "go", "1")
+    successor = wait_for(lambda: continued(client, run_id), timeout_s=BOUND_S + 10, what="the continuation")
+    assert time.monotonic() - killed <= BOUND_S + SLACK_S
+    [final] = client.wait([run_id], timeout_s=30)
+    assert final.id == successor.id
+    old = client.get_run(run_id)
+    assert (old.status, old.continued_by_run_id) == (RunStatus.FAILED, successor.id)
+    assert old.error is not None and old.error.type == "WorkerLost"
+    assert old.error.message.startswith(f"worker {crashed.worker} stopped renewing its lease on step 1; ")
+    assert (final.status, final.continued_from_run_id, final.attempt) == (RunStatus.COMPLETED, run_id, 2)
+    assert final.worker not in (None, crashed.worker)
+    assert final.result == {
+        "names": ["fast", "slow-a", "slow-b"],
+        "prepared": True,
+        "done": ["fast", "slow-a", "slow-b"],
+        "joined": 3,
+    }
+    assert executions(redis_client) == {"prepare": 1, "fast": 1, "slow-a": 2, "slow-b": 2, "join": 1}
+    history = client.get_history(thread)
+    assert [c.step for c in history] == [2, 1, 0, -1]
+    assert len({c.id for c in history}) == 4
+    assert [r.id for r in client.chain(successor.id)] == [run_id, successor.id]
+
+
+@pytest.mark.parametrize("attempts", [0, 1, 2])
+def test_max_resume_attempts_bounds_the_chain(
+    client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: Path, attempts: int
+) -> None:
+    """A node that kills its own worker every time: chains of 1, 2 and 3 runs; the last stays failed naming
+    the setting; `enqueue --wait` follows the chain, exits 1 and reports the chain's last run."""
+    env = env_for(redis_url, tmp_path, GRAPHQ_MAX_RESUME_ATTEMPTS=str(attempts))
+    procs = Procs(env, tmp_path / "procs.log")
+    try:
+        procs.start("reaper")
+        procs.keep_one_worker()
+        done = subprocess.run(
+            [sys.executable, "-m", "cli", "enqueue", "suicide", "--input", "{}", "--wait"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        procs.close()
+    first = done.stdout.splitlines()[0]
+    chain = client.chain(first)
+    assert [r.attempt for r in chain] == list(range(1, attempts + 2))
+    assert [r.status for r in chain] == [RunStatus.FAILED] * (attempts + 1)
+    assert [r.continued_from_run_id for r in chain] == [None] + [r.id for r in chain[:-1]]
+    last = chain[-1]
+    assert last.error is not None and last.error.type == "WorkerLost"
+    assert last.error.message.endswith(
+        f"; not continued: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS={attempts} (attempt {attempts + 1})"
+    )
+    assert done.returncode == 1, done.stderr
+    chain_note = f", attempt {attempts + 1} of its chain, continues {chain[-2].id}" if attempts else ""
+    assert f"run {last.id} (suicide{chain_note}) failed: WorkerLost: " in done.stderr
+    assert executions(redis_client) == {"first": 1, "doom": attempts + 1}
+
+
+def test_resume_off_starts_the_run_again_from_its_input(
+    client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    env = env_for(redis_url, tmp_path, GRAPHQ_RESUME_INTERRUPTED_RUNS="false")
+    procs = Procs(env, tmp_path / "procs.log")
+    run_id = client.enqueue("crashonce", {"n": 1})
+    try:
+        procs.keep_one_worker()
+        [final] = client.wait([run_id], timeout_s=30)
+    finally:
+        procs.close()
+    assert (final.id, final.status, final.attempt) == (run_id, RunStatus.COMPLETED, 2)
+    assert final.continued_by_run_id is None and final.continued_from_run_id is None
+    assert final.result == {"n": 1, "trail": ["first", "doom"]}
+    assert executions(redis_client) == {"first": 2, "doom": 2}
+    history = client.get_history(final.thread_id)
+    assert [c.step for c in history] == [1, 0, -1, 0, -1]  # the first attempt's checkpoints stay
+    assert [len(client.chain(run_id))] == [1]
+
+
+def in_rq(kv: redis.Redis, queue: str, job_id: str) -> bool:
+    """Whether RQ knows the job as queued, started or finished."""
+    if job_id.encode() in kv.lrange(f"rq:queue:{queue}", 0, -1):
+        return True
+    return any(
+        job_id in reg(queue, connection=kv).get_job_ids() for reg in (StartedJobRegistry, FinishedJobRegistry)
+    )
+
+
+def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
+    client: Client, redis_client: redis.Redis, procs: Procs, redis_url: str
+) -> None:
+    """B16 (rq/rq#2015, #1164, #507): a step job running a 60 s node, SIGKILL its worker. The run is
+    continued from its last committed checkpoint within the bound; no committed step runs again; the step
+    job of the unfinished run is always known (to RQ, or staged by the reaper); no abandoned job stays in
+    RQ's started (or failed) registry; the killed worker leaves `graphq workers` and RQ's registry."""
+    queue = "graphq:longnode"
+    run_id = client.enqueue("longnode", {})
+    thread = client.get_run(run_id).thread_id
+    procs.start("worker")
+    procs.start("worker")
+    wait_for(lambda: executions(redis_client).get("long") == 1, what="the long node to start")
+    crashed = client.get_run(run_id)
+    job_id = f"graphq-{run_id}-1"
+    assert job_id in StartedJobRegistry(queue, connection=redis_client).get_job_ids()
+    listed = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "cli", "workers", "-o", "json"],
+            env=procs.env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    )
+    assert len(listed) == 2
+    holder = next(w for w in listed if w["id"] == crashed.worker)
+    assert (holder["run_id"], holder["step"], queue in holder["queues"]) == (run_id, 1, True)
+    victim = procs.holding(crashed.worker or "")
+    killed = time.monotonic()
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait(10)
+
+    def step_job_known() -> bool:
+        chain = client.chain(run_id)
+        last = chain[-1]
+        if last.terminal:
+            return last.status == RunStatus.COMPLETED
+        staged = redis_client.zscore(keys.recovery(), keys.recovery_member("enqueue", thread, last.id))
+        job = f"graphq-{last.id}-{last.step}"
+        again = client.get_run(last.id)
+        assert (
+            staged is not None
+            or in_rq(redis_client, queue, job)
+            or (again.step, again.status)
+            != (
+                last.step,
+                last.status,
+            )
+        ), f"step job {job} of unfinished run {last.id} is in no registry"
+        return False
+
+    seen: list[float] = []
+
+    def continued_and_done() -> bool:
+        if not seen and client.get_run(run_id).continued_by_run_id:
+            seen.append(time.monotonic())
+        return step_job_known()
+
+    wait_for(continued_and_done, timeout_s=BOUND_S + 20, what="the chain to complete")
+    assert seen and seen[0] - killed <= BOUND_S + SLACK_S
+    successor = continued(client, run_id)
+    assert successor is not None and successor.status == RunStatus.COMPLETED
+    assert successor.result == {"trail": ["first", "long"]}
+    assert executions(redis_client) == {"first": 1, "long": 2}
+    assert [c.step for c in client.get_history(thread)] == [1, 0, -1]
+    assert job_id not in StartedJobRegistry(queue, connection=redis_client).get_job_ids()
+    assert job_id not in FailedJobRegistry(queue, connection=redis_client).get_job_ids()
+
+    def gone() -> bool:
+        names = {w.name for w in Worker.all(connection=redis_client)}
+        live = client.kv.zrangebyscore(keys.workers(), "-inf", "+inf")
+        return crashed.worker not in names and (crashed.worker or "").encode() not in live
+
+    wait_for(gone, timeout_s=BOUND_S + SLACK_S, what="the killed worker to leave the registries")

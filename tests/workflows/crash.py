@@ -1,0 +1,132 @@
+"""Workflows for crash-recovery tests (issue 8): nodes count their executions in Redis, and some kill the
+worker that runs them.
+
+Executions are counted in the hash ``graphq-test:executions`` (field = node or task name), on the Redis of
+``GRAPHQ_REDIS_URL``.
+
+- ``crashfan``: ``prepare`` → three parallel ``part`` tasks (``fast`` returns at once; ``slow-a`` and
+  ``slow-b`` wait until the field ``go`` of ``graphq-test:flags`` is set) → ``join``.
+- ``suicide``: ``first`` → ``doom``, which SIGKILLs its own worker (its whole process group) every time.
+- ``crashonce``: ``first`` → ``doom``, which kills its worker on its first execution only.
+- ``longnode``: ``first`` → ``long``, which sleeps 60 s on its first execution (the test kills its worker
+  meanwhile), then returns at once.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import signal
+import time
+from typing import Annotated, Any, TypedDict
+
+import redis
+
+from graphcore import END, START, Send, StateGraph
+from graphcore.settings import get_settings
+
+EXECUTIONS = "graphq-test:executions"
+FLAGS = "graphq-test:flags"
+
+
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(get_settings().redis_url or "")
+
+
+def count(name: str) -> int:
+    """Count one execution of ``name``; returns how many there were, this one included."""
+    client = _redis()
+    try:
+        return int(client.hincrby(EXECUTIONS, name, 1))
+    finally:
+        client.close()
+
+
+def _kill_own_worker() -> None:
+    os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
+class Fan(TypedDict, total=False):
+    names: list[str]
+    prepared: bool
+    done: Annotated[list[str], operator.add]
+    joined: int
+
+
+def prepare(state: Fan) -> dict[str, Any]:
+    count("prepare")
+    return {"prepared": True}
+
+
+def fan(state: Fan) -> list[Send]:
+    return [Send("part", name) for name in state["names"]]
+
+
+def part(name: str) -> dict[str, Any]:
+    count(name)
+    client = _redis()
+    try:
+        while name.startswith("slow") and not client.hexists(FLAGS, "go"):
+            time.sleep(0.05)
+    finally:
+        client.close()
+    return {"done": [name]}
+
+
+def join(state: Fan) -> dict[str, Any]:
+    count("join")
+    return {"joined": len(state["done"])}
+
+
+_g = StateGraph(Fan)
+_g.add_node("prepare", prepare)
+_g.add_node("part", part)
+_g.add_node("join", join)
+_g.add_edge(START, "prepare")
+_g.add_conditional_edges("prepare", fan)
+_g.add_edge("part", "join")
+_g.add_edge("join", END)
+crashfan = _g.compile(name="crashfan")
+
+
+class Line(TypedDict, total=False):
+    n: int
+    trail: Annotated[list[str], operator.add]
+
+
+def first(state: Line) -> dict[str, Any]:
+    count("first")
+    return {"trail": ["first"]}
+
+
+def doom_always(state: Line) -> dict[str, Any]:
+    count("doom")
+    _kill_own_worker()
+    return {"trail": ["doom"]}
+
+
+def doom_once(state: Line) -> dict[str, Any]:
+    if count("doom") == 1:
+        _kill_own_worker()
+    return {"trail": ["doom"]}
+
+
+def long_once(state: Line) -> dict[str, Any]:
+    if count("long") == 1:
+        time.sleep(60)
+    return {"trail": ["long"]}
+
+
+def _line(name: str, second: str, fn: Any) -> Any:
+    g = StateGraph(Line)
+    g.add_node("first", first)
+    g.add_node(second, fn)
+    g.add_edge(START, "first")
+    g.add_edge("first", second)
+    g.add_edge(second, END)
+    return g.compile(name=name)
+
+
+suicide = _line("suicide", "doom", doom_always)
+crashonce = _line("crashonce", "doom", doom_once)
+longnode = _line("longnode", "long", long_once)

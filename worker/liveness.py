@@ -1,0 +1,102 @@
+"""A worker process's heartbeat (R18): its record in the worker registry, renewed while the process lives.
+
+One daemon thread per worker process writes the record (:mod:`graphcore.backend.workers`) every
+``GRAPHQ_HEARTBEAT_INTERVAL_S`` with a time-to-live of ``GRAPHQ_LEASE_TTL_S``, including the step the
+process holds at that moment (from its leases). A killed process stops writing; its record expires.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from graphcore.backend.runs import now_iso
+from graphcore.backend.workers import drop_worker, heartbeat
+from graphcore.settings import Settings
+from worker import lease
+
+__all__ = ["Heartbeat", "new_worker_id", "start_liveness"]
+
+log = logging.getLogger("graphq.worker")
+
+
+def new_worker_id() -> str:
+    """A unique worker id: host, pid and a random suffix (also the RQ worker's name)."""
+    host = socket.gethostname().replace(":", "-").replace(" ", "-") or "host"
+    return f"{host}.{os.getpid()}.{uuid.uuid4().hex[:6]}"
+
+
+class Heartbeat:
+    """The heartbeat thread of one worker process; :meth:`start` writes the first beat before returning."""
+
+    def __init__(
+        self, kv: Any, worker_id: str, queues: Sequence[str], ttl_s: float, interval_s: float
+    ) -> None:
+        self.kv = kv
+        self.id = worker_id
+        self.ttl_s = ttl_s
+        self.interval_s = interval_s
+        self.stopped = threading.Event()
+        self.static = {
+            "host": socket.gethostname(),
+            "pid": str(os.getpid()),
+            "queues": ",".join(queues),
+            "started_at": now_iso(),
+        }
+        self.thread = threading.Thread(target=self._loop, name="graphq-worker-heartbeat", daemon=True)
+
+    def fields(self) -> dict[str, str]:
+        """The record as of now: the static fields and the step held (empty when idle)."""
+        leases = lease.held()
+        current = leases[0] if leases else None
+        return self.static | {
+            "run_id": current.run_id if current else "",
+            "thread_id": current.thread_id if current else "",
+            "step": "" if current is None or current.step is None else str(current.step),
+        }
+
+    def beat(self) -> None:
+        """One heartbeat (one round trip)."""
+        heartbeat(self.kv, self.id, self.ttl_s, self.fields())
+
+    def start(self) -> Heartbeat:
+        self.beat()
+        self.thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self.stopped.wait(self.interval_s):
+            try:
+                self.beat()
+            except Exception as exc:  # Redis away: the record may lapse; the next beat writes it again
+                log.warning("worker %s heartbeat failed: %s", self.id, exc)
+
+    def stop(self) -> None:
+        """Stop beating and remove the record (a clean exit)."""
+        self.stopped.set()
+        try:
+            drop_worker(self.kv, self.id)
+        except Exception as exc:
+            log.warning("worker %s: could not remove its record: %s", self.id, exc)
+
+
+def start_liveness(kv: Any, settings: Settings, worker_id: str, queues: Sequence[str]) -> Callable[[], None]:
+    """Start this worker process's heartbeat and its reaper thread (R18); returns the function that stops
+    both (a clean exit removes the worker's record and gives the reaper lock back)."""
+    from worker.reaper import start_reaper_thread
+
+    beat = Heartbeat(kv, worker_id, queues, settings.lease_ttl_s, settings.heartbeat_interval_s).start()
+    stop = threading.Event()
+    reaper = start_reaper_thread(kv, settings, stop)
+
+    def stop_all() -> None:
+        stop.set()
+        reaper.join(timeout=5)
+        beat.stop()
+
+    return stop_all

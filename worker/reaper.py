@@ -1,0 +1,170 @@
+"""The reaper loop (R18, R14, R10): finds steps whose worker died and hands their runs on.
+
+It runs as a thread in every worker process (:func:`start_reaper_thread`) and as ``graphq reaper``; only the
+instance holding the reaper lock acts. Every ``GRAPHQ_REAPER_INTERVAL_S`` the active one:
+
+1. reads the leases whose deadline passed from the lease index and acts on each with one Lua script
+   (:func:`graphcore.backend.reaper.reap`): the run is continued by a new run (resume on), started again
+   (resume off), failed at the chain's limit (``GRAPHQ_MAX_RESUME_ATTEMPTS``) or canceled (a cancel was
+   requested);
+2. does the recovery work the script staged: drops the abandoned step job from RQ's started and failed
+   registries, enqueues the step job of the continued or restarted run (deterministic id, in one MULTI
+   with the removal of the entry, so a crash in between is redone by the next pass and a duplicate job is
+   a no-op), and hands a failed run's thread to its next waiting run;
+3. removes workers whose heartbeat expired from the worker registry and from RQ's worker registry.
+
+A step's lease lapses ``GRAPHQ_LEASE_TTL_S`` after its worker's last renewal, so a dead worker's run is
+acted on within ``GRAPHQ_LEASE_TTL_S + GRAPHQ_REAPER_INTERVAL_S`` (25 s with the defaults). The lock's
+time-to-live is at most the lease TTL: when the active reaper dies with its worker, another takes over
+before that worker's lease has lapsed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from rq import Worker
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.job import Job
+from rq.registry import FailedJobRegistry, StartedJobRegistry
+from rq.serializers import JSONSerializer
+from rq.worker_registration import REDIS_WORKER_KEYS, WORKERS_BY_QUEUE_KEY
+
+from graphcore import keys
+from graphcore.backend.reaper import ReaperLock, ReapOutcome, lapsed_leases, reap, recovery_entries, server_ms
+from graphcore.backend.runs import RunStatus, RunStore
+from graphcore.backend.threads import hand_over
+from graphcore.backend.workers import dead_workers, drop_worker
+from graphcore.errors import RunNotFoundError
+from graphcore.settings import Settings
+from worker.queue import RQStepQueue, step_job_id
+
+__all__ = ["Reaper", "lock_ttl_s", "start_reaper_thread"]
+
+log = logging.getLogger("graphq.reaper")
+
+
+def lock_ttl_s(settings: Settings) -> float:
+    """The reaper lock's time-to-live: twice the interval and a second, at most the lease TTL."""
+    return min(settings.lease_ttl_s, 2 * settings.reaper_interval_s + 1)
+
+
+class Reaper:
+    """One reaper instance (see the module docstring)."""
+
+    def __init__(self, kv: Any, settings: Settings, queue: RQStepQueue | None = None) -> None:
+        self.kv = kv
+        self.settings = settings
+        self.queue = queue or RQStepQueue(kv, settings)
+        self.runs = RunStore(kv)
+        self.lock = ReaperLock(kv, lock_ttl_s(settings))
+
+    def tick(self) -> list[tuple[str, ReapOutcome]] | None:
+        """Take or keep the lock and, when held, make one pass; None when another reaper is active."""
+        if not self.lock.hold():
+            return None
+        return self.sweep()
+
+    def sweep(self) -> list[tuple[str, ReapOutcome]]:
+        """One pass (the caller holds the lock, or tests two racing reapers): returns ``(run id, outcome)``
+        for each lapsed lease acted on."""
+        self.recover()
+        now = server_ms(self.kv)
+        done = []
+        for lapsed in lapsed_leases(self.kv, now):
+            outcome = reap(
+                self.kv,
+                lapsed,
+                resume=self.settings.resume_interrupted_runs,
+                max_attempts=self.settings.max_resume_attempts,
+            )
+            done.append((lapsed.run_id, outcome))
+            if outcome.verdict not in ("gone", "fresh", "held"):
+                log.warning("run %s: lease lapsed; %s %s", lapsed.run_id, outcome.verdict, outcome.detail)
+        if done:
+            self.recover()
+        self.forget_dead_workers(now)
+        return done
+
+    def recover(self) -> None:
+        """Do the recovery work staged by reap scripts (see :func:`recovery_entries`)."""
+        for member, kind, thread, rest in recovery_entries(self.kv):
+            try:
+                if kind == "abandoned":
+                    self._drop_abandoned(member, rest[0], int(rest[1]))
+                elif kind == "enqueue":
+                    self._enqueue(member, thread, rest[0])
+                else:
+                    hand_over(self.kv, self.runs, self.queue, thread, rest[0])
+                    self.kv.zrem(keys.recovery(), member)
+            except RunNotFoundError:
+                self.kv.zrem(keys.recovery(), member)
+            except Exception as exc:  # left for the next pass
+                log.warning("reaper: recovery step %s failed: %s", member, exc)
+
+    def _drop_abandoned(self, member: str, run_id: str, step: int) -> None:
+        """Take the dead worker's step job out of RQ's registries (so they do not pile up) and delete it."""
+        pipe = self.kv.pipeline(transaction=True)
+        pipe.multi()
+        try:
+            job = Job.fetch(step_job_id(run_id, step), connection=self.kv, serializer=JSONSerializer)
+            started = StartedJobRegistry(job.origin, connection=self.kv, serializer=JSONSerializer)
+            started.remove_executions(job, pipeline=pipe)
+            failed = FailedJobRegistry(job.origin, connection=self.kv, serializer=JSONSerializer)
+            failed.remove(job, pipeline=pipe)
+            job.delete(pipeline=pipe)
+        except (NoSuchJobError, InvalidJobOperation):  # gone already (another pass, its TTL)
+            pipe = self.kv.pipeline(transaction=True)
+            pipe.multi()
+        pipe.zrem(keys.recovery(), member)
+        pipe.execute()
+
+    def _enqueue(self, member: str, thread: str, run_id: str) -> None:
+        """Enqueue the run's current step job, in one MULTI with the removal of the entry."""
+        record = self.runs.get(run_id, thread)
+        pipe = self.kv.pipeline(transaction=True)
+        pipe.multi()
+        if record.status == RunStatus.QUEUED:
+            self.queue.stage(pipe, record)
+        pipe.zrem(keys.recovery(), member)
+        pipe.execute()
+
+    def forget_dead_workers(self, now_ms: int) -> None:
+        """Workers whose heartbeat expired leave graphq's registry and RQ's."""
+        for worker_id in dead_workers(self.kv, now_ms):
+            rq_key = Worker.redis_worker_namespace_prefix + worker_id
+            queues = self.kv.hget(rq_key, "queues")
+            pipe = self.kv.pipeline(transaction=True)
+            pipe.srem(REDIS_WORKER_KEYS, rq_key)
+            for name in (queues or b"").decode().split(","):
+                if name:
+                    pipe.srem(WORKERS_BY_QUEUE_KEY % name, rq_key)
+            pipe.delete(rq_key)
+            drop_worker(self.kv, worker_id, pipe)
+            pipe.execute()
+            log.warning("worker %s stopped sending heartbeats; removed from the registries", worker_id)
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick every ``GRAPHQ_REAPER_INTERVAL_S`` until ``stop`` is set; then give the lock back."""
+        try:
+            while not stop.wait(self.settings.reaper_interval_s):
+                try:
+                    self.tick()
+                except Exception as exc:  # Redis away, a bad record: try again at the next tick
+                    log.warning("reaper pass failed: %s", exc)
+        finally:
+            try:
+                self.lock.release()
+            except Exception as exc:
+                log.warning("reaper: could not release its lock: %s", exc)
+
+
+def start_reaper_thread(kv: Any, settings: Settings, stop: threading.Event) -> threading.Thread:
+    """Run a :class:`Reaper` in a daemon thread of this process until ``stop`` is set."""
+    thread = threading.Thread(
+        target=Reaper(kv, settings).run, args=(stop,), name="graphq-reaper", daemon=True
+    )
+    thread.start()
+    return thread
