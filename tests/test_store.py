@@ -6,7 +6,9 @@ import copy
 import operator
 import random
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypedDict
+from zoneinfo import ZoneInfo
 
 import pytest
 import redis
@@ -126,6 +128,24 @@ class TestConformance:
             {"id": "1", "text": "A"},
             m2,
         ]
+
+    def test_a_list_replaced_by_equal_items_of_other_types_reads_back_its_own(self, kv: Any) -> None:
+        """``[True, False, {"a": 1.0}]`` equals ``[1, 0, {"a": 1}]``; the new value is stored, not the old."""
+        store = make_store(kv)
+        when = datetime(2026, 1, 1, 12, tzinfo=UTC)
+        c0 = child(None, {"log": [1, 0, {"a": 1}, when]}, ["log"])
+        store.put("t", c0)
+        new = [True, False, {"a": 1.0}, when.astimezone(ZoneInfo("Europe/Paris")), "new"]
+        c1 = child(c0, {"log": new}, ["log"])
+        store.put("t", c1)
+        for reader in (store, make_store(kv)):
+            got = reader.get("t", c1.id).channel_values["log"]  # type: ignore[union-attr]
+            assert [type(v) for v in got] == [bool, bool, dict, datetime, str]
+            assert (got[2]["a"], type(got[2]["a"]), str(got[3])) == (1.0, float, "2026-01-01 13:00:00+01:00")
+            old = reader.get("t", c0.id).channel_values["log"]  # type: ignore[union-attr]
+            assert [type(v) for v in old] == [int, int, dict, datetime] and str(
+                old[3]
+            ) == "2026-01-01 12:00:00+00:00"
 
     def test_pending_writes_round_trip(self, kv: Any) -> None:
         store = make_store(kv)

@@ -25,6 +25,7 @@ data.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -111,12 +112,17 @@ def _log_ref(
     plan: Plan,
 ) -> Ref:
     """Plan a log channel's write: append to the parent's generation when the value extends it, else
-    start the generation ``cp.id``. ``parent_ref`` is None when appending is not allowed."""
+    start the generation ``cp.id``. ``parent_ref`` is None when appending is not allowed.
+
+    "Extends" means the value starts with the very objects of the parent's value (``is``, as a reducer
+    that appends leaves them): ``==`` would take ``True`` for ``1`` or an equal datetime in another zone for
+    the stored one, and the value would read back with the parent's items instead of its own.
+    """
     value = cp.channel_values[key]
     gen, start = cp.id, 0
     if parent_ref is not None and parent_ref[0] == "log" and isinstance(old, list):
         length = parent_ref[2]
-        if len(old) == length and len(value) >= length and value[:length] == old:
+        if len(old) == length and len(value) >= length and all(map(operator.is_, value, old)):
             gen, start = parent_ref[1], length
     items = [serde.dumps(item, path=f"state.{key}[{i}]") for i, item in enumerate(value[start:], start)]
     if items:
