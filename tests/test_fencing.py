@@ -208,3 +208,68 @@ def test_every_write_of_a_step_job_is_refused_without_the_lease(
     assert redis_client.exists(keys.pending_writes("w", "", cp.id), keys.answers("w", "", cp.id)) == 0
     assert redis_client.exists(keys.requests("w", run_id)) == 0
     assert redis_client.get(lease.key) == b"another-worker"
+
+
+def test_zombies_of_runs_the_reaper_continued_change_nothing(
+    env: dict[str, str],
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    redis_url: str,
+    zombies: list[subprocess.Popen[bytes]],
+) -> None:
+    """The same three paused workers, their steps found by the reaper of another worker (R18): each run is
+    closed failed (WorkerLost) and continued (R14); the continuations complete; the woken zombies' writes to
+    the runs they held are refused and counted, and change neither those runs nor the thread's history."""
+    settings = Settings(redis_url=redis_url)
+    client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, settings))
+    runs = {case: client.enqueue("zombie", given, thread_id=case) for case, (given, _, _) in CASES.items()}
+    names = [n for given, _, _ in CASES.values() for n in given["names"]]
+    wait_for(lambda: all(lines(tmp_path / f"{n}.log") == 1 for n in names), what="every task to start")
+    head = client.get_run(runs["pending"]).head or ""
+    wait_for(
+        lambda: redis_client.hlen(keys.pending_writes("pending", "", head)) == 1,
+        what="the fast task's writes",
+    )
+    for proc in zombies:
+        os.killpg(proc.pid, signal.SIGSTOP)
+    (tmp_path / "go").touch()
+    successor = start_worker({**env, "GRAPHQ_REAPER_INTERVAL_S": "0.3"}, tmp_path / "successor.log")
+    try:
+
+        def continued(case: str) -> bool:
+            record = client.get_run(runs[case])
+            if record.continued_by_run_id is None:
+                return False
+            return client.get_run(record.continued_by_run_id).status == RunStatus.COMPLETED
+
+        wait_for(lambda: all(continued(c) for c in CASES), timeout_s=20, what="the continuations to end")
+        after: dict[str, tuple[Any, ...]] = {}
+        for case, run_id in runs.items():
+            lost = client.get_run(run_id)
+            assert (lost.status, lost.error is not None and lost.error.type) == (
+                RunStatus.FAILED,
+                "WorkerLost",
+            )
+            successor_run = client.get_run(lost.continued_by_run_id or "")
+            assert (successor_run.continued_from_run_id, successor_run.result) == (
+                run_id,
+                {**CASES[case][0], "done": CASES[case][2]},
+            ), case
+            after[case] = (lost.model_dump(), [c.id for c in client.get_history(case)])
+            assert refusals(redis_client, case, run_id) == {}
+        for proc in zombies:
+            os.killpg(proc.pid, signal.SIGCONT)
+        for case, run_id in runs.items():
+            wait_for(
+                lambda case=case, run_id=run_id: refusals(redis_client, case, run_id) != {},  # type: ignore[misc]
+                timeout_s=10,
+                what=f"the zombie of run {case} to try its write",
+            )
+        time.sleep(0.5)
+        for case, run_id in runs.items():
+            assert refusals(redis_client, case, run_id) == CASES[case][1], case
+            lost = client.get_run(run_id)
+            assert (lost.model_dump(), [c.id for c in client.get_history(case)]) == after[case], case
+    finally:
+        os.killpg(successor.pid, signal.SIGKILL)
+        successor.wait(10)
