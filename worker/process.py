@@ -23,6 +23,7 @@ from graphcore.settings import Settings, get_settings
 from worker.context import WorkerContext, set_context
 from worker.liveness import new_worker_id, start_liveness
 from worker.outage import outage_proof
+from worker.queue import StepJob
 
 __all__ = ["run_worker", "run_workers"]
 
@@ -56,7 +57,9 @@ def run_worker(
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
     ctx.worker_id = new_worker_id()
     worker_class = outage_proof(SimpleWorker)  # its loop outlives Redis outages
-    worker = worker_class(queues, connection=client, serializer=JSONSerializer, name=ctx.worker_id)
+    worker = worker_class(
+        queues, connection=client, serializer=JSONSerializer, name=ctx.worker_id, job_class=StepJob
+    )
     logging.getLogger("rq.worker").setLevel(log_level)
     stop_liveness = start_liveness(client, settings, ctx.worker_id, [q.name for q in queues])
     try:

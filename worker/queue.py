@@ -5,18 +5,62 @@ from __future__ import annotations
 from typing import Any
 
 from rq import Queue
+from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
 from graphcore.backend.runs import RunRecord
 from graphcore.engine.registry import Registry
+from graphcore.errors import PermanentError
 from graphcore.settings import Settings, get_settings
 
-__all__ = ["STEP_FUNC", "RQStepQueue", "connect_client", "queue_name", "step_job_id"]
+__all__ = [
+    "STEP_FUNC",
+    "ForeignJobError",
+    "RQStepQueue",
+    "StepJob",
+    "connect_client",
+    "queue_name",
+    "step_job_id",
+]
 
 STEP_FUNC = "worker.job.step_job"
 """Import path of the step job function that workers run."""
+
+
+class ForeignJobError(PermanentError):
+    """A job on a graphq queue names a function other than the step job; it is failed, never imported."""
+
+
+class StepJob(Job):
+    """The RQ job class of graphq's queues and workers: it runs :data:`STEP_FUNC` and nothing else.
+
+    RQ imports whatever function (and success, failure or stopped callback) a job hash names, so anyone who
+    can write to Redis could otherwise make every worker import and call any installed function. A job
+    naming another function fails with :class:`ForeignJobError` before anything is imported; callbacks,
+    which graphq never sets, are ignored.
+    """
+
+    @property
+    def func(self) -> Any:
+        if self.func_name != STEP_FUNC or self.instance is not None:
+            raise ForeignJobError(
+                f"job {self.id} names {self.func_name!r}; graphq workers run only {STEP_FUNC} (not imported)"
+            )
+        return super().func
+
+    @property
+    def success_callback(self) -> None:
+        return None
+
+    @property
+    def failure_callback(self) -> None:
+        return None
+
+    @property
+    def stopped_callback(self) -> None:
+        return None
 
 
 def queue_name(base: str, workflow: str) -> str:
@@ -46,7 +90,9 @@ class RQStepQueue:
         """The RQ queue of ``workflow``."""
         if workflow not in self.queues:
             name = queue_name(self.settings.queue, workflow)
-            self.queues[workflow] = Queue(name, connection=self.kv, serializer=JSONSerializer)
+            self.queues[workflow] = Queue(
+                name, connection=self.kv, serializer=JSONSerializer, job_class=StepJob
+            )
         return self.queues[workflow]
 
     def stage(self, pipe: Any, run: RunRecord) -> None:
