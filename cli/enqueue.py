@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
-from cli.inputs import parse_input, read_batch
+from cli.inputs import check_ids, parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from cli.progress import ProgressFollower, StepBars, step_columns
 from cli.records import print_waiting, request_json
@@ -57,6 +57,7 @@ def _requests(
     checkpoint: str | None = None,
 ) -> list[tuple[RunRequest, str]]:
     """The runs to enqueue, each with where it came from (for error messages)."""
+    check_ids(thread, tenant)
     if input_file is not None and checkpoint is not None:
         fail("--checkpoint starts one run on --thread; it does not go with --input-file")
     if checkpoint is not None:

@@ -13,7 +13,7 @@ from cli.errors import fail
 from graphcore import keys
 from graphcore.errors import ConfigError
 
-__all__ = ["BATCH_KEYS", "BatchLine", "parse_input", "read_batch"]
+__all__ = ["BATCH_KEYS", "BatchLine", "check_ids", "make_data_dir", "parse_input", "read_batch"]
 
 BATCH_KEYS = ("input", "thread", "tenant")
 """Keys a ``--input-file`` line may have; ``input`` is required."""
@@ -28,6 +28,24 @@ class BatchLine:
     thread: str | None
     tenant: str | None
     where: str
+
+
+def check_ids(thread: str | None, tenant: str | None) -> None:
+    """Refuse a malformed ``--thread`` or ``--tenant`` (exit 2, naming the option)."""
+    for option, kind, value in (("--thread", "thread id", thread), ("--tenant", "tenant", tenant)):
+        if value is not None:
+            try:
+                keys.validate_id(kind, value)
+            except ConfigError as exc:
+                fail(f"{option}: {exc}")
+
+
+def make_data_dir(path: str) -> None:
+    """Create the local data directory (``GRAPHQ_DATA_DIR``), or exit 2 saying why it cannot be."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"GRAPHQ_DATA_DIR: cannot use {path} as the data directory: {exc.strerror or exc}")
 
 
 def _read_text(path: str, option: str) -> str:

@@ -20,7 +20,7 @@ from rich.text import Text
 from cli.context import AppContext
 from cli.enqueue import multitask_option
 from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
-from cli.inputs import parse_input
+from cli.inputs import check_ids, make_data_dir, parse_input
 from cli.output import err_console, output_option, print_json, to_json
 from cli.progress import StepBars
 from cli.records import print_waiting, record_json, request_json
@@ -314,9 +314,7 @@ def run(
     """
     request = RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant)
     app.registry.get(workflow)
-    keys.validate_id("tenant", tenant)
-    if thread is not None:
-        keys.validate_id("thread id", thread)
+    check_ids(thread, tenant)
     try:  # before any Redis is started or data dir made
         check_request(app.registry, request)
     except PermanentError as exc:
@@ -324,7 +322,7 @@ def run(
     console = err_console()
     started = time.monotonic()
     if app.local:
-        Path(app.settings.data_dir).mkdir(parents=True, exist_ok=True)
+        make_data_dir(app.settings.data_dir)
     try:
         console.print(redis_line(app, app.url(local=True)), markup=False)
         client = app.client(local=True)

@@ -332,7 +332,12 @@ class EmbeddedRedis:
             self._dir = Path(tempfile.mkdtemp(prefix="graphq-redis-"))
             self._owns_dir = True
         else:
-            self._requested_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self._requested_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot use {self._requested_dir} as the data directory: {exc.strerror or exc}"
+                ) from None
             self._lock_dir(self._requested_dir)
             self._dir = self._requested_dir
             self._owns_dir = False

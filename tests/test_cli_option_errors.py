@@ -1,0 +1,45 @@
+"""Bad options name themselves, and a data directory that cannot be made is a one-line error (found by a
+fresh-user trial)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import main
+from tests.cli_helpers import error_line, invoke
+
+APPROVAL = '{"amount": 1, "requester": "a"}'
+ID_RULE = "is invalid: use 1-200 characters without braces, ':', '*' or spaces"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--tenant", ""], f"error: --tenant: tenant '' {ID_RULE}"),
+        (["--thread", "a b"], f"error: --thread: thread id 'a b' {ID_RULE}"),
+        (["--thread", "x" * 201], f"error: --thread: thread id '{'x' * 201}' {ID_RULE}"),
+    ],
+)
+def test_enqueue_and_run_name_the_bad_option(redis_url: str, args: list[str], line: str) -> None:
+    for command in ("enqueue", "run"):
+        result = invoke("examples.approval", redis_url, command, "approval", "--input", APPROVAL, *args)
+        assert result.exit_code == 2
+        assert error_line(result) == line
+
+
+def test_a_data_dir_that_cannot_be_made_is_a_one_line_error(tmp_path: Path) -> None:
+    taken = tmp_path / "a-file"
+    taken.write_text("x")
+    result = CliRunner().invoke(
+        main,
+        ["run", "approval", "--input", APPROVAL],
+        env={"GRAPHQ_REDIS_URL": None, "GRAPHQ_DATA_DIR": str(taken)},
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 2
+    assert (
+        error_line(result) == f"error: GRAPHQ_DATA_DIR: cannot use {taken} as the data directory: File exists"
+    )
