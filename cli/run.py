@@ -211,8 +211,8 @@ def follow_and_work(
     if interrupted:
         fail(
             f"interrupted: run {run.id} is {record.status.value} after {record.step} step(s); its "
-            "checkpoints and next step job are kept, and any worker on this Redis (the next `graphq run` on "
-            "the same data dir) continues it",
+            "checkpoints and next step job are kept, and any worker on this Redis continues it (on the "
+            f"local data: the next `graphq run {run.workflow}`)",
             EXIT_INTERRUPTED,
         )
     return record
