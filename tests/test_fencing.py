@@ -26,7 +26,7 @@ from graphcore.types import TaskWrites
 from tests.envs import clean_env
 from worker.context import WorkerContext
 from worker.fence import REFUSED
-from worker.job import _end, _fenced_hset, _mark_running, _put_writes, _seed_answers
+from worker.job import _end, _event, _fenced_hset, _mark_running, _put_writes, _seed_answers
 from worker.lease import Lease
 from worker.queue import RQStepQueue
 
@@ -188,12 +188,17 @@ def test_every_write_of_a_step_job_is_refused_without_the_lease(
         with pytest.raises(LeaseLostError, match="refused: the lease is no longer held"):
             write()
     _end(ctx, run, lease, RunStatus.FAILED, RunError(type="X", message="late"))  # refused, not raised
+    events = redis_client.xlen(keys.run_events("w", run_id))
+    for chunk in ("one", "two"):  # a node's stream writes: refused, the node goes on
+        _event(ctx, run, lease, "custom", 0, {"node": "hold", "chunk": chunk})
+    assert redis_client.xlen(keys.run_events("w", run_id)) == events
     assert refusals(redis_client, "w", run_id) == {
         b"refused:pending": b"1",
         b"refused:answers": b"1",
         b"refused:requests": b"1",
         b"refused:head": b"1",
         b"refused:status": b"2",
+        b"refused:events": b"2",
     }
     after = REFUSED.counts()
     assert {k: after.get(k, 0) - before.get(k, 0) for k in after} == {
@@ -202,6 +207,7 @@ def test_every_write_of_a_step_job_is_refused_without_the_lease(
         "requests": 1,
         "head": 1,
         "status": 2,
+        "events": 2,
     }
     record = client.get_run(run_id)
     assert (record.status, record.head, record.error) == (RunStatus.QUEUED, None, None)

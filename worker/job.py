@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import logging
 import traceback
+import weakref
 from datetime import UTC, datetime
 from typing import Any
 
 from graphcore import keys
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
-from graphcore.backend.events import stage_event
+from graphcore.backend.events import encode_event
+from graphcore.backend.lua import script
 from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints import serde
@@ -35,7 +37,7 @@ from graphcore.errors import AppendConflictError, Cancelled, GraphqError, LeaseL
 from graphcore.types import TaskWrites
 from worker.commit import Completion, StepCommit
 from worker.context import WorkerContext, get_context
-from worker.fence import refused
+from worker.fence import REFUSED, refused
 from worker.lease import Lease
 from worker.progress import step_progress
 
@@ -177,7 +179,15 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     answers = _answers(ctx, run, cp) if pending else {}
     finished, resume = resume_plan(finished or {}, answers)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
-    progress = step_progress(ctx.kv, run.thread_id, run.id, cp.step + 1, len(cp.next_tasks), len(finished))
+    progress = step_progress(
+        ctx.kv,
+        run.thread_id,
+        run.id,
+        cp.step + 1,
+        len(cp.next_tasks),
+        len(finished),
+        send=lambda mode, step, data: _event(ctx, run, lease, mode, step, data),
+    )
 
     def persist(tw: TaskWrites) -> None:
         _put_writes(ctx, run, cp, lease, tw)
@@ -185,8 +195,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             progress.task_done()
 
     def emit(task: Any, chunk: Any) -> None:  # a node's stream write waits out a Redis outage
-        data = {"node": task.node, "chunk": chunk}
-        outlast(stage_event, ctx.kv, run.thread_id, run.id, "custom", cp.step + 1, data)
+        _event(ctx, run, lease, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
 
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
@@ -199,7 +208,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             on_task_done=on_done,
             writer=emit,
             cancel=lease.cancel,
-            on_retry=_retry_events(ctx, run, cp.step + 1),
+            on_retry=_retry_events(ctx, run, lease, cp.step + 1),
         )
     if outcome.error is not None:
         raise outcome.error
@@ -222,7 +231,7 @@ def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
     )
 
 
-def _retry_events(ctx: WorkerContext, run: RunRecord, step: int) -> RetryHook:
+def _retry_events(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> RetryHook:
     """Record each retry of a node in the run's events (G9), in thread step ``step``."""
 
     def on_retry(task: Any, attempt: int, error: BaseException, wait_s: float) -> None:
@@ -232,7 +241,7 @@ def _retry_events(ctx: WorkerContext, run: RunRecord, step: int) -> RetryHook:
             "error": f"{type(error).__name__}: {error}",
             "wait_s": round(wait_s, 3),
         }
-        outlast(stage_event, ctx.kv, run.thread_id, run.id, "retry", step, event)
+        _event(ctx, run, lease, "retry", step, event)
 
     return on_retry
 
@@ -406,6 +415,26 @@ def _put_writes(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, lease: Lease
     """Persist a finished task's writes (I2), marking the run as having pending writes."""
     pending = (keys.pending_writes(run.thread_id, "", cp.id), {tw.task_id: encode_writes(tw)})
     _fenced_hset(ctx, run, lease, "pending", pending, (keys.run(run.thread_id, run.id), {"partial": "1"}))
+
+
+_told: weakref.WeakSet[Lease] = weakref.WeakSet()
+"""Leases whose step was told (logged) that its events are refused: once a step, not once an event."""
+
+
+def _event(ctx: WorkerContext, run: RunRecord, lease: Lease, mode: str, step: int, data: Any) -> None:
+    """Append one event of the step (custom chunk, retry, progress) to the run's stream, only while this
+    worker holds the lease (I1; retried through a Redis outage). A refused event is counted (in the run hash
+    and :data:`worker.fence.REFUSED`); the node goes on (its writes and commit will be refused too)."""
+    fields = encode_event(mode, step, data)
+    script_keys = [lease.key, keys.run(run.thread_id, run.id), keys.run_events(run.thread_id, run.id)]
+    args = [lease.token, fields["mode"], fields["step"], fields["data"]]
+    if outlast(script(ctx.kv, "fenced_xadd"), keys=script_keys, args=args):
+        return
+    if lease in _told:
+        REFUSED.add("events")
+        return
+    _told.add(lease)
+    refused("events", run.id, run.step, f"a {mode} event (and any later one of this step)")
 
 
 _WHAT = {

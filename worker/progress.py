@@ -73,14 +73,28 @@ class StepProgress:
 
 
 def step_progress(
-    kv: Any, thread_id: str, run_id: str, step: int, total: int, done: int
+    kv: Any,
+    thread_id: str,
+    run_id: str,
+    step: int,
+    total: int,
+    done: int,
+    send: Callable[[str, int, Any], None] | None = None,
 ) -> StepProgress | None:
-    """The progress of step ``step`` of a run (None for a step of one task or none), already started."""
+    """The progress of step ``step`` of a run (None for a step of one task or none), already started.
+
+    ``send(mode, step, data)`` writes an event (the step job's, fenced by its lease); None appends it to the
+    run's stream directly.
+    """
     if total < 2:
         return None
 
     def emit(finished: int, tasks: int) -> None:
-        stage_event(kv, thread_id, run_id, "progress", step, {"done": finished, "total": tasks})
+        data = {"done": finished, "total": tasks}
+        if send is not None:
+            send("progress", step, data)
+        else:
+            stage_event(kv, thread_id, run_id, "progress", step, data)
 
     progress = StepProgress(emit, total, done)
     progress.start()
