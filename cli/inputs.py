@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from cli.errors import fail
 from graphcore import keys
 from graphcore.errors import ConfigError
 
-__all__ = ["BATCH_KEYS", "BatchLine", "check_ids", "make_data_dir", "parse_input", "read_batch"]
+__all__ = ["BATCH_KEYS", "BatchLine", "check_ids", "loads", "make_data_dir", "parse_input", "read_batch"]
 
 BATCH_KEYS = ("input", "thread", "tenant")
 """Keys a ``--input-file`` line may have; ``input`` is required."""
@@ -56,6 +57,23 @@ def _read_text(path: str, option: str) -> str:
         fail(f"{option}: cannot read {path}: {reason}")
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number {text} is out of range for a float")
+    return number
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: ``NaN``, ``Infinity`` and numbers beyond a float's range are refused (ValueError), as
+    the JSON standard (RFC 8259 §6) has none of them."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
 def parse_input(value: str | None, option: str = "--input") -> Any:
     """The run input given as JSON text, or as ``@path`` of a JSON file.
 
@@ -75,12 +93,14 @@ def parse_input(value: str | None, option: str = "--input") -> Any:
         path = value[1:]
         text = _read_text(path, option)
         try:
-            return json.loads(text)
+            return loads(text)
         except json.JSONDecodeError as exc:
             fail(f"{option}: {path}:{exc.lineno}:{exc.colno}: {exc.msg}")
+        except ValueError as exc:
+            fail(f"{option}: {path}: {exc}")
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as exc:
+        return loads(value)
+    except ValueError as exc:  # JSONDecodeError included
         fail(f"{option}: {exc}")
 
 
@@ -97,9 +117,11 @@ def _optional_id(kind: str, value: Any, where: str) -> str | None:
 
 def _batch_line(text: str, where: str) -> BatchLine:
     try:
-        obj = json.loads(text)
+        obj = loads(text)
     except json.JSONDecodeError as exc:
         fail(f"{where}:{exc.colno}: {exc.msg}")
+    except ValueError as exc:
+        fail(f"{where}: {exc}")
     if not isinstance(obj, dict):
         fail(f'{where}:1: expected a JSON object like {{"input": {{...}}}}, got {type(obj).__name__}')
     unknown = sorted(set(obj) - set(BATCH_KEYS))

@@ -43,3 +43,20 @@ def test_a_data_dir_that_cannot_be_made_is_a_one_line_error(tmp_path: Path) -> N
     assert (
         error_line(result) == f"error: GRAPHQ_DATA_DIR: cannot use {taken} as the data directory: File exists"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"amount": NaN, "requester": "a"}', "NaN is not a JSON number (JSON has no NaN or Infinity)"),
+        (
+            '{"amount": -Infinity, "requester": "a"}',
+            "-Infinity is not a JSON number (JSON has no NaN or Infinity)",
+        ),
+        ('{"amount": 1e400, "requester": "a"}', "number 1e400 is out of range for a float"),
+    ],
+)
+def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) -> None:
+    result = invoke("examples.approval", redis_url, "enqueue", "approval", "--input", text)
+    assert result.exit_code == 2
+    assert error_line(result) == f"error: --input: {reason}"
