@@ -76,3 +76,12 @@ class GraphqGroup(click.Group):
             raise translated from None
         except KeyboardInterrupt:
             raise CliError("interrupted", EXIT_INTERRUPTED) from None
+        except click.UsageError as exc:  # click prints usage, a hint and the error: make it one line
+            raise CliError(_usage_line(exc), EXIT_USAGE) from None
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """What, where, and where to read more, e.g. ``graphq runs answer: Missing option '--value' (see graphq
+    runs answer --help)``."""
+    path = exc.ctx.command_path if exc.ctx is not None else "graphq"
+    return f"{path}: {exc.format_message().rstrip('.')} (see {path} --help)"

@@ -60,3 +60,26 @@ def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) ->
     result = invoke("examples.approval", redis_url, "enqueue", "approval", "--input", text)
     assert result.exit_code == 2
     assert error_line(result) == f"error: --input: {reason}"
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["runs", "list", "-n", "0"],
+            "error: graphq runs list: Invalid value for '--limit' / '-n': 0 is not in the range x>=1 "
+            "(see graphq runs list --help)",
+        ),
+        (
+            ["runs", "answer", "abc"],
+            "error: graphq runs answer: Missing option '--value' (see graphq runs answer --help)",
+        ),
+        (["nosuch"], "error: graphq: No such command 'nosuch' (see graphq --help)"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], line: str) -> None:
+    result = CliRunner().invoke(
+        main, args, prog_name="graphq", env={"GRAPHQ_REDIS_URL": None}, catch_exceptions=False
+    )
+    assert result.exit_code == 2
+    assert result.stderr.strip() == line
