@@ -2,12 +2,12 @@
 
 Every write of a step job — pending writes, the commit, the status it sets (running, awaiting input,
 failed, canceled, completed), the run's head at step 0, the answers seeded for a branch run, request
-records, the events it appends (a node's custom chunks, retries, progress) — goes through a Lua script that
-checks the lease token first. A worker paused past its lease (a SIGSTOP, a long GC pause, a partition)
-therefore changes nothing when it wakes: each refused write is logged here, counted in :data:`REFUSED`
-(this process; the metrics exporter reads it) and, by the script itself, in the run hash (fields
-``refused:<kind>``: ``graphq`` and tests can read it across processes). Refused events are logged once a
-step, counted each.
+records, the events it appends (a node's custom chunks, retries, progress), the checkpoints and pending
+writes of the subgraphs its nodes run — goes through a Lua script that checks the lease token first. A
+worker paused past its lease (a SIGSTOP, a long GC pause, a partition) therefore changes nothing when it
+wakes: each refused write is logged here, counted in :data:`REFUSED` (this process; the metrics exporter
+reads it) and, by the script itself, in the run hash (fields ``refused:<kind>``: ``graphq`` and tests can
+read it across processes). Refused events are logged once a step, counted each.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["KINDS", "REFUSED", "RefusedWrites", "refused"]
 
 log = logging.getLogger("graphq.fence")
 
-KINDS = ("pending", "commit", "status", "head", "answers", "requests", "events")
+KINDS = ("pending", "commit", "status", "head", "answers", "requests", "events", "subgraph")
 """The kinds of fenced writes, as counted (``refused:<kind>`` in the run hash)."""
 
 

@@ -40,6 +40,7 @@ from worker.context import WorkerContext, get_context
 from worker.fence import REFUSED, refused
 from worker.lease import Lease
 from worker.progress import step_progress
+from worker.substore import FencedStore
 
 __all__ = ["step_job"]
 
@@ -199,7 +200,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
 
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
-    with run_scope(Scope(ctx.store(run.workflow), run.thread_id)):  # subgraphs checkpoint here (G7)
+    run_key = keys.run(run.thread_id, run.id)
+    subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
+    with run_scope(Scope(subgraphs, run.thread_id)):  # subgraphs checkpoint here, fenced (G7, I1)
         outcome = run_step(
             graph,
             cp,

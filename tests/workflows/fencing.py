@@ -5,6 +5,8 @@ worker has seen the cancel (``interrupt``: its cancel token is set), ignores it 
 
 ``pause-cancel``: the same, then the node asks for input (``interrupt``).
 
+``zombie-sub``: the ``hold`` task of the first name inside a subgraph (which checkpoints in the thread).
+
 ``zombie``: fans out to one ``hold`` task per name; a task leaves a line in ``$GRAPHQ_TEST_DIR/<name>.log``
 each time it starts, and (unless its name starts with ``fast``) waits for ``$GRAPHQ_TEST_DIR/go`` before it
 returns ``<name>#<attempt>``; with ``fail`` its first attempt raises after the wait instead.
@@ -93,3 +95,16 @@ _z = StateGraph(Zombie)
 _z.add_node("hold", hold)
 _z.add_conditional_edges(START, split)
 zombie = _z.compile(name="zombie")
+
+
+def sub_hold(state: Zombie) -> dict[str, Any]:
+    return hold({"name": state["names"][0], "fail": False})
+
+
+_s = StateGraph(Zombie)
+_s.add_node("sub_hold", sub_hold)
+_s.add_edge(START, "sub_hold")
+_zp = StateGraph(Zombie)
+_zp.add_node("inner", _s.compile(name="zombie-inner"))
+_zp.add_edge(START, "inner")
+zombie_sub = _zp.compile(name="zombie-sub")
