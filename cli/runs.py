@@ -120,6 +120,8 @@ def _fields(r: RunRecord, step: int | None) -> list[tuple[str, Any]]:
         fields.append(("attempt", r.attempt))
     if r.worker:
         fields.append(("worker", r.worker))
+    if r.interrupted is not None:
+        fields.append(("interrupted", f"{r.interrupted.type}: {r.interrupted.message}"))
     if r.config:
         fields.append(("config", short(r.config)))
     if r.error is not None:

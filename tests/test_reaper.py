@@ -3,6 +3,7 @@ a real Redis in this process; end-to-end recovery with worker subprocesses is in
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -18,12 +19,14 @@ from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, load_settings
+from tests.cli_helpers import invoke, ok, process_state_restored
 from worker.lease import Lease
 from worker.liveness import Heartbeat
 from worker.queue import RQStepQueue
 from worker.reaper import Reaper
 
-REGISTRY = Registry.load(["tests.workflows.crash"])
+MODULE = "tests.workflows.crash"
+REGISTRY = Registry.load([MODULE])
 
 
 @pytest.fixture
@@ -129,6 +132,13 @@ def test_two_reapers_racing_on_one_lapsed_lease_make_one_continuation(
     assert (new.workflow, new.input, new.config, new.tenant) == ("suicide", {"n": 7}, run.config, "acme")
     assert redis_client.get(keys.thread_active(run.thread_id)) == new.id.encode()
     assert [r.id for r in client.thread_runs(run.thread_id)] == [run_id, new.id]
+    # The script staged what it cannot do itself (as if its reaper died right after it): nothing queued yet.
+    staged = [m.decode() for m in redis_client.zrange(keys.recovery(), 0, -1)]
+    assert sorted(staged) == [
+        f"abandoned:{run.thread_id}:{run_id}:0",
+        f"enqueue:{run.thread_id}:{new.id}",
+    ]
+    assert f"graphq-{new.id}-0".encode() not in redis_client.lrange("rq:queue:graphq:suicide", 0, -1)
     # Two Reaper passes at once do the staged work (the continuation's step job) without doubling anything.
     reapers = [Reaper(redis.Redis.from_url(redis_url), Settings(redis_url=redis_url)) for _ in range(2)]
     passes = [threading.Thread(target=r.sweep) for r in reapers]
@@ -248,3 +258,62 @@ def test_defaults_bound_recovery_below_30_s() -> None:
     assert (s.lease_ttl_s, s.heartbeat_interval_s, s.reaper_interval_s) == (20.0, 5.0, 5.0)
     assert s.lease_ttl_s + s.reaper_interval_s <= 30
     assert (s.resume_interrupted_runs, s.max_resume_attempts) == (True, 1)
+
+
+def test_a_failed_chain_hands_its_thread_to_the_next_run(client: Client, redis_client: redis.Redis) -> None:
+    """At the chain's limit the run stays failed and the run waiting behind it on the thread starts (I3)."""
+    run_id = client.enqueue("suicide", {}, thread_id="t-1")
+    waiting = client.enqueue("suicide", {}, thread_id="t-1")
+    claim(redis_client, run_id, "t-1", 0.05)
+    lapse(redis_client, "t-1", run_id)
+    reaper = Reaper(redis_client, Settings(max_resume_attempts=0))
+    assert [(r, o.verdict) for r, o in reaper.sweep()] == [(run_id, "limit")]
+    assert redis_client.get(keys.thread_active("t-1")) == waiting.encode()
+    assert redis_client.zcard(keys.recovery()) == 0
+    queued = redis_client.lrange("rq:queue:graphq:suicide", 0, -1)
+    assert queued == [f"graphq-{waiting}-0".encode()]
+
+
+def test_a_requested_cancel_wins_over_a_continuation(client: Client, redis_client: redis.Redis) -> None:
+    run_id = client.enqueue("suicide", {})
+    thread = client.get_run(run_id).thread_id
+    claim(redis_client, run_id, thread, 0.05)
+    redis_client.hset(keys.run(thread, run_id), mapping={"status": "running", "cancel": "cooperative"})
+    lapse(redis_client, thread, run_id)
+    [(_, outcome)] = Reaper(redis_client, Settings()).sweep()
+    run = client.get_run(run_id)
+    assert (outcome.verdict, run.status, run.continued_by_run_id) == ("canceled", RunStatus.CANCELED, None)
+    assert redis_client.get(keys.thread_active(thread)) is None
+
+
+def test_cli_shows_the_chain_and_the_workers(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    run_id = client.enqueue("suicide", {})
+    thread = client.get_run(run_id).thread_id
+    claim(redis_client, run_id, thread, 0.05, worker="host.7.abcdef")
+    lapse(redis_client, thread, run_id)
+    with process_state_restored():
+        once = ok(invoke(MODULE, redis_url, "reaper", "--once"))
+        new = client.get_run(run_id).continued_by_run_id
+        assert new is not None
+        assert once.stdout == f"{run_id} continued {new}\n"
+        chain = json.loads(ok(invoke(MODULE, redis_url, "runs", "list", "--chain", new, "-o", "json")).stdout)
+        assert [(r["id"], r["attempt"], r["status"], r["continued_from_run_id"]) for r in chain] == [
+            (run_id, 1, "failed", None),
+            (new, 2, "queued", run_id),
+        ]
+        shown = ok(invoke(MODULE, redis_url, "runs", "show", run_id)).stdout
+        assert f"continued by │ {new}" in shown
+        assert "worker       │ host.7.abcdef" in shown
+        assert f"continued from │ {run_id}" in ok(invoke(MODULE, redis_url, "runs", "show", new)).stdout
+        table = ok(invoke(MODULE, redis_url, "runs", "list", "--chain", run_id)).stdout
+        assert table.index(run_id) < table.index(new)
+        Heartbeat(redis_client, "host.9.fedcba", ["graphq:suicide"], 30, 30).start()
+        listed = json.loads(ok(invoke(MODULE, redis_url, "workers", "-o", "json")).stdout)
+        assert [(w["id"], w["pid"] > 0, w["queues"], w["run_id"], w["step"]) for w in listed] == [
+            ("host.9.fedcba", True, ["graphq:suicide"], None, None)
+        ]
+        assert "host.9.fedcba" in ok(invoke(MODULE, redis_url, "workers")).stdout
+        again = ok(invoke(MODULE, redis_url, "reaper", "--once")).stdout
+        assert again == ""

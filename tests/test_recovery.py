@@ -224,6 +224,10 @@ def test_resume_off_starts_the_run_again_from_its_input(
         procs.close()
     assert (final.id, final.status, final.attempt) == (run_id, RunStatus.COMPLETED, 2)
     assert final.continued_by_run_id is None and final.continued_from_run_id is None
+    assert final.interrupted is not None and final.interrupted.type == "WorkerLost"
+    assert final.interrupted.message.startswith("worker ") and " stopped renewing its lease on step 1; " in (
+        final.interrupted.message
+    )
     assert final.result == {"n": 1, "trail": ["first", "doom"]}
     assert executions(redis_client) == {"first": 2, "doom": 2}
     history = client.get_history(final.thread_id)

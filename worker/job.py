@@ -55,7 +55,7 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     """
     ctx = get_context()
     lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
-    code, raw = outlast(lease.claim, step, now_iso(), CANCEL_ERROR.model_dump_json())
+    code, raw = outlast(lease.claim, step, now_iso(), CANCEL_ERROR.model_dump_json(), ctx.worker_id)
     if code == 0:
         raise RunNotFoundError(f"no run with id {run_id!r}")
     run = RunRecord.from_hash(raw)
@@ -151,11 +151,13 @@ def _end(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, er
 
 
 def _config(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> RunConfig:
-    """The run's config (fixed for the whole run, so built once per run and process)."""
-    cfg = ctx.configs.get(run.id)
+    """The run's config (fixed for each attempt of the run — a run started again by the reaper may pin
+    where it starts — so built once per attempt and process)."""
+    key = f"{run.id}:{run.attempt}"
+    cfg = ctx.configs.get(key)
     if cfg is None:
         cfg = graph.config_for({**run.config, "thread_id": run.thread_id, "run_id": run.id})
-        ctx.configs.put(run.id, cfg)
+        ctx.configs.put(key, cfg)
     return cfg
 
 

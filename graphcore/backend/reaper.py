@@ -100,7 +100,8 @@ class ReapOutcome:
 
 
 def worker_lost_error(worker: str, step: int, deadline_ms: float) -> RunError:
-    """The error that closes an interrupted run: which worker held it, and when its lease lapsed."""
+    """The error that closes an interrupted run: which worker held it, the thread step it was running (as
+    ``graphq state --history`` numbers them), and when its lease lapsed."""
     who = f"worker {worker}" if worker else "its worker"
     return RunError(
         type="WorkerLost",
@@ -148,14 +149,14 @@ def reap(kv: Any, lapsed: Lapsed, *, resume: bool, max_attempts: int) -> ReapOut
     head = head_raw or None
     attempt = int(attempt_raw or 1)
     config = json.loads(config_raw) if config_raw else {}
-    lost = worker_lost_error(worker or "", step, lapsed.deadline_ms)
+    event_step = _event_step(kv, thread, head, step)
+    lost = worker_lost_error(worker or "", event_step, lapsed.deadline_ms)
     limit = RunError(
         type="WorkerLost",
         message=f"{lost.message}; not continued: the chain reached {LIMIT_SETTING}={max_attempts} "
         f"(attempt {attempt})",
     )
     new_id = uuid.uuid4().hex
-    event_step = _event_step(kv, thread, head, step)
     failed = {"status": "failed", "error": f"{lost.type}: {lost.message}"}
     restart_config = "" if resume else _start_config(kv, thread, head, run_id, config)
 

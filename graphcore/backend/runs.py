@@ -84,6 +84,8 @@ class RunRecord(BaseModel):
     """Place in a chain of automatic continuations (R10): 1 for a run started by a client."""
     worker: str | None = None
     """The worker that last claimed one of the run's steps."""
+    interrupted: RunError | None = None
+    """Why the run was last started again from its beginning (its worker died, resume off, R14)."""
     preset_answers: dict[str, Any] = {}
     """``"<task index>:<call index>"`` → answer, for a branch started by answering a request again (R16)."""
 
@@ -135,6 +137,9 @@ class RunRecord(BaseModel):
             continued_by_run_id=text.get("continued_by_run_id"),
             attempt=int(text.get("attempt") or 1),
             worker=text.get("worker") or None,
+            interrupted=RunError.model_validate_json(text["interrupted"])
+            if text.get("interrupted")
+            else None,
             preset_answers=serde.loads(f["preset_answers"]) if "preset_answers" in f else {},
         )
 
