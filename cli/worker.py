@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-import signal
-from types import FrameType
-
 import click
 
 from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, fail
 from graphcore.backend.connection import redact_url
-from worker.process import run_worker, run_workers
+from graphcore.errors import ConfigError
+from worker.supervisor import supervise
 
 __all__ = ["worker"]
-
-_STOPPED_BY_SIGTERM = -signal.SIGTERM
-"""A child's exit code after SIGTERM arrived before RQ installed its handler: a stop, not a failure."""
-
-
-class _StopBeforeStart(Exception):
-    """SIGTERM arrived before RQ installed its own handler (nothing was running yet)."""
-
-
-def _stop_before_start(signum: int, frame: FrameType | None) -> None:
-    raise _StopBeforeStart
-
-
-def _run_one(app: AppContext, kv: object, burst: bool, level: str) -> None:
-    """One worker in this process; a SIGTERM during start-up is a clean stop too (RQ's handler comes late)."""
-    signal.signal(signal.SIGTERM, _stop_before_start)
-    try:
-        run_worker(app.settings, burst=burst, registry=app.registry, kv=kv, log_level=level)
-    except _StopBeforeStart:
-        click.echo("graphq worker: stopped by SIGTERM while starting", err=True)
 
 
 @click.command(short_help="Run workers that execute step jobs.")
@@ -57,7 +35,11 @@ def _run_one(app: AppContext, kv: object, burst: bool, level: str) -> None:
 def worker(app: AppContext, burst: bool, concurrency: int, log_level: str) -> None:
     """Run workers that execute super-steps (one RQ job per step) until SIGTERM or Ctrl-C.
 
-    SIGTERM / Ctrl-C stop taking jobs and let the current step finish (warm shutdown).
+    A supervising process runs N worker processes, renews their leases and kills a process whose step
+    outlives its deadline by GRAPHQ_KILL_GRACE_S (a new one takes its place). SIGTERM: stop taking jobs,
+    finish the steps in flight within GRAPHQ_DRAIN_TIMEOUT_S, else give them up (the run ends Canceled,
+    checkpoints kept, and is continued). A second SIGTERM or Ctrl-C: give them up at once. Exit status 0
+    when every step in flight finished, 1 when one was given up or a worker process failed.
     Needs GRAPHQ_REDIS_URL (or --redis-url) and the workflow modules (--workflows or GRAPHQ_WORKFLOWS).
     """
     kv = app.kv()
@@ -68,12 +50,7 @@ def worker(app: AppContext, burst: bool, concurrency: int, log_level: str) -> No
         f"queue {app.settings.queue!r}; workflows: {names}",
         err=True,
     )
-    level = log_level.upper()
-    if concurrency == 1:
-        _run_one(app, kv, burst, level)
-        return
-    kv.close()
-    codes = run_workers(concurrency, burst=burst, log_level=level)
-    failed = [c for c in codes if c not in (0, _STOPPED_BY_SIGTERM)]
-    if failed:
-        fail(f"{len(failed)} of {concurrency} worker processes exited with an error: {failed}", EXIT_FAILURE)
+    if not registry.names():
+        raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
+    if supervise(concurrency, burst=burst, log_level=log_level.upper(), kv=kv):
+        fail("stopped: a step in flight was given up, or a worker process failed (see above)", EXIT_FAILURE)

@@ -104,6 +104,20 @@ class Settings(BaseSettings):
     result_ttl_s: int = Field(
         default=3600, ge=0, description="How long RQ keeps a finished step job, seconds."
     )
+    drain_timeout_s: float = Field(
+        default=20.0,
+        ge=0,
+        le=3600,
+        description="On SIGTERM a worker finishes its step within this many seconds, else gives it up: the "
+        "run ends Canceled, checkpoints kept, and is continued (R17).",
+    )
+    kill_grace_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="A node still running this many seconds after its run's deadline (or its node timeout) "
+        "has its worker process killed and replaced; the run ends at the deadline plus this.",
+    )
     serde_allowed_classes: str = Field(
         default="",
         description=(

@@ -14,6 +14,7 @@ Flow of ``step_job(run, thread, k)``:
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 import weakref
 from datetime import UTC, datetime
@@ -33,11 +34,19 @@ from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import interrupt_id, resume_plan
 from graphcore.engine.step import RetryHook, run_step
-from graphcore.errors import AppendConflictError, Cancelled, GraphqError, LeaseLostError, RunNotFoundError
+from graphcore.errors import (
+    AppendConflictError,
+    Cancelled,
+    GraphqError,
+    LeaseLostError,
+    NodeTimeoutError,
+    RunNotFoundError,
+)
 from graphcore.types import TaskWrites
 from worker.commit import Completion, StepCommit
 from worker.context import WorkerContext, get_context
 from worker.fence import REFUSED, refused
+from worker.handover import Stop, abandon
 from worker.lease import Lease
 from worker.progress import step_progress
 from worker.substore import FencedStore
@@ -74,6 +83,9 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         log.warning("run %s step %s: %s", run_id, step, exc)
         return f"rejected: {exc}"
     except Cancelled:  # a node stopped on its cancel token after `cancel --interrupt`
+        if lease.stop is not None:  # or the step was given up: a shutdown, its deadline
+            abandon(ctx.kv, ctx.settings, thread_id, run_id, lease.token, lease.stop, lease.step_number)
+            return f"{lease.stop.status.value}: {lease.stop.error.message}"
         note = "canceled by request; running nodes were signalled"
         _end(ctx, run, lease, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
         return "canceled during the step"
@@ -200,6 +212,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     def emit(task: Any, chunk: Any) -> None:  # a node's stream write waits out a Redis outage
         _event(ctx, run, lease, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
 
+    lease.limit(*_deadline(ctx, graph, run, cfg, cp))
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
     run_key = keys.run(run.thread_id, run.id)
@@ -234,6 +247,29 @@ def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
         message=f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option "
         f"run_timeout_s) after {age:.1f} s",
     )
+
+
+def _deadline(
+    ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, cfg: RunConfig, cp: Checkpoint
+) -> tuple[float, Stop, int]:
+    """When the step is given up if still running, how the run then ends, and the step's thread number
+    (item 5 of issue 8): at the run's deadline (R15, Canceled), or earlier when every task's node has a
+    timeout and no retry policy (G10, Failed at the longest of them)."""
+    limit = cfg.run_timeout()
+    at = datetime.fromisoformat(run.created_at).timestamp() + limit
+    message = (
+        f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option run_timeout_s) "
+        "while its step was running"
+    )
+    stop = Stop(RunStatus.CANCELED, RunError(type="RunTimeout", message=message))
+    specs = [graph.nodes[t.node] for t in cp.next_tasks]
+    if specs and all(s.timeout_s is not None and s.retry is None for s in specs):
+        slowest = max(specs, key=lambda s: s.timeout_s or 0.0)
+        node_at = time.time() + (slowest.timeout_s or 0.0)
+        if node_at < at:
+            error = NodeTimeoutError(slowest.name, slowest.timeout_s or 0.0)
+            at, stop = node_at, Stop(RunStatus.FAILED, RunError(type="NodeTimeoutError", message=str(error)))
+    return at, stop, cp.step + 1
 
 
 def _retry_events(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> RetryHook:

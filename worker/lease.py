@@ -16,14 +16,15 @@ import threading
 import time
 import uuid
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from graphcore import keys
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
+from worker.handover import Stop
 
-__all__ = ["Lease", "held"]
+__all__ = ["Lease", "LeaseListener", "held", "set_listener"]
 
 log = logging.getLogger("graphq.lease")
 
@@ -62,6 +63,13 @@ class Lease:
         self.lost = threading.Event()
         self._dropping = False
         self._dropped = False
+        self.thread_id, self.run_id = thread_id, run_id
+        self.stop: Stop | None = None
+        """Why this step is being given up (a shutdown, a deadline), once :meth:`abort` was called."""
+        self.deadline: tuple[float, Stop] | None = None
+        """``(time.time() at which the step is given up, how)`` once :meth:`limit` was called."""
+        self.step_number: int | None = None
+        """The thread step being run, once :meth:`limit` was called."""
 
     def claim(
         self, step: int, now: str, cancel_error: str, worker_id: str = ""
@@ -90,12 +98,31 @@ class Lease:
 
     def __enter__(self) -> Lease:
         _keeper(self.kv, self.heartbeat_s).add(self)
+        if _listener is not None:
+            _listener.held(self)
         return self
 
     def __exit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         _keeper(self.kv, self.heartbeat_s).discard(self)
+        if _listener is not None:
+            _listener.freed(self)
+
+    def limit(self, at: float, stop: Stop, step: int) -> None:
+        """Give the step up at ``at`` (``time.time()``): the keeper then sets the cancel token (see
+        :meth:`abort`); a supervising process kills this one ``GRAPHQ_KILL_GRACE_S`` later if the step is
+        still running, and closes the run as ``stop`` says (item 5). ``step``: the thread step being run."""
+        self.deadline, self.step_number = (at, stop), step
+        if _listener is not None:
+            _listener.limit(self, at, stop, step)
+
+    def abort(self, stop: Stop) -> None:
+        """Give the step up: remember why (the first reason wins) and set the cancel token, so that nodes
+        that look at it stop; the step job then closes the run as ``stop`` says."""
+        if self.stop is None:
+            self.stop = stop
+        self.cancel.cancel(self.stop.error.message)
 
     def dropping(self) -> None:
         """Announce a commit that deletes the lease key in its transaction (call it before sending the
@@ -108,6 +135,8 @@ class Lease:
         self._dropping = True
         self._dropped = True
         _keeper(self.kv, self.heartbeat_s).discard(self)
+        if _listener is not None:
+            _listener.freed(self)
 
     def release(self) -> None:
         """Give the lease back if still ours (a no-op after a commit deleted it)."""
@@ -144,6 +173,8 @@ class _Keeper:
                 self._tick(lease)
 
     def _tick(self, lease: Lease) -> None:
+        if lease.deadline is not None and lease.stop is None and time.time() >= lease.deadline[0]:
+            lease.abort(lease.deadline[1])
         due = time.monotonic() >= lease.renew_at
         try:
             held, cancel = self.renew(
@@ -187,3 +218,23 @@ def _keeper(kv: Any, interval_s: float) -> _Keeper:
         if keeper is None:
             keeper = _keepers[id(kv)] = _Keeper(kv, interval_s)
         return keeper
+
+
+class LeaseListener(Protocol):
+    """Told when this process takes and gives back a lease, and of its deadline: the supervising parent
+    process of ``graphq worker`` renews leases from outside this process (:mod:`worker.supervisor`)."""
+
+    def held(self, lease: Lease) -> None: ...
+
+    def limit(self, lease: Lease, at: float, stop: Stop, step: int) -> None: ...
+
+    def freed(self, lease: Lease) -> None: ...
+
+
+_listener: LeaseListener | None = None
+
+
+def set_listener(listener: LeaseListener | None) -> None:
+    """Install the process's lease listener (None: none)."""
+    global _listener
+    _listener = listener

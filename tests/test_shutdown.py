@@ -1,0 +1,396 @@
+"""The worker process model with real `graphq worker` processes and real signals (R17, R18, issue 8).
+
+SIGTERM drains (the step in flight finishes, or is given up after GRAPHQ_DRAIN_TIMEOUT_S), a second SIGTERM
+stops at once; a node holding the GIL past the lease TTL keeps its lease (the supervising parent renews
+it); a node blocking past its deadline has its process killed GRAPHQ_KILL_GRACE_S later and replaced.
+Short settings: lease TTL 1 s, drain timeout 2 s, kill grace 1 s.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError
+from graphcore.settings import Settings, load_settings
+from tests.envs import clean_env
+from worker.queue import RQStepQueue
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY = Registry.load(["tests.workflows.shutdown"])
+GIVE_UP_GRACE_S = 2.0
+"""worker.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
+
+Start = Callable[..., subprocess.Popen[bytes]]
+BOTH_STEPS = ["first start", "first end", "second start", "second end"]
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return clean_env(
+        GRAPHQ_REDIS_URL=redis_url,
+        GRAPHQ_WORKFLOWS="tests.workflows.shutdown",
+        GRAPHQ_TEST_DIR=str(tmp_path),
+        GRAPHQ_LEASE_TTL_S="1",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
+        GRAPHQ_DRAIN_TIMEOUT_S="2",
+        GRAPHQ_KILL_GRACE_S="1",
+        PYTHONUNBUFFERED="1",
+    )
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str) -> Client:
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
+
+
+@pytest.fixture
+def start(env: dict[str, str], tmp_path: Path, redis_client: redis.Redis) -> Iterator[Start]:
+    """Start a `graphq worker` (its own session) and wait until it takes jobs; all are killed at the end."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(*args: str, processes: int = 1) -> subprocess.Popen[bytes]:
+        before = idle_workers(redis_client)
+        log = (tmp_path / f"worker-{len(procs)}.log").open("wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli", "worker", *args],
+            env=env,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        procs.append(proc)
+        wait_for(lambda: idle_workers(redis_client) >= before + processes, what="the workers to take jobs")
+        return proc
+
+    yield spawn
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def idle_workers(kv: redis.Redis) -> int:
+    return sum(kv.hget(w, "state") == b"idle" for w in kv.smembers("rq:workers"))
+
+
+def wait_for(predicate: Callable[[], Any], timeout_s: float = 20, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def log_lines(tmp_path: Path) -> list[tuple[int, str]]:
+    """``(pid, "first start")`` lines the nodes wrote."""
+    path = tmp_path / "runs.log"
+    if not path.exists():
+        return []
+    parts = (line.partition(" ") for line in path.read_text().splitlines())
+    return [(int(pid), rest) for pid, _, rest in parts]
+
+
+def started(tmp_path: Path, node: str) -> list[int]:
+    """The pids of the processes that started ``node``."""
+    return [pid for pid, what in log_lines(tmp_path) if what == f"{node} start"]
+
+
+def ended(client: Client, run_id: str, timeout_s: float = 20) -> RunRecord:
+    wait_for(lambda: client.get_run(run_id).terminal, timeout_s, f"run {run_id} to end")
+    return client.get_run(run_id)
+
+
+def children(pid: int) -> list[int]:
+    """The worker processes of `graphq worker` ``pid`` (not multiprocessing's resource tracker)."""
+    pids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return [p for p in pids if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+
+
+def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_another_worker(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    first = start()
+    run_id = client.enqueue("two-steps", {"first": {"sleep": 1.5}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the first step to start")
+    first.send_signal(signal.SIGTERM)
+    begun = time.monotonic()
+    assert first.wait(10) == 0
+    assert time.monotonic() - begun < 3.0
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.RUNNING, 1)  # step 0 committed, step 1 queued
+    assert started(tmp_path, "second") == []  # the stopping worker took no job after SIGTERM
+    start()
+    run = ended(client, run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result is not None and run.result["done"] == ["first", "second"]
+    [(first_pid, second_pid)] = [(started(tmp_path, "first")[0], started(tmp_path, "second")[0])]
+    assert first_pid != second_pid
+    assert [what for _, what in log_lines(tmp_path)] == BOTH_STEPS
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+
+
+@pytest.mark.parametrize(
+    ("plan", "exit_by_s"),
+    [
+        ({"c_sleep": 30}, 2.0 + GIVE_UP_GRACE_S),  # ignores its cancel token: killed, closed by the parent
+        ({"until_cancel": 30}, 2.0),  # stops on its cancel token: the worker closes the run itself
+    ],
+    ids=["blocked-node", "cooperative-node"],
+)
+def test_sigterm_during_a_step_longer_than_the_drain_timeout_gives_it_up(
+    client: Client,
+    start: Start,
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    plan: dict[str, float],
+    exit_by_s: float,
+) -> None:
+    worker = start()
+    run_id = client.enqueue("two-steps", {"first": {}, "second": plan})
+    wait_for(lambda: started(tmp_path, "second"), what="the long step to start")
+    worker.send_signal(signal.SIGTERM)
+    begun = time.monotonic()
+    assert worker.wait(15) == 1
+    took = time.monotonic() - begun
+    assert exit_by_s - 0.2 < took < exit_by_s + 1.5, took
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.CANCELED
+    assert run.error is not None
+    assert (run.error.type, run.error.message) == (
+        "WorkerShutdown",
+        "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=2 s",
+    )
+    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]  # checkpoints kept
+    assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
+    assert "second end" not in [what for _, what in log_lines(tmp_path)]
+    events = [(e.mode, e.data) for e in read_events(redis_client, run.thread_id, run_id)][-1:]
+    assert events == [("status", {"status": "canceled", "error": f"WorkerShutdown: {run.error.message}"})]
+
+
+def test_two_sigterms_stop_at_once_and_hand_the_run_over(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    worker = start()
+    run_id = client.enqueue("two-steps", {"first": {}, "second": {"c_sleep": 30}})
+    wait_for(lambda: started(tmp_path, "second"), what="the long step to start")
+    worker.send_signal(signal.SIGTERM)
+    time.sleep(1)
+    worker.send_signal(signal.SIGTERM)
+    begun = time.monotonic()
+    assert worker.wait(10) == 1
+    assert time.monotonic() - begun < GIVE_UP_GRACE_S + 1.5
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.CANCELED
+    assert run.error is not None
+    assert (run.error.type, run.error.message) == (
+        "WorkerShutdown",
+        "the worker was stopped at once (a second SIGTERM, or SIGINT) while the step ran",
+    )
+    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
+    assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
+
+
+def test_sigint_stops_an_idle_worker_at_once_with_status_0(start: Start) -> None:
+    worker = start()
+    worker.send_signal(signal.SIGINT)
+    assert worker.wait(5) == 0
+
+
+def test_a_node_holding_the_gil_past_the_lease_ttl_keeps_its_lease(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    """The node blocks 3 s in C holding the GIL (its process's keeper thread cannot run) against a 1 s
+    lease TTL: the supervising parent renews the lease, the step commits once, the run completes."""
+    start()
+    run_id = client.enqueue("two-steps", {"first": {"gil_sleep": 3}, "second": {}})
+    run = ended(client, run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert [what for _, what in log_lines(tmp_path)] == BOTH_STEPS
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+
+
+def test_gil_sleep_really_holds_the_gil() -> None:
+    """The test node's ``gil_sleep`` starves every other thread of its process (a ticking thread stops)."""
+    import ctypes
+    import threading
+
+    ticks = [0]
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0.01)
+
+    threading.Thread(target=tick, daemon=True).start()
+    time.sleep(0.1)
+    before = ticks[0]
+    ctypes.PyDLL(None).sleep(1)
+    during = ticks[0] - before
+    stop.set()
+    assert during <= 1
+
+
+def test_b17_a_long_c_level_node_runs_once_while_its_worker_lives(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """B17 (LangGraph Platform background runs; Celery visibility timeout), shortened: one node blocks 4 s
+    in a C-level sleep against a 1 s lease TTL with two idle workers beside it; a duplicate of the step's
+    job is taken by one of them and skipped (the lease is held): the node runs exactly once."""
+    workers = [start() for _ in range(3)]
+    run_id = client.enqueue("two-steps", {"first": {"c_sleep": 4}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the long node to start")
+    run = client.get_run(run_id)
+    token = redis_client.get(keys.lease(run.thread_id, run_id))
+    assert token is not None
+    pipe = redis_client.pipeline(transaction=True)
+    pipe.multi()
+    RQStepQueue(redis_client, Settings(redis_url=redis_url)).stage(pipe, run)  # a duplicate of the job
+    pipe.execute()
+    time.sleep(2.5)  # the duplicate is taken by an idle worker meanwhile
+    assert redis_client.get(keys.lease(run.thread_id, run_id)) == token  # never lapsed, never taken
+    run = ended(client, run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert len(started(tmp_path, "first")) == 1
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert all(w.poll() is None for w in workers)
+
+
+def test_a_node_blocked_past_the_run_timeout_is_killed_at_the_deadline_plus_the_grace(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    worker = start()
+    before = children(worker.pid)
+    run_id = client.enqueue(
+        "two-steps", {"first": {}, "second": {"c_sleep": 60}}, config={"run_timeout_s": 3}
+    )
+    created = time.time()
+    run = ended(client, run_id, timeout_s=15)
+    took = time.time() - created
+    assert 3 + 1 - 0.3 < took < 3 + 1 + 1.5, took
+    assert run.status == RunStatus.CANCELED
+    assert run.error is not None
+    [pid] = started(tmp_path, "second")
+    assert (run.error.type, run.error.message) == (
+        "RunTimeout",
+        "run exceeded run_timeout_s=3 s (GRAPHQ_RUN_TIMEOUT_S or the run option run_timeout_s) while its "
+        "step was running; the step did not end within GRAPHQ_KILL_GRACE_S=1 s, so its worker process "
+        f"(pid {pid}) was killed",
+    )
+    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
+    assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
+    assert worker.poll() is None  # the supervisor lives on, with a new worker process
+    wait_for(lambda: idle_workers(redis_client) == 1, what="the replacement worker")
+    after = children(worker.pid)
+    assert len(after) == 1 and after != before and not Path(f"/proc/{pid}").exists()
+    again = ended(client, client.enqueue("two-steps", {}))
+    assert again.status == RunStatus.COMPLETED
+
+
+def test_a_node_holding_the_gil_past_its_node_timeout_is_killed(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    """The node's own timeout (1 s) cannot fire while the node holds the GIL; its process is killed at
+    the timeout plus the grace and the run fails with the timeout error."""
+    start()
+    run_id = client.enqueue("timed", {"node": {"gil_sleep": 30}})
+    wait_for(lambda: started(tmp_path, "node"), what="the node to start")
+    begun = time.monotonic()
+    run = ended(client, run_id, timeout_s=10)
+    assert time.monotonic() - begun < 1 + 1 + 1.5
+    assert run.status == RunStatus.FAILED
+    assert run.error is not None
+    [pid] = started(tmp_path, "node")
+    assert (run.error.type, run.error.message) == (
+        "NodeTimeoutError",
+        "node 'node' timed out after 1 s (timeout=1 set on add_node); the step did not end within "
+        f"GRAPHQ_KILL_GRACE_S=1 s, so its worker process (pid {pid}) was killed",
+    )
+
+
+def test_shutdown_settings_defaults() -> None:
+    s = Settings()
+    assert (s.drain_timeout_s, s.kill_grace_s) == (20.0, 10.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (
+            "GRAPHQ_DRAIN_TIMEOUT_S",
+            "-1",
+            "GRAPHQ_DRAIN_TIMEOUT_S: Input should be greater than or equal to 0",
+        ),
+        (
+            "GRAPHQ_DRAIN_TIMEOUT_S",
+            "3601",
+            "GRAPHQ_DRAIN_TIMEOUT_S: Input should be less than or equal to 3600",
+        ),
+        ("GRAPHQ_KILL_GRACE_S", "0", "GRAPHQ_KILL_GRACE_S: Input should be greater than 0"),
+        ("GRAPHQ_KILL_GRACE_S", "3601", "GRAPHQ_KILL_GRACE_S: Input should be less than or equal to 3600"),
+    ],
+)
+def test_shutdown_settings_are_range_checked(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert str(err.value) == f"{message} (got {value!r})"
+
+
+def test_sigterm_to_a_worker_pool_drains_every_process(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """`--concurrency 2`: the signal reaches both processes; the short step finishes, the long one is given
+    up after the drain timeout, and the pool exits within the bound."""
+    pool = start("--concurrency", "2", processes=2)
+    short = client.enqueue("two-steps", {"first": {"sleep": 1}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the short step to start")
+    long = client.enqueue("two-steps", {"first": {"c_sleep": 30}, "second": {}})
+    wait_for(lambda: len(started(tmp_path, "first")) == 2, what="the long step to start")
+    pool.send_signal(signal.SIGTERM)
+    begun = time.monotonic()
+    assert pool.wait(15) == 1
+    assert time.monotonic() - begun < 2.0 + GIVE_UP_GRACE_S + 1.5
+    assert (client.get_run(short).status, client.get_run(short).step) == (RunStatus.RUNNING, 1)
+    run = client.get_run(long)
+    assert run.status == RunStatus.CANCELED
+    assert run.error is not None and run.error.type == "WorkerShutdown"
+    assert started(tmp_path, "second") == []
+
+
+def test_a_stopped_worker_process_loses_its_lease(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """The supervisor renews only for a process that can run: a SIGSTOPped one's lease lapses (1 s TTL)."""
+    worker = start()
+    run_id = client.enqueue("two-steps", {"first": {"c_sleep": 30}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the step to start")
+    [pid] = started(tmp_path, "first")
+    run = client.get_run(run_id)
+    lease = keys.lease(run.thread_id, run_id)
+    assert redis_client.exists(lease) == 1
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: redis_client.exists(lease) == 0, timeout_s=3, what="the lease to lapse")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert worker.poll() is None

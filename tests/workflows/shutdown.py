@@ -1,0 +1,86 @@
+"""Workflows for worker shutdown, GIL and deadline tests.
+
+Every node appends ``<pid> <node> start`` / ``<pid> <node> end`` lines to ``$GRAPHQ_TEST_DIR/runs.log``,
+so a test sees which worker process ran what, and how often. ``two-steps`` runs ``first`` then ``second``;
+each does what its input says for its node (``{"first": {"sleep": 1.5}}``):
+
+- ``sleep``: seconds of ``time.sleep`` (the GIL is free; the cancel token is ignored),
+- ``c_sleep``: seconds blocked in C with the GIL released (libc ``sleep``; ignores the cancel token),
+- ``gil_sleep``: seconds blocked in C holding the GIL (libc ``sleep`` called through ``ctypes.PyDLL``),
+- ``until_cancel``: seconds of waiting on the cancel token (stops with ``Cancelled`` when it is set).
+
+``timed`` has one node with ``timeout=1`` that does the same with its ``node`` input.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from pathlib import Path
+from typing import Any, TypedDict
+
+from graphcore import START, StateGraph, get_cancel_token
+
+
+class Plan(TypedDict, total=False):
+    first: dict[str, float]
+    second: dict[str, float]
+    node: dict[str, float]
+    done: list[str]
+
+
+def _log(line: str) -> None:
+    with (Path(os.environ["GRAPHQ_TEST_DIR"]) / "runs.log").open("a") as log:
+        log.write(f"{os.getpid()} {line}\n")
+
+
+def behave(name: str, plan: dict[str, float]) -> None:
+    """Do what ``plan`` says (see the module's doc)."""
+    _log(f"{name} start")
+    if "sleep" in plan:
+        time.sleep(plan["sleep"])
+    if "c_sleep" in plan:
+        _sleep_in_c(ctypes.CDLL(None), plan["c_sleep"])
+    if "gil_sleep" in plan:
+        _sleep_in_c(ctypes.PyDLL(None), plan["gil_sleep"])
+    if "until_cancel" in plan:
+        token = get_cancel_token()
+        token.wait(plan["until_cancel"])
+        token.raise_if_cancelled()
+    _log(f"{name} end")
+
+
+def _sleep_in_c(libc: ctypes.CDLL, seconds: float) -> None:
+    """Sleep in libc's ``usleep`` for ``seconds`` (again after a signal cut a sleep short)."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        libc.usleep(int(left * 1_000_000))
+
+
+def first(state: Plan) -> dict[str, Any]:
+    behave("first", state.get("first", {}))
+    return {"done": [*state.get("done", []), "first"]}
+
+
+def second(state: Plan) -> dict[str, Any]:
+    behave("second", state.get("second", {}))
+    return {"done": [*state.get("done", []), "second"]}
+
+
+def node(state: Plan) -> dict[str, Any]:
+    behave("node", state.get("node", {}))
+    return {"done": ["node"]}
+
+
+_g = StateGraph(Plan)
+_g.add_node("first", first)
+_g.add_node("second", second)
+_g.add_edge(START, "first")
+_g.add_edge("first", "second")
+two_steps = _g.compile(name="two-steps")
+
+_t = StateGraph(Plan)
+_t.add_node("node", node, timeout=1)
+_t.add_edge(START, "node")
+timed = _t.compile(name="timed")

@@ -1,0 +1,106 @@
+"""Closing a run whose step is abandoned before it ended (R17, issue 8 item 5).
+
+A step is abandoned when its worker is stopped and the step does not end within ``GRAPHQ_DRAIN_TIMEOUT_S``
+(or at once on a cold stop), or when a node blocks past the run's deadline. Whoever still holds the step's
+lease — the worker process itself when its node stopped on its cancel token, or its supervising parent
+after it killed the process — closes the run with :func:`abandon`: fenced by the lease token (I1), so of the
+two only one closes it, and never over a status that another writer set (I7). The run's checkpoints are
+kept; a run stopped by a shutdown is then continued (:func:`queue_continuation`), one that timed out is not.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from graphcore import keys
+from graphcore.backend.connection import retry_transient
+from graphcore.backend.events import encode_event
+from graphcore.backend.lua import script
+from graphcore.backend.runs import RunError, RunStatus, RunStore, now_iso
+from graphcore.backend.threads import hand_over
+from graphcore.settings import Settings
+from worker.queue import RQStepQueue
+
+__all__ = ["Stop", "abandon", "queue_continuation"]
+
+log = logging.getLogger("graphq.handover")
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a running step is given up, and how its run is closed.
+
+    Attributes:
+        status: the run's terminal status (Canceled or Failed).
+        error: the error recorded on the run.
+        resume: whether the run is continued in a new run (a shutdown: the work was not at fault).
+    """
+
+    status: RunStatus
+    error: RunError
+    resume: bool = False
+
+    def killed(self, pid: int, grace_s: float) -> Stop:
+        """The same stop, its message saying that the worker process ``pid`` was killed after ``grace_s``."""
+        message = (
+            f"{self.error.message}; the step did not end within GRAPHQ_KILL_GRACE_S={grace_s:g} s, so its "
+            f"worker process (pid {pid}) was killed"
+        )
+        return Stop(self.status, self.error.model_copy(update={"message": message}), self.resume)
+
+
+def abandon(
+    kv: Any, settings: Settings, thread_id: str, run_id: str, token: str, stop: Stop, step: int | None = None
+) -> bool:
+    """Close the run of an abandoned step, if ``token`` still holds its lease; give the lease back.
+
+    Then the run's thread goes on: to a continuation of the run when ``stop.resume`` (and one can be
+    queued), else to the next run waiting for the thread (I3).
+
+    Args:
+        step: the thread step of the step that was running (for its status event); None → the run's step.
+
+    Returns:
+        True when this call closed the run.
+    """
+    event = {"status": stop.status.value, "error": f"{stop.error.type}: {stop.error.message}"}
+    data = encode_event("status", 0, event)["data"]
+    closed = retry_transient(
+        script(kv, "abandon_step"),
+        keys=[
+            keys.lease(thread_id, run_id),
+            keys.run(thread_id, run_id),
+            keys.run_events(thread_id, run_id),
+            keys.lease_index(),
+        ],
+        args=[
+            token,
+            stop.status.value,
+            now_iso(),
+            stop.error.model_dump_json(),
+            "" if step is None else str(step),
+            data,
+            keys.lease_member(thread_id, run_id),
+        ],
+    )
+    if not closed:
+        return False
+    log.warning("run %s %s: %s", run_id, stop.status.value, stop.error.message)
+    queue = RQStepQueue(kv, settings)
+    if not (stop.resume and queue_continuation(kv, settings, thread_id, run_id)):
+        retry_transient(hand_over, kv, RunStore(kv), queue, thread_id, run_id)
+    return True
+
+
+def queue_continuation(kv: Any, settings: Settings, thread_id: str, run_id: str) -> str | None:
+    """HOOK for the continuation runs of issue 8 (R14): queue a run continuing ``run_id`` from its latest
+    checkpoint at once, and return its id; None when no continuation is queued.
+
+    Continuation chains (``GRAPHQ_RESUME_INTERRUPTED_RUNS``, ``GRAPHQ_MAX_RESUME_ATTEMPTS``,
+    ``continued_from_run_id`` attempt numbers) are being built beside this; until they are, nothing is
+    queued here and the thread is handed over as for any ended run (its checkpoints are kept, so
+    ``Client.resume`` continues it).
+    """
+    return None

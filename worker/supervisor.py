@@ -1,0 +1,436 @@
+"""``graphq worker``: a supervising parent process and its worker children (R17, R18, issue 8 items 1, 3, 5).
+
+The parent takes no jobs. Each child is an RQ worker (:class:`SupervisedWorker`) that tells the parent,
+through a pipe, which lease it holds (when a step claims it and when the step commits or gives it back)
+and when the step must end (its run's deadline, or its nodes' timeouts). The parent
+
+- **renews the leases** of its children while the child process is alive and not stopped (its state in
+  ``/proc/<pid>/stat``): a node that holds its process's GIL for longer than the lease TTL (a C extension,
+  a long regex) starves that process's keeper thread, never the parent. A stopped or dead child's lease
+  is not renewed and lapses (the reaper then takes over).
+- **kills a child whose step outlives its deadline** by ``GRAPHQ_KILL_GRACE_S``: the child's own keeper
+  sets the step's cancel token at the deadline; a node that ignores it and blocks is ended with its
+  process. The parent closes the run (Canceled after a run timeout, Failed after a node timeout, the error
+  naming the setting) and starts a new child in its place. No process is forked per step.
+- **drains on SIGTERM**: the signal goes to every child, which stops taking jobs at once and finishes its
+  step. A step still running after ``GRAPHQ_DRAIN_TIMEOUT_S`` is given up: SIGUSR1 makes the child set its
+  nodes' cancel tokens and close the run Canceled (checkpoints kept, a continuation queued); a child that
+  has not ended ``_GIVE_UP_GRACE_S`` later is SIGKILLed and the parent closes the run the same way.
+- **stops at once on a second SIGTERM or on SIGINT** (cold stop): the same give-up at once (SIGUSR2).
+
+Exit status: 0 when every step in flight finished; 1 when one had to be given up (drain timeout or cold
+stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
+a second after the first SIGTERM, whatever its nodes do; RQ's warm shutdown, which waits without bound, is
+not relied on. Closing a run is fenced by the step's lease token (:func:`worker.handover.abandon`), so when
+a child and the parent both try, one closes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from rq import SimpleWorker
+
+from graphcore import keys
+from graphcore.backend.connection import connect
+from graphcore.backend.embedded import exit_with_parent
+from graphcore.backend.lua import script
+from graphcore.backend.runs import RunError, RunStatus
+from graphcore.settings import Settings, get_settings
+from worker.handover import Stop, abandon
+from worker.lease import Lease, set_listener
+from worker.process import run_worker
+
+__all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
+
+log = logging.getLogger("graphq.supervisor")
+
+_TICK_S = 0.1
+"""How often the parent looks at its children, leases and timers, seconds."""
+
+_GIVE_UP_GRACE_S = 2.0
+"""After asking a child to give up its step (SIGUSR1/SIGUSR2), how long the parent waits before SIGKILL."""
+
+_SOCKET_TIMEOUT_S = 2.0
+"""The parent's Redis reads time out after this, seconds (a partition must not stop its timers)."""
+
+_GAVE_UP = 3
+"""A child's exit status after it gave its step up on SIGUSR1/SIGUSR2 (closed the run itself)."""
+
+_STOPPED_STATES = frozenset("TtZXx")
+"""``/proc/<pid>/stat`` states of a process that cannot run: stopped, traced, zombie, dead."""
+
+
+def drain_stop(settings: Settings) -> Stop:
+    """How a step still running when the drain timeout ends is closed (continued: not the run's fault)."""
+    message = (
+        f"the worker was stopped (SIGTERM) and the step did not end within "
+        f"GRAPHQ_DRAIN_TIMEOUT_S={settings.drain_timeout_s:g} s"
+    )
+    return Stop(RunStatus.CANCELED, RunError(type="WorkerShutdown", message=message), resume=True)
+
+
+def cold_stop() -> Stop:
+    """How a step running at a cold stop (a second SIGTERM, or SIGINT) is closed."""
+    message = "the worker was stopped at once (a second SIGTERM, or SIGINT) while the step ran"
+    return Stop(RunStatus.CANCELED, RunError(type="WorkerShutdown", message=message), resume=True)
+
+
+# --- the child: an RQ worker that reports its leases --------------------------------------------------
+
+
+class _Channel:
+    """The child's side of the pipe: a :class:`~worker.lease.LeaseListener` (the step job's thread calls
+    it; a lock keeps messages whole)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.current: Lease | None = None
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self.lock, contextlib.suppress(OSError):  # OSError: the parent is gone (we exit with it)
+            self.conn.send(message)
+
+    def held(self, lease: Lease) -> None:
+        self.current = lease
+        self._send(("hold", lease.thread_id, lease.run_id, lease.token, lease.ttl_ms))
+
+    def limit(self, lease: Lease, at: float, stop: Stop, step: int) -> None:
+        error = stop.error.model_dump_json()
+        self._send(("limit", lease.token, at, stop.status.value, error, stop.resume, step))
+
+    def freed(self, lease: Lease) -> None:
+        if self.current is lease:
+            self.current = None
+            self._send(("free", lease.token))
+
+
+class SupervisedWorker(SimpleWorker):
+    """RQ's ``SimpleWorker`` under a supervisor: SIGTERM stops taking jobs (the step in flight goes on; later
+    SIGTERMs change nothing: the parent escalates), SIGINT is ignored (Ctrl-C reaches the parent, which
+    decides), SIGUSR1 gives the step up after the drain timeout, SIGUSR2 at a cold stop."""
+
+    channel: _Channel | None = None
+    gave_up = False
+    """Set when a step was running as this worker was asked to give it up."""
+
+    def _install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self._warm_stop)
+        signal.signal(signal.SIGUSR1, self._give_up)
+        signal.signal(signal.SIGUSR2, self._give_up)
+
+    _stopping = False
+    _in_dequeue = False
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        """RQ's dequeue, unless a stop was asked for (None: the work loop ends)."""
+        if self._stop_requested:
+            return None
+        self._in_dequeue = True
+        try:
+            return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+        finally:
+            self._in_dequeue = False
+
+    def _warm_stop(self, signum: int, frame: FrameType | None) -> None:
+        """Take no job from now on. Waiting for one, stop now: SystemExit, which RQ passes on (its
+        StopRequested is an Exception, which RQ's maintenance code may swallow while the worker is idle)."""
+        if self._stopping:
+            return
+        self._stopping = self._stop_requested = True
+        self.handle_warm_shutdown_request()  # type: ignore[no-untyped-call]
+        if self._in_dequeue:
+            raise SystemExit(0)
+
+    def _give_up(self, signum: int, frame: FrameType | None) -> None:
+        lease = self.channel.current if self.channel is not None else None
+        if lease is not None:
+            SupervisedWorker.gave_up = True
+            # Due now: the keeper thread gives the step up at its next tick (within 0.5 s). Not here: a
+            # signal handler must not take the locks of the cancel token the interrupted frame may hold.
+            lease.deadline = (0.0, drain_stop(get_settings()) if signum == signal.SIGUSR1 else cold_stop())
+        self._warm_stop(signum, frame)  # a handler may run before SIGTERM's (they run by signal number)
+
+
+def _child(conn: Connection, burst: bool, log_level: str, parent_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent(parent_pid)  # a SIGKILLed parent must not leave workers taking jobs
+    channel = _Channel(conn)
+    set_listener(channel)
+    SupervisedWorker.channel = channel
+    with contextlib.suppress(SystemExit):
+        run_worker(burst=burst, log_level=log_level, worker_class=SupervisedWorker)
+    if SupervisedWorker.gave_up:
+        sys.exit(_GAVE_UP)
+
+
+# --- the parent ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Held:
+    """A lease a child holds, as the child reported it."""
+
+    thread_id: str
+    run_id: str
+    token: str
+    ttl_ms: int
+    renew_at: float
+    deadline: float | None = None
+    stop: Stop | None = None
+    step: int | None = None
+
+
+@dataclass
+class _Slot:
+    """One child process and what the parent knows of it."""
+
+    proc: Any
+    conn: Connection
+    held: _Held | None = None
+    give_up_at: float | None = None
+    """When the parent asked it to give its step up (monotonic), or None."""
+    give_up: Stop | None = None
+    had_step: bool = False
+    """Whether it held a lease when it was asked to give its step up."""
+    killed_for: Stop | None = None
+    replace: bool = False
+    exitcode: int | None = None
+    done: bool = False
+
+
+def process_state(pid: int) -> str:
+    """The state letter of process ``pid`` (``/proc/<pid>/stat``: R, S, D, T stopped, Z zombie, ...);
+    ``X`` when it is gone. Without ``/proc``: ``R`` while the process exists."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return "X"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return "X"
+        return "R"
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+class Supervisor:
+    """The parent of ``graphq worker``: ``concurrency`` worker children, their leases and their shutdown.
+
+    Args:
+        kv: redis-py client of the parent (lease renewals, closing abandoned runs).
+        settings: the settings (the children read theirs from the same environment).
+    """
+
+    def __init__(
+        self,
+        kv: Any,
+        settings: Settings,
+        concurrency: int,
+        *,
+        burst: bool = False,
+        log_level: str = "WARNING",
+    ) -> None:
+        self.kv = kv
+        self.settings = settings
+        self.concurrency = concurrency
+        self.burst = burst
+        self.log_level = log_level
+        self.mp = multiprocessing.get_context("spawn")
+        self.slots: list[_Slot] = []
+        self.renew = script(kv, "renew_lease")
+        self.signals: list[int] = []
+        self.draining_at: float | None = None
+        self.cold = False
+        self.gave_up = False
+        self.failed: list[int] = []
+
+    # signals are only recorded in the handler; the loop acts on them
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.signals.append(signum)
+
+    def run(self) -> int:
+        """Start the children and supervise them until they have all ended; returns the exit status."""
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        self.slots = [self._start() for _ in range(self.concurrency)]
+        while not all(s.done for s in self.slots):
+            self._handle_signals()
+            live = [s for s in self.slots if not s.done]
+            ready = wait([s.conn for s in live] + [s.proc.sentinel for s in live], timeout=_TICK_S)
+            for slot in self.slots:
+                if not slot.done and slot.conn in ready:
+                    self._read(slot)
+            now = time.monotonic()
+            for i, slot in enumerate(self.slots):
+                if slot.done:
+                    continue
+                if not slot.proc.is_alive():
+                    self._read(slot)
+                    self._ended(i, slot)
+                    continue
+                self._renew(slot, now)
+                self._check_deadline(slot)
+                self._check_give_up(slot, now)
+            self._check_drain(now)
+        failed = [c for c in self.failed if c not in (0, -signal.SIGTERM)]
+        if failed:
+            log.error("%d worker process(es) exited with an error: %s", len(failed), failed)
+        return 1 if (self.gave_up or failed) else 0
+
+    def _start(self) -> _Slot:
+        recv, send = self.mp.Pipe(duplex=False)
+        proc = self.mp.Process(
+            target=_child, args=(send, self.burst, self.log_level, os.getpid()), name="graphq-worker"
+        )
+        proc.start()
+        send.close()
+        return _Slot(proc, recv)
+
+    def _read(self, slot: _Slot) -> None:
+        try:
+            while slot.conn.poll():
+                self._message(slot, slot.conn.recv())
+        except (EOFError, OSError):
+            pass
+
+    def _message(self, slot: _Slot, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "hold":
+            _, thread_id, run_id, token, ttl_ms = message
+            interval = self.settings.heartbeat_interval_s
+            slot.held = _Held(thread_id, run_id, token, ttl_ms, time.monotonic() + interval)
+        elif kind == "limit" and slot.held is not None and slot.held.token == message[1]:
+            _, _, at, status, error, resume, step = message
+            slot.held.deadline = at
+            slot.held.stop = Stop(RunStatus(status), RunError.model_validate_json(error), resume)
+            slot.held.step = step
+        elif kind == "free" and slot.held is not None and slot.held.token == message[1]:
+            slot.held = None
+
+    def _renew(self, slot: _Slot, now: float) -> None:
+        held = slot.held
+        if held is None or now < held.renew_at:
+            return
+        if process_state(slot.proc.pid) in _STOPPED_STATES:
+            return  # a stopped process must lose its lease
+        try:
+            self.renew(
+                keys=[
+                    keys.lease(held.thread_id, held.run_id),
+                    keys.run(held.thread_id, held.run_id),
+                    keys.lease_index(),
+                ],
+                args=[held.token, held.ttl_ms, 1, keys.lease_member(held.thread_id, held.run_id)],
+            )
+        except Exception as exc:  # a transient Redis error: try again at the next tick
+            log.warning("renewal of run %s's lease failed: %s", held.run_id, exc)
+            return
+        held.renew_at = now + self.settings.heartbeat_interval_s
+
+    def _check_deadline(self, slot: _Slot) -> None:
+        held = slot.held
+        if held is None or held.deadline is None or held.stop is None or slot.killed_for is not None:
+            return
+        if time.time() < held.deadline + self.settings.kill_grace_s:
+            return
+        log.warning("run %s: step past its deadline; killing worker process %s", held.run_id, slot.proc.pid)
+        slot.killed_for = held.stop.killed(slot.proc.pid, self.settings.kill_grace_s)
+        slot.replace = self.draining_at is None
+        slot.proc.kill()
+
+    def _check_give_up(self, slot: _Slot, now: float) -> None:
+        late = slot.give_up_at is not None and now >= slot.give_up_at + _GIVE_UP_GRACE_S
+        if late and slot.killed_for is None:
+            slot.killed_for = slot.give_up
+            slot.proc.kill()
+
+    def _handle_signals(self) -> None:
+        while self.signals:
+            signum = self.signals.pop(0)
+            if signum == signal.SIGTERM and self.draining_at is None:
+                log.warning("SIGTERM: stopping; steps in flight get %gs", self.settings.drain_timeout_s)
+                self.draining_at = time.monotonic()
+                self._signal_all(signal.SIGTERM)
+            elif not self.cold:
+                log.warning("stopping at once (%s)", signal.Signals(signum).name)
+                self.cold = True
+                if self.draining_at is None:
+                    self.draining_at = time.monotonic()
+                    self._signal_all(signal.SIGTERM)
+                self._ask_give_up(signal.SIGUSR2, cold_stop())
+
+    def _check_drain(self, now: float) -> None:
+        if self.draining_at is None or self.cold:
+            return
+        if now >= self.draining_at + self.settings.drain_timeout_s:
+            self._ask_give_up(signal.SIGUSR1, drain_stop(self.settings))
+
+    def _ask_give_up(self, signum: int, stop: Stop) -> None:
+        now = time.monotonic()
+        for slot in self.slots:
+            if slot.done or slot.give_up_at is not None:
+                continue
+            slot.give_up_at, slot.give_up, slot.had_step = now, stop, slot.held is not None
+            if slot.proc.is_alive():
+                os.kill(slot.proc.pid, signum)
+
+    def _signal_all(self, signum: int) -> None:
+        for slot in self.slots:
+            if not slot.done and slot.proc.is_alive():
+                os.kill(slot.proc.pid, signum)
+
+    def _abandon(self, held: _Held, stop: Stop) -> None:
+        """Close the run of a step whose process was killed (fenced by its lease token: a no-op when the
+        process closed it first). Redis unreachable: the lease lapses, and the reaper acts on it."""
+        try:
+            abandon(self.kv, self.settings, held.thread_id, held.run_id, held.token, stop, held.step)
+        except Exception as exc:
+            log.error("run %s: could not close it (%s); its lease lapses for the reaper", held.run_id, exc)
+
+    def _ended(self, index: int, slot: _Slot) -> None:
+        slot.proc.join()
+        slot.done = True
+        slot.conn.close()
+        code, held = slot.proc.exitcode, slot.held
+        if held is not None and slot.killed_for is not None:
+            self._abandon(held, slot.killed_for)
+            self.gave_up = self.gave_up or slot.had_step
+        elif held is not None:
+            log.warning("worker process %s died holding run %s's lease", slot.proc.pid, held.run_id)
+            self.failed.append(code if code is not None else 1)
+        elif code == _GAVE_UP:
+            self.gave_up = True
+        elif code not in (0, None) and slot.killed_for is None:
+            self.failed.append(code)
+        if slot.killed_for is not None and slot.had_step:
+            self.gave_up = True
+        if slot.replace and self.draining_at is None:
+            self.slots[index] = self._start()
+
+
+def supervise(concurrency: int, *, burst: bool = False, log_level: str = "WARNING", kv: Any = None) -> int:
+    """Run ``graphq worker``: a supervisor and its ``concurrency`` children; returns the exit status."""
+    settings = get_settings()
+    client = kv if kv is not None else connect(settings.redis_url or "")
+    # A renewal or a close must not hang the loop that also kills and drains: bounded socket reads.
+    client.connection_pool.connection_kwargs["socket_timeout"] = _SOCKET_TIMEOUT_S
+    client.connection_pool.disconnect()
+    code = Supervisor(client, settings, concurrency, burst=burst, log_level=log_level).run()
+    sys.stdout.flush()
+    return code
