@@ -16,6 +16,7 @@ from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from graphcore.settings import Settings
+from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.workflows import hitl
 from worker.process import run_worker
 from worker.queue import RQStepQueue
@@ -160,3 +161,32 @@ def test_a_cancel_during_a_step_that_asks_for_input_ends_the_run(
     statuses = [e.data["status"] for e in read_events(redis_client, "asked", run_id) if e.mode == "status"]
     assert statuses == ["running", "canceled"]
     assert redis_client.exists(keys.thread_active("asked")) == 0
+
+
+def test_the_cli_loser_of_two_concurrent_answers_exits_2_with_one_line(
+    client: Client, redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`graphq runs answer` losing the race to another answer: exit 2, one error line, no traceback."""
+    run_id = client.enqueue("asking", {"topic": "tea"})
+    work(client)
+    [request] = client.requests(run_id)
+    stage = RQStepQueue.stage
+    raced: list[bool] = []
+
+    def rival_first(self: RQStepQueue, pipe: Any, run: Any) -> None:
+        if not raced:  # inside the CLI's MULTI, after its WATCH: another answer lands first
+            raced.append(True)
+            client.answer(run_id, "from the winner")
+        stage(self, pipe, run)
+
+    monkeypatch.setattr(RQStepQueue, "stage", rival_first)
+    with process_state_restored():
+        result = invoke("tests.workflows.hitl", redis_url, "runs", "answer", run_id, "--value", '"late"')
+    ok(result, 2)
+    assert error_line(result) == (
+        f"error: run {run_id} is queued, not awaiting input; nothing to answer; to answer its request again, "
+        f"on a new branch: graphq --redis-url {redis_url} --workflows tests.workflows.hitl runs answer "
+        f"{run_id} --request {request.id} --value '<JSON>' --again"
+    )
+    [record] = client.run_requests(run_id)
+    assert (record.status, record.answer) == ("answered", "from the winner")
