@@ -63,12 +63,12 @@ def start(env: dict[str, str], tmp_path: Path, redis_client: redis.Redis) -> Ite
     """Start a `graphq worker` (its own session) and wait until it takes jobs; all are killed at the end."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def spawn(*args: str, processes: int = 1) -> subprocess.Popen[bytes]:
+    def spawn(*args: str, processes: int = 1, **settings: str) -> subprocess.Popen[bytes]:
         before = idle_workers(redis_client)
         log = (tmp_path / f"worker-{len(procs)}.log").open("wb")
         proc = subprocess.Popen(
             [sys.executable, "-m", "cli", "worker", *args],
-            env=env,
+            env={**env, **settings},
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -394,3 +394,24 @@ def test_a_stopped_worker_process_loses_its_lease(
     finally:
         os.kill(pid, signal.SIGCONT)
     assert worker.poll() is None
+
+
+def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """SIGKILL of a worker process (as the OOM killer would) under a 30 s lease TTL: its supervisor lets the
+    lease lapse at once, so the reaper continues the run within its interval, and starts a new process."""
+    worker = start(GRAPHQ_LEASE_TTL_S="30", GRAPHQ_REAPER_INTERVAL_S="0.5")
+    run_id = client.enqueue("two-steps", {"first": {"c_sleep": 30}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the step to start")
+    [pid] = started(tmp_path, "first")
+    run = client.get_run(run_id)
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    wait_for(lambda: redis_client.exists(keys.lease(run.thread_id, run_id)) == 0, 2, "the lease to lapse")
+    wait_for(lambda: client.get_run(run_id).continued_by_run_id, 10, "the continuation")
+    assert time.monotonic() - killed < 10
+    old = client.get_run(run_id)
+    assert old.status == RunStatus.FAILED and old.error is not None and old.error.type == "WorkerLost"
+    assert worker.poll() is None
+    wait_for(lambda: children(worker.pid) not in ([], [pid]), what="the new worker process")

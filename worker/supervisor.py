@@ -17,6 +17,10 @@ and when the step must end (its run's deadline, or its nodes' timeouts). The par
   nodes' cancel tokens and close the run Canceled (checkpoints kept, a continuation queued); a child that
   has not ended ``_GIVE_UP_GRACE_S`` later is SIGKILLed and the parent closes the run the same way.
 - **stops at once on a second SIGTERM or on SIGINT** (cold stop): the same give-up at once (SIGUSR2).
+- **replaces a child that dies** (the OOM killer, a crash in C) once it had started taking jobs; the
+  lease it held lapses at once (``lapse_lease.lua``), so the reaper continues its run at its next pass
+  rather than after the lease's TTL. A child that dies before it takes jobs (a broken start) is not
+  replaced; the supervisor then ends with status 1.
 
 Exit status: 0 when every step in flight finished; 1 when one had to be given up (drain timeout or cold
 stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
@@ -112,6 +116,9 @@ class _Channel:
         error = stop.error.model_dump_json()
         self._send(("limit", lease.token, at, stop.status.value, error, stop.resume, step))
 
+    def ready(self) -> None:
+        self._send(("ready",))
+
     def freed(self, lease: Lease) -> None:
         if self.current is lease:
             self.current = None
@@ -127,7 +134,9 @@ class SupervisedWorker(SimpleWorker):
     gave_up = False
     """Set when a step was running as this worker was asked to give it up."""
 
-    def _install_signal_handlers(self) -> None:
+    def _install_signal_handlers(self) -> None:  # RQ calls it as its work loop starts: it is ready
+        if self.channel is not None:
+            self.channel.ready()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, self._warm_stop)
         signal.signal(signal.SIGUSR1, self._give_up)
@@ -209,8 +218,9 @@ class _Slot:
     """Whether it held a lease when it was asked to give its step up."""
     killed_for: Stop | None = None
     replace: bool = False
-    exitcode: int | None = None
     done: bool = False
+    ready: bool = False
+    """Whether it got as far as taking jobs (a child that dies before is not replaced)."""
 
 
 def process_state(pid: int) -> str:
@@ -322,6 +332,8 @@ class Supervisor:
             slot.held.step = step
         elif kind == "free" and slot.held is not None and slot.held.token == message[1]:
             slot.held = None
+        elif kind == "ready":
+            slot.ready = True
 
     def _renew(self, slot: _Slot, now: float) -> None:
         held = slot.held
@@ -411,17 +423,30 @@ class Supervisor:
         if held is not None and slot.killed_for is not None:
             self._abandon(held, slot.killed_for)
             self.gave_up = self.gave_up or slot.had_step
-        elif held is not None:
-            log.warning("worker process %s died holding run %s's lease", slot.proc.pid, held.run_id)
-            self.failed.append(code if code is not None else 1)
+        elif held is not None:  # it died (OOM killer, a crash in C): the reaper continues its run
+            log.warning("worker process %s died (%s) holding run %s", slot.proc.pid, code, held.run_id)
+            self._lapse(held)
         elif code == _GAVE_UP:
             self.gave_up = True
-        elif code not in (0, None) and slot.killed_for is None:
-            self.failed.append(code)
+        crashed = slot.killed_for is None and code not in (0, _GAVE_UP, -signal.SIGTERM, None)
         if slot.killed_for is not None and slot.had_step:
             self.gave_up = True
+        if crashed and (self.burst or self.draining_at is not None or not slot.ready):
+            self.failed.append(code if code is not None else 1)  # a broken start is not retried
+        elif crashed:
+            slot.replace = True
         if slot.replace and self.draining_at is None:
             self.slots[index] = self._start()
+
+    def _lapse(self, held: _Held) -> None:
+        """A dead child's lease lapses now (the reaper's next pass acts on it), not after its TTL."""
+        try:
+            script(self.kv, "lapse_lease")(
+                keys=[keys.lease(held.thread_id, held.run_id), keys.lease_index()],
+                args=[held.token, keys.lease_member(held.thread_id, held.run_id)],
+            )
+        except Exception as exc:  # it lapses after its TTL all the same
+            log.warning("run %s: could not let the lease lapse now: %s", held.run_id, exc)
 
 
 def supervise(concurrency: int, *, burst: bool = False, log_level: str = "WARNING", kv: Any = None) -> int:
