@@ -22,15 +22,17 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-## Fault-injection tests too long for make test (marked chaos: a 20 s Redis outage, ...).
+## Fault-injection tests too long for make test (marked chaos: a 20 s Redis outage, ...), then the chaos
+## harness: 100 runs, 4 workers, a random worker SIGKILLed every 2-4 s for 60 s (bench/chaos.py).
 chaos: $(STAMP)
 	$(PY) -m pytest -q -m chaos
+	$(PY) -m bench.chaos
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphcore worker cli examples tests bench
 	$(VENV)/bin/mypy
 
-## Benchmarks (P1–P4), printed as ratios against baselines measured in the same run.
+## Benchmarks (P1–P5), printed as ratios against baselines measured in the same run.
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m bench

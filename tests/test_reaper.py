@@ -22,6 +22,7 @@ from graphcore.settings import Settings, load_settings
 from tests.cli_helpers import invoke, ok, process_state_restored
 from worker.lease import Lease
 from worker.liveness import Heartbeat
+from worker.process import run_worker
 from worker.queue import RQStepQueue
 from worker.reaper import Reaper
 
@@ -317,3 +318,28 @@ def test_cli_shows_the_chain_and_the_workers(
         assert "host.9.fedcba" in ok(invoke(MODULE, redis_url, "workers")).stdout
         again = ok(invoke(MODULE, redis_url, "reaper", "--once")).stdout
         assert again == ""
+
+
+def test_a_continuation_without_a_checkpoint_starts_from_the_input(
+    client: Client, redis_client: redis.Redis, redis_url: str, graphq_env: dict[str, str]
+) -> None:
+    """The worker died before the run's input checkpoint: the continuation applies the same input."""
+    run_id = client.enqueue("crashfan", {"names": ["fast"]}, config={"tags": ["t"]})
+    thread = client.get_run(run_id).thread_id
+    claim(redis_client, run_id, thread, 0.05)
+    lapse(redis_client, thread, run_id)
+    [(_, outcome)] = Reaper(redis_client, Settings(redis_url=redis_url)).sweep()
+    new = client.get_run(outcome.detail)
+    assert (outcome.verdict, new.head, new.input, new.config) == (
+        "continued",
+        None,
+        {"names": ["fast"]},
+        {"tags": ["t"]},
+    )
+    with process_state_restored():
+        run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=redis_client)
+    [final] = client.wait([run_id], timeout_s=10)
+    assert (final.id, final.status) == (new.id, RunStatus.COMPLETED)
+    assert final.result == {"names": ["fast"], "prepared": True, "done": ["fast"], "joined": 1}
+    assert [c.step for c in client.get_history(thread)] == [2, 1, 0, -1]
+    assert [r.id for r in client.chain(new.id)] == [r.id for r in client.chain(run_id)] == [run_id, new.id]

@@ -32,9 +32,9 @@ from worker.queue import RQStepQueue
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = "tests.workflows.crash"
 REGISTRY = Registry.load([MODULE])
-TTL_S, REAPER_S = 1.0, 0.2
+TTL_S, REAPER_S = 2.0, 0.3
 BOUND_S = TTL_S + REAPER_S
-SLACK_S = 1.5
+SLACK_S = 2.0
 """Scheduling slack on a busy 2-core machine, on top of the bound."""
 
 
@@ -52,7 +52,7 @@ def env_for(redis_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
         GRAPHQ_REDIS_URL=redis_url,
         GRAPHQ_WORKFLOWS=MODULE,
         GRAPHQ_LEASE_TTL_S=str(TTL_S),
-        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.3",
         GRAPHQ_REAPER_INTERVAL_S=str(REAPER_S),
         PYTHONUNBUFFERED="1",
         **extra,
