@@ -11,13 +11,14 @@ import redis
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import CANCEL_ERROR, RunStatus, RunStore, now_iso
 from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from graphcore.settings import Settings
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.workflows import hitl
+from worker.lease import Lease
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
@@ -190,3 +191,31 @@ def test_the_cli_loser_of_two_concurrent_answers_exits_2_with_one_line(
     )
     [record] = client.run_requests(run_id)
     assert (record.status, record.answer) == ("answered", "from the winner")
+
+
+def test_an_answer_given_as_the_step_pauses_is_claimed_at_once(
+    client: Client, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pause gives the step's lease back in the script that sets AwaitingInput: an answer that comes
+    before the pausing job has even returned gets its step claimed at once (it used to find the lease still
+    held, be skipped, and leave the run queued for good)."""
+    run_id = client.enqueue("asking", {"topic": "tea"})
+    set_status = RunStore.set_status
+    claims: list[int] = []
+
+    def answer_at_once(self: RunStore, record: Any, status: RunStatus, **options: Any) -> bool:
+        done = set_status(self, record, status, **options)
+        if status == RunStatus.AWAITING_INPUT and done and not claims:
+            client.answer(run_id, "yes")
+            lease = Lease(redis_client, record.thread_id, run_id, 30, 10)
+            claims.append(lease.claim(record.step, now_iso(), CANCEL_ERROR.model_dump_json())[0])
+            lease.release()
+        return done
+
+    monkeypatch.setattr(RunStore, "set_status", answer_at_once)
+    work(client)
+    assert claims == [3]  # claimed
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.AWAITING_INPUT
+    [second] = client.requests(run_id)
+    assert second.value == {"question": "second?"}

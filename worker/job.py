@@ -352,23 +352,29 @@ def _pause(
         ("interrupt", cp.step + 1, {"requests": requests}),
         ("status", cp.step + 1, {"status": "awaiting_input"}),
     ]
-    _set_status(ctx, run, lease, RunStatus.AWAITING_INPUT, allowed=(RunStatus.RUNNING,), events=events)
+    # The lease goes back in the same script as the status: an answer's job can claim the step at once.
+    lease.dropping()
+    release = (keys.lease_index(), lease.member)
+    waiting = (RunStatus.RUNNING,)
+    if _set_status(
+        ctx, run, lease, RunStatus.AWAITING_INPUT, allowed=waiting, events=events, release=release
+    ):
+        lease.dropped()
     if _cancel_requested(ctx, run):  # requested just before the pause (later ones end the waiting run)
-        fields = {"error": _PAUSE_CANCEL.model_dump_json(), "ended_at": now_iso()}
-        event = {"status": "canceled", "error": f"{_PAUSE_CANCEL.type}: {_PAUSE_CANCEL.message}"}
-        waiting = (RunStatus.AWAITING_INPUT,)
-        if _set_status(
-            ctx,
-            run,
-            lease,
-            RunStatus.CANCELED,
-            allowed=waiting,
-            fields=fields,
-            events=[("status", cp.step + 1, event)],
-        ):
-            _release_thread(ctx, run)
+        _cancel_paused(ctx, run, cp.step + 1)
         return "canceled: a cancel request arrived during the step"
     return f"awaiting input: {len(requests)} request(s)"
+
+
+def _cancel_paused(ctx: WorkerContext, run: RunRecord, step: int) -> None:
+    """End a run that just paused, Canceled (a cancel request came in while it paused). Its lease went back
+    with the pause; from AwaitingInput only this compare-and-set or an answer moves the run on."""
+    fields = {"error": _PAUSE_CANCEL.model_dump_json(), "ended_at": now_iso()}
+    event = {"status": "canceled", "error": f"{_PAUSE_CANCEL.type}: {_PAUSE_CANCEL.message}"}
+    waiting = (RunStatus.AWAITING_INPUT,)
+    options: dict[str, Any] = {"allowed": waiting, "fields": fields, "events": [("status", step, event)]}
+    if outlast(ctx.runs.set_status, run, RunStatus.CANCELED, **options):
+        _release_thread(ctx, run)
 
 
 _PAUSE_CANCEL = CANCEL_ERROR.model_copy(

@@ -200,6 +200,7 @@ class RunStore:
         fields: Mapping[str, str | bytes] | None = None,
         events: Sequence[tuple[str, int, Any]] = (),
         fence: tuple[str, str] | None = None,
+        release: tuple[str, str] | None = None,
     ) -> bool:
         """Compare-and-set the run's status (I7); terminal states are never overwritten.
 
@@ -210,6 +211,8 @@ class RunStore:
                 status is set (a reader never sees the status without its event, nor the reverse).
             fence: ``(lease key, token)``: set the status only while that lease holds that token (a step job's
                 status changes, I1); a refusal is counted in the run hash (``refused:status``).
+            release: ``(lease index, member)`` with ``fence``: give the lease back with the change (a step
+                that pauses for input), taking it out of the lease index.
 
         Returns:
             True when the status was set; False when the status rules refused it (I7).
@@ -225,6 +228,9 @@ class RunStore:
         if fence is not None:
             script_keys.append(fence[0])
             args.append(fence[1])
+            if release is not None:
+                script_keys.append(release[0])
+                args.append(release[1])
         ok, current = self._set_status(keys=script_keys, args=args)
         if int(ok) < 0:
             raise LeaseLostError(

@@ -1,16 +1,20 @@
 -- Compare-and-set of a run's status (I7): terminal states are never left or overwritten. The status
 -- change and the events that announce it are written together, or not at all. A step job sets statuses
--- fenced by its lease (I1): with KEYS[3], the change is made only while KEYS[3] holds the token given as
--- the last ARGV; a refused change is counted in the run hash (field 'refused:status').
--- KEYS[1] = run hash; KEYS[2] = the run's event stream; KEYS[3] (optional) = the step's lease key
+-- fenced by its lease (I1): with KEYS[3], the change is made only while KEYS[3] holds the lease token; a
+-- refused change is counted in the run hash (field 'refused:status'). With KEYS[4] too, the lease is given
+-- back with the change (a step that pauses for input: its answer's job can claim the step at once).
+-- KEYS[1] = run hash; KEYS[2] = the run's event stream; KEYS[3] (optional) = the step's lease key;
+-- KEYS[4] (optional) = the lease index
 -- ARGV[1] = new status; ARGV[2] = comma-separated statuses allowed as the current one ("" = any non-terminal)
 -- ARGV[3] = n, then n field/value pairs to set with the status; then m, then m events (mode, step, data);
--- with KEYS[3], then the lease token
+-- with KEYS[3], then the lease token; with KEYS[4], then the run's member of the lease index
 -- Returns {1, previous status} when set, {0, current status} when refused by the status rules, and
 -- {-1, current status} when refused by the fence (the caller no longer holds the lease).
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, ''} end
-if #KEYS >= 3 and redis.call('GET', KEYS[3]) ~= ARGV[#ARGV] then
+local token, member = ARGV[#ARGV], nil
+if #KEYS >= 4 then token, member = ARGV[#ARGV - 1], ARGV[#ARGV] end
+if #KEYS >= 3 and redis.call('GET', KEYS[3]) ~= token then
   redis.call('HINCRBY', KEYS[1], 'refused:status', 1)
   return {-1, current}
 end
@@ -26,5 +30,9 @@ for _ = 1, tonumber(ARGV[3]) do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]
 local m = tonumber(ARGV[i]); i = i + 1
 for _ = 1, m do
   redis.call('XADD', KEYS[2], '*', 'mode', ARGV[i], 'step', ARGV[i + 1], 'data', ARGV[i + 2]); i = i + 3
+end
+if member then
+  redis.call('DEL', KEYS[3])
+  redis.call('ZREM', KEYS[4], member)
 end
 return {1, current}
