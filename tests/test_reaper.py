@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from graphcore import keys
-from graphcore.backend.client import Client
+from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.lua import script
 from graphcore.backend.reaper import ReaperLock, lapsed_leases, reap, server_ms
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
@@ -343,3 +343,16 @@ def test_a_continuation_without_a_checkpoint_starts_from_the_input(
     assert final.result == {"names": ["fast"], "prepared": True, "done": ["fast"], "joined": 1}
     assert [c.step for c in client.get_history(thread)] == [2, 1, 0, -1]
     assert [r.id for r in client.chain(new.id)] == [r.id for r in client.chain(run_id)] == [run_id, new.id]
+
+
+def test_one_pass_continues_more_runs_than_a_batch(client: Client, redis_client: redis.Redis) -> None:
+    ids = client.enqueue_many([RunRequest("suicide", {}) for _ in range(150)])
+    for run_id in ids:
+        claim(redis_client, run_id, run_id, 0.05)
+    lapse(redis_client, ids[-1], ids[-1])
+    time.sleep(0.05)
+    done = Reaper(redis_client, Settings()).sweep()
+    assert sorted(r for r, o in done if o.verdict == "continued") == sorted(ids)
+    assert redis_client.zcard(keys.lease_index()) == 0
+    assert redis_client.zcard(keys.recovery()) == 0
+    assert redis_client.llen("rq:queue:graphq:suicide") == 150  # the continuations' jobs, not the abandoned

@@ -321,3 +321,17 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
         return crashed.worker not in names and (crashed.worker or "").encode() not in live
 
     wait_for(gone, timeout_s=BOUND_S + SLACK_S, what="the killed worker to leave the registries")
+
+
+def test_graphq_reaper_holds_the_lock_and_gives_it_back_on_sigterm(
+    redis_client: redis.Redis, procs: Procs
+) -> None:
+    reaper = procs.start("reaper")
+    token = wait_for(lambda: redis_client.get(keys.reaper_lock()), timeout_s=10, what="the reaper's lock")
+    ttl_ms = redis_client.pttl(keys.reaper_lock())
+    assert 0 < ttl_ms <= min(TTL_S, 2 * REAPER_S + 1) * 1000
+    time.sleep(3 * REAPER_S)
+    assert redis_client.get(keys.reaper_lock()) == token  # kept (compare-and-expire), not taken anew
+    os.killpg(reaper.pid, signal.SIGTERM)
+    assert reaper.wait(5) == 0
+    assert redis_client.exists(keys.reaper_lock()) == 0

@@ -46,6 +46,12 @@ __all__ = ["Reaper", "lock_ttl_s", "start_reaper_thread"]
 log = logging.getLogger("graphq.reaper")
 
 
+_BATCH = 100
+"""Lapsed leases read from the index at a time."""
+_BATCHES = 10
+"""Batches a pass acts on at most (a held lease whose index entry is stale stays in the index)."""
+
+
 def lock_ttl_s(settings: Settings) -> float:
     """The reaper lock's time-to-live: twice the interval and a second, at most the lease TTL."""
     return min(settings.lease_ttl_s, 2 * settings.reaper_interval_s + 1)
@@ -73,16 +79,22 @@ class Reaper:
         self.recover()
         now = server_ms(self.kv)
         done = []
-        for lapsed in lapsed_leases(self.kv, now):
-            outcome = reap(
-                self.kv,
-                lapsed,
-                resume=self.settings.resume_interrupted_runs,
-                max_attempts=self.settings.max_resume_attempts,
-            )
-            done.append((lapsed.run_id, outcome))
-            if outcome.verdict not in ("gone", "fresh", "held"):
-                log.warning("run %s: lease lapsed; %s %s", lapsed.run_id, outcome.verdict, outcome.detail)
+        seen: set[str] = set()
+        for _ in range(_BATCHES):  # many dead workers at once: a few batches a pass, the rest next pass
+            batch = [lap for lap in lapsed_leases(self.kv, now, _BATCH) if lap.run_id not in seen]
+            for lapsed in batch:
+                seen.add(lapsed.run_id)
+                outcome = reap(
+                    self.kv,
+                    lapsed,
+                    resume=self.settings.resume_interrupted_runs,
+                    max_attempts=self.settings.max_resume_attempts,
+                )
+                done.append((lapsed.run_id, outcome))
+                if outcome.verdict not in ("gone", "fresh", "held"):
+                    log.warning("run %s: lease lapsed; %s %s", lapsed.run_id, outcome.verdict, outcome.detail)
+            if len(batch) < _BATCH:
+                break
         if done:
             self.recover()
         self.forget_dead_workers(now)
