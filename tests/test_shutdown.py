@@ -28,7 +28,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, load_settings
 from tests.envs import clean_env
-from worker.queue import RQStepQueue
+from worker.queue import RQStepQueue, step_job_id
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.shutdown"])
@@ -117,6 +117,20 @@ def ended(client: Client, run_id: str, timeout_s: float = 20) -> RunRecord:
     return client.get_run(run_id)
 
 
+def assert_continued(client: Client, kv: redis.Redis, run: RunRecord) -> None:
+    """``run`` was continued at once: a queued continuation (attempt 2) whose step job is on the queue."""
+    assert run.continued_by_run_id is not None
+    successor = client.get_run(run.continued_by_run_id)
+    assert (successor.status, successor.continued_from_run_id, successor.attempt, successor.head) == (
+        RunStatus.QUEUED,
+        run.id,
+        2,
+        run.head,
+    )
+    queued = [j.decode() for j in kv.lrange("rq:queue:graphq:two-steps", 0, -1)]
+    assert queued == [step_job_id(successor.id, 0)]
+
+
 def children(pid: int) -> list[int]:
     """The worker processes of `graphq worker` ``pid`` (not multiprocessing's resource tracker)."""
     pids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -181,7 +195,9 @@ def test_sigterm_during_a_step_longer_than_the_drain_timeout_gives_it_up(
     assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
     assert "second end" not in [what for _, what in log_lines(tmp_path)]
     events = [(e.mode, e.data) for e in read_events(redis_client, run.thread_id, run_id)][-1:]
-    assert events == [("status", {"status": "canceled", "error": f"WorkerShutdown: {run.error.message}"})]
+    canceled = {"status": "canceled", "error": f"WorkerShutdown: {run.error.message}"}
+    assert events == [("status", canceled | {"continued_by_run_id": run.continued_by_run_id})]
+    assert_continued(client, redis_client, run)
 
 
 def test_two_sigterms_stop_at_once_and_hand_the_run_over(
@@ -205,6 +221,7 @@ def test_two_sigterms_stop_at_once_and_hand_the_run_over(
     )
     assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
     assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
+    assert_continued(client, redis_client, run)
 
 
 def test_sigint_stops_an_idle_worker_at_once_with_status_0(start: Start) -> None:
@@ -415,3 +432,40 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
     assert old.status == RunStatus.FAILED and old.error is not None and old.error.type == "WorkerLost"
     assert worker.poll() is None
     wait_for(lambda: children(worker.pid) not in ([], [pid]), what="the new worker process")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"GRAPHQ_MAX_RESUME_ATTEMPTS": "0"},
+            "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=2 s; "
+            "not continued: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS=0 (attempt 1)",
+        ),
+        (
+            {"GRAPHQ_RESUME_INTERRUPTED_RUNS": "false"},
+            "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=2 s",
+        ),
+    ],
+    ids=["chain-limit", "resume-off"],
+)
+def test_a_step_given_up_is_not_continued_at_the_chain_limit_or_with_resume_off(
+    client: Client,
+    start: Start,
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    settings: dict[str, str],
+    message: str,
+) -> None:
+    worker = start(**settings)
+    run_id = client.enqueue("two-steps", {"first": {}, "second": {"until_cancel": 30}})
+    wait_for(lambda: started(tmp_path, "second"), what="the long step to start")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(10) == 1
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.CANCELED
+    assert run.error is not None and (run.error.type, run.error.message) == ("WorkerShutdown", message)
+    assert run.continued_by_run_id is None
+    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
+    assert redis_client.llen("rq:queue:graphq:two-steps") == 0
+    assert redis_client.exists(keys.thread_active(run.thread_id)) == 0  # the thread is free again

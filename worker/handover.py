@@ -5,7 +5,8 @@ A step is abandoned when its worker is stopped and the step does not end within 
 lease — the worker process itself when its node stopped on its cancel token, or its supervising parent
 after it killed the process — closes the run with :func:`abandon`: fenced by the lease token (I1), so of the
 two only one closes it, and never over a status that another writer set (I7). The run's checkpoints are
-kept; a run stopped by a shutdown is then continued (:func:`queue_continuation`), one that timed out is not.
+kept; a run stopped by a shutdown is continued at once (:func:`queue_continuation`), one that timed out
+is not.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from graphcore import keys
 from graphcore.backend.connection import retry_transient
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
+from graphcore.backend.reaper import Lapsed, reap
 from graphcore.backend.runs import RunError, RunStatus, RunStore, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
 from worker.queue import RQStepQueue
+from worker.reaper import Reaper
 
 __all__ = ["Stop", "abandon", "queue_continuation"]
 
@@ -56,8 +59,9 @@ def abandon(
 ) -> bool:
     """Close the run of an abandoned step, if ``token`` still holds its lease; give the lease back.
 
-    Then the run's thread goes on: to a continuation of the run when ``stop.resume`` (and one can be
-    queued), else to the next run waiting for the thread (I3).
+    A stop that resumes (a shutdown) with ``GRAPHQ_RESUME_INTERRUPTED_RUNS`` on closes the run and queues
+    its continuation at once (:func:`queue_continuation`). Otherwise the run is closed as ``stop`` says and
+    its thread goes on to the next run waiting for it (I3).
 
     Args:
         step: the thread step of the step that was running (for its status event); None → the run's step.
@@ -65,6 +69,8 @@ def abandon(
     Returns:
         True when this call closed the run.
     """
+    if stop.resume and settings.resume_interrupted_runs:
+        return queue_continuation(kv, settings, thread_id, run_id, token, stop)
     event = {"status": stop.status.value, "error": f"{stop.error.type}: {stop.error.message}"}
     data = encode_event("status", 0, event)["data"]
     closed = retry_transient(
@@ -88,19 +94,46 @@ def abandon(
     if not closed:
         return False
     log.warning("run %s %s: %s", run_id, stop.status.value, stop.error.message)
-    queue = RQStepQueue(kv, settings)
-    if not (stop.resume and queue_continuation(kv, settings, thread_id, run_id)):
-        retry_transient(hand_over, kv, RunStore(kv), queue, thread_id, run_id)
+    retry_transient(hand_over, kv, RunStore(kv), RQStepQueue(kv, settings), thread_id, run_id)
     return True
 
 
-def queue_continuation(kv: Any, settings: Settings, thread_id: str, run_id: str) -> str | None:
-    """HOOK for the continuation runs of issue 8 (R14): queue a run continuing ``run_id`` from its latest
-    checkpoint at once, and return its id; None when no continuation is queued.
+def queue_continuation(
+    kv: Any, settings: Settings, thread_id: str, run_id: str, token: str, stop: Stop
+) -> bool:
+    """Close the run of a step given up at a shutdown and queue its continuation now (R14, R17), if
+    ``token`` still holds the step's lease: the lease lapses here (``lapse_lease.lua``) and the reaper's
+    script acts on it at once with the stop's status and error (Canceled, ``WorkerShutdown``) instead of
+    ``WorkerLost``: same continuation (``continued_from_run_id``, next attempt of the chain, at most
+    ``GRAPHQ_MAX_RESUME_ATTEMPTS``; at the limit the run stays closed, its error naming the setting). Its
+    step job is enqueued right after, with the reaper's other staged work.
 
-    Continuation chains (``GRAPHQ_RESUME_INTERRUPTED_RUNS``, ``GRAPHQ_MAX_RESUME_ATTEMPTS``,
-    ``continued_from_run_id`` attempt numbers) are being built beside this; until they are, nothing is
-    queued here and the thread is handed over as for any ended run (its checkpoints are kept, so
-    ``Client.resume`` continues it).
+    Returns:
+        True when this call closed the run.
     """
-    return None
+    member = keys.lease_member(thread_id, run_id)
+    lapse = script(kv, "lapse_lease")
+    deadline_ms = int(
+        retry_transient(lapse, keys=[keys.lease(thread_id, run_id), keys.lease_index()], args=[token, member])
+    )
+    if not deadline_ms:
+        return False
+    outcome = retry_transient(
+        reap,
+        kv,
+        Lapsed(thread_id, run_id, deadline_ms),
+        resume=True,
+        max_attempts=settings.max_resume_attempts,
+        closing=stop.error,
+        status=stop.status.value,
+    )
+    log.warning(
+        "run %s %s: %s (%s %s)",
+        run_id,
+        stop.status.value,
+        stop.error.message,
+        outcome.verdict,
+        outcome.detail,
+    )
+    Reaper(kv, settings).recover()  # the continuation's step job, the abandoned job's RQ records, hand-over
+    return outcome.verdict in ("continued", "limit", "canceled")

@@ -138,10 +138,21 @@ def _start_config(kv: Any, thread: str, head: str | None, run_id: str, config: d
     return json.dumps({**config, "resume_if_exists": False})
 
 
-def reap(kv: Any, lapsed: Lapsed, *, resume: bool, max_attempts: int) -> ReapOutcome:
+def reap(
+    kv: Any,
+    lapsed: Lapsed,
+    *,
+    resume: bool,
+    max_attempts: int,
+    closing: RunError | None = None,
+    status: str = "failed",
+) -> ReapOutcome:
     """Act on one lapsed lease with ``reap_run.lua`` (see its header): cancel, fail at the chain's limit,
     continue (``resume``) or start again. Safe to call from several reapers at once: one acts, the others
-    get ``gone``."""
+    get ``gone``.
+
+    ``closing`` and ``status``: the error and status the interrupted run is closed with instead of
+    ``WorkerLost`` / Failed (a step its worker gave up at a shutdown, :mod:`worker.handover`: Canceled)."""
     thread, run_id = lapsed.thread_id, lapsed.run_id
     raw = kv.hmget(keys.run(thread, run_id), ["worker", "step", "head", "attempt", "config"])
     worker, step_raw, head_raw, attempt_raw, config_raw = (None if v is None else v.decode() for v in raw)
@@ -150,14 +161,14 @@ def reap(kv: Any, lapsed: Lapsed, *, resume: bool, max_attempts: int) -> ReapOut
     attempt = int(attempt_raw or 1)
     config = json.loads(config_raw) if config_raw else {}
     event_step = _event_step(kv, thread, head, step)
-    lost = worker_lost_error(worker or "", event_step, lapsed.deadline_ms)
+    lost = closing or worker_lost_error(worker or "", event_step, lapsed.deadline_ms)
     limit = RunError(
-        type="WorkerLost",
+        type=lost.type,
         message=f"{lost.message}; not continued: the chain reached {LIMIT_SETTING}={max_attempts} "
         f"(attempt {attempt})",
     )
     new_id = uuid.uuid4().hex
-    failed = {"status": "failed", "error": f"{lost.type}: {lost.message}"}
+    failed = {"status": status, "error": f"{lost.type}: {lost.message}"}
     restart_config = "" if resume else _start_config(kv, thread, head, run_id, config)
 
     def data(payload: dict[str, Any]) -> str | bytes:
@@ -173,7 +184,7 @@ def reap(kv: Any, lapsed: Lapsed, *, resume: bool, max_attempts: int) -> ReapOut
         lost.model_dump_json(),
         limit.model_dump_json(),
         data(failed | {"continued_by_run_id": new_id}),
-        data({"status": "failed", "error": f"{limit.type}: {limit.message}"}),
+        data({"status": status, "error": f"{limit.type}: {limit.message}"}),
         event_step,
         thread,
         run_id,
@@ -181,6 +192,7 @@ def reap(kv: Any, lapsed: Lapsed, *, resume: bool, max_attempts: int) -> ReapOut
         CANCEL_ERROR.model_dump_json(),
         data({"status": "canceled"}),
         restart_config,
+        status,
     ]
     script_keys = [
         keys.lease_index(),

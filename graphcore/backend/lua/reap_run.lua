@@ -4,8 +4,9 @@
 -- besides dropping a stale index entry. Completed, failed, canceled and awaiting-input runs are left alone.
 -- What happens to an interrupted run:
 --   a cancel was requested      → Canceled (the cancel wins; no continuation)
---   its chain reached the limit → Failed with the limit error (ARGV[8])
---   mode 'resume'               → Failed with the WorkerLost error (ARGV[7]); a continuation run KEYS[6] is
+--   its chain reached the limit → Failed (or ARGV[18]) with the limit error (ARGV[8])
+--   mode 'resume'               → Failed (or ARGV[18]) with the WorkerLost error (or the shutdown error of
+--                                 a step its worker gave up, ARGV[7]); a continuation run KEYS[6] is
 --                                 created (same thread, workflow, input, config, tenant; its head and
 --                                 pending writes, continued_from_run_id, attempt + 1) and made the
 --                                 thread's active run
@@ -21,7 +22,8 @@
 -- ARGV[8] limit error (JSON); ARGV[9] data of the 'failed' status event (msgpack); ARGV[10] data of the
 -- limit's 'failed' event; ARGV[11] step of the events; ARGV[12] thread id; ARGV[13] run id; ARGV[14] data of
 -- the restart's 'queued' event; ARGV[15] cancel error (JSON); ARGV[16] data of the 'canceled' event;
--- ARGV[17] the restarted run's config (JSON; '' keeps it)
+-- ARGV[17] the restarted run's config (JSON; '' keeps it); ARGV[18] the status the interrupted run is closed
+-- with when it is not continued or is continued ('failed'; 'canceled' for a step given up at a shutdown)
 -- Returns {verdict, detail}: 'fresh' (not lapsed), 'gone' (no such entry, or a newer deadline), 'held'
 -- (a lease key exists), 'left' (run not interrupted; detail = its status), 'canceled', 'limit',
 -- 'continued' (detail = the continuation's id), 'restarted'.
@@ -48,7 +50,7 @@ if redis.call('HEXISTS', KEYS[3], 'cancel') == 1 then
 end
 local attempt = tonumber(redis.call('HGET', KEYS[3], 'attempt') or '1')
 if attempt - 1 >= tonumber(ARGV[4]) then
-  close('failed', ARGV[8], ARGV[10])
+  close(ARGV[18], ARGV[8], ARGV[10])
   redis.call('ZADD', KEYS[10], now_ms, 'handover:' .. thread .. ':' .. run_id)
   return {'limit', ''}
 end
@@ -62,7 +64,7 @@ if ARGV[3] == 'restart' then
   return {'restarted', ''}
 end
 local new_id = ARGV[5]
-close('failed', ARGV[7], ARGV[9])
+close(ARGV[18], ARGV[7], ARGV[9])
 redis.call('HSET', KEYS[3], 'continued_by_run_id', new_id)
 local fields = {'id', new_id, 'status', 'queued', 'step', '0', 'created_at', ARGV[6],
   'continued_from_run_id', run_id, 'attempt', tostring(attempt + 1)}
