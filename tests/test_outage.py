@@ -17,7 +17,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect, outlast
 from graphcore.backend.embedded import EmbeddedRedis, free_port
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.envs import clean_env
@@ -28,14 +28,17 @@ REGISTRY = Registry.load(["tests.workflows.outage"])
 RUNS, STEPS, SLEEP_S = 4, 12, 0.1
 
 
-def start_worker(url: str, log: Path) -> subprocess.Popen[bytes]:
+LONG_LEASES = {"GRAPHQ_LEASE_TTL_S": "30", "GRAPHQ_HEARTBEAT_INTERVAL_S": "1"}
+"""Longer than the outage: the steps in flight keep their leases."""
+
+
+def start_worker(url: str, log: Path, leases: dict[str, str]) -> subprocess.Popen[bytes]:
     env = clean_env(
         GRAPHQ_REDIS_URL=url,
         GRAPHQ_WORKFLOWS="tests.workflows.outage",
-        GRAPHQ_LEASE_TTL_S="30",  # longer than the outage: the steps in flight keep their leases
-        GRAPHQ_HEARTBEAT_INTERVAL_S="1",
         GRAPHQ_REDIS_RETRY_MAX_WAIT_S="0.5",
         PYTHONUNBUFFERED="1",
+        **leases,
     )
     return subprocess.Popen(
         [sys.executable, "-m", "cli", "worker", "--log-level", "error"],
@@ -47,13 +50,17 @@ def start_worker(url: str, log: Path) -> subprocess.Popen[bytes]:
     )
 
 
-def outage(tmp_path: Path, down_s: float) -> None:
+def outage(
+    tmp_path: Path, down_s: float, leases: dict[str, str] = LONG_LEASES
+) -> tuple[list[RunRecord], dict[str, bytes | None]]:
+    """Runs in flight on two workers through an outage of ``down_s``; returns the runs that ended (the
+    last run of each chain) and, for each run the reaper continued, its ``refused:commit`` count."""
     server = EmbeddedRedis(tmp_path / "redis", port=free_port(), appendonly=True).start()
     workers: list[subprocess.Popen[bytes]] = []
     try:
         kv = connect(server.url, attempts=30, max_wait_s=0.5)
         client = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=server.url)))
-        workers = [start_worker(server.url, tmp_path / f"worker-{i}.log") for i in range(2)]
+        workers = [start_worker(server.url, tmp_path / f"worker-{i}.log", leases) for i in range(2)]
         given = {"steps": STEPS, "sleep_s": SLEEP_S}
         runs = [client.enqueue("ticking", given, thread_id=f"t{i}") for i in range(RUNS)]
         deadline = time.monotonic() + 20
@@ -66,7 +73,7 @@ def outage(tmp_path: Path, down_s: float) -> None:
         done = outlast(client.wait, runs, timeout_s=60 + down_s)  # this client's socket is stale too
         logs = "".join(p.read_text() for p in sorted(tmp_path.glob("worker-*.log")))
         for run in done:
-            assert (run.status, run.step) == (RunStatus.COMPLETED, STEPS), logs
+            assert run.status == RunStatus.COMPLETED, logs
             assert run.result == {**given, "trail": list(range(1, STEPS + 1))}
             history = client.get_history(run.thread_id)
             assert [c.step for c in history] == list(range(STEPS - 1, -2, -1))  # each step committed once
@@ -78,6 +85,8 @@ def outage(tmp_path: Path, down_s: float) -> None:
             {"steps": 2, "sleep_s": 0.0, "trail": [1, 2]},
         )
         assert "Traceback" not in logs, logs
+        lost = [(r.thread_id, r.continued_from_run_id) for r in done if r.continued_from_run_id]
+        return done, {run: kv.hget(keys.run(thread, run), "refused:commit") for thread, run in lost}
     finally:
         for w in workers:
             if w.poll() is None:
@@ -87,13 +96,34 @@ def outage(tmp_path: Path, down_s: float) -> None:
 
 
 def test_workers_outlive_a_3s_redis_restart(tmp_path: Path) -> None:
-    outage(tmp_path, 3.0)
+    done, _ = outage(tmp_path, 3.0)
+    assert [(r.step, r.continued_from_run_id) for r in done] == [(STEPS, None)] * RUNS  # no run interrupted
 
 
 @pytest.mark.chaos
 @pytest.mark.timeout(180)
 def test_workers_outlive_a_20s_redis_restart(tmp_path: Path) -> None:
-    outage(tmp_path, 20.0)
+    done, _ = outage(tmp_path, 20.0)
+    assert [(r.step, r.continued_from_run_id) for r in done] == [(STEPS, None)] * RUNS
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(180)
+def test_a_20s_redis_restart_that_outlasts_the_leases_is_recovered_by_the_reaper(tmp_path: Path) -> None:
+    """The steps in flight lose their leases during the outage: their workers' writes are refused when
+    Redis is back, the reaper continues those runs (R14), and every chain ends completed, each step
+    committed once."""
+    leases = {
+        "GRAPHQ_LEASE_TTL_S": "2",
+        "GRAPHQ_HEARTBEAT_INTERVAL_S": "0.5",
+        "GRAPHQ_REAPER_INTERVAL_S": "1",
+    }
+    done, refused = outage(tmp_path, 20.0, leases)
+    # The steps in flight on the two workers (when the outage began) were continued, once each; each
+    # interrupted run's commit was refused once its worker reached Redis again.
+    assert len(refused) <= 2
+    assert list(refused.values()) == [b"1"] * len(refused)
+    assert [r.attempt for r in done if r.continued_from_run_id] == [2] * len(refused)
 
 
 def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Path) -> None:
