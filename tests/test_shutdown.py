@@ -469,3 +469,25 @@ def test_a_step_given_up_is_not_continued_at_the_chain_limit_or_with_resume_off(
     assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
     assert redis_client.llen("rq:queue:graphq:two-steps") == 0
     assert redis_client.exists(keys.thread_active(run.thread_id)) == 0  # the thread is free again
+
+
+def test_a_process_left_with_a_node_running_past_its_timeout_is_replaced(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """A node blocked in C (the GIL free) past its 1 s timeout, ignoring its cancel token: the run fails at
+    the timeout; the node's thread cannot be stopped, so its process takes no more jobs and is replaced."""
+    worker = start()
+    run_id = client.enqueue("timed", {"node": {"c_sleep": 30}})
+    run = ended(client, run_id, timeout_s=10)
+    assert run.status == RunStatus.FAILED
+    assert run.error is not None
+    assert (run.error.type, run.error.message) == (
+        "NodeTimeoutError",
+        "node 'node' timed out after 1 s (timeout=1 set on add_node)",
+    )
+    [pid] = started(tmp_path, "node")
+    wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10, "the stuck process to end")
+    wait_for(lambda: len(children(worker.pid)) == 1 and idle_workers(redis_client) >= 1, what="a new one")
+    again = ended(client, client.enqueue("two-steps", {}))
+    assert again.status == RunStatus.COMPLETED
+    assert worker.poll() is None

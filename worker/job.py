@@ -47,7 +47,7 @@ from worker.commit import Completion, StepCommit
 from worker.context import WorkerContext, get_context
 from worker.fence import REFUSED, refused
 from worker.handover import Stop, abandon
-from worker.lease import Lease
+from worker.lease import Lease, retire_if_stuck
 from worker.progress import step_progress
 from worker.substore import FencedStore
 
@@ -94,6 +94,7 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         return f"failed: {type(exc).__name__}"
     finally:
         lease.release()
+        retire_if_stuck()
 
 
 def _attempts(

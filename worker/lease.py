@@ -24,7 +24,7 @@ from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
 from worker.handover import Stop
 
-__all__ = ["Lease", "LeaseListener", "held", "set_listener"]
+__all__ = ["Lease", "LeaseListener", "held", "retire_if_stuck", "set_listener"]
 
 log = logging.getLogger("graphq.lease")
 
@@ -230,6 +230,8 @@ class LeaseListener(Protocol):
 
     def freed(self, lease: Lease) -> None: ...
 
+    def retire(self) -> None: ...
+
 
 _listener: LeaseListener | None = None
 
@@ -238,3 +240,20 @@ def set_listener(listener: LeaseListener | None) -> None:
     """Install the process's lease listener (None: none)."""
     global _listener
     _listener = listener
+
+
+def retire_if_stuck() -> None:
+    """After a step: when a node thread abandoned at its timeout is still running (it ignored its cancel
+    token, Python cannot stop it), ask the supervisor to replace this process once the job ends (G10; a
+    no-op without a supervisor, where the thread just goes on)."""
+    if _listener is None:
+        return
+    nodes = [t for t in threading.enumerate() if t.name.startswith(_NODE_THREAD)]
+    for thread in nodes:
+        thread.join(0.05)  # one that just handed its result over is ending, not stuck
+    if any(t.is_alive() for t in nodes):
+        _listener.retire()
+
+
+_NODE_THREAD = "graphq-node-"
+"""The name prefix of the thread a timed node runs in (:func:`graphcore.engine.step._start_thread`)."""

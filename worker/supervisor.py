@@ -20,7 +20,9 @@ and when the step must end (its run's deadline, or its nodes' timeouts). The par
 - **replaces a child that dies** (the OOM killer, a crash in C) once it had started taking jobs; the
   lease it held lapses at once (``lapse_lease.lua``), so the reaper continues its run at its next pass
   rather than after the lease's TTL. A child that dies before it takes jobs (a broken start) is not
-  replaced; the supervisor then ends with status 1.
+  replaced; the supervisor then ends with status 1. A child left with a node thread running past its
+  node timeout (it ignored its cancel token; Python cannot stop a thread) takes no more jobs and is
+  replaced too ("retire").
 
 Exit status: 0 when every step in flight finished; 1 when one had to be given up (drain timeout or cold
 stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
@@ -119,6 +121,13 @@ class _Channel:
     def ready(self) -> None:
         self._send(("ready",))
 
+    def retire(self) -> None:
+        """A node thread outlived its timeout here: take no more jobs; the supervisor starts a new process."""
+        if SupervisedWorker.current is not None and not SupervisedWorker.current._stop_requested:
+            log.warning("a timed-out node is still running in this process: it is replaced after this job")
+            SupervisedWorker.current._stop_requested = True
+            self._send(("retire",))
+
     def freed(self, lease: Lease) -> None:
         if self.current is lease:
             self.current = None
@@ -131,10 +140,13 @@ class SupervisedWorker(SimpleWorker):
     decides), SIGUSR1 gives the step up after the drain timeout, SIGUSR2 at a cold stop."""
 
     channel: _Channel | None = None
+    current: SupervisedWorker | None = None
+    """The worker of this process (one per child)."""
     gave_up = False
     """Set when a step was running as this worker was asked to give it up."""
 
     def _install_signal_handlers(self) -> None:  # RQ calls it as its work loop starts: it is ready
+        SupervisedWorker.current = self
         if self.channel is not None:
             self.channel.ready()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -334,6 +346,8 @@ class Supervisor:
             slot.held = None
         elif kind == "ready":
             slot.ready = True
+        elif kind == "retire":
+            slot.replace = True
 
     def _renew(self, slot: _Slot, now: float) -> None:
         held = slot.held
