@@ -214,7 +214,7 @@ def test_every_write_of_a_step_job_is_refused_without_the_lease(
         b"refused:events": b"2",
     }
     after = REFUSED.counts()
-    assert {k: after.get(k, 0) - before.get(k, 0) for k in after} == {
+    assert {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)} == {
         "pending": 1,
         "answers": 1,
         "requests": 1,

@@ -12,15 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect, outlast
 from graphcore.backend.embedded import EmbeddedRedis, free_port
-from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.envs import clean_env
+from worker.lease import Lease
 from worker.queue import RQStepQueue
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,3 +193,17 @@ def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Pa
             os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(10)
         server.stop()
+
+
+def test_a_claim_retried_after_its_reply_was_lost_is_still_the_workers(redis_client: redis.Redis) -> None:
+    """The worker retries a claim whose reply an outage swallowed (with the same lease token): the lease it
+    took is its own (claimed), not "another worker holds the lease" (which would strand the step)."""
+    kv = redis_client
+    client = Client(kv, REGISTRY, RQStepQueue(kv, Settings()))
+    run_id = client.enqueue("ticking", {"steps": 1, "sleep_s": 0.0}, thread_id="claimed")
+    lease = Lease(kv, "claimed", run_id, 30, 10)
+    first = lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json())[0]
+    again = lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json())[0]
+    other = Lease(kv, "claimed", run_id, 30, 10).claim(0, now_iso(), CANCEL_ERROR.model_dump_json())[0]
+    assert (first, again, other) == (3, 3, 2)
+    lease.release()

@@ -19,6 +19,8 @@ local step = redis.call('HGET', KEYS[1], 'step')
 if status == 'completed' or status == 'failed' or status == 'canceled' or step ~= ARGV[3] then
   return {1, run}
 end
+-- The same claim again (same token: its reply was lost in a Redis outage and the worker retried): its own.
+if redis.call('GET', KEYS[2]) == ARGV[1] then return {3, run} end
 if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
   redis.call('HSET', KEYS[1], 'status', 'canceled', 'ended_at', ARGV[4], 'error', ARGV[5])
   redis.call('XADD', KEYS[3], '*', 'mode', 'status', 'step', step, 'data', ARGV[6])
