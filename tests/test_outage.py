@@ -18,6 +18,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect, outlast
 from graphcore.backend.embedded import EmbeddedRedis, free_port
+from graphcore.backend.events import read_events
 from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
@@ -206,4 +207,22 @@ def test_a_claim_retried_after_its_reply_was_lost_is_still_the_workers(redis_cli
     again = lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json())[0]
     other = Lease(kv, "claimed", run_id, 30, 10).claim(0, now_iso(), CANCEL_ERROR.model_dump_json())[0]
     assert (first, again, other) == (3, 3, 2)
+    lease.release()
+
+
+def test_a_status_change_retried_after_its_reply_was_lost_counts_as_made(redis_client: redis.Redis) -> None:
+    """A fenced status change applied before an outage swallowed its reply, retried: made (so the step
+    job goes on to hand the thread over), and written once; unfenced, the status rules refuse it."""
+    kv = redis_client
+    client = Client(kv, REGISTRY, RQStepQueue(kv, Settings()))
+    run_id = client.enqueue("ticking", {"steps": 1, "sleep_s": 0.0}, thread_id="twice")
+    run = client.get_run(run_id)
+    lease = Lease(kv, "twice", run_id, 30, 10)
+    assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json())[0] == 3
+    failed = [("status", 0, {"status": "failed"})]
+    fence = (lease.key, lease.token)
+    made = [client.runs.set_status(run, RunStatus.FAILED, events=failed, fence=fence) for _ in range(2)]
+    assert made == [True, True]
+    assert client.runs.set_status(run, RunStatus.FAILED, events=failed) is False
+    assert [e.data for e in read_events(kv, "twice", run_id) if e.mode == "status"] == [{"status": "failed"}]
     lease.release()

@@ -8,7 +8,8 @@
 -- ARGV[1] = new status; ARGV[2] = comma-separated statuses allowed as the current one ("" = any non-terminal)
 -- ARGV[3] = n, then n field/value pairs to set with the status; then m, then m events (mode, step, data);
 -- with KEYS[3], then the lease token; with KEYS[4], then the run's member of the lease index
--- Returns {1, previous status} when set, {0, current status} when refused by the status rules, and
+-- Returns {1, previous status} when set (fenced: also when the run already has that status, the caller's
+-- own change retried after its reply was lost), {0, current status} when refused by the status rules, and
 -- {-1, current status} when refused by the fence (the caller no longer holds the lease).
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, ''} end
@@ -18,6 +19,7 @@ if #KEYS >= 3 and redis.call('GET', KEYS[3]) ~= token then
   redis.call('HINCRBY', KEYS[1], 'refused:status', 1)
   return {-1, current}
 end
+if #KEYS >= 3 and current == ARGV[1] then return {1, current} end  -- this change again (a lost reply)
 if current == 'completed' or current == 'failed' or current == 'canceled' then return {0, current} end
 if ARGV[2] ~= '' then
   local ok = false
