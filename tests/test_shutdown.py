@@ -3,7 +3,7 @@
 SIGTERM drains (the step in flight finishes, or is given up after GRAPHQ_DRAIN_TIMEOUT_S), a second SIGTERM
 stops at once; a node holding the GIL past the lease TTL keeps its lease (the supervising parent renews
 it); a node blocking past its deadline has its process killed GRAPHQ_KILL_GRACE_S later and replaced.
-Short settings: lease TTL 1 s, drain timeout 2 s, kill grace 1 s.
+Short settings: lease TTL 1 s, drain timeout 1 s, kill grace 1 s.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from worker.queue import RQStepQueue, step_job_id
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.shutdown"])
+DRAIN_S = 1.0
+"""GRAPHQ_DRAIN_TIMEOUT_S in these tests."""
 GIVE_UP_GRACE_S = 2.0
 """worker.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
 
@@ -47,7 +49,7 @@ def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
         GRAPHQ_TEST_DIR=str(tmp_path),
         GRAPHQ_LEASE_TTL_S="1",
         GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
-        GRAPHQ_DRAIN_TIMEOUT_S="2",
+        GRAPHQ_DRAIN_TIMEOUT_S=f"{DRAIN_S:g}",
         GRAPHQ_KILL_GRACE_S="1",
         PYTHONUNBUFFERED="1",
     )
@@ -141,7 +143,7 @@ def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_anoth
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
 ) -> None:
     first = start()
-    run_id = client.enqueue("two-steps", {"first": {"sleep": 1.5}, "second": {}})
+    run_id = client.enqueue("two-steps", {"first": {"sleep": 0.5}, "second": {}})
     wait_for(lambda: started(tmp_path, "first"), what="the first step to start")
     first.send_signal(signal.SIGTERM)
     begun = time.monotonic()
@@ -163,8 +165,8 @@ def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_anoth
 @pytest.mark.parametrize(
     ("plan", "exit_by_s"),
     [
-        ({"c_sleep": 30}, 2.0 + GIVE_UP_GRACE_S),  # ignores its cancel token: killed, closed by the parent
-        ({"until_cancel": 30}, 2.0),  # stops on its cancel token: the worker closes the run itself
+        ({"c_sleep": 30}, DRAIN_S + GIVE_UP_GRACE_S),  # ignores its cancel token: killed, parent closes
+        ({"until_cancel": 30}, DRAIN_S),  # stops on its cancel token: the worker closes the run itself
     ],
     ids=["blocked-node", "cooperative-node"],
 )
@@ -189,7 +191,7 @@ def test_sigterm_during_a_step_longer_than_the_drain_timeout_gives_it_up(
     assert run.error is not None
     assert (run.error.type, run.error.message) == (
         "WorkerShutdown",
-        "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=2 s",
+        "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=1 s",
     )
     assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]  # checkpoints kept
     assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
@@ -207,7 +209,7 @@ def test_two_sigterms_stop_at_once_and_hand_the_run_over(
     run_id = client.enqueue("two-steps", {"first": {}, "second": {"c_sleep": 30}})
     wait_for(lambda: started(tmp_path, "second"), what="the long step to start")
     worker.send_signal(signal.SIGTERM)
-    time.sleep(1)
+    time.sleep(0.4)  # before the drain timeout (1 s)
     worker.send_signal(signal.SIGTERM)
     begun = time.monotonic()
     assert worker.wait(10) == 1
@@ -379,14 +381,14 @@ def test_sigterm_to_a_worker_pool_drains_every_process(
     """`--concurrency 2`: the signal reaches both processes; the short step finishes, the long one is given
     up after the drain timeout, and the pool exits within the bound."""
     pool = start("--concurrency", "2", processes=2)
-    short = client.enqueue("two-steps", {"first": {"sleep": 1}, "second": {}})
+    short = client.enqueue("two-steps", {"first": {"sleep": 0.7}, "second": {}})
     wait_for(lambda: started(tmp_path, "first"), what="the short step to start")
     long = client.enqueue("two-steps", {"first": {"c_sleep": 30}, "second": {}})
     wait_for(lambda: len(started(tmp_path, "first")) == 2, what="the long step to start")
     pool.send_signal(signal.SIGTERM)
     begun = time.monotonic()
     assert pool.wait(15) == 1
-    assert time.monotonic() - begun < 2.0 + GIVE_UP_GRACE_S + 1.5
+    assert time.monotonic() - begun < DRAIN_S + GIVE_UP_GRACE_S + 1.5
     assert (client.get_run(short).status, client.get_run(short).step) == (RunStatus.RUNNING, 1)
     run = client.get_run(long)
     assert run.status == RunStatus.CANCELED
@@ -439,12 +441,12 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
     [
         (
             {"GRAPHQ_MAX_RESUME_ATTEMPTS": "0"},
-            "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=2 s; "
+            "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=1 s; "
             "not continued: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS=0 (attempt 1)",
         ),
         (
             {"GRAPHQ_RESUME_INTERRUPTED_RUNS": "false"},
-            "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=2 s",
+            "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=1 s",
         ),
     ],
     ids=["chain-limit", "resume-off"],
