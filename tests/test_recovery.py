@@ -17,12 +17,14 @@ from typing import Any
 
 import pytest
 import redis
-from rq import Worker
+from rq import Queue, Worker
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 
 from graphcore import keys
 from graphcore.backend.client import Client
+from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.envs import clean_env
@@ -67,6 +69,7 @@ class Procs:
         self.log = log
         self.procs: list[subprocess.Popen[bytes]] = []
         self._stop = threading.Event()
+        self._loops: list[threading.Thread] = []
 
     def start(self, *args: str) -> subprocess.Popen[bytes]:
         with self.log.open("ab") as out:
@@ -96,11 +99,15 @@ class Procs:
                 while proc.poll() is None and not self._stop.is_set():
                     time.sleep(0.05)
 
-        threading.Thread(target=loop, daemon=True).start()
+        self._loops.append(threading.Thread(target=loop, daemon=True))
+        self._loops[-1].start()
 
     def close(self) -> None:
+        """Stop the restart loops first (a worker started after the kills would live on into the next
+        test, on the same Redis), then kill every process."""
         self._stop.set()
-        time.sleep(0.1)
+        for loop in self._loops:
+            loop.join(10)
         for p in self.procs:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
@@ -236,9 +243,11 @@ def test_resume_off_starts_the_run_again_from_its_input(
 
 
 def in_rq(kv: redis.Redis, queue: str, job_id: str) -> bool:
-    """Whether RQ knows the job as queued, started or finished."""
-    if job_id.encode() in kv.lrange(f"rq:queue:{queue}", 0, -1):
-        return True
+    """Whether RQ knows the job as queued, being dequeued (RQ's intermediate queue), started or finished."""
+    rq_queue = Queue(queue, connection=kv)
+    for key in (rq_queue.key, rq_queue.intermediate_queue_key):
+        if job_id.encode() in kv.lrange(key, 0, -1):
+            return True
     return any(
         job_id in reg(queue, connection=kv).get_job_ids() for reg in (StartedJobRegistry, FinishedJobRegistry)
     )
@@ -260,6 +269,12 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
     crashed = client.get_run(run_id)
     job_id = f"graphq-{run_id}-1"
     assert job_id in StartedJobRegistry(queue, connection=redis_client).get_job_ids()
+
+    def beating() -> bool:  # a worker's record shows the step it holds as of its next heartbeat
+        now = server_ms(redis_client)
+        return any(w.id == crashed.worker and w.run_id == run_id for w in live_workers(redis_client, now))
+
+    wait_for(beating, timeout_s=5, what="the holder's heartbeat to name its step")
     listed = json.loads(
         subprocess.run(
             [sys.executable, "-m", "cli", "workers", "-o", "json"],
