@@ -21,6 +21,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:runs                   zset   all run ids by creation time
     graphq:run-thread             hash   run id -> thread id
     graphq:leases                 zset   lease_member(T, RUN) -> lease deadline, ms since the epoch (R18)
+    graphq:steps                  zset   step_member(T, RUN, STEP) -> when its job was enqueued (ms): step
+                                         jobs not yet claimed (a job a worker took and died with is found)
     graphq:recovery               zset   recovery_member(kind, T, RUN) -> when staged: reaped runs whose job
                                          (kind "enqueue") or thread hand-over ("handover") is still to do
     graphq:reaper:lock            string owner token of the active reaper
@@ -56,6 +58,8 @@ __all__ = [
     "run_events",
     "run_threads",
     "runs_index",
+    "step_member",
+    "steps_index",
     "thread_active",
     "thread_pattern",
     "thread_runs",
@@ -181,6 +185,18 @@ def parse_member(member: str) -> tuple[str, str]:
     :func:`recovery` parse with ``member.split(":")``."""
     thread, _, run_id = member.rpartition(":")
     return thread, run_id
+
+
+def steps_index() -> str:
+    """Sorted set of step jobs enqueued and not yet claimed, scored by when (ms since the epoch): the
+    reaper finds a job that no RQ registry holds any more (its worker took it off the queue and died
+    before claiming the step) and enqueues it again."""
+    return f"{PREFIX}:steps"
+
+
+def step_member(thread: str, run_id: str, step: int) -> str:
+    """The member of :func:`steps_index` for ``run_id``'s step job ``step``."""
+    return f"{thread}:{run_id}:{step}"
 
 
 def recovery() -> str:

@@ -62,6 +62,7 @@ def test_claim_renew_and_release_keep_the_lease_index(client: Client, redis_clie
     deadline = redis_client.zscore(keys.lease_index(), member)
     assert deadline is not None and before + 30_000 <= deadline <= server_ms(redis_client) + 30_000
     assert redis_client.hget(keys.run(thread, run_id), "worker") == b"w-1"
+    assert redis_client.zcard(keys.steps_index()) == 0  # the claim consumed the job's entry
     time.sleep(0.01)
     held, _ = script(redis_client, "renew_lease")(
         keys=[lease.key, lease.run_key, keys.lease_index()], args=[lease.token, 40_000, 1, member]
@@ -356,3 +357,28 @@ def test_one_pass_continues_more_runs_than_a_batch(client: Client, redis_client:
     assert redis_client.zcard(keys.lease_index()) == 0
     assert redis_client.zcard(keys.recovery()) == 0
     assert redis_client.llen("rq:queue:graphq:suicide") == 150  # the continuations' jobs, not the abandoned
+
+
+def test_a_step_job_taken_and_never_claimed_is_enqueued_again(
+    client: Client, redis_client: redis.Redis, redis_url: str, graphq_env: dict[str, str]
+) -> None:
+    """A worker listening on several queues takes a job with BLPOP (no RQ registry holds it then) and dies
+    before the claim: the index of unclaimed step jobs lets the reaper enqueue it again; a job still waiting
+    in its queue is left alone."""
+    lost = client.enqueue("crashfan", {"names": ["fast"]})
+    waiting = client.enqueue("suicide", {})
+    lost_job, waiting_job = f"graphq-{lost}-0".encode(), f"graphq-{waiting}-0".encode()
+    assert redis_client.lpop("rq:queue:graphq:crashfan") == lost_job  # taken; then the worker died
+    members = {keys.step_member(r, r, 0): 0 for r in (lost, waiting)}
+    assert {m.decode() for m in redis_client.zrange(keys.steps_index(), 0, -1)} == set(members)
+    redis_client.zadd(keys.steps_index(), members)  # enqueued long ago
+    Reaper(redis_client, Settings(redis_url=redis_url)).sweep()
+    assert redis_client.lrange("rq:queue:graphq:crashfan", 0, -1) == [lost_job]
+    assert redis_client.lrange("rq:queue:graphq:suicide", 0, -1) == [waiting_job]
+    scores = dict(redis_client.zrange(keys.steps_index(), 0, -1, withscores=True))
+    assert set(scores) == {m.encode() for m in members} and min(scores.values()) > 0  # looked at again later
+    with process_state_restored():
+        only = Registry({"crashfan": REGISTRY.get("crashfan")})  # not suicide: it kills its worker
+        run_worker(Settings(redis_url=redis_url), burst=True, registry=only, kv=redis_client)
+    assert client.get_run(lost).status == RunStatus.COMPLETED
+    assert redis_client.zscore(keys.steps_index(), keys.step_member(lost, lost, 0)) is None

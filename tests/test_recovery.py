@@ -57,6 +57,7 @@ def env_for(redis_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
         GRAPHQ_HEARTBEAT_INTERVAL_S="0.3",
         GRAPHQ_REAPER_INTERVAL_S=str(REAPER_S),
         PYTHONUNBUFFERED="1",
+        GRAPHQ_TEST_CRASH="1",
         **extra,
     )
 
@@ -300,6 +301,8 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
         if last.terminal:
             return last.status == RunStatus.COMPLETED
         staged = redis_client.zscore(keys.recovery(), keys.recovery_member("enqueue", thread, last.id))
+        if staged is None:  # taken off its queue, not claimed yet: the index of unclaimed jobs has it
+            staged = redis_client.zscore(keys.steps_index(), keys.step_member(thread, last.id, last.step))
         job = f"graphq-{last.id}-{last.step}"
         again = client.get_run(last.id)
         assert (

@@ -86,8 +86,11 @@ class Lease:
             2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
         """
         code, flat = script(self.kv, "claim_step")(
-            keys=[self.run_key, self.key, self.events_key, keys.lease_index()],
-            args=[self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT, self.member, worker_id],
+            keys=[self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()],
+            args=[
+                *(self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT, self.member, worker_id),
+                keys.step_member(self.thread_id, self.run_id, step),
+            ],
         )
         self.step = step
         return int(code), dict(zip(flat[::2], flat[1::2], strict=True))

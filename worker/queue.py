@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
+from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
 from graphcore.backend.runs import RunRecord
@@ -96,7 +98,10 @@ class RQStepQueue:
         return self.queues[workflow]
 
     def stage(self, pipe: Any, run: RunRecord) -> None:
-        """Queue the job for ``run.step`` inside ``pipe`` (a MULTI pipeline; RQ accepts it)."""
+        """Queue the job for ``run.step`` inside ``pipe`` (a MULTI pipeline; RQ accepts it), and note it in
+        the index of unclaimed step jobs (its claim takes it out; see :func:`graphcore.keys.steps_index`)."""
+        member = keys.step_member(run.thread_id, run.id, run.step)
+        pipe.zadd(keys.steps_index(), {member: int(time.time() * 1000)})
         self.queue(run.workflow).enqueue_call(
             STEP_FUNC,
             args=(run.id, run.thread_id, run.step),

@@ -33,7 +33,15 @@ from rq.serializers import JSONSerializer
 from rq.worker_registration import REDIS_WORKER_KEYS, WORKERS_BY_QUEUE_KEY
 
 from graphcore import keys
-from graphcore.backend.reaper import ReaperLock, ReapOutcome, lapsed_leases, reap, recovery_entries, server_ms
+from graphcore.backend.reaper import (
+    ReaperLock,
+    ReapOutcome,
+    lapsed_leases,
+    reap,
+    recovery_entries,
+    server_ms,
+    unclaimed_steps,
+)
 from graphcore.backend.runs import RunStatus, RunStore
 from graphcore.backend.threads import hand_over
 from graphcore.backend.workers import dead_workers, drop_worker
@@ -97,8 +105,39 @@ class Reaper:
                 break
         if done:
             self.recover()
+        self.requeue_lost_jobs(now)
         self.forget_dead_workers(now)
         return done
+
+    def requeue_lost_jobs(self, now_ms: int) -> None:
+        """Step jobs enqueued more than ``GRAPHQ_LEASE_TTL_S`` ago and never claimed, that RQ no longer
+        holds (a worker took one off its queue — RQ's BLPOP when it listens on several queues — and died
+        before claiming the step): enqueued again (a duplicate of a job still in flight is a no-op, R2).
+        Jobs still waiting in their queue are looked at again one lease TTL later."""
+        ttl_ms = int(self.settings.lease_ttl_s * 1000)
+        for member, thread, run_id, step in unclaimed_steps(self.kv, now_ms - ttl_ms):
+            try:
+                run = self.runs.get(run_id, thread)
+            except RunNotFoundError:
+                self.kv.zrem(keys.steps_index(), member)
+                continue
+            if run.step != step or run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+                self.kv.zrem(keys.steps_index(), member)  # the step ran, or the run ended or waits
+                continue
+            job_id = step_job_id(run_id, step)
+            rq_queue = self.queue.queue(run.workflow)
+            waiting = any(
+                self.kv.lpos(key, job_id) is not None
+                for key in (rq_queue.key, rq_queue.intermediate_queue_key)
+            )
+            pipe = self.kv.pipeline(transaction=True)
+            pipe.multi()
+            if waiting:
+                pipe.zadd(keys.steps_index(), {member: now_ms}, xx=True)
+            else:
+                self.queue.stage(pipe, run)
+                log.warning("run %s: step job %s was taken and never claimed; enqueued again", run_id, job_id)
+            pipe.execute()
 
     def recover(self) -> None:
         """Do the recovery work staged by reap scripts (see :func:`recovery_entries`)."""

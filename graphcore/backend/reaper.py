@@ -33,6 +33,7 @@ __all__ = [
     "reap",
     "recovery_entries",
     "server_ms",
+    "unclaimed_steps",
     "worker_lost_error",
 ]
 
@@ -88,6 +89,18 @@ def lapsed_leases(kv: Any, now_ms: int, limit: int = 100) -> list[Lapsed]:
     for member, score in rows:
         thread, run_id = keys.parse_member(member.decode() if isinstance(member, bytes) else str(member))
         found.append(Lapsed(thread, run_id, int(score)))
+    return found
+
+
+def unclaimed_steps(kv: Any, before_ms: int, limit: int = 100) -> list[tuple[str, str, str, int]]:
+    """Step jobs enqueued before ``before_ms`` and still not claimed: ``(member, thread, run id, step)``,
+    oldest first (most are simply waiting in their queue; the reaper checks)."""
+    rows = kv.zrangebyscore(keys.steps_index(), "-inf", before_ms, start=0, num=limit)
+    found = []
+    for raw in rows:
+        member = raw.decode() if isinstance(raw, bytes) else str(raw)
+        thread, run_id, step = member.split(":")
+        found.append((member, thread, run_id, int(step)))
     return found
 
 

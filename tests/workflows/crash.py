@@ -43,6 +43,10 @@ def count(name: str) -> int:
 
 
 def _kill_own_worker() -> None:
+    """SIGKILL this worker's process group; only in a worker subprocess (``GRAPHQ_TEST_CRASH`` set), never
+    in the test process itself."""
+    if not os.environ.get("GRAPHQ_TEST_CRASH"):
+        raise RuntimeError("crash workflow node run outside a crash-test worker process")
     os.killpg(os.getpgid(0), signal.SIGKILL)
 
 

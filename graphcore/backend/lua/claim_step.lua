@@ -5,13 +5,16 @@
 -- A run whose earlier lease lapsed without a commit or release (its worker died) is still in the index:
 -- it is left to the reaper (code 2), so that no job — RQ's abandoned-job handling included — runs the step
 -- again behind the reaper's back.
--- KEYS[1] = run hash; KEYS[2] = lease key; KEYS[3] = the run's event stream; KEYS[4] = the lease index
+-- The job's entry in the index of unclaimed step jobs goes, whatever the outcome (the job is consumed).
+-- KEYS[1] = run hash; KEYS[2] = lease key; KEYS[3] = the run's event stream; KEYS[4] = the lease index;
+-- KEYS[5] = the index of unclaimed step jobs
 -- ARGV[1] = lease token; ARGV[2] = lease time-to-live in milliseconds; ARGV[3] = the job's step number;
 -- ARGV[4] = now (ISO-8601); ARGV[5] = the error record (JSON) of a cancelled run; ARGV[6] = the data of its
 -- status event (msgpack), appended to the stream KEYS[3] with the cancellation; ARGV[7] = the run's member
--- of the lease index; ARGV[8] = the claiming worker's id
+-- of the lease index; ARGV[8] = the claiming worker's id; ARGV[9] = the job's member of KEYS[5]
 -- Returns {code, run hash as a flat field/value list}; code 0 = no such run, 1 = stale (finished or at
 -- another step), 2 = another worker holds the lease (or held it and died), 3 = claimed, 4 = cancelled now.
+redis.call('ZREM', KEYS[5], ARGV[9])
 local run = redis.call('HGETALL', KEYS[1])
 if #run == 0 then return {0, run} end
 local status = redis.call('HGET', KEYS[1], 'status')
