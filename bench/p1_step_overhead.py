@@ -4,8 +4,10 @@ Ours: one run of a chain of ``N`` no-op nodes → ``N`` step jobs, each loading 
 lease, running the node and committing (fenced, atomic with enqueueing the next step job). Baselines, on the
 same Redis and the same ``SimpleWorker`` with the JSON serializer: ``N`` pre-enqueued bare no-op jobs (the
 design's baseline), and ``N`` bare no-op jobs that each enqueue the next one, as our steps do. Each number
-is the burst worker's wall time from start to finish divided by the jobs it ran; median of 3 repetitions
-after a warm-up.
+is the burst worker's wall time from start to finish divided by the jobs it ran, after a warm-up. The
+ratios are the median over repetitions of each repetition's own ratio (ours and the baselines of one
+repetition run back to back), so that a shared machine's slow stretches, which hit one repetition's cases
+alike, cancel out instead of landing on one side.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from worker.queue import RQStepQueue, queue_name
 
 STEPS = 300
 WARMUP_STEPS = 60
-REPEATS = 5
+REPEATS = 7
 TARGET = 1.25
 BARE_QUEUE = "bench-bare"
 STEP_QUEUE = "bench-steps"
@@ -102,8 +104,9 @@ def _per_job(kv: Any, queue: str, expected: int) -> float:
     return seconds / expected
 
 
-def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, float]:
-    """Median seconds per job of ``ours``, ``bare`` and ``chain`` (bare chained) for ``n`` jobs."""
+def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, list[float]]:
+    """Seconds per job of ``ours``, ``bare`` and ``chain`` (bare chained) for ``n`` jobs, one sample per
+    repetition."""
     with private_redis() as (kv, url):
         settings = Settings(redis_url=url, queue=STEP_QUEUE)
         graphs = {size: chain_graph(size) for size in (WARMUP_STEPS, n)}
@@ -121,24 +124,26 @@ def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, float]:
         for rep in range(repeats):
             for name in order[rep % len(order) :] + order[: rep % len(order)]:  # rotate: no fixed order bias
                 samples[name].append(cases[name](n))
-    return {name: median(values) for name, values in samples.items()}
+    return samples
 
 
 def run() -> list[Row]:
     """Run P1; prints ``P1 ratio=…`` (vs bare jobs) and ``P1chain ratio=…`` (vs chained bare jobs)."""
-    result = measure()
-    ours, bare, chain = result["ours"], result["bare"], result["chain"]
-    summary("P1", ours / bare, TARGET)
-    summary("P1chain", ours / chain, TARGET)
+    samples = measure()
+    ours, bare, chain = (median(samples[name]) for name in ("ours", "bare", "chain"))
+    vs_bare = median([o / b for o, b in zip(samples["ours"], samples["bare"], strict=True)])
+    vs_chain = median([o / c for o, c in zip(samples["ours"], samples["chain"], strict=True)])
+    summary("P1", vs_bare, TARGET)
+    summary("P1chain", vs_chain, TARGET)
     what = f"no-op step job, {STEPS}-node chain, per job"
     return [
-        Row("P1", what + " vs bare RQ job", fmt_ms(ours), fmt_ms(bare), ours / bare, TARGET),
+        Row("P1", what + " vs bare RQ job", fmt_ms(ours), fmt_ms(bare), vs_bare, TARGET),
         Row(
             "P1chain",
             what + " vs chained bare job",
             fmt_ms(ours),
             fmt_ms(chain),
-            ours / chain,
+            vs_chain,
             TARGET,
             gate=False,
         ),
