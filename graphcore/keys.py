@@ -21,6 +21,9 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:runs                   zset   all run ids by creation time
     graphq:run-thread             hash   run id -> thread id
     graphq:leases                 zset   lease_member(T, RUN) -> lease deadline, ms since the epoch (R18)
+    graphq:busy-threads           zset   thread id -> when it became busy or was last checked (ms): the
+                                         reaper hands a thread whose active run ended on (its worker died
+                                         between the run's end and the hand-over)
     graphq:steps                  zset   step_member(T, RUN, STEP) -> when its job was enqueued (ms): step
                                          jobs not yet claimed (a job a worker took and died with is found)
     graphq:recovery               zset   recovery_member(kind, T, RUN) -> when staged: reaped runs whose job
@@ -41,6 +44,7 @@ from graphcore.errors import ConfigError
 __all__ = [
     "PREFIX",
     "answers",
+    "busy_threads",
     "channel_log",
     "channel_values",
     "checkpoints",
@@ -185,6 +189,13 @@ def parse_member(member: str) -> tuple[str, str]:
     :func:`recovery` parse with ``member.split(":")``."""
     thread, _, run_id = member.rpartition(":")
     return thread, run_id
+
+
+def busy_threads() -> str:
+    """Sorted set of threads that have an active run (I3), scored by when they became busy or the reaper
+    last looked (ms since the epoch): a thread whose active run ended without handing it over (the process
+    died in between) is handed over by the reaper."""
+    return f"{PREFIX}:busy-threads"
 
 
 def steps_index() -> str:

@@ -382,3 +382,27 @@ def test_a_step_job_taken_and_never_claimed_is_enqueued_again(
         run_worker(Settings(redis_url=redis_url), burst=True, registry=only, kv=redis_client)
     assert client.get_run(lost).status == RunStatus.COMPLETED
     assert redis_client.zscore(keys.steps_index(), keys.step_member(lost, lost, 0)) is None
+
+
+def test_a_thread_whose_run_ended_without_a_hand_over_is_handed_over(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    """The worker completed the run and died before handing its thread to the next run (I3)."""
+    ended = client.enqueue("suicide", {}, thread_id="t-1")
+    behind = client.enqueue("suicide", {}, thread_id="t-1")
+    going = client.enqueue("suicide", {}, thread_id="t-2")
+    assert {t.decode() for t in redis_client.zrange(keys.busy_threads(), 0, -1)} == {"t-1", "t-2"}
+    redis_client.hset(keys.run("t-1", ended), "status", "completed")  # ... and then the worker died
+    redis_client.hset(keys.run("t-2", going), "status", "running")
+    redis_client.zadd(keys.busy_threads(), {"t-1": 0, "t-2": 0})  # busy for long
+    Reaper(redis_client, Settings()).sweep()
+    assert redis_client.get(keys.thread_active("t-1")) == behind.encode()
+    assert redis_client.get(keys.thread_active("t-2")) == going.encode()
+    assert f"graphq-{behind}-0".encode() in redis_client.lrange("rq:queue:graphq:suicide", 0, -1)
+    scores = {t.decode(): s for t, s in redis_client.zrange(keys.busy_threads(), 0, -1, withscores=True)}
+    assert set(scores) == {"t-1", "t-2"} and min(scores.values()) > 0  # looked at again one TTL later
+    redis_client.hset(keys.run("t-1", behind), "status", "completed")
+    redis_client.zadd(keys.busy_threads(), {"t-1": 0})
+    Reaper(redis_client, Settings()).sweep()
+    assert redis_client.get(keys.thread_active("t-1")) is None
+    assert redis_client.zscore(keys.busy_threads(), "t-1") is None

@@ -40,6 +40,7 @@ from graphcore.backend.reaper import (
     reap,
     recovery_entries,
     server_ms,
+    stale_busy_threads,
     unclaimed_steps,
 )
 from graphcore.backend.runs import RunStatus, RunStore
@@ -106,8 +107,33 @@ class Reaper:
         if done:
             self.recover()
         self.requeue_lost_jobs(now)
+        self.hand_over_ended(now)
         self.forget_dead_workers(now)
         return done
+
+    def hand_over_ended(self, now_ms: int) -> None:
+        """Threads busy for longer than ``GRAPHQ_LEASE_TTL_S`` whose active run has ended (its process died
+        between the run's end and the hand-over, I3): handed to their next waiting run. Threads whose run
+        goes on are looked at again one lease TTL later."""
+        ttl_ms = int(self.settings.lease_ttl_s * 1000)
+        for thread in stale_busy_threads(self.kv, now_ms - ttl_ms):
+            active = self.kv.get(keys.thread_active(thread))
+            if active is None:
+                self.kv.zrem(keys.busy_threads(), thread)
+                continue
+            try:
+                run = self.runs.get(active.decode(), thread)
+            except RunNotFoundError:
+                run = None
+            if run is None or run.terminal:
+                log.warning(
+                    "thread %s: its run %s ended without handing it over; handed over now",
+                    thread,
+                    active.decode(),
+                )
+                hand_over(self.kv, self.runs, self.queue, thread, active.decode())
+            else:
+                self.kv.zadd(keys.busy_threads(), {thread: now_ms}, xx=True)
 
     def requeue_lost_jobs(self, now_ms: int) -> None:
         """Step jobs enqueued more than ``GRAPHQ_LEASE_TTL_S`` ago and never claimed, that RQ no longer

@@ -17,7 +17,14 @@ from redis.exceptions import WatchError
 from graphcore import keys
 from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
-from graphcore.backend.threads import MULTITASK_POLICIES, Multitask, StepQueue, ThreadBusyError, hand_over
+from graphcore.backend.threads import (
+    MULTITASK_POLICIES,
+    Multitask,
+    StepQueue,
+    ThreadBusyError,
+    hand_over,
+    mark_busy,
+)
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_update, task_id
@@ -195,6 +202,7 @@ class Client:
                 else:
                     busy.add(record.thread_id)
                     pipe.set(keys.thread_active(record.thread_id), record.id)
+                    mark_busy(pipe, record.thread_id)
                     self.queue.stage(pipe, record)
             pipe.execute()
         return [r.id for r in records]

@@ -33,6 +33,7 @@ __all__ = [
     "reap",
     "recovery_entries",
     "server_ms",
+    "stale_busy_threads",
     "unclaimed_steps",
     "worker_lost_error",
 ]
@@ -90,6 +91,12 @@ def lapsed_leases(kv: Any, now_ms: int, limit: int = 100) -> list[Lapsed]:
         thread, run_id = keys.parse_member(member.decode() if isinstance(member, bytes) else str(member))
         found.append(Lapsed(thread, run_id, int(score)))
     return found
+
+
+def stale_busy_threads(kv: Any, before_ms: int, limit: int = 100) -> list[str]:
+    """Threads noted busy before ``before_ms`` (and not looked at since), oldest first."""
+    rows = kv.zrangebyscore(keys.busy_threads(), "-inf", before_ms, start=0, num=limit)
+    return [r.decode() if isinstance(r, bytes) else str(r) for r in rows]
 
 
 def unclaimed_steps(kv: Any, before_ms: int, limit: int = 100) -> list[tuple[str, str, str, int]]:

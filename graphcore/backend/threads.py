@@ -5,11 +5,13 @@ refused (multitask policy ``reject``) or waits in line (``enqueue``, the default
 :func:`hand_over` makes the next waiting run active and enqueues its first step.
 
 The hand-over runs right after the run's terminal transition, not inside it: a process that dies in
-between leaves the thread's next run waiting until the run is handed over again (a reaper's job).
+between leaves the thread's next run waiting until the reaper hands the thread over (it looks at threads
+busy for longer than ``GRAPHQ_LEASE_TTL_S``, :func:`mark_busy`).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal, Protocol
 
 from redis.exceptions import WatchError
@@ -18,7 +20,7 @@ from graphcore import keys
 from graphcore.backend.runs import RunRecord, RunStore
 from graphcore.errors import PermanentError
 
-__all__ = ["MULTITASK_POLICIES", "Multitask", "StepQueue", "ThreadBusyError", "hand_over"]
+__all__ = ["MULTITASK_POLICIES", "Multitask", "StepQueue", "ThreadBusyError", "hand_over", "mark_busy"]
 
 Multitask = Literal["reject", "enqueue"]
 MULTITASK_POLICIES: tuple[Multitask, ...] = ("reject", "enqueue")
@@ -56,14 +58,22 @@ def hand_over(kv: Any, runs: RunStore, queue: StepQueue, thread_id: str, run_id:
                 pipe.multi()
                 if nxt is None:
                     pipe.delete(active_key)
+                    pipe.zrem(keys.busy_threads(), thread_id)
                 else:
                     pipe.lpop(waiting_key)
                     pipe.set(active_key, nxt.id)
+                    mark_busy(pipe, thread_id)
                     queue.stage(pipe, nxt)
                 pipe.execute()
                 return None if nxt is None else nxt.id
             except WatchError:
                 continue
+
+
+def mark_busy(pipe: Any, thread_id: str) -> None:
+    """Note on ``pipe`` that ``thread_id`` has an active run now (the reaper finds one whose run ended
+    without a hand-over, see :func:`graphcore.keys.busy_threads`)."""
+    pipe.zadd(keys.busy_threads(), {thread_id: int(time.time() * 1000)})
 
 
 def _next_waiting(pipe: Any, runs: RunStore, thread_id: str, waiting_key: str) -> RunRecord | None:
