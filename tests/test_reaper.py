@@ -13,7 +13,7 @@ import redis
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.lua import script
-from graphcore.backend.reaper import ReaperLock, lapsed_leases, reap, server_ms
+from graphcore.backend.reaper import ReaperLock, ReapOutcome, lapsed_leases, reap, server_ms
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
@@ -406,3 +406,11 @@ def test_a_thread_whose_run_ended_without_a_hand_over_is_handed_over(
     Reaper(redis_client, Settings()).sweep()
     assert redis_client.get(keys.thread_active("t-1")) is None
     assert redis_client.zscore(keys.busy_threads(), "t-1") is None
+
+
+def test_reap_outcomes_read_well_in_logs() -> None:
+    """The log line of a chain at its limit names the setting (it printed 'limit ' with nothing after)."""
+    assert ReapOutcome("limit").describe() == "not continued: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS"
+    assert ReapOutcome("continued", "abc").describe() == "continued by run abc"
+    assert ReapOutcome("left", "completed").describe() == "left alone: the run is completed"
+    assert ReapOutcome("gone").describe() == "gone"

@@ -127,13 +127,6 @@ def queue_continuation(
         closing=stop.error,
         status=stop.status.value,
     )
-    log.warning(
-        "run %s %s: %s (%s %s)",
-        run_id,
-        stop.status.value,
-        stop.error.message,
-        outcome.verdict,
-        outcome.detail,
-    )
+    log.warning("run %s %s: %s (%s)", run_id, stop.status.value, stop.error.message, outcome.describe())
     Reaper(kv, settings).recover()  # the continuation's step job, the abandoned job's RQ records, hand-over
     return outcome.verdict in ("continued", "limit", "canceled")

@@ -101,7 +101,7 @@ class Reaper:
                 )
                 done.append((lapsed.run_id, outcome))
                 if outcome.verdict not in ("gone", "fresh", "held"):
-                    log.warning("run %s: lease lapsed; %s %s", lapsed.run_id, outcome.verdict, outcome.detail)
+                    log.warning("run %s: lease lapsed; %s", lapsed.run_id, outcome.describe())
             if len(batch) < _BATCH:
                 break
         if done:

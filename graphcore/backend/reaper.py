@@ -118,6 +118,19 @@ class ReapOutcome:
     verdict: str
     detail: str = ""
 
+    def describe(self) -> str:
+        """The outcome for a log line, e.g. ``continued by run 3f…`` or ``not continued: the chain reached
+        GRAPHQ_MAX_RESUME_ATTEMPTS``."""
+        texts = {
+            "continued": f"continued by run {self.detail}",
+            "restarted": "started again from its input (GRAPHQ_RESUME_INTERRUPTED_RUNS off)",
+            "limit": "not continued: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS",
+            "canceled": "not continued: its cancel was requested",
+            "left": f"left alone: the run is {self.detail}",
+            "held": "left alone: its lease is held again",
+        }
+        return texts.get(self.verdict, f"{self.verdict} {self.detail}".strip())
+
 
 def worker_lost_error(worker: str, step: int, deadline_ms: float) -> RunError:
     """The error that closes an interrupted run: which worker held it, the thread step it was running (as
