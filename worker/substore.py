@@ -11,7 +11,7 @@ from __future__ import annotations
 from graphcore import keys
 from graphcore.backend.connection import outlast
 from graphcore.backend.lua import script
-from graphcore.backend.store import KeyIndex, RedisCheckpointStore, plan_argv
+from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.layout import Plan, encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.types import TaskWrites
@@ -37,11 +37,7 @@ class FencedStore(RedisCheckpointStore):
         """``(run id, step)`` of the step job, named when a write is refused."""
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
-        index = KeyIndex(5)
-        argv = [self.token, cp.id, plan.record, *plan_argv(plan, index)]
-        fixed = [self.lease_key, self.run_key, keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
-        reply = outlast(script(self.kv, "fenced_put_checkpoint"), keys=fixed + index.keys, args=argv)
-        verdict = reply.decode() if isinstance(reply, bytes) else str(reply)
+        verdict = outlast(self.put_plan, thread_id, ns, cp, plan, (self.lease_key, self.run_key, self.token))
         if verdict == "lease":
             raise refused("subgraph", *self.where, f"a subgraph checkpoint (namespace {ns!r})")
         return verdict == "ok"

@@ -45,8 +45,23 @@ class RedisCheckpointStore(KVCheckpointStore):
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
         """Write ``plan`` atomically with ``put_checkpoint.lua``; False when an append guard failed."""
-        index = KeyIndex(3)
-        argv = [cp.id, plan.record, *plan_argv(plan, index)]
-        fixed = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
-        reply = script(self.kv, "put_checkpoint")(keys=fixed + index.keys, args=argv)
-        return bool(reply == b"ok" or reply == "ok")
+        return self.put_plan(thread_id, ns, cp, plan) == "ok"
+
+    def put_plan(
+        self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan, fence: tuple[str, str, str] | None = None
+    ) -> str:
+        """Run ``put_checkpoint.lua`` for ``plan``; returns its verdict: ``ok``, ``log`` (an append guard
+        failed) or ``lease`` (refused by the fence).
+
+        Args:
+            fence: ``(lease key, run hash key, lease token)``: write only while the token holds the lease (a
+                subgraph inside a step job); None writes unfenced.
+        """
+        index = KeyIndex(5)
+        cps, history = keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)
+        lease_key, run_key, token = fence or (cps, cps, "")  # unused keys without a fence: same slot
+        argv = [token, cp.id, plan.record, *plan_argv(plan, index)]
+        reply = script(self.kv, "put_checkpoint")(
+            keys=[lease_key, run_key, cps, history, *index.keys], args=argv
+        )
+        return reply.decode() if isinstance(reply, bytes) else str(reply)
