@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphcore.errors import ConfigError
 
-__all__ = ["Settings", "class_entries", "get_settings"]
+__all__ = ["Settings", "allowed_range", "class_entries", "get_settings", "tenant_weights"]
 
 
 def class_entries(value: str) -> list[tuple[str, str]]:
@@ -118,6 +118,46 @@ class Settings(BaseSettings):
         description="A node still running this many seconds after its run's deadline (or its node timeout) "
         "has its worker process killed and replaced; the run ends at the deadline plus this.",
     )
+    enabled: bool = Field(
+        default=True,
+        description="Kill switch (R6): off → new runs are refused, queued steps wait and running steps "
+        "finish their step, then wait; on again → everything continues.",
+    )
+    enable_checkpointing: bool = Field(
+        default=True,
+        description="Off → only a run's working state is kept (one record overwritten per step, no history, "
+        "R5); needs GRAPHQ_RESUME_INTERRUPTED_RUNS off.",
+    )
+    keep_checkpoints_after_completion: bool = Field(
+        default=True,
+        description="Off → a completed run's checkpoints are removed when it completes, unless another run "
+        "of its thread still needs them (R7).",
+    )
+    max_concurrent_runs: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Runs executing at once across the whole cluster (R8); unset = no limit.",
+    )
+    max_concurrent_runs_per_tenant: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Runs of one tenant executing at once (R8), 1..GRAPHQ_MAX_CONCURRENT_RUNS; unset = no "
+        "limit.",
+    )
+    tenant_weights: str = Field(
+        default="",
+        description="Comma-separated tenant=weight pairs (weights 1..1000, default 1): a tenant of weight w "
+        "is admitted w times per turn of the others (R8).",
+    )
+    max_node_settings_length: int = Field(
+        default=16_384,
+        ge=1,
+        le=16_777_216,
+        description="Largest node settings, in bytes of JSON; larger ones are refused at compile and publish "
+        "(R9).",
+    )
     serde_allowed_classes: str = Field(
         default="",
         description=(
@@ -132,13 +172,39 @@ class Settings(BaseSettings):
         class_entries(value)
         return value
 
+    @field_validator("tenant_weights")
+    @classmethod
+    def _check_tenant_weights(cls, value: str) -> str:
+        tenant_weights(value)
+        return value
+
+    def weights(self) -> dict[str, int]:
+        """``GRAPHQ_TENANT_WEIGHTS`` as ``{tenant: weight}`` (tenants not named weigh 1)."""
+        return tenant_weights(self.tenant_weights)
+
     def check(self) -> Settings:
         """Cross-field checks; returns self.
 
         Raises:
-            ConfigError: heartbeat_interval_s is not below lease_ttl_s, or run_timeout_s exceeds
-                max_run_timeout_s.
+            ConfigError: heartbeat_interval_s is not below lease_ttl_s, run_timeout_s exceeds
+                max_run_timeout_s, max_concurrent_runs_per_tenant exceeds max_concurrent_runs, or
+                checkpointing is off while interrupted runs are to be resumed (that needs history).
         """
+        if (
+            self.max_concurrent_runs is not None
+            and self.max_concurrent_runs_per_tenant is not None
+            and self.max_concurrent_runs_per_tenant > self.max_concurrent_runs
+        ):
+            raise ConfigError(
+                f"GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT={self.max_concurrent_runs_per_tenant} must be in "
+                f"1..GRAPHQ_MAX_CONCURRENT_RUNS={self.max_concurrent_runs}"
+            )
+        if not self.enable_checkpointing and self.resume_interrupted_runs:
+            raise ConfigError(
+                "GRAPHQ_ENABLE_CHECKPOINTING=false cannot be combined with "
+                "GRAPHQ_RESUME_INTERRUPTED_RUNS=true: resuming an interrupted run needs its checkpoint "
+                "history (set one of them the other way)"
+            )
         if self.run_timeout_s > self.max_run_timeout_s:
             raise ConfigError(
                 f"GRAPHQ_RUN_TIMEOUT_S={self.run_timeout_s} must not exceed "
@@ -162,8 +228,48 @@ def load_settings() -> Settings:
         return Settings().check()
     except ValidationError as exc:
         err = exc.errors()[0]
-        name = "GRAPHQ_" + "_".join(str(p) for p in err["loc"]).upper()
-        raise ConfigError(f"{name}: {err['msg']} (got {err.get('input')!r})") from None
+        field = "_".join(str(p) for p in err["loc"])
+        allowed = allowed_range(field)
+        bound = err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+        rule = f"must be {allowed}" if allowed and bound else err["msg"]
+        raise ConfigError(f"GRAPHQ_{field.upper()}: {rule} (got {err.get('input')!r})") from None
+
+
+def allowed_range(field: str) -> str:
+    """The allowed range of a numeric setting as text, e.g. ``0 < value ≤ 3600``; "" when it has none.
+
+    Read from the field's pydantic constraints (``gt``/``ge``/``lt``/``le``), so the message and the check
+    cannot drift apart.
+    """
+    info = Settings.model_fields.get(field)
+    if info is None:
+        return ""
+    low = high = ""
+    for rule in info.metadata:
+        for attr, sign in (("gt", "<"), ("ge", "≤")):
+            if getattr(rule, attr, None) is not None:
+                low = f"{getattr(rule, attr)} {sign} "
+        for attr, sign in (("lt", "<"), ("le", "≤")):
+            if getattr(rule, attr, None) is not None:
+                high = f" {sign} {getattr(rule, attr)}"
+    return f"{low}value{high}" if low or high else ""
+
+
+def tenant_weights(value: str) -> dict[str, int]:
+    """Parse ``GRAPHQ_TENANT_WEIGHTS``: comma-separated ``tenant=weight`` pairs, blank entries ignored.
+
+    Raises:
+        ValueError: an entry is not ``tenant=weight`` with a weight in 1..1000.
+    """
+    weights: dict[str, int] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        tenant, sep, weight = entry.partition("=")
+        if not sep or not tenant.strip() or not weight.strip().isdigit() or not 1 <= int(weight) <= 1000:
+            raise ValueError(f"entry {entry!r} is not tenant=weight with a weight in 1..1000 (e.g. acme=3)")
+        weights[tenant.strip()] = int(weight)
+    return weights
 
 
 @lru_cache(maxsize=1)

@@ -236,14 +236,14 @@ def test_worker_registry_lists_live_workers(redis_client: redis.Redis) -> None:
         (
             "GRAPHQ_MAX_RESUME_ATTEMPTS",
             "101",
-            "GRAPHQ_MAX_RESUME_ATTEMPTS: Input should be less than or equal to 100",
+            "GRAPHQ_MAX_RESUME_ATTEMPTS: must be 0 ≤ value ≤ 100",
         ),
         (
             "GRAPHQ_MAX_RESUME_ATTEMPTS",
             "-1",
-            "GRAPHQ_MAX_RESUME_ATTEMPTS: Input should be greater than or equal to 0",
+            "GRAPHQ_MAX_RESUME_ATTEMPTS: must be 0 ≤ value ≤ 100",
         ),
-        ("GRAPHQ_REAPER_INTERVAL_S", "0", "GRAPHQ_REAPER_INTERVAL_S: Input should be greater than 0"),
+        ("GRAPHQ_REAPER_INTERVAL_S", "0", "GRAPHQ_REAPER_INTERVAL_S: must be 0 < value ≤ 600"),
     ],
 )
 def test_recovery_settings_are_range_checked(

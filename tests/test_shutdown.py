@@ -355,15 +355,15 @@ def test_shutdown_settings_defaults() -> None:
         (
             "GRAPHQ_DRAIN_TIMEOUT_S",
             "-1",
-            "GRAPHQ_DRAIN_TIMEOUT_S: Input should be greater than or equal to 0",
+            "GRAPHQ_DRAIN_TIMEOUT_S: must be 0 ≤ value ≤ 3600",
         ),
         (
             "GRAPHQ_DRAIN_TIMEOUT_S",
             "3601",
-            "GRAPHQ_DRAIN_TIMEOUT_S: Input should be less than or equal to 3600",
+            "GRAPHQ_DRAIN_TIMEOUT_S: must be 0 ≤ value ≤ 3600",
         ),
-        ("GRAPHQ_KILL_GRACE_S", "0", "GRAPHQ_KILL_GRACE_S: Input should be greater than 0"),
-        ("GRAPHQ_KILL_GRACE_S", "3601", "GRAPHQ_KILL_GRACE_S: Input should be less than or equal to 3600"),
+        ("GRAPHQ_KILL_GRACE_S", "0", "GRAPHQ_KILL_GRACE_S: must be 0 < value ≤ 3600"),
+        ("GRAPHQ_KILL_GRACE_S", "3601", "GRAPHQ_KILL_GRACE_S: must be 0 < value ≤ 3600"),
     ],
 )
 def test_shutdown_settings_are_range_checked(
