@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from rq import Queue, SimpleWorker
+from rq.job import Job
 from rq.serializers import JSONSerializer
 
 from graphcore.backend.connection import connect
@@ -127,14 +128,15 @@ def install_context(kv: Any, settings: Settings, graphs: Sequence[CompiledGraph]
     set_context(WorkerContext.build(kv, settings, Registry({g.name: g for g in graphs})))
 
 
-def run_burst(kv: Any, queue_name: str) -> tuple[float, TimedWorker]:
-    """Run a burst ``TimedWorker`` (JSON serializer, no scheduler) on ``queue_name`` until it is empty.
+def run_burst(kv: Any, queue_name: str, job_class: type[Job] = Job) -> tuple[float, TimedWorker]:
+    """Run a burst ``TimedWorker`` (JSON serializer, no scheduler) on ``queue_name`` until it is empty;
+    ``job_class``: RQ's ``Job``, or graphq's ``StepJob`` for step jobs (as ``graphq worker`` runs them).
 
     Returns:
         Wall seconds of ``work()`` from start to finish, and the worker (its ``durations``).
     """
     queue = Queue(queue_name, connection=kv, serializer=JSONSerializer)
-    worker = TimedWorker([queue], connection=kv, serializer=JSONSerializer)
+    worker = TimedWorker([queue], connection=kv, serializer=JSONSerializer, job_class=job_class)
     start = time.perf_counter()
     worker.work(burst=True, logging_level="WARNING", with_scheduler=False)
     return time.perf_counter() - start, worker

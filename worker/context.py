@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,8 +13,9 @@ from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.kv import LRU
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
+from worker.claim import ClaimAhead, claim_ahead
 from worker.commit import CommitScript
-from worker.queue import RQStepQueue
+from worker.queue import RQStepQueue, StepJob
 
 __all__ = ["WorkerContext", "get_context", "set_context"]
 
@@ -61,6 +63,12 @@ def set_context(ctx: WorkerContext) -> None:
     """Install the process's context (the worker does this before it starts taking jobs)."""
     global _context
     _context = ctx
+    StepJob.claim_ahead = functools.partial(_claim_ahead, ctx)
+
+
+def _claim_ahead(ctx: WorkerContext, job: Any, pipeline: Any, worker_name: str) -> ClaimAhead | None:
+    """StepJob's claim-ahead hook, bound to ``ctx`` (the claim names ``ctx.worker_id``, as step_job's)."""
+    return claim_ahead(ctx.settings, ctx.worker_id, job, pipeline)
 
 
 def get_context() -> WorkerContext:

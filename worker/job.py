@@ -20,6 +20,8 @@ import weakref
 from datetime import UTC, datetime
 from typing import Any
 
+from rq import get_current_job
+
 from graphcore import keys
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
@@ -43,6 +45,7 @@ from graphcore.errors import (
     RunNotFoundError,
 )
 from graphcore.types import TaskWrites
+from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
 from worker.commit import Completion, StepCommit
 from worker.context import WorkerContext, get_context
 from worker.fence import REFUSED, refused
@@ -63,8 +66,13 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         RunNotFoundError: the run record is gone.
     """
     ctx = get_context()
-    lease = Lease(ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s)
-    code, raw = outlast(lease.claim, step, now_iso(), CANCEL_ERROR.model_dump_json(), ctx.worker_id)
+    ahead, claimed = _claimed_ahead(run_id, thread_id, step)
+    lease = ahead or Lease(
+        ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s
+    )
+    if claimed is None:
+        claimed = outlast(lease.claim, step, now_iso(), CANCEL_ERROR_JSON, ctx.worker_id)
+    code, raw = claimed
     if code == 0:
         raise RunNotFoundError(f"no run with id {run_id!r}")
     run = RunRecord.from_hash(raw)
@@ -95,6 +103,19 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     finally:
         lease.release()
         retire_if_stuck()
+
+
+def _claimed_ahead(
+    run_id: str, thread_id: str, step: int
+) -> tuple[Lease | None, tuple[int, dict[bytes, bytes]] | None]:
+    """The lease and reply of the claim sent in RQ's start pipeline for this job (:mod:`worker.claim`):
+    ``(None, None)`` when there was none; ``(lease, None)`` when it has no usable reply (claim again with
+    that lease's token)."""
+    job = get_current_job()
+    ahead = getattr(job, "claim", None)
+    if not isinstance(ahead, ClaimAhead):
+        return None, None
+    return ahead.lease, ahead.result(run_id, thread_id, step)
 
 
 def _attempts(

@@ -85,15 +85,25 @@ class Lease:
             ``(code, run hash)``; code 0 = no such run, 1 = stale (finished or at another step),
             2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
         """
-        code, flat = script(self.kv, "claim_step")(
-            keys=[self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()],
-            args=[
-                *(self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT, self.member, worker_id),
-                keys.step_member(self.thread_id, self.run_id, step),
-            ],
-        )
+        script_keys, argv = self.claim_call(step, now, cancel_error, worker_id)
+        code, flat = script(self.kv, "claim_step")(keys=script_keys, args=argv)
         self.step = step
         return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
+
+    def claim_call(
+        self, step: int, now: str, cancel_error: str, worker_id: str
+    ) -> tuple[list[str], list[str | bytes | int]]:
+        """KEYS and ARGV of :meth:`claim`'s script (also sent ahead, :mod:`worker.claim`); sets ``step``."""
+        self.step = step
+        member = keys.step_member(self.thread_id, self.run_id, step)
+        argv: list[str | bytes | int] = [self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT]
+        argv += [self.member, worker_id, member]
+        return [self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()], argv
+
+    @property
+    def claim_sha(self) -> str:
+        """The SHA-1 of the claim script (for EVALSHA; it may not be loaded yet)."""
+        return str(script(self.kv, "claim_step").sha)
 
     def acquire(self) -> bool:
         """Take the lease if nobody holds it; True on success."""

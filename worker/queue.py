@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from rq import Queue
 from rq.job import Job
@@ -43,6 +44,15 @@ class StepJob(Job):
     naming another function fails with :class:`ForeignJobError` before anything is imported; callbacks,
     which graphq never sets, are ignored.
     """
+
+    claim_ahead: ClassVar[Callable[[Any, Any, str], Any] | None] = None
+    """Set by :func:`worker.context.set_context`: ``(job, pipeline, worker_name) -> claim or None`` queues
+    the step's claim on the pipeline in which RQ records the job's start (:mod:`worker.claim`)."""
+
+    def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
+        super().prepare_for_execution(worker_name, pipeline)
+        if StepJob.claim_ahead is not None and self.func_name == STEP_FUNC:
+            self.claim = StepJob.claim_ahead(self, pipeline, worker_name)
 
     @property
     def func(self) -> Any:

@@ -1,0 +1,80 @@
+"""The step's claim sent ahead, in the pipeline RQ runs as a step job starts (saves a round trip, P1).
+
+RQ's worker writes a job's start (its status, worker and heartbeat) in one MULTI pipeline just before it
+calls the job (``Job.prepare_for_execution``). :class:`worker.queue.StepJob` adds the step's claim
+(``claim_step.lua``, see :meth:`worker.lease.Lease.claim`) to that pipeline, so the claim costs no round trip
+of its own: a step job then makes one round trip beyond a bare RQ job, its commit.
+
+The claim's reply is kept on the job (:class:`ClaimAhead`). The step job uses it when it is a reply;
+anything else (the script not loaded after a Redis restart, a pipeline that never ran, a job started
+without RQ's worker) makes the step job claim again itself, with the same lease token, which the script
+recognises as its own claim (code 3) if the first one did take the lease.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphcore.backend.runs import CANCEL_ERROR, now_iso
+from graphcore.settings import Settings
+from worker.lease import Lease
+
+__all__ = ["CANCEL_ERROR_JSON", "ClaimAhead", "claim_ahead"]
+
+CANCEL_ERROR_JSON = CANCEL_ERROR.model_dump_json()
+"""The error record (JSON) a claim writes when a cancel request ends the run before its step."""
+
+
+@dataclass
+class ClaimAhead:
+    """A claim sent in RQ's start pipeline: the lease it took and, once the pipeline ran, its reply."""
+
+    args: tuple[str, str, int]
+    """The job's ``(run_id, thread_id, step)``, to match the call the claim was made for."""
+    lease: Lease
+    reply: Any = field(default=None)
+    """The script's reply (``[code, flat run hash]``), an exception object, or None (not run)."""
+
+    def result(self, run_id: str, thread_id: str, step: int) -> tuple[int, dict[bytes, bytes]] | None:
+        """``(code, run hash)`` as :meth:`Lease.claim` returns them, or None to claim again."""
+        if self.args != (run_id, thread_id, step) or not isinstance(self.reply, list):
+            return None
+        code, flat = self.reply
+        return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> ClaimAhead | None:
+    """Queue the claim of ``job``'s step on RQ's start ``pipeline`` (a MULTI pipeline of redis-py).
+
+    The pipeline's ``execute`` is wrapped for this one call, to keep the claim's reply (and to raise, as
+    redis-py would, only the errors of RQ's own commands). Returns None for a job whose arguments are not a
+    step job's ``(run_id, thread_id, step)``.
+    """
+    args = tuple(job.args or ())
+    if len(args) != 3 or not isinstance(args[2], int):
+        return None
+    run_id, thread_id, step = str(args[0]), str(args[1]), args[2]
+    previous = getattr(job, "claim", None)  # RQ's start retried through an outage: keep the token
+    lease = (
+        previous.lease
+        if isinstance(previous, ClaimAhead) and previous.args == (run_id, thread_id, step)
+        else Lease(job.connection, thread_id, run_id, settings.lease_ttl_s, settings.heartbeat_interval_s)
+    )
+    ahead = ClaimAhead((run_id, thread_id, step), lease)
+    script_keys, argv = lease.claim_call(step, now_iso(), CANCEL_ERROR_JSON, worker_id)
+    index = len(pipeline.command_stack)
+    pipeline.evalsha(lease.claim_sha, len(script_keys), *script_keys, *argv)
+    execute = pipeline.execute
+
+    def execute_keeping_claim(raise_on_error: bool = True) -> list[Any]:
+        replies: list[Any] = execute(raise_on_error=False)
+        ahead.reply = replies[index]
+        if raise_on_error:
+            for i, reply in enumerate(replies):
+                if i != index and isinstance(reply, Exception):
+                    raise reply
+        return replies
+
+    pipeline.execute = execute_keeping_claim
+    return ahead
