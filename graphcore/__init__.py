@@ -4,7 +4,13 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import RemoveMessage, add_messages
-from graphcore.engine.config import RunConfig, get_cancel_token, get_config, get_stream_writer
+from graphcore.engine.config import (
+    RunConfig,
+    get_cancel_token,
+    get_config,
+    get_node_settings,
+    get_stream_writer,
+)
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
 from graphcore.engine.retry import RetryPolicy
@@ -45,6 +51,7 @@ __all__ = [
     "add_messages",
     "get_cancel_token",
     "get_config",
+    "get_node_settings",
     "get_stream_writer",
     "interrupt",
 ]

@@ -33,6 +33,7 @@ def test_graphcore_exports() -> None:
         "add_messages",
         "get_cancel_token",
         "get_config",
+        "get_node_settings",
         "get_stream_writer",
         "interrupt",
     }

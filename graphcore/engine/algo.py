@@ -23,6 +23,7 @@ from graphcore.engine.channels import MISSING
 from graphcore.engine.compiled import Branch, GraphSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
+    NODE_SETTINGS_KEY,
     RESERVED_PREFIX,
     RESUME_KEY,
     RunConfig,
@@ -147,8 +148,11 @@ def _routes(
     return [pending for branch in branches for pending in _route(graph, branch, view)]
 
 
-def task_config(config: RunConfig, step: int, task: Task) -> RunConfig:
-    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1)."""
+def task_config(
+    config: RunConfig, step: int, task: Task, settings: Mapping[str, Any] | None = None
+) -> RunConfig:
+    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1) and the
+    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9)."""
     run = config.run_id or ""
     extra = {
         f"{RESERVED_PREFIX}run_id": run,
@@ -157,6 +161,7 @@ def task_config(config: RunConfig, step: int, task: Task) -> RunConfig:
         f"{RESERVED_PREFIX}task_id": task.id,
         f"{RESERVED_PREFIX}node": task.node,
         f"{RESERVED_PREFIX}idempotency_key": f"{run}:{step}:{task.id}",
+        NODE_SETTINGS_KEY: settings if settings is not None else {},
     }
     visible = {k: v for k, v in config.configurable.items() if k not in (RESUME_KEY, ANSWERS_KEY)}
     return config.model_copy(update={"configurable": {**visible, **extra}})
@@ -188,7 +193,7 @@ def run_task(
     if cancel is not None:
         cancel.raise_if_cancelled()  # no node starts once its run was cancelled (X3)
     spec = graph.nodes[task.node]
-    cfg = task_config(config, cp.step + 1, task)
+    cfg = task_config(config, cp.step + 1, task, spec.settings)
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
     answers = config.configurable.get(ANSWERS_KEY, {})
     ctx = TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
@@ -34,11 +35,23 @@ def _takes_config(fn: Callable[..., Any]) -> bool:
     return len(required) >= 2 or any(p.name == "config" for p in params)
 
 
-def _check_node_options(name: str, timeout: float | None, retry: object) -> None:
+def _check_node_options(name: str, timeout: float | None, retry: object, settings: object) -> None:
+    if settings is not None and not isinstance(settings, Mapping):
+        kind = type(settings).__name__
+        raise ConfigError(f"node {name!r}: settings must be a dict of JSON values (got a {kind})")
     if timeout is not None and not timeout > 0:  # also rejects NaN
         raise ConfigError(f"node {name!r}: timeout must be above 0 s (got {timeout})")
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise ConfigError(f"node {name!r}: retry must be a RetryPolicy (got {type(retry).__name__})")
+
+
+def _own_copy(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A deep copy of a node's settings (later changes to the caller's dict do not reach the graph); a value
+    that cannot be copied is kept as it is (not JSON: :meth:`StateGraph.compile` refuses it, naming it)."""
+    try:
+        return copy.deepcopy(dict(settings or {}))
+    except Exception:
+        return dict(settings or {})
 
 
 class StateGraph:
@@ -78,23 +91,28 @@ class StateGraph:
             timeout: node timeout in seconds, per try (G10), or None. A node still running after that many
                 seconds fails its step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel
                 token set.
-            settings: JSON-serialisable per-node settings.
+            settings: the node's settings, a dict of JSON values (R9), copied here. The node reads them
+                with :func:`~graphcore.engine.config.get_node_settings` or from its config,
+                ``config.configurable["__graphq_node_settings"]`` (always there, ``{}`` when none were
+                given); the workflow catalog shows them. Checked at :meth:`compile`: at most
+                ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` bytes of compact JSON.
             destinations: nodes reachable only through ``Command(goto=...)`` from this node.
             retry: the node's retry policy (G9); None tries it once.
 
         Raises:
             InvalidGraphError: the name is reserved, already used, or contains ':'.
-            ConfigError: ``timeout`` is not above 0, or ``retry`` is not a :class:`RetryPolicy`.
+            ConfigError: ``timeout`` is not above 0, ``retry`` is not a :class:`RetryPolicy`, or
+                ``settings`` is not a mapping.
         """
         if name in (START, END) or ":" in name or not name:
             raise InvalidGraphError(f"node name {name!r} is reserved or invalid (no ':' and not START/END)")
         if name in self.nodes:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
-        _check_node_options(name, timeout, retry)
+        _check_node_options(name, timeout, retry, settings)
         if _is_compiled_graph(fn):
             fn = SubgraphNode(cast("CompiledGraph", fn), self.schema)
         self.nodes[name] = NodeSpec(
-            name, fn, _takes_config(fn), timeout, dict(settings or {}), tuple(destinations), retry
+            name, fn, _takes_config(fn), timeout, _own_copy(settings), tuple(destinations), retry
         )
         return self
 
@@ -141,6 +159,8 @@ class StateGraph:
 
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node.
+            ConfigError: a node's settings hold a value that is not JSON (naming the node and the path) or
+                are longer than ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (naming the node, the size and the limit).
         """
         validate(self)
         return CompiledGraph(self, name=name or "graph", checkpointer=checkpointer, defaults=config or {})

@@ -20,6 +20,7 @@ from graphcore.settings import get_settings
 
 __all__ = [
     "ANSWERS_KEY",
+    "NODE_SETTINGS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
     "RunConfig",
@@ -30,6 +31,7 @@ __all__ = [
     "current_task_or_none",
     "get_cancel_token",
     "get_config",
+    "get_node_settings",
     "get_stream_writer",
     "merge_config",
     "run_scope",
@@ -43,6 +45,17 @@ RESUME_KEY = f"{RESERVED_PREFIX}resume"
 
 ANSWERS_KEY = f"{RESERVED_PREFIX}answers"
 """``configurable`` key carrying every answer given for a step (interrupt id → value), for subgraphs."""
+
+NODE_SETTINGS_KEY = f"{RESERVED_PREFIX}node_settings"
+"""``configurable`` key carrying the running node's settings (``add_node(..., settings=...)``, R9), ``{}``
+when it has none.
+
+Under the reserved prefix so that it cannot collide with a user's ``configurable`` key (``node_settings``
+may well be one) nor with LangGraph's (``thread_id``, ``checkpoint_ns``, ``checkpoint_id`` and its
+internal ``__pregel_*`` keys); not in ``metadata``, which carries the run's own metadata (LangGraph puts a
+node's ``metadata`` there, for tracing). A subgraph's nodes see their own settings, not their parent
+node's (reserved keys are not inherited).
+"""
 
 
 class RunConfig(BaseModel):
@@ -62,6 +75,10 @@ class RunConfig(BaseModel):
         run_timeout_s: seconds from the run's creation (queue wait included) after which it ends Canceled,
             checked between super-steps (R15); None → ``GRAPHQ_RUN_TIMEOUT_S``. At most
             ``GRAPHQ_MAX_RUN_TIMEOUT_S`` (R11).
+        max_concurrent_runs: at most this many runs of the workflow hold a slot at once, cluster-wide (R8);
+            a workflow option (``compile(config=...)``): it lowers ``GRAPHQ_MAX_CONCURRENT_RUNS`` for its
+            own runs, which are also counted against that one. None → no limit of the workflow's own.
+        max_concurrent_runs_per_tenant: the same per tenant, besides ``GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -75,6 +92,8 @@ class RunConfig(BaseModel):
     resume_if_exists: bool = True
     checkpoint_id: str | None = None
     run_timeout_s: float | None = Field(default=None, gt=0)
+    max_concurrent_runs: int | None = Field(default=None, ge=1, le=1_000_000)
+    max_concurrent_runs_per_tenant: int | None = Field(default=None, ge=1, le=1_000_000)
 
     def run_timeout(self) -> float:
         """The effective run timeout in seconds (R11, R15).
@@ -137,7 +156,8 @@ class TaskContext:
     and the answers to its ``interrupt()`` calls.
 
     ``config.configurable`` holds ``__graphq_run_id``, ``__graphq_thread_id``, ``__graphq_step``,
-    ``__graphq_task_id`` and ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1).
+    ``__graphq_task_id``, ``__graphq_node``, ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1)
+    and ``__graphq_node_settings`` (the node's settings, :data:`NODE_SETTINGS_KEY`).
     """
 
     config: RunConfig
@@ -224,6 +244,19 @@ def get_config() -> RunConfig:
         OutsideRunError: called outside a running node.
     """
     return current_task("get_config").config
+
+
+def get_node_settings() -> dict[str, Any]:
+    """The running node's settings, as given to ``add_node(..., settings=...)`` (R9); ``{}`` when none.
+
+    The same object for every task of the node: read it, do not change it. Also in the node's config as
+    ``config.configurable["__graphq_node_settings"]`` (:data:`NODE_SETTINGS_KEY`).
+
+    Raises:
+        OutsideRunError: called outside a running node.
+    """
+    settings: dict[str, Any] = current_task("get_node_settings").config.configurable[NODE_SETTINGS_KEY]
+    return settings
 
 
 def get_cancel_token() -> CancelToken:

@@ -1,13 +1,82 @@
 """Compile-time checks of a graph's parts, as the builder (:class:`~graphcore.engine.builder.StateGraph`)
-holds them (G1)."""
+holds them (G1), and of node settings (R9)."""
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
 from graphcore.engine.compiled import GraphParts
-from graphcore.errors import InvalidGraphError
+from graphcore.errors import ConfigError, InvalidGraphError
+from graphcore.settings import get_settings
 from graphcore.types import END, START
 
-__all__ = ["validate"]
+__all__ = ["canonical_json", "check_node_settings", "validate"]
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as canonical compact JSON: keys sorted, no spaces, UTF-8 characters kept (not escaped).
+
+    The same value gives the same text in every process (version hashes of the workflow catalog).
+
+    Raises:
+        ValueError: ``value`` holds NaN or an infinity; TypeError: a value JSON cannot carry.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _non_json_path(value: Any, path: str) -> tuple[str, str] | None:
+    """The first place in ``value`` that is not plain JSON, as (path, what is there), or None."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, f"{value} is not a JSON number")
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _non_json_path(item, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"key {key!r} is a {type(key).__name__}, not a string"
+            found = _non_json_path(item, f"{path}.{key}")
+            if found:
+                return found
+        return None
+    return path, f"a {type(value).__name__} is not a JSON value (use dict, list, str, int, float, bool, None)"
+
+
+def check_node_settings(node: str, settings: Mapping[str, Any], limit: int | None = None) -> str:
+    """Check one node's settings (R9) and return them as canonical compact JSON.
+
+    Args:
+        node: the node's name, for the messages.
+        settings: the node's settings: a dict of JSON values (dict with string keys, list, str, int,
+            finite float, bool, None; tuples and other types are refused, not converted).
+        limit: largest size in bytes of the compact JSON (UTF-8); None → ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH``.
+            Empty settings always pass.
+
+    Raises:
+        ConfigError: a value is not JSON (naming the node and the path, e.g. ``settings.retries[2]``), or the
+            JSON is longer than ``limit`` (naming the node, the size and the limit, in bytes).
+    """
+    if not settings:
+        return "{}"  # no settings: nothing to measure (the settings are not read either)
+    found = _non_json_path(dict(settings), "settings")
+    if found:
+        raise ConfigError(f"node {node!r}: {found[0]}: {found[1]}")
+    text = canonical_json(dict(settings))
+    limit = get_settings().max_node_settings_length if limit is None else limit
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise ConfigError(
+            f"node {node!r}: settings are {size} bytes of JSON, above GRAPHQ_MAX_NODE_SETTINGS_LENGTH={limit}"
+        )
+    return text
 
 
 def _check_edges(graph: GraphParts, known: set[str]) -> None:
@@ -72,9 +141,13 @@ def validate(graph: GraphParts) -> None:
     Raises:
         InvalidGraphError: with a message naming the offending node or edge: unknown node, edge to
             nowhere, no entry point (nothing leaves START), or a node that no path from START reaches.
+        ConfigError: a node's settings are not JSON or are above ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH``
+            (see :func:`check_node_settings`).
     """
     if not graph.nodes:
         raise InvalidGraphError("graph has no nodes")
+    for spec in graph.nodes.values():
+        check_node_settings(spec.name, spec.settings)
     _check_names(graph)
     succ = _successors(graph)
     if not succ[START]:

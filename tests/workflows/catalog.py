@@ -1,0 +1,43 @@
+"""A workflow with node settings, for the catalog tests (R9).
+
+``CATALOG_TEST_TEMPERATURE`` (read when the module is imported) sets one node's settings, so that two
+processes can serve two versions of the same workflow.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypedDict
+
+from graphcore import END, START, RunConfig, StateGraph, get_node_settings
+from graphcore.engine.config import NODE_SETTINGS_KEY
+
+TEMPERATURE = float(os.environ.get("CATALOG_TEST_TEMPERATURE", "0.5"))
+SETTINGS = {"model": "small", "temperature": TEMPERATURE, "stops": ["\n", "é"], "extra": {"n": 2, "x": None}}
+
+
+class Conf(TypedDict, total=False):
+    seen: dict[str, Any]
+    via_config: dict[str, Any]
+    plain_seen: dict[str, Any]
+
+
+def configured(state: Conf, config: RunConfig) -> dict[str, Any]:
+    return {"seen": get_node_settings(), "via_config": config.configurable[NODE_SETTINGS_KEY]}
+
+
+def plain(state: Conf) -> dict[str, Any]:
+    return {"plain_seen": get_node_settings()}
+
+
+def route(state: Conf) -> str:
+    return "plain" if state.get("seen") else END
+
+
+_g = StateGraph(Conf)
+_g.add_node("configured", configured, settings=SETTINGS, timeout=30)
+_g.add_node("plain", plain)
+_g.add_edge(START, "configured")
+_g.add_conditional_edges("configured", route, {"plain": "plain", "end": END})
+_g.add_edge("plain", END)
+configured_graph = _g.compile(name="configured")
