@@ -14,6 +14,8 @@ graphq [--redis-url URL] [--workflows MODULES]
   workflows list          registered workflows
   workers                 the live workers (the run and step each holds)
   reaper                  act on lapsed leases: continue interrupted runs (--once)
+  disable | enable        the kill switch: refuse new runs, take no step (--reason); on again
+  enabled                 whether graphq is on or off, and why
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from cli.errors import GraphqGroup
 from cli.run import run
 from cli.runs import runs
 from cli.state import state
+from cli.switch import disable, enable, enabled
 from cli.worker import worker
 from cli.workers import reaper, workers
 from cli.workflows import workflows
@@ -94,6 +97,9 @@ main.add_command(state)
 main.add_command(workflows)
 main.add_command(workers)
 main.add_command(reaper)
+main.add_command(disable)
+main.add_command(enable)
+main.add_command(enabled)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,6 +30,7 @@ from graphcore.backend.client import Client, RunRequest, check_request
 from graphcore.backend.connection import connect, redact_url
 from graphcore.backend.events import Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import Multitask
 from graphcore.engine.registry import Registry
 from graphcore.errors import GraphqError, PermanentError
@@ -324,7 +325,9 @@ def run(
     if app.local:
         make_data_dir(app.settings.data_dir)
     try:
-        console.print(redis_line(app, app.url(local=True)), markup=False)
+        url = app.url(local=True)
+        refuse_if_off(app.kv(local=True).get(keys.switch()), app.settings.enabled)  # before any output (R6)
+        console.print(redis_line(app, url), markup=False)
         client = app.client(local=True)
         record = _execute(app, client, request, console, started, cast(Multitask, multitask))
     except KeyboardInterrupt:

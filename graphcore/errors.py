@@ -12,6 +12,7 @@ __all__ = [
     "Cancelled",
     "CheckpointNotFoundError",
     "ConfigError",
+    "DisabledError",
     "GraphqError",
     "InvalidGraphError",
     "InvalidUpdateError",
@@ -67,6 +68,11 @@ class SerializationError(PermanentError):
 
 class ConfigError(PermanentError):
     """A setting or run option is out of range or unknown; the message names the setting."""
+
+
+class DisabledError(PermanentError):
+    """New runs are refused: the kill switch is off (R6), cluster-wide (``graphq disable``) or in this
+    process (``GRAPHQ_ENABLED=false``); the message names which, and how to turn it on again."""
 
 
 class OutsideRunError(GraphqError, RuntimeError):

@@ -29,6 +29,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:recovery               zset   recovery_member(kind, T, RUN) -> when staged: reaped runs whose job
                                          (kind "enqueue") or thread hand-over ("handover") is still to do
     graphq:reaper:lock            string owner token of the active reaper
+    graphq:disabled               string the kill switch (R6): present = off; JSON {reason, since}
+    rq:suspended                  string RQ's own worker suspension, set and cleared with graphq:disabled
     graphq:workers                zset   worker id -> heartbeat expiry, ms since the epoch
     graphq:worker:ID              hash   a live worker's record (expires with its heartbeat)
 
@@ -58,12 +60,14 @@ __all__ = [
     "recovery",
     "recovery_member",
     "requests",
+    "rq_suspended",
     "run",
     "run_events",
     "run_threads",
     "runs_index",
     "step_member",
     "steps_index",
+    "switch",
     "thread_active",
     "thread_pattern",
     "thread_runs",
@@ -224,6 +228,18 @@ def recovery_member(kind: str, thread: str, run_id: str) -> str:
 def reaper_lock() -> str:
     """The owner token of the one active reaper (compare-and-expire to renew, compare-and-delete)."""
     return f"{PREFIX}:reaper:lock"
+
+
+def switch() -> str:
+    """The kill switch (R6): absent = on; present = off, holding JSON ``{"reason", "since"}``. Clients read it
+    in the transaction that creates runs; workers before they take a job."""
+    return f"{PREFIX}:disabled"
+
+
+def rq_suspended() -> str:
+    """RQ's worker suspension key (``rq.suspension.WORKERS_SUSPENDED``, named here so that graphcore need not
+    import rq): ``graphq disable`` sets it with :func:`switch`, so RQ's own tools see the suspension too."""
+    return "rq:suspended"
 
 
 def workers() -> str:

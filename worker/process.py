@@ -17,6 +17,7 @@ from worker.context import WorkerContext, set_context
 from worker.liveness import new_worker_id, start_liveness
 from worker.outage import outage_proof
 from worker.queue import StepJob
+from worker.switch import switchable
 
 __all__ = ["run_worker"]
 
@@ -52,7 +53,7 @@ def run_worker(
     if not queues:
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
     ctx.worker_id = new_worker_id()
-    worker_class = outage_proof(worker_class)  # its loop outlives Redis outages
+    worker_class = outage_proof(switchable(worker_class))  # kill switch (R6); outlives Redis outages
     worker = worker_class(
         queues, connection=client, serializer=JSONSerializer, name=ctx.worker_id, job_class=StepJob
     )

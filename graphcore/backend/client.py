@@ -17,6 +17,7 @@ from redis.exceptions import WatchError
 from graphcore import keys
 from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
+from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import (
     MULTITASK_POLICIES,
     Multitask,
@@ -32,6 +33,7 @@ from graphcore.engine.inputs import check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, RunNotFoundError
+from graphcore.settings import get_settings
 from graphcore.types import START, Interrupt
 
 __all__ = ["Client", "RunRequest", "StepQueue", "check_request"]
@@ -171,7 +173,10 @@ class Client:
             InputTooLargeError: an input is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
             ThreadBusyError: ``multitask="reject"`` and a thread has an active run (or two requests share a
                 thread); nothing is written.
+            DisabledError: the kill switch is off (R6: ``graphq disable``, or ``GRAPHQ_ENABLED=false`` here);
+                nothing is written.
         """
+        refuse_if_off(None, get_settings().enabled)
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         if multitask not in MULTITASK_POLICIES:
@@ -186,12 +191,15 @@ class Client:
 
     def _admit(self, records: Sequence[RunRecord], multitask: Multitask) -> list[str]:
         """One optimistic try: create the runs; the first on an idle thread becomes active (its step-0 job
-        is enqueued), the others wait in the thread's line."""
+        is enqueued), the others wait in the thread's line. The kill switch is read in the same round trip as
+        the threads' active runs, and watched: no run is created once ``graphq disable`` has returned."""
         assert self.queue is not None
         threads = list(dict.fromkeys(r.thread_id for r in records))
         with self.kv.pipeline(transaction=True) as pipe:
-            pipe.watch(*[keys.thread_active(t) for t in threads])
-            busy = {t for t in threads if pipe.get(keys.thread_active(t)) is not None}
+            pipe.watch(keys.switch(), *[keys.thread_active(t) for t in threads])
+            *active, switch = pipe.mget([*[keys.thread_active(t) for t in threads], keys.switch()])
+            refuse_if_off(switch, True)
+            busy = {t for t, run_id in zip(threads, active, strict=True) if run_id is not None}
             if multitask == "reject":
                 _refuse_busy(records, busy)
             pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode

@@ -1,0 +1,97 @@
+"""The kill switch in the worker loop (R6): while it is off, a worker takes no step job.
+
+RQ's worker already stops between jobs while ``rq:suspended`` exists (``check_for_suspension``: it beats
+its heartbeat, sleeps a second and looks again). :func:`switchable` makes that check graphq's: a worker is
+suspended while the graphq switch key (:mod:`graphcore.backend.switch`) or RQ's key exists, or while its
+process has ``GRAPHQ_ENABLED=false``; it keeps its RQ heartbeat meanwhile (and its graphq heartbeat, a
+thread of its own) and goes on within a second of ``graphq enable``.
+
+A worker that was waiting in RQ's blocking dequeue when the switch went off takes the next job that
+arrives; it looks at the switch again before running it and, off, puts the job back at the head of its
+queue (out of RQ's intermediate queue, in one transaction) and waits. So a step job that is queued stays
+queued, and a step that was running finishes and commits; its next step's job waits in the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, TypeVar, cast
+
+from rq import SimpleWorker
+from rq.exceptions import StopRequested
+from rq.worker.base import WorkerStatus
+
+from graphcore import keys
+from graphcore.backend.connection import outlast
+from graphcore.settings import get_settings
+
+__all__ = ["POLL_S", "switchable"]
+
+log = logging.getLogger("graphq.worker")
+
+POLL_S = 1.0
+"""How often a suspended worker looks at the switch again, seconds (RQ's own interval)."""
+
+_W = TypeVar("_W", bound=SimpleWorker)
+
+
+class _KillSwitch(SimpleWorker):
+    """The mixin (before the worker class in the MRO): graphq's kill switch as RQ's suspension."""
+
+    def suspended(self) -> bool:
+        """Whether this worker must take no job now: one round trip that also beats RQ's heartbeat."""
+        with self.connection.pipeline() as pipe:
+            self.heartbeat(pipeline=pipe)
+            pipe.exists(keys.switch(), keys.rq_suspended())
+            off = int(pipe.execute()[-1]) > 0
+        return off or not get_settings().enabled
+
+    def check_for_suspension(self, burst: bool) -> None:
+        """Wait while the switch is off (RQ's loop, on graphq's switch); in burst mode, stop instead."""
+        before: Any = None
+        while not self._stop_requested and outlast(self.suspended):
+            if burst:
+                log.info("worker %s: graphq is disabled, ending the burst", self.name)
+                raise StopRequested
+            if before is None:
+                log.warning(
+                    "worker %s: graphq is disabled (kill switch); waiting for `graphq enable`", self.name
+                )
+                before = self.get_state()
+                outlast(self.set_state, WorkerStatus.SUSPENDED)
+            time.sleep(POLL_S)
+        if before is not None:
+            log.warning("worker %s: graphq is enabled again; taking jobs", self.name)
+            outlast(self.set_state, before)
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        """RQ's dequeue; a job taken while the switch is off goes back to the head of its queue and the
+        worker waits for the switch (``timeout`` None: RQ's burst mode)."""
+        while True:
+            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            if result is None or not outlast(self.suspended):
+                return result
+            job, queue = result
+            outlast(_put_back, self.connection, queue, job.id)
+            log.warning("worker %s: graphq is disabled; job %s put back on %s", self.name, job.id, queue.name)
+            self.check_for_suspension(timeout is None)
+            if self._stop_requested:
+                return None
+
+
+def _put_back(kv: Any, queue: Any, job_id: str) -> None:
+    """Return a dequeued job to the head of ``queue`` (and out of RQ's intermediate queue), atomically."""
+    with kv.pipeline(transaction=True) as pipe:
+        pipe.lrem(queue.intermediate_queue_key, 1, job_id)
+        pipe.lpush(queue.key, job_id)
+        pipe.execute()
+
+
+def switchable(worker_class: type[_W]) -> type[_W]:
+    """A subclass of the RQ worker class ``worker_class`` that honours graphq's kill switch (see the
+    module's docstring)."""
+    if issubclass(worker_class, _KillSwitch):
+        return worker_class
+    made = type(f"Switchable{worker_class.__name__}", (_KillSwitch, worker_class), {})
+    return cast("type[_W]", made)
