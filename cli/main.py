@@ -11,7 +11,7 @@ graphq [--redis-url URL] [--workflows MODULES]
   runs requests | answer  a paused run's open requests; answer them (human in the loop)
   runs cancel | resume    cancel a run; continue an ended run's thread in a new run
   state THREAD            a thread's state (--history with branches, --checkpoint ID)
-  workflows list          registered workflows
+  workflows list | show   the workflow catalog: what the workers serve (no workflow code needed)
   workers                 the live workers (the run and step each holds)
   reaper                  act on lapsed leases: continue interrupted runs (--once)
   disable | enable        the kill switch: refuse new runs, take no step (--reason); on again

@@ -1,29 +1,213 @@
-"""``graphq workflows list``: the registered workflows and their nodes."""
+"""``graphq workflows list | show NAME``: the workflow catalog (R9), plus the workflows loaded here.
+
+Both read the catalog the workers publish in Redis (:mod:`graphcore.backend.catalog`), so they need no
+workflow code: no ``--workflows``. Workflows this process loads (entry points, ``--workflows``) that no
+worker published are listed too, with their source ``local`` and the version their code has here.
+Without a Redis URL the catalog is read from the local data of ``graphq run`` when there is some.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 import click
 
 from cli.context import AppContext
-from cli.output import output_option, print_json, print_table
+from cli.output import err_console, output_option, print_json, print_table, short, when
+from graphcore.backend.catalog import CatalogEntry, read_catalog
+from graphcore.backend.reaper import iso_ms
+from graphcore.engine.describe import describe, version_of
+from graphcore.engine.validate import canonical_json
+from graphcore.errors import ConfigError, UnknownWorkflowError
 
 __all__ = ["workflows"]
 
+_SHORT = 12
+"""Hex digits of a version shown in tables (``-o json`` has all 64)."""
 
-@click.group(short_help="Inspect the registered workflows.")
+
+@dataclass
+class _Version:
+    version: str
+    description: dict[str, Any]
+    published_at: str | None
+    served_by: list[str]
+    local: bool
+
+    @property
+    def source(self) -> str:
+        """``catalog`` (published by a worker), ``local`` (only loaded here) or ``catalog+local`` (both)."""
+        published = self.published_at is not None
+        return "catalog+local" if published and self.local else "catalog" if published else "local"
+
+
+@dataclass
+class _Workflow:
+    name: str
+    versions: list[_Version] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        """``catalog``, ``local`` or ``catalog+local``: whether any version was published, any loaded here."""
+        published = any(v.published_at is not None for v in self.versions)
+        local = any(v.local for v in self.versions)
+        return "catalog+local" if published and local else "catalog" if published else "local"
+
+
+def _published(app: AppContext, name: str | None) -> list[CatalogEntry]:
+    """The catalog; without a Redis URL, that of the local data (none when there is no local data)."""
+    if app.local:
+        try:
+            kv = app.kv(local=True, share=True)
+        except ConfigError:
+            return []
+    else:
+        kv = app.kv()
+    return read_catalog(kv, name)
+
+
+def _gather(app: AppContext, name: str | None = None) -> list[_Workflow]:
+    """Published workflows merged with the local registry's, by name."""
+    found: dict[str, _Workflow] = {}
+    for entry in _published(app, name):
+        found[entry.name] = _Workflow(
+            entry.name,
+            [
+                _Version(v.version, v.description, iso_ms(v.published_ms), v.served_by, False)
+                for v in entry.versions
+            ],
+        )
+    registry = app.registry
+    for local in registry.names() if name is None else [n for n in registry.names() if n == name]:
+        description = describe(registry.get(local), app.settings.max_node_settings_length)
+        version = version_of(description)
+        flow = found.setdefault(local, _Workflow(local))
+        same = [v for v in flow.versions if v.version == version]
+        if same:
+            same[0].local = True
+        else:
+            flow.versions.append(_Version(version, description, None, [], True))
+    return [found[n] for n in sorted(found)]
+
+
+def _version_json(v: _Version, whole: bool) -> dict[str, Any]:
+    """A version as JSON: with its whole description (``show``), or its node names only (``list``)."""
+    head = {"version": v.version, "published_at": v.published_at, "served_by": v.served_by, "local": v.local}
+    if not whole:
+        return {**head, "nodes": [n["name"] for n in v.description["nodes"]]}
+    return {**head, **{k: v.description[k] for k in ("channels", "nodes", "edges")}}
+
+
+def _workflow_json(flow: _Workflow, whole: bool) -> dict[str, Any]:
+    nodes = [n["name"] for n in flow.versions[0].description["nodes"]]
+    versions = [_version_json(v, whole) for v in flow.versions]
+    return {"name": flow.name, "source": flow.source, "nodes": nodes, "versions": versions}
+
+
+@click.group(short_help="The workflow catalog: what the workers serve.")
 def workflows() -> None:
-    """Inspect the registered workflows (entry points plus --workflows modules)."""
+    """The workflow catalog: every workflow the workers published (name, version, nodes and their settings,
+    edges, the live workers serving it), readable from any machine without the workflow's code; plus the
+    workflows this process loads (entry points, --workflows) that no worker published."""
 
 
 @workflows.command("list")
 @output_option
 @click.pass_obj
 def list_workflows(app: AppContext, output: str) -> None:
-    """List workflow names and their nodes."""
-    registry = app.registry
-    items = [{"name": name, "nodes": list(registry.get(name).nodes)} for name in registry.names()]
+    """List workflows, one row per version (newest first): name, version (its first 12 hex digits), nodes,
+    how many live workers serve it, source (catalog: published by a worker; local: only loaded here, not
+    published; catalog+local: both, the same version). A workflow served in two versions at once gets a
+    note on stderr.
+
+    \b
+    -o json: [{"name", "source", "nodes": [names, newest version], "versions": [{"version": 64 hex,
+    "published_at": ISO UTC | null, "served_by": [worker ids], "local": bool, "nodes": [names]}]}]"""
+    flows = _gather(app)
     if output == "json":
-        print_json(items)
+        print_json([_workflow_json(f, whole=False) for f in flows])
         return
-    rows = [(i["name"], ", ".join(i["nodes"])) for i in items]
-    print_table(("workflow", "nodes"), rows, no_wrap=("workflow",))
+    rows = [
+        (
+            f.name,
+            v.version[:_SHORT],
+            ", ".join(n["name"] for n in v.description["nodes"]),
+            len(v.served_by),
+            v.source,
+        )
+        for f in flows
+        for v in f.versions
+    ]
+    print_table(
+        ("workflow", "version", "nodes", "served by", "source"), rows, no_wrap=("workflow", "version")
+    )
+    _note_versions(flows)
+
+
+def _note_versions(flows: list[_Workflow]) -> None:
+    """One stderr line per workflow that live workers serve in more than one version."""
+    for flow in flows:
+        served = [v for v in flow.versions if v.served_by]
+        if len(served) > 1:
+            each = ", ".join(f"{v.version[:_SHORT]} by {len(v.served_by)}" for v in served)
+            err_console().print(f"note: workflow {flow.name!r} is served in {len(served)} versions ({each})")
+
+
+def _edge_row(edge: dict[str, Any]) -> tuple[str, str, str, str]:
+    targets = edge["targets"]
+    return (
+        edge["kind"],
+        " + ".join(edge["sources"]),
+        "any node (the router decides)" if targets is None else ", ".join(targets),
+        edge["router"] or "",
+    )
+
+
+def _print_version(v: _Version) -> None:
+    served = ", ".join(v.served_by) or "no live worker"
+    published = when(v.published_at) + " UTC" if v.published_at else "not published (loaded here)"
+    click.echo(f"version {v.version}\n  served by: {served}\n  published: {published}")
+    nodes = [
+        (
+            n["name"],
+            short(canonical_json(n["settings"])),
+            "" if n["timeout_s"] is None else n["timeout_s"],
+            "" if n["retry"] is None else f"{n['retry']['max_attempts']} attempts",
+            n["fn"] or f"subgraph {n['subgraph']['name']} {n['subgraph']['version'][:_SHORT]}",
+        )
+        for n in v.description["nodes"]
+    ]
+    print_table(("node", "settings", "timeout (s)", "retry", "function"), nodes, no_wrap=("node",))
+    print_table(("edge", "from", "to", "router"), [_edge_row(e) for e in v.description["edges"]])
+    configured = [n for n in v.description["nodes"] if n["settings"]]
+    if configured:
+        click.echo("  settings (whole):")
+    for n in configured:
+        click.echo(f"    {n['name']}: {canonical_json(n['settings'])}")
+
+
+@workflows.command("show")
+@click.argument("name")
+@output_option
+@click.pass_obj
+def show_workflow(app: AppContext, name: str, output: str) -> None:
+    """Show workflow NAME: each version (newest first) with the live workers serving it, its nodes with
+    their settings, and its edges (conditional ones with the targets their path_map allows). An unknown
+    NAME exits 2.
+
+    \b
+    -o json: {"name", "source", "nodes", "versions": [{"version", "published_at", "served_by", "local",
+    "channels": [{"name", "reducer"}], "nodes": [{"name", "fn", "subgraph", "settings", "timeout_s",
+    "retry"}], "edges": [{"kind": edge|conditional|join|command, "sources", "targets", "router"}]}]}"""
+    flows = _gather(app, name)
+    if not flows:
+        known = ", ".join(f.name for f in _gather(app)) or "none"
+        raise UnknownWorkflowError(f"unknown workflow {name!r}; known workflows: {known}")
+    [flow] = flows
+    if output == "json":
+        print_json(_workflow_json(flow, whole=True))
+        return
+    click.echo(f"workflow {flow.name} ({flow.source}, {len(flow.versions)} version(s))")
+    for v in flow.versions:
+        _print_version(v)

@@ -33,6 +33,11 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     rq:suspended                  string RQ's own worker suspension, set and cleared with graphq:disabled
     graphq:workers                zset   worker id -> heartbeat expiry, ms since the epoch
     graphq:worker:ID              hash   a live worker's record (expires with its heartbeat)
+    graphq:catalog                zset   workflow name -> when a worker last published it (ms), R9
+    graphq:catalog:W:versions     hash   version hash -> the workflow's description (canonical JSON)
+    graphq:catalog:W:seen         zset   version hash -> when a worker last published it (ms)
+    graphq:catalog:W:workers      zset   catalog_member(VERSION, WORKER) -> when published (ms); read
+                                         through the worker registry's liveness (a dead worker drops out)
 
 The lease, recovery and worker keys are global (one slot), like the run index: the lease index is kept
 by the claim, renewal, release and commit scripts, which therefore touch one global key besides the
@@ -47,6 +52,11 @@ __all__ = [
     "PREFIX",
     "answers",
     "busy_threads",
+    "catalog",
+    "catalog_member",
+    "catalog_seen",
+    "catalog_versions",
+    "catalog_workers",
     "channel_log",
     "channel_values",
     "checkpoints",
@@ -250,3 +260,30 @@ def workers() -> str:
 def worker(worker_id: str) -> str:
     """Hash of a live worker's record (id, host, pid, queues, started, current run and step)."""
     return f"{PREFIX}:worker:{worker_id}"
+
+
+def catalog() -> str:
+    """Sorted set of the workflow names in the workflow catalog, scored by when a worker last published one
+    (ms since the epoch, Redis's clock)."""
+    return f"{PREFIX}:catalog"
+
+
+def catalog_versions(workflow: str) -> str:
+    """Hash version hash → the description of that version of ``workflow`` (canonical JSON)."""
+    return f"{PREFIX}:catalog:{workflow}:versions"
+
+
+def catalog_seen(workflow: str) -> str:
+    """Sorted set of ``workflow``'s version hashes, scored by when a worker last published each (ms)."""
+    return f"{PREFIX}:catalog:{workflow}:seen"
+
+
+def catalog_workers(workflow: str) -> str:
+    """Sorted set of :func:`catalog_member` (which worker published which version of ``workflow``), scored
+    by when (ms); only members whose worker is live in :func:`workers` count as serving."""
+    return f"{PREFIX}:catalog:{workflow}:workers"
+
+
+def catalog_member(version: str, worker_id: str) -> str:
+    """The member of :func:`catalog_workers` for ``worker_id`` serving ``version`` (a hex hash: no ``:``)."""
+    return f"{version}:{worker_id}"

@@ -9,6 +9,7 @@ from typing import Any
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
+from graphcore.backend.catalog import publish
 from graphcore.backend.connection import connect
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
@@ -33,7 +34,8 @@ def run_worker(
 ) -> bool:
     """Run one worker in this process until stopped (or, with ``burst``, until its queues are empty).
 
-    It listens on the queue of every workflow in ``registry`` (one queue per workflow).
+    It listens on the queue of every workflow in ``registry`` (one queue per workflow), and publishes them
+    in the workflow catalog once its heartbeat is written (:func:`graphcore.backend.catalog.publish`).
     ``worker_class``: the RQ worker class (``graphq worker`` runs :class:`worker.supervisor.SupervisedWorker`
     children under a supervising parent).
 
@@ -42,7 +44,8 @@ def run_worker(
 
     Raises:
         RedisUnavailableError: Redis cannot be reached.
-        ConfigError: there are no workflows to work on.
+        ConfigError: there are no workflows to work on, or a node's settings are above
+            ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (refused at publish, naming workflow, node, size and limit).
     """
     settings = settings or get_settings()
     client = kv if kv is not None else connect(settings.redis_url or "")
@@ -60,6 +63,7 @@ def run_worker(
     logging.getLogger("rq.worker").setLevel(log_level)
     stop_liveness = start_liveness(client, settings, ctx.worker_id, [q.name for q in queues])
     try:
+        publish(client, ctx.worker_id, reg.graphs.values(), settings.max_node_settings_length)
         return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
     finally:
         stop_liveness()

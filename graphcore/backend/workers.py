@@ -15,7 +15,7 @@ from typing import Any
 from graphcore import keys
 from graphcore.backend.lua import script
 
-__all__ = ["WorkerRecord", "dead_workers", "drop_worker", "heartbeat", "live_workers"]
+__all__ = ["WorkerRecord", "dead_workers", "drop_worker", "heartbeat", "live_worker_ids", "live_workers"]
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,17 @@ def heartbeat(kv: Any, worker_id: str, ttl_s: float, fields: dict[str, str]) -> 
     return int(script(kv, "worker_heartbeat")(keys=[keys.worker(worker_id), keys.workers()], args=args))
 
 
+def live_worker_ids(kv: Any, now_ms: int) -> list[str]:
+    """Ids of the workers whose heartbeat has not expired at ``now_ms`` (Redis's clock); one read."""
+    return [w.decode() for w in kv.zrangebyscore(keys.workers(), f"({now_ms}", "+inf")]
+
+
 def live_workers(kv: Any, now_ms: int) -> list[WorkerRecord]:
     """Workers whose heartbeat has not expired at ``now_ms`` (Redis's clock), by id."""
-    ids = kv.zrangebyscore(keys.workers(), f"({now_ms}", "+inf")
+    ids = live_worker_ids(kv, now_ms)
     pipe = kv.pipeline(transaction=False)
     for wid in ids:
-        pipe.hgetall(keys.worker(wid.decode()))
+        pipe.hgetall(keys.worker(wid))
     records = [WorkerRecord.from_hash(raw) for raw in pipe.execute() if raw] if ids else []
     return sorted(records, key=lambda r: r.id)
 

@@ -1,0 +1,106 @@
+"""A compiled graph described as plain JSON data, with a version hash (the workflow catalog's entry, R9).
+
+The description names what the graph is made of, not its code: the state's channels, the nodes (settings,
+timeout, retry, subgraph), and every edge — plain edges, joins, conditional edges with the targets their
+``path_map`` allows (``None`` when only the router knows, e.g. a router returning ``Send``), and the
+``Command(goto=...)`` destinations a node declares. The version is the sha256 of its canonical JSON
+(:func:`~graphcore.engine.validate.canonical_json`), so two processes with the same workflow code compute
+the same version, and changing a node's settings, an edge or a node's function name changes it; a change
+inside a function's body does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from graphcore.engine.compiled import GraphSpec, NodeSpec
+from graphcore.engine.subgraph import SubgraphNode
+from graphcore.engine.validate import canonical_json, check_node_settings
+
+__all__ = ["FORMAT", "describe", "version_of"]
+
+FORMAT = 1
+"""Version of the description's shape (``"format"`` in it)."""
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    """``module.qualname`` of a function (or of a callable's class), stable across processes."""
+    target = fn if hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+
+
+def _retry(spec: NodeSpec) -> dict[str, Any] | None:
+    policy = spec.retry
+    if policy is None:
+        return None
+    return {
+        "initial_interval_s": policy.initial_interval_s,
+        "backoff_factor": policy.backoff_factor,
+        "max_interval_s": policy.max_interval_s,
+        "max_attempts": policy.max_attempts,
+        "jitter": policy.jitter,
+    }
+
+
+def _node(spec: NodeSpec, limit: int | None) -> dict[str, Any]:
+    """One node's entry; its settings checked again (R9: refused when published, too)."""
+    settings = json.loads(check_node_settings(spec.name, spec.settings, limit))
+    sub = spec.fn.graph if isinstance(spec.fn, SubgraphNode) else None
+    return {
+        "name": spec.name,
+        "fn": None if sub is not None else _name(spec.fn),
+        "subgraph": None if sub is None else {"name": sub.name, "version": version_of(describe(sub, limit))},
+        "settings": settings,
+        "timeout_s": spec.timeout_s,
+        "retry": _retry(spec),
+    }
+
+
+def _edge(kind: str, sources: list[str], targets: list[str] | None, router: str | None) -> dict[str, Any]:
+    return {"kind": kind, "sources": sources, "targets": targets, "router": router}
+
+
+def _edges(graph: GraphSpec) -> list[dict[str, Any]]:
+    """Every edge in the order the graph was built: plain, conditional, joins, then Command destinations."""
+    edges = [_edge("edge", [s], [t], None) for s, targets in graph.edges_from.items() for t in targets]
+    for source, branches in graph.branches_from.items():
+        edges += [_edge("conditional", [source], b.destinations(), _name(b.router)) for b in branches]
+    edges += [_edge("join", list(sources), [target], None) for _, sources, target in graph.joins]
+    edges += [
+        _edge("command", [n.name], list(n.destinations), None) for n in graph.nodes.values() if n.destinations
+    ]
+    return edges
+
+
+def describe(graph: GraphSpec, limit: int | None = None) -> dict[str, Any]:
+    """The JSON description of ``graph``.
+
+    Args:
+        limit: largest node settings, bytes of compact JSON; None → ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH``.
+
+    Returns:
+        ``{"format": 1, "name": str, "channels": [{"name": str, "reducer": bool}], "nodes": [{"name",
+        "fn": "module.qualname" | None, "subgraph": {"name", "version"} | None, "settings": {...},
+        "timeout_s": float | None, "retry": {...} | None}], "edges": [{"kind": "edge" | "conditional" |
+        "join" | "command", "sources": [str], "targets": [str] | None, "router": str | None}]}``; START and
+        END appear as ``"__start__"`` and ``"__end__"``. ``targets`` is None for a conditional edge without
+        a ``path_map`` (its router may go anywhere).
+
+    Raises:
+        ConfigError: a node's settings are not JSON or are above the limit (naming the node, size, limit).
+    """
+    return {
+        "format": FORMAT,
+        "name": graph.name,
+        "channels": [{"name": k, "reducer": graph.schema.is_reducer(k)} for k in graph.schema.channels],
+        "nodes": [_node(spec, limit) for spec in graph.nodes.values()],
+        "edges": _edges(graph),
+    }
+
+
+def version_of(description: dict[str, Any]) -> str:
+    """The version of a description: the sha256 of its canonical JSON, 64 hex digits."""
+    return hashlib.sha256(canonical_json(description).encode("utf-8")).hexdigest()
