@@ -419,17 +419,21 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
 ) -> None:
     """SIGKILL of a worker process (as the OOM killer would) under a 30 s lease TTL: its supervisor lets the
-    lease lapse at once, so the reaper continues the run within its interval, and starts a new process."""
+    lease lapse at once, so the reaper continues the run within its interval, and starts a new process.
+    The reaper runs in the supervisor, so the killed process held no reaper lock: the lock keeps its owner."""
     worker = start(GRAPHQ_LEASE_TTL_S="30", GRAPHQ_REAPER_INTERVAL_S="0.5")
     run_id = client.enqueue("two-steps", {"first": {"c_sleep": 30}, "second": {}})
     wait_for(lambda: started(tmp_path, "first"), what="the step to start")
     [pid] = started(tmp_path, "first")
     run = client.get_run(run_id)
+    wait_for(lambda: redis_client.get(keys.reaper_lock()), what="the reaper lock")
+    lock = redis_client.get(keys.reaper_lock())
     os.kill(pid, signal.SIGKILL)
     killed = time.monotonic()
     wait_for(lambda: redis_client.exists(keys.lease(run.thread_id, run_id)) == 0, 2, "the lease to lapse")
     wait_for(lambda: client.get_run(run_id).continued_by_run_id, 10, "the continuation")
     assert time.monotonic() - killed < 10
+    assert redis_client.get(keys.reaper_lock()) == lock  # held by the supervisor all along
     old = client.get_run(run_id)
     assert old.status == RunStatus.FAILED and old.error is not None and old.error.type == "WorkerLost"
     assert worker.poll() is None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 import redis
 
+import worker.job
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
@@ -18,6 +20,7 @@ from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from tests.workflows import recovery
 from worker.context import WorkerContext, get_context
+from worker.fence import refused
 from worker.job import _commit_step, _put_writes, step_job
 from worker.lease import Lease
 from worker.process import run_worker
@@ -226,3 +229,23 @@ def test_node_retries_are_recorded_in_the_run_events(
             "wait_s": 0.02,
         },
     ]
+
+
+def test_a_refused_commit_is_logged_once(
+    client: Client,
+    redis_client: Any,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A write refused by the fence is logged where it is refused (worker.fence), not again by step_job."""
+    run_id = client.enqueue("counter", {"limit": 1})
+
+    def zombie(*_: Any) -> str:
+        raise refused("commit", run_id, 0, "the commit")
+
+    monkeypatch.setattr(worker.job, "_attempts", zombie)
+    with caplog.at_level(logging.WARNING):
+        work(redis_client, redis_url)
+    warnings = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].startswith(f"run {run_id} step 0: the commit refused")

@@ -18,7 +18,7 @@ from collections import Counter
 
 from graphcore.errors import LeaseLostError
 
-__all__ = ["KINDS", "REFUSED", "RefusedWrites", "refused"]
+__all__ = ["KINDS", "REFUSED", "RefusedWriteError", "RefusedWrites", "refused"]
 
 log = logging.getLogger("graphq.fence")
 
@@ -53,7 +53,11 @@ REFUSED = RefusedWrites()
 """This process's refused writes."""
 
 
-def refused(kind: str, run_id: str, step: int, what: str) -> LeaseLostError:
+class RefusedWriteError(LeaseLostError):
+    """A write the fence refused; it was logged and counted already (by :func:`refused`)."""
+
+
+def refused(kind: str, run_id: str, step: int, what: str) -> RefusedWriteError:
     """Log and count a write the fence refused; returns the error to raise (or to note).
 
     Args:
@@ -68,4 +72,4 @@ def refused(kind: str, run_id: str, step: int, what: str) -> LeaseLostError:
         step,
         what,
     )
-    return LeaseLostError(f"{what} of run {run_id} step {step} refused: the lease is no longer held")
+    return RefusedWriteError(f"{what} of run {run_id} step {step} refused: the lease is no longer held")

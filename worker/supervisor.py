@@ -23,6 +23,8 @@ and when the step must end (its run's deadline, or its nodes' timeouts). The par
   replaced; the supervisor then ends with status 1. A child left with a node thread running past its
   node timeout (it ignored its cancel token; Python cannot stop a thread) takes no more jobs and is
   replaced too ("retire").
+- **runs the reaper** (:mod:`worker.reaper`) for its pod: the children do not, since a child killed while it
+  holds the reaper lock would stall every reaper for the lock's time-to-live just when its own run needs one.
 
 Exit status: 0 when every step in flight finished; 1 when one had to be given up (drain timeout or cold
 stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
@@ -55,9 +57,11 @@ from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.lua import script
 from graphcore.backend.runs import RunError, RunStatus
 from graphcore.settings import Settings, get_settings
+from worker import liveness
 from worker.handover import Stop, abandon
 from worker.lease import Lease, set_listener
 from worker.process import run_worker
+from worker.reaper import start_reaper_thread
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -191,6 +195,7 @@ def _child(conn: Connection, burst: bool, log_level: str, parent_pid: int) -> No
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(parent_pid)  # a SIGKILLed parent must not leave workers taking jobs
     channel = _Channel(conn)
+    liveness.REAPER_HERE = False  # the parent runs the reaper
     set_listener(channel)
     SupervisedWorker.channel = channel
     with contextlib.suppress(SystemExit):
@@ -214,6 +219,8 @@ class _Held:
     deadline: float | None = None
     stop: Stop | None = None
     step: int | None = None
+    renew_failing: bool = False
+    """A renewal failed (Redis away) and no renewal has worked since: warn once per outage, not per tick."""
 
 
 @dataclass
@@ -291,6 +298,19 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self.slots = [self._start() for _ in range(self.concurrency)]
+        stop_reaper = threading.Event()
+        reaper = start_reaper_thread(self.kv, self.settings, stop_reaper)
+        try:
+            self._loop()
+        finally:
+            stop_reaper.set()
+            reaper.join(timeout=5)
+        failed = [c for c in self.failed if c not in (0, -signal.SIGTERM)]
+        if failed:
+            log.error("%d worker process(es) exited with an error: %s", len(failed), failed)
+        return 1 if (self.gave_up or failed) else 0
+
+    def _loop(self) -> None:
         while not all(s.done for s in self.slots):
             self._handle_signals()
             live = [s for s in self.slots if not s.done]
@@ -310,10 +330,6 @@ class Supervisor:
                 self._check_deadline(slot)
                 self._check_give_up(slot, now)
             self._check_drain(now)
-        failed = [c for c in self.failed if c not in (0, -signal.SIGTERM)]
-        if failed:
-            log.error("%d worker process(es) exited with an error: %s", len(failed), failed)
-        return 1 if (self.gave_up or failed) else 0
 
     def _start(self) -> _Slot:
         recv, send = self.mp.Pipe(duplex=False)
@@ -364,9 +380,16 @@ class Supervisor:
                 ],
                 args=[held.token, held.ttl_ms, 1, keys.lease_member(held.thread_id, held.run_id)],
             )
-        except Exception as exc:  # a transient Redis error: try again at the next tick
-            log.warning("renewal of run %s's lease failed: %s", held.run_id, exc)
+        except Exception as exc:  # a transient Redis error: try again at the next tick (logged once)
+            if not held.renew_failing:
+                log.warning(
+                    "renewal of run %s's lease failed, retrying until Redis answers: %s", held.run_id, exc
+                )
+            held.renew_failing = True
             return
+        if held.renew_failing:
+            log.warning("renewal of run %s's lease works again", held.run_id)
+            held.renew_failing = False
         held.renew_at = now + self.settings.heartbeat_interval_s
 
     def _check_deadline(self, slot: _Slot) -> None:
