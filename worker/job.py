@@ -23,12 +23,10 @@ from typing import Any
 from rq import get_current_job
 
 from graphcore import keys
-from graphcore.backend.admission import release as free_slot
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
-from graphcore.backend.store import stage_prune
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import encode_writes
@@ -385,7 +383,6 @@ def _pause(
         ctx, run, lease, RunStatus.AWAITING_INPUT, allowed=waiting, events=events, release=release
     ):
         lease.dropped()
-        outlast(free_slot, ctx.kv, ctx.queue, run.thread_id, run.id)  # R8: the answer waits for a slot
     if _cancel_requested(ctx, run):  # requested just before the pause (later ones end the waiting run)
         _cancel_paused(ctx, run, cp.step + 1)
         return "canceled: a cancel request arrived during the step"
@@ -565,8 +562,6 @@ def _commit(
     def stage_next(pipe: Any) -> None:
         if next_run is not None:
             ctx.queue.stage(pipe, next_run)
-        if plan.prune is not None:  # no history (R5): drop the previous head, if the commit applies
-            stage_prune(ctx.kv, pipe, run.thread_id, "", cp.id, plan.prune)
 
     if extra.drop_lease:
         lease.dropping()  # the keeper must not take the key this commit deletes for a lost lease
