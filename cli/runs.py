@@ -53,11 +53,18 @@ def runs() -> None:
 @output_option
 @click.pass_obj
 def list_runs(app: AppContext, limit: int, chain_of: str | None, output: str) -> None:
-    """List the newest runs (id, workflow, status, step, thread, tenant, created); with --chain RUN the
-    runs of RUN's chain in order (with each one's attempt and the run it continues)."""
+    """List the newest runs (id, workflow, status, steps done, thread, tenant, created); with --chain RUN
+    the runs of RUN's chain in order (with each one's attempt and the run it continues), at most --limit of
+    them (the last ones; a note on stderr says when some are left out)."""
     reader = app.reader()
     if chain_of is not None:
         chain = reader.chain(chain_of)
+        if len(chain) > limit:  # the newest runs of the chain, said so (never cut silently)
+            click.echo(
+                f"the chain has {len(chain)} runs; showing the last {limit} (--limit {len(chain)}: all)",
+                err=True,
+            )
+            chain = chain[-limit:]
         if output == "json":
             print_json([record_json(r) for r in chain])
             return
@@ -143,7 +150,8 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     step it runs next, waits for input in, or failed in; for a completed run its last. steps done counts
     the super-steps this run committed.
 
-    --output json prints the whole record, result and error included, "all_requests" (every request it
+    --output json prints the whole record, result and error included ("step" is its steps done,
+    "thread_step" the step above), "all_requests" (every request it
     made, as `graphq runs requests RUN --all -o json`) and "requests" (the open ones) when it waits.
     """
     reader = app.reader()
@@ -153,7 +161,13 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     made = reader.run_requests(run_id)
     if output == "json":
         extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
-        print_json(record_json(record) | {"all_requests": [request_record_json(r) for r in made]} | extra)
+        thread_step = {"thread_step": reader.thread_step(record)}  # "step" is the record's: steps done
+        print_json(
+            record_json(record)
+            | thread_step
+            | {"all_requests": [request_record_json(r) for r in made]}
+            | extra
+        )
         return
     print_table(
         ("field", "value"), _fields(record, reader.thread_step(record)), no_wrap=("field",), limit=_SHOWN

@@ -326,6 +326,9 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
       progress     {"done", "total"}: a step of several tasks, as they finish (throttled; only with
                    --mode progress; on a terminal, stderr shows live bars whatever the modes)
 
+    A run continued after its worker died or was stopped (its chain, `graphq runs list --chain RUN`) is
+    followed into its continuation, said on stderr; the exit code is the chain's last run's.
+
     A dropped connection is retried from the last event printed (no event twice, none lost), within
     GRAPHQ_REDIS_RETRY_ATTEMPTS tries; to continue a watch that stopped, pass the last id it printed to
     --after.
@@ -337,8 +340,29 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
     bars = StepBars(err_console())
     watcher = Watch(client, client.get_run(run_id), frozenset(modes), after, output, bars=bars)
     try:
-        status = watcher.follow()
+        while True:
+            status = watcher.follow()
+            record = watcher.retried(client.get_run, watcher.run.id)
+            if status not in _CONTINUED or not record.continued_by_run_id:
+                break
+            watcher = _follow_continuation(watcher, record)
     finally:
         bars.close()
-    record = watcher.retried(client.get_run, run_id)
     _end(record, status, watcher.after, watcher.retried(client.thread_step, record))
+
+
+_CONTINUED = (RunStatus.FAILED, RunStatus.CANCELED)
+"""Statuses a run is continued from (its worker died or was stopped, R14): the watch follows the chain."""
+
+
+def _follow_continuation(watcher: Watch, record: RunRecord) -> Watch:
+    """Say that ``record`` was continued and watch its continuation from its first event."""
+    assert record.continued_by_run_id is not None
+    error = f" ({record.error.type}: {record.error.message})" if record.error else ""
+    click.echo(
+        f"run {record.id} {record.status.value}{error}; continued by run {record.continued_by_run_id}, "
+        "following it",
+        err=True,
+    )
+    nxt = watcher.retried(watcher.client.get_run, record.continued_by_run_id)
+    return Watch(watcher.client, nxt, watcher.modes, "0-0", watcher.output, bars=watcher.bars)

@@ -40,7 +40,9 @@ def workers(app: AppContext, output: str) -> None:
     """List the live workers: id, host, pid, queues, the run and step each holds, started and last
     heartbeat (UTC). A worker whose heartbeat stopped (killed, stopped) drops out within
     GRAPHQ_LEASE_TTL_S, and the reaper removes it from RQ's worker registry within one more
-    GRAPHQ_REAPER_INTERVAL_S. The run and step are as of the worker's last heartbeat."""
+    GRAPHQ_REAPER_INTERVAL_S. The run and step are as of the worker's last heartbeat; the step is the run's
+    own (the steps it had done when the worker claimed this one, "step" in `graphq runs show -o json`), not
+    the thread's step that `graphq runs show` prints."""
     kv = app.kv()
     found = live_workers(kv, server_ms(kv))
     if output == "json":
@@ -60,7 +62,7 @@ def workers(app: AppContext, output: str) -> None:
         for w in found
     ]
     print_table(
-        ("worker", "host", "pid", "queues", "run", "step", "started (UTC)", "heartbeat (UTC)"),
+        ("worker", "host", "pid", "queues", "run", "run step", "started (UTC)", "heartbeat (UTC)"),
         rows,
         no_wrap=("worker", "run", "started (UTC)", "heartbeat (UTC)"),
     )

@@ -311,6 +311,11 @@ def test_cli_shows_the_chain_and_the_workers(
         assert f"continued from │ {run_id}" in ok(invoke(MODULE, redis_url, "runs", "show", new)).stdout
         table = ok(invoke(MODULE, redis_url, "runs", "list", "--chain", run_id)).stdout
         assert table.index(run_id) < table.index(new)
+        cut = ok(invoke(MODULE, redis_url, "runs", "list", "--chain", run_id, "--limit", "1", "-o", "json"))
+        assert [r["id"] for r in json.loads(cut.stdout)] == [new]
+        assert cut.stderr == "the chain has 2 runs; showing the last 1 (--limit 2: all)\n"
+        shown_json = json.loads(ok(invoke(MODULE, redis_url, "runs", "show", new, "-o", "json")).stdout)
+        assert (shown_json["step"], shown_json["thread_step"]) == (0, None)  # nothing committed yet
         Heartbeat(redis_client, "host.9.fedcba", ["graphq:suicide"], 30, 30).start()
         listed = json.loads(ok(invoke(MODULE, redis_url, "workers", "-o", "json")).stdout)
         assert [(w["id"], w["pid"] > 0, w["queues"], w["run_id"], w["step"]) for w in listed] == [
@@ -344,6 +349,12 @@ def test_a_continuation_without_a_checkpoint_starts_from_the_input(
     assert final.result == {"names": ["fast"], "prepared": True, "done": ["fast"], "joined": 1}
     assert [c.step for c in client.get_history(thread)] == [2, 1, 0, -1]
     assert [r.id for r in client.chain(new.id)] == [r.id for r in client.chain(run_id)] == [run_id, new.id]
+    with process_state_restored():  # a watch of the interrupted run follows the chain to its last run
+        watched = ok(invoke(MODULE, redis_url, "runs", "watch", run_id, "--mode", "status", "-o", "json"))
+    statuses = [json.loads(line)["data"]["status"] for line in watched.stdout.splitlines()]
+    assert statuses == ["failed", "running", "completed"]
+    assert watched.stderr.startswith(f"run {run_id} failed (WorkerLost: ")
+    assert watched.stderr.endswith(f"; continued by run {new.id}, following it\n")
 
 
 def test_one_pass_continues_more_runs_than_a_batch(client: Client, redis_client: redis.Redis) -> None:
