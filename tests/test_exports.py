@@ -49,4 +49,9 @@ def test_store_exports() -> None:
         "InMemoryCheckpointStore",
         "KVCheckpointStore",
     }
-    assert set(graphcore.backend.store.__all__) == {"KeyIndex", "RedisCheckpointStore", "plan_argv"}
+    assert set(graphcore.backend.store.__all__) == {
+        "KeyIndex",
+        "RedisCheckpointStore",
+        "plan_argv",
+        "stage_prune",
+    }

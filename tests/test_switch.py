@@ -184,12 +184,14 @@ class _DisablingQueue:
 
     def __init__(self, inner: RQStepQueue, kv: redis.Redis) -> None:
         self.inner, self.kv, self.tries = inner, kv, 0
+        self.settings = inner.settings
+        self.timestamp = inner.timestamp
 
-    def stage(self, pipe: Any, run: Any) -> None:
+    def prepare(self, run: Any) -> Any:  # the first step's job, built inside the client's MULTI
         self.tries += 1
         if self.tries == 1:
             switch.disable(self.kv, "race")
-        self.inner.stage(pipe, run)
+        return self.inner.prepare(run)
 
 
 def test_disable_during_enqueue_aborts_it(redis_client: redis.Redis, redis_url: str) -> None:

@@ -50,9 +50,12 @@ class WorkerContext:
         )
 
     def store(self, workflow: str) -> RedisCheckpointStore:
-        """The checkpoint store for ``workflow`` (one per workflow: it knows the state schema)."""
+        """The checkpoint store for ``workflow`` (one per workflow: it knows the state schema; it keeps
+        history unless ``GRAPHQ_ENABLE_CHECKPOINTING`` is off, R5)."""
         if workflow not in self.stores:
-            self.stores[workflow] = RedisCheckpointStore(self.kv, self.registry.get(workflow).schema)
+            schema = self.registry.get(workflow).schema
+            history = self.settings.enable_checkpointing
+            self.stores[workflow] = RedisCheckpointStore(self.kv, schema, history=history)
         return self.stores[workflow]
 
 

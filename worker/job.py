@@ -26,10 +26,12 @@ from graphcore import keys
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
+from graphcore.backend.retention import keep_result
 from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
+from graphcore.backend.store import stage_prune
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints import serde
-from graphcore.checkpoints.layout import encode_writes
+from graphcore.checkpoints.layout import Plan, encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork, task_id
 from graphcore.engine.config import RunConfig, Scope, run_scope
@@ -562,11 +564,14 @@ def _commit(
     def stage_next(pipe: Any) -> None:
         if next_run is not None:
             ctx.queue.stage(pipe, next_run)
+        if plan.prune is not None:  # no history (R5): drop the previous head, if the commit applies
+            stage_prune(ctx.kv, pipe, run.thread_id, "", cp.id, plan.prune)
 
     if extra.drop_lease:
         lease.dropping()  # the keeper must not take the key this commit deletes for a lost lease
     for append in (may_append, False):
         plan = store.plan_put(run.thread_id, cp, may_append=append)
+        _keep_earlier_result(ctx, run, plan)
         script_keys, argv = ctx.commit.args(
             run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra
         )
@@ -583,6 +588,18 @@ def _commit(
     store.stored(cp, plan)
     run.head = cp.id
     return str(verdict)
+
+
+def _keep_earlier_result(ctx: WorkerContext, run: RunRecord, plan: Plan) -> None:
+    """No history kept (R5): the commit drops the thread's previous head. When another run wrote it (a run
+    that ended before this one started), that run's result is read from nowhere else: it is copied into that
+    run's record first, if that run completed with it as its head (idempotent)."""
+    prune = plan.prune
+    if prune is None or prune.previous is None or prune.owner in (None, run.id):
+        return
+    previous = ctx.store(run.workflow).get(run.thread_id, prune.previous)
+    if previous is not None:
+        outlast(keep_result, ctx.kv, run.thread_id, str(prune.owner), previous.id, previous.channel_values)
 
 
 def _commit_step(

@@ -31,7 +31,7 @@ class FencedStore(RedisCheckpointStore):
     def __init__(
         self, base: RedisCheckpointStore, lease_key: str, token: str, run_key: str, where: tuple[str, int]
     ) -> None:
-        super().__init__(base.kv, base.schema)
+        super().__init__(base.kv, base.schema, history=base.history)
         self.lease_key, self.token, self.run_key = lease_key, token, run_key
         self.where = where
         """``(run id, step)`` of the step job, named when a write is refused."""

@@ -107,6 +107,11 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     cfg = graph.config_for(req.config)
     cfg.step_limit()
     cfg.run_timeout()
+    if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
+        raise ConfigError(
+            f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork) needs "
+            "checkpoint history, and GRAPHQ_ENABLE_CHECKPOINTING=false keeps only each thread's working state"
+        )
     run_id = uuid.uuid4().hex
     thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
     keys.validate_id("tenant", req.tenant)
@@ -441,7 +446,14 @@ class Client:
         Raises:
             RunNotFoundError: no such run.
             InvalidUpdateError: the run never made that request (or made it inside a subgraph).
+            ConfigError: ``GRAPHQ_ENABLE_CHECKPOINTING=false``: no history to start a branch from (R5).
         """
+        if not get_settings().enable_checkpointing:
+            raise ConfigError(
+                f"request {request_id} of run {run_id}: a second answer starts a branch at the checkpoint "
+                "that asked, which needs checkpoint history; GRAPHQ_ENABLE_CHECKPOINTING=false keeps only "
+                "each thread's working state"
+            )
         run = self.runs.get(run_id)
         raw = self.kv.hget(keys.requests(run.thread_id, run.id), request_id)
         if raw is None:

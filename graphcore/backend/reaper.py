@@ -156,14 +156,16 @@ def _event_step(kv: Any, thread: str, head: str | None, fallback: int) -> int:
 def _start_config(kv: Any, thread: str, head: str | None, run_id: str, config: dict[str, Any]) -> str:
     """The config of a run started again from its beginning, pinned to where it first started: the
     checkpoint it continued (``checkpoint_id``), or a fresh start (``resume_if_exists`` off) when it began
-    the thread. '' leaves the config as it is (the run committed nothing, or it was a fork already)."""
+    the thread, or when the checkpoint it started from is gone (``GRAPHQ_ENABLE_CHECKPOINTING=false`` keeps
+    only the working state: the run starts again from its input on an empty state, R5). '' leaves the config
+    as it is (the run committed nothing, or it was a fork already)."""
     if not head or not config.get("resume_if_exists", True) or config.get("checkpoint_id"):
         return ""
     cid: str | None = head
     while cid:  # walk back over the checkpoints this run wrote, to the one it started from
         raw = kv.hget(keys.checkpoints(thread), cid)
-        if raw is None:
-            return ""
+        if raw is None:  # dropped (no history kept): what the run started from is gone
+            break
         fields = decode_record(raw).fields
         if fields.get("metadata", {}).get("run_id") != run_id:
             return json.dumps({**config, "checkpoint_id": cid})

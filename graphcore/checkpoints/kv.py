@@ -25,10 +25,12 @@ from graphcore.checkpoints.layout import (
     decode_writes_map,
     encode,
     encode_writes,
+    prune,
     to_checkpoint,
 )
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import AppendConflictError
+from graphcore.settings import get_settings
 from graphcore.types import TaskWrites
 
 __all__ = ["LRU", "KVCheckpointStore"]
@@ -54,6 +56,9 @@ class KVCheckpointStore:
         kv: a client with redis-py's hash and list commands (bytes responses).
         schema: which channels are reducer channels (the engine's ``StateSchema``), if known; list values
             of those are stored as logs (all list values are, when None).
+        history: keep every checkpoint (time travel, forks); False keeps one per thread namespace, its
+            working state (R5: each write drops the previous head and the values only it referenced).
+            None: ``GRAPHQ_ENABLE_CHECKPOINTING``.
 
     Process-local caches keep per-step cost O(change): the items of append-only logs already read (every
     position of a log is written once, so a cached prefix stays valid), recently stored or loaded
@@ -62,9 +67,10 @@ class KVCheckpointStore:
     instead of failing the append guard first).
     """
 
-    def __init__(self, kv: Any, schema: ChannelKinds | None = None) -> None:
+    def __init__(self, kv: Any, schema: ChannelKinds | None = None, *, history: bool | None = None) -> None:
         self.kv = kv
         self.schema = schema
+        self.history = get_settings().enable_checkpointing if history is None else history
         self._logs = LRU()
         self._recent = LRU()
         self._tips = LRU()
@@ -85,7 +91,20 @@ class KVCheckpointStore:
         parent, refs = self._recent.get(cp.parent_id, (None, None)) if cp.parent_id else (None, None)
         if may_append and refs is not None:
             may_append = not self._grown(thread_id, ns, refs)
-        return encode(thread_id, ns, cp, parent, refs, self.schema, may_append=may_append)
+        plan = encode(thread_id, ns, cp, parent, refs, self.schema, may_append=may_append)
+        if not self.history:
+            previous = cp.parent_id or self._head_id(thread_id, ns)  # a fresh start drops the old head
+            stored = None if previous is None else self._stored_record(thread_id, ns, previous)
+            plan.prune = prune(thread_id, ns, previous, stored, plan.refs)
+        return plan
+
+    def _stored_record(self, thread_id: str, ns: str, checkpoint_id: str) -> Record | None:
+        """The record of a stored checkpoint (from the cache, else from the store); None when it is gone."""
+        if checkpoint_id in self._recent:
+            cp, refs = self._recent[checkpoint_id]
+            return Record({"metadata": cp.metadata}, refs)
+        raw = self.kv.hget(keys.checkpoints(thread_id, ns), checkpoint_id)
+        return None if raw is None else decode_record(raw)
 
     def _grown(self, thread_id: str, ns: str, refs: Mapping[str, Ref]) -> bool:
         """Whether this process knows that one of ``refs``' logs holds more items than the ref covers."""
@@ -98,6 +117,8 @@ class KVCheckpointStore:
 
     def stored(self, cp: Checkpoint, plan: Plan) -> None:
         """Record that ``cp`` was committed with ``plan`` (call after the write succeeded)."""
+        if plan.prune is not None and cp.parent_id is not None:
+            self._recent.pop(cp.parent_id, None)  # dropped by the write: reads must not find it here
         self._recent.put(cp.id, (cp, plan.refs))
         for append in plan.appends:
             self._tips.put(append.key, append.start + len(append.items))
@@ -119,7 +140,8 @@ class KVCheckpointStore:
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
         """Write ``plan`` atomically: check every append guard, then write the record, its history entry,
-        the values and the appends; False (nothing written) when a guard failed. Each backend says how."""
+        the values and the appends, then (``plan.prune``) drop the rest of the history and the values only
+        the previous head referenced; False (nothing written) when a guard failed. Each backend says how."""
         raise NotImplementedError
 
     def put_writes(self, thread_id: str, checkpoint_id: str, writes: TaskWrites, *, ns: str = "") -> None:

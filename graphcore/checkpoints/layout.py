@@ -19,8 +19,12 @@ guard. Version 2 (now) addresses values by checkpoint id and guards appends. Ver
 back: their refs (``["v", version]``, ``["log", uuid, length]``) are read the same way; what a version-1
 branch already overwrote cannot be recovered.
 
-The functions here are pure: :func:`encode` plans the writes, :func:`to_checkpoint` rebuilds from fetched
-data.
+Without history (``GRAPHQ_ENABLE_CHECKPOINTING=false``, R5) a thread namespace keeps one checkpoint, its
+working state: the write that stores a checkpoint also drops the one before it and every value of that one
+that the new one does not reference (:class:`Prune`, :func:`prune`), so storage stays O(state), not O(steps).
+
+The functions here are pure: :func:`encode` plans the writes, :func:`prune` what a write without history
+drops, :func:`to_checkpoint` rebuilds from fetched data.
 """
 
 from __future__ import annotations
@@ -41,12 +45,14 @@ __all__ = [
     "Append",
     "ChannelKinds",
     "Plan",
+    "Prune",
     "Record",
     "decode_record",
     "decode_writes",
     "decode_writes_map",
     "encode",
     "encode_writes",
+    "prune",
 ]
 
 Ref = list[Any]
@@ -87,13 +93,36 @@ class Append:
 
 
 @dataclass
+class Prune:
+    """What storing a checkpoint without history drops (R5), once the checkpoint is the namespace's head:
+    every other checkpoint record of the namespace (the history becomes that one checkpoint), and the
+    previous head's values the new checkpoint does not reference.
+
+    Attributes:
+        fields: ``(value hash key, field)`` to delete: a value only the previous head referenced.
+        keys: keys to delete: a log generation only the previous head referenced, the pending writes and
+            answers of the step after the previous head (that step is committed now).
+        previous: the id of the previous head (None: the namespace had none).
+        owner: the run that wrote the previous head (its metadata ``run_id``), if known: when another run's
+            head goes, that run's result is read from nowhere else (the caller keeps it first).
+    """
+
+    fields: list[tuple[str, str]] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    previous: str | None = None
+    owner: str | None = None
+
+
+@dataclass
 class Plan:
-    """Writes that store one checkpoint: value-hash fields to set and guarded log appends."""
+    """Writes that store one checkpoint: value-hash fields to set and guarded log appends; ``prune`` is set
+    when the store keeps no history (see :class:`Prune`)."""
 
     record: bytes
     refs: dict[str, Ref]
     values: list[tuple[str, str, bytes]] = field(default_factory=list)
     appends: list[Append] = field(default_factory=list)
+    prune: Prune | None = None
 
 
 def _is_log(schema: ChannelKinds | None, key: str, value: Any) -> bool:
@@ -173,6 +202,32 @@ def encode(
             plan.refs[key] = ["v", cp.id]
     plan.record = _record_bytes(cp, plan.refs)
     return plan
+
+
+def prune(
+    thread: str, ns: str, previous: str | None, stored: Record | None, refs: Mapping[str, Ref]
+) -> Prune:
+    """What storing a checkpoint with ``refs`` drops when no history is kept: the values of the previous
+    head ``previous`` (``stored``: its record; None when it is gone or there was none) that ``refs`` do not
+    reference, and the pending writes and answers of the step after it.
+
+    Values are addressed by the checkpoint that wrote them and a log generation by the one that started it,
+    so with one checkpoint kept per namespace, a value the previous head referenced and the new one does not
+    is referenced by no checkpoint.
+    """
+    dropped = Prune(previous=previous)
+    if previous is None:
+        return dropped
+    if stored is not None:
+        dropped.owner = (stored.fields.get("metadata") or {}).get("run_id")
+    for key, old in (stored.refs if stored is not None else {}).items():
+        new = refs.get(key)
+        if old[0] == "v" and new != old:
+            dropped.fields.append((keys.channel_values(thread, ns, key), str(old[1])))
+        elif old[0] == "log" and (new is None or new[0] != "log" or new[1] != old[1]):
+            dropped.keys.append(keys.channel_log(thread, ns, key, old[1]))
+    dropped.keys += [keys.pending_writes(thread, ns, previous), keys.answers(thread, ns, previous)]
+    return dropped
 
 
 def _record_bytes(cp: Checkpoint, refs: dict[str, Ref]) -> bytes:

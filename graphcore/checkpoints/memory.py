@@ -47,6 +47,25 @@ class MemoryKV:
     def hgetall(self, key: str) -> dict[bytes, bytes]:
         return dict(self._hashes.get(_b(key), {}))
 
+    def hdel(self, key: str, *fields: str) -> int:
+        with self.lock:
+            h = self._hashes.get(_b(key), {})
+            return sum(h.pop(_b(f), None) is not None for f in fields)
+
+    def delete(self, *names: str) -> int:
+        with self.lock:
+            return sum(
+                (self._hashes.pop(_b(n), None) is not None) + (self._lists.pop(_b(n), None) is not None)
+                for n in names
+            )
+
+    def ltrim(self, key: str, start: int, end: int) -> bool:
+        with self.lock:
+            items = self._lists.get(_b(key), [])
+            stop = len(items) if end == -1 else end + 1
+            self._lists[_b(key)] = items[start:stop] if start >= 0 else items[len(items) + start : stop]
+            return True
+
     def rpush(self, key: str, *values: Any) -> int:
         with self.lock:
             items = self._lists.setdefault(_b(key), [])
@@ -91,12 +110,15 @@ class InMemoryCheckpointStore(KVCheckpointStore):
 
     kv: MemoryKV
 
-    def __init__(self, schema: ChannelKinds | None = None, kv: MemoryKV | None = None) -> None:
-        super().__init__(MemoryKV() if kv is None else kv, schema)
+    def __init__(
+        self, schema: ChannelKinds | None = None, kv: MemoryKV | None = None, *, history: bool | None = None
+    ) -> None:
+        super().__init__(MemoryKV() if kv is None else kv, schema, history=history)
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
-        """What ``put_checkpoint.lua`` does on Redis, under the store's lock: check every append guard,
-        then write the record, its history entry, the values and the appends."""
+        """What ``put_checkpoint.lua`` (and ``prune_checkpoints.lua``) do on Redis, under the store's lock:
+        check every append guard, then write the record, its history entry, the values and the appends, and
+        without history drop the rest (see :class:`~graphcore.checkpoints.layout.Prune`)."""
         kv = self.kv
         with kv.lock:
             if any(kv.llen(a.key) != a.start for a in plan.appends):
@@ -107,4 +129,12 @@ class InMemoryCheckpointStore(KVCheckpointStore):
                 kv.hset(key, field, value)
             for append in plan.appends:
                 kv.rpush(append.key, *append.items)
+            if plan.prune is not None:
+                history = keys.history(thread_id, ns)
+                dropped = [i.decode() for i in kv.lrange(history, 0, -2)]
+                kv.hdel(keys.checkpoints(thread_id, ns), *(i for i in dropped if i != cp.id))
+                kv.ltrim(history, -1, -1)
+                for key, field in plan.prune.fields:
+                    kv.hdel(key, field)
+                kv.delete(*plan.prune.keys)
         return True
