@@ -31,6 +31,19 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:reaper:lock            string owner token of the active reaper
     graphq:disabled               string the kill switch (R6): present = off; JSON {reason, since}
     rq:suspended                  string RQ's own worker suspension, set and cleared with graphq:disabled
+    graphq:adm:waiting            zset   runs waiting for a slot (R8), score 0, lex members
+                                         TENANT\0WORKFLOW\0SEQ\0T:RUN: one lane per (tenant, workflow)
+    graphq:adm:lanes              zset   score 0, TENANT\0SEQ\0WORKFLOW: each lane by its oldest run
+    graphq:adm:tenants            zset   tenant -> pass (fair turns): tenants with a waiting run
+    graphq:adm:passes             hash   tenant -> pass; graphq:adm:state hash: seq, vtime
+    graphq:adm:entries            hash   T:RUN -> a waiting run's entry (its limits, deadline, RQ job)
+    graphq:adm:deadlines          zset   T:RUN -> a waiting run's deadline, ms (R15)
+    graphq:adm:holders            hash   T:RUN -> TENANT\0WORKFLOW of each run holding a slot
+    graphq:adm:counts             hash   g, t\0TENANT, w\0WORKFLOW, x\0WORKFLOW\0TENANT -> runs holding
+                                         a slot; q\0TENANT -> runs waiting
+    graphq:adm:limits             hash   the limits the workers published (g, t, weights, by, at)
+    graphq:adm:debug              string present: the admission script records graphq:adm:stats (the
+                                         highest counts it saw) and graphq:adm:log (each admission)
     graphq:workers                zset   worker id -> heartbeat expiry, ms since the epoch
     graphq:worker:ID              hash   a live worker's record (expires with its heartbeat)
     graphq:catalog                zset   workflow name -> when a worker last published it (ms), R9
@@ -49,7 +62,9 @@ from __future__ import annotations
 from graphcore.errors import ConfigError
 
 __all__ = [
+    "ADMISSION_PARTS",
     "PREFIX",
+    "admission",
     "answers",
     "busy_threads",
     "catalog",
@@ -96,7 +111,7 @@ def validate_id(kind: str, value: str) -> str:
     Raises:
         ConfigError: naming ``kind`` and the offending value.
     """
-    if not value or len(value) > 200 or any(c in value for c in "{}: \t\n\r*?[]"):
+    if not value or len(value) > 200 or any(c in value for c in "{}: \t\n\r*?[]\x00"):
         raise ConfigError(
             f"{kind} {value!r} is invalid: use 1-200 characters without braces, ':', '*' or spaces"
         )
@@ -287,3 +302,32 @@ def catalog_workers(workflow: str) -> str:
 def catalog_member(version: str, worker_id: str) -> str:
     """The member of :func:`catalog_workers` for ``worker_id`` serving ``version`` (a hex hash: no ``:``)."""
     return f"{version}:{worker_id}"
+
+
+ADMISSION_PARTS = (
+    "waiting",
+    "lanes",
+    "tenants",
+    "passes",
+    "state",
+    "entries",
+    "deadlines",
+    "holders",
+    "counts",
+    "limits",
+    "debug",
+    "stats",
+    "log",
+)
+"""The admission keys (R8), in the order ``admission.lua`` takes them (see the key map above)."""
+
+
+def admission(part: str) -> str:
+    """One of the admission keys, ``graphq:adm:<part>``; ``part`` is one of :data:`ADMISSION_PARTS`.
+
+    Raises:
+        ValueError: an unknown part.
+    """
+    if part not in ADMISSION_PARTS:
+        raise ValueError(f"unknown admission key {part!r}; known: {', '.join(ADMISSION_PARTS)}")
+    return f"{PREFIX}:adm:{part}"

@@ -9,6 +9,7 @@ import pytest
 import redis
 
 from graphcore import keys
+from graphcore.backend.admission import PreparedJob
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, RunStore, now_iso
@@ -38,18 +39,18 @@ def work(client: Client) -> None:
 
 
 class _AnswerFirst(RQStepQueue):
-    """A step queue whose first ``stage`` (inside the loser's MULTI, after its WATCH) lets another client
-    answer the same request: the two answers race exactly there."""
+    """A step queue whose first ``prepare`` (the answered step's job, inside the loser's MULTI, after its
+    WATCH) lets another client answer the same request: the two answers race exactly there."""
 
     def __init__(self, kv: Any, settings: Settings, rival: Client, run_id: str) -> None:
         super().__init__(kv, settings)
         self.rival, self.run_id, self.raced = rival, run_id, False
 
-    def stage(self, pipe: Any, run: Any) -> None:
+    def prepare(self, run: Any) -> PreparedJob:
         if not self.raced:
             self.raced = True
             self.rival.answer(self.run_id, "from the winner")
-        super().stage(pipe, run)
+        return super().prepare(run)
 
 
 def test_the_loser_of_two_concurrent_answers_gets_the_already_answered_error(
@@ -171,16 +172,16 @@ def test_the_cli_loser_of_two_concurrent_answers_exits_2_with_one_line(
     run_id = client.enqueue("asking", {"topic": "tea"})
     work(client)
     [request] = client.requests(run_id)
-    stage = RQStepQueue.stage
+    prepare = RQStepQueue.prepare
     raced: list[bool] = []
 
-    def rival_first(self: RQStepQueue, pipe: Any, run: Any) -> None:
+    def rival_first(self: RQStepQueue, run: Any) -> PreparedJob:
         if not raced:  # inside the CLI's MULTI, after its WATCH: another answer lands first
             raced.append(True)
             client.answer(run_id, "from the winner")
-        stage(self, pipe, run)
+        return prepare(self, run)
 
-    monkeypatch.setattr(RQStepQueue, "stage", rival_first)
+    monkeypatch.setattr(RQStepQueue, "prepare", rival_first)
     with process_state_restored():
         result = invoke("tests.workflows.hitl", redis_url, "runs", "answer", run_id, "--value", '"late"')
     ok(result, 2)

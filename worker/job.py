@@ -23,6 +23,7 @@ from typing import Any
 from rq import get_current_job
 
 from graphcore import keys
+from graphcore.backend.admission import release as free_slot
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
@@ -385,6 +386,7 @@ def _pause(
         ctx, run, lease, RunStatus.AWAITING_INPUT, allowed=waiting, events=events, release=release
     ):
         lease.dropped()
+        outlast(free_slot, ctx.kv, ctx.queue, run.thread_id, run.id)  # R8: the answer waits for a slot
     if _cancel_requested(ctx, run):  # requested just before the pause (later ones end the waiting run)
         _cancel_paused(ctx, run, cp.step + 1)
         return "canceled: a cancel request arrived during the step"

@@ -7,10 +7,13 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from rq import Queue
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
+from rq.utils import now as rq_now
+from rq.utils import utcformat
 
 from graphcore import keys
+from graphcore.backend.admission import PreparedJob
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
 from graphcore.backend.runs import RunRecord
@@ -112,16 +115,31 @@ class RQStepQueue:
         the index of unclaimed step jobs (its claim takes it out; see :func:`graphcore.keys.steps_index`)."""
         member = keys.step_member(run.thread_id, run.id, run.step)
         pipe.zadd(keys.steps_index(), {member: int(time.time() * 1000)})
-        self.queue(run.workflow).enqueue_call(
-            STEP_FUNC,
-            args=(run.id, run.thread_id, run.step),
-            job_id=step_job_id(run.id, run.step),
-            timeout=self.settings.step_timeout_s,
-            result_ttl=self.settings.result_ttl_s,
-            failure_ttl=self.settings.result_ttl_s,
-            description=f"{run.workflow} run {run.id} step {run.step}",
-            pipeline=pipe,
-        )
+        self.queue(run.workflow).enqueue_call(STEP_FUNC, **self._options(run), pipeline=pipe)
+
+    def _options(self, run: RunRecord) -> dict[str, Any]:
+        """The RQ options of ``run``'s step job ``run.step`` (deterministic id, R2)."""
+        return {
+            "args": (run.id, run.thread_id, run.step),
+            "job_id": step_job_id(run.id, run.step),
+            "timeout": self.settings.step_timeout_s,
+            "result_ttl": self.settings.result_ttl_s,
+            "failure_ttl": self.settings.result_ttl_s,
+            "description": f"{run.workflow} run {run.id} step {run.step}",
+        }
+
+    def prepare(self, run: RunRecord) -> PreparedJob:
+        """The job of ``run``'s step ``run.step`` exactly as :meth:`stage` (RQ's ``enqueue_call``) writes it —
+        built by RQ's own ``create_job`` and ``Job.to_dict`` — for the admission script, which writes it when
+        it admits the run (R8): the job hash, its id pushed on the workflow's queue, the queue in RQ's set."""
+        queue = self.queue(run.workflow)
+        job = queue.create_job(STEP_FUNC, **self._options(run), status=JobStatus.QUEUED)
+        job.enqueued_at = rq_now()
+        return PreparedJob(job.key, queue.key, queue.redis_queues_keys, job.id, job.to_dict())
+
+    def timestamp(self) -> str:
+        """Now, as RQ writes a job's ``enqueued_at``."""
+        return utcformat(rq_now())
 
 
 def connect_client(url: str | None = None, registry: Registry | None = None) -> Client:

@@ -11,7 +11,11 @@ instance holding the reaper lock acts. Every ``GRAPHQ_REAPER_INTERVAL_S`` the ac
    registries, enqueues the step job of the continued or restarted run (deterministic id, in one MULTI
    with the removal of the entry, so a crash in between is redone by the next pass and a duplicate job is
    a no-op), and hands a failed run's thread to its next waiting run;
-3. removes workers whose heartbeat expired from the worker registry and from RQ's worker registry.
+3. removes workers whose heartbeat expired from the worker registry and from RQ's worker registry;
+4. admission (R8, R15): ends Canceled, with the timeout error, the runs whose run timeout passed while they
+   waited for a slot (they never started), gives back the slot of a thread's run that waits for input
+   (its worker died between the pause and giving it back), and admits waiting runs that fit (a limit was
+   raised).
 
 A step's lease lapses ``GRAPHQ_LEASE_TTL_S`` after its worker's last renewal, so a dead worker's run is
 acted on within ``GRAPHQ_LEASE_TTL_S + GRAPHQ_REAPER_INTERVAL_S`` (25 s with the defaults). The lock's
@@ -33,6 +37,7 @@ from rq.serializers import JSONSerializer
 from rq.worker_registration import REDIS_WORKER_KEYS, WORKERS_BY_QUEUE_KEY
 
 from graphcore import keys
+from graphcore.backend.admission import execute, expire_waiting, fill, release, stage_admit
 from graphcore.backend.reaper import (
     ReaperLock,
     ReapOutcome,
@@ -109,7 +114,16 @@ class Reaper:
         self.requeue_lost_jobs(now)
         self.hand_over_ended(now)
         self.forget_dead_workers(now)
+        self.admission(now)
         return done
+
+    def admission(self, now_ms: int) -> None:
+        """Waiting runs past their deadline end Canceled (R15) and their threads go on (I3); waiting runs
+        that fit are admitted (R8)."""
+        for thread, run_id in expire_waiting(self.kv, self.queue, now_ms):
+            log.warning("run %s: its run timeout passed while it waited for a slot; canceled", run_id)
+            hand_over(self.kv, self.runs, self.queue, thread, run_id)
+        fill(self.kv, self.queue)
 
     def hand_over_ended(self, now_ms: int) -> None:
         """Threads busy for longer than ``GRAPHQ_LEASE_TTL_S`` whose active run has ended (its process died
@@ -133,6 +147,8 @@ class Reaper:
                 )
                 hand_over(self.kv, self.runs, self.queue, thread, active.decode())
             else:
+                if run.status == RunStatus.AWAITING_INPUT:  # its slot went back, unless it died pausing
+                    release(self.kv, self.queue, thread, run.id)
                 self.kv.zadd(keys.busy_threads(), {thread: now_ms}, xx=True)
 
     def requeue_lost_jobs(self, now_ms: int) -> None:
@@ -203,10 +219,10 @@ class Reaper:
         record = self.runs.get(run_id, thread)
         pipe = self.kv.pipeline(transaction=True)
         pipe.multi()
-        if record.status == RunStatus.QUEUED:
-            self.queue.stage(pipe, record)
+        if record.status == RunStatus.QUEUED:  # a continuation took over its predecessor's slot (R8)
+            stage_admit(pipe, self.kv, self.queue, record)
         pipe.zrem(keys.recovery(), member)
-        pipe.execute()
+        execute(pipe, self.kv)
 
     def forget_dead_workers(self, now_ms: int) -> None:
         """Workers whose heartbeat expired leave graphq's registry and RQ's."""

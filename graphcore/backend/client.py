@@ -15,6 +15,7 @@ from typing import Any
 from redis.exceptions import WatchError
 
 from graphcore import keys
+from graphcore.backend.admission import execute, stage_admit
 from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.backend.switch import refuse_if_off
@@ -216,8 +217,8 @@ class Client:
                     busy.add(record.thread_id)
                     pipe.set(keys.thread_active(record.thread_id), record.id)
                     mark_busy(pipe, record.thread_id)
-                    self.queue.stage(pipe, record)
-            pipe.execute()
+                    stage_admit(pipe, self.kv, self.queue, record)  # its slot (R8), then its job
+            execute(pipe, self.kv)
         return [r.id for r in records]
 
     def enqueue(
@@ -540,8 +541,8 @@ class Client:
                 pipe.hset(requests_key, mapping=notes)
             pipe.hset(run_key, "status", RunStatus.QUEUED.value)  # Running again once a worker takes it
             assert self.queue is not None
-            self.queue.stage(pipe, run)
-            pipe.execute()
+            stage_admit(pipe, self.kv, self.queue, run)  # its slot went with the pause: wait for one (R8)
+            execute(pipe, self.kv)
 
     def cancel(self, run_id: str, interrupt: bool = False) -> str:
         """Cancel a run (X1, X2, I6).

@@ -240,6 +240,7 @@ def reap(
         keys.run_threads(),
         keys.thread_runs(thread),
         keys.recovery(),
+        keys.admission("holders"),
     ]
     verdict, detail = script(kv, "reap_run")(keys=script_keys, args=args)
     return ReapOutcome(verdict.decode(), detail.decode())

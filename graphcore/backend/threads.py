@@ -6,7 +6,8 @@ refused (multitask policy ``reject``) or waits in line (``enqueue``, the default
 
 The hand-over runs right after the run's terminal transition, not inside it: a process that dies in
 between leaves the thread's next run waiting until the reaper hands the thread over (it looks at threads
-busy for longer than ``GRAPHQ_LEASE_TTL_S``, :func:`mark_busy`).
+busy for longer than ``GRAPHQ_LEASE_TTL_S``, :func:`mark_busy`). The same MULTI gives the ended run's slot
+back and asks one for the next run (:mod:`graphcore.backend.admission`, R8).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Literal, Protocol
 from redis.exceptions import WatchError
 
 from graphcore import keys
+from graphcore.backend.admission import AdmissionQueue, execute, stage_admit, stage_release
 from graphcore.backend.runs import RunRecord, RunStore
 from graphcore.errors import PermanentError
 
@@ -26,9 +28,10 @@ Multitask = Literal["reject", "enqueue"]
 MULTITASK_POLICIES: tuple[Multitask, ...] = ("reject", "enqueue")
 
 
-class StepQueue(Protocol):
+class StepQueue(AdmissionQueue, Protocol):
     """Puts step jobs on the queue, inside the caller's MULTI pipeline (the worker package provides the
-    RQ one)."""
+    RQ one): :meth:`stage` for a run that holds its slot (its next step), and what admission needs to
+    enqueue the first step job of a run it admits (:class:`~graphcore.backend.admission.AdmissionQueue`)."""
 
     def stage(self, pipe: Any, run: RunRecord) -> None:
         """Queue the job of ``run``'s step number ``run.step`` on ``pipe``."""
@@ -39,7 +42,8 @@ class ThreadBusyError(PermanentError):
 
 
 def hand_over(kv: Any, runs: RunStore, queue: StepQueue, thread_id: str, run_id: str) -> str | None:
-    """After ``run_id`` ended: make the thread's next waiting run active and enqueue its first step.
+    """After ``run_id`` ended: give its slot back, make the thread's next waiting run active and ask a slot
+    for it (its first step job is enqueued when admitted, R8), in one MULTI.
 
     Waiting runs that ended meanwhile (cancelled in line) are skipped. A no-op when ``run_id`` is not the
     thread's active run.
@@ -56,6 +60,7 @@ def hand_over(kv: Any, runs: RunStore, queue: StepQueue, thread_id: str, run_id:
                     return None
                 nxt = _next_waiting(pipe, runs, thread_id, waiting_key)
                 pipe.multi()
+                stage_release(pipe, kv, queue, thread_id, run_id)
                 if nxt is None:
                     pipe.delete(active_key)
                     pipe.zrem(keys.busy_threads(), thread_id)
@@ -63,8 +68,8 @@ def hand_over(kv: Any, runs: RunStore, queue: StepQueue, thread_id: str, run_id:
                     pipe.lpop(waiting_key)
                     pipe.set(active_key, nxt.id)
                     mark_busy(pipe, thread_id)
-                    queue.stage(pipe, nxt)
-                pipe.execute()
+                    stage_admit(pipe, kv, queue, nxt)
+                execute(pipe, kv)
                 return None if nxt is None else nxt.id
             except WatchError:
                 continue

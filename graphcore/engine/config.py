@@ -78,7 +78,8 @@ class RunConfig(BaseModel):
         max_concurrent_runs: at most this many runs of the workflow hold a slot at once, cluster-wide (R8);
             a workflow option (``compile(config=...)``): it lowers ``GRAPHQ_MAX_CONCURRENT_RUNS`` for its
             own runs, which are also counted against that one. None → no limit of the workflow's own.
-        max_concurrent_runs_per_tenant: the same per tenant, besides ``GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT``.
+        max_concurrent_runs_per_tenant: the same per tenant (besides
+            ``GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT``).
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -16,7 +16,9 @@
 -- the recovery set KEYS[10] in this script and done by the caller right after, idempotently.
 -- KEYS[1] lease index; KEYS[2] lease key; KEYS[3] run hash; KEYS[4] run events; KEYS[5] thread's active
 -- run; KEYS[6] continuation's run hash; KEYS[7] run index; KEYS[8] run → thread hash; KEYS[9] thread's
--- runs; KEYS[10] recovery set
+-- runs; KEYS[10] recovery set; KEYS[11] the runs holding an admission slot (R8): a continuation takes
+-- over its predecessor's slot here (counts unchanged: same tenant and workflow), so that the slot is given
+-- on exactly once; a restarted run keeps its own; a run closed here gives its slot back with its hand-over
 -- ARGV[1] lease member; ARGV[2] its deadline as read (ms); ARGV[3] 'resume' or 'restart'; ARGV[4] max
 -- resume attempts; ARGV[5] continuation run id; ARGV[6] now (ISO-8601); ARGV[7] WorkerLost error (JSON);
 -- ARGV[8] limit error (JSON); ARGV[9] data of the 'failed' status event (msgpack); ARGV[10] data of the
@@ -79,5 +81,10 @@ redis.call('ZADD', KEYS[7], now_s, new_id)
 redis.call('HSET', KEYS[8], new_id, thread)
 redis.call('ZADD', KEYS[9], now_s, new_id)
 if redis.call('GET', KEYS[5]) == run_id then redis.call('SET', KEYS[5], new_id) end
+local slot = redis.call('HGET', KEYS[11], ARGV[1])
+if slot then
+  redis.call('HDEL', KEYS[11], ARGV[1])
+  redis.call('HSET', KEYS[11], thread .. ':' .. new_id, slot)
+end
 redis.call('ZADD', KEYS[10], now_ms, 'enqueue:' .. thread .. ':' .. new_id)
 return {'continued', new_id}
