@@ -154,7 +154,7 @@ def test_a_zero_input_size_limit_fails_at_startup(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("GRAPHQ_MAX_INPUT_BYTES", "0")
     with pytest.raises(ConfigError) as info:
         load_settings()
-    assert str(info.value) == "GRAPHQ_MAX_INPUT_BYTES: Input should be greater than or equal to 1 (got '0')"
+    assert str(info.value) == "GRAPHQ_MAX_INPUT_BYTES: must be 1 ≤ value (got '0')"
 
 
 def test_an_input_above_the_limit_is_refused(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
