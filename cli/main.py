@@ -6,13 +6,14 @@ graphq [--redis-url URL] [--workflows MODULES]
   enqueue WORKFLOW        enqueue one run or a JSON-lines batch; --wait for them (--multitask,
                           --checkpoint ID forks a thread)
   worker                  execute step jobs (--burst, --concurrency N)
-  runs list | show RUN    run records
+  runs list | show RUN    run records (--tenant, --status, --workflow; --stuck: lapsed leases)
   runs watch RUN          a run's events (--mode, --after ID), live until it ends or pauses
   runs requests | answer  a paused run's open requests; answer them (human in the loop)
   runs cancel | resume    cancel a run; continue an ended run's thread in a new run
   state THREAD            a thread's state (--history with branches, --checkpoint ID)
   workflows list | show   the workflow catalog: what the workers serve (no workflow code needed)
   workers                 the live workers (the run and step each holds)
+  tenants                 per tenant: running, queued, limit, oldest wait (R8)
   reaper                  act on lapsed leases: continue interrupted runs (--once)
   disable | enable        the kill switch: refuse new runs, take no step (--reason); on again
   enabled                 whether graphq is on or off, and why
@@ -31,6 +32,7 @@ from cli.run import run
 from cli.runs import runs
 from cli.state import state
 from cli.switch import disable, enable, enabled
+from cli.tenants import tenants
 from cli.worker import worker
 from cli.workers import reaper, workers
 from cli.workflows import workflows
@@ -96,6 +98,7 @@ main.add_command(runs)
 main.add_command(state)
 main.add_command(workflows)
 main.add_command(workers)
+main.add_command(tenants)
 main.add_command(reaper)
 main.add_command(disable)
 main.add_command(enable)

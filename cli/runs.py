@@ -19,7 +19,8 @@ from cli.records import (
     request_record_json,
 )
 from cli.watch import watch
-from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.reaper import iso_ms
+from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 
 __all__ = ["record_json", "runs"]
 
@@ -50,13 +51,43 @@ def runs() -> None:
     help="List the chain RUN belongs to instead, first run first: the runs it continues and those that "
     "continue it (a worker died, the reaper continued the run; or a resume).",
 )
+@click.option("--tenant", metavar="TENANT", help="Only the runs of TENANT (runs given none are 'default').")
+@click.option(
+    "--status", type=click.Choice([s.value for s in RunStatus]), help="Only the runs with this status."
+)
+@click.option("--workflow", metavar="NAME", help="Only the runs of workflow NAME.")
+@click.option(
+    "--stuck",
+    is_flag=True,
+    help="Only runs that have not ended and whose lease lapsed: their worker died (or stopped renewing "
+    "it) and the reaper has not acted on them yet; longest lapsed first, with the worker and when.",
+)
 @output_option
 @click.pass_obj
-def list_runs(app: AppContext, limit: int, chain_of: str | None, output: str) -> None:
-    """List the newest runs (id, workflow, status, steps done, thread, tenant, created); with --chain RUN
-    the runs of RUN's chain in order (with each one's attempt and the run it continues), at most --limit of
-    them (the last ones; a note on stderr says when some are left out)."""
+def list_runs(
+    app: AppContext,
+    limit: int,
+    chain_of: str | None,
+    tenant: str | None,
+    status: str | None,
+    workflow: str | None,
+    stuck: bool,
+    output: str,
+) -> None:
+    """List the newest runs (id, workflow, status, steps done, thread, tenant, created), or only those of
+    --tenant, --status and --workflow; --stuck lists the runs whose lease lapsed (an operator's first
+    question after an incident). With --chain RUN the runs of RUN's chain in order (with each one's attempt
+    and the run it continues), at most --limit of them (the last ones; a note on stderr says when some are
+    left out)."""
     reader = app.reader()
+    where = RunFilter(tenant, None if status is None else RunStatus(status), workflow)
+    if chain_of is not None and (stuck or where != RunFilter()):
+        raise click.UsageError(
+            "--chain lists one chain; it does not combine with --tenant, --status, --workflow or --stuck"
+        )
+    if stuck:
+        _list_stuck(reader.stuck_runs(limit, where), output)
+        return
     if chain_of is not None:
         chain = reader.chain(chain_of)
         if len(chain) > limit:  # the newest runs of the chain, said so (never cut silently)
@@ -84,7 +115,7 @@ def list_runs(app: AppContext, limit: int, chain_of: str | None, output: str) ->
             no_wrap=("run", "continues", "created (UTC)"),
         )
         return
-    records = reader.list_runs(limit)
+    records = reader.list_runs(limit, None if where == RunFilter() else where)
     if output == "json":
         print_json([record_json(r) for r in records])
         return
@@ -95,6 +126,22 @@ def list_runs(app: AppContext, limit: int, chain_of: str | None, output: str) ->
         ("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)"),
         rows,
         no_wrap=("run", "thread", "tenant", "created (UTC)"),
+    )
+
+
+def _list_stuck(found: list[tuple[RunRecord, int]], output: str) -> None:
+    """The table (or JSON, with ``lease_lapsed_at``) of ``runs list --stuck``."""
+    if output == "json":
+        print_json([record_json(r) | {"lease_lapsed_at": iso_ms(at)} for r, at in found])
+        return
+    rows = [
+        (r.id, r.workflow, r.status.value, r.step, r.tenant, r.worker or "", when(iso_ms(at)))
+        for r, at in found
+    ]
+    print_table(
+        ("run", "workflow", "status", "steps", "tenant", "worker", "lease lapsed (UTC)"),
+        rows,
+        no_wrap=("run", "tenant", "worker", "lease lapsed (UTC)"),
     )
 
 

@@ -34,13 +34,14 @@ from graphcore.backend.lua import source
 from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso
 from graphcore.engine.config import RunConfig
 from graphcore.errors import RunNotFoundError
-from graphcore.settings import Settings
+from graphcore.settings import Settings, tenant_weights
 
 __all__ = [
     "AdmissionQueue",
     "PreparedJob",
     "TenantRow",
     "admissions",
+    "effective_limits",
     "enable_debug",
     "execute",
     "expire_waiting",
@@ -352,3 +353,21 @@ def admissions(kv: Any) -> list[tuple[str, str]]:
         tenant, who = raw.decode().split(SEP, 1)
         rows.append((tenant, keys.parse_member(who)[1]))
     return rows
+
+
+def effective_limits(kv: Any, settings: Settings) -> tuple[int | None, int | None, dict[str, int]]:
+    """The limits the admission script applies for a caller with ``settings``: the lower of each of its own
+    and the published ones (None = no limit), and its weights, else the published ones."""
+    published = kv.hmget(keys.admission("limits"), ["g", "t", "weights"])
+    g, t, weights = (None if v is None else v.decode() for v in published)
+
+    def lower(own: int | None, other: str | None) -> int | None:
+        values = [v for v in (own, int(other) if other else None) if v is not None]
+        return min(values) if values else None
+
+    own = settings.weights()
+    return (
+        lower(settings.max_concurrent_runs, g),
+        lower(settings.max_concurrent_runs_per_tenant, t),
+        own if own else tenant_weights(weights or ""),
+    )

@@ -16,7 +16,8 @@ from redis.exceptions import WatchError
 
 from graphcore import keys
 from graphcore.backend.admission import execute, stage_admit
-from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, RunStore, now_iso
+from graphcore.backend.reaper import server_ms
+from graphcore.backend.runs import CANCEL_ERROR, RunFilter, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import (
@@ -241,9 +242,15 @@ class Client:
             record.result = dict(cp.channel_values) if cp is not None else None
         return record
 
-    def list_runs(self, limit: int = 50) -> list[RunRecord]:
-        """The newest runs first."""
-        return self.runs.list(limit)
+    def list_runs(self, limit: int = 50, where: RunFilter | None = None) -> list[RunRecord]:
+        """The newest runs first; with ``where``, the newest that match it (tenant, status, workflow)."""
+        return self.runs.list(limit, where=where)
+
+    def stuck_runs(self, limit: int = 50, where: RunFilter | None = None) -> list[tuple[RunRecord, int]]:
+        """Runs that have not ended and whose lease lapsed (their worker died, or stopped renewing it, and
+        the reaper has not acted yet), longest lapsed first, each with its lease's deadline (ms since the
+        epoch, Redis's clock)."""
+        return self.runs.stuck(server_ms(self.kv), limit, where)
 
     def wait(
         self,

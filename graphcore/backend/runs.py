@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -21,7 +22,16 @@ from graphcore.backend.lua import script
 from graphcore.checkpoints import serde
 from graphcore.errors import LeaseLostError, RunNotFoundError
 
-__all__ = ["CANCEL_ERROR", "TERMINAL", "RunError", "RunRecord", "RunStatus", "RunStore", "now_iso"]
+__all__ = [
+    "CANCEL_ERROR",
+    "TERMINAL",
+    "RunError",
+    "RunFilter",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "now_iso",
+]
 
 
 class RunStatus(StrEnum):
@@ -144,6 +154,30 @@ class RunRecord(BaseModel):
         )
 
 
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing keeps: each field given must match (None matches anything)."""
+
+    tenant: str | None = None
+    status: RunStatus | None = None
+    workflow: str | None = None
+
+    FIELDS = ("tenant", "status", "workflow")
+    """The run hash fields it looks at."""
+
+    def matches(self, tenant: str | None, status: str | None, workflow: str | None) -> bool:
+        """Whether a run of ``tenant``, ``status`` (its value) and ``workflow`` is kept."""
+        return (
+            (self.tenant is None or tenant == self.tenant)
+            and (self.status is None or status == self.status.value)
+            and (self.workflow is None or workflow == self.workflow)
+        )
+
+
+_PAGE = 500
+"""Run ids read at a time when a listing filters."""
+
+
 class RunStore:
     """Reads and writes run records in Redis (``kv`` is a redis-py client returning bytes)."""
 
@@ -182,14 +216,58 @@ class RunStore:
             raise RunNotFoundError(f"no run with id {run_id!r}")
         return RunRecord.from_hash(raw)
 
-    def list(self, limit: int = 50, offset: int = 0) -> list[RunRecord]:
-        """The newest runs first."""
-        ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), offset, offset + limit - 1)]
+    def _records(self, ids: Sequence[str]) -> list[RunRecord]:
         threads = self.kv.hmget(keys.run_threads(), ids) if ids else []
+        return self._fetch([(r, t.decode()) for r, t in zip(ids, threads, strict=True) if t])
+
+    def _fetch(self, runs: Sequence[tuple[str, str]]) -> list[RunRecord]:
+        """The records of ``(run id, thread)`` pairs, in order (runs gone meanwhile are left out)."""
         pipe = self.kv.pipeline(transaction=False)
-        for run_id, thread in zip(ids, threads, strict=True):
-            pipe.hgetall(keys.run(thread.decode(), run_id))
+        for run_id, thread in runs:
+            pipe.hgetall(keys.run(thread, run_id))
         return [RunRecord.from_hash(raw) for raw in pipe.execute() if raw]
+
+    def stuck(
+        self, now_ms: int, limit: int = 50, where: RunFilter | None = None
+    ) -> list[tuple[RunRecord, int]]:
+        """Runs that have not ended and whose lease lapsed (its worker stopped renewing it; the reaper has
+        not acted on it yet), with the lease's deadline (ms since the epoch), longest lapsed first.
+
+        Args:
+            now_ms: now by Redis's clock (the lease index's).
+        """
+        rows = self.kv.zrangebyscore(keys.lease_index(), "-inf", now_ms, withscores=True)
+        lapsed = {keys.parse_member(m.decode()): int(score) for m, score in rows}
+        found = []
+        for record in self._fetch([(r, t) for t, r in lapsed]):
+            kept = where is None or where.matches(record.tenant, record.status.value, record.workflow)
+            if not record.terminal and kept:
+                found.append((record, lapsed[(record.thread_id, record.id)]))
+        return found[:limit]
+
+    def list(self, limit: int = 50, offset: int = 0, where: RunFilter | None = None) -> list[RunRecord]:
+        """The newest runs first; with ``where``, the newest ``limit`` runs that match (read a page of ids
+        at a time, newest first, until enough matched or none is left)."""
+        if where is None:
+            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), offset, offset + limit - 1)]
+            return self._records(ids)
+        found: list[tuple[str, str]] = []
+        start = offset
+        while len(found) < limit:
+            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), start, start + _PAGE - 1)]
+            if not ids:
+                break
+            start += _PAGE
+            pairs = [
+                (r, t.decode()) for r, t in zip(ids, self.kv.hmget(keys.run_threads(), ids), strict=True) if t
+            ]
+            pipe = self.kv.pipeline(transaction=False)
+            for run_id, thread in pairs:
+                pipe.hmget(keys.run(thread, run_id), list(RunFilter.FIELDS))
+            for pair, values in zip(pairs, pipe.execute(), strict=True):
+                if where.matches(*(None if v is None else v.decode() for v in values)):
+                    found.append(pair)
+        return self._fetch(found[:limit])
 
     def set_status(
         self,

@@ -1,0 +1,90 @@
+"""``graphq tenants``: per tenant, its runs holding a slot and waiting for one, its limit and its oldest wait
+(R8)."""
+
+from __future__ import annotations
+
+import click
+
+from cli.context import AppContext
+from cli.output import output_option, print_json, print_table
+from graphcore.backend.admission import effective_limits
+from graphcore.backend.admission import tenants as tenant_rows
+from graphcore.backend.reaper import server_ms
+
+__all__ = ["tenants"]
+
+
+def waited(seconds: float | None) -> str:
+    """A wait for a table: ``4.2 s``, ``3 min 12 s``, ``2 h 05 min``; "" for none."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+@click.command(short_help="Per tenant: runs running and queued, limit, oldest wait.")
+@output_option
+@click.pass_obj
+def tenants(app: AppContext, output: str) -> None:
+    """Show every tenant that has runs holding a slot (running: admitted, from their first step until they
+    end or wait for input) or waiting for one (queued over GRAPHQ_MAX_CONCURRENT_RUNS,
+    GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT or a workflow's own limit): its weight (GRAPHQ_TENANT_WEIGHTS),
+    running, queued, limit (the per-tenant one, else the cluster's; "-" for none) and how long its oldest
+    queued run has waited. A last line gives the cluster's totals against GRAPHQ_MAX_CONCURRENT_RUNS. The
+    limits are the lower of this shell's settings and those the workers published.
+
+    --output json prints {"limit", "per_tenant_limit", "running", "queued", "tenants": [{"tenant",
+    "weight", "running", "queued", "limit", "oldest_wait_s"}]} (null = no limit, nothing waiting).
+    """
+    kv = app.reader().kv
+    limit, per_tenant, weights = effective_limits(kv, app.settings)
+    rows = tenant_rows(kv, server_ms(kv))
+    each = per_tenant if per_tenant is not None else limit
+    listed = [
+        {
+            "tenant": r.tenant,
+            "weight": weights.get(r.tenant, 1),
+            "running": r.running,
+            "queued": r.queued,
+            "limit": each,
+            "oldest_wait_s": None if r.oldest_wait_s is None else round(r.oldest_wait_s, 3),
+        }
+        for r in rows
+    ]
+    running, queued = sum(r.running for r in rows), sum(r.queued for r in rows)
+    if output == "json":
+        print_json(
+            {
+                "limit": limit,
+                "per_tenant_limit": per_tenant,
+                "running": running,
+                "queued": queued,
+                "tenants": listed,
+            }
+        )
+        return
+    print_table(
+        ("tenant", "weight", "running", "queued", "limit", "oldest wait"),
+        [
+            (
+                t["tenant"],
+                t["weight"],
+                t["running"],
+                t["queued"],
+                "-" if each is None else each,
+                waited(r.oldest_wait_s),
+            )
+            for t, r in zip(listed, rows, strict=True)
+        ],
+        no_wrap=("tenant",),
+    )
+    of = (
+        "no limit (GRAPHQ_MAX_CONCURRENT_RUNS unset)"
+        if limit is None
+        else f"{limit} (GRAPHQ_MAX_CONCURRENT_RUNS)"
+    )
+    click.echo(f"cluster: {running} running of {of}, {queued} queued")
