@@ -5,9 +5,9 @@
 Two graphs of one node looping 2,000 times: ``append`` adds 1 KB to an append-only list (P2's graph: the
 state itself grows to 2 MB), ``overwrite`` replaces a 1 KB LastValue string (the state stays 1 KB, so
 history is all that grows). Memory is P2's measure, ``MEMORY USAGE key SAMPLES 0`` summed over the
-thread's keys, split into its checkpoint keys (records, history, values, logs, pending writes, answers)
-and the rest (the run record, its event stream: about 1.3 KB per step here, kept whatever these settings
-say).
+thread's keys, split into its checkpoint keys (records, history, values, logs, pending writes, answers),
+the run record (where the result is copied when the checkpoints go) and the rest (the run's event stream,
+about 1.3 KB per step here, kept whatever these settings say).
 """
 
 from __future__ import annotations
@@ -53,19 +53,23 @@ def overwrite_graph() -> CompiledGraph:
 _CHECKPOINT_KINDS = ("cp", "hist", "ch", "log", "writes", "answers")
 
 
-def thread_split(kv: Any, thread_id: str) -> tuple[int, int, int]:
-    """(bytes of the thread's checkpoint keys, how many, bytes of its other keys)."""
-    ours = other = count = 0
+def thread_split(kv: Any, thread_id: str) -> tuple[int, int, int, int]:
+    """(bytes of the thread's checkpoint keys, how many, bytes of its run records (a result copied there
+    included), bytes of its other keys: event streams, the thread's run index)."""
+    ours = records = other = count = 0
     for key in kv.scan_iter(match=keys.thread_pattern(thread_id), count=1000):
         size = int(kv.memory_usage(key, samples=0) or 0)
-        if key.decode().split("}:", 1)[1].split(":", 1)[0] in _CHECKPOINT_KINDS:
+        kind = key.decode().split("}:", 1)[1].split(":", 1)[0]
+        if kind in _CHECKPOINT_KINDS:
             ours, count = ours + size, count + 1
+        elif kind == "run":
+            records += size
         else:
             other += size
-    return ours, count, other
+    return ours, count, records, other
 
 
-def measure(graph: CompiledGraph, **settings: Any) -> tuple[int, int, int]:
+def measure(graph: CompiledGraph, **settings: Any) -> tuple[int, int, int, int]:
     """Run ``graph`` once on the queue with ``settings``; :func:`thread_split` once it completed."""
     with private_redis() as (kv, url):
         config = Settings(redis_url=url, queue=QUEUE, resume_interrupted_runs=False, **settings)
@@ -89,10 +93,10 @@ def main() -> None:
     }
     for graph in (growth_graph(), overwrite_graph()):
         for name, settings in variants.items():
-            memory, nkeys, other = measure(graph, **settings)
+            memory, nkeys, records, other = measure(graph, **settings)
             print(
-                f"{graph.name} {STEPS} steps, {name}: checkpoints {fmt_bytes(memory)} in {nkeys} keys "
-                f"(run record and events {fmt_bytes(other)})",
+                f"{graph.name} {STEPS} steps, {name}: checkpoints {fmt_bytes(memory)} in {nkeys} keys, "
+                f"run record {fmt_bytes(records)}, events {fmt_bytes(other)}",
                 flush=True,
             )
 

@@ -27,7 +27,7 @@ from graphcore.backend.admission import release as free_slot
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
-from graphcore.backend.retention import keep_result
+from graphcore.backend.retention import keep_result, remove_after_completion
 from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
 from graphcore.backend.store import stage_prune
 from graphcore.backend.threads import hand_over
@@ -171,6 +171,19 @@ def _end_completed(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) 
     done = [("status", step, {"status": "completed"})]
     if _set_status(ctx, run, lease, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
         _release_thread(ctx, run)
+        _after_completion(ctx, run, None)
+
+
+def _after_completion(ctx: WorkerContext, run: RunRecord, head: Checkpoint | None) -> None:
+    """``GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false`` (R7): the completed run's thread loses its
+    checkpoints, unless another of its runs needs them (:mod:`graphcore.backend.retention`). After the
+    commit and the hand-over, never in them; a failure is logged and leaves them, which is safe."""
+    if ctx.settings.keep_checkpoints_after_completion:
+        return
+    try:
+        remove_after_completion(ctx.kv, run.thread_id, run.id, head)
+    except Exception as exc:  # the run is complete either way; its checkpoints stay, as by default
+        log.warning("run %s: its checkpoints were not removed after completion: %s", run.id, exc)
 
 
 def _end(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, error: RunError) -> None:
@@ -646,6 +659,8 @@ def _commit_step(
     run.step += 1
     if next_run is None:
         _release_thread(ctx, run)
+        if verdict != "canceled":  # a cancel that won keeps them (X4)
+            _after_completion(ctx, run, cp)
     if verdict == "canceled":
         return "canceled: a cancel request arrived during the last step (its checkpoint is kept)"
     return "completed" if next_run is None else f"committed step {run.step}"

@@ -5,18 +5,35 @@ before that checkpoint goes — replaced by a later run's working state when no 
 (``GRAPHQ_ENABLE_CHECKPOINTING=false``), or removed after completion
 (``GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false``) — the result is copied into the run record
 (:func:`keep_result`).
+
+With ``GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false`` a run's completion removes every checkpoint of its
+thread, in every namespace (:func:`remove_after_completion`), unless another run of the thread still needs
+them: one active on the thread (queued, running, awaiting input, a continuation) or waiting in its line.
+That run's own completion removes them later. The removal runs after the completing commit, never in it:
+a crash in between leaves the checkpoints, which is safe (they are what the default keeps).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from graphcore import keys
+from graphcore.backend.connection import redis_retrying
 from graphcore.backend.lua import script
+from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import decode_record
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import task_id
 
-__all__ = ["keep_result"]
+__all__ = ["checkpoint_keys", "keep_result", "remove_after_completion"]
+
+log = logging.getLogger("graphq.retention")
+
+_LOOKS = 3
+"""How often :func:`remove_after_completion` looks again when checkpoints were written meanwhile."""
 
 
 def keep_result(kv: Any, thread_id: str, run_id: str, head_id: str, values: Mapping[str, Any]) -> bool:
@@ -32,3 +49,87 @@ def keep_result(kv: Any, thread_id: str, run_id: str, head_id: str, values: Mapp
     """
     blob = serde.dumps(dict(values), path="result")
     return bool(script(kv, "keep_result")(keys=[keys.run(thread_id, run_id)], args=[head_id, blob]))
+
+
+def _namespace_keys(kv: Any, thread_id: str, ns: str) -> tuple[list[str], list[str]]:
+    """The checkpoint keys of one namespace, and the namespaces of the subgraphs its tasks ran (candidates:
+    a subgraph task checkpoints under ``ns|node:task_id``, G7)."""
+    ids = list(dict.fromkeys(i.decode() for i in kv.lrange(keys.history(thread_id, ns), 0, -1)))
+    found = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
+    children: list[str] = []
+    raws = kv.hmget(keys.checkpoints(thread_id, ns), ids) if ids else []
+    for cp_id, raw in zip(ids, raws, strict=True):
+        found += [keys.pending_writes(thread_id, ns, cp_id), keys.answers(thread_id, ns, cp_id)]
+        if raw is None:
+            continue
+        record = decode_record(raw)
+        for channel, ref in record.refs.items():
+            if ref[0] == "v":
+                found.append(keys.channel_values(thread_id, ns, channel))
+            else:
+                found.append(keys.channel_log(thread_id, ns, channel, ref[1]))
+        for index, (node, *_) in enumerate(record.fields["next_tasks"]):
+            child = f"{node}:{task_id(cp_id, index, node)}"
+            children.append(f"{ns}|{child}" if ns else child)
+    return found, children
+
+
+def checkpoint_keys(kv: Any, thread_id: str) -> list[str]:
+    """Every checkpoint key of ``thread_id``, in every namespace: records, histories, channel values, logs,
+    pending writes and answers (keys that may not exist included). Found from the records, not by a SCAN:
+    the root namespace's, then those of the subgraphs each checkpoint's tasks ran, level by level.
+    Run records, request records and event streams are not checkpoint keys."""
+    found: list[str] = []
+    level = [""]
+    while level:
+        children: list[str] = []
+        for ns in level:
+            keys_of, candidates = _namespace_keys(kv, thread_id, ns)
+            found += keys_of
+            children += candidates
+        pipe = kv.pipeline(transaction=False)
+        for ns in children:
+            pipe.exists(keys.history(thread_id, ns))
+        level = [ns for ns, there in zip(children, pipe.execute() if children else [], strict=True) if there]
+    return list(dict.fromkeys(found))
+
+
+def _remove_once(kv: Any, thread_id: str, run_id: str) -> str:
+    head = kv.lindex(keys.history(thread_id), -1)
+    found = checkpoint_keys(kv, thread_id)
+    script_keys = [
+        keys.run(thread_id, run_id),
+        keys.thread_active(thread_id),
+        keys.thread_waiting(thread_id),
+        keys.history(thread_id),
+        *found,
+    ]
+    args = [run_id, "" if head is None else head.decode()]
+    reply = script(kv, "drop_checkpoints")(keys=script_keys, args=args)
+    return str(reply.decode() if isinstance(reply, bytes) else reply)
+
+
+def remove_after_completion(kv: Any, thread_id: str, run_id: str, head: Checkpoint | None) -> str:
+    """After ``run_id`` completed with checkpoint ``head`` (None: read it): keep its result in its record,
+    then remove every checkpoint of the thread unless another run of the thread needs them
+    (``drop_checkpoints.lua``; see the module's docstring). Transient Redis errors are retried
+    (``GRAPHQ_REDIS_RETRY_ATTEMPTS``); idempotent, so calling it again is safe.
+
+    Returns:
+        ``removed``, ``kept`` (another run of the thread needs them), ``left`` (the run is not Completed:
+        a cancel won) or ``changed`` (checkpoints kept being written meanwhile; left for the next run's
+        completion).
+    """
+    retrying = redis_retrying()
+    if head is None:
+        record = kv.hget(keys.run(thread_id, run_id), "head")
+        head = None if record is None else RedisCheckpointStore(kv).get(thread_id, record.decode())
+    if head is not None:
+        retrying(keep_result, kv, thread_id, run_id, head.id, head.channel_values)
+    verdict = "changed"
+    for _ in range(_LOOKS):
+        verdict = str(retrying(_remove_once, kv, thread_id, run_id))
+        if verdict != "changed":
+            break
+    log.debug("run %s completed: checkpoints of thread %s %s", run_id, thread_id, verdict)
+    return verdict
