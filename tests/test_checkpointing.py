@@ -28,7 +28,7 @@ from tests.workflows.retention import five_steps
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
-FLOWS = "tests.workflows.retention,tests.workflows.hitl"
+FLOWS = "tests.workflows.retention,tests.workflows.hitl,tests.workflows.subgraphs"
 REGISTRY = Registry.load(FLOWS.split(","))
 FIVE = {"topic": "t", "log": ["a", "b", "c", "d", "e"], "count": 5}
 
@@ -188,6 +188,26 @@ def test_an_answered_run_keeps_one_checkpoint(
     assert [c.id for c in client.get_history(done.thread_id)] == [done.head]
     kinds = {k.split("}:")[1].split(":")[0] for k in thread_keys(redis_client, done.thread_id)}
     assert kinds == {"cp", "hist", "ch", "log", "run", "events", "runs", "requests"}  # no writes, answers
+
+
+def test_subgraph_namespaces_go_with_their_step(
+    client: Client, redis_client: redis.Redis, no_history: None
+) -> None:
+    """Two subgraph tasks that ask, answered one at a time (the step runs three times): once the step
+    commits, its subgraphs' checkpoints go with it; only the root's working state is left."""
+    run_id = client.enqueue("batch-review", {"items": ["a", "b"]}, thread_id="th")
+    work(client)
+    first, second = client.requests(run_id)
+    subgraph_keys = [k for k in thread_keys(redis_client, "th") if ":reviewer:" in k]
+    assert len([k for k in subgraph_keys if k.split("}:", 1)[1].startswith("cp:")]) == 2  # one per task
+    client.answer(run_id, {first.id: "yes"})
+    work(client)
+    client.answer(run_id, {second.id: "no"})
+    work(client)
+    done = client.get_run(run_id)
+    assert done.result == {"items": ["a", "b"], "notes": ["a:yes", "b:no"], "joined": 2}
+    assert [k for k in thread_keys(redis_client, "th") if ":reviewer:" in k] == []
+    assert [c.id for c in client.get_history("th")] == [done.head]
 
 
 def test_in_memory_store_without_history_keeps_one_checkpoint() -> None:

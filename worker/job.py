@@ -17,6 +17,7 @@ import logging
 import time
 import traceback
 import weakref
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +28,7 @@ from graphcore.backend.admission import release as free_slot
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
-from graphcore.backend.retention import keep_result, remove_after_completion
+from graphcore.backend.retention import keep_result, remove_after_completion, subgraph_keys
 from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
 from graphcore.backend.store import stage_prune
 from graphcore.backend.threads import hand_over
@@ -560,6 +561,7 @@ def _commit(
     may_append: bool,
     writes_of: str,
     next_run: RunRecord | None = None,
+    drop: Sequence[str] = (),
 ) -> str:
     """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any; retried
     in place through a Redis outage (a commit applied before a lost reply is recognised, not refused).
@@ -569,6 +571,8 @@ def _commit(
 
     ``may_append``: whether ``cp``'s logs may grow in its parent's generations (a hint: the commit's append
     guard decides; when it refuses, the commit is planned again with new generations).
+    ``drop``: more keys the commit deletes when it applies, without history (the step's subgraph
+    namespaces, R5).
 
     Raises:
         LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on (logged
@@ -585,8 +589,7 @@ def _commit(
     if extra.drop_lease:
         lease.dropping()  # the keeper must not take the key this commit deletes for a lost lease
     for append in (may_append, False):
-        plan = store.plan_put(run.thread_id, cp, may_append=append)
-        _keep_earlier_result(ctx, run, plan)
+        plan = _plan(ctx, run, cp, append, drop)
         script_keys, argv = ctx.commit.args(
             run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra
         )
@@ -605,6 +608,16 @@ def _commit(
     return str(verdict)
 
 
+def _plan(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, may_append: bool, drop: Sequence[str]) -> Plan:
+    """The store's plan for committing ``cp``; without history (R5) its prune deletes ``drop`` too, and an
+    earlier run's result is kept before its head goes."""
+    plan = ctx.store(run.workflow).plan_put(run.thread_id, cp, may_append=may_append)
+    if plan.prune is not None:
+        plan.prune.keys += drop
+        _keep_earlier_result(ctx, run, plan)
+    return plan
+
+
 def _keep_earlier_result(ctx: WorkerContext, run: RunRecord, plan: Plan) -> None:
     """No history kept (R5): the commit drops the thread's previous head. When another run wrote it (a run
     that ended before this one started), that run's result is read from nowhere else: it is copied into that
@@ -615,6 +628,14 @@ def _keep_earlier_result(ctx: WorkerContext, run: RunRecord, plan: Plan) -> None
     previous = ctx.store(run.workflow).get(run.thread_id, prune.previous)
     if previous is not None:
         outlast(keep_result, ctx.kv, run.thread_id, str(prune.owner), previous.id, previous.channel_values)
+
+
+def _subgraphs_of(ctx: WorkerContext, run: RunRecord, parent: Checkpoint) -> list[str]:
+    """Without history (R5): the checkpoint keys of the subgraphs the step after ``parent`` ran, dropped
+    with its commit (one round trip when it ran none); with history, nothing."""
+    if ctx.store(run.workflow).history:
+        return []
+    return list(outlast(subgraph_keys, ctx.kv, run.thread_id, parent))
 
 
 def _commit_step(
@@ -655,6 +676,7 @@ def _commit_step(
         may_append=parent.id == run.head and parent.source != "fork",
         writes_of=parent.id,
         next_run=next_run,
+        drop=_subgraphs_of(ctx, run, parent),
     )
     run.step += 1
     if next_run is None:

@@ -28,7 +28,7 @@ from graphcore.checkpoints.layout import decode_record
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 
-__all__ = ["checkpoint_keys", "keep_result", "remove_after_completion"]
+__all__ = ["checkpoint_keys", "keep_result", "remove_after_completion", "subgraph_keys"]
 
 log = logging.getLogger("graphq.retention")
 
@@ -74,24 +74,44 @@ def _namespace_keys(kv: Any, thread_id: str, ns: str) -> tuple[list[str], list[s
     return found, children
 
 
-def checkpoint_keys(kv: Any, thread_id: str) -> list[str]:
-    """Every checkpoint key of ``thread_id``, in every namespace: records, histories, channel values, logs,
-    pending writes and answers (keys that may not exist included). Found from the records, not by a SCAN:
-    the root namespace's, then those of the subgraphs each checkpoint's tasks ran, level by level.
-    Run records, request records and event streams are not checkpoint keys."""
+def _existing(kv: Any, thread_id: str, namespaces: list[str]) -> list[str]:
+    """The namespaces of ``namespaces`` that have a history (one round trip; none for an empty list)."""
+    if not namespaces:
+        return []
+    pipe = kv.pipeline(transaction=False)
+    for ns in namespaces:
+        pipe.exists(keys.history(thread_id, ns))
+    return [ns for ns, there in zip(namespaces, pipe.execute(), strict=True) if there]
+
+
+def _walk(kv: Any, thread_id: str, level: list[str]) -> list[str]:
+    """The checkpoint keys of the namespaces ``level`` and of the subgraph namespaces below them."""
     found: list[str] = []
-    level = [""]
     while level:
         children: list[str] = []
         for ns in level:
             keys_of, candidates = _namespace_keys(kv, thread_id, ns)
             found += keys_of
             children += candidates
-        pipe = kv.pipeline(transaction=False)
-        for ns in children:
-            pipe.exists(keys.history(thread_id, ns))
-        level = [ns for ns, there in zip(children, pipe.execute() if children else [], strict=True) if there]
+        level = _existing(kv, thread_id, children)
     return list(dict.fromkeys(found))
+
+
+def checkpoint_keys(kv: Any, thread_id: str) -> list[str]:
+    """Every checkpoint key of ``thread_id``, in every namespace: records, histories, channel values, logs,
+    pending writes and answers (keys that may not exist included). Found from the records, not by a SCAN:
+    the root namespace's, then those of the subgraphs each checkpoint's tasks ran, level by level.
+    Run records, request records and event streams are not checkpoint keys."""
+    return _walk(kv, thread_id, [""])
+
+
+def subgraph_keys(kv: Any, thread_id: str, cp: Checkpoint, ns: str = "") -> list[str]:
+    """The checkpoint keys of the subgraphs that the tasks of the step after ``cp`` (in namespace ``ns``)
+    ran, nested ones included: once that step is committed without history (R5), nothing reads them again.
+    One round trip when no task ran a subgraph."""
+    prefix = f"{ns}|" if ns else ""
+    candidates = [f"{prefix}{t.node}:{task_id(cp.id, i, t.node)}" for i, t in enumerate(cp.next_tasks)]
+    return _walk(kv, thread_id, _existing(kv, thread_id, candidates))
 
 
 def _remove_once(kv: Any, thread_id: str, run_id: str) -> str:
