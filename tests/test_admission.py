@@ -330,3 +330,16 @@ def test_graphq_tenants(redis_client: redis.Redis, redis_url: str) -> None:
     rows = admission.tenants(redis_client, server_ms(redis_client))
     assert [(r.tenant, r.running, r.queued) for r in rows] == [("a", 2, 1), ("b", 0, 2)]
     assert all(r.oldest_wait_s is not None and 0.04 <= r.oldest_wait_s < 5 for r in rows)
+
+
+def test_a_waiting_run_whose_entry_is_gone_is_skipped(redis_client: redis.Redis, redis_url: str) -> None:
+    """An inconsistent line (an entry lost: a manual clean-up, a bug) is repaired, never trusted: the next
+    waiting run is admitted."""
+    client = make(redis_client, redis_url, max_concurrent_runs=1)
+    first, broken, last = client.enqueue_many([RunRequest("tick", {}) for _ in range(3)])
+    lost = client.get_run(broken)
+    redis_client.hdel(keys.admission("entries"), keys.lease_member(lost.thread_id, broken))
+    client.cancel(first)
+    assert queued_jobs(redis_client) == [step_job_id(first, 0), step_job_id(last, 0)]
+    assert redis_client.zcard(keys.admission("waiting")) == 0
+    assert redis_client.zcard(keys.admission("lanes")) == 0

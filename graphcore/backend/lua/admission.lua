@@ -158,18 +158,35 @@ end
 
 -- The next run to admit: tenants by pass, each one's lanes oldest first; only lane heads are looked at
 -- (a lane's runs share their limits), so the cost is in waiting lanes, not waiting runs.
+-- A lane whose head has no entry (or that has no run left) is repaired, never trusted: returns 'again'.
+local function repair(tenant, workflow, lane, head)
+  if head then redis.call('ZREM', KEYS[1], head) end
+  redis.call('ZREM', KEYS[2], lane)
+  local nxt = lane_head(tenant, workflow)
+  if nxt then redis.call('ZADD', KEYS[2], 0, tenant .. SEP .. seq_of(nxt) .. SEP .. workflow) end
+  if #tenant_lanes(tenant) == 0 then redis.call('ZREM', KEYS[3], tenant) end
+  return 'again'
+end
+
 local function pick()
   local start = 0
   while true do
     local batch = redis.call('ZRANGE', KEYS[3], start, start + 15)
     if #batch == 0 then return nil end
     for _, tenant in ipairs(batch) do
+      local lanes = tenant_lanes(tenant)
+      if #lanes == 0 then
+        redis.call('ZREM', KEYS[3], tenant)
+        return 'again'
+      end
       if not T or count('t' .. SEP .. tenant) < T then
-        for _, lane in ipairs(tenant_lanes(tenant)) do
+        for _, lane in ipairs(lanes) do
           local workflow = string.match(lane, '^[^%z]*%z[^%z]*%z(.*)$')
-          local member = member_of(lane_head(tenant, workflow))
-          local e = cmsgpack.unpack(redis.call('HGET', KEYS[6], member))
-          if fits(tenant, e) then return member, e end
+          local head = lane_head(tenant, workflow)
+          local raw = head and redis.call('HGET', KEYS[6], member_of(head))
+          if not raw then return repair(tenant, workflow, lane, head) end
+          local e = cmsgpack.unpack(raw)
+          if fits(tenant, e) then return member_of(head), e end
         end
       end
     end
@@ -182,11 +199,13 @@ local function fill()
   while not G or count('g') < G do
     local member, e = pick()
     if not member then break end
-    if redis.call('HGET', e.run, 'status') == 'queued' then
-      grant(member, e, true)
-      n = n + 1
-    else
-      unwait(member, e)  -- it ended while waiting (its hand-over will find nothing to free)
+    if member ~= 'again' then
+      if redis.call('HGET', e.run, 'status') == 'queued' then
+        grant(member, e, true)
+        n = n + 1
+      else
+        unwait(member, e)  -- it ended while waiting (its hand-over will find nothing to free)
+      end
     end
   end
   return n
