@@ -30,6 +30,7 @@ from cli.run import follow_and_work, last_event_id, redis_line, report
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord
+from graphcore.backend.switch import refuse_if_off
 from graphcore.engine.inputs import check_answer
 from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.errors import PermanentError
@@ -168,6 +169,9 @@ def answer(
     if here:
         app.registry.get(record.workflow)  # the code to continue it must be here before anything changes
     after = last_event_id(client.kv, record)
+    if app.private:  # local data: nothing else would work the answered step while the switch is off (R6)
+        switch = client.kv.get(keys.switch())
+        refuse_if_off(switch, app.settings.enabled, what=f"run {run_id} is not answered:")
     try:
         answered = client.answer(run_id, value, request_id)
     except NotAwaitingInputError as exc:

@@ -178,6 +178,7 @@ def _drive(app: AppContext, client: Client, url: str, run: RunRecord) -> bool:
         if record.terminal or record.status == RunStatus.AWAITING_INPUT:
             return False
         if app.private and not worked:
+            refuse_if_off(client.kv.get(keys.switch()), app.settings.enabled, what=f"run {run_id} waits:")
             raise GraphqError(
                 f"run {run_id} is {record.status.value}{_at(client, record)} but its queue is "
                 "empty; see `graphq runs show`"

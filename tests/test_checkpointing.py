@@ -246,3 +246,15 @@ def test_a_restarted_run_starts_from_its_input_on_an_empty_state(
     assert final.interrupted is not None and final.interrupted.type == "WorkerLost"
     assert executions(redis_client) == {"first": 2, "doom": 2}
     assert [c.step for c in crash.get_history(final.thread_id)] == [1]
+
+
+def test_update_state_keeps_the_replaced_runs_result(
+    client: Client, redis_client: redis.Redis, no_history: None
+) -> None:
+    run_id = client.enqueue("five-steps", {"topic": "t"}, thread_id="th")
+    work(client)
+    updated = client.update_state("five-steps", "th", {"count": 99}, as_node="e")
+    assert client.get_run(run_id).result == FIVE
+    assert [c.id for c in client.get_history("th")] == [updated.id]
+    assert client.get_state("th").channel_values == {**FIVE, "count": 99}
+    assert redis_client.hlen(keys.channel_values("th", "", "count")) == 1

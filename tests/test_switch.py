@@ -265,3 +265,40 @@ def test_worker_with_process_setting_off_takes_no_job(
     assert redis_client.llen(QUEUE) == 1
     start(1, None)
     assert client.wait([run_id], timeout_s=15)[0].status == RunStatus.COMPLETED
+
+
+SCRIPT = Path(sys.executable).parent / "graphq"
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason="needs the installed graphq console script")
+def test_local_data_refuses_an_answer_while_off(tmp_path: Path) -> None:
+    """Without a Redis URL (local data), nothing else would work an answered step: the answer is refused,
+    nothing written, and goes through once the switch is on again."""
+    env = {**clean_env(), "GRAPHQ_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
+
+    def graphq(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(SCRIPT), *args],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    paused = graphq("run", "approval", "--input", '{"amount": 120, "requester": "ana"}')
+    assert paused.returncode == 3, paused.stderr
+    run_id = paused.stdout.split()[1]
+    assert graphq("disable", "--reason", "local").returncode == 0
+    refused = graphq("runs", "answer", run_id, "--value", '"yes"')
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines()[-1].startswith(
+        f"error: run {run_id} is not answered: graphq is disabled cluster-wide (the kill switch, `graphq "
+        "disable`) since 20"
+    )
+    assert graphq("runs", "show", run_id, "--output", "json").stdout.count('"awaiting_input"') == 1
+    assert graphq("enable").stdout == "graphq enabled\n"
+    done = graphq("runs", "answer", run_id, "--value", '"yes"')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("120 for ana: approved")

@@ -17,6 +17,7 @@ from redis.exceptions import WatchError
 from graphcore import keys
 from graphcore.backend.admission import execute, stage_admit
 from graphcore.backend.reaper import server_ms
+from graphcore.backend.retention import keep_result
 from graphcore.backend.runs import CANCEL_ERROR, RunFilter, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.backend.switch import refuse_if_off
@@ -662,7 +663,11 @@ class Client:
         if node is None:
             raise InvalidUpdateError("update_state: no node wrote the latest checkpoint; pass as_node")
         cp = apply_update(graph, head, values, node, {"run_id": None})
-        RedisCheckpointStore(self.kv, graph.schema).put(thread_id, cp)
+        store = RedisCheckpointStore(self.kv, graph.schema)
+        owner = head.metadata.get("run_id")
+        if not store.history and owner:  # the head goes (R5): its run's result is read from nowhere else
+            keep_result(self.kv, thread_id, owner, head.id, head.channel_values)
+        store.put(thread_id, cp)
         return cp
 
     def thread_runs(self, thread_id: str) -> list[RunRecord]:

@@ -61,22 +61,21 @@ def read(kv: Any) -> Switch:
     return parse(kv.get(keys.switch()))
 
 
-def refuse_if_off(raw: bytes | str | None, enabled: bool) -> None:
+def refuse_if_off(raw: bytes | str | None, enabled: bool, what: str = "new runs are refused:") -> None:
     """Refuse new runs when the switch is off: ``raw`` is the value of :func:`graphcore.keys.switch` as
-    read, ``enabled`` this process's ``GRAPHQ_ENABLED``.
+    read, ``enabled`` this process's ``GRAPHQ_ENABLED``; ``what`` starts the message.
 
     Raises:
         DisabledError: either is off; the message names the switch and how to turn it on.
     """
     if not enabled:
         raise DisabledError(
-            "new runs are refused: GRAPHQ_ENABLED=false in this process (the kill switch); unset it or set "
-            "it to true"
+            f"{what} GRAPHQ_ENABLED=false in this process (the kill switch); unset it or set it to true"
         )
     switch = parse(raw)
     if not switch.on:
         raise DisabledError(
-            f"new runs are refused: graphq is disabled cluster-wide (the kill switch, `graphq disable`) "
+            f"{what} graphq is disabled cluster-wide (the kill switch, `graphq disable`) "
             f"{switch.describe().removeprefix('off ')}; `graphq enable` turns it on again"
         )
 
