@@ -33,8 +33,8 @@ from graphcore.backend.events import encode_event
 from graphcore.backend.lua import source
 from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso
 from graphcore.engine.config import RunConfig
-from graphcore.errors import RunNotFoundError
-from graphcore.settings import Settings, tenant_weights
+from graphcore.errors import ConfigError, RunNotFoundError
+from graphcore.settings import Settings, get_settings, tenant_weights
 
 __all__ = [
     "AdmissionQueue",
@@ -116,10 +116,18 @@ def _common(queue: AdmissionQueue, op: str) -> list[Any]:
     return [op, *_limits(queue.settings), queue.timestamp()]
 
 
+def run_timeout_s(run: RunRecord) -> float:
+    """``run``'s run timeout, seconds (its option, else ``GRAPHQ_RUN_TIMEOUT_S``); a value above a ceiling
+    lowered since it was enqueued counts as the ceiling (a hand-over must not fail on it)."""
+    try:
+        return RunConfig.model_validate(run.config).run_timeout()
+    except ConfigError:
+        return get_settings().max_run_timeout_s
+
+
 def deadline_ms(run: RunRecord) -> int:
     """When ``run`` passes its run timeout (R15: from its creation), ms since the epoch."""
-    timeout = RunConfig.model_validate(run.config).run_timeout()
-    return int((datetime.fromisoformat(run.created_at).timestamp() + timeout) * 1000)
+    return int((datetime.fromisoformat(run.created_at).timestamp() + run_timeout_s(run)) * 1000)
 
 
 _staged: weakref.WeakKeyDictionary[Any, list[tuple[int, list[str], list[Any]]]] = weakref.WeakKeyDictionary()
@@ -218,7 +226,7 @@ def fill(kv: Any, queue: AdmissionQueue) -> int:
 
 def timeout_error(run: RunRecord, now_s: float) -> RunError:
     """The error of a run whose run timeout passed while it waited for a slot (R15)."""
-    limit = RunConfig.model_validate(run.config).run_timeout()
+    limit = run_timeout_s(run)
     age = now_s - datetime.fromisoformat(run.created_at).timestamp()
     return RunError(
         type="RunTimeout",
