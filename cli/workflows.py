@@ -38,8 +38,7 @@ class _Version:
     @property
     def source(self) -> str:
         """``catalog`` (published by a worker), ``local`` (only loaded here) or ``catalog+local`` (both)."""
-        published = self.published_at is not None
-        return "catalog+local" if published and self.local else "catalog" if published else "local"
+        return _source(self.published_at is not None, self.local)
 
 
 @dataclass
@@ -50,9 +49,13 @@ class _Workflow:
     @property
     def source(self) -> str:
         """``catalog``, ``local`` or ``catalog+local``: whether any version was published, any loaded here."""
-        published = any(v.published_at is not None for v in self.versions)
-        local = any(v.local for v in self.versions)
-        return "catalog+local" if published and local else "catalog" if published else "local"
+        return _source(
+            any(v.published_at is not None for v in self.versions), any(v.local for v in self.versions)
+        )
+
+
+def _source(published: bool, local: bool) -> str:
+    return "catalog+local" if published and local else "catalog" if published else "local"
 
 
 def _published(app: AppContext, name: str | None) -> list[CatalogEntry]:
