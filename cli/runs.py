@@ -89,31 +89,7 @@ def list_runs(
         _list_stuck(reader.stuck_runs(limit, where), output)
         return
     if chain_of is not None:
-        chain = reader.chain(chain_of)
-        if len(chain) > limit:  # the newest runs of the chain, said so (never cut silently)
-            click.echo(
-                f"the chain has {len(chain)} runs; showing the last {limit} (--limit {len(chain)}: all)",
-                err=True,
-            )
-            chain = chain[-limit:]
-        if output == "json":
-            print_json([record_json(r) for r in chain])
-            return
-        print_table(
-            ("run", "attempt", "status", "continues", "error", "created (UTC)"),
-            [
-                (
-                    r.id,
-                    r.attempt,
-                    r.status.value,
-                    r.continued_from_run_id or "",
-                    f"{r.error.type}: {r.error.message}" if r.error else "",
-                    when(r.created_at),
-                )
-                for r in chain
-            ],
-            no_wrap=("run", "continues", "created (UTC)"),
-        )
+        _list_chain(reader.chain(chain_of), limit, output)
         return
     records = reader.list_runs(limit, None if where == RunFilter() else where)
     if output == "json":
@@ -126,6 +102,34 @@ def list_runs(
         ("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)"),
         rows,
         no_wrap=("run", "thread", "tenant", "created (UTC)"),
+    )
+
+
+def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
+    """The table (or JSON) of ``runs list --chain``: the chain's last ``limit`` runs, said on stderr when
+    that leaves some out (never cut silently)."""
+    if len(chain) > limit:
+        click.echo(
+            f"the chain has {len(chain)} runs; showing the last {limit} (--limit {len(chain)}: all)", err=True
+        )
+        chain = chain[-limit:]
+    if output == "json":
+        print_json([record_json(r) for r in chain])
+        return
+    print_table(
+        ("run", "attempt", "status", "continues", "error", "created (UTC)"),
+        [
+            (
+                r.id,
+                r.attempt,
+                r.status.value,
+                r.continued_from_run_id or "",
+                f"{r.error.type}: {r.error.message}" if r.error else "",
+                when(r.created_at),
+            )
+            for r in chain
+        ],
+        no_wrap=("run", "continues", "created (UTC)"),
     )
 
 
