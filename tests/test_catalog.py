@@ -298,3 +298,26 @@ def test_two_versions_side_by_side_and_a_killed_worker_drops_out(
         (newer["version"], []),
         (older["version"], older["served_by"]),
     ]
+
+
+def test_a_worker_publishing_while_another_tidies_keeps_its_entry(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pods start together: worker w2 writes its heartbeat and its catalog entry just after w1's tidy-up
+    read the live workers. w1's tidy-up must not take w2's entry for a dead worker's (w2 publishes once)."""
+    _beat(redis_client, "w1")
+    read_live = catalog.live_worker_ids
+    raced: list[bool] = []
+
+    def live_then_w2_starts(kv: Any, now_ms: int) -> list[str]:
+        live = read_live(kv, now_ms)
+        if not raced:
+            raced.append(True)
+            _beat(redis_client, "w2")
+            catalog._write(redis_client, "w2", catalog.describe_all([configured_graph]))
+        return live
+
+    monkeypatch.setattr(catalog, "live_worker_ids", live_then_w2_starts)
+    publish(redis_client, "w1", [configured_graph])
+    assert raced == [True]
+    assert read_catalog(redis_client)[0].versions[0].served_by == ["w1", "w2"]

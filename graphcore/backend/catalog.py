@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from redis.exceptions import WatchError
+
 from graphcore import keys
 from graphcore.backend.connection import retry_transient
 from graphcore.backend.reaper import server_ms
@@ -90,21 +92,36 @@ def _write(kv: Any, worker_id: str, entries: dict[str, tuple[str, str]]) -> int:
 
 
 def _tidy(kv: Any, names: Iterable[str], now_ms: int) -> None:
-    """Drop entries of workers that are not live, and stale versions nobody serves (see the module doc)."""
-    live = set(live_worker_ids(kv, now_ms))
+    """Drop entries of workers that are not live, and stale versions nobody serves (see the module doc).
+
+    Per workflow, the reads are watched: a worker that publishes meanwhile (its heartbeat, then its entry,
+    after the live workers were read here) makes the removal start again, so that neither its entry nor
+    the version it published again is taken for a dead one."""
     for name in names:
-        members = [m.decode() for m in kv.zrange(keys.catalog_workers(name), 0, -1)]
-        gone = [m for m in members if m.split(":", 1)[1] not in live]
-        served = {m.split(":", 1)[0] for m in members if m not in gone}
-        seen = kv.zrangebyscore(keys.catalog_seen(name), "-inf", now_ms - STALE_VERSION_S * 1000)
-        stale = [v.decode() for v in seen if v.decode() not in served]
-        pipe = kv.pipeline(transaction=True)
-        if gone:
-            pipe.zrem(keys.catalog_workers(name), *gone)
-        if stale:
-            pipe.hdel(keys.catalog_versions(name), *stale)
-            pipe.zrem(keys.catalog_seen(name), *stale)
-        pipe.execute()
+        while True:
+            with kv.pipeline(transaction=True) as pipe:
+                try:
+                    pipe.watch(keys.catalog_workers(name), keys.catalog_seen(name))
+                    _tidy_one(pipe, name, now_ms)
+                    break
+                except WatchError:
+                    continue
+
+
+def _tidy_one(pipe: Any, name: str, now_ms: int) -> None:
+    live = set(live_worker_ids(pipe, now_ms))
+    members = [m.decode() for m in pipe.zrange(keys.catalog_workers(name), 0, -1)]
+    gone = [m for m in members if m.split(":", 1)[1] not in live]
+    served = {m.split(":", 1)[0] for m in members if m not in gone}
+    seen = pipe.zrangebyscore(keys.catalog_seen(name), "-inf", now_ms - STALE_VERSION_S * 1000)
+    stale = [v.decode() for v in seen if v.decode() not in served]
+    pipe.multi()
+    if gone:
+        pipe.zrem(keys.catalog_workers(name), *gone)
+    if stale:
+        pipe.hdel(keys.catalog_versions(name), *stale)
+        pipe.zrem(keys.catalog_seen(name), *stale)
+    pipe.execute()
 
 
 def publish(kv: Any, worker_id: str, graphs: Iterable[GraphSpec], limit: int | None = None) -> dict[str, str]:
