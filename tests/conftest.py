@@ -1,9 +1,11 @@
-"""Shared fixtures: one real redis-server per test session (no fakes), a clean database per test, and an
-empty working directory per test (with ``GRAPHQ_DATA_DIR`` inside it)."""
+"""Shared fixtures: one real redis-server per test session (no fakes), a clean database per test, an
+empty working directory per test (with ``GRAPHQ_DATA_DIR`` inside it), and workers: a client of the test
+module's ``REGISTRY``, ``graphq`` subprocesses killed at the end (helpers in ``tests/workers.py``)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,14 +13,18 @@ from pathlib import Path
 import pytest
 import redis
 
+from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.errors import ConfigError
-from graphcore.settings import get_settings
+from graphcore.settings import Settings, get_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``tests.workflows`` imports from any working directory (see _private_cwd)
     sys.path.insert(0, str(ROOT))
+
+from tests.workers import Procs, Start, rq_states, wait_for  # noqa: E402  (needs ROOT on sys.path)
+from worker.queue import RQStepQueue  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -85,3 +91,47 @@ def graphq_env(redis_url: str, monkeypatch: pytest.MonkeyPatch, _private_cwd: Pa
     monkeypatch.setenv("GRAPHQ_REDIS_URL", redis_url)
     get_settings.cache_clear()
     return {**os.environ, "GRAPHQ_REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture
+def client(request: pytest.FixtureRequest, redis_client: redis.Redis, redis_url: str) -> Client:
+    """A client of the test database for the workflows of the test module's ``REGISTRY``, its step jobs
+    going on the RQ queues (settings: the environment, with the test database's URL)."""
+    queue = RQStepQueue(redis_client, Settings(redis_url=redis_url))
+    return Client(redis_client, request.module.REGISTRY, queue)
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Procs]:
+    """``graphq`` subprocesses of the test (:class:`tests.workers.Procs`, output in ``tmp_path``), each in
+    its own process group; every one is killed at the end."""
+    started = Procs(tmp_path)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture
+def worker(procs: Procs, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A ``graphq worker`` with the test module's ``env`` fixture, started (not waited for)."""
+    return procs.start("worker", env=env)
+
+
+@pytest.fixture
+def start(procs: Procs, env: dict[str, str], redis_client: redis.Redis) -> Start:
+    """``start(*args, processes=1, state="idle", **settings)``: start ``graphq worker --concurrency
+    PROCESSES ARGS`` with the test module's ``env`` fixture and ``settings`` (``GRAPHQ_X="1"``) over it, and
+    wait until ``processes`` more of RQ's workers are in ``state`` (None: do not wait)."""
+
+    def spawn(
+        *args: str, processes: int = 1, state: str | None = "idle", **settings: str
+    ) -> subprocess.Popen[bytes]:
+        before = rq_states(redis_client).count(state) if state is not None else 0
+        proc = procs.start("worker", "--concurrency", str(processes), *args, env=env, **settings)
+        if state is not None:
+            want = before + processes
+            wait_for(lambda: rq_states(redis_client).count(state) >= want, what=f"{processes} more {state}")
+        return proc
+
+    return spawn

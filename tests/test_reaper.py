@@ -7,7 +7,6 @@ import json
 import threading
 import time
 
-import pytest
 import redis
 
 from graphcore import keys
@@ -17,22 +16,15 @@ from graphcore.backend.reaper import ReaperLock, ReapOutcome, lapsed_leases, rea
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError
-from graphcore.settings import Settings, load_settings
+from graphcore.settings import Settings
 from tests.cli_helpers import invoke, ok, process_state_restored
 from worker.lease import Lease
 from worker.liveness import Heartbeat
 from worker.process import run_worker
-from worker.queue import RQStepQueue
 from worker.reaper import Reaper
 
 MODULE = "tests.workflows.crash"
 REGISTRY = Registry.load([MODULE])
-
-
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
 
 
 def claim(kv: redis.Redis, run_id: str, thread: str, ttl_s: float, worker: str = "w-1") -> tuple[Lease, int]:
@@ -228,31 +220,6 @@ def test_worker_registry_lists_live_workers(redis_client: redis.Redis) -> None:
     assert live_workers(redis_client, server_ms(redis_client)) == []
     beat.stop()
     assert redis_client.zcard(keys.workers()) == 0
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "message"),
-    [
-        (
-            "GRAPHQ_MAX_RESUME_ATTEMPTS",
-            "101",
-            "GRAPHQ_MAX_RESUME_ATTEMPTS: must be 0 ≤ value ≤ 100",
-        ),
-        (
-            "GRAPHQ_MAX_RESUME_ATTEMPTS",
-            "-1",
-            "GRAPHQ_MAX_RESUME_ATTEMPTS: must be 0 ≤ value ≤ 100",
-        ),
-        ("GRAPHQ_REAPER_INTERVAL_S", "0", "GRAPHQ_REAPER_INTERVAL_S: must be 0 < value ≤ 600"),
-    ],
-)
-def test_recovery_settings_are_range_checked(
-    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
-) -> None:
-    monkeypatch.setenv(name, value)
-    with pytest.raises(ConfigError) as err:
-        load_settings()
-    assert str(err.value) == f"{message} (got {value!r})"
 
 
 def test_defaults_bound_recovery_below_30_s() -> None:

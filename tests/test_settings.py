@@ -12,6 +12,22 @@ from graphcore.settings import Settings, allowed_range, load_settings, tenant_we
     ("env", "message"),
     [
         ({"GRAPHQ_LEASE_TTL_S": "0"}, "GRAPHQ_LEASE_TTL_S: must be 0 < value ≤ 3600 (got '0')"),
+        ({"GRAPHQ_DRAIN_TIMEOUT_S": "-1"}, "GRAPHQ_DRAIN_TIMEOUT_S: must be 0 ≤ value ≤ 3600 (got '-1')"),
+        (
+            {"GRAPHQ_DRAIN_TIMEOUT_S": "3601"},
+            "GRAPHQ_DRAIN_TIMEOUT_S: must be 0 ≤ value ≤ 3600 (got '3601')",
+        ),
+        ({"GRAPHQ_KILL_GRACE_S": "0"}, "GRAPHQ_KILL_GRACE_S: must be 0 < value ≤ 3600 (got '0')"),
+        ({"GRAPHQ_KILL_GRACE_S": "3601"}, "GRAPHQ_KILL_GRACE_S: must be 0 < value ≤ 3600 (got '3601')"),
+        (
+            {"GRAPHQ_MAX_RESUME_ATTEMPTS": "101"},
+            "GRAPHQ_MAX_RESUME_ATTEMPTS: must be 0 ≤ value ≤ 100 (got '101')",
+        ),
+        (
+            {"GRAPHQ_MAX_RESUME_ATTEMPTS": "-1"},
+            "GRAPHQ_MAX_RESUME_ATTEMPTS: must be 0 ≤ value ≤ 100 (got '-1')",
+        ),
+        ({"GRAPHQ_REAPER_INTERVAL_S": "0"}, "GRAPHQ_REAPER_INTERVAL_S: must be 0 < value ≤ 600 (got '0')"),
         (
             {"GRAPHQ_MAX_CONCURRENT_RUNS": "0"},
             "GRAPHQ_MAX_CONCURRENT_RUNS: must be 1 ≤ value ≤ 1000000 (got '0')",

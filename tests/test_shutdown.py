@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
@@ -25,98 +21,35 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError
-from graphcore.settings import Settings, load_settings
-from tests.envs import clean_env
+from graphcore.settings import Settings
+from tests.workers import Start, ended, rq_states, wait_for, worker_children, worker_env
+from tests.workflows.shutdown import behave, log_lines, started
 from worker.queue import RQStepQueue, step_job_id
 
-ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.shutdown"])
 DRAIN_S = 1.0
 """GRAPHQ_DRAIN_TIMEOUT_S in these tests."""
 GIVE_UP_GRACE_S = 2.0
 """worker.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
 
-Start = Callable[..., subprocess.Popen[bytes]]
 BOTH_STEPS = ["first start", "first end", "second start", "second end"]
 
 
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
-    return clean_env(
-        GRAPHQ_REDIS_URL=redis_url,
-        GRAPHQ_WORKFLOWS="tests.workflows.shutdown",
-        GRAPHQ_TEST_DIR=str(tmp_path),
+    return worker_env(
+        redis_url,
+        "tests.workflows.shutdown",
+        tmp_path,
         GRAPHQ_LEASE_TTL_S="1",
         GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
         GRAPHQ_DRAIN_TIMEOUT_S=f"{DRAIN_S:g}",
         GRAPHQ_KILL_GRACE_S="1",
-        PYTHONUNBUFFERED="1",
     )
 
 
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
-@pytest.fixture
-def start(env: dict[str, str], tmp_path: Path, redis_client: redis.Redis) -> Iterator[Start]:
-    """Start a `graphq worker` (its own session) and wait until it takes jobs; all are killed at the end."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def spawn(*args: str, processes: int = 1, **settings: str) -> subprocess.Popen[bytes]:
-        before = idle_workers(redis_client)
-        log = (tmp_path / f"worker-{len(procs)}.log").open("wb")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker", *args],
-            env={**env, **settings},
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        procs.append(proc)
-        wait_for(lambda: idle_workers(redis_client) >= before + processes, what="the workers to take jobs")
-        return proc
-
-    yield spawn
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
 def idle_workers(kv: redis.Redis) -> int:
-    return sum(kv.hget(w, "state") == b"idle" for w in kv.smembers("rq:workers"))
-
-
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 20, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def log_lines(tmp_path: Path) -> list[tuple[int, str]]:
-    """``(pid, "first start")`` lines the nodes wrote."""
-    path = tmp_path / "runs.log"
-    if not path.exists():
-        return []
-    parts = (line.partition(" ") for line in path.read_text().splitlines())
-    return [(int(pid), rest) for pid, _, rest in parts]
-
-
-def started(tmp_path: Path, node: str) -> list[int]:
-    """The pids of the processes that started ``node``."""
-    return [pid for pid, what in log_lines(tmp_path) if what == f"{node} start"]
-
-
-def ended(client: Client, run_id: str, timeout_s: float = 20) -> RunRecord:
-    wait_for(lambda: client.get_run(run_id).terminal, timeout_s, f"run {run_id} to end")
-    return client.get_run(run_id)
+    return rq_states(kv).count("idle")
 
 
 def assert_continued(client: Client, kv: redis.Redis, run: RunRecord) -> None:
@@ -131,12 +64,6 @@ def assert_continued(client: Client, kv: redis.Redis, run: RunRecord) -> None:
     )
     queued = [j.decode() for j in kv.lrange("rq:queue:graphq:two-steps", 0, -1)]
     assert queued == [step_job_id(successor.id, 0)]
-
-
-def children(pid: int) -> list[int]:
-    """The worker processes of `graphq worker` ``pid`` (not multiprocessing's resource tracker)."""
-    pids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    return [p for p in pids if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
 
 
 def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_another_worker(
@@ -156,7 +83,7 @@ def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_anoth
     run = ended(client, run_id)
     assert run.status == RunStatus.COMPLETED
     assert run.result is not None and run.result["done"] == ["first", "second"]
-    [(first_pid, second_pid)] = [(started(tmp_path, "first")[0], started(tmp_path, "second")[0])]
+    [first_pid], [second_pid] = started(tmp_path, "first"), started(tmp_path, "second")
     assert first_pid != second_pid
     assert [what for _, what in log_lines(tmp_path)] == BOTH_STEPS
     assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
@@ -245,10 +172,11 @@ def test_a_node_holding_the_gil_past_the_lease_ttl_keeps_its_lease(
     assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
 
 
-def test_gil_sleep_really_holds_the_gil() -> None:
+def test_gil_sleep_really_holds_the_gil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The test node's ``gil_sleep`` starves every other thread of its process (a ticking thread stops)."""
-    import ctypes
     import threading
+
+    monkeypatch.setenv("GRAPHQ_TEST_DIR", str(tmp_path))  # where the node logs its start and end
 
     ticks = [0]
     stop = threading.Event()
@@ -261,7 +189,7 @@ def test_gil_sleep_really_holds_the_gil() -> None:
     threading.Thread(target=tick, daemon=True).start()
     time.sleep(0.1)
     before = ticks[0]
-    ctypes.PyDLL(None).sleep(1)
+    behave("node", {"gil_sleep": 1})
     during = ticks[0] - before
     stop.set()
     assert during <= 1
@@ -296,7 +224,7 @@ def test_a_node_blocked_past_the_run_timeout_is_killed_at_the_deadline_plus_the_
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
 ) -> None:
     worker = start()
-    before = children(worker.pid)
+    before = worker_children(worker.pid)
     run_id = client.enqueue(
         "two-steps", {"first": {}, "second": {"c_sleep": 60}}, config={"run_timeout_s": 3}
     )
@@ -317,7 +245,7 @@ def test_a_node_blocked_past_the_run_timeout_is_killed_at_the_deadline_plus_the_
     assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
     assert worker.poll() is None  # the supervisor lives on, with a new worker process
     wait_for(lambda: idle_workers(redis_client) == 1, what="the replacement worker")
-    after = children(worker.pid)
+    after = worker_children(worker.pid)
     assert len(after) == 1 and after != before and not Path(f"/proc/{pid}").exists()
     again = ended(client, client.enqueue("two-steps", {}))
     assert again.status == RunStatus.COMPLETED
@@ -349,38 +277,12 @@ def test_shutdown_settings_defaults() -> None:
     assert (s.drain_timeout_s, s.kill_grace_s) == (20.0, 10.0)
 
 
-@pytest.mark.parametrize(
-    ("name", "value", "message"),
-    [
-        (
-            "GRAPHQ_DRAIN_TIMEOUT_S",
-            "-1",
-            "GRAPHQ_DRAIN_TIMEOUT_S: must be 0 ≤ value ≤ 3600",
-        ),
-        (
-            "GRAPHQ_DRAIN_TIMEOUT_S",
-            "3601",
-            "GRAPHQ_DRAIN_TIMEOUT_S: must be 0 ≤ value ≤ 3600",
-        ),
-        ("GRAPHQ_KILL_GRACE_S", "0", "GRAPHQ_KILL_GRACE_S: must be 0 < value ≤ 3600"),
-        ("GRAPHQ_KILL_GRACE_S", "3601", "GRAPHQ_KILL_GRACE_S: must be 0 < value ≤ 3600"),
-    ],
-)
-def test_shutdown_settings_are_range_checked(
-    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
-) -> None:
-    monkeypatch.setenv(name, value)
-    with pytest.raises(ConfigError) as err:
-        load_settings()
-    assert str(err.value) == f"{message} (got {value!r})"
-
-
 def test_sigterm_to_a_worker_pool_drains_every_process(
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
 ) -> None:
     """`--concurrency 2`: the signal reaches both processes; the short step finishes, the long one is given
     up after the drain timeout, and the pool exits within the bound."""
-    pool = start("--concurrency", "2", processes=2)
+    pool = start(processes=2)
     short = client.enqueue("two-steps", {"first": {"sleep": 0.7}, "second": {}})
     wait_for(lambda: started(tmp_path, "first"), what="the short step to start")
     long = client.enqueue("two-steps", {"first": {"c_sleep": 30}, "second": {}})
@@ -437,7 +339,7 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
     old = client.get_run(run_id)
     assert old.status == RunStatus.FAILED and old.error is not None and old.error.type == "WorkerLost"
     assert worker.poll() is None
-    wait_for(lambda: children(worker.pid) not in ([], [pid]), what="the new worker process")
+    wait_for(lambda: worker_children(worker.pid) not in ([], [pid]), what="the new worker process")
 
 
 @pytest.mark.parametrize(
@@ -493,7 +395,9 @@ def test_a_process_left_with_a_node_running_past_its_timeout_is_replaced(
     )
     [pid] = started(tmp_path, "node")
     wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10, "the stuck process to end")
-    wait_for(lambda: len(children(worker.pid)) == 1 and idle_workers(redis_client) >= 1, what="a new one")
+    wait_for(
+        lambda: len(worker_children(worker.pid)) == 1 and idle_workers(redis_client) >= 1, what="a new one"
+    )
     again = ended(client, client.enqueue("two-steps", {}))
     assert again.status == RunStatus.COMPLETED
     assert worker.poll() is None

@@ -9,7 +9,8 @@ each does what its input says for its node (``{"first": {"sleep": 1.5}}``):
 - ``gil_sleep``: seconds blocked in C holding the GIL (libc ``sleep`` called through ``ctypes.PyDLL``),
 - ``until_cancel``: seconds of waiting on the cancel token (stops with ``Cancelled`` when it is set).
 
-``timed`` has one node with ``timeout=1`` that does the same with its ``node`` input.
+``timed`` has one node with ``timeout=1`` that does the same with its ``node`` input. A test reads the
+lines back with :func:`log_lines` and :func:`started`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,20 @@ class Plan(TypedDict, total=False):
 def _log(line: str) -> None:
     with (Path(os.environ["GRAPHQ_TEST_DIR"]) / "runs.log").open("a") as log:
         log.write(f"{os.getpid()} {line}\n")
+
+
+def log_lines(test_dir: Path) -> list[tuple[int, str]]:
+    """The ``(pid, "first start")`` lines the nodes wrote in ``test_dir`` so far, in order."""
+    path = test_dir / "runs.log"
+    if not path.exists():
+        return []
+    parts = (line.partition(" ") for line in path.read_text().splitlines())
+    return [(int(pid), rest) for pid, _, rest in parts]
+
+
+def started(test_dir: Path, node: str) -> list[int]:
+    """The pids of the processes that started ``node``, in order."""
+    return [pid for pid, what in log_lines(test_dir) if what == f"{node} start"]
 
 
 def behave(name: str, plan: dict[str, float]) -> None:

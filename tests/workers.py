@@ -1,0 +1,191 @@
+"""Helpers of the tests that run workers: ``graphq`` subprocesses on the test Redis (their environment, each
+started in a process group of its own and all killed at the end), a burst worker in this process, and
+waiting for what they do. The fixtures built on them (``client``, ``procs``, ``worker``, ``start``) are in
+``tests/conftest.py``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import redis
+
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunRecord
+from graphcore.settings import Settings
+from tests.envs import clean_env
+from worker.process import run_worker
+
+__all__ = [
+    "GRAPHQ",
+    "ROOT",
+    "SCRIPT",
+    "Procs",
+    "Start",
+    "burst",
+    "ended",
+    "graphq",
+    "line_count",
+    "rq_states",
+    "wait_for",
+    "work",
+    "worker_children",
+    "worker_env",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+GRAPHQ = [sys.executable, "-m", "cli"]
+SCRIPT = Path(sys.executable).with_name("graphq")
+"""The console script: it imports ``tests.workflows`` because the CLI puts the cwd on sys.path."""
+
+T = TypeVar("T")
+Start = Callable[..., subprocess.Popen[bytes]]
+"""The ``start`` fixture: ``start(*args, processes=1, state="idle", **settings)``."""
+
+
+def worker_env(
+    redis_url: str, workflows: str, test_dir: Path | None = None, **settings: str
+) -> dict[str, str]:
+    """The environment of a ``graphq`` subprocess: :func:`tests.envs.clean_env` with ``GRAPHQ_REDIS_URL``,
+    ``GRAPHQ_WORKFLOWS`` (comma-separated modules), unbuffered output, ``GRAPHQ_TEST_DIR`` (where the test
+    workflows write their logs) when ``test_dir`` is given, and ``settings`` (``GRAPHQ_LEASE_TTL_S="1"``)."""
+    extra = {"GRAPHQ_TEST_DIR": str(test_dir)} if test_dir is not None else {}
+    return clean_env(
+        GRAPHQ_REDIS_URL=redis_url, GRAPHQ_WORKFLOWS=workflows, PYTHONUNBUFFERED="1", **extra, **settings
+    )
+
+
+def wait_for(predicate: Callable[[], T], timeout_s: float = 20, what: str = "condition") -> T:
+    """Poll ``predicate`` every 20 ms until it returns a truthy value, and return that value.
+
+    Raises:
+        AssertionError: ``timed out waiting for <what>`` after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+    return value
+
+
+def ended(client: Client, run_id: str, timeout_s: float = 20) -> RunRecord:
+    """The record of ``run_id`` once it has ended (waits up to ``timeout_s`` seconds)."""
+    wait_for(lambda: client.get_run(run_id).terminal, timeout_s, f"run {run_id} to end")
+    return client.get_run(run_id)
+
+
+def line_count(path: Path) -> int:
+    """Lines in ``path`` (0 when it does not exist yet): how often a test node that logs there ran."""
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def rq_states(kv: redis.Redis) -> list[str]:
+    """The state (``idle``, ``busy``, ``suspended``, ...) of every worker in RQ's registry."""
+    return [(kv.hget(w, "state") or b"").decode() for w in kv.smembers("rq:workers")]
+
+
+def worker_children(pid: int) -> list[int]:
+    """The worker processes of `graphq worker` ``pid`` (not multiprocessing's resource tracker)."""
+    pids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    return [p for p in pids if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+
+
+def graphq(*args: str, env: dict[str, str], timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    """Run ``graphq ARGS`` to completion in the repository root (text output captured)."""
+    return subprocess.run(
+        [*GRAPHQ, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def burst(env: dict[str, str]) -> None:
+    """One burst of a `graphq worker` subprocess: works every queued step job, must exit 0."""
+    done = graphq("worker", "--burst", env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def work(client: Client) -> bool:
+    """Work every queued step job in this process: a burst worker on ``client``'s connection and workflows,
+    with the ``GRAPHQ_*`` settings of the environment as they are now. Returns whether it worked a job."""
+    at = client.kv.connection_pool.connection_kwargs
+    settings = Settings(redis_url=f"redis://{at['host']}:{at['port']}/{at.get('db', 0)}")
+    return run_worker(settings, burst=True, registry=client.registry, kv=client.kv)
+
+
+class Procs:
+    """``graphq`` subprocesses of one test, each in its own session (process group: a signal sent to the
+    group reaches every process of it); :meth:`close` kills them all.
+
+    Args:
+        log_dir: where each process writes its output, ``<command>-<n>.log`` (n counts every process).
+        env: the environment of a process started without one.
+    """
+
+    def __init__(self, log_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.log_dir = log_dir
+        self.env = env
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs: dict[int, Path] = {}
+        self._stop = threading.Event()
+        self._loops: list[threading.Thread] = []
+
+    def start(
+        self, *args: str, env: dict[str, str] | None = None, script: bool = False, **settings: str
+    ) -> subprocess.Popen[bytes]:
+        """Start ``graphq ARGS`` in the background with ``env`` (else the default) and ``settings`` over it;
+        ``script``: through the installed console script (when there is one) rather than ``python -m cli``."""
+        base = env if env is not None else self.env
+        assert base is not None, "Procs.start needs an environment"
+        path = self.log_dir / f"{args[0] if args else 'graphq'}-{len(self.procs)}.log"
+        command = [str(SCRIPT)] if script and SCRIPT.exists() else GRAPHQ
+        with path.open("wb") as log:
+            proc = subprocess.Popen(
+                [*command, *args],
+                env={**base, **settings},
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.procs.append(proc)
+        self.logs[proc.pid] = path
+        return proc
+
+    def logged(self, proc: subprocess.Popen[Any]) -> str:
+        """What ``proc`` (started here) printed so far."""
+        return self.logs[proc.pid].read_text(errors="replace")
+
+    def holding(self, worker_id: str) -> subprocess.Popen[bytes]:
+        """The process (group) whose worker has id ``worker_id`` (``host.pid.suffix``)."""
+        group = os.getpgid(int(worker_id.split(".")[-2]))
+        return next(p for p in self.procs if p.pid == group)
+
+    def keep_one_worker(self) -> None:
+        """Start a worker, and a new one each time it dies, until :meth:`close`."""
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                proc = self.start("worker")
+                while proc.poll() is None and not self._stop.is_set():
+                    time.sleep(0.05)
+
+        self._loops.append(threading.Thread(target=loop, daemon=True))
+        self._loops[-1].start()
+
+    def close(self) -> None:
+        """Stop the restart loops first (a worker started after the kills would live on into the next
+        test, on the same Redis), then SIGKILL every process group that is still there."""
+        self._stop.set()
+        for loop in self._loops:
+            loop.join(10)
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
