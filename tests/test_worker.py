@@ -12,14 +12,15 @@ import worker.job
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunStatus, now_iso
 from graphcore.engine.algo import apply_writes, prepare_tasks
 from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from tests.workflows import recovery
-from worker.context import WorkerContext, get_context
+from worker.claim import CANCEL_ERROR_JSON
+from worker.context import WorkerContext, get_context, set_context
 from worker.fence import refused
 from worker.job import _commit_step, _put_writes, step_job
 from worker.lease import Lease
@@ -127,6 +128,31 @@ def test_duplicate_step_job_is_a_no_op(client: Client, redis_client: Any, redis_
     run = client.get_run(run_id)
     assert step_job(run_id, run.thread_id, 0) == "skipped: run is completed at step 1"
     assert len(client.get_history(run.thread_id)) == 2
+
+
+def test_a_duplicate_job_leaves_a_cancel_to_the_worker_that_holds_the_step(
+    client: Client, redis_client: Any, redis_url: str
+) -> None:
+    """A cancel requested while a step runs, then a duplicate job of that step (a lost job queued again, RQ's
+    abandoned-job handling): its claim, without the lease, writes nothing (I1) — the run stays Running and
+    keeps its thread, its events unchanged — and the cancel ends the run at a claim that holds the lease."""
+    run_id = client.enqueue("counter", {"limit": 3}, thread_id="dup")
+    run = client.get_run(run_id)
+    holder = Lease(redis_client, "dup", run_id, 30, 10)
+    assert holder.claim(0, now_iso(), CANCEL_ERROR_JSON)[0] == 3
+    assert client.runs.set_status(run, RunStatus.RUNNING, fence=(holder.key, holder.token))
+    assert client.cancel(run_id) == "cancel requested: the run stops before its next super-step"
+    events = redis_client.xlen(keys.run_events("dup", run_id))
+    set_context(WorkerContext.build(redis_client, Settings(redis_url=redis_url), REGISTRY))
+    assert step_job(run_id, "dup", 0) == "skipped: another worker holds the lease"
+    after = client.get_run(run_id)
+    assert (after.status, after.error, after.ended_at) == (RunStatus.RUNNING, None, None)
+    assert redis_client.xlen(keys.run_events("dup", run_id)) == events
+    assert redis_client.get(keys.thread_active("dup")) == run_id.encode()
+    assert redis_client.get(holder.key) == holder.token.encode()
+    holder.release()
+    assert step_job(run_id, "dup", 0) == "canceled before the step"
+    assert client.get_run(run_id).status == RunStatus.CANCELED
 
 
 def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client: Any, redis_url: str) -> None:

@@ -1,6 +1,8 @@
 -- Claim a run's step for this worker in one round trip (R2, R18, X1): read the run, and take the lease only
 -- when the run is still at this step and not finished (a stale duplicate job never holds the lease). A
--- run with a pending cancel request ends Canceled here, before its next super-step starts. The lease's
+-- run with a pending cancel request ends Canceled here, before its next super-step starts, unless another
+-- worker holds the step's lease (a duplicate job of a running step): only the lease holder writes (I1), so
+-- that step goes on and the cancel ends the run at its next claim or its completing commit. The lease's
 -- deadline goes into the lease index, and the run records which worker holds it (the reaper names it).
 -- A run whose earlier lease lapsed without a commit or release (its worker died) is still in the index:
 -- it is left to the reaper (code 2), so that no job — RQ's abandoned-job handling included — runs the step
@@ -24,13 +26,13 @@ if status == 'completed' or status == 'failed' or status == 'canceled' or step ~
 end
 -- The same claim again (same token: its reply was lost in a Redis outage and the worker retried): its own.
 if redis.call('GET', KEYS[2]) == ARGV[1] then return {3, run} end
+if redis.call('ZSCORE', KEYS[4], ARGV[7]) or redis.call('EXISTS', KEYS[2]) == 1 then return {2, run} end
 if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
   redis.call('HSET', KEYS[1], 'status', 'canceled', 'ended_at', ARGV[4], 'error', ARGV[5])
   redis.call('XADD', KEYS[3], '*', 'mode', 'status', 'step', step, 'data', ARGV[6])
   return {4, redis.call('HGETALL', KEYS[1])}
 end
-if redis.call('ZSCORE', KEYS[4], ARGV[7]) then return {2, run} end
-if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2, run} end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[4], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]), ARGV[7])
 redis.call('HSET', KEYS[1], 'worker', ARGV[8])
