@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphcore.errors import ConfigError
 
-__all__ = ["Settings", "allowed_range", "class_entries", "get_settings", "tenant_weights"]
+__all__ = ["Settings", "allowed_range", "class_entries", "explain", "get_settings", "tenant_weights"]
 
 
 def class_entries(value: str) -> list[tuple[str, str]]:
@@ -227,21 +227,30 @@ def load_settings() -> Settings:
     try:
         return Settings().check()
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = "_".join(str(p) for p in err["loc"])
-        allowed = allowed_range(field)
-        bound = err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
-        rule = f"must be {allowed}" if allowed and bound else err["msg"]
-        raise ConfigError(f"GRAPHQ_{field.upper()}: {rule} (got {err.get('input')!r})") from None
+        field, problem = explain(exc, Settings)
+        raise ConfigError(f"GRAPHQ_{field.upper()}: {problem}") from None
 
 
-def allowed_range(field: str) -> str:
-    """The allowed range of a numeric setting as text, e.g. ``0 < value ≤ 3600``; "" when it has none.
+def explain(exc: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
+    """The field of ``exc``'s first error (a dotted path when nested) and what is wrong with its value:
+    ``must be <range>`` for a value out of range (:func:`allowed_range` of ``model``), else pydantic's
+    message, then ``(got <value>)``."""
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    allowed = allowed_range(field, model)
+    bound = err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+    rule = f"must be {allowed}" if allowed and bound else err["msg"]
+    return field, f"{rule} (got {err.get('input')!r})"
+
+
+def allowed_range(field: str, model: type[BaseModel] = Settings) -> str:
+    """The allowed range of a numeric field of ``model`` (the settings by default) as text, e.g.
+    ``0 < value ≤ 3600``; "" when it has none.
 
     Read from the field's pydantic constraints (``gt``/``ge``/``lt``/``le``), so the message and the check
     cannot drift apart.
     """
-    info = Settings.model_fields.get(field)
+    info = model.model_fields.get(field)
     if info is None:
         return ""
     low = high = ""

@@ -551,8 +551,9 @@ def test_n_plus_one_steps_fail_naming_the_setting() -> None:
 
 @pytest.mark.parametrize("limit", [0, -1])
 def test_limit_below_one_is_a_config_error(limit: int) -> None:
-    with pytest.raises(ConfigError, match=f"max_super_steps must be at least 1 \\(got {limit}\\)"):
+    with pytest.raises(ConfigError) as err:
         log_chain(1).invoke({}, {"max_super_steps": limit})
+    assert str(err.value) == f"run option max_super_steps: must be 1 ≤ value (got {limit})"
 
 
 def test_default_limit_is_50(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -635,6 +636,42 @@ def test_user_configurable_with_reserved_prefix_is_rejected() -> None:
 def test_unknown_run_option_is_rejected() -> None:
     with pytest.raises(ConfigError, match=r"unknown run option\(s\) \['recursion_limit'\]"):
         log_chain(1).invoke({}, {"recursion_limit": 5})
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"max_concurrent_runs": 0}, "max_concurrent_runs: must be 1 ≤ value ≤ 1000000 (got 0)"),
+        (
+            {"max_concurrent_runs_per_tenant": 1_000_001},
+            "max_concurrent_runs_per_tenant: must be 1 ≤ value ≤ 1000000 (got 1000001)",
+        ),
+        ({"run_timeout_s": 0}, "run_timeout_s: must be 0 < value (got 0)"),
+        ({"run_timeout_s": -1.5}, "run_timeout_s: must be 0 < value (got -1.5)"),
+        ({"max_super_steps": 0}, "max_super_steps: must be 1 ≤ value (got 0)"),
+        (
+            {"max_concurrent_runs": "two"},
+            "max_concurrent_runs: Input should be a valid integer, unable to parse string as an integer "
+            "(got 'two')",
+        ),
+        ({"tags": "nightly"}, "tags: must be a list of strings (got 'nightly')"),
+        ({"metadata": [1]}, "metadata: must be a mapping (got [1])"),
+        (
+            {"max_concurrent_runs": 2, "max_concurrent_runs_per_tenant": 3},
+            "max_concurrent_runs_per_tenant=3 must be in 1..max_concurrent_runs=2",
+        ),
+    ],
+)
+def test_compile_options_out_of_range_name_the_workflow_option_and_range(
+    options: dict[str, Any], problem: str
+) -> None:
+    """compile(config=...) refuses a bad option with a ConfigError (not pydantic's ValidationError): the
+    workflow, the option, its allowed range and the value given."""
+    g = StateGraph(S).add_node("a", noop).add_edge(START, "a")
+    with pytest.raises(ConfigError) as err:
+        g.compile(name="limited", config=options)
+    assert str(err.value) == f"workflow 'limited': run option {problem}"
+    g.compile(name="fine", config={"max_concurrent_runs": 2, "max_concurrent_runs_per_tenant": 2})
 
 
 @pytest.mark.parametrize("accessor", [get_config, get_stream_writer])

@@ -108,7 +108,6 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     """
     graph = registry.get(req.workflow)
     cfg = graph.config_for(req.config)
-    cfg.step_limit()
     cfg.run_timeout()
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
         raise ConfigError(

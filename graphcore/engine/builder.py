@@ -160,7 +160,9 @@ class StateGraph:
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node.
             ConfigError: a node's settings hold a value that is not JSON (naming the node and the path) or
-                are longer than ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (naming the node, the size and the limit).
+                are longer than ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (naming the node, the size and the limit);
+                an option of ``config`` is unknown, of the wrong type or out of its range (naming the
+                workflow, the option, the allowed range and the value).
         """
         validate(self)
         return CompiledGraph(self, name=name or "graph", checkpointer=checkpointer, defaults=config or {})

@@ -12,6 +12,7 @@ from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.schema import StateSchema
+from graphcore.errors import ConfigError
 
 __all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
 
@@ -92,7 +93,10 @@ class GraphSpec:
         self.schema = parts.schema
         self.nodes: dict[str, NodeSpec] = dict(parts.nodes)
         self.checkpointer = checkpointer
-        self.defaults = merge_config(defaults)
+        try:
+            self.defaults = merge_config(defaults)
+        except ConfigError as exc:  # compile(config=...): say which workflow
+            raise ConfigError(f"workflow {name!r}: {exc}") from None
         self.edges_from: dict[str, list[str]] = {}
         for source, target in parts.edges:
             self.edges_from.setdefault(source, []).append(target)

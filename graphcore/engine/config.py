@@ -12,11 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphcore.engine.cancel import CancelToken
 from graphcore.errors import ConfigError, OutsideRunError
-from graphcore.settings import get_settings
+from graphcore.settings import explain, get_settings
 
 __all__ = [
     "ANSWERS_KEY",
@@ -67,7 +67,8 @@ class RunConfig(BaseModel):
         tags: free-form labels, merged as an ordered union with defaults.
         metadata: free-form JSON values, merged key by key (later wins).
         configurable: values nodes read through ``get_config()``, merged key by key.
-        max_super_steps: super-step budget of this run (C1); None → ``GRAPHQ_MAX_SUPER_STEPS`` (default 50).
+        max_super_steps: super-step budget of this run (C1), at least 1; None → ``GRAPHQ_MAX_SUPER_STEPS``
+            (default 50).
         resume_if_exists: start from the thread's latest checkpoint when it has one (C2): the input goes
             through the reducers and execution starts again at the entry node; False starts from empty.
         checkpoint_id: start from this checkpoint of the thread instead of its latest (C3): a fork, recorded
@@ -89,7 +90,7 @@ class RunConfig(BaseModel):
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     configurable: dict[str, Any] = Field(default_factory=dict)
-    max_super_steps: int | None = None
+    max_super_steps: int | None = Field(default=None, ge=1)
     resume_if_exists: bool = True
     checkpoint_id: str | None = None
     run_timeout_s: float | None = Field(default=None, gt=0)
@@ -110,15 +111,8 @@ class RunConfig(BaseModel):
         return timeout
 
     def step_limit(self) -> int:
-        """The effective ``max_super_steps``.
-
-        Raises:
-            ConfigError: the value is below 1.
-        """
-        limit = self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
-        if limit < 1:
-            raise ConfigError(f"max_super_steps must be at least 1 (got {limit})")
-        return limit
+        """The effective ``max_super_steps`` (at least 1: the option's range and the setting's)."""
+        return self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
 
 
 def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
@@ -126,7 +120,9 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     key by key; scalar options replaced when set.
 
     Raises:
-        ConfigError: an unknown option, or a user ``configurable`` key with the reserved ``__graphq_`` prefix.
+        ConfigError: an unknown option, a value out of its range or of the wrong type (naming the option,
+            the allowed range and the value), or a user ``configurable`` key with the reserved ``__graphq_``
+            prefix.
     """
     merged: dict[str, Any] = {"tags": [], "metadata": {}, "configurable": {}}
     for layer in layers:
@@ -139,6 +135,8 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
                 f"unknown run option(s) {sorted(unknown)}; known: {sorted(RunConfig.model_fields)}"
             )
         for key, value in data.items():
+            if key in _MERGED and not isinstance(value, _MERGED[key][0]):
+                raise ConfigError(f"run option {key}: must be {_MERGED[key][1]} (got {value!r})")
             if key == "tags":
                 merged["tags"] += [t for t in dict.fromkeys(value) if t not in merged["tags"]]
             elif key in ("metadata", "configurable"):
@@ -148,7 +146,32 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     reserved = [k for k in merged["configurable"] if k.startswith(RESERVED_PREFIX)]
     if reserved:
         raise ConfigError(f"configurable keys {reserved} use the reserved prefix {RESERVED_PREFIX!r}")
-    return RunConfig.model_validate(merged)
+    return _validated(merged)
+
+
+_MERGED: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "tags": ((list, tuple), "a list of strings"),
+    "metadata": (Mapping, "a mapping"),
+    "configurable": (Mapping, "a mapping"),
+}
+"""The options merged item by item rather than replaced, and what they must be."""
+
+
+def _validated(merged: Mapping[str, Any]) -> RunConfig:
+    """``merged`` as a :class:`RunConfig`; a value pydantic refuses becomes a :class:`ConfigError` naming the
+    option and the allowed range (as settings errors do), and so does a per-tenant limit above the limit."""
+    try:
+        cfg = RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        option, problem = explain(exc, RunConfig)
+        raise ConfigError(f"run option {option}: {problem}") from None
+    limit, per_tenant = cfg.max_concurrent_runs, cfg.max_concurrent_runs_per_tenant
+    if limit is not None and per_tenant is not None and per_tenant > limit:
+        raise ConfigError(
+            f"run option max_concurrent_runs_per_tenant={per_tenant} must be in "
+            f"1..max_concurrent_runs={limit}"
+        )
+    return cfg
 
 
 @dataclass
