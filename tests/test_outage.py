@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -23,6 +24,8 @@ from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.envs import clean_env
+from worker.context import WorkerContext, set_context
+from worker.job import step_job
 from worker.lease import Lease
 from worker.queue import RQStepQueue
 
@@ -226,3 +229,37 @@ def test_a_status_change_retried_after_its_reply_was_lost_counts_as_made(redis_c
     assert client.runs.set_status(run, RunStatus.FAILED, events=failed) is False
     assert [e.data for e in read_events(kv, "twice", run_id) if e.mode == "status"] == [{"status": "failed"}]
     lease.release()
+
+
+def test_a_pause_retried_after_its_reply_was_lost_counts_as_made(
+    redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that pauses for input gives its lease back in its status change; when an outage swallowed that
+    change's reply, the retry finds the lease gone: the change counts as made (the step is awaiting input,
+    nothing refused), not as a write refused by the fence, and the run's slot goes back at once (R8)."""
+    kv = redis_client
+    settings = Settings(redis_url=redis_url)
+    registry = Registry.load(["tests.workflows.hitl"])
+    run_id = Client(kv, registry, RQStepQueue(kv, settings)).enqueue("asking", {"topic": "x"}, thread_id="p")
+    ctx = WorkerContext.build(kv, settings, registry)
+    set_context(ctx)
+    script = ctx.runs._set_status
+    lost: list[bool] = []
+
+    def reply_lost(*, keys: list[str], args: list[Any]) -> Any:
+        reply = script(keys=keys, args=args)
+        if args[0] == "awaiting_input" and not lost:
+            lost.append(True)
+            raise redis.ConnectionError("the reply was lost")
+        return reply
+
+    monkeypatch.setattr(ctx.runs, "_set_status", reply_lost)
+    assert step_job(run_id, "p", 0) == "awaiting input: 1 request(s)"
+    run = RunRecord.from_hash(kv.hgetall(keys.run("p", run_id)))
+    assert (lost, run.status) == ([True], RunStatus.AWAITING_INPUT)
+    assert [f for f in kv.hkeys(keys.run("p", run_id)) if f.startswith(b"refused:")] == []
+    member = keys.lease_member("p", run_id)
+    assert kv.zscore(keys.lease_index(), member) is None
+    assert kv.hexists(keys.admission("holders"), member) == 0
+    statuses = [e.data["status"] for e in read_events(kv, "p", run_id) if e.mode == "status"]
+    assert statuses == ["running", "awaiting_input"]

@@ -9,13 +9,16 @@
 -- ARGV[3] = n, then n field/value pairs to set with the status; then m, then m events (mode, step, data);
 -- with KEYS[3], then the lease token; with KEYS[4], then the run's member of the lease index
 -- Returns {1, previous status} when set (fenced: also when the run already has that status, the caller's
--- own change retried after its reply was lost), {0, current status} when refused by the status rules, and
+-- own change retried after its reply was lost, with KEYS[4] when the lease it gave back is still free),
+-- {0, current status} when refused by the status rules, and
 -- {-1, current status} when refused by the fence (the caller no longer holds the lease).
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, ''} end
 local token, member = ARGV[#ARGV], nil
 if #KEYS >= 4 then token, member = ARGV[#ARGV - 1], ARGV[#ARGV] end
 if #KEYS >= 3 and redis.call('GET', KEYS[3]) ~= token then
+  -- This change again, after it gave the lease back (its reply was lost): made, not refused.
+  if member and current == ARGV[1] and redis.call('EXISTS', KEYS[3]) == 0 then return {1, current} end
   redis.call('HINCRBY', KEYS[1], 'refused:status', 1)
   return {-1, current}
 end
