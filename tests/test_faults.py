@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
@@ -18,75 +14,45 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
-from tests.envs import clean_env
+from tests.workers import Procs, line_count, wait_for, worker_env
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 from worker.reaper import Reaper
 
-ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.faults"])
-
-
-def wait_for(predicate: Any, timeout_s: float = 20, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
-    base = clean_env()
-    return {
-        **base,
-        "GRAPHQ_REDIS_URL": redis_url,
-        "GRAPHQ_WORKFLOWS": "tests.workflows.faults",
-        "GRAPHQ_TEST_DIR": str(tmp_path),
-        "GRAPHQ_LEASE_TTL_S": "1",
-        "GRAPHQ_HEARTBEAT_INTERVAL_S": "0.2",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def start_worker(env: dict[str, str], tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
-    log = (tmp_path / "worker.log").open("ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker", *extra],
-        env=env,
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    return worker_env(
+        redis_url,
+        "tests.workflows.faults",
+        tmp_path,
+        GRAPHQ_LEASE_TTL_S="1",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
     )
 
 
 def test_sigkill_mid_step_keeps_finished_tasks(
-    env: dict[str, str], tmp_path: Path, redis_client: redis.Redis, redis_url: str
+    env: dict[str, str], tmp_path: Path, redis_client: redis.Redis, redis_url: str, procs: Procs
 ) -> None:
     """I2 with a real SIGKILL: tasks that finished before the crash do not run again when the step does (in
     the reaper's continuation of the run)."""
     client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
     run_id = client.enqueue("slowfan", {"names": ["fast-a", "slow", "fast-b"]})
     run = client.get_run(run_id)
-    worker = start_worker(env, tmp_path)
-    try:
-        wait_for(
-            lambda: lines(tmp_path / "slow.log") == 1 and client.get_run(run_id).head is not None,
-            what="the slow task to start",
-        )
-        head = client.get_run(run_id).head or ""
-        wait_for(
-            lambda: redis_client.hlen(keys.pending_writes(run.thread_id, "", head)) == 2,
-            what="both fast tasks to persist their writes",
-        )
-    finally:
-        os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
+    worker = procs.start("worker", env=env)
+    wait_for(
+        lambda: line_count(tmp_path / "slow.log") == 1 and client.get_run(run_id).head is not None,
+        what="the slow task to start",
+    )
+    head = client.get_run(run_id).head or ""
+    wait_for(
+        lambda: redis_client.hlen(keys.pending_writes(run.thread_id, "", head)) == 2,
+        what="both fast tasks to persist their writes",
+    )
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(10)
     crashed = client.get_run(run_id)
     assert crashed.status == RunStatus.RUNNING
     assert crashed.step == 0
@@ -99,7 +65,7 @@ def test_sigkill_mid_step_keeps_finished_tasks(
     (tmp_path / "go").touch()
     [(reaped, outcome)] = Reaper(redis_client, Settings(redis_url=redis_url)).sweep()  # no reaper ran yet
     assert (reaped, outcome.verdict) == (run_id, "continued")
-    second = start_worker(env, tmp_path, "--burst")
+    second = procs.start("worker", "--burst", env=env)
     assert second.wait(30) == 0
     [final] = client.wait([run_id], timeout_s=10)  # the chain's last run: the continuation
     assert (final.id, final.status, final.continued_from_run_id) == (
@@ -108,11 +74,7 @@ def test_sigkill_mid_step_keeps_finished_tasks(
         run_id,
     )
     assert final.result == {"names": ["fast-a", "slow", "fast-b"], "done": ["fast-a", "slow", "fast-b"]}
-    assert (lines(tmp_path / "fast-a.log"), lines(tmp_path / "fast-b.log"), lines(tmp_path / "slow.log")) == (
-        1,
-        1,
-        2,
-    )
+    assert [line_count(tmp_path / f"{task}.log") for task in ("fast-a", "fast-b", "slow")] == [1, 1, 2]
     assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
 
 

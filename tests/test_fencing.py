@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +21,13 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
-from tests.envs import clean_env
+from tests.workers import Procs, line_count, wait_for, worker_env
 from worker.context import WorkerContext
 from worker.fence import REFUSED
 from worker.job import _end, _event, _fenced_hset, _mark_running, _put_writes, _seed_answers
 from worker.lease import Lease
 from worker.queue import RQStepQueue
 
-ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.fencing"])
 
 CASES: dict[str, tuple[dict[str, Any], dict[bytes, bytes], list[str]]] = {
@@ -42,61 +39,72 @@ CASES: dict[str, tuple[dict[str, Any], dict[bytes, bytes], list[str]]] = {
 }
 WORKFLOW = {"subgraph": "zombie-sub"}
 """Each case runs workflow ``zombie``, but for these."""
-
-
-def wait_for(predicate: Any, timeout_s: float = 20, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
+TASKS = [n for given, _, _ in CASES.values() for n in given["names"]]
+"""solo, slow, fast, doomed, sub: each logs a line in ``<name>.log`` when it starts."""
 
 
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
-    return clean_env(
-        GRAPHQ_REDIS_URL=redis_url,
-        GRAPHQ_WORKFLOWS="tests.workflows.fencing",
-        GRAPHQ_TEST_DIR=str(tmp_path),
+    return worker_env(
+        redis_url,
+        "tests.workflows.fencing",
+        tmp_path,
         GRAPHQ_LEASE_TTL_S="1",
         GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
         GRAPHQ_REAPER_INTERVAL_S="600",  # this test takes the steps over by hand
-        PYTHONUNBUFFERED="1",
-    )
-
-
-def start_worker(env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker", *extra],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: SIGSTOP/SIGCONT reach every process of it
     )
 
 
 @pytest.fixture
-def zombies(env: dict[str, str], tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
-    procs = [start_worker(env, tmp_path / f"zombie-{i}.log") for i in range(len(CASES))]
-    yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGCONT)
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+def zombies(procs: Procs, env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    """One `graphq worker` per case, each in its own process group: SIGSTOP/SIGCONT reach every process."""
+    return [procs.start("worker", env=env) for _ in CASES]
+
+
+def pause_mid_step(
+    client: Client, kv: redis.Redis, tmp_path: Path, zombies: list[subprocess.Popen[bytes]]
+) -> dict[str, str]:
+    """Enqueue each case's run and SIGSTOP the workers once each holds one run's step: its tasks started,
+    the fast task's writes persisted. Returns the run ids by case."""
+    runs = {
+        case: client.enqueue(WORKFLOW.get(case, "zombie"), given, thread_id=case)
+        for case, (given, _, _) in CASES.items()
+    }
+    wait_for(lambda: all(line_count(tmp_path / f"{n}.log") == 1 for n in TASKS), what="every task to start")
+    head = client.get_run(runs["pending"]).head or ""
+    wait_for(lambda: kv.hlen(keys.pending_writes("pending", "", head)) == 1, what="the fast task's writes")
+    for proc in zombies:
+        os.killpg(proc.pid, signal.SIGSTOP)
+    return runs
+
+
+def wake_and_check_refused(
+    client: Client, kv: redis.Redis, zombies: list[subprocess.Popen[bytes]], runs: dict[str, str]
+) -> None:
+    """SIGCONT the zombies (whose runs were taken over and have ended): each one's write is refused and
+    counted in its run's hash, and changes neither that run's record nor any other key of its thread."""
+    before = {case: run_and_thread(client, kv, case, run_id) for case, run_id in runs.items()}
+    for case, run_id in runs.items():
+        assert refusals(kv, case, run_id) == {}, case
+    for proc in zombies:
+        os.killpg(proc.pid, signal.SIGCONT)
+    for case, run_id in runs.items():
+        wait_for(
+            lambda case=case, run_id=run_id: refusals(kv, case, run_id) != {},  # type: ignore[misc]
+            timeout_s=10,
+            what=f"the zombie of run {case} to try its write",
+        )
+    time.sleep(0.5)  # a zombie that got through would have written by now
+    for case, run_id in runs.items():
+        assert refusals(kv, case, run_id) == CASES[case][1], case
+        assert run_and_thread(client, kv, case, run_id) == before[case], case
 
 
 def take_over(kv: redis.Redis, settings: Settings, client: Client, run_id: str) -> None:
     """What a reaper would do with the step of a worker whose lease lapsed: queue the step again (the lease
     index entry, where the claim keeps one, is the reaper's to clear)."""
     run = client.get_run(run_id)
-    if hasattr(keys, "lease_index"):
-        kv.zrem(keys.lease_index(), keys.lease_member(run.thread_id, run_id))
+    kv.zrem(keys.lease_index(), keys.lease_member(run.thread_id, run_id))
     pipe = kv.pipeline(transaction=True)
     pipe.multi()
     RQStepQueue(kv, settings).stage(pipe, run)
@@ -114,29 +122,23 @@ def thread_keys(kv: redis.Redis, thread: str, *runs: str) -> dict[bytes, Any]:
     return {k: kv.dump(k) for k in kv.scan_iter(match=keys.thread_pattern(thread)) if k not in skip}
 
 
+def run_and_thread(client: Client, kv: redis.Redis, thread: str, run_id: str) -> tuple[Any, ...]:
+    """The run's record and :func:`thread_keys` but the hashes of the run and of its continuation."""
+    run = client.get_run(run_id)
+    return run.model_dump(), thread_keys(kv, thread, run_id, run.continued_by_run_id or "")
+
+
 def test_a_worker_paused_past_its_lease_changes_nothing_when_it_wakes(
     env: dict[str, str],
     tmp_path: Path,
     redis_client: redis.Redis,
     redis_url: str,
+    procs: Procs,
     zombies: list[subprocess.Popen[bytes]],
 ) -> None:
     settings = Settings(redis_url=redis_url)
     client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, settings))
-    runs = {
-        case: client.enqueue(WORKFLOW.get(case, "zombie"), given, thread_id=case)
-        for case, (given, _, _) in CASES.items()
-    }
-    # Each of the three workers holds one run's step: its tasks started, the fast one's writes persisted.
-    names = [n for given, _, _ in CASES.values() for n in given["names"]]
-    wait_for(lambda: all(lines(tmp_path / f"{n}.log") == 1 for n in names), what="every task to start")
-    head = client.get_run(runs["pending"]).head or ""
-    wait_for(
-        lambda: redis_client.hlen(keys.pending_writes("pending", "", head)) == 1,
-        what="the fast task's writes",
-    )
-    for proc in zombies:
-        os.killpg(proc.pid, signal.SIGSTOP)
+    runs = pause_mid_step(client, redis_client, tmp_path, zombies)
     wait_for(
         lambda: not any(redis_client.exists(keys.lease(case, run_id)) for case, run_id in runs.items()),
         timeout_s=5,
@@ -145,32 +147,17 @@ def test_a_worker_paused_past_its_lease_changes_nothing_when_it_wakes(
     for run_id in runs.values():
         take_over(redis_client, settings, client, run_id)
     (tmp_path / "go").touch()
-    successor = start_worker(env, tmp_path / "successor.log", "--burst")
-    assert successor.wait(30) == 0, (tmp_path / "successor.log").read_text()
-    after: dict[str, tuple[Any, ...]] = {}
+    successor = procs.start("worker", "--burst", env=env)
+    assert successor.wait(30) == 0, procs.logged(successor)
     for case, run_id in runs.items():
         done = client.get_run(run_id)
         assert (done.status, done.result) == (
             RunStatus.COMPLETED,
             {**CASES[case][0], "done": CASES[case][2]},
         ), case
-        after[case] = (done.model_dump(), thread_keys(redis_client, case, run_id))
-        assert refusals(redis_client, case, run_id) == {}
-    for proc in zombies:
-        os.killpg(proc.pid, signal.SIGCONT)
-    for case, run_id in runs.items():
-        wait_for(
-            lambda case=case, run_id=run_id: refusals(redis_client, case, run_id) != {},  # type: ignore[misc]
-            timeout_s=10,
-            what=f"the zombie of run {case} to try its write",
-        )
-    time.sleep(0.5)  # a zombie that got through would have written by now
-    for case, run_id in runs.items():
-        assert refusals(redis_client, case, run_id) == CASES[case][1], case
-        done = client.get_run(run_id)
-        assert (done.model_dump(), thread_keys(redis_client, case, run_id)) == after[case], case
-    assert [lines(tmp_path / f"{n}.log") for n in names] == [2, 2, 1, 2, 2]  # solo, slow, fast, doomed, sub
-    log = "".join((tmp_path / f"zombie-{i}.log").read_text() for i in range(len(CASES)))
+    wake_and_check_refused(client, redis_client, zombies, runs)
+    assert [line_count(tmp_path / f"{n}.log") for n in TASKS] == [2, 2, 1, 2, 2]  # solo, slow, fast, ...
+    log = "".join(procs.logged(proc) for proc in zombies)
     assert log.count("refused: this worker no longer holds the step's lease") == len(CASES), log
     assert all(proc.poll() is None for proc in zombies)  # the zombies live on, and take new work
 
@@ -234,66 +221,31 @@ def test_zombies_of_runs_the_reaper_continued_change_nothing(
     tmp_path: Path,
     redis_client: redis.Redis,
     redis_url: str,
+    procs: Procs,
     zombies: list[subprocess.Popen[bytes]],
 ) -> None:
-    """The same three paused workers, their steps found by the reaper of another worker (R18): each run is
+    """The same paused workers, their steps found by the reaper of another worker (R18): each run is
     closed failed (WorkerLost) and continued (R14); the continuations complete; the woken zombies' writes to
     the runs they held are refused and counted, and change neither those runs nor the thread's history."""
     settings = Settings(redis_url=redis_url)
     client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, settings))
-    runs = {
-        case: client.enqueue(WORKFLOW.get(case, "zombie"), given, thread_id=case)
-        for case, (given, _, _) in CASES.items()
-    }
-    names = [n for given, _, _ in CASES.values() for n in given["names"]]
-    wait_for(lambda: all(lines(tmp_path / f"{n}.log") == 1 for n in names), what="every task to start")
-    head = client.get_run(runs["pending"]).head or ""
-    wait_for(
-        lambda: redis_client.hlen(keys.pending_writes("pending", "", head)) == 1,
-        what="the fast task's writes",
-    )
-    for proc in zombies:
-        os.killpg(proc.pid, signal.SIGSTOP)
+    runs = pause_mid_step(client, redis_client, tmp_path, zombies)
     (tmp_path / "go").touch()
-    successor = start_worker({**env, "GRAPHQ_REAPER_INTERVAL_S": "0.3"}, tmp_path / "successor.log")
-    try:
+    procs.start("worker", env=env, GRAPHQ_REAPER_INTERVAL_S="0.3")
 
-        def continued(case: str) -> bool:
-            record = client.get_run(runs[case])
-            if record.continued_by_run_id is None:
-                return False
-            return client.get_run(record.continued_by_run_id).status == RunStatus.COMPLETED
+    def continued(case: str) -> bool:
+        record = client.get_run(runs[case])
+        if record.continued_by_run_id is None:
+            return False
+        return client.get_run(record.continued_by_run_id).status == RunStatus.COMPLETED
 
-        wait_for(lambda: all(continued(c) for c in CASES), timeout_s=20, what="the continuations to end")
-        after: dict[str, tuple[Any, ...]] = {}
-        for case, run_id in runs.items():
-            lost = client.get_run(run_id)
-            assert (lost.status, lost.error is not None and lost.error.type) == (
-                RunStatus.FAILED,
-                "WorkerLost",
-            )
-            successor_run = client.get_run(lost.continued_by_run_id or "")
-            assert (successor_run.continued_from_run_id, successor_run.result) == (
-                run_id,
-                {**CASES[case][0], "done": CASES[case][2]},
-            ), case
-            continuation = lost.continued_by_run_id or ""
-            after[case] = (lost.model_dump(), thread_keys(redis_client, case, run_id, continuation))
-            assert refusals(redis_client, case, run_id) == {}
-        for proc in zombies:
-            os.killpg(proc.pid, signal.SIGCONT)
-        for case, run_id in runs.items():
-            wait_for(
-                lambda case=case, run_id=run_id: refusals(redis_client, case, run_id) != {},  # type: ignore[misc]
-                timeout_s=10,
-                what=f"the zombie of run {case} to try its write",
-            )
-        time.sleep(0.5)
-        for case, run_id in runs.items():
-            assert refusals(redis_client, case, run_id) == CASES[case][1], case
-            lost = client.get_run(run_id)
-            continuation = lost.continued_by_run_id or ""
-            assert (lost.model_dump(), thread_keys(redis_client, case, run_id, continuation)) == after[case]
-    finally:
-        os.killpg(successor.pid, signal.SIGKILL)
-        successor.wait(10)
+    wait_for(lambda: all(continued(c) for c in CASES), timeout_s=20, what="the continuations to end")
+    for case, run_id in runs.items():
+        lost = client.get_run(run_id)
+        assert (lost.status, lost.error is not None and lost.error.type) == (RunStatus.FAILED, "WorkerLost")
+        successor_run = client.get_run(lost.continued_by_run_id or "")
+        assert (successor_run.continued_from_run_id, successor_run.result) == (
+            run_id,
+            {**CASES[case][0], "done": CASES[case][2]},
+        ), case
+    wake_and_check_refused(client, redis_client, zombies, runs)

@@ -4,10 +4,6 @@ lost. The 3 s outage runs in ``make test``; the 20 s one is marked ``chaos`` (``
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,13 +19,12 @@ from graphcore.backend.events import read_events
 from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from tests.envs import clean_env
+from tests.workers import Procs, worker_env
 from worker.context import WorkerContext, set_context
 from worker.job import step_job
 from worker.lease import Lease
 from worker.queue import RQStepQueue
 
-ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.outage"])
 RUNS, STEPS, SLEEP_S = 4, 12, 0.1
 
@@ -38,35 +33,18 @@ LONG_LEASES = {"GRAPHQ_LEASE_TTL_S": "30", "GRAPHQ_HEARTBEAT_INTERVAL_S": "1"}
 """Longer than the outage: the steps in flight keep their leases."""
 
 
-def start_worker(url: str, log: Path, leases: dict[str, str]) -> subprocess.Popen[bytes]:
-    env = clean_env(
-        GRAPHQ_REDIS_URL=url,
-        GRAPHQ_WORKFLOWS="tests.workflows.outage",
-        GRAPHQ_REDIS_RETRY_MAX_WAIT_S="0.5",
-        PYTHONUNBUFFERED="1",
-        **leases,
-    )
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker", "--log-level", "error"],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
 def outage(
     tmp_path: Path, down_s: float, leases: dict[str, str] = LONG_LEASES
 ) -> tuple[list[RunRecord], dict[str, bytes | None]]:
     """Runs in flight on two workers through an outage of ``down_s``; returns the runs that ended (the
     last run of each chain) and, for each run the reaper continued, its ``refused:commit`` count."""
     server = EmbeddedRedis(tmp_path / "redis", port=free_port(), appendonly=True).start()
-    workers: list[subprocess.Popen[bytes]] = []
+    procs = Procs(tmp_path)
     try:
         kv = connect(server.url, attempts=30, max_wait_s=0.5)
         client = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=server.url)))
-        workers = [start_worker(server.url, tmp_path / f"worker-{i}.log", leases) for i in range(2)]
+        env = worker_env(server.url, "tests.workflows.outage", GRAPHQ_REDIS_RETRY_MAX_WAIT_S="0.5", **leases)
+        workers = [procs.start("worker", "--log-level", "error", env=env) for _ in range(2)]
         given = {"steps": STEPS, "sleep_s": SLEEP_S}
         runs = [client.enqueue("ticking", given, thread_id=f"t{i}") for i in range(RUNS)]
         deadline = time.monotonic() + 20
@@ -77,7 +55,7 @@ def outage(
         time.sleep(down_s)
         server.start()  # same port, same append-only file
         done = outlast(client.wait, runs, timeout_s=60 + down_s)  # this client's socket is stale too
-        logs = "".join(p.read_text() for p in sorted(tmp_path.glob("worker-*.log")))
+        logs = "".join(procs.logged(w) for w in workers)
         for run in done:
             assert run.status == RunStatus.COMPLETED, logs
             assert run.result == {**given, "trail": list(range(1, STEPS + 1))}
@@ -94,10 +72,7 @@ def outage(
         lost = [(r.thread_id, r.continued_from_run_id) for r in done if r.continued_from_run_id]
         return done, {run: kv.hget(keys.run(thread, run), "refused:commit") for thread, run in lost}
     finally:
-        for w in workers:
-            if w.poll() is None:
-                os.killpg(w.pid, signal.SIGKILL)
-            w.wait(10)
+        procs.close()
         server.stop()
 
 
@@ -127,7 +102,7 @@ def test_a_20s_redis_restart_that_outlasts_the_leases_is_recovered_by_the_reaper
     done, refused = outage(tmp_path, 20.0, leases)
     # The steps in flight on the two workers (when the outage began) were continued, once each; each
     # interrupted run's commit was refused once its worker reached Redis again.
-    assert len(refused) <= 2
+    assert 1 <= len(refused) <= 2  # at least one step was in flight: else nothing here was tested
     assert list(refused.values()) == [b"1"] * len(refused)
     assert [r.attempt for r in done if r.continued_from_run_id] == [2] * len(refused)
 
@@ -136,25 +111,17 @@ def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Pa
     """The outage outlasts the lease: when Redis is back the worker's writes for that step are refused (it
     is never half-committed); the worker lives on and takes the step again once it is queued again."""
     server = EmbeddedRedis(tmp_path / "redis", port=free_port(), appendonly=True).start()
-    log = tmp_path / "worker.log"
-    env = clean_env(
-        GRAPHQ_REDIS_URL=server.url,
-        GRAPHQ_WORKFLOWS="tests.workflows.fencing",
-        GRAPHQ_TEST_DIR=str(tmp_path),
+    env = worker_env(
+        server.url,
+        "tests.workflows.fencing",
+        tmp_path,
         GRAPHQ_LEASE_TTL_S="1",
         GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
         GRAPHQ_REAPER_INTERVAL_S="600",  # the step is queued again by hand below
         GRAPHQ_REDIS_RETRY_MAX_WAIT_S="0.5",
-        PYTHONUNBUFFERED="1",
     )
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env=env,
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    procs = Procs(tmp_path)
+    worker = procs.start("worker", env=env)
     try:
         kv = connect(server.url, attempts=30, max_wait_s=0.5)
         registry = Registry.load(["tests.workflows.fencing"])
@@ -163,7 +130,7 @@ def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Pa
         run_id = client.enqueue("zombie", {"names": ["slow", "fast"]}, thread_id="lapse")
         deadline = time.monotonic() + 20
         while kv.hget(keys.run("lapse", run_id), "partial") is None or not (tmp_path / "slow.log").exists():
-            assert time.monotonic() < deadline, log.read_text()
+            assert time.monotonic() < deadline, procs.logged(worker)
             time.sleep(0.05)
         head = client.get_run(run_id).head or ""
         server.stop()
@@ -172,15 +139,14 @@ def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Pa
         server.start()
         deadline = time.monotonic() + 20
         while outlast(kv.hget, keys.run("lapse", run_id), "refused:pending") is None:
-            assert time.monotonic() < deadline, log.read_text()
+            assert time.monotonic() < deadline, procs.logged(worker)
             time.sleep(0.05)
         run = client.get_run(run_id)
         assert (run.status, run.step, run.head) == (RunStatus.RUNNING, 0, head)
         assert [c.step for c in client.get_history("lapse")] == [-1]
         assert len(kv.hgetall(keys.pending_writes("lapse", "", head))) == 1  # the fast task's, kept
-        assert worker.poll() is None, log.read_text()
-        if hasattr(keys, "lease_index"):  # what a reaper would do: clear the lapsed lease, queue the step
-            kv.zrem(keys.lease_index(), keys.lease_member("lapse", run_id))
+        assert worker.poll() is None, procs.logged(worker)
+        kv.zrem(keys.lease_index(), keys.lease_member("lapse", run_id))  # as a reaper would; then queue it
         pipe = kv.pipeline(transaction=True)
         pipe.multi()
         RQStepQueue(kv, settings).stage(pipe, run)
@@ -189,13 +155,11 @@ def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Pa
         assert (done.status, done.result) == (
             RunStatus.COMPLETED,
             {"names": ["slow", "fast"], "done": ["slow#2", "fast#1"]},
-        ), log.read_text()
+        ), procs.logged(worker)
         assert [c.step for c in client.get_history("lapse")] == [0, -1]
         assert kv.hget(keys.run("lapse", run_id), "refused:pending") == b"1"
     finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait(10)
+        procs.close()
         server.stop()
 
 
@@ -263,3 +227,4 @@ def test_a_pause_retried_after_its_reply_was_lost_counts_as_made(
     assert kv.hexists(keys.admission("holders"), member) == 0
     statuses = [e.data["status"] for e in read_events(kv, "p", run_id) if e.mode == "status"]
     assert statuses == ["running", "awaiting_input"]
+

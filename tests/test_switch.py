@@ -6,12 +6,8 @@ Real `graphq worker` processes on the test Redis, workflow ``two-steps`` of ``te
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,77 +25,23 @@ from graphcore.errors import DisabledError
 from graphcore.settings import Settings, get_settings
 from tests.cli_helpers import invoke, ok
 from tests.envs import clean_env
+from tests.workers import SCRIPT, Start, graphq, rq_states, wait_for, worker_env
+from tests.workflows.shutdown import log_lines
 from worker.queue import RQStepQueue, step_job_id
 
-ROOT = Path(__file__).resolve().parent.parent
 FLOWS = "tests.workflows.shutdown"
 REGISTRY = Registry.load([FLOWS])
 QUEUE = "rq:queue:graphq:two-steps"
 
-Start = Callable[..., subprocess.Popen[bytes]]
-
 
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
-    return clean_env(
-        GRAPHQ_REDIS_URL=redis_url,
-        GRAPHQ_WORKFLOWS=FLOWS,
-        GRAPHQ_TEST_DIR=str(tmp_path),
-        GRAPHQ_LEASE_TTL_S="1",
-        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
-        PYTHONUNBUFFERED="1",
-    )
-
-
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
-@pytest.fixture
-def start(env: dict[str, str], tmp_path: Path, redis_client: redis.Redis) -> Iterator[Start]:
-    """Start `graphq worker -c N` and wait until its N processes are registered in the state asked for."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def spawn(processes: int, state: str | None, **settings: str) -> subprocess.Popen[bytes]:
-        log = (tmp_path / f"worker-{len(procs)}.log").open("wb")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker", "--concurrency", str(processes)],
-            env={**env, **settings},
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        procs.append(proc)
-        if state is not None:
-            wait_for(lambda: rq_states(redis_client).count(state) >= processes, what=f"{processes} {state}")
-        return proc
-
-    yield spawn
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
-def rq_states(kv: redis.Redis) -> list[str]:
-    return [(kv.hget(w, "state") or b"").decode() for w in kv.smembers("rq:workers")]
-
-
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 20, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    return worker_env(redis_url, FLOWS, tmp_path, GRAPHQ_LEASE_TTL_S="1", GRAPHQ_HEARTBEAT_INTERVAL_S="0.2")
 
 
 def node_log(tmp_path: Path) -> list[str]:
     """The node lines (without pids) in the order written."""
-    path = tmp_path / "runs.log"
-    return [line.partition(" ")[2] for line in path.read_text().splitlines()] if path.exists() else []
+    return [what for _, what in log_lines(tmp_path)]
 
 
 def snapshot(kv: redis.Redis) -> dict[bytes, bytes]:
@@ -164,13 +106,7 @@ def test_process_setting_off_refuses_new_runs(
     with pytest.raises(DisabledError, match=r"^new runs are refused: GRAPHQ_ENABLED=false in this process"):
         client.enqueue("two-steps", {})
     assert redis_client.dbsize() == 0
-    result = subprocess.run(
-        [sys.executable, "-m", "cli", "enqueue", "two-steps"],
-        env=clean_env(GRAPHQ_REDIS_URL=redis_url, GRAPHQ_WORKFLOWS=FLOWS, GRAPHQ_ENABLED="false"),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    result = graphq("enqueue", "two-steps", env=worker_env(redis_url, FLOWS, GRAPHQ_ENABLED="false"))
     assert result.returncode == 2
     assert one_line(result.stderr) == (
         "error: new runs are refused: GRAPHQ_ENABLED=false in this process (the kill switch); unset it or "
@@ -212,7 +148,7 @@ def test_queued_steps_wait_while_off_and_run_after_enable(
     heartbeats; `graphq enable` lets them complete."""
     ids = [client.enqueue("two-steps", {}) for _ in range(2)]
     switch.disable(redis_client, "test")
-    start(2, "suspended")
+    start(processes=2, state="suspended")
     time.sleep(2.0)  # ten heartbeat intervals, two lease TTLs
     assert [client.get_run(r).status for r in ids] == [RunStatus.QUEUED, RunStatus.QUEUED]
     assert [j.decode() for j in redis_client.lrange(QUEUE, 0, -1)] == [step_job_id(r, 0) for r in ids]
@@ -232,7 +168,7 @@ def test_running_step_finishes_and_its_next_step_waits(
 ) -> None:
     """A step running when the switch goes off commits; its next step's job waits at the head of the queue,
     also when an idle worker, blocked in RQ's dequeue, took it (it puts it back); on again, the run ends."""
-    start(2, "idle")
+    start(processes=2)
     run_id = client.enqueue("two-steps", {"first": {"sleep": 1.5}})
     wait_for(lambda: "first start" in node_log(tmp_path), what="the first step to start")
     assert ok(invoke(FLOWS, redis_url, "disable")).stdout.startswith("graphq disabled since 20")
@@ -259,15 +195,12 @@ def test_worker_with_process_setting_off_takes_no_job(
 ) -> None:
     """GRAPHQ_ENABLED=false in a worker's environment: it behaves as if suspended (cluster switch on)."""
     run_id = client.enqueue("two-steps", {})
-    start(1, "suspended", GRAPHQ_ENABLED="false")
+    start(state="suspended", GRAPHQ_ENABLED="false")
     time.sleep(1.5)
     assert client.get_run(run_id).status == RunStatus.QUEUED
     assert redis_client.llen(QUEUE) == 1
-    start(1, None)
+    start(state=None)
     assert client.wait([run_id], timeout_s=15)[0].status == RunStatus.COMPLETED
-
-
-SCRIPT = Path(sys.executable).parent / "graphq"
 
 
 @pytest.mark.skipif(not SCRIPT.exists(), reason="needs the installed graphq console script")
@@ -276,7 +209,7 @@ def test_local_data_refuses_an_answer_while_off(tmp_path: Path) -> None:
     nothing written, and goes through once the switch is on again."""
     env = {**clean_env(), "GRAPHQ_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
 
-    def graphq(*args: str) -> subprocess.CompletedProcess[str]:
+    def local(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(SCRIPT), *args],
             env=env,
@@ -287,18 +220,18 @@ def test_local_data_refuses_an_answer_while_off(tmp_path: Path) -> None:
             check=False,
         )
 
-    paused = graphq("run", "approval", "--input", '{"amount": 120, "requester": "ana"}')
+    paused = local("run", "approval", "--input", '{"amount": 120, "requester": "ana"}')
     assert paused.returncode == 3, paused.stderr
     run_id = paused.stdout.split()[1]
-    assert graphq("disable", "--reason", "local").returncode == 0
-    refused = graphq("runs", "answer", run_id, "--value", '"yes"')
+    assert local("disable", "--reason", "local").returncode == 0
+    refused = local("runs", "answer", run_id, "--value", '"yes"')
     assert refused.returncode == 2
     assert refused.stderr.splitlines()[-1].startswith(
         f"error: run {run_id} is not answered: graphq is disabled cluster-wide (the kill switch, `graphq "
         "disable`) since 20"
     )
-    assert graphq("runs", "show", run_id, "--output", "json").stdout.count('"awaiting_input"') == 1
-    assert graphq("enable").stdout == "graphq enabled\n"
-    done = graphq("runs", "answer", run_id, "--value", '"yes"')
+    assert local("runs", "show", run_id, "--output", "json").stdout.count('"awaiting_input"') == 1
+    assert local("enable").stdout == "graphq enabled\n"
+    done = local("runs", "answer", run_id, "--value", '"yes"')
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("120 for ana: approved")
