@@ -246,7 +246,9 @@ def recovery() -> str:
 
 
 def recovery_member(kind: str, thread: str, run_id: str) -> str:
-    """A :func:`recovery` entry: ``kind`` is ``enqueue`` (the run's current step job) or ``handover``."""
+    """A :func:`recovery` entry: ``kind`` is ``enqueue`` (the run's current step job) or ``handover``
+    (``reap_run.lua`` gets these in ARGV; its ``abandoned`` entries, the dead worker's step job, add
+    ``:STEP``, the step the script reads)."""
     return f"{kind}:{thread}:{run_id}"
 
 

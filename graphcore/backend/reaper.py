@@ -228,6 +228,10 @@ def reap(
         data({"status": "canceled"}),
         restart_config,
         status,
+        keys.lease_member(thread, new_id),
+        keys.recovery_member("handover", thread, run_id),
+        keys.recovery_member("enqueue", thread, run_id),
+        keys.recovery_member("enqueue", thread, new_id),
     ]
     script_keys = [
         keys.lease_index(),

@@ -25,7 +25,10 @@
 -- limit's 'failed' event; ARGV[11] step of the events; ARGV[12] thread id; ARGV[13] run id; ARGV[14] data of
 -- the restart's 'queued' event; ARGV[15] cancel error (JSON); ARGV[16] data of the 'canceled' event;
 -- ARGV[17] the restarted run's config (JSON; '' keeps it); ARGV[18] the status the interrupted run is closed
--- with when it is not continued or is continued ('failed'; 'canceled' for a step given up at a shutdown)
+-- with when it is not continued or is continued ('failed'; 'canceled' for a step given up at a shutdown);
+-- ARGV[19] the continuation's member of KEYS[11]; ARGV[20] the run's 'handover' member of KEYS[10], ARGV[21]
+-- its 'enqueue' member, ARGV[22] the continuation's 'enqueue' member (members built by graphcore.keys; only
+-- the 'abandoned' one is built here, as it ends with the step read here)
 -- Returns {verdict, detail}: 'fresh' (not lapsed), 'gone' (no such entry, or a newer deadline), 'held'
 -- (a lease key exists), 'left' (run not interrupted; detail = its status), 'canceled', 'limit',
 -- 'continued' (detail = the continuation's id), 'restarted'.
@@ -47,13 +50,13 @@ local function close(new_status, error_json, event)
 end
 if redis.call('HEXISTS', KEYS[3], 'cancel') == 1 then
   close('canceled', ARGV[15], ARGV[16])
-  redis.call('ZADD', KEYS[10], now_ms, 'handover:' .. thread .. ':' .. run_id)
+  redis.call('ZADD', KEYS[10], now_ms, ARGV[20])
   return {'canceled', ''}
 end
 local attempt = tonumber(redis.call('HGET', KEYS[3], 'attempt') or '1')
 if attempt - 1 >= tonumber(ARGV[4]) then
   close(ARGV[18], ARGV[8], ARGV[10])
-  redis.call('ZADD', KEYS[10], now_ms, 'handover:' .. thread .. ':' .. run_id)
+  redis.call('ZADD', KEYS[10], now_ms, ARGV[20])
   return {'limit', ''}
 end
 if ARGV[3] == 'restart' then
@@ -62,7 +65,7 @@ if ARGV[3] == 'restart' then
   redis.call('HDEL', KEYS[3], 'head', 'partial', 'worker')
   if ARGV[17] ~= '' then redis.call('HSET', KEYS[3], 'config', ARGV[17]) end
   redis.call('XADD', KEYS[4], '*', 'mode', 'status', 'step', ARGV[11], 'data', ARGV[14])
-  redis.call('ZADD', KEYS[10], now_ms, 'enqueue:' .. thread .. ':' .. run_id)
+  redis.call('ZADD', KEYS[10], now_ms, ARGV[21])
   return {'restarted', ''}
 end
 local new_id = ARGV[5]
@@ -84,7 +87,7 @@ if redis.call('GET', KEYS[5]) == run_id then redis.call('SET', KEYS[5], new_id) 
 local slot = redis.call('HGET', KEYS[11], ARGV[1])
 if slot then
   redis.call('HDEL', KEYS[11], ARGV[1])
-  redis.call('HSET', KEYS[11], thread .. ':' .. new_id, slot)
+  redis.call('HSET', KEYS[11], ARGV[19], slot)
 end
-redis.call('ZADD', KEYS[10], now_ms, 'enqueue:' .. thread .. ':' .. new_id)
+redis.call('ZADD', KEYS[10], now_ms, ARGV[22])
 return {'continued', new_id}
