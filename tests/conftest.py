@@ -105,11 +105,8 @@ def client(request: pytest.FixtureRequest, redis_client: redis.Redis, redis_url:
 def procs(tmp_path: Path) -> Iterator[Procs]:
     """``graphq`` subprocesses of the test (:class:`tests.workers.Procs`, output in ``tmp_path``), each in
     its own process group; every one is killed at the end."""
-    started = Procs(tmp_path)
-    try:
+    with Procs(tmp_path) as started:
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from tests.test_recovery import Procs, env_for, wait_for
-from tests.workflows.crash import EXECUTIONS
+from tests.workers import Procs, wait_for
+from tests.workflows.crash import crash_env, executions
 from worker.queue import RQStepQueue
 
 MODULES = "tests.workflows.admission,tests.workflows.crash"
@@ -29,11 +29,8 @@ LIMITS = {"GRAPHQ_MAX_CONCURRENT_RUNS": "3", "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TEN
 
 @pytest.fixture
 def procs(redis_url: str, tmp_path: Path) -> Iterator[Procs]:
-    env = env_for(redis_url, tmp_path, **LIMITS)
-    env["GRAPHQ_WORKFLOWS"] = MODULES
-    p = Procs(env, tmp_path / "procs.log")
-    yield p
-    p.close()
+    with Procs(tmp_path, crash_env(redis_url, MODULES, **LIMITS)) as started:
+        yield started
 
 
 def client_for(kv: redis.Redis, url: str, **limits: int) -> Client:
@@ -73,18 +70,13 @@ def test_a_sigkilled_workers_slot_goes_to_its_continuation_once(
     """One slot; `crashonce` kills its worker process in its second node; a `tick` run waits behind it.
     The reaper continues the crashed run and the continuation takes over its slot: the waiting run is not
     admitted meanwhile (never two holders), and is admitted once the continuation completes."""
-    env = env_for(redis_url, tmp_path, GRAPHQ_MAX_CONCURRENT_RUNS="1")
-    env["GRAPHQ_WORKFLOWS"] = MODULES
-    procs = Procs(env, tmp_path / "procs.log")
     admission.enable_debug(redis_client)
     client = client_for(redis_client, redis_url, max_concurrent_runs=1)
     crashed, waiting = client.enqueue_many([RunRequest("crashonce", {"n": 1}), RunRequest("tick", {})])
-    try:
+    with Procs(tmp_path, crash_env(redis_url, MODULES, GRAPHQ_MAX_CONCURRENT_RUNS="1")) as procs:
         procs.keep_one_worker()
         wait_for(lambda: client.get_run(crashed).continued_by_run_id, timeout_s=30, what="the continuation")
         [done, behind] = client.wait([crashed, waiting], timeout_s=30)
-    finally:
-        procs.close()
     first = client.get_run(crashed)
     assert (first.status, first.error and first.error.type) == (RunStatus.FAILED, "WorkerLost")
     assert (done.id, done.continued_from_run_id) == (first.continued_by_run_id, crashed)
@@ -94,8 +86,5 @@ def test_a_sigkilled_workers_slot_goes_to_its_continuation_once(
     assert admission.highest_counts(redis_client)["global"] == 1
     assert behind.started_at is not None and done.ended_at is not None
     assert datetime.fromisoformat(behind.started_at) >= datetime.fromisoformat(done.ended_at)
-    assert {k.decode(): int(v) for k, v in redis_client.hgetall(EXECUTIONS).items()} == {
-        "first": 1,
-        "doom": 2,
-    }
+    assert executions(redis_client) == {"first": 1, "doom": 2}
     assert redis_client.hlen(keys.admission("counts")) == 0

@@ -22,8 +22,9 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import get_settings, load_settings
 from tests.cli_helpers import invoke, ok
-from tests.test_recovery import Procs, env_for, executions
+from tests.workers import Procs
 from tests.workflows import hitl
+from tests.workflows.crash import crash_env, executions
 from tests.workflows.retention import five_steps
 from worker.process import run_worker
 from worker.queue import RQStepQueue
@@ -227,17 +228,12 @@ def test_a_restarted_run_starts_from_its_input_on_an_empty_state(
     """Resume off (required with checkpointing off): a run whose worker died is started again from its
     input; the checkpoints it started from are gone, so it starts on an empty state (not on its own
     half-done working state, which would run its first node twice)."""
-    env = env_for(
-        redis_url, tmp_path, GRAPHQ_RESUME_INTERRUPTED_RUNS="false", GRAPHQ_ENABLE_CHECKPOINTING="false"
-    )
-    procs = Procs(env, tmp_path / "procs.log")
+    env = crash_env(redis_url, GRAPHQ_RESUME_INTERRUPTED_RUNS="false", GRAPHQ_ENABLE_CHECKPOINTING="false")
     crash = Client(redis_client, Registry.load(["tests.workflows.crash"]), client.queue)
     run_id = crash.enqueue("crashonce", {"n": 1})
-    try:
+    with Procs(tmp_path, env) as procs:
         procs.keep_one_worker()
         [final] = crash.wait([run_id], timeout_s=30)
-    finally:
-        procs.close()
     assert (final.status, final.attempt, final.result) == (
         RunStatus.COMPLETED,
         2,

@@ -7,13 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import redis
@@ -26,109 +22,19 @@ from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
-from graphcore.settings import Settings
-from tests.envs import clean_env
-from tests.workflows.crash import EXECUTIONS, FLAGS
-from worker.queue import RQStepQueue
+from tests.workers import Procs, graphq, wait_for
+from tests.workflows.crash import FLAGS, REAPER_S, TTL_S, crash_env, executions
 
-ROOT = Path(__file__).resolve().parent.parent
-MODULE = "tests.workflows.crash"
-REGISTRY = Registry.load([MODULE])
-TTL_S, REAPER_S = 2.0, 0.3
+REGISTRY = Registry.load(["tests.workflows.crash"])
 BOUND_S = TTL_S + REAPER_S
 SLACK_S = 2.0
 """Scheduling slack on a busy 2-core machine, on top of the bound."""
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float = 30, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-    return value
-
-
-def env_for(redis_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
-    return clean_env(
-        GRAPHQ_REDIS_URL=redis_url,
-        GRAPHQ_WORKFLOWS=MODULE,
-        GRAPHQ_LEASE_TTL_S=str(TTL_S),
-        GRAPHQ_HEARTBEAT_INTERVAL_S="0.3",
-        GRAPHQ_REAPER_INTERVAL_S=str(REAPER_S),
-        PYTHONUNBUFFERED="1",
-        GRAPHQ_TEST_CRASH="1",
-        **extra,
-    )
-
-
-class Procs:
-    """Worker (and reaper) subprocesses of one test, each in its own process group; all killed at the end."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.env = env
-        self.log = log
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self._stop = threading.Event()
-        self._loops: list[threading.Thread] = []
-
-    def start(self, *args: str) -> subprocess.Popen[bytes]:
-        with self.log.open("ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "cli", *args],
-                env=self.env,
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.procs.append(proc)
-        return proc
-
-    def holding(self, worker_id: str) -> subprocess.Popen[bytes]:
-        """The process (group) whose worker has id ``worker_id`` (``host.pid.suffix``)."""
-        pid = int(worker_id.split(".")[-2])
-        group = os.getpgid(pid)
-        return next(p for p in self.procs if p.pid == group)
-
-    def keep_one_worker(self) -> None:
-        """Start a worker, and a new one each time it dies, until the test ends."""
-
-        def loop() -> None:
-            while not self._stop.is_set():
-                proc = self.start("worker")
-                while proc.poll() is None and not self._stop.is_set():
-                    time.sleep(0.05)
-
-        self._loops.append(threading.Thread(target=loop, daemon=True))
-        self._loops[-1].start()
-
-    def close(self) -> None:
-        """Stop the restart loops first (a worker started after the kills would live on into the next
-        test, on the same Redis), then kill every process."""
-        self._stop.set()
-        for loop in self._loops:
-            loop.join(10)
-        for p in self.procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait(10)
-
-
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
 @pytest.fixture
 def procs(redis_url: str, tmp_path: Path) -> Iterator[Procs]:
-    p = Procs(env_for(redis_url, tmp_path), tmp_path / "procs.log")
-    yield p
-    p.close()
-
-
-def executions(kv: redis.Redis) -> dict[str, int]:
-    return {k.decode(): int(v) for k, v in kv.hgetall(EXECUTIONS).items()}
+    with Procs(tmp_path, crash_env(redis_url)) as started:
+        yield started
 
 
 def continued(client: Client, run_id: str) -> RunRecord | None:
@@ -147,10 +53,16 @@ def test_sigkill_mid_step_is_continued_from_the_latest_checkpoint(
     procs.start("worker")
     procs.start("worker")
     wait_for(
-        lambda: executions(redis_client) == {"prepare": 1, "fast": 1, "slow-a": 1, "slow-b": 1}, what="tasks"
+        lambda: executions(redis_client) == {"prepare": 1, "fast": 1, "slow-a": 1, "slow-b": 1},
+        timeout_s=30,
+        what="tasks",
     )
     head = client.get_run(run_id).head or ""
-    wait_for(lambda: redis_client.hlen(keys.pending_writes(thread, "", head)) == 1, what="fast's writes")
+    wait_for(
+        lambda: redis_client.hlen(keys.pending_writes(thread, "", head)) == 1,
+        timeout_s=30,
+        what="fast's writes",
+    )
     crashed = client.get_run(run_id)
     assert (crashed.status, crashed.step, crashed.worker is not None) == (RunStatus.RUNNING, 1, True)
     victim = procs.holding(crashed.worker or "")
@@ -187,22 +99,11 @@ def test_max_resume_attempts_bounds_the_chain(
 ) -> None:
     """A node that kills its own worker every time: chains of 1, 2 and 3 runs; the last stays failed naming
     the setting; `enqueue --wait` follows the chain, exits 1 and reports the chain's last run."""
-    env = env_for(redis_url, tmp_path, GRAPHQ_MAX_RESUME_ATTEMPTS=str(attempts))
-    procs = Procs(env, tmp_path / "procs.log")
-    try:
+    env = crash_env(redis_url, GRAPHQ_MAX_RESUME_ATTEMPTS=str(attempts))
+    with Procs(tmp_path, env) as procs:
         procs.start("reaper")
         procs.keep_one_worker()
-        done = subprocess.run(
-            [sys.executable, "-m", "cli", "enqueue", "suicide", "--input", "{}", "--wait"],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    finally:
-        procs.close()
+        done = graphq("enqueue", "suicide", "--input", "{}", "--wait", env=env, timeout=60)
     first = done.stdout.splitlines()[0]
     chain = client.chain(first)
     assert [r.attempt for r in chain] == list(range(1, attempts + 2))
@@ -222,14 +123,10 @@ def test_max_resume_attempts_bounds_the_chain(
 def test_resume_off_starts_the_run_again_from_its_input(
     client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: Path
 ) -> None:
-    env = env_for(redis_url, tmp_path, GRAPHQ_RESUME_INTERRUPTED_RUNS="false")
-    procs = Procs(env, tmp_path / "procs.log")
     run_id = client.enqueue("crashonce", {"n": 1})
-    try:
+    with Procs(tmp_path, crash_env(redis_url, GRAPHQ_RESUME_INTERRUPTED_RUNS="false")) as procs:
         procs.keep_one_worker()
         [final] = client.wait([run_id], timeout_s=30)
-    finally:
-        procs.close()
     assert (final.id, final.status, final.attempt) == (run_id, RunStatus.COMPLETED, 2)
     assert final.continued_by_run_id is None and final.continued_from_run_id is None
     assert final.interrupted is not None and final.interrupted.type == "WorkerLost"
@@ -266,7 +163,7 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
     thread = client.get_run(run_id).thread_id
     procs.start("worker")
     procs.start("worker")
-    wait_for(lambda: executions(redis_client).get("long") == 1, what="the long node to start")
+    wait_for(lambda: executions(redis_client).get("long") == 1, timeout_s=30, what="the long node to start")
     crashed = client.get_run(run_id)
     job_id = f"graphq-{run_id}-1"
     assert job_id in StartedJobRegistry(queue, connection=redis_client).get_job_ids()
@@ -276,17 +173,9 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
         return any(w.id == crashed.worker and w.run_id == run_id for w in live_workers(redis_client, now))
 
     wait_for(beating, timeout_s=5, what="the holder's heartbeat to name its step")
-    listed = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "cli", "workers", "-o", "json"],
-            env=procs.env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    )
+    shown = graphq("workers", "-o", "json", env=crash_env(redis_url), timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    listed = json.loads(shown.stdout)
     assert len(listed) == 2
     holder = next(w for w in listed if w["id"] == crashed.worker)
     assert (holder["run_id"], holder["step"], queue in holder["queues"]) == (run_id, 1, True)

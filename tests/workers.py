@@ -136,6 +136,12 @@ class Procs:
         self._stop = threading.Event()
         self._loops: list[threading.Thread] = []
 
+    def __enter__(self) -> Procs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def start(
         self, *args: str, env: dict[str, str] | None = None, script: bool = False, **settings: str
     ) -> subprocess.Popen[bytes]:

@@ -24,9 +24,30 @@ import redis
 
 from graphcore import END, START, Send, StateGraph
 from graphcore.settings import get_settings
+from tests.workers import worker_env
 
 EXECUTIONS = "graphq-test:executions"
 FLAGS = "graphq-test:flags"
+TTL_S, REAPER_S = 2.0, 0.3
+"""GRAPHQ_LEASE_TTL_S and GRAPHQ_REAPER_INTERVAL_S of :func:`crash_env`."""
+
+
+def crash_env(redis_url: str, workflows: str = "tests.workflows.crash", **settings: str) -> dict[str, str]:
+    """The environment of a `graphq worker` subprocess whose nodes may kill it (``GRAPHQ_TEST_CRASH``), on
+    ``workflows`` (comma-separated modules), with a short lease TTL (TTL_S; heartbeat 0.3 s) and reaper
+    interval (REAPER_S), and ``settings`` over them."""
+    short = {
+        "GRAPHQ_LEASE_TTL_S": str(TTL_S),
+        "GRAPHQ_HEARTBEAT_INTERVAL_S": "0.3",
+        "GRAPHQ_REAPER_INTERVAL_S": str(REAPER_S),
+        "GRAPHQ_TEST_CRASH": "1",
+    }
+    return worker_env(redis_url, workflows, **(short | settings))
+
+
+def executions(kv: redis.Redis) -> dict[str, int]:
+    """How often each node (or task) ran, by name."""
+    return {k.decode(): int(v) for k, v in kv.hgetall(EXECUTIONS).items()}
 
 
 def _redis() -> redis.Redis:
