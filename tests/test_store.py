@@ -112,6 +112,18 @@ class TestConformance:
         assert len(logs) == 1, logs
         assert kv.lrange(logs[0], 0, -1) and len(kv.lrange(logs[0], 0, -1)) == 10
 
+    def test_a_stored_checkpoint_put_again_writes_nothing(self, kv: Any) -> None:
+        """A write retried after its reply was lost (the first one applied), by the same store or by
+        another: no second history entry, no copy of a log in a new generation."""
+        store = make_store(kv)
+        cps = grow(store, 3)
+        before = sorted(_keys(kv))
+        for again in (store, make_store(kv)):
+            again.put("t", cps[-1])
+        assert sorted(_keys(kv)) == before
+        assert kv.lrange(keys.history("t"), 0, -1) == [cp.id.encode() for cp in cps]
+        assert [len(kv.lrange(k, 0, -1)) for k in _keys(kv) if ":log::log:" in k] == [3]
+
     def test_unchanged_last_value_is_written_once(self, kv: Any) -> None:
         cps = grow(make_store(kv), 5)
         assert list(kv.hgetall(keys.channel_values("t", "", "title"))) == [cps[0].id.encode()]

@@ -7,19 +7,24 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
+from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
+from graphcore.backend.store import RedisCheckpointStore
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from graphcore.settings import Settings
 from tests.envs import clean_env
+from tests.test_store import SCHEMA, child
 from tests.workflows import subgraphs
 from worker.process import run_worker
 from worker.queue import RQStepQueue
+from worker.substore import FencedStore
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.subgraphs"])
@@ -124,3 +129,36 @@ def test_interrupting_cancel_reaches_a_running_subgraph(
     child_history = client.checkpoints.list(run.thread_id, ns=child_ns)
     assert len(child_history) >= 2  # the child kept its committed steps
     assert child_history[0].channel_values["ticks"] == list(range(1, len(child_history)))
+
+
+def test_a_subgraph_checkpoint_retried_after_its_reply_was_lost_is_written_once(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subgraph's fenced checkpoint write (put_checkpoint.lua) applied before an outage swallowed its
+    reply, retried: written once — one history entry, its log grown in place — not a second history entry
+    and a copy of the whole log in a new generation (the retry's append guard found the log grown by the
+    write itself)."""
+    kv = redis_client
+    kv.set("lease", "token")
+    store = FencedStore(RedisCheckpointStore(kv, SCHEMA), "lease", "token", "run", ("run", 0))
+    parent = child(None, {"log": ["a"], "title": "t"}, ["log", "title"])
+    store.put("t", parent, ns="sub:1")
+    put_plan = store.put_plan
+    lost: list[bool] = []
+
+    def reply_lost(*args: Any) -> str:
+        verdict = put_plan(*args)
+        if not lost:
+            lost.append(True)
+            raise redis.ConnectionError("the reply was lost")
+        return verdict
+
+    monkeypatch.setattr(store, "put_plan", reply_lost)
+    cp = child(parent, {"log": ["a", "b"], "title": "t"}, ["log"])
+    store.put("t", cp, ns="sub:1")
+    assert kv.lrange(keys.history("t", "sub:1"), 0, -1) == [parent.id.encode(), cp.id.encode()]
+    assert [k for k in kv.scan_iter(match=keys.thread_pattern("t")) if b":log:" in k] == [
+        keys.channel_log("t", "sub:1", "log", parent.id).encode()
+    ]
+    got = store.get("t", ns="sub:1")
+    assert (lost, got and got.channel_values) == ([True], {"log": ["a", "b"], "title": "t"})

@@ -125,18 +125,20 @@ class KVCheckpointStore:
 
     def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
         """Store ``checkpoint`` as the thread's newest (see the protocol); a log that another branch
-        extended meanwhile is written to a new generation instead.
+        extended meanwhile is written to a new generation instead. A checkpoint already stored is not
+        written again (a write retried after its reply was lost changes nothing).
 
         Raises:
             SerializationError: a value is not on the allow-list; nothing has been written.
-            AppendConflictError: ``checkpoint`` was already stored (its own generations exist).
+            AppendConflictError: another writer grew the new generations too; nothing has been written.
         """
         for may_append in (True, False):
             plan = self.plan_put(thread_id, checkpoint, ns=ns, may_append=may_append)
             if self._apply(thread_id, ns, checkpoint, plan):
                 self.stored(checkpoint, plan)
                 return
-        raise AppendConflictError(f"checkpoint {checkpoint.id} of thread {thread_id!r} is already stored")
+        what = f"checkpoint {checkpoint.id} of thread {thread_id!r}: a log grew on another branch"
+        raise AppendConflictError(what)
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
         """Write ``plan`` atomically: check every append guard, then write the record, its history entry,

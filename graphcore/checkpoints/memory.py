@@ -118,9 +118,12 @@ class InMemoryCheckpointStore(KVCheckpointStore):
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
         """What ``put_checkpoint.lua`` (and ``prune_checkpoints.lua``) do on Redis, under the store's lock:
         check every append guard, then write the record, its history entry, the values and the appends, and
-        without history drop the rest (see :class:`~graphcore.checkpoints.layout.Prune`)."""
+        without history drop the rest (see :class:`~graphcore.checkpoints.layout.Prune`); a checkpoint
+        already stored is not written again."""
         kv = self.kv
         with kv.lock:
+            if kv.hget(keys.checkpoints(thread_id, ns), cp.id) is not None:
+                return True
             if any(kv.llen(a.key) != a.start for a in plan.appends):
                 return False
             kv.hset(keys.checkpoints(thread_id, ns), cp.id, plan.record)

@@ -8,12 +8,14 @@
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 -- With a fence, a caller that no longer holds the lease writes nothing; the refusal is counted in the run
 -- hash (field 'refused:subgraph'). An append is valid only while its log holds exactly `start` items (the
--- append guard of graphcore/checkpoints/layout.py); when one is not, nothing is written.
+-- append guard of graphcore/checkpoints/layout.py); when one is not, nothing is written. A checkpoint
+-- already stored is this write again (a retry after a reply lost in a Redis outage): nothing is written.
 -- Returns 'ok', 'lease' (refused by the fence) or 'log' (an append guard failed).
 if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HINCRBY', KEYS[2], 'refused:subgraph', 1) end
   return 'lease'
 end
+if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then return 'ok' end
 local V = 4                               -- ARGV index of the values count
 local A = V + 1 + 3 * tonumber(ARGV[V])   -- ARGV index of the appends count
 local function each_append(fn)
