@@ -23,17 +23,20 @@ from graphcore.engine.describe import describe, version_of
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings
-from tests import test_e2e
 from tests.cli_helpers import error_line, invoke, ok
 from tests.envs import clean_env
-from tests.test_e2e import ROOT, Spawn, graphq, logged
-from tests.test_node_settings import SIZE, S, _graph, _node, _worker_env
-from tests.workflows.catalog import SETTINGS, configured_graph, route
+from tests.workers import ROOT, Procs, graphq
+from tests.workflows.catalog import (
+    SETTINGS,
+    SIZE,
+    Fetched,
+    catalog_env,
+    configured_graph,
+    fetch,
+    fetch_graph,
+    route,
+)
 from worker.process import run_worker
-
-spawn = test_e2e.spawn
-"""The end-to-end tests' fixture: ``graphq ARGS`` in the background, every process killed at the end."""
-
 
 # --- refused at publish -------------------------------------------------------------------------------
 
@@ -61,11 +64,11 @@ def test_worker_with_a_lower_limit_refuses_to_publish(redis_client: redis.Redis,
 
 
 def test_description_names_nodes_settings_and_every_edge() -> None:
-    inner = _graph({"k": 1}).compile(name="inner")
-    g = StateGraph(S)
-    g.add_node("a", _node, destinations=["c"], retry=None)
+    inner = fetch_graph({"k": 1}).compile(name="inner")
+    g = StateGraph(Fetched)
+    g.add_node("a", fetch, destinations=["c"], retry=None)
     g.add_node("b", inner)
-    g.add_node("c", _node, timeout=2.5)
+    g.add_node("c", fetch, timeout=2.5)
     g.add_edge(START, "a")
     g.add_conditional_edges("a", route, {"plain": "b", "end": END})
     g.add_edge(["a", "b"], "c")
@@ -152,8 +155,8 @@ def test_a_dead_worker_drops_out_and_is_tidied_at_the_next_publish(redis_client:
 def test_stale_versions_nobody_serves_go_at_a_publish(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = _graph({"v": 1}).compile(name="g")
-    new = _graph({"v": 2}).compile(name="g")
+    old = fetch_graph({"v": 1}).compile(name="g")
+    new = fetch_graph({"v": 2}).compile(name="g")
     _beat(redis_client, "w-old", ttl_s=0.1)
     publish(redis_client, "w-old", [old])
     time.sleep(0.2)
@@ -213,11 +216,13 @@ def _no_code_env(redis_url: str) -> dict[str, str]:
     return clean_env(GRAPHQ_REDIS_URL=redis_url, GRAPHQ_WORKFLOWS="")
 
 
-def _served(kv: redis.Redis, count: int, proc: subprocess.Popen[bytes], timeout_s: float = 15) -> None:
+def _served(
+    kv: redis.Redis, count: int, procs: Procs, proc: subprocess.Popen[bytes], timeout_s: float = 15
+) -> None:
     """Wait until ``count`` live workers serve some version of ``configured``."""
     deadline = time.monotonic() + timeout_s
     while sum(len(v.served_by) for e in read_catalog(kv, "configured") for v in e.versions) < count:
-        assert proc.poll() is None and time.monotonic() < deadline, logged(proc)
+        assert proc.poll() is None and time.monotonic() < deadline, procs.logged(proc)
         time.sleep(0.05)
 
 
@@ -229,10 +234,10 @@ def _show(redis_url: str) -> dict[str, Any]:
 
 
 def test_catalog_from_a_process_without_the_workflow_code(
-    redis_client: redis.Redis, redis_url: str, spawn: Spawn
+    redis_client: redis.Redis, redis_url: str, procs: Procs
 ) -> None:
-    proc = spawn("worker", env=_worker_env(redis_url))
-    _served(redis_client, 1, proc)
+    proc = procs.start("worker", env=catalog_env(redis_url))
+    _served(redis_client, 1, procs, proc)
     [worker_id] = [w.decode() for w in redis_client.zrange("graphq:workers", 0, -1)]
     listed = graphq("workflows", "list", "-o", "json", env=_no_code_env(redis_url))
     assert listed.returncode == 0, listed.stderr
@@ -263,18 +268,18 @@ def test_catalog_from_a_process_without_the_workflow_code(
     assert table.stdout.splitlines()[-2:] == ["  settings (whole):", whole]
     unknown = graphq("workflows", "show", "nope", env=_no_code_env(redis_url))
     assert unknown.returncode == 2
-    assert unknown.stderr.splitlines() == [unknown.stderr.splitlines()[0]]
-    assert unknown.stderr.startswith("error: unknown workflow 'nope'; known workflows: ")
-    assert "configured" in unknown.stderr
+    [line] = unknown.stderr.splitlines()  # one line
+    assert line.startswith("error: unknown workflow 'nope'; known workflows: ")
+    assert "configured" in line
 
 
 def test_two_versions_side_by_side_and_a_killed_worker_drops_out(
-    redis_client: redis.Redis, redis_url: str, spawn: Spawn
+    redis_client: redis.Redis, redis_url: str, procs: Procs
 ) -> None:
-    first = spawn("worker", env=_worker_env(redis_url))
-    _served(redis_client, 1, first)
-    second = spawn("worker", env=_worker_env(redis_url, CATALOG_TEST_TEMPERATURE="0.7"))
-    _served(redis_client, 2, second)
+    first = procs.start("worker", env=catalog_env(redis_url))
+    _served(redis_client, 1, procs, first)
+    second = procs.start("worker", env=catalog_env(redis_url, CATALOG_TEST_TEMPERATURE="0.7"))
+    _served(redis_client, 2, procs, second)
     here = version_of(describe(configured_graph))
     shown = _show(redis_url)
     assert len(shown["versions"]) == 2

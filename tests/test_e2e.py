@@ -6,10 +6,7 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,31 +16,15 @@ import redis
 from graphcore import keys
 from graphcore.backend.embedded import EmbeddedRedis
 from tests.envs import clean_env
+from tests.workers import Procs, graphq, rq_states, wait_for, worker_children, worker_env
 
-ROOT = Path(__file__).resolve().parent.parent
-GRAPHQ = [sys.executable, "-m", "cli"]
-SCRIPT = Path(sys.executable).with_name("graphq")
-"""The console script: it imports ``tests.workflows`` because the CLI puts the cwd on sys.path."""
 TIMEOUT_S = 20
 
 
 @pytest.fixture
 def env(redis_url: str) -> dict[str, str]:
     """Environment of the subprocesses: the test Redis and the test workflows."""
-    base = clean_env()
-    return {
-        **base,
-        "GRAPHQ_REDIS_URL": redis_url,
-        "GRAPHQ_WORKFLOWS": "tests.workflows.basic",
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def graphq(*args: str, env: dict[str, str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    """Run ``graphq ARGS`` to completion in the repo root."""
-    return subprocess.run(
-        [*GRAPHQ, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return worker_env(redis_url, "tests.workflows.basic")
 
 
 def graphq_json(*args: str, env: dict[str, str]) -> Any:
@@ -52,53 +33,13 @@ def graphq_json(*args: str, env: dict[str, str]) -> Any:
     return json.loads(done.stdout)
 
 
-Spawn = Callable[..., subprocess.Popen[bytes]]
-LOGS: dict[int, Path] = {}
-"""Output file of each process started by ``spawn``, by process id (see :func:`logged`)."""
-
-
-@pytest.fixture
-def spawn(tmp_path: Path) -> Iterator[Spawn]:
-    """Start ``graphq ARGS`` in the background (output to a log file); every process is killed at the end."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start(*args: str, env: dict[str, str], script: bool = False) -> subprocess.Popen[bytes]:
-        path = tmp_path / f"proc-{len(procs)}.log"
-        log = path.open("wb")
-        command = [str(SCRIPT)] if script and SCRIPT.exists() else GRAPHQ
-        proc = subprocess.Popen(
-            [*command, *args], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        log.close()
-        LOGS[proc.pid] = path
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
-def logged(proc: subprocess.Popen[Any]) -> str:
-    """What a process started by ``spawn`` printed so far."""
-    return LOGS[proc.pid].read_text(errors="replace")
-
-
-def wait_until_idle(client: redis.Redis, count: int, timeout_s: float = 10.0) -> None:
+def wait_until_idle(kv: redis.Redis, count: int, timeout_s: float = 10.0) -> None:
     """Wait until ``count`` RQ workers wait for jobs (registered, signal handlers installed, state idle)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        workers = client.smembers("rq:workers")
-        if len(workers) >= count and all(client.hget(w, "state") == b"idle" for w in workers):
-            return
-        assert time.monotonic() < deadline, "workers did not start"
-        time.sleep(0.05)
+    wait_for(lambda: len(states := rq_states(kv)) >= count and set(states) == {"idle"}, timeout_s, "workers")
 
 
-def test_enqueue_wait_with_a_worker_process(env: dict[str, str], spawn: Spawn) -> None:
-    spawn("worker", env=env, script=True)
+def test_enqueue_wait_with_a_worker_process(env: dict[str, str], procs: Procs) -> None:
+    procs.start("worker", env=env, script=True)
     done = graphq("enqueue", "counter", "--input", '{"limit": 5}', "--thread", "e2e-1", "--wait", env=env)
     assert done.returncode == 0, done.stderr
     run_id = done.stdout.strip()
@@ -111,7 +52,7 @@ def test_enqueue_wait_with_a_worker_process(env: dict[str, str], spawn: Spawn) -
 
 
 def test_batch_on_two_burst_worker_processes(
-    env: dict[str, str], spawn: Spawn, redis_client: redis.Redis, tmp_path: Path
+    env: dict[str, str], procs: Procs, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     items = [[1], [1, 2], [1, 2, 3], [4, 5], [7], [10, 20, 30, 40]]
     batch = tmp_path / "runs.jsonl"
@@ -124,7 +65,7 @@ def test_batch_on_two_burst_worker_processes(
     assert done.returncode == 0, done.stderr
     ids = done.stdout.split()
     assert len(ids) == 6
-    worker = spawn("worker", "--burst", "--concurrency", "2", env=env)
+    worker = procs.start("worker", "--burst", "--concurrency", "2", env=env)
     assert worker.wait(TIMEOUT_S) == 0
     listed = {r["id"]: r["status"] for r in graphq_json("runs", "list", env=env)}
     assert listed == dict.fromkeys(ids, "completed")
@@ -138,23 +79,22 @@ def test_batch_on_two_burst_worker_processes(
 
 @pytest.mark.parametrize("concurrency", ["1", "2"])
 def test_worker_stops_on_sigterm(
-    env: dict[str, str], spawn: Spawn, redis_client: redis.Redis, concurrency: str
+    env: dict[str, str], procs: Procs, redis_client: redis.Redis, concurrency: str
 ) -> None:
-    worker = spawn("worker", "--concurrency", concurrency, env=env)
+    worker = procs.start("worker", "--concurrency", concurrency, env=env)
     wait_until_idle(redis_client, int(concurrency))
     worker.send_signal(signal.SIGTERM)
-    assert worker.wait(10) == 0, logged(worker)
+    assert worker.wait(10) == 0, procs.logged(worker)
     assert redis_client.scard("rq:workers") == 0
 
 
 def test_workers_exit_when_their_parent_is_sigkilled(
-    env: dict[str, str], spawn: Spawn, redis_client: redis.Redis
+    env: dict[str, str], procs: Procs, redis_client: redis.Redis
 ) -> None:
     """A SIGKILLed `graphq worker -c 2` must not leave orphan workers taking jobs."""
-    parent = spawn("worker", "--concurrency", "2", env=env)
+    parent = procs.start("worker", "--concurrency", "2", env=env)
     wait_until_idle(redis_client, 2)
-    children = [int(p) for p in Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()]
-    workers = [pid for pid in children if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+    workers = worker_children(parent.pid)
     assert len(workers) == 2
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait(10)
@@ -164,8 +104,8 @@ def test_workers_exit_when_their_parent_is_sigkilled(
     assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
 
 
-def test_failed_run_end_to_end(env: dict[str, str], spawn: Spawn) -> None:
-    spawn("worker", env=env)
+def test_failed_run_end_to_end(env: dict[str, str], procs: Procs) -> None:
+    procs.start("worker", env=env)
     done = graphq("enqueue", "failing", "--wait", env=env)
     assert done.returncode == 1
     run_id = done.stdout.strip()
@@ -204,7 +144,7 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
         client.close()
 
 
-def test_ctrl_c_stops_a_local_run_and_its_embedded_redis(tmp_path: Path, spawn: Spawn) -> None:
+def test_ctrl_c_stops_a_local_run_and_its_embedded_redis(tmp_path: Path, procs: Procs) -> None:
     base = clean_env()
     env = {
         **base,
@@ -213,14 +153,14 @@ def test_ctrl_c_stops_a_local_run_and_its_embedded_redis(tmp_path: Path, spawn: 
         "GRAPHQ_MAX_SUPER_STEPS": "100000",
         "PYTHONUNBUFFERED": "1",
     }
-    proc = spawn("run", "counter", "--input", '{"limit": 100000}', "--thread", "long", env=env)
+    proc = procs.start("run", "counter", "--input", '{"limit": 100000}', "--thread", "long", env=env)
     deadline = time.monotonic() + 10
-    while "step  10" not in logged(proc):
-        assert proc.poll() is None and time.monotonic() < deadline, logged(proc)
+    while "step  10" not in procs.logged(proc):
+        assert proc.poll() is None and time.monotonic() < deadline, procs.logged(proc)
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(10) == 130, logged(proc)
-    output = logged(proc)
+    assert proc.wait(10) == 130, procs.logged(proc)
+    output = procs.logged(proc)
     assert "error: interrupted: run " in output and "Traceback" not in output
     port = int(output.split("redis://127.0.0.1:", 1)[1].split("/", 1)[0])
     with pytest.raises(ConnectionRefusedError):

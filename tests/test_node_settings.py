@@ -6,44 +6,21 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 import redis
 
-from graphcore import END, START, StateGraph, get_node_settings
+from graphcore import get_node_settings
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, OutsideRunError
 from graphcore.settings import Settings, get_settings
-from tests import test_e2e
 from tests.envs import clean_env
-from tests.test_e2e import Spawn, graphq, logged
-from tests.workflows.catalog import SETTINGS, configured_graph
+from tests.workers import Procs, graphq
+from tests.workflows.catalog import SETTINGS, SIZE, catalog_env, configured_graph, fetch_graph
 from worker.process import run_worker
 
-SIZE = 80
-"""Bytes of SETTINGS as compact JSON (79 characters, "é" takes two bytes)."""
-
-spawn = test_e2e.spawn
-"""The end-to-end tests' fixture: ``graphq ARGS`` in the background, every process killed at the end."""
-
 EXPECTED_RESULT = {"seen": SETTINGS, "via_config": SETTINGS, "plain_seen": {}}
-
-
-class S(TypedDict, total=False):
-    x: int
-
-
-def _node(state: S) -> dict[str, Any]:
-    return {"x": 1}
-
-
-def _graph(settings: Any) -> StateGraph:
-    g = StateGraph(S)
-    g.add_node("fetch", _node, settings=settings)
-    g.add_edge(START, "fetch")
-    g.add_edge("fetch", END)
-    return g
 
 
 # --- node settings in the node ------------------------------------------------------------------------
@@ -74,7 +51,7 @@ def test_get_node_settings_outside_a_node_is_an_error() -> None:
 
 def test_settings_are_copied_when_the_node_is_added() -> None:
     given: dict[str, Any] = {"a": [1]}
-    g = _graph(given)
+    g = fetch_graph(given)
     given["a"].append(2)
     assert g.compile().nodes["fetch"].settings == {"a": [1]}
 
@@ -94,7 +71,7 @@ def test_settings_are_copied_when_the_node_is_added() -> None:
 )
 def test_settings_that_are_not_json_are_refused_at_compile(settings: Any, message: str) -> None:
     with pytest.raises(ConfigError) as err:
-        _graph(settings).compile()
+        fetch_graph(settings).compile()
     assert str(err.value).startswith(f"node 'fetch': {message}")
 
 
@@ -102,27 +79,27 @@ def test_settings_that_are_not_a_mapping_are_refused() -> None:
     with pytest.raises(
         ConfigError, match=r"^node 'fetch': settings must be a dict of JSON values \(got a list\)$"
     ):
-        _graph([1, 2])
+        fetch_graph([1, 2])
 
 
 def test_settings_over_the_limit_are_refused_at_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GRAPHQ_MAX_NODE_SETTINGS_LENGTH", str(SIZE - 1))
     get_settings.cache_clear()
     with pytest.raises(ConfigError) as err:
-        _graph(SETTINGS).compile()
+        fetch_graph(SETTINGS).compile()
     assert str(err.value) == (
         f"node 'fetch': settings are {SIZE} bytes of JSON, above GRAPHQ_MAX_NODE_SETTINGS_LENGTH={SIZE - 1}"
     )
     monkeypatch.setenv("GRAPHQ_MAX_NODE_SETTINGS_LENGTH", str(SIZE))
     get_settings.cache_clear()
-    assert _graph(SETTINGS).compile().nodes["fetch"].settings == SETTINGS  # exactly at the limit: fine
+    assert fetch_graph(SETTINGS).compile().nodes["fetch"].settings == SETTINGS  # exactly at the limit: fine
 
 
 def test_default_limit_is_16_kib() -> None:
     at_limit = {"v": "x" * (16_384 - len('{"v":""}'))}
-    assert _graph(at_limit).compile().nodes["fetch"].settings == at_limit
+    assert fetch_graph(at_limit).compile().nodes["fetch"].settings == at_limit
     with pytest.raises(ConfigError, match=r"settings are 16385 bytes of JSON, above .*=16384$"):
-        _graph({"v": at_limit["v"] + "x"}).compile()
+        fetch_graph({"v": at_limit["v"] + "x"}).compile()
 
 
 def test_worker_refuses_to_start_when_a_module_compiles_over_the_limit(redis_url: str) -> None:
@@ -144,23 +121,12 @@ def test_worker_refuses_to_start_when_a_module_compiles_over_the_limit(redis_url
 # --- through a graphq worker subprocess ---------------------------------------------------------------
 
 
-def _worker_env(redis_url: str, **extra: str) -> dict[str, str]:
-    return clean_env(
-        GRAPHQ_REDIS_URL=redis_url,
-        GRAPHQ_WORKFLOWS="tests.workflows.catalog",
-        GRAPHQ_LEASE_TTL_S="2",
-        GRAPHQ_HEARTBEAT_INTERVAL_S="0.5",
-        PYTHONUNBUFFERED="1",
-        **extra,
-    )
-
-
 def test_node_settings_through_a_worker_subprocess(
-    redis_client: redis.Redis, redis_url: str, spawn: Spawn
+    redis_client: redis.Redis, redis_url: str, procs: Procs
 ) -> None:
-    env = _worker_env(redis_url)
-    proc = spawn("worker", env=env)
+    env = catalog_env(redis_url)
+    proc = procs.start("worker", env=env)
     done = graphq("enqueue", "configured", "--input", "{}", "--wait", env=env)
-    assert done.returncode == 0, done.stderr + logged(proc)
+    assert done.returncode == 0, done.stderr + procs.logged(proc)
     shown = graphq("runs", "show", done.stdout.strip(), "-o", "json", env=env)
     assert json.loads(shown.stdout)["result"] == EXPECTED_RESULT
