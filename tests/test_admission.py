@@ -17,6 +17,7 @@ from graphcore.backend import admission
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.reaper import lapsed_leases, reap, server_ms
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
+from graphcore.backend.threads import hand_over
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker.lease import Lease
@@ -343,3 +344,29 @@ def test_a_waiting_run_whose_entry_is_gone_is_skipped(redis_client: redis.Redis,
     assert queued_jobs(redis_client) == [step_job_id(first, 0), step_job_id(last, 0)]
     assert redis_client.zcard(keys.admission("waiting")) == 0
     assert redis_client.zcard(keys.admission("lanes")) == 0
+
+
+def test_a_lost_script_cache_never_splits_an_admission_from_its_transaction(
+    redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis lost its script cache (a restart), and the process dies right after the transaction that
+    creates a run, or hands its thread over: the admission was part of that transaction, so the run has its
+    slot and its job (before, the script failed alone inside it and was to run again after it: the run
+    stayed queued with no job and no place in line, and its thread stuck, for good)."""
+    client = make(redis_client, redis_url)
+    assert client.queue is not None
+    warm = client.enqueue("tick", {}, thread_id="t-warm")  # the script is in Redis's cache ...
+    redis_client.script_flush()  # ... and is lost
+
+    def died(*_: Any) -> list[Any]:
+        raise redis.ConnectionError("the process died right after its transaction")
+
+    monkeypatch.setattr(admission, "_call", died)
+    first = client.enqueue("tick", {}, thread_id="t")
+    second = client.enqueue("tick", {}, thread_id="t")  # waits for the thread
+    assert queued_jobs(redis_client) == [step_job_id(warm, 0), step_job_id(first, 0)]
+    redis_client.hset(keys.run("t", first), "status", "completed")  # as its last commit would
+    redis_client.script_flush()
+    assert hand_over(redis_client, client.runs, client.queue, "t", first) == second
+    assert queued_jobs(redis_client)[-1] == step_job_id(second, 0)
+    assert counts(redis_client) == {"g": 2, "t:default": 2, "w:tick": 2, "x:tick:default": 2}

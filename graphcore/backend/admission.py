@@ -10,27 +10,25 @@ later release, fairly across tenants (stride scheduling, ``GRAPHQ_TENANT_WEIGHTS
 tenant. The later steps of a run that holds its slot are enqueued by its commit as before: no admission work,
 no round trip.
 
-Both calls ride in the caller's MULTI (no round trip of their own). A script missing from Redis's cache (a
-restart) fails there alone; :func:`execute` then runs it again, on its own, after the transaction (each
-operation is idempotent). Limits: the lower of the caller's settings and those the workers published
-(:func:`publish_limits`), so that a command run from a shell without the variables keeps the cluster's.
+Both calls ride in the caller's MULTI (no round trip of their own), as an EVAL with the script's text
+(about 12 KB, once when a run starts and once when it ends), so that they run inside the transaction even
+when Redis has lost its script cache (a restart). Limits: the lower of the caller's settings and those the
+workers published (:func:`publish_limits`), so that a command run from a shell without the variables keeps
+the cluster's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import msgpack
-from redis.exceptions import NoScriptError
 
 from graphcore import keys
 from graphcore.backend.events import encode_event
-from graphcore.backend.lua import source
+from graphcore.backend.lua import script, source
 from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso
 from graphcore.engine.config import RunConfig
 from graphcore.errors import ConfigError, RunNotFoundError
@@ -56,7 +54,6 @@ __all__ = [
 ]
 
 SEP = "\0"
-_SHA = hashlib.sha1(source("admission").encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -96,9 +93,11 @@ def member(thread_id: str, run_id: str) -> str:
     return keys.lease_member(thread_id, run_id)
 
 
-_FIXED = [keys.admission(p) for p in keys.ADMISSION_PARTS if p not in ("debug", "stats", "log")]
-_FIXED.insert(10, keys.steps_index())
-_FIXED += [keys.admission("debug"), keys.admission("stats"), keys.admission("log")]
+_FIXED = [
+    *(keys.admission(p) for p in keys.ADMISSION_PARTS[:10]),  # KEYS[1..10]: waiting ... limits
+    keys.steps_index(),  # KEYS[11]
+    *(keys.admission(p) for p in keys.ADMISSION_PARTS[10:]),  # KEYS[12..14]: debug, stats, log
+]
 
 
 def _text(value: int | None) -> str:
@@ -130,53 +129,35 @@ def deadline_ms(run: RunRecord) -> int:
     return int((datetime.fromisoformat(run.created_at).timestamp() + run_timeout_s(run)) * 1000)
 
 
-_staged: weakref.WeakKeyDictionary[Any, list[tuple[int, list[str], list[Any]]]] = weakref.WeakKeyDictionary()
-_loaded: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
-
-
-def _stage(pipe: Any, kv: Any, script_keys: list[str], args: list[Any]) -> None:
-    """EVALSHA on ``pipe`` (a MULTI pipeline); remembered so that :func:`execute` can run it again."""
-    if not _loaded.get(kv):
-        kv.script_load(source("admission"))
-        _loaded[kv] = True
-    _staged.setdefault(pipe, []).append((len(pipe.command_stack), script_keys, args))
-    pipe.evalsha(_SHA, len(script_keys), *script_keys, *args)
+def _stage(pipe: Any, script_keys: list[str], args: list[Any]) -> None:
+    """EVAL on ``pipe`` (a MULTI pipeline), the script's text included: it runs inside the transaction
+    even when Redis has lost its script cache (a restart), so no admission is ever split from the writes
+    it belongs with (an EVALSHA would fail alone in the transaction and have to run after it)."""
+    pipe.eval(source("admission"), len(script_keys), *script_keys, *args)
 
 
 def _call(kv: Any, script_keys: list[str], args: list[Any]) -> list[Any]:
-    """Run the script now (loading it if Redis lost it); returns ``[verdict, admitted]``."""
-    try:
-        reply = kv.evalsha(_SHA, len(script_keys), *script_keys, *args)
-    except NoScriptError:
-        kv.script_load(source("admission"))
-        reply = kv.evalsha(_SHA, len(script_keys), *script_keys, *args)
+    """Run the script now (loaded again if Redis lost it); returns ``[verdict, admitted]``."""
+    reply = script(kv, "admission")(keys=script_keys, args=args)
     return [reply[0].decode() if isinstance(reply[0], bytes) else reply[0], int(reply[1])]
 
 
 def execute(pipe: Any, kv: Any) -> list[Any]:
-    """``pipe.execute()`` for a pipeline that may hold admission calls: one that found the script missing
-    from Redis's cache is run again on its own after the transaction.
+    """``pipe.execute()`` (``kv`` unused): an admission call needs nothing more since it is an EVAL; kept
+    for the callers that still go through it (``worker.reaper``).
 
     Raises:
         WatchError: a watched key changed (nothing was written).
-        Exception: the first error reply of another command (as ``pipe.execute()`` raises it).
+        Exception: the first error reply (as ``pipe.execute()`` raises it).
     """
-    staged = _staged.pop(pipe, [])
-    replies: list[Any] = pipe.execute(raise_on_error=False)
-    again = {index for index, _, _ in staged if isinstance(replies[index], NoScriptError)}
-    for index, script_keys, args in staged:
-        if index in again:
-            replies[index] = _call(kv, script_keys, args)
-    for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
+    replies: list[Any] = pipe.execute()
     return replies
 
 
 def stage_admit(pipe: Any, kv: Any, queue: AdmissionQueue, run: RunRecord) -> None:
     """On ``pipe`` (MULTI): ask for a slot for ``run`` and enqueue the job of its step ``run.step`` — at
     once when a slot is free (or the run holds one already: a reaper's continuation, a restart), else when
-    a later release admits it. Commit :func:`execute` the pipeline."""
+    a later release admits it. ``kv``: the pipeline's client (unused)."""
     job = queue.prepare(run)
     args = [
         *_common(queue, "admit"),
@@ -194,19 +175,23 @@ def stage_admit(pipe: Any, kv: Any, queue: AdmissionQueue, run: RunRecord) -> No
         keys.step_member(run.thread_id, run.id, run.step),
         *(x for pair in job.fields.items() for x in pair),
     ]
-    _stage(pipe, kv, list(_FIXED), args)
+    _stage(pipe, list(_FIXED), args)
 
 
 def _run_keys(thread_id: str, run_id: str) -> list[str]:
     return [*_FIXED, keys.run(thread_id, run_id), keys.run_events(thread_id, run_id)]
 
 
+def _release(queue: AdmissionQueue, thread_id: str, run_id: str) -> tuple[list[str], list[Any]]:
+    """KEYS and ARGV of a release of ``run_id``'s slot."""
+    return _run_keys(thread_id, run_id), [*_common(queue, "release"), member(thread_id, run_id)]
+
+
 def stage_release(pipe: Any, kv: Any, queue: AdmissionQueue, thread_id: str, run_id: str) -> None:
     """On ``pipe`` (MULTI): ``run_id`` has ended (or waits for input): free its slot (once, however often
     this is called) or withdraw it from the waiting runs, and admit the runs that now fit. The script
     refuses while the run is Queued or Running."""
-    args = [*_common(queue, "release"), member(thread_id, run_id)]
-    _stage(pipe, kv, _run_keys(thread_id, run_id), args)
+    _stage(pipe, *_release(queue, thread_id, run_id))
 
 
 def release(kv: Any, queue: AdmissionQueue, thread_id: str, run_id: str) -> str:
@@ -215,8 +200,7 @@ def release(kv: Any, queue: AdmissionQueue, thread_id: str, run_id: str) -> str:
     Returns:
         ``freed``, ``withdrawn``, ``none`` (it held nothing) or ``busy`` (it is Queued or Running).
     """
-    args = [*_common(queue, "release"), member(thread_id, run_id)]
-    return str(_call(kv, _run_keys(thread_id, run_id), args)[0])
+    return str(_call(kv, *_release(queue, thread_id, run_id))[0])
 
 
 def fill(kv: Any, queue: AdmissionQueue) -> int:

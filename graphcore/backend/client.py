@@ -15,7 +15,7 @@ from typing import Any
 from redis.exceptions import WatchError
 
 from graphcore import keys
-from graphcore.backend.admission import execute, stage_admit
+from graphcore.backend.admission import stage_admit
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.retention import keep_result
 from graphcore.backend.runs import CANCEL_ERROR, RunFilter, RunRecord, RunStatus, RunStore, now_iso
@@ -219,7 +219,7 @@ class Client:
                     pipe.set(keys.thread_active(record.thread_id), record.id)
                     mark_busy(pipe, record.thread_id)
                     stage_admit(pipe, self.kv, self.queue, record)  # its slot (R8), then its job
-            execute(pipe, self.kv)
+            pipe.execute()
         return [r.id for r in records]
 
     def enqueue(
@@ -549,7 +549,7 @@ class Client:
             pipe.hset(run_key, "status", RunStatus.QUEUED.value)  # Running again once a worker takes it
             assert self.queue is not None
             stage_admit(pipe, self.kv, self.queue, run)  # its slot went with the pause: wait for one (R8)
-            execute(pipe, self.kv)
+            pipe.execute()
 
     def cancel(self, run_id: str, interrupt: bool = False) -> str:
         """Cancel a run (X1, X2, I6).

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 from redis.exceptions import WatchError
 
 from graphcore import keys
-from graphcore.backend.admission import AdmissionQueue, execute, stage_admit, stage_release
+from graphcore.backend.admission import AdmissionQueue, stage_admit, stage_release
 from graphcore.backend.runs import RunRecord, RunStore
 from graphcore.errors import PermanentError
 
@@ -69,7 +69,7 @@ def hand_over(kv: Any, runs: RunStore, queue: StepQueue, thread_id: str, run_id:
                     pipe.set(active_key, nxt.id)
                     mark_busy(pipe, thread_id)
                     stage_admit(pipe, kv, queue, nxt)
-                execute(pipe, kv)
+                pipe.execute()
                 return None if nxt is None else nxt.id
             except WatchError:
                 continue
