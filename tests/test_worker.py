@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 import redis
 
+import worker.handover
 import worker.job
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
-from graphcore.backend.runs import RunStatus, now_iso
+from graphcore.backend.runs import RunError, RunStatus, now_iso
 from graphcore.engine.algo import apply_writes, prepare_tasks
 from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
@@ -22,6 +23,7 @@ from tests.workflows import recovery
 from worker.claim import CANCEL_ERROR_JSON
 from worker.context import WorkerContext, get_context, set_context
 from worker.fence import refused
+from worker.handover import Stop, abandon
 from worker.job import _commit_step, _put_writes, step_job
 from worker.lease import Lease
 from worker.process import run_worker
@@ -153,6 +155,37 @@ def test_a_duplicate_job_leaves_a_cancel_to_the_worker_that_holds_the_step(
     holder.release()
     assert step_job(run_id, "dup", 0) == "canceled before the step"
     assert client.get_run(run_id).status == RunStatus.CANCELED
+
+
+def test_a_given_up_step_closed_again_after_a_lost_reply_hands_the_thread_over(
+    client: Client, redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The close of a step given up (a drain, a deadline: worker.handover.abandon) whose reply an outage
+    swallowed, retried: the close counts as made (abandon_step.lua finds its own status, end and error),
+    so the thread goes on to its next run at once, not when the reaper looks at busy threads (a lease TTL
+    later)."""
+    first = client.enqueue("counter", {"limit": 3}, thread_id="given-up")
+    second = client.enqueue("counter", {"limit": 1}, thread_id="given-up")  # waits for the thread (I3)
+    lease = Lease(redis_client, "given-up", first, 30, 10)
+    assert lease.claim(0, now_iso(), CANCEL_ERROR_JSON)[0] == 3
+    close = worker.handover.script(redis_client, "abandon_step")
+    lost: list[bool] = []
+
+    def reply_lost(**call: Any) -> Any:
+        reply = close(**call)
+        if not lost:
+            lost.append(True)
+            raise redis.ConnectionError("the reply was lost")
+        return reply
+
+    monkeypatch.setattr(worker.handover, "script", lambda kv, name: reply_lost)
+    stop = Stop(RunStatus.FAILED, RunError(type="NodeTimeoutError", message="node 'bump' timed out"))
+    assert abandon(redis_client, Settings(), "given-up", first, lease.token, stop, 0) is True
+    run = client.get_run(first)
+    assert (lost, run.status, run.error) == ([True], RunStatus.FAILED, stop.error)
+    assert redis_client.get(keys.thread_active("given-up")) == second.encode()
+    statuses = [e.data["status"] for e in read_events(redis_client, "given-up", first) if e.mode == "status"]
+    assert statuses == ["failed"]
 
 
 def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client: Any, redis_url: str) -> None:

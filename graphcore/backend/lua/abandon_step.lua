@@ -5,8 +5,14 @@
 -- ARGV[1] = lease token; ARGV[2] = new status; ARGV[3] = now (ISO-8601, ended_at); ARGV[4] = the error
 -- record (JSON); ARGV[5] = the status event's step ('' = the run's step); ARGV[6] = its data (msgpack);
 -- ARGV[7] = the run's member of the lease index
--- Returns 1 when the run was closed, 0 when the lease is not the caller's (or the run had ended).
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+-- Returns 1 when the run was closed, also when this very close was made before (a retry after its reply
+-- was lost: the run has the status, ended_at and error it wrote), 0 when the lease is not the caller's (or
+-- the run had ended).
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  local was = redis.call('HMGET', KEYS[2], 'status', 'ended_at', 'error')
+  if was[1] == ARGV[2] and was[2] == ARGV[3] and was[3] == ARGV[4] then return 1 end
+  return 0
+end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[4], ARGV[7])
 local status = redis.call('HGET', KEYS[2], 'status')
