@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -15,30 +12,14 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from graphcore.settings import Settings
-from tests.envs import clean_env
-from worker.queue import RQStepQueue
+from tests.workers import worker_env
 
-ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.hitl"])
 
 
 @pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
-@pytest.fixture
-def worker(redis_url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    base = clean_env()
-    env = {**base, "GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_WORKFLOWS": "tests.workflows.hitl"}
-    log = (tmp_path / "worker.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-    )
-    yield proc
-    proc.terminate()
-    proc.wait(15)
+def env(redis_url: str) -> dict[str, str]:
+    return worker_env(redis_url, "tests.workflows.hitl")
 
 
 def wait_for(client: Client, run_id: str, status: RunStatus, timeout_s: float = 15) -> float:

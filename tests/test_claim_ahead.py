@@ -16,14 +16,8 @@ from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker.lease import Lease
 from worker.process import run_worker
-from worker.queue import RQStepQueue
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
-
-
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
 
 
 @pytest.fixture

@@ -4,17 +4,14 @@ a second answer and a plain fork each start a branch, and the first branch keeps
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 from click.testing import Result
 
 from tests.cli_helpers import invoke, ok
 from tests.envs import clean_env
+from tests.workers import burst
 
-ROOT = Path(__file__).resolve().parent.parent
 APPROVED_LOG = ["assessed 120 for ana", "approved by a human", "paid 120 to ana"]
 REJECTED_LOG = ["assessed 120 for ana", "rejected by a human", "told ana no"]
 
@@ -25,16 +22,7 @@ def graphq(url: str, *args: str) -> Result:
 
 def work(url: str) -> None:
     """One burst of a `graphq worker` subprocess (the approval workflow is an entry point)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "cli", "worker", "--burst"],
-        env=clean_env(GRAPHQ_REDIS_URL=url),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    burst(clean_env(GRAPHQ_REDIS_URL=url))
 
 
 def as_json(result: Result) -> Any:

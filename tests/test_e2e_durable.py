@@ -2,46 +2,22 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-import redis
 
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
-from graphcore.settings import Settings
-from tests.envs import clean_env
+from tests.workers import burst, worker_env
 from tests.workflows.hitl import Order
-from worker.queue import RQStepQueue
 
-ROOT = Path(__file__).resolve().parent.parent
 MODULES = "tests.workflows.hitl,tests.workflows.subgraphs"
 REGISTRY = Registry.load(MODULES.split(","))
 
 
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
 def work(redis_url: str) -> None:
     """One burst of a worker subprocess over the test workflows' queues."""
-    base = clean_env()
-    env = {**base, "GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_WORKFLOWS": MODULES}
-    done = subprocess.run(
-        [sys.executable, "-m", "cli", "worker", "--burst"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    burst(worker_env(redis_url, MODULES))
 
 
 def test_parallel_subgraph_requests_in_subprocesses(client: Client, redis_url: str) -> None:

@@ -14,25 +14,16 @@ from graphcore.backend.runs import RunStatus
 from graphcore.backend.threads import ThreadBusyError
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
-from graphcore.settings import Settings
+from tests.workers import work
 from tests.workflows import hitl
 from tests.workflows.hitl import Order
-from worker.process import run_worker
-from worker.queue import RQStepQueue
 
 REGISTRY = Registry.load(["tests.workflows.hitl"])
 
 
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
+@pytest.fixture(autouse=True)
+def _no_calls_yet() -> None:
     hitl.CALLS.clear()
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
-def work(client: Client) -> None:
-    url = client.kv.connection_pool.connection_kwargs
-    settings = Settings(redis_url=f"redis://{url['host']}:{url['port']}/0")
-    run_worker(settings, burst=True, registry=REGISTRY, kv=client.kv)
 
 
 def test_interrupts_in_one_node_are_answered_in_call_order(client: Client) -> None:

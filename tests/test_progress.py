@@ -4,10 +4,7 @@ bars ``graphq run``, ``graphq runs watch`` and ``graphq enqueue --wait`` draw fr
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +17,10 @@ from graphcore.backend.events import read_events
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import ok, process_state_restored
-from tests.envs import clean_env
+from tests.workers import Procs, worker_env
 from worker.process import run_worker
 from worker.progress import StepProgress
-from worker.queue import RQStepQueue
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = "tests.workflows.wide,tests.workflows.basic"
 REGISTRY = Registry.load(WORKFLOWS.split(","))
 TERMINAL = {"TTY_COMPATIBLE": "1", "FORCE_COLOR": None, "COLUMNS": "100"}
@@ -38,11 +33,6 @@ PIPE = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None}
 def _isolate_process_state() -> Iterator[None]:
     with process_state_restored():
         yield
-
-
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
 
 
 def graphq(url: str, *args: str, env: dict[str, str | None]) -> Result:
@@ -141,19 +131,11 @@ def test_watch_prints_progress_lines_only_when_asked(
     assert "0/5" in drawn.stderr and "5/5" in drawn.stderr
 
 
-def test_enqueue_wait_draws_step_bars_beside_the_runs_bar(redis_url: str, tmp_path: Path) -> None:
-    env = clean_env(GRAPHQ_REDIS_URL=redis_url, GRAPHQ_WORKFLOWS="tests.workflows.wide")
-    with (tmp_path / "worker.log").open("wb") as log:
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-        )
-    try:
-        slow = '{"n": 5, "pause": 0.2}'
-        drawn = ok(graphq(redis_url, "enqueue", "wide", "--input", slow, "--wait", env=TERMINAL))
-        plain = ok(graphq(redis_url, "enqueue", "wide", "--input", slow, "--wait", env=PIPE))
-    finally:
-        worker.terminate()
-        worker.wait(15)
+def test_enqueue_wait_draws_step_bars_beside_the_runs_bar(redis_url: str, procs: Procs) -> None:
+    procs.start("worker", env=worker_env(redis_url, "tests.workflows.wide"))
+    slow = '{"n": 5, "pause": 0.2}'
+    drawn = ok(graphq(redis_url, "enqueue", "wide", "--input", slow, "--wait", env=TERMINAL))
+    plain = ok(graphq(redis_url, "enqueue", "wide", "--input", slow, "--wait", env=PIPE))
     assert "step   0" in drawn.stderr and "0/5" in drawn.stderr and "5/5" in drawn.stderr
     assert "runs" in drawn.stderr and "1/1" in drawn.stderr
     assert "/5" not in plain.stderr and "step" not in plain.stderr

@@ -5,57 +5,21 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import redis
 
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from graphcore.settings import Settings
-from tests.envs import clean_env
-from worker.queue import RQStepQueue
+from tests.workers import graphq, worker_env
 
-ROOT = Path(__file__).resolve().parent.parent
 MODULE = "tests.workflows.hitl"
 REGISTRY = Registry.load([MODULE])
 
 
 @pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
-@pytest.fixture
 def env(redis_url: str) -> dict[str, str]:
-    return clean_env(GRAPHQ_REDIS_URL=redis_url, GRAPHQ_WORKFLOWS=MODULE, PYTHONUNBUFFERED="1")
-
-
-@pytest.fixture
-def worker(env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    log = (tmp_path / "worker.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-    )
-    log.close()
-    yield proc
-    proc.terminate()
-    proc.wait(15)
-
-
-def graphq(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    return worker_env(redis_url, MODULE)
 
 
 def test_client_wait_returns_at_each_pause_and_at_the_end(
@@ -80,7 +44,7 @@ def test_client_wait_returns_at_each_pause_and_at_the_end(
 def test_enqueue_wait_exits_3_with_the_open_request_and_the_answer_command(
     client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
 ) -> None:
-    done = graphq(env, "enqueue", "asking", "--input", '{"topic": "tea"}', "--wait")
+    done = graphq("enqueue", "asking", "--input", '{"topic": "tea"}', "--wait", env=env, timeout=30)
     assert done.returncode == 3, done.stderr
     run_id = done.stdout.splitlines()[0]
     [request] = client.requests(run_id)
@@ -97,7 +61,7 @@ def test_enqueue_wait_exits_3_with_the_open_request_and_the_answer_command(
 def test_enqueue_wait_on_a_run_with_two_requests_lists_both(
     client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
 ) -> None:
-    done = graphq(env, "enqueue", "reviewing", "--input", '{"items": ["a", "b"]}', "--wait")
+    done = graphq("enqueue", "reviewing", "--input", '{"items": ["a", "b"]}', "--wait", env=env, timeout=30)
     assert done.returncode == 3, done.stderr
     run_id = done.stdout.splitlines()[0]
     first, second = client.requests(run_id)
@@ -117,7 +81,9 @@ def test_enqueue_wait_on_a_run_with_two_requests_lists_both(
 def test_enqueue_wait_json_gives_the_record_with_its_requests(
     client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
 ) -> None:
-    done = graphq(env, "enqueue", "asking", "--input", '{"topic": "tea"}', "--wait", "--output", "json")
+    done = graphq(
+        "enqueue", "asking", "--input", '{"topic": "tea"}', "--wait", "--output", "json", env=env, timeout=30
+    )
     assert done.returncode == 3, done.stderr
     [record] = json.loads(done.stdout)
     [request] = client.requests(record["id"])
