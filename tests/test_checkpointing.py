@@ -15,6 +15,7 @@ import redis
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
+from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.layout import decode_record
 from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.engine.algo import apply_input
@@ -220,6 +221,23 @@ def test_in_memory_store_without_history_keeps_one_checkpoint() -> None:
     assert [c.id for c in store.list("th")] == [nxt.id]
     assert store.get("th", cp.id) is None
     assert dict(store.get("th").channel_values) == {"topic": "t", "log": ["x", "y"], "count": 1}  # type: ignore[union-attr]
+
+
+def test_a_write_without_history_costs_no_extra_round_trip(redis_client: redis.Redis) -> None:
+    """The prune rides in the write's MULTI as a plain script call: redis-py's registered scripts on a
+    pipeline send SCRIPT EXISTS first, one more round trip for every step's commit (and every subgraph
+    checkpoint) when no history is kept."""
+    store = RedisCheckpointStore(redis_client, five_steps.schema, history=False)
+    cp = apply_input(five_steps, None, {"topic": "t", "log": ["x"]}, {"run_id": "r"})
+    store.put("th", cp)
+    redis_client.config_resetstat()
+    for item in ("y", "z"):
+        cp = apply_input(five_steps, cp, {"log": [item]}, {"run_id": "r"})
+        store.put("th", cp)
+    calls = {name.removeprefix("cmdstat_"): s["calls"] for name, s in redis_client.info("commandstats").items()}
+    assert (calls.get("script", 0), calls["exec"]) == (0, 2)
+    assert [c.id for c in store.list("th")] == [cp.id]
+    assert dict(store.get("th").channel_values) == {"topic": "t", "log": ["x", "y", "z"]}  # type: ignore[union-attr]
 
 
 def test_a_restarted_run_starts_from_its_input_on_an_empty_state(

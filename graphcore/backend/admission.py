@@ -28,7 +28,7 @@ import msgpack
 
 from graphcore import keys
 from graphcore.backend.events import encode_event
-from graphcore.backend.lua import script, source
+from graphcore.backend.lua import script, stage
 from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso
 from graphcore.engine.config import RunConfig
 from graphcore.errors import ConfigError, RunNotFoundError
@@ -129,13 +129,6 @@ def deadline_ms(run: RunRecord) -> int:
     return int((datetime.fromisoformat(run.created_at).timestamp() + run_timeout_s(run)) * 1000)
 
 
-def _stage(pipe: Any, script_keys: list[str], args: list[Any]) -> None:
-    """EVAL on ``pipe`` (a MULTI pipeline), the script's text included: it runs inside the transaction
-    even when Redis has lost its script cache (a restart), so no admission is ever split from the writes
-    it belongs with (an EVALSHA would fail alone in the transaction and have to run after it)."""
-    pipe.eval(source("admission"), len(script_keys), *script_keys, *args)
-
-
 def _call(kv: Any, script_keys: list[str], args: list[Any]) -> list[Any]:
     """Run the script now (loaded again if Redis lost it); returns ``[verdict, admitted]``."""
     reply = script(kv, "admission")(keys=script_keys, args=args)
@@ -175,7 +168,7 @@ def stage_admit(pipe: Any, kv: Any, queue: AdmissionQueue, run: RunRecord) -> No
         keys.step_member(run.thread_id, run.id, run.step),
         *(x for pair in job.fields.items() for x in pair),
     ]
-    _stage(pipe, list(_FIXED), args)
+    stage(pipe, "admission", _FIXED, args)
 
 
 def _run_keys(thread_id: str, run_id: str) -> list[str]:
@@ -191,7 +184,7 @@ def stage_release(pipe: Any, kv: Any, queue: AdmissionQueue, thread_id: str, run
     """On ``pipe`` (MULTI): ``run_id`` has ended (or waits for input): free its slot (once, however often
     this is called) or withdraw it from the waiting runs, and admit the runs that now fit. The script
     refuses while the run is Queued or Running."""
-    _stage(pipe, *_release(queue, thread_id, run_id))
+    stage(pipe, "admission", *_release(queue, thread_id, run_id))
 
 
 def release(kv: Any, queue: AdmissionQueue, thread_id: str, run_id: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphcore import keys
-from graphcore.backend.lua import script
+from graphcore.backend.lua import script, stage
 from graphcore.checkpoints.kv import KVCheckpointStore
 from graphcore.checkpoints.layout import Plan, Prune
 from graphcore.checkpoints.model import Checkpoint
@@ -46,14 +46,14 @@ def plan_argv(plan: Plan, index: KeyIndex) -> list[str | bytes]:
 def stage_prune(kv: Any, pipe: Any, thread_id: str, ns: str, cp_id: str, prune: Prune) -> None:
     """Queue ``prune_checkpoints.lua`` on ``pipe`` (a MULTI of client ``kv``, after the write that stores
     ``cp_id``): drop the rest of the namespace's history and what only the previous head referenced, if
-    that write applied."""
+    that write applied. No round trip of its own (:func:`graphcore.backend.lua.stage`)."""
     index = KeyIndex(3)
     argv: list[str] = [cp_id, str(len(prune.fields))]
     for key, field in prune.fields:
         argv += [index(key), field]
     argv += [str(len(prune.keys)), *(index(key) for key in prune.keys)]
     script_keys = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns), *index.keys]
-    script(kv, "prune_checkpoints")(keys=script_keys, args=argv, client=pipe)
+    stage(pipe, "prune_checkpoints", script_keys, argv)
 
 
 class RedisCheckpointStore(KVCheckpointStore):
@@ -77,13 +77,12 @@ class RedisCheckpointStore(KVCheckpointStore):
         cps, history = keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)
         lease_key, run_key, token = fence or (cps, cps, "")  # unused keys without a fence: same slot
         argv = [token, cp.id, plan.record, *plan_argv(plan, index)]
-        put = script(self.kv, "put_checkpoint")
         script_keys = [lease_key, run_key, cps, history, *index.keys]
         if plan.prune is None:
-            reply = put(keys=script_keys, args=argv)
+            reply = script(self.kv, "put_checkpoint")(keys=script_keys, args=argv)
         else:
             with self.kv.pipeline(transaction=True) as pipe:
-                put(keys=script_keys, args=argv, client=pipe)
+                stage(pipe, "put_checkpoint", script_keys, argv)
                 stage_prune(self.kv, pipe, thread_id, ns, cp.id, plan.prune)
                 reply = pipe.execute()[0]
         return reply.decode() if isinstance(reply, bytes) else str(reply)
