@@ -1,7 +1,14 @@
-"""Lua scripts, one per file; every key reaches them through KEYS (I8)."""
+"""Lua scripts, one per file; every key reaches them through KEYS (I8).
+
+Lua scripts cannot include files: a line ``--#include <part>`` in a script is replaced, as the script is
+read, by the text of the fragment ``_<part>.lua`` (a fragment is no script of its own: functions shared
+by several scripts, e.g. ``_plan.lua``, the planned checkpoint write of ``put_checkpoint.lua`` and
+``commit_step.lua``).
+"""
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Sequence
 from functools import cache
@@ -10,11 +17,14 @@ from typing import Any
 
 __all__ = ["script", "source", "stage"]
 
+_INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
+
 
 @cache
 def source(name: str) -> str:
-    """The text of ``graphcore/backend/lua/<name>.lua``."""
-    return files(__name__).joinpath(f"{name}.lua").read_text()
+    """The text of ``graphcore/backend/lua/<name>.lua``, its ``--#include`` lines replaced by fragments."""
+    text = files(__name__).joinpath(f"{name}.lua").read_text()
+    return _INCLUDE.sub(lambda include: source(f"_{include.group(1)}").rstrip("\n"), text)
 
 
 _registered: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()

@@ -13,7 +13,7 @@
 -- then, with flag 'C' (the commit completes the run): the step of its status event, the data of a
 -- 'completed' status event, the data of a 'canceled' one, the cancel error record (JSON), ended_at. A cancel
 -- acknowledged before this commit wins (X1): the run ends Canceled, its checkpoint kept, never Completed.
--- The plan's sections (values, appends) and their append guard are those of put_checkpoint.lua.
+-- The plan's sections (values, appends) and their append guard are written by _plan.lua.
 -- Returns 'ok'; 'canceled' (flag 'C' and the run had a cancel request); 'again' when this very commit was
 -- applied before (the run's head is its checkpoint: a retry after a reply lost in a Redis outage); or why
 -- the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
@@ -27,25 +27,9 @@ if redis.call('GET', KEYS[2]) ~= ARGV[1] then return refuse('lease') end
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return refuse('finished') end
 if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return refuse('step') end
-local V = 7                               -- ARGV index of the values count
-local A = V + 1 + 3 * tonumber(ARGV[V])   -- ARGV index of the appends count
-local function each_append(fn)
-  local j = A + 1
-  for _ = 1, tonumber(ARGV[A]) do
-    local n = tonumber(ARGV[j + 2])
-    if not fn(KEYS[tonumber(ARGV[j])], tonumber(ARGV[j + 1]), j + 3, n) then return false, j end
-    j = j + 3 + n
-  end
-  return true, j
-end
-if not each_append(function(key, start) return redis.call('LLEN', key) == start end) then return 'log' end
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
-redis.call('RPUSH', KEYS[4], ARGV[3])
-for i = V + 1, A - 1, 3 do redis.call('HSET', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2]) end
-local _, i = each_append(function(key, _, first, n)
-  for c = first, first + n - 1, 1000 do redis.call('RPUSH', key, unpack(ARGV, c, math.min(c + 999, first + n - 1))) end
-  return true
-end)
+--#include plan
+local i = write_plan(7, ARGV[3], ARGV[4])
+if not i then return 'log' end
 local function count()
   local n = tonumber(ARGV[i]); i = i + 1; return n
 end
