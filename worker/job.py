@@ -235,13 +235,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     finished, resume = resume_plan(finished or {}, answers)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
     progress = step_progress(
-        ctx.kv,
-        run.thread_id,
-        run.id,
-        cp.step + 1,
-        len(cp.next_tasks),
-        len(finished),
-        send=lambda mode, step, data: _event(ctx, run, lease, mode, step, data),
+        cp.step + 1, len(cp.next_tasks), len(finished), lambda *event: _event(ctx, run, lease, *event)
     )
 
     def persist(tw: TaskWrites) -> None:

@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from graphcore.backend.events import stage_event
-
 __all__ = ["INTERVAL_S", "StepProgress", "step_progress"]
 
 log = logging.getLogger("graphq.step")
@@ -73,28 +71,17 @@ class StepProgress:
 
 
 def step_progress(
-    kv: Any,
-    thread_id: str,
-    run_id: str,
-    step: int,
-    total: int,
-    done: int,
-    send: Callable[[str, int, Any], None] | None = None,
+    step: int, total: int, done: int, send: Callable[[str, int, Any], None]
 ) -> StepProgress | None:
-    """The progress of step ``step`` of a run (None for a step of one task or none), already started.
+    """The progress of thread step ``step`` (None for a step of one task or none), already started.
 
-    ``send(mode, step, data)`` writes an event (the step job's, fenced by its lease); None appends it to the
-    run's stream directly.
+    ``send(mode, step, data)`` writes an event: the step job's, fenced by its lease (I1).
     """
     if total < 2:
         return None
 
     def emit(finished: int, tasks: int) -> None:
-        data = {"done": finished, "total": tasks}
-        if send is not None:
-            send("progress", step, data)
-        else:
-            stage_event(kv, thread_id, run_id, "progress", step, data)
+        send("progress", step, {"done": finished, "total": tasks})
 
     progress = StepProgress(emit, total, done)
     progress.start()

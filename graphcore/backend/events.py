@@ -14,7 +14,7 @@ from typing import Any
 from graphcore import keys
 from graphcore.checkpoints import serde
 
-__all__ = ["Event", "encode_event", "read_events", "stage_event"]
+__all__ = ["Event", "encode_event", "read_events"]
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,6 @@ def encode_event(mode: str, step: int, data: Any) -> dict[str, str | bytes]:
         SerializationError: ``data`` holds a value outside the serde allow-list.
     """
     return {"mode": mode, "step": str(step), "data": serde.dumps(data, path=f"event.{mode}")}
-
-
-def stage_event(pipe: Any, thread_id: str, run_id: str, mode: str, step: int, data: Any) -> None:
-    """Queue an XADD of one event on ``pipe`` (or run it now when ``pipe`` is a client)."""
-    pipe.xadd(keys.run_events(thread_id, run_id), encode_event(mode, step, data))
 
 
 def read_events(
