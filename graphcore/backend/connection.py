@@ -24,6 +24,7 @@ from tenacity import (
     wait_exponential,
     wait_random_exponential,
 )
+from tenacity.stop import stop_base
 
 from graphcore.errors import ConfigError, RedisUnavailableError
 from graphcore.settings import get_settings
@@ -112,6 +113,26 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TRANSIENT_REDIS_ERRORS)
 
 
+def _max_wait(max_wait_s: float | None) -> float:
+    cap = get_settings().redis_retry_max_wait_s if max_wait_s is None else max_wait_s
+    if cap <= 0:
+        raise ConfigError(f"redis retry max wait must be above 0 s (got {cap})")
+    return cap
+
+
+def _retrying(stop: stop_base, max_wait_s: float) -> Retrying:
+    """Transient errors only, pauses from ~0.05 s doubling up to ``max_wait_s`` (half fixed, half jitter)."""
+    half = max_wait_s / 2
+    return Retrying(
+        stop=stop,
+        wait=wait_exponential(multiplier=_INITIAL_WAIT_S, max=half)
+        + wait_random_exponential(multiplier=_INITIAL_WAIT_S, max=half),
+        retry=retry_if_exception(is_transient),
+        before_sleep=before_sleep_log(logger, logging.WARNING),
+        reraise=True,
+    )
+
+
 def redis_retrying(attempts: int | None = None, max_wait_s: float | None = None) -> Retrying:
     """The retry policy for Redis calls, as a tenacity ``Retrying`` (``redis_retrying()(fn, *args)``).
 
@@ -128,20 +149,9 @@ def redis_retrying(attempts: int | None = None, max_wait_s: float | None = None)
         ConfigError: ``attempts`` is below 1 or ``max_wait_s`` is not positive, or the settings are invalid.
     """
     tries = get_settings().redis_retry_attempts if attempts is None else attempts
-    cap = get_settings().redis_retry_max_wait_s if max_wait_s is None else max_wait_s
     if tries < 1:
         raise ConfigError(f"redis retry attempts must be at least 1 (got {tries})")
-    if cap <= 0:
-        raise ConfigError(f"redis retry max wait must be above 0 s (got {cap})")
-    half = cap / 2
-    return Retrying(
-        stop=stop_after_attempt(tries),
-        wait=wait_exponential(multiplier=_INITIAL_WAIT_S, max=half)
-        + wait_random_exponential(multiplier=_INITIAL_WAIT_S, max=half),
-        retry=retry_if_exception(is_transient),
-        before_sleep=before_sleep_log(logger, logging.WARNING),
-        reraise=True,
-    )
+    return _retrying(stop_after_attempt(tries), _max_wait(max_wait_s))
 
 
 def outage_retrying(max_wait_s: float | None = None) -> Retrying:
@@ -158,34 +168,30 @@ def outage_retrying(max_wait_s: float | None = None) -> Retrying:
         A ``Retrying`` with no limit on attempts that retries only errors for which :func:`is_transient`
         holds (any other error is raised at once).
     """
-    cap = get_settings().redis_retry_max_wait_s if max_wait_s is None else max_wait_s
-    if cap <= 0:
-        raise ConfigError(f"redis retry max wait must be above 0 s (got {cap})")
-    half = cap / 2
-    return Retrying(
-        stop=stop_never,
-        wait=wait_exponential(multiplier=_INITIAL_WAIT_S, max=half)
-        + wait_random_exponential(multiplier=_INITIAL_WAIT_S, max=half),
-        retry=retry_if_exception(is_transient),
-        before_sleep=before_sleep_log(logger, logging.WARNING),
-        reraise=True,
-    )
+    return _retrying(stop_never, _max_wait(max_wait_s))
+
+
+def _after_first_try(
+    policy: Callable[[], Retrying], message: str, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs
+) -> _R:
+    """Call ``fn`` once; after a transient Redis error (logged with ``message``), go on under ``policy()``.
+    The common path (no error) builds no retry machinery."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        logger.warning(message, getattr(fn, "__qualname__", fn), exc)
+    result: _R = policy()(fn, *args, **kwargs)
+    return result
 
 
 def outlast(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
     """Call ``fn`` once; after a transient Redis error, go on under :func:`outage_retrying` (no limit on
     tries): the call returns once Redis is back, however long that takes. For worker processes, whose writes
     are fenced; the common path (no error) builds no retry machinery."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:
-        if not is_transient(exc):
-            raise
-        logger.warning(
-            "Redis unavailable, retrying %s until it is back: %s", getattr(fn, "__qualname__", fn), exc
-        )
-    result: _R = outage_retrying()(fn, *args, **kwargs)
-    return result
+    waiting = "Redis unavailable, retrying %s until it is back: %s"
+    return _after_first_try(outage_retrying, waiting, fn, *args, **kwargs)
 
 
 def retry_transient(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -194,14 +200,7 @@ def retry_transient(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -
     Same behaviour as ``redis_retrying()(fn, ...)`` with one more try, but the common path (no error)
     builds no retry machinery: for calls on the hot path of a super-step.
     """
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:
-        if not is_transient(exc):
-            raise
-        logger.warning("transient Redis error, retrying %s: %s", getattr(fn, "__qualname__", fn), exc)
-    result: _R = redis_retrying()(fn, *args, **kwargs)
-    return result
+    return _after_first_try(redis_retrying, "transient Redis error, retrying %s: %s", fn, *args, **kwargs)
 
 
 def redis_retry(
