@@ -25,16 +25,13 @@ import collections
 import itertools
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any, TypedDict
 
 import redis
 
-from bench.common import private_redis
+from bench.common import kill, private_redis, start_worker, worker_env
 from graphcore import END, START, StateGraph
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import RunRecord, RunStatus
@@ -44,7 +41,6 @@ from graphcore.errors import RunNotFoundError
 from graphcore.settings import Settings, get_settings
 from worker.queue import RQStepQueue
 
-ROOT = Path(__file__).resolve().parent.parent
 STEPS = 5
 EXECUTIONS = "chaos:executions"
 """Redis hash ``<thread>:<node>`` → executions of that node on that thread."""
@@ -84,28 +80,6 @@ chaos_line = _g.compile(name="chaos-line")
 REGISTRY = Registry({chaos_line.name: chaos_line})
 
 
-def _env(url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_") or k in DEFAULTS}
-    return DEFAULTS | env | {"GRAPHQ_REDIS_URL": url, "GRAPHQ_WORKFLOWS": "bench.chaos"}
-
-
-def _start(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-
-
 def _chain(client: Client, run_id: str) -> list[RunRecord] | None:
     try:
         return client.chain(run_id)
@@ -123,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     with private_redis() as (kv, url):
-        env = _env(url)
+        env = worker_env(url, "bench.chaos", **{k: os.environ.get(k, v) for k, v in DEFAULTS.items()})
         settings = Settings(redis_url=url, max_resume_attempts=int(env["GRAPHQ_MAX_RESUME_ATTEMPTS"]))
         client = Client(kv, REGISTRY, RQStepQueue(kv, settings))
-        procs = [_start(env) for _ in range(args.workers)]
+        procs = [start_worker(env) for _ in range(args.workers)]
         kills = 0
         try:
             ids = client.enqueue_many([RunRequest(chaos_line.name, {}) for _ in range(args.runs)])
@@ -134,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             while time.monotonic() < end:
                 time.sleep(rng.uniform(2, 4))
                 i = rng.randrange(len(procs))
-                _kill(procs[i])
-                procs[i] = _start(env)
+                kill(procs[i])
+                procs[i] = start_worker(env)
                 kills += 1
             deadline = time.monotonic() + args.recovery_s
             while time.monotonic() < deadline:
@@ -145,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.5)
         finally:
             for p in procs:
-                _kill(p)
+                kill(p)
         return _report(client, kv, ids, kills, settings.max_resume_attempts)
 
 

@@ -1,16 +1,22 @@
-"""Shared helpers of the benchmarks: a private Redis, worker wiring, timing, the result table.
+"""Shared helpers of the benchmarks: a private Redis, worker wiring (in this process, or ``graphq worker``
+subprocesses), waiting, timing, the result table.
 
 Benchmarks only print; nothing here asserts a timing.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -31,13 +37,21 @@ __all__ = [
     "fmt_bytes",
     "fmt_ms",
     "install_context",
+    "kill",
     "median",
     "print_table",
     "private_redis",
     "run_burst",
+    "start_worker",
     "summary",
     "timed",
+    "wait_for",
+    "worker_env",
+    "worker_pool",
 ]
+
+ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 @dataclass
@@ -154,3 +168,65 @@ def print_table(rows: Sequence[Row], console: Console | None = None) -> None:
         ratio = "n/a" if row.ratio is None else f"{row.ratio:.2f}"
         table.add_row(row.name, row.what, row.ours, row.baseline, ratio, f"≤ {row.target:g}", verdict)
     (console or Console(width=160)).print(table)
+
+
+def worker_env(url: str, workflows: str, **settings: str) -> dict[str, str]:
+    """The environment of a ``graphq worker`` subprocess: this one without its ``GRAPHQ_*`` variables, then
+    ``GRAPHQ_REDIS_URL`` ``url``, ``GRAPHQ_WORKFLOWS`` ``workflows`` (a module) and ``settings``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
+    return base | {"GRAPHQ_REDIS_URL": url, "GRAPHQ_WORKFLOWS": workflows} | settings
+
+
+def start_worker(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    """Start ``graphq worker ARGS`` with ``env`` in a process group of its own (a signal to the group
+    reaches its worker processes, as when a pod dies); its output is discarded."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", "worker", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc``'s process group (when it still runs) and reap it."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
+def wait_for(predicate: Callable[[], T], timeout_s: float, what: str) -> T:
+    """Poll ``predicate`` every 20 ms until it returns a truthy value, and return that value.
+
+    Raises:
+        TimeoutError: ``timed out waiting for <what>`` after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+    return value
+
+
+@contextmanager
+def worker_pool(url: str, workflows: str, processes: int, **settings: str) -> Iterator[None]:
+    """``graphq worker --concurrency PROCESSES --log-level error`` on ``workflows`` (``settings`` in its
+    environment), all its processes registered with RQ when entered (within 60 s); on exit it gets SIGTERM
+    (30 s to drain), then SIGKILL."""
+    proc = start_worker(
+        worker_env(url, workflows, **settings), "--concurrency", str(processes), "--log-level", "error"
+    )
+    kv = connect(url)
+    try:
+        wait_for(lambda: kv.scard("rq:workers") >= processes, 60, f"{processes} worker processes to start")
+        yield
+    finally:
+        kv.close()
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            kill(proc)

@@ -10,15 +10,10 @@ the rate with 8 processes over the rate with 1; ``P4 ratio = 8 / speed-up`` (1.0
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any, TypedDict
 
-from bench.common import Row, private_redis, summary
+from bench.common import Row, private_redis, summary, worker_pool
 from graphcore import END, START, StateGraph
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import TERMINAL, RunStatus
@@ -30,7 +25,6 @@ PROCESSES = (1, 2, 4, 8)
 STEPS = 20
 SLEEP_S = 0.05
 TARGET = 1.18
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class Sleepy(TypedDict, total=False):
@@ -56,30 +50,6 @@ sleepy = _g.compile(name="bench-p4-sleepy", config={"max_super_steps": 10_000})
 REGISTRY = Registry({sleepy.name: sleepy})
 
 
-def _start(url: str, processes: int) -> subprocess.Popen[bytes]:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")},
-        "GRAPHQ_REDIS_URL": url,
-        "GRAPHQ_WORKFLOWS": "bench.p4_scale_out",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker", "--concurrency", str(processes), "--log-level", "error"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _wait_listening(kv: Any, processes: int, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while kv.scard("rq:workers") < processes:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"P4: {processes} worker processes did not start within {timeout_s} s")
-        time.sleep(0.05)
-
-
 def _batch(client: Client, runs: int, steps: int) -> float:
     """Enqueue ``runs`` runs of ``steps`` steps; seconds until every one has ended (all must complete)."""
     start = time.perf_counter()
@@ -98,21 +68,11 @@ def _batch(client: Client, runs: int, steps: int) -> float:
 
 def measure(processes: int) -> float:
     """Steps per second with ``processes`` worker processes."""
-    with private_redis() as (kv, url):
+    with private_redis() as (kv, url), worker_pool(url, "bench.p4_scale_out", processes):
         client = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=url)))
-        workers = _start(url, processes)
-        try:
-            _wait_listening(kv, processes)
-            _batch(client, processes, 3)  # warm-up: every process has imported and connected
-            runs = 2 * processes
-            return runs * STEPS / _batch(client, runs, STEPS)
-        finally:
-            os.killpg(workers.pid, signal.SIGTERM)
-            try:
-                workers.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(workers.pid, signal.SIGKILL)
-                workers.wait(10)
+        _batch(client, processes, 3)  # warm-up: every process has imported and connected
+        runs = 2 * processes
+        return runs * STEPS / _batch(client, runs, STEPS)
 
 
 def run() -> list[Row]:

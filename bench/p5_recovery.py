@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any, TypedDict
 
 import redis
 
-from bench.common import Row, private_redis, summary
+from bench.common import Row, kill, private_redis, start_worker, summary, wait_for, worker_env
 from graphcore import END, START, StateGraph
 from graphcore.backend.client import Client
 from graphcore.engine.registry import Registry
@@ -29,7 +26,6 @@ from worker.queue import RQStepQueue
 
 TARGET = 1.0
 BOUND_S = 30.0
-ROOT = Path(__file__).resolve().parent.parent
 STARTS = "bench-p5:starts"
 """Redis list of the times (``time.time()``) at which the blocking node started, one per execution."""
 
@@ -63,50 +59,27 @@ blocking = _g.compile(name="bench-p5-blocking")
 REGISTRY = Registry({blocking.name: blocking})
 
 
-def _start(url: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")}
-    env |= {"GRAPHQ_REDIS_URL": url, "GRAPHQ_WORKFLOWS": "bench.p5_recovery"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _wait(predicate: Any, timeout_s: float) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise TimeoutError("P5: timed out")
-        time.sleep(0.05)
-    return value
-
-
 def measure() -> float:
     """Seconds from the SIGKILL to the continuation's step starting (the node's second start)."""
     with private_redis() as (kv, url):
         client = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=url)))
-        procs = [_start(url), _start(url)]
+        env = worker_env(url, "bench.p5_recovery")
+        procs = [start_worker(env), start_worker(env)]
         try:
             run_id = client.enqueue(blocking.name, {})
-            _wait(lambda: kv.llen(STARTS) == 1, 60)
+            wait_for(lambda: kv.llen(STARTS) == 1, 60, "P5: the blocking node to start")
             holder = client.get_run(run_id).worker or ""
             group = os.getpgid(int(holder.split(".")[-2]))
             killed = time.time()
             os.killpg(group, signal.SIGKILL)
-            _wait(lambda: kv.llen(STARTS) == 2, 120)
+            wait_for(lambda: kv.llen(STARTS) == 2, 120, "P5: the continuation's step to start")
             started = float(kv.lindex(STARTS, 1))
             [final] = client.wait([run_id], timeout_s=60)
             assert final.continued_from_run_id == run_id and final.status.value == "completed", final
             return started - killed
         finally:
             for p in procs:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                p.wait(10)
+                kill(p)
 
 
 def run() -> list[Row]:

@@ -20,22 +20,16 @@ ratio`` is the median wait over the step's duration (target 2: about one slot tu
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime
-from pathlib import Path
 from typing import Any, TypedDict
 
 import redis
 
-from bench.common import Row, private_redis, summary
+from bench.common import Row, private_redis, summary, wait_for, worker_pool
 from graphcore import END, START, StateGraph
 from graphcore.backend import admission
 from graphcore.backend.client import Client, RunRequest
@@ -53,7 +47,6 @@ HEAVY_RUNS = 1000
 LIGHT_RUNS = 5
 TARGET = 0.5
 TARGET_B = 2.0
-ROOT = Path(__file__).resolve().parent.parent
 
 
 class Tick(TypedDict, total=False):
@@ -96,51 +89,13 @@ def unfairness(order: list[str], tenants: int) -> float:
     return sum(first.values()) / tenants**2
 
 
-@contextmanager
-def workers(url: str) -> Iterator[None]:
+def workers(url: str) -> AbstractContextManager[None]:
     """``graphq worker --concurrency 4`` with ``GRAPHQ_MAX_CONCURRENT_RUNS=4``, listening when entered."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GRAPHQ_")},
-        "GRAPHQ_REDIS_URL": url,
-        "GRAPHQ_WORKFLOWS": "bench.p6_fairness",
-        "GRAPHQ_MAX_CONCURRENT_RUNS": str(SLOTS),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker", "--concurrency", str(PROCESSES), "--log-level", "error"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    kv = redis.Redis.from_url(url)
-    try:
-        deadline = time.monotonic() + 60
-        while kv.scard("rq:workers") < PROCESSES:
-            if time.monotonic() > deadline:
-                raise RuntimeError("P6: the worker processes did not start within 60 s")
-            time.sleep(0.05)
-        yield
-    finally:
-        kv.close()
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+    return worker_pool(url, "bench.p6_fairness", PROCESSES, GRAPHQ_MAX_CONCURRENT_RUNS=str(SLOTS))
 
 
 def _client(kv: Any, url: str) -> Client:
     return Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=url, max_concurrent_runs=SLOTS)))
-
-
-def _wait_for(predicate: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"P6: timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def measure_unfairness(seed: int = 6) -> tuple[float, float]:
@@ -160,7 +115,7 @@ def measure_unfairness(seed: int = 6) -> tuple[float, float]:
         def measured() -> list[str]:
             return [t for t, _ in admission.admissions(kv) if t != "gate"]
 
-        _wait_for(lambda: len(set(measured())) == TENANTS, 120, "every tenant's first admission")
+        wait_for(lambda: len(set(measured())) == TENANTS, 120, "P6: every tenant's first admission")
         return unfairness(measured(), TENANTS), unfairness(order, TENANTS)
 
 
@@ -182,7 +137,7 @@ def measure_light_wait() -> tuple[float, float, list[float]]:
         for i in range(LIGHT_RUNS):
             light.append(client.enqueue(p6_tick.name, {"sleep": STEP_S}, tenant=f"light{i}"))
             time.sleep(0.3)
-        _wait_for(lambda: all(client.get_run(r).started_at for r in light), 60, "the light runs to start")
+        wait_for(lambda: all(client.get_run(r).started_at for r in light), 60, "P6b: the light runs to start")
         waits = [_seconds(r.created_at, r.started_at) for r in map(client.get_run, light)]
         ended = [r for r in client.runs.list(HEAVY_RUNS) if r.id in set(heavy) and r.ended_at]
         step = statistics.median(_seconds(r.started_at, r.ended_at) for r in ended)
