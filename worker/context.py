@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphcore.backend.connection import connect
-from graphcore.backend.lua import script
 from graphcore.backend.runs import RunStore
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.kv import LRU
@@ -29,7 +28,6 @@ class WorkerContext:
     registry: Registry
     runs: RunStore
     queue: RQStepQueue
-    fenced_hset: Any
     commit: CommitScript
     stores: dict[str, RedisCheckpointStore] = field(default_factory=dict)
     configs: LRU = field(default_factory=LRU)
@@ -45,7 +43,6 @@ class WorkerContext:
             registry,
             RunStore(kv),
             RQStepQueue(kv, settings),
-            script(kv, "fenced_hset"),
             CommitScript(kv),
         )
 

@@ -541,7 +541,7 @@ def _fenced_hset(
         args.append(len(fields))
         args += [x for pair in fields.items() for x in pair]
     script_keys = [lease.key, keys.run(run.thread_id, run.id), *(key for key, _ in writes)]
-    if not outlast(ctx.fenced_hset, keys=script_keys, args=args):
+    if not outlast(script(ctx.kv, "fenced_hset"), keys=script_keys, args=args):
         raise refused(kind, run.id, run.step, _WHAT[kind])
 
 

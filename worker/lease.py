@@ -63,7 +63,6 @@ class Lease:
         self.lost = threading.Event()
         self._dropping = False
         self._dropped = False
-        self.thread_id, self.run_id = thread_id, run_id
         self.stop: Stop | None = None
         """Why this step is being given up (a shutdown, a deadline), once :meth:`abort` was called."""
         self.deadline: tuple[float, Stop] | None = None
