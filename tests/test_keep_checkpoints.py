@@ -20,9 +20,9 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings, load_settings
 from tests.cli_helpers import invoke
-from tests.workers import Start, ended, wait_for, worker_env
+from tests.workers import Start, ended, wait_for
 from tests.workflows import hitl
-from tests.workflows.shutdown import started
+from tests.workflows.shutdown import shutdown_env, started
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
@@ -34,15 +34,7 @@ FIVE = {"topic": "t", "log": ["a", "b", "c", "d", "e"], "count": 5}
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
     """`graphq worker` processes that give a step up 1 s after SIGTERM (the drain timeout)."""
-    return worker_env(
-        redis_url,
-        "tests.workflows.shutdown",
-        tmp_path,
-        GRAPHQ_LEASE_TTL_S="1",
-        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
-        GRAPHQ_DRAIN_TIMEOUT_S="1",
-        GRAPHQ_KILL_GRACE_S="1",
-    )
+    return shutdown_env(redis_url, tmp_path)
 
 
 @pytest.fixture

@@ -22,13 +22,11 @@ from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from tests.workers import Start, ended, rq_states, wait_for, worker_children, worker_env
-from tests.workflows.shutdown import behave, log_lines, started
+from tests.workers import Start, ended, rq_states, wait_for, worker_children
+from tests.workflows.shutdown import DRAIN_S, behave, log_lines, shutdown_env, started
 from worker.queue import RQStepQueue, step_job_id
 
 REGISTRY = Registry.load(["tests.workflows.shutdown"])
-DRAIN_S = 1.0
-"""GRAPHQ_DRAIN_TIMEOUT_S in these tests."""
 GIVE_UP_GRACE_S = 2.0
 """worker.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
 
@@ -37,15 +35,7 @@ BOTH_STEPS = ["first start", "first end", "second start", "second end"]
 
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
-    return worker_env(
-        redis_url,
-        "tests.workflows.shutdown",
-        tmp_path,
-        GRAPHQ_LEASE_TTL_S="1",
-        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
-        GRAPHQ_DRAIN_TIMEOUT_S=f"{DRAIN_S:g}",
-        GRAPHQ_KILL_GRACE_S="1",
-    )
+    return shutdown_env(redis_url, tmp_path)
 
 
 def idle_workers(kv: redis.Redis) -> int:

@@ -10,7 +10,8 @@ each does what its input says for its node (``{"first": {"sleep": 1.5}}``):
 - ``until_cancel``: seconds of waiting on the cancel token (stops with ``Cancelled`` when it is set).
 
 ``timed`` has one node with ``timeout=1`` that does the same with its ``node`` input. A test reads the
-lines back with :func:`log_lines` and :func:`started`.
+lines back with :func:`log_lines` and :func:`started`; :func:`shutdown_env` is the environment of the
+`graphq worker` processes that run them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from graphcore import START, StateGraph, get_cancel_token
+from tests.workers import worker_env
+
+DRAIN_S = 1.0
+"""GRAPHQ_DRAIN_TIMEOUT_S of :func:`shutdown_env`."""
 
 
 class Plan(TypedDict, total=False):
@@ -34,6 +39,20 @@ class Plan(TypedDict, total=False):
 def _log(line: str) -> None:
     with (Path(os.environ["GRAPHQ_TEST_DIR"]) / "runs.log").open("a") as log:
         log.write(f"{os.getpid()} {line}\n")
+
+
+def shutdown_env(redis_url: str, test_dir: Path) -> dict[str, str]:
+    """A `graphq worker` on this module whose nodes log in ``test_dir``, with short settings: lease TTL 1 s
+    (heartbeat 0.2 s), drain timeout DRAIN_S, kill grace 1 s."""
+    return worker_env(
+        redis_url,
+        "tests.workflows.shutdown",
+        test_dir,
+        GRAPHQ_LEASE_TTL_S="1",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
+        GRAPHQ_DRAIN_TIMEOUT_S=f"{DRAIN_S:g}",
+        GRAPHQ_KILL_GRACE_S="1",
+    )
 
 
 def log_lines(test_dir: Path) -> list[tuple[int, str]]:
