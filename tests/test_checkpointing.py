@@ -234,7 +234,8 @@ def test_a_write_without_history_costs_no_extra_round_trip(redis_client: redis.R
     for item in ("y", "z"):
         cp = apply_input(five_steps, cp, {"log": [item]}, {"run_id": "r"})
         store.put("th", cp)
-    calls = {name.removeprefix("cmdstat_"): s["calls"] for name, s in redis_client.info("commandstats").items()}
+    stats = redis_client.info("commandstats")
+    calls = {name.removeprefix("cmdstat_"): stat["calls"] for name, stat in stats.items()}
     assert (calls.get("script", 0), calls["exec"]) == (0, 2)
     assert [c.id for c in store.list("th")] == [cp.id]
     assert dict(store.get("th").channel_values) == {"topic": "t", "log": ["x", "y", "z"]}  # type: ignore[union-attr]
