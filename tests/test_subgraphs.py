@@ -3,8 +3,6 @@ cancellation reaching a running subgraph."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,31 +16,22 @@ from graphcore.backend.runs import RunStatus
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
-from graphcore.settings import Settings
-from tests.envs import clean_env
 from tests.test_store import SCHEMA, child
+from tests.workers import Procs, wait_for, work, worker_env
 from tests.workflows import subgraphs
-from worker.process import run_worker
-from worker.queue import RQStepQueue
 from worker.substore import FencedStore
 
-ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = Registry.load(["tests.workflows.subgraphs"])
 
 
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
+@pytest.fixture(autouse=True)
+def _no_calls_yet() -> None:
     subgraphs.CALLS.clear()
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
-
-
-def work(client: Client, redis_url: str) -> None:
-    run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=client.kv)
 
 
 def test_parallel_subgraphs_interrupt_separately_and_join_once(client: Client, redis_url: str) -> None:
     run_id = client.enqueue("batch-review", {"items": ["a", "b"]})
-    work(client, redis_url)
+    work(client)
     pending = client.requests(run_id)
     assert [(r.node, r.value) for r in pending] == [("review", "ok a?"), ("review", "ok b?")]
     assert len({r.id for r in pending}) == 2
@@ -50,12 +39,12 @@ def test_parallel_subgraphs_interrupt_separately_and_join_once(client: Client, r
         client.answer(run_id, "yes")
 
     client.answer(run_id, {pending[0].id: "yes"})
-    work(client, redis_url)
+    work(client)
     assert [r.id for r in client.requests(run_id)] == [pending[1].id]
     assert subgraphs.CALLS["join"] == 0
 
     client.answer(run_id, {pending[1].id: "no"})
-    work(client, redis_url)
+    work(client)
     run = client.get_run(run_id)
     assert run.status == RunStatus.COMPLETED
     assert run.result == {"items": ["a", "b"], "notes": ["a:yes", "b:no"], "joined": 2}
@@ -66,10 +55,10 @@ def test_parallel_subgraphs_interrupt_separately_and_join_once(client: Client, r
 
 def test_answering_both_subgraph_requests_at_once(client: Client, redis_url: str) -> None:
     run_id = client.enqueue("batch-review", {"items": ["x", "y"]})
-    work(client, redis_url)
+    work(client)
     first, second = client.requests(run_id)
     assert sorted(client.answer(run_id, {first.id: "1", second.id: "2"})) == sorted([first.id, second.id])
-    work(client, redis_url)
+    work(client)
     run = client.get_run(run_id)
     assert run.result == {"items": ["x", "y"], "notes": ["x:1", "y:2"], "joined": 2}
     assert subgraphs.CALLS["join"] == 1
@@ -78,7 +67,7 @@ def test_answering_both_subgraph_requests_at_once(client: Client, redis_url: str
 def test_child_graph_with_its_own_thread_keeps_its_lineage(client: Client, redis_url: str) -> None:
     for _ in range(2):
         client.enqueue("outer", {})
-        work(client, redis_url)
+        work(client)
     runs = [client.get_run(r.id) for r in client.list_runs()]
     assert [r.result for r in runs] == [{"seen": 2}, {"seen": 1}]
     child = client.get_state("child-thread")
@@ -87,37 +76,17 @@ def test_child_graph_with_its_own_thread_keeps_its_lineage(client: Client, redis
 
 
 def test_interrupting_cancel_reaches_a_running_subgraph(
-    client: Client, redis_url: str, tmp_path: Path
+    client: Client, redis_url: str, tmp_path: Path, procs: Procs
 ) -> None:
-    base = clean_env()
-    env = {
-        **base,
-        "GRAPHQ_REDIS_URL": redis_url,
-        "GRAPHQ_WORKFLOWS": "tests.workflows.subgraphs",
-        "GRAPHQ_TEST_DIR": str(tmp_path),
-    }
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        run_id = client.enqueue("slow-parent", {})
-        starts = tmp_path / "starts.log"
-        deadline = time.monotonic() + 15
-        while not starts.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(2.5)
-        canceled_at = time.time()
-        client.cancel(run_id, interrupt=True)
-        while client.get_run(run_id).status != RunStatus.CANCELED and time.monotonic() < deadline + 10:
-            time.sleep(0.05)
-        time.sleep(1.5)  # a subgraph node that started after the cancel would show up by now
-    finally:
-        worker.terminate()
-        worker.wait(15)
+    procs.start("worker", env=worker_env(redis_url, "tests.workflows.subgraphs", tmp_path))
+    run_id = client.enqueue("slow-parent", {})
+    starts = tmp_path / "starts.log"
+    wait_for(starts.exists, timeout_s=15, what="the subgraph's first node to start")
+    time.sleep(2.5)
+    canceled_at = time.time()
+    client.cancel(run_id, interrupt=True)
+    wait_for(lambda: client.get_run(run_id).status == RunStatus.CANCELED, timeout_s=10, what="the cancel")
+    time.sleep(1.5)  # a subgraph node that started after the cancel would show up by now
     run = client.get_run(run_id)
     assert run.status == RunStatus.CANCELED
     started = [float(line) for line in starts.read_text().split()]

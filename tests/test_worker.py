@@ -27,14 +27,8 @@ from worker.handover import Stop, abandon
 from worker.job import _commit_step, _put_writes, step_job
 from worker.lease import Lease
 from worker.process import run_worker
-from worker.queue import RQStepQueue
 
 REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.recovery"])
-
-
-@pytest.fixture
-def client(redis_client: redis.Redis, redis_url: str) -> Client:
-    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
 
 
 def work(redis_client: redis.Redis, redis_url: str) -> None:
