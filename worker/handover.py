@@ -26,7 +26,7 @@ from graphcore.settings import Settings
 from worker.queue import RQStepQueue
 from worker.reaper import Reaper
 
-__all__ = ["Stop", "abandon", "queue_continuation"]
+__all__ = ["Stop", "abandon", "lapse", "queue_continuation"]
 
 log = logging.getLogger("graphq.handover")
 
@@ -98,6 +98,17 @@ def abandon(
     return True
 
 
+def lapse(kv: Any, thread_id: str, run_id: str, token: str) -> int:
+    """Let the lease of ``token`` lapse now (``lapse_lease.lua``): the key goes and its deadline in the lease
+    index becomes now, so that the reaper's next pass acts on the run (R18) instead of after the lease's TTL.
+
+    Returns:
+        The deadline set (ms since the epoch, Redis's clock), or 0 when the lease was not ``token``'s.
+    """
+    args = [token, keys.lease_member(thread_id, run_id)]
+    return int(script(kv, "lapse_lease")(keys=[keys.lease(thread_id, run_id), keys.lease_index()], args=args))
+
+
 def queue_continuation(
     kv: Any, settings: Settings, thread_id: str, run_id: str, token: str, stop: Stop
 ) -> bool:
@@ -111,11 +122,7 @@ def queue_continuation(
     Returns:
         True when this call closed the run.
     """
-    member = keys.lease_member(thread_id, run_id)
-    lapse = script(kv, "lapse_lease")
-    deadline_ms = int(
-        retry_transient(lapse, keys=[keys.lease(thread_id, run_id), keys.lease_index()], args=[token, member])
-    )
+    deadline_ms = retry_transient(lapse, kv, thread_id, run_id, token)
     if not deadline_ms:
         return False
     outcome = retry_transient(

@@ -24,7 +24,7 @@ from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
 from worker.handover import Stop
 
-__all__ = ["Lease", "LeaseListener", "held", "retire_if_stuck", "set_listener"]
+__all__ = ["Lease", "LeaseListener", "held", "renew", "retire_if_stuck", "set_listener"]
 
 log = logging.getLogger("graphq.lease")
 
@@ -158,14 +158,30 @@ class Lease:
             )
 
 
+def renew(kv: Any, thread_id: str, run_id: str, token: str, ttl_ms: int, now: bool) -> tuple[bool, bytes]:
+    """One ``renew_lease.lua`` call (R18, X1): extend the lease of ``token`` by ``ttl_ms`` when ``now`` (its
+    deadline in the lease index with it), else only look. Returns ``(held, the run's cancel field)``:
+    ``held`` False when the lease is no longer ``token``'s; the field ``b""`` when no cancel was asked,
+    ``b"interrupt"`` when running nodes must stop.
+
+    Raises:
+        redis.RedisError: the call failed (the caller tries again at its next tick).
+    """
+    held, cancel = script(kv, "renew_lease")(
+        keys=[keys.lease(thread_id, run_id), keys.run(thread_id, run_id), keys.lease_index()],
+        args=[token, ttl_ms, int(now), keys.lease_member(thread_id, run_id)],
+    )
+    return bool(held), cancel
+
+
 class _Keeper:
     """The process's lease-renewal thread (daemon), started on first use."""
 
     def __init__(self, kv: Any, interval_s: float) -> None:
+        self.kv = kv
         self.interval_s = interval_s
         self.leases: set[Lease] = set()
         self.lock = threading.Lock()
-        self.renew = script(kv, "renew_lease")
         threading.Thread(target=self._loop, name="graphq-lease-keeper", daemon=True).start()
 
     def add(self, lease: Lease) -> None:
@@ -189,10 +205,7 @@ class _Keeper:
             lease.abort(lease.deadline[1])
         due = time.monotonic() >= lease.renew_at
         try:
-            held, cancel = self.renew(
-                keys=[lease.key, lease.run_key, keys.lease_index()],
-                args=[lease.token, lease.ttl_ms, int(due), lease.member],
-            )
+            held, cancel = renew(self.kv, lease.thread_id, lease.run_id, lease.token, lease.ttl_ms, due)
         except Exception as exc:  # a transient Redis error: try again at the next tick
             log.warning("lease %s renewal failed: %s", lease.key, exc)
             return

@@ -51,15 +51,13 @@ from typing import Any
 
 from rq import SimpleWorker
 
-from graphcore import keys
 from graphcore.backend.connection import connect
 from graphcore.backend.embedded import exit_with_parent
-from graphcore.backend.lua import script
 from graphcore.backend.runs import RunError, RunStatus
 from graphcore.settings import Settings, get_settings
 from worker import liveness
-from worker.handover import Stop, abandon
-from worker.lease import Lease, set_listener
+from worker.handover import Stop, abandon, lapse
+from worker.lease import Lease, renew, set_listener
 from worker.process import run_worker
 from worker.reaper import start_reaper_thread
 
@@ -282,7 +280,6 @@ class Supervisor:
         self.log_level = log_level
         self.mp = multiprocessing.get_context("spawn")
         self.slots: list[_Slot] = []
-        self.renew = script(kv, "renew_lease")
         self.signals: list[int] = []
         self.draining_at: float | None = None
         self.cold = False
@@ -372,14 +369,7 @@ class Supervisor:
         if process_state(slot.proc.pid) in _STOPPED_STATES:
             return  # a stopped process must lose its lease
         try:
-            self.renew(
-                keys=[
-                    keys.lease(held.thread_id, held.run_id),
-                    keys.run(held.thread_id, held.run_id),
-                    keys.lease_index(),
-                ],
-                args=[held.token, held.ttl_ms, 1, keys.lease_member(held.thread_id, held.run_id)],
-            )
+            renew(self.kv, held.thread_id, held.run_id, held.token, held.ttl_ms, True)
         except Exception as exc:  # a transient Redis error: try again at the next tick (logged once)
             if not held.renew_failing:
                 log.warning(
@@ -478,10 +468,7 @@ class Supervisor:
     def _lapse(self, held: _Held) -> None:
         """A dead child's lease lapses now (the reaper's next pass acts on it), not after its TTL."""
         try:
-            script(self.kv, "lapse_lease")(
-                keys=[keys.lease(held.thread_id, held.run_id), keys.lease_index()],
-                args=[held.token, keys.lease_member(held.thread_id, held.run_id)],
-            )
+            lapse(self.kv, held.thread_id, held.run_id, held.token)
         except Exception as exc:  # it lapses after its TTL all the same
             log.warning("run %s: could not let the lease lapse now: %s", held.run_id, exc)
 
