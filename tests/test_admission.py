@@ -13,7 +13,7 @@ import redis
 from rq.job import Job
 
 from graphcore import keys
-from graphcore.backend import admission
+from graphcore.backend import admission, published
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.reaper import lapsed_leases, reap, server_ms
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
@@ -21,6 +21,7 @@ from graphcore.backend.threads import hand_over
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker.lease import Lease
+from worker.liveness import Heartbeat
 from worker.process import run_worker
 from worker.queue import RQStepQueue, step_job_id
 from worker.reaper import Reaper
@@ -280,8 +281,8 @@ def test_a_command_without_the_limits_keeps_the_published_ones(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
     """A worker publishes its limits; a client without GRAPHQ_MAX_CONCURRENT_RUNS (an operator's shell)
-    admits and cancels within them."""
-    admission.publish_limits(redis_client, Settings(redis_url=redis_url, max_concurrent_runs=2), "w-1")
+    admits and cancels within them (no worker live: the newest entry counts)."""
+    published.publish(redis_client, Settings(redis_url=redis_url, max_concurrent_runs=2), "w-1")
     shell = make(redis_client, redis_url)
     ids = shell.enqueue_many([RunRequest("tick", {}) for _ in range(4)])
     assert len(queued_jobs(redis_client)) == 2
@@ -370,3 +371,25 @@ def test_a_lost_script_cache_never_splits_an_admission_from_its_transaction(
     assert hand_over(redis_client, client.runs, client.queue, "t", first) == second
     assert queued_jobs(redis_client)[-1] == step_job_id(second, 0)
     assert counts(redis_client) == {"g": 2, "t:default": 2, "w:tick": 2, "x:tick:default": 2}
+
+
+def test_a_worker_without_limits_erases_none(redis_client: redis.Redis, redis_url: str) -> None:
+    """A live worker with limits and one without (a `graphq run` or `runs answer --wait` from a shell, whose
+    in-command worker publishes too): the limit holds (it was erased by the second publish, and 8 runs ran
+    at once under GRAPHQ_MAX_CONCURRENT_RUNS=2). The strictest live worker counts; a dead one does not."""
+    beats = [Heartbeat(redis_client, w, ["graphq:tick"], 30, 30).start() for w in ("w-a", "w-b", "w-c")]
+    published.publish(redis_client, Settings(redis_url=redis_url, max_concurrent_runs=3), "w-a")
+    published.publish(redis_client, Settings(redis_url=redis_url, max_concurrent_runs=2), "w-b")
+    published.publish(redis_client, Settings(redis_url=redis_url), "w-c")  # no limits: lowers nothing
+    shell = make(redis_client, redis_url)
+    shell.enqueue_many([RunRequest("tick", {}) for _ in range(4)])
+    assert len(queued_jobs(redis_client)) == 2
+    assert admission.effective_limits(redis_client, Settings())[:2] == (2, None)
+    beats[1].stop()  # w-b exits: the live ones allow 3
+    assert admission.effective_limits(redis_client, Settings())[:2] == (3, None)
+    shell.enqueue("tick", {})
+    assert len(queued_jobs(redis_client)) == 3
+    for beat in beats:
+        beat.stop()
+    # no worker live: the newest entry (w-c's, no limits) is the cluster's last word
+    assert admission.effective_limits(redis_client, Settings())[:2] == (None, None)

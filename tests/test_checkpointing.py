@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from graphcore import keys
+from graphcore.backend import published
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.backend.store import RedisCheckpointStore
@@ -21,12 +22,13 @@ from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.engine.algo import apply_input
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
-from graphcore.settings import get_settings, load_settings
+from graphcore.settings import Settings, get_settings, load_settings
 from tests.cli_helpers import invoke, ok
 from tests.workers import Procs
 from tests.workflows import hitl
 from tests.workflows.crash import crash_env, executions
 from tests.workflows.retention import five_steps
+from worker.liveness import Heartbeat
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
@@ -165,9 +167,9 @@ def test_forks_and_second_answers_are_refused(
     )
     assert again.exit_code == 2
     assert again.stderr.splitlines() == [
-        f"error: request {request.id} of run {asked}: a second answer starts a branch at the checkpoint "
-        "that asked, which needs checkpoint history; GRAPHQ_ENABLE_CHECKPOINTING=false keeps only each "
-        "thread's working state"
+        f"error: request {request.id} of run {asked}: a second answer (a branch at the checkpoint that "
+        "asked) needs checkpoint history, and GRAPHQ_ENABLE_CHECKPOINTING=false keeps only each thread's "
+        "working state"
     ]
     assert {k: redis_client.dump(k) for k in redis_client.scan_iter(match="*")} == before
 
@@ -273,3 +275,31 @@ def test_update_state_keeps_the_replaced_runs_result(
     assert [c.id for c in client.get_history("th")] == [updated.id]
     assert client.get_state("th").channel_values == {**FIVE, "count": 99}
     assert redis_client.hlen(keys.channel_values("th", "", "count")) == 1
+
+
+def test_forks_are_refused_in_a_shell_without_the_setting_while_a_worker_keeps_no_history(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """The workers run with GRAPHQ_ENABLE_CHECKPOINTING=false, the operator's shell without it: its fork is
+    refused naming the worker (before, it was accepted and ran as no fork; a second answer failed its run
+    with CheckpointNotFoundError). Once that worker is gone, forks are accepted again."""
+    run_id = client.enqueue("five-steps", {"topic": "t"}, thread_id="th")
+    work(client)
+    head = client.get_run(run_id).head
+    beat = Heartbeat(redis_client, "w-nohist", ["graphq:five-steps"], 30, 30).start()
+    off = Settings(redis_url=redis_url, enable_checkpointing=False, resume_interrupted_runs=False)
+    published.publish(redis_client, off, "w-nohist")
+    before = redis_client.dbsize()
+    forked = invoke(FLOWS, redis_url, "enqueue", "five-steps", "--thread", "th", "--checkpoint", str(head))
+    assert (forked.exit_code, forked.stderr.splitlines()) == (
+        2,
+        [
+            f"error: --checkpoint: checkpoint_id {head!r}: starting from a given checkpoint (a fork) needs "
+            "checkpoint history, and GRAPHQ_ENABLE_CHECKPOINTING=false (on worker w-nohist) keeps only each "
+            "thread's working state"
+        ],
+    )
+    assert redis_client.dbsize() == before
+    beat.stop()
+    published.publish(redis_client, Settings(redis_url=redis_url), "w-hist")  # a worker with history, newer
+    assert client.enqueue("five-steps", None, thread_id="th", config={"checkpoint_id": head})

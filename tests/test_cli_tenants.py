@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from cli.tenants import waited
-from graphcore.backend import admission
+from graphcore.backend import published
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import CANCEL_ERROR, now_iso
@@ -29,7 +29,7 @@ REGISTRY = Registry.load([MODULE])
 def client(redis_client: redis.Redis, redis_url: str) -> Client:
     """A client with 3 slots and b weighing 2; the limits are published as a worker would."""
     settings = Settings(redis_url=redis_url, max_concurrent_runs=3, tenant_weights="b=2")
-    admission.publish_limits(redis_client, settings, "w-1")
+    published.publish(redis_client, settings, "w-1")
     return Client(redis_client, REGISTRY, RQStepQueue(redis_client, settings))
 
 

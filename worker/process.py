@@ -9,7 +9,7 @@ from typing import Any
 from rq import SimpleWorker
 from rq.serializers import JSONSerializer
 
-from graphcore.backend.admission import publish_limits
+from graphcore.backend import published
 from graphcore.backend.catalog import publish
 from graphcore.backend.connection import connect
 from graphcore.engine.registry import Registry
@@ -63,7 +63,7 @@ def run_worker(
     )
     logging.getLogger("rq.worker").setLevel(log_level)
     stop_liveness = start_liveness(client, settings, ctx.worker_id, [q.name for q in queues])
-    publish_limits(client, settings, ctx.worker_id)  # R8: commands without the variables keep them
+    published.publish(client, settings, ctx.worker_id)  # R8, R5: commands without the variables obey them
     try:
         publish(client, ctx.worker_id, reg.graphs.values(), settings.max_node_settings_length)
         return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))

@@ -12,21 +12,22 @@ no round trip.
 
 Both calls ride in the caller's MULTI (no round trip of their own), as an EVAL with the script's text
 (about 12 KB, once when a run starts and once when it ends), so that they run inside the transaction even
-when Redis has lost its script cache (a restart). Limits: the lower of the caller's settings and those the
-workers published (:func:`publish_limits`), so that a command run from a shell without the variables keeps
-the cluster's.
+when Redis has lost its script cache (a restart). Limits: the lowest of the caller's settings and those the
+live workers published (:mod:`graphcore.backend.published`), so that a command run from a shell without the
+variables keeps the cluster's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 import msgpack
 
 from graphcore import keys
+from graphcore.backend import published
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script, stage
 from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso
@@ -45,7 +46,6 @@ __all__ = [
     "expire_waiting",
     "fill",
     "highest_counts",
-    "publish_limits",
     "release",
     "stage_admit",
     "stage_release",
@@ -97,6 +97,7 @@ _FIXED = [
     *(keys.admission(p) for p in keys.ADMISSION_PARTS[:10]),  # KEYS[1..10]: waiting ... limits
     keys.steps_index(),  # KEYS[11]
     *(keys.admission(p) for p in keys.ADMISSION_PARTS[10:]),  # KEYS[12..14]: debug, stats, log
+    keys.workers(),  # KEYS[15]: whose published limits count (the live workers')
 ]
 
 
@@ -241,15 +242,6 @@ def expire_waiting(kv: Any, queue: AdmissionQueue, now_ms: int, limit: int = 100
     return ended
 
 
-def publish_limits(kv: Any, settings: Settings, by: str) -> None:
-    """Publish this worker's limits and weights (R8): a process without them (a shell's ``graphq runs
-    cancel``) keeps the cluster's, the lower of its own and these."""
-    limit, per_tenant, weights = _limits(settings)
-    when = datetime.now(UTC).isoformat(timespec="seconds")
-    mapping = {"g": limit, "t": per_tenant, "weights": weights, "by": by, "at": when}
-    kv.hset(keys.admission("limits"), mapping=mapping)
-
-
 @dataclass(frozen=True)
 class TenantRow:
     """One tenant in ``graphq tenants``.
@@ -341,18 +333,18 @@ def admissions(kv: Any) -> list[tuple[str, str]]:
 
 
 def effective_limits(kv: Any, settings: Settings) -> tuple[int | None, int | None, dict[str, int]]:
-    """The limits the admission script applies for a caller with ``settings``: the lower of each of its own
-    and the published ones (None = no limit), and its weights, else the published ones."""
-    published = kv.hmget(keys.admission("limits"), ["g", "t", "weights"])
-    g, t, weights = (None if v is None else v.decode() for v in published)
+    """The limits the admission script applies for a caller with ``settings``: the lowest of each of its own
+    and the live workers' published ones (None = no limit), and its weights, else the published ones
+    (:mod:`graphcore.backend.published`)."""
+    found = published.read(kv)
 
-    def lower(own: int | None, other: str | None) -> int | None:
-        values = [v for v in (own, int(other) if other else None) if v is not None]
+    def lower(own: int | None, other: int | None) -> int | None:
+        values = [v for v in (own, other) if v is not None]
         return min(values) if values else None
 
     own = settings.weights()
     return (
-        lower(settings.max_concurrent_runs, g),
-        lower(settings.max_concurrent_runs_per_tenant, t),
-        own if own else tenant_weights(weights or ""),
+        lower(settings.max_concurrent_runs, found.max_concurrent_runs),
+        lower(settings.max_concurrent_runs_per_tenant, found.max_concurrent_runs_per_tenant),
+        own if own else tenant_weights(found.weights),
     )

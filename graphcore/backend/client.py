@@ -15,6 +15,7 @@ from typing import Any
 from redis.exceptions import WatchError
 
 from graphcore import keys
+from graphcore.backend import published
 from graphcore.backend.admission import stage_admit
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.retention import keep_result
@@ -94,6 +95,15 @@ class RunRequest:
     preset_answers: Mapping[str, Any] = field(default_factory=dict)
 
 
+def no_history(what: str, where: str = "") -> ConfigError:
+    """The refusal of ``what`` (a fork, a second answer), which needs the checkpoint history that
+    ``GRAPHQ_ENABLE_CHECKPOINTING=false`` does not keep (R5); ``where``: which worker has the setting."""
+    return ConfigError(
+        f"{what} needs checkpoint history, and GRAPHQ_ENABLE_CHECKPOINTING=false{where} keeps only each "
+        "thread's working state"
+    )
+
+
 def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     """Validate ``req`` as :meth:`Client.enqueue_many` does, without Redis; returns the run record to store.
 
@@ -110,10 +120,7 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     cfg = graph.config_for(req.config)
     cfg.run_timeout()
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
-        raise ConfigError(
-            f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork) needs "
-            "checkpoint history, and GRAPHQ_ENABLE_CHECKPOINTING=false keeps only each thread's working state"
-        )
+        raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
     run_id = uuid.uuid4().hex
     thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
     keys.validate_id("tenant", req.tenant)
@@ -152,7 +159,24 @@ class Client:
         self.checkpoints = RedisCheckpointStore(kv)
 
     def _record(self, req: RunRequest) -> RunRecord:
-        return check_request(self.registry, req)
+        record = check_request(self.registry, req)
+        checkpoint_id = record.config.get("checkpoint_id")
+        if checkpoint_id is not None:
+            self._refuse_without_history(
+                f"checkpoint_id {checkpoint_id!r}: starting from a given checkpoint (a fork)"
+            )
+        return record
+
+    def _refuse_without_history(self, what: str) -> None:
+        """Refuse ``what`` (a fork, a second answer) while a worker keeps no checkpoint history (R5): its
+        setting is published (:mod:`graphcore.backend.published`), this process may lack it.
+
+        Raises:
+            ConfigError: a counted worker runs with ``GRAPHQ_ENABLE_CHECKPOINTING=false``.
+        """
+        off = published.read(self.kv).history_off_by
+        if off:
+            raise no_history(what, f" (on worker {off[0]})")
 
     def check(self, request: RunRequest) -> None:
         """Validate ``request`` as :meth:`enqueue_many` would, writing nothing.
@@ -456,12 +480,12 @@ class Client:
             InvalidUpdateError: the run never made that request (or made it inside a subgraph).
             ConfigError: ``GRAPHQ_ENABLE_CHECKPOINTING=false``: no history to start a branch from (R5).
         """
+        what = (
+            f"request {request_id} of run {run_id}: a second answer (a branch at the checkpoint that asked)"
+        )
         if not get_settings().enable_checkpointing:
-            raise ConfigError(
-                f"request {request_id} of run {run_id}: a second answer starts a branch at the checkpoint "
-                "that asked, which needs checkpoint history; GRAPHQ_ENABLE_CHECKPOINTING=false keeps only "
-                "each thread's working state"
-            )
+            raise no_history(what)
+        self._refuse_without_history(what)
         run = self.runs.get(run_id)
         raw = self.kv.hget(keys.requests(run.thread_id, run.id), request_id)
         if raw is None:

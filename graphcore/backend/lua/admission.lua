@@ -3,8 +3,10 @@
 -- holds its slot from the admission of its first step job until it ends or waits for input; a run over a
 -- limit waits here, per tenant, without an RQ job, and the admission that gives it a slot enqueues its step
 -- job in the same script. Every run is counted (limits or not), so that turning a limit on is exact.
--- Limits: the caller's (ARGV[2], ARGV[3]) and those the workers published (KEYS[10]); the lower of each
--- applies ('' = none). A workflow's own limits travel with each of its runs (wmax, wtmax below: its runs
+-- Limits: the caller's (ARGV[2], ARGV[3]) and those the workers published (KEYS[10], one JSON entry per
+-- worker id), counting the live workers' (heartbeat expiry in KEYS[15] later than now), or the newest entry
+-- when none is live: the lowest of each applies ('' = none), and the weights of the first counted entry (by
+-- worker id) that has any. graphcore.backend.published documents and reads them by the same rules. A workflow's own limits travel with each of its runs (wmax, wtmax below: its runs
 -- running at once, and per tenant).
 -- Fairness: waiting runs form lanes, one per (tenant, workflow), oldest first; tenants are served by stride
 -- scheduling: the tenant with the lowest pass among those with an admissible lane goes next and its pass
@@ -18,9 +20,10 @@
 -- waiting run, scored by pass; KEYS[4] tenant -> pass; KEYS[5] state (seq, vtime); KEYS[6] member ->
 -- entry (cmsgpack); KEYS[7] member -> deadline (ms); KEYS[8] member -> 'tenant\0workflow' of the runs
 -- holding a slot; KEYS[9] counts ('g', 't\0T', 'w\0W', 'x\0W\0T' holding; 'q\0T' waiting); KEYS[10] the
--- published limits (g, t, weights); KEYS[11] the index of unclaimed step jobs; KEYS[12] debug flag (when
--- it exists: the highest counts seen go to KEYS[13] and each admission to the list KEYS[14]);
--- KEYS[15] the run hash of ARGV[6] (ops release, expire); KEYS[16] its event stream (op expire)
+-- workers' published settings (worker id -> JSON with g, t, weights); KEYS[11] the index of unclaimed step
+-- jobs; KEYS[12] debug flag (when it exists: the highest counts seen go to KEYS[13] and each admission to
+-- the list KEYS[14]); KEYS[15] the worker index (id scored by heartbeat expiry, ms);
+-- KEYS[16] the run hash of ARGV[6] (ops release, expire); KEYS[17] its event stream (op expire)
 -- ARGV[1] op: 'admit', 'release', 'expire' or 'fill'; ARGV[2] the caller's global limit, ARGV[3] its
 -- per-tenant limit ('' = none); ARGV[4] its weights 'tenant=w,...' ('' = the published ones); ARGV[5] now in
 -- RQ's format (the admitted job's enqueued_at); ARGV[6] member 'thread:run' (all ops but fill)
@@ -28,7 +31,7 @@
 --          key, [13] RQ job key, [14] RQ queue key, [15] RQ's set of queues, [16] job id, [17] the job's
 --          member of KEYS[11], [18..] the RQ job hash, field/value pairs (as RQ's enqueue writes it)
 -- release: the run stopped holding or waiting (ended, or awaits input): its slot is freed once, or its
---          entry withdrawn; refused while the run (KEYS[15]) is queued or running
+--          entry withdrawn; refused while the run (KEYS[16]) is queued or running
 -- expire:  ARGV[7] error (JSON), [8] ended_at, [9] data of the 'canceled' status event, [10] its step: a
 --          waiting run past its deadline (R15) ends Canceled without ever starting
 -- fill:    admit waiting runs while there is room (after limits were raised)
@@ -41,16 +44,28 @@ local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local debug = redis.call('EXISTS', KEYS[12]) == 1
 
-local published = redis.call('HMGET', KEYS[10], 'g', 't', 'weights')
 local function lower(a, b)
   a, b = tonumber(a), tonumber(b)
   if a and b then return math.min(a, b) end
   return a or b
 end
-local G = lower(ARGV[2], published[1])
-local T = lower(ARGV[3], published[2])
-local weights = ARGV[4]
-if weights == '' then weights = published[3] or '' end
+local G, T = tonumber(ARGV[2]), tonumber(ARGV[3])
+local weights, weights_by = ARGV[4], nil
+local published, counted, newest = redis.call('HGETALL', KEYS[10]), {}, nil
+for i = 1, #published, 2 do
+  local e = cjson.decode(published[i + 1])
+  e.worker = published[i]
+  local expiry = redis.call('ZSCORE', KEYS[15], e.worker)
+  if expiry and tonumber(expiry) > now_ms then counted[#counted + 1] = e end
+  if newest == nil or e.at > newest.at or (e.at == newest.at and e.worker > newest.worker) then newest = e end
+end
+if #counted == 0 and newest then counted[1] = newest end  -- no worker live: the cluster's last word
+for _, e in ipairs(counted) do
+  G, T = lower(G, e.g), lower(T, e.t)
+  if ARGV[4] == '' and e.weights ~= '' and (weights_by == nil or e.worker < weights_by) then
+    weights, weights_by = e.weights, e.worker
+  end
+end
 
 local function count(field) return tonumber(redis.call('HGET', KEYS[9], field) or '0') end
 local function bump(field, by)
@@ -233,7 +248,7 @@ if op == 'admit' then
   return {'waiting', n}
 end
 
-local status = redis.call('HGET', KEYS[15], 'status')
+local status = redis.call('HGET', KEYS[16], 'status')
 if op == 'release' then
   if status == 'queued' or status == 'running' then return {'busy', 0} end
   local verdict = 'none'
@@ -261,8 +276,8 @@ if op == 'expire' then
   unwait(member, e)
   local verdict = 'dropped'
   if status == 'queued' then
-    redis.call('HSET', KEYS[15], 'status', 'canceled', 'ended_at', ARGV[8], 'error', ARGV[7])
-    redis.call('XADD', KEYS[16], '*', 'mode', 'status', 'step', ARGV[10], 'data', ARGV[9])
+    redis.call('HSET', KEYS[16], 'status', 'canceled', 'ended_at', ARGV[8], 'error', ARGV[7])
+    redis.call('XADD', KEYS[17], '*', 'mode', 'status', 'step', ARGV[10], 'data', ARGV[9])
     verdict = 'expired'
   end
   return {verdict, fill()}
