@@ -256,6 +256,25 @@ def test_run_timeout_counts_queue_wait_and_ends_the_run_canceled(client: Client)
     assert client.get_history(run.thread_id) == []
 
 
+def test_the_enqueuing_process_fixes_the_run_timeout(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GRAPHQ_RUN_TIMEOUT_S of the process that enqueues (a batch job's) holds on workers without it: it is
+    stored with the run (before, the worker applied its own 86400 s and the run completed)."""
+    from graphcore.settings import get_settings
+
+    monkeypatch.setenv("GRAPHQ_RUN_TIMEOUT_S", "0.2")
+    get_settings.cache_clear()
+    run_id = client.enqueue("looping", {"until": 3})
+    assert client.get_run(run_id).run_timeout_s == 0.2
+    monkeypatch.delenv("GRAPHQ_RUN_TIMEOUT_S")
+    get_settings.cache_clear()
+    assert get_settings().run_timeout_s == 86_400
+    time.sleep(0.3)
+    work(client)
+    run = client.get_run(run_id)
+    assert (run.status, run.error is not None and run.error.type) == (RunStatus.CANCELED, "RunTimeout")
+    assert run.error is not None and run.error.message.startswith("run exceeded run_timeout_s=0.2 s")
+
+
 def test_run_timeout_above_the_ceiling_is_refused(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     from graphcore import START, StateGraph
     from graphcore.errors import ConfigError

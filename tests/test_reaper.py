@@ -124,6 +124,7 @@ def test_two_reapers_racing_on_one_lapsed_lease_make_one_continuation(
         run.thread_id,
     )
     assert (new.workflow, new.input, new.config, new.tenant) == ("suicide", {"n": 7}, run.config, "acme")
+    assert new.run_timeout_s == run.run_timeout_s == 86_400  # fixed at the first run's creation
     assert redis_client.get(keys.thread_active(run.thread_id)) == new.id.encode()
     assert [r.id for r in client.thread_runs(run.thread_id)] == [run_id, new.id]
     # The script staged what it cannot do itself (as if its reaper died right after it): nothing queued yet.

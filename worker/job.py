@@ -29,7 +29,7 @@ from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.backend.retention import keep_result, remove_after_completion, subgraph_keys
-from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso
+from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso, run_timeout_s
 from graphcore.backend.store import stage_prune
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints import serde
@@ -272,7 +272,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
 
 def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
     """The timeout error when the run is older than its run timeout (R15: from creation, queue included)."""
-    limit = cfg.run_timeout()
+    limit = run_timeout_s(run, cfg)
     age = (datetime.now(UTC) - datetime.fromisoformat(run.created_at)).total_seconds()
     if age <= limit:
         return None
@@ -289,7 +289,7 @@ def _deadline(
     """When the step is given up if still running, how the run then ends, and the step's thread number
     (item 5 of issue 8): at the run's deadline (R15, Canceled), or earlier when every task's node has a
     timeout and no retry policy (G10, Failed at the longest of them)."""
-    limit = cfg.run_timeout()
+    limit = run_timeout_s(run, cfg)
     at = datetime.fromisoformat(run.created_at).timestamp() + limit
     message = (
         f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option run_timeout_s) "

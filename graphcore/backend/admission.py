@@ -30,10 +30,9 @@ from graphcore import keys
 from graphcore.backend import published
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script, stage
-from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso
-from graphcore.engine.config import RunConfig
-from graphcore.errors import ConfigError, RunNotFoundError
-from graphcore.settings import Settings, get_settings, tenant_weights
+from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso, run_timeout_s
+from graphcore.errors import RunNotFoundError
+from graphcore.settings import Settings, tenant_weights
 
 __all__ = [
     "AdmissionQueue",
@@ -114,15 +113,6 @@ def _limits(settings: Settings) -> list[str]:
 def _common(queue: AdmissionQueue, op: str) -> list[Any]:
     """ARGV[1..5]: the op, the caller's limits and weights, now in RQ's format."""
     return [op, *_limits(queue.settings), queue.timestamp()]
-
-
-def run_timeout_s(run: RunRecord) -> float:
-    """``run``'s run timeout, seconds (its option, else ``GRAPHQ_RUN_TIMEOUT_S``); a value above a ceiling
-    lowered since it was enqueued counts as the ceiling (a hand-over must not fail on it)."""
-    try:
-        return RunConfig.model_validate(run.config).run_timeout()
-    except ConfigError:
-        return get_settings().max_run_timeout_s
 
 
 def deadline_ms(run: RunRecord) -> int:

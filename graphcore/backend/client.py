@@ -118,7 +118,7 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     """
     graph = registry.get(req.workflow)
     cfg = graph.config_for(req.config)
-    cfg.run_timeout()
+    timeout = cfg.run_timeout()
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
         raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
     run_id = uuid.uuid4().hex
@@ -139,6 +139,7 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
         config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
         continued_from_run_id=req.continued_from_run_id,
         preset_answers=dict(req.preset_answers),
+        run_timeout_s=timeout,
     )
 
 

@@ -20,7 +20,9 @@ from graphcore import keys
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.checkpoints import serde
-from graphcore.errors import LeaseLostError, RunNotFoundError
+from graphcore.engine.config import RunConfig
+from graphcore.errors import ConfigError, LeaseLostError, RunNotFoundError
+from graphcore.settings import get_settings
 
 __all__ = [
     "CANCEL_ERROR",
@@ -31,6 +33,7 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "now_iso",
+    "run_timeout_s",
 ]
 
 
@@ -98,6 +101,10 @@ class RunRecord(BaseModel):
     """Why the run was last started again from its beginning (its worker died, resume off, R14)."""
     preset_answers: dict[str, Any] = {}
     """``"<task index>:<call index>"`` → answer, for a branch started by answering a request again (R16)."""
+    run_timeout_s: float | None = None
+    """The run timeout fixed when the run was created, seconds (R15): its option, else its workflow's,
+    else ``GRAPHQ_RUN_TIMEOUT_S`` of the process that enqueued it (a batch job's setting holds on every
+    worker); continuations keep it. None in records written before it was stored (:func:`run_timeout_s`)."""
 
     @property
     def terminal(self) -> bool:
@@ -121,6 +128,8 @@ class RunRecord(BaseModel):
             fields["continued_from_run_id"] = self.continued_from_run_id
         if self.preset_answers:
             fields["preset_answers"] = serde.dumps(self.preset_answers, path="answer")
+        if self.run_timeout_s is not None:
+            fields["run_timeout_s"] = repr(self.run_timeout_s)
         return fields
 
     @classmethod
@@ -151,7 +160,22 @@ class RunRecord(BaseModel):
             if text.get("interrupted")
             else None,
             preset_answers=serde.loads(f["preset_answers"]) if "preset_answers" in f else {},
+            run_timeout_s=float(text["run_timeout_s"]) if text.get("run_timeout_s") else None,
         )
+
+
+def run_timeout_s(run: RunRecord, cfg: RunConfig | None = None) -> float:
+    """``run``'s run timeout, seconds (R15): the one fixed at its creation (:attr:`RunRecord.run_timeout_s`);
+    for an older record, ``cfg``'s (the run's options merged with its workflow's), else its own options', else
+    ``GRAPHQ_RUN_TIMEOUT_S``. A value above a ceiling lowered since it was enqueued counts as the ceiling (a
+    hand-over or a step must not fail on it)."""
+    ceiling = get_settings().max_run_timeout_s
+    if run.run_timeout_s is not None:
+        return min(run.run_timeout_s, ceiling)
+    try:
+        return (cfg or RunConfig.model_validate(run.config)).run_timeout()
+    except ConfigError:
+        return ceiling
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ redis.call('HSET', KEYS[3], 'continued_by_run_id', new_id)
 local fields = {'id', new_id, 'status', 'queued', 'step', '0', 'created_at', ARGV[6],
   'continued_from_run_id', run_id, 'attempt', tostring(attempt + 1)}
 for _, name in ipairs({'workflow', 'thread_id', 'tenant', 'input', 'config', 'preset_answers', 'head',
-    'partial'}) do
+    'partial', 'run_timeout_s'}) do
   local value = redis.call('HGET', KEYS[3], name)
   if value then fields[#fields + 1] = name; fields[#fields + 1] = value end
 end
