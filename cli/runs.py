@@ -9,6 +9,7 @@ import click
 
 from cli.context import AppContext
 from cli.control import answer, cancel, requests, resume
+from cli.inputs import check_ids
 from cli.output import output_option, print_json, print_table, short, when
 from cli.records import (
     again_command,
@@ -79,6 +80,7 @@ def list_runs(
     question after an incident). With --chain RUN the runs of RUN's chain in order (with each one's attempt
     and the run it continues), at most --limit of them (the last ones; a note on stderr says when some are
     left out)."""
+    check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     reader = app.reader()
     where = RunFilter(tenant, None if status is None else RunStatus(status), workflow)
     if chain_of is not None and (stuck or where != RunFilter()):

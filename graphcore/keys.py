@@ -106,14 +106,17 @@ PREFIX = "graphq"
 
 
 def validate_id(kind: str, value: str) -> str:
-    """Check a thread/run id for use in keys: 1–200 characters, no braces, colons or whitespace.
+    """Check a thread/run id (or a tenant) for use in keys: 1–200 characters, no braces, colons, glob
+    characters, whitespace or other control characters.
 
     Raises:
         ConfigError: naming ``kind`` and the offending value.
     """
-    if not value or len(value) > 200 or any(c in value for c in "{}: \t\n\r*?[]\x00"):
+    refused = any(c in "{}:*?[]" or c.isspace() or not c.isprintable() for c in value)
+    if not value or len(value) > 200 or refused:
         raise ConfigError(
-            f"{kind} {value!r} is invalid: use 1-200 characters without braces, ':', '*' or spaces"
+            f"{kind} {value!r} is invalid: use 1-200 characters without braces, ':', '*', spaces or control "
+            "characters"
         )
     return value
 

@@ -172,6 +172,12 @@ class Settings(BaseSettings):
         class_entries(value)
         return value
 
+    @field_validator("max_concurrent_runs", "max_concurrent_runs_per_tenant", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """``GRAPHQ_MAX_CONCURRENT_RUNS=`` (empty) means no limit, as leaving it unset does."""
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("tenant_weights")
     @classmethod
     def _check_tenant_weights(cls, value: str) -> str:
@@ -196,8 +202,8 @@ class Settings(BaseSettings):
             and self.max_concurrent_runs_per_tenant > self.max_concurrent_runs
         ):
             raise ConfigError(
-                f"GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT={self.max_concurrent_runs_per_tenant} must be in "
-                f"1..GRAPHQ_MAX_CONCURRENT_RUNS={self.max_concurrent_runs}"
+                "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT: must be 1 ≤ value ≤ GRAPHQ_MAX_CONCURRENT_RUNS="
+                f"{self.max_concurrent_runs} (got {self.max_concurrent_runs_per_tenant!r})"
             )
         if not self.enable_checkpointing and self.resume_interrupted_runs:
             raise ConfigError(
@@ -239,7 +245,8 @@ def explain(exc: ValidationError, model: type[BaseModel]) -> tuple[str, str]:
     field = ".".join(str(p) for p in err["loc"])
     allowed = allowed_range(field, model)
     bound = err["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
-    rule = f"must be {allowed}" if allowed and bound else err["msg"]
+    message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's error
+    rule = f"must be {allowed}" if allowed and bound else message
     return field, f"{rule} (got {err.get('input')!r})"
 
 
@@ -277,6 +284,8 @@ def tenant_weights(value: str) -> dict[str, int]:
         tenant, sep, weight = entry.partition("=")
         if not sep or not tenant.strip() or not weight.strip().isdigit() or not 1 <= int(weight) <= 1000:
             raise ValueError(f"entry {entry!r} is not tenant=weight with a weight in 1..1000 (e.g. acme=3)")
+        if tenant.strip() in weights:
+            raise ValueError(f"tenant {tenant.strip()!r} is given two weights")
         weights[tenant.strip()] = int(weight)
     return weights
 

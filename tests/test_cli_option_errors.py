@@ -12,7 +12,7 @@ from cli.main import main
 from tests.cli_helpers import error_line, invoke
 
 APPROVAL = '{"amount": 1, "requester": "a"}'
-ID_RULE = "is invalid: use 1-200 characters without braces, ':', '*' or spaces"
+ID_RULE = "is invalid: use 1-200 characters without braces, ':', '*', spaces or control characters"
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,7 @@ ID_RULE = "is invalid: use 1-200 characters without braces, ':', '*' or spaces"
     [
         (["--tenant", ""], f"error: --tenant: tenant '' {ID_RULE}"),
         (["--thread", "a b"], f"error: --thread: thread id 'a b' {ID_RULE}"),
+        (["--tenant", "a\x01b"], f"error: --tenant: tenant 'a\\x01b' {ID_RULE}"),
         (["--thread", "x" * 201], f"error: --thread: thread id '{'x' * 201}' {ID_RULE}"),
     ],
 )
@@ -83,3 +84,9 @@ def test_usage_errors_are_one_line(args: list[str], line: str) -> None:
     )
     assert result.exit_code == 2
     assert result.stderr.strip() == line
+
+
+def test_runs_list_refuses_a_tenant_no_run_can_have(redis_url: str) -> None:
+    result = invoke("examples.approval", redis_url, "runs", "list", "--tenant", "a b")
+    assert result.exit_code == 2
+    assert error_line(result) == f"error: --tenant: tenant 'a b' {ID_RULE}"

@@ -42,11 +42,11 @@ from graphcore.settings import Settings, allowed_range, load_settings, tenant_we
         ),
         (
             {"GRAPHQ_MAX_CONCURRENT_RUNS": "2", "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT": "3"},
-            "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT=3 must be in 1..GRAPHQ_MAX_CONCURRENT_RUNS=2",
+            "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT: must be 1 ≤ value ≤ GRAPHQ_MAX_CONCURRENT_RUNS=2 (got 3)",
         ),
         (
             {"GRAPHQ_TENANT_WEIGHTS": "acme=0"},
-            "GRAPHQ_TENANT_WEIGHTS: Value error, entry 'acme=0' is not tenant=weight with a weight in "
+            "GRAPHQ_TENANT_WEIGHTS: entry 'acme=0' is not tenant=weight with a weight in "
             "1..1000 (e.g. acme=3) (got 'acme=0')",
         ),
         (
@@ -95,3 +95,17 @@ def test_allowed_range_reads_the_field_constraints() -> None:
     assert allowed_range("heartbeat_interval_s") == "0 < value ≤ 600"
     assert allowed_range("result_ttl_s") == "0 ≤ value"
     assert allowed_range("queue") == ""
+
+
+def test_an_empty_limit_means_no_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHQ_MAX_CONCURRENT_RUNS", "")
+    monkeypatch.setenv("GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT", " ")
+    s = load_settings()
+    assert (s.max_concurrent_runs, s.max_concurrent_runs_per_tenant) == (None, None)
+
+
+def test_a_tenant_given_two_weights_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHQ_TENANT_WEIGHTS", "a=2,a=3")
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert str(err.value) == "GRAPHQ_TENANT_WEIGHTS: tenant 'a' is given two weights (got 'a=2,a=3')"
