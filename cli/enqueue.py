@@ -245,7 +245,7 @@ def enqueue(
     thread with --multitask reject, or an unknown --checkpoint), 3 (with --wait) a run waits for input.
     """
     requests = _requests(workflow, input_text, input_file, thread, tenant, checkpoint)
-    app.registry.get(workflow)
+    app.workflow(workflow)  # before any Redis starts, unless the name is unknown here (the catalog's hint)
     client = app.client()
     run_ids = client.enqueue_many(_checked(client, requests), cast(Multitask, multitask))
     if output == "table":

@@ -271,6 +271,14 @@ def test_catalog_from_a_process_without_the_workflow_code(
     [line] = unknown.stderr.splitlines()  # one line
     assert line.startswith("error: unknown workflow 'nope'; known workflows: ")
     assert "configured" in line
+    enqueued = graphq("enqueue", "configured", "--input", "{}", env=_no_code_env(redis_url))
+    assert enqueued.returncode == 2
+    [line] = enqueued.stderr.splitlines()
+    assert line.endswith(
+        "'configured' is in the workflow catalog (served by 1 live worker(s)), but its code is not loaded in "
+        "this process: pass --workflows MODULE (or set GRAPHQ_WORKFLOWS)"
+    )
+    assert line.startswith("error: unknown workflow 'configured'; known workflows: ")
 
 
 def test_two_versions_side_by_side_and_a_killed_worker_drops_out(
