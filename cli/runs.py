@@ -20,6 +20,8 @@ from cli.records import (
     request_record_json,
 )
 from cli.watch import watch
+from graphcore.backend.admission import waiting_deadline_ms
+from graphcore.backend.client import Client
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 
@@ -151,13 +153,18 @@ def _list_stuck(found: list[tuple[RunRecord, int]], output: str) -> None:
     )
 
 
+def _slot_deadline(reader: Client, record: RunRecord) -> int | None:
+    """For a queued run waiting for a slot (R8), its deadline (ms); None otherwise."""
+    return waiting_deadline_ms(reader.kv, record) if record.status == RunStatus.QUEUED else None
+
+
 def _summary(result: Any) -> list[tuple[str, str]]:
     if not isinstance(result, dict):
         return [("result", short(result))]
     return [(f"result.{key}", short(value)) for key, value in result.items()]
 
 
-def _fields(r: RunRecord, step: int | None) -> list[tuple[str, Any]]:
+def _fields(r: RunRecord, step: int | None, slot_deadline_ms: int | None = None) -> list[tuple[str, Any]]:
     fields: list[tuple[str, Any]] = [
         ("run", r.id),
         ("workflow", r.workflow),
@@ -172,6 +179,9 @@ def _fields(r: RunRecord, step: int | None) -> list[tuple[str, Any]]:
         ("ended", r.ended_at),
         ("input", short(r.input)),
     ]
+    if slot_deadline_ms is not None:
+        fields.append(("waiting for", "a slot (GRAPHQ_MAX_CONCURRENT_RUNS[_PER_TENANT] or its workflow's)"))
+        fields.append(("deadline", f"{when(iso_ms(slot_deadline_ms))} UTC (canceled if still waiting)"))
     if r.continued_from_run_id:
         fields.append(("continued from", r.continued_from_run_id))
     if r.continued_by_run_id:
@@ -204,8 +214,9 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     the super-steps this run committed.
 
     --output json prints the whole record, result and error included ("step" is its steps done,
-    "thread_step" the step above), "all_requests" (every request it
-    made, as `graphq runs requests RUN --all -o json`) and "requests" (the open ones) when it waits.
+    "thread_step" the step above, "waiting_for_slot_until" the deadline of a run waiting for a slot),
+    "all_requests" (every request it made, as `graphq runs requests RUN --all -o json`) and "requests" (the
+    open ones) when it waits.
     """
     reader = app.reader()
     record = reader.get_run(run_id)
@@ -215,15 +226,20 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     if output == "json":
         extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
         thread_step = {"thread_step": reader.thread_step(record)}  # "step" is the record's: steps done
+        slot = _slot_deadline(reader, record)
         print_json(
             record_json(record)
             | thread_step
+            | {"waiting_for_slot_until": None if slot is None else iso_ms(slot)}
             | {"all_requests": [request_record_json(r) for r in made]}
             | extra
         )
         return
     print_table(
-        ("field", "value"), _fields(record, reader.thread_step(record)), no_wrap=("field",), limit=_SHOWN
+        ("field", "value"),
+        _fields(record, reader.thread_step(record), _slot_deadline(reader, record)),
+        no_wrap=("field",),
+        limit=_SHOWN,
     )
     if record.error is not None and record.error.traceback:
         click.echo("\ntraceback:")

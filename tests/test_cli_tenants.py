@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 import redis
@@ -116,3 +116,16 @@ def test_runs_list_stuck_lists_the_runs_whose_lease_lapsed(
     assert "--chain lists one chain; it does not combine with --tenant, --status, --workflow or --stuck" in (
         error_line(mixed)
     )
+
+
+def test_runs_show_says_a_queued_run_waits_for_a_slot_and_until_when(client: Client, redis_url: str) -> None:
+    ids = client.enqueue_many([RunRequest("tick", {}, tenant="acme") for _ in range(4)])  # 3 slots
+    waiting = ok(invoke(MODULE, redis_url, "runs", "show", ids[3])).stdout
+    assert "waiting for │ a slot (GRAPHQ_MAX_CONCURRENT_RUNS[_PER_TENANT] or its workflow's)" in waiting
+    created = client.get_run(ids[3]).created_at
+    deadline = datetime.fromisoformat(created) + timedelta(seconds=86_400)
+    assert f"deadline    │ {deadline:%Y-%m-%d %H:%M:%S} UTC (canceled if still waiting)" in waiting
+    admitted = ok(invoke(MODULE, redis_url, "runs", "show", ids[0])).stdout
+    assert "waiting for" not in admitted and "deadline" not in admitted
+    as_json = json.loads(ok(invoke(MODULE, redis_url, "runs", "show", ids[3], "-o", "json")).stdout)
+    assert as_json["waiting_for_slot_until"].startswith(f"{deadline:%Y-%m-%dT%H:%M:%S}")

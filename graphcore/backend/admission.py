@@ -50,6 +50,7 @@ __all__ = [
     "stage_release",
     "tenants",
     "timeout_error",
+    "waiting_deadline_ms",
 ]
 
 SEP = "\0"
@@ -190,6 +191,13 @@ def release(kv: Any, queue: AdmissionQueue, thread_id: str, run_id: str) -> str:
 def fill(kv: Any, queue: AdmissionQueue) -> int:
     """Admit waiting runs while there is room (after a limit was raised); returns how many."""
     return int(_call(kv, list(_FIXED), _common(queue, "fill"))[1])
+
+
+def waiting_deadline_ms(kv: Any, run: RunRecord) -> int | None:
+    """When ``run``, waiting for a slot, passes its run timeout (ms since the epoch); None when it does not
+    wait for one (it holds a slot, or has none to wait for). One read."""
+    score = kv.zscore(keys.admission("deadlines"), member(run.thread_id, run.id))
+    return None if score is None else int(score)
 
 
 def timeout_error(run: RunRecord, now_s: float) -> RunError:
