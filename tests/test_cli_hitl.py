@@ -286,8 +286,13 @@ def test_resume_wait_and_output_json(redis_url: str) -> None:
     record = json.loads(done.stdout)
     assert (record["status"], record["continued_from_run_id"]) == ("completed", failed)
     assert record["result"] == {"value": 1, "sunk": 1}
-    queued = json.loads(ok(graphq("runs", "resume", failed, "-o", "json", url=redis_url)).stdout)
-    assert (queued["status"], queued["continued_from_run_id"]) == ("queued", failed)
+    again = ok(graphq("runs", "resume", failed, "-o", "json", url=redis_url), 2)  # continued already
+    assert error_line(again) == (
+        f"error: run {failed} was continued by run {record['id']} already; its chain goes on from its last "
+        f"run, {record['id']} (completed): resume that one"
+    )
+    queued = json.loads(ok(graphq("runs", "resume", record["id"], "-o", "json", url=redis_url)).stdout)
+    assert (queued["status"], queued["continued_from_run_id"]) == ("queued", record["id"])
 
 
 # -- the approval example, end to end without a Redis URL (as in the README) ---------------------------------

@@ -629,11 +629,18 @@ class Client:
 
         Raises:
             RunNotFoundError: no such run.
-            InvalidUpdateError: the run has not ended (it is still queued, running or awaiting input).
+            InvalidUpdateError: the run has not ended (it is still queued, running or awaiting input), or it
+                was continued already (a chain goes on from its last run, which the message names).
         """
         run = self.runs.get(run_id)
         if not run.terminal:
             raise InvalidUpdateError(f"run {run_id} is {run.status.value}; only an ended run can be resumed")
+        if run.continued_by_run_id:
+            last = self.chain(run_id)[-1]
+            raise InvalidUpdateError(
+                f"run {run_id} was continued by run {run.continued_by_run_id} already; its chain goes on from "
+                f"its last run, {last.id} ({last.status.value}): resume that one"
+            )
         request = RunRequest(
             run.workflow,
             None,
