@@ -638,8 +638,8 @@ class Client:
         if run.continued_by_run_id:
             last = self.chain(run_id)[-1]
             raise InvalidUpdateError(
-                f"run {run_id} was continued by run {run.continued_by_run_id} already; its chain goes on from "
-                f"its last run, {last.id} ({last.status.value}): resume that one"
+                f"run {run_id} was continued by run {run.continued_by_run_id} already; its chain goes on "
+                f"from its last run, {last.id} ({last.status.value}): resume that one"
             )
         request = RunRequest(
             run.workflow,
