@@ -175,7 +175,7 @@ def answer(
     try:
         answered = client.answer(run_id, value, request_id)
     except NotAwaitingInputError as exc:
-        fail(_again_hint(exc))
+        fail(_again_hint(exc, client.keeps_history()))
     if here:
         note = f"answered {', '.join(answered)}; continuing run {run_id} here"
         _continue_here(app, client, client.get_run(run_id), note, output, after)
@@ -234,10 +234,12 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
     _started(app, client, new_id, f"run {new_id} continues run {run_id} on thread {thread}", wait, output)
 
 
-def _again_hint(exc: NotAwaitingInputError) -> str:
+def _again_hint(exc: NotAwaitingInputError, history: bool) -> str:
     """The refusal of an answer to a run that waits for none, with the command that answers one of its
-    answered requests again, on a new branch."""
+    answered requests again, on a new branch (not offered without checkpoint ``history``, R5)."""
     message = f"run {exc.run_id} is {exc.status}, not awaiting input; nothing to answer"
+    if not history:
+        return message
     if len(exc.answered) == 1:
         command = again_command(exc.run_id, exc.answered[0])
         return f"{message}; to answer its request again, on a new branch: {command}"

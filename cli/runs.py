@@ -249,7 +249,7 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
         print_all_requests(made)
     if waiting:
         print_answer_hint(record.id, open_requests)
-    elif any(r.status == "answered" for r in made):
+    elif any(r.status == "answered" for r in made) and reader.keeps_history():
         click.echo(f"answer one again, on a new branch, with: {again_command(record.id)}")
 
 

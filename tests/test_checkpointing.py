@@ -161,6 +161,12 @@ def test_forks_and_second_answers_are_refused(
     [request] = client.requests(asked)
     client.answer(asked, "yes")
     work(client)
+    while client.get_run(asked).status == RunStatus.AWAITING_INPUT:  # answer the later questions too
+        client.answer(asked, "yes")
+        work(client)
+    assert client.get_run(asked).status == RunStatus.COMPLETED
+    shown = ok(invoke(FLOWS, redis_url, "runs", "show", asked)).stdout
+    assert "answered" in shown and "again" not in shown  # no --again hint: it would be refused
     before = {k: redis_client.dump(k) for k in redis_client.scan_iter(match="*")}
     again = invoke(
         FLOWS, redis_url, "runs", "answer", asked, "--request", request.id, "--value", '"no"', "--again"

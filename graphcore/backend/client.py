@@ -168,6 +168,11 @@ class Client:
             )
         return record
 
+    def keeps_history(self) -> bool:
+        """Whether forks and second answers can be made (R5): this process and every counted worker keep
+        checkpoint history (:mod:`graphcore.backend.published`). One read."""
+        return get_settings().enable_checkpointing and not published.read(self.kv).history_off_by
+
     def _refuse_without_history(self, what: str) -> None:
         """Refuse ``what`` (a fork, a second answer) while a worker keeps no checkpoint history (R5): its
         setting is published (:mod:`graphcore.backend.published`), this process may lack it.
