@@ -65,7 +65,7 @@ def test_settings_are_copied_when_the_node_is_added() -> None:
         ({"when": datetime(2024, 1, 2)}, "settings.when: a datetime is not a JSON value"),
         ({"a": {"b": [1, (2, 3)]}}, "settings.a.b[1]: a tuple is not a JSON value"),
         ({"t": math.nan}, "settings.t: nan is not a JSON number"),
-        ({"m": {1: "x"}}, "settings.m: key 1 is a int, not a string"),
+        ({"m": {1: "x"}}, "settings.m: key 1 is an int, not a string"),
         ({"s": {1, 2}}, "settings.s: a set is not a JSON value"),
     ],
 )

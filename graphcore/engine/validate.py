@@ -42,12 +42,15 @@ def _non_json_path(value: Any, path: str) -> tuple[str, str] | None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return path, f"key {key!r} is a {type(key).__name__}, not a string"
+                return path, f"key {key!r} is {_a(type(key).__name__)}, not a string"
             found = _non_json_path(item, f"{path}.{key}")
             if found:
                 return found
         return None
-    return path, f"a {type(value).__name__} is not a JSON value (use dict, list, str, int, float, bool, None)"
+    return (
+        path,
+        f"{_a(type(value).__name__)} is not a JSON value (use dict, list, str, int, float, bool, None)",
+    )
 
 
 def check_node_settings(node: str, settings: Mapping[str, Any], limit: int | None = None) -> str:
@@ -163,3 +166,8 @@ def validate(graph: GraphParts) -> None:
     unreachable = sorted(set(graph.nodes) - seen)
     if unreachable:
         raise InvalidGraphError(f"node(s) {unreachable} cannot be reached from START")
+
+
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article: ``an int``, ``a tuple``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
