@@ -28,6 +28,7 @@ from cli.records import (
 )
 from cli.run import follow_and_work, last_event_id, redis_line, report
 from graphcore import keys
+from graphcore.backend import switch
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord
 from graphcore.backend.switch import refuse_if_off
@@ -170,8 +171,9 @@ def answer(
         app.registry.get(record.workflow)  # the code to continue it must be here before anything changes
     after = last_event_id(client.kv, record)
     if app.private:  # local data: nothing else would work the answered step while the switch is off (R6)
-        switch = client.kv.get(keys.switch())
-        refuse_if_off(switch, app.settings.enabled, what=f"run {run_id} is not answered:")
+        refuse_if_off(
+            client.kv.get(keys.switch()), app.settings.enabled, what=f"run {run_id} is not answered:"
+        )
     try:
         answered = client.answer(run_id, value, request_id)
     except NotAwaitingInputError as exc:
@@ -184,8 +186,10 @@ def answer(
         print_json(answered)
     else:
         click.echo("\n".join(answered))
+    state = switch.read(client.kv)
+    where = "on a worker" if state.on else f"once `graphq enable` turns graphq on (it is {state.describe()})"
     click.echo(
-        f"run {run_id} continues on a worker; follow it with `graphq runs show {run_id}` "
+        f"run {run_id} continues {where}; follow it with `graphq runs show {run_id}` "
         "(or answer with --wait to continue it here)",
         err=True,
     )

@@ -484,3 +484,13 @@ def test_answer_again_starts_a_branch_run(redis_url: str, client: Client) -> Non
     record = show(redis_url, branch_id)
     assert (record["status"], record["continued_from_run_id"]) == ("completed", run_id)
     assert record["result"]["messages"][-1]["content"] == "done: lookup(maps) approved=no"
+
+
+def test_an_answer_while_graphq_is_disabled_says_when_it_continues(redis_url: str, client: Client) -> None:
+    run_id = enqueue(redis_url, "asking", {"topic": "tea"})
+    work(redis_url)
+    ok(graphq("disable", "--reason", "maintenance", url=redis_url))
+    answered = ok(graphq("runs", "answer", run_id, "--value", '"yes"', url=redis_url))
+    assert f"run {run_id} continues once `graphq enable` turns graphq on (it is off since " in answered.stderr
+    assert "(reason: maintenance))" in answered.stderr
+    ok(graphq("enable", url=redis_url))
