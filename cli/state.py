@@ -11,6 +11,8 @@ import click
 from cli.context import AppContext
 from cli.output import output_option, print_json, print_table, when
 from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import CheckpointNotFoundError
 
@@ -75,10 +77,22 @@ def _branch_cell(cp: Checkpoint, labels: dict[str, str]) -> str:
     return labels[cp.id]
 
 
+def _why_none(reader: Client, thread: str) -> str:
+    """Why a thread has no checkpoint, when it has runs: they were removed after completion (R7)."""
+    completed = [r for r in reader.thread_runs(thread) if r.status == RunStatus.COMPLETED]
+    if not completed:
+        return ""
+    return (
+        f"; {len(completed)} of its runs completed, and checkpoints are removed when a run completes with "
+        "GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false (`graphq runs show RUN` keeps each run's result)"
+    )
+
+
 def _history(app: AppContext, thread: str, limit: int | None, output: str) -> None:
-    history = app.reader().get_history(thread)  # all of it: branches are told from the oldest on
+    reader = app.reader()
+    history = reader.get_history(thread)  # all of it: branches are told from the oldest on
     if not history:
-        raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoints")
+        raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoints{_why_none(reader, thread)}")
     labels = branches(history)
     shown = history[:limit]
     if output == "json":
@@ -108,7 +122,13 @@ def _history(app: AppContext, thread: str, limit: int | None, output: str) -> No
 
 
 def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) -> None:
-    cp = app.reader().get_state(thread, checkpoint_id)
+    reader = app.reader()
+    try:
+        cp = reader.get_state(thread, checkpoint_id)
+    except CheckpointNotFoundError as exc:
+        if checkpoint_id is not None:
+            raise
+        raise CheckpointNotFoundError(f"{exc}{_why_none(reader, thread)}") from None
     if output == "json":
         print_json({"thread_id": thread} | checkpoint_json(cp, values=True))
         return

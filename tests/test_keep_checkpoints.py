@@ -75,7 +75,19 @@ def test_a_completed_run_leaves_no_checkpoint(
     assert kinds(redis_client, "th") == {"run": 1, "events": 1, "runs": 1}
     assert client.get_history("th") == []
     shown = invoke(FLOWS, redis_url, "state", "th")
-    assert (shown.exit_code, shown.stderr) == (2, "error: thread 'th' has no checkpoint\n")
+    assert (shown.exit_code, shown.stderr) == (
+        2,
+        "error: thread 'th' has no checkpoint; 1 of its runs completed, and checkpoints are removed when a "
+        "run completes with GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false (`graphq runs show RUN` keeps "
+        "each run's result)\n",
+    )
+    history = invoke(FLOWS, redis_url, "state", "th", "--history")
+    assert (history.exit_code, history.stderr) == (
+        2,
+        "error: thread 'th' has no checkpoints; 1 of its runs completed, and checkpoints are removed when a "
+        "run completes with GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false (`graphq runs show RUN` keeps "
+        "each run's result)\n",
+    )
     again = client.enqueue("five-steps", {"topic": "u"}, thread_id="th")  # resume_if_exists: nothing left
     work(client)
     assert client.get_run(again).result == {"topic": "u", "log": ["a", "b", "c", "d", "e"], "count": 5}
