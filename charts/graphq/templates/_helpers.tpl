@@ -1,0 +1,177 @@
+{{/* Names, labels and the pieces the worker and scheduler pods share. */}}
+
+{{- define "graphq.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* <release>-<chart>, or the release name alone when it already contains the chart name. */}}
+{{- define "graphq.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "graphq.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "graphq.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "graphq.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "graphq.labels" -}}
+helm.sh/chart: {{ include "graphq.chart" . }}
+{{ include "graphq.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: graphq
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of one component: (dict "ctx" $ "component" "worker"). */}}
+{{- define "graphq.componentLabels" -}}
+{{ include "graphq.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "graphq.componentSelector" -}}
+{{ include "graphq.selectorLabels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "graphq.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "graphq.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "graphq.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "graphq.redisName" -}}
+{{- printf "%s-redis" (include "graphq.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Where GRAPHQ_REDIS_URL comes from: the bundled Redis, else redis.url, else redis.existingSecret. */}}
+{{- define "graphq.checkRedis" -}}
+{{- if and .Values.redis.bundled.enabled .Values.redis.url }}
+{{- fail "graphq: redis.url and redis.bundled.enabled=true are both set: the bundled Redis has its own URL, leave redis.url empty" }}
+{{- end }}
+{{- if not (or .Values.redis.bundled.enabled .Values.redis.url .Values.redis.existingSecret) }}
+{{- fail "graphq: no Redis: set redis.existingSecret (a Secret holding the URL), redis.url, or redis.bundled.enabled=true" }}
+{{- end }}
+{{- end }}
+
+{{/* True (non-empty) when the chart makes the URL Secret itself. */}}
+{{- define "graphq.makesRedisSecret" -}}
+{{- if or .Values.redis.bundled.enabled .Values.redis.url }}true{{ end }}
+{{- end }}
+
+{{- define "graphq.redisSecretName" -}}
+{{- if include "graphq.makesRedisSecret" . }}
+{{- printf "%s-redis-url" (include "graphq.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- .Values.redis.existingSecret }}
+{{- end }}
+{{- end }}
+
+{{- define "graphq.redisSecretKey" -}}
+{{- if include "graphq.makesRedisSecret" . }}redis-url{{ else }}{{ .Values.redis.existingSecretKey }}{{ end }}
+{{- end }}
+
+{{- define "graphq.redisUrl" -}}
+{{- if .Values.redis.bundled.enabled }}
+{{- printf "redis://%s:6379/0" (include "graphq.redisName" .) }}
+{{- else }}
+{{- .Values.redis.url }}
+{{- end }}
+{{- end }}
+
+{{/* At most one worker autoscaler. */}}
+{{- define "graphq.checkAutoscaling" -}}
+{{- if and .Values.autoscaling.hpa.enabled .Values.autoscaling.keda.enabled }}
+{{- fail "graphq: autoscaling.hpa.enabled and autoscaling.keda.enabled are both true: turn one off (KEDA makes its own HPA for the worker Deployment)" }}
+{{- end }}
+{{- if and .Values.autoscaling.keda.enabled (not .Values.autoscaling.keda.workflows) }}
+{{- fail "graphq: autoscaling.keda.workflows is empty: list the workflows whose queues KEDA measures" }}
+{{- end }}
+{{- if and .Values.autoscaling.keda.enabled (not .Values.autoscaling.keda.address) (not .Values.redis.bundled.enabled) }}
+{{- fail "graphq: autoscaling.keda.address is empty: give host:port of Redis as KEDA reaches it (only the bundled Redis's is known)" }}
+{{- end }}
+{{- end }}
+
+{{/* The worker pods' grace period: above the drain timeout by at least the 5 s a worker needs to end. */}}
+{{- define "graphq.workerGrace" -}}
+{{- $drain := .Values.worker.drainTimeoutSeconds | float64 }}
+{{- $grace := .Values.worker.terminationGracePeriodSeconds }}
+{{- if kindIs "invalid" $grace }}
+{{- $grace = addf $drain .Values.worker.terminationGraceMarginSeconds | ceil }}
+{{- end }}
+{{- if lt ($grace | float64) (addf $drain 5) }}
+{{- fail (printf "graphq: worker.terminationGracePeriodSeconds=%v must be at least worker.drainTimeoutSeconds + 5 = %v (a worker ends within its drain timeout plus about 4 s; a pod killed sooner loses the step it was finishing)" $grace (addf $drain 5)) }}
+{{- end }}
+{{- $grace | int64 }}
+{{- end }}
+
+{{/* Environment of the graphq containers: the settings ConfigMap and the URL Secret. */}}
+{{- define "graphq.envFrom" -}}
+envFrom:
+  - configMapRef:
+      name: {{ include "graphq.fullname" . }}-config
+{{- end }}
+
+{{- define "graphq.redisEnv" -}}
+- name: GRAPHQ_REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "graphq.redisSecretName" . }}
+      key: {{ include "graphq.redisSecretKey" . }}
+{{- end }}
+
+{{/* Pod annotations whose change restarts the pods: the settings and the URL the chart makes. */}}
+{{- define "graphq.checksums" -}}
+checksum/config: {{ include (print .Template.BasePath "/configmap.yaml") . | sha256sum }}
+{{- if include "graphq.makesRedisSecret" . }}
+checksum/redis-url: {{ include (print .Template.BasePath "/secret.yaml") . | sha256sum }}
+{{- end }}
+{{- end }}
+
+{{/* prometheus.io annotations on a pod whose metrics listen on port (dict "ctx" $ "port" P). */}}
+{{- define "graphq.scrapeAnnotations" -}}
+{{- if .ctx.Values.metrics.podAnnotations -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end }}
+
+{{/* A probe running `graphq health ARGS...`: (dict "args" (list ...) "probe" .Values.worker.livenessProbe). */}}
+{{- define "graphq.healthProbe" -}}
+exec:
+  command:
+    - graphq
+    - health
+    {{- range .args }}
+    - {{ . }}
+    {{- end }}
+{{ toYaml .probe }}
+{{- end }}
+
+{{- define "graphq.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: 256Mi
+{{- end }}
