@@ -29,7 +29,7 @@ chaos: $(STAMP)
 	$(PY) -m bench.chaos
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check graphcore worker cli examples tests bench
+	$(VENV)/bin/ruff check graphcore worker scheduler cli examples tests bench
 	$(VENV)/bin/mypy
 
 ## Benchmarks (P1–P5), printed as ratios against baselines measured in the same run.

@@ -1,0 +1,137 @@
+"""Fire times of a cron expression in an IANA time zone, DST-correct (K1).
+
+Expressions are croniter's 5 fields (minute hour day-of-month month day-of-week) or one of the aliases
+``@hourly @daily @midnight @weekly @monthly @yearly @annually``. The fields are matched against the *local
+wall time* of the zone (zoneinfo): every fire is at the wall time asked for, whatever the UTC offset is that
+day. Two wall times need a rule:
+
+- a local time that does not exist (spring forward, e.g. 02:30 on 2026-03-08 in America/New_York) fires
+  once, at the first instant after the gap (03:00 EDT = 07:00Z); several such times, and a real time at that
+  instant, make one fire;
+- a local time that happens twice (fall back, e.g. 01:30 on 2026-11-01 in America/New_York) fires once, at
+  its first occurrence (01:30 EDT = 05:30Z); the repeated hour does not fire again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from graphcore.errors import ConfigError
+
+__all__ = ["ALIASES", "Cron", "parse_zone"]
+
+ALIASES = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
+"""The aliases accepted, with the 5-field expression each stands for."""
+
+
+@cache
+def parse_zone(name: str) -> ZoneInfo:
+    """The IANA zone ``name`` (e.g. ``Europe/Paris``; ``UTC``).
+
+    Raises:
+        ConfigError: no such zone in the system's or tzdata's database.
+    """
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"time zone {name!r} is unknown: use an IANA name such as Europe/Paris or UTC"
+        ) from None
+
+
+def _expand(expr: str) -> str:
+    """The 5-field form of ``expr``.
+
+    Raises:
+        ConfigError: not 5 fields (nor an alias), or fields croniter refuses.
+    """
+    text = " ".join(expr.split())
+    fields = ALIASES.get(text.lower(), text)
+    if len(fields.split()) != 5 or not croniter.is_valid(fields):
+        raise ConfigError(
+            f"cron expression {expr!r} is invalid: use 5 fields (minute hour day-of-month month "
+            f"day-of-week, e.g. '25 8-16 * * *') or one of {', '.join(ALIASES)}"
+        )
+    return fields
+
+
+def _local(naive: datetime, zone: ZoneInfo) -> datetime:
+    """The instant (UTC) of the wall time ``naive`` in ``zone``: its first occurrence when repeated, the first
+    instant after the gap when it does not exist."""
+    first = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    if first.astimezone(zone).replace(tzinfo=None) == naive:
+        return first  # exists (fold=0 is the first of two occurrences)
+    # In a gap: fold=1 reads it with the offset after the change (an instant before the gap), fold=0 with
+    # the one before (after the gap); the change lies between. Bisect to the second.
+    low, high = naive.replace(tzinfo=zone, fold=1).astimezone(UTC), first
+    while high - low > timedelta(seconds=1):
+        mid = low + (high - low) / 2
+        if mid.astimezone(zone).replace(tzinfo=None) < naive:
+            low = mid
+        else:
+            high = mid
+    return high.replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class Cron:
+    """A cron expression in a zone. Build with :meth:`parse`.
+
+    Attributes:
+        expr: the expression as given (an alias stays an alias).
+        fields: its 5 fields.
+        zone: the IANA zone name.
+    """
+
+    expr: str
+    fields: str
+    zone: str
+
+    @classmethod
+    def parse(cls, expr: str, zone: str = "UTC") -> Cron:
+        """Validate ``expr`` and ``zone``.
+
+        Raises:
+            ConfigError: a bad expression or an unknown zone (the message names it).
+        """
+        parse_zone(zone)
+        return cls(expr, _expand(expr), zone)
+
+    def after(self, instant: datetime) -> Iterator[datetime]:
+        """The fire times strictly after ``instant`` (aware), ascending, as aware UTC datetimes; endless."""
+        zone = parse_zone(self.zone)
+        start = instant.astimezone(zone).replace(tzinfo=None)
+        it = croniter(self.fields, start)
+        last = instant.astimezone(UTC)
+        while True:
+            fire = _local(it.get_next(datetime), zone)
+            if fire > last:  # skips gap times folded onto one instant and fold-0 times behind ``instant``
+                last = fire
+                yield fire
+
+    def next_after(self, instant: datetime) -> datetime:
+        """The first fire time strictly after ``instant`` (aware), UTC."""
+        return next(self.after(instant))
+
+    def between(self, after: datetime, until: datetime, limit: int) -> list[datetime]:
+        """Fire times in ``(after, until]``, ascending, at most ``limit`` of them (the earliest)."""
+        found: list[datetime] = []
+        for fire in self.after(after):
+            if fire > until or len(found) >= limit:
+                break
+            found.append(fire)
+        return found

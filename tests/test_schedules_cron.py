@@ -1,0 +1,132 @@
+"""Fire times (K1, B19): cron in the schedule's zone, DST-correct; aliases; bad expressions and zones."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from graphcore.errors import ConfigError
+from scheduler.cron import Cron
+from scheduler.schedules import parse_duration, parse_time
+
+NY = ZoneInfo("America/New_York")
+
+
+def utc(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def fires(expr: str, zone: str, after: str, until: str) -> list[str]:
+    found = Cron.parse(expr, zone).between(utc(after), utc(until), 100)
+    return [f.strftime("%Y-%m-%dT%H:%MZ") for f in found]
+
+
+def test_b19a_jakarta_business_hours() -> None:
+    """B19 (a): ``25 8-16 * * *`` in Asia/Jakarta, clock at 2026-09-10 07:00 Jakarta → 2026-09-10T01:25Z."""
+    now = datetime(2026, 9, 10, 7, 0, tzinfo=ZoneInfo("Asia/Jakarta"))
+    assert Cron.parse("25 8-16 * * *", "Asia/Jakarta").next_after(now) == utc("2026-09-10T01:25")
+
+
+def test_b19b_new_york_midnight_across_spring_forward() -> None:
+    """B19 (b): ``0 0 * * *`` in America/New_York is 05:00Z before 2026-03-08 and 04:00Z after: always local
+    midnight."""
+    assert fires("0 0 * * *", "America/New_York", "2026-03-06T00:00", "2026-03-10T12:00") == [
+        "2026-03-06T05:00Z",
+        "2026-03-07T05:00Z",
+        "2026-03-08T05:00Z",
+        "2026-03-09T04:00Z",
+        "2026-03-10T04:00Z",
+    ]
+
+
+def test_spring_forward_missing_time_fires_once_at_the_end_of_the_gap() -> None:
+    """02:30 does not exist on 2026-03-08 in New York: it fires once, at 03:00 EDT (07:00Z), the first
+    instant after the gap; the days around it at 02:30 local."""
+    assert fires("30 2 * * *", "America/New_York", "2026-03-07T00:00", "2026-03-09T12:00") == [
+        "2026-03-07T07:30Z",
+        "2026-03-08T07:00Z",
+        "2026-03-09T06:30Z",
+    ]
+
+
+def test_spring_forward_gap_times_and_the_real_time_after_it_make_one_fire() -> None:
+    """Every 15 minutes: 02:00-02:45 do not exist; they and 03:00 EDT fire once, at 07:00Z."""
+    assert fires("*/15 * * * *", "America/New_York", "2026-03-08T06:30", "2026-03-08T07:30") == [
+        "2026-03-08T06:45Z",  # 01:45 EST
+        "2026-03-08T07:00Z",  # 03:00 EDT (02:00, 02:15, 02:30, 02:45 and 03:00)
+        "2026-03-08T07:15Z",
+        "2026-03-08T07:30Z",
+    ]
+
+
+def test_fall_back_repeated_time_fires_once_at_its_first_occurrence() -> None:
+    """01:30 happens twice on 2026-11-01 in New York: it fires once, at 01:30 EDT (05:30Z), not again at
+    01:30 EST (06:30Z)."""
+    assert fires("30 1 * * *", "America/New_York", "2026-10-31T00:00", "2026-11-02T12:00") == [
+        "2026-10-31T05:30Z",
+        "2026-11-01T05:30Z",
+        "2026-11-02T06:30Z",
+    ]
+
+
+def test_fall_back_hourly_skips_the_repeated_hour() -> None:
+    """Hourly on the fall-back day: 01:00 EDT (05:00Z) fires, the repeated 01:00 EST (06:00Z) does not,
+    02:00 EST (07:00Z) does."""
+    assert fires("0 * * * *", "America/New_York", "2026-11-01T04:30", "2026-11-01T08:00") == [
+        "2026-11-01T05:00Z",
+        "2026-11-01T07:00Z",
+        "2026-11-01T08:00Z",
+    ]
+
+
+def test_after_the_second_occurrence_the_next_fire_is_after_it() -> None:
+    """From inside the repeated hour (01:40 EST = 06:40Z), ``*/15`` next fires at 02:00 EST (07:00Z): its
+    wall times 01:45 were fired in the first occurrence."""
+    assert Cron.parse("*/15 * * * *", "America/New_York").next_after(utc("2026-11-01T06:40")) == utc(
+        "2026-11-01T07:00"
+    )
+
+
+@pytest.mark.parametrize(
+    ("alias", "after", "expected"),
+    [
+        ("@hourly", "2026-05-01T10:10", "2026-05-01T11:00"),
+        ("@daily", "2026-05-01T10:10", "2026-05-02T00:00"),
+        ("@weekly", "2026-05-01T10:10", "2026-05-03T00:00"),  # Sunday
+        ("@monthly", "2026-05-01T10:10", "2026-06-01T00:00"),
+        ("@yearly", "2026-05-01T10:10", "2027-01-01T00:00"),
+    ],
+)
+def test_aliases(alias: str, after: str, expected: str) -> None:
+    assert Cron.parse(alias).next_after(utc(after)) == utc(expected)
+
+
+@pytest.mark.parametrize("expr", ["* * * *", "* * * * * *", "61 * * * *", "every minute", "@often", ""])
+def test_bad_expressions_are_refused(expr: str) -> None:
+    with pytest.raises(ConfigError, match=r"cron expression .* is invalid: use 5 fields"):
+        Cron.parse(expr)
+
+
+def test_unknown_zone_is_refused() -> None:
+    with pytest.raises(ConfigError, match="time zone 'Mars/Olympus' is unknown"):
+        Cron.parse("* * * * *", "Mars/Olympus")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("5m", 300), ("2h", 7200), ("1d", 86400), ("1h30m", 5400)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5", "5 minutes", "m5", "-5m", "1w"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ConfigError, match="is invalid: use a number and a unit s, m, h or d"):
+        parse_duration(text, "--jitter")
+
+
+def test_times_without_offset_are_read_in_the_zone() -> None:
+    assert parse_time("2026-09-10T07:00", "Asia/Jakarta") == utc("2026-09-10T00:00")
+    assert parse_time("2026-09-10T07:00Z", "Asia/Jakarta") == utc("2026-09-10T07:00")
