@@ -17,17 +17,20 @@ graphq [--redis-url URL] [--workflows MODULES]
   reaper                  act on lapsed leases: continue interrupted runs (--once)
   disable | enable        the kill switch: refuse new runs, take no step (--reason); on again
   enabled                 whether graphq is on or off, and why
+  health                  probe: exit 0 healthy, 1 not (--worker | --scheduler, --ready)
 """
 
 from __future__ import annotations
 
 import logging
+import os
 
 import click
 
 from cli.context import AppContext
 from cli.enqueue import enqueue
 from cli.errors import GraphqGroup
+from cli.health import health
 from cli.run import run
 from cli.runs import runs
 from cli.state import state
@@ -36,6 +39,7 @@ from cli.tenants import tenants
 from cli.worker import worker
 from cli.workers import reaper, workers
 from cli.workflows import workflows
+from worker.logs import configure
 
 __all__ = ["main"]
 
@@ -77,17 +81,16 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
     a run not awaiting input), 3 a run is waiting for input, 130 interrupted. Settings come from GRAPHQ_*
     environment variables.
     """
-    _configure_logging(verbose)
+    _configure_logging(verbose, redis_url)
     ctx.obj = AppContext.from_options(redis_url, workflows)
     ctx.call_on_close(ctx.obj.close)
 
 
-def _configure_logging(verbose: bool) -> None:
-    """Warnings on stderr; Redis retry notices only with ``--verbose`` (the final error says it all)."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _configure_logging(verbose: bool, redis_url: str | None) -> None:
+    """Warnings on stderr, as ``GRAPHQ_LOG_FORMAT`` says (text or json; :mod:`worker.logs`), with the Redis
+    password masked; Redis retry notices only with ``--verbose`` (the final error says it all)."""
+    log_format = "json" if os.environ.get("GRAPHQ_LOG_FORMAT", "").strip().lower() == "json" else "text"
+    configure(logging.INFO if verbose else logging.WARNING, log_format, redis_url)
     logging.getLogger("graphcore.backend.connection").setLevel(logging.INFO if verbose else logging.ERROR)
 
 
@@ -103,6 +106,7 @@ main.add_command(reaper)
 main.add_command(disable)
 main.add_command(enable)
 main.add_command(enabled)
+main.add_command(health)
 
 
 if __name__ == "__main__":  # pragma: no cover

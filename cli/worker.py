@@ -31,8 +31,16 @@ __all__ = ["worker"]
     show_default=True,
     help="Log level of the workers.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    metavar="PORT",
+    help="Serve /metrics (Prometheus; every worker process's, summed), /healthz and /readyz on this port "
+    "(0 or unset: none).",
+)
 @click.pass_obj
-def worker(app: AppContext, burst: bool, concurrency: int, log_level: str) -> None:
+def worker(app: AppContext, burst: bool, concurrency: int, log_level: str, metrics_port: int | None) -> None:
     """Run workers that execute super-steps (one RQ job per step) until SIGTERM or Ctrl-C.
 
     A supervising process runs N worker processes, renews their leases and kills a process whose step
@@ -52,5 +60,8 @@ def worker(app: AppContext, burst: bool, concurrency: int, log_level: str) -> No
     )
     if not registry.names():
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
-    if supervise(concurrency, burst=burst, log_level=log_level.upper(), kv=kv):
+    port = metrics_port or None
+    level = log_level.upper()
+    names_ = registry.names()
+    if supervise(concurrency, burst=burst, log_level=level, kv=kv, metrics_port=port, workflows=names_):
         fail("stopped: a step in flight was given up, or a worker process failed (see above)", EXIT_FAILURE)

@@ -7,6 +7,7 @@ value fails at startup with an error that names the setting and its allowed rang
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -117,6 +118,18 @@ class Settings(BaseSettings):
         le=3600,
         description="A node still running this many seconds after its run's deadline (or its node timeout) "
         "has its worker process killed and replaced; the run ends at the deadline plus this.",
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines on stderr: text, or json (one JSON object per line); either carries the "
+        "workflow, run, thread, step and tenant where known, and never a password (O4).",
+    )
+    metrics_tenant_label_cap: int = Field(
+        default=100,
+        ge=1,
+        le=10_000,
+        description="The runs running and queued gauges carry a tenant label while there are fewer tenants "
+        'than this; from this many on, one series with tenant="*" each (O1: bounded labels).',
     )
     enabled: bool = Field(
         default=True,

@@ -17,6 +17,7 @@ import threading
 from collections import Counter
 
 from graphcore.errors import LeaseLostError
+from worker import metrics
 
 __all__ = ["KINDS", "REFUSED", "RefusedWriteError", "RefusedWrites", "refused"]
 
@@ -34,9 +35,10 @@ class RefusedWrites:
         self._counts: Counter[str] = Counter()
 
     def add(self, kind: str) -> None:
-        """Count one refused write of ``kind``."""
+        """Count one refused write of ``kind`` (also in ``graphq_fenced_writes_rejected_total``)."""
         with self._lock:
             self._counts[kind] += 1
+        metrics.fenced_write_refused(kind)
 
     def counts(self) -> dict[str, int]:
         """Refused writes so far, by kind (kinds never refused are left out)."""

@@ -23,6 +23,7 @@ from graphcore.backend.reaper import Lapsed, reap
 from graphcore.backend.runs import RunError, RunStatus, RunStore, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
+from worker import metrics
 from worker.queue import RQStepQueue
 from worker.reaper import Reaper
 
@@ -136,4 +137,6 @@ def queue_continuation(
     )
     log.warning("run %s %s: %s (%s)", run_id, stop.status.value, stop.error.message, outcome.describe())
     Reaper(kv, settings).recover()  # the continuation's step job, the abandoned job's RQ records, hand-over
+    if outcome.verdict == "continued":
+        metrics.continued("shutdown")
     return outcome.verdict in ("continued", "limit", "canceled")

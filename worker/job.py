@@ -49,6 +49,7 @@ from graphcore.errors import (
     RunNotFoundError,
 )
 from graphcore.types import TaskWrites
+from worker import logs, metrics
 from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
 from worker.commit import Completion, StepCommit
 from worker.context import WorkerContext, get_context
@@ -64,11 +65,25 @@ log = logging.getLogger("graphq.step")
 
 
 def step_job(run_id: str, thread_id: str, step: int) -> str:
-    """Run super-step ``step`` of ``run_id``; returns a short outcome for RQ's result.
+    """Run super-step ``step`` of ``run_id``; returns a short outcome for RQ's result. Its log lines carry
+    the run, thread, step, workflow and tenant (:mod:`worker.logs`); it is counted and timed
+    (:func:`worker.metrics.step_done`).
 
     Raises:
         RunNotFoundError: the run record is gone.
     """
+    started = time.perf_counter()
+    fields, token = logs.bind(run=run_id, thread=thread_id, step=step)
+    result = None
+    try:
+        result = _step_job(run_id, thread_id, step, fields)
+        return result
+    finally:
+        metrics.step_done(fields.get("workflow", ""), result, time.perf_counter() - started)
+        logs.unbind(token)
+
+
+def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) -> str:
     ctx = get_context()
     ahead, claimed = _claimed_ahead(run_id, thread_id, step)
     lease = ahead or Lease(
@@ -80,6 +95,7 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     if code == 0:
         raise RunNotFoundError(f"no run with id {run_id!r}")
     run = RunRecord.from_hash(raw)
+    fields["workflow"], fields["tenant"] = run.workflow, run.tenant
     if code in (1, 2):
         held = (
             "another worker holds the lease" if code == 2 else f"run is {run.status.value} at step {run.step}"
@@ -249,6 +265,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     lease.limit(*_deadline(ctx, graph, run, cfg, cp))
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
+    timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     with run_scope(Scope(subgraphs, run.thread_id)):  # subgraphs checkpoint here, fenced (G7, I1)
@@ -257,7 +274,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             cp,
             with_resume(cfg, resume, answers),
             finished=finished,
-            on_task_done=on_done,
+            on_task_done=timed,
             writer=emit,
             cancel=lease.cancel,
             on_retry=_retry_events(ctx, run, lease, cp.step + 1),
@@ -346,7 +363,8 @@ def _first_step(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> int:
 
 
 def _mark_running(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig) -> None:
-    if run.status == RunStatus.QUEUED:
+    if run.status == RunStatus.QUEUED:  # its first step starts: how long after its creation (queue, slot)
+        metrics.run_started(run.workflow, time.time() - datetime.fromisoformat(run.created_at).timestamp())
         started = {"started_at": now_iso()} if run.started_at is None else {}
         running = [("status", _first_step(ctx, run, cfg), {"status": "running"})]
         _set_status(

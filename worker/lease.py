@@ -22,6 +22,7 @@ from graphcore import keys
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
+from worker import metrics
 from worker.handover import Stop
 
 __all__ = ["Lease", "LeaseListener", "held", "renew", "retire_if_stuck", "set_listener"]
@@ -217,6 +218,7 @@ class _Keeper:
             # Still running, yet the token is gone: lost, unless a commit deleted it (see Lease.dropping).
             if not held and lease in self.leases and not lease._dropping:
                 log.warning("lease %s lost", lease.key)
+                metrics.lease_lost()
                 lease.lost.set()
                 self.leases.discard(lease)
 

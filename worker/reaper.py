@@ -53,6 +53,7 @@ from graphcore.backend.threads import hand_over
 from graphcore.backend.workers import dead_workers, drop_worker
 from graphcore.errors import RunNotFoundError
 from graphcore.settings import Settings
+from worker import metrics
 from worker.queue import RQStepQueue, step_job_id
 
 __all__ = ["Reaper", "lock_ttl_s", "start_reaper_thread"]
@@ -107,6 +108,7 @@ class Reaper:
                 done.append((lapsed.run_id, outcome))
                 if outcome.verdict not in ("gone", "fresh", "held"):
                     log.warning("run %s: lease lapsed; %s", lapsed.run_id, outcome.describe())
+                    metrics.runs_reaped(outcome.verdict)
             if len(batch) < _BATCH:
                 break
         if done:

@@ -43,22 +43,26 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rq import SimpleWorker
+from rq import Queue, SimpleWorker
 
 from graphcore.backend.connection import connect
 from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.runs import RunError, RunStatus
+from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings
-from worker import liveness
+from worker import liveness, logs, metrics
 from worker.handover import Stop, abandon, lapse
+from worker.health import publish_status
 from worker.lease import Lease, renew, set_listener
 from worker.process import run_worker
+from worker.queue import queue_name
 from worker.reaper import start_reaper_thread
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
@@ -76,6 +80,9 @@ _SOCKET_TIMEOUT_S = 2.0
 
 _GAVE_UP = 3
 """A child's exit status after it gave its step up on SIGUSR1/SIGUSR2 (closed the run itself)."""
+
+_LIVE_S = 2.0
+"""``/healthz`` fails when the supervisor's loop has not run for this long, seconds (it runs every tick)."""
 
 _STOPPED_STATES = frozenset("TtZXx")
 """``/proc/<pid>/stat`` states of a process that cannot run: stopped, traced, zombie, dead."""
@@ -192,6 +199,10 @@ class SupervisedWorker(SimpleWorker):
 def _child(conn: Connection, burst: bool, log_level: str, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(parent_pid)  # a SIGKILLed parent must not leave workers taking jobs
+    settings = get_settings()
+    logs.configure(log_level, settings.log_format, settings.redis_url)
+    if os.environ.get(metrics.MULTIPROC_ENV):  # the parent serves /metrics: record into its directory
+        metrics.enable()
     channel = _Channel(conn)
     liveness.REAPER_HERE = False  # the parent runs the reaper
     set_listener(channel)
@@ -307,8 +318,26 @@ class Supervisor:
             log.error("%d worker process(es) exited with an error: %s", len(failed), failed)
         return 1 if (self.gave_up or failed) else 0
 
+    ticked = 0.0
+    """When the loop last ran (monotonic; 0: not yet)."""
+    notify: Callable[[], None] | None = None
+    """Called when draining starts (the status file for ``graphq health --ready`` is rewritten)."""
+
+    def alive(self) -> bool:
+        """Liveness (``/healthz``): the loop ran within the last 2 s and Redis answers PING."""
+        return time.monotonic() - self.ticked < _LIVE_S and bool(self.kv.ping())
+
+    def loop_at(self) -> float:
+        """When the loop last ran, seconds since the epoch (now, before it started)."""
+        return time.time() - (time.monotonic() - self.ticked) if self.ticked else time.time()
+
+    def children(self) -> list[int]:
+        """The pids of the worker processes running now."""
+        return [s.proc.pid for s in self.slots if not s.done and s.proc.pid is not None]
+
     def _loop(self) -> None:
         while not all(s.done for s in self.slots):
+            self.ticked = time.monotonic()
             self._handle_signals()
             live = [s for s in self.slots if not s.done]
             ready = wait([s.conn for s in live] + [s.proc.sentinel for s in live], timeout=_TICK_S)
@@ -406,6 +435,8 @@ class Supervisor:
                 log.warning("SIGTERM: stopping; steps in flight get %gs", self.settings.drain_timeout_s)
                 self.draining_at = time.monotonic()
                 self._signal_all(signal.SIGTERM)
+                if self.notify is not None:
+                    self.notify()
             elif not self.cold:
                 log.warning("stopping at once (%s)", signal.Signals(signum).name)
                 self.cold = True
@@ -444,6 +475,7 @@ class Supervisor:
 
     def _ended(self, index: int, slot: _Slot) -> None:
         slot.proc.join()
+        metrics.process_dead(slot.proc.pid)
         slot.done = True
         slot.conn.close()
         code, held = slot.proc.exitcode, slot.held
@@ -473,13 +505,61 @@ class Supervisor:
             log.warning("run %s: could not let the lease lapse now: %s", held.run_id, exc)
 
 
-def supervise(concurrency: int, *, burst: bool = False, log_level: str = "WARNING", kv: Any = None) -> int:
-    """Run ``graphq worker``: a supervisor and its ``concurrency`` children; returns the exit status."""
+def supervise(
+    concurrency: int,
+    *,
+    burst: bool = False,
+    log_level: str = "WARNING",
+    kv: Any = None,
+    metrics_port: int | None = None,
+    workflows: Sequence[str] = (),
+) -> int:
+    """Run ``graphq worker``: a supervisor and its ``concurrency`` children; returns the exit status.
+
+    ``metrics_port``: serve ``/metrics`` (every process's metrics, summed, and the queue depth of
+    ``workflows``), ``/healthz`` and ``/readyz`` there (:mod:`worker.metrics`); None: no endpoint.
+
+    Raises:
+        ConfigError: ``metrics_port`` cannot be listened on.
+    """
     settings = get_settings()
     client = kv if kv is not None else connect(settings.redis_url or "")
     # A renewal or a close must not hang the loop that also kills and drains: bounded socket reads.
     client.connection_pool.connection_kwargs["socket_timeout"] = _SOCKET_TIMEOUT_S
     client.connection_pool.disconnect()
-    code = Supervisor(client, settings, concurrency, burst=burst, log_level=log_level).run()
+    supervisor = Supervisor(client, settings, concurrency, burst=burst, log_level=log_level)
+    with _observed(supervisor, metrics_port, workflows):
+        code = supervisor.run()
     sys.stdout.flush()
     return code
+
+
+@contextlib.contextmanager
+def _observed(supervisor: Supervisor, port: int | None, workflows: Sequence[str]) -> Iterator[None]:
+    """While the supervisor runs: its status file for ``graphq health`` (:mod:`worker.health`) and, with a
+    port, the metrics endpoint (multiprocess mode in a private directory, removed after)."""
+    settings = supervisor.settings
+    directory = metrics.start_multiprocess() if port is not None else None
+    server = None
+    try:
+        if port is not None:
+            kv = supervisor.kv
+            queues = {w: Queue(queue_name(settings.queue, w), connection=kv).key for w in workflows}
+            cluster = metrics.RedisCollector(supervisor.kv, queues, settings.metrics_tenant_label_cap)
+            try:
+                server = metrics.serve(
+                    port, lambda: supervisor.draining_at is None, supervisor.alive, collectors=[cluster]
+                )
+            except OSError as exc:
+                raise ConfigError(f"--metrics-port {port}: cannot listen there ({exc.strerror})") from exc
+        draining = lambda: supervisor.draining_at is not None  # noqa: E731
+        interval = settings.heartbeat_interval_s
+        with publish_status("worker", interval, draining, supervisor.loop_at, supervisor.children) as now:
+            supervisor.notify = now
+            yield
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if directory is not None:
+            metrics.stop_multiprocess(directory)

@@ -16,6 +16,7 @@ from typing import ParamSpec, TypeVar
 import redis
 import redis.exceptions as rex
 from tenacity import (
+    RetryCallState,
     Retrying,
     before_sleep_log,
     retry_if_exception,
@@ -34,6 +35,7 @@ __all__ = [
     "check_url",
     "connect",
     "is_transient",
+    "on_retry",
     "outage_retrying",
     "outlast",
     "redact_url",
@@ -113,6 +115,29 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TRANSIENT_REDIS_ERRORS)
 
 
+_retry_listeners: list[Callable[[], None]] = []
+
+
+def on_retry(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` (no arguments, must not raise) each time a Redis call is tried again after a
+    transient error, in this process (the metrics count them); a listener added twice is called once."""
+    if listener not in _retry_listeners:
+        _retry_listeners.append(listener)
+
+
+def _retried() -> None:
+    for listener in _retry_listeners:
+        listener()
+
+
+_log_sleep = before_sleep_log(logger, logging.WARNING)
+
+
+def _before_sleep(state: RetryCallState) -> None:
+    _log_sleep(state)
+    _retried()
+
+
 def _max_wait(max_wait_s: float | None) -> float:
     cap = get_settings().redis_retry_max_wait_s if max_wait_s is None else max_wait_s
     if cap <= 0:
@@ -128,7 +153,7 @@ def _retrying(stop: stop_base, max_wait_s: float) -> Retrying:
         wait=wait_exponential(multiplier=_INITIAL_WAIT_S, max=half)
         + wait_random_exponential(multiplier=_INITIAL_WAIT_S, max=half),
         retry=retry_if_exception(is_transient),
-        before_sleep=before_sleep_log(logger, logging.WARNING),
+        before_sleep=_before_sleep,
         reraise=True,
     )
 
@@ -182,6 +207,7 @@ def _after_first_try(
         if not is_transient(exc):
             raise
         logger.warning(message, getattr(fn, "__qualname__", fn), exc)
+    _retried()
     result: _R = policy()(fn, *args, **kwargs)
     return result
 

@@ -1,0 +1,101 @@
+"""`graphq health` (O2): exit codes and the line saying why, with real workers and a Redis that is down."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from graphcore.backend.client import Client
+from graphcore.engine.registry import Registry
+from tests.workers import Procs, graphq, wait_for, worker_env
+from tests.workflows.shutdown import started
+from worker.health import statuses
+
+WORKFLOWS = "tests.workflows.shutdown"
+REGISTRY = Registry.load([WORKFLOWS])
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return worker_env(redis_url, WORKFLOWS, tmp_path, TMPDIR=str(tmp_path), GRAPHQ_DRAIN_TIMEOUT_S="30")
+
+
+@pytest.fixture(autouse=True)
+def _status_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process reads the status files where the workers write them (their TMPDIR)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
+def probe(env: dict[str, str], *args: str) -> tuple[int, str]:
+    result = graphq("health", *args, env=env)
+    return result.returncode, (result.stdout + result.stderr).strip()
+
+
+def test_redis_down_is_exit_1_with_one_line_and_no_password(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = worker_env(f"redis://:hunter2@127.0.0.1:{port}/0", WORKFLOWS, tmp_path, TMPDIR=str(tmp_path))
+    for args in ((), ("--worker",), ("--scheduler", "--ready")):
+        code, said = probe(env, *args)
+        assert code == 1
+        assert len(said.splitlines()) == 1, said
+        assert said.startswith(f"error: unhealthy: Redis unreachable at redis://:***@127.0.0.1:{port}/0: ")
+        assert "hunter2" not in said
+
+
+def test_without_a_worker_on_this_host(env: dict[str, str], tmp_path: Path) -> None:
+    assert probe(env) == (0, "ok")
+    code, said = probe(env, "--worker")
+    assert (code, said) == (
+        1,
+        f"error: unhealthy: no graphq worker runs on this host (no live {tmp_path}/graphq-worker.<pid>.json)",
+    )
+    assert probe(env, "--scheduler")[0] == 1
+
+
+def test_worker_live_and_ready_then_draining_then_gone(
+    client: Client, procs: Procs, env: dict[str, str], tmp_path: Path
+) -> None:
+    proc = procs.start("worker", env=env)
+    wait_for(lambda: probe(env, "--worker", "--ready")[0] == 0, what="the worker to be ready")
+    assert probe(env, "--worker") == (0, "ok: worker")
+    assert probe(env, "--worker", "--ready") == (0, "ok: worker ready")
+    [status] = statuses("worker")
+    assert (status.pid, status.draining, len(status.children)) == (proc.pid, False, 1)
+    client.enqueue("two-steps", {"first": {"sleep": 4}})
+    wait_for(lambda: started(tmp_path, "first"), what="the slow step to start")
+    proc.send_signal(signal.SIGTERM)
+    wait_for(lambda: statuses("worker")[0].draining, what="the status to say draining")
+    assert probe(env, "--worker", "--ready") == (
+        1,
+        f"error: unhealthy: the worker (pid {proc.pid}) is draining (SIGTERM received)",
+    )
+    assert probe(env, "--worker") == (0, "ok: worker")
+    assert proc.wait(30) == 0
+    assert statuses("worker") == []
+    assert not list(tmp_path.glob("graphq-worker.*.json"))
+    assert probe(env, "--worker")[0] == 1
+
+
+def test_a_stopped_worker_has_no_fresh_heartbeat(procs: Procs, env: dict[str, str]) -> None:
+    fast = {**env, "GRAPHQ_LEASE_TTL_S": "1", "GRAPHQ_HEARTBEAT_INTERVAL_S": "0.2"}
+    proc = procs.start("worker", env=fast)
+    wait_for(lambda: probe(fast, "--worker")[0] == 0, what="the worker to be live")
+    [status] = statuses("worker")
+    child = status.children[0]
+    os.kill(child, signal.SIGSTOP)  # its heartbeat stops; the supervisor's loop goes on
+    try:
+        wait_for(lambda: probe(fast, "--worker")[0] == 1, timeout_s=10, what="the probe to fail")
+        assert probe(fast, "--worker") == (
+            1,
+            f"error: unhealthy: no worker process of the worker (pid {proc.pid}) has a fresh heartbeat "
+            f"(processes: {child})",
+        )
+    finally:
+        os.kill(child, signal.SIGCONT)

@@ -1,0 +1,113 @@
+"""Log lines (O4): context fields, JSON lines, no password, with real `graphq worker` processes."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from tests.workers import graphq, worker_env
+from worker import logs
+
+REGISTRY = Registry.load(["tests.workflows.basic"])
+PASSWORD = "s3cret-Pw_4"
+
+
+@pytest.fixture
+def secret_url(redis_url: str, redis_client: redis.Redis) -> Iterator[str]:
+    """The test Redis through an ACL user whose password is :data:`PASSWORD` (removed after)."""
+    redis_client.execute_command("ACL", "SETUSER", "tester", "on", f">{PASSWORD}", "~*", "&*", "+@all")
+    at = urlsplit(redis_url)
+    try:
+        yield f"redis://tester:{PASSWORD}@{at.hostname}:{at.port}{at.path}"
+    finally:
+        redis_client.execute_command("ACL", "DELUSER", "tester")
+
+
+def test_worker_json_lines_carry_the_step_context_and_no_password(
+    client: Client, secret_url: str, tmp_path: Path
+) -> None:
+    failed = client.enqueue("failing", {"n": 1}, tenant="beta", thread_id="t-logs")
+    done = client.enqueue("counter", {"limit": 2}, tenant="acme")
+    env = worker_env(secret_url, "tests.workflows.basic", tmp_path, GRAPHQ_LOG_FORMAT="json")
+    result = graphq("worker", "--burst", "--log-level", "info", env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert (client.get_run(failed).status, client.get_run(done).status) == (
+        RunStatus.FAILED,
+        RunStatus.COMPLETED,
+    )
+    output = result.stdout + result.stderr
+    assert PASSWORD not in output
+    assert "tester:***@" in output  # the banner names the Redis, redacted
+    lines = [line for line in output.splitlines() if line.startswith("{")]
+    assert len(lines) >= 3
+    entries = [json.loads(line) for line in lines]  # every line is one whole JSON object
+    ended = [e for e in entries if e["message"].startswith(f"run {failed} failed at step 1")]
+    assert len(ended) == 1
+    entry = ended[0]
+    assert set(entry) == {"time", "level", "logger", "message", "workflow", "run", "thread", "step", "tenant"}
+    assert (entry["level"], entry["logger"], entry["workflow"], entry["run"]) == (
+        "INFO",
+        "graphq.step",
+        "failing",
+        failed,
+    )
+    assert (entry["thread"], entry["step"], entry["tenant"]) == ("t-logs", 1, "beta")
+    assert entry["time"].endswith("+00:00")
+
+
+def test_cli_text_lines_redact_a_password_in_any_url(secret_url: str) -> None:
+    record = logging.LogRecord(
+        "graphq.test", logging.WARNING, __file__, 1, "connecting to %s failed", (secret_url,), None
+    )
+    logs.configure(logging.WARNING, "text", secret_url)
+    try:
+        text = logs.TextFormatter().format(record)
+        as_json = json.loads(logs.JsonFormatter().format(record))
+        bare = logs.redact(f"password is {PASSWORD} and rediss://u:{PASSWORD}@h:1/0")
+    finally:
+        logs.configure(logging.WARNING, "text", None)
+    assert PASSWORD not in text and PASSWORD not in as_json["message"]
+    assert text.endswith(
+        "WARNING graphq.test: connecting to " + secret_url.replace(PASSWORD, "***") + " failed"
+    )
+    assert bare == "password is *** and rediss://u:***@h:1/0"
+    assert logs.redact("redis://:pw@h:6379/0 then unix://:x@/tmp/s.sock") == (
+        "redis://:***@h:6379/0 then unix://:***@/tmp/s.sock"
+    )
+
+
+def test_text_lines_list_the_context_that_is_known() -> None:
+    record = logging.LogRecord("graphq.step", logging.WARNING, __file__, 1, "slow", (), None)
+    fields, token = logs.bind(run="r1", thread="t1", step=3)
+    try:
+        fields["workflow"] = "wf"
+        line = logs.TextFormatter().format(record)
+    finally:
+        logs.unbind(token)
+    assert line.endswith("WARNING graphq.step: slow [workflow=wf run=r1 thread=t1 step=3]")
+    assert logs.TextFormatter().format(record).endswith("graphq.step: slow")
+
+
+def test_cli_with_json_log_format_writes_json_lines(redis_url: str, tmp_path: Path) -> None:
+    env = worker_env(redis_url, "tests.workflows.basic", tmp_path, GRAPHQ_LOG_FORMAT="json")
+    result = graphq("-v", "workers", env=env)
+    assert result.returncode == 0, result.stderr
+    for line in result.stderr.splitlines():
+        assert json.loads(line)["level"] in ("INFO", "WARNING"), line
+
+
+def test_bad_log_format_is_refused_naming_the_setting(redis_url: str, tmp_path: Path) -> None:
+    env = worker_env(redis_url, "tests.workflows.basic", tmp_path, GRAPHQ_LOG_FORMAT="xml")
+    result = graphq("workers", env=env)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1
+    assert "GRAPHQ_LOG_FORMAT" in result.stderr, result.stderr

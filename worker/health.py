@@ -1,0 +1,180 @@
+"""Health (O2): what ``graphq health`` and the ``/healthz`` ``/readyz`` endpoints check.
+
+A long-running graphq process (the ``graphq worker`` supervisor, ``graphq scheduler``) publishes its status
+for the probes of its pod in a small JSON file in the temporary directory (``$TMPDIR``, else ``/tmp``):
+``graphq-<role>.<pid>.json`` = ``{"role", "pid", "draining", "loop_at", "children", "written_at"}``
+(``loop_at``: when its main loop last ran, seconds since the epoch; ``children``: its worker processes'
+pids), rewritten every ``GRAPHQ_HEARTBEAT_INTERVAL_S`` and when it starts draining, removed at exit.
+
+:func:`check` is the probe: Redis answers PING; for a role, a process of that role runs on this host (its
+file's pid is alive), its loop ran within ``GRAPHQ_LEASE_TTL_S``, and (workers) at least one of its worker
+processes has a fresh heartbeat in the worker registry (:mod:`graphcore.backend.workers`, by host and pid);
+for readiness, it is not draining.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from graphcore.backend.connection import redact_url
+from graphcore.backend.reaper import server_ms
+from graphcore.backend.workers import live_workers
+from graphcore.settings import Settings
+
+__all__ = ["ROLES", "Status", "StatusFile", "check", "publish_status", "statuses"]
+
+ROLES = ("worker", "scheduler")
+
+
+@dataclass(frozen=True)
+class Status:
+    """What a process published (see the module's docstring)."""
+
+    role: str
+    pid: int
+    draining: bool
+    loop_at: float
+    children: list[int]
+
+
+def _directory() -> Path:
+    return Path(tempfile.gettempdir())
+
+
+class StatusFile:
+    """This process's status file for ``role`` (``worker`` or ``scheduler``)."""
+
+    def __init__(self, role: str) -> None:
+        self.path = _directory() / f"graphq-{role}.{os.getpid()}.json"
+        self.role = role
+
+    def write(self, *, draining: bool, loop_at: float, children: list[int]) -> None:
+        """Replace the file (atomically: a probe never reads half of it)."""
+        body = {
+            "role": self.role,
+            "pid": os.getpid(),
+            "draining": draining,
+            "loop_at": loop_at,
+            "children": children,
+            "written_at": time.time(),
+        }
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps(body))
+        partial.replace(self.path)
+
+    def remove(self) -> None:
+        """Remove the file (a clean exit)."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+@contextlib.contextmanager
+def publish_status(
+    role: str,
+    interval_s: float,
+    draining: Callable[[], bool],
+    loop_at: Callable[[], float],
+    children: Callable[[], list[int]] = list,
+) -> Iterator[Callable[[], None]]:
+    """Publish this process's status for ``role`` every ``interval_s`` from a daemon thread while the
+    block runs (removed after); yields the function that rewrites it now (call it when draining starts)."""
+    status = StatusFile(role)
+    lock = threading.Lock()
+
+    def write() -> None:
+        with lock, contextlib.suppress(OSError):
+            status.write(draining=draining(), loop_at=loop_at(), children=children())
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(interval_s):
+            write()
+
+    write()
+    thread = threading.Thread(target=loop, name=f"graphq-{role}-status", daemon=True)
+    thread.start()
+    try:
+        yield write
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        status.remove()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def statuses(role: str) -> list[Status]:
+    """The statuses published on this host for ``role`` by processes still alive."""
+    found = []
+    for path in sorted(_directory().glob(f"graphq-{role}.*.json")):
+        try:
+            raw: dict[str, Any] = json.loads(path.read_text())
+            status = Status(
+                role, int(raw["pid"]), bool(raw["draining"]), float(raw["loop_at"]), list(raw["children"])
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being replaced, or not ours
+        if _alive(status.pid):
+            found.append(status)
+    return found
+
+
+def check(kv: Any, settings: Settings, role: str | None, ready: bool, url: str = "") -> str | None:
+    """The probe: None when healthy, else why, in one line (see the module's docstring).
+
+    Args:
+        kv: redis-py client (its reads should time out in a few seconds).
+        role: ``worker``, ``scheduler``, or None (Redis only).
+        ready: readiness (also: not draining) rather than liveness.
+        url: the Redis URL, for the message (redacted).
+    """
+    try:
+        kv.ping()
+    except Exception as exc:
+        return f"Redis unreachable at {redact_url(url) or 'GRAPHQ_REDIS_URL'}: {exc}"
+    if role is None:
+        return None
+    found = statuses(role)
+    if not found:
+        return f"no graphq {role} runs on this host (no live {_directory()}/graphq-{role}.<pid>.json)"
+    now = time.time()
+    for status in found:
+        late = now - status.loop_at
+        if late > settings.lease_ttl_s:
+            return f"the {role} (pid {status.pid}) main loop last ran {late:.1f} s ago"
+        if ready and status.draining:
+            return f"the {role} (pid {status.pid}) is draining (SIGTERM received)"
+        if role == "worker":
+            stale = _stale_workers(kv, status)
+            if stale is not None:
+                return stale
+    return None
+
+
+def _stale_workers(kv: Any, status: Status) -> str | None:
+    """Why the worker supervisor ``status`` has no worker process with a fresh heartbeat, or None."""
+    host = socket.gethostname()
+    fresh = {w.pid for w in live_workers(kv, server_ms(kv)) if w.host == host}
+    if fresh & set(status.children):
+        return None
+    pids = ", ".join(map(str, status.children)) or "none"
+    return f"no worker process of the worker (pid {status.pid}) has a fresh heartbeat (processes: {pids})"

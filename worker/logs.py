@@ -1,0 +1,131 @@
+"""Log lines (O4): each carries the workflow, run, thread, step and tenant where known, as text or JSON,
+and never a password.
+
+The step job binds its run, thread and step (then workflow and tenant, once the run is read) for its
+duration (:func:`bind`, a context variable: the node threads of the step see it too, the engine runs them
+in a copy of the job's context). :func:`configure` installs one stderr handler on the root logger (RQ's
+loggers then add none of their own) whose format is ``GRAPHQ_LOG_FORMAT``:
+
+- ``text``: ``2026-12-01 14:00:00,123 WARNING graphq.step: message [workflow=w run=r thread=t step=2
+  tenant=a]`` (the bracket lists only what is known);
+- ``json``: one object per line, ``{"time": ISO-8601 UTC, "level", "logger", "message", "workflow",
+  "run", "thread", "step", "tenant", "exception"}`` (unknown fields left out).
+
+Every line is redacted: a Redis URL's password becomes ``***``
+(:func:`~graphcore.backend.connection.redact_url`), and so does the password of ``GRAPHQ_REDIS_URL``
+wherever it appears.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import sys
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from graphcore.backend.connection import redact_url
+
+__all__ = ["FIELDS", "JsonFormatter", "TextFormatter", "bind", "configure", "redact", "unbind"]
+
+FIELDS = ("workflow", "run", "thread", "step", "tenant")
+"""The context fields of a log line, in order."""
+
+_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("graphq_log", default=None)
+
+_URL = re.compile(r"\b(?:rediss?|unix)://[^\s'\"<>]+", re.IGNORECASE)
+_secrets: list[str] = []
+
+
+def bind(**fields: Any) -> tuple[dict[str, Any], contextvars.Token[dict[str, Any] | None]]:
+    """Give this context's log lines ``fields`` (of :data:`FIELDS`) until :func:`unbind`; returns the
+    dictionary (add to it as more becomes known) and the token for :func:`unbind`."""
+    current = dict(fields)
+    return current, _context.set(current)
+
+
+def unbind(token: contextvars.Token[dict[str, Any] | None]) -> None:
+    """Forget what :func:`bind` set."""
+    _context.reset(token)
+
+
+def redact(text: str) -> str:
+    """``text`` with every Redis URL's password and every known secret (the configured Redis URL's
+    password) replaced by ``***``."""
+    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    for secret in _secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _context_of(record: logging.LogRecord) -> dict[str, Any]:
+    """The record's context fields: those bound (:func:`bind`) where it was logged, in :data:`FIELDS`
+    order, known ones only (not record attributes: ``thread`` is the logging module's own)."""
+    bound = _context.get() or {}
+    return {name: bound[name] for name in FIELDS if bound.get(name) not in (None, "")}
+
+
+class TextFormatter(logging.Formatter):
+    """``time LEVEL logger: message [field=value ...]``, redacted."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = _context_of(record)
+        if fields:
+            first, newline, rest = line.partition("\n")
+            tail = " ".join(f"{k}={v}" for k, v in fields.items())
+            line = f"{first} [{tail}]{newline}{rest}"
+        return redact(line)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line (see the module's docstring), redacted."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        entry.update(_context_of(record))
+        if record.exc_info:
+            entry["exception"] = redact(self.formatException(record.exc_info))
+        elif record.exc_text:
+            entry["exception"] = redact(record.exc_text)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def _url_secrets(url: str | None) -> list[str]:
+    """The password of ``url`` (raw and percent-decoded), if it has one."""
+    if not url:
+        return []
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return []
+    if not password:
+        return []
+    return sorted({password, unquote(password)}, key=len, reverse=True)
+
+
+def configure(level: int | str, log_format: str = "text", redis_url: str | None = None) -> None:
+    """Log ``level`` and above on stderr in ``log_format`` (``text`` or ``json``), redacted, through one
+    handler on the root logger (replacing one this function installed before); ``redis_url``'s password
+    is masked wherever it appears."""
+    _secrets[:] = _url_secrets(redis_url)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "graphq", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.graphq = True  # type: ignore[attr-defined]
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
