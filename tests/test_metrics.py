@@ -96,13 +96,16 @@ def test_metrics_after_a_known_workload(
     start_worker(procs, env, port, concurrency)
     runs = workload(client)
     assert [client.get_run(r).status for r in runs] == [RunStatus.COMPLETED] * 3 + [RunStatus.FAILED]
-    status, text = get(port, "/metrics")
-    assert status == 200
-    got = samples(text)
+    # A step is counted as its job returns, just after its commit ended the run: wait for the last ones.
+    got = wait_for(
+        lambda: (s := samples(get(port, "/metrics")[1])) and value(s, "graphq_steps_total") == 8 and s,
+        what="the 8 steps (6 counter, 2 failing) to be counted",
+    )
     assert value(got, "graphq_steps_total", workflow="counter") == 6
     assert value(got, "graphq_steps_total", workflow="counter", outcome="committed") == 3
     assert value(got, "graphq_steps_total", workflow="counter", outcome="completed") == 3
     assert value(got, "graphq_steps_total", workflow="failing", outcome="failed") == 1
+    assert value(got, "graphq_steps_total", workflow="failing", outcome="committed") == 1
     assert value(got, "graphq_runs_total", workflow="counter", status="completed") == 3
     assert value(got, "graphq_runs_total", workflow="failing", status="failed") == 1
     assert value(got, "graphq_runs_total") == 4
