@@ -36,6 +36,7 @@ from cli.runs import runs
 from cli.state import state
 from cli.switch import disable, enable, enabled
 from cli.tenants import tenants
+from cli.threads import threads
 from cli.worker import worker
 from cli.workers import reaper, workers
 from cli.workflows import workflows
@@ -102,6 +103,7 @@ main.add_command(state)
 main.add_command(workflows)
 main.add_command(workers)
 main.add_command(tenants)
+main.add_command(threads)
 main.add_command(reaper)
 main.add_command(disable)
 main.add_command(enable)

@@ -18,6 +18,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:{T}:runs               zset   run ids of the thread by creation time
     graphq:{T}:active             string the thread's active run (I3)
     graphq:{T}:waiting            list   runs waiting for the thread, in order
+    graphq:{T}:keys               set    the thread's key names, while a thread TTL applies (K3): the
+                                         refresh expires them together; its own expiry is the thread's
     graphq:runs                   zset   all run ids by creation time
     graphq:run-thread             hash   run id -> thread id
     graphq:leases                 zset   lease_member(T, RUN) -> lease deadline, ms since the epoch (R18)
@@ -29,6 +31,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:recovery               zset   recovery_member(kind, T, RUN) -> when staged: reaped runs whose job
                                          (kind "enqueue") or thread hand-over ("handover") is still to do
     graphq:reaper:lock            string owner token of the active reaper
+    graphq:retention              zset   T and lease_member(T, RUN) of each of its runs -> when the
+                                         thread's keys expire, ms (K3): the sweep clears shared indexes
     graphq:disabled               string the kill switch (R6): present = off; JSON {reason, since}
     rq:suspended                  string RQ's own worker suspension, set and cleared with graphq:disabled
     graphq:adm:waiting            zset   runs waiting for a slot (R8), score 0, lex members
@@ -85,6 +89,7 @@ __all__ = [
     "recovery",
     "recovery_member",
     "requests",
+    "retention",
     "rq_suspended",
     "run",
     "run_events",
@@ -94,6 +99,7 @@ __all__ = [
     "steps_index",
     "switch",
     "thread_active",
+    "thread_keys",
     "thread_pattern",
     "thread_runs",
     "thread_waiting",
@@ -190,6 +196,13 @@ def thread_waiting(thread: str) -> str:
     return f"{_t(thread)}:waiting"
 
 
+def thread_keys(thread: str) -> str:
+    """Set of the names of ``thread``'s keys, kept while a thread TTL applies (K3,
+    :mod:`graphcore.backend.ttl`): the scripts that create a key add it and give it the set's expiry; a
+    refresh expires every member and the set together. Absent when no TTL applies."""
+    return f"{_t(thread)}:keys"
+
+
 def thread_pattern(thread: str) -> str:
     """A SCAN pattern matching every key of ``thread`` (glob characters in ids are refused)."""
     return f"{_t(thread)}:*"
@@ -253,6 +266,13 @@ def recovery_member(kind: str, thread: str, run_id: str) -> str:
     (``reap_run.lua`` gets these in ARGV; its ``abandoned`` entries, the dead worker's step job, add
     ``:STEP``, the step the script reads)."""
     return f"{kind}:{thread}:{run_id}"
+
+
+def retention() -> str:
+    """Sorted set of the threads with a TTL (K3), members the thread id and :func:`lease_member` of each of
+    its runs, scored by when the thread's keys expire (ms since the epoch, Redis's clock): the sweep reads
+    the expired ones with ZRANGEBYSCORE, never a SCAN, and clears their entries in shared indexes."""
+    return f"{PREFIX}:retention"
 
 
 def reaper_lock() -> str:

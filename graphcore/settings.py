@@ -59,6 +59,21 @@ class Settings(BaseSettings):
     max_run_timeout_s: float = Field(
         default=7 * 86_400.0, gt=0, description="Ceiling on any workflow's or run's run_timeout_s (R11)."
     )
+    thread_ttl_s: float | None = Field(
+        default=None,
+        ge=1,
+        le=10 * 365 * 86_400,
+        description="Retention (K3): every key of a thread expires this many seconds after the thread was "
+        "last used (a run created, a step committed, an answer), and the retention sweep clears its "
+        "entries in shared indexes; a workflow's thread_ttl_s may shorten it. Unset = keep threads.",
+    )
+    retention_sweep_interval_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=86_400,
+        description="How often the retention sweep clears the shared-index entries of threads whose keys "
+        "expired (GRAPHQ_THREAD_TTL_S), seconds; up to 1000 entries a pass (K3).",
+    )
     lease_ttl_s: float = Field(
         default=20.0,
         gt=0,
@@ -103,7 +118,10 @@ class Settings(BaseSettings):
         default=8, ge=1, le=256, description="Threads that run one super-step's tasks concurrently."
     )
     result_ttl_s: int = Field(
-        default=3600, ge=0, description="How long RQ keeps a finished step job, seconds."
+        default=3600,
+        ge=0,
+        description="How long RQ keeps a finished or failed step job (its hash, result and registry "
+        "entry), seconds.",
     )
     drain_timeout_s: float = Field(
         default=20.0,
@@ -185,10 +203,11 @@ class Settings(BaseSettings):
         class_entries(value)
         return value
 
-    @field_validator("max_concurrent_runs", "max_concurrent_runs_per_tenant", mode="before")
+    @field_validator("max_concurrent_runs", "max_concurrent_runs_per_tenant", "thread_ttl_s", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
-        """``GRAPHQ_MAX_CONCURRENT_RUNS=`` (empty) means no limit, as leaving it unset does."""
+        """``GRAPHQ_MAX_CONCURRENT_RUNS=`` (empty) means no limit, as leaving it unset does (the same for
+        ``GRAPHQ_THREAD_TTL_S``: keep)."""
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("tenant_weights")

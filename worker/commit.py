@@ -17,12 +17,13 @@ from graphcore import keys
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import source
 from graphcore.backend.store import KeyIndex, plan_argv
+from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
 
 __all__ = ["CommitScript", "Completion", "StepCommit"]
 
-_FIXED_KEYS = 8
+_FIXED_KEYS = 11
 
 
 @dataclass
@@ -80,13 +81,16 @@ class CommitScript:
         cp_id: str,
         plan: Plan,
         extra: StepCommit,
+        thread_ttl_s: float | None = None,
     ) -> tuple[list[str], list[str | bytes]]:
-        """KEYS and ARGV for the script (see its header for the layout)."""
+        """KEYS and ARGV for the script (see its header for the layout); ``thread_ttl_s``: the run's
+        thread TTL (K3), None = none."""
         index = KeyIndex(_FIXED_KEYS + 1)
         flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
         flags += "C" if extra.completes is not None else ""
         member = keys.lease_member(thread, run_id)
         argv: list[str | bytes] = [lease.token, str(step), cp_id, plan.record, flags or "-", member]
+        argv += [ttl_arg(thread_ttl_s), thread]
         argv += plan_argv(plan, index)
         argv += [str(len(extra.run_fields))] + [x for pair in extra.run_fields.items() for x in pair]
         argv += [str(len(extra.run_deletes)), *extra.run_deletes]
@@ -112,6 +116,9 @@ class CommitScript:
             keys.pending_writes(thread, "", writes_cp),
             keys.answers(thread, "", writes_cp),
             keys.lease_index(),
+            keys.thread_keys(thread),
+            keys.retention(),
+            keys.thread_runs(thread),
         ]
         assert len(fixed) == _FIXED_KEYS
         return fixed + index.keys, argv

@@ -558,7 +558,8 @@ def _fenced_hset(
     for _, fields in writes:
         args.append(len(fields))
         args += [x for pair in fields.items() for x in pair]
-    script_keys = [lease.key, keys.run(run.thread_id, run.id), *(key for key, _ in writes)]
+    thread_keys = keys.thread_keys(run.thread_id)
+    script_keys = [lease.key, keys.run(run.thread_id, run.id), thread_keys, *(key for key, _ in writes)]
     if not outlast(script(ctx.kv, "fenced_hset"), keys=script_keys, args=args):
         raise refused(kind, run.id, run.step, _WHAT[kind])
 
@@ -603,7 +604,7 @@ def _commit(
     for append in (may_append, False):
         plan = _plan(ctx, run, cp, append, drop)
         script_keys, argv = ctx.commit.args(
-            run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra
+            run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra, run.thread_ttl_s
         )
         try:
             verdict = outlast(ctx.commit.run, stage_next, script_keys, argv, f"run {run.id} step {run.step}")

@@ -46,5 +46,6 @@ class FencedStore(RedisCheckpointStore):
         """Persist one subgraph task's writes, behind the fence."""
         key = keys.pending_writes(thread_id, ns, checkpoint_id)
         args = [self.token, "subgraph", 1, writes.task_id, encode_writes(writes)]
-        if not outlast(script(self.kv, "fenced_hset"), keys=[self.lease_key, self.run_key, key], args=args):
+        script_keys = [self.lease_key, self.run_key, keys.thread_keys(thread_id), key]
+        if not outlast(script(self.kv, "fenced_hset"), keys=script_keys, args=args):
             raise refused("subgraph", *self.where, f"a subgraph task's pending writes (namespace {ns!r})")

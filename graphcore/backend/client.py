@@ -30,6 +30,7 @@ from graphcore.backend.threads import (
     hand_over,
     mark_busy,
 )
+from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_update, task_id
@@ -140,6 +141,7 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
         continued_from_run_id=req.continued_from_run_id,
         preset_answers=dict(req.preset_answers),
         run_timeout_s=timeout,
+        thread_ttl_s=cfg.thread_ttl(),
     )
 
 
@@ -249,6 +251,9 @@ class Client:
                     pipe.set(keys.thread_active(record.thread_id), record.id)
                     mark_busy(pipe, record.thread_id)
                     stage_admit(pipe, self.kv, self.queue, record)  # its slot (R8), then its job
+                thread = record.thread_id
+                indexes = (keys.thread_runs(thread), keys.thread_active(thread), keys.thread_waiting(thread))
+                stage_use(pipe, thread, record.thread_ttl_s, *run_keys(thread, record.id), *indexes)
             pipe.execute()
         return [r.id for r in records]
 
@@ -516,7 +521,10 @@ class Client:
         # branch's requests show it (and a third answer can start from the branch run too).
         first = where.get("again_of", run.id)
         again = {**where, "answer": value, "answered_at": now_iso(), "again_of": first}
-        self.kv.hset(keys.requests(run.thread_id, new_id), request_id, serde.dumps(again, path="request"))
+        with self.kv.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.requests(run.thread_id, new_id), request_id, serde.dumps(again, path="request"))
+            stage_add(pipe, run.thread_id, keys.requests(run.thread_id, new_id))  # its thread's TTL (K3)
+            pipe.execute()
         return new_id
 
     def _earlier_answers(self, run: RunRecord, where: Mapping[str, Any]) -> dict[str, Any]:
@@ -579,6 +587,8 @@ class Client:
             pipe.hset(run_key, "status", RunStatus.QUEUED.value)  # Running again once a worker takes it
             assert self.queue is not None
             stage_admit(pipe, self.kv, self.queue, run)  # its slot went with the pause: wait for one (R8)
+            answers_key = keys.answers(run.thread_id, "", run.head or "")
+            stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key)  # a use (K3)
             pipe.execute()
 
     def cancel(self, run_id: str, interrupt: bool = False) -> str:
@@ -705,6 +715,16 @@ class Client:
             keep_result(self.kv, thread_id, owner, head.id, head.channel_values)
         store.put(thread_id, cp)
         return cp
+
+    def delete_thread(self, thread_id: str, force: bool = False) -> Deleted:
+        """Remove every key of ``thread_id`` and its entries in shared indexes now (K3), in one transaction
+        (:func:`graphcore.backend.ttl.delete_thread`); the runs' admission slots are given back.
+
+        Raises:
+            ThreadActiveError: a run is active on the thread (queued or running, or awaiting input unless
+                ``force``) or waits for it; nothing was removed.
+        """
+        return delete_thread(self.kv, thread_id, force, self.queue)
 
     def thread_runs(self, thread_id: str) -> list[RunRecord]:
         """The runs of a thread, oldest first."""

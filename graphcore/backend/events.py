@@ -3,6 +3,9 @@
 Each entry has ``mode`` and ``step`` fields plus ``data`` (msgpack, serde allow-list). A ``values`` event
 carries the checkpoint id rather than the whole state, so the stream grows O(change) per step (I4); the
 state itself is read from the checkpoint.
+
+Streams are capped at about :data:`EVENTS_MAXLEN` entries (every XADD goes through ``_events.lua``): a run
+with more events keeps its newest; readers that fell behind that far miss the oldest.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from typing import Any
 from graphcore import keys
 from graphcore.checkpoints import serde
 
-__all__ = ["Event", "encode_event", "read_events"]
+__all__ = ["EVENTS_MAXLEN", "Event", "encode_event", "read_events"]
+
+EVENTS_MAXLEN = 10_000
+"""About how many events a run's stream keeps (``XADD MAXLEN ~``, in ``_events.lua``: Redis trims whole
+stream nodes, so up to 100 more may stay); the oldest go first."""
 
 
 @dataclass(frozen=True)

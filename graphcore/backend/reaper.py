@@ -245,6 +245,8 @@ def reap(
         keys.thread_runs(thread),
         keys.recovery(),
         keys.admission("holders"),
+        keys.thread_keys(thread),
+        keys.retention(),
     ]
     verdict, detail = script(kv, "reap_run")(keys=script_keys, args=args)
     return ReapOutcome(verdict.decode(), detail.decode())

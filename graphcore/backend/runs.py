@@ -105,6 +105,10 @@ class RunRecord(BaseModel):
     """The run timeout fixed when the run was created, seconds (R15): its option, else its workflow's,
     else ``GRAPHQ_RUN_TIMEOUT_S`` of the process that enqueued it (a batch job's setting holds on every
     worker); continuations keep it. None in records written before it was stored (:func:`run_timeout_s`)."""
+    thread_ttl_s: float | None = None
+    """The thread TTL fixed when the run was created, seconds (K3): its workflow's or its own option, else
+    ``GRAPHQ_THREAD_TTL_S`` of the process that enqueued it (the lower of the two); None = keep the thread.
+    The run's writes and its steps refresh the thread's keys with it (:mod:`graphcore.backend.ttl`)."""
 
     @property
     def terminal(self) -> bool:
@@ -130,6 +134,8 @@ class RunRecord(BaseModel):
             fields["preset_answers"] = serde.dumps(self.preset_answers, path="answer")
         if self.run_timeout_s is not None:
             fields["run_timeout_s"] = repr(self.run_timeout_s)
+        if self.thread_ttl_s is not None:
+            fields["thread_ttl_s"] = repr(self.thread_ttl_s)
         return fields
 
     @classmethod
@@ -161,6 +167,7 @@ class RunRecord(BaseModel):
             else None,
             preset_answers=serde.loads(f["preset_answers"]) if "preset_answers" in f else {},
             run_timeout_s=float(text["run_timeout_s"]) if text.get("run_timeout_s") else None,
+            thread_ttl_s=float(text["thread_ttl_s"]) if text.get("thread_ttl_s") else None,
         )
 
 

@@ -73,11 +73,11 @@ class RedisCheckpointStore(KVCheckpointStore):
             fence: ``(lease key, run hash key, lease token)``: write only while the token holds the lease (a
                 subgraph inside a step job); None writes unfenced.
         """
-        index = KeyIndex(5)
+        index = KeyIndex(6)
         cps, history = keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)
         lease_key, run_key, token = fence or (cps, cps, "")  # unused keys without a fence: same slot
         argv = [token, cp.id, plan.record, *plan_argv(plan, index)]
-        script_keys = [lease_key, run_key, cps, history, *index.keys]
+        script_keys = [lease_key, run_key, cps, history, keys.thread_keys(thread_id), *index.keys]
         if plan.prune is None:
             reply = script(self.kv, "put_checkpoint")(keys=script_keys, args=argv)
         else:

@@ -66,7 +66,7 @@ def hand_over(kv: Any, runs: RunStore, queue: StepQueue, thread_id: str, run_id:
                     pipe.zrem(keys.busy_threads(), thread_id)
                 else:
                     pipe.lpop(waiting_key)
-                    pipe.set(active_key, nxt.id)
+                    pipe.set(active_key, nxt.id, keepttl=True)  # the thread's expiry stays (K3)
                     mark_busy(pipe, thread_id)
                     stage_admit(pipe, kv, queue, nxt)
                 pipe.execute()

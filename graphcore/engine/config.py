@@ -81,6 +81,9 @@ class RunConfig(BaseModel):
             own runs, which are also counted against that one. None → no limit of the workflow's own.
         max_concurrent_runs_per_tenant: the same per tenant (besides
             ``GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT``).
+        thread_ttl_s: retention of the run's thread, seconds after its last use (K3): it may shorten
+            ``GRAPHQ_THREAD_TTL_S``, or set one when that is unset; None → the setting. Fixed when the run is
+            created (:attr:`graphcore.backend.runs.RunRecord.thread_ttl_s`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -96,6 +99,7 @@ class RunConfig(BaseModel):
     run_timeout_s: float | None = Field(default=None, gt=0)
     max_concurrent_runs: int | None = Field(default=None, ge=1, le=1_000_000)
     max_concurrent_runs_per_tenant: int | None = Field(default=None, ge=1, le=1_000_000)
+    thread_ttl_s: float | None = Field(default=None, ge=1, le=10 * 365 * 86_400)
 
     def run_timeout(self) -> float:
         """The effective run timeout in seconds (R11, R15).
@@ -109,6 +113,12 @@ class RunConfig(BaseModel):
             ceiling = settings.max_run_timeout_s
             raise ConfigError(f"run_timeout_s={timeout} is above the GRAPHQ_MAX_RUN_TIMEOUT_S={ceiling}")
         return timeout
+
+    def thread_ttl(self) -> float | None:
+        """The thread TTL of this run, seconds (K3): the lower of its ``thread_ttl_s`` and
+        ``GRAPHQ_THREAD_TTL_S``; None (keep the thread) when neither is set."""
+        ttls = [t for t in (self.thread_ttl_s, get_settings().thread_ttl_s) if t is not None]
+        return min(ttls) if ttls else None
 
     def step_limit(self) -> int:
         """The effective ``max_super_steps`` (at least 1: the option's range and the setting's)."""

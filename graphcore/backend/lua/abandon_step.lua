@@ -8,6 +8,7 @@
 -- Returns 1 when the run was closed, also when this very close was made before (a retry after its reply
 -- was lost: the run has the status, ended_at and error it wrote), 0 when the lease is not the caller's (or
 -- the run had ended).
+--#include events
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   local was = redis.call('HMGET', KEYS[2], 'status', 'ended_at', 'error')
   if was[1] == ARGV[2] and was[2] == ARGV[3] and was[3] == ARGV[4] then return 1 end
@@ -20,5 +21,5 @@ if not status or status == 'completed' or status == 'failed' or status == 'cance
 redis.call('HSET', KEYS[2], 'status', ARGV[2], 'ended_at', ARGV[3], 'error', ARGV[4])
 local step = ARGV[5]
 if step == '' then step = redis.call('HGET', KEYS[2], 'step') or '0' end
-redis.call('XADD', KEYS[3], '*', 'mode', 'status', 'step', step, 'data', ARGV[6])
+run_event(KEYS[3], KEYS[2], 'status', step, ARGV[6])
 return 1

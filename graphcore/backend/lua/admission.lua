@@ -38,6 +38,7 @@
 -- Returns {verdict, runs admitted from the waiting lanes}: admit → 'admitted', 'waiting', 'held' (it held
 -- a slot already: its job is enqueued); release → 'freed', 'withdrawn', 'none', 'busy'; expire →
 -- 'expired', 'dropped' (ended meanwhile), 'early', 'gone'; fill → 'filled'.
+--#include events
 local SEP = '\0'
 local op = ARGV[1]
 local t = redis.call('TIME')
@@ -277,7 +278,7 @@ if op == 'expire' then
   local verdict = 'dropped'
   if status == 'queued' then
     redis.call('HSET', KEYS[16], 'status', 'canceled', 'ended_at', ARGV[8], 'error', ARGV[7])
-    redis.call('XADD', KEYS[17], '*', 'mode', 'status', 'step', ARGV[10], 'data', ARGV[9])
+    run_event(KEYS[17], KEYS[16], 'status', ARGV[10], ARGV[9])
     verdict = 'expired'
   end
   return {verdict, fill()}

@@ -16,6 +16,7 @@
 -- of the lease index; ARGV[8] = the claiming worker's id; ARGV[9] = the job's member of KEYS[5]
 -- Returns {code, run hash as a flat field/value list}; code 0 = no such run, 1 = stale (finished or at
 -- another step), 2 = another worker holds the lease (or held it and died), 3 = claimed, 4 = cancelled now.
+--#include events
 redis.call('ZREM', KEYS[5], ARGV[9])
 local run = redis.call('HGETALL', KEYS[1])
 if #run == 0 then return {0, run} end
@@ -29,7 +30,7 @@ if redis.call('GET', KEYS[2]) == ARGV[1] then return {3, run} end
 if redis.call('ZSCORE', KEYS[4], ARGV[7]) or redis.call('EXISTS', KEYS[2]) == 1 then return {2, run} end
 if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
   redis.call('HSET', KEYS[1], 'status', 'canceled', 'ended_at', ARGV[4], 'error', ARGV[5])
-  redis.call('XADD', KEYS[3], '*', 'mode', 'status', 'step', step, 'data', ARGV[6])
+  run_event(KEYS[3], KEYS[1], 'status', step, ARGV[6])
   return {4, redis.call('HGETALL', KEYS[1])}
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])

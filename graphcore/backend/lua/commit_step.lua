@@ -2,11 +2,13 @@
 -- run's lease and the run is still at the expected step and not finished; otherwise nothing is written.
 -- It runs inside the caller's MULTI, beside the enqueue of the next step's RQ job.
 -- KEYS[1] run hash, KEYS[2] lease, KEYS[3] checkpoint hash, KEYS[4] history list, KEYS[5] events stream,
--- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8] lease index,
--- KEYS[9..] channel value hashes and log lists (by index)
+-- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8] lease index, KEYS[9] the thread's key set,
+-- KEYS[10] the retention index, KEYS[11] the thread's run set (K3), KEYS[12..] channel value hashes and log
+-- lists (by index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
 -- ARGV[5] flags: 'L' drop the lease (and its entry in the lease index), 'W' drop pending writes and
--- answers; ARGV[6] the run's member of the lease index; then sections, each a count first:
+-- answers; ARGV[6] the run's member of the lease index; ARGV[7] the run's thread TTL in ms ('' = none),
+-- ARGV[8] the thread id; then sections, each a count first:
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
@@ -14,6 +16,9 @@
 -- 'completed' status event, the data of a 'canceled' one, the cancel error record (JSON), ended_at. A cancel
 -- acknowledged before this commit wins (X1): the run ends Canceled, its checkpoint kept, never Completed.
 -- The plan's sections (values, appends) and their append guard are written by _plan.lua.
+-- With a thread TTL (K3, _retain.lua) the keys written get the thread's expiry and join its key set, and
+-- the whole thread is refreshed when its expiry is closer than half the TTL: no Redis call of its own.
+-- Without one, a thread that has a TTL (from an earlier run) loses it: a run without a TTL keeps it.
 -- Returns 'ok'; 'canceled' (flag 'C' and the run had a cancel request); 'again' when this very commit was
 -- applied before (the run's head is its checkpoint: a retry after a reply lost in a Redis outage); or why
 -- the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
@@ -28,21 +33,36 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return refuse('finished') end
 if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return refuse('step') end
 --#include plan
-local i = write_plan(7, ARGV[3], ARGV[4])
+--#include retain
+--#include events
+local i = write_plan(9, ARGV[3], ARGV[4])
 if not i then return 'log' end
 local function count()
   local n = tonumber(ARGV[i]); i = i + 1; return n
 end
 for _ = 1, count() do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
 for _ = 1, count() do redis.call('HDEL', KEYS[1], ARGV[i]); i = i + 1 end
-for _ = 1, count() do
-  redis.call('XADD', KEYS[5], '*', 'mode', ARGV[i], 'step', ARGV[i + 1], 'data', ARGV[i + 2]); i = i + 3
-end
+for _ = 1, count() do xadd_event(KEYS[5], ARGV[i], ARGV[i + 1], ARGV[i + 2]); i = i + 3 end
 if string.find(ARGV[5], 'L', 1, true) then
   redis.call('DEL', KEYS[2])
   redis.call('ZREM', KEYS[8], ARGV[6])
 end
-if string.find(ARGV[5], 'W', 1, true) then redis.call('DEL', KEYS[6], KEYS[7]) end
+if string.find(ARGV[5], 'W', 1, true) then
+  redis.call('DEL', KEYS[6], KEYS[7])
+  if ARGV[7] ~= '' then redis.call('SREM', KEYS[9], KEYS[6], KEYS[7]) end
+end
+if ARGV[7] ~= '' then
+  if refresh_due(KEYS[9], tonumber(ARGV[7])) then
+    for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 12)}) do
+      redis.call('SADD', KEYS[9], k)
+    end
+    refresh(KEYS[9], KEYS[10], KEYS[11], ARGV[8], tonumber(ARGV[7]))
+  else
+    retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 12))
+  end
+else
+  forget(KEYS[9], KEYS[10], KEYS[11], ARGV[8])  -- a run without a TTL keeps its thread (one EXISTS)
+end
 if not string.find(ARGV[5], 'C', 1, true) then return 'ok' end
 local verdict, data = 'completed', ARGV[i + 1]
 if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
@@ -50,6 +70,6 @@ if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
   redis.call('HSET', KEYS[1], 'error', ARGV[i + 3])
 end
 redis.call('HSET', KEYS[1], 'status', verdict, 'ended_at', ARGV[i + 4])
-redis.call('XADD', KEYS[5], '*', 'mode', 'status', 'step', ARGV[i], 'data', data)
+xadd_event(KEYS[5], 'status', ARGV[i], data)
 if verdict == 'canceled' then return 'canceled' end
 return 'ok'

@@ -18,7 +18,9 @@
 -- run; KEYS[6] continuation's run hash; KEYS[7] run index; KEYS[8] run → thread hash; KEYS[9] thread's
 -- runs; KEYS[10] recovery set; KEYS[11] the runs holding an admission slot (R8): a continuation takes
 -- over its predecessor's slot here (counts unchanged: same tenant and workflow), so that the slot is given
--- on exactly once; a restarted run keeps its own; a run closed here gives its slot back with its hand-over
+-- on exactly once; a restarted run keeps its own; a run closed here gives its slot back with its hand-over;
+-- KEYS[12] the thread's key set and KEYS[13] the retention index (K3): a continuation takes its
+-- predecessor's expiry and joins the thread's retention (events: _events.lua, capped)
 -- ARGV[1] lease member; ARGV[2] its deadline as read (ms); ARGV[3] 'resume' or 'restart'; ARGV[4] max
 -- resume attempts; ARGV[5] continuation run id; ARGV[6] now (ISO-8601); ARGV[7] WorkerLost error (JSON);
 -- ARGV[8] limit error (JSON); ARGV[9] data of the 'failed' status event (msgpack); ARGV[10] data of the
@@ -32,6 +34,7 @@
 -- Returns {verdict, detail}: 'fresh' (not lapsed), 'gone' (no such entry, or a newer deadline), 'held'
 -- (a lease key exists), 'left' (run not interrupted; detail = its status), 'canceled', 'limit',
 -- 'continued' (detail = the continuation's id), 'restarted'.
+--#include events
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) ~= tonumber(ARGV[2]) then return {'gone', ''} end
 local t = redis.call('TIME')
@@ -46,7 +49,7 @@ local thread, run_id = ARGV[12], ARGV[13]
 redis.call('ZADD', KEYS[10], now_ms, 'abandoned:' .. thread .. ':' .. run_id .. ':' .. run_step)
 local function close(new_status, error_json, event)
   redis.call('HSET', KEYS[3], 'status', new_status, 'ended_at', ARGV[6], 'error', error_json)
-  redis.call('XADD', KEYS[4], '*', 'mode', 'status', 'step', ARGV[11], 'data', event)
+  run_event(KEYS[4], KEYS[3], 'status', ARGV[11], event)
 end
 if redis.call('HEXISTS', KEYS[3], 'cancel') == 1 then
   close('canceled', ARGV[15], ARGV[16])
@@ -64,7 +67,7 @@ if ARGV[3] == 'restart' then
     'interrupted', ARGV[7])
   redis.call('HDEL', KEYS[3], 'head', 'partial', 'worker')
   if ARGV[17] ~= '' then redis.call('HSET', KEYS[3], 'config', ARGV[17]) end
-  redis.call('XADD', KEYS[4], '*', 'mode', 'status', 'step', ARGV[11], 'data', ARGV[14])
+  run_event(KEYS[4], KEYS[3], 'status', ARGV[11], ARGV[14])
   redis.call('ZADD', KEYS[10], now_ms, ARGV[21])
   return {'restarted', ''}
 end
@@ -74,16 +77,20 @@ redis.call('HSET', KEYS[3], 'continued_by_run_id', new_id)
 local fields = {'id', new_id, 'status', 'queued', 'step', '0', 'created_at', ARGV[6],
   'continued_from_run_id', run_id, 'attempt', tostring(attempt + 1)}
 for _, name in ipairs({'workflow', 'thread_id', 'tenant', 'input', 'config', 'preset_answers', 'head',
-    'partial', 'run_timeout_s'}) do
+    'partial', 'run_timeout_s', 'thread_ttl_s'}) do
   local value = redis.call('HGET', KEYS[3], name)
   if value then fields[#fields + 1] = name; fields[#fields + 1] = value end
 end
 redis.call('HSET', KEYS[6], unpack(fields))
+inherit_expiry(KEYS[6], KEYS[3])
+if redis.call('PTTL', KEYS[12]) > 0 then redis.call('SADD', KEYS[12], KEYS[6]) end
+local until_ms = redis.call('ZSCORE', KEYS[13], thread)
+if until_ms then redis.call('ZADD', KEYS[13], until_ms, thread .. ':' .. new_id) end
 local now_s = now_ms / 1000
 redis.call('ZADD', KEYS[7], now_s, new_id)
 redis.call('HSET', KEYS[8], new_id, thread)
 redis.call('ZADD', KEYS[9], now_s, new_id)
-if redis.call('GET', KEYS[5]) == run_id then redis.call('SET', KEYS[5], new_id) end
+if redis.call('GET', KEYS[5]) == run_id then redis.call('SET', KEYS[5], new_id, 'KEEPTTL') end
 local slot = redis.call('HGET', KEYS[11], ARGV[1])
 if slot then
   redis.call('HDEL', KEYS[11], ARGV[1])

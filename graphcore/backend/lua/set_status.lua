@@ -1,7 +1,8 @@
 -- Compare-and-set of a run's status (I7): terminal states are never left or overwritten. The status
 -- change and the events that announce it are written together, or not at all. A step job sets statuses
 -- fenced by its lease (I1): with KEYS[3], the change is made only while KEYS[3] holds the lease token; a
--- refused change is counted in the run hash (field 'refused:status'). With KEYS[4] too, the lease is given
+-- refused change is counted in the run hash (field 'refused:status'). Events go through _events.lua (a capped
+-- stream, which takes its run record's expiry when new). With KEYS[4] too, the lease is given
 -- back with the change (a step that pauses for input: its answer's job can claim the step at once).
 -- KEYS[1] = run hash; KEYS[2] = the run's event stream; KEYS[3] (optional) = the step's lease key;
 -- KEYS[4] (optional) = the lease index
@@ -12,6 +13,7 @@
 -- own change retried after its reply was lost, with KEYS[4] when the lease it gave back is still free),
 -- {0, current status} when refused by the status rules, and
 -- {-1, current status} when refused by the fence (the caller no longer holds the lease).
+--#include events
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, ''} end
 local token, member = ARGV[#ARGV], nil
@@ -34,7 +36,7 @@ local i = 4
 for _ = 1, tonumber(ARGV[3]) do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
 local m = tonumber(ARGV[i]); i = i + 1
 for _ = 1, m do
-  redis.call('XADD', KEYS[2], '*', 'mode', ARGV[i], 'step', ARGV[i + 1], 'data', ARGV[i + 2]); i = i + 3
+  run_event(KEYS[2], KEYS[1], ARGV[i], ARGV[i + 1], ARGV[i + 2]); i = i + 3
 end
 if member then
   redis.call('DEL', KEYS[3])

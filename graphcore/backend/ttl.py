@@ -1,0 +1,210 @@
+"""Thread retention (K3): every key of a thread expires a TTL after the thread was last used, the sweep
+clears its entries in shared indexes, and ``graphq threads delete`` removes a thread now.
+
+The TTL of a run is fixed when the run is created (:attr:`~graphcore.backend.runs.RunRecord.thread_ttl_s`:
+its workflow's or its own ``thread_ttl_s``, capped by ``GRAPHQ_THREAD_TTL_S``). While a thread has one, its
+key set (:func:`graphcore.keys.thread_keys`) names its keys and carries its expiry, and the retention index
+(:func:`graphcore.keys.retention`) holds the thread and each of its runs, scored by that expiry:
+
+- the scripts that write a thread's keys register the keys they create and give them the set's expiry
+  (``_retain.lua``, in the same script: no round trip); a new event stream takes its run record's;
+- a use of the thread — a run created (:func:`stage_use` in the creating MULTI), an answer, a fork, a
+  step's commit (inside ``commit_step.lua``, at most once per half TTL) — moves the whole thread's expiry,
+  every key named in the set, to TTL from now;
+- :func:`sweep` (a housekeeping loop) reads the expired entries of the index (ZRANGEBYSCORE, never a SCAN)
+  and removes the thread's entries from the run index, the run → thread hash, the lease, busy-thread and
+  recovery indexes and admission (R8).
+
+Unset (no TTL on the run), none of this happens: no key set, no EXPIRE. A lease key keeps its own
+time-to-live (``GRAPHQ_LEASE_TTL_S``) and goes with its step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from redis.exceptions import WatchError
+
+from graphcore import keys
+from graphcore.backend.admission import AdmissionQueue, stage_release
+from graphcore.backend.lua import script, stage
+from graphcore.backend.reaper import server_ms
+from graphcore.backend.retention import checkpoint_keys
+from graphcore.backend.runs import RunStatus
+from graphcore.errors import PermanentError
+from graphcore.settings import Settings
+
+__all__ = [
+    "ThreadActiveError",
+    "delete_thread",
+    "run_keys",
+    "stage_add",
+    "stage_use",
+    "sweep",
+    "sweep_tick",
+    "thread_keys_of",
+    "ttl_arg",
+]
+
+
+class ThreadActiveError(PermanentError):
+    """A thread cannot be deleted: a run is active on it (queued, running, or awaiting input)."""
+
+
+def ttl_arg(thread_ttl_s: float | None) -> str:
+    """A thread TTL as the scripts take it: milliseconds, ``""`` = none."""
+    return "" if thread_ttl_s is None else str(int(thread_ttl_s * 1000))
+
+
+def run_keys(thread: str, run_id: str) -> list[str]:
+    """The keys of one run of ``thread``, registered when the run is created (its event stream and request
+    records are written later): run record, request records, event stream."""
+    return [keys.run(thread, run_id), keys.requests(thread, run_id), keys.run_events(thread, run_id)]
+
+
+def _fixed(thread: str) -> list[str]:
+    return [keys.thread_keys(thread), keys.retention(), keys.thread_runs(thread)]
+
+
+def stage_use(pipe: Any, thread: str, thread_ttl_s: float | None, *names: str) -> None:
+    """Queue on ``pipe`` (a MULTI, after its writes) a use of ``thread`` with TTL ``thread_ttl_s``: register
+    ``names`` (keys of the thread written by the pipeline, or to be written later) and expire every key of
+    the thread ``thread_ttl_s`` from now. No round trip of its own; nothing with None (a run without a TTL
+    on a thread that has one drops the thread's TTL at its first commit, ``commit_step.lua``)."""
+    if thread_ttl_s is not None:
+        stage(pipe, "retain", [*_fixed(thread), *names], [thread, "use", ttl_arg(thread_ttl_s)])
+
+
+def stage_add(pipe: Any, thread: str, *names: str) -> None:
+    """Queue on ``pipe`` the registration of keys of ``thread`` the pipeline created, with the thread's
+    current expiry (nothing when the thread has no TTL)."""
+    stage(pipe, "retain", [*_fixed(thread), *names], [thread, "add", ""])
+
+
+def sweep(
+    kv: Any, settings: Settings, now_ms: int, limit: int = 1000, queue: AdmissionQueue | None = None
+) -> int:
+    """Clear the shared-index entries of threads whose keys expired by ``now_ms`` (Redis's clock, ms; never
+    later than Redis's own now), at most ``limit`` retention entries (a thread or one of its runs) a call:
+    ``sweep_threads.lua`` removes each from the run index, the run → thread hash, the lease, busy-thread and
+    recovery indexes and the retention index, atomically (a thread used again meanwhile has a later score
+    and is left alone); with ``queue``, each run's admission slot or waiting entry is given back too (R8).
+    ``settings`` is unused (the TTLs were fixed per run). Returns the retention entries removed."""
+    del settings
+    runs = script(kv, "sweep_threads")(
+        keys=[
+            keys.retention(),
+            keys.runs_index(),
+            keys.run_threads(),
+            keys.lease_index(),
+            keys.busy_threads(),
+            keys.recovery(),
+        ],
+        args=[now_ms, limit],
+    )
+    removed, members = int(runs[0]), [m.decode() for m in runs[1:]]
+    if queue is not None and members:
+        with kv.pipeline(transaction=False) as pipe:
+            for member in members:
+                stage_release(pipe, kv, queue, *keys.parse_member(member))
+            pipe.execute()
+    return removed
+
+
+SWEEP_LIMIT = 1000
+"""Retention entries one housekeeping tick removes at most (a backlog goes over several ticks)."""
+
+
+def sweep_tick(kv: Any, settings: Settings, queue: AdmissionQueue | None = None) -> int:
+    """One pass of the retention housekeeping loop (every ``GRAPHQ_RETENTION_SWEEP_INTERVAL_S``):
+    :func:`sweep` of up to :data:`SWEEP_LIMIT` entries at Redis's now. Returns the entries removed."""
+    return sweep(kv, settings, server_ms(kv), SWEEP_LIMIT, queue)
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What :func:`delete_thread` removed: keys of the thread and runs (their index entries with them)."""
+
+    keys: int
+    runs: int
+
+
+def thread_keys_of(kv: Any, thread: str) -> list[str]:
+    """Every key ``thread`` may have (some may not exist): its checkpoint keys in every namespace
+    (:func:`graphcore.backend.retention.checkpoint_keys`), each run's keys and lease, the thread's run set,
+    active run, waiting line and key set, and the key set's members. Found from the thread's own index keys,
+    never a SCAN."""
+    run_ids = [r.decode() for r in kv.zrange(keys.thread_runs(thread), 0, -1)]
+    found = checkpoint_keys(kv, thread)
+    for run_id in run_ids:
+        found += [*run_keys(thread, run_id), keys.lease(thread, run_id)]
+    found += [keys.thread_runs(thread), keys.thread_active(thread), keys.thread_waiting(thread)]
+    found += [keys.thread_keys(thread), *(k.decode() for k in kv.smembers(keys.thread_keys(thread)))]
+    return list(dict.fromkeys(found))
+
+
+def _refuse_active(pipe: Any, thread: str, force: bool) -> None:
+    """Raise ThreadActiveError when a run is active on ``thread`` (or waits for it)."""
+    active = pipe.get(keys.thread_active(thread))
+    status = pipe.hget(keys.run(thread, active.decode()), "status") if active else None
+    done = (RunStatus.COMPLETED.value, RunStatus.FAILED.value, RunStatus.CANCELED.value)
+    if active and status and status.decode() not in done:
+        state = status.decode()
+        if state != RunStatus.AWAITING_INPUT.value or not force:
+            how = (
+                "answer or cancel it, or pass --force"
+                if state == RunStatus.AWAITING_INPUT.value
+                else (f"cancel it (graphq runs cancel {active.decode()}) or wait for it to end")
+            )
+            raise ThreadActiveError(f"thread {thread!r} has an active run {active.decode()} ({state}): {how}")
+    if pipe.llen(keys.thread_waiting(thread)):
+        raise ThreadActiveError(f"thread {thread!r} has runs waiting for it: cancel them first")
+
+
+def delete_thread(kv: Any, thread: str, force: bool = False, queue: AdmissionQueue | None = None) -> Deleted:
+    """Remove every key of ``thread`` and its entries in shared indexes now, in one WATCH transaction (the
+    thread's run set, active run and waiting line watched: a run created meanwhile makes it look again).
+
+    Args:
+        force: delete a thread whose active run awaits input too (it is gone with the thread).
+        queue: give the runs' admission slots or waiting entries back (R8).
+
+    Returns:
+        How many keys existed and were removed, and how many runs the thread had.
+
+    Raises:
+        ThreadActiveError: a run is active on the thread (queued or running; awaiting input unless
+            ``force``) or waits for it; nothing was removed.
+    """
+    watched = [keys.thread_runs(thread), keys.thread_active(thread), keys.thread_waiting(thread)]
+    while True:
+        with kv.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(*watched)
+                _refuse_active(pipe, thread, force)
+                run_ids = [r.decode() for r in pipe.zrange(keys.thread_runs(thread), 0, -1)]
+                names = thread_keys_of(kv, thread)
+                pipe.multi()
+                pipe.delete(*names)
+                _stage_unindex(pipe, thread, run_ids)
+                if queue is not None:
+                    for run_id in run_ids:
+                        stage_release(pipe, kv, queue, thread, run_id)
+                removed = pipe.execute()[0]
+                return Deleted(int(removed), len(run_ids))
+            except WatchError:
+                continue
+
+
+def _stage_unindex(pipe: Any, thread: str, run_ids: list[str]) -> None:
+    """Queue the removal of ``thread``'s and its runs' entries from the shared indexes."""
+    members = [keys.lease_member(thread, r) for r in run_ids]
+    if run_ids:
+        pipe.zrem(keys.runs_index(), *run_ids)
+        pipe.hdel(keys.run_threads(), *run_ids)
+        pipe.zrem(keys.lease_index(), *members)
+        kinds = ("enqueue", "handover")
+        pipe.zrem(keys.recovery(), *(keys.recovery_member(k, thread, r) for k in kinds for r in run_ids))
+    pipe.zrem(keys.retention(), thread, *members)
+    pipe.zrem(keys.busy_threads(), thread)

@@ -1,0 +1,310 @@
+"""Thread retention (K3): with GRAPHQ_THREAD_TTL_S every key of a thread expires together, a use of the
+thread refreshes them all, the sweep clears the thread's entries in shared indexes; unset, nothing expires.
+Event streams are capped; ``graphq threads delete`` removes a thread now, refused while a run is active.
+
+The tests list a thread's keys with SCAN (the code never does) to check that none is missed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from rq.registry import clean_registries
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.events import EVENTS_MAXLEN
+from graphcore.backend.lua import script, source
+from graphcore.backend.reaper import server_ms
+from graphcore.backend.runs import RunStatus
+from graphcore.backend.ttl import ThreadActiveError, sweep
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError
+from graphcore.settings import get_settings, load_settings
+from tests.cli_helpers import invoke
+from tests.workers import Start, ended, wait_for, work, worker_env
+from worker.queue import RQStepQueue
+
+FLOWS = "tests.workflows.retention,tests.workflows.hitl"
+REGISTRY = Registry.load(FLOWS.split(","))
+FIVE = {"topic": "t"}
+INDEXES = (
+    keys.runs_index(),
+    keys.run_threads(),
+    keys.lease_index(),
+    keys.busy_threads(),
+    keys.steps_index(),
+    keys.recovery(),
+    keys.retention(),
+    *(keys.admission(p) for p in ("waiting", "lanes", "entries", "deadlines", "holders")),
+)
+
+
+@pytest.fixture
+def ttl(monkeypatch: pytest.MonkeyPatch, redis_url: str) -> Iterator[None]:
+    monkeypatch.setenv("GRAPHQ_THREAD_TTL_S", "2")
+    monkeypatch.setenv("GRAPHQ_REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def client(redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Client:
+    monkeypatch.setenv("GRAPHQ_REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    return Client(redis_client, REGISTRY, RQStepQueue(redis_client, load_settings()))
+
+
+def thread_keys(kv: redis.Redis, thread: str) -> list[str]:
+    """Every key of ``thread`` (SCAN: tests only)."""
+    return sorted(k.decode() for k in kv.scan_iter(match=keys.thread_pattern(thread), count=1000))
+
+
+def ttls(kv: redis.Redis, thread: str) -> dict[str, int]:
+    return {k: int(kv.pttl(k)) for k in thread_keys(kv, thread)}
+
+
+def mentions(kv: redis.Redis, *ids: str) -> list[str]:
+    """The shared graphq indexes that still name one of ``ids`` (a thread or run id)."""
+    found = []
+    for key in INDEXES:
+        kind = kv.type(key).decode()
+        if kind == "zset":
+            items = [m.decode() for m in kv.zrange(key, 0, -1)]
+        elif kind == "hash":
+            items = [f"{f.decode()}={v!r}" for f, v in kv.hgetall(key).items()]
+        else:
+            items = []
+        found += [f"{key}: {i}" for i in items if any(x in i for x in ids)]
+    return found
+
+
+def expire_and_sweep(kv: redis.Redis, thread: str) -> int:
+    """Wait until the thread's keys are past their expiry, then sweep once; the entries removed."""
+    deadline = kv.zscore(keys.retention(), thread)
+    assert deadline is not None
+    wait_for(lambda: server_ms(kv) > deadline + 5, 5, "the thread's expiry")
+    wait_for(lambda: not thread_keys(kv, thread), 5, "Redis to expire the thread's keys")
+    return sweep(kv, get_settings(), server_ms(kv), 1000)
+
+
+def test_every_key_of_a_thread_expires_within_the_ttl(ttl: None, client: Client) -> None:
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt1")
+    work(client)
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
+    assert client.get_run(run_id).thread_ttl_s == 2.0
+    found = ttls(kv, "tt1")
+    kinds = sorted({k.split(":")[2] for k in found})
+    assert kinds == ["ch", "cp", "events", "hist", "keys", "log", "run", "runs"], found
+    assert all(0 < left <= 2000 for left in found.values()), found
+    registered = {k.decode() for k in kv.smembers(keys.thread_keys("tt1"))}
+    assert registered >= set(found) - {keys.thread_keys("tt1")}
+    members = {m.decode() for m in kv.zrange(keys.retention(), 0, -1)}
+    assert members == {"tt1", f"tt1:{run_id}"}
+
+    removed = expire_and_sweep(kv, "tt1")
+    assert removed == 2
+    assert thread_keys(kv, "tt1") == []
+    assert mentions(kv, "tt1", run_id) == []
+    assert [k.decode() for k in kv.keys("graphq:*") if b"tt1" in k or run_id.encode() in k] == []
+    assert sweep(kv, get_settings(), server_ms(kv), 1000) == 0
+
+
+def test_using_the_thread_again_refreshes_every_key(ttl: None, client: Client) -> None:
+    kv = client.kv
+    first = client.enqueue("five-steps", FIVE, thread_id="tt2")
+    work(client)
+    time.sleep(1.0)
+    before = ttls(kv, "tt2")
+    assert all(0 < left <= 1100 for left in before.values()), before
+    second = client.enqueue("five-steps", FIVE, thread_id="tt2")  # a use: every key moves to 2 s from now
+    after = ttls(kv, "tt2")
+    assert set(after) >= set(before)
+    assert all(1800 < left <= 2000 for left in after.values()), after
+    work(client)
+    assert client.get_run(second).status == RunStatus.COMPLETED
+    members = {m.decode() for m in kv.zrange(keys.retention(), 0, -1)}
+    assert members == {"tt2", f"tt2:{first}", f"tt2:{second}"}
+    assert all(0 < left <= 2000 for left in ttls(kv, "tt2").values())
+    assert expire_and_sweep(kv, "tt2") == 3
+    assert mentions(kv, "tt2", first, second) == []
+
+
+def test_a_run_that_awaits_input_and_its_answer(ttl: None, client: Client) -> None:
+    kv = client.kv
+    run_id = client.enqueue("asking", {"topic": "x"}, thread_id="tt3")
+    work(client)
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    found = ttls(kv, "tt3")
+    assert keys.requests("tt3", run_id) in found
+    assert all(0 < left <= 2000 for left in found.values()), found
+    time.sleep(0.6)
+    client.answer(run_id, "yes")  # a use
+    found = ttls(kv, "tt3")
+    assert all(1800 < left <= 2000 for left in found.values()), found
+    assert any(":answers:" in k for k in found)
+
+
+def test_unset_no_key_expires_and_nothing_is_added(client: Client) -> None:
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt4")
+    work(client)
+    assert client.get_run(run_id).thread_ttl_s is None
+    found = ttls(kv, "tt4")
+    assert found and all(left == -1 for left in found.values()), found
+    assert keys.thread_keys("tt4") not in found
+    assert not kv.exists(keys.retention())
+
+
+def test_a_workflow_ttl_shortens_the_setting(ttl: None, client: Client) -> None:
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt5", config={"thread_ttl_s": 1})
+    assert client.get_run(run_id).thread_ttl_s == 1.0
+    assert all(0 < left <= 1000 for left in ttls(client.kv, "tt5").values())
+    longer = client.enqueue("five-steps", FIVE, thread_id="tt6", config={"thread_ttl_s": 60})
+    assert client.get_run(longer).thread_ttl_s == 2.0
+
+
+def test_a_run_without_a_ttl_keeps_a_thread_that_had_one(client: Client) -> None:
+    kv = client.kv
+    client.enqueue("five-steps", FIVE, thread_id="tt14", config={"thread_ttl_s": 60})
+    work(client)
+    assert all(0 < left <= 60_000 for left in ttls(kv, "tt14").values())
+    kept = client.enqueue("five-steps", FIVE, thread_id="tt14")
+    work(client)
+    assert client.get_run(kept).status == RunStatus.COMPLETED
+    found = ttls(kv, "tt14")
+    assert found and all(left == -1 for left in found.values()), found
+    assert keys.thread_keys("tt14") not in found
+    assert kv.zrange(keys.retention(), 0, -1) == []
+
+
+def test_the_setting_is_range_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHQ_THREAD_TTL_S", "0")
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert str(err.value) == "GRAPHQ_THREAD_TTL_S: must be 1 ≤ value ≤ 315360000 (got '0')"
+
+
+def test_event_streams_are_capped(client: Client) -> None:
+    kv = client.kv
+    assert f"'MAXLEN', '~', {EVENTS_MAXLEN}," in source("_events")
+    run_key, lease, stream = keys.run("tt7", "r1"), keys.lease("tt7", "r1"), keys.run_events("tt7", "r1")
+    kv.hset(run_key, "status", "running")
+    kv.set(lease, "tok")
+    xadd = script(kv, "fenced_xadd")
+    pipe = kv.pipeline(transaction=False)
+    for i in range(EVENTS_MAXLEN + 500):
+        xadd(keys=[lease, run_key, stream], args=["tok", "custom", "1", str(i)], client=pipe)
+    pipe.execute()
+    assert EVENTS_MAXLEN <= kv.xlen(stream) < EVENTS_MAXLEN + 100
+    last = kv.xrevrange(stream, count=1)[0][1]
+    assert last[b"data"] == str(EVENTS_MAXLEN + 499).encode()
+
+
+def test_threads_delete_removes_everything(ttl: None, client: Client, redis_url: str) -> None:
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt8")
+    work(client)
+    result = invoke(FLOWS, redis_url, "threads", "delete", "tt8")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("deleted thread tt8: ")
+    assert thread_keys(kv, "tt8") == []
+    assert mentions(kv, "tt8", run_id) == []
+    again = invoke(FLOWS, redis_url, "threads", "delete", "tt8")
+    assert again.exit_code == 2
+    assert again.stderr == "error: no thread 'tt8': it has no keys (never used, deleted or expired)\n"
+
+
+def test_threads_delete_without_ttl(client: Client) -> None:
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt9")
+    work(client)
+    done = client.delete_thread("tt9")
+    assert done.runs == 1 and done.keys > 0
+    assert thread_keys(client.kv, "tt9") == []
+    assert mentions(client.kv, "tt9", run_id) == []
+
+
+def test_threads_delete_is_refused_while_a_run_is_active(client: Client, redis_url: str) -> None:
+    kv = client.kv
+    queued = client.enqueue("five-steps", FIVE, thread_id="tt10")
+    result = invoke(FLOWS, redis_url, "threads", "delete", "tt10")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: thread 'tt10' has an active run {queued} (queued): cancel it (graphq runs cancel {queued}) "
+        "or wait for it to end\n"
+    )
+    work(client)
+    asking = client.enqueue("asking", {"topic": "x"}, thread_id="tt11")
+    work(client)
+    assert client.get_run(asking).status == RunStatus.AWAITING_INPUT
+    with pytest.raises(ThreadActiveError) as err:
+        client.delete_thread("tt11")
+    assert str(err.value) == (
+        f"thread 'tt11' has an active run {asking} (awaiting_input): answer or cancel it, or pass --force"
+    )
+    assert thread_keys(kv, "tt11")
+    forced = invoke(FLOWS, redis_url, "threads", "delete", "tt11", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert thread_keys(kv, "tt11") == []
+    assert mentions(kv, "tt11", asking) == []
+
+
+def test_a_worker_subprocess_keeps_every_key_within_the_ttl(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path, start: Start, client: Client
+) -> None:
+    start(GRAPHQ_THREAD_TTL_S="2")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRAPHQ_THREAD_TTL_S", "2")
+        get_settings.cache_clear()
+        run_id = client.enqueue("five-steps", FIVE, thread_id="tt12")
+    assert ended(client, run_id).status == RunStatus.COMPLETED
+    found = ttls(redis_client, "tt12")
+    assert found and all(0 < left <= 2000 for left in found.values()), found
+    assert expire_and_sweep(redis_client, "tt12") == 2
+    assert mentions(redis_client, "tt12", run_id) == []
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return worker_env(redis_url, FLOWS, tmp_path)
+
+
+def rq_bounded(kv: redis.Redis, registry: str, count: int, ttl_s: float) -> None:
+    """``registry`` holds ``count`` jobs, each expiring within ``ttl_s``, as do every job hash and result."""
+    now = time.time()
+    scores = [score for _, score in kv.zrange(registry, 0, -1, withscores=True)]
+    assert len(scores) == count and all(now < score <= now + ttl_s for score in scores), scores
+    held = [k for k in kv.keys("rq:job:*") + kv.keys("rq:results:*") if kv.type(k) in (b"hash", b"stream")]
+    assert held and all(0 < kv.pttl(k) <= ttl_s * 1000 for k in held)
+
+
+def test_rq_job_results_and_failures_are_bounded(
+    monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """Finished and failed step jobs (one that fails in RQ itself: its run record cannot be read) expire
+    after GRAPHQ_RESULT_TTL_S, and RQ's registry cleaning (every worker's maintenance) empties the finished
+    and failed registries."""
+    monkeypatch.setenv("GRAPHQ_RESULT_TTL_S", "3")
+    monkeypatch.setenv("GRAPHQ_REDIS_URL", redis_url)
+    get_settings.cache_clear()
+    queue = RQStepQueue(redis_client, load_settings())
+    client = Client(redis_client, REGISTRY, queue)
+    rq_queue = queue.queue("five-steps")
+    done = client.enqueue("five-steps", FIVE)
+    work(client)
+    assert client.get_run(done).status == RunStatus.COMPLETED
+    rq_bounded(redis_client, rq_queue.finished_job_registry.key, 5, 3)
+    broken = client.enqueue("five-steps", FIVE, thread_id="tt13")
+    redis_client.hset(keys.run("tt13", broken), "step", "not a number")
+    work(client)
+    rq_bounded(redis_client, rq_queue.failed_job_registry.key, 1, 3)
+    wait_for(lambda: not redis_client.keys("rq:job:*") and not redis_client.keys("rq:results:*"), 5, "expiry")
+    clean_registries(rq_queue)
+    assert redis_client.zcard(rq_queue.failed_job_registry.key) == 0
+    assert redis_client.zcard(rq_queue.finished_job_registry.key) == 0
