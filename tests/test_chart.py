@@ -4,13 +4,20 @@ no unknown fields) for the oldest Kubernetes the chart supports and the newest t
 linted, and for the defaults and each variant (existing secret, chart-made secret, bundled Redis, HPA, KEDA,
 ServiceMonitor) the fields that matter asserted: the commands the pods run parse with the real CLI, probes
 run ``graphq health``, the grace period is above the drain timeout, KEDA excludes the HPA and ``replicas``,
-the schema rejects bad values with its message, checksums follow the settings, pods run as non-root."""
+the schema rejects bad values with its message, checksums follow the settings, pods run as non-root; and
+each pod's container, run here as rendered on the test Redis, passes its probes and stops within its grace
+period."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,8 @@ from rq import Queue
 
 from cli.main import main as graphq_cli
 from graphcore.settings import Settings
+from tests.envs import clean_env
+from tests.workers import SCRIPT, Procs, wait_for
 from worker.queue import queue_name
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "graphq"
@@ -514,12 +523,9 @@ def test_dashboard_configmap_carries_the_sidecar_label_and_the_dashboard_file(ch
     config = objects[("ConfigMap", f"{FULL}-dashboard")]
     assert config["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert config["metadata"]["annotations"] == {"grafana_folder": "graphq"}
-    dashboard = json.loads(config["data"]["graphq.json"])
-    source = CHART / "dashboards" / "graphq.json"
-    if source.exists():  # part D's dashboard; until it lands the chart renders an empty one of the same uid
-        assert dashboard == json.loads(source.read_text())
-    else:
-        assert dashboard == {"uid": "graphq", "title": "graphq", "panels": [], "schemaVersion": 39}
+    source = (CHART / "dashboards" / "graphq.json").read_text()
+    assert config["data"]["graphq.json"] == source.rstrip("\n")
+    assert json.loads(config["data"]["graphq.json"])["panels"]
     assert ("ConfigMap", f"{FULL}-dashboard") not in render(chart, {"dashboard": {"enabled": False}})
 
 
@@ -529,3 +535,52 @@ def test_notes_name_the_objects_and_the_autoscaler(chart: helm.Chart) -> None:
     assert ("Workers: demo-graphq-worker (2 processes per pod, scaled by KEDA on the queue lengths, "
             "0 to 20 pods)") in notes
     assert "kubectl -n jobs exec deploy/demo-graphq-worker -- graphq health --worker" in notes
+
+
+# --- the pods' containers, run here ----------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.mark.parametrize("component", ["worker", "scheduler"])
+def test_a_pods_container_run_here_passes_its_probes_and_stops_within_its_grace_period(
+    chart: helm.Chart, component: str, procs: Procs, redis_url: str, tmp_path: Path
+) -> None:
+    """The container as the chart renders it — its args after the image's ``graphq`` entry point, the
+    settings ConfigMap and the URL as its environment, its own /tmp — on the test Redis: both probes' commands
+    exit 0 once it runs, /healthz answers on its metrics port, and SIGTERM ends it within its pod's
+    terminationGracePeriodSeconds, exit 0."""
+    port = _free_port()
+    values: dict[str, Any] = {"worker": {"drainTimeoutSeconds": 3, "terminationGraceMarginSeconds": 5},
+                              "config": {"settings": {"GRAPHQ_HEARTBEAT_INTERVAL_S": 0.5}}}
+    values.setdefault(component, {})["metricsPort"] = port
+    objects = render(chart, values)
+    c, spec = container(objects, component), pod(objects, component)["spec"]
+    env = clean_env(**objects[("ConfigMap", f"{FULL}-config")]["data"], GRAPHQ_REDIS_URL=redis_url,
+                    TMPDIR=str(tmp_path), PYTHONUNBUFFERED="1")
+    proc = procs.start(*c["args"], env=env, script=True)
+
+    said: list[str] = []
+
+    def probe(kind: str) -> bool:
+        command = c[kind]["exec"]["command"]
+        assert command[0] == "graphq"
+        done = subprocess.run([str(SCRIPT), *command[1:]], env=env, capture_output=True, text=True, timeout=9)
+        assert proc.poll() is None, procs.logged(proc)
+        said.append(done.stdout + done.stderr)
+        return done.returncode == 0
+
+    try:
+        wait_for(lambda: probe("readinessProbe"), timeout_s=20, what=f"{component} readiness")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; its probe said: {said[-1] if said else 'nothing'}") from None
+    assert probe("livenessProbe")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+        assert reply.status == 200
+    os.killpg(proc.pid, signal.SIGTERM)
+    grace = spec["terminationGracePeriodSeconds"]
+    assert proc.wait(timeout=grace) == 0, procs.logged(proc)

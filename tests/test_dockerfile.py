@@ -61,6 +61,13 @@ def test_the_package_and_the_workflow_packages_are_installed_in_the_build_stage(
     assert [c.flags for c in final_stage() if c.cmd == "COPY"] == [("--from=build",)]
 
 
+def test_the_chart_runs_the_image_of_this_version() -> None:
+    """The chart's appVersion (the default image tag) is the package's version."""
+    chart = yaml.safe_load((ROOT / "charts" / "graphq" / "Chart.yaml").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert chart["appVersion"] == project["version"] == "0.1.0"
+
+
 def test_build_context_leaves_out_local_state() -> None:
     ignored = set((ROOT / ".dockerignore").read_text().split())
     assert {".git", ".venv", ".graphq", "**/__pycache__", "tests"} <= ignored
