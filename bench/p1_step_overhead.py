@@ -8,11 +8,18 @@ is the burst worker's wall time from start to finish divided by the jobs it ran,
 ratios are the median over repetitions of each repetition's own ratio (ours and the baselines of one
 repetition run back to back), so that a shared machine's slow stretches, which hit one repetition's cases
 alike, cancel out instead of landing on one side.
+
+``P1metrics`` is ours with metrics on, as ``graphq worker --metrics-port`` records them (prometheus-client's
+multiprocess mode: memory-mapped files in a temporary directory), against the same bare baseline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypedDict
 
 from rq import Queue, get_current_job
@@ -24,6 +31,7 @@ from graphcore.backend.client import Client
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from worker import metrics
 from worker.queue import RQStepQueue, StepJob, queue_name
 
 STEPS = 300
@@ -100,6 +108,32 @@ def _ours(kv: Any, client: Client, graph: CompiledGraph, n: int) -> float:
     return seconds / n
 
 
+def _with_metrics(measure: Callable[[], float]) -> float:
+    """``measure()`` with metrics recorded (off again after)."""
+    metrics.enable()
+    try:
+        return measure()
+    finally:
+        metrics.disable()
+
+
+@contextmanager
+def _multiprocess_dir() -> Iterator[None]:
+    """Metrics recorded as a supervised worker process records them: in a multiprocess directory."""
+    directory = tempfile.mkdtemp(prefix="bench-p1-metrics-")
+    before = os.environ.get(metrics.MULTIPROC_ENV)
+    os.environ[metrics.MULTIPROC_ENV] = directory
+    try:
+        yield
+    finally:
+        metrics.disable()
+        if before is None:
+            del os.environ[metrics.MULTIPROC_ENV]
+        else:
+            os.environ[metrics.MULTIPROC_ENV] = before
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def _per_job(kv: Any, queue: str, expected: int) -> float:
     seconds, worker = run_burst(kv, queue)
     if len(worker.durations) != expected:
@@ -108,9 +142,9 @@ def _per_job(kv: Any, queue: str, expected: int) -> float:
 
 
 def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, list[float]]:
-    """Seconds per job of ``ours``, ``bare`` and ``chain`` (bare chained) for ``n`` jobs, one sample per
-    repetition."""
-    with private_redis() as (kv, url):
+    """Seconds per job of ``ours``, ``metrics`` (ours, metrics on), ``bare`` and ``chain`` (bare chained)
+    for ``n`` jobs, one sample per repetition."""
+    with private_redis() as (kv, url), _multiprocess_dir():
         settings = Settings(redis_url=url, queue=STEP_QUEUE)
         graphs = {size: chain_graph(size) for size in (WARMUP_STEPS, n)}
         install_context(kv, settings, list(graphs.values()))
@@ -119,6 +153,7 @@ def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, list[float]]:
             "bare": lambda k: _bare(kv, k),
             "chain": lambda k: _bare_chain(kv, k),
             "ours": lambda k: _ours(kv, client, graphs[k], k),
+            "metrics": lambda k: _with_metrics(lambda: _ours(kv, client, graphs[k], k)),
         }
         for case in cases.values():
             case(WARMUP_STEPS)
@@ -131,16 +166,27 @@ def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, list[float]]:
 
 
 def run() -> list[Row]:
-    """Run P1; prints ``P1 ratio=…`` (vs bare jobs) and ``P1chain ratio=…`` (vs chained bare jobs)."""
+    """Run P1; prints ``P1 ratio=…`` (vs bare jobs), ``P1metrics ratio=…`` (metrics on, vs the same bare
+    jobs) and ``P1chain ratio=…`` (vs chained bare jobs)."""
     samples = measure()
     ours, bare, chain = (median(samples[name]) for name in ("ours", "bare", "chain"))
     vs_bare = median([o / b for o, b in zip(samples["ours"], samples["bare"], strict=True)])
+    on = median([o / b for o, b in zip(samples["metrics"], samples["bare"], strict=True)])
     vs_chain = median([o / c for o, c in zip(samples["ours"], samples["chain"], strict=True)])
     summary("P1", vs_bare, TARGET)
+    summary("P1metrics", on, TARGET)
     summary("P1chain", vs_chain, TARGET)
     what = f"no-op step job, {STEPS}-node chain, per job"
     return [
         Row("P1", what + " vs bare RQ job", fmt_ms(ours), fmt_ms(bare), vs_bare, TARGET),
+        Row(
+            "P1metrics",
+            what + ", metrics on, vs bare RQ job",
+            fmt_ms(median(samples["metrics"])),
+            fmt_ms(bare),
+            on,
+            TARGET,
+        ),
         Row(
             "P1chain",
             what + " vs chained bare job",

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -121,6 +121,8 @@ class _Metrics:
     registry: CollectorRegistry
     counters: dict[str, Counter]
     histograms: dict[str, Histogram]
+    children: dict[tuple[str, tuple[str, ...]], Any] = field(default_factory=dict)
+    """(name, label values) → the labelled metric (``labels()`` checks and locks on every call)."""
 
     @classmethod
     def build(cls) -> _Metrics:
@@ -161,15 +163,21 @@ def disable() -> None:
 def _inc(name: str, *labels: str, amount: float = 1.0) -> None:
     m = _on
     if m is not None:
-        counter = m.counters[name]
-        (counter.labels(*labels) if labels else counter).inc(amount)
+        child = m.children.get((name, labels))
+        if child is None:
+            counter = m.counters[name]
+            child = m.children[(name, labels)] = counter.labels(*labels) if labels else counter
+        child.inc(amount)
 
 
 def _observe(name: str, seconds: float, *labels: str) -> None:
     m = _on
     if m is not None:
-        histogram = m.histograms[name]
-        (histogram.labels(*labels) if labels else histogram).observe(seconds)
+        child = m.children.get((name, labels))
+        if child is None:
+            histogram = m.histograms[name]
+            child = m.children[(name, labels)] = histogram.labels(*labels) if labels else histogram
+        child.observe(seconds)
 
 
 _FINAL = {"completed": "completed", "failed": "failed", "canceled": "canceled"}
