@@ -308,12 +308,15 @@ def test_a_grace_period_too_close_to_the_drain_timeout_fails_rendering(chart: he
 # --- settings and checksums ------------------------------------------------------------------------------
 
 def test_settings_configmap_holds_real_settings_and_feeds_both_deployments(chart: helm.Chart) -> None:
-    objects = render(chart, {"config": {"workflows": "myflows.graphs", "settings": {
-        "GRAPHQ_LEASE_TTL_S": 15, "GRAPHQ_RESUME_INTERRUPTED_RUNS": True}}})
+    settings = {"GRAPHQ_LEASE_TTL_S": 15, "GRAPHQ_RESUME_INTERRUPTED_RUNS": True,
+                "GRAPHQ_MAX_CONCURRENT_RUNS": 1000000, "GRAPHQ_REDIS_RETRY_MAX_WAIT_S": 0.25}
+    objects = render(chart, {"config": {"workflows": "myflows.graphs", "settings": settings},
+                             "worker": {"drainTimeoutSeconds": 3600}})
     data = objects[("ConfigMap", f"{FULL}-config")]["data"]
     assert data == {"GRAPHQ_QUEUE": "graphq", "GRAPHQ_WORKFLOWS": "myflows.graphs",
-                    "GRAPHQ_LOG_FORMAT": "json", "GRAPHQ_DRAIN_TIMEOUT_S": "20", "GRAPHQ_LEASE_TTL_S": "15",
-                    "GRAPHQ_RESUME_INTERRUPTED_RUNS": "true"}
+                    "GRAPHQ_LOG_FORMAT": "json", "GRAPHQ_DRAIN_TIMEOUT_S": "3600", "GRAPHQ_LEASE_TTL_S": "15",
+                    "GRAPHQ_RESUME_INTERRUPTED_RUNS": "true", "GRAPHQ_MAX_CONCURRENT_RUNS": "1000000",
+                    "GRAPHQ_REDIS_RETRY_MAX_WAIT_S": "0.25"}
     fields = {f"GRAPHQ_{name.upper()}" for name in Settings.model_fields}
     assert set(data) <= fields, set(data) - fields
     Settings.model_validate({name.removeprefix("GRAPHQ_").lower(): value for name, value in data.items()})

@@ -126,6 +126,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- $grace | int64 }}
 {{- end }}
 
+{{/* A setting's value as the environment gets it: a whole number without exponent (values that came
+through JSON, such as --set, are float64: 1000000 would print as 1e+06). */}}
+{{- define "graphq.settingValue" -}}
+{{- if and (kindIs "float64" .) (eq . (floor .)) }}{{ . | int64 }}{{ else }}{{ . | toString }}{{ end }}
+{{- end }}
+
 {{/* Environment of the graphq containers: the settings ConfigMap and the URL Secret. */}}
 {{- define "graphq.envFrom" -}}
 envFrom:
