@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The image the Helm chart (charts/graphq) runs: graphq with its example workflows and, optionally, your
 # workflow packages, in a virtualenv owned by root (/opt/graphq), run as the unprivileged user graphq
 # (uid/gid 10001, the chart's podSecurityContext). `graphq` is the entry point:
