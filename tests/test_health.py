@@ -6,15 +6,18 @@ import os
 import signal
 import socket
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
+import redis
 
+from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.engine.registry import Registry
 from tests.workers import Procs, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
-from worker.health import statuses
+from worker.health import publish_status, statuses
 
 WORKFLOWS = "tests.workflows.shutdown"
 REGISTRY = Registry.load([WORKFLOWS])
@@ -99,3 +102,34 @@ def test_a_stopped_worker_has_no_fresh_heartbeat(procs: Procs, env: dict[str, st
         )
     finally:
         os.kill(child, signal.SIGCONT)
+
+
+def test_scheduler_probe_reads_its_status_file_and_heartbeat_key(
+    env: dict[str, str], redis_client: redis.Redis
+) -> None:
+    key = keys.scheduler("host-1-abcd")
+    state = {"draining": False, "loop_at": time.time()}
+    with publish_status(
+        "scheduler", 60, lambda: state["draining"], lambda: state["loop_at"], heartbeat_key=key
+    ) as rewrite:
+        pid = os.getpid()
+        assert probe(env, "--scheduler") == (
+            1,
+            f"error: unhealthy: the scheduler (pid {pid}) has no fresh heartbeat ({key} expired)",
+        )
+        redis_client.set(key, "{}", px=60_000)
+        assert probe(env, "--scheduler") == (0, "ok: scheduler")
+        assert probe(env, "--scheduler", "--ready") == (0, "ok: scheduler ready")
+        assert probe(env, "--worker")[0] == 1  # no worker here
+        state["draining"] = True
+        rewrite()
+        assert probe(env, "--scheduler", "--ready") == (
+            1,
+            f"error: unhealthy: the scheduler (pid {pid}) is draining (SIGTERM received)",
+        )
+        state["loop_at"] = time.time() - 100
+        rewrite()
+        code, said = probe(env, "--scheduler")
+        assert code == 1
+        assert said.startswith(f"error: unhealthy: the scheduler (pid {pid}) main loop last ran 10"), said
+    assert statuses("scheduler") == []

@@ -2,14 +2,16 @@
 
 A long-running graphq process (the ``graphq worker`` supervisor, ``graphq scheduler``) publishes its status
 for the probes of its pod in a small JSON file in the temporary directory (``$TMPDIR``, else ``/tmp``):
-``graphq-<role>.<pid>.json`` = ``{"role", "pid", "draining", "loop_at", "children", "written_at"}``
-(``loop_at``: when its main loop last ran, seconds since the epoch; ``children``: its worker processes'
-pids), rewritten every ``GRAPHQ_HEARTBEAT_INTERVAL_S`` and when it starts draining, removed at exit.
+``graphq-<role>.<pid>.json`` = ``{"role", "pid", "draining", "loop_at", "children", "heartbeat_key",
+"written_at"}`` (``loop_at``: when its main loop last ran, seconds since the epoch; ``children``: its worker
+processes' pids; ``heartbeat_key``: a Redis key the process keeps alive with a time-to-live, e.g. the
+scheduler's ``keys.scheduler(id)``, or null), rewritten every ``GRAPHQ_HEARTBEAT_INTERVAL_S`` and when it
+starts draining, removed at exit.
 
 :func:`check` is the probe: Redis answers PING; for a role, a process of that role runs on this host (its
-file's pid is alive), its loop ran within ``GRAPHQ_LEASE_TTL_S``, and (workers) at least one of its worker
-processes has a fresh heartbeat in the worker registry (:mod:`graphcore.backend.workers`, by host and pid);
-for readiness, it is not draining.
+file's pid is alive), its loop ran within ``GRAPHQ_LEASE_TTL_S``, its heartbeat key (if it names one)
+exists, and (workers) at least one of its worker processes has a fresh heartbeat in the worker registry
+(:mod:`graphcore.backend.workers`, by host and pid); for readiness, it is not draining.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Status:
     draining: bool
     loop_at: float
     children: list[int]
+    heartbeat_key: str | None = None
 
 
 def _directory() -> Path:
@@ -58,7 +61,9 @@ class StatusFile:
         self.path = _directory() / f"graphq-{role}.{os.getpid()}.json"
         self.role = role
 
-    def write(self, *, draining: bool, loop_at: float, children: list[int]) -> None:
+    def write(
+        self, *, draining: bool, loop_at: float, children: list[int], heartbeat_key: str | None = None
+    ) -> None:
         """Replace the file (atomically: a probe never reads half of it)."""
         body = {
             "role": self.role,
@@ -66,6 +71,7 @@ class StatusFile:
             "draining": draining,
             "loop_at": loop_at,
             "children": children,
+            "heartbeat_key": heartbeat_key,
             "written_at": time.time(),
         }
         partial = self.path.with_suffix(".tmp")
@@ -85,15 +91,20 @@ def publish_status(
     draining: Callable[[], bool],
     loop_at: Callable[[], float],
     children: Callable[[], list[int]] = list,
+    heartbeat_key: str | None = None,
 ) -> Iterator[Callable[[], None]]:
     """Publish this process's status for ``role`` every ``interval_s`` from a daemon thread while the
-    block runs (removed after); yields the function that rewrites it now (call it when draining starts)."""
+    block runs (removed after); yields the function that rewrites it now (call it when draining starts).
+    ``heartbeat_key``: a Redis key this process keeps alive with a TTL (``graphq scheduler``:
+    ``keys.scheduler(id)``): the probe fails once it has expired."""
     status = StatusFile(role)
     lock = threading.Lock()
 
     def write() -> None:
         with lock, contextlib.suppress(OSError):
-            status.write(draining=draining(), loop_at=loop_at(), children=children())
+            status.write(
+                draining=draining(), loop_at=loop_at(), children=children(), heartbeat_key=heartbeat_key
+            )
 
     stop = threading.Event()
 
@@ -128,8 +139,14 @@ def statuses(role: str) -> list[Status]:
     for path in sorted(_directory().glob(f"graphq-{role}.*.json")):
         try:
             raw: dict[str, Any] = json.loads(path.read_text())
+            key = raw.get("heartbeat_key")
             status = Status(
-                role, int(raw["pid"]), bool(raw["draining"]), float(raw["loop_at"]), list(raw["children"])
+                role,
+                int(raw["pid"]),
+                bool(raw["draining"]),
+                float(raw["loop_at"]),
+                list(raw["children"]),
+                str(key) if key else None,
             )
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being replaced, or not ours
@@ -163,6 +180,8 @@ def check(kv: Any, settings: Settings, role: str | None, ready: bool, url: str =
             return f"the {role} (pid {status.pid}) main loop last ran {late:.1f} s ago"
         if ready and status.draining:
             return f"the {role} (pid {status.pid}) is draining (SIGTERM received)"
+        if status.heartbeat_key is not None and not kv.exists(status.heartbeat_key):
+            return f"the {role} (pid {status.pid}) has no fresh heartbeat ({status.heartbeat_key} expired)"
         if role == "worker":
             stale = _stale_workers(kv, status)
             if stale is not None:
