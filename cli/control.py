@@ -69,15 +69,19 @@ def _continue_here(
 @output_option
 @click.pass_obj
 def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
-    """List the open requests of RUN, a run waiting for input: id, node, created, value (JSON).
+    """List the open requests of RUN, a run waiting for input: id, node, created, deadline, value (JSON).
 
-    A run that is not waiting for input has none (an empty list). --output json prints every field:
-    id, value, node, task_id, index, created_at.
+    A request with a deadline (interrupt(value, timeout_s=...) or the workflow's request_timeout_s) that is
+    still unanswered then ends the run canceled (RequestExpired) at the next request-expiry scan (every
+    GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S). A run that is not waiting for input has none (an empty
+    list). --output json prints every field: id, value, node, task_id, index, created_at, deadline_ms,
+    deadline (ISO; null without one).
 
     With --all: every request RUN made, in the order asked: id, step (the thread's super-step that asked),
-    node, status (open, answered, or unanswered when the run ended without an answer), value and answer.
-    --output json: id, node, value, status, answer, step, checkpoint_id, created_at, answered_at, again_of
-    (for the request a second answer starts a branch run with: the run that first made it).
+    node, status (open, answered, or unanswered when the run ended without an answer), deadline, value and
+    answer. --output json: id, node, value, status, answer, step, checkpoint_id, created_at, answered_at,
+    again_of (for the request a second answer starts a branch run with: the run that first made it),
+    deadline, deadline_ms.
     """
     reader = app.reader()
     record = reader.get_run(run_id)

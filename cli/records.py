@@ -12,6 +12,7 @@ from click.core import ParameterSource
 
 from cli.output import clip, print_table, to_json, when
 from graphcore.backend.connection import redact_url
+from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunRecord
 from graphcore.engine.interrupts import RequestRecord
 from graphcore.types import Interrupt
@@ -36,37 +37,64 @@ def record_json(record: RunRecord) -> dict[str, Any]:
 
 
 def request_json(request: Interrupt) -> dict[str, Any]:
-    """An open request as a JSON-ready dict: id, value, node, task_id, index, created_at."""
-    return dataclasses.asdict(request)
+    """An open request as a JSON-ready dict: id, value, node, task_id, index, created_at, deadline_ms and
+    deadline (ISO-8601 UTC; both null without one, R13)."""
+    return dataclasses.asdict(request) | {"deadline": deadline_iso(request.deadline_ms)}
 
 
 def request_record_json(record: RequestRecord) -> dict[str, Any]:
     """A request a run made (open or answered) as a JSON-ready dict: id, node, value, status, answer, step,
-    checkpoint_id, created_at, answered_at, again_of."""
+    checkpoint_id, created_at, answered_at, again_of, deadline, deadline_ms."""
     return dataclasses.asdict(record)
 
 
+def deadline_iso(deadline_ms: int | None) -> str | None:
+    """A request's deadline as ISO-8601 UTC (None without one)."""
+    return None if deadline_ms is None else iso_ms(deadline_ms)
+
+
 def print_requests(requests: Sequence[Interrupt]) -> None:
-    """The open requests as a table: id, node, created (UTC), value (compact JSON, cut when long)."""
-    rows = [(r.id, r.node, when(r.created_at), to_json(r.value, indent=None)) for r in requests]
-    print_table(("request", "node", "created (UTC)", "value"), rows, no_wrap=("request", "created (UTC)"))
+    """The open requests as a table: id, node, created (UTC), value (compact JSON, cut when long); with a
+    deadline (UTC) column after created when one of them has a deadline (R13)."""
+    timed = any(r.deadline_ms is not None for r in requests)
+    rows = [
+        (
+            r.id,
+            r.node,
+            when(r.created_at),
+            *_if(timed, when(deadline_iso(r.deadline_ms))),
+            to_json(r.value, indent=None),
+        )
+        for r in requests
+    ]
+    headers = ("request", "node", "created (UTC)", *_if(timed, "deadline (UTC)"), "value")
+    print_table(headers, rows, no_wrap=("request", "created (UTC)", "deadline (UTC)"))
+
+
+def _if(shown: bool, cell: str) -> tuple[str, ...]:
+    """``(cell,)`` in a column that is shown (a request in the table has a deadline), else ``()``."""
+    return (cell,) if shown else ()
 
 
 def print_all_requests(records: Sequence[RequestRecord]) -> None:
     """Every request a run made as a table: id, step, node, status, value and answer (compact JSON, cut
-    when long); the request a branch run answers again says so."""
+    when long), with a deadline (UTC) column after status when one of them has a deadline (R13); the
+    request a branch run answers again says so."""
+    timed = any(r.deadline is not None for r in records)
     rows = [
         (
             r.id,
             r.step,
             r.node,
             r.status if r.again_of is None else f"{r.status} (again)",
+            *_if(timed, when(r.deadline)),
             to_json(r.value, indent=None),
             "" if r.status != "answered" else to_json(r.answer, indent=None),
         )
         for r in records
     ]
-    print_table(("request", "step", "node", "status", "value", "answer"), rows, no_wrap=("request",))
+    headers = ("request", "step", "node", "status", *_if(timed, "deadline (UTC)"), "value", "answer")
+    print_table(headers, rows, no_wrap=("request", "deadline (UTC)"))
 
 
 def graphq_prefix() -> str:

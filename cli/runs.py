@@ -24,6 +24,7 @@ from graphcore.backend.admission import waiting_deadline_ms
 from graphcore.backend.client import Client
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
+from graphcore.types import Interrupt
 
 __all__ = ["record_json", "runs"]
 
@@ -199,6 +200,16 @@ def _fields(r: RunRecord, step: int | None, slot_deadline_ms: int | None = None)
     return fields + _summary(r.result)
 
 
+def _expiry(open_requests: list[Interrupt]) -> list[tuple[str, Any]]:
+    """The row of a waiting run whose open requests have a deadline: the earliest, and which (R13)."""
+    timed = [r for r in open_requests if r.deadline_ms is not None]
+    if not timed:
+        return []
+    first = min(timed, key=lambda r: r.deadline_ms or 0)
+    note = f"request {first.id}: canceled if unanswered by then"
+    return [("request deadline", f"{when(iso_ms(first.deadline_ms or 0))} UTC ({note})")]
+
+
 @runs.command("show", short_help="Show one run: error, result, open requests.")
 @click.argument("run_id", metavar="RUN")
 @output_option
@@ -237,7 +248,7 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
         return
     print_table(
         ("field", "value"),
-        _fields(record, reader.thread_step(record), _slot_deadline(reader, record)),
+        _fields(record, reader.thread_step(record), _slot_deadline(reader, record)) + _expiry(open_requests),
         no_wrap=("field",),
         limit=_SHOWN,
     )

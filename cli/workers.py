@@ -1,4 +1,5 @@
-"""``graphq workers``: the live workers (R18), and ``graphq reaper``: the reaper as a standalone process."""
+"""``graphq workers``: the live workers (R18), and ``graphq reaper``: the housekeeping loops (the reaper, the
+request-expiry scan, the retention sweep) as a standalone process."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from cli.output import output_option, print_json, print_table, when
 from graphcore.backend.connection import redact_url
 from graphcore.backend.reaper import iso_ms, server_ms
 from graphcore.backend.workers import WorkerRecord, live_workers
-from worker.reaper import Reaper
+from worker.housekeeping import loops, start_housekeeping
 
 __all__ = ["reaper", "workers"]
 
@@ -68,32 +69,45 @@ def workers(app: AppContext, output: str) -> None:
     )
 
 
-@click.command(short_help="Run the reaper (lapsed leases, interrupted runs).")
-@click.option("--once", is_flag=True, help="Make one pass (if no other reaper is active) and exit.")
+@click.command(short_help="Run the housekeeping loops: reaper, request expiry, retention.")
+@click.option("--once", is_flag=True, help="Make one pass of each loop no other instance runs, and exit.")
 @click.pass_obj
 def reaper(app: AppContext, once: bool) -> None:
-    """Run the reaper until SIGTERM or Ctrl-C: every GRAPHQ_REAPER_INTERVAL_S it acts on steps whose
-    lease lapsed (their worker died): with GRAPHQ_RESUME_INTERRUPTED_RUNS on, the run is closed failed
-    (WorkerLost) and continued by a new run from its latest checkpoint, up to GRAPHQ_MAX_RESUME_ATTEMPTS
-    per chain; off, it starts again from its beginning. Every worker process runs a reaper too; one
-    instance at a time acts (a lock), so this command is for a scheduler pod or a worker-less setup.
+    """Run the housekeeping loops until SIGTERM or Ctrl-C, each with one active instance per cluster (a
+    lock per loop):
 
-    --once prints one line per run acted on (run, what happened), or that another reaper is active.
+    the reaper: every GRAPHQ_REAPER_INTERVAL_S it acts on steps whose lease lapsed (their worker died):
+    with GRAPHQ_RESUME_INTERRUPTED_RUNS on, the run is closed failed (WorkerLost) and continued by a new
+    run from its latest checkpoint, up to GRAPHQ_MAX_RESUME_ATTEMPTS per chain; off, it starts again from
+    its beginning;
+
+    the request-expiry scan: every GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S it closes canceled
+    (RequestExpired) the runs whose human request passed its deadline (interrupt timeout_s or the
+    workflow's request_timeout_s), at most GRAPHQ_MAX_REQUEST_EXPIRATIONS_PER_SCAN a scan;
+
+    the retention sweep: every GRAPHQ_RETENTION_SWEEP_INTERVAL_S it clears the shared-index entries of
+    threads whose keys expired (GRAPHQ_THREAD_TTL_S).
+
+    Every graphq worker (and graphq scheduler) runs these loops too; this command is for a worker-less
+    setup.
+
+    --once makes one pass of each loop and prints one line per run acted on (the reaper's: run, what
+    happened; the scan's: run and "expired"), or that another reaper is active.
     """
     kv = app.kv()
     settings = app.settings
-    instance = Reaper(kv, settings)
     if once:
-        done = instance.tick()
-        instance.lock.release()
-        if done is None:
-            click.echo("another reaper is active; nothing done")
-            return
-        for run_id, outcome in done:
-            click.echo(f"{run_id} {outcome.verdict}{' ' + outcome.detail if outcome.detail else ''}")
+        for loop in loops(kv, settings):
+            ran, done = loop.once(kv)
+            if not ran and loop.name == "reaper":
+                click.echo("another reaper is active; nothing done")
+            for line in _done_lines(done):
+                click.echo(line)
         return
     click.echo(
-        f"graphq reaper: every {settings.reaper_interval_s:g} s on {redact_url(app.redis_url())} "
+        f"graphq reaper: the housekeeping loops (reaper every {settings.reaper_interval_s:g} s, request "
+        f"expiry every {settings.request_expiration_scan_interval_s:g} s, retention every "
+        f"{settings.retention_sweep_interval_s:g} s) on {redact_url(app.redis_url())} "
         f"(started {datetime.now(UTC).isoformat(timespec='seconds')})",
         err=True,
     )
@@ -104,4 +118,23 @@ def reaper(app: AppContext, once: bool) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    instance.run(stop)
+    threads = start_housekeeping(kv, settings, stop)
+    while not stop.wait(0.2):
+        pass
+    for thread in threads:
+        thread.join(timeout=5)
+
+
+def _done_lines(done: object) -> list[str]:
+    """The lines of ``reaper --once`` for one loop's pass: ``RUN VERDICT [DETAIL]`` per reaped run (the
+    reaper's ``(run id, outcome)`` pairs), ``RUN expired`` per run the request-expiry scan closed."""
+    if not isinstance(done, list):
+        return []
+    lines = []
+    for item in done:
+        if isinstance(item, tuple):
+            run_id, outcome = item
+            lines.append(f"{run_id} {outcome.verdict}{' ' + outcome.detail if outcome.detail else ''}")
+        else:
+            lines.append(f"{item} expired")
+    return lines

@@ -33,6 +33,10 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:reaper:lock            string owner token of the active reaper
     graphq:retention              zset   T and lease_member(T, RUN) of each of its runs -> when the
                                          thread's keys expire, ms (K3): the sweep clears shared indexes
+    graphq:NAME:lock              string owner token of the active instance of housekeeping loop NAME
+                                         (request-expiry, retention, ...; the reaper's is graphq:reaper:lock)
+    graphq:request-deadlines      zset   lease_member(T, RUN) -> the deadline of the earliest open request of
+                                         a run awaiting input, ms (R13); only runs whose requests have one
     graphq:disabled               string the kill switch (R6): present = off; JSON {reason, since}
     rq:suspended                  string RQ's own worker suspension, set and cleared with graphq:disabled
     graphq:adm:waiting            zset   runs waiting for a slot (R8), score 0, lex members
@@ -80,6 +84,7 @@ __all__ = [
     "channel_values",
     "checkpoints",
     "history",
+    "housekeeping_lock",
     "lease",
     "lease_index",
     "lease_member",
@@ -88,6 +93,7 @@ __all__ = [
     "reaper_lock",
     "recovery",
     "recovery_member",
+    "request_deadlines",
     "requests",
     "retention",
     "rq_suspended",
@@ -277,7 +283,22 @@ def retention() -> str:
 
 def reaper_lock() -> str:
     """The owner token of the one active reaper (compare-and-expire to renew, compare-and-delete)."""
-    return f"{PREFIX}:reaper:lock"
+    return housekeeping_lock("reaper")
+
+
+def housekeeping_lock(name: str) -> str:
+    """The owner token of the one active instance of housekeeping loop ``name`` (``reaper``,
+    ``request-expiry``, ``retention``; :mod:`worker.housekeeping`), an owner-token lock
+    (:class:`graphcore.backend.locks.OwnerLock`)."""
+    return f"{PREFIX}:{name}:lock"
+
+
+def request_deadlines() -> str:
+    """Sorted set of the runs awaiting input whose open requests have a deadline (R13): member
+    :func:`lease_member` ``(T, RUN)``, score the earliest deadline (ms since the epoch). Written by the
+    script that pauses the run, cleared by the answer, the cancel and the expiry scan; absent while no
+    request has a deadline."""
+    return f"{PREFIX}:request-deadlines"
 
 
 def switch() -> str:

@@ -93,6 +93,20 @@ class Settings(BaseSettings):
         description="How often the reaper looks for lapsed leases, seconds: a dead worker's step is acted on "
         "within lease_ttl_s + reaper_interval_s (R18).",
     )
+    request_expiration_scan_interval_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=86_400,
+        description="How often the request-expiry scan closes the runs whose human request passed its "
+        "deadline (interrupt(timeout_s=...) or a workflow's request_timeout_s), seconds (R13).",
+    )
+    max_request_expirations_per_scan: int = Field(
+        default=100,
+        ge=1,
+        le=100_000,
+        description="Runs the request-expiry scan closes at most per scan; a backlog drains over several "
+        "scans (R13).",
+    )
     resume_interrupted_runs: bool = Field(
         default=True,
         description="A run whose worker died: on → closed Failed (WorkerLost) and continued by a new run "

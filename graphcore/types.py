@@ -80,6 +80,8 @@ class Interrupt:
         task_id: the task that asked.
         index: which ``interrupt()`` call of the task, counting from 0.
         created_at: ISO-8601 UTC time of the first time this call site paused.
+        deadline_ms: when the request expires, ms since the epoch (``interrupt(value, timeout_s=...)`` or
+            the workflow's ``request_timeout_s``, counted from ``created_at``; R13), None without one.
     """
 
     id: str
@@ -88,6 +90,7 @@ class Interrupt:
     task_id: str
     index: int
     created_at: str
+    deadline_ms: int | None = None
 
 
 @dataclass

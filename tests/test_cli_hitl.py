@@ -90,6 +90,8 @@ def test_two_sequential_requests_are_answered_one_after_the_other(redis_url: str
             "task_id": first.task_id,
             "index": 0,
             "created_at": first.created_at,
+            "deadline_ms": None,
+            "deadline": None,
         }
     ]
     answered = ok(graphq("runs", "answer", run_id, "--value", '"yes"', url=redis_url))
@@ -232,6 +234,8 @@ def test_run_output_json_of_a_paused_run_holds_its_requests(redis_url: str, clie
             "task_id": request.task_id,
             "index": 0,
             "created_at": request.created_at,
+            "deadline_ms": None,
+            "deadline": None,
         }
     ]
 

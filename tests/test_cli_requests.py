@@ -106,6 +106,8 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
             "created_at": first.created_at,
             "answered_at": answered_at,
             "again_of": None,
+            "deadline": None,
+            "deadline_ms": None,
         },
         {
             "id": second.id,
@@ -118,6 +120,8 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
             "created_at": second.created_at,
             "answered_at": None,
             "again_of": None,
+            "deadline": None,
+            "deadline_ms": None,
         },
     ]
     table = ok(graphq(redis_url, "runs", "requests", run_id, "--all")).stdout.splitlines()

@@ -29,6 +29,14 @@ from graphcore.settings import Settings, allowed_range, load_settings, tenant_we
         ),
         ({"GRAPHQ_REAPER_INTERVAL_S": "0"}, "GRAPHQ_REAPER_INTERVAL_S: must be 0 < value ≤ 600 (got '0')"),
         (
+            {"GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S": "0"},
+            "GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S: must be 0 < value ≤ 86400 (got '0')",
+        ),
+        (
+            {"GRAPHQ_MAX_REQUEST_EXPIRATIONS_PER_SCAN": "0"},
+            "GRAPHQ_MAX_REQUEST_EXPIRATIONS_PER_SCAN: must be 1 ≤ value ≤ 100000 (got '0')",
+        ),
+        (
             {"GRAPHQ_MAX_CONCURRENT_RUNS": "0"},
             "GRAPHQ_MAX_CONCURRENT_RUNS: must be 1 ≤ value ≤ 1000000 (got '0')",
         ),

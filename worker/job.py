@@ -27,6 +27,7 @@ from graphcore import keys
 from graphcore.backend.admission import release as free_slot
 from graphcore.backend.connection import is_transient, outage_retrying, outlast
 from graphcore.backend.events import encode_event
+from graphcore.backend.expiry import DEADLINE_FIELD, deadline_fields, request_deadline
 from graphcore.backend.lua import script
 from graphcore.backend.retention import keep_result, remove_after_completion, subgraph_keys
 from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso, run_timeout_s
@@ -405,12 +406,15 @@ def _pause(
         ("status", cp.step + 1, {"status": "awaiting_input"}),
     ]
     # The lease goes back in the same script as the status: an answer's job can claim the step at once.
+    # The same script indexes the run under its earliest request deadline, if a request has one (R13).
     lease.dropping()
     release = (keys.lease_index(), lease.member)
     waiting = (RunStatus.RUNNING,)
-    if _set_status(
-        ctx, run, lease, RunStatus.AWAITING_INPUT, allowed=waiting, events=events, release=release
-    ):
+    due = request_deadline([i for r in results for i in r.interrupts], cp.step + 1)
+    options: dict[str, Any] = {"allowed": waiting, "events": events, "release": release}
+    if due is not None:
+        options |= {"deadline_ms": due[0], "fields": {DEADLINE_FIELD: due[1]}}
+    if _set_status(ctx, run, lease, RunStatus.AWAITING_INPUT, **options):
         lease.dropped()
         outlast(free_slot, ctx.kv, ctx.queue, run.thread_id, run.id)  # R8: the answer waits for a slot
     if _cancel_requested(ctx, run):  # requested just before the pause (later ones end the waiting run)
@@ -454,6 +458,7 @@ def _record_requests(
                 "call": i.index,
                 "node": i.node,
                 "value": i.value,
+                **deadline_fields(i.deadline_ms),
             },
             path="request",
         )

@@ -86,24 +86,26 @@ class Heartbeat:
 
 
 REAPER_HERE = True
-"""Whether a worker process runs its own reaper thread: False in the children of ``graphq worker``, whose
-supervising parent runs it (a child that dies holding the reaper lock would stall reaping for the lock's
-time-to-live, just when its own run needs the reaper)."""
+"""Whether a worker process runs the housekeeping loops (the reaper, the request-expiry scan, ...:
+:mod:`worker.housekeeping`): False in the children of ``graphq worker``, whose supervising parent runs them
+(a child that dies holding the reaper lock would stall reaping for the lock's time-to-live, just when its
+own run needs the reaper)."""
 
 
 def start_liveness(kv: Any, settings: Settings, worker_id: str, queues: Sequence[str]) -> Callable[[], None]:
-    """Start this worker process's heartbeat and (see :data:`REAPER_HERE`) its reaper thread (R18); returns
-    the function that stops both (a clean exit removes the worker's record and gives the reaper lock back)."""
-    from worker.reaper import start_reaper_thread
+    """Start this worker process's heartbeat and (see :data:`REAPER_HERE`) its housekeeping loops (R18,
+    R13); returns the function that stops them (a clean exit removes the worker's record and gives the
+    loops' locks back)."""
+    from worker.housekeeping import start_housekeeping
 
     beat = Heartbeat(kv, worker_id, queues, settings.lease_ttl_s, settings.heartbeat_interval_s).start()
     stop = threading.Event()
-    reaper = start_reaper_thread(kv, settings, stop) if REAPER_HERE else None
+    loops = start_housekeeping(kv, settings, stop) if REAPER_HERE else []
 
     def stop_all() -> None:
         stop.set()
-        if reaper is not None:
-            reaper.join(timeout=5)
+        for thread in loops:
+            thread.join(timeout=5)
         beat.stop()
 
     return stop_all

@@ -1,7 +1,8 @@
 """The reaper loop (R18, R14, R10): finds steps whose worker died and hands their runs on.
 
-It runs as a thread in every worker process (:func:`start_reaper_thread`) and as ``graphq reaper``; only the
-instance holding the reaper lock acts. Every ``GRAPHQ_REAPER_INTERVAL_S`` the active one:
+It is a housekeeping loop (:mod:`worker.housekeeping`), run in every worker supervisor (or bare worker
+process), in ``graphq reaper`` and in ``graphq scheduler``; only the instance holding the reaper lock
+(:func:`graphcore.keys.reaper_lock`) acts. Every ``GRAPHQ_REAPER_INTERVAL_S`` the active one:
 
 1. reads the leases whose deadline passed from the lease index and acts on each with one Lua script
    (:func:`graphcore.backend.reaper.reap`): the run is continued by a new run (resume on), started again
@@ -26,7 +27,6 @@ before that worker's lease has lapsed.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from rq import Worker
@@ -39,7 +39,6 @@ from rq.worker_registration import REDIS_WORKER_KEYS, WORKERS_BY_QUEUE_KEY
 from graphcore import keys
 from graphcore.backend.admission import execute, expire_waiting, fill, release, stage_admit
 from graphcore.backend.reaper import (
-    ReaperLock,
     ReapOutcome,
     lapsed_leases,
     reap,
@@ -56,7 +55,7 @@ from graphcore.settings import Settings
 from worker import metrics
 from worker.queue import RQStepQueue, step_job_id
 
-__all__ = ["Reaper", "lock_ttl_s", "start_reaper_thread"]
+__all__ = ["Reaper", "lock_ttl_s"]
 
 log = logging.getLogger("graphq.reaper")
 
@@ -80,13 +79,6 @@ class Reaper:
         self.settings = settings
         self.queue = queue or RQStepQueue(kv, settings)
         self.runs = RunStore(kv)
-        self.lock = ReaperLock(kv, lock_ttl_s(settings))
-
-    def tick(self) -> list[tuple[str, ReapOutcome]] | None:
-        """Take or keep the lock and, when held, make one pass; None when another reaper is active."""
-        if not self.lock.hold():
-            return None
-        return self.sweep()
 
     def sweep(self) -> list[tuple[str, ReapOutcome]]:
         """One pass (the caller holds the lock, or tests two racing reapers): returns ``(run id, outcome)``
@@ -240,26 +232,3 @@ class Reaper:
             drop_worker(self.kv, worker_id, pipe)
             pipe.execute()
             log.warning("worker %s stopped sending heartbeats; removed from the registries", worker_id)
-
-    def run(self, stop: threading.Event) -> None:
-        """Tick every ``GRAPHQ_REAPER_INTERVAL_S`` until ``stop`` is set; then give the lock back."""
-        try:
-            while not stop.wait(self.settings.reaper_interval_s):
-                try:
-                    self.tick()
-                except Exception as exc:  # Redis away, a bad record: try again at the next tick
-                    log.warning("reaper pass failed: %s", exc)
-        finally:
-            try:
-                self.lock.release()
-            except Exception as exc:
-                log.warning("reaper: could not release its lock: %s", exc)
-
-
-def start_reaper_thread(kv: Any, settings: Settings, stop: threading.Event) -> threading.Thread:
-    """Run a :class:`Reaper` in a daemon thread of this process until ``stop`` is set."""
-    thread = threading.Thread(
-        target=Reaper(kv, settings).run, args=(stop,), name="graphq-reaper", daemon=True
-    )
-    thread.start()
-    return thread

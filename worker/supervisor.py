@@ -23,8 +23,9 @@ and when the step must end (its run's deadline, or its nodes' timeouts). The par
   replaced; the supervisor then ends with status 1. A child left with a node thread running past its
   node timeout (it ignored its cancel token; Python cannot stop a thread) takes no more jobs and is
   replaced too ("retire").
-- **runs the reaper** (:mod:`worker.reaper`) for its pod: the children do not, since a child killed while it
-  holds the reaper lock would stall every reaper for the lock's time-to-live just when its own run needs one.
+- **runs the housekeeping loops** (:mod:`worker.housekeeping`: the reaper, the request-expiry scan) for its
+  pod: the children do not, since a child killed while it holds the reaper lock would stall every reaper
+  for the lock's time-to-live just when its own run needs one.
 
 Exit status: 0 when every step in flight finished; 1 when one had to be given up (drain timeout or cold
 stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
@@ -60,10 +61,10 @@ from graphcore.settings import Settings, get_settings
 from worker import liveness, logs, metrics
 from worker.handover import Stop, abandon, lapse
 from worker.health import publish_status
+from worker.housekeeping import start_housekeeping
 from worker.lease import Lease, renew, set_listener
 from worker.process import run_worker
 from worker.queue import queue_name
-from worker.reaper import start_reaper_thread
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -306,13 +307,14 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self.slots = [self._start() for _ in range(self.concurrency)]
-        stop_reaper = threading.Event()
-        reaper = start_reaper_thread(self.kv, self.settings, stop_reaper)
+        stop_housekeeping = threading.Event()
+        housekeeping = start_housekeeping(self.kv, self.settings, stop_housekeeping)
         try:
             self._loop()
         finally:
-            stop_reaper.set()
-            reaper.join(timeout=5)
+            stop_housekeeping.set()
+            for thread in housekeeping:
+                thread.join(timeout=5)
         failed = [c for c in self.failed if c not in (0, -signal.SIGTERM)]
         if failed:
             log.error("%d worker process(es) exited with an error: %s", len(failed), failed)

@@ -17,6 +17,7 @@ from redis.exceptions import WatchError
 from graphcore import keys
 from graphcore.backend import published
 from graphcore.backend.admission import stage_admit
+from graphcore.backend.expiry import DEADLINE_FIELD, deadline_fields, expired_note
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.retention import keep_result
 from graphcore.backend.runs import CANCEL_ERROR, RunFilter, RunRecord, RunStatus, RunStore, now_iso
@@ -120,6 +121,7 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     graph = registry.get(req.workflow)
     cfg = graph.config_for(req.config)
     timeout = cfg.run_timeout()
+    cfg.check_request_timeout()
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
         raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
     run_id = uuid.uuid4().hex
@@ -419,13 +421,23 @@ class Client:
                 created_at=rec.get("created_at") or (asked.created_at if asked else None),
                 answered_at=rec.get("answered_at"),
                 again_of=rec.get("again_of"),
+                deadline=rec.get("deadline"),
+                deadline_ms=rec.get("deadline_ms"),
             )
             found.append((_order(record, rec.get("task"), rec.get("call")), record))
         head_step = step_after(run.head)
         for rid, asked in pending.items():  # open requests of a subgraph: not in the run's records
             if rid not in stored:
                 record = RequestRecord(
-                    rid, asked.node, asked.value, "open", None, head_step, run.head, asked.created_at
+                    rid,
+                    asked.node,
+                    asked.value,
+                    "open",
+                    None,
+                    head_step,
+                    run.head,
+                    asked.created_at,
+                    **deadline_fields(asked.deadline_ms),
                 )
                 found.append((_order(record, None, asked.index), record))
         return [record for _, record in sorted(found, key=lambda pair: pair[0])]
@@ -467,8 +479,7 @@ class Client:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         run = self.runs.get(run_id)
         if run.status != RunStatus.AWAITING_INPUT or run.head is None:
-            answered = [r.id for r in self.run_requests(run_id) if r.status == "answered"]
-            raise NotAwaitingInputError(run_id, run.status.value, answered)
+            raise self._not_awaiting(run_id)
         pending = self.requests(run_id)
         answers = match_answer(pending, value, request_id)
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
@@ -569,12 +580,12 @@ class Client:
         requests_key = keys.requests(run.thread_id, run.id)
         with self.kv.pipeline(transaction=True) as pipe:
             pipe.watch(run_key)
-            status = pipe.hget(run_key, "status")
+            status, deadline = pipe.hmget(run_key, ["status", DEADLINE_FIELD])
             if status != RunStatus.AWAITING_INPUT.value.encode():
-                # Answered (or canceled) by someone else since this answer read the run: theirs won.
+                # Answered (or canceled: a cancel, its request expired) by someone else since this answer
+                # read the run: theirs won.
                 pipe.reset()
-                answered = [r.id for r in self.run_requests(run.id) if r.status == "answered"]
-                raise NotAwaitingInputError(run.id, (status or b"gone").decode(), answered)
+                raise self._not_awaiting(run.id)
             recorded = dict(zip(given, pipe.hmget(requests_key, list(given)), strict=True)) if given else {}
             notes = {
                 iid: serde.dumps(_answered(recorded[iid], request, answer), path="request")
@@ -585,11 +596,21 @@ class Client:
             if notes:
                 pipe.hset(requests_key, mapping=notes)
             pipe.hset(run_key, "status", RunStatus.QUEUED.value)  # Running again once a worker takes it
+            if deadline is not None:  # answered in time: out of the request-deadline index (R13)
+                pipe.hdel(run_key, DEADLINE_FIELD)
+                pipe.zrem(keys.request_deadlines(), keys.lease_member(run.thread_id, run.id))
             assert self.queue is not None
             stage_admit(pipe, self.kv, self.queue, run)  # its slot went with the pause: wait for one (R8)
             answers_key = keys.answers(run.thread_id, "", run.head or "")
             stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key)  # a use (K3)
             pipe.execute()
+
+    def _not_awaiting(self, run_id: str) -> NotAwaitingInputError:
+        """The refusal of an answer to a run that does not wait for one (as it is now): its status, why it
+        ended when its request expired (R13), and the requests it made that can be answered again."""
+        run = self.runs.get(run_id)
+        answered = [r.id for r in self.run_requests(run_id) if r.status == "answered"]
+        return NotAwaitingInputError(run_id, run.status.value, answered, expired_note(run))
 
     def cancel(self, run_id: str, interrupt: bool = False) -> str:
         """Cancel a run (X1, X2, I6).

@@ -1,6 +1,6 @@
 """The reaper's Redis side (R18, R14, R10): its lock, the lapsed leases, and the one script that acts on each.
 
-The loop that drives it runs in every worker process and in ``graphq reaper`` (:mod:`worker.reaper`); one
+The loop that drives it (:mod:`worker.reaper`) is a housekeeping loop (:mod:`worker.housekeeping`); one
 instance at a time acts, through an owner-token lock (:class:`ReaperLock`). Lapsed leases are read from the
 lease index (a sorted set of deadlines kept by the claim, the renewals, the release and the commit), never by
 a SCAN. :func:`reap` acts on one of them with ``reap_run.lua``, which checks again that the lease is gone
@@ -21,6 +21,7 @@ from typing import Any
 
 from graphcore import keys
 from graphcore.backend.events import encode_event
+from graphcore.backend.locks import OwnerLock
 from graphcore.backend.lua import script
 from graphcore.backend.runs import CANCEL_ERROR, RunError, now_iso
 from graphcore.checkpoints.layout import decode_record
@@ -52,26 +53,12 @@ def iso_ms(ms: float) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
-class ReaperLock:
-    """The one-active-reaper lock: a token in Redis with a time-to-live.
-
-    :meth:`hold` takes a free lock or extends the caller's own (compare-and-expire); :meth:`release`
-    deletes it only when the caller owns it (compare-and-delete). A lock owned by another token is never
-    touched.
-    """
+class ReaperLock(OwnerLock):
+    """The one-active-reaper lock: an :class:`~graphcore.backend.locks.OwnerLock` on
+    :func:`graphcore.keys.reaper_lock` with a time-to-live of ``ttl_s`` seconds."""
 
     def __init__(self, kv: Any, ttl_s: float) -> None:
-        self.kv = kv
-        self.token = uuid.uuid4().hex
-        self.ttl_ms = max(1, int(ttl_s * 1000))
-
-    def hold(self) -> bool:
-        """Take or keep the lock; True while this instance holds it."""
-        return bool(script(self.kv, "reaper_lock")(keys=[keys.reaper_lock()], args=[self.token, self.ttl_ms]))
-
-    def release(self) -> bool:
-        """Give the lock back if this instance holds it; True when it did."""
-        return bool(script(self.kv, "reaper_unlock")(keys=[keys.reaper_lock()], args=[self.token]))
+        super().__init__(kv, keys.reaper_lock(), ttl_s)
 
 
 @dataclass(frozen=True)

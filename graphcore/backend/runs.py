@@ -310,8 +310,12 @@ class RunStore:
         events: Sequence[tuple[str, int, Any]] = (),
         fence: tuple[str, str] | None = None,
         release: tuple[str, str] | None = None,
+        deadline_ms: int | None = None,
+        expect: tuple[str, str] | None = None,
     ) -> bool:
-        """Compare-and-set the run's status (I7); terminal states are never overwritten.
+        """Compare-and-set the run's status (I7); terminal states are never overwritten. The run's entry in
+        the request-deadline index (R13, :func:`graphcore.keys.request_deadlines`) is kept in the same
+        script: added with ``deadline_ms``, removed once the run is in any other status than AwaitingInput.
 
         Args:
             allowed: statuses the run must currently have (any non-terminal when empty).
@@ -322,18 +326,28 @@ class RunStore:
                 status changes, I1); a refusal is counted in the run hash (``refused:status``).
             release: ``(lease index, member)`` with ``fence``: give the lease back with the change (a step
                 that pauses for input), taking it out of the lease index.
+            deadline_ms: with AwaitingInput, the earliest deadline of its open requests (ms since the
+                epoch): the run is added to the request-deadline index with the change.
+            expect: ``(field, value)``: set the status only while the run hash holds that value in that field
+                (the expiry scan: still waiting for the same request).
 
         Returns:
-            True when the status was set; False when the status rules refused it (I7).
+            True when the status was set; False when the status rules or ``expect`` refused it (I7).
 
         Raises:
             LeaseLostError: ``fence`` was given and the lease is no longer the caller's; nothing changed.
         """
         pairs = [x for item in (fields or {}).items() for x in item]
         encoded = [x for mode, step, data in events for x in encode_event(mode, step, data).values()]
-        args: list[str | bytes] = [status.value, ",".join(s.value for s in allowed), str(len(pairs) // 2)]
-        args += [*pairs, str(len(events)), *encoded]
-        script_keys = [keys.run(record.thread_id, record.id), keys.run_events(record.thread_id, record.id)]
+        args: list[str | bytes] = [status.value, ",".join(s.value for s in allowed)]
+        index_score = "" if deadline_ms is None else str(deadline_ms)
+        args += [keys.lease_member(record.thread_id, record.id), index_score]
+        args += [*(expect or ("", "")), str(len(pairs) // 2), *pairs, str(len(events)), *encoded]
+        script_keys = [
+            keys.run(record.thread_id, record.id),
+            keys.run_events(record.thread_id, record.id),
+            keys.request_deadlines(),
+        ]
         if fence is not None:
             script_keys.append(fence[0])
             args.append(fence[1])

@@ -76,6 +76,9 @@ class RunConfig(BaseModel):
         run_timeout_s: seconds from the run's creation (queue wait included) after which it ends Canceled,
             checked between super-steps (R15); None → ``GRAPHQ_RUN_TIMEOUT_S``. At most
             ``GRAPHQ_MAX_RUN_TIMEOUT_S`` (R11).
+        request_timeout_s: seconds a human request (``interrupt()`` without its own ``timeout_s``) stays
+            open; unanswered by then, the run ends Canceled at the next request-expiry scan (R13). None → no
+            deadline. At most ``GRAPHQ_MAX_RUN_TIMEOUT_S``, checked when the workflow is registered.
         max_concurrent_runs: at most this many runs of the workflow hold a slot at once, cluster-wide (R8);
             a workflow option (``compile(config=...)``): it lowers ``GRAPHQ_MAX_CONCURRENT_RUNS`` for its
             own runs, which are also counted against that one. None → no limit of the workflow's own.
@@ -97,6 +100,7 @@ class RunConfig(BaseModel):
     resume_if_exists: bool = True
     checkpoint_id: str | None = None
     run_timeout_s: float | None = Field(default=None, gt=0)
+    request_timeout_s: float | None = Field(default=None, gt=0)
     max_concurrent_runs: int | None = Field(default=None, ge=1, le=1_000_000)
     max_concurrent_runs_per_tenant: int | None = Field(default=None, ge=1, le=1_000_000)
     thread_ttl_s: float | None = Field(default=None, ge=1, le=10 * 365 * 86_400)
@@ -119,6 +123,18 @@ class RunConfig(BaseModel):
         ``GRAPHQ_THREAD_TTL_S``; None (keep the thread) when neither is set."""
         ttls = [t for t in (self.thread_ttl_s, get_settings().thread_ttl_s) if t is not None]
         return min(ttls) if ttls else None
+
+    def check_request_timeout(self) -> None:
+        """Check ``request_timeout_s`` against its ceiling (R11, R13).
+
+        Raises:
+            ConfigError: it exceeds ``GRAPHQ_MAX_RUN_TIMEOUT_S``.
+        """
+        ceiling = get_settings().max_run_timeout_s
+        if self.request_timeout_s is not None and self.request_timeout_s > ceiling:
+            raise ConfigError(
+                f"request_timeout_s={self.request_timeout_s} is above the GRAPHQ_MAX_RUN_TIMEOUT_S={ceiling}"
+            )
 
     def step_limit(self) -> int:
         """The effective ``max_super_steps`` (at least 1: the option's range and the setting's)."""

@@ -14,14 +14,15 @@ How it works (semantics follow LangGraph's ``interrupt``):
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from graphcore.engine.config import current_task
-from graphcore.errors import InvalidUpdateError
+from graphcore.engine.config import TaskContext, current_task
+from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import Interrupt, TaskWrites
 
 __all__ = [
@@ -67,6 +68,8 @@ class RequestRecord:
         created_at: when it was first asked, ISO-8601 UTC (None when not recorded).
         answered_at: when it was answered, ISO-8601 UTC.
         again_of: for the request that starts a branch run (a second answer), the run that first made it.
+        deadline: when it expires unanswered, ISO-8601 UTC (R13; None: no deadline).
+        deadline_ms: the same, ms since the epoch.
     """
 
     id: str
@@ -79,6 +82,8 @@ class RequestRecord:
     created_at: str | None = None
     answered_at: str | None = None
     again_of: str | None = None
+    deadline: str | None = None
+    deadline_ms: int | None = None
 
 
 class NotAwaitingInputError(InvalidUpdateError):
@@ -89,16 +94,19 @@ class NotAwaitingInputError(InvalidUpdateError):
         status: its status (``completed``, ``running``, ...).
         answered: the ids of the requests it made that were answered: each can be answered again on a new
             branch (``answer_again``, ``graphq runs answer --again``).
+        why: why it ended, when that explains the refusal (its request expired, R13), else "".
     """
 
-    def __init__(self, run_id: str, status: str, answered: Sequence[str] = ()) -> None:
+    def __init__(self, run_id: str, status: str, answered: Sequence[str] = (), why: str = "") -> None:
         again = (
             f"; answer one of its requests again, on a new branch, with answer_again (--again): "
             f"{list(answered)}"
             if answered
             else ""
         )
-        super().__init__(f"run {run_id} is {status}, not awaiting input; nothing to answer{again}")
+        because = f" ({why})" if why else ""
+        super().__init__(f"run {run_id} is {status}{because}, not awaiting input; nothing to answer{again}")
+        self.why = why
         self.run_id = run_id
         self.status = status
         self.answered = list(answered)
@@ -113,11 +121,14 @@ def interrupt_id(task_id: str, index: int) -> str:
     return hashlib.sha1(f"{task_id}|interrupt|{index}".encode()).hexdigest()[:16]
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(value: Any, timeout_s: float | None = None) -> Any:
     """Pause the running node and ask a human; returns the answer once one is given.
 
     Args:
         value: what to show the human (allow-listed types: it is stored).
+        timeout_s: seconds (> 0) the request stays open from when it is first asked; unanswered by then,
+            the run ends Canceled at the next request-expiry scan (R13, ``RequestExpired``). None: the
+            workflow's ``request_timeout_s`` (a run option), else no deadline. Only runs on workers expire.
 
     Returns:
         The answer to this call site (several calls in one node are matched by order).
@@ -125,8 +136,10 @@ def interrupt(value: Any) -> Any:
     Raises:
         GraphInterrupt: no answer yet; graphq catches it and pauses the run (AwaitingInput).
         OutsideRunError: called outside a running node.
+        ConfigError: ``timeout_s`` is not a number of seconds > 0.
     """
     ctx = current_task("interrupt")
+    timeout = _timeout(ctx, timeout_s)
     index = ctx.next_interrupt()
     if index < len(ctx.resume):
         return ctx.resume[index]
@@ -134,7 +147,19 @@ def interrupt(value: Any) -> Any:
     iid = interrupt_id(task_id, index)
     if iid in ctx.answers:  # answered before the task first ran (a branch started by a second answer)
         return ctx.answers[iid]
-    raise GraphInterrupt(Interrupt(iid, value, ctx.node, task_id, index, datetime.now(UTC).isoformat()))
+    now = datetime.now(UTC)
+    deadline = None if timeout is None else round(now.timestamp() * 1000 + timeout * 1000)
+    raise GraphInterrupt(Interrupt(iid, value, ctx.node, task_id, index, now.isoformat(), deadline))
+
+
+def _timeout(ctx: TaskContext, timeout_s: Any) -> float | None:
+    """The request timeout of an ``interrupt()`` call: its own, else the run's ``request_timeout_s``."""
+    if timeout_s is None:
+        return ctx.config.request_timeout_s
+    number = isinstance(timeout_s, int | float) and not isinstance(timeout_s, bool)
+    if not number or not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise ConfigError(f"interrupt(timeout_s=...): must be a number of seconds > 0 (got {timeout_s!r})")
+    return float(timeout_s)
 
 
 def pending_interrupts(finished: Mapping[str, TaskWrites]) -> list[Interrupt]:

@@ -25,10 +25,11 @@ ENTRY_POINT_GROUP = "graphq.workflows"
 
 
 def _checked(graph: CompiledGraph) -> CompiledGraph:
-    """Refuse a workflow whose run timeout is above the ceiling at registration (R11; the options' own
-    ranges are checked by ``compile``)."""
+    """Refuse a workflow whose run or request timeout is above the ceiling at registration (R11, R13; the
+    options' own ranges are checked by ``compile``)."""
     try:
         graph.defaults.run_timeout()
+        graph.defaults.check_request_timeout()
     except ConfigError as exc:
         raise ConfigError(f"workflow {graph.name!r}: {exc}") from None
     return graph

@@ -1,0 +1,64 @@
+"""The request-expiry scan (R13, K2): a housekeeping loop (:mod:`worker.housekeeping`) that closes the runs
+whose human request passed its deadline.
+
+Every ``GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S`` the active instance reads at most
+``GRAPHQ_MAX_REQUEST_EXPIRATIONS_PER_SCAN`` due runs from the deadline index (a backlog drains over several
+scans; an empty index costs one ZRANGEBYSCORE) and closes each Canceled with ``RequestExpired`` naming the
+request and its deadline (:func:`graphcore.backend.expiry.expire`), then hands its thread to the next
+waiting run and gives its admission slot back like every other end
+(:func:`graphcore.backend.threads.hand_over`; a crash in between is finished by the reaper, which hands
+over threads whose active run ended).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from graphcore.backend.expiry import due, expire
+from graphcore.backend.reaper import server_ms
+from graphcore.backend.runs import RunStore
+from graphcore.backend.threads import hand_over
+from graphcore.settings import Settings
+from worker.queue import RQStepQueue
+
+__all__ = ["RequestExpiry"]
+
+log = logging.getLogger("graphq.expiry")
+
+
+class RequestExpiry:
+    """The scan of one process (see the module docstring); ``queue`` hands threads on."""
+
+    def __init__(self, kv: Any, settings: Settings, queue: RQStepQueue | None = None) -> None:
+        self.kv = kv
+        self.limit = settings.max_request_expirations_per_scan
+        self.queue = queue or RQStepQueue(kv, settings)
+        self.runs = RunStore(kv)
+
+    def scan(self) -> list[str]:
+        """One scan: the ids of the runs it closed (Canceled, their request expired), earliest deadline
+        first. Safe with several scanners at once: each run is closed once."""
+        now = server_ms(self.kv)
+        closed = []
+        for entry in due(self.kv, now, self.limit):
+            error = expire(self.kv, self.runs, entry, now)
+            if error is None:
+                continue
+            closed.append(entry.run_id)
+            log.warning("run %s: canceled, %s", entry.run_id, error.message)
+            hand_over(self.kv, self.runs, self.queue, entry.thread_id, entry.run_id)
+        _count(len(closed))
+        return closed
+
+
+def _count(n: int) -> None:
+    """``graphq_request_expirations_total`` (:func:`worker.metrics.requests_expired`, when present)."""
+    try:
+        metrics = importlib.import_module("worker.metrics")
+    except ImportError:
+        return
+    record = getattr(metrics, "requests_expired", None)
+    if n and record is not None:
+        record(n)

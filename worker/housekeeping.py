@@ -1,0 +1,115 @@
+"""Housekeeping loops: cluster-wide work done every few seconds by one active instance (R13, R18, K2, K3).
+
+Each loop is a :class:`Loop` (a name, an interval and a ``tick``) run in a daemon thread of every process
+that calls :func:`start_housekeeping` (each ``graphq worker`` supervisor, a bare worker process,
+``graphq reaper``, ``graphq scheduler``). Every ``interval_s`` a loop takes or keeps its own owner-token lock
+(:class:`graphcore.backend.locks.OwnerLock` on :func:`graphcore.keys.housekeeping_lock`) and, while it holds
+it, ticks: one active instance per loop in the cluster, whatever the number of processes. Instances may
+race anyway (a tick that outlives the lock's time-to-live): every tick acts through scripts that check
+again before they act, so a race produces one action. On ``stop`` each loop gives its lock back (only its
+own token's).
+
+The loops (:func:`loops`):
+
+- ``reaper`` every ``GRAPHQ_REAPER_INTERVAL_S`` (:mod:`worker.reaper`; lock TTL at most the lease TTL);
+- ``request-expiry`` every ``GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S`` (:mod:`worker.expiry`, R13);
+- ``retention`` every ``GRAPHQ_RETENTION_SWEEP_INTERVAL_S`` (:func:`graphcore.backend.ttl.sweep_tick`, K3).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphcore import keys
+from graphcore.backend.locks import OwnerLock
+from graphcore.backend.ttl import sweep_tick
+from graphcore.settings import Settings
+from worker.expiry import RequestExpiry
+from worker.reaper import Reaper, lock_ttl_s
+
+__all__ = ["Loop", "loops", "run_loop", "start_housekeeping"]
+
+log = logging.getLogger("graphq.housekeeping")
+
+
+@dataclass(frozen=True)
+class Loop:
+    """One housekeeping loop.
+
+    Attributes:
+        name: its name, also its lock's (:func:`graphcore.keys.housekeeping_lock`).
+        interval_s: seconds between ticks (> 0).
+        tick: one pass; called only while this instance holds the loop's lock; its result is returned by
+            :meth:`once` (an exception is logged and the loop goes on at the next interval).
+        lock_ttl_s: the lock's time-to-live, seconds; None: twice the interval and a second (a dead active
+            instance is replaced within about two intervals).
+    """
+
+    name: str
+    interval_s: float
+    tick: Callable[[], object]
+    lock_ttl_s: float | None = None
+
+    def lock(self, kv: Any) -> OwnerLock:
+        """A new owner-token lock for this loop (a new token)."""
+        ttl = self.lock_ttl_s if self.lock_ttl_s is not None else 2 * self.interval_s + 1
+        return OwnerLock(kv, keys.housekeeping_lock(self.name), ttl)
+
+    def once(self, kv: Any) -> tuple[bool, object]:
+        """One tick if no other instance is active: ``(True, tick's result)``, else ``(False, None)``; the
+        lock is given back after."""
+        lock = self.lock(kv)
+        if not lock.hold():
+            return False, None
+        try:
+            return True, self.tick()
+        finally:
+            lock.release()
+
+
+def loops(kv: Any, settings: Settings) -> list[Loop]:
+    """The housekeeping loops of ``settings``, in the order they start (see the module docstring)."""
+    reaper = Reaper(kv, settings)
+    expiry = RequestExpiry(kv, settings, reaper.queue)
+    return [
+        Loop("reaper", settings.reaper_interval_s, reaper.sweep, lock_ttl_s(settings)),
+        Loop("request-expiry", settings.request_expiration_scan_interval_s, expiry.scan),
+        Loop(
+            "retention", settings.retention_sweep_interval_s, lambda: sweep_tick(kv, settings, reaper.queue)
+        ),
+    ]
+
+
+def run_loop(kv: Any, loop: Loop, stop: threading.Event) -> None:
+    """Tick ``loop`` every ``interval_s`` while this instance holds its lock, until ``stop`` is set; then give
+    the lock back."""
+    lock = loop.lock(kv)
+    try:
+        while not stop.wait(loop.interval_s):
+            try:
+                if lock.hold():
+                    loop.tick()
+            except Exception as exc:  # Redis away, a bad record: try again at the next tick
+                log.warning("%s pass failed: %s", loop.name, exc)
+    finally:
+        try:
+            lock.release()
+        except Exception as exc:
+            log.warning("%s: could not release its lock: %s", loop.name, exc)
+
+
+def start_housekeeping(kv: Any, settings: Settings, stop: threading.Event) -> list[threading.Thread]:
+    """Start every loop of :func:`loops` in a daemon thread (``graphq-<name>``) of this process, until
+    ``stop`` is set; returns the started threads (join them after setting ``stop``)."""
+    threads = []
+    for loop in loops(kv, settings):
+        thread = threading.Thread(
+            target=run_loop, args=(kv, loop, stop), name=f"graphq-{loop.name}", daemon=True
+        )
+        thread.start()
+        threads.append(thread)
+    return threads
