@@ -21,7 +21,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.connection import outlast
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from tests.workers import Procs, ended, wait_for, worker_env
+from tests.workers import Procs, ended, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
 from worker import metrics
 
@@ -243,3 +243,16 @@ def test_tenant_label_is_capped(redis_client: redis.Redis) -> None:
         assert running == want
         assert value(got, "graphq_runs_queued") == 1
         assert value(got, "graphq_queue_depth", workflow="w") == 0
+
+
+def test_a_metrics_port_in_use_is_refused_with_one_line(env: dict[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = graphq("worker", "--burst", "--metrics-port", str(port), env=env)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"error: --metrics-port {port}: cannot listen there (Address already in use)"
+    )
+    assert graphq("worker", "--metrics-port", "x", env=env).returncode == 2
