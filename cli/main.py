@@ -17,6 +17,8 @@ graphq [--redis-url URL] [--workflows MODULES]
   reaper                  act on lapsed leases: continue interrupted runs (--once)
   disable | enable        the kill switch: refuse new runs, take no step (--reason); on again
   enabled                 whether graphq is on or off, and why
+  schedules add | list    cron schedules (show, pause, resume, remove, trigger, next, history)
+  scheduler               start runs on their schedules, and the housekeeping loops (--metrics-port)
   health                  probe: exit 0 healthy, 1 not (--worker | --scheduler, --ready)
 """
 
@@ -33,6 +35,7 @@ from cli.errors import GraphqGroup
 from cli.health import health
 from cli.run import run
 from cli.runs import runs
+from cli.schedules import scheduler, schedules
 from cli.state import state
 from cli.switch import disable, enable, enabled
 from cli.tenants import tenants
@@ -108,6 +111,8 @@ main.add_command(reaper)
 main.add_command(disable)
 main.add_command(enable)
 main.add_command(enabled)
+main.add_command(schedules)
+main.add_command(scheduler)
 main.add_command(health)
 
 

@@ -60,6 +60,7 @@ def runs() -> None:
     "--status", type=click.Choice([s.value for s in RunStatus]), help="Only the runs with this status."
 )
 @click.option("--workflow", metavar="NAME", help="Only the runs of workflow NAME.")
+@click.option("--schedule", metavar="NAME", help="Only the runs schedule NAME started (graphq schedules).")
 @click.option(
     "--stuck",
     is_flag=True,
@@ -75,6 +76,7 @@ def list_runs(
     tenant: str | None,
     status: str | None,
     workflow: str | None,
+    schedule: str | None,
     stuck: bool,
     output: str,
 ) -> None:
@@ -85,10 +87,11 @@ def list_runs(
     left out)."""
     check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     reader = app.reader()
-    where = RunFilter(tenant, None if status is None else RunStatus(status), workflow)
+    where = RunFilter(tenant, None if status is None else RunStatus(status), workflow, schedule)
     if chain_of is not None and (stuck or where != RunFilter()):
         raise click.UsageError(
-            "--chain lists one chain; it does not combine with --tenant, --status, --workflow or --stuck"
+            "--chain lists one chain; it does not combine with --tenant, --status, --workflow, --schedule or "
+            "--stuck"
         )
     if stuck:
         _list_stuck(reader.stuck_runs(limit, where), output)

@@ -59,6 +59,12 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:catalog:W:seen         zset   version hash -> when a worker last published it (ms)
     graphq:catalog:W:workers      zset   catalog_member(VERSION, WORKER) -> when published (ms); read
                                          through the worker registry's liveness (a dead worker drops out)
+    graphq:schedules              hash   schedule name -> the schedule (JSON, scheduler.schedules), K1
+    graphq:schedule:NAME:state    string JSON {cursor, last_run, last_thread, buffered}: the newest fire
+                                         handled (ms), the schedule's latest run, a fire kept waiting
+    graphq:schedule:NAME:fires    list   fire history, newest first (JSON each), capped
+    graphq:scheduler:lock         string owner token of the scheduler making a pass
+    graphq:scheduler:ID           string a live scheduler's heartbeat (JSON), expires
 
 The lease, recovery and worker keys are global (one slot), like the run index: the lease index is kept
 by the claim, renewal, release and commit scripts, which therefore touch one global key besides the
@@ -101,6 +107,11 @@ __all__ = [
     "run_events",
     "run_threads",
     "runs_index",
+    "schedule_fires",
+    "schedule_state",
+    "scheduler",
+    "scheduler_lock",
+    "schedules",
     "step_member",
     "steps_index",
     "switch",
@@ -299,6 +310,33 @@ def request_deadlines() -> str:
     script that pauses the run, cleared by the answer, the cancel and the expiry scan; absent while no
     request has a deadline."""
     return f"{PREFIX}:request-deadlines"
+
+
+def schedules() -> str:
+    """Hash schedule name → the schedule's definition (JSON of ``scheduler.schedules.Schedule``)."""
+    return f"{PREFIX}:schedules"
+
+
+def schedule_state(name: str) -> str:
+    """String (JSON) of a schedule's progress: the newest fire time handled (ms, the claim's cursor), its
+    latest run and that run's thread, and the fire a ``buffer_one`` schedule keeps waiting."""
+    return f"{PREFIX}:schedule:{name}:state"
+
+
+def schedule_fires(name: str) -> str:
+    """List of a schedule's fires, newest first (JSON: fire time, run id, outcome), capped in length."""
+    return f"{PREFIX}:schedule:{name}:fires"
+
+
+def scheduler_lock() -> str:
+    """The owner token of the scheduler instance making a pass (compare-and-expire, compare-and-delete)."""
+    return f"{PREFIX}:scheduler:lock"
+
+
+def scheduler(instance_id: str) -> str:
+    """A live scheduler instance's heartbeat (JSON: id, host, pid, last pass), written each tick with a
+    time-to-live; ``graphq health --scheduler`` reads it."""
+    return f"{PREFIX}:scheduler:{instance_id}"
 
 
 def switch() -> str:

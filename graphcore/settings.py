@@ -203,6 +203,30 @@ class Settings(BaseSettings):
         description="Largest node settings, in bytes of JSON; larger ones are refused at compile and publish "
         "(R9).",
     )
+    scheduler_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="How often `graphq scheduler` makes a pass over the schedules, seconds (K1): a fire "
+        "starts within about this long of its time.",
+    )
+    scheduler_lock_ttl_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Time-to-live of the scheduler's pass lock, seconds: a scheduler that dies mid-pass is "
+        "replaced by another replica within this long (fires stay exactly-once either way: each is claimed).",
+    )
+    scheduler_grace_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=86_400,
+        description="A fire found within this many seconds of its time starts on time; one found later was "
+        "missed (the scheduler was down) and the schedule's catch-up policy applies (K1).",
+    )
+    schedule_history_length: int = Field(
+        default=100, ge=1, le=100_000, description="Fires kept in each schedule's history (newest first)."
+    )
     serde_allowed_classes: str = Field(
         default="",
         description=(

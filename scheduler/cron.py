@@ -14,10 +14,12 @@ day. Two wall times need a rule:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -103,19 +105,20 @@ class Cron:
 
     @classmethod
     def parse(cls, expr: str, zone: str = "UTC") -> Cron:
-        """Validate ``expr`` and ``zone``.
+        """Validate ``expr`` and ``zone`` (each pair once per process: a scheduler pass parses every
+        schedule's).
 
         Raises:
             ConfigError: a bad expression or an unknown zone (the message names it).
         """
-        parse_zone(zone)
-        return cls(expr, _expand(expr), zone)
+        return _parse(expr, zone)
 
     def after(self, instant: datetime) -> Iterator[datetime]:
         """The fire times strictly after ``instant`` (aware), ascending, as aware UTC datetimes; endless."""
         zone = parse_zone(self.zone)
         start = instant.astimezone(zone).replace(tzinfo=None)
-        it = croniter(self.fields, start)
+        it = copy.copy(_template(self.fields))  # the fields expanded once; each iteration its own position
+        it.set_current(start, force=True)
         last = instant.astimezone(UTC)
         while True:
             fire = _local(it.get_next(datetime), zone)
@@ -135,3 +138,15 @@ class Cron:
                 break
             found.append(fire)
         return found
+
+
+@cache
+def _parse(expr: str, zone: str) -> Cron:
+    parse_zone(zone)
+    return Cron(expr, _expand(expr), zone)
+
+
+@cache
+def _template(fields: str) -> Any:
+    """A croniter of ``fields`` (expanded once), copied for each iteration."""
+    return croniter(fields, datetime(2000, 1, 1))

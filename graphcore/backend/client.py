@@ -42,7 +42,7 @@ from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdate
 from graphcore.settings import get_settings
 from graphcore.types import START, Interrupt
 
-__all__ = ["Client", "RunRequest", "StepQueue", "check_request"]
+__all__ = ["Client", "Guard", "RunRequest", "StepQueue", "check_request"]
 
 
 def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
@@ -86,6 +86,7 @@ class RunRequest:
         tenant: who the run is for (fairness, quotas).
         config: run options (tags, metadata, configurable, max_super_steps, resume_if_exists).
         continued_from_run_id: the ended run this one continues (R14), if any.
+        run_id: the run's id when the caller derives it (a schedule's fire, K1); a new one when None.
     """
 
     workflow: str
@@ -95,6 +96,23 @@ class RunRequest:
     config: Mapping[str, Any] = field(default_factory=dict)
     continued_from_run_id: str | None = None
     preset_answers: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Guard:
+    """Conditions and writes that go with one run-creating transaction (:meth:`Client.enqueue_guarded`; the
+    scheduler's claim of its fires, K1).
+
+    Attributes:
+        watch: keys WATCHed with the threads' (a change to any of them before EXEC retries the transaction).
+        check: called with the pipeline in WATCH mode (immediate reads); False → nothing is written.
+        stage: called with the MULTI pipeline before the runs' writes are queued on it.
+    """
+
+    watch: Sequence[str]
+    check: Callable[[Any], bool]
+    stage: Callable[[Any], None]
 
 
 def no_history(what: str, where: str = "") -> ConfigError:
@@ -124,7 +142,7 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     cfg.check_request_timeout()
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
         raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
-    run_id = uuid.uuid4().hex
+    run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
     thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
     keys.validate_id("tenant", req.tenant)
     graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
@@ -217,33 +235,57 @@ class Client:
             DisabledError: the kill switch is off (R6: ``graphq disable``, or ``GRAPHQ_ENABLED=false`` here);
                 nothing is written.
         """
+        return self.enqueue_guarded(requests, None, multitask) or []
+
+    def enqueue_guarded(
+        self, requests: Sequence[RunRequest], guard: Guard | None, multitask: Multitask = "enqueue"
+    ) -> list[str] | None:
+        """:meth:`enqueue_many` in one transaction with ``guard``'s writes, only while ``guard.check``
+        holds (its keys WATCHed): the runs and the guard's writes apply together or not at all. With no
+        requests, only the guard's writes.
+
+        Returns:
+            The run ids in request order; None when the guard's check refused (nothing written).
+
+        Raises:
+            The errors of :meth:`enqueue_many`.
+        """
         refuse_if_off(None, get_settings().enabled)
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         if multitask not in MULTITASK_POLICIES:
             raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
         records = [self._record(r) for r in requests]
-        while records:
+        while records or guard is not None:
             try:
-                return self._admit(records, multitask)
+                return self._admit(records, multitask, guard)
             except WatchError:
                 continue
         return []
 
-    def _admit(self, records: Sequence[RunRecord], multitask: Multitask) -> list[str]:
+    def _admit(
+        self, records: Sequence[RunRecord], multitask: Multitask, guard: Guard | None = None
+    ) -> list[str] | None:
         """One optimistic try: create the runs; the first on an idle thread becomes active (its step-0 job
         is enqueued), the others wait in the thread's line. The kill switch is read in the same round trip as
-        the threads' active runs, and watched: no run is created once ``graphq disable`` has returned."""
+        the threads' active runs, and watched: no run is created once ``graphq disable`` has returned.
+        ``guard``: see :meth:`enqueue_guarded` (None when its check refuses)."""
         assert self.queue is not None
         threads = list(dict.fromkeys(r.thread_id for r in records))
         with self.kv.pipeline(transaction=True) as pipe:
-            pipe.watch(keys.switch(), *[keys.thread_active(t) for t in threads])
+            extra = guard.watch if guard is not None else ()
+            pipe.watch(keys.switch(), *[keys.thread_active(t) for t in threads], *extra)
             *active, switch = pipe.mget([*[keys.thread_active(t) for t in threads], keys.switch()])
             refuse_if_off(switch, True)
+            if guard is not None and not guard.check(pipe):
+                pipe.reset()
+                return None
             busy = {t for t, run_id in zip(threads, active, strict=True) if run_id is not None}
             if multitask == "reject":
                 _refuse_busy(records, busy)
             pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode
+            if guard is not None:
+                guard.stage(pipe)
             for record in records:
                 self.runs.stage_create(pipe, record)
                 if record.thread_id in busy:

@@ -99,6 +99,10 @@ class RunRecord(BaseModel):
     """The worker that last claimed one of the run's steps."""
     interrupted: RunError | None = None
     """Why the run was last started again from its beginning (its worker died, resume off, R14)."""
+    schedule: str | None = None
+    """The schedule whose fire started the run (K1; written by the claim, ``claim_fire.lua``), and that fire's
+    time (ISO-8601 UTC) in :attr:`fire_time`."""
+    fire_time: str | None = None
     preset_answers: dict[str, Any] = {}
     """``"<task index>:<call index>"`` → answer, for a branch started by answering a request again (R16)."""
     run_timeout_s: float | None = None
@@ -162,6 +166,8 @@ class RunRecord(BaseModel):
             continued_by_run_id=text.get("continued_by_run_id"),
             attempt=int(text.get("attempt") or 1),
             worker=text.get("worker") or None,
+            schedule=text.get("schedule") or None,
+            fire_time=text.get("fire_time") or None,
             interrupted=RunError.model_validate_json(text["interrupted"])
             if text.get("interrupted")
             else None,
@@ -192,16 +198,20 @@ class RunFilter:
     tenant: str | None = None
     status: RunStatus | None = None
     workflow: str | None = None
+    schedule: str | None = None
 
-    FIELDS = ("tenant", "status", "workflow")
+    FIELDS = ("tenant", "status", "workflow", "schedule")
     """The run hash fields it looks at."""
 
-    def matches(self, tenant: str | None, status: str | None, workflow: str | None) -> bool:
-        """Whether a run of ``tenant``, ``status`` (its value) and ``workflow`` is kept."""
+    def matches(
+        self, tenant: str | None, status: str | None, workflow: str | None, schedule: str | None = None
+    ) -> bool:
+        """Whether a run of ``tenant``, ``status`` (its value), ``workflow`` and ``schedule`` is kept."""
         return (
             (self.tenant is None or tenant == self.tenant)
             and (self.status is None or status == self.status.value)
             and (self.workflow is None or workflow == self.workflow)
+            and (self.schedule is None or schedule == self.schedule)
         )
 
 
@@ -271,7 +281,9 @@ class RunStore:
         lapsed = {keys.parse_member(m.decode()): int(score) for m, score in rows}
         found = []
         for record in self._fetch([(r, t) for t, r in lapsed]):
-            kept = where is None or where.matches(record.tenant, record.status.value, record.workflow)
+            kept = where is None or where.matches(
+                record.tenant, record.status.value, record.workflow, record.schedule
+            )
             if not record.terminal and kept:
                 found.append((record, lapsed[(record.thread_id, record.id)]))
         return found[:limit]

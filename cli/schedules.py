@@ -1,0 +1,295 @@
+"""``graphq schedules ...`` (add, list, show, pause, resume, remove, trigger, next, history) and
+``graphq scheduler``, the process that starts the runs on their schedules (K1)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
+
+import click
+
+from cli.context import AppContext
+from cli.inputs import parse_input
+from cli.output import output_option, print_json, print_table, short
+from graphcore import keys
+from graphcore.backend.connection import redact_url
+from scheduler.api import Schedules
+from scheduler.cron import parse_zone
+from scheduler.hooks import clock_from_env
+from scheduler.loop import Scheduler
+from scheduler.schedules import CATCHUP, OVERLAP, Fire, Schedule, parse_duration, parse_time
+from worker.health import publish_status
+from worker.housekeeping import start_housekeeping
+from worker.metrics import serve
+
+__all__ = ["scheduler", "schedules"]
+
+
+def _api(app: AppContext) -> Schedules:
+    return Schedules(app.client())
+
+
+def _zoned(moment: datetime, zone: str) -> str:
+    """``moment`` in ``zone``, ISO-8601 with its offset."""
+    return moment.astimezone(parse_zone(zone)).isoformat()
+
+
+def _utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+@click.group()
+def schedules() -> None:
+    """Cron schedules: start a workflow's run at every fire time of a cron expression in a time zone.
+    `graphq scheduler` (one or more replicas) starts the runs; schedules change while it runs."""
+
+
+def _options(
+    tz: str,
+    start: str | None,
+    end: str | None,
+    catchup_window: str,
+    jitter: str,
+) -> dict[str, Any]:
+    """The schedule fields of the time and duration options (exit 2 naming the option when malformed)."""
+    parse_zone(tz)
+    return {
+        "start": None if start is None else parse_time(start, tz, "--start"),
+        "end": None if end is None else parse_time(end, tz, "--end"),
+        "catchup_window_s": parse_duration(catchup_window, "--catchup-window"),
+        "jitter_s": parse_duration(jitter, "--jitter") if jitter != "0" else 0.0,
+    }
+
+
+@schedules.command("add", short_help="Add a schedule.")
+@click.argument("name")
+@click.option("--workflow", required=True, metavar="W", help="The workflow each fire starts.")
+@click.option("--cron", "cron", required=True, metavar="EXPR", help="5 cron fields or @hourly, @daily, ...")
+@click.option("--tz", default="UTC", show_default=True, metavar="ZONE", help="IANA time zone of the fields.")
+@click.option("--input", "input_", metavar="JSON|@FILE", help="The input of every run (JSON, or @file).")
+@click.option("--tenant", default="default", show_default=True, metavar="T", help="The runs' tenant.")
+@click.option("--thread", metavar="T", help="Every run on thread T (they queue on it).")
+@click.option("--new-thread", is_flag=True, help="Each run on a new thread (the default).")
+@click.option("--overlap", type=click.Choice(OVERLAP), default="skip", show_default=True)
+@click.option("--catchup", type=click.Choice(CATCHUP), default="latest", show_default=True)
+@click.option("--catchup-window", default="1h", show_default=True, metavar="DURATION")
+@click.option(
+    "--jitter", default="0", show_default=True, metavar="DURATION", help="Start each fire up to this late."
+)
+@click.option("--start", metavar="TIME", help="No fire before TIME (ISO-8601; in --tz without an offset).")
+@click.option("--end", metavar="TIME", help="No fire after TIME (ISO-8601; in --tz without an offset).")
+@click.pass_obj
+def add(app: AppContext, /, name: str, **opts: Any) -> None:
+    """Add schedule NAME: start --workflow at every fire time of --cron in --tz.
+
+    \b
+    --overlap (the schedule's previous run still active): skip records the fire skipped-overlap, allow
+      starts it anyway, buffer_one keeps one waiting and starts it when the previous run ends.
+    --catchup (fires missed while no scheduler ran, within --catchup-window): skip records them missed,
+      latest starts the newest of them, all starts each.
+    DURATION: 90s, 5m, 2h, 1d. A local time that does not exist (spring forward) fires at the first
+    instant after the gap; a repeated one (fall back) at its first occurrence.
+    """
+    if opts["thread"] is not None and opts["new_thread"]:
+        raise click.UsageError("--thread and --new-thread exclude each other")
+    fields = _options(opts["tz"], opts["start"], opts["end"], opts["catchup_window"], opts["jitter"])
+    app.workflow(opts["workflow"])  # unknown here but published by workers: the message says how to load it
+    schedule = _api(app).add(
+        name,
+        workflow=opts["workflow"],
+        cron=opts["cron"],
+        tz=opts["tz"],
+        input=parse_input(opts["input_"]),
+        tenant=opts["tenant"],
+        thread=opts["thread"],
+        overlap=opts["overlap"],
+        catchup=opts["catchup"],
+        **fields,
+    )
+    upcoming = Schedules(app.client()).next(schedule.name, 1)
+    first = f"; first fire {_zoned(upcoming[0], schedule.tz)} ({_utc(upcoming[0])})" if upcoming else ""
+    click.echo(f"added schedule {schedule.name}{first}")
+
+
+def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:
+    state = api.state(schedule.name)
+    upcoming = [] if schedule.paused else api.next(schedule.name, 1)
+    return schedule.model_dump(mode="json") | {
+        "state": state.model_dump(),
+        "next_fire": _utc(upcoming[0]) if upcoming else None,
+    }
+
+
+@schedules.command("list", short_help="List the schedules.")
+@output_option
+@click.pass_obj
+def list_schedules(app: AppContext, output: str) -> None:
+    """Every schedule: name, workflow, expression and zone, policies, paused, next fire (UTC)."""
+    api = Schedules(app.reader())
+    found = [_schedule_json(s, api) for s in api.list()]
+    if output == "json":
+        print_json(found)
+        return
+    rows = [
+        (
+            s["name"],
+            s["workflow"],
+            s["cron"],
+            s["tz"],
+            s["overlap"],
+            s["catchup"],
+            s["paused"],
+            s["next_fire"],
+        )
+        for s in found
+    ]
+    print_table(
+        ("schedule", "workflow", "cron", "zone", "overlap", "catch-up", "paused", "next fire (UTC)"),
+        rows,
+        no_wrap=("schedule", "cron", "zone", "next fire (UTC)"),
+    )
+
+
+@schedules.command("show", short_help="Show one schedule.")
+@click.argument("name")
+@output_option
+@click.pass_obj
+def show(app: AppContext, name: str, output: str) -> None:
+    """One schedule: its definition, its latest run, a fire kept waiting, its next fire."""
+    api = Schedules(app.reader())
+    found = _schedule_json(api.get(name), api)
+    if output == "json":
+        print_json(found)
+        return
+    state = found.pop("state")
+    rows = [(k, short(v)) for k, v in found.items()] + [
+        ("latest run", state["last_run"]),
+        ("buffered fire", state["buffered_ms"] and datetime.fromtimestamp(state["buffered_ms"] / 1000, UTC)),
+    ]
+    print_table(("field", "value"), rows, no_wrap=("field",))
+
+
+def _simple(verb: str, act: Callable[[Schedules, str], Any], help_text: str) -> click.Command:
+    @click.command(verb, short_help=help_text, help=help_text)
+    @click.argument("name")
+    @click.pass_obj
+    def command(app: AppContext, name: str) -> None:
+        act(Schedules(app.client()), name)
+        click.echo(f"schedule {name}: {verb}d")
+
+    return command
+
+
+schedules.add_command(_simple("pause", Schedules.pause, "Stop a schedule firing (until resume)."))
+schedules.add_command(
+    _simple("resume", Schedules.resume, "Let a paused schedule fire again (fires while paused are not run).")
+)
+schedules.add_command(
+    _simple("remove", Schedules.remove, "Delete a schedule and its history (its runs stay).")
+)
+
+
+@schedules.command("trigger", short_help="Fire a schedule now.")
+@click.argument("name")
+@click.pass_obj
+def trigger(app: AppContext, name: str) -> None:
+    """Start a run of NAME now, outside its timetable; prints the run id."""
+    click.echo(Schedules(app.client()).trigger(name))
+
+
+@schedules.command("next", short_help="The next fire times.")
+@click.argument("name")
+@click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, metavar="N")
+@click.option(
+    "--after", metavar="TIME", help="After TIME instead of now (ISO-8601; in the zone without offset)."
+)
+@output_option
+@click.pass_obj
+def next_fires(app: AppContext, name: str, count: int, after: str | None, output: str) -> None:
+    """The next N fire times of NAME after now (or --after TIME), in its zone and in UTC."""
+    api = Schedules(app.reader())
+    schedule = api.get(name)
+    moment = None if after is None else parse_time(after, schedule.tz, "--after")
+    fires = api.next(name, count, moment)
+    rows = [(_zoned(f, schedule.tz), _utc(f)) for f in fires]
+    if output == "json":
+        print_json([{"local": local, "utc": utc, "zone": schedule.tz} for local, utc in rows])
+        return
+    print_table(
+        (f"fire ({schedule.tz})", "fire (UTC)"), rows, no_wrap=(f"fire ({schedule.tz})", "fire (UTC)")
+    )
+
+
+@schedules.command("history", short_help="A schedule's fires.")
+@click.argument("name")
+@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, metavar="N")
+@output_option
+@click.pass_obj
+def history(app: AppContext, name: str, limit: int, output: str) -> None:
+    """NAME's fires, newest first: fire time, outcome (started, skipped-overlap, missed, caught-up,
+    buffered), run id, lag."""
+    fires: list[Fire] = Schedules(app.reader()).history(name, limit)
+    if output == "json":
+        print_json([f.model_dump() for f in fires])
+        return
+    rows = [
+        (f.fire_time, f.outcome, f.run_id or "", "" if f.lag_s is None else f"{f.lag_s:.3f}", f.note)
+        for f in fires
+    ]
+    print_table(("fire (UTC)", "outcome", "run", "lag (s)", "note"), rows, no_wrap=("fire (UTC)", "run"))
+
+
+@click.command(short_help="Start runs on their schedules (and run the housekeeping loops).")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    metavar="PORT",
+    help="Serve /metrics, /healthz and /readyz on PORT (0: none).",
+)
+@click.pass_obj
+def scheduler(app: AppContext, metrics_port: int) -> None:
+    """Run the scheduler until SIGTERM or Ctrl-C: every GRAPHQ_SCHEDULER_INTERVAL_S a pass over the
+    schedules starts the runs that are due. Run two or more replicas: each fire is claimed once. Also runs
+    the housekeeping loops (reaper, request expiry, retention; one active instance of each per cluster)."""
+    kv = app.kv()
+    settings = app.settings
+    clock = clock_from_env() or time.time
+    instance = Scheduler(app.client(kv), settings, clock)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server = serve(metrics_port, lambda: not stop.is_set(), lambda: True) if metrics_port else None
+    helpers = start_housekeeping(kv, settings, stop)
+    click.echo(
+        f"graphq scheduler {instance.id}: every {settings.scheduler_interval_s:g} s on "
+        f"{redact_url(app.redis_url())} (started {datetime.now(UTC).isoformat(timespec='seconds')})",
+        err=True,
+    )
+    status = publish_status(
+        "scheduler",
+        settings.heartbeat_interval_s,
+        draining=stop.is_set,
+        loop_at=lambda: instance.ticked_at,
+        heartbeat_key=keys.scheduler(instance.id),
+    )
+    try:
+        with status:
+            instance.run(stop)
+    finally:
+        stop.set()
+        for thread in helpers:
+            thread.join(timeout=5)
+        if server is not None:
+            server.shutdown()
+    click.echo(f"graphq scheduler {instance.id}: stopped", err=True)

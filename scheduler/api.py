@@ -1,0 +1,123 @@
+"""The Python face of schedules (K1): :class:`Schedules`, what ``graphq schedules ...`` calls.
+
+from scheduler import Schedules
+schedules = Schedules(client)            # a graphcore Client with a step queue
+schedules.add("nightly", workflow="etl", cron="0 2 * * *", tz="Europe/Paris")
+schedules.next("nightly", 5)             # the next 5 fire times (UTC)
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from graphcore.backend.client import Client, RunRequest
+from scheduler.claim import Batch, commit, run_request
+from scheduler.plan import Decision
+from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore
+
+__all__ = ["Schedules"]
+
+
+class Schedules:
+    """Add, list, pause, resume, remove, trigger schedules; their next fire times and fire history.
+
+    Args:
+        client: the client that creates the runs (it validates workflows and inputs with its registry).
+        clock: now, epoch seconds (tests pass a simulated one).
+    """
+
+    def __init__(self, client: Client, clock: Any = time.time) -> None:
+        self.client = client
+        self.store = ScheduleStore(client.kv)
+        self.clock = clock
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
+
+    def add(self, name: str, *, workflow: str, cron: str, **options: Any) -> Schedule:
+        """Add a schedule; ``options`` are :class:`~scheduler.schedules.Schedule` fields (``tz``, ``input``,
+        ``tenant``, ``thread``, ``overlap``, ``catchup``, ``catchup_window_s``, ``jitter_s``, ``start``,
+        ``end``). Its first fire is the first after now (or after ``start``).
+
+        Raises:
+            ConfigError: a bad name, expression, zone, policy, id or start/end; the name exists.
+            UnknownWorkflowError: this client's registry has no such workflow.
+            InvalidUpdateError, InputTypeError, SerializationError, InputTooLargeError: the input is one
+                the workflow refuses.
+        """
+        schedule = Schedule.build(name=name, workflow=workflow, cron=cron, created_at=self._now(), **options)
+        self.client.check(_probe(schedule))
+        self.store.add(schedule)
+        return schedule
+
+    def list(self) -> list[Schedule]:
+        """Every schedule, by name."""
+        return self.store.all()
+
+    def get(self, name: str) -> Schedule:
+        """The schedule ``name``.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        return self.store.get(name)
+
+    def state(self, name: str) -> ScheduleState:
+        """The schedule's progress (latest fire handled, latest run, a fire kept waiting)."""
+        return self.store.state(self.store.get(name))
+
+    def pause(self, name: str) -> Schedule:
+        """Stop ``name`` firing until :meth:`resume`."""
+        return self.store.set_paused(name, True, int(self.clock() * 1000))
+
+    def resume(self, name: str) -> Schedule:
+        """Let ``name`` fire again from now on (fires while paused are not caught up)."""
+        return self.store.set_paused(name, False, int(self.clock() * 1000))
+
+    def remove(self, name: str) -> None:
+        """Delete ``name``, its state and history (its runs stay)."""
+        self.store.remove(name)
+
+    def history(self, name: str, limit: int | None = None) -> builtins.list[Fire]:
+        """``name``'s fires, newest first: time, outcome, run id, lag."""
+        return self.store.history(name, limit)
+
+    def next(self, name: str, count: int = 5, after: datetime | None = None) -> builtins.list[datetime]:
+        """The next ``count`` fire times (UTC) after ``after`` (default now), within the schedule's
+        start/end (fewer when its end comes first; jitter not added)."""
+        schedule = self.store.get(name)
+        moment = after or self._now()
+        if schedule.start is not None and schedule.start > moment:
+            moment = schedule.start - timedelta(milliseconds=1)  # a fire at the start itself counts
+        found: builtins.list[datetime] = []
+        for fire in schedule.cron_expr.after(moment):
+            if len(found) >= count or (schedule.end is not None and fire > schedule.end):
+                break
+            found.append(fire)
+        return found
+
+    def trigger(self, name: str) -> str:
+        """Fire ``name`` now, outside its timetable (paused or not; overlap not applied), recorded in its
+        history as started with the note ``triggered``.
+
+        Returns:
+            The run id (``NAME-<now>-manual``).
+        """
+        schedule = self.store.get(name)
+        raw = self.store.states([schedule])[0]
+        now_ms = int(self.clock() * 1000)
+        run_id = f"{schedule.run_id(now_ms)}-manual"
+        decision = Decision("manual", now_ms, "started", now_ms, run=True, note="triggered", run_id=run_id)
+        while not commit(
+            self.client, Batch([(schedule, raw, [decision])]), now_ms, time.perf_counter(), self.clock
+        ):
+            raw = self.store.states([schedule])[0]  # a scheduler claimed a fire meanwhile: read again
+        return run_id
+
+
+def _probe(schedule: Schedule) -> RunRequest:
+    """The run request a fire of ``schedule`` would make (to validate its workflow and input up front)."""
+    return run_request(schedule, int(schedule.created_at.timestamp() * 1000), schedule.run_id(0))

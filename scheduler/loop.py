@@ -1,0 +1,240 @@
+"""The scheduler (K1): one pass per tick over every schedule, on a clock given as a parameter.
+
+Each tick writes this instance's heartbeat (``keys.scheduler(id)``, with a time-to-live) and, while it
+holds the pass lock (an owner-token lock, :class:`graphcore.backend.locks.OwnerLock`, renewed between
+batches), makes a pass: read the schedules and their states, plan each (:func:`scheduler.plan.plan`),
+claim the fires in batches (:func:`scheduler.claim.commit`). The lock only saves work: two replicas whose
+passes overlap (a pass longer than the lock's TTL, skewed clocks) still claim each fire once, because each
+claim is checked against the state the pass read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from redis.exceptions import RedisError
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.locks import OwnerLock
+from graphcore.backend.runs import TERMINAL, RunStatus
+from graphcore.errors import DisabledError, PermanentError, TransientError
+from graphcore.settings import Settings
+from scheduler.claim import Batch, Claimed, batches, commit, run_request
+from scheduler.plan import Decision, iso, plan
+from scheduler.schedules import Schedule, ScheduleState, ScheduleStore
+from worker.metrics import schedule_fired
+
+__all__ = ["BATCH", "PassResult", "Scheduler", "instance_id"]
+
+log = logging.getLogger(__name__)
+
+BATCH = 200
+"""Fires claimed per transaction."""
+
+DELAY_HOOK = "GRAPHQ_SCHEDULER_TEST_PASS_DELAY"
+"""Test-only: ``N:S`` makes the Nth pass of this process that has fires to claim (1 = the first) stall S
+seconds between renewing the lock and its first claims (case B18: a pass longer than the lock's TTL)."""
+
+
+def instance_id() -> str:
+    """This process's scheduler id: ``<host>-<pid>-<4 hex>`` (the host is the pod's name on Kubernetes)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+
+
+@dataclass
+class PassResult:
+    """What one pass did: the fires claimed (with their lags), batches refused because another replica
+    claimed first, and whether the pass stopped early (the lock was lost)."""
+
+    claimed: list[Claimed] = field(default_factory=list)
+    refused: int = 0
+    stopped: bool = False
+
+
+def _delay_for(pass_number: int) -> float:
+    """The test hook's delay for this pass, seconds (0 without the hook)."""
+    raw = os.environ.get(DELAY_HOOK, "")
+    number, _, seconds = raw.partition(":")
+    return float(seconds) if number.strip().isdigit() and int(number) == pass_number else 0.0
+
+
+class Scheduler:
+    """Makes passes over the schedules.
+
+    Args:
+        client: a client with a step queue (runs are created through it).
+        settings: the scheduler settings (``GRAPHQ_SCHEDULER_*``).
+        clock: now, epoch seconds (``time.time`` in production; tests pass a simulated clock).
+        name: this instance's id (default :func:`instance_id`).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        settings: Settings,
+        clock: Callable[[], float] = time.time,
+        name: str | None = None,
+    ) -> None:
+        self.client = client
+        self.kv = client.kv
+        self.settings = settings
+        self.clock = clock
+        self.id = name or instance_id()
+        self.store = ScheduleStore(self.kv)
+        self.lock = OwnerLock(self.kv, keys.scheduler_lock(), settings.scheduler_lock_ttl_s)
+        self.passes = 0
+        self.claiming = 0
+        """Passes that had fires to claim."""
+        self.started = iso(int(clock() * 1000))
+        self.ticked_at = time.time()
+        """When the last tick began (real time, epoch seconds; for the health probe)."""
+
+    def heartbeat(self, holding: bool) -> None:
+        """Write this instance's heartbeat (JSON: id, host, pid, started, last tick on its clock, whether it
+        holds the pass lock, its lock token), expiring after ``max(10, 3 × GRAPHQ_SCHEDULER_INTERVAL_S)``."""
+        ttl_ms = int(max(10.0, 3 * self.settings.scheduler_interval_s) * 1000)
+        record = {
+            "id": self.id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": self.started,
+            "tick": iso(int(self.clock() * 1000)),
+            "holds_lock": holding,
+            "token": self.lock.token,
+        }
+        self.kv.set(keys.scheduler(self.id), json.dumps(record), px=ttl_ms)
+
+    def tick(self) -> PassResult | None:
+        """Heartbeat, then a pass if this instance holds (or takes) the pass lock; None when another does."""
+        self.ticked_at = time.time()
+        holding = self.lock.hold()
+        self.heartbeat(holding)
+        return self.run_pass() if holding else None
+
+    def run_pass(self) -> PassResult:
+        """One pass over every schedule (see the module's docstring)."""
+        self.passes += 1
+        started = time.perf_counter()
+        now_ms = int(self.clock() * 1000)
+        result = PassResult()
+        planned = self._plan(now_ms)
+        cap = self.settings.schedule_history_length
+        work = batches(planned, BATCH)
+        self.claiming += 1 if work else 0
+        delay = _delay_for(self.claiming) if work else 0.0
+        for batch in work:
+            if not self.lock.hold():
+                result.stopped = True  # another replica took over (this pass outlived the lock)
+                break
+            if delay:  # the test hook: a stall between the lock's renewal and the claims
+                time.sleep(delay)
+                delay = 0.0
+            for claimed in self._commit(batch, now_ms, started, cap):
+                result.claimed += claimed
+                result.refused += 0 if claimed else 1
+        self._record(result)
+        return result
+
+    def _plan(self, now_ms: int) -> list[tuple[Schedule, bytes | None, list[Decision]]]:
+        """Each schedule with the raw state read and the decisions planned from it."""
+        schedules = [s for s in self.store.all() if not s.paused]
+        raws = self.store.states(schedules)
+        states = [ScheduleState.load(raw, s) for s, raw in zip(schedules, raws, strict=True)]
+        active = self._active(states)
+        grace_ms = int(self.settings.scheduler_grace_s * 1000)
+        planned = []
+        for schedule, raw, state, busy in zip(schedules, raws, states, active, strict=True):
+            planned.append((schedule, raw, plan(schedule, state, now_ms, grace_ms, busy)))
+        return planned
+
+    def _commit(self, batch: Batch, now_ms: int, started: float, cap: int) -> list[list[Claimed]]:
+        """Commit ``batch`` (one transaction); when the client refuses a run of it (an unknown workflow here,
+        an input the workflow no longer takes: nothing was written), schedule by schedule, the refused
+        schedule's fires recorded missed with the reason (they would be refused at every fire: the schedule
+        needs fixing)."""
+        try:
+            return [commit(self.client, batch, now_ms, started, self.clock, cap)]
+        except PermanentError:
+            if len(batch.items) == 1:
+                return [commit(self.client, self._refused(batch), now_ms, started, self.clock, cap)]
+        return [r for item in batch.items for r in self._commit(Batch([item]), now_ms, started, cap)]
+
+    def _refused(self, batch: Batch) -> Batch:
+        """``batch`` (one schedule) with the runs the client refuses recorded missed, with the reason."""
+        schedule, _, decisions = batch.items[0]
+        for decision in decisions:
+            if not decision.run:
+                continue
+            try:
+                self.client.check(run_request(schedule, decision.fire_ms, decision.run_id or ""))
+            except PermanentError as exc:
+                log.error("schedule %s: fire %s not started: %s", schedule.name, iso(decision.fire_ms), exc)
+                decision.run, decision.outcome, decision.note = False, "missed", f"not started: {exc}"
+        return batch
+
+    def _active(self, states: list[ScheduleState]) -> list[bool]:
+        """Whether each state's latest run has not ended (its chain followed), read in one round trip."""
+        pipe = self.kv.pipeline(transaction=False)
+        for state in states:
+            if state.last_run and state.last_thread:
+                pipe.hmget(keys.run(state.last_thread, state.last_run), ["status", "continued_by_run_id"])
+        replies = iter(pipe.execute())
+        found = []
+        for state in states:
+            if not (state.last_run and state.last_thread):
+                found.append(False)
+                continue
+            status, continued = next(replies)
+            found.append(self._running(status, continued))
+        return found
+
+    def _running(self, status: bytes | None, continued: bytes | None) -> bool:
+        if status is None:
+            return False  # gone (retention)
+        if RunStatus(status.decode()) not in TERMINAL:
+            return True
+        if continued is None:
+            return False
+        last = self.client.chain(continued.decode())[-1]
+        return not last.terminal
+
+    def _record(self, result: PassResult) -> None:
+        """Count the fires by outcome, with lags (:func:`worker.metrics.schedule_fired`); log the pass."""
+        for claimed in result.claimed:
+            schedule_fired(claimed.decision.outcome, claimed.lag_s)
+        if result.refused:
+            log.warning(
+                "pass %d: %d batch(es) of fires were claimed by another replica meanwhile (this pass "
+                "outlived its lock or raced another's); nothing written for them",
+                self.passes,
+                result.refused,
+            )
+        elif result.claimed:
+            log.info("pass %d: %d fires claimed", self.passes, len(result.claimed))
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick every ``GRAPHQ_SCHEDULER_INTERVAL_S`` until ``stop`` is set; then release the lock (only if
+        this instance holds it) and delete the heartbeat."""
+        interval = self.settings.scheduler_interval_s
+        try:
+            while not stop.is_set():
+                began = time.monotonic()
+                try:
+                    self.tick()
+                except DisabledError as exc:
+                    log.warning("scheduler: %s; fires wait (caught up by their policy once on)", exc)
+                except (RedisError, TransientError) as exc:  # Redis away: the next tick tries again
+                    log.warning("scheduler: pass failed, tried again next tick: %s", exc)
+                stop.wait(max(0.0, interval - (time.monotonic() - began)))
+        finally:
+            self.lock.release()
+            self.kv.delete(keys.scheduler(self.id))

@@ -1,0 +1,305 @@
+"""Schedules (K1): the definition (:class:`Schedule`), its progress (:class:`ScheduleState`), its fire
+history (:class:`Fire`), and :class:`ScheduleStore`, which keeps them in Redis as JSON (keys in
+:mod:`graphcore.keys`).
+
+Schedules change at run time: every scheduler pass reads them all again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from redis.exceptions import WatchError
+
+from graphcore import keys
+from graphcore.errors import ConfigError, PermanentError
+from scheduler.cron import Cron, parse_zone
+
+__all__ = [
+    "CATCHUP",
+    "OUTCOMES",
+    "OVERLAP",
+    "Fire",
+    "Schedule",
+    "ScheduleNotFoundError",
+    "ScheduleState",
+    "ScheduleStore",
+    "parse_duration",
+    "parse_time",
+]
+
+OVERLAP = ("skip", "allow", "buffer_one")
+"""Overlap policies: while the schedule's previous run is still active, ``skip`` records the fire as
+skipped-overlap, ``allow`` starts it anyway, ``buffer_one`` keeps it waiting (one at most; more are skipped)
+and starts it when the previous run ends."""
+
+CATCHUP = ("skip", "latest", "all")
+"""Catch-up policies for fires missed (found later than ``GRAPHQ_SCHEDULER_GRACE_S``) within the catch-up
+window: ``skip`` records them missed, ``latest`` starts the newest (the others missed), ``all`` starts
+each."""
+
+OUTCOMES = ("started", "skipped-overlap", "missed", "caught-up", "buffered")
+"""What became of a fire, as its history entry says."""
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+
+
+class ScheduleNotFoundError(PermanentError):
+    """No schedule has the given name."""
+
+
+def parse_duration(text: str, what: str = "duration") -> float:
+    """Seconds of a duration such as ``90s``, ``5m``, ``2h``, ``1d`` or ``1h30m``.
+
+    Raises:
+        ConfigError: not a sequence of ``<number><s|m|h|d>``; names ``what``.
+    """
+    value = text.strip().lower()
+    parts = _DURATION.findall(value)
+    if not value or "".join(n + u for n, u in parts) != value:
+        raise ConfigError(
+            f"{what} {text!r} is invalid: use a number and a unit s, m, h or d (e.g. 90s, 5m, 2h)"
+        )
+    return sum(float(n) * _UNIT_S[u] for n, u in parts)
+
+
+def parse_time(text: str, zone: str = "UTC", what: str = "time") -> datetime:
+    """An ISO-8601 time (``2026-09-10T07:00``, ``2026-09-10 07:00+07:00``, ``...Z``) as an aware datetime; one
+    without an offset is read in ``zone``.
+
+    Raises:
+        ConfigError: not ISO-8601 (names ``what``), or an unknown zone.
+    """
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ConfigError(
+            f"{what} {text!r} is invalid: use ISO-8601, e.g. 2026-09-10T07:00 or ...+07:00"
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=parse_zone(zone))
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+class Schedule(BaseModel):
+    """One schedule: start ``workflow`` with ``input`` at every fire time of ``cron`` in zone ``tz``.
+
+    Attributes:
+        name: 1-100 letters, digits, ``_``, ``-``, starting with a letter or digit (it goes into run ids,
+            and so into RQ's job ids, which allow no other characters).
+        thread: the thread every run goes to (they queue on it, I3); None: each fire on a new thread.
+        catchup_window_s: fires older than this (seconds) when found are missed whatever the policy.
+        jitter_s: each fire starts up to this many seconds after its time (a fixed offset per fire, the same
+            on every replica); keep it below the interval between fires.
+        start, end: no fire before ``start`` or after ``end`` (aware datetimes; None: no bound).
+        paused: a paused schedule does not fire; fires while paused are not caught up on resume.
+        created_at: when it was added (UTC); its first fire is the first after this (or after ``start``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    workflow: str
+    cron: str
+    tz: str = "UTC"
+    input: Any = None
+    tenant: str = "default"
+    thread: str | None = None
+    overlap: Literal["skip", "allow", "buffer_one"] = "skip"
+    catchup: Literal["skip", "latest", "all"] = "latest"
+    catchup_window_s: float = Field(default=3600.0, gt=0)
+    jitter_s: float = Field(default=0.0, ge=0)
+    start: datetime | None = None
+    end: datetime | None = None
+    paused: bool = False
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _NAME.fullmatch(value):
+            raise ValueError("use 1-100 letters, digits, '_' or '-', starting with a letter or digit")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> Schedule:
+        Cron.parse(self.cron, self.tz)
+        keys.validate_id("tenant", self.tenant)
+        if self.thread is not None:
+            keys.validate_id("thread id", self.thread)
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ConfigError(
+                f"schedule {self.name!r}: --end ({self.end}) must be after --start ({self.start})"
+            )
+        return self
+
+    @classmethod
+    def build(cls, **fields: Any) -> Schedule:
+        """Validate ``fields`` into a schedule.
+
+        Raises:
+            ConfigError: a bad name, expression, zone, policy, id, or start/end (one line naming it).
+        """
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "schedule"
+            message = str(err["msg"]).removeprefix("Value error, ")
+            raise ConfigError(f"schedule {where}: {message} (got {err.get('input')!r})") from None
+
+    @property
+    def cron_expr(self) -> Cron:
+        """The parsed expression in the schedule's zone."""
+        return Cron.parse(self.cron, self.tz)
+
+    def first_cursor_ms(self) -> int:
+        """The cursor of a new (or resumed) schedule: fires after it count. ``created_at``, or just before
+        ``start`` when that is later."""
+        cursor = _ms(self.created_at)
+        return max(cursor, _ms(self.start) - 1) if self.start is not None else cursor
+
+    def run_id(self, fire_ms: int) -> str:
+        """The id of the run of the fire at ``fire_ms``: derived from (schedule, fire time), so that a fire
+        has one run id whichever replica claims it: ``NAME-20260910T012500Z`` (``..._500Z`` with 500 ms)."""
+        moment = datetime.fromtimestamp(fire_ms / 1000, UTC)
+        millis = f"_{fire_ms % 1000:03d}" if fire_ms % 1000 else ""
+        return f"{self.name}-{moment:%Y%m%dT%H%M%S}{millis}Z"
+
+
+class ScheduleState(BaseModel):
+    """A schedule's progress: ``cursor_ms``, the newest fire time handled (later fires are still to come);
+    the latest run and its thread; a ``buffer_one`` fire kept waiting (ms)."""
+
+    cursor_ms: int
+    last_run: str | None = None
+    last_thread: str | None = None
+    buffered_ms: int | None = None
+
+    @classmethod
+    def load(cls, raw: bytes | str | None, schedule: Schedule) -> ScheduleState:
+        """The state as stored (``raw``), or a new schedule's."""
+        if raw is None:
+            return cls(cursor_ms=schedule.first_cursor_ms())
+        return cls.model_validate_json(raw)
+
+
+class Fire(BaseModel):
+    """One entry of a schedule's fire history.
+
+    Attributes:
+        fire_time: the fire's time, ISO-8601 UTC (its nominal time: jitter not added).
+        outcome: one of :data:`OUTCOMES`.
+        run_id: the run started (started, caught-up), else None.
+        at: when a scheduler handled it (its clock), ISO-8601 UTC.
+        lag_s: seconds from the fire's due time (jitter added) to ``at``.
+        note: for a missed span, which fires it covers; ``triggered`` for ``schedules trigger``.
+    """
+
+    fire_time: str
+    outcome: str
+    run_id: str | None = None
+    at: str
+    lag_s: float | None = None
+    note: str = ""
+
+
+class ScheduleStore:
+    """Reads and writes schedules, their state and history (``kv``: redis-py, bytes replies)."""
+
+    def __init__(self, kv: Any) -> None:
+        self.kv = kv
+
+    def add(self, schedule: Schedule) -> None:
+        """Store a new schedule and its state (its first fire is the first after ``created_at``/``start``).
+
+        Raises:
+            ConfigError: a schedule of that name exists.
+        """
+        state = ScheduleState(cursor_ms=schedule.first_cursor_ms())
+        with self.kv.pipeline(transaction=True) as pipe:
+            pipe.hsetnx(keys.schedules(), schedule.name, schedule.model_dump_json())
+            pipe.set(keys.schedule_state(schedule.name), state.model_dump_json(), nx=True)
+            added, _ = pipe.execute()
+        if not added:
+            raise ConfigError(f"schedule {schedule.name!r} exists already (graphq schedules remove it first)")
+
+    def get(self, name: str) -> Schedule:
+        """The schedule ``name``.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        raw = self.kv.hget(keys.schedules(), name)
+        if raw is None:
+            raise ScheduleNotFoundError(f"no schedule named {name!r} (graphq schedules list shows them)")
+        return Schedule.model_validate_json(raw)
+
+    def all(self) -> list[Schedule]:
+        """Every schedule, by name."""
+        found = [Schedule.model_validate_json(raw) for raw in self.kv.hgetall(keys.schedules()).values()]
+        return sorted(found, key=lambda s: s.name)
+
+    def state(self, schedule: Schedule) -> ScheduleState:
+        """The schedule's progress."""
+        return ScheduleState.load(self.kv.get(keys.schedule_state(schedule.name)), schedule)
+
+    def states(self, schedules: list[Schedule]) -> list[bytes | None]:
+        """The stored states of ``schedules`` as raw JSON (None: none stored), one round trip."""
+        if not schedules:
+            return []
+        return list(self.kv.mget([keys.schedule_state(s.name) for s in schedules]))
+
+    def set_paused(self, name: str, paused: bool, now_ms: int) -> Schedule:
+        """Pause or resume ``name``. Resuming moves its cursor to ``now_ms``: fires while paused are neither
+        run nor caught up.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        while True:
+            try:
+                with self.kv.pipeline(transaction=True) as pipe:
+                    pipe.watch(keys.schedules(), keys.schedule_state(name))
+                    schedule = self.get(name).model_copy(update={"paused": paused})
+                    state = ScheduleState.load(pipe.get(keys.schedule_state(name)), schedule)
+                    pipe.multi()
+                    pipe.hset(keys.schedules(), name, schedule.model_dump_json())
+                    if not paused:
+                        state = state.model_copy(update={"cursor_ms": max(state.cursor_ms, now_ms)})
+                        pipe.set(keys.schedule_state(name), state.model_dump_json())
+                    pipe.execute()
+                    return schedule
+            except WatchError:
+                continue
+
+    def remove(self, name: str) -> None:
+        """Delete the schedule, its state and its history (its runs stay).
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        self.get(name)
+        with self.kv.pipeline(transaction=True) as pipe:
+            pipe.hdel(keys.schedules(), name)
+            pipe.delete(keys.schedule_state(name), keys.schedule_fires(name))
+            pipe.execute()
+
+    def history(self, name: str, limit: int | None = None) -> list[Fire]:
+        """The schedule's fires, newest first (at most ``GRAPHQ_SCHEDULE_HISTORY_LENGTH`` are kept)."""
+        self.get(name)
+        stop = -1 if limit is None else limit - 1
+        return [Fire.model_validate_json(raw) for raw in self.kv.lrange(keys.schedule_fires(name), 0, stop)]
+
+
+def entry_json(fire: Fire) -> str:
+    """The stored form of a history entry."""
+    return json.dumps(fire.model_dump(), separators=(",", ":"))

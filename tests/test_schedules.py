@@ -1,0 +1,361 @@
+"""Schedules on a real Redis with a simulated clock (K1): days of fires without sleeping, exactly one run
+per (schedule, fire time) with racing schedulers, overlap and catch-up policies, jitter, start/end,
+pause/resume, trigger, history; the pass lock's tokens (B18, in process)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunFilter, RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError, UnknownWorkflowError
+from graphcore.settings import Settings
+from scheduler.api import Schedules
+from scheduler.claim import batches, commit
+from scheduler.loop import Scheduler
+from scheduler.schedules import ScheduleNotFoundError
+
+REGISTRY = Registry.load(["tests.workflows.basic"])
+
+
+def ts(text: str) -> float:
+    """Epoch seconds of an ISO time without offset, read as UTC."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+class Clock:
+    """A simulated clock (epoch seconds)."""
+
+    def __init__(self, start: str) -> None:
+        self.now = ts(start)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def at(self, text: str) -> None:
+        self.now = ts(text)
+
+
+def scheduler(client: Client, clock: Any, name: str = "a", **settings: Any) -> Scheduler:
+    return Scheduler(client, Settings(**settings), clock=clock, name=name)
+
+
+def outcomes(schedules: Schedules, name: str) -> list[tuple[str, str, str | None]]:
+    """(fire time, outcome, run id) of the schedule's history, oldest first."""
+    return [(f.fire_time, f.outcome, f.run_id) for f in reversed(schedules.history(name))]
+
+
+def complete(client: Client, run_id: str) -> None:
+    """End a run as if a worker completed it (runs here have no workers)."""
+    assert client.runs.set_status(client.runs.get(run_id), RunStatus.COMPLETED)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock("2026-03-07T00:00:00")
+
+
+@pytest.fixture
+def schedules(client: Client, clock: Clock) -> Schedules:
+    return Schedules(client, clock)
+
+
+def test_days_of_fires_across_spring_forward(client: Client, clock: Clock, schedules: Schedules) -> None:
+    """Three simulated days ticked every 5 minutes: the hourly schedule fires 72 times, the 02:30 New York
+    one at 07:30Z, 07:00Z (02:30 does not exist on 2026-03-08: the end of the gap) and 06:30Z; every run is
+    created once, with its schedule and fire time in its metadata and record."""
+    schedules.add("hourly", workflow="counter", cron="0 * * * *", overlap="allow", input={"limit": 1})
+    schedules.add("ny", workflow="counter", cron="30 2 * * *", tz="America/New_York", overlap="allow")
+    sched = scheduler(client, clock, scheduler_grace_s=600)
+    while clock.now < ts("2026-03-10T00:00:00"):
+        clock.now += 300
+        sched.tick()
+    ny = outcomes(schedules, "ny")
+    assert ny == [
+        ("2026-03-07T07:30:00Z", "started", "ny-20260307T073000Z"),
+        ("2026-03-08T07:00:00Z", "started", "ny-20260308T070000Z"),
+        ("2026-03-09T06:30:00Z", "started", "ny-20260309T063000Z"),
+    ]
+    hourly = outcomes(schedules, "hourly")
+    assert len(hourly) == 72 and {o for _, o, _ in hourly} == {"started"}
+    assert hourly[0][2] == "hourly-20260307T010000Z" and hourly[-1][2] == "hourly-20260310T000000Z"
+    run = client.get_run("ny-20260308T070000Z")
+    assert run.config["metadata"] == {"schedule": "ny", "fire_time": "2026-03-08T07:00:00Z"}
+    assert (run.schedule, run.fire_time, run.thread_id) == ("ny", "2026-03-08T07:00:00Z", run.id)
+    assert [r.id for r in client.list_runs(10, RunFilter(schedule="ny"))] == [r for _, _, r in reversed(ny)]
+    assert len(client.list_runs(100, RunFilter(schedule="hourly"))) == 72
+
+
+def test_racing_schedulers_with_skewed_clocks_create_one_run_per_fire(client: Client) -> None:
+    """Two schedulers making passes at once (no pass lock: both plan and claim), the second's clock 20 s
+    ahead, over 10 ticks of a minute on 30 every-minute schedules: one outcome and one run per fire."""
+    base = Clock("2026-05-01T00:00:00")
+    adder = Schedules(client, base)
+    for i in range(30):
+        adder.add(f"s{i}", workflow="counter", cron="* * * * *", overlap="allow")
+    a = scheduler(client, base, "a")
+    b = scheduler(client, lambda: base.now + 20, "b")
+    for _ in range(10):
+        base.now += 60
+        passes = [threading.Thread(target=s.run_pass) for s in (a, b)]
+        for t in passes:
+            t.start()
+        for t in passes:
+            t.join()
+    runs = client.list_runs(1000, RunFilter(schedule="s7"))
+    fires = [f.fire_time for f in adder.history("s7")]
+    assert len(fires) == len(set(fires)) == len(runs)
+    total = sum(len(adder.history(f"s{i}")) for i in range(30))
+    assert total == len(client.list_runs(1000)) and total >= 300
+    assert Counter(r.id for r in client.list_runs(1000)).most_common(1)[0][1] == 1
+
+
+def test_a_pass_that_outlived_its_claims_writes_nothing(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """A plans, stalls; B makes its pass; A's claims are then refused (the state changed since A read it):
+    each fire once (B18's long pass, in process)."""
+    schedules.add("m", workflow="counter", cron="* * * * *", overlap="allow")
+    a, b = (
+        scheduler(client, clock, "a", scheduler_grace_s=600),
+        scheduler(client, clock, "b", scheduler_grace_s=600),
+    )
+    clock.at("2026-03-07T00:03:10")
+    stale = a._plan(int(clock() * 1000))
+    assert [d.outcome for _, _, ds in stale for d in ds] == ["started"] * 3
+    assert len(b.run_pass().claimed) == 3
+    assert commit(client, batches(stale, 200)[0], int(clock() * 1000), 0.0, clock) == []
+    assert [r for _, _, r in outcomes(schedules, "m")] == [f"m-20260307T00{i:02d}00Z" for i in (1, 2, 3)]
+    assert len(client.list_runs(100)) == 3
+
+
+def test_overlap_skip(client: Client, clock: Clock, schedules: Schedules) -> None:
+    schedules.add("m", workflow="counter", cron="* * * * *")  # skip is the default
+    sched = scheduler(client, clock)
+    for minute in (1, 2, 3):
+        clock.at(f"2026-03-07T00:0{minute}:00")
+        sched.tick()
+    complete(client, "m-20260307T000100Z")
+    clock.at("2026-03-07T00:04:00")
+    sched.tick()
+    assert outcomes(schedules, "m") == [
+        ("2026-03-07T00:01:00Z", "started", "m-20260307T000100Z"),
+        ("2026-03-07T00:02:00Z", "skipped-overlap", None),
+        ("2026-03-07T00:03:00Z", "skipped-overlap", None),
+        ("2026-03-07T00:04:00Z", "started", "m-20260307T000400Z"),
+    ]
+
+
+def test_overlap_allow(client: Client, clock: Clock, schedules: Schedules) -> None:
+    schedules.add("m", workflow="counter", cron="* * * * *", overlap="allow")
+    sched = scheduler(client, clock)
+    for minute in (1, 2, 3):
+        clock.at(f"2026-03-07T00:0{minute}:00")
+        sched.tick()
+    assert [o for _, o, _ in outcomes(schedules, "m")] == ["started"] * 3
+    assert len(client.list_runs(10, RunFilter(status=RunStatus.QUEUED))) == 3
+
+
+def test_overlap_buffer_one(client: Client, clock: Clock, schedules: Schedules) -> None:
+    """One fire waits while the run is active (a second is skipped); it starts once the run ended."""
+    schedules.add("m", workflow="counter", cron="* * * * *", overlap="buffer_one")
+    sched = scheduler(client, clock)
+    for minute in (1, 2, 3):
+        clock.at(f"2026-03-07T00:0{minute}:00")
+        sched.tick()
+    assert schedules.state("m").buffered_ms == int(ts("2026-03-07T00:02:00") * 1000)
+    complete(client, "m-20260307T000100Z")
+    clock.at("2026-03-07T00:03:30")
+    sched.tick()
+    assert outcomes(schedules, "m") == [
+        ("2026-03-07T00:01:00Z", "started", "m-20260307T000100Z"),
+        ("2026-03-07T00:02:00Z", "buffered", None),
+        ("2026-03-07T00:03:00Z", "skipped-overlap", None),
+        ("2026-03-07T00:02:00Z", "started", "m-20260307T000200Z"),
+    ]
+    assert schedules.state("m").buffered_ms is None
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("skip", ["missed"] * 9 + ["started"]),
+        ("latest", ["missed"] * 8 + ["caught-up", "started"]),
+        ("all", ["caught-up"] * 9 + ["started"]),
+    ],
+)
+def test_catchup_after_downtime(
+    client: Client, clock: Clock, schedules: Schedules, policy: str, expected: list[str]
+) -> None:
+    """Down for 10 minutes of an every-minute schedule, back at 00:10:30 (grace 60 s): the 00:10 fire is on
+    time, 00:01-00:09 were missed and the policy decides."""
+    schedules.add("m", workflow="counter", cron="* * * * *", overlap="allow", catchup=policy)
+    clock.at("2026-03-07T00:10:30")
+    scheduler(client, clock).tick()
+    found = outcomes(schedules, "m")
+    assert [o for _, o, _ in found] == expected
+    assert [t for t, _, _ in found] == [f"2026-03-07T00:{m:02d}:00Z" for m in range(1, 11)]
+    assert len(client.list_runs(100)) == expected.count("caught-up") + 1
+
+
+def test_catchup_window_bounds_what_is_caught_up(client: Client, clock: Clock, schedules: Schedules) -> None:
+    """With a 5 minute window, fires older than 00:05:30 are one missed entry; 00:06-00:09 caught up."""
+    schedules.add(
+        "m", workflow="counter", cron="* * * * *", overlap="allow", catchup="all", catchup_window_s=300
+    )
+    clock.at("2026-03-07T00:10:30")
+    scheduler(client, clock).tick()
+    found = schedules.history("m")[::-1]
+    assert (found[0].outcome, found[0].fire_time) == ("missed", "2026-03-07T00:01:00Z")
+    assert (
+        found[0].note
+        == "every fire from 2026-03-07T00:01:00Z until 2026-03-07T00:05:30Z (older than the catch-up window)"
+    )
+    assert [(f.fire_time[11:16], f.outcome) for f in found[1:]] == [
+        ("00:06", "caught-up"),
+        ("00:07", "caught-up"),
+        ("00:08", "caught-up"),
+        ("00:09", "caught-up"),
+        ("00:10", "started"),
+    ]
+
+
+def test_jitter_delays_each_fire_by_its_fixed_offset(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    from scheduler.plan import jitter_ms
+
+    schedule = schedules.add("j", workflow="counter", cron="* * * * *", jitter_s=30)
+    fire_ms = int(ts("2026-03-07T00:01:00") * 1000)
+    offset = jitter_ms(schedule, fire_ms)
+    assert 0 <= offset < 30_000 and offset == jitter_ms(schedule, fire_ms)
+    sched = scheduler(client, clock)
+    clock.now = (fire_ms + offset) / 1000 - 0.001
+    sched.tick()
+    assert schedules.history("j") == []
+    clock.now = (fire_ms + offset) / 1000
+    sched.tick()
+    assert outcomes(schedules, "j") == [("2026-03-07T00:01:00Z", "started", "j-20260307T000100Z")]
+
+
+def test_start_end_pause_resume(client: Client, clock: Clock, schedules: Schedules) -> None:
+    """No fire before start or after end; none while paused, and none caught up on resume."""
+    start = datetime.fromisoformat("2026-03-07T00:03:00+00:00")
+    end = datetime.fromisoformat("2026-03-07T00:08:00+00:00")
+    schedules.add("m", workflow="counter", cron="* * * * *", overlap="allow", start=start, end=end)
+    assert [f.strftime("%H:%M") for f in schedules.next("m", 10)] == [
+        "00:03",
+        "00:04",
+        "00:05",
+        "00:06",
+        "00:07",
+        "00:08",
+    ]
+    sched = scheduler(client, clock)
+    clock.at("2026-03-07T00:04:00")
+    sched.tick()
+    schedules.pause("m")
+    clock.at("2026-03-07T00:06:00")
+    sched.tick()
+    schedules.resume("m")
+    for minute in (7, 8, 9):
+        clock.at(f"2026-03-07T00:0{minute}:00")
+        sched.tick()
+    assert [t[11:16] for t, _, _ in outcomes(schedules, "m")] == ["00:03", "00:04", "00:07", "00:08"]
+
+
+def test_trigger_next_history_remove(client: Client, clock: Clock, schedules: Schedules) -> None:
+    schedules.add("m", workflow="counter", cron="* * * * *", overlap="allow")
+    clock.at("2026-03-07T00:00:20.5")
+    run_id = schedules.trigger("m")
+    assert run_id == "m-20260307T000020_500Z-manual"
+    assert client.get_run(run_id).schedule == "m"
+    assert [(f.outcome, f.note) for f in schedules.history("m")] == [("started", "triggered")]
+    sched = scheduler(client, clock, schedule_history_length=3)
+    for minute in range(1, 6):
+        clock.at(f"2026-03-07T00:0{minute}:00")
+        sched.tick()
+    assert [f.fire_time[14:16] for f in schedules.history("m")] == ["05", "04", "03"]  # capped at 3
+    after = datetime.fromisoformat("2026-03-07T00:05:00+00:00")
+    assert [f.strftime("%M") for f in schedules.next("m", 2, after)] == ["06", "07"]
+    schedules.remove("m")
+    with pytest.raises(ScheduleNotFoundError, match="no schedule named 'm'"):
+        schedules.history("m")
+    assert len(client.list_runs(100, RunFilter(schedule="m"))) == 6  # its runs stay
+
+
+def test_add_refuses_bad_schedules(schedules: Schedules) -> None:
+    with pytest.raises(UnknownWorkflowError):
+        schedules.add("x", workflow="nope", cron="* * * * *")
+    with pytest.raises(ConfigError, match="cron expression '61 \\* \\* \\* \\*' is invalid"):
+        schedules.add("x", workflow="counter", cron="61 * * * *")
+    with pytest.raises(ConfigError, match="time zone 'Nowhere/City' is unknown"):
+        schedules.add("x", workflow="counter", cron="* * * * *", tz="Nowhere/City")
+    with pytest.raises(ConfigError, match="schedule name: use 1-100 letters"):
+        schedules.add("a b", workflow="counter", cron="* * * * *")
+    schedules.add("x", workflow="counter", cron="* * * * *")
+    with pytest.raises(ConfigError, match="schedule 'x' exists already"):
+        schedules.add("x", workflow="counter", cron="* * * * *")
+
+
+def test_pass_lock_is_renewed_and_released_only_with_its_own_token(
+    client: Client, clock: Clock, redis_client: redis.Redis
+) -> None:
+    """B18: A holds the lock; B waits; once A's lock lapsed B takes it, and A can then neither renew nor
+    release it (compare-and-expire, compare-and-delete with the owner's token)."""
+    a = scheduler(client, clock, "a", scheduler_lock_ttl_s=0.2)
+    b = scheduler(client, clock, "b", scheduler_lock_ttl_s=5)
+    assert a.tick() is not None and b.tick() is None
+    redis_client.pexpire(keys.scheduler_lock(), 1)  # A's pass outlived its TTL
+    threading.Event().wait(0.01)
+    assert b.tick() is not None
+    assert a.lock.hold() is False and a.lock.release() is False
+    assert redis_client.get(keys.scheduler_lock()) == b.lock.token.encode()
+    assert b.lock.release() is True and redis_client.get(keys.scheduler_lock()) is None
+
+
+def test_heartbeat(client: Client, clock: Clock, redis_client: redis.Redis) -> None:
+    sched = scheduler(client, clock, "hb-1", scheduler_interval_s=1)
+    sched.tick()
+    assert 9_000 < redis_client.pttl(keys.scheduler("hb-1")) <= 10_000
+    stop = threading.Event()
+    stop.set()
+    sched.run(stop)  # stops at once: lock released, heartbeat gone
+    assert redis_client.exists(keys.scheduler("hb-1"), keys.scheduler_lock()) == 0
+
+
+def test_p7_at_small_scale_one_run_per_fire() -> None:
+    """P7's race (bench/p7_scheduler.py) at 50 schedules x 4 simulated minutes: 200 runs, one per
+    (schedule, fire time) (its own private Redis; the check is inside ``measure``)."""
+    from bench.p7_scheduler import measure
+
+    lags, passes, runs, _, _ = measure(50, 4)
+    assert (runs, passes, len(lags)) == (200, 4, 200)
+
+
+def test_a_fire_the_client_refuses_is_recorded_missed_with_why(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """A schedule whose workflow this scheduler does not have (added by a process that had it): its fires
+    are recorded missed with the reason; the other schedules' fires in the same batch start."""
+    from scheduler.schedules import Schedule, ScheduleStore
+
+    gone = Schedule.build(
+        name="gone", workflow="retired", cron="* * * * *", created_at=datetime.fromtimestamp(clock(), UTC)
+    )
+    ScheduleStore(client.kv).add(gone)
+    schedules.add("fine", workflow="counter", cron="* * * * *")
+    clock.at("2026-03-07T00:01:00")
+    scheduler(client, clock).tick()
+    assert outcomes(schedules, "fine") == [("2026-03-07T00:01:00Z", "started", "fine-20260307T000100Z")]
+    [missed] = schedules.history("gone")
+    assert (missed.outcome, missed.run_id) == ("missed", None)
+    assert missed.note.startswith("not started: unknown workflow 'retired'")

@@ -1,0 +1,216 @@
+"""``graphq schedules ...`` and ``graphq scheduler`` (K1): the commands, bad input (exit 2, one line), and
+B18 with two real scheduler processes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunFilter
+from graphcore.engine.registry import Registry
+from scheduler.api import Schedules
+from tests.cli_helpers import error_line, invoke, ok
+from tests.workers import Procs, wait_for, worker_env
+
+MODULE = "tests.workflows.basic"
+REGISTRY = Registry.load([MODULE])
+
+
+def test_add_list_show_next_history(redis_url: str) -> None:
+    added = ok(
+        invoke(
+            MODULE,
+            redis_url,
+            "schedules",
+            "add",
+            "jkt",
+            "--workflow",
+            "counter",
+            "--cron",
+            "25 8-16 * * *",
+            "--tz",
+            "Asia/Jakarta",
+            "--input",
+            '{"limit": 1}',
+        )
+    )
+    assert added.stdout.startswith("added schedule jkt; first fire ")
+    nxt = ok(
+        invoke(
+            MODULE,
+            redis_url,
+            "schedules",
+            "next",
+            "jkt",
+            "-n",
+            "2",
+            "--after",
+            "2026-09-10T07:00",
+            "-o",
+            "json",
+        )
+    )
+    assert json.loads(nxt.stdout) == [
+        {"local": "2026-09-10T08:25:00+07:00", "utc": "2026-09-10T01:25:00Z", "zone": "Asia/Jakarta"},
+        {"local": "2026-09-10T09:25:00+07:00", "utc": "2026-09-10T02:25:00Z", "zone": "Asia/Jakarta"},
+    ]
+    table = ok(
+        invoke(MODULE, redis_url, "schedules", "next", "jkt", "-n", "1", "--after", "2026-09-10T07:00")
+    ).stdout
+    assert "2026-09-10T08:25:00+07:00" in table and "2026-09-10T01:25:00Z" in table
+    listed = json.loads(ok(invoke(MODULE, redis_url, "schedules", "list", "-o", "json")).stdout)
+    assert [(s["name"], s["cron"], s["tz"], s["overlap"], s["catchup"], s["input"]) for s in listed] == [
+        ("jkt", "25 8-16 * * *", "Asia/Jakarta", "skip", "latest", {"limit": 1})
+    ]
+    shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "jkt", "-o", "json")).stdout)
+    assert shown["state"]["last_run"] is None and shown["next_fire"].endswith(":25:00Z")
+    assert ok(invoke(MODULE, redis_url, "schedules", "pause", "jkt")).stdout == "schedule jkt: paused\n"
+    assert json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "jkt", "-o", "json")).stdout)[
+        "paused"
+    ]
+    assert ok(invoke(MODULE, redis_url, "schedules", "resume", "jkt")).stdout == "schedule jkt: resumed\n"
+    run_id = ok(invoke(MODULE, redis_url, "schedules", "trigger", "jkt")).stdout.strip()
+    assert run_id.startswith("jkt-") and run_id.endswith("-manual")
+    fires = json.loads(ok(invoke(MODULE, redis_url, "schedules", "history", "jkt", "-o", "json")).stdout)
+    assert [(f["outcome"], f["run_id"], f["note"]) for f in fires] == [("started", run_id, "triggered")]
+    runs = json.loads(ok(invoke(MODULE, redis_url, "runs", "list", "--schedule", "jkt", "-o", "json")).stdout)
+    assert [r["id"] for r in runs] == [run_id]
+    assert (
+        json.loads(ok(invoke(MODULE, redis_url, "runs", "list", "--schedule", "other", "-o", "json")).stdout)
+        == []
+    )
+    assert ok(invoke(MODULE, redis_url, "schedules", "remove", "jkt")).stdout == "schedule jkt: removed\n"
+    assert json.loads(ok(invoke(MODULE, redis_url, "schedules", "list", "-o", "json")).stdout) == []
+
+
+BAD = [
+    (["--cron", "61 * * * *"], "cron expression '61 * * * *' is invalid: use 5 fields"),
+    (["--cron", "* * * *"], "cron expression '* * * *' is invalid"),
+    (["--tz", "Mars/Base"], "time zone 'Mars/Base' is unknown"),
+    (["--workflow", "nope"], "unknown workflow 'nope'"),
+    (["--jitter", "5x"], "--jitter '5x' is invalid: use a number and a unit s, m, h or d"),
+    (["--catchup-window", "forever"], "--catchup-window 'forever' is invalid"),
+    (["--start", "tomorrow"], "--start 'tomorrow' is invalid: use ISO-8601"),
+    (["--start", "2026-01-02", "--end", "2026-01-01"], "must be after --start"),
+    (["--overlap", "sometimes"], "Invalid value for '--overlap'"),
+    (["--thread", "t1", "--new-thread"], "--thread and --new-thread exclude each other"),
+    (["--tenant", "a b"], "tenant 'a b' is invalid"),
+    (["--input", "{bad"], "--input"),
+]
+
+
+@pytest.mark.parametrize(("extra", "message"), BAD)
+def test_bad_input_exits_2_with_one_line(redis_url: str, extra: list[str], message: str) -> None:
+    base = {"--workflow": "counter", "--cron": "* * * * *"}
+    args = [a for k, v in base.items() if k not in extra for a in (k, v)] + extra
+    result = ok(invoke(MODULE, redis_url, "schedules", "add", "s1", *args), 2)
+    assert message in error_line(result)
+
+
+def test_unknown_schedule_and_bad_name_exit_2(redis_url: str) -> None:
+    for command in ("show", "pause", "resume", "remove", "trigger", "next", "history"):
+        result = ok(invoke(MODULE, redis_url, "schedules", command, "ghost"), 2)
+        assert error_line(result) == "error: no schedule named 'ghost' (graphq schedules list shows them)"
+    bad = ok(
+        invoke(MODULE, redis_url, "schedules", "add", "a.b", "--workflow", "counter", "--cron", "@daily"), 2
+    )
+    assert "schedule name: use 1-100 letters, digits, '_' or '-'" in error_line(bad)
+    ok(invoke(MODULE, redis_url, "schedules", "add", "twice", "--workflow", "counter", "--cron", "@daily"))
+    again = ok(
+        invoke(MODULE, redis_url, "schedules", "add", "twice", "--workflow", "counter", "--cron", "@daily"), 2
+    )
+    assert error_line(again) == "error: schedule 'twice' exists already (graphq schedules remove it first)"
+    late = ok(invoke(MODULE, redis_url, "schedules", "next", "twice", "--after", "noon"), 2)
+    assert "--after 'noon' is invalid: use ISO-8601" in error_line(late)
+
+
+SIM = datetime(2026, 5, 1, tzinfo=UTC).timestamp()
+SCHEDULES = 20
+
+
+def _holder(kv: redis.Redis) -> bytes | None:
+    value = kv.get(keys.scheduler_lock())
+    return value if isinstance(value, bytes) else None
+
+
+def _tokens(kv: redis.Redis) -> dict[str, bytes]:
+    """scheduler id → its lock token, from the heartbeats."""
+    found = {}
+    for key in kv.scan_iter(match=keys.scheduler("*")):
+        if key == keys.scheduler_lock().encode():
+            continue
+        beat = json.loads(kv.get(key) or b"{}")
+        if beat:
+            found[beat["id"]] = beat["token"].encode()
+    return found
+
+
+def test_b18_two_scheduler_processes_a_pass_longer_than_the_lock(
+    procs: Procs, client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: object
+) -> None:
+    """B18: two ``graphq scheduler`` processes on one simulated clock (60 times real time, B 20 s ahead),
+    lock TTL 1 s; A's third pass stalls 6 s between renewing the lock and claiming. B takes the lapsed lock
+    and claims; A's stale claims are refused, A never renews or releases B's lock; over the ticks every
+    (schedule, fire time) has exactly one history entry and one run."""
+    adder = Schedules(client, lambda: SIM)
+    for i in range(SCHEDULES):
+        adder.add(f"b18-{i}", workflow="counter", cron="* * * * *", overlap="allow")
+    anchor = time.time()
+    common = {
+        "GRAPHQ_SCHEDULER_INTERVAL_S": "0.5",
+        "GRAPHQ_SCHEDULER_LOCK_TTL_S": "1",
+        "GRAPHQ_SCHEDULER_GRACE_S": "600",
+        "GRAPHQ_REAPER_INTERVAL_S": "5",
+    }
+    env = worker_env(redis_url, MODULE, None, **common)
+    a = procs.start(
+        "scheduler",
+        env=env,
+        GRAPHQ_SCHEDULER_TEST_CLOCK=f"{SIM},{anchor},60",
+        GRAPHQ_SCHEDULER_TEST_PASS_DELAY="3:6",
+    )
+    wait_for(
+        lambda: len(_tokens(redis_client)) == 1 and _holder(redis_client), what="scheduler A holding the lock"
+    )
+    token_a = _holder(redis_client)
+    b = procs.start("scheduler", env=env, GRAPHQ_SCHEDULER_TEST_CLOCK=f"{SIM},{anchor},60,20")
+    wait_for(
+        lambda: _holder(redis_client) not in (None, token_a), timeout_s=10, what="B taking the lapsed lock"
+    )
+    token_b = _holder(redis_client)
+    assert token_b in _tokens(redis_client).values()
+    for probe in (["--scheduler"], ["--scheduler", "--ready"]):  # part D's probe reads both heartbeats
+        ok(invoke(MODULE, redis_url, "health", *probe))
+    holders = set()
+    deadline = time.monotonic() + 8  # A's stall ends meanwhile; then ten ticks and more of both
+    while time.monotonic() < deadline:
+        holders.add(_holder(redis_client))
+        time.sleep(0.05)
+    assert holders == {token_b}  # A woke and never took the lock back
+    a.send_signal(signal.SIGTERM)
+    assert a.wait(timeout=10) == 0
+    assert _holder(redis_client) == token_b  # A's release left B's lock alone
+    b.send_signal(signal.SIGTERM)
+    assert b.wait(timeout=10) == 0
+    assert _holder(redis_client) is None
+    assert "were claimed by another replica meanwhile" in procs.logged(a)
+    total = 0
+    for i in range(SCHEDULES):
+        name = f"b18-{i}"
+        fires = [f.fire_time for f in adder.history(name)]
+        runs = client.list_runs(1000, RunFilter(schedule=name))
+        assert Counter(fires).most_common(1)[0][1] == 1
+        assert sorted(fires) == sorted(r.fire_time or "" for r in runs)
+        minutes = sorted(int(datetime.fromisoformat(f).timestamp() - SIM) // 60 for f in fires)
+        assert minutes == list(range(1, len(minutes) + 1))  # every minute once, none skipped
+        total += len(fires)
+    assert total >= SCHEDULES * 10
+    assert total == len(client.list_runs(100_000))
