@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import time
+import urllib.request
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -214,3 +216,39 @@ def test_b18_two_scheduler_processes_a_pass_longer_than_the_lock(
         total += len(fires)
     assert total >= SCHEDULES * 10
     assert total == len(client.list_runs(100_000))
+
+
+def test_scheduler_metrics_port(procs: Procs, client: Client, redis_url: str) -> None:
+    """``graphq scheduler --metrics-port``: its fires counted on /metrics (a frozen simulated clock 30 s
+    after the first fire time: exactly one fire of each schedule), /healthz and /readyz answer 200."""
+    adder = Schedules(client, lambda: SIM)
+    for name in ("m1", "m2", "m3"):
+        adder.add(name, workflow="counter", cron="* * * * *")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = worker_env(redis_url, MODULE, None, GRAPHQ_SCHEDULER_INTERVAL_S="0.2")
+    proc = procs.start(
+        "scheduler", "--metrics-port", str(port), env=env, GRAPHQ_SCHEDULER_TEST_CLOCK=f"{SIM + 90},0,0"
+    )
+    wait_for(lambda: all(adder.history(n) for n in ("m1", "m2", "m3")), what="one fire of each schedule")
+
+    def get(path: str) -> tuple[int, str]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            return reply.status, reply.read().decode()
+
+    def lines(prefix: str) -> list[str]:
+        return [line for line in get("/metrics")[1].splitlines() if line.startswith(prefix)]
+
+    def started() -> str:
+        return "\n".join(lines("graphq_schedule_fires_total"))
+
+    assert (
+        wait_for(started, what="the fires on /metrics")
+        == 'graphq_schedule_fires_total{outcome="started"} 3.0'
+    )
+    assert get("/healthz")[0] == 200 and get("/readyz")[0] == 200
+    assert lines("graphq_schedule_fire_lag_seconds_count") == ["graphq_schedule_fire_lag_seconds_count 3.0"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    assert [f.outcome for n in ("m1", "m2", "m3") for f in adder.history(n)] == ["started"] * 3
