@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -14,10 +17,11 @@ import redis
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from tests.workers import graphq, worker_env
+from tests.workers import Procs, ended, graphq, wait_for, worker_env
+from tests.workflows.shutdown import started
 from worker import logs
 
-REGISTRY = Registry.load(["tests.workflows.basic"])
+REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.shutdown"])
 PASSWORD = "s3cret-Pw_4"
 
 
@@ -111,3 +115,34 @@ def test_bad_log_format_is_refused_naming_the_setting(redis_url: str, tmp_path: 
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1
     assert "GRAPHQ_LOG_FORMAT" in result.stderr, result.stderr
+
+
+def test_supervisor_and_reaper_lines_about_a_run_carry_it(
+    client: Client, procs: Procs, redis_url: str, tmp_path: Path
+) -> None:
+    env = worker_env(
+        redis_url,
+        "tests.workflows.basic,tests.workflows.shutdown",
+        tmp_path,
+        GRAPHQ_LOG_FORMAT="json",
+        GRAPHQ_LEASE_TTL_S="1",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.2",
+        GRAPHQ_REAPER_INTERVAL_S="0.3",
+    )
+    proc = procs.start("worker", env=env)
+    run_id = client.enqueue("two-steps", {"first": {"sleep": 30}}, thread_id="t-killed", tenant="acme")
+    [pid] = wait_for(lambda: started(tmp_path, "first"), what="the slow step to start")
+    os.kill(pid, signal.SIGKILL)
+    ended(client, run_id)
+
+    def entries() -> list[dict[str, Any]]:
+        lines = procs.logged(proc).splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    def about_run() -> list[dict[str, Any]]:
+        return [e for e in entries() if e["message"].startswith(f"run {run_id}: lease lapsed")]
+
+    [reaped] = wait_for(about_run, what="the reaper's line")
+    died = [e for e in entries() if e["message"].startswith(f"worker process {pid} died")]
+    assert [(e["logger"], e["run"], e["thread"]) for e in died] == [("graphq.supervisor", run_id, "t-killed")]
+    assert (reaped["logger"], reaped["run"], reaped["thread"]) == ("graphq.reaper", run_id, "t-killed")

@@ -23,7 +23,7 @@ from graphcore.backend.reaper import Lapsed, reap
 from graphcore.backend.runs import RunError, RunStatus, RunStore, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
-from worker import metrics
+from worker import logs, metrics
 from worker.queue import RQStepQueue
 from worker.reaper import Reaper
 
@@ -94,7 +94,8 @@ def abandon(
     )
     if not closed:
         return False
-    log.warning("run %s %s: %s", run_id, stop.status.value, stop.error.message)
+    about = logs.about(run=run_id, thread=thread_id)
+    log.warning("run %s %s: %s", run_id, stop.status.value, stop.error.message, extra=about)
     retry_transient(hand_over, kv, RunStore(kv), RQStepQueue(kv, settings), thread_id, run_id)
     return True
 
@@ -135,7 +136,9 @@ def queue_continuation(
         closing=stop.error,
         status=stop.status.value,
     )
-    log.warning("run %s %s: %s (%s)", run_id, stop.status.value, stop.error.message, outcome.describe())
+    about = logs.about(run=run_id, thread=thread_id)
+    says = (run_id, stop.status.value, stop.error.message, outcome.describe())
+    log.warning("run %s %s: %s (%s)", *says, extra=about)
     Reaper(kv, settings).recover()  # the continuation's step job, the abandoned job's RQ records, hand-over
     if outcome.verdict == "continued":
         metrics.continued("shutdown")

@@ -22,7 +22,7 @@ from graphcore import keys
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
-from worker import metrics
+from worker import logs, metrics
 from worker.handover import Stop
 
 __all__ = ["Lease", "LeaseListener", "held", "renew", "retire_if_stuck", "set_listener"]
@@ -70,6 +70,10 @@ class Lease:
         """``(time.time() at which the step is given up, how)`` once :meth:`limit` was called."""
         self.step_number: int | None = None
         """The thread step being run, once :meth:`limit` was called."""
+
+    def about(self) -> dict[str, Any]:
+        """``extra=`` for a log line about this lease's step (:func:`worker.logs.about`)."""
+        return logs.about(run=self.run_id, thread=self.thread_id, step=self.step)
 
     def claim(
         self, step: int, now: str, cancel_error: str, worker_id: str = ""
@@ -208,7 +212,7 @@ class _Keeper:
         try:
             held, cancel = renew(self.kv, lease.thread_id, lease.run_id, lease.token, lease.ttl_ms, due)
         except Exception as exc:  # a transient Redis error: try again at the next tick
-            log.warning("lease %s renewal failed: %s", lease.key, exc)
+            log.warning("lease %s renewal failed: %s", lease.key, exc, extra=lease.about())
             return
         if due:
             lease.renew_at = time.monotonic() + self.interval_s
@@ -217,7 +221,7 @@ class _Keeper:
         with self.lock:
             # Still running, yet the token is gone: lost, unless a commit deleted it (see Lease.dropping).
             if not held and lease in self.leases and not lease._dropping:
-                log.warning("lease %s lost", lease.key)
+                log.warning("lease %s lost", lease.key, extra=lease.about())
                 metrics.lease_lost()
                 lease.lost.set()
                 self.leases.discard(lease)

@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 
 from graphcore.backend.connection import redact_url
 
-__all__ = ["FIELDS", "JsonFormatter", "TextFormatter", "bind", "configure", "redact", "unbind"]
+__all__ = ["FIELDS", "JsonFormatter", "TextFormatter", "about", "bind", "configure", "redact", "unbind"]
 
 FIELDS = ("workflow", "run", "thread", "step", "tenant")
 """The context fields of a log line, in order."""
@@ -61,11 +61,21 @@ def redact(text: str) -> str:
     return text
 
 
+def about(**fields: Any) -> dict[str, Any]:
+    """``extra=`` for a log call about a run outside its step (the supervisor, the reaper, the lease
+    keeper): ``log.warning("...", run_id, extra=about(run=run_id, thread=thread_id))``."""
+    return {_EXTRA: fields}
+
+
+_EXTRA = "graphq_context"
+
+
 def _context_of(record: logging.LogRecord) -> dict[str, Any]:
-    """The record's context fields: those bound (:func:`bind`) where it was logged, in :data:`FIELDS`
-    order, known ones only (not record attributes: ``thread`` is the logging module's own)."""
-    bound = _context.get() or {}
-    return {name: bound[name] for name in FIELDS if bound.get(name) not in (None, "")}
+    """The record's context fields: those bound (:func:`bind`) where it was logged, then those given with
+    ``extra=about(...)``, in :data:`FIELDS` order, known ones only (not plain record attributes:
+    ``thread`` is the logging module's own)."""
+    known = {**(_context.get() or {}), **getattr(record, _EXTRA, {})}
+    return {name: known[name] for name in FIELDS if known.get(name) not in (None, "")}
 
 
 class TextFormatter(logging.Formatter):

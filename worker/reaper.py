@@ -52,7 +52,7 @@ from graphcore.backend.threads import hand_over
 from graphcore.backend.workers import dead_workers, drop_worker
 from graphcore.errors import RunNotFoundError
 from graphcore.settings import Settings
-from worker import metrics
+from worker import logs, metrics
 from worker.queue import RQStepQueue, step_job_id
 
 __all__ = ["Reaper", "lock_ttl_s"]
@@ -99,7 +99,8 @@ class Reaper:
                 )
                 done.append((lapsed.run_id, outcome))
                 if outcome.verdict not in ("gone", "fresh", "held"):
-                    log.warning("run %s: lease lapsed; %s", lapsed.run_id, outcome.describe())
+                    about = logs.about(run=lapsed.run_id, thread=lapsed.thread_id)
+                    log.warning("run %s: lease lapsed; %s", lapsed.run_id, outcome.describe(), extra=about)
                     metrics.runs_reaped(outcome.verdict)
             if len(batch) < _BATCH:
                 break

@@ -232,6 +232,10 @@ class _Held:
     renew_failing: bool = False
     """A renewal failed (Redis away) and no renewal has worked since: warn once per outage, not per tick."""
 
+    def about(self) -> dict[str, Any]:
+        """``extra=`` for a log line about this lease's run (:func:`worker.logs.about`)."""
+        return logs.about(run=self.run_id, thread=self.thread_id)
+
 
 @dataclass
 class _Slot:
@@ -404,12 +408,15 @@ class Supervisor:
         except Exception as exc:  # a transient Redis error: try again at the next tick (logged once)
             if not held.renew_failing:
                 log.warning(
-                    "renewal of run %s's lease failed, retrying until Redis answers: %s", held.run_id, exc
+                    "renewal of run %s's lease failed, retrying until Redis answers: %s",
+                    held.run_id,
+                    exc,
+                    extra=held.about(),
                 )
             held.renew_failing = True
             return
         if held.renew_failing:
-            log.warning("renewal of run %s's lease works again", held.run_id)
+            log.warning("renewal of run %s's lease works again", held.run_id, extra=held.about())
             held.renew_failing = False
         held.renew_at = now + self.settings.heartbeat_interval_s
 
@@ -419,7 +426,12 @@ class Supervisor:
             return
         if time.time() < held.deadline + self.settings.kill_grace_s:
             return
-        log.warning("run %s: step past its deadline; killing worker process %s", held.run_id, slot.proc.pid)
+        log.warning(
+            "run %s: step past its deadline; killing worker process %s",
+            held.run_id,
+            slot.proc.pid,
+            extra=held.about(),
+        )
         slot.killed_for = held.stop.killed(slot.proc.pid, self.settings.kill_grace_s)
         slot.replace = self.draining_at is None
         slot.proc.kill()
@@ -473,7 +485,8 @@ class Supervisor:
         try:
             abandon(self.kv, self.settings, held.thread_id, held.run_id, held.token, stop, held.step)
         except Exception as exc:
-            log.error("run %s: could not close it (%s); its lease lapses for the reaper", held.run_id, exc)
+            why = "run %s: could not close it (%s); its lease lapses for the reaper"
+            log.error(why, held.run_id, exc, extra=held.about())
 
     def _ended(self, index: int, slot: _Slot) -> None:
         slot.proc.join()
@@ -485,7 +498,13 @@ class Supervisor:
             self._abandon(held, slot.killed_for)
             self.gave_up = self.gave_up or slot.had_step
         elif held is not None:  # it died (OOM killer, a crash in C): the reaper continues its run
-            log.warning("worker process %s died (%s) holding run %s", slot.proc.pid, code, held.run_id)
+            log.warning(
+                "worker process %s died (%s) holding run %s",
+                slot.proc.pid,
+                code,
+                held.run_id,
+                extra=held.about(),
+            )
             self._lapse(held)
         elif code == _GAVE_UP:
             self.gave_up = True
@@ -504,7 +523,7 @@ class Supervisor:
         try:
             lapse(self.kv, held.thread_id, held.run_id, held.token)
         except Exception as exc:  # it lapses after its TTL all the same
-            log.warning("run %s: could not let the lease lapse now: %s", held.run_id, exc)
+            log.warning("run %s: could not let the lease lapse now: %s", held.run_id, exc, extra=held.about())
 
 
 def supervise(
