@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,7 @@ class Schedules:
         clock: now, epoch seconds (tests pass a simulated one).
     """
 
-    def __init__(self, client: Client, clock: Any = time.time) -> None:
+    def __init__(self, client: Client, clock: Callable[[], float] = time.time) -> None:
         self.client = client
         self.store = ScheduleStore(client.kv)
         self.clock = clock

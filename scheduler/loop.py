@@ -10,6 +10,7 @@ claim is checked against the state the pass read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -236,5 +237,6 @@ class Scheduler:
                     log.warning("scheduler: pass failed, tried again next tick: %s", exc)
                 stop.wait(max(0.0, interval - (time.monotonic() - began)))
         finally:
-            self.lock.release()
-            self.kv.delete(keys.scheduler(self.id))
+            with contextlib.suppress(RedisError, TransientError):  # Redis gone: the lock and beat expire
+                self.lock.release()
+                self.kv.delete(keys.scheduler(self.id))
