@@ -359,3 +359,20 @@ def test_a_fire_the_client_refuses_is_recorded_missed_with_why(
     [missed] = schedules.history("gone")
     assert (missed.outcome, missed.run_id) == ("missed", None)
     assert missed.note.startswith("not started: unknown workflow 'retired'")
+
+
+def test_fall_back_fires_once_with_the_scheduler(client: Client) -> None:
+    """``30 1 * * *`` in New York ticked every 5 minutes over 2026-10-31..11-02: 01:30 happens twice on
+    2026-11-01 and fires once, at its first occurrence (05:30Z)."""
+    clock = Clock("2026-10-31T00:00:00")
+    schedules = Schedules(client, clock)
+    schedules.add("fb", workflow="counter", cron="30 1 * * *", tz="America/New_York", overlap="allow")
+    sched = scheduler(client, clock, scheduler_grace_s=600)
+    while clock.now < ts("2026-11-03T00:00:00"):
+        clock.now += 300
+        sched.tick()
+    assert [t for t, _, _ in outcomes(schedules, "fb")] == [
+        "2026-10-31T05:30:00Z",
+        "2026-11-01T05:30:00Z",
+        "2026-11-02T06:30:00Z",
+    ]
