@@ -228,3 +228,19 @@ def test_request_timeout_ranges_are_checked(client: Client, monkeypatch: pytest.
         ConfigError, match=r"^request_timeout_s=90\.0 is above the GRAPHQ_MAX_RUN_TIMEOUT_S=60\.0$"
     ):
         client.enqueue("timed-ask", {}, config={"request_timeout_s": 90})
+
+
+def test_answering_one_of_two_requests_keeps_the_others_deadline(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    run_id = client.enqueue("timed-review", {"items": ["a", "b"]})
+    work(client)
+    first, second = client.requests(run_id)
+    member = keys.lease_member(client.get_run(run_id).thread_id, run_id)
+    assert redis_client.zscore(INDEX, member) == float(min(first.deadline_ms or 0, second.deadline_ms or 0))
+    client.answer(run_id, {first.id: "yes"})
+    assert redis_client.exists(INDEX) == 0
+    work(client)
+    [left] = client.requests(run_id)
+    assert (left.id, left.deadline_ms) == (second.id, second.deadline_ms)  # counted from when it was asked
+    assert redis_client.zscore(INDEX, member) == float(second.deadline_ms or 0)

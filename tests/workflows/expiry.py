@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import operator
+from typing import Annotated, Any, TypedDict
 
-from graphcore import START, StateGraph
+from graphcore import START, Send, StateGraph
 from graphcore.engine.interrupts import interrupt
 
 
@@ -31,3 +32,24 @@ timed_ask = _graph().compile(name="timed-ask")
 
 default_ask = _graph().compile(name="default-ask", config={"request_timeout_s": 0.5})
 """``interrupt("approve?")`` under the workflow's ``request_timeout_s=0.5``."""
+
+
+class Review(TypedDict, total=False):
+    items: list[str]
+    approvals: Annotated[list[Any], operator.add]
+
+
+def review_each(state: Review) -> list[Send]:
+    return [Send("approve", item) for item in state["items"]]
+
+
+def approve(item: str) -> dict[str, Any]:
+    """Asks with a 30 s deadline, one request per item (parallel tasks of one step)."""
+    return {"approvals": [[item, interrupt(f"approve {item}?", timeout_s=30)]]}
+
+
+_r = StateGraph(Review)
+_r.add_node("approve", approve)
+_r.add_conditional_edges(START, review_each)
+timed_review = _r.compile(name="timed-review")
+"""Parallel requests with deadlines: answering one leaves the other's deadline as it was."""
