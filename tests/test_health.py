@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -133,3 +135,31 @@ def test_scheduler_probe_reads_its_status_file_and_heartbeat_key(
         assert code == 1
         assert said.startswith(f"error: unhealthy: the scheduler (pid {pid}) main loop last ran 10"), said
     assert statuses("scheduler") == []
+
+
+def test_status_files_left_by_killed_processes_are_ignored_and_cleaned(
+    env: dict[str, str], redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    def leave(pid: int, written_at: float) -> Path:
+        path = tmp_path / f"graphq-scheduler.{pid}.json"
+        body = {"role": "scheduler", "pid": pid, "draining": False, "loop_at": written_at, "children": []}
+        path.write_text(json.dumps({**body, "heartbeat_key": None, "written_at": written_at}))
+        return path
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with subprocess.Popen(["sleep", "30"]) as reused:  # an unrelated process now has that pid
+        try:
+            stale = leave(reused.pid, time.time() - 100)
+            left = leave(dead.pid, time.time())
+            code, said = probe(env, "--scheduler")
+            assert code == 1
+            assert said.startswith(
+                f"error: unhealthy: the scheduler (pid {reused.pid}) last wrote its status 10"
+            )
+            state = {"loop_at": time.time()}
+            with publish_status("scheduler", 60, lambda: False, lambda: state["loop_at"]):
+                assert not left.exists() and stale.exists()  # a dead pid's file is removed at start
+                assert probe(env, "--scheduler") == (0, "ok: scheduler")  # the stale one is ignored
+        finally:
+            reused.kill()

@@ -6,7 +6,10 @@ for the probes of its pod in a small JSON file in the temporary directory (``$TM
 "written_at"}`` (``loop_at``: when its main loop last ran, seconds since the epoch; ``children``: its worker
 processes' pids; ``heartbeat_key``: a Redis key the process keeps alive with a time-to-live, e.g. the
 scheduler's ``keys.scheduler(id)``, or null), rewritten every ``GRAPHQ_HEARTBEAT_INTERVAL_S`` and when it
-starts draining, removed at exit.
+starts draining, removed at exit. A file left by a killed process (the directory may outlive it: a pod's
+``emptyDir`` survives a container restart) is ignored once its pid is gone or it has not been rewritten
+for ``GRAPHQ_LEASE_TTL_S`` (its pid may have been reused), and removed when the next process of its role
+starts.
 
 :func:`check` is the probe: Redis answers PING; for a role, a process of that role runs on this host (its
 file's pid is alive), its loop ran within ``GRAPHQ_LEASE_TTL_S``, its heartbeat key (if it names one)
@@ -48,6 +51,7 @@ class Status:
     loop_at: float
     children: list[int]
     heartbeat_key: str | None = None
+    written_at: float = 0.0
 
 
 def _directory() -> Path:
@@ -97,6 +101,10 @@ def publish_status(
     block runs (removed after); yields the function that rewrites it now (call it when draining starts).
     ``heartbeat_key``: a Redis key this process keeps alive with a TTL (``graphq scheduler``:
     ``keys.scheduler(id)``): the probe fails once it has expired."""
+    for left in _files(role):  # left by killed processes of this role
+        with contextlib.suppress(OSError):
+            if not _alive(_pid_of(left)):
+                left.unlink()
     status = StatusFile(role)
     lock = threading.Lock()
 
@@ -133,10 +141,20 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _files(role: str) -> list[Path]:
+    return sorted(_directory().glob(f"graphq-{role}.*.json"))
+
+
+def _pid_of(path: Path) -> int:
+    """The pid in a status file's name (``graphq-worker.<pid>.json``); 0 when there is none."""
+    digits = path.name.split(".")[-2]
+    return int(digits) if digits.isdigit() else 0
+
+
 def statuses(role: str) -> list[Status]:
     """The statuses published on this host for ``role`` by processes still alive."""
     found = []
-    for path in sorted(_directory().glob(f"graphq-{role}.*.json")):
+    for path in _files(role):
         try:
             raw: dict[str, Any] = json.loads(path.read_text())
             key = raw.get("heartbeat_key")
@@ -147,6 +165,7 @@ def statuses(role: str) -> list[Status]:
                 float(raw["loop_at"]),
                 list(raw["children"]),
                 str(key) if key else None,
+                float(raw.get("written_at") or 0.0),
             )
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being replaced, or not ours
@@ -174,19 +193,29 @@ def check(kv: Any, settings: Settings, role: str | None, ready: bool, url: str =
     if not found:
         return f"no graphq {role} runs on this host (no live {_directory()}/graphq-{role}.<pid>.json)"
     now = time.time()
-    for status in found:
-        late = now - status.loop_at
-        if late > settings.lease_ttl_s:
-            return f"the {role} (pid {status.pid}) main loop last ran {late:.1f} s ago"
-        if ready and status.draining:
-            return f"the {role} (pid {status.pid}) is draining (SIGTERM received)"
-        if status.heartbeat_key is not None and not kv.exists(status.heartbeat_key):
-            return f"the {role} (pid {status.pid}) has no fresh heartbeat ({status.heartbeat_key} expired)"
-        if role == "worker":
-            stale = _stale_workers(kv, status)
-            if stale is not None:
-                return stale
+    current = [s for s in found if now - s.written_at <= settings.lease_ttl_s]
+    if not current:
+        newest = max(found, key=lambda s: s.written_at)
+        late = now - newest.written_at
+        return f"the {role} (pid {newest.pid}) last wrote its status {late:.1f} s ago"
+    for status in current:
+        why = _unwell(kv, settings, status, ready, now)
+        if why is not None:
+            return why
     return None
+
+
+def _unwell(kv: Any, settings: Settings, status: Status, ready: bool, now: float) -> str | None:
+    """Why the process of ``status`` is not live (or, ``ready``, not ready), or None."""
+    role = status.role
+    late = now - status.loop_at
+    if late > settings.lease_ttl_s:
+        return f"the {role} (pid {status.pid}) main loop last ran {late:.1f} s ago"
+    if ready and status.draining:
+        return f"the {role} (pid {status.pid}) is draining (SIGTERM received)"
+    if status.heartbeat_key is not None and not kv.exists(status.heartbeat_key):
+        return f"the {role} (pid {status.pid}) has no fresh heartbeat ({status.heartbeat_key} expired)"
+    return _stale_workers(kv, status) if role == "worker" else None
 
 
 def _stale_workers(kv: Any, status: Status) -> str | None:
