@@ -263,8 +263,9 @@ class Settings(BaseSettings):
 
         Raises:
             ConfigError: heartbeat_interval_s is not below lease_ttl_s, run_timeout_s exceeds
-                max_run_timeout_s, max_concurrent_runs_per_tenant exceeds max_concurrent_runs, or
-                checkpointing is off while interrupted runs are to be resumed (that needs history).
+                max_run_timeout_s, max_concurrent_runs_per_tenant exceeds max_concurrent_runs, thread_ttl_s
+                is below lease_ttl_s, or checkpointing is off while interrupted runs are to be resumed (that
+                needs history).
         """
         if (
             self.max_concurrent_runs is not None
@@ -285,6 +286,11 @@ class Settings(BaseSettings):
             raise ConfigError(
                 f"GRAPHQ_RUN_TIMEOUT_S={self.run_timeout_s} must not exceed "
                 f"GRAPHQ_MAX_RUN_TIMEOUT_S={self.max_run_timeout_s}"
+            )
+        if self.thread_ttl_s is not None and self.thread_ttl_s < self.lease_ttl_s:
+            raise ConfigError(
+                f"GRAPHQ_THREAD_TTL_S={self.thread_ttl_s} must be at least GRAPHQ_LEASE_TTL_S="
+                f"{self.lease_ttl_s} (a thread's keys must outlive the lease of its step)"
             )
         if self.heartbeat_interval_s >= self.lease_ttl_s:
             raise ConfigError(

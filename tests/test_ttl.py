@@ -19,15 +19,17 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import EVENTS_MAXLEN
 from graphcore.backend.lua import script, source
-from graphcore.backend.reaper import server_ms
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.reaper import lapsed_leases, reap, server_ms
+from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.ttl import ThreadActiveError, sweep
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
-from graphcore.settings import get_settings, load_settings
+from graphcore.settings import Settings, get_settings, load_settings
 from tests.cli_helpers import invoke
 from tests.workers import Start, ended, wait_for, work, worker_env
+from worker.lease import Lease
 from worker.queue import RQStepQueue
+from worker.reaper import Reaper
 
 FLOWS = "tests.workflows.retention,tests.workflows.hitl"
 REGISTRY = Registry.load(FLOWS.split(","))
@@ -47,6 +49,8 @@ INDEXES = (
 @pytest.fixture
 def ttl(monkeypatch: pytest.MonkeyPatch, redis_url: str) -> Iterator[None]:
     monkeypatch.setenv("GRAPHQ_THREAD_TTL_S", "2")
+    monkeypatch.setenv("GRAPHQ_LEASE_TTL_S", "1")  # a thread TTL is at least the lease TTL
+    monkeypatch.setenv("GRAPHQ_HEARTBEAT_INTERVAL_S", "0.5")
     monkeypatch.setenv("GRAPHQ_REDIS_URL", redis_url)
     get_settings.cache_clear()
     yield
@@ -84,13 +88,14 @@ def mentions(kv: redis.Redis, *ids: str) -> list[str]:
     return found
 
 
-def expire_and_sweep(kv: redis.Redis, thread: str) -> int:
-    """Wait until the thread's keys are past their expiry, then sweep once; the entries removed."""
+def expire_and_sweep(kv: redis.Redis, thread: str, queue: RQStepQueue | None = None) -> int:
+    """Wait until the thread's keys are past their expiry, then sweep once (with ``queue``: giving admission
+    slots back, as the housekeeping loop does); the entries removed."""
     deadline = kv.zscore(keys.retention(), thread)
     assert deadline is not None
     wait_for(lambda: server_ms(kv) > deadline + 5, 5, "the thread's expiry")
     wait_for(lambda: not thread_keys(kv, thread), 5, "Redis to expire the thread's keys")
-    return sweep(kv, get_settings(), server_ms(kv), 1000)
+    return sweep(kv, get_settings(), server_ms(kv), 1000, queue)
 
 
 def test_every_key_of_a_thread_expires_within_the_ttl(ttl: None, client: Client) -> None:
@@ -170,7 +175,7 @@ def test_a_workflow_ttl_shortens_the_setting(ttl: None, client: Client) -> None:
     assert client.get_run(longer).thread_ttl_s == 2.0
 
 
-def test_a_run_without_a_ttl_keeps_a_thread_that_had_one(client: Client) -> None:
+def test_a_run_without_a_ttl_keeps_a_thread_that_had_one(client: Client) -> None:  # lease TTL 20 s
     kv = client.kv
     client.enqueue("five-steps", FIVE, thread_id="tt14", config={"thread_ttl_s": 60})
     work(client)
@@ -184,11 +189,26 @@ def test_a_run_without_a_ttl_keeps_a_thread_that_had_one(client: Client) -> None
     assert kv.zrange(keys.retention(), 0, -1) == []
 
 
-def test_the_setting_is_range_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_setting_is_range_checked(monkeypatch: pytest.MonkeyPatch, client: Client) -> None:
     monkeypatch.setenv("GRAPHQ_THREAD_TTL_S", "0")
     with pytest.raises(ConfigError) as err:
         load_settings()
     assert str(err.value) == "GRAPHQ_THREAD_TTL_S: must be 1 ≤ value ≤ 315360000 (got '0')"
+    monkeypatch.setenv("GRAPHQ_THREAD_TTL_S", "10")
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert str(err.value) == (
+        "GRAPHQ_THREAD_TTL_S=10.0 must be at least GRAPHQ_LEASE_TTL_S=20.0 (a thread's keys must outlive the "
+        "lease of its step)"
+    )
+    monkeypatch.delenv("GRAPHQ_THREAD_TTL_S")
+    get_settings.cache_clear()
+    with pytest.raises(ConfigError) as err:
+        client.enqueue("five-steps", FIVE, config={"thread_ttl_s": 5})
+    assert str(err.value) == (
+        "thread_ttl_s=5.0 is below GRAPHQ_LEASE_TTL_S=20.0 (a thread's keys must outlive the lease of its "
+        "step)"
+    )
 
 
 def test_event_streams_are_capped(client: Client) -> None:
@@ -258,9 +278,11 @@ def test_threads_delete_is_refused_while_a_run_is_active(client: Client, redis_u
 def test_a_worker_subprocess_keeps_every_key_within_the_ttl(
     redis_url: str, redis_client: redis.Redis, tmp_path: Path, start: Start, client: Client
 ) -> None:
-    start(GRAPHQ_THREAD_TTL_S="2")
+    start(GRAPHQ_THREAD_TTL_S="2", GRAPHQ_LEASE_TTL_S="1", GRAPHQ_HEARTBEAT_INTERVAL_S="0.5")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRAPHQ_THREAD_TTL_S", "2")
+        mp.setenv("GRAPHQ_LEASE_TTL_S", "1")
+        mp.setenv("GRAPHQ_HEARTBEAT_INTERVAL_S", "0.5")
         get_settings.cache_clear()
         run_id = client.enqueue("five-steps", FIVE, thread_id="tt12")
     assert ended(client, run_id).status == RunStatus.COMPLETED
@@ -308,3 +330,27 @@ def test_rq_job_results_and_failures_are_bounded(
     clean_registries(rq_queue)
     assert redis_client.zcard(rq_queue.failed_job_registry.key) == 0
     assert redis_client.zcard(rq_queue.finished_job_registry.key) == 0
+
+
+def test_a_continuation_joins_its_thread_retention(ttl: None, client: Client, redis_url: str) -> None:
+    """The reaper's continuation of a run whose worker died (reap_run.lua) takes its predecessor's expiry,
+    joins the key set and the retention index; after the TTL and a sweep nothing of either run is left."""
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt15")
+    lease = Lease(kv, "tt15", run_id, 0.05, 0.025)
+    assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
+    kv.hset(keys.run("tt15", run_id), "status", "running")
+    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
+    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
+    outcome = reap(kv, lapsed[0], resume=True, max_attempts=1)
+    assert outcome.verdict == "continued"
+    new = outcome.detail
+    assert 0 < kv.pttl(keys.run("tt15", new)) <= 2000
+    assert 0 < kv.pttl(keys.thread_active("tt15")) <= 2000
+    assert kv.sismember(keys.thread_keys("tt15"), keys.run("tt15", new))
+    members = {m.decode() for m in kv.zrange(keys.retention(), 0, -1)}
+    assert members == {"tt15", f"tt15:{run_id}", f"tt15:{new}"}
+    Reaper(kv, Settings(redis_url=redis_url)).sweep()  # the staged work: the continuation's step job
+    assert expire_and_sweep(kv, "tt15", RQStepQueue(kv, load_settings())) == 3
+    work(client)  # the continuation's job finds no run: its unclaimed-job entry goes with its claim
+    assert mentions(kv, "tt15", run_id, new) == []

@@ -36,6 +36,8 @@ from graphcore.errors import PermanentError
 from graphcore.settings import Settings
 
 __all__ = [
+    "SWEEP_LIMIT",
+    "Deleted",
     "ThreadActiveError",
     "delete_thread",
     "run_keys",
@@ -164,7 +166,8 @@ def _refuse_active(pipe: Any, thread: str, force: bool) -> None:
 
 def delete_thread(kv: Any, thread: str, force: bool = False, queue: AdmissionQueue | None = None) -> Deleted:
     """Remove every key of ``thread`` and its entries in shared indexes now, in one WATCH transaction (the
-    thread's run set, active run and waiting line watched: a run created meanwhile makes it look again).
+    thread's run set, active run, waiting line, root history and key set watched: a run or a checkpoint
+    created meanwhile makes it look again).
 
     Args:
         force: delete a thread whose active run awaits input too (it is gone with the thread).
@@ -178,6 +181,7 @@ def delete_thread(kv: Any, thread: str, force: bool = False, queue: AdmissionQue
             ``force``) or waits for it; nothing was removed.
     """
     watched = [keys.thread_runs(thread), keys.thread_active(thread), keys.thread_waiting(thread)]
+    watched += [keys.history(thread), keys.thread_keys(thread)]  # a checkpoint or key written meanwhile
     while True:
         with kv.pipeline(transaction=True) as pipe:
             try:

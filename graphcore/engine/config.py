@@ -120,8 +120,19 @@ class RunConfig(BaseModel):
 
     def thread_ttl(self) -> float | None:
         """The thread TTL of this run, seconds (K3): the lower of its ``thread_ttl_s`` and
-        ``GRAPHQ_THREAD_TTL_S``; None (keep the thread) when neither is set."""
-        ttls = [t for t in (self.thread_ttl_s, get_settings().thread_ttl_s) if t is not None]
+        ``GRAPHQ_THREAD_TTL_S``; None (keep the thread) when neither is set.
+
+        Raises:
+            ConfigError: ``thread_ttl_s`` is below ``GRAPHQ_LEASE_TTL_S`` (a thread's keys must outlive the
+                lease of its step).
+        """
+        settings = get_settings()
+        if self.thread_ttl_s is not None and self.thread_ttl_s < settings.lease_ttl_s:
+            raise ConfigError(
+                f"thread_ttl_s={self.thread_ttl_s} is below GRAPHQ_LEASE_TTL_S={settings.lease_ttl_s} (a "
+                "thread's keys must outlive the lease of its step)"
+            )
+        ttls = [t for t in (self.thread_ttl_s, settings.thread_ttl_s) if t is not None]
         return min(ttls) if ttls else None
 
     def check_request_timeout(self) -> None:
