@@ -15,9 +15,9 @@ import redis
 from graphcore import START, StateGraph, keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
-from graphcore.backend.expiry import DEADLINE_FIELD
-from graphcore.backend.reaper import iso_ms
-from graphcore.backend.runs import RunError, RunStatus
+from graphcore.backend.expiry import DEADLINE_FIELD, due, expire
+from graphcore.backend.reaper import iso_ms, server_ms
+from graphcore.backend.runs import RunError, RunStatus, RunStore
 from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
@@ -244,3 +244,45 @@ def test_answering_one_of_two_requests_keeps_the_others_deadline(
     [left] = client.requests(run_id)
     assert (left.id, left.deadline_ms) == (second.id, second.deadline_ms)  # counted from when it was asked
     assert redis_client.zscore(INDEX, member) == float(second.deadline_ms or 0)
+
+
+def test_a_scan_inside_the_answers_transaction_wins_and_the_answer_is_refused(
+    client: Client, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan closes the run after the answer read it (WATCH) and before its MULTI runs: the MULTI fails,
+    the answer looks again and is refused, naming the expiry; nothing of it is stored."""
+    from graphcore.backend import client as client_module
+
+    run_id = paused(client, 0.05)
+    time.sleep(0.1)
+    [request] = client.requests(run_id)
+    real = client_module.stage_admit
+    scans: list[list[str]] = []
+
+    def scan_first(*args: object, **kwargs: object) -> None:
+        if not scans:
+            scans.append(scanner(redis_url).scan())  # another connection: the answer's WATCH sees it
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(client_module, "stage_admit", scan_first)
+    with pytest.raises(NotAwaitingInputError, match=f"request {request.id} was not answered by its deadline"):
+        client.answer(run_id, "late")
+    assert scans == [[run_id]]
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.CANCELED
+    assert client.kv.exists(keys.answers(run.thread_id, "", run.head or "")) == 0
+
+
+def test_an_answer_between_the_scans_read_and_its_script_wins(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    """The scan read the due entry, then the answer landed: the script finds the run no longer waiting for
+    that request and changes nothing; the run continues."""
+    run_id = paused(client, 0.05)
+    time.sleep(0.1)
+    [entry] = due(redis_client, server_ms(redis_client), 10)
+    client.answer(run_id, "just in time")
+    assert expire(redis_client, RunStore(redis_client), entry, server_ms(redis_client)) is None
+    assert client.get_run(run_id).status == RunStatus.QUEUED
+    work(client)
+    assert client.get_run(run_id).result == {"timeout": 0.05, "answer": "just in time"}
