@@ -256,3 +256,21 @@ def test_a_metrics_port_in_use_is_refused_with_one_line(env: dict[str, str]) -> 
         f"error: --metrics-port {port}: cannot listen there (Address already in use)"
     )
     assert graphq("worker", "--metrics-port", "x", env=env).returncode == 2
+
+
+def test_the_multiprocess_directory_is_private_and_removed(
+    procs: Procs, env: dict[str, str], tmp_path: Path
+) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = tmp_path / f"graphq-metrics-{dead.pid}-x1y2"  # a killed worker's
+    left.mkdir()
+    (left / "counter_1.db").write_bytes(b"")
+    port = free_port()
+    proc = start_worker(procs, env, port, 2)
+    assert not left.exists()
+    [own] = tmp_path.glob(f"graphq-metrics-{proc.pid}-*")
+    assert len(list(own.glob("*.db"))) >= 2  # the parent's and its children's files
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(20) == 0
+    assert not own.exists()

@@ -36,7 +36,7 @@ from graphcore.backend.reaper import server_ms
 from graphcore.backend.workers import live_workers
 from graphcore.settings import Settings
 
-__all__ = ["ROLES", "Status", "StatusFile", "check", "publish_status", "statuses"]
+__all__ = ["ROLES", "Status", "StatusFile", "check", "pid_alive", "publish_status", "statuses"]
 
 ROLES = ("worker", "scheduler")
 
@@ -103,7 +103,7 @@ def publish_status(
     ``keys.scheduler(id)``): the probe fails once it has expired."""
     for left in _files(role):  # left by killed processes of this role
         with contextlib.suppress(OSError):
-            if not _alive(_pid_of(left)):
+            if not pid_alive(_pid_of(left)):
                 left.unlink()
     status = StatusFile(role)
     lock = threading.Lock()
@@ -131,7 +131,8 @@ def publish_status(
         status.remove()
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this host (maybe another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -169,7 +170,7 @@ def statuses(role: str) -> list[Status]:
             )
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being replaced, or not ours
-        if _alive(status.pid):
+        if pid_alive(status.pid):
             found.append(status)
     return found
 

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
@@ -36,6 +37,7 @@ from prometheus_client.registry import Collector
 from graphcore.backend.admission import tenants as tenant_rows
 from graphcore.backend.connection import on_retry
 from graphcore.backend.reaper import server_ms
+from worker.health import pid_alive
 
 __all__ = [
     "METRICS",
@@ -356,8 +358,13 @@ def _registry(extra: Iterable[Collector]) -> CollectorRegistry:
 def start_multiprocess() -> str:
     """Give this process and the processes it starts from now on prometheus-client's multiprocess mode,
     in a new private temporary directory (returned; remove it with :func:`stop_multiprocess`), and enable
-    recording."""
-    directory = tempfile.mkdtemp(prefix="graphq-metrics-")
+    recording. Directories left by killed processes (``graphq-metrics-<pid>-*`` whose pid is gone) are
+    removed first."""
+    for left in Path(tempfile.gettempdir()).glob("graphq-metrics-*-*"):
+        pid = left.name.split("-")[2]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(left, ignore_errors=True)
+    directory = tempfile.mkdtemp(prefix=f"graphq-metrics-{os.getpid()}-")
     os.environ[MULTIPROC_ENV] = directory
     enable()
     return directory
