@@ -42,6 +42,7 @@ INDEXES = (
     keys.steps_index(),
     keys.recovery(),
     keys.retention(),
+    keys.request_deadlines(),
     *(keys.admission(p) for p in ("waiting", "lanes", "entries", "deadlines", "holders")),
 )
 
@@ -156,6 +157,17 @@ def test_a_run_that_awaits_input_and_its_answer(ttl: None, client: Client) -> No
     assert any(":answers:" in k for k in found)
 
 
+def test_a_thread_expires_while_its_run_awaits_an_answer(ttl: None, client: Client) -> None:
+    kv = client.kv
+    config = {"request_timeout_s": 600}
+    run_id = client.enqueue("asking", {"topic": "x"}, thread_id="tt16", config=config)
+    work(client)
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    assert kv.zscore(keys.request_deadlines(), f"tt16:{run_id}") is not None
+    assert expire_and_sweep(kv, "tt16", RQStepQueue(kv, load_settings())) == 2
+    assert mentions(kv, "tt16", run_id) == []
+
+
 def test_unset_no_key_expires_and_nothing_is_added(client: Client) -> None:
     kv = client.kv
     run_id = client.enqueue("five-steps", FIVE, thread_id="tt4")
@@ -260,7 +272,7 @@ def test_threads_delete_is_refused_while_a_run_is_active(client: Client, redis_u
         "or wait for it to end\n"
     )
     work(client)
-    asking = client.enqueue("asking", {"topic": "x"}, thread_id="tt11")
+    asking = client.enqueue("asking", {"topic": "x"}, thread_id="tt11", config={"request_timeout_s": 600})
     work(client)
     assert client.get_run(asking).status == RunStatus.AWAITING_INPUT
     with pytest.raises(ThreadActiveError) as err:
@@ -269,6 +281,7 @@ def test_threads_delete_is_refused_while_a_run_is_active(client: Client, redis_u
         f"thread 'tt11' has an active run {asking} (awaiting_input): answer or cancel it, or pass --force"
     )
     assert thread_keys(kv, "tt11")
+    assert kv.zscore(keys.request_deadlines(), f"tt11:{asking}") is not None
     forced = invoke(FLOWS, redis_url, "threads", "delete", "tt11", "--force")
     assert forced.exit_code == 0, forced.output
     assert thread_keys(kv, "tt11") == []

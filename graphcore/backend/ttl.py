@@ -12,8 +12,8 @@ key set (:func:`graphcore.keys.thread_keys`) names its keys and carries its expi
   step's commit (inside ``commit_step.lua``, at most once per half TTL) — moves the whole thread's expiry,
   every key named in the set, to TTL from now;
 - :func:`sweep` (a housekeeping loop) reads the expired entries of the index (ZRANGEBYSCORE, never a SCAN)
-  and removes the thread's entries from the run index, the run → thread hash, the lease, busy-thread and
-  recovery indexes and admission (R8).
+  and removes the thread's entries from the run index, the run → thread hash, the lease, busy-thread,
+  recovery and request-deadline (R13) indexes and admission (R8).
 
 Unset (no TTL on the run), none of this happens: no key set, no EXPIRE. A lease key keeps its own
 time-to-live (``GRAPHQ_LEASE_TTL_S``) and goes with its step.
@@ -89,9 +89,10 @@ def sweep(
 ) -> int:
     """Clear the shared-index entries of threads whose keys expired by ``now_ms`` (Redis's clock, ms; never
     later than Redis's own now), at most ``limit`` retention entries (a thread or one of its runs) a call:
-    ``sweep_threads.lua`` removes each from the run index, the run → thread hash, the lease, busy-thread and
-    recovery indexes and the retention index, atomically (a thread used again meanwhile has a later score
-    and is left alone); with ``queue``, each run's admission slot or waiting entry is given back too (R8).
+    ``sweep_threads.lua`` removes each from the run index, the run → thread hash, the lease, busy-thread,
+    recovery and request-deadline (R13) indexes and the retention index, atomically (a thread used again
+    meanwhile has a later score and is left alone); with ``queue``, each run's admission slot or waiting
+    entry is given back too (R8).
     ``settings`` is unused (the TTLs were fixed per run). Returns the retention entries removed."""
     del settings
     runs = script(kv, "sweep_threads")(
@@ -102,6 +103,7 @@ def sweep(
             keys.lease_index(),
             keys.busy_threads(),
             keys.recovery(),
+            keys.request_deadlines(),
         ],
         args=[now_ms, limit],
     )
@@ -208,6 +210,7 @@ def _stage_unindex(pipe: Any, thread: str, run_ids: list[str]) -> None:
         pipe.zrem(keys.runs_index(), *run_ids)
         pipe.hdel(keys.run_threads(), *run_ids)
         pipe.zrem(keys.lease_index(), *members)
+        pipe.zrem(keys.request_deadlines(), *members)
         kinds = ("enqueue", "handover")
         pipe.zrem(keys.recovery(), *(keys.recovery_member(k, thread, r) for k in kinds for r in run_ids))
     pipe.zrem(keys.retention(), thread, *members)
