@@ -46,11 +46,6 @@ class Batch:
 
     items: list[tuple[Schedule, bytes | None, list[Decision]]]
 
-    @property
-    def size(self) -> int:
-        """Decisions in the batch."""
-        return sum(len(d) for _, _, d in self.items)
-
 
 @dataclass(frozen=True)
 class Claimed:
@@ -101,7 +96,6 @@ def commit(
         started: ``time.perf_counter()`` when the pass began (the lag adds the real time since).
         clock: the scheduler's clock (epoch seconds), for the entries' ``at``.
         cap: history entries kept per schedule (default ``GRAPHQ_SCHEDULE_HISTORY_LENGTH``).
-        cap: history entries kept per schedule (default ``GRAPHQ_SCHEDULE_HISTORY_LENGTH``).
 
     Returns:
         The fires claimed; empty when a schedule's state changed since the pass read it (another replica
@@ -146,14 +140,15 @@ def batches(items: Sequence[tuple[Schedule, bytes | None, list[Decision]]], size
     """``items`` (schedules with decisions) cut into batches of about ``size`` decisions (a schedule's
     decisions stay in one batch)."""
     found: list[Batch] = []
-    current = Batch([])
+    current, count = Batch([]), 0
     for item in items:
         if not item[2]:
             continue
         current.items.append(item)
-        if current.size >= size:
+        count += len(item[2])
+        if count >= size:
             found.append(current)
-            current = Batch([])
+            current, count = Batch([]), 0
     if current.items:
         found.append(current)
     return found

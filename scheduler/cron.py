@@ -18,7 +18,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -131,19 +131,25 @@ class Cron:
         return next(self.after(instant))
 
     def between(self, after: datetime, until: datetime, limit: int) -> list[datetime]:
-        """Fire times in ``(after, until]``, ascending, at most ``limit`` of them (the earliest)."""
-        found: list[datetime] = []
-        for fire in self.after(after):
-            if fire > until or len(found) >= limit:
-                break
-            found.append(fire)
-        return found
+        """Fire times in ``(after, until]``, ascending, at most ``limit`` of them (the earliest). Memoized:
+        in a pass, the schedules that share an expression, a zone and a cursor share the computation."""
+        return list(_between(self, after, until, limit))
 
 
 @cache
 def _parse(expr: str, zone: str) -> Cron:
     parse_zone(zone)
     return Cron(expr, _expand(expr), zone)
+
+
+@lru_cache(maxsize=4096)
+def _between(cron: Cron, after: datetime, until: datetime, limit: int) -> tuple[datetime, ...]:
+    found: list[datetime] = []
+    for fire in cron.after(after):
+        if fire > until or len(found) >= limit:
+            break
+        found.append(fire)
+    return tuple(found)
 
 
 @cache

@@ -150,7 +150,7 @@ class Scheduler:
         schedules = [s for s in self.store.all() if not s.paused]
         raws = self.store.states(schedules)
         states = [ScheduleState.load(raw, s) for s, raw in zip(schedules, raws, strict=True)]
-        active = self._active(states)
+        active = self._active(schedules, states)
         grace_ms = int(self.settings.scheduler_grace_s * 1000)
         planned = []
         for schedule, raw, state, busy in zip(schedules, raws, states, active, strict=True):
@@ -182,16 +182,21 @@ class Scheduler:
                 decision.run, decision.outcome, decision.note = False, "missed", f"not started: {exc}"
         return batch
 
-    def _active(self, states: list[ScheduleState]) -> list[bool]:
-        """Whether each state's latest run has not ended (its chain followed), read in one round trip."""
+    def _active(self, schedules: list[Schedule], states: list[ScheduleState]) -> list[bool]:
+        """Whether each state's latest run has not ended (its chain followed), read in one round trip; not
+        read (False) for a schedule whose overlap policy is ``allow``, which does not look."""
+        read = [
+            s.overlap != "allow" and bool(st.last_run and st.last_thread)
+            for s, st in zip(schedules, states, strict=True)
+        ]
         pipe = self.kv.pipeline(transaction=False)
-        for state in states:
-            if state.last_run and state.last_thread:
-                pipe.hmget(keys.run(state.last_thread, state.last_run), ["status", "continued_by_run_id"])
+        for state in (st for st, r in zip(states, read, strict=True) if r):
+            run_key = keys.run(state.last_thread or "", state.last_run or "")
+            pipe.hmget(run_key, ["status", "continued_by_run_id"])
         replies = iter(pipe.execute())
         found = []
-        for state in states:
-            if not (state.last_run and state.last_thread):
+        for r in read:
+            if not r:
                 found.append(False)
                 continue
             status, continued = next(replies)
