@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
 from scheduler.claim import Batch, commit, run_request
 from scheduler.plan import Decision
@@ -105,18 +106,25 @@ class Schedules:
         history as started with the note ``triggered``.
 
         Returns:
-            The run id (``NAME-<now>-manual``).
+            The run id (``NAME-<now>-manual``; ``...-manual-2``, ``-3``... for more triggers in the same
+            millisecond).
         """
         schedule = self.store.get(name)
-        raw = self.store.states([schedule])[0]
         now_ms = int(self.clock() * 1000)
-        run_id = f"{schedule.run_id(now_ms)}-manual"
-        decision = Decision("manual", now_ms, "started", now_ms, run=True, note="triggered", run_id=run_id)
-        while not commit(
-            self.client, Batch([(schedule, raw, [decision])]), now_ms, time.perf_counter(), self.clock
-        ):
-            raw = self.store.states([schedule])[0]  # a scheduler claimed a fire meanwhile: read again
-        return run_id
+        base, n = f"{schedule.run_id(now_ms)}-manual", 1
+        while True:
+            run_id = base if n == 1 else f"{base}-{n}"
+            run_key = keys.run(schedule.thread or run_id, run_id)
+            if self.client.kv.exists(run_key):  # triggered in this millisecond already
+                n += 1
+                continue
+            raw = self.store.states([schedule])[0]  # again when a scheduler claimed a fire meanwhile
+            decision = Decision(
+                "manual", now_ms, "started", now_ms, run=True, note="triggered", run_id=run_id
+            )
+            batch = Batch([(schedule, raw, [decision])])
+            if commit(self.client, batch, now_ms, time.perf_counter(), self.clock, absent=[run_key]):
+                return run_id
 
 
 def _probe(schedule: Schedule) -> RunRequest:

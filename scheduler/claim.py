@@ -88,6 +88,7 @@ def commit(
     started: float,
     clock: Callable[[], float],
     cap: int | None = None,
+    absent: Sequence[str] = (),
 ) -> list[Claimed]:
     """Claim the batch's fires and create their runs in one transaction.
 
@@ -96,10 +97,11 @@ def commit(
         started: ``time.perf_counter()`` when the pass began (the lag adds the real time since).
         clock: the scheduler's clock (epoch seconds), for the entries' ``at``.
         cap: history entries kept per schedule (default ``GRAPHQ_SCHEDULE_HISTORY_LENGTH``).
+        absent: keys that must not exist (WATCHed with the states; a manual trigger's run).
 
     Returns:
         The fires claimed; empty when a schedule's state changed since the pass read it (another replica
-        claimed): nothing was written, the next pass plans again.
+        claimed) or a key of ``absent`` exists: nothing was written, the next pass plans again.
 
     Raises:
         DisabledError: the kill switch is off; nothing written.
@@ -113,7 +115,7 @@ def commit(
     kept = cap if cap is not None else get_settings().schedule_history_length
 
     def check(pipe: Any) -> bool:
-        return list(pipe.mget(state_keys)) == planned
+        return list(pipe.mget(state_keys)) == planned and not (absent and pipe.exists(*absent))
 
     def staged(pipe: Any) -> None:
         claimed.clear()
@@ -129,7 +131,7 @@ def commit(
                 stage(pipe, "claim_fire", claim_keys, _args(schedule, decision, at, lag, thread, kept))
                 claimed.append(Claimed(schedule.name, decision, lag))
 
-    done = client.enqueue_guarded(requests, Guard(state_keys, check, staged))
+    done = client.enqueue_guarded(requests, Guard([*state_keys, *absent], check, staged))
     if done is None:
         return []
     after = time.perf_counter() - started  # the runs exist from here: the lag of each fire is measured to it

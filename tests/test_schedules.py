@@ -292,6 +292,23 @@ def test_trigger_next_history_remove(client: Client, clock: Clock, schedules: Sc
     assert len(client.list_runs(100, RunFilter(schedule="m"))) == 6  # its runs stay
 
 
+def test_two_triggers_in_one_millisecond_start_two_runs(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """The clock does not move between two triggers: the second run gets its own id instead of writing over
+    the first run's record (and queueing behind itself on its thread)."""
+    schedules.add("m", workflow="counter", cron="0 0 1 1 *")
+    clock.at("2026-03-07T00:00:20")
+    first = schedules.trigger("m")
+    complete(client, first)
+    second = schedules.trigger("m")
+    assert (first, second) == ("m-20260307T000020Z-manual", "m-20260307T000020Z-manual-2")
+    assert client.get_run(first).status == RunStatus.COMPLETED
+    assert client.get_run(second).status == RunStatus.QUEUED
+    assert sorted(r.id for r in client.list_runs(100, RunFilter(schedule="m"))) == [first, second]
+    assert [f.run_id for f in schedules.history("m")] == [second, first]
+
+
 def test_add_refuses_bad_schedules(schedules: Schedules) -> None:
     with pytest.raises(UnknownWorkflowError):
         schedules.add("x", workflow="nope", cron="* * * * *")
