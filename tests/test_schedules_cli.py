@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import tempfile
 import time
 import urllib.request
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import redis
@@ -156,7 +158,12 @@ def _tokens(kv: redis.Redis) -> dict[str, bytes]:
 
 
 def test_b18_two_scheduler_processes_a_pass_longer_than_the_lock(
-    procs: Procs, client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: object
+    procs: Procs,
+    client: Client,
+    redis_client: redis.Redis,
+    redis_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """B18: two ``graphq scheduler`` processes on one simulated clock (60 times real time, B 20 s ahead),
     lock TTL 1 s; A's third pass stalls 6 s between renewing the lock and claiming. B takes the lapsed lock
@@ -172,7 +179,10 @@ def test_b18_two_scheduler_processes_a_pass_longer_than_the_lock(
         "GRAPHQ_SCHEDULER_GRACE_S": "600",
         "GRAPHQ_REAPER_INTERVAL_S": "5",
     }
-    env = worker_env(redis_url, MODULE, None, **common)
+    # The probe below reads this test's schedulers' status files only (not those of another graphq
+    # scheduler on this host, whose heartbeats are in another Redis).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    env = worker_env(redis_url, MODULE, None, TMPDIR=str(tmp_path), **common)
     a = procs.start(
         "scheduler",
         env=env,
