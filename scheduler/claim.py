@@ -60,7 +60,7 @@ class Claimed:
 def _args(schedule: Schedule, decision: Decision, at: str, lag_s: float, thread: str, cap: int) -> list[Any]:
     """ARGV of ``claim_fire.lua`` for ``decision``."""
     entry = Fire(
-        fire_time=iso(decision.due_ms if decision.kind == "next" and decision.note else decision.fire_ms),
+        fire_time=iso(decision.fire_ms if decision.first_ms is None else decision.first_ms),
         outcome=decision.outcome,
         run_id=decision.run_id if decision.run else None,
         at=at,

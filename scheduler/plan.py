@@ -51,6 +51,7 @@ class Decision:
         buffer: whether the fire is kept waiting (``buffer_one``).
         due_ms: when the fire was due (its time plus its jitter), ms.
         note: a note for the history entry.
+        first_ms: a missed span's first fire, the time its history entry shows (else ``fire_ms``).
     """
 
     kind: str
@@ -61,6 +62,7 @@ class Decision:
     buffer: bool = False
     note: str = ""
     run_id: str | None = field(default=None)
+    first_ms: int | None = None
 
 
 @dataclass
@@ -94,7 +96,7 @@ def _missed_span(schedule: Schedule, cursor_ms: int, window_ms: int, until_ms: i
     if first > window_ms or first > until_ms:
         return None
     note = f"every fire from {iso(first)} until {iso(window_ms)} (older than the catch-up window)"
-    return Decision("next", window_ms, "missed", first, note=note)
+    return Decision("next", window_ms, "missed", first, note=note, first_ms=first)
 
 
 def _due(schedule: Schedule, after_ms: int, until_ms: int, now_ms: int) -> list[tuple[int, int]]:

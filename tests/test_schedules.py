@@ -362,19 +362,19 @@ def test_a_fire_the_client_refuses_is_recorded_missed_with_why(
     client: Client, clock: Clock, schedules: Schedules
 ) -> None:
     """A schedule whose workflow this scheduler does not have (added by a process that had it): its fires
-    are recorded missed with the reason; the other schedules' fires in the same batch start."""
+    are recorded missed with the reason, under their fire time (not the time plus their jitter); the other
+    schedules' fires in the same batch start."""
     from scheduler.schedules import Schedule, ScheduleStore
 
-    gone = Schedule.build(
-        name="gone", workflow="retired", cron="* * * * *", created_at=datetime.fromtimestamp(clock(), UTC)
-    )
+    created = datetime.fromtimestamp(clock(), UTC)
+    gone = Schedule.build(name="gone", workflow="retired", cron="* * * * *", jitter_s=30, created_at=created)
     ScheduleStore(client.kv).add(gone)
     schedules.add("fine", workflow="counter", cron="* * * * *")
-    clock.at("2026-03-07T00:01:00")
+    clock.at("2026-03-07T00:01:40")
     scheduler(client, clock).tick()
     assert outcomes(schedules, "fine") == [("2026-03-07T00:01:00Z", "started", "fine-20260307T000100Z")]
     [missed] = schedules.history("gone")
-    assert (missed.outcome, missed.run_id) == ("missed", None)
+    assert (missed.fire_time, missed.outcome, missed.run_id) == ("2026-03-07T00:01:00Z", "missed", None)
     assert missed.note.startswith("not started: unknown workflow 'retired'")
 
 
