@@ -12,7 +12,6 @@ over threads whose active run ended).
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any
 
@@ -21,6 +20,7 @@ from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunStore
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
+from worker.metrics import requests_expired
 from worker.queue import RQStepQueue
 
 __all__ = ["RequestExpiry"]
@@ -49,16 +49,6 @@ class RequestExpiry:
             closed.append(entry.run_id)
             log.warning("run %s: canceled, %s", entry.run_id, error.message)
             hand_over(self.kv, self.runs, self.queue, entry.thread_id, entry.run_id)
-        _count(len(closed))
+        if closed:
+            requests_expired(len(closed))
         return closed
-
-
-def _count(n: int) -> None:
-    """``graphq_request_expirations_total`` (:func:`worker.metrics.requests_expired`, when present)."""
-    try:
-        metrics = importlib.import_module("worker.metrics")
-    except ImportError:
-        return
-    record = getattr(metrics, "requests_expired", None)
-    if n and record is not None:
-        record(n)
