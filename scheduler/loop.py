@@ -147,7 +147,7 @@ class Scheduler:
 
     def _plan(self, now_ms: int) -> list[tuple[Schedule, bytes | None, list[Decision]]]:
         """Each schedule with the raw state read and the decisions planned from it."""
-        schedules = [s for s in self.store.all() if not s.paused]
+        schedules = [s for s in self.store.all(self._unreadable) if not s.paused]
         raws = self.store.states(schedules)
         states = [ScheduleState.load(raw, s) for s, raw in zip(schedules, raws, strict=True)]
         active = self._active(schedules, states)
@@ -156,6 +156,12 @@ class Scheduler:
         for schedule, raw, state, busy in zip(schedules, raws, states, active, strict=True):
             planned.append((schedule, raw, plan(schedule, state, now_ms, grace_ms, busy)))
         return planned
+
+    def _unreadable(self, name: str, exc: Exception) -> None:
+        """Log a stored schedule this process cannot read; the pass goes on without it."""
+        log.error(
+            "schedule %s: cannot be read here, not fired: %s", name, "; ".join(str(exc).splitlines()[:3])
+        )
 
     def _commit(self, batch: Batch, now_ms: int, started: float, cap: int) -> list[list[Claimed]]:
         """Commit ``batch`` (one transaction); when the client refuses a run of it (an unknown workflow here,

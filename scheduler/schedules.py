@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -243,9 +244,24 @@ class ScheduleStore:
             raise ScheduleNotFoundError(f"no schedule named {name!r} (graphq schedules list shows them)")
         return Schedule.model_validate_json(raw)
 
-    def all(self) -> list[Schedule]:
-        """Every schedule, by name."""
-        found = [Schedule.model_validate_json(raw) for raw in self.kv.hgetall(keys.schedules()).values()]
+    def all(self, unreadable: Callable[[str, Exception], None] | None = None) -> list[Schedule]:
+        """Every schedule, by name.
+
+        Args:
+            unreadable: called with the name and the error of a stored schedule this process cannot read
+                (a zone its tzdata lacks, a field of a newer graphq), which is left out; None: raised.
+
+        Raises:
+            ValidationError, ConfigError: a stored schedule is unreadable and ``unreadable`` is None.
+        """
+        found = []
+        for name, raw in self.kv.hgetall(keys.schedules()).items():
+            try:
+                found.append(Schedule.model_validate_json(raw))
+            except (ValidationError, PermanentError) as exc:
+                if unreadable is None:
+                    raise
+                unreadable(name.decode(), exc)
         return sorted(found, key=lambda s: s.name)
 
     def state(self, schedule: Schedule) -> ScheduleState:

@@ -4,6 +4,7 @@ pause/resume, trigger, history; the pass lock's tokens (B18, in process)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from datetime import UTC, datetime
@@ -376,6 +377,25 @@ def test_a_fire_the_client_refuses_is_recorded_missed_with_why(
     [missed] = schedules.history("gone")
     assert (missed.fire_time, missed.outcome, missed.run_id) == ("2026-03-07T00:01:00Z", "missed", None)
     assert missed.note.startswith("not started: unknown workflow 'retired'")
+
+
+def test_a_stored_schedule_this_scheduler_cannot_read_stops_only_itself(
+    client: Client, clock: Clock, schedules: Schedules, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A schedule stored by a newer graphq (a field this one does not know) or in a zone this host's tzdata
+    lacks: the pass logs it and fires the others; ``schedules list`` still refuses to hide it."""
+    schedules.add("fine", workflow="counter", cron="* * * * *")
+    good = json.loads(client.kv.hget(keys.schedules(), "fine") or b"")
+    client.kv.hset(keys.schedules(), "newer", json.dumps(good | {"name": "newer", "priority": 3}))
+    client.kv.hset(keys.schedules(), "zoned", json.dumps(good | {"name": "zoned", "tz": "Mars/Olympus"}))
+    clock.at("2026-03-07T00:01:00")
+    scheduler(client, clock).tick()
+    assert outcomes(schedules, "fine") == [("2026-03-07T00:01:00Z", "started", "fine-20260307T000100Z")]
+    unread = sorted(r.getMessage().split(":")[0] for r in caplog.records if "cannot be read" in r.message)
+    assert unread == ["schedule newer", "schedule zoned"]
+    client.kv.hdel(keys.schedules(), "newer")
+    with pytest.raises(ConfigError, match="time zone 'Mars/Olympus' is unknown"):
+        schedules.list()
 
 
 def test_fall_back_fires_once_with_the_scheduler(client: Client) -> None:
