@@ -12,7 +12,7 @@ import redis
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.lua import script
-from graphcore.backend.reaper import ReaperLock, ReapOutcome, lapsed_leases, reap, server_ms
+from graphcore.backend.reaper import ReapOutcome, lapsed_leases, reap, server_ms
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
@@ -193,19 +193,6 @@ def test_a_held_lease_is_not_reaped(client: Client, redis_client: redis.Redis) -
     [lapsed] = lapsed_leases(redis_client, server_ms(redis_client))
     assert reap(redis_client, lapsed, resume=True, max_attempts=1).verdict == "held"
     assert client.get_run(run_id).status == RunStatus.QUEUED
-
-
-def test_reaper_lock_is_owned(redis_client: redis.Redis) -> None:
-    first, second = ReaperLock(redis_client, 5), ReaperLock(redis_client, 5)
-    assert first.hold() and first.hold()
-    assert not second.hold()
-    assert not second.release()
-    assert redis_client.get(keys.reaper_lock()) == first.token.encode()
-    assert first.release()
-    assert second.hold()
-    short = ReaperLock(redis_client, 0.05)
-    assert not short.hold()
-    assert second.release()
 
 
 def test_worker_registry_lists_live_workers(redis_client: redis.Redis) -> None:

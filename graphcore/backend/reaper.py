@@ -1,10 +1,11 @@
-"""The reaper's Redis side (R18, R14, R10): its lock, the lapsed leases, and the one script that acts on each.
+"""The reaper's Redis side (R18, R14, R10): the lapsed leases, and the one script that acts on each.
 
 The loop that drives it (:mod:`worker.reaper`) is a housekeeping loop (:mod:`worker.housekeeping`); one
-instance at a time acts, through an owner-token lock (:class:`ReaperLock`). Lapsed leases are read from the
-lease index (a sorted set of deadlines kept by the claim, the renewals, the release and the commit), never by
-a SCAN. :func:`reap` acts on one of them with ``reap_run.lua``, which checks again that the lease is gone
-and the run still interrupted, so that several reapers racing on one lease produce one action.
+instance at a time acts, through the loop's owner-token lock (:class:`graphcore.backend.locks.OwnerLock` on
+:func:`graphcore.keys.reaper_lock`). Lapsed leases are read from the lease index (a sorted set of deadlines
+kept by the claim, the renewals, the release and the commit), never by a SCAN. :func:`reap` acts on one of
+them with ``reap_run.lua``, which checks again that the lease is gone and the run still interrupted, so that
+several reapers racing on one lease produce one action.
 
 Work a script cannot do — an RQ enqueue, cleaning RQ's registries, a WATCH-based thread hand-over — is
 staged in the recovery set by the script and done right after by the loop; a crash in between leaves the
@@ -21,7 +22,6 @@ from typing import Any
 
 from graphcore import keys
 from graphcore.backend.events import encode_event
-from graphcore.backend.locks import OwnerLock
 from graphcore.backend.lua import script
 from graphcore.backend.runs import CANCEL_ERROR, RunError, now_iso
 from graphcore.checkpoints.layout import decode_record
@@ -29,7 +29,6 @@ from graphcore.checkpoints.layout import decode_record
 __all__ = [
     "Lapsed",
     "ReapOutcome",
-    "ReaperLock",
     "lapsed_leases",
     "reap",
     "recovery_entries",
@@ -51,14 +50,6 @@ def server_ms(kv: Any) -> int:
 def iso_ms(ms: float) -> str:
     """An epoch time in milliseconds as ISO-8601 UTC."""
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
-
-
-class ReaperLock(OwnerLock):
-    """The one-active-reaper lock: an :class:`~graphcore.backend.locks.OwnerLock` on
-    :func:`graphcore.keys.reaper_lock` with a time-to-live of ``ttl_s`` seconds."""
-
-    def __init__(self, kv: Any, ttl_s: float) -> None:
-        super().__init__(kv, keys.reaper_lock(), ttl_s)
 
 
 @dataclass(frozen=True)
