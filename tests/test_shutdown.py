@@ -149,6 +149,17 @@ def test_sigint_stops_an_idle_worker_at_once_with_status_0(start: Start) -> None
     assert worker.wait(5) == 0
 
 
+def test_a_give_up_asked_while_an_idle_process_is_ending_does_not_fail_the_worker(start: Start) -> None:
+    """The drain timeout (1 s) ends while the idle children are still ending (GRAPHQ_TEST_SLOW_EXIT_S: their
+    interpreter finalizes for 1.5 s, its signal handlers put back to the defaults): the parent's SIGUSR1
+    must not kill them (it did: exit status 1, 'worker process(es) exited with an error: [-10]')."""
+    worker = start(processes=2, GRAPHQ_TEST_SLOW_EXIT_S="1.5")
+    worker.send_signal(signal.SIGTERM)
+    begun = time.monotonic()
+    assert worker.wait(10) == 0
+    assert DRAIN_S < time.monotonic() - begun < DRAIN_S + GIVE_UP_GRACE_S  # SIGUSR1 came; no SIGKILL
+
+
 def test_a_node_holding_the_gil_past_the_lease_ttl_keeps_its_lease(
     client: Client, start: Start, tmp_path: Path
 ) -> None:

@@ -208,8 +208,14 @@ def _child(conn: Connection, burst: bool, log_level: str, parent_pid: int) -> No
     liveness.REAPER_HERE = False  # the parent runs the reaper
     set_listener(channel)
     SupervisedWorker.channel = channel
-    with contextlib.suppress(SystemExit):
-        run_worker(burst=burst, log_level=log_level, worker_class=SupervisedWorker)
+    try:
+        with contextlib.suppress(SystemExit):
+            run_worker(burst=burst, log_level=log_level, worker_class=SupervisedWorker)
+    finally:  # no step from here on: a give-up the parent asks for now must not kill the process. Python
+        # puts its handled signals back to the default (terminate) as the interpreter finalizes; ignored
+        # ones stay ignored.
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     if SupervisedWorker.gave_up:
         sys.exit(_GAVE_UP)
 

@@ -17,6 +17,7 @@ lines back with :func:`log_lines` and :func:`started`; :func:`shutdown_env` is t
 from __future__ import annotations
 
 import ctypes
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -27,6 +28,19 @@ from tests.workers import worker_env
 
 DRAIN_S = 1.0
 """GRAPHQ_DRAIN_TIMEOUT_S of :func:`shutdown_env`."""
+
+
+class _SlowExit:
+    """Held by this module in a worker process when ``GRAPHQ_TEST_SLOW_EXIT_S`` is set: the process then
+    takes that long to end once its interpreter is finalizing (its signal handlers already put back to the
+    defaults), as a worker whose teardown outlasts the drain timeout does."""
+
+    def __del__(self) -> None:
+        time.sleep(float(os.environ["GRAPHQ_TEST_SLOW_EXIT_S"]))
+
+
+if os.environ.get("GRAPHQ_TEST_SLOW_EXIT_S") and multiprocessing.parent_process() is not None:
+    _slow_exit = _SlowExit()
 
 
 class Plan(TypedDict, total=False):
