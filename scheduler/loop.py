@@ -34,7 +34,7 @@ from scheduler.plan import Decision, iso, plan
 from scheduler.schedules import Schedule, ScheduleState, ScheduleStore
 from worker.metrics import schedule_fired
 
-__all__ = ["BATCH", "PassResult", "Scheduler", "instance_id"]
+__all__ = ["BATCH", "TICK_MARGIN_S", "PassResult", "Scheduler", "instance_id", "to_next_tick"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,18 @@ BATCH = 200
 DELAY_HOOK = "GRAPHQ_SCHEDULER_TEST_PASS_DELAY"
 """Test-only: ``N:S`` makes the Nth pass of this process that has fires to claim (1 = the first) stall S
 seconds between renewing the lock and its first claims (case B18: a pass longer than the lock's TTL)."""
+
+
+TICK_MARGIN_S = 0.002
+"""How long after each whole interval a tick comes (so that a wait that ends a little early still finds the
+fires due at the boundary)."""
+
+
+def to_next_tick(interval_s: float, now: float) -> float:
+    """Seconds from ``now`` (epoch seconds) to the next tick: just past the next whole multiple of
+    ``interval_s``. Fires are mostly at whole seconds: a pass starting as they fall due finds them at once,
+    where a tick at any phase of the interval finds them up to an interval late (fire lag, P7)."""
+    return interval_s - now % interval_s + TICK_MARGIN_S
 
 
 def instance_id() -> str:
@@ -234,19 +246,18 @@ class Scheduler:
             log.info("pass %d: %d fires claimed", self.passes, len(result.claimed))
 
     def run(self, stop: threading.Event) -> None:
-        """Tick every ``GRAPHQ_SCHEDULER_INTERVAL_S`` until ``stop`` is set; then release the lock (only if
-        this instance holds it) and delete the heartbeat."""
+        """Tick at every whole ``GRAPHQ_SCHEDULER_INTERVAL_S`` of real time (:func:`to_next_tick`) until
+        ``stop`` is set; then release the lock (only if this instance holds it) and delete the heartbeat."""
         interval = self.settings.scheduler_interval_s
         try:
             while not stop.is_set():
-                began = time.monotonic()
                 try:
                     self.tick()
                 except DisabledError as exc:
                     log.warning("scheduler: %s; fires wait (caught up by their policy once on)", exc)
                 except (RedisError, TransientError) as exc:  # Redis away: the next tick tries again
                     log.warning("scheduler: pass failed, tried again next tick: %s", exc)
-                stop.wait(max(0.0, interval - (time.monotonic() - began)))
+                stop.wait(to_next_tick(interval, time.time()))
         finally:
             with contextlib.suppress(RedisError, TransientError):  # Redis gone: the lock and beat expire
                 self.lock.release()

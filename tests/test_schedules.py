@@ -398,6 +398,17 @@ def test_a_stored_schedule_this_scheduler_cannot_read_stops_only_itself(
         schedules.list()
 
 
+def test_ticks_fall_just_after_whole_intervals() -> None:
+    """A fire at a whole second is found as it falls due, not up to an interval later: the loop sleeps to
+    the next whole multiple of the interval (real time), 2 ms past it."""
+    from scheduler.loop import TICK_MARGIN_S, to_next_tick
+
+    assert TICK_MARGIN_S == 0.002
+    assert to_next_tick(1.0, 1_000.25) == pytest.approx(0.752, abs=1e-9)
+    assert to_next_tick(0.5, 1_000.999) == pytest.approx(0.003, abs=1e-9)
+    assert to_next_tick(1.0, 1_000.0) == pytest.approx(1.002, abs=1e-9)
+
+
 def test_fall_back_fires_once_with_the_scheduler(client: Client) -> None:
     """``30 1 * * *`` in New York ticked every 5 minutes over 2026-10-31..11-02: 01:30 happens twice on
     2026-11-01 and fires once, at its first occurrence (05:30Z)."""
