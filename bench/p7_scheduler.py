@@ -8,8 +8,9 @@ fire creates its run (the client's run creation: run record, indexes, admission,
 executes them. Checked after: runs per (schedule, fire time) = 1, by the fire history and by the runs.
 
 Fire lag: from a fire's due time on the simulated clock (the driver's, not B's skewed one) to its run
-being created (the EXEC of its batch of 200): the real time of the pass up to then. ``P7 ratio = p99 lag /
-1 s``, target 1.
+being created (the EXEC of its batch of 200): the real time of the pass up to then. The replicas tick as a
+fire falls due, as ``Scheduler.run`` does for fires at whole seconds (it ticks just after each whole
+interval: :func:`scheduler.loop.to_next_tick`). ``P7 ratio = p99 lag / 1 s``, target 1.
 
 The day is shortened: a simulated day of every-minute fires for 1,000 schedules is 1,440,000 runs (about
 2 KB of Redis each with their RQ jobs: some 3 GB, and tens of minutes of claims on this 2-core machine), so
