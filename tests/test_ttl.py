@@ -367,3 +367,35 @@ def test_a_continuation_joins_its_thread_retention(ttl: None, client: Client, re
     assert expire_and_sweep(kv, "tt15", RQStepQueue(kv, load_settings())) == 3
     work(client)  # the continuation's job finds no run: its unclaimed-job entry goes with its claim
     assert mentions(kv, "tt15", run_id, new) == []
+
+
+class _DiesReleasing(RQStepQueue):
+    """An admission queue whose process dies as it builds the first release (a sweep killed mid-way)."""
+
+    def timestamp(self) -> str:
+        raise SystemExit("killed")
+
+
+def test_a_sweep_that_dies_before_giving_admission_back_leaves_it_to_the_next(
+    ttl: None, client: Client, redis_url: str
+) -> None:
+    """A run whose thread expired while it held a slot (a continuation queued by the reaper): the first
+    sweep dies before its releases; the next one gives the slot back and removes every entry. Admission
+    used to be given back after the script had removed the entries, so a sweep dying there leaked it."""
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt17")
+    lease = Lease(kv, "tt17", run_id, 0.05, 0.025)
+    assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
+    kv.hset(keys.run("tt17", run_id), "status", "running")
+    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
+    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
+    new = reap(kv, lapsed[0], resume=True, max_attempts=1).detail
+    Reaper(kv, Settings(redis_url=redis_url)).sweep()
+    holders = keys.admission("holders")
+    assert kv.hexists(holders, f"tt17:{new}")
+    with pytest.raises(SystemExit):
+        expire_and_sweep(kv, "tt17", _DiesReleasing(kv, load_settings()))
+    assert kv.zcard(keys.retention()) == 3
+    assert sweep(kv, get_settings(), server_ms(kv), 1000, RQStepQueue(kv, load_settings())) == 3
+    work(client)
+    assert mentions(kv, "tt17", run_id, new) == []

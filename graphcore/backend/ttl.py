@@ -89,31 +89,31 @@ def sweep(
 ) -> int:
     """Clear the shared-index entries of threads whose keys expired by ``now_ms`` (Redis's clock, ms; never
     later than Redis's own now), at most ``limit`` retention entries (a thread or one of its runs) a call:
-    ``sweep_threads.lua`` removes each from the run index, the run → thread hash, the lease, busy-thread,
-    recovery and request-deadline (R13) indexes and the retention index, atomically (a thread used again
-    meanwhile has a later score and is left alone); with ``queue``, each run's admission slot or waiting
-    entry is given back too (R8).
+    with ``queue``, each due run's admission slot or waiting entry is given back first (R8; a release is
+    idempotent, so a sweep that dies before the next part leaves it all to the next sweep); then
+    ``sweep_threads.lua`` removes each entry from the run index, the run → thread hash, the lease,
+    busy-thread, recovery and request-deadline (R13) indexes and the retention index, atomically (a thread
+    used again meanwhile has a later score and is left alone).
     ``settings`` is unused (the TTLs were fixed per run). Returns the retention entries removed."""
     del settings
-    runs = script(kv, "sweep_threads")(
-        keys=[
-            keys.retention(),
-            keys.runs_index(),
-            keys.run_threads(),
-            keys.lease_index(),
-            keys.busy_threads(),
-            keys.recovery(),
-            keys.request_deadlines(),
-        ],
-        args=[now_ms, limit],
-    )
-    removed, members = int(runs[0]), [m.decode() for m in runs[1:]]
-    if queue is not None and members:
+    due = [m.decode() for m in kv.zrangebyscore(keys.retention(), "-inf", now_ms, start=0, num=limit)]
+    if not due:
+        return 0
+    if queue is not None:
         with kv.pipeline(transaction=False) as pipe:
-            for member in members:
+            for member in (m for m in due if ":" in m):  # a run's entry (a thread's has no colon)
                 stage_release(pipe, kv, queue, *keys.parse_member(member))
             pipe.execute()
-    return removed
+    index_keys = [
+        keys.retention(),
+        keys.runs_index(),
+        keys.run_threads(),
+        keys.lease_index(),
+        keys.busy_threads(),
+        keys.recovery(),
+        keys.request_deadlines(),
+    ]
+    return int(script(kv, "sweep_threads")(keys=index_keys, args=[now_ms, *due]))
 
 
 SWEEP_LIMIT = 1000
