@@ -269,7 +269,11 @@ def scheduler(app: AppContext, metrics_port: int) -> None:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server = serve(metrics_port, lambda: not stop.is_set(), lambda: True) if metrics_port else None
+
+    def live() -> bool:  # /healthz, as graphq health --scheduler: the loop ran within GRAPHQ_LEASE_TTL_S
+        return time.time() - instance.ticked_at <= settings.lease_ttl_s and bool(kv.ping())
+
+    server = serve(metrics_port, lambda: not stop.is_set(), live) if metrics_port else None
     helpers = start_housekeeping(kv, settings, stop)
     click.echo(
         f"graphq scheduler {instance.id}: every {settings.scheduler_interval_s:g} s on "

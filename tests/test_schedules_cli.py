@@ -8,6 +8,7 @@ import signal
 import socket
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from datetime import UTC, datetime
@@ -262,3 +263,42 @@ def test_scheduler_metrics_port(procs: Procs, client: Client, redis_url: str) ->
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
     assert [f.outcome for n in ("m1", "m2", "m3") for f in adder.history(n)] == ["started"] * 3
+
+
+def test_scheduler_healthz_fails_while_its_loop_is_stalled(
+    procs: Procs, client: Client, redis_url: str
+) -> None:
+    """``/healthz`` of ``graphq scheduler --metrics-port`` answers 503 while its loop has not run for
+    GRAPHQ_LEASE_TTL_S (1 s; the first pass with a fire stalls 3 s, GRAPHQ_SCHEDULER_TEST_PASS_DELAY), as
+    ``graphq health --scheduler`` fails then, and 200 again once the pass is done (it answered 200 always)."""
+    adder = Schedules(client, lambda: SIM)
+    adder.add("h1", workflow="counter", cron="* * * * *")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = worker_env(redis_url, MODULE, None, GRAPHQ_LEASE_TTL_S="1", GRAPHQ_HEARTBEAT_INTERVAL_S="0.2")
+    proc = procs.start(
+        "scheduler",
+        "--metrics-port",
+        str(port),
+        env=env,
+        GRAPHQ_SCHEDULER_INTERVAL_S="0.2",
+        GRAPHQ_SCHEDULER_TEST_CLOCK=f"{SIM + 90},0,0",
+        GRAPHQ_SCHEDULER_TEST_PASS_DELAY="1:3",
+    )
+
+    def healthz() -> int | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+                return int(reply.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            return None  # not listening yet
+
+    wait_for(lambda: healthz() == 503, timeout_s=5, what="/healthz 503 during the stalled pass")
+    assert adder.history("h1") == []  # the pass is still stalled
+    wait_for(lambda: adder.history("h1"), timeout_s=10, what="the stalled pass's fire")
+    wait_for(lambda: healthz() == 200, timeout_s=5, what="/healthz 200 again")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
