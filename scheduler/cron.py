@@ -131,8 +131,9 @@ class Cron:
         return next(self.after(instant))
 
     def between(self, after: datetime, until: datetime, limit: int) -> list[datetime]:
-        """Fire times in ``(after, until]``, ascending, at most ``limit`` of them (the earliest). Memoized:
-        in a pass, the schedules that share an expression, a zone and a cursor share the computation."""
+        """Fire times in ``(after, until]``, ascending, at most ``limit`` of them (the earliest). Memoized
+        (the latest 256 answers): in a pass, the schedules that share an expression, a zone and a cursor
+        share the computation."""
         return list(_between(self, after, until, limit))
 
 
@@ -142,7 +143,7 @@ def _parse(expr: str, zone: str) -> Cron:
     return Cron(expr, _expand(expr), zone)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=256)
 def _between(cron: Cron, after: datetime, until: datetime, limit: int) -> tuple[datetime, ...]:
     found: list[datetime] = []
     for fire in cron.after(after):
