@@ -151,9 +151,9 @@ class Scheduler:
             if delay:  # the test hook: a stall between the lock's renewal and the claims
                 time.sleep(delay)
                 delay = 0.0
-            for claimed in self._commit(batch, now_ms, started, cap):
-                result.claimed += claimed
-                result.refused += 0 if claimed else 1
+            claimed = self._commit(batch, now_ms, started, cap)
+            result.claimed += claimed
+            result.refused += 0 if claimed else 1
         self._record(result)
         return result
 
@@ -175,29 +175,27 @@ class Scheduler:
             "schedule %s: cannot be read here, not fired: %s", name, "; ".join(str(exc).splitlines()[:3])
         )
 
-    def _commit(self, batch: Batch, now_ms: int, started: float, cap: int) -> list[list[Claimed]]:
-        """Commit ``batch`` (one transaction); when the client refuses a run of it (an unknown workflow here,
-        an input the workflow no longer takes: nothing was written), schedule by schedule, the refused
-        schedule's fires recorded missed with the reason (they would be refused at every fire: the schedule
-        needs fixing)."""
+    def _commit(self, batch: Batch, now_ms: int, started: float, cap: int) -> list[Claimed]:
+        """Commit ``batch`` (one transaction). When the client refuses a run of it (an unknown workflow here,
+        an input the workflow no longer takes: nothing was written), again with the refused fires recorded
+        missed with the reason (they would be refused at every fire: the schedule needs fixing)."""
         try:
-            return [commit(self.client, batch, now_ms, started, self.clock, cap)]
+            return commit(self.client, batch, now_ms, started, self.clock, cap)
+        except DisabledError:
+            raise  # every run refused alike: the loop logs it, the fires wait
         except PermanentError:
-            if len(batch.items) == 1:
-                return [commit(self.client, self._refused(batch), now_ms, started, self.clock, cap)]
-        return [r for item in batch.items for r in self._commit(Batch([item]), now_ms, started, cap)]
+            return commit(self.client, self._refused(batch), now_ms, started, self.clock, cap)
 
     def _refused(self, batch: Batch) -> Batch:
-        """``batch`` (one schedule) with the runs the client refuses recorded missed, with the reason."""
-        schedule, _, decisions = batch.items[0]
-        for decision in decisions:
-            if not decision.run:
-                continue
-            try:
-                self.client.check(run_request(schedule, decision.fire_ms, decision.run_id or ""))
-            except PermanentError as exc:
-                log.error("schedule %s: fire %s not started: %s", schedule.name, iso(decision.fire_ms), exc)
-                decision.run, decision.outcome, decision.note = False, "missed", f"not started: {exc}"
+        """``batch`` with the runs the client refuses recorded missed, with the reason."""
+        for schedule, _, decisions in batch.items:
+            for decision in (d for d in decisions if d.run):
+                try:
+                    self.client.check(run_request(schedule, decision.fire_ms, decision.run_id or ""))
+                except PermanentError as exc:
+                    fire = iso(decision.fire_ms)
+                    log.error("schedule %s: fire %s not started: %s", schedule.name, fire, exc)
+                    decision.run, decision.outcome, decision.note = False, "missed", f"not started: {exc}"
         return batch
 
     def _active(self, schedules: list[Schedule], states: list[ScheduleState]) -> list[bool]:

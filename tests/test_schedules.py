@@ -17,7 +17,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunFilter, RunStatus
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError, UnknownWorkflowError
+from graphcore.errors import ConfigError, DisabledError, UnknownWorkflowError
 from graphcore.settings import Settings
 from scheduler.api import Schedules
 from scheduler.claim import batches, commit
@@ -407,6 +407,31 @@ def test_ticks_fall_just_after_whole_intervals() -> None:
     assert to_next_tick(1.0, 1_000.25) == pytest.approx(0.752, abs=1e-9)
     assert to_next_tick(0.5, 1_000.999) == pytest.approx(0.003, abs=1e-9)
     assert to_next_tick(1.0, 1_000.0) == pytest.approx(1.002, abs=1e-9)
+
+
+def test_with_the_kill_switch_off_a_pass_writes_nothing_and_tries_once(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """``graphq disable``: the pass raises DisabledError (the loop logs it) after one transaction attempt, not
+    one per schedule; nothing is written, and the fire starts at the first pass once on again."""
+    from graphcore.backend import switch
+
+    for name in ("a", "b", "c"):
+        schedules.add(name, workflow="counter", cron="* * * * *")
+    states = [client.kv.get(keys.schedule_state(n)) for n in ("a", "b", "c")]
+    switch.disable(client.kv, "test")
+    clock.at("2026-03-07T00:01:00")
+    sched = scheduler(client, clock)
+    client.kv.config_resetstat()
+    with pytest.raises(DisabledError):
+        sched.tick()
+    assert client.kv.info("commandstats")["cmdstat_watch"]["calls"] == 1
+    assert [client.kv.get(keys.schedule_state(n)) for n in ("a", "b", "c")] == states
+    assert schedules.history("a") == []
+    switch.enable(client.kv)
+    clock.at("2026-03-07T00:01:30")
+    sched.tick()
+    assert outcomes(schedules, "a") == [("2026-03-07T00:01:00Z", "started", "a-20260307T000100Z")]
 
 
 def test_fall_back_fires_once_with_the_scheduler(client: Client) -> None:
