@@ -197,8 +197,29 @@ def test_a_run_without_a_ttl_keeps_a_thread_that_had_one(client: Client) -> None
     assert client.get_run(kept).status == RunStatus.COMPLETED
     found = ttls(kv, "tt14")
     assert found and all(left == -1 for left in found.values()), found
-    assert keys.thread_keys("tt14") not in found
+    named = {k.decode() for k in kv.smembers(keys.thread_keys("tt14"))}  # kept, naming every key
+    assert named >= set(found) - {keys.thread_keys("tt14")}
     assert kv.zrange(keys.retention(), 0, -1) == []
+
+
+def test_a_run_with_a_ttl_after_one_without_expires_every_key(client: Client) -> None:  # lease TTL 20 s
+    """TTL, no TTL, TTL on one thread: the last run's use expires every key of the thread, the earlier
+    runs' records and event streams too (they used to be left without an expiry for good: the run without
+    a TTL deleted the key set that named them)."""
+    kv = client.kv
+    first = client.enqueue("five-steps", FIVE, thread_id="tt18", config={"thread_ttl_s": 60})
+    work(client)
+    kept = client.enqueue("five-steps", FIVE, thread_id="tt18")
+    work(client)
+    last = client.enqueue("five-steps", FIVE, thread_id="tt18", config={"thread_ttl_s": 60})
+    work(client)
+    assert client.get_run(last).status == RunStatus.COMPLETED
+    found = ttls(kv, "tt18")
+    for run_id in (first, kept, last):
+        assert keys.run("tt18", run_id) in found and keys.run_events("tt18", run_id) in found
+    assert all(0 < left <= 60_000 for left in found.values()), {k: v for k, v in found.items() if v <= 0}
+    members = {m.decode() for m in kv.zrange(keys.retention(), 0, -1)}
+    assert members == {"tt18", *(f"tt18:{r}" for r in (first, kept, last))}
 
 
 def test_the_setting_is_range_checked(monkeypatch: pytest.MonkeyPatch, client: Client) -> None:

@@ -18,7 +18,8 @@
 -- The plan's sections (values, appends) and their append guard are written by _plan.lua.
 -- With a thread TTL (K3, _retain.lua) the keys written get the thread's expiry and join its key set, and
 -- the whole thread is refreshed when its expiry is closer than half the TTL: no Redis call of its own.
--- Without one, a thread that has a TTL (from an earlier run) loses it: a run without a TTL keeps it.
+-- Without one, a thread that has a TTL (from an earlier run) loses it: a run without a TTL keeps it (the
+-- keys written still join the key set the thread had, so that a later run with a TTL expires them too).
 -- Returns 'ok'; 'canceled' (flag 'C' and the run had a cancel request); 'again' when this very commit was
 -- applied before (the run's head is its checkpoint: a retry after a reply lost in a Redis outage); or why
 -- the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
@@ -61,7 +62,8 @@ if ARGV[7] ~= '' then
     retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 12))
   end
 else
-  forget(KEYS[9], KEYS[10], KEYS[11], ARGV[8])  -- a run without a TTL keeps its thread (one EXISTS)
+  forget(KEYS[9], KEYS[10], KEYS[11], ARGV[8])  -- a run without a TTL keeps its thread
+  retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 12))  -- no set: one PTTL
 end
 if not string.find(ARGV[5], 'C', 1, true) then return 'ok' end
 local verdict, data = 'completed', ARGV[i + 1]

@@ -83,7 +83,7 @@ for _, name in ipairs({'workflow', 'thread_id', 'tenant', 'input', 'config', 'pr
 end
 redis.call('HSET', KEYS[6], unpack(fields))
 inherit_expiry(KEYS[6], KEYS[3])
-if redis.call('PTTL', KEYS[12]) > 0 then redis.call('SADD', KEYS[12], KEYS[6]) end
+if redis.call('PTTL', KEYS[12]) ~= -2 then redis.call('SADD', KEYS[12], KEYS[6]) end  -- a kept set too
 local until_ms = redis.call('ZSCORE', KEYS[13], thread)
 if until_ms then redis.call('ZADD', KEYS[13], until_ms, thread .. ':' .. new_id) end
 local now_s = now_ms / 1000
