@@ -397,6 +397,22 @@ class _DiesReleasing(RQStepQueue):
         raise SystemExit("killed")
 
 
+def continued(client: Client, thread: str, redis_url: str) -> tuple[str, str]:
+    """A run on ``thread`` whose worker died, and the reaper's continuation of it, queued and holding an
+    admission slot: ``(run id, continuation's id)``."""
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id=thread)
+    lease = Lease(kv, thread, run_id, 0.05, 0.025)
+    assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
+    kv.hset(keys.run(thread, run_id), "status", "running")
+    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
+    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
+    new = reap(kv, lapsed[0], resume=True, max_attempts=1).detail
+    Reaper(kv, Settings(redis_url=redis_url)).sweep()  # the staged work: the continuation's step job
+    assert kv.hexists(keys.admission("holders"), f"{thread}:{new}")
+    return run_id, new
+
+
 def test_a_sweep_that_dies_before_giving_admission_back_leaves_it_to_the_next(
     ttl: None, client: Client, redis_url: str
 ) -> None:
@@ -404,19 +420,31 @@ def test_a_sweep_that_dies_before_giving_admission_back_leaves_it_to_the_next(
     sweep dies before its releases; the next one gives the slot back and removes every entry. Admission
     used to be given back after the script had removed the entries, so a sweep dying there leaked it."""
     kv = client.kv
-    run_id = client.enqueue("five-steps", FIVE, thread_id="tt17")
-    lease = Lease(kv, "tt17", run_id, 0.05, 0.025)
-    assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
-    kv.hset(keys.run("tt17", run_id), "status", "running")
-    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
-    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
-    new = reap(kv, lapsed[0], resume=True, max_attempts=1).detail
-    Reaper(kv, Settings(redis_url=redis_url)).sweep()
-    holders = keys.admission("holders")
-    assert kv.hexists(holders, f"tt17:{new}")
+    run_id, new = continued(client, "tt17", redis_url)
     with pytest.raises(SystemExit):
         expire_and_sweep(kv, "tt17", _DiesReleasing(kv, load_settings()))
     assert kv.zcard(keys.retention()) == 3
     assert sweep(kv, get_settings(), server_ms(kv), 1000, RQStepQueue(kv, load_settings())) == 3
     work(client)
     assert mentions(kv, "tt17", run_id, new) == []
+
+
+def test_a_release_that_fails_keeps_its_run_for_the_next_sweep_and_not_the_others(
+    ttl: None, client: Client, redis_url: str
+) -> None:
+    """The admission script fails on one run's slot (a corrupt holder entry): that run's retention entry is
+    kept for the next sweep, the thread's and the other run's go (the sweep is not held back); once the
+    entry is sound again the next sweep frees the slot and removes it."""
+    kv = client.kv
+    run_id, new = continued(client, "tt19", redis_url)
+    holders, member = keys.admission("holders"), f"tt19:{new}"
+    held = kv.hget(holders, member)
+    assert held is not None
+    kv.hset(holders, member, "corrupt")
+    queue = RQStepQueue(kv, load_settings())
+    assert expire_and_sweep(kv, "tt19", queue) == 2
+    assert [m.decode() for m in kv.zrange(keys.retention(), 0, -1)] == [member]
+    kv.hset(holders, member, held)
+    assert sweep(kv, get_settings(), server_ms(kv), 1000, queue) == 1
+    work(client)
+    assert mentions(kv, "tt19", run_id, new) == []

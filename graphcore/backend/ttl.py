@@ -21,6 +21,7 @@ time-to-live (``GRAPHQ_LEASE_TTL_S``) and goes with its step.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,8 @@ __all__ = [
     "thread_keys_of",
     "ttl_arg",
 ]
+
+log = logging.getLogger("graphq.retention")
 
 
 class ThreadActiveError(PermanentError):
@@ -93,17 +96,23 @@ def sweep(
     idempotent, so a sweep that dies before the next part leaves it all to the next sweep); then
     ``sweep_threads.lua`` removes each entry from the run index, the run → thread hash, the lease,
     busy-thread, recovery and request-deadline (R13) indexes and the retention index, atomically (a thread
-    used again meanwhile has a later score and is left alone).
+    used again meanwhile has a later score and is left alone); a run whose release failed (an error reply,
+    logged) keeps its entries for the next sweep, and the others go on.
     ``settings`` is unused (the TTLs were fixed per run). Returns the retention entries removed."""
     del settings
     due = [m.decode() for m in kv.zrangebyscore(keys.retention(), "-inf", now_ms, start=0, num=limit)]
     if not due:
         return 0
     if queue is not None:
+        runs = [m for m in due if ":" in m]  # a run's entry (a thread's has no colon)
         with kv.pipeline(transaction=False) as pipe:
-            for member in (m for m in due if ":" in m):  # a run's entry (a thread's has no colon)
+            for member in runs:
                 stage_release(pipe, kv, queue, *keys.parse_member(member))
-            pipe.execute()
+            replies = pipe.execute(raise_on_error=False)
+        failed = {m: r for m, r in zip(runs, replies, strict=True) if isinstance(r, Exception)}
+        for member, error in failed.items():  # left for the next sweep, not holding the others back
+            log.warning("retention sweep: %s's admission slot not given back: %s", member, error)
+        due = [m for m in due if m not in failed]
     index_keys = [
         keys.retention(),
         keys.runs_index(),
