@@ -366,6 +366,22 @@ def test_rq_job_results_and_failures_are_bounded(
     assert redis_client.zcard(rq_queue.finished_job_registry.key) == 0
 
 
+def test_rq_keeps_step_jobs_no_longer_than_the_thread_ttl(
+    ttl: None, monkeypatch: pytest.MonkeyPatch, redis_client: redis.Redis
+) -> None:
+    """K3, from the new-user trial: with GRAPHQ_THREAD_TTL_S=2 RQ kept the thread's step jobs (hashes,
+    results, finished-registry entries) GRAPHQ_RESULT_TTL_S (3600 s) after the thread's own keys were gone.
+    A step job's result and failure TTL is now the thread TTL when that is shorter."""
+    monkeypatch.setenv("GRAPHQ_RESULT_TTL_S", "3600")
+    get_settings.cache_clear()
+    queue = RQStepQueue(redis_client, load_settings())
+    client = Client(redis_client, REGISTRY, queue)
+    done = client.enqueue("five-steps", FIVE, thread_id="tt14")
+    work(client)
+    assert client.get_run(done).status == RunStatus.COMPLETED
+    rq_bounded(redis_client, queue.queue("five-steps").finished_job_registry.key, 5, 2)
+
+
 def test_a_continuation_joins_its_thread_retention(ttl: None, client: Client, redis_url: str) -> None:
     """The reaper's continuation of a run whose worker died (reap_run.lua) takes its predecessor's expiry,
     joins the key set and the retention index; after the TTL and a sweep nothing of either run is left."""

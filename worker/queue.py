@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -118,13 +119,18 @@ class RQStepQueue:
         self.queue(run.workflow).enqueue_call(STEP_FUNC, **self._options(run), pipeline=pipe)
 
     def _options(self, run: RunRecord) -> dict[str, Any]:
-        """The RQ options of ``run``'s step job ``run.step`` (deterministic id, R2)."""
+        """The RQ options of ``run``'s step job ``run.step`` (deterministic id, R2). RQ keeps the job (its
+        hash, result, registry entries) ``GRAPHQ_RESULT_TTL_S``, or the run's thread TTL when that is shorter
+        (K3: nothing of a thread outlives it)."""
+        keep = self.settings.result_ttl_s
+        if run.thread_ttl_s is not None:
+            keep = min(keep, math.ceil(run.thread_ttl_s))
         return {
             "args": (run.id, run.thread_id, run.step),
             "job_id": step_job_id(run.id, run.step),
             "timeout": self.settings.step_timeout_s,
-            "result_ttl": self.settings.result_ttl_s,
-            "failure_ttl": self.settings.result_ttl_s,
+            "result_ttl": keep,
+            "failure_ttl": keep,
             "description": f"{run.workflow} run {run.id} step {run.step}",
         }
 
