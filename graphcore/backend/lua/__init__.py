@@ -18,12 +18,16 @@ from typing import Any
 __all__ = ["script", "source", "stage"]
 
 _INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
+_COMMENT = re.compile(r"^[ \t]*--(?!#include ).*$", re.MULTILINE)
 
 
 @cache
 def source(name: str) -> str:
-    """The text of ``graphcore/backend/lua/<name>.lua``, its ``--#include`` lines replaced by fragments."""
-    text = files(__name__).joinpath(f"{name}.lua").read_text()
+    """The text of ``graphcore/backend/lua/<name>.lua``, its ``--#include`` lines replaced by fragments and
+    its comment-only lines emptied (kept as blank lines, so that Redis's error line numbers still point into
+    the file): a staged EVAL carries the text on every call (:func:`stage`), and the comments were about
+    a third of its bytes (admission.lua: 13.4 KB, 9.6 KB without them)."""
+    text = _COMMENT.sub("", files(__name__).joinpath(f"{name}.lua").read_text())
     return _INCLUDE.sub(lambda include: source(f"_{include.group(1)}").rstrip("\n"), text)
 
 
