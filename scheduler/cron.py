@@ -15,6 +15,7 @@ day. Two wall times need a rule:
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,7 +27,7 @@ from croniter import croniter
 
 from graphcore.errors import ConfigError
 
-__all__ = ["ALIASES", "Cron", "parse_zone"]
+__all__ = ["ALIASES", "FIELDS", "Cron", "parse_zone"]
 
 ALIASES = {
     "@hourly": "0 * * * *",
@@ -55,19 +56,51 @@ def parse_zone(name: str) -> ZoneInfo:
         ) from None
 
 
+FIELDS = (
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day-of-month", 1, 31),
+    ("month", 1, 12),
+    ("day-of-week", 0, 7),
+)
+"""The 5 fields in order: name, lowest and highest value (day-of-week 0 and 7 are Sunday)."""
+
+_VALUE = re.compile(r"(?<![/#\w])\d+")  # a number in a field, not a step (after /) nor an nth (after #)
+
+
+def _field_problem(expr: str, fields: list[str]) -> str | None:
+    """What is wrong with the first field croniter refuses on its own (``* * * * *`` with that field in
+    place): ``minute field: 60 is out of range 0-59``, or ``hour field: 'x' is invalid``; None when every
+    field passes alone."""
+    for index, ((name, low, high), text) in enumerate(zip(FIELDS, fields, strict=True)):
+        alone = " ".join(text if i == index else "*" for i in range(5))
+        if croniter.is_valid(alone):
+            continue
+        for value in (int(v) for v in _VALUE.findall(text)):
+            if not low <= value <= high:
+                return f"cron expression {expr!r}: {name} field: {value} is out of range {low}-{high}"
+        return f"cron expression {expr!r}: {name} field: {text!r} is invalid"
+    return None
+
+
 def _expand(expr: str) -> str:
     """The 5-field form of ``expr``.
 
     Raises:
-        ConfigError: not 5 fields (nor an alias), or fields croniter refuses.
+        ConfigError: not 5 fields (nor an alias); a field croniter refuses (the message names the field and
+            the value out of range, e.g. ``minute field: 60 is out of range 0-59``).
     """
     text = " ".join(expr.split())
     fields = ALIASES.get(text.lower(), text)
-    if len(fields.split()) != 5 or not croniter.is_valid(fields):
-        raise ConfigError(
-            f"cron expression {expr!r} is invalid: use 5 fields (minute hour day-of-month month "
-            f"day-of-week, e.g. '25 8-16 * * *') or one of {', '.join(ALIASES)}"
-        )
+    parts = fields.split()
+    usage = (
+        f"cron expression {expr!r} is invalid: use 5 fields (minute hour day-of-month month "
+        f"day-of-week, e.g. '25 8-16 * * *') or one of {', '.join(ALIASES)}"
+    )
+    if len(parts) != 5:
+        raise ConfigError(usage)
+    if not croniter.is_valid(fields):
+        raise ConfigError(_field_problem(expr, parts) or usage)
     return fields
 
 

@@ -313,7 +313,7 @@ def test_two_triggers_in_one_millisecond_start_two_runs(
 def test_add_refuses_bad_schedules(schedules: Schedules) -> None:
     with pytest.raises(UnknownWorkflowError):
         schedules.add("x", workflow="nope", cron="* * * * *")
-    with pytest.raises(ConfigError, match="cron expression '61 \\* \\* \\* \\*' is invalid"):
+    with pytest.raises(ConfigError, match="minute field: 61 is out of range 0-59"):
         schedules.add("x", workflow="counter", cron="61 * * * *")
     with pytest.raises(ConfigError, match="time zone 'Nowhere/City' is unknown"):
         schedules.add("x", workflow="counter", cron="* * * * *", tz="Nowhere/City")

@@ -97,7 +97,8 @@ def test_add_list_show_next_history(redis_url: str) -> None:
 
 
 BAD = [
-    (["--cron", "61 * * * *"], "cron expression '61 * * * *' is invalid: use 5 fields"),
+    (["--cron", "61 * * * *"], "cron expression '61 * * * *': minute field: 61 is out of range 0-59"),
+    (["--cron", "0 24 * * *"], "cron expression '0 24 * * *': hour field: 24 is out of range 0-23"),
     (["--cron", "* * * *"], "cron expression '* * * *' is invalid"),
     (["--tz", "Mars/Base"], "time zone 'Mars/Base' is unknown"),
     (["--workflow", "nope"], "unknown workflow 'nope'"),

@@ -103,10 +103,31 @@ def test_aliases(alias: str, after: str, expected: str) -> None:
     assert Cron.parse(alias).next_after(utc(after)) == utc(expected)
 
 
-@pytest.mark.parametrize("expr", ["* * * *", "* * * * * *", "61 * * * *", "every minute", "@often", ""])
+@pytest.mark.parametrize("expr", ["* * * *", "* * * * * *", "every minute", "@often", ""])
 def test_bad_expressions_are_refused(expr: str) -> None:
     with pytest.raises(ConfigError, match=r"cron expression .* is invalid: use 5 fields"):
         Cron.parse(expr)
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("60 * * * *", "minute field: 60 is out of range 0-59"),
+        ("0 24 * * *", "hour field: 24 is out of range 0-23"),
+        ("0 0 32 * *", "day-of-month field: 32 is out of range 1-31"),
+        ("0 0 0 * *", "day-of-month field: 0 is out of range 1-31"),
+        ("0 0 * 13 *", "month field: 13 is out of range 1-12"),
+        ("0 0 * * 8", "day-of-week field: 8 is out of range 0-7"),
+        ("5-70 * * * *", "minute field: 70 is out of range 0-59"),
+        ("*/0 * * * *", "minute field: '*/0' is invalid"),
+        ("0 x * * *", "hour field: 'x' is invalid"),
+    ],
+)
+def test_a_bad_field_is_named_with_its_value(expr: str, message: str) -> None:
+    """5 fields, one croniter refuses: the message names the field and the value (not "use 5 fields")."""
+    with pytest.raises(ConfigError) as refused:
+        Cron.parse(expr)
+    assert str(refused.value) == f"cron expression {expr!r}: {message}"
 
 
 def test_unknown_zone_is_refused() -> None:
