@@ -18,11 +18,21 @@ from cli.inputs import parse_input
 from cli.output import output_option, print_json, print_table, short
 from graphcore import keys
 from graphcore.backend.connection import redact_url
+from graphcore.errors import PermanentError
 from scheduler.api import Schedules
 from scheduler.cron import parse_zone
 from scheduler.hooks import clock_from_env
 from scheduler.loop import Scheduler
-from scheduler.schedules import CATCHUP, OVERLAP, Fire, Schedule, parse_duration, parse_time
+from scheduler.schedules import (
+    CATCHUP,
+    OVERLAP,
+    Fire,
+    Schedule,
+    ScheduleNotFoundError,
+    parse_duration,
+    parse_time,
+    problem_text,
+)
 from worker.health import publish_status
 from worker.housekeeping import start_housekeeping
 from worker.metrics import serve
@@ -117,40 +127,56 @@ def add(app: AppContext, /, name: str, **opts: Any) -> None:
 
 
 def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:
+    """The schedule's fields, state and next fire; ``problem`` (else None) when it cannot be planned here."""
     state = api.state(schedule.name)
-    upcoming = [] if schedule.paused else api.next(schedule.name, 1)
+    try:
+        upcoming = [] if schedule.paused else api.next(schedule.name, 1)
+    except (ValueError, PermanentError) as exc:  # croniter's errors are ValueErrors
+        return _problem_json(api, schedule.name, problem_text(exc))
     return schedule.model_dump(mode="json") | {
         "state": state.model_dump(),
         "next_fire": _utc(upcoming[0]) if upcoming else None,
+        "problem": None,
     }
+
+
+def _problem_json(api: Schedules, name: str, why: str) -> dict[str, Any]:
+    """A schedule this process cannot read or plan: its fields as stored, and why (the scheduler skips it)."""
+    return api.stored(name) | {"state": None, "next_fire": None, "problem": why}
+
+
+def _found(api: Schedules, name: str) -> dict[str, Any]:
+    """``schedules show``'s fields of ``name``, also when it cannot be read here."""
+    try:
+        schedule = api.get(name)
+    except ScheduleNotFoundError:
+        raise
+    except (ValueError, PermanentError) as exc:
+        return _problem_json(api, name, problem_text(exc))
+    return _schedule_json(schedule, api)
 
 
 @schedules.command("list", short_help="List the schedules.")
 @output_option
 @click.pass_obj
 def list_schedules(app: AppContext, output: str) -> None:
-    """Every schedule: name, workflow, expression and zone, policies, paused, next fire (UTC)."""
+    """Every schedule: name, workflow, expression and zone, policies, paused, next fire (UTC); a schedule
+    that cannot be read or planned here (an expression that never matches, a zone this host lacks) with the
+    problem (the scheduler skips it)."""
     api = Schedules(app.reader())
-    found = [_schedule_json(s, api) for s in api.list()]
+    problems: dict[str, str] = {}
+    found = [_schedule_json(s, api) for s in api.list(problems)]
+    found = sorted(found + [_problem_json(api, n, w) for n, w in problems.items()], key=lambda s: s["name"])
     if output == "json":
         print_json(found)
         return
-    rows = [
-        (
-            s["name"],
-            s["workflow"],
-            s["cron"],
-            s["tz"],
-            s["overlap"],
-            s["catchup"],
-            s["paused"],
-            s["next_fire"],
-        )
-        for s in found
-    ]
+    columns = ["name", "workflow", "cron", "tz", "overlap", "catchup", "paused", "next_fire"]
+    headers = ["schedule", "workflow", "cron", "zone", "overlap", "catch-up", "paused", "next fire (UTC)"]
+    if any(s["problem"] for s in found):
+        columns, headers = [*columns, "problem"], [*headers, "problem"]
     print_table(
-        ("schedule", "workflow", "cron", "zone", "overlap", "catch-up", "paused", "next fire (UTC)"),
-        rows,
+        tuple(headers),
+        [tuple(s.get(c) for c in columns) for s in found],
         no_wrap=("schedule", "cron", "zone", "next fire (UTC)"),
     )
 
@@ -162,11 +188,11 @@ def list_schedules(app: AppContext, output: str) -> None:
 def show(app: AppContext, name: str, output: str) -> None:
     """One schedule: its definition, its latest run, a fire kept waiting, its next fire."""
     api = Schedules(app.reader())
-    found = _schedule_json(api.get(name), api)
+    found = _found(api, name)
     if output == "json":
         print_json(found)
         return
-    state = found.pop("state")
+    state = found.pop("state") or {"last_run": None, "buffered_ms": None}
     rows = [(k, short(v)) for k, v in found.items()] + [
         ("latest run", state["last_run"]),
         ("buffered fire", state["buffered_ms"] and datetime.fromtimestamp(state["buffered_ms"] / 1000, UTC)),

@@ -18,7 +18,7 @@ from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
 from scheduler.claim import Batch, commit, run_request
 from scheduler.plan import Decision
-from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore
+from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore, problem_text
 
 __all__ = ["Schedules"]
 
@@ -55,9 +55,28 @@ class Schedules:
         self.store.add(schedule)
         return schedule
 
-    def list(self) -> list[Schedule]:
-        """Every schedule, by name."""
-        return self.store.all()
+    def list(self, problems: dict[str, str] | None = None) -> list[Schedule]:
+        """Every schedule, by name.
+
+        Args:
+            problems: given, receives the name and why (one line) of each stored schedule this process
+                cannot read (a zone its tzdata lacks, an expression that never matches), left out of the
+                list; None: such a schedule raises.
+
+        Raises:
+            ConfigError, ValidationError: a stored schedule cannot be read (``problems`` None).
+        """
+        if problems is None:
+            return self.store.all()
+        return self.store.all(lambda name, exc: problems.update({name: problem_text(exc)}))
+
+    def stored(self, name: str) -> dict[str, Any]:
+        """``name``'s fields as stored, unchecked (for a schedule that cannot be read here).
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        return self.store.stored(name)
 
     def get(self, name: str) -> Schedule:
         """The schedule ``name``.

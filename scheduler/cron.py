@@ -23,7 +23,7 @@ from functools import cache, lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from graphcore.errors import ConfigError
 
@@ -88,7 +88,8 @@ def _expand(expr: str) -> str:
 
     Raises:
         ConfigError: not 5 fields (nor an alias); a field croniter refuses (the message names the field and
-            the value out of range, e.g. ``minute field: 60 is out of range 0-59``).
+            the value out of range, e.g. ``minute field: 60 is out of range 0-59``); an expression that
+            never matches a date (``0 0 31 2 *``).
     """
     text = " ".join(expr.split())
     fields = ALIASES.get(text.lower(), text)
@@ -101,6 +102,12 @@ def _expand(expr: str) -> str:
         raise ConfigError(usage)
     if not croniter.is_valid(fields):
         raise ConfigError(_field_problem(expr, parts) or usage)
+    try:
+        copy.copy(_template(fields)).get_next(datetime)
+    except CroniterBadDateError:  # e.g. '0 0 31 2 *', '0 0 31 4,6,9,11 *': no such day in those months
+        raise ConfigError(
+            f"cron expression {expr!r} never matches a date (no month it names has that day)"
+        ) from None
     return fields
 
 

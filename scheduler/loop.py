@@ -31,7 +31,7 @@ from graphcore.errors import DisabledError, PermanentError, TransientError
 from graphcore.settings import Settings
 from scheduler.claim import Batch, Claimed, batches, commit, run_request
 from scheduler.plan import Decision, iso, plan
-from scheduler.schedules import Schedule, ScheduleState, ScheduleStore
+from scheduler.schedules import Schedule, ScheduleState, ScheduleStore, problem_text
 from worker.metrics import schedule_fired
 
 __all__ = ["BATCH", "TICK_MARGIN_S", "PassResult", "Scheduler", "instance_id", "to_next_tick"]
@@ -107,6 +107,8 @@ class Scheduler:
         self.passes = 0
         self.claiming = 0
         """Passes that had fires to claim."""
+        self.problems: dict[str, str] = {}
+        """The schedules this instance could not read or plan, with why (each logged once)."""
         self.started = iso(int(clock() * 1000))
         self.ticked_at = time.time()
         """When the last tick began (real time, epoch seconds; for the health probe)."""
@@ -158,22 +160,41 @@ class Scheduler:
         return result
 
     def _plan(self, now_ms: int) -> list[tuple[Schedule, bytes | None, list[Decision]]]:
-        """Each schedule with the raw state read and the decisions planned from it."""
-        schedules = [s for s in self.store.all(self._unreadable) if not s.paused]
+        """Each schedule with the raw state read and the decisions planned from it. A schedule that cannot be
+        read or planned here (:meth:`_problem`) is left out."""
+        bad: dict[str, str] = {}
+        schedules = [s for s in self.store.all(lambda n, e: bad.update({n: problem_text(e)})) if not s.paused]
         raws = self.store.states(schedules)
-        states = [ScheduleState.load(raw, s) for s, raw in zip(schedules, raws, strict=True)]
-        active = self._active(schedules, states)
         grace_ms = int(self.settings.scheduler_grace_s * 1000)
+        loaded = []
+        for schedule, raw in zip(schedules, raws, strict=True):
+            try:
+                loaded.append((schedule, raw, ScheduleState.load(raw, schedule)))
+            except (ValueError, PermanentError) as exc:
+                bad[schedule.name] = problem_text(exc)
+        active = self._active([s for s, _, _ in loaded], [st for _, _, st in loaded])
         planned = []
-        for schedule, raw, state, busy in zip(schedules, raws, states, active, strict=True):
-            planned.append((schedule, raw, plan(schedule, state, now_ms, grace_ms, busy)))
+        for (schedule, raw, state), busy in zip(loaded, active, strict=True):
+            try:
+                planned.append((schedule, raw, plan(schedule, state, now_ms, grace_ms, busy)))
+            except (ValueError, PermanentError) as exc:  # croniter's errors are ValueErrors
+                bad[schedule.name] = problem_text(exc)
+        self._problems(bad, now_ms)
         return planned
 
-    def _unreadable(self, name: str, exc: Exception) -> None:
-        """Log a stored schedule this process cannot read; the pass goes on without it."""
-        log.error(
-            "schedule %s: cannot be read here, not fired: %s", name, "; ".join(str(exc).splitlines()[:3])
-        )
+    def _problems(self, bad: dict[str, str], now_ms: int) -> None:
+        """Log each schedule of ``bad`` (name: why it cannot be read or planned here) once, and record it in
+        its history once (missed, with the reason); the pass goes on without them. One that is fine again
+        is forgotten (logged again if it breaks again)."""
+        for name, why in bad.items():
+            if self.problems.get(name) == why:
+                continue
+            self.problems[name] = why
+            log.error("schedule %s: cannot be read or planned here, not fired: %s", name, why)
+            note = f"not planned: {why}"
+            self.store.note_problem(name, note, iso(now_ms), self.settings.schedule_history_length)
+        for name in [n for n in self.problems if n not in bad]:
+            del self.problems[name]
 
     def _commit(self, batch: Batch, now_ms: int, started: float, cap: int) -> list[Claimed]:
         """Commit ``batch`` (one transaction). When the client refuses a run of it (an unknown workflow here,

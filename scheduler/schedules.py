@@ -31,6 +31,7 @@ __all__ = [
     "ScheduleStore",
     "parse_duration",
     "parse_time",
+    "problem_text",
 ]
 
 OVERLAP = ("skip", "allow", "buffer_one")
@@ -84,6 +85,11 @@ def parse_time(text: str, zone: str = "UTC", what: str = "time") -> datetime:
             f"{what} {text!r} is invalid: use ISO-8601, e.g. 2026-09-10T07:00 or ...+07:00"
         ) from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=parse_zone(zone))
+
+
+def problem_text(exc: Exception) -> str:
+    """One line of why a stored schedule cannot be read or planned (the first lines of ``exc``)."""
+    return "; ".join(str(exc).splitlines()[:3])
 
 
 def _ms(moment: datetime) -> int:
@@ -263,6 +269,32 @@ class ScheduleStore:
                     raise
                 unreadable(name.decode(), exc)
         return sorted(found, key=lambda s: s.name)
+
+    def stored(self, name: str) -> dict[str, Any]:
+        """The fields of ``name`` as stored (JSON), unchecked: what ``schedules list/show`` show of a schedule
+        this process cannot read.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        raw = self.kv.hget(keys.schedules(), name)
+        if raw is None:
+            raise ScheduleNotFoundError(f"no schedule named {name!r} (graphq schedules list shows them)")
+        found: dict[str, Any] = json.loads(raw)
+        return found
+
+    def note_problem(self, name: str, note: str, at: str, cap: int) -> bool:
+        """Record in ``name``'s history that it was not planned (outcome missed, ``note``, at ``at``), unless
+        its newest entry says so already. Returns whether an entry was written."""
+        latest = self.kv.lindex(keys.schedule_fires(name), 0)
+        if latest is not None and Fire.model_validate_json(latest).note == note:
+            return False
+        entry = Fire(fire_time=at, outcome="missed", at=at, note=note)
+        with self.kv.pipeline(transaction=True) as pipe:
+            pipe.lpush(keys.schedule_fires(name), entry_json(entry))
+            pipe.ltrim(keys.schedule_fires(name), 0, cap - 1)
+            pipe.execute()
+        return True
 
     def state(self, schedule: Schedule) -> ScheduleState:
         """The schedule's progress."""

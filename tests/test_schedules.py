@@ -449,3 +449,35 @@ def test_fall_back_fires_once_with_the_scheduler(client: Client) -> None:
         "2026-11-01T05:30:00Z",
         "2026-11-02T06:30:00Z",
     ]
+
+
+def test_a_schedule_that_cannot_be_planned_is_logged_once_and_recorded_missed(
+    client: Client, clock: Clock, schedules: Schedules, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stored schedule whose expression never matches (``0 0 31 2 *``, stored by an older graphq) or
+    whose zone this host lacks: each pass skips it (the good one fires), it is logged once and recorded
+    missed once with why; ``list`` with ``problems`` names them instead of raising."""
+    schedules.add("fine", workflow="counter", cron="* * * * *", overlap="allow")
+    good = json.loads(client.kv.hget(keys.schedules(), "fine") or b"")
+    client.kv.hset(keys.schedules(), "feb31", json.dumps(good | {"name": "feb31", "cron": "0 0 31 2 *"}))
+    client.kv.hset(keys.schedules(), "fake", json.dumps(good | {"name": "fake", "tz": "Fake/Zone"}))
+    sched = scheduler(client, clock)
+    for at in ("2026-03-07T00:01:00", "2026-03-07T00:02:00"):
+        clock.at(at)
+        sched.tick()
+    assert outcomes(schedules, "fine") == [
+        ("2026-03-07T00:01:00Z", "started", "fine-20260307T000100Z"),
+        ("2026-03-07T00:02:00Z", "started", "fine-20260307T000200Z"),
+    ]
+    logged = Counter(r.getMessage().split(":")[0] for r in caplog.records if "not fired" in r.message)
+    assert logged == {"schedule feb31": 1, "schedule fake": 1}
+    feb31 = "cron expression '0 0 31 2 *' never matches a date (no month it names has that day)"
+    fires = [json.loads(raw) for raw in client.kv.lrange(keys.schedule_fires("feb31"), 0, -1)]
+    assert [(f["outcome"], f["note"], f["fire_time"]) for f in fires] == [
+        ("missed", f"not planned: {feb31}", "2026-03-07T00:01:00Z")
+    ]
+    assert len(client.kv.lrange(keys.schedule_fires("fake"), 0, -1)) == 1
+    problems: dict[str, str] = {}
+    assert [s.name for s in schedules.list(problems)] == ["fine"]
+    assert problems["feb31"] == feb31
+    assert problems["fake"].startswith("time zone 'Fake/Zone' is unknown")

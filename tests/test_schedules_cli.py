@@ -303,3 +303,62 @@ def test_scheduler_healthz_fails_while_its_loop_is_stalled(
     wait_for(lambda: healthz() == 200, timeout_s=5, what="/healthz 200 again")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
+
+
+def test_a_cron_that_never_matches_is_refused_and_a_stored_one_is_listed_with_its_problem(
+    redis_url: str,
+) -> None:
+    """``0 0 31 2 *``: add exits 2 with one line and stores nothing. One stored anyway (an older graphq) and
+    one in a zone this host lacks: list and show exit 0 and show each with its problem."""
+    kv = redis.Redis.from_url(redis_url)
+    for expr in ("0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"):
+        refused = ok(
+            invoke(MODULE, redis_url, "schedules", "add", "s", "--workflow", "counter", "--cron", expr), 2
+        )
+        assert error_line(refused) == (
+            f"error: cron expression {expr!r} never matches a date (no month it names has that day)"
+        )
+    assert kv.hlen(keys.schedules()) == 0 and kv.exists(keys.schedule_state("s")) == 0
+    ok(invoke(MODULE, redis_url, "schedules", "add", "fine", "--workflow", "counter", "--cron", "* * * * *"))
+    good = json.loads(kv.hget(keys.schedules(), "fine") or b"")
+    kv.hset(keys.schedules(), "feb31", json.dumps(good | {"name": "feb31", "cron": "0 0 31 2 *"}))
+    kv.hset(keys.schedules(), "fake", json.dumps(good | {"name": "fake", "tz": "Fake/Zone"}))
+    listed = json.loads(ok(invoke(MODULE, redis_url, "schedules", "list", "-o", "json")).stdout)
+    assert [(s["name"], s["next_fire"] is not None, (s["problem"] or "")[:30]) for s in listed] == [
+        ("fake", False, "time zone 'Fake/Zone' is unkno"),
+        ("feb31", False, "cron expression '0 0 31 2 *' n"),
+        ("fine", True, ""),
+    ]
+    table = ok(invoke(MODULE, redis_url, "schedules", "list")).stdout
+    assert "problem" in table and "never matches" in table
+    shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "feb31", "-o", "json")).stdout)
+    assert (shown["cron"], shown["problem"]) == (
+        "0 0 31 2 *",
+        "cron expression '0 0 31 2 *' never matches a date (no month it names has that day)",
+    )
+    assert "Fake/Zone" in ok(invoke(MODULE, redis_url, "schedules", "show", "fake")).stdout
+
+
+def test_the_scheduler_process_skips_a_schedule_it_cannot_plan(
+    procs: Procs, client: Client, redis_url: str
+) -> None:
+    """A stored ``0 0 31 2 *`` schedule and one in ``Fake/Zone`` next to a good one: ``graphq scheduler``
+    keeps running (it died at each start, or exited 2), fires the good one, logs each bad one once in 10
+    passes, and exits 0 on SIGTERM."""
+    adder = Schedules(client, lambda: SIM)
+    adder.add("fine", workflow="counter", cron="* * * * *")
+    good = json.loads(client.kv.hget(keys.schedules(), "fine") or b"")
+    client.kv.hset(keys.schedules(), "feb31", json.dumps(good | {"name": "feb31", "cron": "0 0 31 2 *"}))
+    client.kv.hset(keys.schedules(), "fake", json.dumps(good | {"name": "fake", "tz": "Fake/Zone"}))
+    env = worker_env(redis_url, MODULE, None, GRAPHQ_SCHEDULER_INTERVAL_S="0.1")
+    proc = procs.start("scheduler", env=env, GRAPHQ_SCHEDULER_TEST_CLOCK=f"{SIM + 90},0,0")
+    wait_for(lambda: adder.history("fine"), what="the good schedule's fire")
+    time.sleep(1.0)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+    logged = [line for line in procs.logged(proc).splitlines() if "not fired" in line]
+    assert len(logged) == 2
+    assert sum("Fake/Zone' is unknown" in line for line in logged) == 1
+    assert sum("'0 0 31 2 *' never matches" in line for line in logged) == 1
+    assert [f.outcome for f in adder.history("fine")] == ["started"]
