@@ -342,8 +342,13 @@ class ScheduleStore:
             pipe.execute()
 
     def history(self, name: str, limit: int | None = None) -> list[Fire]:
-        """The schedule's fires, newest first (at most ``GRAPHQ_SCHEDULE_HISTORY_LENGTH`` are kept)."""
-        self.get(name)
+        """The schedule's fires, newest first (at most ``GRAPHQ_SCHEDULE_HISTORY_LENGTH`` are kept); also of a
+        schedule this process cannot read.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        self.stored(name)
         stop = -1 if limit is None else limit - 1
         return [Fire.model_validate_json(raw) for raw in self.kv.lrange(keys.schedule_fires(name), 0, stop)]
 

@@ -337,6 +337,7 @@ def test_a_cron_that_never_matches_is_refused_and_a_stored_one_is_listed_with_it
         "cron expression '0 0 31 2 *' never matches a date (no month it names has that day)",
     )
     assert "Fake/Zone" in ok(invoke(MODULE, redis_url, "schedules", "show", "fake")).stdout
+    assert ok(invoke(MODULE, redis_url, "schedules", "history", "feb31", "-o", "json")).stdout == "[]\n"
 
 
 def test_the_scheduler_process_skips_a_schedule_it_cannot_plan(
