@@ -16,16 +16,26 @@ _PROBE_TIMEOUT_S = 3.0
 
 
 @click.command(short_help="Probe: exit 0 when healthy, 1 (saying why) when not.")
-@click.option("--worker", "role", flag_value="worker", help="Check this host's graphq worker.")
-@click.option("--scheduler", "role", flag_value="scheduler", help="Check this host's graphq scheduler.")
+@click.option("--worker", is_flag=True, help="Check this pod's graphq worker (see below).")
+@click.option("--scheduler", is_flag=True, help="Check this pod's graphq scheduler (see below).")
 @click.option("--ready", is_flag=True, help="Readiness: also not draining (SIGTERM received).")
 @click.pass_obj
-def health(app: AppContext, role: str | None, ready: bool) -> None:
-    """Exit 0 when Redis answers PING and, with --worker or --scheduler, when that process runs on this
-    host (pod), its main loop ran within GRAPHQ_LEASE_TTL_S and (workers) one of its worker processes has
+def health(app: AppContext, worker: bool, scheduler: bool, ready: bool) -> None:
+    """Exit 0 when Redis answers PING and, with --worker or --scheduler (not both), when that process runs
+    in this pod, its main loop ran within GRAPHQ_LEASE_TTL_S and (workers) one of its worker processes has
     a fresh heartbeat; with --ready, also when it is not draining. Else exit 1 with one line saying why.
     One try, a 3 s timeout: for liveness and readiness probes (`graphq health --worker --ready`).
+
+    "This pod": the graphq processes on this host that share its temporary directory ($TMPDIR, else /tmp:
+    each writes a status file there) and serve the same Redis as GRAPHQ_REDIS_URL (host, port and db);
+    processes serving another Redis are not looked at.
     """
+    if worker and scheduler:
+        fail(
+            "graphq health: --worker and --scheduler exclude each other: probe one process (see graphq "
+            "health --help)"
+        )
+    role = "worker" if worker else "scheduler" if scheduler else None
     url = app.redis_url()
     kv = redis.Redis.from_url(url, socket_timeout=_PROBE_TIMEOUT_S, socket_connect_timeout=_PROBE_TIMEOUT_S)
     try:

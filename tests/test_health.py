@@ -19,7 +19,7 @@ from graphcore.backend.client import Client
 from graphcore.engine.registry import Registry
 from tests.workers import Procs, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
-from worker.health import publish_status, statuses
+from worker.health import publish_status, served, statuses
 
 WORKFLOWS = "tests.workflows.shutdown"
 REGISTRY = Registry.load([WORKFLOWS])
@@ -54,12 +54,14 @@ def test_redis_down_is_exit_1_with_one_line_and_no_password(tmp_path: Path) -> N
         assert "hunter2" not in said
 
 
-def test_without_a_worker_on_this_host(env: dict[str, str], tmp_path: Path) -> None:
+def test_without_a_worker_on_this_host(env: dict[str, str], tmp_path: Path, redis_url: str) -> None:
     assert probe(env) == (0, "ok")
     code, said = probe(env, "--worker")
+    here = redis_url.removeprefix("redis://")
     assert (code, said) == (
         1,
-        f"error: unhealthy: no graphq worker runs on this host (no live {tmp_path}/graphq-worker.<pid>.json)",
+        f"error: unhealthy: no graphq worker for Redis {here} runs on this host "
+        f"(no live {tmp_path}/graphq-worker.<pid>.json of it)",
     )
     assert probe(env, "--scheduler")[0] == 1
 
@@ -107,12 +109,17 @@ def test_a_stopped_worker_has_no_fresh_heartbeat(procs: Procs, env: dict[str, st
 
 
 def test_scheduler_probe_reads_its_status_file_and_heartbeat_key(
-    env: dict[str, str], redis_client: redis.Redis
+    env: dict[str, str], redis_client: redis.Redis, redis_url: str
 ) -> None:
     key = keys.scheduler("host-1-abcd")
     state = {"draining": False, "loop_at": time.time()}
     with publish_status(
-        "scheduler", 60, lambda: state["draining"], lambda: state["loop_at"], heartbeat_key=key
+        "scheduler",
+        60,
+        lambda: state["draining"],
+        lambda: state["loop_at"],
+        heartbeat_key=key,
+        redis_url=redis_url,
     ) as rewrite:
         pid = os.getpid()
         assert probe(env, "--scheduler") == (
@@ -138,11 +145,12 @@ def test_scheduler_probe_reads_its_status_file_and_heartbeat_key(
 
 
 def test_status_files_left_by_killed_processes_are_ignored_and_cleaned(
-    env: dict[str, str], redis_client: redis.Redis, tmp_path: Path
+    env: dict[str, str], redis_client: redis.Redis, tmp_path: Path, redis_url: str
 ) -> None:
     def leave(pid: int, written_at: float) -> Path:
         path = tmp_path / f"graphq-scheduler.{pid}.json"
         body = {"role": "scheduler", "pid": pid, "draining": False, "loop_at": written_at, "children": []}
+        body["redis"] = served(redis_url)
         path.write_text(json.dumps({**body, "heartbeat_key": None, "written_at": written_at}))
         return path
 
@@ -158,8 +166,52 @@ def test_status_files_left_by_killed_processes_are_ignored_and_cleaned(
                 f"error: unhealthy: the scheduler (pid {reused.pid}) last wrote its status 10"
             )
             state = {"loop_at": time.time()}
-            with publish_status("scheduler", 60, lambda: False, lambda: state["loop_at"]):
+            with publish_status(
+                "scheduler", 60, lambda: False, lambda: state["loop_at"], redis_url=redis_url
+            ):
                 assert not left.exists() and stale.exists()  # a dead pid's file is removed at start
                 assert probe(env, "--scheduler") == (0, "ok: scheduler")  # the stale one is ignored
         finally:
             reused.kill()
+
+
+def test_served_names_the_redis_without_credentials() -> None:
+    assert [
+        served(url)
+        for url in (
+            "redis://:s3cret@10.0.0.5:6380/2",
+            "rediss://user:pw@redis.example",
+            "unix:///run/redis.sock?db=3",
+            "",
+        )
+    ] == ["10.0.0.5:6380/2", "redis.example:6379/0", "unix:/run/redis.sock/3", ""]
+
+
+def test_only_processes_serving_this_redis_count(procs: Procs, env: dict[str, str], redis_url: str) -> None:
+    """A status file of a process serving another Redis (another session's worker on this host, draining
+    and with no heartbeat) neither fails the probe nor makes it ready; it used to (exit 1 naming it)."""
+    other = {"draining": True, "loop_at": time.time() - 1000}
+    with publish_status(
+        "worker",
+        60,
+        lambda: other["draining"],
+        lambda: other["loop_at"],
+        lambda: [1],
+        redis_url=redis_url.removesuffix("/0") + "/1",  # another db
+    ):
+        assert statuses("worker", served(redis_url)) == []
+        assert [s.redis for s in statuses("worker")] == [served(redis_url).removesuffix("/0") + "/1"]
+        procs.start("worker", env=env)
+        wait_for(lambda: probe(env, "--worker", "--ready")[0] == 0, what="the worker to be ready")
+        assert probe(env, "--worker") == (0, "ok: worker")
+        assert probe(env, "--worker", "--ready") == (0, "ok: worker ready")
+        [mine] = statuses("worker", served(redis_url))
+        assert mine.pid != os.getpid()
+
+
+def test_worker_and_scheduler_together_are_refused(env: dict[str, str]) -> None:
+    assert probe(env, "--worker", "--scheduler") == (
+        2,
+        "error: graphq health: --worker and --scheduler exclude each other: probe one process "
+        "(see graphq health --help)",
+    )

@@ -2,19 +2,21 @@
 
 A long-running graphq process (the ``graphq worker`` supervisor, ``graphq scheduler``) publishes its status
 for the probes of its pod in a small JSON file in the temporary directory (``$TMPDIR``, else ``/tmp``):
-``graphq-<role>.<pid>.json`` = ``{"role", "pid", "draining", "loop_at", "children", "heartbeat_key",
-"written_at"}`` (``loop_at``: when its main loop last ran, seconds since the epoch; ``children``: its worker
+``graphq-<role>.<pid>.json`` = ``{"role", "pid", "redis", "draining", "loop_at", "children", "heartbeat_key",
+"written_at"}`` (``redis``: the Redis it serves, ``host:port/db`` or ``unix:path/db``, never the password
+(:func:`served`); ``loop_at``: when its main loop last ran, seconds since the epoch; ``children``: its worker
 processes' pids; ``heartbeat_key``: a Redis key the process keeps alive with a time-to-live, e.g. the
 scheduler's ``keys.scheduler(id)``, or null), rewritten every ``GRAPHQ_HEARTBEAT_INTERVAL_S`` and when it
 starts draining, removed at exit. A file left by a killed process (the directory may outlive it: a pod's
-``emptyDir`` survives a container restart) is ignored once its pid is gone or it has not been rewritten
-for ``GRAPHQ_LEASE_TTL_S`` (its pid may have been reused), and removed when the next process of its role
-starts.
+``emptyDir`` survives a container restart) is ignored once its pid is gone or it has not been rewritten for
+``GRAPHQ_LEASE_TTL_S`` (its pid may have been reused), and removed when the next process of its role starts.
 
 :func:`check` is the probe: Redis answers PING; for a role, a process of that role runs on this host (its
-file's pid is alive), its loop ran within ``GRAPHQ_LEASE_TTL_S``, its heartbeat key (if it names one)
-exists, and (workers) at least one of its worker processes has a fresh heartbeat in the worker registry
-(:mod:`graphcore.backend.workers`, by host and pid); for readiness, it is not draining.
+file's pid is alive) and serves the probe's Redis (the files of processes serving another Redis are not looked
+at: another deployment's, or another session's on a shared host), its loop ran within ``GRAPHQ_LEASE_TTL_S``,
+its heartbeat key (if it names one) exists, and (workers) at least one of its worker processes has a fresh
+heartbeat in the worker registry (:mod:`graphcore.backend.workers`, by host and pid); for readiness, it is not
+draining.
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redis.connection import parse_url
+
 from graphcore.backend.connection import redact_url
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.workers import live_workers
-from graphcore.settings import Settings
+from graphcore.settings import Settings, get_settings
 
-__all__ = ["ROLES", "Status", "StatusFile", "check", "pid_alive", "publish_status", "statuses"]
+__all__ = ["ROLES", "Status", "StatusFile", "check", "pid_alive", "publish_status", "served", "statuses"]
 
 ROLES = ("worker", "scheduler")
 
@@ -52,6 +56,22 @@ class Status:
     children: list[int]
     heartbeat_key: str | None = None
     written_at: float = 0.0
+    redis: str = ""
+
+
+def served(url: str) -> str:
+    """Which Redis ``url`` names, without its credentials: ``host:port/db`` (defaults ``localhost``,
+    ``6379``, ``0``), or ``unix:<path>/db``; ``""`` for an empty or unparsable URL."""
+    if not url:
+        return ""
+    try:
+        parts: dict[str, Any] = parse_url(url)  # type: ignore[no-untyped-call]
+    except ValueError:
+        return ""
+    db = parts.get("db", 0)
+    if "path" in parts:
+        return f"unix:{parts['path']}/{db}"
+    return f"{parts.get('host') or 'localhost'}:{parts.get('port') or 6379}/{db}"
 
 
 def _directory() -> Path:
@@ -61,9 +81,10 @@ def _directory() -> Path:
 class StatusFile:
     """This process's status file for ``role`` (``worker`` or ``scheduler``)."""
 
-    def __init__(self, role: str) -> None:
+    def __init__(self, role: str, redis: str = "") -> None:
         self.path = _directory() / f"graphq-{role}.{os.getpid()}.json"
         self.role = role
+        self.redis = redis
 
     def write(
         self, *, draining: bool, loop_at: float, children: list[int], heartbeat_key: str | None = None
@@ -72,6 +93,7 @@ class StatusFile:
         body = {
             "role": self.role,
             "pid": os.getpid(),
+            "redis": self.redis,
             "draining": draining,
             "loop_at": loop_at,
             "children": children,
@@ -96,16 +118,19 @@ def publish_status(
     loop_at: Callable[[], float],
     children: Callable[[], list[int]] = list,
     heartbeat_key: str | None = None,
+    redis_url: str | None = None,
 ) -> Iterator[Callable[[], None]]:
     """Publish this process's status for ``role`` every ``interval_s`` from a daemon thread while the
     block runs (removed after); yields the function that rewrites it now (call it when draining starts).
     ``heartbeat_key``: a Redis key this process keeps alive with a TTL (``graphq scheduler``:
-    ``keys.scheduler(id)``): the probe fails once it has expired."""
+    ``keys.scheduler(id)``): the probe fails once it has expired. ``redis_url``: the Redis this process
+    serves (None: ``GRAPHQ_REDIS_URL``); the file records only :func:`served` of it."""
     for left in _files(role):  # left by killed processes of this role
         with contextlib.suppress(OSError):
             if not pid_alive(_pid_of(left)):
                 left.unlink()
-    status = StatusFile(role)
+    url = get_settings().redis_url if redis_url is None else redis_url
+    status = StatusFile(role, served(url or ""))
     lock = threading.Lock()
 
     def write() -> None:
@@ -152,8 +177,9 @@ def _pid_of(path: Path) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
-def statuses(role: str) -> list[Status]:
-    """The statuses published on this host for ``role`` by processes still alive."""
+def statuses(role: str, redis: str | None = None) -> list[Status]:
+    """The statuses published on this host for ``role`` by processes still alive (with ``redis``, only
+    those of processes serving that Redis, a :func:`served` value)."""
     found = []
     for path in _files(role):
         try:
@@ -167,10 +193,11 @@ def statuses(role: str) -> list[Status]:
                 list(raw["children"]),
                 str(key) if key else None,
                 float(raw.get("written_at") or 0.0),
+                str(raw.get("redis") or ""),
             )
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being replaced, or not ours
-        if pid_alive(status.pid):
+        if pid_alive(status.pid) and redis in (None, status.redis):
             found.append(status)
     return found
 
@@ -190,9 +217,12 @@ def check(kv: Any, settings: Settings, role: str | None, ready: bool, url: str =
         return f"Redis unreachable at {redact_url(url) or 'GRAPHQ_REDIS_URL'}: {exc}"
     if role is None:
         return None
-    found = statuses(role)
+    found = statuses(role, served(url))
     if not found:
-        return f"no graphq {role} runs on this host (no live {_directory()}/graphq-{role}.<pid>.json)"
+        return (
+            f"no graphq {role} for Redis {served(url)} runs on this host "
+            f"(no live {_directory()}/graphq-{role}.<pid>.json of it)"
+        )
     now = time.time()
     current = [s for s in found if now - s.written_at <= settings.lease_ttl_s]
     if not current:

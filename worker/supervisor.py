@@ -589,7 +589,15 @@ def _observed(supervisor: Supervisor, port: int | None, workflows: Sequence[str]
                 raise ConfigError(f"--metrics-port {port}: cannot listen there ({exc.strerror})") from exc
         draining = lambda: supervisor.draining_at is not None  # noqa: E731
         interval = settings.heartbeat_interval_s
-        with publish_status("worker", interval, draining, supervisor.loop_at, supervisor.children) as now:
+        status = publish_status(
+            "worker",
+            interval,
+            draining,
+            supervisor.loop_at,
+            supervisor.children,
+            redis_url=settings.redis_url,
+        )
+        with status as now:
             supervisor.notify = now
             yield
     finally:
