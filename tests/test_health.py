@@ -16,6 +16,7 @@ import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
+from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.engine.registry import Registry
 from tests.workers import Procs, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
@@ -215,3 +216,28 @@ def test_worker_and_scheduler_together_are_refused(env: dict[str, str]) -> None:
         "error: graphq health: --worker and --scheduler exclude each other: probe one process "
         "(see graphq health --help)",
     )
+
+
+def test_a_missing_or_wrong_password_is_said_as_other_commands_say_it(tmp_path: Path) -> None:
+    server = EmbeddedRedis(appendonly=False, extra_args=["--requirepass", "s3cret-pw"]).start()
+    try:
+        bare = server.url
+        wrong = bare.replace("redis://", "redis://:nope@")
+        said = {
+            url: probe(worker_env(url, WORKFLOWS, tmp_path, TMPDIR=str(tmp_path))) for url in (bare, wrong)
+        }
+    finally:
+        server.stop()
+    masked = wrong.replace(":nope@", ":***@")
+    assert said == {
+        bare: (
+            1,
+            f"error: unhealthy: Redis at {bare} needs a password: give it in the URL, "
+            "redis://:PASSWORD@HOST:PORT/DB (or redis://USER:PASSWORD@... for an ACL user)",
+        ),
+        wrong: (
+            1,
+            f"error: unhealthy: Redis at {masked} refused the password in the URL (authentication failed: "
+            "a wrong password, or a user it does not know)",
+        ),
+    }

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis.exceptions as rex
 from redis.connection import parse_url
 
-from graphcore.backend.connection import redact_url
+from graphcore.backend.connection import is_transient, redact_url, unavailable
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.workers import live_workers
 from graphcore.settings import Settings, get_settings
@@ -214,6 +215,9 @@ def check(kv: Any, settings: Settings, role: str | None, ready: bool, url: str =
     try:
         kv.ping()
     except Exception as exc:
+        if isinstance(exc, rex.RedisError) and not is_transient(exc):  # a password missing or refused
+            with_password = kv.connection_pool.connection_kwargs.get("password") is not None
+            return str(unavailable(redact_url(url), exc, with_password))
         return f"Redis unreachable at {redact_url(url) or 'GRAPHQ_REDIS_URL'}: {exc}"
     if role is None:
         return None

@@ -42,6 +42,7 @@ __all__ = [
     "redis_retry",
     "redis_retrying",
     "retry_transient",
+    "unavailable",
 ]
 
 _P = ParamSpec("_P")
@@ -296,7 +297,7 @@ def connect(url: str, *, attempts: int | None = None, max_wait_s: float | None =
     except rex.RedisError as exc:
         credentials = client.connection_pool.connection_kwargs
         client.close()
-        raise _unavailable(safe, exc, credentials.get("password") is not None) from exc
+        raise unavailable(safe, exc, credentials.get("password") is not None) from exc
     return client
 
 
@@ -319,7 +320,11 @@ def check_url(url: str) -> str:
     return url
 
 
-def _unavailable(safe_url: str, exc: rex.RedisError, with_password: bool) -> RedisUnavailableError:
+def unavailable(safe_url: str, exc: rex.RedisError, with_password: bool) -> RedisUnavailableError:
+    """The error for Redis at ``safe_url`` (already redacted) failing a PING with ``exc``, in one line: a
+    refused or missing password is said so (``needs a password: give it in the URL ...``), not in Redis's
+    words (``HELLO must be called with the client already authenticated ...``); ``with_password``: whether
+    the URL gives one."""
     if isinstance(exc, _PERMANENT):
         if not with_password:
             return RedisUnavailableError(
