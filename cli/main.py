@@ -17,7 +17,7 @@ graphq [--redis-url URL] [--workflows MODULES]
   reaper                  act on lapsed leases: continue interrupted runs (--once)
   disable | enable        the kill switch: refuse new runs, take no step (--reason); on again
   enabled                 whether graphq is on or off, and why
-  schedules add | list    cron schedules (show, pause, resume, remove, trigger, next, history)
+  schedules add | list    cron schedules (update, show, pause, resume, remove, trigger, next, history)
   scheduler               start runs on their schedules, and the housekeeping loops (--metrics-port)
   health                  probe: exit 0 healthy, 1 not (--worker | --scheduler, --ready)
 """

@@ -1,4 +1,4 @@
-"""``graphq schedules ...`` (add, list, show, pause, resume, remove, trigger, next, history) and
+"""``graphq schedules ...`` (add, update, list, show, pause, resume, remove, trigger, next, history) and
 ``graphq scheduler``, the process that starts the runs on their schedules (K1)."""
 
 from __future__ import annotations
@@ -59,44 +59,46 @@ def schedules() -> None:
     `graphq scheduler` (one or more replicas) starts the runs; schedules change while it runs."""
 
 
-def _options(
-    tz: str,
-    start: str | None,
-    end: str | None,
-    catchup_window: str,
-    jitter: str,
-) -> dict[str, Any]:
-    """The schedule fields of the time and duration options (exit 2 naming the option when malformed)."""
-    parse_zone(tz)
-    return {
-        "start": None if start is None else parse_time(start, tz, "--start"),
-        "end": None if end is None else parse_time(end, tz, "--end"),
-        "catchup_window_s": parse_duration(catchup_window, "--catchup-window"),
-        "jitter_s": parse_duration(jitter, "--jitter") if jitter != "0" else 0.0,
-    }
+def _definition_options(update: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options of a schedule's definition: with defaults for ``add``; for ``update`` none (an option not
+    given keeps the schedule's value)."""
+
+    def default(value: str) -> dict[str, Any]:
+        return {} if update else {"default": value, "show_default": True}
+
+    options = [
+        click.option("--workflow", required=not update, metavar="W", help="The workflow each fire starts."),
+        click.option(
+            "--cron", "cron", required=not update, metavar="EXPR", help="5 cron fields or @hourly, ..."
+        ),
+        click.option("--tz", metavar="ZONE", help="IANA time zone of the fields.", **default("UTC")),
+        click.option(
+            "--input", "input_", metavar="JSON|@FILE", help="The input of every run (JSON, or @file)."
+        ),
+        click.option("--tenant", metavar="T", help="The runs' tenant.", **default("default")),
+        click.option("--thread", metavar="T", help="Every run on thread T (they queue on it)."),
+        click.option("--new-thread", is_flag=True, help="Each run on a new thread (the default)."),
+        click.option("--overlap", type=click.Choice(OVERLAP), **default("skip")),
+        click.option("--catchup", type=click.Choice(CATCHUP), **default("latest")),
+        click.option("--catchup-window", metavar="DURATION", **default("1h")),
+        click.option("--jitter", metavar="DURATION", help="Start each fire up to this late.", **default("0")),
+        click.option(
+            "--start", metavar="TIME", help="No fire before TIME (ISO-8601; in --tz without an offset)."
+        ),
+        click.option(
+            "--end", metavar="TIME", help="No fire after TIME (ISO-8601; in --tz without an offset)."
+        ),
+    ]
+
+    def apply(command: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
 
 
-@schedules.command("add", short_help="Add a schedule.")
-@click.argument("name")
-@click.option("--workflow", required=True, metavar="W", help="The workflow each fire starts.")
-@click.option("--cron", "cron", required=True, metavar="EXPR", help="5 cron fields or @hourly, @daily, ...")
-@click.option("--tz", default="UTC", show_default=True, metavar="ZONE", help="IANA time zone of the fields.")
-@click.option("--input", "input_", metavar="JSON|@FILE", help="The input of every run (JSON, or @file).")
-@click.option("--tenant", default="default", show_default=True, metavar="T", help="The runs' tenant.")
-@click.option("--thread", metavar="T", help="Every run on thread T (they queue on it).")
-@click.option("--new-thread", is_flag=True, help="Each run on a new thread (the default).")
-@click.option("--overlap", type=click.Choice(OVERLAP), default="skip", show_default=True)
-@click.option("--catchup", type=click.Choice(CATCHUP), default="latest", show_default=True)
-@click.option("--catchup-window", default="1h", show_default=True, metavar="DURATION")
-@click.option(
-    "--jitter", default="0", show_default=True, metavar="DURATION", help="Start each fire up to this late."
-)
-@click.option("--start", metavar="TIME", help="No fire before TIME (ISO-8601; in --tz without an offset).")
-@click.option("--end", metavar="TIME", help="No fire after TIME (ISO-8601; in --tz without an offset).")
-@click.pass_obj
-def add(app: AppContext, /, name: str, **opts: Any) -> None:
-    """Add schedule NAME: start --workflow at every fire time of --cron in --tz.
-
+_POLICIES = """
     \b
     --overlap (the schedule's previous run still active): skip records the fire skipped-overlap, allow
       starts it anyway, buffer_one keeps one waiting and starts it when the previous run ends.
@@ -105,25 +107,73 @@ def add(app: AppContext, /, name: str, **opts: Any) -> None:
     DURATION: 90s, 5m, 2h, 1d. A local time that does not exist (spring forward) fires at the first
     instant after the gap; a repeated one (fall back) at its first occurrence.
     """
+
+
+def _fields(opts: dict[str, Any], zone: str) -> dict[str, Any]:
+    """The schedule fields of the options given (None: not given), exit 2 naming a malformed one; ``zone``
+    reads --start and --end without an offset."""
     if opts["thread"] is not None and opts["new_thread"]:
         raise click.UsageError("--thread and --new-thread exclude each other")
-    fields = _options(opts["tz"], opts["start"], opts["end"], opts["catchup_window"], opts["jitter"])
-    app.workflow(opts["workflow"])  # unknown here but published by workers: the message says how to load it
-    schedule = _api(app).add(
-        name,
-        workflow=opts["workflow"],
-        cron=opts["cron"],
-        tz=opts["tz"],
-        input=parse_input(opts["input_"]),
-        tenant=opts["tenant"],
-        thread=opts["thread"],
-        overlap=opts["overlap"],
-        catchup=opts["catchup"],
-        **fields,
-    )
+    parse_zone(zone)
+    given = {
+        k: opts[k] for k in ("workflow", "cron", "tz", "tenant", "overlap", "catchup") if opts[k] is not None
+    }
+    if opts["input_"] is not None:
+        given["input"] = parse_input(opts["input_"])
+    if opts["thread"] is not None or opts["new_thread"]:
+        given["thread"] = opts["thread"]
+    for option, key in (("start", "start"), ("end", "end")):
+        if opts[option] is not None:
+            given[key] = parse_time(opts[option], zone, f"--{option}")
+    if opts["catchup_window"] is not None:
+        given["catchup_window_s"] = parse_duration(opts["catchup_window"], "--catchup-window")
+    if opts["jitter"] is not None:
+        given["jitter_s"] = parse_duration(opts["jitter"], "--jitter") if opts["jitter"] != "0" else 0.0
+    return given
+
+
+def _first_fire(app: AppContext, schedule: Schedule) -> str:
     upcoming = Schedules(app.client()).next(schedule.name, 1)
-    first = f"; first fire {_zoned(upcoming[0], schedule.tz)} ({_utc(upcoming[0])})" if upcoming else ""
-    click.echo(f"added schedule {schedule.name}{first}")
+    return f"; first fire {_zoned(upcoming[0], schedule.tz)} ({_utc(upcoming[0])})" if upcoming else ""
+
+
+@schedules.command(
+    "add",
+    short_help="Add a schedule.",
+    help=f"""Add schedule NAME: start --workflow at every
+    fire time of --cron in --tz.
+{_POLICIES}""",
+)
+@click.argument("name")
+@_definition_options(update=False)
+@click.pass_obj
+def add(app: AppContext, /, name: str, **opts: Any) -> None:
+    fields = _fields(opts, opts["tz"])
+    app.workflow(opts["workflow"])  # unknown here but published by workers: the message says how to load it
+    schedule = _api(app).add(name, **fields)
+    click.echo(f"added schedule {schedule.name}{_first_fire(app, schedule)}")
+
+
+@schedules.command(
+    "update",
+    short_help="Change a schedule in place.",
+    help=f"""Change schedule NAME in place:
+    the options given change, the others keep their values. Its state is kept: the cursor (the newest fire
+    handled: fires already handled are not run again), its latest run (--overlap still sees a run that is
+    active) and a buffered fire, and its history. A new --cron, --tz or --start moves the cursor to now: the
+    new timetable's fires from now on (none is caught up).
+{_POLICIES}""",
+)
+@click.argument("name")
+@_definition_options(update=True)
+@click.pass_obj
+def update(app: AppContext, /, name: str, **opts: Any) -> None:
+    api = _api(app)
+    fields = _fields(opts, opts["tz"] or api.stored(name).get("tz", "UTC"))
+    if "workflow" in fields:
+        app.workflow(fields["workflow"])
+    schedule = api.update(name, **fields)
+    click.echo(f"updated schedule {schedule.name}{_first_fire(app, schedule).replace('first', 'next')}")
 
 
 def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:

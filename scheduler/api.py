@@ -24,7 +24,7 @@ __all__ = ["Schedules"]
 
 
 class Schedules:
-    """Add, list, pause, resume, remove, trigger schedules; their next fire times and fire history.
+    """Add, update, list, pause, resume, remove, trigger schedules; their next fire times and fire history.
 
     Args:
         client: the client that creates the runs (it validates workflows and inputs with its registry).
@@ -53,6 +53,23 @@ class Schedules:
         schedule = Schedule.build(name=name, workflow=workflow, cron=cron, created_at=self._now(), **options)
         self.client.check(_probe(schedule))
         self.store.add(schedule)
+        return schedule
+
+    def update(self, name: str, **changes: Any) -> Schedule:
+        """Change ``name`` in place: ``changes`` are :meth:`add`'s options (and ``workflow``, ``cron``); the
+        others keep their values, and so do its state (cursor, latest run: the overlap policy still sees an
+        active run; a buffered fire) and its history. A new ``cron``, ``tz`` or ``start`` moves the cursor to
+        now (the new timetable's fires from now on, none caught up). Also fixes a stored schedule this
+        process cannot read (e.g. ``update(name, cron=...)`` of one that never matches).
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+            ConfigError, UnknownWorkflowError, ...: as :meth:`add` (nothing changed).
+        """
+        fields = self.store.stored(name) | changes | {"name": name}
+        schedule = Schedule.build(**fields)
+        self.client.check(_probe(schedule))
+        self.store.update(schedule, int(self.clock() * 1000))
         return schedule
 
     def list(self, problems: dict[str, str] | None = None) -> list[Schedule]:

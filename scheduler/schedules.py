@@ -329,6 +329,34 @@ class ScheduleStore:
             except WatchError:
                 continue
 
+    def update(self, schedule: Schedule, now_ms: int) -> None:
+        """Replace the definition of ``schedule.name`` in place, keeping its state (cursor, latest run,
+        buffered fire) and history. When the timetable changes (cron, zone or start) the cursor moves to
+        ``now_ms`` if behind: the new timetable fires from now on, none of its earlier fires caught up.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        name = schedule.name
+        while True:
+            try:
+                with self.kv.pipeline(transaction=True) as pipe:
+                    pipe.watch(keys.schedules(), keys.schedule_state(name))
+                    before = self.stored(name)
+                    raw_state = pipe.get(keys.schedule_state(name))
+                    pipe.multi()
+                    pipe.hset(keys.schedules(), name, schedule.model_dump_json())
+                    timetable = ("cron", "tz", "start")
+                    moved = any(before.get(k) != schedule.model_dump(mode="json")[k] for k in timetable)
+                    if moved or raw_state is None:
+                        state = ScheduleState.load(raw_state, schedule)
+                        state = state.model_copy(update={"cursor_ms": max(state.cursor_ms, now_ms)})
+                        pipe.set(keys.schedule_state(name), state.model_dump_json())
+                    pipe.execute()
+                    return
+            except WatchError:
+                continue
+
     def remove(self, name: str) -> None:
         """Delete the schedule, its state and its history (its runs stay).
 

@@ -481,3 +481,38 @@ def test_a_schedule_that_cannot_be_planned_is_logged_once_and_recorded_missed(
     assert [s.name for s in schedules.list(problems)] == ["fine"]
     assert problems["feb31"] == feb31
     assert problems["fake"].startswith("time zone 'Fake/Zone' is unknown")
+
+
+def test_update_keeps_the_cursor_the_latest_run_and_the_history(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """``update`` changes the definition in place: a run still active is seen by the new ``--overlap skip``
+    (remove + add forgot it and started a second run at once), the history and the cursor are kept; a new
+    cron moves the cursor to now (no catch-up of the new timetable's earlier fires)."""
+    schedules.add("slow", workflow="counter", cron="* * * * *", overlap="allow")
+    clock.at("2026-03-07T00:01:00")
+    sched = scheduler(client, clock)
+    sched.tick()
+    updated = schedules.update("slow", overlap="skip", input={"limit": 2})
+    assert (updated.overlap, updated.input, updated.cron) == ("skip", {"limit": 2}, "* * * * *")
+    assert schedules.get("slow") == updated
+    assert schedules.state("slow").last_run == "slow-20260307T000100Z"
+    clock.at("2026-03-07T00:02:00")
+    sched.tick()
+    sched.tick()
+    assert outcomes(schedules, "slow") == [
+        ("2026-03-07T00:01:00Z", "started", "slow-20260307T000100Z"),
+        ("2026-03-07T00:02:00Z", "skipped-overlap", None),
+    ]
+    clock.at("2026-03-07T00:02:30")
+    schedules.update("slow", cron="*/2 * * * *", overlap="allow")  # 00:02 is a fire of it: handled already
+    assert schedules.state("slow").cursor_ms == int(ts("2026-03-07T00:02:30") * 1000)
+    clock.at("2026-03-07T00:04:00")
+    sched.tick()
+    assert outcomes(schedules, "slow")[-1] == ("2026-03-07T00:04:00Z", "started", "slow-20260307T000400Z")
+    assert len(schedules.history("slow")) == 3
+    with pytest.raises(ScheduleNotFoundError):
+        schedules.update("nope", overlap="skip")
+    with pytest.raises(ConfigError, match="hour field: 24"):
+        schedules.update("slow", cron="0 24 * * *")
+    assert schedules.get("slow").cron == "*/2 * * * *"

@@ -363,3 +363,36 @@ def test_the_scheduler_process_skips_a_schedule_it_cannot_plan(
     assert sum("Fake/Zone' is unknown" in line for line in logged) == 1
     assert sum("'0 0 31 2 *' never matches" in line for line in logged) == 1
     assert [f.outcome for f in adder.history("fine")] == ["started"]
+
+
+def test_schedules_update(redis_url: str) -> None:
+    """``schedules update NAME`` changes only the options given, keeps the state and history; it also
+    fixes a stored schedule whose expression never matches; an unknown name or a bad option exits 2."""
+    kv = redis.Redis.from_url(redis_url)
+    ok(invoke(MODULE, redis_url, "schedules", "add", "s", "--workflow", "counter", "--cron", "0 * * * *"))
+    state = kv.get(keys.schedule_state("s"))
+    done = ok(
+        invoke(MODULE, redis_url, "schedules", "update", "s", "--overlap", "buffer_one", "--jitter", "5s")
+    )
+    assert done.stdout.startswith("updated schedule s; next fire ")
+    shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "s", "-o", "json")).stdout)
+    assert (shown["cron"], shown["overlap"], shown["jitter_s"], shown["tz"]) == (
+        "0 * * * *",
+        "buffer_one",
+        5.0,
+        "UTC",
+    )
+    assert kv.get(keys.schedule_state("s")) == state
+    good = json.loads(kv.hget(keys.schedules(), "s") or b"")
+    kv.hset(keys.schedules(), "feb31", json.dumps(good | {"name": "feb31", "cron": "0 0 31 2 *"}))
+    ok(invoke(MODULE, redis_url, "schedules", "update", "feb31", "--cron", "0 0 28 2 *"))
+    assert (
+        json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "feb31", "-o", "json")).stdout)[
+            "problem"
+        ]
+        is None
+    )
+    missing = ok(invoke(MODULE, redis_url, "schedules", "update", "nope", "--overlap", "skip"), 2)
+    assert error_line(missing) == "error: no schedule named 'nope' (graphq schedules list shows them)"
+    bad = ok(invoke(MODULE, redis_url, "schedules", "update", "s", "--cron", "60 * * * *"), 2)
+    assert error_line(bad) == "error: cron expression '60 * * * *': minute field: 60 is out of range 0-59"
