@@ -185,6 +185,7 @@ def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:
         return _problem_json(api, schedule.name, problem_text(exc))
     return schedule.model_dump(mode="json") | {
         "state": state.model_dump(),
+        "latest_run": api.latest_run(schedule.name),
         "next_fire": _utc(upcoming[0]) if upcoming else None,
         "problem": None,
     }
@@ -192,7 +193,7 @@ def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:
 
 def _problem_json(api: Schedules, name: str, why: str) -> dict[str, Any]:
     """A schedule this process cannot read or plan: its fields as stored, and why (the scheduler skips it)."""
-    return api.stored(name) | {"state": None, "next_fire": None, "problem": why}
+    return api.stored(name) | {"state": None, "latest_run": None, "next_fire": None, "problem": why}
 
 
 def _found(api: Schedules, name: str) -> dict[str, Any]:
@@ -236,15 +237,16 @@ def list_schedules(app: AppContext, output: str) -> None:
 @output_option
 @click.pass_obj
 def show(app: AppContext, name: str, output: str) -> None:
-    """One schedule: its definition, its latest run, a fire kept waiting, its next fire."""
+    """One schedule: its definition, its latest run (its chain followed: the reaper's continuation of a run
+    whose worker was lost), a fire kept waiting, its next fire."""
     api = Schedules(app.reader())
     found = _found(api, name)
     if output == "json":
         print_json(found)
         return
-    state = found.pop("state") or {"last_run": None, "buffered_ms": None}
-    rows = [(k, short(v)) for k, v in found.items()] + [
-        ("latest run", state["last_run"]),
+    state = found.pop("state") or {"buffered_ms": None}
+    rows = [(k, short(v)) for k, v in found.items() if k != "latest_run"] + [
+        ("latest run", found["latest_run"]),
         ("buffered fire", state["buffered_ms"] and datetime.fromtimestamp(state["buffered_ms"] / 1000, UTC)),
     ]
     print_table(("field", "value"), rows, no_wrap=("field",))

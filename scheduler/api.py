@@ -16,6 +16,7 @@ from typing import Any
 
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
+from graphcore.errors import RunNotFoundError
 from scheduler.claim import Batch, commit, run_request
 from scheduler.plan import Decision
 from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore, problem_text
@@ -106,6 +107,17 @@ class Schedules:
     def state(self, name: str) -> ScheduleState:
         """The schedule's progress (latest fire handled, latest run, a fire kept waiting)."""
         return self.store.state(self.store.get(name))
+
+    def latest_run(self, name: str) -> str | None:
+        """The id of ``name``'s latest run, its chain followed: the reaper's continuation of a run whose
+        worker was lost (R14) rather than the failed run the fire started; None before its first run."""
+        state = self.state(name)
+        if state.last_run is None:
+            return None
+        try:
+            return self.client.chain(state.last_run)[-1].id
+        except RunNotFoundError:
+            return state.last_run  # gone (retention)
 
     def pause(self, name: str) -> Schedule:
         """Stop ``name`` firing until :meth:`resume`."""

@@ -380,3 +380,37 @@ def test_reap_outcomes_read_well_in_logs() -> None:
     assert ReapOutcome("continued", "abc").describe() == "continued by run abc"
     assert ReapOutcome("left", "completed").describe() == "left alone: the run is completed"
     assert ReapOutcome("gone").describe() == "gone"
+
+
+def test_a_continuation_keeps_the_schedule_and_fire_time_of_the_run_it_continues(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """A scheduled run whose worker was lost: the reaper's continuation carries its schedule and fire time,
+    so ``runs list --schedule`` lists both runs, and ``schedules show`` gives the continuation as the latest
+    run (it named the failed run, and the list missed the running continuation)."""
+    from datetime import UTC, datetime
+
+    from scheduler.api import Schedules
+    from scheduler.loop import Scheduler
+
+    added, fired = (datetime(2026, 3, 7, 0, 0, s, tzinfo=UTC).timestamp() for s in (30, 59))
+    Schedules(client, lambda: added).add("nightly", workflow="suicide", cron="* * * * *", input={})
+    Scheduler(client, Settings(), clock=lambda: fired + 1).tick()
+    run_id = "nightly-20260307T000100Z"
+    thread = client.get_run(run_id).thread_id
+    claim(redis_client, run_id, thread, 0.05)
+    lapse(redis_client, thread, run_id)
+    [(_, outcome)] = Reaper(redis_client, Settings()).sweep()
+    new = client.get_run(run_id).continued_by_run_id
+    assert outcome.verdict == "continued" and new is not None
+    continuation = client.get_run(new)
+    assert (continuation.schedule, continuation.fire_time) == ("nightly", "2026-03-07T00:01:00Z")
+    with process_state_restored():
+        listed = ok(invoke(MODULE, redis_url, "runs", "list", "--schedule", "nightly", "-o", "json"))
+        assert sorted(r["id"] for r in json.loads(listed.stdout)) == sorted([run_id, new])
+        shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "nightly", "-o", "json")).stdout)
+        assert (shown["state"]["last_run"], shown["latest_run"]) == (run_id, new)
+        assert (
+            f"latest run       │ {new}"
+            in ok(invoke(MODULE, redis_url, "schedules", "show", "nightly")).stdout
+        )

@@ -7,8 +7,9 @@
 --   its chain reached the limit → Failed (or ARGV[18]) with the limit error (ARGV[8])
 --   mode 'resume'               → Failed (or ARGV[18]) with the WorkerLost error (or the shutdown error of
 --                                 a step its worker gave up, ARGV[7]); a continuation run KEYS[6] is
---                                 created (same thread, workflow, input, config, tenant; its head and
---                                 pending writes, continued_from_run_id, attempt + 1) and made the
+--                                 created (same thread, workflow, input, config, tenant, schedule and
+--                                 fire time; its head and pending writes, continued_from_run_id,
+--                                 attempt + 1) and made the
 --                                 thread's active run
 --   mode 'restart'              → the same run starts again from its beginning: Queued at step 0, no head,
 --                                 attempt + 1, config ARGV[17] when given
@@ -77,7 +78,7 @@ redis.call('HSET', KEYS[3], 'continued_by_run_id', new_id)
 local fields = {'id', new_id, 'status', 'queued', 'step', '0', 'created_at', ARGV[6],
   'continued_from_run_id', run_id, 'attempt', tostring(attempt + 1)}
 for _, name in ipairs({'workflow', 'thread_id', 'tenant', 'input', 'config', 'preset_answers', 'head',
-    'partial', 'run_timeout_s', 'thread_ttl_s'}) do
+    'partial', 'run_timeout_s', 'thread_ttl_s', 'schedule', 'fire_time'}) do
   local value = redis.call('HGET', KEYS[3], name)
   if value then fields[#fields + 1] = name; fields[#fields + 1] = value end
 end
