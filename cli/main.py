@@ -33,6 +33,7 @@ from cli.context import AppContext
 from cli.enqueue import enqueue
 from cli.errors import GraphqGroup
 from cli.health import health
+from cli.output import mask_output
 from cli.run import run
 from cli.runs import runs
 from cli.schedules import scheduler, schedules
@@ -86,6 +87,7 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
     environment variables.
     """
     _configure_logging(verbose, redis_url)
+    mask_output()
     ctx.obj = AppContext.from_options(redis_url, workflows)
     ctx.call_on_close(ctx.obj.close)
 

@@ -20,12 +20,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from worker.logs import redact
+
 __all__ = [
     "CELL_LIMIT",
     "FORMATS",
     "clip",
     "err_console",
     "jsonable",
+    "mask_output",
     "out_console",
     "output_option",
     "print_json",
@@ -57,6 +60,36 @@ def when(iso: str | None) -> str:
 def err_console() -> Console:
     """A rich console on stderr, for progress and notes that must not mix with machine output."""
     return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _Masked:
+    """A text stream writing through another with every password masked (:func:`worker.logs.redact`).
+
+    It has no ``buffer``: click then writes text to it, not bytes past it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # click probes with bytes: a text stream refuses them
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "buffer":
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+def mask_output() -> None:
+    """From now on, mask in everything this process prints on stdout and stderr (run errors, their
+    tracebacks, records, a bug's traceback) the password of every Redis URL and the configured Redis
+    password (:func:`worker.logs.configure` sets it), as ``***``. Idempotent."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, _Masked):
+            setattr(sys, name, _Masked(stream))
 
 
 def output_option(fn: _F) -> _F:

@@ -55,10 +55,19 @@ def unbind(token: contextvars.Token[dict[str, Any] | None]) -> None:
 def redact(text: str) -> str:
     """``text`` with every Redis URL's password and every known secret (the configured Redis URL's
     password) replaced by ``***``."""
-    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    text = _URL.sub(_redacted, text)
     for secret in _secrets:
         text = text.replace(secret, "***")
     return text
+
+
+_PLACEHOLDER = re.compile(r":(password|\*\*\*)@", re.IGNORECASE)
+"""A URL whose password is a placeholder (``redis://:PASSWORD@HOST``, in help and error texts)."""
+
+
+def _redacted(match: re.Match[str]) -> str:
+    url = match.group(0)
+    return url if _PLACEHOLDER.search(url) else redact_url(url)
 
 
 def about(**fields: Any) -> dict[str, Any]:
