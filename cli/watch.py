@@ -28,7 +28,7 @@ from cli.records import graphq_prefix
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect, is_transient, redis_retrying
-from graphcore.backend.events import Event, read_events
+from graphcore.backend.events import EVENTS_MAXLEN, Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints import serde
 from graphcore.engine.registry import Registry
@@ -98,6 +98,9 @@ class Watch:
         Raises:
             CliError: Redis stayed unreachable through every retry (exit 1, naming the ``--after`` id).
         """
+        note = self.retried(self._capped)
+        if note is not None:
+            click.echo(note, err=True)
         peek = False
         while True:
             events = self.retried(self._read, None if peek else self.block_ms)
@@ -113,6 +116,26 @@ class Watch:
             if ended is not None:
                 return ended
             peek = False
+
+    def _capped(self) -> str | None:
+        """The note that events after ``after`` were dropped by the stream's cap (:data:`EVENTS_MAXLEN`),
+        or None: the stream's first event is not the run's first (Redis 7+ counts the events ever added;
+        Redis 6 only shows that the stream is full, then how many is not known)."""
+        try:
+            info = self.client.kv.xinfo_stream(keys.run_events(self.run.thread_id, self.run.id))
+        except rex.ResponseError:  # no stream (yet)
+            return None
+        first, length = info.get("first-entry"), int(info.get("length") or 0)
+        if not first or stream_id(first[0].decode()) <= stream_id(self.after):
+            return None
+        added = info.get("entries-added")
+        start = f"run {self.run.id}: replaying from event {first[0].decode()}"
+        cap = f"the stream keeps about the newest {EVENTS_MAXLEN} (EVENTS_MAXLEN)"
+        if added is not None and int(added) > length:
+            return f"{start}: its first {int(added) - length} events were dropped; {cap}"
+        if added is None and length >= EVENTS_MAXLEN:
+            return f"{start}: its earlier events were dropped; {cap}"
+        return None
 
     def _read(self, block_ms: int | None) -> list[Event]:
         return list(

@@ -17,10 +17,10 @@ import pytest
 import redis
 from click.testing import Result
 
-from graphcore import END, START, RetryPolicy, StateGraph, get_stream_writer
+from graphcore import END, START, RetryPolicy, StateGraph, get_stream_writer, keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
-from graphcore.backend.events import read_events
+from graphcore.backend.events import EVENTS_MAXLEN, encode_event, read_events
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
@@ -412,3 +412,29 @@ def test_run_on_a_busy_thread_says_it_waits_in_line(redis_url: str) -> None:
     assert json.loads(ok(graphq("runs", "show", first, "-o", "json", url=redis_url)).stdout)["status"] == (
         "completed"
     )
+
+
+def test_watch_says_when_the_cap_dropped_the_first_events(redis_url: str, redis_client: redis.Redis) -> None:
+    run_id = enqueue(redis_url, "counter", {"limit": 1})
+    record = Client(redis_client, Registry({})).get_run(run_id)
+    stream = keys.run_events(record.thread_id, run_id)
+    pipe = redis_client.pipeline(transaction=False)
+    for i in range(EVENTS_MAXLEN + 300):  # as _events.lua adds them: MAXLEN ~ EVENTS_MAXLEN
+        pipe.xadd(stream, encode_event("custom", 0, {"node": "n", "chunk": i}), maxlen=EVENTS_MAXLEN)
+    pipe.execute()
+    work(redis_url)
+    info = redis_client.xinfo_stream(stream)
+    first = info["first-entry"][0].decode()
+    result = graphq("runs", "watch", run_id, "-o", "json", "--mode", "status", url=redis_url)
+    assert [e["data"] for e in events(ok(result).stdout)] == [{"status": "running"}, {"status": "completed"}]
+    cap = f"the stream keeps about the newest {EVENTS_MAXLEN} (EVENTS_MAXLEN)"
+    if "entries-added" in info:  # Redis 7+: counted
+        dropped = int(info["entries-added"]) - int(info["length"])
+        said = f"its first {dropped} events were dropped"
+    else:
+        said = "its earlier events were dropped"
+    assert result.stderr.splitlines()[0] == f"run {run_id}: replaying from event {first}: {said}; {cap}"
+    assert "replaying" not in graphq("runs", "watch", run_id, "--after", first, url=redis_url).stderr
+    short = enqueue(redis_url, "counter", {"limit": 1})
+    work(redis_url)
+    assert "replaying" not in graphq("runs", "watch", short, url=redis_url).stderr  # nothing dropped
