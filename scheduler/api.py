@@ -16,7 +16,7 @@ from typing import Any
 
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
-from graphcore.errors import RunNotFoundError
+from graphcore.errors import ConfigError, RunNotFoundError
 from scheduler.claim import Batch, commit, run_request
 from scheduler.plan import Decision
 from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore, problem_text
@@ -46,15 +46,40 @@ class Schedules:
         ``end``). Its first fire is the first after now (or after ``start``).
 
         Raises:
-            ConfigError: a bad name, expression, zone, policy, id or start/end; the name exists.
+            ConfigError: a bad name, expression, zone, policy, id or start/end; an end in the past; a jitter
+                at or above the shortest time between the fires; the name exists.
             UnknownWorkflowError: this client's registry has no such workflow.
             InvalidUpdateError, InputTypeError, SerializationError, InputTooLargeError: the input is one
                 the workflow refuses.
         """
         schedule = Schedule.build(name=name, workflow=workflow, cron=cron, created_at=self._now(), **options)
-        self.client.check(_probe(schedule))
+        self._check(schedule, check_end=True)
         self.store.add(schedule)
         return schedule
+
+    def _check(self, schedule: Schedule, check_end: bool) -> None:
+        """What a schedule's fields alone do not say: its end is not past (``check_end``), its jitter is below
+        the shortest time between its fires, and the client takes its workflow and input.
+
+        Raises:
+            ConfigError: ``end`` in the past; ``jitter_s`` at or above the shortest gap (naming both).
+            UnknownWorkflowError, ...: see :meth:`add`.
+        """
+        now = self._now()
+        if check_end and schedule.end is not None and schedule.end <= now:
+            raise ConfigError(
+                f"schedule {schedule.name!r}: --end {schedule.end.isoformat()} is in the past (now "
+                f"{now.isoformat(timespec='seconds')}): it would never fire"
+            )
+        if schedule.jitter_s > 0:
+            gap = schedule.cron_expr.shortest_gap_s(now)
+            if schedule.jitter_s >= gap:
+                raise ConfigError(
+                    f"schedule {schedule.name!r}: --jitter {schedule.jitter_s:g} s is not below the shortest "
+                    f"time between its fires, {gap:g} s ({schedule.cron!r} in {schedule.tz}): a fire could "
+                    "start after the next one"
+                )
+        self.client.check(_probe(schedule))
 
     def update(self, name: str, **changes: Any) -> Schedule:
         """Change ``name`` in place: ``changes`` are :meth:`add`'s options (and ``workflow``, ``cron``); the
@@ -69,7 +94,7 @@ class Schedules:
         """
         fields = self.store.stored(name) | changes | {"name": name}
         schedule = Schedule.build(**fields)
-        self.client.check(_probe(schedule))
+        self._check(schedule, check_end="end" in changes)
         self.store.update(schedule, int(self.clock() * 1000))
         return schedule
 

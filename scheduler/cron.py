@@ -170,6 +170,20 @@ class Cron:
         """The first fire time strictly after ``instant`` (aware), UTC."""
         return next(self.after(instant))
 
+    def shortest_gap_s(self, after: datetime, count: int = 1000, horizon_days: int = 366) -> float:
+        """The shortest time between two consecutive fires, seconds, among the fires after ``after`` (aware):
+        at most ``count`` of them, and those within ``horizon_days`` (at least two fires are looked at). A
+        zone's DST changes count (a daily 02:30 in New York is 23 h apart across spring forward)."""
+        end = after + timedelta(days=horizon_days)
+        shortest, previous = float("inf"), None
+        for n, fire in enumerate(self.after(after)):
+            if previous is not None:
+                shortest = min(shortest, (fire - previous).total_seconds())
+            if n + 1 >= count or (fire > end and n >= 1):
+                break
+            previous = fire
+        return shortest
+
     def between(self, after: datetime, until: datetime, limit: int) -> list[datetime]:
         """Fire times in ``(after, until]``, ascending, at most ``limit`` of them (the earliest). Memoized
         (the latest 256 answers): in a pass, the schedules that share an expression, a zone and a cursor

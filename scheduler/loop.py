@@ -27,14 +27,22 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.locks import OwnerLock
 from graphcore.backend.runs import TERMINAL, RunStatus
-from graphcore.errors import DisabledError, PermanentError, TransientError
+from graphcore.errors import ConfigError, DisabledError, PermanentError, TransientError
 from graphcore.settings import Settings
 from scheduler.claim import Batch, Claimed, batches, commit, run_request
 from scheduler.plan import Decision, iso, plan
 from scheduler.schedules import Schedule, ScheduleState, ScheduleStore, problem_text
 from worker.metrics import schedule_fired
 
-__all__ = ["BATCH", "TICK_MARGIN_S", "PassResult", "Scheduler", "instance_id", "to_next_tick"]
+__all__ = [
+    "BATCH",
+    "TICK_MARGIN_S",
+    "PassResult",
+    "Scheduler",
+    "check_settings",
+    "instance_id",
+    "to_next_tick",
+]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +64,21 @@ def to_next_tick(interval_s: float, now: float) -> float:
     ``interval_s``. Fires are mostly at whole seconds: a pass starting as they fall due finds them at once,
     where a tick at any phase of the interval finds them up to an interval late (fire lag, P7)."""
     return interval_s - now % interval_s + TICK_MARGIN_S
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse scheduler settings that contradict each other.
+
+    Raises:
+        ConfigError: ``GRAPHQ_SCHEDULER_GRACE_S`` below ``GRAPHQ_SCHEDULER_INTERVAL_S`` (a fire found by the
+            next pass, on time, would count missed).
+    """
+    grace, interval = settings.scheduler_grace_s, settings.scheduler_interval_s
+    if grace < interval:
+        raise ConfigError(
+            f"GRAPHQ_SCHEDULER_GRACE_S ({grace:g}) is below GRAPHQ_SCHEDULER_INTERVAL_S ({interval:g}): "
+            "fires found on time by the next pass would count missed; make the grace at least the interval"
+        )
 
 
 def instance_id() -> str:
@@ -97,6 +120,7 @@ class Scheduler:
         clock: Callable[[], float] = time.time,
         name: str | None = None,
     ) -> None:
+        check_settings(settings)
         self.client = client
         self.kv = client.kv
         self.settings = settings

@@ -516,3 +516,34 @@ def test_update_keeps_the_cursor_the_latest_run_and_the_history(
     with pytest.raises(ConfigError, match="hour field: 24"):
         schedules.update("slow", cron="0 24 * * *")
     assert schedules.get("slow").cron == "*/2 * * * *"
+
+
+def test_settings_and_options_that_contradict_each_other_are_refused(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """A grace below the pass interval (on-time fires counted missed), an end in the past, a jitter at or
+    above the shortest time between the fires (daily 02:30 in New York: 23.5 h across spring forward)."""
+    with pytest.raises(ConfigError) as grace:
+        scheduler(client, clock, scheduler_grace_s=0.5, scheduler_interval_s=1)
+    assert str(grace.value).startswith(
+        "GRAPHQ_SCHEDULER_GRACE_S (0.5) is below GRAPHQ_SCHEDULER_INTERVAL_S (1)"
+    )
+    with pytest.raises(ConfigError) as ended:
+        schedules.add("e", workflow="counter", cron="* * * * *", end=datetime(2026, 3, 6, tzinfo=UTC))
+    assert str(ended.value) == (
+        "schedule 'e': --end 2026-03-06T00:00:00+00:00 is in the past (now 2026-03-07T00:00:00+00:00): it "
+        "would never fire"
+    )
+    with pytest.raises(ConfigError) as jittered:
+        schedules.add("j", workflow="counter", cron="30 2 * * *", tz="America/New_York", jitter_s=84_600)
+    assert str(jittered.value) == (
+        "schedule 'j': --jitter 84600 s is not below the shortest time between its fires, 84600 s "
+        "('30 2 * * *' in America/New_York): a fire could start after the next one"
+    )
+    schedules.add("j", workflow="counter", cron="30 2 * * *", tz="America/New_York", jitter_s=84_599)
+    with pytest.raises(
+        ConfigError, match="--jitter 120 s is not below the shortest time between its fires, 60 s"
+    ):
+        schedules.update("j", cron="* * * * *", jitter_s=120)
+    assert schedules.get("j").cron == "30 2 * * *"
+    assert [s.name for s in schedules.list()] == ["j"]

@@ -110,6 +110,12 @@ BAD = [
     (["--thread", "t1", "--new-thread"], "--thread and --new-thread exclude each other"),
     (["--tenant", "a b"], "tenant 'a b' is invalid"),
     (["--input", "{bad"], "--input"),
+    (["--end", "2020-01-01T00:00Z"], "schedule 's1': --end 2020-01-01T00:00:00+00:00 is in the past (now "),
+    (
+        ["--jitter", "1m"],
+        "schedule 's1': --jitter 60 s is not below the shortest time between its fires, 60 s ('* * * * *' in "
+        "UTC): a fire could start after the next one",
+    ),
 ]
 
 
@@ -396,3 +402,15 @@ def test_schedules_update(redis_url: str) -> None:
     assert error_line(missing) == "error: no schedule named 'nope' (graphq schedules list shows them)"
     bad = ok(invoke(MODULE, redis_url, "schedules", "update", "s", "--cron", "60 * * * *"), 2)
     assert error_line(bad) == "error: cron expression '60 * * * *': minute field: 60 is out of range 0-59"
+
+
+def test_the_scheduler_refuses_a_grace_below_its_interval(procs: Procs, redis_url: str) -> None:
+    """GRAPHQ_SCHEDULER_GRACE_S below GRAPHQ_SCHEDULER_INTERVAL_S (on-time fires would count missed):
+    ``graphq scheduler`` exits 2 at startup with one line."""
+    env = worker_env(redis_url, MODULE, None, GRAPHQ_SCHEDULER_INTERVAL_S="2", GRAPHQ_SCHEDULER_GRACE_S="1.5")
+    proc = procs.start("scheduler", env=env)
+    assert proc.wait(timeout=20) == 2
+    assert procs.logged(proc).strip().splitlines()[-1] == (
+        "error: GRAPHQ_SCHEDULER_GRACE_S (1.5) is below GRAPHQ_SCHEDULER_INTERVAL_S (2): fires found on time "
+        "by the next pass would count missed; make the grace at least the interval"
+    )
