@@ -27,6 +27,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.locks import OwnerLock
 from graphcore.backend.runs import TERMINAL, RunStatus
+from graphcore.backend.switch import refuse_if_off
 from graphcore.errors import ConfigError, DisabledError, PermanentError, TransientError
 from graphcore.settings import Settings
 from scheduler.claim import Batch, Claimed, batches, commit, run_request
@@ -131,6 +132,8 @@ class Scheduler:
         self.passes = 0
         self.claiming = 0
         """Passes that had fires to claim."""
+        self.disabled = False
+        """Whether the last pass found graphq disabled (the kill switch), logged once until it is on again."""
         self.problems: dict[str, str] = {}
         """The schedules this instance could not read or plan, with why (each logged once)."""
         self.started = iso(int(clock() * 1000))
@@ -288,18 +291,37 @@ class Scheduler:
         elif result.claimed:
             log.info("pass %d: %d fires claimed", self.passes, len(result.claimed))
 
+    def guarded_tick(self) -> None:
+        """:meth:`tick`, logging what stops it instead of raising: Redis away (each time: the next tick tries
+        again), or graphq disabled (the kill switch: logged once when a pass finds it off, and once when a
+        pass finds it on again; while off, one GET a pass checks it)."""
+        try:
+            self.tick()
+        except DisabledError as exc:
+            if not self.disabled:
+                log.warning("scheduler: %s; fires wait (caught up by their policy once on)", exc)
+            self.disabled = True
+            return
+        except (RedisError, TransientError) as exc:  # Redis away: the next tick tries again
+            log.warning("scheduler: pass failed, tried again next tick: %s", exc)
+            return
+        if self.disabled:  # a pass without fires to claim does not meet the switch: look at it
+            try:
+                refuse_if_off(self.kv.get(keys.switch()), self.settings.enabled)
+            except (DisabledError, RedisError, TransientError):
+                return
+            self.disabled = False
+            log.info(
+                "scheduler: graphq is enabled again; fires start (missed ones by their catch-up policy)"
+            )
+
     def run(self, stop: threading.Event) -> None:
         """Tick at every whole ``GRAPHQ_SCHEDULER_INTERVAL_S`` of real time (:func:`to_next_tick`) until
         ``stop`` is set; then release the lock (only if this instance holds it) and delete the heartbeat."""
         interval = self.settings.scheduler_interval_s
         try:
             while not stop.is_set():
-                try:
-                    self.tick()
-                except DisabledError as exc:
-                    log.warning("scheduler: %s; fires wait (caught up by their policy once on)", exc)
-                except (RedisError, TransientError) as exc:  # Redis away: the next tick tries again
-                    log.warning("scheduler: pass failed, tried again next tick: %s", exc)
+                self.guarded_tick()
                 stop.wait(to_next_tick(interval, time.time()))
         finally:
             with contextlib.suppress(RedisError, TransientError):  # Redis gone: the lock and beat expire

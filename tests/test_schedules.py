@@ -547,3 +547,34 @@ def test_settings_and_options_that_contradict_each_other_are_refused(
         schedules.update("j", cron="* * * * *", jitter_s=120)
     assert schedules.get("j").cron == "30 2 * * *"
     assert [s.name for s in schedules.list()] == ["j"]
+
+
+def test_the_kill_switch_is_logged_once_when_found_off_and_once_when_on_again(
+    client: Client, clock: Clock, schedules: Schedules, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``graphq disable``: the loop's tick logs one warning for any number of passes (it logged one every
+    pass, every second, on every replica), and one line when a pass finds graphq on again."""
+    import logging
+
+    from graphcore.backend import switch
+
+    caplog.set_level(logging.INFO, logger="scheduler.loop")
+    schedules.add("a", workflow="counter", cron="* * * * *", overlap="allow")
+    switch.disable(client.kv, "test")
+    sched = scheduler(client, clock)
+    for at in ("00:01:00", "00:01:30", "00:02:00", "00:03:00"):
+        clock.at(f"2026-03-07T{at}")
+        sched.guarded_tick()
+    said = [r.getMessage() for r in caplog.records if r.name == "scheduler.loop"]
+    assert len(said) == 1 and said[0].startswith("scheduler: new runs are refused: graphq is disabled")
+    switch.enable(client.kv)
+    clock.at("2026-03-07T00:03:20")
+    sched.guarded_tick()
+    sched.guarded_tick()
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("scheduler:")]
+    assert said[1:] == [
+        "scheduler: graphq is enabled again; fires start (missed ones by their catch-up policy)"
+    ]
+    clock.at("2026-03-07T00:04:00")
+    sched.guarded_tick()
+    assert outcomes(schedules, "a")[-1] == ("2026-03-07T00:04:00Z", "started", "a-20260307T000400Z")
