@@ -237,7 +237,7 @@ def test_defaults_render_workers_scheduler_and_no_autoscaler(chart: helm.Chart) 
     assert container(objects, "scheduler")["args"] == ["scheduler", "--metrics-port", "9101"]
     assert container(objects, "worker")["image"] == "graphq:0.1.0"
     pdbs = tuple(objects[("PodDisruptionBudget", f"{FULL}-{c}")] for c in ("worker", "scheduler"))
-    assert pdbs[0]["spec"]["maxUnavailable"] == 1 and pdbs[1]["spec"]["minAvailable"] == 1
+    assert pdbs[0]["spec"]["maxUnavailable"] == 1 and pdbs[1]["spec"]["maxUnavailable"] == 1
     for pdb, component in zip(pdbs, ("worker", "scheduler"), strict=True):
         assert pdb["spec"]["selector"]["matchLabels"] == pod(objects, component)["metadata"]["labels"]
 
