@@ -245,7 +245,7 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
 def _again_hint(exc: NotAwaitingInputError, history: bool) -> str:
     """The refusal of an answer to a run that waits for none, with the command that answers one of its
     answered requests again, on a new branch (not offered without checkpoint ``history``, R5)."""
-    message = f"run {exc.run_id} is {exc.status}, not awaiting input; nothing to answer"
+    message = exc.refusal
     if not history:
         return message
     if len(exc.answered) == 1:

@@ -95,8 +95,11 @@ def test_a_request_expires_at_the_next_scan_on_a_worker(
     with pytest.raises(NotAwaitingInputError) as refused:
         client.answer(run_id, "yes")
     assert str(refused.value) == (
-        f"run {run_id} is canceled ({done.error.message}), not awaiting input; nothing to answer"
+        f"run {run_id} is canceled: its request {request.id} expired at {iso_ms(deadline)}; nothing to answer"
     )
+    with process_state_restored():
+        answered = ok(invoke(MODULE, redis_url, "runs", "answer", run_id, "--value", '"yes"'), 2)
+    assert answered.stderr.splitlines() == [f"error: {refused.value}"]
 
 
 def test_a_backlog_drains_over_several_scans(client: Client, redis_url: str) -> None:
@@ -151,7 +154,7 @@ def test_an_answer_racing_the_scan_either_wins_or_is_refused(client: Client, red
     assert client.get_run(won).status == RunStatus.QUEUED
     work(client)
     assert client.get_run(won).result == {"timeout": 0.05, "answer": "in time"}
-    with pytest.raises(NotAwaitingInputError, match=f"request {request.id} was not answered by its deadline"):
+    with pytest.raises(NotAwaitingInputError, match=f"is canceled: its request {request.id} expired at "):
         client.answer(lost, "late")
 
 
@@ -265,7 +268,7 @@ def test_a_scan_inside_the_answers_transaction_wins_and_the_answer_is_refused(
         real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(client_module, "stage_admit", scan_first)
-    with pytest.raises(NotAwaitingInputError, match=f"request {request.id} was not answered by its deadline"):
+    with pytest.raises(NotAwaitingInputError, match=f"is canceled: its request {request.id} expired at "):
         client.answer(run_id, "late")
     assert scans == [[run_id]]
     run = client.get_run(run_id)

@@ -18,6 +18,7 @@ naming the expiry: :func:`expired_note`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,11 +74,16 @@ def expired_error(request_id: str, deadline_ms: int) -> RunError:
     )
 
 
+_EXPIRED_MESSAGE = re.compile(r"request (\S+) was not answered by its deadline (\S+) ")
+"""Reads :func:`expired_error`'s message back: the request id and the deadline."""
+
+
 def expired_note(run: RunRecord) -> str:
-    """Why an answer to ``run`` is refused when its request expired (the run's error message); ""
-    otherwise."""
+    """Why an answer to ``run`` is refused when its request expired: ``its request R expired at DEADLINE``
+    (from the run's error; its message as is when not in :func:`expired_error`'s form); "" otherwise."""
     if run.status == RunStatus.CANCELED and run.error is not None and run.error.type == EXPIRED:
-        return run.error.message
+        found = _EXPIRED_MESSAGE.match(run.error.message)
+        return f"its request {found[1]} expired at {found[2]}" if found else run.error.message
     return ""
 
 

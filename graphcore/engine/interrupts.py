@@ -94,7 +94,11 @@ class NotAwaitingInputError(InvalidUpdateError):
         status: its status (``completed``, ``running``, ...).
         answered: the ids of the requests it made that were answered: each can be answered again on a new
             branch (``answer_again``, ``graphq runs answer --again``).
-        why: why it ended, when that explains the refusal (its request expired, R13), else "".
+        why: why it ended, when that explains the refusal (``its request R expired at DEADLINE``, R13), else
+            "".
+        refusal: the message without the hint to answer again: ``run R is completed, not awaiting input;
+            nothing to answer``, or ``run R is canceled: its request Q expired at DEADLINE; nothing to
+            answer``.
     """
 
     def __init__(self, run_id: str, status: str, answered: Sequence[str] = (), why: str = "") -> None:
@@ -104,8 +108,9 @@ class NotAwaitingInputError(InvalidUpdateError):
             if answered
             else ""
         )
-        because = f" ({why})" if why else ""
-        super().__init__(f"run {run_id} is {status}{because}, not awaiting input; nothing to answer{again}")
+        state = f": {why}" if why else ", not awaiting input"
+        self.refusal = f"run {run_id} is {status}{state}; nothing to answer"
+        super().__init__(f"{self.refusal}{again}")
         self.why = why
         self.run_id = run_id
         self.status = status
