@@ -35,7 +35,7 @@ from scheduler.schedules import (
 )
 from worker.health import publish_status
 from worker.housekeeping import start_housekeeping
-from worker.metrics import serve
+from worker.metrics import cluster_collector, serve
 
 __all__ = ["scheduler", "schedules"]
 
@@ -180,20 +180,27 @@ def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:
     """The schedule's fields, state and next fire; ``problem`` (else None) when it cannot be planned here."""
     state = api.state(schedule.name)
     try:
-        upcoming = [] if schedule.paused else api.next(schedule.name, 1)
+        upcoming = api.next_due(schedule.name)
     except (ValueError, PermanentError) as exc:  # croniter's errors are ValueErrors
         return _problem_json(api, schedule.name, problem_text(exc))
     return schedule.model_dump(mode="json") | {
         "state": state.model_dump(),
         "latest_run": api.latest_run(schedule.name),
         "next_fire": _utc(upcoming[0]) if upcoming else None,
+        "next_due": _utc(upcoming[1]) if upcoming else None,
         "problem": None,
     }
 
 
 def _problem_json(api: Schedules, name: str, why: str) -> dict[str, Any]:
     """A schedule this process cannot read or plan: its fields as stored, and why (the scheduler skips it)."""
-    return api.stored(name) | {"state": None, "latest_run": None, "next_fire": None, "problem": why}
+    return api.stored(name) | {
+        "state": None,
+        "latest_run": None,
+        "next_fire": None,
+        "next_due": None,
+        "problem": why,
+    }
 
 
 def _found(api: Schedules, name: str) -> dict[str, Any]:
@@ -238,7 +245,9 @@ def list_schedules(app: AppContext, output: str) -> None:
 @click.pass_obj
 def show(app: AppContext, name: str, output: str) -> None:
     """One schedule: its definition, its latest run (its chain followed: the reaper's continuation of a run
-    whose worker was lost), a fire kept waiting, its next fire."""
+    whose worker was lost), a fire kept waiting, its next fire still to come (next_fire, UTC) and when it is
+    due (next_due: plus its jitter; with --jitter a fire whose time passed can still be to come). The lag in
+    `schedules history` is measured from the due time: the jitter asked for is not lag."""
     api = Schedules(app.reader())
     found = _found(api, name)
     if output == "json":
@@ -351,7 +360,9 @@ def scheduler(app: AppContext, metrics_port: int) -> None:
     def live() -> bool:  # /healthz, as graphq health --scheduler: the loop ran within GRAPHQ_LEASE_TTL_S
         return time.time() - instance.ticked_at <= settings.lease_ttl_s and bool(kv.ping())
 
-    server = serve(metrics_port, lambda: not stop.is_set(), live) if metrics_port else None
+    cluster = [cluster_collector(kv, settings, app.registry.names())]  # queue depth, runs: with no worker
+    ready = lambda: not stop.is_set()  # noqa: E731
+    server = serve(metrics_port, ready, live, collectors=cluster) if metrics_port else None
     helpers = start_housekeeping(kv, settings, stop)
     click.echo(
         f"graphq scheduler {instance.id}: every {settings.scheduler_interval_s:g} s on "

@@ -18,7 +18,7 @@ from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
 from graphcore.errors import ConfigError, RunNotFoundError
 from scheduler.claim import Batch, commit, run_request
-from scheduler.plan import Decision
+from scheduler.plan import Decision, jitter_ms
 from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore, problem_text
 
 __all__ = ["Schedules"]
@@ -173,6 +173,24 @@ class Schedules:
                 break
             found.append(fire)
         return found
+
+    def next_due(self, name: str) -> tuple[datetime, datetime] | None:
+        """The next fire still to come and when it is due (its time plus its jitter), UTC: the first fire
+        after the newest one handled (the cursor) that is not due before now. With ``--jitter`` it can be a
+        fire whose time has passed: the 14:39 fire of a schedule with 50 s of jitter, due at 14:39:47, is
+        still the next at 14:39:20. None when paused or none is left before its end."""
+        schedule = self.store.get(name)
+        if schedule.paused:
+            return None
+        now = self._now()
+        cursor = datetime.fromtimestamp(self.store.state(schedule).cursor_ms / 1000, UTC)
+        moment = max(cursor, now - timedelta(seconds=schedule.jitter_s))
+        for fire in self.next(name, 3, after=moment):  # jitter below the gap: the 2nd is due after now
+            fire_ms = int(fire.timestamp() * 1000)
+            due = fire + timedelta(milliseconds=jitter_ms(schedule, fire_ms))
+            if due >= now:
+                return fire, due
+        return None
 
     def trigger(self, name: str) -> str:
         """Fire ``name`` now, outside its timetable (paused or not; overlap not applied), recorded in its

@@ -578,3 +578,31 @@ def test_the_kill_switch_is_logged_once_when_found_off_and_once_when_on_again(
     clock.at("2026-03-07T00:04:00")
     sched.guarded_tick()
     assert outcomes(schedules, "a")[-1] == ("2026-03-07T00:04:00Z", "started", "a-20260307T000400Z")
+
+
+def test_a_jittered_fire_still_to_come_is_the_next_and_its_lag_leaves_the_jitter_out(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """With 50 s of jitter, between the 00:02 fire's time and its due time (plus its offset) ``next_due``
+    gives that fire, not 00:03 (show skipped it); its history lag is counted from the due time."""
+    from scheduler.plan import jitter_ms
+
+    schedule = schedules.add("j", workflow="counter", cron="* * * * *", jitter_s=50, overlap="allow")
+    fire_ms = int(ts("2026-03-07T00:02:00") * 1000)
+    offset = jitter_ms(schedule, fire_ms)
+    assert offset > 2_000  # fixed by the name and the time
+    clock.at("2026-03-07T00:01:55")
+    sched = scheduler(client, clock)
+    sched.tick()  # the 00:01 fire (due before 00:01:50)
+    clock.now = (fire_ms + offset / 2) / 1000
+    due = datetime.fromtimestamp((fire_ms + offset) / 1000, UTC)
+    assert schedules.next_due("j") == (datetime.fromtimestamp(fire_ms / 1000, UTC), due)
+    clock.now = (fire_ms + offset) / 1000 + 0.25
+    sched.tick()
+    [latest, _] = schedules.history("j")
+    assert (latest.fire_time, latest.outcome) == ("2026-03-07T00:02:00Z", "started")
+    assert latest.lag_s is not None and 0.25 <= latest.lag_s < 1.25
+    assert schedules.next_due("j") == (
+        datetime(2026, 3, 7, 0, 3, tzinfo=UTC),
+        datetime.fromtimestamp((fire_ms + 60_000 + jitter_ms(schedule, fire_ms + 60_000)) / 1000, UTC),
+    )
