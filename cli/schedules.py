@@ -102,8 +102,11 @@ _POLICIES = """
     \b
     --overlap (the schedule's previous run still active): skip records the fire skipped-overlap, allow
       starts it anyway, buffer_one keeps one waiting and starts it when the previous run ends.
-    --catchup (fires missed while no scheduler ran, within --catchup-window): skip records them missed,
-      latest starts the newest of them, all starts each.
+    --catchup (fires missed while no scheduler ran, within --catchup-window): skip records them missed;
+      latest starts one run for them, the newest (caught-up; the others missed), and the next fire still
+      starts on time as usual: with GRAPHQ_SCHEDULER_GRACE_S=10, an every-minute schedule and no scheduler
+      from 14:32:30 to 14:35:50, 14:33 and 14:34 are missed, 14:35 starts at 14:35:50 (caught-up) and 14:36
+      on time, back to back (--overlap skip skips 14:36 while that run is active); all starts each.
     DURATION: 90s, 5m, 2h, 1d. A local time that does not exist (spring forward) fires at the first
     instant after the gap; a repeated one (fall back) at its first occurrence.
     """

@@ -311,9 +311,7 @@ class Scheduler:
             except (DisabledError, RedisError, TransientError):
                 return
             self.disabled = False
-            log.info(
-                "scheduler: graphq is enabled again; fires start (missed ones by their catch-up policy)"
-            )
+            log.info("scheduler: graphq is enabled again; fires start (missed ones by their catch-up policy)")
 
     def run(self, stop: threading.Event) -> None:
         """Tick at every whole ``GRAPHQ_SCHEDULER_INTERVAL_S`` of real time (:func:`to_next_tick`) until

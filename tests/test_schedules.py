@@ -606,3 +606,27 @@ def test_a_jittered_fire_still_to_come_is_the_next_and_its_lag_leaves_the_jitter
         datetime(2026, 3, 7, 0, 3, tzinfo=UTC),
         datetime.fromtimestamp((fire_ms + 60_000 + jitter_ms(schedule, fire_ms + 60_000)) / 1000, UTC),
     )
+
+
+def test_catchup_latest_starts_one_run_for_the_missed_fires_and_the_next_on_time(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """The example of the README and ``schedules add --help``: grace 10 s, no scheduler from 14:32:30 to
+    14:35:50: 14:33 and 14:34 missed, 14:35 caught-up at 14:35:50, 14:36 started on time."""
+    from cli.schedules import add
+
+    assert "14:35 starts at 14:35:50 (caught-up) and 14:36\n      on time, back to back" in (add.help or "")
+    clock.at("2026-03-07T14:32:00")
+    schedules.add("m", workflow="counter", cron="* * * * *", overlap="allow", catchup="latest")
+    sched = scheduler(client, clock, scheduler_grace_s=10)
+    clock.at("2026-03-07T14:32:30")
+    sched.tick()
+    for at in ("14:35:50", "14:36:00"):
+        clock.at(f"2026-03-07T{at}")
+        sched.tick()
+    assert outcomes(schedules, "m") == [
+        ("2026-03-07T14:33:00Z", "missed", None),
+        ("2026-03-07T14:34:00Z", "missed", None),
+        ("2026-03-07T14:35:00Z", "caught-up", "m-20260307T143500Z"),
+        ("2026-03-07T14:36:00Z", "started", "m-20260307T143600Z"),
+    ]
