@@ -424,7 +424,7 @@ def test_keda_scales_workers_on_each_step_queue_length_without_hpa_or_replicas(c
     scaled = objects[("ScaledObject", f"{FULL}-worker")]["spec"]
     target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"{FULL}-worker"}
     assert scaled["scaleTargetRef"] == target
-    assert (scaled["minReplicaCount"], scaled["maxReplicaCount"]) == (0, 20)
+    assert (scaled["minReplicaCount"], scaled["maxReplicaCount"]) == (1, 20)
     keys = [Queue.redis_queue_namespace_prefix + queue_name("graphq", w) for w in KEDA["workflows"]]
     assert keys == ["rq:queue:graphq:code-inventory", "rq:queue:graphq:approval"]
     assert [t["metadata"]["listName"] for t in scaled["triggers"]] == keys
@@ -536,7 +536,7 @@ def test_notes_name_the_objects_and_the_autoscaler(chart: helm.Chart) -> None:
     rendered = chart.render({"autoscaling": {"keda": KEDA}}, name=RELEASE, namespace=NAMESPACE)
     notes = rendered["graphq/templates/NOTES.txt"]
     assert ("Workers: demo-graphq-worker (2 processes per pod, scaled by KEDA on the queue lengths, "
-            "0 to 20 pods)") in notes
+            "1 to 20 pods)") in notes
     assert "kubectl -n jobs exec deploy/demo-graphq-worker -- graphq health --worker" in notes
 
 

@@ -274,3 +274,20 @@ def test_the_multiprocess_directory_is_private_and_removed(
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(20) == 0
     assert not own.exists()
+
+
+def test_the_scheduler_exports_the_cluster_gauges_with_no_worker(
+    client: Client, procs: Procs, env: dict[str, str]
+) -> None:
+    """With the workers scaled to zero the scheduler's /metrics still has the queue depth and the runs
+    (the dashboard's panels and a KEDA trigger on graphq_runs_running read them); it had neither."""
+    port = free_port()
+    procs.start("scheduler", "--metrics-port", str(port), env=env)
+    wait_for(lambda: get(port, "/readyz")[0] == 200, what="the scheduler's /readyz 200")
+    for _ in range(2):
+        client.enqueue("counter", {"limit": 2}, tenant="acme")
+    got = samples(get(port, "/metrics")[1])
+    assert value(got, "graphq_queue_depth", workflow="counter") == 2
+    assert value(got, "graphq_queue_depth", workflow="two-steps") == 0
+    assert value(got, "graphq_runs_running", tenant="acme") == 2
+    assert value(got, "graphq_runs_queued", tenant="acme") == 0

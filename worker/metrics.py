@@ -33,11 +33,14 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
+from rq import Queue
 
 from graphcore.backend.admission import tenants as tenant_rows
 from graphcore.backend.connection import on_retry
 from graphcore.backend.reaper import server_ms
+from graphcore.settings import Settings
 from worker.health import pid_alive
+from worker.queue import queue_name
 
 __all__ = [
     "METRICS",
@@ -383,6 +386,14 @@ def stop_multiprocess(directory: str) -> None:
     if os.environ.get(MULTIPROC_ENV) == directory:
         del os.environ[MULTIPROC_ENV]
     shutil.rmtree(directory, ignore_errors=True)
+
+
+def cluster_collector(kv: Any, settings: Settings, workflows: Iterable[str]) -> RedisCollector:
+    """The :class:`RedisCollector` of these workflows' step queues (``rq:queue:<GRAPHQ_QUEUE>:<workflow>``)
+    and the admission counts: what the worker's and the scheduler's ``/metrics`` export, so that queue depth
+    and runs running stay visible with no worker pod (the dashboard takes the max across pods)."""
+    queues = {w: Queue.redis_queue_namespace_prefix + queue_name(settings.queue, w) for w in workflows}
+    return RedisCollector(kv, queues, settings.metrics_tenant_label_cap)
 
 
 def serve(

@@ -51,7 +51,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rq import Queue, SimpleWorker
+from rq import SimpleWorker
 
 from graphcore.backend.connection import connect
 from graphcore.backend.embedded import exit_with_parent
@@ -64,7 +64,6 @@ from worker.health import publish_status
 from worker.housekeeping import start_housekeeping
 from worker.lease import Lease, renew, set_listener
 from worker.process import run_worker
-from worker.queue import queue_name
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -578,9 +577,7 @@ def _observed(supervisor: Supervisor, port: int | None, workflows: Sequence[str]
     server = None
     try:
         if port is not None:
-            kv = supervisor.kv
-            queues = {w: Queue(queue_name(settings.queue, w), connection=kv).key for w in workflows}
-            cluster = metrics.RedisCollector(supervisor.kv, queues, settings.metrics_tenant_label_cap)
+            cluster = metrics.cluster_collector(supervisor.kv, settings, workflows)
             try:
                 server = metrics.serve(
                     port, lambda: supervisor.draining_at is None, supervisor.alive, collectors=[cluster]
