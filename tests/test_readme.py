@@ -30,3 +30,26 @@ def test_the_tour_tidy_up_unsets_what_it_exported() -> None:
         "kill %1 && $(dirname $REDIS_BIN)/redis-cli -p 6390 shutdown",
         "unset GRAPHQ_REDIS_URL",
     ]
+
+
+def test_the_layout_names_every_package_and_benchmark() -> None:
+    """The Layout table has a row for each installed top-level package (``scheduler/`` was missing) and
+    names the benchmarks up to the last one in ``bench/`` (it said P1–P6 with P7 there)."""
+    import tomllib
+
+    root = README.parent
+    layout = README.read_text(encoding="utf-8").split("## Layout", 1)[1].split("\n## ", 1)[0]
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    packages = project["tool"]["mypy"]["packages"]
+    assert [p for p in packages if f"| `{p}/` |" not in layout] == []
+    last = max(int(p.name[1]) for p in (root / "bench").glob("p[0-9]_*.py"))
+    assert f"benchmarks P1\u2013P{last} (`make bench`)" in layout
+
+
+def test_tzdata_is_a_dependency() -> None:
+    """zoneinfo falls back to the tzdata package where the system has no zone database or lacks legacy names
+    (python:3.12-slim: US/Eastern), so schedules in any IANA zone work in the image."""
+    import tomllib
+
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert [d for d in project["project"]["dependencies"] if d.startswith("tzdata")] == ["tzdata>=2024.1"]
