@@ -35,6 +35,7 @@ from scheduler.schedules import (
 )
 from worker.health import publish_status
 from worker.housekeeping import start_housekeeping
+from worker.logs import announce
 from worker.metrics import cluster_collector, serve
 
 __all__ = ["scheduler", "schedules"]
@@ -367,10 +368,10 @@ def scheduler(app: AppContext, metrics_port: int) -> None:
     ready = lambda: not stop.is_set()  # noqa: E731
     server = serve(metrics_port, ready, live, collectors=cluster) if metrics_port else None
     helpers = start_housekeeping(kv, settings, stop)
-    click.echo(
+    announce(
         f"graphq scheduler {instance.id}: every {settings.scheduler_interval_s:g} s on "
         f"{redact_url(app.redis_url())} (started {datetime.now(UTC).isoformat(timespec='seconds')})",
-        err=True,
+        "graphq.scheduler",
     )
     status = publish_status(
         "scheduler",
@@ -388,4 +389,4 @@ def scheduler(app: AppContext, metrics_port: int) -> None:
             thread.join(timeout=5)
         if server is not None:
             server.shutdown()
-    click.echo(f"graphq scheduler {instance.id}: stopped", err=True)
+    announce(f"graphq scheduler {instance.id}: stopped", "graphq.scheduler")

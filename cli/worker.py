@@ -8,6 +8,7 @@ from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, fail
 from graphcore.backend.connection import redact_url
 from graphcore.errors import ConfigError
+from worker.logs import announce
 from worker.supervisor import supervise
 
 __all__ = ["worker"]
@@ -53,10 +54,10 @@ def worker(app: AppContext, burst: bool, concurrency: int, log_level: str, metri
     kv = app.kv()
     registry = app.registry
     names = ", ".join(registry.names()) or "none"
-    click.echo(
+    announce(
         f"graphq worker: {concurrency} process(es) on {redact_url(app.redis_url())}, "
         f"queue {app.settings.queue!r}; workflows: {names}",
-        err=True,
+        "graphq.worker",
     )
     if not registry.names():
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")

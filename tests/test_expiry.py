@@ -4,6 +4,7 @@ deadline index, the scan, and answers racing it. Real Redis; one case end to end
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from datetime import datetime
@@ -25,6 +26,7 @@ from graphcore.settings import Settings, get_settings
 from tests.cli_helpers import invoke, ok, process_state_restored
 from tests.workers import Start, wait_for, work, worker_env
 from tests.workflows import expiry
+from worker import logs
 from worker.expiry import RequestExpiry
 
 MODULE = "tests.workflows.expiry"
@@ -289,3 +291,16 @@ def test_an_answer_between_the_scans_read_and_its_script_wins(
     assert client.get_run(run_id).status == RunStatus.QUEUED
     work(client)
     assert client.get_run(run_id).result == {"timeout": 0.05, "answer": "just in time"}
+
+
+def test_the_scans_line_carries_the_runs_context(
+    client: Client, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_id = paused(client, 0.05)
+    record = client.get_run(run_id)
+    time.sleep(0.1)
+    with caplog.at_level(logging.WARNING, logger="graphq.expiry"):
+        assert scanner(redis_url).scan() == [run_id]
+    [line] = [logs.TextFormatter().format(r) for r in caplog.records if r.name == "graphq.expiry"]
+    context = f"[workflow=timed-ask run={run_id} thread={record.thread_id} tenant={record.tenant}]"
+    assert line.endswith(context), line

@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,3 +148,57 @@ def test_supervisor_and_reaper_lines_about_a_run_carry_it(
     died = [e for e in entries() if e["message"].startswith(f"worker process {pid} died")]
     assert [(e["logger"], e["run"], e["thread"]) for e in died] == [("graphq.supervisor", run_id, "t-killed")]
     assert (reaped["logger"], reaped["run"], reaped["thread"]) == ("graphq.reaper", run_id, "t-killed")
+
+
+def test_with_json_every_line_of_a_worker_is_json_and_rq_lines_name_the_job(
+    client: Client, redis_url: str, tmp_path: Path
+) -> None:
+    """The banner was plain text, and RQ's lines about a step job had no run or step."""
+    failed = client.enqueue("failing", {"n": 1}, tenant="beta")
+    env = worker_env(redis_url, "tests.workflows.basic", tmp_path, GRAPHQ_LOG_FORMAT="json")
+    result = graphq("worker", "--burst", "--log-level", "info", env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    entries = [json.loads(line) for line in result.stderr.splitlines()]  # every line
+    banner = entries[0]
+    assert (banner["level"], banner["logger"]) == ("INFO", "graphq.worker")
+    assert banner["message"].startswith("graphq worker: 1 process(es) on redis://127.0.0.1:")
+    about_jobs = [e for e in entries if e["logger"].startswith("rq") and f"graphq-{failed}-" in e["message"]]
+    assert len(about_jobs) >= 2  # the job's start and its end, for each of its 2 steps
+    assert {(e["run"], e["step"]) for e in about_jobs} == {(failed, 0), (failed, 1)}
+
+
+def test_announce_is_a_json_line_or_the_text_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        logs.configure(logging.WARNING, "json")
+        logs.announce("graphq scheduler s-1: stopped", "graphq.scheduler")
+        logs.configure(logging.WARNING, "text")
+        logs.announce("graphq scheduler s-1: stopped", "graphq.scheduler")
+    finally:
+        logs.configure(logging.WARNING, "text")
+    first, second = capsys.readouterr().err.splitlines()
+    entry = json.loads(first)
+    assert (entry["level"], entry["logger"], entry["message"]) == (
+        "INFO",
+        "graphq.scheduler",
+        "graphq scheduler s-1: stopped",
+    )
+    assert second == "graphq scheduler s-1: stopped"
+
+
+def test_a_crash_with_json_is_one_json_line_with_the_traceback(redis_url: str, tmp_path: Path) -> None:
+    code = (
+        "import logging, threading\n"
+        "from worker import logs\n"
+        "logs.configure(logging.WARNING, 'json')\n"
+        "t = threading.Thread(target=lambda: 1 / 0); t.start(); t.join()\n"
+        "raise RuntimeError('kaboom redis://:pw1@h:1/0')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    entries = [json.loads(line) for line in result.stderr.splitlines()]  # one line each
+    assert [(e["level"], e["logger"], e["message"]) for e in entries] == [
+        ("CRITICAL", "graphq", "uncaught ZeroDivisionError: division by zero"),
+        ("CRITICAL", "graphq", "uncaught RuntimeError: kaboom redis://:***@h:1/0"),
+    ]
+    assert entries[1]["exception"].startswith("Traceback (most recent call last):")
+    assert entries[1]["exception"].endswith("RuntimeError: kaboom redis://:***@h:1/0")

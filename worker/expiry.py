@@ -15,11 +15,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graphcore.backend.expiry import due, expire
+from graphcore import keys
+from graphcore.backend.expiry import Due, due, expire
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunStore
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
+from worker import logs
 from worker.metrics import requests_expired
 from worker.queue import RQStepQueue
 
@@ -47,8 +49,15 @@ class RequestExpiry:
             if error is None:
                 continue
             closed.append(entry.run_id)
-            log.warning("run %s: canceled, %s", entry.run_id, error.message)
+            log.warning("run %s: canceled, %s", entry.run_id, error.message, extra=self._about(entry))
             hand_over(self.kv, self.runs, self.queue, entry.thread_id, entry.run_id)
         if closed:
             requests_expired(len(closed))
         return closed
+
+    def _about(self, entry: Due) -> dict[str, Any]:
+        """The log context of a closed run (one HMGET: its workflow and tenant; a scan closes few)."""
+        workflow, tenant = self.kv.hmget(keys.run(entry.thread_id, entry.run_id), "workflow", "tenant")
+        known = {"workflow": workflow, "tenant": tenant}
+        text = {k: v.decode() if isinstance(v, bytes) else v for k, v in known.items()}
+        return logs.about(run=entry.run_id, thread=entry.thread_id, **text)

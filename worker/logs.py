@@ -23,13 +23,25 @@ import json
 import logging
 import re
 import sys
+import threading
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from graphcore.backend.connection import redact_url
 
-__all__ = ["FIELDS", "JsonFormatter", "TextFormatter", "about", "bind", "configure", "redact", "unbind"]
+__all__ = [
+    "FIELDS",
+    "JsonFormatter",
+    "TextFormatter",
+    "about",
+    "announce",
+    "bind",
+    "configure",
+    "redact",
+    "unbind",
+]
 
 FIELDS = ("workflow", "run", "thread", "step", "tenant")
 """The context fields of a log line, in order."""
@@ -84,7 +96,15 @@ def _context_of(record: logging.LogRecord) -> dict[str, Any]:
     ``extra=about(...)``, in :data:`FIELDS` order, known ones only (not plain record attributes:
     ``thread`` is the logging module's own)."""
     known = {**(_context.get() or {}), **getattr(record, _EXTRA, {})}
+    if "run" not in known and record.name.startswith("rq"):  # RQ's lines about a job name its id
+        job = _RQ_JOB.search(record.getMessage())
+        if job is not None:
+            known = {"run": job.group(1), "step": int(job.group(2)), **known}
     return {name: known[name] for name in FIELDS if known.get(name) not in (None, "")}
+
+
+_RQ_JOB = re.compile(r"\bgraphq-([0-9a-f]{32})-(\d+)\b")
+"""A step job's id, ``graphq-<run>-<step>`` (:func:`worker.queue.job_id`), in a line RQ logs about it."""
 
 
 class TextFormatter(logging.Formatter):
@@ -134,11 +154,44 @@ def _url_secrets(url: str | None) -> list[str]:
     return sorted({password, unquote(password)}, key=len, reverse=True)
 
 
+_format = ["text"]
+"""The format :func:`configure` set last."""
+
+
+def announce(message: str, logger: str = "graphq") -> None:
+    """Print a process's start or stop line (``graphq worker: 2 process(es) on ...``) on stderr whatever
+    the log level: as it is with the ``text`` format, as one JSON line (level INFO, ``logger``) with
+    ``json``; redacted."""
+    if _format[0] != "json":
+        print(redact(message), file=sys.stderr, flush=True)
+        return
+    record = logging.LogRecord(logger, logging.INFO, __file__, 0, message, None, None)
+    print(JsonFormatter().format(record), file=sys.stderr, flush=True)
+
+
+def _log_uncaught(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    """``sys.excepthook`` with the json format: a crash is one JSON line, its traceback in ``exception``."""
+    if issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, value, tb)
+        return
+    logging.getLogger("graphq").critical("uncaught %s: %s", kind.__name__, value, exc_info=(kind, value, tb))
+
+
+def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
+    if args.exc_value is not None:
+        _log_uncaught(args.exc_type, args.exc_value, args.exc_traceback)
+
+
 def configure(level: int | str, log_format: str = "text", redis_url: str | None = None) -> None:
     """Log ``level`` and above on stderr in ``log_format`` (``text`` or ``json``), redacted, through one
     handler on the root logger (replacing one this function installed before); ``redis_url``'s password
-    is masked wherever it appears."""
+    is masked wherever it appears. With ``json`` an uncaught exception (of any thread) is logged as one
+    JSON line (``exception``: its traceback), not printed raw."""
     _secrets[:] = _url_secrets(redis_url)
+    _format[0] = log_format
+    json_format = log_format == "json"
+    sys.excepthook = _log_uncaught if json_format else sys.__excepthook__
+    threading.excepthook = _log_uncaught_in_thread if json_format else threading.__excepthook__
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "graphq", False):
