@@ -88,51 +88,133 @@ def _strings(**props: Any) -> dict[str, Any]:
 # The fields of KEDA's and the Prometheus Operator's CRDs this chart sets (kubernetes-validate ships core API
 # schemas only): names, types, required keys and no unknown field, as in keda.sh/v1alpha1 and
 # monitoring.coreos.com/v1.
-_TARGET = {"type": "object", "required": ["name"], "additionalProperties": False,
-           "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                          "name": {"type": "string", "minLength": 1}}}
-_META = {"type": "object", "required": ["name", "labels"],
-         "properties": {"name": {"type": "string"}, "labels": {"additionalProperties": {"type": "string"}}}}
+_TARGET = {
+    "type": "object",
+    "required": ["name"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "name": {"type": "string", "minLength": 1},
+    },
+}
+_META = {
+    "type": "object",
+    "required": ["name", "labels"],
+    "properties": {"name": {"type": "string"}, "labels": {"additionalProperties": {"type": "string"}}},
+}
 CRD_SCHEMAS: dict[str, dict[str, Any]] = {
-    "ScaledObject": {"apiVersion": "keda.sh/v1alpha1", "schema": {
-        "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {"metadata": _META, "spec": {
-            "type": "object", "required": ["scaleTargetRef", "triggers"], "additionalProperties": False,
+    "ScaledObject": {
+        "apiVersion": "keda.sh/v1alpha1",
+        "schema": {
+            "type": "object",
+            "required": ["apiVersion", "kind", "metadata", "spec"],
             "properties": {
-                "scaleTargetRef": _TARGET,
-                **{k: {"type": "integer", "minimum": 0}
-                   for k in ("minReplicaCount", "maxReplicaCount", "pollingInterval", "cooldownPeriod")},
-                "triggers": {"type": "array", "minItems": 1, "items": {
-                    "type": "object", "required": ["type", "metadata"], "additionalProperties": False,
+                "metadata": _META,
+                "spec": {
+                    "type": "object",
+                    "required": ["scaleTargetRef", "triggers"],
+                    "additionalProperties": False,
                     "properties": {
-                        "type": {"const": "redis"},
-                        "metadata": {"type": "object", "additionalProperties": {"type": "string"},
-                                     "required": ["address", "listName", "listLength"]},
-                        "authenticationRef": {"type": "object", "required": ["name"],
-                                              "properties": {"name": {"type": "string"}}},
-                    }}},
-            }}}}},
-    "TriggerAuthentication": {"apiVersion": "keda.sh/v1alpha1", "schema": {
-        "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {"metadata": _META, "spec": {
-            "type": "object", "additionalProperties": False, "properties": {"secretTargetRef": {
-                "type": "array", "items": {"type": "object", "required": ["parameter", "name", "key"],
-                                           "additionalProperties": False,
-                                           "properties": {k: {"type": "string", "minLength": 1}
-                                                          for k in ("parameter", "name", "key")}}}}}}}},
-    "ServiceMonitor": {"apiVersion": "monitoring.coreos.com/v1", "schema": {
-        "type": "object", "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {"metadata": _META, "spec": {
-            "type": "object", "required": ["selector", "endpoints"], "additionalProperties": False,
+                        "scaleTargetRef": _TARGET,
+                        **{
+                            k: {"type": "integer", "minimum": 0}
+                            for k in (
+                                "minReplicaCount",
+                                "maxReplicaCount",
+                                "pollingInterval",
+                                "cooldownPeriod",
+                            )
+                        },
+                        "triggers": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "type": "object",
+                                "required": ["type", "metadata"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "type": {"const": "redis"},
+                                    "metadata": {
+                                        "type": "object",
+                                        "additionalProperties": {"type": "string"},
+                                        "required": ["address", "listName", "listLength"],
+                                    },
+                                    "authenticationRef": {
+                                        "type": "object",
+                                        "required": ["name"],
+                                        "properties": {"name": {"type": "string"}},
+                                    },
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+    "TriggerAuthentication": {
+        "apiVersion": "keda.sh/v1alpha1",
+        "schema": {
+            "type": "object",
+            "required": ["apiVersion", "kind", "metadata", "spec"],
             "properties": {
-                "selector": {"type": "object", "properties": {"matchLabels": {
-                    "additionalProperties": {"type": "string"}}}},
-                "namespaceSelector": _strings(matchNames={"type": "array", "items": {"type": "string"}}),
-                "endpoints": {"type": "array", "minItems": 1, "items": _strings(
-                    port={"type": "string"}, path={"type": "string"},
-                    interval={"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"},
-                    scrapeTimeout={"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"})},
-            }}}}},
+                "metadata": _META,
+                "spec": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "secretTargetRef": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["parameter", "name", "key"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    k: {"type": "string", "minLength": 1}
+                                    for k in ("parameter", "name", "key")
+                                },
+                            },
+                        }
+                    },
+                },
+            },
+        },
+    },
+    "ServiceMonitor": {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "schema": {
+            "type": "object",
+            "required": ["apiVersion", "kind", "metadata", "spec"],
+            "properties": {
+                "metadata": _META,
+                "spec": {
+                    "type": "object",
+                    "required": ["selector", "endpoints"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "selector": {
+                            "type": "object",
+                            "properties": {"matchLabels": {"additionalProperties": {"type": "string"}}},
+                        },
+                        "namespaceSelector": _strings(
+                            matchNames={"type": "array", "items": {"type": "string"}}
+                        ),
+                        "endpoints": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": _strings(
+                                port={"type": "string"},
+                                path={"type": "string"},
+                                interval={"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"},
+                                scrapeTimeout={"type": "string", "pattern": "^[0-9]+(ms|s|m|h)$"},
+                            ),
+                        },
+                    },
+                },
+            },
+        },
+    },
 }
 
 
@@ -174,10 +256,17 @@ def render_error(chart: helm.Chart, values: dict[str, Any]) -> str:
 
 # --- lint ------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "values",
-    [None, URL, {"redis": {"bundled": {"enabled": True}}}, {**URL, "autoscaling": {"hpa": {"enabled": True}}},
-     {**URL, "autoscaling": {"keda": KEDA}}, {**URL, "metrics": {"serviceMonitor": {"enabled": True}}}],
+    [
+        None,
+        URL,
+        {"redis": {"bundled": {"enabled": True}}},
+        {**URL, "autoscaling": {"hpa": {"enabled": True}}},
+        {**URL, "autoscaling": {"keda": KEDA}},
+        {**URL, "metrics": {"serviceMonitor": {"enabled": True}}},
+    ],
     ids=["defaults", "url", "bundled", "hpa", "keda", "servicemonitor"],
 )
 def test_chart_lints_strict_without_findings_beyond_the_icon(values: dict[str, Any] | None) -> None:
@@ -220,20 +309,32 @@ def test_every_value_in_values_yaml_is_documented_and_schema_covers_it(chart: he
 
 # --- defaults --------------------------------------------------------------------------------------------
 
+
 def test_defaults_render_workers_scheduler_and_no_autoscaler(chart: helm.Chart) -> None:
     objects = render(chart)
     assert sorted(objects) == [
-        ("ConfigMap", f"{FULL}-config"), ("ConfigMap", f"{FULL}-dashboard"),
-        ("Deployment", f"{FULL}-scheduler"), ("Deployment", f"{FULL}-worker"),
-        ("PodDisruptionBudget", f"{FULL}-scheduler"), ("PodDisruptionBudget", f"{FULL}-worker"),
-        ("Service", f"{FULL}-scheduler-metrics"), ("Service", f"{FULL}-worker-metrics"),
+        ("ConfigMap", f"{FULL}-config"),
+        ("ConfigMap", f"{FULL}-dashboard"),
+        ("Deployment", f"{FULL}-scheduler"),
+        ("Deployment", f"{FULL}-worker"),
+        ("PodDisruptionBudget", f"{FULL}-scheduler"),
+        ("PodDisruptionBudget", f"{FULL}-worker"),
+        ("Service", f"{FULL}-scheduler-metrics"),
+        ("Service", f"{FULL}-worker-metrics"),
         ("ServiceAccount", FULL),
     ]
     worker = objects[("Deployment", f"{FULL}-worker")]
     assert worker["spec"]["replicas"] == 2
     assert objects[("Deployment", f"{FULL}-scheduler")]["spec"]["replicas"] == 2
     assert container(objects, "worker")["args"] == [
-        "worker", "--concurrency", "2", "--metrics-port", "9100", "--log-level", "info"]
+        "worker",
+        "--concurrency",
+        "2",
+        "--metrics-port",
+        "9100",
+        "--log-level",
+        "info",
+    ]
     assert container(objects, "scheduler")["args"] == ["scheduler", "--metrics-port", "9101"]
     assert container(objects, "worker")["image"] == "graphq:0.1.0"
     pdbs = tuple(objects[("PodDisruptionBudget", f"{FULL}-{c}")] for c in ("worker", "scheduler"))
@@ -259,14 +360,18 @@ def test_probes_run_graphq_health(chart: helm.Chart) -> None:
         assert c["livenessProbe"]["exec"]["command"] == ["graphq", "health", f"--{component}"]
         assert c["readinessProbe"]["exec"]["command"] == ["graphq", "health", f"--{component}", "--ready"]
         assert c["livenessProbe"]["timeoutSeconds"] == 10
-        assert c["ports"] == [{"name": "metrics", "containerPort": 9100 if component == "worker" else 9101,
-                               "protocol": "TCP"}]
+        assert c["ports"] == [
+            {"name": "metrics", "containerPort": 9100 if component == "worker" else 9101, "protocol": "TCP"}
+        ]
 
 
 def test_pods_run_as_non_root_read_only_without_capabilities(chart: helm.Chart) -> None:
     objects = render(chart, {"redis": {"bundled": {"enabled": True}}})
-    templates = [pod(objects, "worker"), pod(objects, "scheduler"),
-                 objects[("StatefulSet", f"{FULL}-redis")]["spec"]["template"]]
+    templates = [
+        pod(objects, "worker"),
+        pod(objects, "scheduler"),
+        objects[("StatefulSet", f"{FULL}-redis")]["spec"]["template"],
+    ]
     for template in templates:
         spec = template["spec"]
         assert spec["securityContext"]["runAsNonRoot"] is True
@@ -274,8 +379,11 @@ def test_pods_run_as_non_root_read_only_without_capabilities(chart: helm.Chart) 
         assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         assert spec["automountServiceAccountToken"] is False
         for c in spec["containers"]:
-            assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}}
+            assert c["securityContext"] == {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            }
     for component in ("worker", "scheduler"):
         assert container(objects, component)["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
         volumes = pod(objects, component)["spec"]["volumes"]
@@ -284,6 +392,7 @@ def test_pods_run_as_non_root_read_only_without_capabilities(chart: helm.Chart) 
 
 
 # --- drain and grace -------------------------------------------------------------------------------------
+
 
 def test_grace_period_is_the_drain_timeout_plus_the_margin(chart: helm.Chart) -> None:
     objects = render(chart)
@@ -299,24 +408,41 @@ def test_grace_period_is_the_drain_timeout_plus_the_margin(chart: helm.Chart) ->
 def test_a_grace_period_too_close_to_the_drain_timeout_fails_rendering(chart: helm.Chart) -> None:
     values = {"worker": {"drainTimeoutSeconds": 20, "terminationGracePeriodSeconds": 24}}
     message = render_error(chart, values)
-    assert ("graphq: worker.terminationGracePeriodSeconds=24 must be at least "
-            "worker.drainTimeoutSeconds + 5 = 25") in message
+    assert (
+        "graphq: worker.terminationGracePeriodSeconds=24 must be at least worker.drainTimeoutSeconds + 5 = 25"
+    ) in message
     message = schema_error(chart, {"worker": {"terminationGraceMarginSeconds": 2}})
     assert "at '/worker/terminationGraceMarginSeconds': minimum: got 2, want 5" in message
 
 
 # --- settings and checksums ------------------------------------------------------------------------------
 
+
 def test_settings_configmap_holds_real_settings_and_feeds_both_deployments(chart: helm.Chart) -> None:
-    settings = {"GRAPHQ_LEASE_TTL_S": 15, "GRAPHQ_RESUME_INTERRUPTED_RUNS": True,
-                "GRAPHQ_MAX_CONCURRENT_RUNS": 1000000, "GRAPHQ_REDIS_RETRY_MAX_WAIT_S": 0.25}
-    objects = render(chart, {"config": {"workflows": "myflows.graphs", "settings": settings},
-                             "worker": {"drainTimeoutSeconds": 3600}})
+    settings = {
+        "GRAPHQ_LEASE_TTL_S": 15,
+        "GRAPHQ_RESUME_INTERRUPTED_RUNS": True,
+        "GRAPHQ_MAX_CONCURRENT_RUNS": 1000000,
+        "GRAPHQ_REDIS_RETRY_MAX_WAIT_S": 0.25,
+    }
+    objects = render(
+        chart,
+        {
+            "config": {"workflows": "myflows.graphs", "settings": settings},
+            "worker": {"drainTimeoutSeconds": 3600},
+        },
+    )
     data = objects[("ConfigMap", f"{FULL}-config")]["data"]
-    assert data == {"GRAPHQ_QUEUE": "graphq", "GRAPHQ_WORKFLOWS": "myflows.graphs",
-                    "GRAPHQ_LOG_FORMAT": "json", "GRAPHQ_DRAIN_TIMEOUT_S": "3600", "GRAPHQ_LEASE_TTL_S": "15",
-                    "GRAPHQ_RESUME_INTERRUPTED_RUNS": "true", "GRAPHQ_MAX_CONCURRENT_RUNS": "1000000",
-                    "GRAPHQ_REDIS_RETRY_MAX_WAIT_S": "0.25"}
+    assert data == {
+        "GRAPHQ_QUEUE": "graphq",
+        "GRAPHQ_WORKFLOWS": "myflows.graphs",
+        "GRAPHQ_LOG_FORMAT": "json",
+        "GRAPHQ_DRAIN_TIMEOUT_S": "3600",
+        "GRAPHQ_LEASE_TTL_S": "15",
+        "GRAPHQ_RESUME_INTERRUPTED_RUNS": "true",
+        "GRAPHQ_MAX_CONCURRENT_RUNS": "1000000",
+        "GRAPHQ_REDIS_RETRY_MAX_WAIT_S": "0.25",
+    }
     fields = {f"GRAPHQ_{name.upper()}" for name in Settings.model_fields}
     assert set(data) <= fields, set(data) - fields
     Settings.model_validate({name.removeprefix("GRAPHQ_").lower(): value for name, value in data.items()})
@@ -328,8 +454,9 @@ def test_settings_configmap_holds_real_settings_and_feeds_both_deployments(chart
 def test_checksum_annotation_changes_with_a_setting_only(chart: helm.Chart) -> None:
     def checksums(values: dict[str, Any]) -> tuple[str, str]:
         objects = render(chart, values)
-        worker, scheduler = (pod(objects, c)["metadata"]["annotations"]["checksum/config"]
-                             for c in ("worker", "scheduler"))
+        worker, scheduler = (
+            pod(objects, c)["metadata"]["annotations"]["checksum/config"] for c in ("worker", "scheduler")
+        )
         assert worker == scheduler
         return worker, scheduler
 
@@ -351,12 +478,14 @@ def test_schema_refuses_settings_the_chart_sets_itself_and_non_graphq_names(char
 
 # --- Redis URL -------------------------------------------------------------------------------------------
 
+
 def test_existing_secret_gives_the_url_and_the_chart_makes_none(chart: helm.Chart) -> None:
     objects = render(chart, {"redis": {"existingSecret": "prod-redis", "existingSecretKey": "url"}})
     assert not [key for key in objects if key[0] == "Secret"]
     for component in ("worker", "scheduler"):
-        assert container(objects, component)["env"] == [{"name": "GRAPHQ_REDIS_URL", "valueFrom": {
-            "secretKeyRef": {"name": "prod-redis", "key": "url"}}}]
+        assert container(objects, component)["env"] == [
+            {"name": "GRAPHQ_REDIS_URL", "valueFrom": {"secretKeyRef": {"name": "prod-redis", "key": "url"}}}
+        ]
         assert "checksum/redis-url" not in pod(objects, component)["metadata"]["annotations"]
 
 
@@ -365,17 +494,23 @@ def test_redis_url_value_becomes_a_secret_whose_change_restarts_the_pods(chart: 
     secret = objects[("Secret", f"{FULL}-redis-url")]
     assert base64.b64decode(secret["data"]["redis-url"]).decode() == "redis://redis.example:6379/0"
     assert container(objects, "worker")["env"][0]["valueFrom"]["secretKeyRef"] == {
-        "name": f"{FULL}-redis-url", "key": "redis-url"}
+        "name": f"{FULL}-redis-url",
+        "key": "redis-url",
+    }
     first = pod(objects, "worker")["metadata"]["annotations"]["checksum/redis-url"]
     again = render(chart, {"redis": {"url": "redis://other:6379/1"}})
     assert pod(again, "worker")["metadata"]["annotations"]["checksum/redis-url"] != first
-    assert "at '/redis/url': 'http://x' does not match pattern" in schema_error(chart, {"redis": {"url": "http://x"}})
+    assert "at '/redis/url': 'http://x' does not match pattern" in schema_error(
+        chart, {"redis": {"url": "http://x"}}
+    )
 
 
 def test_no_redis_at_all_fails_rendering_naming_the_three_ways(chart: helm.Chart) -> None:
     message = render_error(chart, {"redis": {"existingSecret": ""}})
-    assert ("graphq: no Redis: set redis.existingSecret (a Secret holding the URL), redis.url, or "
-            "redis.bundled.enabled=true") in message
+    assert (
+        "graphq: no Redis: set redis.existingSecret (a Secret holding the URL), redis.url, or "
+        "redis.bundled.enabled=true"
+    ) in message
 
 
 def test_bundled_redis_statefulset_with_append_only_persistence(chart: helm.Chart) -> None:
@@ -384,8 +519,17 @@ def test_bundled_redis_statefulset_with_append_only_persistence(chart: helm.Char
     assert sts["spec"]["replicas"] == 1
     assert sts["spec"]["serviceName"] == f"{FULL}-redis"
     (redis,) = sts["spec"]["template"]["spec"]["containers"]
-    assert redis["command"] == ["redis-server", "--dir", "/data", "--appendonly", "yes", "--appendfsync",
-                                "everysec", "--protected-mode", "no"]
+    assert redis["command"] == [
+        "redis-server",
+        "--dir",
+        "/data",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--protected-mode",
+        "no",
+    ]
     assert redis["volumeMounts"] == [{"name": "data", "mountPath": "/data"}]
     (claim,) = sts["spec"]["volumeClaimTemplates"]
     assert claim["metadata"]["name"] == "data"
@@ -406,13 +550,18 @@ def test_bundled_redis_statefulset_with_append_only_persistence(chart: helm.Char
 
 # --- autoscaling -----------------------------------------------------------------------------------------
 
+
 def test_hpa_scales_workers_on_cpu_and_replicas_are_left_out(chart: helm.Chart) -> None:
     objects = render(chart, {"autoscaling": {"hpa": {"enabled": True, "maxReplicas": 12}}})
     hpa = objects[("HorizontalPodAutoscaler", f"{FULL}-worker")]["spec"]
     assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"{FULL}-worker"}
     assert (hpa["minReplicas"], hpa["maxReplicas"]) == (1, 12)
-    assert hpa["metrics"] == [{"type": "Resource", "resource": {"name": "cpu", "target": {
-        "type": "Utilization", "averageUtilization": 70}}}]
+    assert hpa["metrics"] == [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}},
+        }
+    ]
     assert "replicas" not in objects[("Deployment", f"{FULL}-worker")]["spec"]
     assert objects[("Deployment", f"{FULL}-scheduler")]["spec"]["replicas"] == 2
     assert not [key for key in objects if key[0] == "ScaledObject"]
@@ -428,19 +577,35 @@ def test_keda_scales_workers_on_each_step_queue_length_without_hpa_or_replicas(c
     keys = [Queue.redis_queue_namespace_prefix + queue_name("graphq", w) for w in KEDA["workflows"]]
     assert keys == ["rq:queue:graphq:code-inventory", "rq:queue:graphq:approval"]
     assert [t["metadata"]["listName"] for t in scaled["triggers"]] == keys
-    assert scaled["triggers"][0] == {"type": "redis", "metadata": {
-        "address": "redis.example:6379", "listName": keys[0], "listLength": "5", "activationListLength": "0",
-        "databaseIndex": "0", "enableTLS": "false"}, "authenticationRef": {"name": f"{FULL}-redis"}}
+    assert scaled["triggers"][0] == {
+        "type": "redis",
+        "metadata": {
+            "address": "redis.example:6379",
+            "listName": keys[0],
+            "listLength": "5",
+            "activationListLength": "0",
+            "databaseIndex": "0",
+            "enableTLS": "false",
+        },
+        "authenticationRef": {"name": f"{FULL}-redis"},
+    }
     auth = objects[("TriggerAuthentication", f"{FULL}-redis")]["spec"]
-    assert auth == {"secretTargetRef": [{"parameter": "password", "name": "prod-redis-pass",
-                                         "key": "redis-password"}]}
+    assert auth == {
+        "secretTargetRef": [{"parameter": "password", "name": "prod-redis-pass", "key": "redis-password"}]
+    }
     assert "replicas" not in objects[("Deployment", f"{FULL}-worker")]["spec"]
     assert not [key for key in objects if key[0] == "HorizontalPodAutoscaler"]
 
 
 def test_keda_uses_the_queue_setting_and_the_bundled_redis_address(chart: helm.Chart) -> None:
-    objects = render(chart, {"redis": {"bundled": {"enabled": True}}, "config": {"queue": "jobs"},
-                             "autoscaling": {"keda": {"enabled": True, "workflows": ["code-inventory"]}}})
+    objects = render(
+        chart,
+        {
+            "redis": {"bundled": {"enabled": True}},
+            "config": {"queue": "jobs"},
+            "autoscaling": {"keda": {"enabled": True, "workflows": ["code-inventory"]}},
+        },
+    )
     (trigger,) = objects[("ScaledObject", f"{FULL}-worker")]["spec"]["triggers"]
     assert trigger["metadata"]["address"] == f"{FULL}-redis:6379"
     key = Queue.redis_queue_namespace_prefix + queue_name("jobs", "code-inventory")
@@ -473,20 +638,30 @@ def test_templates_refuse_hpa_and_keda_together_without_the_schema(chart: helm.C
 
 # --- schema ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("values", "expected"), [
-    ({"worker": {"replicas": -1}}, "at '/worker/replicas': minimum: got -1, want 0"),
-    ({"scheduler": {"replicas": -2}}, "at '/scheduler/replicas': minimum: got -2, want 0"),
-    ({"worker": {"concurrency": 0}}, "at '/worker/concurrency': minimum: got 0, want 1"),
-    ({"worker": {"replica": 3}}, "at '/worker': additional properties 'replica' not allowed"),
-    ({"autoscaling": {"keda": {"overlap": "skip"}}},
-     "at '/autoscaling/keda': additional properties 'overlap' not allowed"),
-    ({"config": {"logFormat": "xml"}}, "at '/config/logFormat': value must be one of 'json', 'text'"),
-    ({"worker": {"metricsPort": 80}}, "at '/worker/metricsPort': minimum: got 80, want 1,024"),
-    ({"podSecurityContext": {"runAsNonRoot": False}},
-     "at '/podSecurityContext/runAsNonRoot': value must be true"),
-    ({"dashboard": {"labels": {"grafana_dashboard": "0"}}},
-     "at '/dashboard/labels/grafana_dashboard': false schema"),
-])
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"worker": {"replicas": -1}}, "at '/worker/replicas': minimum: got -1, want 0"),
+        ({"scheduler": {"replicas": -2}}, "at '/scheduler/replicas': minimum: got -2, want 0"),
+        ({"worker": {"concurrency": 0}}, "at '/worker/concurrency': minimum: got 0, want 1"),
+        ({"worker": {"replica": 3}}, "at '/worker': additional properties 'replica' not allowed"),
+        (
+            {"autoscaling": {"keda": {"overlap": "skip"}}},
+            "at '/autoscaling/keda': additional properties 'overlap' not allowed",
+        ),
+        ({"config": {"logFormat": "xml"}}, "at '/config/logFormat': value must be one of 'json', 'text'"),
+        ({"worker": {"metricsPort": 80}}, "at '/worker/metricsPort': minimum: got 80, want 1,024"),
+        (
+            {"podSecurityContext": {"runAsNonRoot": False}},
+            "at '/podSecurityContext/runAsNonRoot': value must be true",
+        ),
+        (
+            {"dashboard": {"labels": {"grafana_dashboard": "0"}}},
+            "at '/dashboard/labels/grafana_dashboard': false schema",
+        ),
+    ],
+)
 def test_schema_rejects_bad_values_naming_the_key(
     chart: helm.Chart, values: dict[str, Any], expected: str
 ) -> None:
@@ -495,19 +670,22 @@ def test_schema_rejects_bad_values_naming_the_key(
 
 # --- metrics and dashboard -------------------------------------------------------------------------------
 
+
 def test_service_monitor_scrapes_both_metrics_services(chart: helm.Chart) -> None:
     objects = render(chart, {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}}}})
     monitor = objects[("ServiceMonitor", FULL)]
     assert monitor["metadata"]["labels"]["release"] == "prom"
-    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "30s",
-                                             "scrapeTimeout": "10s"}]
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
+    ]
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     selector = monitor["spec"]["selector"]["matchLabels"]
     for component, port in (("worker", 9100), ("scheduler", 9101)):
         service = objects[("Service", f"{FULL}-{component}-metrics")]
         assert selector.items() <= service["metadata"]["labels"].items()
-        assert service["spec"]["ports"] == [{"name": "metrics", "port": port, "targetPort": "metrics",
-                                             "protocol": "TCP"}]
+        assert service["spec"]["ports"] == [
+            {"name": "metrics", "port": port, "targetPort": "metrics", "protocol": "TCP"}
+        ]
         assert service["spec"]["selector"].items() <= pod(objects, component)["metadata"]["labels"].items()
     assert ("ServiceMonitor", FULL) not in render(chart)
 
@@ -515,7 +693,10 @@ def test_service_monitor_scrapes_both_metrics_services(chart: helm.Chart) -> Non
 def test_scrape_annotations_on_the_pods_unless_turned_off(chart: helm.Chart) -> None:
     annotations = pod(render(chart), "worker")["metadata"]["annotations"]
     assert {k: v for k, v in annotations.items() if k.startswith("prometheus.io/")} == {
-        "prometheus.io/scrape": "true", "prometheus.io/port": "9100", "prometheus.io/path": "/metrics"}
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9100",
+        "prometheus.io/path": "/metrics",
+    }
     objects = render(chart, {"metrics": {"podAnnotations": False}})
     annotations = pod(objects, "scheduler")["metadata"]["annotations"]
     assert not [k for k in annotations if k.startswith("prometheus.io/")]
@@ -535,12 +716,14 @@ def test_dashboard_configmap_carries_the_sidecar_label_and_the_dashboard_file(ch
 def test_notes_name_the_objects_and_the_autoscaler(chart: helm.Chart) -> None:
     rendered = chart.render({"autoscaling": {"keda": KEDA}}, name=RELEASE, namespace=NAMESPACE)
     notes = rendered["graphq/templates/NOTES.txt"]
-    assert ("Workers: demo-graphq-worker (2 processes per pod, scaled by KEDA on the queue lengths, "
-            "1 to 20 pods)") in notes
+    assert (
+        "Workers: demo-graphq-worker (2 processes per pod, scaled by KEDA on the queue lengths, 1 to 20 pods)"
+    ) in notes
     assert "kubectl -n jobs exec deploy/demo-graphq-worker -- graphq health --worker" in notes
 
 
 # --- the pods' containers, run here ----------------------------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -558,13 +741,19 @@ def test_a_pods_container_run_here_passes_its_probes_and_stops_within_its_grace_
     exit 0 once it runs, /healthz answers on its metrics port, and SIGTERM ends it within its pod's
     terminationGracePeriodSeconds, exit 0."""
     port = _free_port()
-    values: dict[str, Any] = {"worker": {"drainTimeoutSeconds": 3, "terminationGraceMarginSeconds": 5},
-                              "config": {"settings": {"GRAPHQ_HEARTBEAT_INTERVAL_S": 0.5}}}
+    values: dict[str, Any] = {
+        "worker": {"drainTimeoutSeconds": 3, "terminationGraceMarginSeconds": 5},
+        "config": {"settings": {"GRAPHQ_HEARTBEAT_INTERVAL_S": 0.5}},
+    }
     values.setdefault(component, {})["metricsPort"] = port
     objects = render(chart, values)
     c, spec = container(objects, component), pod(objects, component)["spec"]
-    env = clean_env(**objects[("ConfigMap", f"{FULL}-config")]["data"], GRAPHQ_REDIS_URL=redis_url,
-                    TMPDIR=str(tmp_path), PYTHONUNBUFFERED="1")
+    env = clean_env(
+        **objects[("ConfigMap", f"{FULL}-config")]["data"],
+        GRAPHQ_REDIS_URL=redis_url,
+        TMPDIR=str(tmp_path),
+        PYTHONUNBUFFERED="1",
+    )
     proc = procs.start(*c["args"], env=env, script=True)
 
     said: list[str] = []

@@ -19,12 +19,15 @@ COMMANDS = dockerfile.parse_file(str(ROOT / "Dockerfile"))
 
 def final_stage() -> list[dockerfile.Command]:
     starts = [n for n, c in enumerate(COMMANDS) if c.cmd == "FROM"]
-    return list(COMMANDS[starts[-1]:])
+    return list(COMMANDS[starts[-1] :])
 
 
 def test_final_stage_is_a_slim_python_311_or_later() -> None:
-    args = {c.value[0].split("=")[0]: c.value[0].split("=", 1)[1] for c in COMMANDS
-            if c.cmd == "ARG" and "=" in c.value[0]}
+    args = {
+        c.value[0].split("=")[0]: c.value[0].split("=", 1)[1]
+        for c in COMMANDS
+        if c.cmd == "ARG" and "=" in c.value[0]
+    }
     (base, *_) = final_stage()[0].value
     image = base.replace("${PYTHON_VERSION}", args["PYTHON_VERSION"])
     match = re.fullmatch(r"python:3\.(\d+)-slim", image)

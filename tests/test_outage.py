@@ -227,4 +227,3 @@ def test_a_pause_retried_after_its_reply_was_lost_counts_as_made(
     assert kv.hexists(keys.admission("holders"), member) == 0
     statuses = [e.data["status"] for e in read_events(kv, "p", run_id) if e.mode == "status"]
     assert statuses == ["running", "awaiting_input"]
-
