@@ -7,6 +7,7 @@ with ``graphq runs answer`` and ``graphq runs resume``, which continue a run the
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -151,12 +152,17 @@ def _work_once(app: AppContext, url: str, kv: Any, workflow: str) -> tuple[bool,
     requested)."""
     saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     settings = app.settings.model_copy(update={"redis_url": url})
+    ends = logging.getLogger("graphq.runs")  # the run's end: this command reports it itself
+    level = ends.level
+    if not logging.getLogger().isEnabledFor(logging.INFO):  # not --verbose
+        ends.setLevel(logging.ERROR)
     try:
         only = Registry({workflow: app.registry.get(workflow)})
         worked = run_worker(settings, burst=True, registry=only, kv=kv)
     except SystemExit:  # RQ's cold shutdown: a second Ctrl-C while a step ran
         return True, True
     finally:
+        ends.setLevel(level)
         stopped = _stop_requested()
         signal.signal(signal.SIGINT, saved[0])
         signal.signal(signal.SIGTERM, saved[1])

@@ -61,8 +61,8 @@ def test_worker_json_lines_carry_the_step_context_and_no_password(
     entry = ended[0]
     assert set(entry) == {"time", "level", "logger", "message", "workflow", "run", "thread", "step", "tenant"}
     assert (entry["level"], entry["logger"], entry["workflow"], entry["run"]) == (
-        "INFO",
-        "graphq.step",
+        "WARNING",  # a failed run is a warning: graphq worker's default level shows it
+        "graphq.runs",
         "failing",
         failed,
     )
@@ -202,3 +202,21 @@ def test_a_crash_with_json_is_one_json_line_with_the_traceback(redis_url: str, t
     ]
     assert entries[1]["exception"].startswith("Traceback (most recent call last):")
     assert entries[1]["exception"].endswith("RuntimeError: kaboom redis://:***@h:1/0")
+
+
+def test_a_failed_run_is_logged_at_the_worker_default_level_and_not_twice_by_graphq_run(
+    client: Client, redis_url: str, tmp_path: Path
+) -> None:
+    """From the new-user trial: a failed run logged at INFO, so ``graphq worker`` at its default level
+    (warning) said nothing of it. It is a WARNING of ``graphq.runs`` now; ``graphq run``, which reports the
+    end itself, prints it once (its error line), not also as a log line."""
+    failed = client.enqueue("failing", {"n": 1}, thread_id="t-warn")
+    env = worker_env(redis_url, "tests.workflows.basic", tmp_path)
+    result = graphq("worker", "--burst", env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    ended_lines = [line for line in result.stderr.splitlines() if f"run {failed} failed at step 1" in line]
+    assert len(ended_lines) == 1 and " WARNING graphq.runs: " in ended_lines[0], result.stderr
+    inline = graphq("run", "failing", "--input", '{"n": 1}', env=env, timeout=60)
+    assert inline.returncode == 1
+    said = [line for line in inline.stderr.splitlines() if "failed at step 1" in line]
+    assert len(said) == 1 and said[0].startswith("error: run "), inline.stderr

@@ -63,6 +63,9 @@ from worker.substore import FencedStore
 __all__ = ["step_job"]
 
 log = logging.getLogger("graphq.step")
+ends = logging.getLogger("graphq.runs")
+"""A run's failure or cancel, at WARNING: ``graphq worker`` shows it at its default level; the commands that
+run a worker in process (``graphq run``, ``--wait``) report the end themselves and quiet this logger."""
 
 
 def step_job(run_id: str, thread_id: str, step: int) -> str:
@@ -216,7 +219,7 @@ def _end(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, er
         return
     if ended:
         _release_thread(ctx, run)
-    log.info("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
+    ends.warning("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
 
 
 def _config(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> RunConfig:
