@@ -237,7 +237,9 @@ class ScheduleStore:
             pipe.set(keys.schedule_state(schedule.name), state.model_dump_json(), nx=True)
             added, _ = pipe.execute()
         if not added:
-            raise ConfigError(f"schedule {schedule.name!r} exists already (graphq schedules remove it first)")
+            raise ConfigError(
+                f"schedule {schedule.name!r} exists already (graphq schedules update changes it)"
+            )
 
     def get(self, name: str) -> Schedule:
         """The schedule ``name``.

@@ -139,7 +139,7 @@ def test_unknown_schedule_and_bad_name_exit_2(redis_url: str) -> None:
     again = ok(
         invoke(MODULE, redis_url, "schedules", "add", "twice", "--workflow", "counter", "--cron", "@daily"), 2
     )
-    assert error_line(again) == "error: schedule 'twice' exists already (graphq schedules remove it first)"
+    assert error_line(again) == "error: schedule 'twice' exists already (graphq schedules update changes it)"
     late = ok(invoke(MODULE, redis_url, "schedules", "next", "twice", "--after", "noon"), 2)
     assert "--after 'noon' is invalid: use ISO-8601" in error_line(late)
 

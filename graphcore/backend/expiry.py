@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphcore import keys
-from graphcore.backend.reaper import iso_ms
+from graphcore.backend.reaper import due_members, iso_ms
 from graphcore.backend.runs import RunError, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.types import Interrupt
 
@@ -99,12 +99,7 @@ class Due:
 def due(kv: Any, now_ms: int, limit: int) -> list[Due]:
     """At most ``limit`` runs whose earliest request deadline is at or before ``now_ms``, earliest first (one
     ZRANGEBYSCORE ... LIMIT)."""
-    rows = kv.zrangebyscore(keys.request_deadlines(), "-inf", now_ms, start=0, num=limit, withscores=True)
-    found = []
-    for member, score in rows:
-        thread, run_id = keys.parse_member(member.decode() if isinstance(member, bytes) else str(member))
-        found.append(Due(thread, run_id, int(score)))
-    return found
+    return [Due(*entry) for entry in due_members(kv, keys.request_deadlines(), now_ms, limit)]
 
 
 def expire(kv: Any, runs: RunStore, entry: Due, now_ms: int) -> RunError | None:

@@ -29,6 +29,7 @@ from graphcore.checkpoints.layout import decode_record
 __all__ = [
     "Lapsed",
     "ReapOutcome",
+    "due_members",
     "lapsed_leases",
     "reap",
     "recovery_entries",
@@ -61,14 +62,21 @@ class Lapsed:
     deadline_ms: int
 
 
-def lapsed_leases(kv: Any, now_ms: int, limit: int = 100) -> list[Lapsed]:
-    """Leases in the index whose deadline is at or before ``now_ms``, earliest first."""
-    rows = kv.zrangebyscore(keys.lease_index(), "-inf", now_ms, start=0, num=limit, withscores=True)
+def due_members(kv: Any, index: str, now_ms: int, limit: int) -> list[tuple[str, str, int]]:
+    """At most ``limit`` members of ``index`` (a sorted set of ``thread:run`` members scored by a deadline in
+    ms: :func:`graphcore.keys.lease_member`) due at or before ``now_ms``, earliest first, as (thread, run,
+    deadline ms); one ZRANGEBYSCORE ... LIMIT."""
+    rows = kv.zrangebyscore(index, "-inf", now_ms, start=0, num=limit, withscores=True)
     found = []
     for member, score in rows:
         thread, run_id = keys.parse_member(member.decode() if isinstance(member, bytes) else str(member))
-        found.append(Lapsed(thread, run_id, int(score)))
+        found.append((thread, run_id, int(score)))
     return found
+
+
+def lapsed_leases(kv: Any, now_ms: int, limit: int = 100) -> list[Lapsed]:
+    """Leases in the index whose deadline is at or before ``now_ms``, earliest first."""
+    return [Lapsed(*entry) for entry in due_members(kv, keys.lease_index(), now_ms, limit)]
 
 
 def stale_busy_threads(kv: Any, before_ms: int, limit: int = 100) -> list[str]:
