@@ -45,7 +45,7 @@ __all__ = [
     "to_next_tick",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("graphq.scheduler")
 
 BATCH = 200
 """Fires claimed per transaction."""

@@ -558,14 +558,14 @@ def test_the_kill_switch_is_logged_once_when_found_off_and_once_when_on_again(
 
     from graphcore.backend import switch
 
-    caplog.set_level(logging.INFO, logger="scheduler.loop")
+    caplog.set_level(logging.INFO, logger="graphq.scheduler")
     schedules.add("a", workflow="counter", cron="* * * * *", overlap="allow")
     switch.disable(client.kv, "test")
     sched = scheduler(client, clock)
     for at in ("00:01:00", "00:01:30", "00:02:00", "00:03:00"):
         clock.at(f"2026-03-07T{at}")
         sched.guarded_tick()
-    said = [r.getMessage() for r in caplog.records if r.name == "scheduler.loop"]
+    said = [r.getMessage() for r in caplog.records if r.name == "graphq.scheduler"]
     assert len(said) == 1 and said[0].startswith("scheduler: new runs are refused: graphq is disabled")
     switch.enable(client.kv)
     clock.at("2026-03-07T00:03:20")
