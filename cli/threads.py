@@ -37,4 +37,9 @@ def delete(app: AppContext, thread: str, force: bool) -> None:
     done = app.client(local=True).delete_thread(thread, force)
     if done.keys == 0:
         fail(f"no thread {thread!r}: it has no keys (never used, deleted or expired)")
-    click.echo(f"deleted thread {thread}: {done.keys} keys, {done.runs} runs")
+    click.echo(f"deleted thread {thread}: {_count(done.keys, 'key')}, {_count(done.runs, 'run')}")
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -266,7 +266,7 @@ def test_threads_delete_removes_everything(ttl: None, client: Client, redis_url:
     work(client)
     result = invoke(FLOWS, redis_url, "threads", "delete", "tt8")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("deleted thread tt8: ")
+    assert result.stdout.startswith("deleted thread tt8: ") and result.stdout.endswith(" keys, 1 run\n")
     assert thread_keys(kv, "tt8") == []
     assert mentions(kv, "tt8", run_id) == []
     again = invoke(FLOWS, redis_url, "threads", "delete", "tt8")
@@ -281,6 +281,22 @@ def test_threads_delete_without_ttl(client: Client) -> None:
     assert done.runs == 1 and done.keys > 0
     assert thread_keys(client.kv, "tt9") == []
     assert mentions(client.kv, "tt9", run_id) == []
+
+
+def test_threads_delete_after_a_cancel_request_says_to_wait(client: Client, redis_url: str) -> None:
+    """A running run whose worker holds its step: graphq runs cancel only requests the cancel; threads
+    delete then says so (it said to cancel it again)."""
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt12")
+    kv.hset(keys.run("tt12", run_id), "status", "running")
+    kv.set(keys.lease("tt12", run_id), "tok")  # a worker holds its step
+    assert client.cancel(run_id) == "cancel requested: the run stops before its next super-step"
+    result = invoke(FLOWS, redis_url, "threads", "delete", "tt12")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: thread 'tt12' has an active run {run_id} (running): its cancel is requested already "
+        "(it stops before its next super-step): wait for it to end\n"
+    )
 
 
 def test_threads_delete_is_refused_while_a_run_is_active(client: Client, redis_url: str) -> None:

@@ -157,20 +157,29 @@ def thread_keys_of(kv: Any, thread: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _how_to_end(run_id: str, state: str, cancel_requested: bool) -> str:
+    """What ends the active run ``run_id`` (in ``state``) so that its thread can be deleted."""
+    if state == RunStatus.AWAITING_INPUT.value:
+        return "answer or cancel it, or pass --force"
+    if cancel_requested:
+        return "its cancel is requested already (it stops before its next super-step): wait for it to end"
+    return f"cancel it (graphq runs cancel {run_id}) or wait for it to end"
+
+
 def _refuse_active(pipe: Any, thread: str, force: bool) -> None:
     """Raise ThreadActiveError when a run is active on ``thread`` (or waits for it)."""
     active = pipe.get(keys.thread_active(thread))
-    status = pipe.hget(keys.run(thread, active.decode()), "status") if active else None
+    status, cancel = (
+        pipe.hmget(keys.run(thread, active.decode()), ["status", "cancel"]) if active else (None, None)
+    )
     done = (RunStatus.COMPLETED.value, RunStatus.FAILED.value, RunStatus.CANCELED.value)
     if active and status and status.decode() not in done:
         state = status.decode()
         if state != RunStatus.AWAITING_INPUT.value or not force:
-            how = (
-                "answer or cancel it, or pass --force"
-                if state == RunStatus.AWAITING_INPUT.value
-                else (f"cancel it (graphq runs cancel {active.decode()}) or wait for it to end")
+            raise ThreadActiveError(
+                f"thread {thread!r} has an active run {active.decode()} ({state}): "
+                f"{_how_to_end(active.decode(), state, cancel is not None)}"
             )
-            raise ThreadActiveError(f"thread {thread!r} has an active run {active.decode()} ({state}): {how}")
     if pipe.llen(keys.thread_waiting(thread)):
         raise ThreadActiveError(f"thread {thread!r} has runs waiting for it: cancel them first")
 
