@@ -46,8 +46,9 @@ class Schedules:
         ``end``). Its first fire is the first after now (or after ``start``).
 
         Raises:
-            ConfigError: a bad name, expression, zone, policy, id or start/end; an end in the past; a jitter
-                at or above the shortest time between the fires; the name exists.
+            ConfigError: a bad name, expression, zone, policy, id or start/end; an end in the past or no
+                fire between now (or ``start``) and ``end``; a jitter at or above the shortest time between
+                the fires; the name exists.
             UnknownWorkflowError: this client's registry has no such workflow.
             InvalidUpdateError, InputTypeError, SerializationError, InputTooLargeError: the input is one
                 the workflow refuses.
@@ -58,19 +59,17 @@ class Schedules:
         return schedule
 
     def _check(self, schedule: Schedule, check_end: bool) -> None:
-        """What a schedule's fields alone do not say: its end is not past (``check_end``), its jitter is below
-        the shortest time between its fires, and the client takes its workflow and input.
+        """What a schedule's fields alone do not say: it fires before its end (``check_end``), its jitter is
+        below the shortest time between its fires, and the client takes its workflow and input.
 
         Raises:
-            ConfigError: ``end`` in the past; ``jitter_s`` at or above the shortest gap (naming both).
+            ConfigError: ``end`` in the past, or no fire between now (or ``start``) and ``end``; ``jitter_s``
+                at or above the shortest gap (naming both).
             UnknownWorkflowError, ...: see :meth:`add`.
         """
         now = self._now()
-        if check_end and schedule.end is not None and schedule.end <= now:
-            raise ConfigError(
-                f"schedule {schedule.name!r}: --end {schedule.end.isoformat()} is in the past (now "
-                f"{now.isoformat(timespec='seconds')}): it would never fire"
-            )
+        if check_end:
+            _check_fires(schedule, now)
         if schedule.jitter_s > 0:
             gap = schedule.cron_expr.shortest_gap_s(now)
             if schedule.jitter_s >= gap:
@@ -94,7 +93,7 @@ class Schedules:
         """
         fields = self.store.stored(name) | changes | {"name": name}
         schedule = Schedule.build(**fields)
-        self._check(schedule, check_end="end" in changes)
+        self._check(schedule, check_end=bool({"cron", "tz", "start", "end"} & changes.keys()))
         self.store.update(schedule, int(self.clock() * 1000))
         return schedule
 
@@ -216,6 +215,31 @@ class Schedules:
             batch = Batch([(schedule, raw, [decision])])
             if commit(self.client, batch, now_ms, time.perf_counter(), self.clock, absent=[run_key]):
                 return run_id
+
+
+def _check_fires(schedule: Schedule, now: datetime) -> None:
+    """Refuse a schedule that would never fire: its ``end`` is past, or no fire of its expression lies
+    between now (or its ``start``, when later) and ``end``.
+
+    Raises:
+        ConfigError: one line naming the end (and the expression, zone and span).
+    """
+    if schedule.end is None:
+        return
+    if schedule.end <= now:
+        raise ConfigError(
+            f"schedule {schedule.name!r}: --end {schedule.end.isoformat()} is in the past (now "
+            f"{now.isoformat(timespec='seconds')}): it would never fire"
+        )
+    since = max(now, schedule.start - timedelta(milliseconds=1)) if schedule.start is not None else now
+    if schedule.cron_expr.next_after(since) > schedule.end:
+        begin = f"now {now.isoformat(timespec='seconds')}"
+        if schedule.start is not None and schedule.start > now:
+            begin = f"--start {schedule.start.isoformat()}"
+        raise ConfigError(
+            f"schedule {schedule.name!r}: no fire of {schedule.cron!r} in {schedule.tz} between {begin} "
+            f"and --end {schedule.end.isoformat()}: it would never fire"
+        )
 
 
 def _probe(schedule: Schedule) -> RunRequest:

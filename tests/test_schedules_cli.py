@@ -112,6 +112,11 @@ BAD = [
     (["--input", "{bad"], "--input"),
     (["--end", "2020-01-01T00:00Z"], "schedule 's1': --end 2020-01-01T00:00:00+00:00 is in the past (now "),
     (
+        ["--cron", "0 0 1 1 *", "--start", "2030-06-01", "--end", "2030-12-01"],
+        "schedule 's1': no fire of '0 0 1 1 *' in UTC between --start 2030-06-01T00:00:00+00:00 and --end "
+        "2030-12-01T00:00:00+00:00: it would never fire",
+    ),
+    (
         ["--jitter", "1m"],
         "schedule 's1': --jitter 60 s is not below the shortest time between its fires, 60 s ('* * * * *' in "
         "UTC): a fire could start after the next one",
