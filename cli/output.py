@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from worker.logs import redact
+from worker.logs import redact_urls
 
 __all__ = [
     "CELL_LIMIT",
@@ -63,7 +63,8 @@ def err_console() -> Console:
 
 
 class _Masked:
-    """A text stream writing through another with every password masked (:func:`worker.logs.redact`).
+    """A text stream writing through another with every URL's password masked
+    (:func:`worker.logs.redact_urls`).
 
     It has no ``buffer``: click then writes text to it, not bytes past it."""
 
@@ -73,7 +74,7 @@ class _Masked:
     def write(self, text: str) -> int:
         if not isinstance(text, str):  # click probes with bytes: a text stream refuses them
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self._stream.write(redact(text))
+        self._stream.write(redact_urls(text))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:
@@ -84,8 +85,9 @@ class _Masked:
 
 def mask_output() -> None:
     """From now on, mask in everything this process prints on stdout and stderr (run errors, their
-    tracebacks, records, a bug's traceback) the password of every Redis URL and the configured Redis
-    password (:func:`worker.logs.configure` sets it), as ``***``. Idempotent."""
+    tracebacks, records, a bug's traceback) the password of every URL (``scheme://user:***@``), and
+    nothing else: the output is data (a tenant ``default``, a schedule ``s1``, ``-o json``) and is never
+    changed otherwise, whatever the configured password is. Idempotent."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, _Masked):

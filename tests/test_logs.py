@@ -24,7 +24,7 @@ from tests.workflows.shutdown import started
 from worker import logs
 
 REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.shutdown"])
-PASSWORD = "s3cret-Pw_4"
+PASSWORD = "s3cret-Pw_4xyz"  # 14 characters: long enough to be masked outside a URL too
 
 
 @pytest.fixture
@@ -86,6 +86,16 @@ def test_cli_text_lines_redact_a_password_in_any_url(secret_url: str) -> None:
         "WARNING graphq.test: connecting to " + secret_url.replace(PASSWORD, "***") + " failed"
     )
     assert bare == "password is *** and rediss://u:***@h:1/0"
+    assert logs.redact("see https://bob:hunter2@example.com/x@y") == "see https://bob:***@example.com/x@y"
+
+
+def test_a_short_configured_password_is_masked_in_urls_only() -> None:
+    logs.configure(logging.WARNING, "text", "redis://bob:default@h:6379/0")
+    try:
+        line = logs.redact("tenant default on redis://bob:default@h:6379/0; a default password")
+    finally:
+        logs.configure(logging.WARNING, "text", None)
+    assert line == "tenant default on redis://bob:***@h:6379/0; a default password"
     assert logs.redact("redis://:pw@h:6379/0 then unix://:x@/tmp/s.sock") == (
         "redis://:***@h:6379/0 then unix://:***@/tmp/s.sock"
     )

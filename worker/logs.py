@@ -11,9 +11,12 @@ loggers then add none of their own) whose format is ``GRAPHQ_LOG_FORMAT``:
 - ``json``: one object per line, ``{"time": ISO-8601 UTC, "level", "logger", "message", "workflow",
   "run", "thread", "step", "tenant", "exception"}`` (unknown fields left out).
 
-Every line is redacted: a Redis URL's password becomes ``***``
-(:func:`~graphcore.backend.connection.redact_url`), and so does the password of ``GRAPHQ_REDIS_URL``
-wherever it appears.
+Every line is redacted: the password of a URL (``scheme://user:pass@``) becomes ``***``
+(:func:`redact_urls`; Redis URLs by :func:`~graphcore.backend.connection.redact_url`), and so does the
+password of ``GRAPHQ_REDIS_URL`` wherever it appears when it has at least :data:`MIN_BARE_SECRET`
+characters (:func:`redact`): a log line is for people, and so long a string in one is that password, while a
+short one (``s``, ``default``, ``wrong``) would be masked inside words and values. What the CLI prints as
+its output is data and gets only :func:`redact_urls`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from graphcore.backend.connection import redact_url
 
 __all__ = [
     "FIELDS",
+    "MIN_BARE_SECRET",
     "JsonFormatter",
     "TextFormatter",
     "about",
@@ -40,6 +44,7 @@ __all__ = [
     "bind",
     "configure",
     "redact",
+    "redact_urls",
     "unbind",
 ]
 
@@ -48,8 +53,13 @@ FIELDS = ("workflow", "run", "thread", "step", "tenant")
 
 _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("graphq_log", default=None)
 
-_URL = re.compile(r"\b(?:rediss?|unix)://[^\s'\"<>]+", re.IGNORECASE)
+_URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+", re.IGNORECASE)
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.\-]*://[^\s:/@]*:)[^\s/]*@", re.IGNORECASE)
+"""A URL's ``scheme://user:`` and password, up to the last ``@`` before its path (a password may hold one)."""
 _secrets: list[str] = []
+
+MIN_BARE_SECRET = 12
+"""Characters a configured password needs for :func:`redact` to mask it outside a URL too."""
 
 
 def bind(**fields: Any) -> tuple[dict[str, Any], contextvars.Token[dict[str, Any] | None]]:
@@ -64,10 +74,17 @@ def unbind(token: contextvars.Token[dict[str, Any] | None]) -> None:
     _context.reset(token)
 
 
+def redact_urls(text: str) -> str:
+    """``text`` with the password of every URL in it replaced by ``***``: ``scheme://user:pass@host``
+    becomes ``scheme://user:***@host`` (any scheme; for Redis URLs a ``password=`` argument too); nothing
+    else changes, so JSON stays the same JSON (placeholders such as ``:PASSWORD@`` are kept)."""
+    return _URL.sub(_redacted, text)
+
+
 def redact(text: str) -> str:
-    """``text`` with every Redis URL's password and every known secret (the configured Redis URL's
-    password) replaced by ``***``."""
-    text = _URL.sub(_redacted, text)
+    """A log line's :func:`redact_urls`, and the configured Redis password (:func:`configure`) replaced by
+    ``***`` wherever it appears when it has at least :data:`MIN_BARE_SECRET` characters."""
+    text = redact_urls(text)
     for secret in _secrets:
         text = text.replace(secret, "***")
     return text
@@ -79,7 +96,11 @@ _PLACEHOLDER = re.compile(r":(password|\*\*\*)@", re.IGNORECASE)
 
 def _redacted(match: re.Match[str]) -> str:
     url = match.group(0)
-    return url if _PLACEHOLDER.search(url) else redact_url(url)
+    if _PLACEHOLDER.search(url):
+        return url
+    if url.lower().startswith(("redis://", "rediss://", "unix://")):
+        return redact_url(url)
+    return _USERINFO.sub(r"\1***@", url)
 
 
 def about(**fields: Any) -> dict[str, Any]:
@@ -142,7 +163,8 @@ class JsonFormatter(logging.Formatter):
 
 
 def _url_secrets(url: str | None) -> list[str]:
-    """The password of ``url`` (raw and percent-decoded), if it has one."""
+    """The password of ``url`` (raw and percent-decoded), if it has one of :data:`MIN_BARE_SECRET`
+    characters or more."""
     if not url:
         return []
     try:
@@ -151,7 +173,8 @@ def _url_secrets(url: str | None) -> list[str]:
         return []
     if not password:
         return []
-    return sorted({password, unquote(password)}, key=len, reverse=True)
+    found = {password, unquote(password)}
+    return sorted((p for p in found if len(p) >= MIN_BARE_SECRET), key=len, reverse=True)
 
 
 _format = ["text"]
@@ -185,8 +208,8 @@ def _log_uncaught_in_thread(args: threading.ExceptHookArgs) -> None:
 def configure(level: int | str, log_format: str = "text", redis_url: str | None = None) -> None:
     """Log ``level`` and above on stderr in ``log_format`` (``text`` or ``json``), redacted, through one
     handler on the root logger (replacing one this function installed before); ``redis_url``'s password
-    is masked wherever it appears. With ``json`` an uncaught exception (of any thread) is logged as one
-    JSON line (``exception``: its traceback), not printed raw."""
+    is masked wherever it appears when it is long enough (:func:`redact`). With ``json`` an uncaught
+    exception (of any thread) is logged as one JSON line (``exception``: its traceback), not printed raw."""
     _secrets[:] = _url_secrets(redis_url)
     _format[0] = log_format
     json_format = log_format == "json"
