@@ -19,7 +19,7 @@ from cli.output import output_option, print_json, print_table, short
 from graphcore import keys
 from graphcore.backend.connection import redact_url
 from graphcore.errors import PermanentError
-from scheduler.api import Schedules
+from scheduler.api import Schedules, due_time
 from scheduler.cron import parse_zone
 from scheduler.hooks import clock_from_env
 from scheduler.loop import Scheduler
@@ -108,9 +108,13 @@ _POLICIES = """
       starts on time as usual: with GRAPHQ_SCHEDULER_GRACE_S=10, an every-minute schedule and no scheduler
       from 14:32:30 to 14:35:50, 14:33 and 14:34 are missed, 14:35 starts at 14:35:50 (caught-up) and 14:36
       on time, back to back (--overlap skip skips 14:36 while that run is active); all starts each.
-    DURATION: 90s, 5m, 2h, 1d. A local time that does not exist (spring forward) fires at the first
-    instant after the gap; a repeated one (fall back) at its first occurrence.
+    DURATION: 90s, 5m, 2h, 1d, 1h30m; --jitter 0 (or 0s) is none; --catchup-window is above 0.
+    A local time that does not exist (spring forward) fires at the first instant after the gap; a repeated
+    one (fall back) at its first occurrence.
     """
+
+
+_NO_WINDOW = "every fire found late would be missed; --catchup skip runs no missed fire"
 
 
 def _fields(opts: dict[str, Any], zone: str) -> dict[str, Any]:
@@ -130,9 +134,9 @@ def _fields(opts: dict[str, Any], zone: str) -> dict[str, Any]:
         if opts[option] is not None:
             given[key] = parse_time(opts[option], zone, f"--{option}")
     if opts["catchup_window"] is not None:
-        given["catchup_window_s"] = parse_duration(opts["catchup_window"], "--catchup-window")
+        given["catchup_window_s"] = parse_duration(opts["catchup_window"], "--catchup-window", _NO_WINDOW)
     if opts["jitter"] is not None:
-        given["jitter_s"] = parse_duration(opts["jitter"], "--jitter") if opts["jitter"] != "0" else 0.0
+        given["jitter_s"] = parse_duration(opts["jitter"], "--jitter")
     return given
 
 
@@ -302,18 +306,29 @@ def trigger(app: AppContext, name: str) -> None:
 @output_option
 @click.pass_obj
 def next_fires(app: AppContext, name: str, count: int, after: str | None, output: str) -> None:
-    """The next N fire times of NAME after now (or --after TIME), in its zone and in UTC."""
+    """The next N fire times of NAME after now (or --after TIME), in its zone and in UTC (one column for a
+    UTC schedule); with --jitter also when each is due (its time plus its offset, UTC)."""
     api = Schedules(app.reader())
     schedule = api.get(name)
     moment = None if after is None else parse_time(after, schedule.tz, "--after")
     fires = api.next(name, count, moment)
-    rows = [(_zoned(f, schedule.tz), _utc(f)) for f in fires]
+    found = [
+        {
+            "local": _zoned(f, schedule.tz),
+            "utc": _utc(f),
+            "zone": schedule.tz,
+            "due": _utc(due_time(schedule, f)),
+        }
+        for f in fires
+    ]
     if output == "json":
-        print_json([{"local": local, "utc": utc, "zone": schedule.tz} for local, utc in rows])
+        print_json(found)
         return
-    print_table(
-        (f"fire ({schedule.tz})", "fire (UTC)"), rows, no_wrap=(f"fire ({schedule.tz})", "fire (UTC)")
-    )
+    columns = ["utc"] if schedule.tz == "UTC" else ["local", "utc"]
+    columns += ["due"] if schedule.jitter_s > 0 else []
+    names = {"local": f"fire ({schedule.tz})", "utc": "fire (UTC)", "due": "due (UTC, jitter added)"}
+    headers = tuple(names[c] for c in columns)
+    print_table(headers, [tuple(f[c] for c in columns) for f in found], no_wrap=headers)
 
 
 @schedules.command("history", short_help="A schedule's fires.")

@@ -21,7 +21,7 @@ from scheduler.claim import Batch, commit, run_request
 from scheduler.plan import Decision, jitter_ms
 from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore, problem_text
 
-__all__ = ["Schedules"]
+__all__ = ["Schedules", "due_time"]
 
 
 class Schedules:
@@ -185,8 +185,7 @@ class Schedules:
         cursor = datetime.fromtimestamp(self.store.state(schedule).cursor_ms / 1000, UTC)
         moment = max(cursor, now - timedelta(seconds=schedule.jitter_s))
         for fire in self.next(name, 3, after=moment):  # jitter below the gap: the 2nd is due after now
-            fire_ms = int(fire.timestamp() * 1000)
-            due = fire + timedelta(milliseconds=jitter_ms(schedule, fire_ms))
+            due = due_time(schedule, fire)
             if due >= now:
                 return fire, due
         return None
@@ -215,6 +214,12 @@ class Schedules:
             batch = Batch([(schedule, raw, [decision])])
             if commit(self.client, batch, now_ms, time.perf_counter(), self.clock, absent=[run_key]):
                 return run_id
+
+
+def due_time(schedule: Schedule, fire: datetime) -> datetime:
+    """When ``schedule``'s fire at ``fire`` (aware) is due: its time plus its jitter offset (the same on every
+    replica; none without ``jitter_s``), UTC."""
+    return fire + timedelta(milliseconds=jitter_ms(schedule, int(fire.timestamp() * 1000)))
 
 
 def _check_fires(schedule: Schedule, now: datetime) -> None:

@@ -49,6 +49,7 @@ OUTCOMES = ("started", "skipped-overlap", "missed", "caught-up", "buffered")
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_ZERO = re.compile(r"0+(?:\.0*)?")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 
@@ -56,19 +57,30 @@ class ScheduleNotFoundError(PermanentError):
     """No schedule has the given name."""
 
 
-def parse_duration(text: str, what: str = "duration") -> float:
-    """Seconds of a duration such as ``90s``, ``5m``, ``2h``, ``1d`` or ``1h30m``.
+def parse_duration(text: str, what: str = "duration", refuse_zero: str | None = None) -> float:
+    """Seconds of a duration such as ``90s``, ``5m``, ``2h``, ``1d`` or ``1h30m``; ``0`` (no unit needed)
+    or ``0s`` is 0 (none).
+
+    Args:
+        refuse_zero: given, a zero is refused, and the message ends with it (why, what to use instead).
 
     Raises:
-        ConfigError: not a sequence of ``<number><s|m|h|d>``; names ``what``.
+        ConfigError: not ``0`` nor a sequence of ``<number><s|m|h|d>``; a zero with ``refuse_zero``;
+            names ``what``.
     """
     value = text.strip().lower()
     parts = _DURATION.findall(value)
-    if not value or "".join(n + u for n, u in parts) != value:
+    zero_ok = "" if refuse_zero else "; 0 (no unit needed) for none"
+    if not _ZERO.fullmatch(value) and (not value or "".join(n + u for n, u in parts) != value):
         raise ConfigError(
-            f"{what} {text!r} is invalid: use a number and a unit s, m, h or d (e.g. 90s, 5m, 2h)"
+            f"{what} {text!r} is invalid: use a number and a unit s, m, h or d (e.g. 90s, 5m, 2h){zero_ok}"
         )
-    return sum(float(n) * _UNIT_S[u] for n, u in parts)
+    seconds = float(sum(float(n) * _UNIT_S[u] for n, u in parts))
+    if seconds == 0 and refuse_zero:
+        raise ConfigError(
+            f"{what} {text!r} is invalid: use a duration above 0 (e.g. 90s, 5m, 2h): {refuse_zero}"
+        )
+    return seconds
 
 
 def parse_time(text: str, zone: str = "UTC", what: str = "time") -> datetime:
@@ -144,7 +156,8 @@ class Schedule(BaseModel):
             keys.validate_id("thread id", self.thread)
         if self.start is not None and self.end is not None and self.end <= self.start:
             raise ConfigError(
-                f"schedule {self.name!r}: --end ({self.end}) must be after --start ({self.start})"
+                f"schedule {self.name!r}: --end ({self.end.isoformat()}) must be after --start "
+                f"({self.start.isoformat()})"
             )
         return self
 

@@ -4,6 +4,7 @@ B18 with two real scheduler processes."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import tempfile
@@ -64,8 +65,18 @@ def test_add_list_show_next_history(redis_url: str) -> None:
         )
     )
     assert json.loads(nxt.stdout) == [
-        {"local": "2026-09-10T08:25:00+07:00", "utc": "2026-09-10T01:25:00Z", "zone": "Asia/Jakarta"},
-        {"local": "2026-09-10T09:25:00+07:00", "utc": "2026-09-10T02:25:00Z", "zone": "Asia/Jakarta"},
+        {
+            "local": "2026-09-10T08:25:00+07:00",
+            "utc": "2026-09-10T01:25:00Z",
+            "zone": "Asia/Jakarta",
+            "due": "2026-09-10T01:25:00Z",
+        },
+        {
+            "local": "2026-09-10T09:25:00+07:00",
+            "utc": "2026-09-10T02:25:00Z",
+            "zone": "Asia/Jakarta",
+            "due": "2026-09-10T02:25:00Z",
+        },
     ]
     table = ok(
         invoke(MODULE, redis_url, "schedules", "next", "jkt", "-n", "1", "--after", "2026-09-10T07:00")
@@ -105,7 +116,22 @@ BAD = [
     (["--jitter", "5x"], "--jitter '5x' is invalid: use a number and a unit s, m, h or d"),
     (["--catchup-window", "forever"], "--catchup-window 'forever' is invalid"),
     (["--start", "tomorrow"], "--start 'tomorrow' is invalid: use ISO-8601"),
-    (["--start", "2026-01-02", "--end", "2026-01-01"], "must be after --start"),
+    (
+        ["--start", "2030-01-02", "--end", "2030-01-01"],
+        "error: schedule 's1': --end (2030-01-01T00:00:00+00:00) must be after --start "
+        "(2030-01-02T00:00:00+00:00)",
+    ),
+    (
+        ["--jitter", "30"],
+        "error: --jitter '30' is invalid: use a number and a unit s, m, h or d (e.g. 90s, 5m, 2h); 0 (no "
+        "unit needed) for none",
+    ),
+    (
+        ["--catchup-window", "0"],
+        "error: --catchup-window '0' is invalid: use a duration above 0 (e.g. 90s, 5m, 2h): every fire found "
+        "late would be missed; --catchup skip runs no missed fire",
+    ),
+    (["--catchup-window", "0s"], "error: --catchup-window '0s' is invalid: use a duration above 0"),
     (["--overlap", "sometimes"], "Invalid value for '--overlap'"),
     (["--thread", "t1", "--new-thread"], "--thread and --new-thread exclude each other"),
     (["--tenant", "a b"], "tenant 'a b' is invalid"),
@@ -130,6 +156,45 @@ def test_bad_input_exits_2_with_one_line(redis_url: str, extra: list[str], messa
     args = [a for k, v in base.items() if k not in extra for a in (k, v)] + extra
     result = ok(invoke(MODULE, redis_url, "schedules", "add", "s1", *args), 2)
     assert message in error_line(result)
+
+
+def test_zero_durations_and_the_next_table_of_a_jittered_utc_schedule(redis_url: str) -> None:
+    """--jitter 0 and 0s are none; a UTC schedule's next table has one fire column, and with --jitter the
+    due times (as show's next_due)."""
+    for name, zero in (("z1", "0"), ("z2", "0s")):
+        add = ("schedules", "add", name, "--workflow", "counter", "--cron", "@daily", "--jitter", zero)
+        ok(invoke(MODULE, redis_url, *add))
+        shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", name, "-o", "json")).stdout)
+        assert shown["jitter_s"] == 0.0
+    ok(
+        invoke(
+            MODULE,
+            redis_url,
+            "schedules",
+            "add",
+            "j",
+            "--workflow",
+            "counter",
+            "--cron",
+            "@hourly",
+            "--jitter",
+            "30m",
+        )
+    )
+    after = ("--after", "2030-01-01T00:00")
+    found = json.loads(
+        ok(invoke(MODULE, redis_url, "schedules", "next", "j", "-n", "2", *after, "-o", "json")).stdout
+    )
+    assert [f["utc"] for f in found] == ["2030-01-01T01:00:00Z", "2030-01-01T02:00:00Z"]
+    assert all(f["utc"][:14] == f["due"][:14] and f["due"] != f["utc"] for f in found)
+    table = ok(invoke(MODULE, redis_url, "schedules", "next", "j", "-n", "2", *after)).stdout
+    assert table.count("fire (UTC)") == 1 and "due (UTC, jitter added)" in table
+    assert [re.findall(r"2030-\S+Z", line) for line in table.splitlines() if "2030-" in line] == [
+        [found[0]["utc"], found[0]["due"]],
+        [found[1]["utc"], found[1]["due"]],
+    ]
+    plain = ok(invoke(MODULE, redis_url, "schedules", "next", "z1", "-n", "1", *after)).stdout
+    assert plain.count("fire (UTC)") == 1 and "due" not in plain
 
 
 def test_unknown_schedule_and_bad_name_exit_2(redis_url: str) -> None:

@@ -148,6 +148,16 @@ def test_bad_durations(text: str) -> None:
         parse_duration(text, "--jitter")
 
 
+@pytest.mark.parametrize("text", ["0", "0s", "0.0", "0m"])
+def test_zero_with_or_without_a_unit_is_none_unless_refused(text: str) -> None:
+    assert parse_duration(text, "--jitter") == 0.0
+    with pytest.raises(ConfigError) as refused:
+        parse_duration(text, "--catchup-window", "why")
+    assert str(refused.value) == (
+        f"--catchup-window {text!r} is invalid: use a duration above 0 (e.g. 90s, 5m, 2h): why"
+    )
+
+
 def test_times_without_offset_are_read_in_the_zone() -> None:
     assert parse_time("2026-09-10T07:00", "Asia/Jakarta") == utc("2026-09-10T00:00")
     assert parse_time("2026-09-10T07:00Z", "Asia/Jakarta") == utc("2026-09-10T07:00")
