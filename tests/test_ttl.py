@@ -28,7 +28,7 @@ from graphcore.settings import Settings, get_settings, load_settings
 from tests.cli_helpers import invoke
 from tests.workers import Start, ended, wait_for, work, worker_env
 from worker.lease import Lease
-from worker.queue import RQStepQueue
+from worker.queue import RQStepQueue, step_job_id
 from worker.reaper import Reaper
 
 FLOWS = "tests.workflows.retention,tests.workflows.hitl"
@@ -399,7 +399,7 @@ def test_rq_keeps_step_jobs_no_longer_than_the_thread_ttl(
 
 
 def test_a_continuation_joins_its_thread_retention(ttl: None, client: Client, redis_url: str) -> None:
-    """The reaper's continuation of a run whose worker died (reap_run.lua) takes its predecessor's expiry,
+    """The reaper's continuation of a run whose worker died (reap_run.lua) refreshes its thread's expiry,
     joins the key set and the retention index; after the TTL and a sweep nothing of either run is left."""
     kv = client.kv
     run_id = client.enqueue("five-steps", FIVE, thread_id="tt15")
@@ -420,6 +420,33 @@ def test_a_continuation_joins_its_thread_retention(ttl: None, client: Client, re
     assert expire_and_sweep(kv, "tt15", RQStepQueue(kv, load_settings())) == 3
     work(client)  # the continuation's job finds no run: its unclaimed-job entry goes with its claim
     assert mentions(kv, "tt15", run_id, new) == []
+
+
+def test_a_continuation_refreshes_its_thread_and_a_job_left_behind_is_skipped(
+    ttl: None, client: Client, redis_url: str
+) -> None:
+    """From the second new-user trial: a continuation queued late in its thread's TTL took its predecessor's
+    expiry, so the thread expired under the queued continuation, whose job then failed in RQ with a
+    RunNotFoundError traceback. A continuation is a use of the thread (K3): every key expires a whole TTL
+    (2 s) from its creation; a step job whose run is gone is skipped, not failed."""
+    kv = client.kv
+    run_id = client.enqueue("five-steps", FIVE, thread_id="tt16")
+    time.sleep(1.2)  # most of the 2 s TTL gone
+    lease = Lease(kv, "tt16", run_id, 0.05, 0.025)
+    assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
+    kv.hset(keys.run("tt16", run_id), "status", "running")
+    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
+    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
+    new = reap(kv, lapsed[0], resume=True, max_attempts=1).detail
+    left = ttls(kv, "tt16")
+    assert keys.run("tt16", run_id) in left and keys.run("tt16", new) in left
+    assert all(1700 < ms <= 2000 for ms in left.values()), left
+    Reaper(kv, Settings(redis_url=redis_url)).sweep()  # the continuation's step job
+    expire_and_sweep(kv, "tt16", RQStepQueue(kv, load_settings()))
+    work(client)
+    job = RQStepQueue(kv, load_settings()).queue("five-steps").fetch_job(step_job_id(new, 0))
+    assert job is not None and job.get_status() == "finished"
+    assert job.return_value() == "skipped: no such run (its thread expired or was deleted)"
 
 
 class _DiesReleasing(RQStepQueue):

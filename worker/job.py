@@ -47,7 +47,6 @@ from graphcore.errors import (
     GraphqError,
     LeaseLostError,
     NodeTimeoutError,
-    RunNotFoundError,
 )
 from graphcore.types import TaskWrites
 from worker import logs, metrics
@@ -73,8 +72,7 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     the run, thread, step, workflow and tenant (:mod:`worker.logs`); it is counted and timed
     (:func:`worker.metrics.step_done`).
 
-    Raises:
-        RunNotFoundError: the run record is gone.
+    A job whose run is gone (its thread expired or was deleted while the job waited) is skipped, not failed.
     """
     started = time.perf_counter()
     fields, token = logs.bind(run=run_id, thread=thread_id, step=step)
@@ -96,8 +94,9 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
     if claimed is None:
         claimed = outlast(lease.claim, step, now_iso(), CANCEL_ERROR_JSON, ctx.worker_id)
     code, raw = claimed
-    if code == 0:
-        raise RunNotFoundError(f"no run with id {run_id!r}")
+    if code == 0:  # its thread expired (GRAPHQ_THREAD_TTL_S) or was deleted while the job waited
+        log.info("run %s step %s: no such run (its thread expired or was deleted); job skipped", run_id, step)
+        return "skipped: no such run (its thread expired or was deleted)"
     run = RunRecord.from_hash(raw)
     fields["workflow"], fields["tenant"] = run.workflow, run.tenant
     if code in (1, 2):

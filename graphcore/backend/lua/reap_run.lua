@@ -20,8 +20,10 @@
 -- runs; KEYS[10] recovery set; KEYS[11] the runs holding an admission slot (R8): a continuation takes
 -- over its predecessor's slot here (counts unchanged: same tenant and workflow), so that the slot is given
 -- on exactly once; a restarted run keeps its own; a run closed here gives its slot back with its hand-over;
--- KEYS[12] the thread's key set and KEYS[13] the retention index (K3): a continuation takes its
--- predecessor's expiry and joins the thread's retention (events: _events.lua, capped)
+-- KEYS[12] the thread's key set and KEYS[13] the retention index (K3): a continuation or a restart is a
+-- use of the thread: with a thread TTL (the run's thread_ttl_s) every key of the thread expires that TTL
+-- from now (refresh, _retain.lua); a thread kept without one only registers the new run (events:
+-- _events.lua, capped)
 -- ARGV[1] lease member; ARGV[2] its deadline as read (ms); ARGV[3] 'resume' or 'restart'; ARGV[4] max
 -- resume attempts; ARGV[5] continuation run id; ARGV[6] now (ISO-8601); ARGV[7] WorkerLost error (JSON);
 -- ARGV[8] limit error (JSON); ARGV[9] data of the 'failed' status event (msgpack); ARGV[10] data of the
@@ -36,6 +38,7 @@
 -- (a lease key exists), 'left' (run not interrupted; detail = its status), 'canceled', 'limit',
 -- 'continued' (detail = the continuation's id), 'restarted'.
 --#include events
+--#include retain
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) ~= tonumber(ARGV[2]) then return {'gone', ''} end
 local t = redis.call('TIME')
@@ -47,6 +50,14 @@ local status = redis.call('HGET', KEYS[3], 'status')
 if status ~= 'running' and status ~= 'queued' then return {'left', status or ''} end
 local run_step = redis.call('HGET', KEYS[3], 'step')
 local thread, run_id = ARGV[12], ARGV[13]
+local function used()  -- the thread is used: refreshed when the run has a thread TTL (K3)
+  local ttl_s = redis.call('HGET', KEYS[3], 'thread_ttl_s')
+  if ttl_s and redis.call('PTTL', KEYS[12]) ~= -2 then
+    refresh(KEYS[12], KEYS[13], KEYS[9], thread, math.floor(tonumber(ttl_s) * 1000))
+    return true
+  end
+  return false
+end
 redis.call('ZADD', KEYS[10], now_ms, 'abandoned:' .. thread .. ':' .. run_id .. ':' .. run_step)
 local function close(new_status, error_json, event)
   redis.call('HSET', KEYS[3], 'status', new_status, 'ended_at', ARGV[6], 'error', error_json)
@@ -69,6 +80,7 @@ if ARGV[3] == 'restart' then
   redis.call('HDEL', KEYS[3], 'head', 'partial', 'worker')
   if ARGV[17] ~= '' then redis.call('HSET', KEYS[3], 'config', ARGV[17]) end
   run_event(KEYS[4], KEYS[3], 'status', ARGV[11], ARGV[14])
+  used()
   redis.call('ZADD', KEYS[10], now_ms, ARGV[21])
   return {'restarted', ''}
 end
@@ -85,12 +97,14 @@ end
 redis.call('HSET', KEYS[6], unpack(fields))
 inherit_expiry(KEYS[6], KEYS[3])
 if redis.call('PTTL', KEYS[12]) ~= -2 then redis.call('SADD', KEYS[12], KEYS[6]) end  -- a kept set too
-local until_ms = redis.call('ZSCORE', KEYS[13], thread)
-if until_ms then redis.call('ZADD', KEYS[13], until_ms, thread .. ':' .. new_id) end
 local now_s = now_ms / 1000
 redis.call('ZADD', KEYS[7], now_s, new_id)
 redis.call('HSET', KEYS[8], new_id, thread)
 redis.call('ZADD', KEYS[9], now_s, new_id)
+if not used() then
+  local until_ms = redis.call('ZSCORE', KEYS[13], thread)
+  if until_ms then redis.call('ZADD', KEYS[13], until_ms, thread .. ':' .. new_id) end
+end
 if redis.call('GET', KEYS[5]) == run_id then redis.call('SET', KEYS[5], new_id, 'KEEPTTL') end
 local slot = redis.call('HGET', KEYS[11], ARGV[1])
 if slot then
