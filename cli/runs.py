@@ -3,6 +3,7 @@ steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`cli.c
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -25,6 +26,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.types import Interrupt
+from scheduler.schedules import ScheduleStore
 
 __all__ = ["record_json", "runs"]
 
@@ -60,7 +62,12 @@ def runs() -> None:
     "--status", type=click.Choice([s.value for s in RunStatus]), help="Only the runs with this status."
 )
 @click.option("--workflow", metavar="NAME", help="Only the runs of workflow NAME.")
-@click.option("--schedule", metavar="NAME", help="Only the runs schedule NAME started (graphq schedules).")
+@click.option(
+    "--schedule",
+    metavar="NAME",
+    help="Only the runs schedule NAME started since it was added (not those of a schedule of that name "
+    "removed before); exit 2 when no schedule has that name.",
+)
 @click.option(
     "--stuck",
     is_flag=True,
@@ -87,7 +94,8 @@ def list_runs(
     left out)."""
     check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     reader = app.reader()
-    where = RunFilter(tenant, None if status is None else RunStatus(status), workflow, schedule)
+    since = None if schedule is None else _schedule_created(reader, schedule)
+    where = RunFilter(tenant, None if status is None else RunStatus(status), workflow, schedule, since)
     if chain_of is not None and (stuck or where != RunFilter()):
         raise click.UsageError(
             "--chain lists one chain; it does not combine with --tenant, --status, --workflow, --schedule or "
@@ -111,6 +119,18 @@ def list_runs(
         rows,
         no_wrap=("run", "thread", "tenant", "created (UTC)"),
     )
+
+
+def _schedule_created(reader: Client, name: str) -> datetime:
+    """When schedule ``name`` was added: ``runs list --schedule`` lists its runs from then on (not those of a
+    schedule of that name removed before).
+
+    Raises:
+        ScheduleNotFoundError: no schedule has that name (exit 2: a typo or a removed schedule, whose runs
+            stay: list them with --workflow).
+    """
+    created = ScheduleStore(reader.kv).stored(name).get("created_at")
+    return datetime.fromisoformat(created) if created else datetime.min.replace(tzinfo=UTC)
 
 
 def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:

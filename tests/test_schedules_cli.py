@@ -99,12 +99,16 @@ def test_add_list_show_next_history(redis_url: str) -> None:
     assert [(f["outcome"], f["run_id"], f["note"]) for f in fires] == [("started", run_id, "triggered")]
     runs = json.loads(ok(invoke(MODULE, redis_url, "runs", "list", "--schedule", "jkt", "-o", "json")).stdout)
     assert [r["id"] for r in runs] == [run_id]
-    assert (
-        json.loads(ok(invoke(MODULE, redis_url, "runs", "list", "--schedule", "other", "-o", "json")).stdout)
-        == []
-    )
+    other = ok(invoke(MODULE, redis_url, "runs", "list", "--schedule", "other"), 2)
+    assert other.stderr == "error: no schedule named 'other' (graphq schedules list shows them)\n"
     assert ok(invoke(MODULE, redis_url, "schedules", "remove", "jkt")).stdout == "schedule jkt: removed\n"
     assert json.loads(ok(invoke(MODULE, redis_url, "schedules", "list", "-o", "json")).stdout) == []
+    ok(invoke(MODULE, redis_url, "schedules", "add", "jkt", "--workflow", "counter", "--cron", "@daily"))
+    listed = ok(invoke(MODULE, redis_url, "runs", "list", "--schedule", "jkt", "-o", "json")).stdout
+    assert json.loads(listed) == []  # the removed jkt's run is not the new one's
+    kept = ok(invoke(MODULE, redis_url, "runs", "list", "--workflow", "counter", "-o", "json")).stdout
+    assert [(r["id"], r["schedule"]) for r in json.loads(kept)] == [(run_id, "jkt")]
+    ok(invoke(MODULE, redis_url, "schedules", "remove", "jkt"))
 
 
 BAD = [

@@ -193,25 +193,38 @@ def run_timeout_s(run: RunRecord, cfg: RunConfig | None = None) -> float:
 
 @dataclass(frozen=True)
 class RunFilter:
-    """Which runs a listing keeps: each field given must match (None matches anything)."""
+    """Which runs a listing keeps: each field given must match (None matches anything); ``created_from``
+    (aware): only runs created then or later (``runs list --schedule``: the runs of the schedule of that name
+    that exists now, not of one removed before it was added)."""
 
     tenant: str | None = None
     status: RunStatus | None = None
     workflow: str | None = None
     schedule: str | None = None
+    created_from: datetime | None = None
 
-    FIELDS = ("tenant", "status", "workflow", "schedule")
+    FIELDS = ("tenant", "status", "workflow", "schedule", "created_at")
     """The run hash fields it looks at."""
 
     def matches(
-        self, tenant: str | None, status: str | None, workflow: str | None, schedule: str | None = None
+        self,
+        tenant: str | None,
+        status: str | None,
+        workflow: str | None,
+        schedule: str | None = None,
+        created_at: str | None = None,
     ) -> bool:
-        """Whether a run of ``tenant``, ``status`` (its value), ``workflow`` and ``schedule`` is kept."""
+        """Whether a run of ``tenant``, ``status`` (its value), ``workflow``, ``schedule`` and ``created_at``
+        (ISO-8601) is kept."""
         return (
             (self.tenant is None or tenant == self.tenant)
             and (self.status is None or status == self.status.value)
             and (self.workflow is None or workflow == self.workflow)
             and (self.schedule is None or schedule == self.schedule)
+            and (
+                self.created_from is None
+                or (created_at is not None and datetime.fromisoformat(created_at) >= self.created_from)
+            )
         )
 
 
@@ -282,7 +295,7 @@ class RunStore:
         found = []
         for record in self._fetch([(r, t) for t, r in lapsed]):
             kept = where is None or where.matches(
-                record.tenant, record.status.value, record.workflow, record.schedule
+                record.tenant, record.status.value, record.workflow, record.schedule, record.created_at
             )
             if not record.terminal and kept:
                 found.append((record, lapsed[(record.thread_id, record.id)]))
