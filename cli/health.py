@@ -18,13 +18,18 @@ _PROBE_TIMEOUT_S = 3.0
 @click.command(short_help="Probe: exit 0 when healthy, 1 (saying why) when not.")
 @click.option("--worker", is_flag=True, help="Check this pod's graphq worker (see below).")
 @click.option("--scheduler", is_flag=True, help="Check this pod's graphq scheduler (see below).")
-@click.option("--ready", is_flag=True, help="Readiness: also not draining (SIGTERM received).")
+@click.option(
+    "--ready", is_flag=True, help="Readiness: also Redis answers, heartbeats fresh, not draining (SIGTERM)."
+)
 @click.pass_obj
 def health(app: AppContext, worker: bool, scheduler: bool, ready: bool) -> None:
-    """Exit 0 when Redis answers PING and, with --worker or --scheduler (not both), when that process runs
-    in this pod, its main loop ran within GRAPHQ_LEASE_TTL_S and (workers) one of its worker processes has
-    a fresh heartbeat; with --ready, also when it is not draining. Else exit 1 with one line saying why.
-    One try, a 3 s timeout: for liveness and readiness probes (`graphq health --worker --ready`).
+    """Without a role: exit 0 when Redis answers PING. With --worker or --scheduler (not both), liveness:
+    exit 0 when that process runs in this pod, its status file is fresh, its main loop ran within
+    GRAPHQ_LEASE_TTL_S and (workers) one of its worker processes is alive; Redis is not asked, so an outage
+    restarts no pod (the processes retry until Redis is back). With --ready, readiness: also Redis answers
+    PING, its heartbeats are fresh (the scheduler's key; for workers, one worker process's) and it is not
+    draining. Else exit 1 with one line saying why. One try, a 3 s timeout: for liveness
+    (`graphq health --worker`) and readiness (`graphq health --worker --ready`) probes.
 
     "This pod": the graphq processes on this host that share its temporary directory ($TMPDIR, else /tmp:
     each writes a status file there) and serve the same Redis as GRAPHQ_REDIS_URL (host, port and db);

@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,7 @@ import yaml
 from rq import Queue
 
 from cli.main import main as graphq_cli
+from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.settings import Settings
 from tests.envs import clean_env
 from tests.workers import SCRIPT, Procs, wait_for
@@ -776,3 +778,39 @@ def test_a_pods_container_run_here_passes_its_probes_and_stops_within_its_grace_
     os.killpg(proc.pid, signal.SIGTERM)
     grace = spec["terminationGracePeriodSeconds"]
     assert proc.wait(timeout=grace) == 0, procs.logged(proc)
+
+
+@pytest.mark.parametrize("component", ["worker", "scheduler"])
+def test_a_redis_outage_fails_readiness_not_liveness(
+    chart: helm.Chart, component: str, procs: Procs, tmp_path: Path
+) -> None:
+    """The rendered probes' commands on a container run here, Redis then stopped: liveness still passes (the
+    loops go on and retry: no restart kills the steps in flight, issue 8), readiness fails naming Redis."""
+    objects = render(chart, {"config": {"settings": {"GRAPHQ_HEARTBEAT_INTERVAL_S": 0.5}}})
+    c = container(objects, component)
+    server = EmbeddedRedis(appendonly=False).start()
+    env = clean_env(
+        **objects[("ConfigMap", f"{FULL}-config")]["data"],
+        GRAPHQ_REDIS_URL=server.url,
+        TMPDIR=str(tmp_path),
+        PYTHONUNBUFFERED="1",
+    )
+
+    def probe(kind: str) -> tuple[int, str]:
+        done = subprocess.run(
+            [str(SCRIPT), *c[kind]["exec"]["command"][1:]], env=env, capture_output=True, text=True, timeout=9
+        )
+        return done.returncode, done.stdout + done.stderr
+
+    try:
+        proc = procs.start(*c["args"], env=env, script=True)
+        wait_for(lambda: probe("readinessProbe")[0] == 0, timeout_s=20, what=f"{component} readiness")
+    finally:
+        server.stop()
+    time.sleep(1.5)  # a few loops without Redis
+    assert probe("livenessProbe") == (0, f"ok: {component}\n")
+    code, said = probe("readinessProbe")
+    assert (code, said.startswith(f"error: unhealthy: Redis unreachable at {server.url}: ")) == (1, True), (
+        said
+    )
+    assert proc.poll() is None

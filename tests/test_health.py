@@ -47,7 +47,7 @@ def test_redis_down_is_exit_1_with_one_line_and_no_password(tmp_path: Path) -> N
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = worker_env(f"redis://:hunter2@127.0.0.1:{port}/0", WORKFLOWS, tmp_path, TMPDIR=str(tmp_path))
-    for args in ((), ("--worker",), ("--scheduler", "--ready")):
+    for args in ((), ("--worker", "--ready"), ("--scheduler", "--ready")):
         code, said = probe(env, *args)
         assert code == 1
         assert len(said.splitlines()) == 1, said
@@ -99,8 +99,9 @@ def test_a_stopped_worker_has_no_fresh_heartbeat(procs: Procs, env: dict[str, st
     child = status.children[0]
     os.kill(child, signal.SIGSTOP)  # its heartbeat stops; the supervisor's loop goes on
     try:
-        wait_for(lambda: probe(fast, "--worker")[0] == 1, timeout_s=10, what="the probe to fail")
-        assert probe(fast, "--worker") == (
+        wait_for(lambda: probe(fast, "--worker", "--ready")[0] == 1, timeout_s=10, what="the probe to fail")
+        assert probe(fast, "--worker") == (0, "ok: worker")  # liveness: its process is alive
+        assert probe(fast, "--worker", "--ready") == (
             1,
             f"error: unhealthy: no worker process of the worker (pid {proc.pid}) has a fresh heartbeat "
             f"(processes: {child})",
@@ -123,7 +124,8 @@ def test_scheduler_probe_reads_its_status_file_and_heartbeat_key(
         redis_url=redis_url,
     ) as rewrite:
         pid = os.getpid()
-        assert probe(env, "--scheduler") == (
+        assert probe(env, "--scheduler") == (0, "ok: scheduler")  # liveness: no Redis call
+        assert probe(env, "--scheduler", "--ready") == (
             1,
             f"error: unhealthy: the scheduler (pid {pid}) has no fresh heartbeat ({key} expired)",
         )
@@ -241,3 +243,34 @@ def test_a_missing_or_wrong_password_is_said_as_other_commands_say_it(tmp_path: 
             "a wrong password, or a user it does not know)",
         ),
     }
+
+
+def test_liveness_does_not_ask_redis_and_readiness_does(procs: Procs, tmp_path: Path) -> None:
+    """Redis down: a worker's and a scheduler's liveness pass (their loops go on: no pod restarted, issue 8),
+    readiness fails naming Redis; a worker whose worker processes are all gone is not live."""
+    server = EmbeddedRedis(appendonly=False).start()
+    env = worker_env(server.url, WORKFLOWS, tmp_path, TMPDIR=str(tmp_path), GRAPHQ_DRAIN_TIMEOUT_S="30")
+    try:
+        proc = procs.start("worker", env=env)
+        wait_for(lambda: probe(env, "--worker", "--ready")[0] == 0, what="the worker to be ready")
+    finally:
+        server.stop()
+    with publish_status("scheduler", 60, lambda: False, time.time, redis_url=server.url):
+        time.sleep(1.0)  # the worker's loop goes on without Redis
+        for role in ("worker", "scheduler"):
+            assert probe(env, f"--{role}") == (0, f"ok: {role}")
+            code, said = probe(env, f"--{role}", "--ready")
+            assert (code, said.split(": ")[:3]) == (
+                1,
+                ["error", "unhealthy", "Redis unreachable at " + server.url],
+            )
+    proc.terminate()
+    assert proc.wait(30) == 0  # idle: a clean stop, Redis down or not
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with publish_status("worker", 60, lambda: False, time.time, lambda: [dead.pid], redis_url=server.url):
+        assert probe(env, "--worker") == (
+            1,
+            f"error: unhealthy: the worker (pid {os.getpid()}) has no worker process alive "
+            f"(processes: {dead.pid})",
+        )

@@ -11,12 +11,15 @@ starts draining, removed at exit. A file left by a killed process (the directory
 ``emptyDir`` survives a container restart) is ignored once its pid is gone or it has not been rewritten for
 ``GRAPHQ_LEASE_TTL_S`` (its pid may have been reused), and removed when the next process of its role starts.
 
-:func:`check` is the probe: Redis answers PING; for a role, a process of that role runs on this host (its
-file's pid is alive) and serves the probe's Redis (the files of processes serving another Redis are not looked
-at: another deployment's, or another session's on a shared host), its loop ran within ``GRAPHQ_LEASE_TTL_S``,
-its heartbeat key (if it names one) exists, and (workers) at least one of its worker processes has a fresh
-heartbeat in the worker registry (:mod:`graphcore.backend.workers`, by host and pid); for readiness, it is not
-draining.
+:func:`check` is the probe. Liveness (a role, not ``ready``) reads the status files only, never Redis: a
+process of that role runs on this host (its file's pid is alive) and serves the probe's Redis (the files of
+processes serving another Redis are not looked at: another deployment's, or another session's on a shared
+host), its file was rewritten and its loop ran within ``GRAPHQ_LEASE_TTL_S``, and (workers) one of its
+worker processes is alive. A Redis outage of any length then restarts no pod: the processes retry until Redis
+is back and their loops go on (issue 8). Readiness (``ready``) adds what needs Redis: it answers PING, the
+process's heartbeat key (if it names one) exists, (workers) at least one of its worker processes has a fresh
+heartbeat in the worker registry (:mod:`graphcore.backend.workers`, by host and pid), and it is not
+draining. Without a role the probe is Redis's PING alone.
 """
 
 from __future__ import annotations
@@ -209,18 +212,14 @@ def check(kv: Any, settings: Settings, role: str | None, ready: bool, url: str =
     Args:
         kv: redis-py client (its reads should time out in a few seconds).
         role: ``worker``, ``scheduler``, or None (Redis only).
-        ready: readiness (also: not draining) rather than liveness.
+        ready: readiness (Redis answers, heartbeats fresh, not draining) rather than liveness (the status
+            files alone: no Redis call).
         url: the Redis URL, for the message (redacted).
     """
-    try:
-        kv.ping()
-    except Exception as exc:
-        if isinstance(exc, rex.RedisError) and not is_transient(exc):  # a password missing or refused
-            with_password = kv.connection_pool.connection_kwargs.get("password") is not None
-            return str(unavailable(redact_url(url), exc, with_password))
-        return f"Redis unreachable at {redact_url(url) or 'GRAPHQ_REDIS_URL'}: {exc}"
-    if role is None:
-        return None
+    if role is None or ready:
+        why = _unreachable(kv, url)
+        if why is not None or role is None:
+            return why
     found = statuses(role, served(url))
     if not found:
         return (
@@ -240,13 +239,30 @@ def check(kv: Any, settings: Settings, role: str | None, ready: bool, url: str =
     return None
 
 
+def _unreachable(kv: Any, url: str) -> str | None:
+    """Why Redis does not answer PING (a password missing or refused said so), or None."""
+    try:
+        kv.ping()
+    except Exception as exc:
+        if isinstance(exc, rex.RedisError) and not is_transient(exc):  # a password missing or refused
+            with_password = kv.connection_pool.connection_kwargs.get("password") is not None
+            return str(unavailable(redact_url(url), exc, with_password))
+        return f"Redis unreachable at {redact_url(url) or 'GRAPHQ_REDIS_URL'}: {exc}"
+    return None
+
+
 def _unwell(kv: Any, settings: Settings, status: Status, ready: bool, now: float) -> str | None:
     """Why the process of ``status`` is not live (or, ``ready``, not ready), or None."""
     role = status.role
     late = now - status.loop_at
     if late > settings.lease_ttl_s:
         return f"the {role} (pid {status.pid}) main loop last ran {late:.1f} s ago"
-    if ready and status.draining:
+    if role == "worker" and not any(pid_alive(pid) for pid in status.children):
+        pids = ", ".join(map(str, status.children)) or "none"
+        return f"the worker (pid {status.pid}) has no worker process alive (processes: {pids})"
+    if not ready:
+        return None
+    if status.draining:
         return f"the {role} (pid {status.pid}) is draining (SIGTERM received)"
     if status.heartbeat_key is not None and not kv.exists(status.heartbeat_key):
         return f"the {role} (pid {status.pid}) has no fresh heartbeat ({status.heartbeat_key} expired)"

@@ -343,8 +343,13 @@ class Supervisor:
     """Called when draining starts (the status file for ``graphq health --ready`` is rewritten)."""
 
     def alive(self) -> bool:
-        """Liveness (``/healthz``): the loop ran within the last 2 s and Redis answers PING."""
-        return time.monotonic() - self.ticked < _LIVE_S and bool(self.kv.ping())
+        """Liveness (``/healthz``): the loop ran within the last 2 s (not Redis: an outage restarts no
+        pod)."""
+        return time.monotonic() - self.ticked < _LIVE_S
+
+    def ready(self) -> bool:
+        """Readiness (``/readyz``, with :meth:`alive`): not draining, and Redis answers PING."""
+        return self.draining_at is None and bool(self.kv.ping())
 
     def loop_at(self) -> float:
         """When the loop last ran, seconds since the epoch (now, before it started)."""
@@ -580,7 +585,7 @@ def _observed(supervisor: Supervisor, port: int | None, workflows: Sequence[str]
             cluster = metrics.cluster_collector(supervisor.kv, settings, workflows)
             try:
                 server = metrics.serve(
-                    port, lambda: supervisor.draining_at is None, supervisor.alive, collectors=[cluster]
+                    port, supervisor.ready, supervisor.alive, collectors=[cluster]
                 )
             except OSError as exc:
                 raise ConfigError(f"--metrics-port {port}: cannot listen there ({exc.strerror})") from exc
