@@ -109,8 +109,9 @@ _POLICIES = """
       from 14:32:30 to 14:35:50, 14:33 and 14:34 are missed, 14:35 starts at 14:35:50 (caught-up) and 14:36
       on time, back to back (--overlap skip skips 14:36 while that run is active); all starts each.
     DURATION: 90s, 5m, 2h, 1d, 1h30m; --jitter 0 (or 0s) is none; --catchup-window is above 0.
-    A local time that does not exist (spring forward) fires at the first instant after the gap; a repeated
-    one (fall back) at its first occurrence.
+    A local time that does not exist (spring forward) fires at the first instant after the gap (an hourly
+    schedule's 02:00 merges into 03:00: one fire); a repeated one (fall back) at its first occurrence.
+    --start, --end and next --after without an offset are read the same way (02:15 in the gap is 03:00).
     """
 
 
@@ -301,7 +302,10 @@ def trigger(app: AppContext, name: str) -> None:
 @click.argument("name")
 @click.option("-n", "count", type=click.IntRange(1, 1000), default=5, show_default=True, metavar="N")
 @click.option(
-    "--after", metavar="TIME", help="After TIME instead of now (ISO-8601; in the zone without offset)."
+    "--after",
+    metavar="TIME",
+    help="After TIME instead of now (ISO-8601; in the zone without offset: a time in a DST gap is the "
+    "instant after it, whose fires are listed).",
 )
 @output_option
 @click.pass_obj
@@ -310,7 +314,7 @@ def next_fires(app: AppContext, name: str, count: int, after: str | None, output
     UTC schedule); with --jitter also when each is due (its time plus its offset, UTC)."""
     api = Schedules(app.reader())
     schedule = api.get(name)
-    moment = None if after is None else parse_time(after, schedule.tz, "--after")
+    moment = None if after is None else parse_time(after, schedule.tz, "--after", after=True)
     fires = api.next(name, count, moment)
     found = [
         {

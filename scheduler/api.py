@@ -165,7 +165,9 @@ class Schedules:
         schedule = self.store.get(name)
         moment = after or self._now()
         if schedule.start is not None and schedule.start > moment:
-            moment = schedule.start - timedelta(milliseconds=1)  # a fire at the start itself counts
+            moment = schedule.start.astimezone(UTC) - timedelta(
+                milliseconds=1
+            )  # a fire at the start itself counts
         found: builtins.list[datetime] = []
         for fire in schedule.cron_expr.after(moment):
             if len(found) >= count or (schedule.end is not None and fire > schedule.end):
@@ -236,7 +238,11 @@ def _check_fires(schedule: Schedule, now: datetime) -> None:
             f"schedule {schedule.name!r}: --end {schedule.end.isoformat()} is in the past (now "
             f"{now.isoformat(timespec='seconds')}): it would never fire"
         )
-    since = max(now, schedule.start - timedelta(milliseconds=1)) if schedule.start is not None else now
+    since = (
+        max(now, schedule.start.astimezone(UTC) - timedelta(milliseconds=1))
+        if schedule.start is not None
+        else now
+    )
     if schedule.cron_expr.next_after(since) > schedule.end:
         begin = f"now {now.isoformat(timespec='seconds')}"
         if schedule.start is not None and schedule.start > now:

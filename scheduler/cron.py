@@ -27,7 +27,7 @@ from croniter import CroniterBadDateError, croniter
 
 from graphcore.errors import ConfigError
 
-__all__ = ["ALIASES", "FIELDS", "Cron", "parse_zone"]
+__all__ = ["ALIASES", "FIELDS", "Cron", "in_gap", "local_instant", "parse_zone"]
 
 ALIASES = {
     "@hourly": "0 * * * *",
@@ -111,7 +111,7 @@ def _expand(expr: str) -> str:
     return fields
 
 
-def _local(naive: datetime, zone: ZoneInfo) -> datetime:
+def local_instant(naive: datetime, zone: ZoneInfo) -> datetime:
     """The instant (UTC) of the wall time ``naive`` in ``zone``: its first occurrence when repeated, the first
     instant after the gap when it does not exist."""
     first = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
@@ -127,6 +127,11 @@ def _local(naive: datetime, zone: ZoneInfo) -> datetime:
         else:
             high = mid
     return high.replace(microsecond=0)
+
+
+def in_gap(naive: datetime, zone: ZoneInfo) -> bool:
+    """Whether the wall time ``naive`` does not exist in ``zone`` (skipped by spring forward)."""
+    return naive.replace(tzinfo=zone).astimezone(UTC).astimezone(zone).replace(tzinfo=None) != naive
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ class Cron:
         it.set_current(start, force=True)
         last = instant.astimezone(UTC)
         while True:
-            fire = _local(it.get_next(datetime), zone)
+            fire = local_instant(it.get_next(datetime), zone)
             if fire > last:  # skips gap times folded onto one instant and fold-0 times behind ``instant``
                 last = fire
                 yield fire

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -18,7 +18,7 @@ from redis.exceptions import WatchError
 
 from graphcore import keys
 from graphcore.errors import ConfigError, PermanentError
-from scheduler.cron import Cron, parse_zone
+from scheduler.cron import Cron, in_gap, local_instant, parse_zone
 
 __all__ = [
     "CATCHUP",
@@ -83,9 +83,15 @@ def parse_duration(text: str, what: str = "duration", refuse_zero: str | None = 
     return seconds
 
 
-def parse_time(text: str, zone: str = "UTC", what: str = "time") -> datetime:
+def parse_time(text: str, zone: str = "UTC", what: str = "time", after: bool = False) -> datetime:
     """An ISO-8601 time (``2026-09-10T07:00``, ``2026-09-10 07:00+07:00``, ``...Z``) as an aware datetime; one
-    without an offset is read in ``zone``.
+    without an offset is read in ``zone`` by the rules of fires: a wall time that does not exist (spring
+    forward, 02:15 on 2026-03-08 in New York) is the first instant after the gap (03:00 EDT, 07:00Z), a
+    repeated one (fall back) its first occurrence.
+
+    Args:
+        after: read for ``--after`` (fires strictly later are listed): a time in a gap is 1 ms before the
+            instant after the gap, so the fires at that instant (the gap's, such as 02:30) are listed.
 
     Raises:
         ConfigError: not ISO-8601 (names ``what``), or an unknown zone.
@@ -96,7 +102,13 @@ def parse_time(text: str, zone: str = "UTC", what: str = "time") -> datetime:
         raise ConfigError(
             f"{what} {text!r} is invalid: use ISO-8601, e.g. 2026-09-10T07:00 or ...+07:00"
         ) from None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=parse_zone(zone))
+    if parsed.tzinfo is not None:
+        return parsed
+    local = parse_zone(zone)
+    instant = local_instant(parsed, local)  # UTC: arithmetic on a zoned datetime is on its wall time
+    if after and in_gap(parsed, local):
+        instant -= timedelta(milliseconds=1)
+    return instant.astimezone(local)
 
 
 def problem_text(exc: Exception) -> str:

@@ -201,6 +201,33 @@ def test_zero_durations_and_the_next_table_of_a_jittered_utc_schedule(redis_url:
     assert plain.count("fire (UTC)") == 1 and "due" not in plain
 
 
+def test_next_after_and_start_in_the_dst_gap(redis_url: str) -> None:
+    """--after and --start 02:15 on the day New York springs forward (no such wall time) read as the instant
+    after the gap, 03:00 EDT: that day's 02:30 fire (at 03:00 EDT, 07:00Z) is listed (it was left out)."""
+    add = (
+        "schedules",
+        "add",
+        "ny",
+        "--workflow",
+        "counter",
+        "--cron",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+    )
+    ok(invoke(MODULE, redis_url, *add, "--start", "2027-03-14T02:15"))
+    for extra in ((), ("--after", "2027-03-14T02:15")):
+        found = ok(
+            invoke(MODULE, redis_url, "schedules", "next", "ny", "-n", "2", *extra, "-o", "json")
+        ).stdout
+        assert [(f["local"], f["utc"]) for f in json.loads(found)] == [
+            ("2027-03-14T03:00:00-04:00", "2027-03-14T07:00:00Z"),
+            ("2027-03-15T02:30:00-04:00", "2027-03-15T06:30:00Z"),
+        ]
+    shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "ny", "-o", "json")).stdout)
+    assert shown["start"] == "2027-03-14T03:00:00-04:00"
+
+
 def test_unknown_schedule_and_bad_name_exit_2(redis_url: str) -> None:
     for command in ("show", "pause", "resume", "remove", "trigger", "next", "history"):
         result = ok(invoke(MODULE, redis_url, "schedules", command, "ghost"), 2)

@@ -158,6 +158,24 @@ def test_zero_with_or_without_a_unit_is_none_unless_refused(text: str) -> None:
     )
 
 
+def test_a_time_in_the_gap_is_the_instant_after_it_and_after_lists_that_instant() -> None:
+    """02:15 on 2026-03-08 does not exist in New York: read as 03:00 EDT (07:00Z), like a fire (it was read
+    as 02:15 EST, 07:15Z); for --after 1 ms before, so the gap's fires, at 07:00Z, are listed."""
+    ny = "America/New_York"
+    assert parse_time("2026-03-08T02:15", ny) == utc("2026-03-08T07:00")
+    assert parse_time("2026-03-08T02:15", ny, after=True) == utc("2026-03-08T06:59:59.999")
+    assert parse_time("2026-03-08T01:59", ny, after=True) == utc("2026-03-08T06:59")
+    assert parse_time("2026-11-01T01:30", ny).astimezone(UTC) == utc(
+        "2026-11-01T05:30"
+    )  # repeated: the first
+    hourly = Cron.parse("0 * * * *", ny).between(utc("2026-03-08T04:59"), utc("2026-03-09T03:59"), 100)
+    assert len(hourly) == 23 and hourly[1:4] == [
+        utc("2026-03-08T06:00"),
+        utc("2026-03-08T07:00"),
+        utc("2026-03-08T08:00"),
+    ]
+
+
 def test_times_without_offset_are_read_in_the_zone() -> None:
     assert parse_time("2026-09-10T07:00", "Asia/Jakarta") == utc("2026-09-10T00:00")
     assert parse_time("2026-09-10T07:00Z", "Asia/Jakarta") == utc("2026-09-10T07:00")
