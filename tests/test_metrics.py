@@ -245,16 +245,18 @@ def test_tenant_label_is_capped(redis_client: redis.Redis) -> None:
         assert value(got, "graphq_queue_depth", workflow="w") == 0
 
 
-def test_a_metrics_port_in_use_is_refused_with_one_line(env: dict[str, str]) -> None:
+@pytest.mark.parametrize("command", [["worker", "--burst"], ["scheduler"]])
+def test_a_metrics_port_in_use_is_refused_with_one_line(env: dict[str, str], command: list[str]) -> None:
     with socket.socket() as taken:
         taken.bind(("", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = graphq("worker", "--burst", "--metrics-port", str(port), env=env)
-    assert result.returncode == 2
-    assert result.stderr.splitlines()[-1] == (
-        f"error: --metrics-port {port}: cannot listen there (Address already in use)"
+        result = graphq(*command, "--metrics-port", str(port), env=env)
+    assert (result.returncode, result.stderr.splitlines()[-1]) == (
+        2,
+        f"error: --metrics-port {port}: cannot listen there (Address already in use)",
     )
+    assert "Traceback" not in result.stderr  # the scheduler crashed with an OSError's
     assert graphq("worker", "--metrics-port", "x", env=env).returncode == 2
 
 

@@ -38,6 +38,7 @@ from rq import Queue
 from graphcore.backend.admission import tenants as tenant_rows
 from graphcore.backend.connection import on_retry
 from graphcore.backend.reaper import server_ms
+from graphcore.errors import ConfigError
 from graphcore.settings import Settings
 from worker.health import pid_alive
 from worker.queue import queue_name
@@ -409,7 +410,8 @@ def serve(
     recording is enabled. Stop with ``server.shutdown()``.
 
     Raises:
-        OSError: the port cannot be bound.
+        ConfigError: the port cannot be bound: ``--metrics-port P: cannot listen there (Address already in
+            use)`` (``graphq worker`` and ``graphq scheduler`` exit 2 with it).
     """
     metrics_app = make_wsgi_app(_registry(collectors))
 
@@ -425,7 +427,10 @@ def serve(
         result: list[bytes] = metrics_app(environ, start_response)
         return result
 
-    server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_Quiet)
+    try:
+        server = make_server(host, port, app, ThreadingWSGIServer, handler_class=_Quiet)
+    except OSError as exc:
+        raise ConfigError(f"--metrics-port {port}: cannot listen there ({exc.strerror})") from exc
     threading.Thread(target=server.serve_forever, name="graphq-metrics", daemon=True).start()
     return server
 

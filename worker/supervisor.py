@@ -56,7 +56,6 @@ from rq import SimpleWorker
 from graphcore.backend.connection import connect
 from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.runs import RunError, RunStatus
-from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings
 from worker import liveness, logs, metrics
 from worker.handover import Stop, abandon, lapse
@@ -583,12 +582,7 @@ def _observed(supervisor: Supervisor, port: int | None, workflows: Sequence[str]
     try:
         if port is not None:
             cluster = metrics.cluster_collector(supervisor.kv, settings, workflows)
-            try:
-                server = metrics.serve(
-                    port, supervisor.ready, supervisor.alive, collectors=[cluster]
-                )
-            except OSError as exc:
-                raise ConfigError(f"--metrics-port {port}: cannot listen there ({exc.strerror})") from exc
+            server = metrics.serve(port, supervisor.ready, supervisor.alive, collectors=[cluster])
         draining = lambda: supervisor.draining_at is not None  # noqa: E731
         interval = settings.heartbeat_interval_s
         status = publish_status(
