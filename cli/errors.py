@@ -8,12 +8,14 @@ that is not waiting for one), 3 a run is waiting for input (not an error: no ``e
 
 from __future__ import annotations
 
+import logging
 from typing import IO, Any, NoReturn
 
 import click
 import redis.exceptions as rex
 
 from graphcore.errors import GraphqError, PermanentError
+from worker.logs import json_line
 
 __all__ = [
     "EXIT_FAILURE",
@@ -40,8 +42,10 @@ class CliError(click.ClickException):
         self.exit_code = exit_code  # type: ignore[misc]  # click declares it on the class; per error here
 
     def show(self, file: IO[Any] | None = None) -> None:
-        """Print the one-line error on stderr."""
-        click.echo(f"error: {self.format_message()}", err=True)
+        """Print the one-line error on stderr: ``error: <message>``, or with ``GRAPHQ_LOG_FORMAT=json`` one
+        JSON log line (level ERROR, logger ``graphq.cli``, ``message``: the message)."""
+        line = json_line(self.format_message(), "graphq.cli", logging.ERROR)
+        click.echo(f"error: {self.format_message()}" if line is None else line, err=True)
 
 
 def fail(message: str, exit_code: int = EXIT_USAGE) -> NoReturn:

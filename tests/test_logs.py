@@ -230,3 +230,25 @@ def test_a_failed_run_is_logged_at_the_worker_default_level_and_not_twice_by_gra
     assert inline.returncode == 1
     said = [line for line in inline.stderr.splitlines() if "failed at step 1" in line]
     assert len(said) == 1 and said[0].startswith("error: run "), inline.stderr
+
+
+def test_with_json_an_error_line_is_a_json_line(redis_url: str, tmp_path: Path) -> None:
+    """A pod that refuses to start (exit 2) says why in one JSON line under GRAPHQ_LOG_FORMAT=json; the text
+    format keeps ``error: ...``."""
+    env = worker_env(redis_url, "tests.workflows.basic", tmp_path, GRAPHQ_LOG_FORMAT="json")
+    bad = {**env, "GRAPHQ_LEASE_TTL_S": "abc"}
+    usage = "graphq worker: Invalid value for '--concurrency' / '-c': 0 is not in the range 1<=x<=256"
+    setting = "GRAPHQ_LEASE_TTL_S: Input should be a valid number, unable to parse string as a number"
+    said = {
+        f"{usage} (see graphq worker --help)": graphq("worker", "--concurrency", "0", env=env),
+        f"{setting} (got 'abc')": graphq("worker", "--burst", env=bad),
+    }
+    for message, result in said.items():
+        assert result.returncode == 2
+        [line] = result.stderr.splitlines()
+        entry = json.loads(line)
+        assert entry["time"].endswith("+00:00")
+        del entry["time"]
+        assert entry == {"level": "ERROR", "logger": "graphq.cli", "message": message}
+    text = graphq("worker", "--concurrency", "0", env={**env, "GRAPHQ_LOG_FORMAT": "text"})
+    assert (text.returncode, text.stderr.startswith("error: graphq worker: ")) == (2, True), text.stderr

@@ -43,6 +43,7 @@ __all__ = [
     "announce",
     "bind",
     "configure",
+    "json_line",
     "redact",
     "redact_urls",
     "unbind",
@@ -185,11 +186,17 @@ def announce(message: str, logger: str = "graphq") -> None:
     """Print a process's start or stop line (``graphq worker: 2 process(es) on ...``) on stderr whatever
     the log level: as it is with the ``text`` format, as one JSON line (level INFO, ``logger``) with
     ``json``; redacted."""
+    line = json_line(message, logger, logging.INFO)
+    print(redact(message) if line is None else line, file=sys.stderr, flush=True)
+
+
+def json_line(message: str, logger: str, level: int) -> str | None:
+    """``message`` as one JSON log line of ``logger`` at ``level`` (see the module's docstring; redacted)
+    when :func:`configure` set the ``json`` format; None with ``text`` (print the line as it is)."""
     if _format[0] != "json":
-        print(redact(message), file=sys.stderr, flush=True)
-        return
-    record = logging.LogRecord(logger, logging.INFO, __file__, 0, message, None, None)
-    print(JsonFormatter().format(record), file=sys.stderr, flush=True)
+        return None
+    record = logging.LogRecord(logger, level, __file__, 0, message, None, None)
+    return JsonFormatter().format(record)
 
 
 def _log_uncaught(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
