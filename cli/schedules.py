@@ -294,8 +294,21 @@ schedules.add_command(
 @click.argument("name")
 @click.pass_obj
 def trigger(app: AppContext, name: str) -> None:
-    """Start a run of NAME now, outside its timetable; prints the run id."""
-    click.echo(Schedules(app.client()).trigger(name))
+    """Start a run of NAME now, outside its timetable, also while it is paused; prints the run id. Its
+    --overlap applies: while its latest run is active, skip starts nothing (exit 2, recorded skipped-overlap),
+    buffer_one keeps the fire waiting until that run ends (not while paused; says so, exit 0), allow starts
+    it anyway."""
+    api = Schedules(app.client())
+    run_id = api.trigger(name)
+    if run_id is not None:
+        click.echo(run_id)
+        return
+    latest = api.latest_run(name)
+    paused = "; the schedule is paused: after resume" if api.get(name).paused else ""
+    click.echo(
+        f"schedule {name}: trigger buffered: its run {latest} is still active (--overlap buffer_one); it "
+        f"starts when that run ends{paused}"
+    )
 
 
 @schedules.command("next", short_help="The next fire times.")

@@ -18,8 +18,15 @@ from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
 from graphcore.errors import ConfigError, RunNotFoundError
 from scheduler.claim import Batch, commit, run_request
-from scheduler.plan import Decision, jitter_ms
-from scheduler.schedules import Fire, Schedule, ScheduleState, ScheduleStore, problem_text
+from scheduler.plan import Decision, jitter_ms, manual
+from scheduler.schedules import (
+    Fire,
+    Schedule,
+    ScheduleState,
+    ScheduleStore,
+    TriggerSkippedError,
+    problem_text,
+)
 
 __all__ = ["Schedules", "due_time"]
 
@@ -192,13 +199,20 @@ class Schedules:
                 return fire, due
         return None
 
-    def trigger(self, name: str) -> str:
-        """Fire ``name`` now, outside its timetable (paused or not; overlap not applied), recorded in its
-        history as started with the note ``triggered``.
+    def trigger(self, name: str) -> str | None:
+        """Fire ``name`` now, outside its timetable, paused or not, with its overlap policy applied as to any
+        fire (as Temporal's trigger): while its latest run (chain followed) is active, ``skip`` starts
+        nothing and ``buffer_one`` keeps the fire waiting (it starts when that run ends, as a buffered fire:
+        not while the schedule is paused); ``allow`` starts it anyway. Recorded in its history (note
+        ``triggered``).
 
         Returns:
             The run id (``NAME-<now>-manual``; ``...-manual-2``, ``-3``... for more triggers in the same
-            millisecond).
+            millisecond), or None when the fire was buffered.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+            TriggerSkippedError: skipped-overlap (the message names the active run and the policy).
         """
         schedule = self.store.get(name)
         now_ms = int(self.clock() * 1000)
@@ -210,12 +224,41 @@ class Schedules:
                 n += 1
                 continue
             raw = self.store.states([schedule])[0]  # again when a scheduler claimed a fire meanwhile
-            decision = Decision(
-                "manual", now_ms, "started", now_ms, run=True, note="triggered", run_id=run_id
-            )
+            state = ScheduleState.load(raw, schedule)
+            active = self._active_run(schedule)
+            decision = manual(schedule, active is not None, state.buffered_ms, now_ms, run_id)
             batch = Batch([(schedule, raw, [decision])])
-            if commit(self.client, batch, now_ms, time.perf_counter(), self.clock, absent=[run_key]):
-                return run_id
+            absent = [run_key] if decision.run else []
+            if commit(self.client, batch, now_ms, time.perf_counter(), self.clock, absent=absent):
+                return _triggered(schedule, decision, active)
+
+    def _active_run(self, schedule: Schedule) -> str | None:
+        """The id of ``schedule``'s latest run (chain followed) when it has not ended and the overlap policy
+        looks at it (not ``allow``); else None."""
+        latest = None if schedule.overlap == "allow" else self.latest_run(schedule.name)
+        if latest is None:
+            return None
+        try:
+            return None if self.client.get_run(latest).terminal else latest
+        except RunNotFoundError:
+            return None  # gone (retention)
+
+
+def _triggered(schedule: Schedule, decision: Decision, active: str | None) -> str | None:
+    """The run id of a trigger's ``decision``, None when buffered.
+
+    Raises:
+        TriggerSkippedError: the decision is skipped-overlap.
+    """
+    if decision.run:
+        return decision.run_id
+    if decision.buffer:
+        return None
+    why = "a fire is buffered already" if schedule.overlap == "buffer_one" else "--overlap skip"
+    raise TriggerSkippedError(
+        f"schedule {schedule.name!r}: trigger skipped: its run {active} is still active ({why}; recorded "
+        "skipped-overlap)"
+    )
 
 
 def due_time(schedule: Schedule, fire: datetime) -> datetime:

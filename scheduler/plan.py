@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from scheduler.schedules import Schedule, ScheduleState
 
-__all__ = ["Decision", "iso", "jitter_ms", "plan"]
+__all__ = ["Decision", "iso", "jitter_ms", "manual", "plan"]
 
 FIRES_PER_PASS = 1000
 """Fires of one schedule handled in one pass at most (a long-missed span of a frequent schedule is
@@ -85,6 +85,16 @@ class _Overlap:
             return Decision(kind, fire_ms, "buffered", due_ms, buffer=True)
         self.active = True
         return Decision(kind, fire_ms, outcome, due_ms, run=True, run_id=self.schedule.run_id(fire_ms))
+
+
+def manual(schedule: Schedule, active: bool, buffered_ms: int | None, now_ms: int, run_id: str) -> Decision:
+    """The decision of ``schedules trigger`` at ``now_ms``, paused or not: the overlap policy applied as to
+    any fire (``active``: the schedule's latest run has not ended; ``buffered_ms``: a fire kept waiting):
+    a run ``run_id`` started, skipped-overlap, or buffered; noted ``triggered``."""
+    decision = _Overlap(schedule, active, buffered_ms).decide("manual", now_ms, now_ms, "started")
+    decision.note = "triggered"
+    decision.run_id = run_id if decision.run else None
+    return decision
 
 
 def _missed_span(schedule: Schedule, cursor_ms: int, window_ms: int, until_ms: int) -> Decision | None:

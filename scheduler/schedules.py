@@ -29,6 +29,7 @@ __all__ = [
     "ScheduleNotFoundError",
     "ScheduleState",
     "ScheduleStore",
+    "TriggerSkippedError",
     "parse_duration",
     "parse_time",
     "problem_text",
@@ -55,6 +56,11 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 
 class ScheduleNotFoundError(PermanentError):
     """No schedule has the given name."""
+
+
+class TriggerSkippedError(PermanentError):
+    """``schedules trigger`` started no run: the schedule's latest run is still active and its overlap policy
+    is ``skip`` (or ``buffer_one`` with a fire already waiting); recorded skipped-overlap in its history."""
 
 
 def parse_duration(text: str, what: str = "duration", refuse_zero: str | None = None) -> float:

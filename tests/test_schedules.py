@@ -22,7 +22,7 @@ from graphcore.settings import Settings
 from scheduler.api import Schedules
 from scheduler.claim import batches, commit
 from scheduler.loop import Scheduler
-from scheduler.schedules import ScheduleNotFoundError
+from scheduler.schedules import ScheduleNotFoundError, TriggerSkippedError
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -291,6 +291,54 @@ def test_trigger_next_history_remove(client: Client, clock: Clock, schedules: Sc
     with pytest.raises(ScheduleNotFoundError, match="no schedule named 'm'"):
         schedules.history("m")
     assert len(client.list_runs(100, RunFilter(schedule="m"))) == 6  # its runs stay
+
+
+def test_trigger_runs_while_paused_with_the_overlap_policy(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """trigger fires a paused schedule (as Temporal's does) and applies its overlap policy: two triggers
+    0.5 s apart on a paused skip schedule started two runs; the second is now skipped-overlap. buffer_one
+    keeps one waiting (started when the run ends, as a buffered fire); allow starts both."""
+    schedules.add("s", workflow="counter", cron="0 0 1 1 *", overlap="skip")
+    schedules.pause("s")
+    clock.at("2026-03-07T00:00:20")
+    first = schedules.trigger("s")
+    assert first == "s-20260307T000020Z-manual"
+    clock.at("2026-03-07T00:00:20.5")
+    with pytest.raises(TriggerSkippedError) as skipped:
+        schedules.trigger("s")
+    assert str(skipped.value) == (
+        f"schedule 's': trigger skipped: its run {first} is still active (--overlap skip; recorded "
+        "skipped-overlap)"
+    )
+    assert [(f.outcome, f.run_id, f.note) for f in schedules.history("s")] == [
+        ("skipped-overlap", None, "triggered"),
+        ("started", first, "triggered"),
+    ]
+    assert [r.id for r in client.list_runs(10, RunFilter(schedule="s"))] == [first]
+    complete(client, first)
+    assert schedules.trigger("s") == "s-20260307T000020_500Z-manual"
+
+    schedules.add("b", workflow="counter", cron="0 0 1 1 *", overlap="buffer_one")
+    running = schedules.trigger("b")
+    clock.at("2026-03-07T00:00:21")
+    assert schedules.trigger("b") is None
+    assert schedules.state("b").buffered_ms == int(ts("2026-03-07T00:00:21") * 1000)
+    with pytest.raises(
+        TriggerSkippedError, match="its run b-20260307T000020_500Z-manual is still active \\(a fire"
+    ):
+        schedules.trigger("b")
+    complete(client, running)
+    clock.at("2026-03-07T00:00:22")
+    scheduler(client, clock).tick()
+    assert outcomes(schedules, "b")[1:] == [
+        ("2026-03-07T00:00:21Z", "buffered", None),
+        ("2026-03-07T00:00:21Z", "skipped-overlap", None),
+        ("2026-03-07T00:00:21Z", "started", "b-20260307T000021Z"),
+    ]
+
+    schedules.add("a", workflow="counter", cron="0 0 1 1 *", overlap="allow")
+    assert schedules.trigger("a") != schedules.trigger("a")  # -manual and -manual-2, both queued
 
 
 def test_two_triggers_in_one_millisecond_start_two_runs(

@@ -228,6 +228,25 @@ def test_next_after_and_start_in_the_dst_gap(redis_url: str) -> None:
     assert shown["start"] == "2027-03-14T03:00:00-04:00"
 
 
+def test_trigger_of_a_paused_skip_schedule_with_an_active_run_exits_2(redis_url: str) -> None:
+    """No worker: the first triggered run stays queued (active); the second trigger is skipped-overlap."""
+    ok(invoke(MODULE, redis_url, "schedules", "add", "tg", "--workflow", "counter", "--cron", "@yearly"))
+    ok(invoke(MODULE, redis_url, "schedules", "pause", "tg"))
+    first = ok(invoke(MODULE, redis_url, "schedules", "trigger", "tg")).stdout.strip()
+    assert first.startswith("tg-") and first.endswith("-manual")
+    again = ok(invoke(MODULE, redis_url, "schedules", "trigger", "tg"), 2)
+    assert again.stderr == (
+        f"error: schedule 'tg': trigger skipped: its run {first} is still active (--overlap skip; recorded "
+        "skipped-overlap)\n"
+    )
+    ok(invoke(MODULE, redis_url, "schedules", "update", "tg", "--overlap", "buffer_one"))
+    buffered = ok(invoke(MODULE, redis_url, "schedules", "trigger", "tg")).stdout
+    assert buffered == (
+        f"schedule tg: trigger buffered: its run {first} is still active (--overlap buffer_one); it starts "
+        "when that run ends; the schedule is paused: after resume\n"
+    )
+
+
 def test_unknown_schedule_and_bad_name_exit_2(redis_url: str) -> None:
     for command in ("show", "pause", "resume", "remove", "trigger", "next", "history"):
         result = ok(invoke(MODULE, redis_url, "schedules", command, "ghost"), 2)
