@@ -63,3 +63,25 @@ def test_a_prometheus_trigger_counts_the_runs_running(chart: helm.Chart) -> None
     own = {"serverAddress": address, "query": "sum(graphq_runs_running)"}
     spec, _ = rendered(chart, {"prometheus": own})
     assert spec["triggers"][2]["metadata"]["query"] == "sum(graphq_runs_running)"
+
+
+def redis_triggers(chart: helm.Chart, redis_values: dict[str, Any], **keda: Any) -> list[dict[str, str]]:
+    """The address, databaseIndex and enableTLS of each redis trigger for these ``redis`` values."""
+    values = {"redis": redis_values, "autoscaling": {"keda": {**KEDA, **keda}}}
+    manifests = chart.render(values, name=RELEASE, namespace=NAMESPACE)
+    docs = [yaml.safe_load_all(text) for path, text in manifests.items() if path.endswith("keda.yaml")]
+    [scaled] = [d for all_ in docs for d in all_ if d and d["kind"] == "ScaledObject"]
+    fields = ("address", "databaseIndex", "enableTLS")
+    return [{f: t["metadata"][f] for f in fields} for t in scaled["spec"]["triggers"] if t["type"] == "redis"]
+
+
+def test_the_redis_triggers_watch_the_db_of_redis_url(chart: helm.Chart) -> None:
+    """From the trial: redis.url=redis://:pw@r.prod:6379/3 rendered databaseIndex '0' (empty queues)."""
+    db3 = redis_triggers(chart, {"url": "redis://:pw@r.prod:6379/3"}, address="", databaseIndex=0)
+    assert db3 == [{"address": "r.prod:6379", "databaseIndex": "3", "enableTLS": "false"}] * 2
+    tls = redis_triggers(chart, {"url": "rediss://r.prod/2"})
+    assert tls == [{"address": "r.prod:6379", "databaseIndex": "2", "enableTLS": "true"}] * 2
+    bare = redis_triggers(chart, {"url": "redis://r.prod:6380"})
+    assert bare == [{"address": "r.prod:6380", "databaseIndex": "0", "enableTLS": "false"}] * 2
+    explicit = redis_triggers(chart, {}, address="r.other:7000", databaseIndex=5, enableTLS=True)
+    assert explicit == [{"address": "r.other:7000", "databaseIndex": "5", "enableTLS": "true"}] * 2

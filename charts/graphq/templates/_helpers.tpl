@@ -108,8 +108,8 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and .Values.autoscaling.keda.enabled (not .Values.autoscaling.keda.workflows) }}
 {{- fail "graphq: autoscaling.keda.workflows is empty: list the workflows whose queues KEDA measures" }}
 {{- end }}
-{{- if and .Values.autoscaling.keda.enabled (not .Values.autoscaling.keda.address) (not .Values.redis.bundled.enabled) }}
-{{- fail "graphq: autoscaling.keda.address is empty: give host:port of Redis as KEDA reaches it (only the bundled Redis's is known)" }}
+{{- if and .Values.autoscaling.keda.enabled (not .Values.autoscaling.keda.address) (not .Values.redis.bundled.enabled) (not .Values.redis.url) }}
+{{- fail "graphq: autoscaling.keda.address is empty: give host:port of Redis as KEDA reaches it (only the bundled Redis's and redis.url's are known)" }}
 {{- end }}
 {{- end }}
 
