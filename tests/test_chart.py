@@ -814,3 +814,21 @@ def test_a_redis_outage_fails_readiness_not_liveness(
         said
     )
     assert proc.poll() is None
+
+
+def test_notes_count_the_pods_and_warn_when_no_scheduler_runs(chart: helm.Chart) -> None:
+    """From the trial: scheduler.replicas 0 said '(0 pods; each fire is claimed by one)', 1 said '1 pods'."""
+
+    def notes(values: dict[str, Any]) -> str:
+        rendered = chart.render({**URL, **values}, name=RELEASE, namespace=NAMESPACE)
+        return rendered["graphq/templates/NOTES.txt"]
+
+    warning = "WARNING: scheduler.replicas is 0: no scheduler pod runs, so no schedule fires"
+    none = notes({"scheduler": {"replicas": 0}, "worker": {"replicas": 1}})
+    assert "Scheduler: demo-graphq-scheduler (0 pods)\n" + warning in none
+    assert "Workers: demo-graphq-worker (2 processes per pod, 1 pod)" in none
+    one = notes({"scheduler": {"replicas": 1}, "worker": {"replicas": 3}})
+    assert "Scheduler: demo-graphq-scheduler (1 pod)\n" in one and warning not in one
+    assert "Workers: demo-graphq-worker (2 processes per pod, 3 pods)" in one
+    two = notes({"scheduler": {"replicas": 2}})
+    assert "Scheduler: demo-graphq-scheduler (2 pods; each fire is claimed by one)\n" in two
