@@ -10,9 +10,12 @@ from typing import Any
 import annotated_types as at
 import helm_python as helm
 import pytest
+import yaml
 
+from graphcore.errors import ConfigError
 from graphcore.settings import Settings
-from tests.test_chart import CHART, FULL, URL, chart, render, schema_error
+from scheduler.loop import check_settings
+from tests.test_chart import CHART, FULL, URL, chart, render, render_error, schema_error
 
 __all__ = ["chart"]  # the module-scoped fixture, shared with test_chart
 
@@ -114,3 +117,66 @@ def test_one_replica_gets_a_budget_that_lets_a_node_drain(chart: helm.Chart, com
     pdb = objects[("PodDisruptionBudget", f"{FULL}-{component}")]["spec"]
     assert (pdb.get("maxUnavailable"), pdb.get("minAvailable")) == (1, None)
     assert objects[("Deployment", f"{FULL}-{component}")]["spec"]["replicas"] == 1
+
+
+def test_the_charts_setting_defaults_are_graphqs() -> None:
+    text = (CHART / "templates" / "_helpers.tpl").read_text()
+    block = text.split('{{- define "graphq.settingDefaults" -}}\n', 1)[1].split("{{- end }}", 1)[0]
+    defaults = yaml.safe_load(block)
+    assert len(defaults) == 8
+    for name, value in defaults.items():
+        assert Settings.model_fields[name.removeprefix("GRAPHQ_").lower()].default == value, name
+
+
+CROSS = [
+    ({"GRAPHQ_THREAD_TTL_S": "5"}, "GRAPHQ_THREAD_TTL_S=5 must be at least GRAPHQ_LEASE_TTL_S=20"),
+    ({"GRAPHQ_THREAD_TTL_S": 40, "GRAPHQ_LEASE_TTL_S": "60"}, "GRAPHQ_THREAD_TTL_S=40 must be at least"),
+    (
+        {"GRAPHQ_SCHEDULER_GRACE_S": "0.5"},
+        "GRAPHQ_SCHEDULER_GRACE_S=0.5 is below GRAPHQ_SCHEDULER_INTERVAL_S=1",
+    ),
+    (
+        {"GRAPHQ_HEARTBEAT_INTERVAL_S": 20},
+        "GRAPHQ_HEARTBEAT_INTERVAL_S=20 must be below GRAPHQ_LEASE_TTL_S=20",
+    ),
+    ({"GRAPHQ_RUN_TIMEOUT_S": "700000"}, "GRAPHQ_RUN_TIMEOUT_S=700000 must not exceed"),
+    (
+        {"GRAPHQ_MAX_CONCURRENT_RUNS": 2, "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT": "3"},
+        "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT=3 must not exceed GRAPHQ_MAX_CONCURRENT_RUNS=2",
+    ),
+    ({"GRAPHQ_ENABLE_CHECKPOINTING": False}, "GRAPHQ_ENABLE_CHECKPOINTING=false cannot be combined"),
+    ({"GRAPHQ_THREAD_TTL_S": "20", "GRAPHQ_SCHEDULER_GRACE_S": 1}, None),
+    ({"GRAPHQ_ENABLE_CHECKPOINTING": "false", "GRAPHQ_RESUME_INTERRUPTED_RUNS": "false"}, None),
+    ({"GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT": 50, "GRAPHQ_RUN_TIMEOUT_S": 604800}, None),
+    (
+        {"GRAPHQ_LEASE_TTL_S": "4", "GRAPHQ_HEARTBEAT_INTERVAL_S": "3.5", "GRAPHQ_SCHEDULER_INTERVAL_S": 2},
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("settings", "refused"), CROSS)
+def test_settings_that_contradict_each_other_do_not_render(
+    chart: helm.Chart, settings: dict[str, Any], refused: str | None
+) -> None:
+    """From the trial: GRAPHQ_THREAD_TTL_S 5 (below the lease TTL) or GRAPHQ_SCHEDULER_GRACE_S 0.5 (below
+    the scheduler interval) rendered, then every pod crashed at start. The render fails exactly when graphq's
+    own checks (Settings.check, the scheduler's check_settings) would refuse the rendered ConfigMap."""
+    values = {**URL, "config": {"settings": settings}}
+    if refused is not None:
+        assert f"graphq: config.settings: {refused}" in render_error(chart, values)
+    else:
+        render(chart, values)
+    data = settings_of(settings)
+    try:
+        check_settings(Settings.model_validate(data).check())
+    except ConfigError:
+        assert refused is not None
+    else:
+        assert refused is None
+
+
+def settings_of(settings: dict[str, Any]) -> dict[str, str]:
+    """``settings`` as the ConfigMap holds them (strings), as Settings' field names."""
+    as_text = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()}
+    return {k.removeprefix("GRAPHQ_").lower(): v for k, v in as_text.items()}

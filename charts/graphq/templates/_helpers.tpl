@@ -181,3 +181,46 @@ exec:
   emptyDir:
     sizeLimit: 256Mi
 {{- end }}
+
+{{/* The rules between settings that graphq checks at start (graphcore/settings.py Settings.check, the
+scheduler's check_settings): a render that breaks one would crash every pod. Unset values take graphq's
+defaults (graphq.settingDefaults; tests/test_chart_settings.py checks them against Settings). */}}
+{{- define "graphq.settingDefaults" -}}
+GRAPHQ_LEASE_TTL_S: 20
+GRAPHQ_HEARTBEAT_INTERVAL_S: 5
+GRAPHQ_RUN_TIMEOUT_S: 86400
+GRAPHQ_MAX_RUN_TIMEOUT_S: 604800
+GRAPHQ_SCHEDULER_INTERVAL_S: 1
+GRAPHQ_SCHEDULER_GRACE_S: 60
+GRAPHQ_ENABLE_CHECKPOINTING: true
+GRAPHQ_RESUME_INTERRUPTED_RUNS: true
+{{- end }}
+
+{{- define "graphq.checkSettings" -}}
+{{- $s := include "graphq.settingDefaults" . | fromYaml }}
+{{- range $name, $value := .Values.config.settings }}{{ $_ := set $s $name $value }}{{ end }}
+{{- $lease := float64 (toString $s.GRAPHQ_LEASE_TTL_S) }}
+{{- with $s.GRAPHQ_THREAD_TTL_S }}
+{{- if lt (float64 (toString .)) $lease }}
+{{- fail (printf "graphq: config.settings: GRAPHQ_THREAD_TTL_S=%v must be at least GRAPHQ_LEASE_TTL_S=%v (a thread's keys must outlive the lease of its step)" . $s.GRAPHQ_LEASE_TTL_S) }}
+{{- end }}
+{{- end }}
+{{- if ge (float64 (toString $s.GRAPHQ_HEARTBEAT_INTERVAL_S)) $lease }}
+{{- fail (printf "graphq: config.settings: GRAPHQ_HEARTBEAT_INTERVAL_S=%v must be below GRAPHQ_LEASE_TTL_S=%v" $s.GRAPHQ_HEARTBEAT_INTERVAL_S $s.GRAPHQ_LEASE_TTL_S) }}
+{{- end }}
+{{- if gt (float64 (toString $s.GRAPHQ_RUN_TIMEOUT_S)) (float64 (toString $s.GRAPHQ_MAX_RUN_TIMEOUT_S)) }}
+{{- fail (printf "graphq: config.settings: GRAPHQ_RUN_TIMEOUT_S=%v must not exceed GRAPHQ_MAX_RUN_TIMEOUT_S=%v" $s.GRAPHQ_RUN_TIMEOUT_S $s.GRAPHQ_MAX_RUN_TIMEOUT_S) }}
+{{- end }}
+{{- if and $s.GRAPHQ_MAX_CONCURRENT_RUNS $s.GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT }}
+{{- if gt (float64 (toString $s.GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT)) (float64 (toString $s.GRAPHQ_MAX_CONCURRENT_RUNS)) }}
+{{- fail (printf "graphq: config.settings: GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT=%v must not exceed GRAPHQ_MAX_CONCURRENT_RUNS=%v" $s.GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT $s.GRAPHQ_MAX_CONCURRENT_RUNS) }}
+{{- end }}
+{{- end }}
+{{- $off := list "false" "0" "no" "off" "f" "n" }}
+{{- if and (has (lower (toString $s.GRAPHQ_ENABLE_CHECKPOINTING)) $off) (not (has (lower (toString $s.GRAPHQ_RESUME_INTERRUPTED_RUNS)) $off)) }}
+{{- fail "graphq: config.settings: GRAPHQ_ENABLE_CHECKPOINTING=false cannot be combined with GRAPHQ_RESUME_INTERRUPTED_RUNS=true (its default): resuming an interrupted run needs its checkpoint history (set one of them the other way)" }}
+{{- end }}
+{{- if lt (float64 (toString $s.GRAPHQ_SCHEDULER_GRACE_S)) (float64 (toString $s.GRAPHQ_SCHEDULER_INTERVAL_S)) }}
+{{- fail (printf "graphq: config.settings: GRAPHQ_SCHEDULER_GRACE_S=%v is below GRAPHQ_SCHEDULER_INTERVAL_S=%v: fires found on time by the next pass would count missed; make the grace at least the interval" $s.GRAPHQ_SCHEDULER_GRACE_S $s.GRAPHQ_SCHEDULER_INTERVAL_S) }}
+{{- end }}
+{{- end }}
