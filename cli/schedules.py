@@ -394,10 +394,12 @@ def scheduler(app: AppContext, metrics_port: int) -> None:
     signal.signal(signal.SIGINT, on_signal)
 
     def live() -> bool:  # /healthz, as graphq health --scheduler: the loop ran within GRAPHQ_LEASE_TTL_S
-        return time.time() - instance.ticked_at <= settings.lease_ttl_s and bool(kv.ping())
+        return time.time() - instance.ticked_at <= settings.lease_ttl_s  # not Redis: an outage restarts none
+
+    def ready() -> bool:  # /readyz, as graphq health --scheduler --ready: also Redis answers, not stopping
+        return not stop.is_set() and bool(kv.ping())
 
     cluster = [cluster_collector(kv, settings, app.registry.names())]  # queue depth, runs: with no worker
-    ready = lambda: not stop.is_set()  # noqa: E731
     server = serve(metrics_port, ready, live, collectors=cluster) if metrics_port else None
     helpers = start_housekeeping(kv, settings, stop)
     announce(

@@ -20,6 +20,7 @@ import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
+from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.backend.runs import RunFilter
 from graphcore.engine.registry import Registry
 from scheduler.api import Schedules
@@ -534,3 +535,35 @@ def test_the_scheduler_refuses_a_grace_below_its_interval(procs: Procs, redis_ur
         "error: GRAPHQ_SCHEDULER_GRACE_S (1.5) is below GRAPHQ_SCHEDULER_INTERVAL_S (2): fires found on time "
         "by the next pass would count missed; make the grace at least the interval"
     )
+
+
+def test_scheduler_healthz_leaves_redis_to_readyz(procs: Procs) -> None:
+    """Redis down: ``/healthz`` of ``graphq scheduler --metrics-port`` stays 200 (its loop goes on: an outage
+    restarts no pod, as for workers) and ``/readyz`` answers 503 (it pinged Redis in /healthz before)."""
+    server = EmbeddedRedis(appendonly=False).start()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = worker_env(server.url, MODULE, None, GRAPHQ_LEASE_TTL_S="1", GRAPHQ_HEARTBEAT_INTERVAL_S="0.2")
+    try:
+        proc = procs.start(
+            "scheduler", "--metrics-port", str(port), env=env, GRAPHQ_SCHEDULER_INTERVAL_S="0.2"
+        )
+
+        def code(path: str) -> int | None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+                    return int(reply.status)
+            except urllib.error.HTTPError as exc:
+                return exc.code
+            except OSError:
+                return None  # not listening yet
+
+        wait_for(lambda: code("/readyz") == 200, timeout_s=10, what="/readyz 200 with Redis up")
+    finally:
+        server.stop()
+    wait_for(lambda: code("/readyz") == 503, timeout_s=5, what="/readyz 503 with Redis down")
+    time.sleep(1.5)  # past GRAPHQ_LEASE_TTL_S: the loop goes on ticking
+    assert code("/healthz") == 200
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 0
