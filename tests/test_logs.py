@@ -101,6 +101,17 @@ def test_a_short_configured_password_is_masked_in_urls_only() -> None:
     )
 
 
+def test_a_real_password_spelled_password_is_masked_and_placeholders_are_kept() -> None:
+    assert logs.redact_urls("redis://:password@redis:6379/0 and redis://bob:Password@h/1") == (
+        "redis://:***@redis:6379/0 and redis://bob:***@h/1"
+    )
+    kept = (
+        "give it in the URL, redis://:PASSWORD@HOST:PORT/DB (or redis://USER:PASSWORD@... for an ACL user); "
+        "redis://[:password@]host:port/db, redis://[[user]:password@]host[:port][/db], redis://:***@h/0"
+    )
+    assert logs.redact_urls(kept) == kept
+
+
 def test_text_lines_list_the_context_that_is_known() -> None:
     record = logging.LogRecord("graphq.step", logging.WARNING, __file__, 1, "slow", (), None)
     fields, token = logs.bind(run="r1", thread="t1", step=3)

@@ -91,8 +91,10 @@ def redact(text: str) -> str:
     return text
 
 
-_PLACEHOLDER = re.compile(r":(password|\*\*\*)@", re.IGNORECASE)
-"""A URL whose password is a placeholder (``redis://:PASSWORD@HOST``, in help and error texts)."""
+_PLACEHOLDER = re.compile(r":(?:PASSWORD@(?:HOST\b|\.\.\.)|password@\]|\*\*\*@)")
+"""A URL whose password is a placeholder of help and error texts (``redis://:PASSWORD@HOST``,
+``redis://USER:PASSWORD@...``, ``redis://[[user]:password@]host``, one masked already): case-sensitive,
+so that a real password ``password`` (``redis://:password@redis:6379``) is masked."""
 
 
 def _redacted(match: re.Match[str]) -> str:
