@@ -365,7 +365,8 @@ class ScheduleStore:
     def update(self, schedule: Schedule, now_ms: int) -> None:
         """Replace the definition of ``schedule.name`` in place, keeping its state (cursor, latest run,
         buffered fire) and history. When the timetable changes (cron, zone or start) the cursor moves to
-        ``now_ms`` if behind: the new timetable fires from now on, none of its earlier fires caught up.
+        ``now_ms`` if behind, or to just before a later ``start``: the new timetable fires from now on (not
+        before its start), none of its earlier fires caught up.
 
         Raises:
             ScheduleNotFoundError: no such schedule.
@@ -383,7 +384,8 @@ class ScheduleStore:
                     moved = any(before.get(k) != schedule.model_dump(mode="json")[k] for k in timetable)
                     if moved or raw_state is None:
                         state = ScheduleState.load(raw_state, schedule)
-                        state = state.model_copy(update={"cursor_ms": max(state.cursor_ms, now_ms)})
+                        cursor = max(state.cursor_ms, now_ms, schedule.first_cursor_ms())  # not before start
+                        state = state.model_copy(update={"cursor_ms": cursor})
                         pipe.set(keys.schedule_state(name), state.model_dump_json())
                     pipe.execute()
                     return

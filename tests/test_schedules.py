@@ -566,6 +566,28 @@ def test_update_keeps_the_cursor_the_latest_run_and_the_history(
     assert schedules.get("slow").cron == "*/2 * * * *"
 
 
+def test_update_to_a_later_start_fires_nothing_before_it(
+    client: Client, clock: Clock, schedules: Schedules
+) -> None:
+    """``update --start`` (or a new ``--cron`` with a later start kept) moves the cursor to now, not before
+    the start: the new timetable's fires between now and the start do not fire (as after ``add --start``)."""
+    schedules.add("later", workflow="counter", cron="* * * * *")
+    clock.at("2026-03-07T00:00:30")
+    start = datetime(2026, 3, 7, 0, 10, tzinfo=UTC)
+    schedules.update("later", start=start)
+    assert schedules.state("later").cursor_ms == int(start.timestamp() * 1000) - 1
+    sched = scheduler(client, clock)
+    clock.at("2026-03-07T00:01:00")
+    sched.tick()
+    clock.at("2026-03-07T00:05:00")
+    schedules.update("later", cron="*/2 * * * *")  # the start kept: still no fire before it
+    sched.tick()
+    assert outcomes(schedules, "later") == []
+    clock.at("2026-03-07T00:10:00")
+    sched.tick()
+    assert outcomes(schedules, "later") == [("2026-03-07T00:10:00Z", "started", "later-20260307T001000Z")]
+
+
 def test_settings_and_options_that_contradict_each_other_are_refused(
     client: Client, clock: Clock, schedules: Schedules
 ) -> None:
