@@ -365,8 +365,8 @@ class ScheduleStore:
     def update(self, schedule: Schedule, now_ms: int) -> None:
         """Replace the definition of ``schedule.name`` in place, keeping its state (cursor, latest run,
         buffered fire) and history. When the timetable changes (cron, zone or start) the cursor moves to
-        ``now_ms`` if behind, or to just before a later ``start``: the new timetable fires from now on (not
-        before its start), none of its earlier fires caught up.
+        ``now_ms`` (:func:`_moved_cursor`): the new timetable fires from now on, not before its start, none of
+        its earlier fires caught up.
 
         Raises:
             ScheduleNotFoundError: no such schedule.
@@ -384,7 +384,7 @@ class ScheduleStore:
                     moved = any(before.get(k) != schedule.model_dump(mode="json")[k] for k in timetable)
                     if moved or raw_state is None:
                         state = ScheduleState.load(raw_state, schedule)
-                        cursor = max(state.cursor_ms, now_ms, schedule.first_cursor_ms())  # not before start
+                        cursor = _moved_cursor(state.cursor_ms, before, schedule, now_ms)
                         state = state.model_copy(update={"cursor_ms": cursor})
                         pipe.set(keys.schedule_state(name), state.model_dump_json())
                     pipe.execute()
@@ -414,6 +414,17 @@ class ScheduleStore:
         self.stored(name)
         stop = -1 if limit is None else limit - 1
         return [Fire.model_validate_json(raw) for raw in self.kv.lrange(keys.schedule_fires(name), 0, stop)]
+
+
+def _moved_cursor(cursor_ms: int, before: dict[str, Any], schedule: Schedule, now_ms: int) -> int:
+    """The cursor of ``schedule`` whose timetable changed from ``before`` (its stored fields) at ``now_ms``:
+    now, or just before its start when that is later; never back before a fire handled (``cursor_ms``),
+    but a cursor still at the old start's bound (1 ms before a start to come: no fire handled) does not
+    hold back an earlier new start."""
+    old_start = before.get("start")
+    if old_start and cursor_ms == _ms(datetime.fromisoformat(old_start)) - 1 and cursor_ms > now_ms:
+        cursor_ms = now_ms
+    return max(cursor_ms, now_ms, schedule.first_cursor_ms())
 
 
 def entry_json(fire: Fire) -> str:

@@ -570,7 +570,8 @@ def test_update_to_a_later_start_fires_nothing_before_it(
     client: Client, clock: Clock, schedules: Schedules
 ) -> None:
     """``update --start`` (or a new ``--cron`` with a later start kept) moves the cursor to now, not before
-    the start: the new timetable's fires between now and the start do not fire (as after ``add --start``)."""
+    the start: the new timetable's fires between now and the start do not fire (as after ``add --start``);
+    an earlier start to come is not held back by the old one (no fire was handled)."""
     schedules.add("later", workflow="counter", cron="* * * * *")
     clock.at("2026-03-07T00:00:30")
     start = datetime(2026, 3, 7, 0, 10, tzinfo=UTC)
@@ -586,6 +587,11 @@ def test_update_to_a_later_start_fires_nothing_before_it(
     clock.at("2026-03-07T00:10:00")
     sched.tick()
     assert outcomes(schedules, "later") == [("2026-03-07T00:10:00Z", "started", "later-20260307T001000Z")]
+    schedules.add("sooner", workflow="counter", cron="* * * * *", start=datetime(2026, 3, 7, 1, tzinfo=UTC))
+    schedules.update("sooner", start=datetime(2026, 3, 7, 0, 20, tzinfo=UTC))  # an earlier start: from it
+    clock.at("2026-03-07T00:20:00")
+    sched.tick()
+    assert outcomes(schedules, "sooner") == [("2026-03-07T00:20:00Z", "started", "sooner-20260307T002000Z")]
 
 
 def test_settings_and_options_that_contradict_each_other_are_refused(
