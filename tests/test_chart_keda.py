@@ -83,5 +83,7 @@ def test_the_redis_triggers_watch_the_db_of_redis_url(chart: helm.Chart) -> None
     assert tls == [{"address": "r.prod:6379", "databaseIndex": "2", "enableTLS": "true"}] * 2
     bare = redis_triggers(chart, {"url": "redis://r.prod:6380"})
     assert bare == [{"address": "r.prod:6380", "databaseIndex": "0", "enableTLS": "false"}] * 2
+    query = redis_triggers(chart, {"url": "redis://r.prod:6379/2?socket_timeout=5&db=4"})  # db= wins
+    assert query == [{"address": "r.prod:6379", "databaseIndex": "4", "enableTLS": "false"}] * 2
     explicit = redis_triggers(chart, {}, address="r.other:7000", databaseIndex=5, enableTLS=True)
     assert explicit == [{"address": "r.other:7000", "databaseIndex": "5", "enableTLS": "true"}] * 2
