@@ -810,9 +810,10 @@ def test_a_redis_outage_fails_readiness_not_liveness(
     time.sleep(1.5)  # a few loops without Redis
     assert probe("livenessProbe") == (0, f"ok: {component}\n")
     code, said = probe("readinessProbe")
-    assert (code, said.startswith(f"error: unhealthy: Redis unreachable at {server.url}: ")) == (1, True), (
-        said
-    )
+    [line] = said.splitlines()  # the chart's config.logFormat json: the error line is a JSON line (a6cd63d)
+    error = json.loads(line)
+    assert (code, error["level"], error["logger"]) == (1, "ERROR", "graphq.cli"), said
+    assert error["message"].startswith(f"unhealthy: Redis unreachable at {server.url}: "), said
     assert proc.poll() is None
 
 
