@@ -79,6 +79,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import msgpack
+import typing_extensions
 from pydantic import BaseModel
 
 from graphcore.errors import ConfigError, SerializationError
@@ -226,7 +227,7 @@ def _walk(tp: Any, found: list[type], seen: set[type]) -> None:
     seen.add(tp)
     if _table_of(tp) is not None:
         found.append(tp)
-    elif not typing.is_typeddict(tp):
+    elif not typing_extensions.is_typeddict(tp):  # typing.TypedDict or typing_extensions.TypedDict
         return
     if not issubclass(tp, Enum):
         for field_type in _field_types(tp):

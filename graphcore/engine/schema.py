@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import typing_extensions
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
@@ -45,7 +46,7 @@ class StateSchema:
         """
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             channels = _pydantic_channels(schema)
-        elif typing.is_typeddict(schema):
+        elif typing_extensions.is_typeddict(schema):  # typing.TypedDict and typing_extensions.TypedDict
             hints = typing.get_type_hints(schema, include_extras=True)
             channels = {key: channel_for(tp) for key, tp in hints.items()}
         else:
