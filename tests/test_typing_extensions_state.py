@@ -15,7 +15,7 @@ from graphcore import END, START, StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from graphcore.errors import InvalidUpdateError
+from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from tests.workers import work
 
 
@@ -70,3 +70,33 @@ def test_on_the_queue(client: Client) -> None:
 def test_input_types_are_checked_at_enqueue(client: Client) -> None:
     with pytest.raises(InvalidUpdateError, match=r"input\.count"):
         client.enqueue(GRAPH.name, {"items": ["x"], "count": "0"})
+
+
+def test_add_node_named_after_its_function_and_add_sequence() -> None:
+    """LangGraph's ``add_node(fn)`` (the node is named after the function, a subgraph after its name) and
+    ``add_sequence`` (nodes and the edges between them)."""
+
+    def double(state: State) -> dict[str, object]:
+        return {"count": state["count"] * 2}
+
+    inner = StateGraph(State)
+    inner.add_node(first)
+    inner.add_edge(START, "first")
+    inner.add_edge("first", END)
+    sub = inner.compile(name="inner")
+    g = StateGraph(State)
+    g.add_sequence([first, ("twice", double), sub])
+    g.add_edge(START, "first")
+    g.add_edge("inner", END)
+    assert list(g.nodes) == ["first", "twice", "inner"]
+    assert g.compile(name="seq").invoke({"items": [], "count": 1}) == {"items": ["a", "a"], "count": 5}
+
+
+def test_add_node_without_a_name_to_take() -> None:
+    g = StateGraph(State)
+    with pytest.raises(InvalidGraphError, match=r"name the node \(add_node\(name, fn\)\); it has no name"):
+        g.add_node(lambda state: {})
+    with pytest.raises(InvalidGraphError, match=r"add_node\('x'\) needs the node's function"):
+        g.add_node("x")
+    with pytest.raises(InvalidGraphError, match="add_sequence needs at least one node"):
+        g.add_sequence([])

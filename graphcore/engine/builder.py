@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
 
@@ -22,6 +23,20 @@ __all__ = ["StateGraph"]
 
 def _is_compiled_graph(fn: Any) -> bool:
     return isinstance(fn, CompiledGraph)
+
+
+def _named(name: str | Callable[..., Any], fn: Callable[..., Any] | None) -> tuple[str, Callable[..., Any]]:
+    """``add_node``'s (name, function): ``add_node(fn)`` takes a compiled graph's name or a function's
+    ``__name__``."""
+    if isinstance(name, str):
+        if fn is None:
+            raise InvalidGraphError(f"add_node({name!r}) needs the node's function")
+        return name, fn
+    fn = name
+    found = getattr(fn, "name" if _is_compiled_graph(fn) else "__name__", None)
+    if not isinstance(found, str) or not found or found == "<lambda>":
+        raise InvalidGraphError(f"add_node({fn!r}): name the node (add_node(name, fn)); it has no name")
+    return found, fn
 
 
 def _takes_config(fn: Callable[..., Any]) -> bool:
@@ -75,18 +90,19 @@ class StateGraph:
 
     def add_node(
         self,
-        name: str,
-        fn: Callable[..., Any],
+        name: str | Callable[..., Any],
+        fn: Callable[..., Any] | None = None,
         *,
         timeout: float | None = None,
         settings: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
         retry: RetryPolicy | None = None,
     ) -> StateGraph:
-        """Add node ``name`` running ``fn``.
+        """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
+        ``__name__``) or the compiled graph (its name), as LangGraph's ``StateGraph.add_node`` does.
 
         Args:
-            name: unique node name.
+            name: unique node name (or the node's function, named after it).
             fn: ``fn(state)`` or ``fn(state, config)``, or a compiled graph (a subgraph, G7).
             timeout: node timeout in seconds, per try (G10), or None. A node still running after that many
                 seconds fails its step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel
@@ -100,10 +116,12 @@ class StateGraph:
             retry: the node's retry policy (G9); None tries it once.
 
         Raises:
-            InvalidGraphError: the name is reserved, already used, or contains ':'.
+            InvalidGraphError: the name is reserved, already used, or contains ':'; no function is given, or
+                one to be named after has no name (a lambda).
             ConfigError: ``timeout`` is not above 0, ``retry`` is not a :class:`RetryPolicy`, or
                 ``settings`` is not a mapping.
         """
+        name, fn = _named(name, fn)
         if name in (START, END) or ":" in name or not name:
             raise InvalidGraphError(f"node name {name!r} is reserved or invalid (no ':' and not START/END)")
         if name in self.nodes:
@@ -114,6 +132,26 @@ class StateGraph:
         self.nodes[name] = NodeSpec(
             name, fn, _takes_config(fn), timeout, _own_copy(settings), tuple(destinations), retry
         )
+        return self
+
+    def add_sequence(
+        self, nodes: Sequence[Callable[..., Any] | tuple[str, Callable[..., Any]]]
+    ) -> StateGraph:
+        """Add ``nodes`` (functions, named after them, or ``(name, fn)`` pairs) and an edge from each to the
+        next, as LangGraph's ``add_sequence``; the edges into the first and out of the last are the caller's.
+
+        Raises:
+            InvalidGraphError: ``nodes`` is empty, or as :meth:`add_node`.
+        """
+        if not nodes:
+            raise InvalidGraphError("add_sequence needs at least one node")
+        names = []
+        for node in nodes:
+            name, fn = _named(*node) if isinstance(node, tuple) else _named(node, None)
+            self.add_node(name, fn)
+            names.append(name)
+        for source, target in itertools.pairwise(names):
+            self.add_edge(source, target)
         return self
 
     def add_edge(self, source: str | Sequence[str], target: str) -> StateGraph:
