@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
 
@@ -30,9 +30,15 @@ class Send:
     arg: Any
 
 
+N = TypeVar("N")
+"""The node names a :class:`Command` may go to, as a return annotation: ``-> Command[Literal["a", "b"]]``."""
+
+
 @dataclass(frozen=True)
-class Command:
-    """A node's return value that updates state and chooses where to go next (G5).
+class Command(Generic[N]):
+    """A node's return value that updates state and chooses where to go next (G5). Generic as LangGraph's:
+    a node annotated ``-> Command[Literal["a", "b"]]`` declares that it may go to ``a`` and ``b`` (its
+    ``destinations``; :meth:`graphcore.StateGraph.add_node`).
 
     Attributes:
         update: channel writes, as a node would return them (dict or None).

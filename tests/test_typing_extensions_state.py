@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import operator
 from datetime import datetime
-from typing import Annotated, NotRequired
+from typing import Annotated, Literal, NotRequired
 
 import pytest
 from typing_extensions import TypedDict
 
-from graphcore import END, START, StateGraph
+from graphcore import END, START, Command, StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
@@ -100,3 +100,40 @@ def test_add_node_without_a_name_to_take() -> None:
         g.add_node("x")
     with pytest.raises(InvalidGraphError, match="add_sequence needs at least one node"):
         g.add_sequence([])
+
+
+def _go(state: State) -> Command[Literal["left", "right"]]:
+    return Command(update={"count": state["count"] + 1}, goto="right" if state["count"] else "left")
+
+
+def _left(state: State) -> dict[str, object]:
+    return {"items": ["left"]}
+
+
+def _right(state: State) -> dict[str, object]:
+    return {"items": ["right"]}
+
+
+def _goes(state: State) -> Command:  # type: ignore[type-arg]  # no destinations declared
+    return Command(goto="left")
+
+
+def test_command_destinations_from_the_return_annotation() -> None:
+    """A node annotated ``-> Command[Literal["left", "right"]]`` declares where it may go, as in LangGraph:
+    nodes reachable only through its ``Command(goto=...)`` compile without ``destinations=``."""
+    g = StateGraph(State)
+    g.add_node("go", _go)
+    g.add_node("left", _left)
+    g.add_node("right", _right)
+    g.add_edge(START, "go")
+    assert g.nodes["go"].destinations == ("left", "right")
+    graph = g.compile(name="goto")
+    assert graph.invoke({"items": [], "count": 0}) == {"items": ["left"], "count": 1}
+    assert graph.invoke({"items": [], "count": 1}) == {"items": ["right"], "count": 2}
+    bare = StateGraph(State)
+    bare.add_node("go", _goes)
+    bare.add_node("left", _left)
+    bare.add_edge(START, "go")
+    assert bare.nodes["go"].destinations == ()
+    with pytest.raises(InvalidGraphError, match="left"):
+        bare.compile(name="goto-bare")

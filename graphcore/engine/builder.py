@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import itertools
+import typing
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
 
@@ -16,7 +17,7 @@ from graphcore.engine.schema import StateSchema
 from graphcore.engine.subgraph import SubgraphNode
 from graphcore.engine.validate import validate
 from graphcore.errors import ConfigError, InvalidGraphError
-from graphcore.types import END, START
+from graphcore.types import END, START, Command
 
 __all__ = ["StateGraph"]
 
@@ -37,6 +38,21 @@ def _named(name: str | Callable[..., Any], fn: Callable[..., Any] | None) -> tup
     if not isinstance(found, str) or not found or found == "<lambda>":
         raise InvalidGraphError(f"add_node({fn!r}): name the node (add_node(name, fn)); it has no name")
     return found, fn
+
+
+def _goes_to(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The node names of ``fn``'s return annotation ``Command[Literal["a", "b"]]`` (LangGraph's way of
+    declaring a node's ``Command(goto=...)`` destinations); () without one or when it cannot be read."""
+    try:
+        returns = typing.get_type_hints(fn).get("return")
+    except Exception:  # a forward reference that does not resolve, a callable object without hints, ...
+        return ()
+    if typing.get_origin(returns) is not Command:
+        return ()
+    (goes,) = typing.get_args(returns) or (None,)
+    if typing.get_origin(goes) is not typing.Literal:
+        return ()
+    return tuple(str(name) for name in typing.get_args(goes))
 
 
 def _takes_config(fn: Callable[..., Any]) -> bool:
@@ -112,7 +128,8 @@ class StateGraph:
                 ``config.configurable["__graphq_node_settings"]`` (always there, ``{}`` when none were
                 given); the workflow catalog shows them. Checked at :meth:`compile`: at most
                 ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` bytes of compact JSON.
-            destinations: nodes reachable only through ``Command(goto=...)`` from this node.
+            destinations: nodes reachable only through ``Command(goto=...)`` from this node; by default
+                the names of ``fn``'s return annotation ``Command[Literal["a", "b"]]``, if it has one.
             retry: the node's retry policy (G9); None tries it once.
 
         Raises:
@@ -129,9 +146,8 @@ class StateGraph:
         _check_node_options(name, timeout, retry, settings)
         if _is_compiled_graph(fn):
             fn = SubgraphNode(cast("CompiledGraph", fn), self.schema)
-        self.nodes[name] = NodeSpec(
-            name, fn, _takes_config(fn), timeout, _own_copy(settings), tuple(destinations), retry
-        )
+        goes = tuple(destinations) or _goes_to(fn)
+        self.nodes[name] = NodeSpec(name, fn, _takes_config(fn), timeout, _own_copy(settings), goes, retry)
         return self
 
     def add_sequence(
