@@ -17,6 +17,7 @@ from graphcore.engine.retry import RetryPolicy
 from graphcore.errors import (
     ConfigError,
     GraphqError,
+    GraphRecursionError,
     InvalidGraphError,
     InvalidUpdateError,
     NodeError,
@@ -34,6 +35,7 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "ConfigError",
+    "GraphRecursionError",
     "GraphqError",
     "Interrupt",
     "InvalidGraphError",

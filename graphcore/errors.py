@@ -13,6 +13,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "ConfigError",
     "DisabledError",
+    "GraphRecursionError",
     "GraphqError",
     "InvalidGraphError",
     "InvalidUpdateError",
@@ -42,16 +43,23 @@ class PermanentError(GraphqError):
     """A failure that retrying cannot fix (bad input, a bug in a node, a broken graph)."""
 
 
-class InvalidGraphError(PermanentError):
-    """The graph cannot be compiled: unknown or unreachable node, no entry point, edge to nowhere (G1)."""
+class InvalidGraphError(PermanentError, ValueError):
+    """The graph cannot be compiled: unknown or unreachable node, no entry point, edge to nowhere (G1).
+    Also a ``ValueError``, which LangGraph raises for an invalid graph."""
 
 
-class InvalidUpdateError(PermanentError):
-    """A node's writes cannot be applied, e.g. two writes to one LastValue channel in one super-step (G2)."""
+class InvalidUpdateError(PermanentError, ValueError):
+    """A node's writes cannot be applied, e.g. two writes to one LastValue channel in one super-step (G2).
+    Also a ``ValueError``, as LangGraph's invalid updates are caught."""
 
 
-class StepLimitError(PermanentError):
-    """The run needed more super-steps than ``max_super_steps`` allows (C1, R12)."""
+class StepLimitError(PermanentError, RecursionError):
+    """The run needed more super-steps than ``max_super_steps`` allows (C1, R12). Also a ``RecursionError``,
+    as LangGraph's ``GraphRecursionError`` (its recursion limit) is; :data:`GraphRecursionError` names it."""
+
+
+GraphRecursionError = StepLimitError
+"""LangGraph's name for the step-limit error: ``except GraphRecursionError`` catches graphq's."""
 
 
 class SerializationError(PermanentError):

@@ -16,6 +16,7 @@ def test_graphcore_exports() -> None:
         "Command",
         "CompiledGraph",
         "ConfigError",
+        "GraphRecursionError",
         "GraphqError",
         "Interrupt",
         "InvalidGraphError",

@@ -11,7 +11,7 @@ from typing import Annotated, Literal, NotRequired
 import pytest
 from typing_extensions import TypedDict
 
-from graphcore import END, START, Command, StateGraph
+from graphcore import END, START, Command, GraphqError, GraphRecursionError, StateGraph, StepLimitError
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
@@ -137,3 +137,33 @@ def test_command_destinations_from_the_return_annotation() -> None:
     assert bare.nodes["go"].destinations == ()
     with pytest.raises(InvalidGraphError, match="left"):
         bare.compile(name="goto-bare")
+
+
+def test_errors_are_the_builtin_types_langgraph_users_catch() -> None:
+    """Graph validation and invalid updates are ValueErrors, the step limit a RecursionError named
+    GraphRecursionError too (LangGraph's), and all stay graphq errors."""
+    g = StateGraph(State)
+    g.add_node("first", first)
+    with pytest.raises(ValueError, match="entry"):  # no edge from START
+        g.compile(name="no-entry")
+
+    def twice(state: State) -> dict[str, object]:
+        return {"count": 1}
+
+    clash = StateGraph(State)
+    clash.add_node("a", twice)
+    clash.add_node("b", twice)
+    clash.add_edge(START, "a")
+    clash.add_edge(START, "b")
+    with pytest.raises(ValueError, match="count") as raised:
+        clash.compile(name="clash").invoke({"items": [], "count": 0})
+    assert isinstance(raised.value, InvalidUpdateError)
+
+    loop = StateGraph(State)
+    loop.add_node("first", first)
+    loop.add_edge(START, "first")
+    loop.add_edge("first", "first")
+    with pytest.raises(GraphRecursionError) as limit:
+        loop.compile(name="loop").invoke({"items": [], "count": 0}, {"max_super_steps": 3})
+    assert isinstance(limit.value, RecursionError) and isinstance(limit.value, GraphqError)
+    assert GraphRecursionError is StepLimitError
