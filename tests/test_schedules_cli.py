@@ -357,6 +357,17 @@ def test_b18_two_scheduler_processes_a_pass_longer_than_the_lock(
     assert total == len(client.list_runs(100_000))
 
 
+def http_status(port: int, path: str) -> int | None:
+    """The HTTP status of ``GET path`` on the local ``port``; None while nothing listens there."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None  # not listening yet
+
+
 def test_scheduler_metrics_port(procs: Procs, client: Client, redis_url: str) -> None:
     """``graphq scheduler --metrics-port``: its fires counted on /metrics (a frozen simulated clock 30 s
     after the first fire time: exactly one fire of each schedule), /healthz and /readyz answer 200."""
@@ -416,13 +427,7 @@ def test_scheduler_healthz_fails_while_its_loop_is_stalled(
     )
 
     def healthz() -> int | None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
-                return int(reply.status)
-        except urllib.error.HTTPError as exc:
-            return exc.code
-        except OSError:
-            return None  # not listening yet
+        return http_status(port, "/healthz")
 
     wait_for(lambda: healthz() == 503, timeout_s=5, what="/healthz 503 during the stalled pass")
     assert adder.history("h1") == []  # the pass is still stalled
@@ -551,13 +556,7 @@ def test_scheduler_healthz_leaves_redis_to_readyz(procs: Procs) -> None:
         )
 
         def code(path: str) -> int | None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-                    return int(reply.status)
-            except urllib.error.HTTPError as exc:
-                return exc.code
-            except OSError:
-                return None  # not listening yet
+            return http_status(port, path)
 
         wait_for(lambda: code("/readyz") == 200, timeout_s=10, what="/readyz 200 with Redis up")
     finally:
