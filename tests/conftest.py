@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``tests.workflows`` imports from any working directory (see _private_cwd)
     sys.path.insert(0, str(ROOT))
 
-from tests.workers import Procs, Start, rq_states, wait_for  # noqa: E402  (needs ROOT on sys.path)
+from tests.workers import Beats, Procs, Start, rq_states, wait_for  # noqa: E402  (needs ROOT on sys.path)
+from worker.liveness import Heartbeat  # noqa: E402
 from worker.queue import RQStepQueue  # noqa: E402
 
 
@@ -83,6 +84,21 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def heartbeats(redis_client: redis.Redis) -> Iterator[Beats]:
+    """Start worker heartbeats on the test database: ``heartbeats(worker_id, queues, ttl_s, interval_s)``.
+    Every one started is stopped at the test's end, so no beat reaches a later test's flushed database."""
+    started: list[Heartbeat] = []
+
+    def beat(worker_id: str, queues: list[str], ttl_s: float = 30, interval_s: float = 30) -> Heartbeat:
+        started.append(Heartbeat(redis_client, worker_id, queues, ttl_s, interval_s).start())
+        return started[-1]
+
+    yield beat
+    for one in started:
+        one.stop()
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from tests.workers import Beats
 from worker.lease import Lease
-from worker.liveness import Heartbeat
 from worker.process import run_worker
 from worker.queue import RQStepQueue, step_job_id
 from worker.reaper import Reaper
@@ -373,11 +373,13 @@ def test_a_lost_script_cache_never_splits_an_admission_from_its_transaction(
     assert counts(redis_client) == {"g": 2, "t:default": 2, "w:tick": 2, "x:tick:default": 2}
 
 
-def test_a_worker_without_limits_erases_none(redis_client: redis.Redis, redis_url: str) -> None:
+def test_a_worker_without_limits_erases_none(
+    redis_client: redis.Redis, redis_url: str, heartbeats: Beats
+) -> None:
     """A live worker with limits and one without (a `graphq run` or `runs answer --wait` from a shell, whose
     in-command worker publishes too): the limit holds (it was erased by the second publish, and 8 runs ran
     at once under GRAPHQ_MAX_CONCURRENT_RUNS=2). The strictest live worker counts; a dead one does not."""
-    beats = [Heartbeat(redis_client, w, ["graphq:tick"], 30, 30).start() for w in ("w-a", "w-b", "w-c")]
+    beats = [heartbeats(w, ["graphq:tick"]) for w in ("w-a", "w-b", "w-c")]
     published.publish(redis_client, Settings(redis_url=redis_url, max_concurrent_runs=3), "w-a")
     published.publish(redis_client, Settings(redis_url=redis_url, max_concurrent_runs=2), "w-b")
     published.publish(redis_client, Settings(redis_url=redis_url), "w-c")  # no limits: lowers nothing

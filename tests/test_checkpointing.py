@@ -24,11 +24,10 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings, load_settings
 from tests.cli_helpers import invoke, ok
-from tests.workers import Procs
+from tests.workers import Beats, Procs
 from tests.workflows import hitl
 from tests.workflows.crash import crash_env, executions
 from tests.workflows.retention import five_steps
-from worker.liveness import Heartbeat
 from worker.process import run_worker
 from worker.queue import RQStepQueue
 
@@ -284,7 +283,7 @@ def test_update_state_keeps_the_replaced_runs_result(
 
 
 def test_forks_are_refused_in_a_shell_without_the_setting_while_a_worker_keeps_no_history(
-    client: Client, redis_client: redis.Redis, redis_url: str
+    client: Client, redis_client: redis.Redis, redis_url: str, heartbeats: Beats
 ) -> None:
     """The workers run with GRAPHQ_ENABLE_CHECKPOINTING=false, the operator's shell without it: its fork is
     refused naming the worker (before, it was accepted and ran as no fork; a second answer failed its run
@@ -292,7 +291,7 @@ def test_forks_are_refused_in_a_shell_without_the_setting_while_a_worker_keeps_n
     run_id = client.enqueue("five-steps", {"topic": "t"}, thread_id="th")
     work(client)
     head = client.get_run(run_id).head
-    beat = Heartbeat(redis_client, "w-nohist", ["graphq:five-steps"], 30, 30).start()
+    beat = heartbeats("w-nohist", ["graphq:five-steps"])
     off = Settings(redis_url=redis_url, enable_checkpointing=False, resume_interrupted_runs=False)
     published.publish(redis_client, off, "w-nohist")
     before = redis_client.dbsize()

@@ -18,8 +18,8 @@ from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import invoke, ok, process_state_restored
+from tests.workers import Beats
 from worker.lease import Lease
-from worker.liveness import Heartbeat
 from worker.process import run_worker
 from worker.reaper import Reaper
 
@@ -195,8 +195,8 @@ def test_a_held_lease_is_not_reaped(client: Client, redis_client: redis.Redis) -
     assert client.get_run(run_id).status == RunStatus.QUEUED
 
 
-def test_worker_registry_lists_live_workers(redis_client: redis.Redis) -> None:
-    beat = Heartbeat(redis_client, "host.1.abc", ["graphq:a", "graphq:b"], 0.3, 10).start()
+def test_worker_registry_lists_live_workers(redis_client: redis.Redis, heartbeats: Beats) -> None:
+    beat = heartbeats("host.1.abc", ["graphq:a", "graphq:b"], 0.3, 10)
     [live] = live_workers(redis_client, server_ms(redis_client))
     assert (live.id, live.queues, live.run_id, live.step) == (
         "host.1.abc",
@@ -244,7 +244,7 @@ def test_a_requested_cancel_wins_over_a_continuation(client: Client, redis_clien
 
 
 def test_cli_shows_the_chain_and_the_workers(
-    client: Client, redis_client: redis.Redis, redis_url: str
+    client: Client, redis_client: redis.Redis, redis_url: str, heartbeats: Beats
 ) -> None:
     run_id = client.enqueue("suicide", {})
     thread = client.get_run(run_id).thread_id
@@ -271,7 +271,7 @@ def test_cli_shows_the_chain_and_the_workers(
         assert cut.stderr == "the chain has 2 runs; showing the last 1 (--limit 2: all)\n"
         shown_json = json.loads(ok(invoke(MODULE, redis_url, "runs", "show", new, "-o", "json")).stdout)
         assert (shown_json["step"], shown_json["thread_step"]) == (0, None)  # nothing committed yet
-        Heartbeat(redis_client, "host.9.fedcba", ["graphq:suicide"], 30, 30).start()
+        heartbeats("host.9.fedcba", ["graphq:suicide"])
         listed = json.loads(ok(invoke(MODULE, redis_url, "workers", "-o", "json")).stdout)
         assert [(w["id"], w["pid"] > 0, w["queues"], w["run_id"], w["step"]) for w in listed] == [
             ("host.9.fedcba", True, ["graphq:suicide"], None, None)

@@ -21,6 +21,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord
 from graphcore.settings import Settings
 from tests.envs import clean_env
+from worker.liveness import Heartbeat
 from worker.process import run_worker
 
 __all__ = [
@@ -47,6 +48,8 @@ SCRIPT = Path(sys.executable).with_name("graphq")
 
 T = TypeVar("T")
 Start = Callable[..., subprocess.Popen[bytes]]
+Beats = Callable[..., Heartbeat]
+"""The ``heartbeats`` fixture: ``heartbeats(worker_id, queues, ttl_s=30, interval_s=30)`` starts one."""
 """The ``start`` fixture: ``start(*args, processes=1, state="idle", **settings)``."""
 
 
