@@ -198,18 +198,25 @@ class StateGraph:
 
     def compile(
         self,
+        checkpointer: CheckpointStore | bool | None = None,
         *,
         name: str | None = None,
-        checkpointer: CheckpointStore | None = None,
         config: Mapping[str, Any] | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        debug: bool = False,
     ) -> CompiledGraph:
-        """Validate the graph and freeze it.
+        """Validate the graph and freeze it; the arguments are LangGraph's ``compile`` arguments (the
+        checkpointer may be given positionally) plus graphq's ``config``.
 
         Args:
-            name: the workflow name it registers under (defaults to ``"graph"``).
             checkpointer: a store for :meth:`CompiledGraph.invoke` to persist checkpoints in; None keeps
                 the state only for the duration of the call.
+            name: the workflow name it registers under (defaults to ``"graph"``).
             config: defaults merged under every run's config (tags, metadata, configurable, ...).
+            interrupt_before: nodes to pause before (static breakpoints), or ``"*"`` for all.
+            interrupt_after: nodes to pause after, or ``"*"`` for all.
+            debug: LangGraph's debug flag.
 
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node.
@@ -219,4 +226,12 @@ class StateGraph:
                 workflow, the option, the allowed range and the value).
         """
         validate(self)
-        return CompiledGraph(self, name=name or "graph", checkpointer=checkpointer, defaults=config or {})
+        return CompiledGraph(
+            self,
+            name=name or "graph",
+            checkpointer=checkpointer,  # type: ignore[arg-type]  # True/False: stateful subgraphs (issue 11)
+            defaults=config or {},
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            debug=debug,
+        )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -86,6 +86,9 @@ class GraphSpec:
         name: str,
         checkpointer: CheckpointStore | None,
         defaults: Mapping[str, Any],
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        debug: bool = False,
     ) -> None:
         self.name = name
         self.formatter: Callable[[Any], str] | None = None
@@ -93,6 +96,11 @@ class GraphSpec:
         self.schema = parts.schema
         self.nodes: dict[str, NodeSpec] = dict(parts.nodes)
         self.checkpointer = checkpointer
+        self.interrupt_before = interrupt_before
+        """Static breakpoints: nodes to pause before, ``"*"`` for all, None for none (compile's argument)."""
+        self.interrupt_after = interrupt_after
+        """Nodes to pause after, ``"*"`` for all, None for none (compile's argument)."""
+        self.debug = debug
         try:
             self.defaults = merge_config(defaults)
         except ConfigError as exc:  # compile(config=...): say which workflow

@@ -1,0 +1,46 @@
+"""The import map from LangGraph to graphq: a LangGraph program runs on graphq with these imports changed.
+
+The README's "Coming from LangGraph" table shows the same map (``tests/test_readme.py`` checks it).
+"""
+
+from __future__ import annotations
+
+IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
+    "langgraph.graph": ("graphcore", ("StateGraph", "START", "END", "MessagesState", "add_messages")),
+    "langgraph.graph.message": ("graphcore", ("REMOVE_ALL_MESSAGES",)),
+    "langgraph.types": (
+        "graphcore",
+        (
+            "Command",
+            "Interrupt",
+            "Overwrite",
+            "RetryPolicy",
+            "Send",
+            "StateSnapshot",
+            "StreamWriter",
+            "interrupt",
+        ),
+    ),
+    "langgraph.config": ("graphcore", ("get_config", "get_stream_writer")),
+    "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
+    "langgraph.errors": ("graphcore", ("GraphRecursionError", "InvalidUpdateError")),
+    "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "tools_condition")),
+    "langchain_core.messages": (
+        "graphcore.messages",
+        (
+            "AIMessage",
+            "AnyMessage",
+            "BaseMessage",
+            "HumanMessage",
+            "RemoveMessage",
+            "SystemMessage",
+            "ToolMessage",
+        ),
+    ),
+}
+"""LangGraph (or langchain-core) module → (the graphq module to import from instead, the names it offers)."""
+
+NAMES: dict[str, tuple[str, str]] = {
+    name: (source, target) for source, (target, names) in IMPORT_MAP.items() for name in names
+}
+"""Each name → (its LangGraph module, its graphq module)."""
