@@ -54,7 +54,9 @@ class Command(Generic[N]):
 
 @dataclass(frozen=True)
 class Overwrite:
-    """Write ``value`` to a reducer channel as is, bypassing its reducer (G2)."""
+    """Write ``value`` to a reducer channel as is, bypassing its reducer (G2). It wins its super-step, as in
+    LangGraph: the channel's other writes of the step are dropped; two Overwrites of one channel in one step
+    raise :class:`~graphcore.errors.InvalidUpdateError`."""
 
     value: Any
 

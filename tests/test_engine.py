@@ -302,10 +302,10 @@ def test_add_messages_does_not_modify_left_and_rejects_unknown_removal() -> None
     ("first", "second", "expected"),
     [
         (["b"], Overwrite(["c"]), ["c"]),  # b appends, then c's Overwrite replaces everything
-        (Overwrite(["b"]), ["c"], ["b", "c"]),  # b's Overwrite first, then c appends to it
+        (Overwrite(["b"]), ["c"], ["b"]),  # b's Overwrite wins its step: c's append is dropped (LangGraph)
     ],
 )
-def test_overwrite_bypasses_reducer_in_task_order(first: Any, second: Any, expected: list[str]) -> None:
+def test_overwrite_bypasses_reducer_and_wins_its_step(first: Any, second: Any, expected: list[str]) -> None:
     graph = parallel(S, ("b", lambda s: {"log": first}), ("c", lambda s: {"log": second}))
     assert graph.invoke({"log": ["in"]}) == {"log": expected}
 

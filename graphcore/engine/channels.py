@@ -4,7 +4,8 @@
   naming the key and the writing nodes.
 * :class:`ReducerChannel` — folds every write into the value with a binary operator
   (``Annotated[list, operator.add]``, ``Annotated[int, max]``, :func:`add_messages`, ...).
-* :class:`Overwrite` bypasses a reducer for one write.
+* :class:`Overwrite` bypasses a reducer for one write and wins its super-step: the channel's other writes of
+  that step are not folded in (one Overwrite per channel and step).
 
 Channels are stateless descriptors: values live in checkpoints, so the same graph serves many threads.
 """
@@ -97,14 +98,11 @@ class ReducerChannel:
                 f"channel {key!r} received {len(overwrites)} Overwrite writes in one super-step "
                 f"(from {', '.join(overwrites)})"
             )
+        if overwrites:  # the Overwrite wins its super-step: no other write is folded in (LangGraph's rule)
+            return next(write.value for _, write in writes if isinstance(write, Overwrite))
         value = current
         for _, write in writes:
-            if isinstance(write, Overwrite):
-                value = write.value
-            elif value is MISSING:
-                value = write
-            else:
-                value = self.reducer(value, write)
+            value = write if value is MISSING else self.reducer(value, write)
         return value
 
 
