@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
-from graphcore.engine.compiled import Branch, GraphSpec
+from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
     NODE_SETTINGS_KEY,
@@ -31,6 +32,7 @@ from graphcore.engine.config import (
     task_context,
 )
 from graphcore.engine.interrupts import GraphInterrupt
+from graphcore.engine.loops import run_coroutine
 from graphcore.errors import GraphqError, InvalidUpdateError
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -106,9 +108,22 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
+def call_router(graph: GraphSpec, branch: Branch, state: Any) -> Any:
+    """What ``branch``'s router returns for ``state``: a coroutine for an async router."""
+    return branch.router(state)
+
+
 def _route(graph: GraphSpec, branch: Branch, state: Any) -> list[PendingTask]:
+    chosen = call_router(graph, branch, state)
+    if graph.async_routers and inspect.isawaitable(chosen):  # an async router outside a task (START, update)
+        chosen = run_coroutine(chosen)
+    return destinations(graph, branch, chosen)
+
+
+def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingTask]:
+    """The next tasks for what a router of ``branch`` returned (names, END, Sends, or a list of them)."""
     out = []
-    for result in _as_list(branch.router(state)):
+    for result in _as_list(chosen):
         if isinstance(result, Send):
             out.append(_goto(result))
             continue
@@ -125,7 +140,8 @@ def _route(graph: GraphSpec, branch: Branch, state: Any) -> list[PendingTask]:
     return out
 
 
-def _normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
+def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
+    """A node's output as (writes, dynamic destinations)."""
     if isinstance(output, Command):
         writes = graph.schema.writes_of(node, output.update)
         gotos = [_goto(t) for t in _as_list(output.goto)]
@@ -143,9 +159,16 @@ def _routes(
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    local, _ = _apply(graph, values, [(key, (node, value)) for key, value in writes])
-    view = graph.schema.view(local)
+    view = route_view(graph, node, values, writes)
     return [pending for branch in branches for pending in _route(graph, branch, view)]
+
+
+def route_view(
+    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
+) -> Any:
+    """The state ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
+    local, _ = _apply(graph, values, [(key, (node, value)) for key, value in writes])
+    return graph.schema.view(local)
 
 
 def task_config(
@@ -190,23 +213,50 @@ def run_task(
         InvalidUpdateError: the node returned something that is not a valid update.
         Cancelled: the task's cancel token was set before the node started.
     """
+    ctx = task_setup(graph, cp, task, config, writer, cancel)
+    with task_context(ctx):
+        try:
+            output = call_node(graph.nodes[task.node], task, ctx.config)
+            writes, goto = normalise(graph, task.node, output)
+            goto += _routes(graph, task.node, cp.channel_values, writes)
+        except GraphInterrupt as paused:
+            return paused_writes(task, ctx, paused)
+    return TaskWrites(task.id, task.node, writes, goto)
+
+
+def task_setup(
+    graph: GraphSpec,
+    cp: Checkpoint,
+    task: Task,
+    config: RunConfig,
+    writer: Callable[[Any], None],
+    cancel: CancelToken | None,
+) -> TaskContext:
+    """The context a task's node runs in (see :func:`run_task`).
+
+    Raises:
+        Cancelled: ``cancel`` was set before the node started.
+    """
     if cancel is not None:
         cancel.raise_if_cancelled()  # no node starts once its run was cancelled (X3)
     spec = graph.nodes[task.node]
     cfg = task_config(config, cp.step + 1, task, spec.settings)
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
     answers = config.configurable.get(ANSWERS_KEY, {})
-    ctx = TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)
-    with task_context(ctx):
-        try:
-            output = spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
-            writes, goto = _normalise(graph, task.node, output)
-            goto += _routes(graph, task.node, cp.channel_values, writes)
-        except GraphInterrupt as paused:
-            own = [r.index for r in paused.records if r.task_id == task.id]
-            consumed = resume[: own[0]] if own else []
-            return TaskWrites(task.id, task.node, interrupts=list(paused.records), resume=consumed)
-    return TaskWrites(task.id, task.node, writes, goto)
+    return TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)
+
+
+def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
+    """What ``spec``'s function returns for ``task`` (a coroutine for an async node)."""
+    return spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
+
+
+def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskWrites:
+    """The task's record when its node paused in ``interrupt()``: no writes, the open requests, and the
+    answers it had consumed before its own first unanswered call."""
+    own = [r.index for r in paused.records if r.task_id == task.id]
+    consumed = ctx.resume[: own[0]] if own else []
+    return TaskWrites(task.id, task.node, interrupts=list(paused.records), resume=consumed)
 
 
 def _fire_joins(

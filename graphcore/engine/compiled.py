@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine.config import RunConfig, merge_config
+from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.schema import StateSchema
 from graphcore.errors import ConfigError
@@ -111,6 +112,14 @@ class GraphSpec:
         self.branches_from: dict[str, list[Branch]] = {}
         for branch in parts.branches:
             self.branches_from.setdefault(branch.source, []).append(branch)
+        self.async_routers = any(is_async_callable(b.router) for b in parts.branches)
+        """Whether a router is ``async def`` (its result is awaited)."""
+        self.async_nodes = frozenset(name for name, node in self.nodes.items() if is_async_callable(node.fn))
+        """The ``async def`` nodes (detected once, here)."""
+        self.async_tasks = self.async_nodes | {
+            b.source for b in parts.branches if is_async_callable(b.router) and b.source in self.nodes
+        }
+        """The nodes whose tasks run on an event loop: ``async def`` nodes, and nodes with an async router."""
         self.joins: list[tuple[str, tuple[str, ...], str]] = [
             ("+".join(sources) + ">" + target, sources, target) for sources, target in parts.joins
         ]

@@ -8,11 +8,12 @@ RQ step job calls, one super-step per job. The compiled graph's data is
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine import aio
 from graphcore.engine.algo import Task, apply_input, apply_writes, fork
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
@@ -136,6 +137,25 @@ class CompiledGraph(GraphSpec):
         for events, _, _ in self._run(input, config, modes):
             for mode, payload in events:
                 yield payload if single else (mode, payload)
+
+    async def ainvoke(
+        self, input: Any, config: Mapping[str, Any] | RunConfig | None = None, **kwargs: Any
+    ) -> Any:
+        """:meth:`invoke` awaited from a running event loop, as LangGraph's ``ainvoke``: the same result and
+        errors, the same keyword arguments. The caller's loop is not blocked; the run's async nodes and
+        routers run on it, sync nodes in graphq's thread pool (:mod:`graphcore.engine.aio`). Cancelling
+        the awaiting task cancels the async nodes running for it and starts no further super-step.
+        """
+        return await aio.ainvoke(self.invoke, input, config, **kwargs)
+
+    def astream(
+        self, input: Any, config: Mapping[str, Any] | RunConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """:meth:`stream` as an async iterator, as LangGraph's ``astream``: the same events in the same
+        order, the same keyword arguments and errors; as lazy as ``stream`` (the next super-step runs when
+        the next event is asked for). Async nodes run on the caller's loop (:mod:`graphcore.engine.aio`).
+        """
+        return aio.astream(self.stream, input, config, **kwargs)
 
     def _run(
         self, input: Any, config: Mapping[str, Any] | RunConfig | None, modes: Sequence[str] | None

@@ -16,6 +16,7 @@ from tenacity import RetryCallState
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import Task, prepare_tasks, run_task
+from graphcore.engine.async_step import run_async_tasks
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
@@ -206,17 +207,22 @@ def run_step(
     step = _Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
     tasks = prepare_tasks(graph, cp)
     todo = [t for t in tasks if t.id not in finished]
+    atodo = [t for t in todo if t.node in graph.async_tasks] if graph.async_tasks else []
+    if atodo:  # async tasks run concurrently on one event loop (graphcore.engine.async_step)
+        todo = [t for t in todo if t.node not in graph.async_tasks]
     outcomes: dict[str, TaskWrites | Exception] = dict(finished)
-    if len(todo) == 1:
+    if len(todo) == 1 and not atodo:
         try:
             outcomes[todo[0].id] = _call(step, todo[0])
         except Exception as exc:
             outcomes[todo[0].id] = exc
-    elif todo:
+    elif todo or atodo:
         pool = _shared_pool()
         futures: list[tuple[Task, Future[TaskWrites]]] = [
             (t, pool.submit(contextvars.copy_context().run, _call, step, t)) for t in todo
         ]
+        if atodo:  # while the sync ones run in the pool
+            outcomes.update(run_async_tasks(step, atodo))
         for task, future in futures:
             failure = future.exception()
             if failure is not None and not isinstance(failure, Exception):

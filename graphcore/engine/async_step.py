@@ -1,0 +1,269 @@
+"""The async tasks of a super-step (``async def`` nodes, nodes with an async router): run concurrently, as
+one coroutine on one event loop (:func:`graphcore.engine.loops.run_coroutine` picks it), each task an
+``asyncio`` task in its own context (``get_config()``, ``get_stream_writer()``, ``get_cancel_token()`` and
+``interrupt()`` work as in a sync node).
+
+:func:`graphcore.engine.step.run_step` hands them here while the step's sync tasks run in its thread pool.
+The semantics are those of a sync task (:mod:`graphcore.engine.step`): the same retry policy (G9, tenacity's
+``AsyncRetrying`` with the policy's stop, wait and predicate), the timeout per try (G10), the same errors.
+Where a sync node can only be asked to stop, an async one is stopped: when its cancel token is set (an
+interrupting cancel of its run, X3) or it passes its timeout, its asyncio task is cancelled, so the node
+sees ``asyncio.CancelledError`` at its ``await``; the task then ends with
+:class:`~graphcore.errors.Cancelled` or :class:`~graphcore.errors.NodeTimeoutError` as a sync one does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from tenacity import AsyncRetrying, RetryCallState
+
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import (
+    Task,
+    call_node,
+    call_router,
+    destinations,
+    normalise,
+    paused_writes,
+    route_view,
+    task_setup,
+)
+from graphcore.engine.cancel import CancelToken
+from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.config import RunConfig, task_context
+from graphcore.engine.interrupts import GraphInterrupt
+from graphcore.engine.loops import run_coroutine
+from graphcore.errors import Cancelled, GraphqError, NodeError, NodeTimeoutError
+from graphcore.types import PendingTask, TaskWrites
+
+__all__ = ["StepParts", "arun_task", "run_async_tasks"]
+
+POLL_S = 0.05
+"""How often the tasks' cancel tokens are looked at while async tasks run, seconds (as CancelToken.wait)."""
+
+
+class StepParts(Protocol):
+    """What the tasks of one super-step share (:class:`graphcore.engine.step._Step` has these)."""
+
+    @property
+    def graph(self) -> GraphSpec: ...
+    @property
+    def cp(self) -> Checkpoint: ...
+    @property
+    def config(self) -> RunConfig: ...
+    @property
+    def writer(self) -> Callable[[Task, Any], None]: ...
+    @property
+    def done(self) -> Callable[[TaskWrites], None] | None: ...
+    @property
+    def cancel(self) -> CancelToken | None: ...
+    @property
+    def on_retry(self) -> Callable[[Task, int, BaseException, float], None] | None: ...
+
+
+def run_async_tasks(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWrites | Exception]:
+    """Run ``tasks`` concurrently on an event loop; block until all ended.
+
+    Returns:
+        Task id → its writes, or the error it failed with (as :func:`graphcore.engine.step.run_step`
+        records a sync task's: a :class:`NodeError`, a graphq error, or ``on_task_done``'s own error).
+
+    Raises:
+        Cancelled: a task was cancelled (the first such task in order), after every task ended; any other
+            error that is not an ``Exception`` likewise.
+    """
+    outcomes = run_coroutine(_run_all(step, tasks))
+    for outcome in outcomes.values():
+        if not isinstance(outcome, Exception | TaskWrites):
+            raise outcome
+    return {
+        task_id: outcome for task_id, outcome in outcomes.items() if not isinstance(outcome, BaseException)
+    }
+
+
+async def _run_all(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWrites | BaseException]:
+    watch = _Watch() if step.cancel is not None else None
+    watcher = asyncio.ensure_future(watch.run()) if watch is not None else None
+    try:
+        results = await asyncio.gather(*(_outcome(step, task, watch) for task in tasks))
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    return {task.id: result for task, result in zip(tasks, results, strict=True)}
+
+
+async def _outcome(step: StepParts, task: Task, watch: _Watch | None) -> TaskWrites | BaseException:
+    """One task's writes, or what it failed with (never raised: the step collects them in task order)."""
+    tries = _Tries(step, task, watch)
+    try:
+        result = await tries.run()
+    except (GraphqError, Cancelled) as exc:
+        return exc
+    except Exception as exc:
+        if exc is tries.hook_error:  # on_retry failed (e.g. Redis): not the node's fault
+            return exc
+        return NodeError(task.node, exc)
+    if step.done is not None:
+        try:
+            step.done(result)
+        except Exception as exc:  # persistence errors (e.g. a dropped Redis connection), unwrapped
+            return exc
+    return result
+
+
+class _Watch:
+    """Cancels the asyncio task of a running try once its cancel token is set (X3)."""
+
+    def __init__(self) -> None:
+        self.running: dict[asyncio.Task[Any], CancelToken] = {}
+        self.fired: set[asyncio.Task[Any]] = set()
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(POLL_S)
+            for task, token in list(self.running.items()):
+                if token.cancelled and task not in self.fired:
+                    self.fired.add(task)
+                    task.cancel(token.reason)
+
+
+class _Tries:
+    """One async task's tries (G9, G10), as :class:`graphcore.engine.step._Tries` for a sync one."""
+
+    def __init__(self, step: StepParts, task: Task, watch: _Watch | None) -> None:
+        self.step = step
+        self.task = task
+        self.spec = step.graph.nodes[task.node]
+        self.watch = watch
+        self.cancel = CancelToken(parent=step.cancel)
+        self.last_error: BaseException | None = None
+        self.hook_error: BaseException | None = None
+
+    async def run(self) -> TaskWrites:
+        policy = self.spec.retry
+        if policy is None:
+            return await self.once()
+        sync = policy.retrying(
+            retry_on=lambda exc: not self.cancel.cancelled and policy.should_retry(exc),
+            before_sleep=self._before_sleep,
+        )
+        retrying = AsyncRetrying(
+            sleep=self._sleep,
+            stop=sync.stop,
+            wait=sync.wait,
+            retry=sync.retry,
+            before_sleep=sync.before_sleep,
+            reraise=True,
+        )
+        result: TaskWrites = await retrying(self.once)
+        return result
+
+    async def once(self) -> TaskWrites:
+        """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
+        token = self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
+        current = asyncio.current_task()
+        if self.watch is not None and current is not None:
+            self.watch.running[current] = token
+        late = [False]  # set once the try is abandoned: its stream chunks are dropped
+        try:
+            return await self._timed(token, late)
+        except asyncio.CancelledError:
+            if self.watch is not None and current in self.watch.fired:
+                raise Cancelled(token.reason) from None
+            raise
+        finally:
+            if self.watch is not None and current is not None:
+                self.watch.running.pop(current, None)
+                self.watch.fired.discard(current)
+
+    async def _timed(self, token: CancelToken, late: list[bool]) -> TaskWrites:
+        timeout_s = self.spec.timeout_s
+        if timeout_s is None:
+            return await self._attempt(token, late)
+        limit = asyncio.timeout(timeout_s)
+        try:
+            async with limit:
+                return await self._attempt(token, late)
+        except TimeoutError:
+            if not limit.expired():
+                raise  # the node's own TimeoutError
+            late[0] = True
+            token.cancel(f"node {self.task.node!r} timed out after {timeout_s} s")
+            raise NodeTimeoutError(self.task.node, timeout_s) from None
+
+    async def _attempt(self, token: CancelToken, late: list[bool]) -> TaskWrites:
+        def emit(chunk: Any) -> None:
+            if not late[0]:
+                self.step.writer(self.task, chunk)
+
+        return await arun_task(self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.last_error = state.outcome.exception() if state.outcome is not None else None
+        if self.step.on_retry is None or self.last_error is None:
+            return
+        try:
+            self.step.on_retry(self.task, state.attempt_number, self.last_error, state.upcoming_sleep)
+        except Exception as exc:
+            self.hook_error = exc
+            raise
+
+    async def _sleep(self, seconds: float) -> None:
+        """The pause between two tries; a cancel ends it at once, and the task with its last error."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while not self.cancel.cancelled and (left := deadline - loop.time()) > 0:
+            await asyncio.sleep(min(POLL_S, left))
+        if self.cancel.cancelled and self.last_error is not None:
+            raise self.last_error
+
+
+async def arun_task(
+    graph: GraphSpec,
+    cp: Checkpoint,
+    task: Task,
+    config: RunConfig,
+    writer: Callable[[Any], None],
+    cancel: CancelToken | None = None,
+) -> TaskWrites:
+    """:func:`graphcore.engine.algo.run_task` for an async task: the node's and the routers' coroutines are
+    awaited; a sync node (one with an async router) runs in a thread, so it does not hold the loop.
+
+    Raises:
+        InvalidUpdateError: the node returned something that is not a valid update.
+        Cancelled: ``cancel`` was set before the node started.
+    """
+    ctx = task_setup(graph, cp, task, config, writer, cancel)
+    with task_context(ctx):
+        try:
+            spec = graph.nodes[task.node]
+            if task.node in graph.async_nodes:
+                output = await call_node(spec, task, ctx.config)
+            else:
+                output = await asyncio.to_thread(call_node, spec, task, ctx.config)
+            writes, goto = normalise(graph, task.node, output)
+            goto += await _aroutes(graph, task.node, cp, writes)
+        except GraphInterrupt as paused:
+            return paused_writes(task, ctx, paused)
+    return TaskWrites(task.id, task.node, writes, goto)
+
+
+async def _aroutes(
+    graph: GraphSpec, node: str, cp: Checkpoint, writes: Sequence[tuple[str, Any]]
+) -> list[PendingTask]:
+    """``node``'s conditional edges, each router awaited when it is async."""
+    branches = graph.branches_from.get(node, ())
+    if not branches:
+        return []
+    view = route_view(graph, node, cp.channel_values, writes)
+    out: list[PendingTask] = []
+    for branch in branches:
+        chosen = call_router(graph, branch, view)
+        if inspect.isawaitable(chosen):
+            chosen = await chosen
+        out += destinations(graph, branch, chosen)
+    return out

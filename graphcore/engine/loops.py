@@ -1,0 +1,137 @@
+"""Which event loop runs async nodes and routers, and how synchronous code waits for them.
+
+graphq's step loop is synchronous (the in-process executor and the queue worker share
+:func:`graphcore.engine.step.run_step`); the async tasks of a super-step are run as one coroutine on an
+event loop, chosen by :func:`run_coroutine`:
+
+1. the caller's loop, when the run was started by ``ainvoke``/``astream`` from it (:func:`caller_loop`):
+   async nodes run on the loop that awaits the run, as LangGraph's do, while graphq's loop waits in a thread
+   of its own so that the caller's loop is never blocked;
+2. otherwise (``invoke``, ``stream``, a queue worker) a loop kept per thread (and per process, so a forked
+   worker never shares its parent's), reused step after step;
+3. when the waiting thread already runs a loop (a synchronous ``invoke`` called from a coroutine), a new loop
+   in a thread of its own, for that one coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import os
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+__all__ = ["CallerLoop", "caller_loop", "is_async_callable", "run_coroutine"]
+
+T = TypeVar("T")
+
+
+class CallerLoop:
+    """The event loop that awaits a run (``ainvoke``, ``astream``) and the steps it runs for it.
+
+    Args:
+        loop: the caller's running loop.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.cancelled = False
+        self._running: set[Future[Any]] = set()
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        """The caller stopped waiting (its task was cancelled): cancel the async tasks running for it (their
+        nodes see ``asyncio.CancelledError``) and every later one; the run then ends with that error."""
+        with self._lock:
+            self.cancelled = True
+            running = list(self._running)
+        for future in running:
+            future.cancel()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the caller's loop and wait for it here (another thread)."""
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        with self._lock:
+            self._running.add(future)
+            if self.cancelled:
+                future.cancel()
+        try:
+            return future.result()
+        finally:
+            with self._lock:
+                self._running.discard(future)
+
+
+_caller: contextvars.ContextVar[CallerLoop | None] = contextvars.ContextVar(
+    "graphq_caller_loop", default=None
+)
+_local = threading.local()
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` returns a coroutine: an ``async def`` function, a ``functools.partial`` of
+    one, or an object whose ``__call__`` is ``async def``."""
+    call = getattr(type(fn), "__call__", None)  # noqa: B004  (the class's __call__, not callable())
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
+
+
+@contextmanager
+def caller_loop(caller: CallerLoop) -> Iterator[None]:
+    """Run the async tasks of the runs started in the block on ``caller``'s loop (the one awaiting them)."""
+    token = _caller.set(caller)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
+
+
+def run_coroutine(awaitable: Awaitable[T]) -> T:
+    """Run ``awaitable`` (a coroutine, a future) to its end and return its result (or raise its error),
+    blocking this thread.
+
+    It runs in a copy of the current context, on the loop described in the module docstring.
+    """
+    coro = _awaited(awaitable)
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    caller = _caller.get()
+    if caller is not None and caller.loop is not running and caller.loop.is_running():
+        return caller.run(coro)
+    if running is None:
+        return _own_loop().run_until_complete(coro)
+    return _in_thread(lambda: asyncio.run(coro))
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _own_loop() -> asyncio.AbstractEventLoop:
+    """This thread's loop (a new one in a forked process: an inherited loop shares its parent's selector)."""
+    pid = os.getpid()
+    if getattr(_local, "pid", None) != pid or _local.loop.is_closed():
+        _local.loop, _local.pid = asyncio.new_event_loop(), pid
+    loop: asyncio.AbstractEventLoop = _local.loop
+    return loop
+
+
+def _in_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` in a new thread, in a copy of the current context; its result or error here."""
+    future: Future[T] = Future()
+    ctx = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            future.set_result(ctx.run(fn))
+        except BaseException as exc:  # handed to the waiting thread, which re-raises it
+            future.set_exception(exc)
+
+    thread = threading.Thread(target=target, name="graphq-loop", daemon=True)
+    thread.start()
+    return future.result()
