@@ -3,7 +3,6 @@
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.cancel import CancelToken
-from graphcore.engine.channels import RemoveMessage, add_messages
 from graphcore.engine.config import (
     RunConfig,
     get_cancel_token,
@@ -25,10 +24,18 @@ from graphcore.errors import (
     SerializationError,
     StepLimitError,
 )
+from graphcore.messages import (
+    REMOVE_ALL_MESSAGES,
+    MessagesState,
+    MessagesStateModel,
+    RemoveMessage,
+    add_messages,
+)
 from graphcore.types import END, START, Command, Interrupt, Overwrite, Send
 
 __all__ = [
     "END",
+    "REMOVE_ALL_MESSAGES",
     "START",
     "CancelToken",
     "Checkpoint",
@@ -40,6 +47,8 @@ __all__ = [
     "Interrupt",
     "InvalidGraphError",
     "InvalidUpdateError",
+    "MessagesState",
+    "MessagesStateModel",
     "NodeError",
     "NodeTimeoutError",
     "Overwrite",

@@ -42,7 +42,7 @@ def test_agent_tool_approval_in_subprocesses(client: Client, redis_url: str) -> 
     work(redis_url)
     result = client.get_run(run_id).result
     assert result is not None
-    assert [m["id"] for m in result["messages"]] == ["h1", "ai-call", "tool-1", "ai-final"]
+    assert [m.id for m in result["messages"]] == ["h1", "ai-call", "tool-1", "ai-final"]
 
 
 def test_multi_turn_budget_and_continuation_in_subprocesses(client: Client, redis_url: str) -> None:

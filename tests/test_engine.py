@@ -31,6 +31,7 @@ from graphcore import (
     get_stream_writer,
 )
 from graphcore.errors import OutsideRunError
+from graphcore.messages import AIMessage, AnyMessage, HumanMessage
 from graphcore.settings import get_settings
 
 # --------------------------------------------------------------------------------------------------------
@@ -63,7 +64,7 @@ class Counters(TypedDict, total=False):
 class Chat(TypedDict, total=False):
     """A message channel."""
 
-    messages: Annotated[list[dict[str, Any]], add_messages]
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 class Mapped(TypedDict, total=False):
@@ -275,27 +276,36 @@ def test_any_binary_operator_is_a_reducer() -> None:
 
 
 def test_add_messages_append_replace_remove_and_auto_id() -> None:
+    """Issue 11: messages are read as LangGraph's add_messages reads them (dicts with a role become message
+    objects, ids are uuid4 strings); before, dicts stayed dicts and ids were 32 hex digits."""
     graph = chain(
         Chat,
-        ("append", lambda s: {"messages": [{"id": "2", "text": "yo"}, {"id": "3", "text": "bye"}]}),
-        ("replace", lambda s: {"messages": {"id": "1", "text": "HI"}}),
+        ("append", lambda s: {"messages": [{"id": "2", "role": "ai", "content": "yo"}, ("user", "bye")]}),
+        ("replace", lambda s: {"messages": {"id": "1", "role": "user", "content": "HI"}}),
         ("remove", lambda s: {"messages": [RemoveMessage("2")]}),
-        ("auto", lambda s: {"messages": {"text": "no id"}}),
+        ("auto", lambda s: {"messages": "no id"}),
     )
-    out = graph.invoke({"messages": [{"id": "1", "text": "hi"}]})
+    out = graph.invoke({"messages": [{"id": "1", "role": "user", "content": "hi"}]})
     messages = out["messages"]
-    assert messages[:2] == [{"id": "1", "text": "HI"}, {"id": "3", "text": "bye"}]
-    assert len(messages) == 3
-    assert messages[2]["text"] == "no id"
-    assert re.fullmatch(r"[0-9a-f]{32}", messages[2]["id"])
+    assert messages[0] == HumanMessage("HI", id="1")
+    assert [(type(m), m.content) for m in messages] == [
+        (HumanMessage, "HI"),
+        (HumanMessage, "bye"),
+        (HumanMessage, "no id"),
+    ]
+    uuid4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+    assert all(re.fullmatch(uuid4, m.id) for m in messages[1:])
 
 
 def test_add_messages_does_not_modify_left_and_rejects_unknown_removal() -> None:
-    left = [{"id": "1", "text": "a"}]
-    assert add_messages(left, {"id": "1", "text": "b"}) == [{"id": "1", "text": "b"}]
-    assert left == [{"id": "1", "text": "a"}]
-    with pytest.raises(InvalidUpdateError, match="no message with id '9'"):
+    left = [AIMessage("a", id="1")]
+    assert add_messages(left, {"id": "1", "role": "ai", "content": "b"}) == [AIMessage("b", id="1")]
+    assert left == [AIMessage("a", id="1")]
+    with pytest.raises(InvalidUpdateError, match="no message with id '9'") as refused:
         add_messages(left, RemoveMessage("9"))
+    assert isinstance(refused.value, ValueError)
+    with pytest.raises(InvalidUpdateError, match="must have 'role' \\(or 'type'\\) and 'content' keys"):
+        add_messages(left, {"id": "2", "text": "no role"})
 
 
 @pytest.mark.parametrize(

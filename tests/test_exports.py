@@ -10,6 +10,7 @@ import graphcore.checkpoints
 def test_graphcore_exports() -> None:
     assert set(graphcore.__all__) == {
         "END",
+        "REMOVE_ALL_MESSAGES",
         "START",
         "CancelToken",
         "Checkpoint",
@@ -21,6 +22,8 @@ def test_graphcore_exports() -> None:
         "Interrupt",
         "InvalidGraphError",
         "InvalidUpdateError",
+        "MessagesState",
+        "MessagesStateModel",
         "NodeError",
         "NodeTimeoutError",
         "Overwrite",

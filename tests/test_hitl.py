@@ -150,13 +150,13 @@ def test_agent_tool_approval_runs_each_step_once(client: Client) -> None:
     assert run.status == RunStatus.COMPLETED
     assert hitl.CALLS == {"agent": 2, "tools": 2}  # the entry step never ran again; tools re-ran on resume
     assert run.result is not None
-    assert [(m["id"], m["role"]) for m in run.result["messages"]] == [
+    assert [(m.id, m.type) for m in run.result["messages"]] == [
         ("h1", "human"),
         ("ai-call", "ai"),
         ("tool-1", "tool"),
         ("ai-final", "ai"),
     ]
-    assert run.result["messages"][3]["content"] == "done: lookup(weather) approved=yes"
+    assert run.result["messages"][3].content == "done: lookup(weather) approved=yes"
 
 
 def test_fork_from_an_earlier_checkpoint_is_recorded(client: Client) -> None:
@@ -310,15 +310,15 @@ def test_answering_a_request_again_starts_a_branch(client: Client) -> None:
     assert second.status == RunStatus.COMPLETED
     assert second.continued_from_run_id == run_id
     assert second.result is not None and first.result is not None
-    assert second.result["messages"][-1]["content"] == "done: lookup(news) approved=no"
-    assert first.result["messages"][-1]["content"] == "done: lookup(news) approved=yes"
+    assert second.result["messages"][-1].content == "done: lookup(news) approved=no"
+    assert first.result["messages"][-1].content == "done: lookup(news) approved=yes"
     history = client.get_history(first.thread_id)
     [asked_at] = [c for c in history if c.source == "loop" and [t.node for t in c.next_tasks] == ["tools"]]
     [fork_cp] = [c for c in history if c.source == "fork"]
     assert (fork_cp.parent_id, fork_cp.step) == (asked_at.id, asked_at.step)
     by_id = {c.id: c for c in history}  # both branches stay readable
-    assert by_id[first.head or ""].channel_values["messages"][-1]["content"].endswith("approved=yes")
-    assert by_id[second.head or ""].channel_values["messages"][-1]["content"].endswith("approved=no")
+    assert by_id[first.head or ""].channel_values["messages"][-1].content.endswith("approved=yes")
+    assert by_id[second.head or ""].channel_values["messages"][-1].content.endswith("approved=no")
     with pytest.raises(InvalidUpdateError, match="no recorded request 'nope'"):
         client.answer_again(run_id, "nope", "x")
 

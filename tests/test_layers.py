@@ -1,7 +1,7 @@
 """The layering stays true (issue 7; docs/architecture.md): every import of every module — TYPE_CHECKING
 and function-local imports included — points down the layers, and no modules import each other in a loop.
 
-Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``) <
+Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``) <
 ``graphcore.checkpoints`` < ``graphcore.engine`` < ``graphcore.backend`` < ``graphcore`` (the package face)
 < ``worker``, ``scheduler`` < ``cli``. ``examples`` may use everything but ``cli``.
 """
@@ -15,7 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("graphcore", "worker", "scheduler", "cli", "examples")
-FOUNDATION = ("graphcore.errors", "graphcore.types", "graphcore.settings", "graphcore.keys")
+FOUNDATION = (
+    "graphcore.errors",
+    "graphcore.types",
+    "graphcore.settings",
+    "graphcore.keys",
+    "graphcore.messages",
+)
 
 # layer name -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {

@@ -18,15 +18,15 @@ from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.kv import KVCheckpointStore
 from graphcore.checkpoints.memory import InMemoryCheckpointStore, MemoryKV
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
-from graphcore.engine.channels import RemoveMessage, add_messages
 from graphcore.engine.schema import StateSchema
 from graphcore.errors import SerializationError
+from graphcore.messages import AnyMessage, HumanMessage, RemoveMessage, add_messages
 from graphcore.types import Overwrite, PendingTask, TaskWrites
 
 
 class State(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
-    messages: Annotated[list[dict[str, Any]], add_messages]
+    messages: Annotated[list[AnyMessage], add_messages]
     title: str
 
 
@@ -130,14 +130,14 @@ class TestConformance:
 
     def test_replace_by_id_starts_new_generation_and_history_survives(self, kv: Any) -> None:
         store = make_store(kv)
-        m1, m2 = {"id": "1", "text": "a"}, {"id": "2", "text": "b"}
+        m1, m2 = HumanMessage("a", id="1"), HumanMessage("b", id="2")
         c0 = child(None, {"messages": [m1, m2]}, ["messages"])
         store.put("t", c0)
-        c1 = child(c0, {"messages": add_messages([m1, m2], {"id": "1", "text": "A"})}, ["messages"])
+        c1 = child(c0, {"messages": add_messages([m1, m2], HumanMessage("A", id="1"))}, ["messages"])
         store.put("t", c1)
         assert make_store(kv).get("t", c0.id).channel_values["messages"] == [m1, m2]  # type: ignore[union-attr]
         assert make_store(kv).get("t").channel_values["messages"] == [  # type: ignore[union-attr]
-            {"id": "1", "text": "A"},
+            HumanMessage("A", id="1"),
             m2,
         ]
 
@@ -201,7 +201,7 @@ def _keys(kv: Any) -> list[str]:
 class BranchState(TypedDict, total=False):
     title: str
     log: Annotated[list[str], operator.add]
-    messages: Annotated[list[dict[str, Any]], add_messages]
+    messages: Annotated[list[AnyMessage], add_messages]
     items: Annotated[list[int], operator.add]
     count: Annotated[int, operator.add]
 
@@ -228,10 +228,10 @@ def _update(rng: random.Random, key: str, old: Any, tag: str) -> Any:
     messages = list(old or [])
     roll = rng.random()
     if messages and roll < 0.25:
-        return add_messages(messages, RemoveMessage(rng.choice(messages)["id"]))
+        return add_messages(messages, RemoveMessage(rng.choice(messages).id))
     if messages and roll < 0.5:
-        return add_messages(messages, {"id": rng.choice(messages)["id"], "text": f"edited-{tag}"})
-    return add_messages(messages, {"id": f"m-{tag}", "text": f"hello-{tag}"})
+        return add_messages(messages, HumanMessage(f"edited-{tag}", id=rng.choice(messages).id))
+    return add_messages(messages, HumanMessage(f"hello-{tag}", id=f"m-{tag}"))
 
 
 def _child(rng: random.Random, parent: Checkpoint | None, source: str) -> Checkpoint:

@@ -45,7 +45,7 @@ by someone else cannot make a worker import a module. A class is allowed when
   models, dataclasses and TypedDicts (:func:`allow_types`). Loading a process's workflows therefore allows
   their classes;
 * it is one of graphq's own stored values (:class:`~graphcore.types.Interrupt`,
-  :class:`~graphcore.types.Overwrite`, :class:`~graphcore.engine.channels.RemoveMessage`);
+  :class:`~graphcore.types.Overwrite`, the chat messages of :mod:`graphcore.messages`);
 * it is passed to :func:`allow_classes` (in-process code, tests), or
 * it is named in the ``GRAPHQ_SERDE_ALLOWED_CLASSES`` setting (comma-separated ``module:QualName``). Those
   entries are the only names graphq imports: when the workflows are loaded (``Registry.load``) and, in a
@@ -82,6 +82,7 @@ import msgpack
 import typing_extensions
 from pydantic import BaseModel
 
+from graphcore import messages
 from graphcore.errors import ConfigError, SerializationError
 from graphcore.settings import class_entries, get_settings
 from graphcore.types import Interrupt, Overwrite
@@ -797,5 +798,11 @@ def loads(data: bytes) -> Any:
         raise SerializationError(_STORED, f"corrupt payload: {type(exc).__name__}: {exc}") from exc
 
 
-allow_classes(Interrupt, Overwrite)  # graphq's own values found in pending writes and events (and
-# RemoveMessage, allowed where it is defined: graphcore.engine.channels)
+allow_classes(Interrupt, Overwrite)  # graphq's own values found in pending writes and events
+allow_classes(  # chat messages, in states, pending writes (RemoveMessage) and Send payloads
+    messages.HumanMessage,
+    messages.AIMessage,
+    messages.SystemMessage,
+    messages.ToolMessage,
+    messages.RemoveMessage,
+)

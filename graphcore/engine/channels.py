@@ -13,13 +13,12 @@ Channels are stateless descriptors: values live in checkpoints, so the same grap
 from __future__ import annotations
 
 import typing
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from graphcore.checkpoints import serde
 from graphcore.errors import InvalidUpdateError
+from graphcore.messages import RemoveMessage, add_messages  # re-exported; their home is graphcore.messages
 from graphcore.types import Overwrite
 
 __all__ = [
@@ -104,65 +103,6 @@ class ReducerChannel:
         for _, write in writes:
             value = write if value is MISSING else self.reducer(value, write)
         return value
-
-
-@dataclass(frozen=True)
-class RemoveMessage:
-    """Write this into a :func:`add_messages` channel to delete the message with ``id``."""
-
-    id: str
-
-
-serde.allow_classes(RemoveMessage)  # stored in pending writes (a node's write) like graphq's other values
-
-
-def _message_id(message: Any) -> str | None:
-    mid = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
-    return None if mid is None else str(mid)
-
-
-def _with_id(message: Any) -> Any:
-    if _message_id(message) is not None or isinstance(message, RemoveMessage):
-        return message
-    if isinstance(message, dict):
-        return {**message, "id": uuid.uuid4().hex}
-    raise InvalidUpdateError(f"message {message!r} has no id and is not a dict; give it an 'id'")
-
-
-def add_messages(left: Sequence[Any], right: Any) -> list[Any]:
-    """Reducer for a message list: appends, replaces by id, removes by id.
-
-    A message is a dict with an ``"id"`` key (one is assigned when absent) or an object with an ``id``
-    attribute. A right-hand message whose id is already in ``left`` replaces it in place;
-    :class:`RemoveMessage` deletes it. Semantics follow LangGraph's ``add_messages``.
-
-    Args:
-        left: the current messages.
-        right: one message or a list of messages.
-
-    Returns:
-        A new list; ``left`` is not modified. When ``right`` only appends, the result starts with
-        ``left``'s items unchanged, which lets the stores write only the new items (I4).
-
-    Raises:
-        InvalidUpdateError: removing an id that is not present.
-    """
-    incoming = [_with_id(m) for m in (right if isinstance(right, list) else [right])]
-    merged = list(left)
-    index = {_message_id(m): i for i, m in enumerate(merged)}
-    removed: set[int] = set()
-    for message in incoming:
-        mid = _message_id(message)
-        if isinstance(message, RemoveMessage):
-            if mid not in index:
-                raise InvalidUpdateError(f"RemoveMessage: no message with id {mid!r}")
-            removed.add(index[mid])
-        elif mid in index:
-            merged[index[mid]] = message
-        else:
-            index[mid] = len(merged)
-            merged.append(message)
-    return [m for i, m in enumerate(merged) if i not in removed] if removed else merged
 
 
 def _factory_for(tp: Any) -> Callable[[], Any] | None:

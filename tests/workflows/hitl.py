@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from graphcore import END, START, Send, StateGraph, add_messages
 from graphcore.engine.interrupts import interrupt
+from graphcore.messages import AIMessage, AnyMessage, ToolMessage
 
 CALLS: Counter[str] = Counter()
 
@@ -188,28 +189,28 @@ patient_graph = _p.compile(name="patient")
 
 
 class Chat(TypedDict, total=False):
-    messages: Annotated[list[dict[str, Any]], add_messages]
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 def agent(state: Chat) -> dict[str, Any]:
     CALLS["agent"] += 1
     last = state["messages"][-1]
-    if last["role"] == "tool":
-        return {"messages": [{"id": "ai-final", "role": "ai", "content": f"done: {last['content']}"}]}
-    call = {"name": "lookup", "args": {"q": last["content"]}}
-    return {"messages": [{"id": "ai-call", "role": "ai", "content": "", "tool_call": call}]}
+    if last.type == "tool":
+        return {"messages": [AIMessage(f"done: {last.content}", id="ai-final")]}
+    call = {"name": "lookup", "args": {"q": last.content}, "id": "call-1"}
+    return {"messages": [AIMessage("", id="ai-call", tool_calls=[call])]}
 
 
 def tools(state: Chat) -> dict[str, Any]:
     CALLS["tools"] += 1
-    call = state["messages"][-1]["tool_call"]
-    verdict = interrupt({"approve": call})
+    [call] = state["messages"][-1].tool_calls
+    verdict = interrupt({"approve": {"name": call["name"], "args": call["args"]}})
     content = f"{call['name']}({call['args']['q']}) approved={verdict}"
-    return {"messages": [{"id": "tool-1", "role": "tool", "content": content}]}
+    return {"messages": [ToolMessage(content, id="tool-1", tool_call_id=call["id"])]}
 
 
 def needs_tool(state: Chat) -> str:
-    return "tools" if state["messages"][-1].get("tool_call") else END
+    return "tools" if getattr(state["messages"][-1], "tool_calls", None) else END
 
 
 _c = StateGraph(Chat)
