@@ -644,8 +644,8 @@ def test_user_configurable_with_reserved_prefix_is_rejected() -> None:
 
 
 def test_unknown_run_option_is_rejected() -> None:
-    with pytest.raises(ConfigError, match=r"unknown run option\(s\) \['recursion_limit'\]"):
-        log_chain(1).invoke({}, {"recursion_limit": 5})
+    with pytest.raises(ConfigError, match=r"unknown run option\(s\) \['recursion_limt'\]"):
+        log_chain(1).invoke({}, {"recursion_limt": 5})
 
 
 @pytest.mark.parametrize(

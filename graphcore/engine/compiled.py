@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine.breakpoints import Breakpoints, nodes_of
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import RetryPolicy
@@ -101,6 +102,11 @@ class GraphSpec:
         """Static breakpoints: nodes to pause before, ``"*"`` for all, None for none (compile's argument)."""
         self.interrupt_after = interrupt_after
         """Nodes to pause after, ``"*"`` for all, None for none (compile's argument)."""
+        self.breakpoints = Breakpoints(
+            nodes_of(interrupt_before, self.nodes, "interrupt_before"),
+            nodes_of(interrupt_after, self.nodes, "interrupt_after"),
+        )
+        """Both, checked (:mod:`graphcore.engine.breakpoints`; an unknown node is an InvalidGraphError)."""
         self.debug = debug
         try:
             self.defaults = merge_config(defaults)

@@ -7,10 +7,11 @@ Keys that graphq itself puts into ``configurable`` start with ``__graphq_``; use
 from __future__ import annotations
 
 import contextvars
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -87,6 +88,20 @@ class RunConfig(BaseModel):
         thread_ttl_s: retention of the run's thread, seconds after its last use (K3): it may shorten
             ``GRAPHQ_THREAD_TTL_S``, or set one when that is unset; None → the setting. Fixed when the run is
             created (:attr:`graphcore.backend.runs.RunRecord.thread_ttl_s`).
+        checkpoint_ns: the checkpoint namespace (LangGraph's ``configurable["checkpoint_ns"]``): "" is the
+            root graph's; a subgraph's is ``node:task_id`` (``get_state`` reads it).
+        run_name: a name for the run (LangGraph's ``run_name``), kept for reading; graphq does not use it.
+        max_concurrency: at most this many tasks of one super-step run at once (LangGraph's
+            ``max_concurrency``); None → up to ``GRAPHQ_MAX_WORKERS_PER_STEP``.
+        durability: LangGraph's ``durability`` (``sync``, ``async``, ``exit``), recorded; in-process
+            ``exit`` writes checkpoints only when the run returns, pauses or fails
+            (:mod:`graphcore.engine.durability`); on the queue every super-step is committed whatever it says.
+
+    LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
+    ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,
+    ``recursion_limit`` R sets ``max_super_steps`` R - 1 (LangGraph's limit R allows R - 1 super-steps), and
+    ``callbacks`` must be empty. A config also reads like LangGraph's dict (``config["configurable"]
+    ["thread_id"]``, ``config.get("metadata", {})``, ``config["tags"]``; see :meth:`__getitem__`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -104,6 +119,35 @@ class RunConfig(BaseModel):
     max_concurrent_runs: int | None = Field(default=None, ge=1, le=1_000_000)
     max_concurrent_runs_per_tenant: int | None = Field(default=None, ge=1, le=1_000_000)
     thread_ttl_s: float | None = Field(default=None, ge=1, le=10 * 365 * 86_400)
+    checkpoint_ns: str = ""
+    run_name: str | None = None
+    max_concurrency: int | None = Field(default=None, ge=1)
+    durability: Literal["sync", "async", "exit"] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        """Read the config as LangGraph's dict: ``configurable`` (with ``thread_id``, ``checkpoint_id`` and
+        ``checkpoint_ns``), ``tags``, ``metadata`` (inside a node also ``langgraph_node`` and
+        ``langgraph_step``, LangGraph's step number), ``recursion_limit`` (``max_super_steps`` + 1, when set),
+        ``run_id``, ``run_name``, ``max_concurrency``, ``callbacks`` (always None), or any option by name.
+
+        Raises:
+            KeyError: none of those.
+        """
+        return _langgraph_view(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``self[key]``, or ``default`` for a key :meth:`__getitem__` does not know (as ``dict.get``)."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return key in _VIEW_KEYS or key in type(self).model_fields
+
+    def keys(self) -> list[str]:
+        """The keys :meth:`__getitem__` reads: LangGraph's, then graphq's other options."""
+        return [*_VIEW_KEYS, *(k for k in type(self).model_fields if k not in _VIEW_KEYS)]
 
     def run_timeout(self) -> float:
         """The effective run timeout in seconds (R11, R15).
@@ -165,7 +209,7 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     for layer in layers:
         if layer is None:
             continue
-        data = layer.model_dump(exclude_unset=True) if isinstance(layer, RunConfig) else dict(layer)
+        data = layer.model_dump(exclude_unset=True) if isinstance(layer, RunConfig) else _graphq_keys(layer)
         unknown = set(data) - set(RunConfig.model_fields)
         if unknown:
             raise ConfigError(
@@ -184,6 +228,98 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     if reserved:
         raise ConfigError(f"configurable keys {reserved} use the reserved prefix {RESERVED_PREFIX!r}")
     return _validated(merged)
+
+
+_LANGGRAPH_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns")
+"""``configurable`` keys of LangGraph's config that are graphq run options of the same name."""
+
+_VIEW_KEYS = (
+    "configurable",
+    "tags",
+    "metadata",
+    "recursion_limit",
+    "run_id",
+    "run_name",
+    "max_concurrency",
+    "callbacks",
+)
+"""The keys of LangGraph's ``RunnableConfig``, as :meth:`RunConfig.__getitem__` reads them."""
+
+
+def _graphq_keys(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """A config layer given as a mapping, LangGraph's keys turned into graphq's options (see
+    :class:`RunConfig`).
+
+    Raises:
+        ConfigError: a thread id (or checkpoint id, namespace) given twice with two values; a
+            ``recursion_limit`` that is not an integer ≥ 2 or contradicts ``max_super_steps``; non-empty
+            ``callbacks``.
+    """
+    data = dict(layer)
+    conf = data.get("configurable")
+    if isinstance(conf, Mapping) and not set(_LANGGRAPH_CONFIGURABLE).isdisjoint(conf):
+        data["configurable"] = conf = dict(conf)
+        for key in _LANGGRAPH_CONFIGURABLE:
+            _lift(data, key, conf.pop(key, None))
+    if isinstance(data.get("run_id"), uuid.UUID):
+        data["run_id"] = str(data["run_id"])
+    if "recursion_limit" in data:
+        data["max_super_steps"] = _steps_of(data.pop("recursion_limit"), data.get("max_super_steps"))
+    if data.pop("callbacks", None):
+        raise ConfigError(
+            "run option callbacks: LangChain callbacks are not run by graphq (give none); follow a run with "
+            "stream(..., stream_mode=...) in process, or graphq runs watch RUN on the queue"
+        )
+    return data
+
+
+def _lift(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set option ``key`` from ``configurable[key]`` (ints and UUIDs as text, as LangGraph stores them)."""
+    if value is None:
+        return
+    if isinstance(value, int | uuid.UUID) and not isinstance(value, bool):
+        value = str(value)
+    given = data.get(key)
+    if given is not None and given != value:
+        raise ConfigError(f"run option {key}={given!r} and configurable {key}={value!r} differ; give one")
+    data[key] = value
+
+
+def _steps_of(limit: Any, max_super_steps: Any) -> Any:
+    """``max_super_steps`` for LangGraph's ``recursion_limit`` (R allows R - 1 super-steps)."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 2:
+        raise ConfigError(
+            "run option recursion_limit: must be an integer ≥ 2 (LangGraph's recursion_limit R allows R - 1 "
+            f"super-steps, graphq's max_super_steps; 1 allows none) (got {limit!r})"
+        )
+    if max_super_steps is not None and max_super_steps != limit - 1:
+        raise ConfigError(
+            f"run options recursion_limit={limit} and max_super_steps={max_super_steps} differ "
+            "(recursion_limit R is max_super_steps R - 1); give one"
+        )
+    return limit - 1
+
+
+def _langgraph_view(cfg: RunConfig, key: str) -> Any:
+    """``cfg[key]``: see :meth:`RunConfig.__getitem__`."""
+    if key == "configurable":
+        ids = {"thread_id": cfg.thread_id, "checkpoint_id": cfg.checkpoint_id}
+        return {**cfg.configurable, **ids, "checkpoint_ns": cfg.checkpoint_ns}
+    if key == "metadata":
+        node = cfg.configurable.get(f"{RESERVED_PREFIX}node")
+        if node is None:
+            return dict(cfg.metadata)
+        step = cfg.configurable[f"{RESERVED_PREFIX}step"] + 1  # LangGraph counts a loop checkpoint first
+        return {**cfg.metadata, "langgraph_node": node, "langgraph_step": step}
+    if key == "recursion_limit":  # as LangGraph's, only when the run sets it
+        if cfg.max_super_steps is None:
+            raise KeyError(key)
+        return cfg.max_super_steps + 1
+    if key == "callbacks":
+        return None
+    if key in type(cfg).model_fields:
+        return getattr(cfg, key)
+    raise KeyError(key)
 
 
 _MERGED: dict[str, tuple[type | tuple[type, ...], str]] = {

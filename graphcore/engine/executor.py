@@ -15,6 +15,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio
 from graphcore.engine.algo import Task, apply_input, apply_writes, fork
+from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
@@ -27,10 +28,11 @@ from graphcore.engine.config import (
     merge_config,
     run_scope,
 )
+from graphcore.engine.durability import check_durability, durable
 from graphcore.engine.interrupts import match_answer, pending_interrupts, resume_plan
 from graphcore.engine.step import run_step
 from graphcore.engine.stream import checkpoint_payload, task_payload
-from graphcore.errors import CheckpointNotFoundError, InvalidUpdateError, StepLimitError
+from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
@@ -85,12 +87,27 @@ class CompiledGraph(GraphSpec):
     """A validated graph, ready to run in-process (``invoke``, ``stream``) or on the queue (its data,
     :class:`~graphcore.engine.compiled.GraphSpec`, is what the step job reads)."""
 
-    def invoke(self, input: Any, config: Mapping[str, Any] | RunConfig | None = None) -> dict[str, Any]:
+    def invoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | RunConfig | None = None,
+        *,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        durability: str | None = None,
+    ) -> dict[str, Any]:
         """Run the graph to the end in this process and return the final state values.
 
         Args:
             input: the input update (a dict, or a model of the state schema).
-            config: run options (see :class:`RunConfig`).
+            config: run options (see :class:`RunConfig`; LangGraph's config dict is accepted as it is).
+            interrupt_before: static breakpoints of this call (node names or ``"*"``), replacing the
+                compiled ones when given: the run stops before a super-step that runs one of them and
+                returns the state; ``invoke(None, config)`` goes on from there (LangGraph's breakpoints,
+                :mod:`graphcore.engine.breakpoints`).
+            interrupt_after: the same, stopping after a super-step that ran one of them.
+            durability: ``"sync"``, ``"async"`` or ``"exit"`` (LangGraph's; what each means here:
+                :mod:`graphcore.engine.durability`); None → the config's ``durability``, else ``"sync"``.
 
         Returns:
             Channel name → value after the last super-step. When a node paused in ``interrupt()``, the
@@ -101,9 +118,12 @@ class CompiledGraph(GraphSpec):
             StepLimitError: more than ``max_super_steps`` super-steps were needed.
             NodeError: a node raised; ``.node`` and ``.error`` tell which and what.
             InvalidUpdateError: a node's writes were invalid or conflicting.
+            InvalidGraphError: a breakpoint names an unknown node.
+            ValueError: an unknown ``durability``.
         """
         final: dict[str, Any] = {}
-        for _, cp, paused in self._run(input, config, None):
+        call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        for _, cp, paused in self._run(input, config, None, durability=durability, **call):
             final = dict(cp.channel_values)
             if paused:
                 final[INTERRUPT_KEY] = paused
@@ -115,6 +135,9 @@ class CompiledGraph(GraphSpec):
         config: Mapping[str, Any] | RunConfig | None = None,
         *,
         stream_mode: str | Sequence[str] = "values",
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        durability: str | None = None,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as super-steps complete (C6).
 
@@ -123,7 +146,9 @@ class CompiledGraph(GraphSpec):
         node, writes, interrupts), ``checkpoints`` (each committed checkpoint's id, parent, step, source and
         next tasks), ``debug`` (both, tagged ``{"type": "task_result"|"checkpoint", "payload": ...}``). With
         one mode, events are the payloads; with a list, ``(mode, payload)`` pairs. The
-        payloads are those ``graphq runs watch`` prints for a queued run.
+        payloads are those ``graphq runs watch`` prints for a queued run. A stop at a breakpoint is one
+        ``updates`` event ``{"__interrupt__": ()}``, as LangGraph's. ``interrupt_before``,
+        ``interrupt_after`` and ``durability``: as :meth:`invoke`.
 
         Raises:
             ValueError: an unknown stream mode.
@@ -134,7 +159,8 @@ class CompiledGraph(GraphSpec):
         if bad:
             raise ValueError(f"unknown stream mode(s) {bad}; known: {list(STREAM_MODES)}")
         single = isinstance(stream_mode, str)
-        for events, _, _ in self._run(input, config, modes):
+        call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        for events, _, _ in self._run(input, config, modes, durability=durability, **call):
             for mode, payload in events:
                 yield payload if single else (mode, payload)
 
@@ -158,10 +184,21 @@ class CompiledGraph(GraphSpec):
         return aio.astream(self.stream, input, config, **kwargs)
 
     def _run(
-        self, input: Any, config: Mapping[str, Any] | RunConfig | None, modes: Sequence[str] | None
+        self,
+        input: Any,
+        config: Mapping[str, Any] | RunConfig | None,
+        modes: Sequence[str] | None,
+        durability: str | None = None,
+        **breaks: Sequence[str] | str | None,
     ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
         cfg, scope = self._placement(config)
-        yield from self._execute(input, cfg, modes, scope)
+        stops = self.breakpoints.with_call(
+            breaks.get("interrupt_before"), breaks.get("interrupt_after"), self.nodes
+        )
+        if stops and current_task_or_none() is not None:
+            raise ConfigError(NESTED_BREAKPOINTS)
+        with durable(scope, check_durability(durability) or cfg.durability) as scope:
+            yield from self._execute(input, cfg, modes, scope, stops)
 
     def _placement(self, config: Mapping[str, Any] | RunConfig | None) -> tuple[RunConfig, Scope]:
         """The run's config and where it checkpoints (G7).
@@ -185,7 +222,12 @@ class CompiledGraph(GraphSpec):
         )
 
     def _execute(
-        self, input: Any, cfg: RunConfig, modes: Sequence[str] | None, scope: Scope
+        self,
+        input: Any,
+        cfg: RunConfig,
+        modes: Sequence[str] | None,
+        scope: Scope,
+        stops: Breakpoints = NO_BREAKPOINTS,
     ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
@@ -194,9 +236,13 @@ class CompiledGraph(GraphSpec):
         task = current_task_or_none()
         cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
         steps = 0
+        passing = input is None or (isinstance(input, Command) and input.resume is not None)  # goes on
         while cp.next_tasks:
             if steps >= limit:
                 raise step_limit_error(limit, cp)
+            if stops and stops.stop(cp, passing and steps == 0):
+                yield self._stopped(modes), cp, []
+                return
             custom: list[tuple[str, Any]] = []
 
             def writer(task: Task, chunk: Any, sink: list[tuple[str, Any]] = custom) -> None:
@@ -226,6 +272,13 @@ class CompiledGraph(GraphSpec):
             self._save(scope, cp)
             steps += 1
             yield self._events(modes, custom, outcome.results, cp), cp, []
+        if stops and stops.stop(cp, passing and steps == 0):  # interrupt_after on the last super-step
+            yield self._stopped(modes), cp, []
+
+    @staticmethod
+    def _stopped(modes: Sequence[str] | None) -> list[tuple[str, Any]]:
+        """The events of a stop at a breakpoint: ``{"__interrupt__": ()}`` in ``updates`` (LangGraph's)."""
+        return [("updates", {INTERRUPT_KEY: ()})] if modes and "updates" in modes else []
 
     def _start(
         self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope

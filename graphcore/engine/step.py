@@ -217,10 +217,7 @@ def run_step(
         except Exception as exc:
             outcomes[todo[0].id] = exc
     elif todo or atodo:
-        pool = _shared_pool()
-        futures: list[tuple[Task, Future[TaskWrites]]] = [
-            (t, pool.submit(contextvars.copy_context().run, _call, step, t)) for t in todo
-        ]
+        futures = _submit(step, todo)
         if atodo:  # while the sync ones run in the pool
             outcomes.update(run_async_tasks(step, atodo))
         for task, future in futures:
@@ -229,6 +226,28 @@ def run_step(
                 raise failure  # KeyboardInterrupt, SystemExit, a shutdown signal: not a task failure
             outcomes[task.id] = failure if failure is not None else future.result()
     return _collect(tasks, outcomes)
+
+
+def _submit(step: _Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:
+    """Start ``todo`` on the shared pool, at most ``max_concurrency`` of them at once when the run sets it
+    (LangGraph's option: the next task starts as one ends)."""
+    pool = _shared_pool()
+    limit = step.config.max_concurrency
+    gate = threading.BoundedSemaphore(limit) if limit is not None and limit < len(todo) else None
+    futures: list[tuple[Task, Future[TaskWrites]]] = []
+    for task in todo:
+        if gate is not None:
+            gate.acquire()
+        future = pool.submit(contextvars.copy_context().run, _call, step, task)
+        if gate is not None:
+            future.add_done_callback(_releasing(gate))
+        futures.append((task, future))
+    return futures
+
+
+def _releasing(gate: threading.BoundedSemaphore) -> Callable[[Future[TaskWrites]], None]:
+    """A done-callback that frees a place of ``gate``."""
+    return lambda _: gate.release()
 
 
 def _collect(tasks: Sequence[Task], outcomes: Mapping[str, TaskWrites | Exception]) -> StepResult:

@@ -1,0 +1,125 @@
+"""Static breakpoints (LangGraph's ``interrupt_before`` / ``interrupt_after``): a run stops between two
+super-steps, its state saved, and continues when it is invoked again without input.
+
+Semantics follow LangGraph 1.x:
+
+* ``interrupt_before``: the run stops before a super-step whose tasks include one of the nodes (``"*"``: any
+  node); ``interrupt_after``: after a super-step that ran one of them.
+* The first super-step of a run that continues a thread (no input: ``invoke(None, config)``, an answer
+  ``Command(resume=...)``) passes the breakpoint it stopped at: it does not stop there again.
+* Per call (``invoke(..., interrupt_before=[...])``) the given list replaces the compiled one.
+
+Both loops use :meth:`Breakpoints.stop`: the in-process executor before each super-step (and once after the
+last), the step job before the step it runs (an ``interrupt_after`` stop is seen on the checkpoint the
+step after it starts from: the nodes its step ran are in its metadata ``writes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.errors import InvalidGraphError
+
+__all__ = ["ALL", "NESTED_BREAKPOINTS", "NO_BREAKPOINTS", "Breakpoints", "Stop", "nodes_of"]
+
+ALL = "*"
+"""Every node."""
+
+Nodes = tuple[str, ...] | Literal["*"]
+"""Breakpoint nodes: names, or ``"*"``."""
+
+
+def nodes_of(value: Sequence[str] | str | None, nodes: Collection[str], what: str) -> Nodes:
+    """``interrupt_before`` / ``interrupt_after`` as given (names, one name, ``"*"`` or None) as a tuple of
+    node names or ``"*"``.
+
+    Raises:
+        InvalidGraphError: a name that is not a node of the graph (naming ``what`` and the names).
+    """
+    if value is None:
+        return ()
+    if value == ALL:
+        return "*"
+    names = (value,) if isinstance(value, str) else tuple(value)
+    unknown = [n for n in names if n not in nodes]
+    if unknown:
+        raise InvalidGraphError(f"{what}: unknown node(s) {unknown}; nodes: {sorted(nodes)}")
+    return names
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a run stopped at a breakpoint.
+
+    Attributes:
+        when: ``"before"`` (the next step's tasks include ``nodes``) or ``"after"`` (the step just run ran
+            them).
+        nodes: the breakpoint nodes concerned, in task order.
+    """
+
+    when: Literal["before", "after"]
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Breakpoints:
+    """A run's static breakpoints (empty: falsy)."""
+
+    before: Nodes = ()
+    after: Nodes = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.before or self.after)
+
+    def stop(self, cp: Checkpoint, passed: bool) -> Stop | None:
+        """Whether the run stops at ``cp`` before running its next tasks.
+
+        Args:
+            cp: the checkpoint the next super-step starts from.
+            passed: ``cp`` is where the run continues (it stopped there or it continues the thread there):
+                no breakpoint stops it.
+
+        Returns:
+            The stop, an ``after`` one first; None to go on.
+        """
+        if passed:
+            return None
+        ran = (cp.metadata.get("writes") or []) if cp.metadata.get("source") == "loop" else []
+        after = _matching(self.after, ran)
+        if after:
+            return Stop("after", after)
+        before = _matching(self.before, [t.node for t in cp.next_tasks])
+        return Stop("before", before) if before and cp.next_tasks else None
+
+    def with_call(
+        self, before: Sequence[str] | str | None, after: Sequence[str] | str | None, nodes: Collection[str]
+    ) -> Breakpoints:
+        """These breakpoints with a call's own (``invoke(..., interrupt_before=...)``), which replace them
+        when given (as LangGraph's do).
+
+        Raises:
+            InvalidGraphError: an unknown node name.
+        """
+        if not before and not after:
+            return self
+        return Breakpoints(
+            nodes_of(before, nodes, "interrupt_before") if before else self.before,
+            nodes_of(after, nodes, "interrupt_after") if after else self.after,
+        )
+
+
+NO_BREAKPOINTS = Breakpoints()
+
+NESTED_BREAKPOINTS = (
+    "static breakpoints (interrupt_before / interrupt_after) of a graph that runs inside a node are not "
+    "supported; compile the subgraph without them, set them on the parent graph, or call interrupt() in the "
+    "subgraph's node"
+)
+"""Why a graph with breakpoints refuses to run inside a node (LangGraph would pause the parent there)."""
+
+
+def _matching(nodes: Nodes, names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n for n in names if nodes == ALL or n in nodes))
