@@ -77,12 +77,12 @@ def run_async_tasks(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWri
             error that is not an ``Exception`` likewise.
     """
     outcomes = run_coroutine(_run_all(step, tasks))
-    for outcome in outcomes.values():
+    done: dict[str, TaskWrites | Exception] = {}
+    for task_id, outcome in outcomes.items():
         if not isinstance(outcome, Exception | TaskWrites):
             raise outcome
-    return {
-        task_id: outcome for task_id, outcome in outcomes.items() if not isinstance(outcome, BaseException)
-    }
+        done[task_id] = outcome
+    return done
 
 
 async def _run_all(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWrites | BaseException]:
@@ -166,34 +166,51 @@ class _Tries:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
         token = self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
         current = asyncio.current_task()
-        if self.watch is not None and current is not None:
+        assert current is not None  # a coroutine of _run_all's gather
+        if self.watch is not None:
             self.watch.running[current] = token
         late = [False]  # set once the try is abandoned: its stream chunks are dropped
+        timer = self._timer(current, token, late)
         try:
-            return await self._timed(token, late)
+            result = await self._attempt(token, late)
         except asyncio.CancelledError:
-            if self.watch is not None and current in self.watch.fired:
-                raise Cancelled(token.reason) from None
+            if late[0] or (self.watch is not None and current in self.watch.fired):
+                current.uncancel()  # ours, handled here: the task goes on (to its error, or a retry)
+                raise self._stopped(token, late) from None
             raise
         finally:
-            if self.watch is not None and current is not None:
+            if timer is not None:
+                timer.cancel()
+            if self.watch is not None:
                 self.watch.running.pop(current, None)
                 self.watch.fired.discard(current)
+        if late[0]:  # the node caught its cancellation and returned after its timeout: the result is late
+            raise self._stopped(token, late)
+        return result
 
-    async def _timed(self, token: CancelToken, late: list[bool]) -> TaskWrites:
+    def _timer(
+        self, current: asyncio.Task[Any], token: CancelToken, late: list[bool]
+    ) -> asyncio.TimerHandle | None:
+        """At the node's timeout: the token is set, then the task cancelled (the node sees both)."""
         timeout_s = self.spec.timeout_s
         if timeout_s is None:
-            return await self._attempt(token, late)
-        limit = asyncio.timeout(timeout_s)
-        try:
-            async with limit:
-                return await self._attempt(token, late)
-        except TimeoutError:
-            if not limit.expired():
-                raise  # the node's own TimeoutError
+            return None
+
+        def expire() -> None:
             late[0] = True
             token.cancel(f"node {self.task.node!r} timed out after {timeout_s} s")
-            raise NodeTimeoutError(self.task.node, timeout_s) from None
+            if self.watch is not None:
+                self.watch.fired.add(current)  # cancelled here, not again by the watch
+            current.cancel()
+
+        return asyncio.get_running_loop().call_later(timeout_s, expire)
+
+    def _stopped(self, token: CancelToken, late: list[bool]) -> BaseException:
+        """The error of a try stopped by its timeout or by a cancel."""
+        if late[0]:
+            assert self.spec.timeout_s is not None
+            return NodeTimeoutError(self.task.node, self.spec.timeout_s)
+        return Cancelled(token.reason)
 
     async def _attempt(self, token: CancelToken, late: list[bool]) -> TaskWrites:
         def emit(chunk: Any) -> None:
