@@ -1,0 +1,39 @@
+"""Prebuilt pieces for agent loops: LangGraph's ``ToolNode`` and ``tools_condition`` (as in
+``langgraph.prebuilt``) and graphq's agent-loop state, reducers and routers (DESIGN G8)."""
+
+from graphcore.prebuilt.agent import (
+    AgentLoopState,
+    Condition,
+    Decision,
+    Spent,
+    budget_exhausted,
+    decision_of,
+    first_of,
+    has_tool_calls,
+    is_final_answer,
+    iteration_exceeds,
+    latest,
+    model_turn,
+    spend,
+    terminate_requested,
+)
+from graphcore.prebuilt.tool_node import ToolNode, tools_condition
+
+__all__ = [
+    "AgentLoopState",
+    "Condition",
+    "Decision",
+    "Spent",
+    "ToolNode",
+    "budget_exhausted",
+    "decision_of",
+    "first_of",
+    "has_tool_calls",
+    "is_final_answer",
+    "iteration_exceeds",
+    "latest",
+    "model_turn",
+    "spend",
+    "terminate_requested",
+    "tools_condition",
+]

@@ -1,0 +1,289 @@
+"""``ToolNode`` and ``tools_condition``: LangGraph's prebuilt tool-calling pieces (``langgraph.prebuilt``).
+
+``ToolNode(tools)`` runs the tool calls of the last AI message: each call is its own task of a small inner
+graph (one ``Send`` per call), so they run in parallel, each may call ``interrupt()`` (the run pauses with
+one request per asking call; answered calls go on, finished ones are not run again), and on the queue a
+call that finished survives a crash of its siblings' worker as pending writes. Its results are
+:class:`~graphcore.messages.ToolMessage` objects in the order of the calls.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ValidationError, create_model
+from typing_extensions import TypedDict
+
+from graphcore.engine.builder import StateGraph
+from graphcore.engine.executor import INTERRUPT_KEY
+from graphcore.engine.interrupts import GraphInterrupt
+from graphcore.errors import NodeError
+from graphcore.messages import AnyMessage, ToolCall, ToolMessage
+from graphcore.types import END, START, Command, Send
+
+__all__ = ["ToolNode", "tools_condition"]
+
+INVALID_TOOL = "Error: {name} is not a valid tool, try one of [{names}]."
+INVALID_ARGS = (
+    "Error invoking tool '{name}' with kwargs {args} with error:\n {error}\n"
+    " Please fix the error and try again."
+)
+TOOL_ERROR = "Error: {error!r}\n Please fix your mistakes."
+"""Error contents, worded as LangGraph's ``ToolNode`` words them."""
+
+ErrorHandling: TypeAlias = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
+
+
+def _last_messages(state: Any, messages_key: str) -> list[Any]:
+    if isinstance(state, list):
+        return state
+    messages = state.get(messages_key) if isinstance(state, Mapping) else getattr(state, messages_key, None)
+    if not messages:
+        raise ValueError(f"no messages found in the state (key {messages_key!r})")
+    return list(messages)
+
+
+def tools_condition(state: Any, messages_key: str = "messages") -> Literal["tools", "__end__"]:
+    """Route to ``"tools"`` when the last message has tool calls, else to ``END`` (LangGraph's rule).
+
+    Args:
+        state: a dict or model with a list of messages under ``messages_key``, or the list itself.
+
+    Returns:
+        ``"tools"`` or ``"__end__"``.
+
+    Raises:
+        ValueError: the state has no messages.
+    """
+    last = _last_messages(state, messages_key)[-1]
+    return "tools" if getattr(last, "tool_calls", None) else END  # type: ignore[return-value]
+
+
+class _ToolCalls(TypedDict, total=False):
+    """The inner graph's state: the calls to run and their results."""
+
+    calls: list[ToolCall]
+    results: Annotated[list[AnyMessage], _append]
+
+
+def _append(left: list[Any], right: list[Any]) -> list[Any]:
+    return [*left, *right]
+
+
+def _content(value: Any) -> Any:
+    """A tool's return value as message content, as langchain-core's tools write it: a string or a list of
+    content blocks as is, anything else as JSON (``5`` → ``"5"``, ``None`` → ``"null"``), else ``str()``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(b, dict) and "type" in b for b in value):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class _Tool:
+    """One tool: a plain function (named after it, called with the call's args by keyword, validated and
+    coerced by pydantic from its signature as langchain-core does), or an object with ``name`` and
+    ``invoke(args)`` (a langchain tool)."""
+
+    def __init__(self, tool: Any) -> None:
+        invoke = getattr(tool, "invoke", None)
+        if isinstance(getattr(tool, "name", None), str) and callable(invoke):
+            self.name: str = tool.name
+            self.run: Callable[[dict[str, Any]], Any] = invoke
+            return
+        if not callable(tool) or not getattr(tool, "__name__", None):
+            raise TypeError(f"a tool is a named function or has .name and .invoke(args); got {tool!r}")
+        self.name = tool.__name__
+        model = _args_model(tool)
+        self.run = lambda args: tool(**_validated(model, args))
+
+
+def _args_model(fn: Callable[..., Any]) -> type[BaseModel]:
+    """A pydantic model of ``fn``'s keyword parameters (``Any`` where unannotated)."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # an annotation that does not resolve: leave that argument unchecked
+        hints = {}
+    fields: dict[str, Any] = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
+    return create_model(f"{fn.__name__}_args", **fields)
+
+
+def _validated(model: type[BaseModel], args: dict[str, Any]) -> dict[str, Any]:
+    checked = model.model_validate(args)
+    return {name: getattr(checked, name) for name in type(checked).model_fields}
+
+
+def _invalid_args(name: str, args: Any, error: ValidationError) -> str:
+    lines = "\n".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+    return INVALID_ARGS.format(name=name, args=args, error=lines)
+
+
+def _handled_types(handler: Callable[..., str]) -> tuple[type[BaseException], ...]:
+    """The exception types a handler function declares for its first parameter (``Exception`` without)."""
+    try:
+        params = list(inspect.signature(handler).parameters.values())
+        hint = typing.get_type_hints(handler).get(params[0].name) if params else None
+    except Exception:
+        return (Exception,)
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) else ()
+    found = [t for t in (args or (hint,)) if isinstance(t, type) and issubclass(t, BaseException)]
+    return tuple(found) or (Exception,)
+
+
+def _outcome(results: list[Any]) -> dict[str, Any]:
+    """``last_result`` / ``last_error`` of a tools step (see ``record_outcome``)."""
+    ok = [m.content for m in results if getattr(m, "status", "success") != "error"]
+    failed = [m.content for m in results if getattr(m, "status", "success") == "error"]
+    return ({"last_result": ok[-1]} if ok else {}) | {"last_error": failed[-1] if failed else None}
+
+
+class ToolNode:
+    """Runs the tool calls of the last AI message, as LangGraph's ``ToolNode`` (``langgraph.prebuilt``).
+
+    ``graph.add_node("tools", ToolNode(tools))`` (or ``add_node(ToolNode(tools))``: its name is ``name``).
+    Given a state (a dict or model with messages under ``messages_key``), it finds the last AI message and
+    runs each of its tool calls as its own task, in parallel; the update is ``{messages_key: [ToolMessage,
+    ...]}`` in call order, each with the call's ``tool_call_id`` and the tool's ``name``. Given a list of
+    messages, the result is the list of tool messages.
+
+    Tools: plain functions (name = ``__name__``; the call's ``args`` are validated against the signature
+    with pydantic, lax as langchain-core's, and passed by keyword) or objects with ``name`` and
+    ``invoke(args)`` (langchain tools, duck-typed). A tool may call ``interrupt()``.
+
+    Content: a string or a list of content blocks as is; anything else as JSON text, ``str()`` when not
+    JSON. Errors, as LangGraph 1.x's defaults: an unknown tool name and arguments that do not validate
+    become a ToolMessage with ``status="error"`` (LangGraph's wording); an exception the tool raises fails
+    the node (a :class:`~graphcore.errors.NodeError` whose ``error`` is the tool's) unless
+    ``handle_tool_errors`` handles it: ``True`` (every exception, content ``"Error: <repr>\\n Please fix
+    your mistakes."``), a string (that content), an exception type or tuple of types, or a function
+    ``handler(e) -> str`` (handles the types its parameter's annotation names); ``False`` handles nothing,
+    invalid arguments included.
+
+    Args:
+        tools: the tools.
+        name: the node's name, ``"tools"``.
+        handle_tool_errors: see above.
+        messages_key: the state key of the messages.
+        record_outcome: also write ``last_result`` (the content of the last successful call, when one
+            succeeded) and ``last_error`` (the content of the last failed call, or None) — the keys of
+            :class:`~graphcore.prebuilt.agent.AgentLoopState`.
+
+    Raises:
+        TypeError: (construction) a tool is neither a named function nor a ``.name``/``.invoke`` object.
+        ValueError: (a call) the state has no messages, or no AI message.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Any],
+        *,
+        name: str = "tools",
+        handle_tool_errors: ErrorHandling | None = None,
+        messages_key: str = "messages",
+        record_outcome: bool = False,
+    ) -> None:
+        self.tools_by_name = {t.name: t for t in map(_Tool, tools)}
+        self.name = self.__name__ = name
+        self.messages_key = messages_key
+        self._handling = handle_tool_errors
+        self.record_outcome = record_outcome
+        inner = StateGraph(_ToolCalls)
+        inner.add_node(name, self._call_task)
+        inner.add_conditional_edges(START, self._fan_out, [name])
+        inner.add_edge(name, END)
+        self._calls = inner.compile(name=name)
+
+    def __call__(self, state: Any) -> Any:
+        """Run the tool calls of ``state``'s last AI message (see the class docstring).
+
+        Raises:
+            ValueError: no messages, or no AI message among them.
+            GraphInterrupt: a tool asked a human (the node pauses).
+        """
+        messages = _last_messages(state, self.messages_key)
+        last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
+        if last_ai is None:
+            raise ValueError("no AIMessage found in the input")
+        results = self._run_calls([dict(c) for c in getattr(last_ai, "tool_calls", [])])
+        if isinstance(state, list):
+            return results
+        return {self.messages_key: results, **(_outcome(results) if self.record_outcome else {})}
+
+    invoke = __call__
+
+    def _run_calls(self, calls: list[dict[str, Any]]) -> list[Any]:
+        if not calls:
+            return []
+        try:
+            final = self._calls.invoke({"calls": calls})
+        except NodeError as exc:  # the tool's own error, once: the ToolNode's task wraps it again
+            raise exc.error from None
+        paused = final.get(INTERRUPT_KEY)
+        if paused:
+            raise GraphInterrupt(*paused)
+        order = {c.get("id"): i for i, c in enumerate(calls)}
+        return sorted(final.get("results", []), key=lambda m: order.get(m.tool_call_id, len(order)))
+
+    def _fan_out(self, state: _ToolCalls) -> list[Send]:
+        """One task per tool call (the inner graph's one node is named after the ToolNode)."""
+        return [Send(self.name, call) for call in state.get("calls", [])]
+
+    def _call_task(self, payload: Any) -> dict[str, Any]:
+        return {"results": [self.run_call(payload)]}
+
+    def run_call(self, call: Mapping[str, Any]) -> Any:
+        """Run one tool call ``{"name", "args", "id"}``; returns its :class:`ToolMessage`.
+
+        Raises:
+            Exception: what the tool raised, when ``handle_tool_errors`` does not handle it.
+        """
+        name, call_id, args = str(call["name"]), str(call["id"]), call.get("args", {})
+        tool = self.tools_by_name.get(name)
+        if tool is None:
+            content = INVALID_TOOL.format(name=name, names=", ".join(self.tools_by_name))
+            return ToolMessage(content, name=name, tool_call_id=call_id, status="error")
+        try:
+            output = tool.run(args)
+        except ValidationError as exc:
+            if self._handling is False:
+                raise
+            return self._error(name, call_id, _invalid_args(name, args, exc))
+        except Exception as exc:
+            handled = self._handled(exc)
+            if handled is None:
+                raise
+            return self._error(name, call_id, handled)
+        if isinstance(output, Command):
+            raise TypeError(f"tool {name!r} returned a Command; graphq's ToolNode takes content only")
+        if isinstance(output, ToolMessage):
+            return output.model_copy(update={"content": _content(output.content)})
+        return ToolMessage(_content(output), name=name, tool_call_id=call_id)
+
+    def _handled(self, exc: Exception) -> str | None:
+        """The error content for ``exc`` when ``handle_tool_errors`` handles it, else None."""
+        handling = self._handling
+        if handling is None or handling is False:
+            return None
+        if handling is True:
+            return TOOL_ERROR.format(error=exc)
+        if isinstance(handling, str):
+            return handling
+        if isinstance(handling, type | tuple):
+            return TOOL_ERROR.format(error=exc) if isinstance(exc, handling) else None
+        return str(handling(exc)) if isinstance(exc, _handled_types(handling)) else None
+
+    @staticmethod
+    def _error(name: str, call_id: str, content: str) -> ToolMessage:
+        return ToolMessage(content, name=name, tool_call_id=call_id, status="error")
