@@ -1,5 +1,6 @@
 """graphcore — the graph engine of graphq: builder, channels, the pure super-step algorithm, checkpoints."""
 
+from graphcore.checkpoints.memory import InMemorySaver, MemorySaver
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.cancel import CancelToken
@@ -13,6 +14,7 @@ from graphcore.engine.config import (
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
 from graphcore.engine.retry import RetryPolicy
+from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
 from graphcore.errors import (
     ConfigError,
     GraphqError,
@@ -44,20 +46,25 @@ __all__ = [
     "ConfigError",
     "GraphRecursionError",
     "GraphqError",
+    "InMemorySaver",
     "Interrupt",
     "InvalidGraphError",
     "InvalidUpdateError",
+    "MemorySaver",
     "MessagesState",
     "MessagesStateModel",
     "NodeError",
     "NodeTimeoutError",
     "Overwrite",
+    "PregelTask",
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",
     "Send",
     "SerializationError",
     "StateGraph",
+    "StateSnapshot",
+    "StateUpdate",
     "StepLimitError",
     "add_messages",
     "get_cancel_token",

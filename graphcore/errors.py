@@ -11,6 +11,7 @@ __all__ = [
     "AppendConflictError",
     "Cancelled",
     "CheckpointNotFoundError",
+    "CheckpointerError",
     "ConfigError",
     "DisabledError",
     "GraphRecursionError",
@@ -18,6 +19,7 @@ __all__ = [
     "InvalidGraphError",
     "InvalidUpdateError",
     "LeaseLostError",
+    "NoCheckpointerError",
     "NodeError",
     "NodeTimeoutError",
     "OutsideRunError",
@@ -60,6 +62,17 @@ class StepLimitError(PermanentError, RecursionError):
 
 GraphRecursionError = StepLimitError
 """LangGraph's name for the step-limit error: ``except GraphRecursionError`` catches graphq's."""
+
+
+class CheckpointerError(PermanentError, TypeError):
+    """``compile(checkpointer=...)`` got something that is not a graphq checkpoint store, True, False or None
+    (a LangGraph checkpointer among them). Also a ``TypeError``, as LangGraph's ``compile`` raises."""
+
+
+class NoCheckpointerError(PermanentError, ValueError, RuntimeError):
+    """There is no checkpoint store to use: the state API (``get_state``, ``update_state``, ...) of a graph
+    compiled without one (a ``ValueError``, as LangGraph's "No checkpointer set"), or a root graph run with
+    ``checkpointer=True``, which is for subgraphs (a ``RuntimeError``, as LangGraph's)."""
 
 
 class SerializationError(PermanentError):

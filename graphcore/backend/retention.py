@@ -27,6 +27,7 @@ from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import decode_record
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
+from graphcore.engine.checkpointer import stateful_ns
 
 __all__ = ["checkpoint_keys", "keep_result", "remove_after_completion", "subgraph_keys"]
 
@@ -51,9 +52,10 @@ def keep_result(kv: Any, thread_id: str, run_id: str, head_id: str, values: Mapp
     return bool(script(kv, "keep_result")(keys=[keys.run(thread_id, run_id)], args=[head_id, blob]))
 
 
-def _namespace_keys(kv: Any, thread_id: str, ns: str) -> tuple[list[str], list[str]]:
+def _namespace_keys(kv: Any, thread_id: str, ns: str, stateful: bool) -> tuple[list[str], list[str]]:
     """The checkpoint keys of one namespace, and the namespaces of the subgraphs its tasks ran (candidates:
-    a subgraph task checkpoints under ``ns|node:task_id``, G7)."""
+    a subgraph task checkpoints under ``ns|node:task_id``, G7; with ``stateful``, a ``checkpointer=True``
+    subgraph's namespace without task ids too)."""
     ids = list(dict.fromkeys(i.decode() for i in kv.lrange(keys.history(thread_id, ns), 0, -1)))
     found = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
     children: list[str] = []
@@ -71,7 +73,9 @@ def _namespace_keys(kv: Any, thread_id: str, ns: str) -> tuple[list[str], list[s
         for index, (node, *_) in enumerate(record.fields["next_tasks"]):
             child = f"{node}:{task_id(cp_id, index, node)}"
             children.append(f"{ns}|{child}" if ns else child)
-    return found, children
+            if stateful:
+                children.append(stateful_ns(children[-1]))
+    return found, list(dict.fromkeys(children))
 
 
 def _existing(kv: Any, thread_id: str, namespaces: list[str]) -> list[str]:
@@ -84,13 +88,14 @@ def _existing(kv: Any, thread_id: str, namespaces: list[str]) -> list[str]:
     return [ns for ns, there in zip(namespaces, pipe.execute(), strict=True) if there]
 
 
-def _walk(kv: Any, thread_id: str, level: list[str]) -> list[str]:
-    """The checkpoint keys of the namespaces ``level`` and of the subgraph namespaces below them."""
+def _walk(kv: Any, thread_id: str, level: list[str], stateful: bool = False) -> list[str]:
+    """The checkpoint keys of the namespaces ``level`` and of the subgraph namespaces below them (with
+    ``stateful``, those of stateful subgraphs too, which outlive the steps that ran them)."""
     found: list[str] = []
     while level:
         children: list[str] = []
         for ns in level:
-            keys_of, candidates = _namespace_keys(kv, thread_id, ns)
+            keys_of, candidates = _namespace_keys(kv, thread_id, ns, stateful)
             found += keys_of
             children += candidates
         level = _existing(kv, thread_id, children)
@@ -102,7 +107,7 @@ def checkpoint_keys(kv: Any, thread_id: str) -> list[str]:
     pending writes and answers (keys that may not exist included). Found from the records, not by a SCAN:
     the root namespace's, then those of the subgraphs each checkpoint's tasks ran, level by level.
     Run records, request records and event streams are not checkpoint keys."""
-    return _walk(kv, thread_id, [""])
+    return _walk(kv, thread_id, [""], stateful=True)
 
 
 def subgraph_keys(kv: Any, thread_id: str, cp: Checkpoint, ns: str = "") -> list[str]:

@@ -15,7 +15,7 @@ from graphcore.checkpoints.kv import KVCheckpointStore
 from graphcore.checkpoints.layout import ChannelKinds, Plan
 from graphcore.checkpoints.model import Checkpoint
 
-__all__ = ["InMemoryCheckpointStore", "MemoryKV"]
+__all__ = ["InMemoryCheckpointStore", "InMemorySaver", "MemoryKV", "MemorySaver"]
 
 
 def _b(value: Any) -> bytes:
@@ -141,3 +141,12 @@ class InMemoryCheckpointStore(KVCheckpointStore):
                     kv.hdel(key, field)
                 kv.delete(*plan.prune.keys)
         return True
+
+
+InMemorySaver = InMemoryCheckpointStore
+"""LangGraph's name for its in-memory checkpointer (``langgraph.checkpoint.memory.InMemorySaver``):
+``compile(checkpointer=InMemorySaver())`` keeps a graph's threads in this process, with their history
+(``get_state_history``) unless ``GRAPHQ_ENABLE_CHECKPOINTING`` is off."""
+
+MemorySaver = InMemorySaver
+"""LangGraph's older name for :data:`InMemorySaver` (``langgraph.checkpoint.memory.MemorySaver``)."""

@@ -36,7 +36,16 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.errors import GraphqError, InvalidUpdateError
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
-__all__ = ["Task", "apply_input", "apply_update", "apply_writes", "fork", "prepare_tasks", "run_task"]
+__all__ = [
+    "Task",
+    "apply_input",
+    "apply_update",
+    "apply_updates",
+    "apply_writes",
+    "fork",
+    "prepare_tasks",
+    "run_task",
+]
 
 
 @dataclass(frozen=True)
@@ -380,10 +389,26 @@ def apply_update(
     Raises:
         InvalidUpdateError: unknown node or keys, or conflicting writes.
     """
-    if as_node not in graph.nodes:
-        raise InvalidUpdateError(f"update_state: no node {as_node!r}; nodes: {sorted(graph.nodes)}")
-    writes = graph.schema.writes_of(as_node, values)
-    goto = _routes(graph, as_node, parent.channel_values, writes)
-    cp = apply_writes(graph, parent, [TaskWrites("", as_node, writes, goto)], metadata)
+    return apply_updates(graph, parent, [(as_node, values)], metadata)
+
+
+def apply_updates(
+    graph: GraphSpec, parent: Checkpoint, updates: Sequence[tuple[str, Any]], metadata: Mapping[str, Any]
+) -> Checkpoint:
+    """:func:`apply_update` for several ``(as_node, values)`` updates at once, as one super-step (LangGraph's
+    ``bulk_update_state`` super-step): their writes apply together in order, the next tasks follow each
+    node's edges and routers.
+
+    Raises:
+        InvalidUpdateError: unknown node or keys, or conflicting writes.
+    """
+    results = []
+    for as_node, values in updates:
+        if as_node not in graph.nodes:
+            raise InvalidUpdateError(f"update_state: no node {as_node!r}; nodes: {sorted(graph.nodes)}")
+        writes = graph.schema.writes_of(as_node, values)
+        goto = _routes(graph, as_node, parent.channel_values, writes)
+        results.append(TaskWrites("", as_node, writes, goto))
+    cp = apply_writes(graph, parent, results, metadata)
     cp.metadata["source"] = "update"
     return cp

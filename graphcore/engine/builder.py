@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
 
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine.checkpointer import check_checkpointer
 from graphcore.engine.compiled import Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.retry import RetryPolicy
@@ -210,8 +211,10 @@ class StateGraph:
         checkpointer may be given positionally) plus graphq's ``config``.
 
         Args:
-            checkpointer: a store for :meth:`CompiledGraph.invoke` to persist checkpoints in; None keeps
-                the state only for the duration of the call.
+            checkpointer: a store for :meth:`CompiledGraph.invoke` to persist checkpoints in
+                (``InMemorySaver()``); None keeps the state only for the duration of the call (a subgraph's
+                lives in its parent's task); True makes a subgraph keep its state across its parent's turns,
+                False a subgraph that keeps none (see :mod:`graphcore.engine.checkpointer`).
             name: the workflow name it registers under (defaults to ``"graph"``).
             config: defaults merged under every run's config (tags, metadata, configurable, ...).
             interrupt_before: nodes to pause before (static breakpoints), or ``"*"`` for all.
@@ -220,6 +223,8 @@ class StateGraph:
 
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node.
+            CheckpointerError: ``checkpointer`` is not a graphq checkpoint store, True, False or None (a
+                ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``).
             ConfigError: a node's settings hold a value that is not JSON (naming the node and the path) or
                 are longer than ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (naming the node, the size and the limit);
                 an option of ``config`` is unknown, of the wrong type or out of its range (naming the
@@ -229,7 +234,7 @@ class StateGraph:
         return CompiledGraph(
             self,
             name=name or "graph",
-            checkpointer=checkpointer,  # type: ignore[arg-type]  # True/False: stateful subgraphs (issue 11)
+            checkpointer=check_checkpointer(checkpointer),
             defaults=config or {},
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,

@@ -86,7 +86,7 @@ class GraphSpec:
         parts: GraphParts,
         *,
         name: str,
-        checkpointer: CheckpointStore | None,
+        checkpointer: CheckpointStore | bool | None,
         defaults: Mapping[str, Any],
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,

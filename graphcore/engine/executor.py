@@ -16,6 +16,7 @@ from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio
 from graphcore.engine.algo import Task, apply_input, apply_writes, fork
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
+from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
@@ -30,6 +31,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.durability import check_durability, durable
 from graphcore.engine.interrupts import match_answer, pending_interrupts, resume_plan
+from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import run_step
 from graphcore.engine.stream import checkpoint_payload, task_payload
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, StepLimitError
@@ -83,7 +85,7 @@ def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
     )
 
 
-class CompiledGraph(GraphSpec):
+class CompiledGraph(StateMethods, GraphSpec):
     """A validated graph, ready to run in-process (``invoke``, ``stream``) or on the queue (its data,
     :class:`~graphcore.engine.compiled.GraphSpec`, is what the step job reads)."""
 
@@ -208,15 +210,17 @@ class CompiledGraph(GraphSpec):
         otherwise it checkpoints in the parent's thread under the namespace ``parent_ns|node:task_id``.
         """
         parent, task = current_scope(), current_task_or_none()
-        if self.checkpointer is not None or parent is None or task is None:
+        if self.checkpointer not in (None, True) or parent is None or task is None:
             cfg = self.config_for(config)
-            return cfg, Scope(self.checkpointer, cfg.thread_id or "", "")
+            store = store_of(self.checkpointer, parent is not None and task is not None)
+            return cfg, Scope(store, cfg.thread_id or "", "")
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
         given = merge_config({"configurable": inherited}, config)
         cfg = self.config_for(given)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "")
         ns = f"{parent.ns}|{task.node}:{task.task_id}" if parent.ns else f"{task.node}:{task.task_id}"
+        ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
         return cfg.model_copy(update={"thread_id": parent.thread_id}), Scope(
             parent.store, parent.thread_id, ns
         )
@@ -294,13 +298,15 @@ class CompiledGraph(GraphSpec):
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             task = current_task_or_none()
             given = task.answers if task is not None else {}
-            answers = {i.id: given[i.id] for i in pending_interrupts(finished) if i.id in given}
-            return parent, finished, answers
+            answers = carried_answers(parent, finished, given)
+            if resumes(self.checkpointer, parent, finished, given):
+                return parent, finished, answers
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:
                 raise InvalidUpdateError("Command(resume=...) needs a checkpointer and a thread to resume")
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
-            return parent, finished, match_answer(pending_interrupts(finished), input.resume, None)
+            asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
+            return parent, finished, match_answer(asked, input.resume, None)
         if input is None and store is not None and parent is not None:
             return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
         cp = apply_input(self, parent, input, meta)

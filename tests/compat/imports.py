@@ -17,6 +17,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "RetryPolicy",
             "Send",
             "StateSnapshot",
+            "StateUpdate",
             "StreamWriter",
             "interrupt",
         ),

@@ -1,0 +1,128 @@
+"""A graph's ``checkpointer`` option (issue 11, G7): a checkpoint store, or for a subgraph True/False/None.
+
+As LangGraph's ``compile(checkpointer=...)``:
+
+* a store (:class:`~graphcore.checkpoints.protocol.CheckpointStore`, e.g. ``InMemorySaver()``): the graph
+  checkpoints there, in its own thread;
+* ``None`` (the default): a subgraph's state lives in its parent's store, per parent task (namespace
+  ``parent_ns|node:task_id``): each turn of the parent starts it afresh;
+* ``True``: a stateful subgraph: it keeps its state across the parent's turns on one thread, in the
+  namespace of its node without task ids (``parent_ns|node``); a root graph cannot use it;
+* ``False``: no checkpoints at all; an ``interrupt()`` inside it is refused (graphq matches answers to the
+  checkpoint a request was asked at, and there is none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.errors import CheckpointerError, InvalidGraphError, NoCheckpointerError
+from graphcore.types import TaskWrites
+
+__all__ = ["NO_CHECKPOINTS", "check_checkpointer", "resumes", "stateful_ns", "store_of"]
+
+_STORE_METHODS = ("put", "get", "list", "put_writes", "get_writes")
+
+
+def _from_langgraph(value: Any) -> bool:
+    return any(c.__module__.split(".")[0] == "langgraph" for c in type(value).__mro__)
+
+
+def check_checkpointer(value: Any) -> CheckpointStore | bool | None:
+    """``value`` when ``compile(checkpointer=value)`` may take it: a graphq checkpoint store (anything with
+    the :class:`~graphcore.checkpoints.protocol.CheckpointStore` methods), True, False or None.
+
+    Raises:
+        CheckpointerError: anything else, naming what was given and what is accepted; a LangGraph
+            checkpointer (its ``InMemorySaver``, ``SqliteSaver``, ...) is refused, naming graphq's.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    if _from_langgraph(value):
+        raise CheckpointerError(
+            f"compile(checkpointer=...): {kind} is a LangGraph checkpointer; graphq keeps its checkpoints in "
+            "its own stores: use graphcore.InMemorySaver() in process (graphq's workers keep theirs in Redis)"
+        )
+    missing = [m for m in _STORE_METHODS if not callable(getattr(value, m, None))]
+    if missing:
+        raise CheckpointerError(
+            f"compile(checkpointer=...): got {kind}, which is not a checkpoint store (no "
+            f"{', '.join(missing)}); accepted: a graphq checkpoint store such as graphcore.InMemorySaver(), "
+            "True, False or None"
+        )
+    store: CheckpointStore = value
+    return store
+
+
+def store_of(checkpointer: Any, inside_task: bool) -> CheckpointStore | None:
+    """Where a graph compiled with ``checkpointer`` checkpoints when it is not placed in a parent's store:
+    its own store; None for None (outside a run) and False (at the root); :data:`NO_CHECKPOINTS` for False
+    inside a running task.
+
+    Raises:
+        NoCheckpointerError: ``checkpointer=True`` on a graph run at the root (True is for subgraphs).
+    """
+    if checkpointer is True:
+        raise NoCheckpointerError(
+            "checkpointer=True is for subgraphs (it keeps a subgraph's state in its parent's checkpointer); "
+            "a root graph needs a checkpoint store: compile(checkpointer=InMemorySaver())"
+        )
+    if checkpointer is False:
+        return NO_CHECKPOINTS if inside_task else None
+    store: CheckpointStore | None = checkpointer
+    return store
+
+
+def stateful_ns(ns: str) -> str:
+    """The namespace of a stateful subgraph (``checkpointer=True``): ``ns`` without its task ids, so every
+    turn of the parent finds it (``outer:ab12|inner:cd34`` → ``outer|inner``), as LangGraph's."""
+    return "|".join(part.split(":")[0] for part in ns.split("|"))
+
+
+def resumes(
+    checkpointer: Any, head: Checkpoint, finished: Mapping[str, TaskWrites], answers: Mapping[str, Any]
+) -> bool:
+    """Whether a subgraph found at ``head`` in its namespace goes on from there rather than taking its
+    input as a new turn. A subgraph of ``checkpointer=None`` always goes on (its namespace is its parent
+    task's: finding it means that task runs again). A stateful one goes on when its last turn did not end
+    and either is answered now (``answers`` holds an answer to one of its requests) or asked nothing (it
+    failed part-way); otherwise its input starts a new turn on its state."""
+    if checkpointer is not True:
+        return True
+    if not head.next_tasks:
+        return False
+    asked = [i.id for tw in finished.values() for i in tw.interrupts]
+    return not asked or any(i in answers for i in asked)
+
+
+class _NoCheckpoints:
+    """The store of a subgraph compiled with ``checkpointer=False`` inside a running task: it keeps
+    nothing, and refuses the pending writes of a paused step (nothing could resume it)."""
+
+    def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
+        return None
+
+    def get(self, thread_id: str, checkpoint_id: str | None = None, *, ns: str = "") -> Checkpoint | None:
+        return None
+
+    def list(self, thread_id: str, *, ns: str = "", limit: int | None = None) -> list[Checkpoint]:
+        return []
+
+    def put_writes(self, thread_id: str, checkpoint_id: str, writes: TaskWrites, *, ns: str = "") -> None:
+        if writes.interrupts:
+            raise InvalidGraphError(
+                f"interrupt() in node {writes.node!r} of a subgraph compiled with checkpointer=False: it "
+                "keeps no checkpoints to resume from; compile it with checkpointer=None (its state lives in "
+                "its parent's task) or checkpointer=True (it keeps its state across the parent's turns)"
+            )
+
+    def get_writes(self, thread_id: str, checkpoint_id: str, *, ns: str = "") -> Mapping[str, TaskWrites]:
+        return {}
+
+
+NO_CHECKPOINTS: CheckpointStore = _NoCheckpoints()
+"""The store a ``checkpointer=False`` subgraph runs with inside a task (see :func:`store_of`)."""

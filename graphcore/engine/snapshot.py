@@ -1,0 +1,495 @@
+"""A compiled graph's state API over its checkpoints, shaped like LangGraph's (issue 11, C3):
+``get_state``, ``get_state_history``, ``update_state`` and ``bulk_update_state``.
+
+A snapshot is a :class:`StateSnapshot` (LangGraph's NamedTuple: values, next, config, metadata, created_at,
+parent_config, tasks, interrupts); a config names a checkpoint as LangGraph's does,
+``{"configurable": {"thread_id", "checkpoint_ns", "checkpoint_id"}}``. Differences from LangGraph (see the
+README's table): graphq's input checkpoint (step -1, ``source: input``) already holds the input, so a thread
+has no separate checkpoint before it and its steps count one lower; ``result`` is known only for the tasks
+of a paused step (their pending writes), not for committed ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, cast
+
+from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
+from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine.algo import apply_input, apply_updates, apply_writes
+from graphcore.engine.algo import task_id as task_id_of
+from graphcore.engine.checkpointer import stateful_ns
+from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.config import RunConfig
+from graphcore.engine.interrupts import interrupt_id, pending_interrupts
+from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, NoCheckpointerError
+from graphcore.types import END, START, Interrupt, TaskWrites
+
+__all__ = [
+    "PregelTask",
+    "StateMethods",
+    "StateSnapshot",
+    "StateUpdate",
+    "bulk_update_state",
+    "carried_answers",
+    "get_state",
+    "get_state_history",
+    "request_ahead",
+    "update_state",
+]
+
+PULL = "__pregel_pull"
+PUSH = "__pregel_push"
+
+
+class PregelTask(NamedTuple):
+    """One task of a snapshot's step (LangGraph's ``PregelTask``).
+
+    Attributes:
+        id: the task id (16 hex digits, stable for the step).
+        name: the node it runs.
+        path: ``("__pregel_pull", node)`` for a task the state triggered, ``("__pregel_push", i, False)``
+            for the ``i``-th task of the step started by a ``Send``.
+        error: always None (graphq does not keep a failed task's error in the checkpoint).
+        interrupts: the requests the task paused on (:class:`~graphcore.types.Interrupt`), in call order.
+        state: for a subgraph node: the config of the subgraph's checkpoints
+            (``{"configurable": {"thread_id", "checkpoint_ns"}}``), or with ``get_state(subgraphs=True)``
+            its :class:`StateSnapshot`; None for other nodes and ``checkpointer=False`` subgraphs.
+        result: the task's writes (channel → value) when it finished in a paused step; else None.
+    """
+
+    id: str
+    name: str
+    path: tuple[Any, ...]
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: Any = None
+    result: dict[str, Any] | None = None
+
+
+class StateSnapshot(NamedTuple):
+    """A thread's state at one checkpoint (LangGraph's ``StateSnapshot``).
+
+    Attributes:
+        values: channel → value (read live: with the writes of the tasks that finished in a paused step).
+        next: the nodes of the tasks still to run (read live: those that have not finished).
+        config: ``{"configurable": {"thread_id", "checkpoint_ns", "checkpoint_id"}}`` of this checkpoint;
+            pass it to ``get_state``, ``update_state`` or ``invoke(None, config)`` (a fork when not the
+            latest).
+        metadata: the checkpoint's ``source`` (input | loop | update | fork), ``step`` (-1 for the input
+            checkpoint), ``parents`` (namespace → checkpoint id of the graphs it runs in), plus graphq's
+            ``run_id`` and ``writes`` (the nodes whose writes made it); None for a thread without checkpoints.
+        created_at: ISO-8601 UTC; None without a checkpoint.
+        parent_config: the config of the checkpoint it came from; None for a thread's first.
+        tasks: the tasks of the step after it (:class:`PregelTask`), in order.
+        interrupts: the requests of those tasks (read live: the open ones).
+    """
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_config: dict[str, Any] | None
+    tasks: tuple[PregelTask, ...]
+    interrupts: tuple[Interrupt, ...]
+
+
+class StateUpdate(NamedTuple):
+    """One update of a ``bulk_update_state`` super-step (LangGraph's ``StateUpdate``): ``values`` as if
+    node ``as_node`` had returned them; ``task_id`` is accepted and not used."""
+
+    values: dict[str, Any] | Any | None
+    as_node: str | None = None
+    task_id: str | None = None
+
+
+@dataclass(frozen=True)
+class _At:
+    """What a config addresses: the store, the (sub)graph, its thread, namespace and checkpoint."""
+
+    store: CheckpointStore
+    graph: GraphSpec
+    thread_id: str
+    ns: str
+    given_ns: str
+    checkpoint_id: str | None
+
+
+def _store(graph: GraphSpec, what: str) -> CheckpointStore:
+    store = graph.checkpointer
+    if store is None or isinstance(store, bool):
+        raise NoCheckpointerError(
+            f"{what} needs a checkpointer (graph {graph.name!r} has none): compile it with "
+            "checkpointer=InMemorySaver()"
+        )
+    return store
+
+
+def _subgraph(graph: GraphSpec, node: str) -> GraphSpec | None:
+    spec = graph.nodes.get(node)
+    inner = getattr(spec.fn, "graph", None) if spec is not None else None
+    return inner if isinstance(inner, GraphSpec) else None
+
+
+def _address(graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, what: str) -> _At:
+    """Where ``config`` points: ``configurable``'s ``thread_id``, ``checkpoint_ns`` (a subgraph's, as a
+    snapshot's ``tasks[i].state`` gives it) and ``checkpoint_id`` (graphq's top-level ``thread_id`` and
+    ``checkpoint_id`` too).
+
+    Raises:
+        NoCheckpointerError: the graph has no checkpoint store.
+        ConfigError: no thread id; a namespace that names no subgraph node.
+    """
+    store = _store(graph, what)
+    data = config.model_dump() if isinstance(config, RunConfig) else dict(config or {})
+    conf = dict(data.get("configurable") or {})
+    thread = conf.get("thread_id") or data.get("thread_id")
+    if thread is None:
+        raise ConfigError(f"{what} needs a thread: config={{'configurable': {{'thread_id': ...}}}}")
+    given = str(conf.get("checkpoint_ns") or "")
+    target = graph
+    for part in given.split("|") if given else ():
+        inner = _subgraph(target, part.split(":")[0])
+        if inner is None:
+            raise ConfigError(f"{what}: checkpoint_ns {given!r} names no subgraph node ({part!r})")
+        target = inner
+    ns = stateful_ns(given) if target.checkpointer is True else given
+    checkpoint = conf.get("checkpoint_id") or data.get("checkpoint_id")
+    return _At(store, target, str(thread), ns, given, checkpoint)
+
+
+def _config(thread: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+    if checkpoint_id is None:
+        return None
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def _empty(config: Mapping[str, Any] | RunConfig | None) -> StateSnapshot:
+    given = config.model_dump(exclude_unset=True) if isinstance(config, RunConfig) else dict(config or {})
+    return StateSnapshot({}, (), given, None, None, None, (), ())
+
+
+def _task_state(
+    at: _At, cp: Checkpoint, node: str, tid: str, recurse: bool, parents: Mapping[str, str]
+) -> Any:
+    inner = _subgraph(at.graph, node)
+    if inner is None or inner.checkpointer is False:
+        return None
+    child = f"{at.given_ns}|{node}:{tid}" if at.given_ns else f"{node}:{tid}"
+    if not recurse:
+        return {"configurable": {"thread_id": at.thread_id, "checkpoint_ns": child}}
+    ns = stateful_ns(child) if inner.checkpointer is True else child
+    sub = dataclasses.replace(at, graph=inner, ns=ns, given_ns=child, checkpoint_id=None)
+    head = at.store.get(at.thread_id, ns=ns)
+    if head is None:
+        return _empty({"configurable": {"thread_id": at.thread_id, "checkpoint_ns": child}})
+    return _snapshot(sub, head, live=True, recurse=True, parents={**parents, at.ns: cp.id})
+
+
+def _snapshot(
+    at: _At, cp: Checkpoint, *, live: bool, recurse: bool, parents: Mapping[str, str]
+) -> StateSnapshot:
+    """The snapshot of ``cp``; ``live`` (the latest, read without a checkpoint id) counts the tasks that
+    finished in a paused step as done, as LangGraph's ``get_state`` does."""
+    finished = at.store.get_writes(at.thread_id, cp.id, ns=at.ns) if cp.next_tasks else {}
+    tasks: list[PregelTask] = []
+    done: list[TaskWrites] = []
+    pushes = 0
+    for index, pending in enumerate(cp.next_tasks):
+        tid = task_id_of(cp.id, index, pending.node)
+        tw = finished.get(tid)
+        ok = tw is not None and not tw.interrupts
+        path: tuple[Any, ...] = (PUSH, pushes, False) if pending.send else (PULL, pending.node)
+        pushes += pending.send
+        state = _task_state(at, cp, pending.node, tid, recurse, parents)
+        asked = tuple(tw.interrupts) if tw is not None else ()
+        result = dict(tw.writes) if tw is not None and ok else None
+        tasks.append(PregelTask(tid, pending.node, path, None, asked, state, result))
+        if ok and tw is not None:
+            done.append(tw)
+    values = dict(cp.channel_values)
+    if live and done:
+        values = dict(apply_writes(at.graph, cp, done, {}).channel_values)
+    finished_ids = {tw.task_id for tw in done} if live else set()
+    return StateSnapshot(
+        values,
+        tuple(t.name for t in tasks if t.id not in finished_ids),
+        _config(at.thread_id, at.given_ns, cp.id) or {},
+        {**cp.metadata, "parents": dict(parents)},
+        cp.created_at,
+        _config(at.thread_id, at.given_ns, cp.parent_id),
+        tuple(tasks),
+        tuple(i for t in tasks for i in t.interrupts),
+    )
+
+
+def get_state(
+    graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, subgraphs: bool = False
+) -> StateSnapshot:
+    """The snapshot of the thread's latest checkpoint, or of ``configurable.checkpoint_id`` (LangGraph's
+    ``get_state``): an empty snapshot (values ``{}``, metadata None) when there is none. The latest is read
+    live: tasks that finished in a paused step count as done (their writes in ``values``, not in ``next``).
+    With ``subgraphs=True`` the tasks of subgraph nodes carry the subgraph's snapshot in ``state``.
+
+    Raises:
+        NoCheckpointerError: the graph has no checkpoint store (a ``ValueError``, as LangGraph's).
+        ConfigError: no thread id in ``config``.
+    """
+    at = _address(graph, config, "get_state")
+    cp = at.store.get(at.thread_id, at.checkpoint_id, ns=at.ns)
+    if cp is None:
+        return _empty(config)
+    return _snapshot(at, cp, live=at.checkpoint_id is None, recurse=subgraphs, parents={})
+
+
+def get_state_history(
+    graph: GraphSpec,
+    config: Mapping[str, Any] | RunConfig | None,
+    *,
+    filter: Mapping[str, Any] | None = None,
+    before: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+) -> Iterator[StateSnapshot]:
+    """The thread's snapshots, newest first (LangGraph's ``get_state_history``; a generator: errors are
+    raised when it is first iterated).
+
+    Args:
+        config: the thread (with ``checkpoint_id``: that checkpoint only).
+        filter: metadata key → value that every snapshot's metadata must hold (``{"source": "update"}``).
+        before: a snapshot config: only checkpoints older than it.
+        limit: at most this many (after ``filter`` and ``before``).
+
+    Raises:
+        NoCheckpointerError: the graph has no checkpoint store.
+        ConfigError: no thread id in ``config``.
+    """
+    at = _address(graph, config, "get_state_history")
+    narrowed = filter or before or at.checkpoint_id
+    cps = at.store.list(at.thread_id, ns=at.ns, limit=None if narrowed else limit)
+    if at.checkpoint_id is not None:
+        cps = [c for c in cps if c.id == at.checkpoint_id]
+    if before is not None:
+        cps = _before(cps, _address(graph, before, "get_state_history(before=...)").checkpoint_id)
+    for cp in cps[:limit] if filter is None else _matching(cps, filter, limit):
+        yield _snapshot(at, cp, live=False, recurse=False, parents={})
+
+
+def _before(cps: list[Checkpoint], checkpoint_id: str | None) -> list[Checkpoint]:
+    """The checkpoints listed after ``checkpoint_id`` (older; ids of one millisecond are not ordered)."""
+    if checkpoint_id is None:
+        return cps
+    ids = [c.id for c in cps]
+    if checkpoint_id in ids:
+        return cps[ids.index(checkpoint_id) + 1 :]
+    return [c for c in cps if c.id < checkpoint_id]
+
+
+def _matching(cps: list[Checkpoint], filter: Mapping[str, Any], limit: int | None) -> list[Checkpoint]:
+    meta = [{**c.metadata, "parents": {}} for c in cps]
+    found = [c for c, m in zip(cps, meta, strict=True) if all(m.get(k) == v for k, v in filter.items())]
+    return found[:limit]
+
+
+def request_ahead(cp: Checkpoint) -> list[Interrupt]:
+    """Where ``Command(resume=value)`` goes on a checkpoint without open requests (e.g. written by
+    ``update_state`` while a run was paused): the first ``interrupt()`` call of the step's task, as
+    LangGraph's resume answers the next call; none (the resume is refused) unless the step has one task."""
+    if len(cp.next_tasks) != 1:
+        return []
+    node = cp.next_tasks[0].node
+    tid = task_id_of(cp.id, 0, node)
+    return [Interrupt(interrupt_id(tid, 0), None, node, tid, 0, cp.created_at)]
+
+
+def carried_answers(
+    head: Checkpoint, finished: Mapping[str, TaskWrites], given: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The answers a subgraph going on at ``head`` (its step's pending writes ``finished``) takes from its
+    parent task's answers ``given`` (interrupt id → answer): those of its open requests; when it has none
+    because ``update_state`` moved it on (LangGraph: the resumed subgraph reads the update), the one answer
+    given goes to its next request (:func:`request_ahead`)."""
+    asked = pending_interrupts(finished)
+    answers = {i.id: given[i.id] for i in asked if i.id in given}
+    if asked or len(given) != 1:
+        return answers
+    return {i.id: next(iter(given.values())) for i in request_ahead(head)}
+
+
+def update_state(
+    graph: GraphSpec,
+    config: Mapping[str, Any] | RunConfig | None,
+    values: Any,
+    as_node: str | None = None,
+    task_id: str | None = None,
+) -> dict[str, Any]:
+    """Write a checkpoint as if node ``as_node`` had returned ``values`` (LangGraph's ``update_state``):
+    through the reducers, next tasks from ``as_node``'s edges and routers. See :func:`bulk_update_state`.
+
+    Returns:
+        The new checkpoint's config.
+    """
+    return _updated(graph, config, [[StateUpdate(values, as_node, task_id)]], "update_state")
+
+
+def bulk_update_state(
+    graph: GraphSpec,
+    config: Mapping[str, Any] | RunConfig | None,
+    supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]],
+) -> dict[str, Any]:
+    """Apply ``supersteps`` in order, each one checkpoint on the thread (LangGraph's ``bulk_update_state``).
+
+    Each super-step is a list of updates ``(values, as_node[, task_id])``, applied together. The first
+    starts from the thread's latest checkpoint, or ``configurable.checkpoint_id`` (then the thread forks
+    there), or a fresh thread. ``as_node`` rules, as LangGraph's: None → the node that wrote last (START on a
+    fresh thread or before any node ran: the values then act as input); START → as input, the entry nodes
+    next; ``(None, END)`` → the paused step ends: its finished tasks' writes apply, the others are dropped.
+
+    Returns:
+        The config of the last checkpoint written.
+
+    Raises:
+        InvalidUpdateError: no super-steps or an empty one (a ``ValueError``); an ambiguous update (the
+            last step ran several nodes) or several updates without ``as_node``; an unknown node or key.
+        NoCheckpointerError: the graph has no checkpoint store.
+        CheckpointNotFoundError: ``checkpoint_id`` is not the thread's.
+    """
+    return _updated(graph, config, supersteps, "bulk_update_state")
+
+
+def _updated(
+    graph: GraphSpec,
+    config: Mapping[str, Any] | RunConfig | None,
+    supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]],
+    what: str,
+) -> dict[str, Any]:
+    at = _address(graph, config, what)
+    if not supersteps:
+        raise InvalidUpdateError(f"{what}: no supersteps given")
+    if any(len(step) == 0 for step in supersteps):
+        raise InvalidUpdateError(f"{what}: a superstep has no updates")
+    head = at.store.get(at.thread_id, at.checkpoint_id, ns=at.ns)
+    if head is None and at.checkpoint_id is not None:
+        raise CheckpointNotFoundError(f"thread {at.thread_id!r} has no checkpoint {at.checkpoint_id!r}")
+    for step in supersteps:
+        head = _superstep(at, head, [StateUpdate(*u) for u in step])
+    assert head is not None
+    return _config(at.thread_id, at.given_ns, head.id) or {}
+
+
+def _superstep(at: _At, head: Checkpoint | None, updates: list[StateUpdate]) -> Checkpoint:
+    graph, meta = at.graph, {"run_id": None}
+    base = head or Checkpoint(new_checkpoint_id(), None, -1, graph.schema.initial_values())
+    if len(updates) > 1 and any(u.as_node in (None, START, END) for u in updates):
+        raise InvalidUpdateError("update_state: several updates in one superstep each need as_node (a node)")
+    first = updates[0]
+    as_node = first.as_node if first.as_node is not None or len(updates) > 1 else _last_node(at, head)
+    if as_node == END and first.values is None:
+        cp = apply_writes(graph, base, _finished(at, base), meta)
+    elif as_node == START:
+        cp = apply_input(graph, base, first.values, meta)
+    else:
+        cp = apply_updates(graph, base, [(u.as_node or as_node or "", u.values) for u in updates], meta)
+    cp.metadata["source"] = "update"
+    if head is None:
+        cp = dataclasses.replace(cp, parent_id=None)
+    at.store.put(at.thread_id, cp, ns=at.ns)
+    return cp
+
+
+def _finished(at: _At, cp: Checkpoint) -> list[TaskWrites]:
+    """The writes of the tasks that finished in the paused step after ``cp``, in task order."""
+    if not cp.next_tasks:
+        return []
+    finished = at.store.get_writes(at.thread_id, cp.id, ns=at.ns)
+    order = [task_id_of(cp.id, i, t.node) for i, t in enumerate(cp.next_tasks)]
+    return [finished[t] for t in order if t in finished and not finished[t].interrupts]
+
+
+def _last_node(at: _At, head: Checkpoint | None) -> str:
+    """The node an update without ``as_node`` is attributed to (LangGraph's rule): the one that wrote
+    last, looking back past input and fork checkpoints; START when no node has run.
+
+    Raises:
+        InvalidUpdateError: the last step that ran nodes ran several.
+    """
+    cp = head
+    while cp is not None:
+        nodes = list(dict.fromkeys(n for n in cp.metadata.get("writes", []) if n in at.graph.nodes))
+        if len(nodes) == 1:
+            return str(nodes[0])
+        if nodes:
+            raise InvalidUpdateError(
+                f"update_state: ambiguous update, the last step ran {nodes}: specify as_node"
+            )
+        cp = at.store.get(at.thread_id, cp.parent_id, ns=at.ns) if cp.parent_id else None
+    return START
+
+
+Config = Mapping[str, Any] | RunConfig | None
+
+
+class StateMethods:
+    """The state API of :class:`~graphcore.engine.executor.CompiledGraph` (a mixin over its
+    :class:`~graphcore.engine.compiled.GraphSpec`), as LangGraph's compiled graph has it; the ``a``-methods
+    are the same for ``async`` code (the store is read in the calling thread)."""
+
+    def _spec(self) -> GraphSpec:
+        return cast("GraphSpec", self)
+
+    def get_state(self, config: Config, *, subgraphs: bool = False) -> StateSnapshot:
+        """See :func:`get_state`."""
+        return get_state(self._spec(), config, subgraphs)
+
+    def get_state_history(
+        self,
+        config: Config,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """See :func:`get_state_history`."""
+        return get_state_history(self._spec(), config, filter=filter, before=before, limit=limit)
+
+    def update_state(
+        self, config: Config, values: Any, as_node: str | None = None, task_id: str | None = None
+    ) -> dict[str, Any]:
+        """See :func:`update_state`."""
+        return update_state(self._spec(), config, values, as_node, task_id)
+
+    def bulk_update_state(
+        self, config: Config, supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]]
+    ) -> dict[str, Any]:
+        """See :func:`bulk_update_state`."""
+        return bulk_update_state(self._spec(), config, supersteps)
+
+    async def aget_state(self, config: Config, *, subgraphs: bool = False) -> StateSnapshot:
+        """See :func:`get_state`."""
+        return get_state(self._spec(), config, subgraphs)
+
+    async def aget_state_history(
+        self,
+        config: Config,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        """See :func:`get_state_history`."""
+        for snapshot in get_state_history(self._spec(), config, filter=filter, before=before, limit=limit):
+            yield snapshot
+
+    async def aupdate_state(
+        self, config: Config, values: Any, as_node: str | None = None, task_id: str | None = None
+    ) -> dict[str, Any]:
+        """See :func:`update_state`."""
+        return update_state(self._spec(), config, values, as_node, task_id)
+
+    async def abulk_update_state(
+        self, config: Config, supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]]
+    ) -> dict[str, Any]:
+        """See :func:`bulk_update_state`."""
+        return bulk_update_state(self._spec(), config, supersteps)
