@@ -182,7 +182,7 @@ def _task_state(
     if not recurse:
         return {"configurable": {"thread_id": at.thread_id, "checkpoint_ns": child}}
     ns = stateful_ns(child) if inner.checkpointer is True else child
-    sub = dataclasses.replace(at, graph=inner, ns=ns, given_ns=child, checkpoint_id=None)
+    sub = dataclasses.replace(at, graph=inner, ns=ns, given_ns=ns, checkpoint_id=None)  # LangGraph's
     head = at.store.get(at.thread_id, ns=ns)
     if head is None:
         return _empty({"configurable": {"thread_id": at.thread_id, "checkpoint_ns": child}})

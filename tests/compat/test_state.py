@@ -621,3 +621,38 @@ def test_an_interrupt_in_a_subgraph_without_checkpoints(lg: Imports) -> None:
     assert str(caught.value).startswith(
         "interrupt() in node 'ask' of a subgraph compiled with checkpointer=False: it keeps no checkpoints"
     )
+
+
+def test_a_static_breakpoint_then_update_state_then_continue(lg: Imports) -> None:
+    """LangGraph: stopped by interrupt_before, the thread's next is the node; update_state (as the node that
+    wrote last) keeps it next, and invoke(None) runs it with the update; as that node, it is skipped."""
+    builder = lg.StateGraph(State)
+    for name in ("a", "b", "c"):
+        builder.add_node(name, lambda s, name=name: {"items": [name]})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", "c")
+    graph = builder.compile(checkpointer=lg.InMemorySaver(), interrupt_before=["b"])
+    assert graph.invoke({"items": []}, thread()) == {"items": ["a"]}
+    assert graph.get_state(thread()).next == ("b",)
+    graph.update_state(thread(), {"items": ["u"]})
+    assert graph.get_state(thread()).next == ("b",)
+    assert graph.invoke(None, thread()) == {"items": ["a", "u", "b", "c"]}
+    graph.invoke({"items": []}, thread("2"))
+    graph.update_state(thread("2"), {"items": ["skip"]}, as_node="b")
+    assert graph.get_state(thread("2")).next == ("c",)
+    assert graph.invoke(None, thread("2")) == {"items": ["a", "skip", "c"]}
+
+
+def test_a_paused_subgraphs_snapshot_names_its_parents_checkpoint(lg: Imports) -> None:
+    """LangGraph: a paused subgraph's snapshot (subgraphs=True) has metadata parents {"": the parent's
+    checkpoint id}; a stateful subgraph's is read from, and names, its namespace without the task id."""
+    for checkpointer in (None, True):
+        graph = asking(lg, checkpointer)
+        graph.invoke({"out": ""}, thread())
+        parent = graph.get_state(thread(), subgraphs=True)
+        inner = parent.tasks[0].state
+        assert inner.metadata["parents"] == {"": ids(parent.config)}
+        ns = "sub" if checkpointer else f"sub:{parent.tasks[0].id}"
+        assert inner.config["configurable"]["checkpoint_ns"] == ns
+        assert (inner.values, inner.next) == ({"out": "", "seen": ["pre"]}, ("ask",))
