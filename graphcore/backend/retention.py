@@ -78,6 +78,13 @@ def _namespace_keys(kv: Any, thread_id: str, ns: str, stateful: bool) -> tuple[l
     return found, list(dict.fromkeys(children))
 
 
+def _next_call(ns: str) -> str:
+    """The namespace of the next graph call of the task whose call ``ns`` is (``node:task_id`` → ``...|1``,
+    ``...|1`` → ``...|2``; :func:`graphcore.engine.nested.call_namespace`)."""
+    base, _, last = ns.rpartition("|")
+    return f"{base}|{int(last) + 1}" if base and last.isdigit() else f"{ns}|1"
+
+
 def _existing(kv: Any, thread_id: str, namespaces: list[str]) -> list[str]:
     """The namespaces of ``namespaces`` that have a history (one round trip; none for an empty list)."""
     if not namespaces:
@@ -97,7 +104,7 @@ def _walk(kv: Any, thread_id: str, level: list[str], stateful: bool = False) -> 
         for ns in level:
             keys_of, candidates = _namespace_keys(kv, thread_id, ns, stateful)
             found += keys_of
-            children += candidates
+            children += candidates + ([_next_call(ns)] if ns else [])
         level = _existing(kv, thread_id, children)
     return list(dict.fromkeys(found))
 

@@ -33,6 +33,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
+from graphcore.engine.nested import refusal
 from graphcore.errors import GraphqError, InvalidUpdateError
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -262,7 +263,14 @@ def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
 
 def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskWrites:
     """The task's record when its node paused in ``interrupt()``: no writes, the open requests, and the
-    answers it had consumed before its own first unanswered call."""
+    answers it had consumed before its own first unanswered call.
+
+    Raises:
+        ConcurrentInterruptError: the task paused having asked from several threads or asyncio tasks.
+    """
+    error = refusal(ctx)
+    if error is not None:
+        raise error
     own = [r.index for r in paused.records if r.task_id == task.id]
     consumed = ctx.resume[: own[0]] if own else []
     return TaskWrites(task.id, task.node, interrupts=list(paused.records), resume=consumed)

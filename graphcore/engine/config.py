@@ -7,8 +7,9 @@ Keys that graphq itself puts into ``configurable`` start with ``__graphq_``; use
 from __future__ import annotations
 
 import contextvars
+import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -365,12 +366,32 @@ class TaskContext:
     resume: list[Any] = field(default_factory=list)
     interrupt_calls: int = 0
     answers: Mapping[str, Any] = field(default_factory=dict)
+    graph_calls: int = 0
+    """How many graphs the task invoked so far (each call checkpoints in a namespace of its own)."""
+    callers: frozenset[Hashable] = frozenset()
+    """Who (thread, asyncio task) called ``interrupt()`` or invoked a graph in this task
+    (:mod:`graphcore.engine.nested`): a task that pauses must have had one."""
 
-    def next_interrupt(self) -> int:
-        """The index of this ``interrupt()`` call within the task (0, 1, ...)."""
-        index = self.interrupt_calls
-        self.interrupt_calls += 1
+    def next_interrupt(self, caller: Hashable = None) -> int:
+        """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""
+        with _calls_lock:
+            index = self.interrupt_calls
+            self.interrupt_calls += 1
+            self.callers |= {caller}
         return index
+
+    def next_graph_call(self, caller: Hashable = None) -> int:
+        """The index of this task's call of a graph (0, 1, ...), counted across threads, recording
+        ``caller``."""
+        with _calls_lock:
+            index = self.graph_calls
+            self.graph_calls += 1
+            self.callers |= {caller}
+        return index
+
+
+_calls_lock = threading.Lock()
+"""Guards the call counters of every :class:`TaskContext` (taken only by ``interrupt()`` and graph calls)."""
 
 
 _current: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("graphq_task")

@@ -30,7 +30,8 @@ from graphcore.engine.config import (
     run_scope,
 )
 from graphcore.engine.durability import check_durability, durable
-from graphcore.engine.interrupts import match_answer, pending_interrupts, resume_plan
+from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
+from graphcore.engine.nested import call_namespace
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import run_step
 from graphcore.engine.stream import checkpoint_payload, task_payload
@@ -74,6 +75,17 @@ def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]], answers: Mappin
         return cfg
     extra = {RESUME_KEY: dict(resume), ANSWERS_KEY: dict(answers)}
     return cfg.model_copy(update={"configurable": {**cfg.configurable, **extra}})
+
+
+def continued_run(cfg: RunConfig, start: Checkpoint) -> tuple[RunConfig, dict[str, Any]]:
+    """``cfg`` and the checkpoint metadata of a run that starts at ``start``: a run that continues a
+    checkpoint's step (``Command(resume=...)``, or ``invoke(None)`` after a failure) is that checkpoint's run
+    again and keeps its run id, so its tasks' idempotency keys (``"<run>:<step>:<task>"``, I1) are the same
+    on every resume, as on the queue."""
+    run = start.metadata.get("run_id") or cfg.run_id
+    if run != cfg.run_id:
+        cfg = cfg.model_copy(update={"run_id": run})
+    return cfg, {"run_id": cfg.run_id}
 
 
 def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
@@ -219,9 +231,9 @@ class CompiledGraph(StateMethods, GraphSpec):
         cfg = self.config_for(given)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "")
-        ns = f"{parent.ns}|{task.node}:{task.task_id}" if parent.ns else f"{task.node}:{task.task_id}"
+        ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
-        return cfg.model_copy(update={"thread_id": parent.thread_id}), Scope(
+        return cfg.model_copy(update={"thread_id": parent.thread_id, "run_id": task.config.run_id}), Scope(
             parent.store, parent.thread_id, ns
         )
 
@@ -236,6 +248,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
         cp, finished, answers = self._start(cfg, input, meta, scope)
+        cfg, meta = continued_run(cfg, cp)
         yield ([("values", dict(cp.channel_values))] if modes and "values" in modes else []), cp, []
         task = current_task_or_none()
         cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
@@ -262,7 +275,8 @@ class CompiledGraph(StateMethods, GraphSpec):
                     writer=writer,
                     cancel=cancel,
                 )
-            if outcome.error is not None:
+            if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
+                self._save_writes(scope, cp, outcome.results)
                 raise outcome.error
             finished, answers = {}, {}
             paused = [i for r in outcome.results for i in r.interrupts]
@@ -271,6 +285,8 @@ class CompiledGraph(StateMethods, GraphSpec):
                 events = [e for e in custom if modes and "custom" in modes]
                 events += [("updates", {INTERRUPT_KEY: paused})] if modes and "updates" in modes else []
                 yield events, cp, paused
+                if scope.ns:  # a graph a node invoked: the node pauses with it (LangGraph's nested graphs)
+                    raise GraphInterrupt(*paused)
                 return
             cp = apply_writes(self, cp, outcome.results, meta)
             self._save(scope, cp)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from graphcore.engine.config import TaskContext, current_task
+from graphcore.engine.nested import caller, refusal
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import Interrupt, TaskWrites
 
@@ -141,11 +142,17 @@ def interrupt(value: Any, timeout_s: float | None = None) -> Any:
     Raises:
         GraphInterrupt: no answer yet; graphq catches it and pauses the run (AwaitingInput).
         OutsideRunError: called outside a running node.
+        ConcurrentInterruptError: another thread (or asyncio task) of the same task already called
+            ``interrupt()`` or invoked a graph: answers are matched by call order, which threads do not keep
+            (LangGraph would risk giving one thread's answer to the other).
         ConfigError: ``timeout_s`` is not a number of seconds > 0.
     """
     ctx = current_task("interrupt")
     timeout = _timeout(ctx, timeout_s)
-    index = ctx.next_interrupt()
+    index = ctx.next_interrupt(caller())
+    error = refusal(ctx)
+    if error is not None:  # a second thread asks: its answer could be another's (nested.py)
+        raise error
     if index < len(ctx.resume):
         return ctx.resume[index]
     task_id = ctx.task_id

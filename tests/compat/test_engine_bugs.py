@@ -3,7 +3,11 @@ gives too (or, where graphq deliberately refuses, each side's own result)."""
 
 from __future__ import annotations
 
+import contextvars
 import operator
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -65,3 +69,329 @@ def test_a_node_returning_an_overwrite_and_routing_sees_the_new_value(lg: Import
     builder.add_edge("done", lg.END)
     assert builder.compile().invoke({"items": ["a", "b"]}) == {"items": ["only"]}
     assert seen == [["only"]]
+
+
+# -- interrupt() inside a graph a node invokes --------------------------------------------------------------
+
+
+def _saver(lg: Imports) -> Any:
+    return lg.InMemorySaver()
+
+
+def _thread(name: str = "t") -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}}
+
+
+def _asks(lg: Imports, *questions: str) -> Any:
+    """A graph whose one node asks ``questions`` in turn and writes the answers."""
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"items": [lg.interrupt(q) for q in questions]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(lg.START, "ask")
+    return builder.compile()
+
+
+def _one_node(lg: Imports, fn: Any, saver: bool = True) -> Any:
+    builder = lg.StateGraph(State)
+    builder.add_node("n", fn)
+    builder.add_edge(lg.START, "n")
+    return builder.compile(checkpointer=_saver(lg) if saver else None)
+
+
+def _values(result: dict[str, Any]) -> list[Any]:
+    return [i.value for i in result["__interrupt__"]]
+
+
+def test_an_interrupt_in_a_graph_a_node_invokes_pauses_the_parent(lg: Imports) -> None:
+    """LangGraph: ``interrupt()`` in a graph that a node invokes (``inner.invoke`` in its body) pauses the
+    parent run with the question; ``Command(resume=...)`` re-runs the node and the answer reaches the inner
+    graph."""
+    inner = _asks(lg, "q?")
+    entered: list[int] = []
+
+    def node(state: State) -> dict[str, Any]:
+        entered.append(1)
+        return {"items": [f"after:{inner.invoke({'items': ['x']})['items']}"]}
+
+    graph = _one_node(lg, node)
+    paused = graph.invoke({"items": []}, _thread())
+    assert paused["items"] == []
+    assert _values(paused) == ["q?"]
+    assert graph.invoke(lg.Command(resume="yes"), _thread()) == {"items": ["after:['x', 'yes']"]}
+    assert len(entered) == 2  # the node runs again from its start
+
+
+def test_an_inner_graph_asking_twice_pauses_the_parent_twice(lg: Imports) -> None:
+    """LangGraph: each ``interrupt()`` of the invoked graph pauses the parent in turn; the answers reach the
+    inner node's calls in order."""
+    inner = _asks(lg, "first", "second")
+    graph = _one_node(lg, lambda s: {"items": inner.invoke({"items": ["x"]})["items"]})
+    assert _values(graph.invoke({"items": []}, _thread())) == ["first"]
+    assert _values(graph.invoke(lg.Command(resume="A"), _thread())) == ["second"]
+    assert graph.invoke(lg.Command(resume="B"), _thread()) == {"items": ["x", "A", "B"]}
+
+
+def test_parallel_questions_of_an_invoked_graph_surface_together(lg: Imports) -> None:
+    """LangGraph: two parallel nodes of the invoked graph that ask both surface on the parent; a map of
+    interrupt id to answer answers both at once."""
+    builder = lg.StateGraph(State)
+    builder.add_node("p", lambda s: {"items": [f"p:{lg.interrupt('qp')}"]})
+    builder.add_node("q", lambda s: {"items": [f"q:{lg.interrupt('qq')}"]})
+    builder.add_edge(lg.START, "p")
+    builder.add_edge(lg.START, "q")
+    inner = builder.compile()
+    graph = _one_node(lg, lambda s: {"items": inner.invoke({"items": []})["items"]})
+    paused = graph.invoke({"items": []}, _thread())
+    assert sorted(_values(paused)) == ["qp", "qq"]
+    ids = {i.value: i.id for i in paused["__interrupt__"]}
+    answer = lg.Command(resume={ids["qp"]: "P", ids["qq"]: "Q"})
+    assert graph.invoke(answer, _thread()) == {"items": ["p:P", "q:Q"]}
+
+
+def test_a_graph_invoked_inside_a_subgraph_node_pauses_the_root(lg: Imports) -> None:
+    """LangGraph: a graph invoked by a node of a subgraph (a compiled graph added as a node) pauses the
+    root run through both levels; its answers go back down to it."""
+    inner = _asks(lg, "first", "second")
+    mid = lg.StateGraph(State)
+    mid.add_node("m", lambda s: {"items": inner.invoke({"items": []})["items"]})
+    mid.add_edge(lg.START, "m")
+    root = lg.StateGraph(State)
+    root.add_node("sub", mid.compile())
+    root.add_edge(lg.START, "sub")
+    graph = root.compile(checkpointer=_saver(lg))
+    assert _values(graph.invoke({"items": []}, _thread())) == ["first"]
+    assert _values(graph.invoke(lg.Command(resume="A"), _thread())) == ["second"]
+    assert graph.invoke(lg.Command(resume="B"), _thread()) == {"items": ["A", "B"]}
+
+
+def test_except_exception_around_an_inner_call_and_its_pause(lg: Imports) -> None:
+    """LangGraph: its interrupt is an ``Exception``, so ``except Exception`` around the inner call swallows
+    the pause and the node carries on. graphq (a deliberate difference): its interrupt is a
+    ``BaseException``, so the node pauses and the question is not lost."""
+    inner = _asks(lg, "q?")
+
+    def node(state: State) -> dict[str, Any]:
+        try:
+            return {"items": inner.invoke({"items": []})["items"]}
+        except Exception:
+            return {"items": ["swallowed"]}
+
+    graph = _one_node(lg, node)
+    if lg.is_langgraph:
+        assert graph.invoke({"items": []}, _thread()) == {"items": ["swallowed"]}
+        return
+    assert _values(graph.invoke({"items": []}, _thread())) == ["q?"]
+    assert graph.invoke(lg.Command(resume="yes"), _thread()) == {"items": ["yes"]}
+
+
+# -- each graph call of a node has its own namespace ---------------------------------------------------------
+
+
+def _counting(lg: Imports, runs: Counter[str]) -> Any:
+    """A graph whose node counts its runs by its input's first item and appends ``done``."""
+
+    def work(state: State) -> dict[str, Any]:
+        runs[state["items"][0]] += 1
+        return {"items": ["done"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("w", work)
+    builder.add_edge(lg.START, "w")
+    return builder.compile()
+
+
+def test_two_calls_of_one_graph_from_a_node_both_run(lg: Imports) -> None:
+    """LangGraph: with a checkpointer, two invocations of one graph from one node each run on their own
+    input (each call checkpoints in a namespace of its own)."""
+    runs: Counter[str] = Counter()
+    inner = _counting(lg, runs)
+
+    def node(state: State) -> dict[str, Any]:
+        first, second = inner.invoke({"items": ["1"]}), inner.invoke({"items": ["2"]})
+        return {"items": [*first["items"], *second["items"]]}
+
+    graph = _one_node(lg, node)
+    assert graph.invoke({"items": []}, _thread()) == {"items": ["1", "done", "2", "done"]}
+    assert runs == {"1": 1, "2": 1}
+
+
+def test_a_resumed_node_finds_the_state_of_its_earlier_graph_calls(lg: Imports) -> None:
+    """LangGraph: when the node runs again after an answer, its earlier (finished) graph calls return their
+    results without running again, and the asking call gets the answer."""
+    runs: Counter[str] = Counter()
+    inner, asker = _counting(lg, runs), _asks(lg, "ok?")
+
+    def node(state: State) -> dict[str, Any]:
+        one, two = inner.invoke({"items": ["one"]}), inner.invoke({"items": ["two"]})
+        return {"items": one["items"] + two["items"] + asker.invoke({"items": []})["items"]}
+
+    graph = _one_node(lg, node)
+    assert _values(graph.invoke({"items": []}, _thread())) == ["ok?"]
+    assert graph.invoke(lg.Command(resume="yes"), _thread()) == {
+        "items": ["one", "done", "two", "done", "yes"]
+    }
+    assert runs == {"one": 1, "two": 1}
+
+
+def test_two_asking_calls_of_one_graph_are_answered_in_turn(lg: Imports) -> None:
+    """LangGraph: two calls of one asking graph from one node pause the parent one after the other; each
+    gets its own answer."""
+    asker = _asks(lg, "ok?")
+    graph = _one_node(
+        lg, lambda s: {"items": asker.invoke({"items": []})["items"] + asker.invoke({})["items"]}
+    )
+    assert len(graph.invoke({"items": []}, _thread())["__interrupt__"]) == 1
+    assert len(graph.invoke(lg.Command(resume="A"), _thread())["__interrupt__"]) == 1
+    assert graph.invoke(lg.Command(resume="B"), _thread()) == {"items": ["A", "B"]}
+
+
+# -- a failed super-step keeps the writes of its finished tasks ---------------------------------------------
+
+
+class Pair(TypedDict, total=False):
+    side: str
+    flaky: str
+
+
+def test_after_a_failed_step_only_the_failed_task_runs_again(lg: Imports) -> None:
+    """LangGraph: when one task of a super-step fails, its finished siblings' writes are kept as pending
+    writes; ``invoke(None, config)`` runs only the failed task again."""
+    fired: list[str] = []
+    failing = [True]
+    side_done = threading.Event()
+
+    def side(state: Pair) -> dict[str, Any]:
+        fired.append("side")
+        side_done.set()
+        return {"side": "done"}
+
+    def flaky(state: Pair) -> dict[str, Any]:
+        fired.append("flaky")
+        if failing.pop() if failing else False:
+            side_done.wait(5)  # the sibling has finished when this task fails
+            raise RuntimeError("boom")
+        return {"flaky": "done"}
+
+    builder = lg.StateGraph(Pair)
+    builder.add_node("side", side)
+    builder.add_node("flaky", flaky)
+    builder.add_edge(lg.START, "side")
+    builder.add_edge(lg.START, "flaky")
+    graph = builder.compile(checkpointer=_saver(lg))
+    with pytest.raises(Exception) as failed:
+        graph.invoke({}, _thread())
+    cause = failed.value if lg.is_langgraph else failed.value.error  # graphq: NodeError(node, error)
+    assert isinstance(cause, RuntimeError)
+    assert str(cause) == "boom"
+    assert graph.invoke(None, _thread()) == {"side": "done", "flaky": "done"}
+    assert sorted(fired) == ["flaky", "flaky", "side"]
+
+
+def test_after_a_failed_step_in_an_invoked_graph_only_its_failed_task_runs_again(lg: Imports) -> None:
+    """LangGraph: a graph a node invokes keeps its own finished tasks' writes when one of its tasks fails;
+    the parent's ``invoke(None, config)`` runs only that task of it again."""
+    runs: Counter[str] = Counter()
+    failing = [True]
+    ok_done = threading.Event()
+
+    def ok(state: State) -> dict[str, Any]:
+        runs["ok"] += 1
+        ok_done.set()
+        return {"items": ["ok"]}
+
+    def bad(state: State) -> dict[str, Any]:
+        runs["bad"] += 1
+        if failing.pop() if failing else False:
+            ok_done.wait(5)  # the sibling has finished when this task fails
+            raise RuntimeError("boom")
+        return {"items": ["bad"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("ok", ok)
+    builder.add_node("bad", bad)
+    builder.add_edge(lg.START, "ok")
+    builder.add_edge(lg.START, "bad")
+    inner = builder.compile()
+    graph = _one_node(lg, lambda s: {"items": sorted(inner.invoke({"items": []})["items"])})
+    with pytest.raises(Exception):  # noqa: B017 - LangGraph's RuntimeError, graphq's NodeError
+        graph.invoke({"items": []}, _thread())
+    assert graph.invoke(None, _thread()) == {"items": ["bad", "ok"]}
+    assert runs == {"ok": 1, "bad": 2}
+
+
+# -- interrupt() from threads of one task -------------------------------------------------------------------
+
+
+def _in_threads(*calls: Any) -> list[Any]:
+    """Run each call in a thread of its own, in a copy of this context (as LangGraph's own executor does),
+    all started together; their results in order (the first error raised)."""
+    start = threading.Barrier(len(calls))
+
+    def run(call: Any) -> Any:
+        start.wait(5)
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, run, call) for call in calls]
+        wait(futures)
+    return [f.result() for f in futures]
+
+
+def test_two_threads_of_one_node_asking_at_once(lg: Imports) -> None:
+    """LangGraph: two threads of one node that call ``interrupt()`` at once surface one question (answers
+    are matched by call order, so a later answer may reach either thread). graphq (a deliberate
+    difference): the task fails with ``ConcurrentInterruptError`` rather than risk misrouting an answer."""
+    graph = _one_node(
+        lg, lambda s: {"items": _in_threads(lambda: lg.interrupt("q1"), lambda: lg.interrupt("q2"))}
+    )
+    if lg.is_langgraph:
+        assert len(graph.invoke({"items": []}, _thread())["__interrupt__"]) == 1
+        return
+    with pytest.raises(RuntimeError, match="paused from 2 threads") as refused:
+        graph.invoke({"items": []}, _thread())
+    assert str(refused.value) == (
+        "node 'n' paused from 2 threads (or asyncio tasks) of one task: interrupt() and the graphs a "
+        "node invokes must pause from one thread per task, because answers are matched to questions by "
+        "call order, which concurrent threads do not keep; ask once from one thread (one interrupt() with "
+        "every question), or give each question a task of its own with Send"
+    )
+
+
+def test_one_helper_thread_of_a_node_may_ask(lg: Imports) -> None:
+    """LangGraph: ``interrupt()`` in the one thread a node hands its work to pauses the run, and the answer
+    reaches that thread."""
+    graph = _one_node(lg, lambda s: {"items": _in_threads(lambda: lg.interrupt("q?"))})
+    assert _values(graph.invoke({"items": []}, _thread())) == ["q?"]
+    assert graph.invoke(lg.Command(resume="yes"), _thread()) == {"items": ["yes"]}
+
+
+def test_graphs_invoked_from_parallel_threads_of_a_node_all_run(lg: Imports) -> None:
+    """LangGraph: a node may invoke graphs from several threads at once (a parallel map); each call runs on
+    its own input when none of them asks."""
+    runs: Counter[str] = Counter()
+    inner = _counting(lg, runs)
+
+    def node(state: State) -> dict[str, Any]:
+        results = _in_threads(*(lambda x=x: inner.invoke({"items": [x]}) for x in ("a", "b", "c")))
+        return {"items": [r["items"][0] for r in results]}
+
+    graph = _one_node(lg, node)
+    assert graph.invoke({"items": []}, _thread()) == {"items": ["a", "b", "c"]}
+    assert runs == {"a": 1, "b": 1, "c": 1}
+
+
+def test_graphs_invoked_from_parallel_threads_that_ask(lg: Imports) -> None:
+    """LangGraph: graphs invoked from parallel threads of one node that each ask surface one question (the
+    other is lost until the node runs again, and which call's namespace each thread gets depends on timing).
+    graphq (a deliberate difference): the task fails with ``ConcurrentInterruptError``."""
+    asker = _asks(lg, "ok?")
+    calls = (lambda: asker.invoke({"items": []}), lambda: asker.invoke({"items": []}))
+    graph = _one_node(lg, lambda s: {"items": [r["items"][0] for r in _in_threads(*calls)]})
+    if lg.is_langgraph:
+        assert len(graph.invoke({"items": []}, _thread())["__interrupt__"]) == 1
+        return
+    with pytest.raises(RuntimeError, match=r"^node 'n' paused from 2 threads"):
+        graph.invoke({"items": []}, _thread())

@@ -1,0 +1,60 @@
+"""Graphs a node invokes and questions a task asks (G6, G7): where each call checkpoints, and the refusal of
+pauses made from several threads of one task.
+
+* A node may invoke compiled graphs (``inner.invoke(...)`` in its body, or a subgraph node). Each call
+  checkpoints in the parent's thread under a namespace of its own: ``parent_ns|node:task_id`` for the task's
+  first call, ``...|node:task_id|N`` for its (N+1)-th, as LangGraph numbers them. A task that runs again
+  (resumed, or after a failure) makes its calls in the same order, so each finds its own earlier state.
+* Answers are matched to a task's questions by call order. Threads (or asyncio tasks) of one task do not
+  keep an order, so a task that pauses from more than one of them is refused with
+  :class:`ConcurrentInterruptError` rather than risk giving one thread's answer to another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from graphcore.engine.config import TaskContext
+from graphcore.errors import PermanentError
+
+__all__ = ["ConcurrentInterruptError", "call_namespace", "caller", "refusal"]
+
+
+class ConcurrentInterruptError(PermanentError, RuntimeError):
+    """A task asked questions (``interrupt()``, or a graph it invoked paused) from more than one thread or
+    asyncio task: graphq matches answers by call order, which concurrent callers do not keep, so it refuses
+    rather than misroute an answer. Also a ``RuntimeError``."""
+
+    def __init__(self, node: str, callers: int) -> None:
+        super().__init__(
+            f"node {node!r} paused from {callers} threads (or asyncio tasks) of one task: interrupt() and "
+            "the graphs a node invokes must pause from one thread per task, because answers are matched to "
+            "questions by call order, which concurrent threads do not keep; ask once from one thread (one "
+            "interrupt() with every question), or give each question a task of its own with Send"
+        )
+        self.node = node
+        self.callers = callers
+
+
+def caller() -> tuple[int, int]:
+    """Who is calling: the thread, and the asyncio task within it (0 outside one)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop running in this thread
+        task = None
+    return threading.get_ident(), 0 if task is None else id(task)
+
+
+def call_namespace(parent_ns: str, task: TaskContext) -> str:
+    """The checkpoint namespace of the graph that the running ``task`` invokes now (its next call, counted
+    across threads), below the parent's namespace ``parent_ns``; the caller is recorded (:func:`refusal`)."""
+    index = task.next_graph_call(caller())
+    base = f"{parent_ns}|{task.node}:{task.task_id}" if parent_ns else f"{task.node}:{task.task_id}"
+    return base if index == 0 else f"{base}|{index}"
+
+
+def refusal(task: TaskContext) -> ConcurrentInterruptError | None:
+    """The error for a task that paused having asked or invoked graphs from several callers, else None."""
+    callers = len(task.callers)
+    return ConcurrentInterruptError(task.node, callers) if callers > 1 else None

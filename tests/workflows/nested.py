@@ -1,0 +1,58 @@
+"""Workflows whose nodes invoke graphs in their bodies (not as subgraph nodes): a nested graph that asks, a
+node that calls a counting graph twice before an asking one, and an inner node that records its idempotency
+key. Each run of an inner node leaves a line in ``$GRAPHQ_TEST_DIR/nested.log`` (worker subprocesses)."""
+
+from __future__ import annotations
+
+import operator
+import os
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from graphcore import START, StateGraph, get_config, interrupt
+
+
+class Items(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+
+
+def _log(line: str) -> None:
+    with (Path(os.environ["GRAPHQ_TEST_DIR"]) / "nested.log").open("a") as log:
+        log.write(f"{line}\n")
+
+
+def ask(state: Items) -> dict[str, Any]:
+    key = get_config().configurable["__graphq_idempotency_key"]
+    _log(f"ask {key}")
+    return {"items": [f"answer:{interrupt('ok?')}"]}
+
+
+def work(state: Items) -> dict[str, Any]:
+    _log(f"work {state['items'][0]}")
+    return {"items": ["done"]}
+
+
+def _one(name: str, fn: Any) -> Any:
+    builder = StateGraph(Items)
+    builder.add_node(name, fn)
+    builder.add_edge(START, name)
+    return builder
+
+
+asker = _one("ask", ask).compile(name="nested-asker")
+worker = _one("work", work).compile(name="nested-worker")
+
+
+def call_asker(state: Items) -> dict[str, Any]:
+    """Invokes the asking graph in its body and reports what it returned."""
+    return {"items": [f"inner:{asker.invoke({'items': ['x']})['items']}"]}
+
+
+def call_three(state: Items) -> dict[str, Any]:
+    """Two calls of one graph, then an asking one: each call has a namespace of its own."""
+    one, two = worker.invoke({"items": ["one"]}), worker.invoke({"items": ["two"]})
+    return {"items": one["items"] + two["items"] + asker.invoke({})["items"]}
+
+
+nested_ask = _one("call", call_asker).compile(name="nested-ask")
+nested_three = _one("call", call_three).compile(name="nested-three")
