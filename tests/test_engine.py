@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 import threading
@@ -228,8 +229,16 @@ def test_reserved_or_invalid_node_name_is_rejected(name: str) -> None:
 
 
 def test_state_schema_must_be_typeddict_or_model() -> None:
+    """A class with fields that is neither (a dataclass) is refused; a type without fields (``dict``) is a
+    root-channel state, as LangGraph's (issue 11)."""
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
     with pytest.raises(InvalidGraphError, match="must be a TypedDict or a pydantic BaseModel"):
-        StateGraph(dict)
+        StateGraph(Point)
+    assert StateGraph(dict).schema.root
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -308,7 +308,9 @@ class Client:
         return self.enqueue_many([RunRequest(workflow, input, **options)], multitask)[0]
 
     def get_run(self, run_id: str) -> RunRecord:
-        """The run record; a Completed run's ``result`` is the state values of its last checkpoint.
+        """The run record; a Completed run's ``result`` is the state values of its last checkpoint, as
+        ``invoke`` returns them (narrowed to the workflow's output schema, the value of a root-channel
+        state; :meth:`~graphcore.engine.schema.StateSchema.result`).
 
         Raises:
             RunNotFoundError: no such run.
@@ -316,9 +318,15 @@ class Client:
         return self._with_result(self.runs.get(run_id))
 
     def _with_result(self, record: RunRecord) -> RunRecord:
-        if record.status == RunStatus.COMPLETED and record.head is not None and record.result is None:
-            cp = self.checkpoints.get(record.thread_id, record.head)
-            record.result = dict(cp.channel_values) if cp is not None else None
+        if record.status == RunStatus.COMPLETED and record.head is not None:
+            values = record.result  # kept when its checkpoint went (R5): the head's channel values
+            if values is None:
+                cp = self.checkpoints.get(record.thread_id, record.head)
+                values = dict(cp.channel_values) if cp is not None else None
+            graph = self.registry.graphs.get(record.workflow)
+            if values is not None and graph is not None:
+                values = graph.schema.result(values)
+            record.result = values
         return record
 
     def list_runs(self, limit: int = 50, where: RunFilter | None = None) -> list[RunRecord]:

@@ -31,9 +31,11 @@ from graphcore.engine.config import (
     TaskContext,
     task_context,
 )
+from graphcore.engine.defer import HELD, hold
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
+from graphcore.engine.params import keyword_args
 from graphcore.errors import GraphqError, InvalidUpdateError
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -79,7 +81,8 @@ def prepare_tasks(graph: GraphSpec, cp: Checkpoint) -> list[Task]:
     """
     tasks = []
     for index, pending in enumerate(cp.next_tasks):
-        arg = pending.arg if pending.send else graph.schema.view(cp.channel_values)
+        reads = None if pending.send else graph.nodes[pending.node].reads
+        arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(cp.channel_values)
         tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index))
     return tasks
 
@@ -120,6 +123,8 @@ def _as_list(value: Any) -> list[Any]:
 
 def call_router(graph: GraphSpec, branch: Branch, state: Any) -> Any:
     """What ``branch``'s router returns for ``state``: a coroutine for an async router."""
+    if branch.injects:  # config / writer parameters (graphcore.engine.params)
+        return branch.router(state, **keyword_args(branch.injects))
     return branch.router(state)
 
 
@@ -251,6 +256,8 @@ def task_setup(
         cancel.raise_if_cancelled()  # no node starts once its run was cancelled (X3)
     spec = graph.nodes[task.node]
     cfg = task_config(config, cp.step + 1, task, spec.settings)
+    if spec.metadata:  # LangGraph's node metadata, in the task config's metadata
+        cfg = cfg.model_copy(update={"metadata": {**cfg.metadata, **spec.metadata}})
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
     answers = config.configurable.get(ANSWERS_KEY, {})
     return TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)
@@ -258,6 +265,9 @@ def task_setup(
 
 def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
     """What ``spec``'s function returns for ``task`` (a coroutine for an async node)."""
+    if spec.injects:  # config / writer parameters (graphcore.engine.params)
+        first = (task.input, cfg) if spec.takes_config else (task.input,)
+        return spec.fn(*first, **keyword_args(spec.injects, cfg))
     return spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
 
 
@@ -312,6 +322,8 @@ def _schedule(
         elif pending.node != END and pending.node not in triggered:
             triggered.add(pending.node)
             tasks.append(pending)
+    if graph.deferred or HELD in state:  # add_node(..., defer=True): held until nothing else is pending
+        return hold(graph.deferred, tasks, state)
     return tasks, state
 
 

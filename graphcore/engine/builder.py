@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import itertools
+import types
 import typing
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
 
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.engine import params
 from graphcore.engine.checkpointer import check_checkpointer
 from graphcore.engine.compiled import Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
@@ -43,11 +44,14 @@ def _named(name: str | Callable[..., Any], fn: Callable[..., Any] | None) -> tup
 
 def _goes_to(fn: Callable[..., Any]) -> tuple[str, ...]:
     """The node names of ``fn``'s return annotation ``Command[Literal["a", "b"]]`` (LangGraph's way of
-    declaring a node's ``Command(goto=...)`` destinations); () without one or when it cannot be read."""
+    declaring a node's ``Command(goto=...)`` destinations), also inside a union (``Command[...] | dict``);
+    () without one or when it cannot be read."""
     try:
         returns = typing.get_type_hints(fn).get("return")
     except Exception:  # a forward reference that does not resolve, a callable object without hints, ...
         return ()
+    if typing.get_origin(returns) in (typing.Union, types.UnionType):
+        returns = next((a for a in typing.get_args(returns) if typing.get_origin(a) is Command), None)
     if typing.get_origin(returns) is not Command:
         return ()
     (goes,) = typing.get_args(returns) or (None,)
@@ -56,15 +60,21 @@ def _goes_to(fn: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(str(name) for name in typing.get_args(goes))
 
 
-def _takes_config(fn: Callable[..., Any]) -> bool:
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    required = [
-        p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    return len(required) >= 2 or any(p.name == "config" for p in params)
+def _one_retry(name: str, retry: RetryPolicy | None, retry_policy: object) -> RetryPolicy | None:
+    """``retry``, or LangGraph's ``retry_policy`` (one policy; LangGraph also takes a list, the first that
+    matches an error applying)."""
+    if retry_policy is None:
+        return retry
+    if retry is not None:
+        raise ConfigError(f"node {name!r}: give retry or retry_policy, not both")
+    if isinstance(retry_policy, list | tuple):
+        if len(retry_policy) != 1:
+            raise ConfigError(
+                f"node {name!r}: retry_policy takes one RetryPolicy in graphq (got a list of "
+                f"{len(retry_policy)}); merge them into one whose retry_on accepts every error to retry"
+            )
+        (retry_policy,) = retry_policy
+    return cast("RetryPolicy", retry_policy)
 
 
 def _check_node_options(name: str, timeout: float | None, retry: object, settings: object) -> None:
@@ -98,8 +108,28 @@ class StateGraph:
         graph = g.compile(name="demo")
     """
 
-    def __init__(self, state_schema: type[Any]) -> None:
-        self.schema = StateSchema.of(state_schema)
+    def __init__(
+        self,
+        state_schema: type[Any],
+        context_schema: type[Any] | None = None,
+        *,
+        input_schema: type[Any] | None = None,
+        output_schema: type[Any] | None = None,
+    ) -> None:
+        """A builder over ``state_schema``, LangGraph's ``StateGraph`` arguments.
+
+        Args:
+            state_schema: a TypedDict or pydantic model (one channel per key), or any type without fields
+                (``int``, ``Annotated[list, operator.add]``): a root-channel state, the value itself.
+            context_schema: LangGraph's run context schema (see :mod:`graphcore.engine.schema`).
+            input_schema: the keys the graph's input may set (default: the state schema's).
+            output_schema: the keys of ``invoke``'s result and a queued run's (default: the state schema's).
+
+        Raises:
+            InvalidGraphError: a schema is neither (see :meth:`StateSchema.of`).
+        """
+        self.schema = StateSchema.of(state_schema, input_schema, output_schema)
+        self.context_schema = context_schema
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
@@ -114,13 +144,21 @@ class StateGraph:
         settings: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
         retry: RetryPolicy | None = None,
+        defer: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        input_schema: type[Any] | None = None,
+        retry_policy: RetryPolicy | None = None,
+        cache_policy: object = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
         ``__name__``) or the compiled graph (its name), as LangGraph's ``StateGraph.add_node`` does.
 
         Args:
             name: unique node name (or the node's function, named after it).
-            fn: ``fn(state)`` or ``fn(state, config)``, or a compiled graph (a subgraph, G7).
+            fn: ``fn(state)``, or a compiled graph (a subgraph, G7); a parameter named ``config`` gets the
+                run config and one named ``writer`` the stream writer, as in LangGraph (and graphq's
+                ``fn(state, cfg)``: a second positional parameter of another name gets the config; see
+                :mod:`graphcore.engine.params`).
             timeout: node timeout in seconds, per try (G10), or None. A node still running after that many
                 seconds fails its step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel
                 token set.
@@ -132,6 +170,15 @@ class StateGraph:
             destinations: nodes reachable only through ``Command(goto=...)`` from this node; by default
                 the names of ``fn``'s return annotation ``Command[Literal["a", "b"]]``, if it has one.
             retry: the node's retry policy (G9); None tries it once.
+            defer: run the node only when nothing else is pending (LangGraph's deferred nodes, for joins of
+                branches of different lengths; see :mod:`graphcore.engine.defer`).
+            metadata: added to the ``metadata`` of the node's config (LangGraph's node metadata).
+            input_schema: the TypedDict or model the node receives (its keys only; a key only it declares
+                is a private channel); by default the annotation of ``fn``'s first parameter when that is
+                one, else the state schema.
+            retry_policy: LangGraph's name for ``retry``.
+            cache_policy: LangGraph's node cache policy: accepted and unused (LangGraph uses it only with
+                ``compile(cache=...)``, which graphq does not have).
 
         Raises:
             InvalidGraphError: the name is reserved, already used, or contains ':'; no function is given, or
@@ -144,11 +191,27 @@ class StateGraph:
             raise InvalidGraphError(f"node name {name!r} is reserved or invalid (no ':' and not START/END)")
         if name in self.nodes:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
+        retry = _one_retry(name, retry, retry_policy)
         _check_node_options(name, timeout, retry, settings)
         if _is_compiled_graph(fn):
             fn = SubgraphNode(cast("CompiledGraph", fn), self.schema)
         goes = tuple(destinations) or _goes_to(fn)
-        self.nodes[name] = NodeSpec(name, fn, _takes_config(fn), timeout, _own_copy(settings), goes, retry)
+        reads = input_schema or params.input_schema_of(fn)
+        if reads is not None:
+            self.schema = self.schema.including(reads)
+        self.nodes[name] = NodeSpec(
+            name,
+            fn,
+            params.takes_positional_config(fn),
+            timeout,
+            _own_copy(settings),
+            goes,
+            retry,
+            reads=None if reads is self.schema.schema else reads,
+            injects=params.injected(fn),
+            defer=defer,
+            metadata=dict(metadata or {}),
+        )
         return self
 
     def add_sequence(
@@ -187,15 +250,44 @@ class StateGraph:
         router: Callable[[Any], Any],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
-        """After ``source`` runs, ``router`` chooses where to go (see :class:`Branch`)."""
+        """After ``source`` runs, ``router`` chooses where to go (see :class:`Branch`): a node name, END, a
+        ``Send`` or a list of them; ``path_map`` (a mapping or a list of names) is by default read from the
+        router's return annotation ``Literal["a", "b"]``, as LangGraph does. A router taking ``config`` or
+        ``writer`` gets them (:mod:`graphcore.engine.params`).
+
+        Raises:
+            InvalidGraphError: a router from START takes ``config`` or ``writer`` (graphq runs it outside
+                any task).
+        """
+        if path_map is None:
+            path_map = params.literal_returns(router)
         if path_map is not None and not isinstance(path_map, Mapping):
             path_map = {name: name for name in path_map}
-        self.branches.append(Branch(source, router, path_map))
+        injects = params.injected(router)
+        if source == START and injects:
+            raise InvalidGraphError(
+                f"the router from START takes {', '.join(injects)}: graphq runs routers from START before "
+                "any task, with no task config or stream writer; route from a first node instead"
+            )
+        self.branches.append(Branch(source, router, path_map, injects))
         return self
 
     def set_entry_point(self, node: str) -> StateGraph:
         """Shorthand for ``add_edge(START, node)``."""
         return self.add_edge(START, node)
+
+    def set_finish_point(self, node: str) -> StateGraph:
+        """Shorthand for ``add_edge(node, END)``, as LangGraph's."""
+        return self.add_edge(node, END)
+
+    def validate(self) -> StateGraph:
+        """Check the graph as :meth:`compile` does, without compiling it (LangGraph's ``validate``).
+
+        Raises:
+            InvalidGraphError: as :meth:`compile` (a ``ValueError``).
+        """
+        validate(self)
+        return self
 
     def compile(
         self,

@@ -31,6 +31,12 @@ class NodeSpec:
         settings: JSON-serialisable per-node settings, passed through untouched.
         destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
         retry: how the node is tried again after an error (G9), or None for a single try.
+        reads: the node's input schema (the keys it sees, :meth:`StateSchema.reader_of`); None for the
+            state schema.
+        injects: the parameters ``fn`` takes by keyword (``config``, ``writer``; see
+            :mod:`graphcore.engine.params`), read once at ``add_node``.
+        defer: the node runs only when nothing else is pending (:mod:`graphcore.engine.defer`).
+        metadata: added to the ``metadata`` of the node's task config.
     """
 
     name: str
@@ -40,6 +46,10 @@ class NodeSpec:
     settings: Mapping[str, Any] = field(default_factory=dict)
     destinations: tuple[str, ...] = ()
     retry: RetryPolicy | None = None
+    reads: type[Any] | None = None
+    injects: tuple[str, ...] = ()
+    defer: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,8 @@ class Branch:
     source: str
     router: Callable[[Any], Any]
     path_map: Mapping[Hashable, str] | None = None
+    injects: tuple[str, ...] = ()
+    """The parameters ``router`` takes by keyword (``config``, ``writer``; :mod:`graphcore.engine.params`)."""
 
     def destinations(self) -> list[str] | None:
         """The nodes this branch may reach, when ``path_map`` says; None when only the router knows."""
@@ -118,6 +130,8 @@ class GraphSpec:
         self.branches_from: dict[str, list[Branch]] = {}
         for branch in parts.branches:
             self.branches_from.setdefault(branch.source, []).append(branch)
+        self.deferred = frozenset(name for name, node in self.nodes.items() if node.defer)
+        """The nodes added with ``defer=True`` (:mod:`graphcore.engine.defer`)."""
         self.async_routers = any(is_async_callable(b.router) for b in parts.branches)
         """Whether a router is ``async def`` (its result is awaited)."""
         self.async_nodes = frozenset(name for name, node in self.nodes.items() if is_async_callable(node.fn))

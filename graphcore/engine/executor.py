@@ -109,7 +109,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
         durability: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Any:
         """Run the graph to the end in this process and return the final state values.
 
         Args:
@@ -124,7 +124,9 @@ class CompiledGraph(StateMethods, GraphSpec):
                 :mod:`graphcore.engine.durability`); None → the config's ``durability``, else ``"sync"``.
 
         Returns:
-            Channel name → value after the last super-step. When a node paused in ``interrupt()``, the
+            Channel name → value after the last super-step, narrowed to the output schema's keys (None
+            when none has a value), or the value itself for a root-channel state (as LangGraph's
+            ``invoke``). When a node paused in ``interrupt()``, the
             state before the paused step plus ``"__interrupt__"``: the open requests; continue with
             ``invoke(Command(resume=answer), config)`` on the same thread (needs a checkpointer).
 
@@ -135,12 +137,10 @@ class CompiledGraph(StateMethods, GraphSpec):
             InvalidGraphError: a breakpoint names an unknown node.
             ValueError: an unknown ``durability``.
         """
-        final: dict[str, Any] = {}
+        final: Any = None
         call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         for _, cp, paused in self._run(input, config, None, durability=durability, **call):
-            final = dict(cp.channel_values)
-            if paused:
-                final[INTERRUPT_KEY] = paused
+            final = self.schema.result(cp.channel_values, {INTERRUPT_KEY: paused} if paused else None)
         return final
 
     def stream(

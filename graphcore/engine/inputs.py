@@ -98,7 +98,9 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
     Args:
         schema: the workflow's state schema.
         value: the input; anything but a non-empty mapping is left to
-            :meth:`~graphcore.engine.schema.StateSchema.writes_of` (None, a model instance, a wrong shape).
+            :meth:`~graphcore.engine.schema.StateSchema.writes_of` (None, a model instance, a wrong shape),
+            and so is the value of a root-channel state. Keys are checked against the graph's input
+            schema (by default its state schema).
         path: the root of error paths.
 
     Returns:
@@ -108,15 +110,17 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
     Raises:
         InputTypeError: a value does not match its key's type; the message names its path.
     """
-    if not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
+    if schema.root or not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
         return value
-    checked = {k: v for k, v in value.items() if _is_checked(schema.channels.get(k))}
-    if schema.is_model:
-        _check_model(schema.schema, checked, path)
+    keys = schema.input_keys
+    checked = {k: v for k, v in value.items() if k in keys and _is_checked(schema.channels.get(k))}
+    against = schema.input_schema  # the state schema unless the graph has an input schema of its own
+    if isinstance(against, type) and issubclass(against, BaseModel):
+        _check_model(against, checked, path)
         return value
     converted: dict[str, Any] = {}
     for key, item in checked.items():
-        adapter = _adapter(schema.schema, key)
+        adapter = _adapter(against, key)
         if adapter is None:
             continue
         inner = item.value if isinstance(item, Overwrite) else item

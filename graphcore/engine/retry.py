@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TypeAlias
 
 from tenacity import (
@@ -100,9 +100,12 @@ class RetryPolicy:
         max_interval_s: upper bound of a pause before jitter, in seconds (above 0).
         max_attempts: tries in all, the first one included (at least 1; 1 means no retry).
         jitter: add a random pause of 0 to 1 s to each wait, so that many failing tasks do not retry in step.
-        retry_on: the errors to retry: an exception class, a tuple of classes, or a predicate; by default
-            :func:`default_retry_on`. Errors that are not ``Exception`` (``Cancelled``, ``KeyboardInterrupt``,
-            ``SystemExit``) are never retried, whatever it says.
+        retry_on: the errors to retry: an exception class, a tuple (or list) of classes, or a predicate; by
+            default :func:`default_retry_on`. Errors that are not ``Exception`` (``Cancelled``,
+            ``KeyboardInterrupt``, ``SystemExit``) are never retried, whatever it says.
+
+    LangGraph's field names are accepted too (``RetryPolicy(initial_interval=0.1, max_interval=5)``, keyword
+    only; the positional order is LangGraph's): they set ``initial_interval_s`` and ``max_interval_s``.
 
     Raises:
         ConfigError: a field is out of range; the message names the field.
@@ -114,8 +117,15 @@ class RetryPolicy:
     max_attempts: int = 3
     jitter: bool = True
     retry_on: RetryOn = default_retry_on
+    initial_interval: InitVar[float | None] = None
+    max_interval: InitVar[float | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, initial_interval: float | None, max_interval: float | None) -> None:
+        for name, value in (("initial_interval_s", initial_interval), ("max_interval_s", max_interval)):
+            if value is not None:  # LangGraph's name for the field
+                object.__setattr__(self, name, value)
+        if isinstance(self.retry_on, list):
+            object.__setattr__(self, "retry_on", tuple(self.retry_on))
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
             raise ConfigError(f"RetryPolicy.max_attempts must be an integer (got {self.max_attempts!r})")
         if self.max_attempts < 1:

@@ -1,4 +1,10 @@
-"""State schemas: a TypedDict or a pydantic model becomes one channel per key (G1, G2).
+"""State schemas: a TypedDict or a pydantic model becomes one channel per key (G1, G2); any other type is a
+root-channel state (LangGraph's ``__root__``): the state is the value itself.
+
+A graph's channels are the union of the keys of its state schema, its input and output schemas and the
+input schemas of its nodes (a key declared only by a node's schema is a private channel). Each node reads
+the keys of its own input schema (:class:`Reader`); the graph's input is checked against the input schema
+and its result is narrowed to the output schema, as LangGraph's ``StateGraph`` does.
 
 Reading a schema also allows the classes it names to be stored and loaded
 (:func:`graphcore.checkpoints.serde.allow_types`): loading a process's workflows is what lets its workers
@@ -8,9 +14,10 @@ read their checkpoints (I5).
 from __future__ import annotations
 
 import copy
+import functools
 import typing
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import typing_extensions
@@ -22,42 +29,136 @@ from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channe
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.types import START
 
-__all__ = ["StateSchema"]
+__all__ = ["ROOT", "Reader", "StateSchema", "is_schema"]
+
+ROOT = "__root__"
+"""The one channel of a root-channel state (``StateGraph(int)``, ``StateGraph(Annotated[list, add])``)."""
+
+Channels = Mapping[str, LastValue | ReducerChannel]
+
+
+def is_schema(tp: Any) -> bool:
+    """Whether ``tp`` is a keyed schema: a TypedDict (``typing`` or ``typing_extensions``) or a pydantic
+    model class."""
+    return (isinstance(tp, type) and issubclass(tp, BaseModel)) or typing_extensions.is_typeddict(tp)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """How a node sees the state: the keys of its input schema, as a dict or as a model instance.
+
+    Attributes:
+        keys: the keys it sees; None for every key the values hold.
+        model: the pydantic model it receives, or None for a dict.
+        root: a root-channel state: the node receives the value itself.
+    """
+
+    keys: frozenset[str] | None = None
+    model: type[BaseModel] | None = None
+    root: bool = False
+
+    def view(self, values: Mapping[str, Any]) -> Any:
+        """The state as the node receives it: a dict copy of its keys, a model instance, or the root value
+        (None when it has none yet)."""
+        if self.root:
+            return values.get(ROOT)
+        picked = dict(values) if self.keys is None else {k: v for k, v in values.items() if k in self.keys}
+        return picked if self.model is None else self.model.model_validate(picked)
 
 
 @dataclass(frozen=True)
 class StateSchema:
-    """The channels of a state schema and how nodes see the state.
+    """The channels of a graph's schemas and how nodes, the input and the result see the state.
 
     Attributes:
-        schema: the TypedDict or pydantic model class.
-        channels: key → channel, in declaration order.
+        schema: the state schema: a TypedDict or pydantic model class, or the type of a root-channel state.
+        channels: key → channel, in declaration order (the state schema's keys first; ``{ROOT: ...}`` for a
+            root-channel state).
+        input_schema: the schema the graph's input is checked against (the state schema by default).
+        output_schema: the schema the result is narrowed to (the state schema by default).
+        extra: the further schemas whose keys are channels (nodes' input schemas), in the order added.
     """
 
     schema: type[Any]
-    channels: Mapping[str, LastValue | ReducerChannel]
+    channels: Channels
+    input_schema: type[Any]
+    output_schema: type[Any]
+    extra: tuple[type[Any], ...] = ()
+    _readers: dict[Any, Reader] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
-    def of(cls, schema: type[Any]) -> StateSchema:
-        """Read the channels of ``schema`` and allow the classes it names to be stored (I5).
+    def of(
+        cls,
+        schema: type[Any],
+        input_schema: type[Any] | None = None,
+        output_schema: type[Any] | None = None,
+        extra: Sequence[type[Any]] = (),
+    ) -> StateSchema:
+        """Read the channels of ``schema`` (and of the other schemas) and allow the classes they name to be
+        stored (I5).
 
         Raises:
-            InvalidGraphError: ``schema`` is neither a TypedDict nor a pydantic model.
+            InvalidGraphError: a schema is a class with fields that is neither a TypedDict nor a pydantic
+                model (a dataclass), an input or output schema is not a TypedDict or model while the state
+                is, or two schemas declare one key with different reducers.
         """
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
-            channels = _pydantic_channels(schema)
-        elif typing_extensions.is_typeddict(schema):  # typing.TypedDict and typing_extensions.TypedDict
-            hints = typing.get_type_hints(schema, include_extras=True)
-            channels = {key: channel_for(tp) for key, tp in hints.items()}
-        else:
-            raise InvalidGraphError(f"state schema {schema!r} must be a TypedDict or a pydantic BaseModel")
-        serde.allow_types(schema)
-        return cls(schema, channels)
+        inputs, outputs = input_schema or schema, output_schema or schema
+        channels: dict[str, LastValue | ReducerChannel] = {}
+        for each in dict.fromkeys((schema, inputs, outputs, *extra)):
+            _merge(channels, each, _channels_of(each))
+            serde.allow_types(each)
+        if (ROOT in channels) and len(channels) > 1:
+            raise InvalidGraphError(
+                f"state schema {schema!r}: a root-channel state (a type without fields) and keyed schemas "
+                f"({inputs!r}, {outputs!r}) cannot be mixed"
+            )
+        return cls(schema, channels, inputs, outputs, tuple(extra))
+
+    def including(self, schema: type[Any]) -> StateSchema:
+        """This schema with ``schema``'s keys as channels too (a node's input schema).
+
+        Raises:
+            InvalidGraphError: as :meth:`of`.
+        """
+        if schema in (self.schema, self.input_schema, self.output_schema, *self.extra):
+            return self
+        return StateSchema.of(self.schema, self.input_schema, self.output_schema, (*self.extra, schema))
+
+    @property
+    def root(self) -> bool:
+        """True for a root-channel state: nodes receive and return the value itself."""
+        return ROOT in self.channels
 
     @property
     def is_model(self) -> bool:
         """True when nodes receive a pydantic model instance rather than a dict."""
-        return issubclass(self.schema, BaseModel)
+        return isinstance(self.schema, type) and issubclass(self.schema, BaseModel)
+
+    @functools.cached_property
+    def input_keys(self) -> frozenset[str]:
+        """The keys the graph's input may set."""
+        return _keys(self.input_schema)
+
+    @functools.cached_property
+    def output_keys(self) -> frozenset[str] | None:
+        """The keys of a run's result; None when that is every channel."""
+        keys = _keys(self.output_schema)
+        return None if keys >= set(self.channels) else keys
+
+    def reader_of(self, schema: type[Any] | None = None) -> Reader:
+        """How a node whose input schema is ``schema`` (None: the state schema) sees the state; built once
+        per schema."""
+        found = self._readers.get(schema)
+        if found is None:
+            found = self._readers[schema] = self._reader(self.schema if schema is None else schema)
+        return found
+
+    def _reader(self, schema: type[Any]) -> Reader:
+        if self.root:
+            return Reader(root=True)
+        keys = _keys(schema)
+        model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+        return Reader(None if keys >= set(self.channels) else keys, model)
 
     def is_reducer(self, key: str) -> bool:
         """Whether channel ``key`` folds its writes with a reducer (the checkpoint layout stores such lists
@@ -70,24 +171,51 @@ class StateSchema:
         return {key: copy.copy(v) for key, v in values.items() if v is not MISSING}
 
     def view(self, values: Mapping[str, Any]) -> Any:
-        """The state as a node receives it: a dict copy, or a model instance for a pydantic schema."""
-        if self.is_model:
-            return self.schema.model_validate(dict(values))
-        return dict(values)
+        """The state as a node without its own input schema (and a router) receives it: a dict copy of the
+        state schema's keys, a model instance for a pydantic schema, or the root value."""
+        return self.reader_of(None).view(values)
+
+    def result(self, values: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> Any:
+        """A run's result (``invoke``'s, a queued run's) from its final channel values, as LangGraph's:
+        the output schema's keys that have a value (None when none has), or the root value. With
+        ``extra`` (the open interrupts of a paused run), a dict: the output's keys (none for a root state)
+        and ``extra``'s."""
+        if self.root:
+            out = values.get(ROOT)
+        else:
+            keys = self.output_keys
+            out = (dict(values) if keys is None else {k: v for k, v in values.items() if k in keys}) or None
+        if extra:
+            return {**(out if isinstance(out, dict) and not self.root else {}), **extra}
+        return out
+
+    def values_of(self, values: Mapping[str, Any]) -> Any:
+        """A ``values`` stream event: every channel's value (a dict), or the root value."""
+        return values.get(ROOT) if self.root else dict(values)
+
+    def update_of(self, writes: Sequence[tuple[str, Any]]) -> Any:
+        """An ``updates`` stream event's payload for one task: its writes as a dict, or the root update."""
+        if self.root:
+            return next((value for _, value in writes), None)
+        return dict(writes)
 
     def writes_of(self, node: str, update: Any) -> list[tuple[str, Any]]:
-        """Normalise a node's state update into ``(channel, value)`` writes.
+        """Normalise a node's state update (or the input, ``node == START``) into ``(channel, value)``
+        writes.
 
         Args:
             node: the writer's name, for error messages.
-            update: a mapping, a pydantic model of the schema (its explicitly set fields), or None.
+            update: a mapping, a pydantic model (its explicitly set fields), or None (no writes); for a
+                root-channel state, the value itself (None: no write).
 
         Raises:
-            InvalidUpdateError: unknown keys or an update of the wrong shape.
+            InvalidUpdateError: unknown keys (for the input: keys outside the input schema) or an update
+                of the wrong shape.
         """
-        who, wrote = ("the input", "has") if node == START else (f"node {node!r}", "wrote")
         if update is None:
             return []
+        if self.root:
+            return [(ROOT, update)]
         if isinstance(update, BaseModel):
             update = {k: getattr(update, k) for k in update.model_fields_set}
         if not isinstance(update, Mapping):
@@ -97,12 +225,64 @@ class StateSchema:
                 if node == START
                 else f"node {node!r} returned {kind}; expected a dict of state updates, a Command or None"
             )
+        if node == START:
+            self._check_input_keys(update)
+            return list(update.items())
         unknown = [k for k in update if k not in self.channels]
         if unknown:
             raise InvalidUpdateError(
-                f"{who} {wrote} unknown state key(s) {unknown}; known keys: {list(self.channels)}"
+                f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {list(self.channels)}"
             )
         return list(update.items())
+
+    def _check_input_keys(self, update: Mapping[str, Any]) -> None:
+        allowed = self.input_keys
+        outside = [k for k in update if k not in allowed]
+        if not outside:
+            return
+        known = [k for k in self.channels if k in allowed]
+        if self.input_schema is self.schema:
+            raise InvalidUpdateError(f"the input has unknown state key(s) {outside}; known keys: {known}")
+        name = getattr(self.input_schema, "__name__", repr(self.input_schema))
+        raise InvalidUpdateError(
+            f"the input has key(s) {outside} outside the graph's input schema {name}; its keys: {known}"
+        )
+
+
+def _keys(schema: type[Any]) -> frozenset[str]:
+    """The keys of a keyed schema (``{ROOT}`` for a root-channel type)."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return frozenset(schema.model_fields)
+    if typing_extensions.is_typeddict(schema):
+        return frozenset(typing.get_type_hints(schema))
+    return frozenset((ROOT,))
+
+
+def _channels_of(schema: type[Any]) -> dict[str, LastValue | ReducerChannel]:
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return _pydantic_channels(schema)
+    if typing_extensions.is_typeddict(schema):  # typing.TypedDict and typing_extensions.TypedDict
+        hints = typing.get_type_hints(schema, include_extras=True)
+        return {key: channel_for(tp) for key, tp in hints.items()}
+    if hasattr(schema, "__annotations__"):  # a dataclass, a class with fields: LangGraph reads its fields
+        raise InvalidGraphError(
+            f"state schema {schema!r} must be a TypedDict or a pydantic BaseModel (or a type without fields, "
+            "such as int or Annotated[list, operator.add], for a root-channel state)"
+        )
+    return {ROOT: channel_for(schema)}
+
+
+def _merge(channels: dict[str, LastValue | ReducerChannel], schema: type[Any], new: Channels) -> None:
+    """Add ``schema``'s channels; a key already declared keeps its channel (a plain redeclaration is
+    fine, a different reducer is refused), as LangGraph's ``StateGraph`` does."""
+    for key, channel in new.items():
+        if key not in channels:
+            channels[key] = channel
+        elif channels[key] != channel and not isinstance(channel, LastValue):
+            raise InvalidGraphError(
+                f"schema {getattr(schema, '__name__', schema)!r} declares channel {key!r} with a different "
+                "reducer than an earlier schema of the graph"
+            )
 
 
 def _copier(default: Any) -> Callable[[], Any] | None:

@@ -42,8 +42,8 @@ class SubgraphNode:
         """
 
         values = state.model_dump() if isinstance(state, BaseModel) else dict(state)
-        shared = {k: v for k, v in values.items() if k in self.graph.schema.channels}
-        final = self.graph.invoke(shared)
+        shared = {k: v for k, v in values.items() if k in self.graph.schema.input_keys}
+        final = self.graph.invoke(shared) or {}  # None: no output key has a value
         paused = final.pop(INTERRUPT_KEY, None)
         if paused:
             raise GraphInterrupt(*paused)

@@ -1,0 +1,102 @@
+"""What a node function (or a router) is passed besides the state, read once from its signature at
+``add_node`` / ``add_conditional_edges`` time, as LangGraph's ``StateGraph`` reads it.
+
+* ``config``: a parameter of that name (positional-or-keyword or keyword-only) gets the task's run config
+  (:class:`~graphcore.engine.config.RunConfig`, which reads like LangGraph's ``RunnableConfig`` dict).
+* ``writer``: gets the task's stream writer (LangGraph's ``StreamWriter``: ``writer(chunk)`` emits a
+  ``custom`` stream event, as :func:`~graphcore.engine.config.get_stream_writer` does).
+* graphq's own form: a second required positional parameter of any other name gets the config
+  (``fn(state, cfg)``), passed positionally; LangGraph would not fill it.
+
+LangGraph matches those names only with no annotation or the expected one (``RunnableConfig``,
+``StreamWriter``); graphq matches the name whatever the annotation. ``**kwargs`` gets nothing.
+
+A node's input schema (the keys it sees) is the annotation of its first parameter when that is a TypedDict
+or a pydantic model, as LangGraph infers it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from graphcore.engine.config import current_task
+from graphcore.engine.schema import is_schema
+
+__all__ = [
+    "INJECTED",
+    "injected",
+    "input_schema_of",
+    "keyword_args",
+    "literal_returns",
+    "takes_positional_config",
+]
+
+INJECTED = ("config", "writer")
+"""The parameter names filled by keyword, in LangGraph's order."""
+
+_KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def keyword_args(names: Sequence[str], config: Any = None) -> dict[str, Any]:
+    """The keyword arguments ``names`` of one call inside a running task: ``config`` (the task's, unless
+    given) and the stream ``writer``.
+
+    Raises:
+        OutsideRunError: called outside a running task.
+    """
+    task = current_task("a node or router taking config or writer")
+    values = {"config": task.config if config is None else config, "writer": task.stream_writer}
+    return {name: values[name] for name in names}
+
+
+def _signature(fn: Callable[..., Any]) -> list[inspect.Parameter] | None:
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return None
+
+
+def injected(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The :data:`INJECTED` names ``fn`` takes by keyword, e.g. ``("config", "writer")``."""
+    params = _signature(fn) or []
+    return tuple(n for n in INJECTED if any(p.name == n and p.kind in _KEYWORD_KINDS for p in params))
+
+
+def takes_positional_config(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a second required positional parameter not named as an injected one (graphq's
+    ``fn(state, cfg)``)."""
+    params, keywords = _signature(fn) or [], injected(fn)
+    return any(
+        p.kind in _POSITIONAL_KINDS and p.default is p.empty and p.name not in keywords for p in params[1:]
+    )
+
+
+def input_schema_of(fn: Callable[..., Any]) -> type[Any] | None:
+    """The TypedDict or pydantic model annotating ``fn``'s first parameter (its input schema), or None.
+
+    An annotation that does not resolve (a forward reference) gives None, as in LangGraph.
+    """
+    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn).__call__
+    try:
+        hints = typing.get_type_hints(target)
+        first = next(iter(inspect.signature(fn).parameters))
+    except (NameError, TypeError, ValueError, StopIteration, AttributeError):
+        return None
+    hint = hints.get(first)
+    return hint if is_schema(hint) else None
+
+
+def literal_returns(fn: Callable[..., Any]) -> list[str] | None:
+    """The names of ``fn``'s return annotation ``Literal["a", "b"]`` (a router's possible destinations,
+    as LangGraph reads them), or None without one."""
+    try:
+        returns = typing.get_type_hints(fn).get("return")
+    except Exception:  # a forward reference that does not resolve, a callable object without hints, ...
+        return None
+    if typing.get_origin(returns) is not typing.Literal:
+        return None
+    return [str(name) for name in typing.get_args(returns)]

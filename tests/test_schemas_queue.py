@@ -1,0 +1,91 @@
+"""State schemas on the queue (issue 11): a root-channel state, input/output schemas with a private
+channel, a deferred join and injected ``config`` / ``writer`` parameters give the same results in process
+and on a real worker subprocess (the step jobs and the serde go through the same schema), and the input is
+checked against the input schema at enqueue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.errors import InvalidUpdateError
+from tests.workers import Start, worker_env
+from tests.workflows import schemas
+
+REGISTRY = Registry(
+    {
+        g.name: g
+        for g in (schemas.root_list, schemas.root_int, schemas.narrowed, schemas.deferred, schemas.injected)
+    }
+)
+
+CASES: list[tuple[str, Any, dict[str, Any], Any]] = [
+    ("root-list", ["x"], {}, ["x", "a", 1, "b", 3]),
+    ("root-int", 4, {}, 10),
+    ("narrowed", {"question": "abc"}, {}, {"answer": "['secret']:cba"}),
+    ("deferred", {"log": []}, {}, {"log": ["a", "b", "a2", "a3", "join:4"]}),
+    ("injected", {"log": []}, {"configurable": {"user": "ann"}}, {"log": ["ann", "red"]}),
+    (
+        "injected",
+        {"log": []},
+        {"configurable": {"user": "bo", "twice": True}},
+        {"log": ["bo", "red", "again"]},
+    ),
+]
+
+
+@pytest.fixture
+def env(redis_url: str) -> dict[str, str]:
+    """Environment of the worker subprocess: the test Redis and these workflows."""
+    return worker_env(redis_url, "tests.workflows.schemas")
+
+
+@pytest.mark.parametrize(("workflow", "input", "config", "expected"), CASES)
+def test_in_process(workflow: str, input: Any, config: dict[str, Any], expected: Any) -> None:
+    assert REGISTRY.get(workflow).invoke(input, config) == expected
+
+
+def test_on_a_worker(client: Client, start: Start) -> None:
+    """Every case run by a worker subprocess: its result is invoke's (the output schema's keys, the root
+    value)."""
+    start()
+    ids = [client.enqueue(workflow, input, config=config) for workflow, input, config, _ in CASES]
+    runs = client.wait(ids, timeout_s=30)
+    assert [r.status for r in runs] == [RunStatus.COMPLETED] * len(CASES)
+    assert [r.result for r in runs] == [expected for *_, expected in CASES]
+
+
+def test_the_state_keeps_private_channels_on_the_queue(client: Client, start: Start) -> None:
+    """The thread's state holds every channel (the private ``secret`` too); the result only ``answer``."""
+    start()
+    run_id = client.enqueue("narrowed", {"question": "abc"})
+    (run,) = client.wait([run_id], timeout_s=30)
+    assert client.get_state(run.thread_id).channel_values == {
+        "question": "abc",
+        "notes": "question",
+        "secret": "cba",
+        "answer": "['secret']:cba",
+    }
+
+
+@pytest.mark.parametrize(
+    ("workflow", "input", "message"),
+    [
+        (
+            "narrowed",
+            {"question": "q", "answer": "x"},
+            "the input has key(s) ['answer'] outside the graph's input schema In; its keys: ['question']",
+        ),
+        ("narrowed", {"question": 3}, "input.question: Input should be a valid string (got 3)"),
+    ],
+)
+def test_the_input_is_checked_against_the_input_schema_at_enqueue(
+    client: Client, workflow: str, input: Any, message: str
+) -> None:
+    with pytest.raises(InvalidUpdateError) as info:
+        client.enqueue(workflow, input)
+    assert str(info.value) == message
