@@ -220,7 +220,7 @@ def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
     click.echo(app.client(local=True, share=True).cancel(run_id, interrupt=interrupt))
 
 
-@click.command("resume", short_help="Continue an ended run's thread in a new run.")
+@click.command("resume", short_help="Continue an ended run's thread in a new run, or a stopped run.")
 @click.argument("run_id", metavar="RUN")
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @output_option
@@ -233,13 +233,20 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
     A failed step runs again (its finished tasks are kept). Without a Redis URL, or with --wait, the new
     run is worked here and its outcome printed like `graphq run`.
 
+    A run stopped at a static breakpoint (a workflow compiled with interrupt_before / interrupt_after: it
+    waits for input with no request) goes on itself instead, past that breakpoint, and its own id is
+    printed (LangGraph's invoke(None, config)).
+
     Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 the run has not ended or
     is unknown, 3 waiting for input, 130 interrupted.
     """
     client = app.client(local=True)
     new_id = client.resume(run_id)
     thread = client.get_run(new_id).thread_id
-    _started(app, client, new_id, f"run {new_id} continues run {run_id} on thread {thread}", wait, output)
+    note = f"run {new_id} continues run {run_id} on thread {thread}"
+    if new_id == run_id:
+        note = f"run {run_id} goes on past its breakpoint on thread {thread}"
+    _started(app, client, new_id, note, wait, output)
 
 
 def _again_hint(exc: NotAwaitingInputError, history: bool) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 import click
@@ -74,6 +75,18 @@ def _requests(
         )
         for line in lines
     ]
+
+
+def _with_config(
+    requests: list[tuple[RunRequest, str]], config_text: str | None
+) -> list[tuple[RunRequest, str]]:
+    """``requests`` with the run options of ``--config`` under their own (a fork's checkpoint_id wins)."""
+    if config_text is None:
+        return requests
+    config = parse_input(config_text, "--config")
+    if not isinstance(config, dict):
+        fail(f"--config: must be a JSON object of run options (got {type(config).__name__})")
+    return [(replace(r, config={**config, **r.config}), f"{where} with --config") for r, where in requests]
 
 
 def _checked(client: Client, requests: Sequence[tuple[RunRequest, str]]) -> list[RunRequest]:
@@ -200,6 +213,14 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     "its latest: a fork, a new branch of the thread. Without --input the run continues the checkpoint's "
     "next tasks; with --input the input is applied to the checkpoint's state and the workflow starts over.",
 )
+@click.option(
+    "--config",
+    "config_text",
+    metavar="JSON|@FILE",
+    help="Run options of every run, a JSON object: LangGraph's config as it is "
+    '(\'{"configurable": {"thread_id": "t-1"}, "recursion_limit": 10, "tags": ["nightly"]}\') or graphq\'s '
+    "(max_super_steps, run_timeout_s, ...).",
+)
 @multitask_option
 @click.option(
     "--wait",
@@ -223,6 +244,7 @@ def enqueue(
     thread: str | None,
     tenant: str,
     checkpoint: str | None,
+    config_text: str | None,
     multitask: str,
     wait: bool,
     timeout: float | None,
@@ -236,6 +258,7 @@ def enqueue(
       graphq enqueue code-inventory --input @input.json --thread t-1
       graphq enqueue code-inventory --input-file runs.jsonl --wait
       graphq enqueue code-inventory --thread t-1 --checkpoint ID --multitask reject
+      graphq enqueue code-inventory --config '{"configurable": {"thread_id": "t-1"}}'
 
     With --output json, prints a JSON list of run ids (with --wait, the final run records).
     --wait ends when every run has ended or waits for input (a node asked a human): those are printed with
@@ -245,6 +268,7 @@ def enqueue(
     thread with --multitask reject, or an unknown --checkpoint), 3 (with --wait) a run waits for input.
     """
     requests = _requests(workflow, input_text, input_file, thread, tenant, checkpoint)
+    requests = _with_config(requests, config_text)
     app.workflow(workflow)  # before any Redis starts, unless the name is unknown here (the catalog's hint)
     client = app.client()
     run_ids = client.enqueue_many(_checked(client, requests), cast(Multitask, multitask))

@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from cli.output import clip, print_table, to_json, when
+from graphcore.backend.client import at_breakpoint
 from graphcore.backend.connection import redact_url
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunRecord
@@ -24,6 +25,7 @@ __all__ = [
     "print_all_requests",
     "print_answer_hint",
     "print_requests",
+    "print_resume_hint",
     "print_waiting",
     "record_json",
     "request_json",
@@ -132,10 +134,21 @@ def print_waiting(record: RunRecord, requests: Sequence[Interrupt], step: int | 
     long) and how to answer them."""
     count = f"{len(requests)} open request" + ("" if len(requests) == 1 else "s")
     at = "" if step is None else f" at step {step}"
+    if print_resume_hint(record, at):  # a static breakpoint: nothing to answer
+        return
     click.echo(f"run {record.id} is waiting for input{at} ({count}):")
     for r in requests:
         click.echo(f"  {r.id}  {r.node}  {clip(to_json(r.value, indent=None))}")
     print_answer_hint(record.id, requests)
+
+
+def print_resume_hint(record: RunRecord, at: str = "") -> bool:
+    """When ``record`` waits at a static breakpoint, say so (``at``: where) and print the command that lets it
+    go on; returns whether it does."""
+    stop = at_breakpoint(record)
+    if stop:
+        click.echo(f"{stop}{at}; let it go on with:\n  {graphq_prefix()} runs resume {record.id}")
+    return bool(stop)
 
 
 def print_answer_hint(run_id: str, requests: Sequence[Interrupt]) -> None:

@@ -16,6 +16,7 @@ from cli.records import (
     again_command,
     print_all_requests,
     print_answer_hint,
+    print_resume_hint,
     record_json,
     request_json,
     request_record_json,
@@ -281,7 +282,7 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     if made:
         click.echo("\nrequests:")
         print_all_requests(made)
-    if waiting:
+    if waiting and not print_resume_hint(record):
         print_answer_hint(record.id, open_requests)
     elif any(r.status == "answered" for r in made) and reader.keeps_history():
         click.echo(f"answer one again, on a new branch, with: {again_command(record.id)}")

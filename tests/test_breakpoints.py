@@ -1,20 +1,31 @@
 """Static breakpoints (interrupt_before / interrupt_after), LangGraph's run config and durability: what the
 compat suite (tests/compat/test_breakpoints.py, test_config.py) cannot see from outside — the checkpoints
-written, graphq's refusals — in process."""
+written, graphq's refusals — in process, and the same on the queue (burst workers in this process, and a
+``graphq worker`` subprocess with the CLI)."""
 
 from __future__ import annotations
 
+import json
 import operator
+import subprocess
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
 
 from graphcore import END, START, StateGraph, interrupt
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
 from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS
 from graphcore.engine.config import RunConfig, merge_config
-from graphcore.errors import ConfigError
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError, InvalidUpdateError, StepLimitError
 from graphcore.types import Command
+from tests.workers import ended, graphq, wait_for, work, worker_env
+
+REGISTRY = Registry.load(["tests.workflows.breakpoints"])
 
 
 class State(TypedDict):
@@ -159,3 +170,138 @@ def test_run_config_refusals(layers: list[dict[str, Any]], message: str) -> None
 def test_a_later_layers_recursion_limit_wins() -> None:
     assert merge_config({"max_super_steps": 3}, {"recursion_limit": 8}).max_super_steps == 7
     assert merge_config(RunConfig(max_super_steps=3), {"recursion_limit": 8})["recursion_limit"] == 8
+
+
+# --- on the queue ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return worker_env(redis_url, "tests.workflows.breakpoints", tmp_path)
+
+
+def stopped_at(client: Client, run_id: str, when: str, nodes: list[str]) -> str:
+    """Assert that the run waits at a breakpoint with no request; returns the checkpoint it stopped at."""
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.AWAITING_INPUT
+    assert run.breakpoint is not None
+    assert run.breakpoint == {"when": when, "nodes": nodes, "checkpoint_id": run.head, "continued": False}
+    assert client.requests(run_id) == []
+    return str(run.head)
+
+
+def test_a_queued_run_stops_before_the_node_and_resume_lets_it_go_on(client: Client) -> None:
+    run_id = client.enqueue("stops_before", {"items": ["x"]}, thread_id="t")
+    work(client)
+    head = stopped_at(client, run_id, "before", ["b"])
+    cp = client.get_state("t")
+    assert (cp.id, [t.node for t in cp.next_tasks], cp.channel_values) == (head, ["b"], {"items": ["x", "a"]})
+    with pytest.raises(InvalidUpdateError) as caught:
+        client.answer(run_id, "yes")
+    assert str(caught.value) == (
+        f"run {run_id} stopped at a breakpoint (before ['b']) and has no request to answer; let it go on "
+        f"with resume (graphq runs resume {run_id})"
+    )
+    assert client.resume(run_id) == run_id
+    work(client)
+    done = client.get_run(run_id)
+    assert (done.status, done.result) == (RunStatus.COMPLETED, {"items": ["x", "a", "b", "c"]})
+    assert done.breakpoint == {"when": "before", "nodes": ["b"], "checkpoint_id": head, "continued": True}
+    stops = [e.data for e in read_events(client.kv, "t", run_id) if e.mode == "interrupt"]
+    assert stops == [{"requests": [], "breakpoint": {"when": "before", "nodes": ["b"]}}]
+
+
+def test_a_queued_run_stops_after_the_node(client: Client) -> None:
+    run_id = client.enqueue("stops_after", {"items": ["x"]}, thread_id="t")
+    work(client)
+    stopped_at(client, run_id, "after", ["a"])
+    assert client.get_state("t").channel_values == {"items": ["x", "a"]}
+    client.resume(run_id)
+    work(client)
+    assert ended(client, run_id).result == {"items": ["x", "a", "b", "c"]}
+
+
+def test_a_star_breakpoint_stops_before_every_step(client: Client) -> None:
+    run_id = client.enqueue("stops_everywhere", {"items": []}, thread_id="t")
+    seen = []
+    for _ in range(3):
+        work(client)
+        run = client.get_run(run_id)
+        if run.terminal:
+            break
+        seen.append((run.breakpoint or {}).get("nodes"))
+        assert client.resume(run_id) == run_id
+    assert seen == [["a"], ["b"]]
+    assert ended(client, run_id).result == {"items": ["a", "b"]}
+
+
+def test_interrupt_after_the_last_node_completes_on_the_queue(client: Client) -> None:
+    run_id = client.enqueue("stops_after_last", {"items": []})
+    work(client)
+    done = client.get_run(run_id)
+    assert (done.status, done.result, done.breakpoint) == (RunStatus.COMPLETED, {"items": ["a", "b"]}, None)
+
+
+def test_a_node_that_asks_after_a_stop_pauses_again_and_is_answered(client: Client) -> None:
+    run_id = client.enqueue("asks_after_a_stop", {"items": []})
+    work(client)
+    stopped_at(client, run_id, "before", ["b"])
+    client.resume(run_id)
+    work(client)
+    [request] = client.requests(run_id)
+    assert (request.node, request.value) == ("b", "ok?")
+    client.answer(run_id, "yes")  # the answered step has pending writes: it passes its breakpoint
+    work(client)
+    assert ended(client, run_id).result == {"items": ["a", "b:yes"]}
+
+
+def test_a_stopped_run_can_be_canceled_and_not_resumed_twice(client: Client) -> None:
+    run_id = client.enqueue("stops_before", {"items": []})
+    work(client)
+    assert client.cancel(run_id) == "canceled"
+    assert client.get_run(run_id).status == RunStatus.CANCELED
+    again = client.enqueue("stops_before", {"items": []})
+    work(client)
+    client.resume(again)
+    with pytest.raises(InvalidUpdateError, match="only an ended run can be resumed"):
+        client.resume(again)  # queued again, not stopped: nothing to let go
+
+
+def test_the_queue_takes_langgraphs_config(client: Client) -> None:
+    config = {"configurable": {"thread_id": "t-9", "user": "ada"}, "recursion_limit": 5, "tags": ["n"]}
+    run_id = client.enqueue("reads_config", {"items": []}, config=config)
+    work(client)
+    done = ended(client, run_id)
+    assert (done.thread_id, done.result) == ("t-9", {"items": ["t-9/ada/5/['n']"]})
+    assert done.config == {"configurable": {"user": "ada"}, "tags": ["n"], "max_super_steps": 4}
+    limited = client.enqueue("three_steps", {"items": []}, config={"recursion_limit": 3})
+    work(client)
+    failed = ended(client, limited)
+    assert failed.status == RunStatus.FAILED and failed.error is not None
+    assert failed.error.type == StepLimitError.__name__
+    with pytest.raises(ConfigError, match=r"^thread_id 'a' and the config's thread_id 'b' differ$"):
+        client.enqueue("three_steps", {}, thread_id="a", config={"configurable": {"thread_id": "b"}})
+
+
+def test_a_worker_stops_at_a_breakpoint_and_graphq_runs_resume_goes_on(
+    client: Client, worker: subprocess.Popen[bytes], env: dict[str, str]
+) -> None:
+    config = json.dumps({"configurable": {"thread_id": "cli-1"}, "recursion_limit": 10})
+    done = graphq("enqueue", "stops_before", "--input", '{"items": ["x"]}', "--config", config, env=env)
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.strip()
+    wait_for(lambda: client.get_run(run_id).status == RunStatus.AWAITING_INPUT, what="the stop")
+    stopped_at(client, run_id, "before", ["b"])
+    assert client.get_run(run_id).thread_id == "cli-1"
+    shown = graphq("runs", "show", run_id, env=env)
+    hint = f"run {run_id} stopped at a breakpoint (before ['b']); let it go on with:\n"
+    hint += f"  graphq runs resume {run_id}\n"
+    assert shown.stdout.endswith(hint), shown.stdout
+    resumed = graphq("runs", "resume", run_id, env=env)
+    assert (resumed.returncode, resumed.stdout) == (0, f"{run_id}\n"), resumed.stderr
+    assert ended(client, run_id).result == {"items": ["x", "a", "b", "c"]}
+    bad = graphq("enqueue", "stops_before", "--config", "[1]", env=env)
+    assert (bad.returncode, bad.stderr.strip()) == (
+        2,
+        "error: --config: must be a JSON object of run options (got list)",
+    )

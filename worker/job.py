@@ -37,6 +37,7 @@ from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import Plan, encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork, task_id
+from graphcore.engine.breakpoints import Stop as Breakpoint
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import interrupt_id, resume_plan
@@ -50,6 +51,7 @@ from graphcore.errors import (
 )
 from graphcore.types import TaskWrites
 from worker import logs, metrics
+from worker.breakpoints import stop_at, stopped
 from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
 from worker.commit import Completion, StepCommit
 from worker.context import WorkerContext, get_context
@@ -244,12 +246,13 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
         _end_completed(ctx, run, lease, cp.step)
         return "completed: nothing to run"
-    limit = cfg.step_limit()
-    if run.step >= limit:
-        raise step_limit_error(limit, cp)
+    _check_limit(run, cfg, cp)
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
     if pending:
         finished = dict(ctx.store(run.workflow).get_writes(run.thread_id, cp.id))
+    stop = stop_at(graph, run, cp, finished or {})
+    if stop is not None:  # a static breakpoint: pause before running anything
+        return _pause(ctx, run, lease, cp, [], persisted=True, stop=stop)
     answers = _answers(ctx, run, cp) if pending else {}
     finished, resume = resume_plan(finished or {}, answers)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
@@ -288,6 +291,13 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         return _pause(ctx, run, lease, cp, outcome.results, persisted=on_done is not None)
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
     return _commit_step(ctx, run, lease, cp, new, outcome.results, pending or on_done is not None)
+
+
+def _check_limit(run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:
+    """Raise :class:`StepLimitError` when the run has taken its ``max_super_steps`` (C1)."""
+    limit = cfg.step_limit()
+    if run.step >= limit:
+        raise step_limit_error(limit, cp)
 
 
 def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
@@ -388,9 +398,11 @@ def _pause(
     cp: Checkpoint,
     results: list[TaskWrites],
     persisted: bool,
+    stop: Breakpoint | None = None,
 ) -> str:
     """A node asked a human (G6): keep every task's outcome as pending writes, then AwaitingInput, unless a
-    cancel request arrived during the step (X1): then the run ends Canceled, nobody is asked."""
+    cancel request arrived during the step (X1): then the run ends Canceled, nobody is asked. With ``stop``
+    (and no ``results``) the run stopped at a static breakpoint instead (:mod:`worker.breakpoints`)."""
     if not persisted:
         for tw in results:
             _put_writes(ctx, run, cp, lease, tw)
@@ -403,8 +415,9 @@ def _pause(
         for i in r.interrupts
     ]
     _record_requests(ctx, run, lease, cp, results)
+    where, fields = stopped(stop, cp)
     events = [
-        ("interrupt", cp.step + 1, {"requests": requests}),
+        ("interrupt", cp.step + 1, {"requests": requests, **where}),
         ("status", cp.step + 1, {"status": "awaiting_input"}),
     ]
     # The lease goes back in the same script as the status: an answer's job can claim the step at once.
@@ -413,7 +426,7 @@ def _pause(
     release = (keys.lease_index(), lease.member)
     waiting = (RunStatus.RUNNING,)
     due = request_deadline([i for r in results for i in r.interrupts], cp.step + 1)
-    options: dict[str, Any] = {"allowed": waiting, "events": events, "release": release}
+    options: dict[str, Any] = {"allowed": waiting, "events": events, "release": release, "fields": fields}
     if due is not None:
         options |= {"deadline_ms": due[0], "fields": {DEADLINE_FIELD: due[1]}}
     if _set_status(ctx, run, lease, RunStatus.AWAITING_INPUT, **options):
@@ -422,6 +435,8 @@ def _pause(
     if _cancel_requested(ctx, run):  # requested just before the pause (later ones end the waiting run)
         _cancel_paused(ctx, run, cp.step + 1)
         return "canceled: a cancel request arrived during the step"
+    if stop is not None:
+        return f"stopped at a breakpoint: {stop.when} {list(stop.nodes)}"
     return f"awaiting input: {len(requests)} request(s)"
 
 

@@ -6,6 +6,7 @@ Enqueueing needs a :class:`StepQueue` (the worker package provides the RQ one, s
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, s
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_update, task_id
+from graphcore.engine.config import merge_config
 from graphcore.engine.inputs import check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
@@ -115,6 +117,15 @@ class Guard:
     stage: Callable[[Any], None]
 
 
+def at_breakpoint(run: RunRecord) -> str:
+    """``run R stopped at a breakpoint (before ['b'])`` when ``run`` waits at a static breakpoint it has not
+    been let past, else ""."""
+    mark = run.breakpoint
+    if run.status != RunStatus.AWAITING_INPUT or mark is None or mark.get("continued"):
+        return ""
+    return f"run {run.id} stopped at a breakpoint ({mark['when']} {mark['nodes']})"
+
+
 def no_history(what: str, where: str = "") -> ConfigError:
     """The refusal of ``what`` (a fork, a second answer), which needs the checkpoint history that
     ``GRAPHQ_ENABLE_CHECKPOINTING=false`` does not keep (R5); ``where``: which worker has the setting."""
@@ -143,7 +154,7 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
         raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
     run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
-    thread = keys.validate_id("thread id", run_id if req.thread_id is None else req.thread_id)
+    thread = keys.validate_id("thread id", _thread_of(req) or run_id)
     keys.validate_id("tenant", req.tenant)
     graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
     value = check_types(graph.schema, req.input)
@@ -163,6 +174,19 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
         run_timeout_s=timeout,
         thread_ttl_s=cfg.thread_ttl(),
     )
+
+
+def _thread_of(req: RunRequest) -> str | None:
+    """The thread ``req`` names: its ``thread_id``, or its config's (LangGraph's ``{"configurable":
+    {"thread_id": ...}}`` or the option ``thread_id``), None for a new one.
+
+    Raises:
+        ConfigError: the two name different threads.
+    """
+    named = merge_config(req.config).thread_id
+    if req.thread_id is not None and named is not None and named != req.thread_id:
+        raise ConfigError(f"thread_id {req.thread_id!r} and the config's thread_id {named!r} differ")
+    return req.thread_id or named
 
 
 class Client:
@@ -530,6 +554,11 @@ class Client:
         run = self.runs.get(run_id)
         if run.status != RunStatus.AWAITING_INPUT or run.head is None:
             raise self._not_awaiting(run_id)
+        if at_breakpoint(run):
+            raise InvalidUpdateError(
+                f"{at_breakpoint(run)} and has no request to answer; let it go on with resume "
+                f"(graphq runs resume {run_id})"
+            )
         pending = self.requests(run_id)
         answers = match_answer(pending, value, request_id)
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
@@ -612,18 +641,27 @@ class Client:
         return answers
 
     def _continue(
-        self, run: RunRecord, blobs: Mapping[str, bytes], given: Mapping[str, tuple[Interrupt, Any]]
+        self,
+        run: RunRecord,
+        blobs: Mapping[str, bytes],
+        given: Mapping[str, tuple[Interrupt, Any]],
+        fields: Mapping[str, str] | None = None,
     ) -> None:
         """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS); note
-        each answer in the run's request records (``given``: request id → (request, answer))."""
+        each answer in the run's request records (``given``: request id → (request, answer)); ``fields``:
+        run hash fields written with it (a breakpoint passed)."""
         while True:
             try:
-                return self._continue_once(run, blobs, given)
+                return self._continue_once(run, blobs, given, fields or {})
             except WatchError:  # the run changed meanwhile (another answer, a cancel): look again
                 continue
 
     def _continue_once(
-        self, run: RunRecord, blobs: Mapping[str, bytes], given: Mapping[str, tuple[Interrupt, Any]]
+        self,
+        run: RunRecord,
+        blobs: Mapping[str, bytes],
+        given: Mapping[str, tuple[Interrupt, Any]],
+        fields: Mapping[str, str],
     ) -> None:
         """One optimistic try of :meth:`_continue` (raises ``WatchError`` when the run changed)."""
         run_key = keys.run(run.thread_id, run.id)
@@ -642,10 +680,11 @@ class Client:
                 for iid, (request, answer) in given.items()
             }
             pipe.multi()
-            pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
+            if blobs:
+                pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
             if notes:
                 pipe.hset(requests_key, mapping=notes)
-            pipe.hset(run_key, "status", RunStatus.QUEUED.value)  # Running again once a worker takes it
+            pipe.hset(run_key, mapping={**fields, "status": RunStatus.QUEUED.value})  # Running once taken
             if deadline is not None:  # answered in time: out of the request-deadline index (R13)
                 pipe.hdel(run_key, DEADLINE_FIELD)
                 pipe.zrem(keys.request_deadlines(), keys.lease_member(run.thread_id, run.id))
@@ -710,15 +749,22 @@ class Client:
         tenant and options, no input, ``continued_from_run_id`` set. A failed step runs again (its finished
         tasks are kept); a completed thread has nothing left to run.
 
+        A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
+        :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
+        ``invoke(None, config)`` does (:mod:`worker.breakpoints`); its own id is returned.
+
         Returns:
-            The new run's id.
+            The id of the run that goes on: the new run's, or the stopped run's own.
 
         Raises:
             RunNotFoundError: no such run.
-            InvalidUpdateError: the run has not ended (it is still queued, running or awaiting input), or it
-                was continued already (a chain goes on from its last run, which the message names).
+            InvalidUpdateError: the run has not ended (it is still queued, running or awaiting input to a
+                request), or it was continued already (a chain goes on from its last run, which the message
+                names).
         """
         run = self.runs.get(run_id)
+        if at_breakpoint(run):
+            return self._pass_breakpoint(run)
         if not run.terminal:
             raise InvalidUpdateError(f"run {run_id} is {run.status.value}; only an ended run can be resumed")
         if run.continued_by_run_id:
@@ -738,6 +784,19 @@ class Client:
         new_id = self.enqueue_many([request])[0]
         self.kv.hsetnx(keys.run(run.thread_id, run.id), "continued_by_run_id", new_id)
         return new_id
+
+    def _pass_breakpoint(self, run: RunRecord) -> str:
+        """Let ``run``, stopped at a breakpoint, go on (its step enqueued again, the stop marked continued).
+
+        Raises:
+            ConfigError: this client has no step queue.
+            NotAwaitingInputError: it stopped waiting meanwhile (canceled, resumed by someone else).
+        """
+        if self.queue is None:
+            raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
+        passed = json.dumps({**(run.breakpoint or {}), "continued": True})
+        self._continue(run, {}, {}, {"breakpoint": passed})
+        return run.id
 
     def update_state(
         self, workflow: str, thread_id: str, values: Any, as_node: str | None = None

@@ -103,6 +103,11 @@ class RunRecord(BaseModel):
     """The schedule whose fire started the run (K1; written by the claim, ``claim_fire.lua``), and that fire's
     time (ISO-8601 UTC) in :attr:`fire_time`."""
     fire_time: str | None = None
+    breakpoint: dict[str, Any] | None = None
+    """Where the run last stopped at a static breakpoint (``interrupt_before``/``interrupt_after``), written
+    by the worker: ``when`` (before | after), ``nodes``, ``checkpoint_id``, and ``continued`` (true once
+    :meth:`~graphcore.backend.client.Client.resume` let it go on: its step then passes that breakpoint).
+    None: it never stopped at one."""
     preset_answers: dict[str, Any] = {}
     """``"<task index>:<call index>"`` → answer, for a branch started by answering a request again (R16)."""
     run_timeout_s: float | None = None
@@ -168,6 +173,7 @@ class RunRecord(BaseModel):
             worker=text.get("worker") or None,
             schedule=text.get("schedule") or None,
             fire_time=text.get("fire_time") or None,
+            breakpoint=json.loads(text["breakpoint"]) if text.get("breakpoint") else None,
             interrupted=RunError.model_validate_json(text["interrupted"])
             if text.get("interrupted")
             else None,
