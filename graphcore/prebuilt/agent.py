@@ -8,7 +8,7 @@ its reducer; a model node returns :func:`model_turn`'s update, which fills them 
 :func:`budget_exhausted`, :func:`terminate_requested`) read a state; :func:`first_of` makes a router of
 them::
 
-    route = first_of(iteration_exceeds(5), budget_exhausted, is_final_answer, otherwise="tools")
+    route = first_of(iteration_exceeds(5), budget_exhausted, otherwise=tools_condition)
     builder.add_conditional_edges("model", route, ["tools", END])
 """
 
@@ -177,14 +177,15 @@ def terminate_requested(state: Any) -> bool:
 
 
 def first_of(
-    *conditions: Condition | tuple[Condition, str], then: str = END, otherwise: str
-) -> Callable[[Any], str]:
+    *conditions: Condition | tuple[Condition, str], then: str = END, otherwise: str | Callable[[Any], Any]
+) -> Callable[[Any], Any]:
     """A router: the target of the first condition that holds, in the order given, else ``otherwise``.
 
     Args:
         conditions: conditions (they route to ``then``) or ``(condition, target)`` pairs.
         then: where a bare condition routes, ``END`` by default.
-        otherwise: where to go when none holds (e.g. ``"tools"``).
+        otherwise: where to go when none holds: a node name (e.g. ``"tools"``) or a router whose answer is
+            taken (e.g. :func:`~graphcore.prebuilt.tools_condition`).
 
     Returns:
         ``router(state) -> str``, for ``add_conditional_edges``.
@@ -196,7 +197,10 @@ def first_of(
         raise ValueError("first_of needs at least one condition")
     rules = [c if isinstance(c, tuple) else (c, then) for c in conditions]
 
-    def route(state: Any) -> str:
-        return next((target for holds, target in rules if holds(state)), otherwise)
+    def route(state: Any) -> Any:
+        for holds, target in rules:
+            if holds(state):
+                return target
+        return otherwise(state) if callable(otherwise) else otherwise
 
     return route
