@@ -195,7 +195,7 @@ class Watch:
         except CheckpointNotFoundError:  # trimmed or deleted meanwhile: show the id, do not stop
             missing = {"checkpoint_id": checkpoint_id, "error": "checkpoint not found"}
             return [Line(event.id, mode, event.step, missing) for mode in wanted]
-        payloads = {"checkpoints": checkpoint_payload(cp), "values": cp.channel_values}
+        payloads = {"checkpoints": checkpoint_payload(cp, self.run.thread_id), "values": cp.channel_values}
         return [Line(event.id, mode, event.step, payloads[mode]) for mode in wanted]
 
     def _settled(self) -> RunStatus | None:

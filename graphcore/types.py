@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 __all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
 
@@ -80,6 +80,10 @@ class PendingTask:
 class Interrupt:
     """A pause requested by ``interrupt(value)`` inside a node: a question for a human (G6, R16).
 
+    As LangGraph's: built as ``Interrupt(value=..., id=...)`` (by keyword: graphq's first field is ``id``),
+    equal when ``value`` and ``id`` are, printed as ``Interrupt(value=..., id='...')``, and not hashable.
+    graphq's own fields (from ``node`` on) do not take part in ``==`` or the repr.
+
     Attributes:
         id: 16 hex digits, sha1 of (task id, call index): unique per call site of a task and stable when the
             node re-runs from the same checkpoint.
@@ -92,13 +96,18 @@ class Interrupt:
             the workflow's ``request_timeout_s``, counted from ``created_at``; R13), None without one.
     """
 
-    id: str
-    value: Any
-    node: str
-    task_id: str
-    index: int
-    created_at: str
-    deadline_ms: int | None = None
+    id: str = field(repr=False)
+    value: Any = field(repr=False)
+    node: str = field(default="", compare=False, repr=False)
+    task_id: str = field(default="", compare=False, repr=False)
+    index: int = field(default=0, compare=False, repr=False)
+    created_at: str = field(default="", compare=False, repr=False)
+    deadline_ms: int | None = field(default=None, compare=False, repr=False)
+
+    __hash__: ClassVar[None] = None  # type: ignore[assignment]  # unhashable, as LangGraph's
+
+    def __repr__(self) -> str:
+        return f"Interrupt(value={self.value!r}, id={self.id!r})"
 
 
 @dataclass

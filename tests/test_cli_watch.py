@@ -130,9 +130,11 @@ def test_watch_replays_a_completed_run_with_the_real_state(redis_url: str) -> No
     tasks = [e["data"] for e in lines if e["mode"] == "tasks"]
     assert tasks[0] == {"node": "bump", "writes": {"n": 1, "log": ["bump1"]}}
     checkpoints = [e["data"] for e in lines if e["mode"] == "checkpoints"]
-    assert [c["source"] for c in checkpoints] == ["input", "loop", "loop", "loop"]
-    assert [c["parent_id"] for c in checkpoints[1:]] == [c["checkpoint_id"] for c in checkpoints[:-1]]
+    assert [c["metadata"]["source"] for c in checkpoints] == ["input", "loop", "loop", "loop"]
+    ids = [c["config"]["configurable"]["checkpoint_id"] for c in checkpoints]
+    assert [c["parent_config"]["configurable"]["checkpoint_id"] for c in checkpoints[1:]] == ids[:-1]
     assert [c["next"] for c in checkpoints] == [["bump"], ["bump"], ["bump"], []]
+    assert [c["values"].get("n") for c in checkpoints] == [None, 1, 2, 3]
 
 
 def test_watch_table_has_one_line_per_event(redis_url: str, redis_client: redis.Redis) -> None:

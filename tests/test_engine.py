@@ -31,6 +31,7 @@ from graphcore import (
     get_config,
     get_stream_writer,
 )
+from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.errors import OutsideRunError
 from graphcore.messages import AIMessage, AnyMessage, HumanMessage
 from graphcore.settings import get_settings
@@ -827,13 +828,28 @@ def test_stream_tasks_and_checkpoints_modes() -> None:
     g = StateGraph(S2)
     g.add_node("a", lambda s: {"x": 1})
     g.add_edge(START, "a")
-    events = list(g.compile().stream({}, stream_mode=["tasks", "checkpoints"]))
-    assert [mode for mode, _ in events] == ["tasks", "checkpoints"]
-    task, cp = events[0][1], events[1][1]
-    assert (task["node"], task["writes"], task["interrupts"]) == ("a", {"x": 1}, [])
-    assert len(task["id"]) == 16
-    assert (cp["step"], cp["source"], cp["next"]) == (0, "loop", [])
-    assert cp["parent_id"] is not None
+    store = InMemoryCheckpointStore()
+    events = list(
+        g.compile(checkpointer=store).stream({}, {"thread_id": "t"}, stream_mode=["tasks", "checkpoints"])
+    )
+    assert [mode for mode, _ in events] == ["checkpoints", "tasks", "tasks", "checkpoints"]
+    (_, first), (_, start), (_, done), (_, cp) = events
+    assert start == {"id": done["id"], "name": "a", "input": {}, "triggers": ("branch:to:a",)}
+    assert done == {"id": start["id"], "name": "a", "error": None, "result": {"x": 1}, "interrupts": []}
+    assert len(done["id"]) == 16
+    assert first["config"] == cp["parent_config"]  # the input checkpoint, then the step's
+    assert (first["metadata"]["source"], first["next"], first["values"], first["parent_config"]) == (
+        "input",
+        ["a"],
+        {},
+        None,
+    )
+    assert first["tasks"] == [{"id": start["id"], "name": "a", "interrupts": (), "state": None}]
+    assert (cp["metadata"]["step"], cp["metadata"]["source"], cp["next"], cp["tasks"]) == (0, "loop", [], [])
+    assert cp["config"] == {
+        "configurable": {"checkpoint_ns": "", "thread_id": "t", "checkpoint_id": store.get("t").id}
+    }
+    assert [m for m, _ in g.compile().stream({}, stream_mode=["tasks", "checkpoints"])] == ["tasks", "tasks"]
 
 
 def test_stream_debug_mode_tags_tasks_and_checkpoints() -> None:
@@ -843,7 +859,15 @@ def test_stream_debug_mode_tags_tasks_and_checkpoints() -> None:
     g = StateGraph(S3)
     g.add_node("a", lambda s: {"x": 2})
     g.add_edge(START, "a")
-    events = list(g.compile().stream({}, stream_mode="debug"))
-    assert [e["type"] for e in events] == ["task_result", "checkpoint"]
-    assert events[0]["payload"]["writes"] == {"x": 2}
-    assert events[1]["payload"]["source"] == "loop"
+    events = list(
+        g.compile(checkpointer=InMemoryCheckpointStore()).stream({}, {"thread_id": "t"}, stream_mode="debug")
+    )
+    assert [(e["type"], e["step"]) for e in events] == [
+        ("checkpoint", -1),
+        ("task", 0),
+        ("task_result", 0),
+        ("checkpoint", 0),
+    ]
+    assert events[2]["payload"]["result"] == {"x": 2}
+    assert events[3]["payload"]["metadata"]["source"] == "loop"
+    assert all(e["timestamp"].endswith("+00:00") for e in events)

@@ -196,7 +196,7 @@ def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client:
     late = apply_writes(REGISTRY.get("counter"), head, [], {"run_id": run_id})
     before = len(client.get_history(run.thread_id))
     with pytest.raises(LeaseLostError, match=r"commit of run \w+ step 1 refused: the lease is no"):
-        _commit_step(ctx, run, lease, head, late, [], False)
+        _commit_step(ctx, REGISTRY.get("counter"), run, lease, head, late, [], False)
     assert len(client.get_history(run.thread_id)) == before
     assert redis_client.hget(keys.run(run.thread_id, run_id), "step") == b"1"
     assert redis_client.hget(keys.run(run.thread_id, run_id), "refused:commit") == b"1"

@@ -42,6 +42,7 @@ from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import interrupt_id, resume_plan
 from graphcore.engine.step import RetryHook, run_step
+from graphcore.engine.stream import update_payload
 from graphcore.errors import (
     AppendConflictError,
     Cancelled,
@@ -290,7 +291,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     if any(r.interrupts for r in outcome.results):
         return _pause(ctx, run, lease, cp, outcome.results, persisted=on_done is not None)
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
-    return _commit_step(ctx, run, lease, cp, new, outcome.results, pending or on_done is not None)
+    return _commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or on_done is not None)
 
 
 def _check_limit(run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:
@@ -675,6 +676,7 @@ def _subgraphs_of(ctx: WorkerContext, run: RunRecord, parent: Checkpoint) -> lis
 
 def _commit_step(
     ctx: WorkerContext,
+    graph: CompiledGraph,
     run: RunRecord,
     lease: Lease,
     parent: Checkpoint,
@@ -688,7 +690,7 @@ def _commit_step(
 
     ``pending``: the step has pending writes (or answers) to drop with the commit.
     """
-    events: list[tuple[str, int, Any]] = [("updates", cp.step, {r.node: dict(r.writes)}) for r in results]
+    events: list[tuple[str, int, Any]] = [("updates", cp.step, update_payload(graph, r)) for r in results]
     events.append(("values", cp.step, {"checkpoint_id": cp.id}))
     fields = {"head": cp.id, "step": str(run.step + 1)}
     next_run = None

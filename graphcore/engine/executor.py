@@ -14,7 +14,8 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio
-from graphcore.engine.algo import Task, apply_input, apply_writes, fork
+from graphcore.engine import stream as streaming
+from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
 from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
@@ -31,19 +32,16 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.durability import check_durability, durable
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
-from graphcore.engine.nested import call_namespace
+from graphcore.engine.nested import call_namespace, fresh_calls
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import run_step
-from graphcore.engine.stream import checkpoint_payload, task_payload
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
 
-STREAM_MODES = ("values", "updates", "custom", "tasks", "checkpoints", "debug")
-
-INTERRUPT_KEY = "__interrupt__"
-"""Key of the open requests in ``invoke``'s result and in ``updates`` events when a run pauses."""
+STREAM_MODES = streaming.STREAM_MODES
+INTERRUPT_KEY = streaming.INTERRUPT_KEY
 
 
 def start_point(
@@ -109,6 +107,9 @@ class CompiledGraph(StateMethods, GraphSpec):
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
         durability: str | None = None,
+        stream_mode: str | Sequence[str] = "values",
+        subgraphs: bool = False,
+        debug: bool | None = None,
     ) -> Any:
         """Run the graph to the end in this process and return the final state values.
 
@@ -122,12 +123,15 @@ class CompiledGraph(StateMethods, GraphSpec):
             interrupt_after: the same, stopping after a super-step that ran one of them.
             durability: ``"sync"``, ``"async"`` or ``"exit"`` (LangGraph's; what each means here:
                 :mod:`graphcore.engine.durability`); None → the config's ``durability``, else ``"sync"``.
+            stream_mode: ``"values"`` (the default) returns the final state; another mode or a list of modes
+                returns the list of what :meth:`stream` yields with it, as LangGraph's ``invoke``.
+            subgraphs, debug: as :meth:`stream`.
 
         Returns:
             Channel name → value after the last super-step, narrowed to the output schema's keys (None
             when none has a value), or the value itself for a root-channel state (as LangGraph's
-            ``invoke``). When a node paused in ``interrupt()``, the
-            state before the paused step plus ``"__interrupt__"``: the open requests; continue with
+            ``invoke``). When a node paused in ``interrupt()``, the state with the paused step's finished
+            tasks' writes applied (as LangGraph's) plus ``"__interrupt__"``: the open requests; continue with
             ``invoke(Command(resume=answer), config)`` on the same thread (needs a checkpointer).
 
         Raises:
@@ -139,7 +143,21 @@ class CompiledGraph(StateMethods, GraphSpec):
         """
         final: Any = None
         call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        for _, cp, paused in self._run(input, config, None, durability=durability, **call):
+        if stream_mode != "values":
+            chunks = self.stream(
+                input,
+                config,
+                stream_mode=stream_mode,
+                subgraphs=subgraphs,
+                debug=debug,
+                durability=durability,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
+            )
+            return list(chunks)
+        logged = streaming.logged_modes(self.debug if debug is None else debug)
+        for events, cp, paused in self._run(input, config, logged, durability=durability, **call):
+            streaming.log_events(events)
             final = self.schema.result(cp.channel_values, {INTERRUPT_KEY: paused} if paused else None)
         return final
 
@@ -148,35 +166,44 @@ class CompiledGraph(StateMethods, GraphSpec):
         input: Any,
         config: Mapping[str, Any] | RunConfig | None = None,
         *,
-        stream_mode: str | Sequence[str] = "values",
+        stream_mode: str | Sequence[str] = "updates",
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
         durability: str | None = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
     ) -> Iterator[Any]:
-        """Run the graph, yielding events as super-steps complete (C6).
+        """Run the graph, yielding events as they happen (C6), as LangGraph's ``stream``.
 
-        Modes: ``values`` (the full state after input and after each step), ``updates`` (``{node: writes}``
-        per task), ``custom`` (chunks from ``get_stream_writer()``), ``tasks`` (each finished task: id,
-        node, writes, interrupts), ``checkpoints`` (each committed checkpoint's id, parent, step, source and
-        next tasks), ``debug`` (both, tagged ``{"type": "task_result"|"checkpoint", "payload": ...}``). With
-        one mode, events are the payloads; with a list, ``(mode, payload)`` pairs. The
+        Modes (payloads: :mod:`graphcore.engine.stream`): ``updates`` (the default: ``{node: update}`` per
+        task, ``{node: None}`` for one that wrote nothing, ``{"__interrupt__": (Interrupt, ...)}`` per task
+        that paused), ``values`` (the state after the input and after each step that wrote), ``custom``
+        (``get_stream_writer()`` chunks, live), ``tasks`` (each task's start and result), ``checkpoints``
+        (each checkpoint saved, the input's included; only with a checkpointer), ``debug`` (those two,
+        wrapped in ``{"step", "timestamp", "type", "payload"}``). One mode yields its payloads; a list yields
+        ``(mode, payload)``; ``subgraphs=True`` yields ``(namespace, payload)`` / ``(namespace, mode,
+        payload)`` with the events of graphs run as nodes or invoked inside nodes, as they happen (namespace
+        ``("node:task_id", ...)``, ``()`` for this graph). ``debug=True`` (or ``compile(debug=True)``) logs
+        the ``updates`` and ``values`` events at DEBUG on the logger ``graphq.debug`` (LangGraph prints
+        them). Breaking out of the loop stops the run after the step in flight. The ``checkpoints``
         payloads are those ``graphq runs watch`` prints for a queued run. A stop at a breakpoint is one
         ``updates`` event ``{"__interrupt__": ()}``, as LangGraph's. ``interrupt_before``,
         ``interrupt_after`` and ``durability``: as :meth:`invoke`.
 
         Raises:
-            ValueError: an unknown stream mode.
+            ValueError: an unknown stream mode, or ``messages`` (graphq has no LLM callbacks: stream tokens
+                with ``get_stream_writer()`` and ``custom``).
             StepLimitError, NodeError, InvalidUpdateError: as :meth:`invoke`.
         """
-        modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
-        bad = [m for m in modes if m not in STREAM_MODES]
-        if bad:
-            raise ValueError(f"unknown stream mode(s) {bad}; known: {list(STREAM_MODES)}")
-        single = isinstance(stream_mode, str)
+        modes = streaming.check_modes(stream_mode)
         call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
-        for events, _, _ in self._run(input, config, modes, durability=durability, **call):
-            for mode, payload in events:
-                yield payload if single else (mode, payload)
+        yield from streaming.stream_run(
+            lambda run_modes: self._run(input, config, run_modes, durability=durability, **call),
+            modes,
+            single=isinstance(stream_mode, str),
+            subgraphs=subgraphs,
+            debug=self.debug if debug is None else debug,
+        )
 
     async def ainvoke(
         self, input: Any, config: Mapping[str, Any] | RunConfig | None = None, **kwargs: Any
@@ -212,7 +239,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         if stops and current_task_or_none() is not None:
             raise ConfigError(NESTED_BREAKPOINTS)
         with durable(scope, check_durability(durability) or cfg.durability) as scope:
-            yield from self._execute(input, cfg, modes, scope, stops)
+            yield from streaming.relay(modes, scope, lambda m: self._execute(input, cfg, m, scope, stops))
 
     def _placement(self, config: Mapping[str, Any] | RunConfig | None) -> tuple[RunConfig, Scope]:
         """The run's config and where it checkpoints (G7).
@@ -247,9 +274,10 @@ class CompiledGraph(StateMethods, GraphSpec):
     ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
+        since = Checkpoint.now() if modes else ""
         cp, finished, answers = self._start(cfg, input, meta, scope)
         cfg, meta = continued_run(cfg, cp)
-        yield ([("values", dict(cp.channel_values))] if modes and "values" in modes else []), cp, []
+        yield streaming.start_events(self, modes, cp, scope, since=since, input=input, done=finished), cp, []
         task = current_task_or_none()
         cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
         steps = 0
@@ -261,10 +289,7 @@ class CompiledGraph(StateMethods, GraphSpec):
                 yield self._stopped(modes), cp, []
                 return
             custom: list[tuple[str, Any]] = []
-
-            def writer(task: Task, chunk: Any, sink: list[tuple[str, Any]] = custom) -> None:
-                sink.append(("custom", chunk))
-
+            writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
             with run_scope(scope):
                 outcome = run_step(
@@ -282,16 +307,15 @@ class CompiledGraph(StateMethods, GraphSpec):
             paused = [i for r in outcome.results for i in r.interrupts]
             if paused:  # the step does not commit: its finished tasks wait as pending writes (I2)
                 self._save_writes(scope, cp, outcome.results)
-                events = [e for e in custom if modes and "custom" in modes]
-                events += [("updates", {INTERRUPT_KEY: paused})] if modes and "updates" in modes else []
-                yield events, cp, paused
+                view = streaming.paused_view(self, cp, outcome.results)
+                yield streaming.paused_events(self, modes, custom, outcome.results, cp, view), view, paused
                 if scope.ns:  # a graph a node invoked: the node pauses with it (LangGraph's nested graphs)
                     raise GraphInterrupt(*paused)
                 return
             cp = apply_writes(self, cp, outcome.results, meta)
             self._save(scope, cp)
             steps += 1
-            yield self._events(modes, custom, outcome.results, cp), cp, []
+            yield streaming.step_events(self, modes, custom, outcome.results, cp, scope), cp, []
         if stops and stops.stop(cp, passing and steps == 0):  # interrupt_after on the last super-step
             yield self._stopped(modes), cp, []
 
@@ -307,6 +331,8 @@ class CompiledGraph(StateMethods, GraphSpec):
         input checkpoint. Returns the checkpoint, the pending writes of its step and the answers given."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
+        if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
+            parent = None
         if forks and parent is not None:
             parent = fork(parent, meta)
             self._save(scope, parent)
@@ -328,26 +354,6 @@ class CompiledGraph(StateMethods, GraphSpec):
         cp = apply_input(self, parent, input, meta)
         self._save(scope, cp)
         return cp, {}, {}
-
-    @staticmethod
-    def _events(
-        modes: Sequence[str] | None, custom: list[tuple[str, Any]], results: Sequence[Any], cp: Checkpoint
-    ) -> list[tuple[str, Any]]:
-        if not modes:
-            return []
-        events = [e for e in custom if "custom" in modes]
-        if "tasks" in modes:
-            events += [("tasks", task_payload(r)) for r in results]
-        if "updates" in modes:
-            events += [("updates", {r.node: dict(r.writes)}) for r in results]
-        if "checkpoints" in modes:
-            events.append(("checkpoints", checkpoint_payload(cp)))
-        if "values" in modes:
-            events.append(("values", dict(cp.channel_values)))
-        if "debug" in modes:  # tasks and checkpoints in one mode, tagged by type (LangGraph's debug mode)
-            events += [("debug", {"type": "task_result", "payload": task_payload(r)}) for r in results]
-            events.append(("debug", {"type": "checkpoint", "payload": checkpoint_payload(cp)}))
-        return events
 
     @staticmethod
     def _save(scope: Scope, cp: Checkpoint) -> None:

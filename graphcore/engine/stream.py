@@ -1,31 +1,433 @@
-"""Payloads of the stream modes ``tasks`` and ``checkpoints`` (C6), the same in-process and on the queue."""
+"""Stream modes (C6): which events a run emits, their payloads and how they reach the caller, as LangGraph's.
+
+The payloads are LangGraph's: ``updates`` ``{node: update}`` per task (``None`` for a task that wrote
+nothing; ``{"__interrupt__": (Interrupt, ...)}`` per task that paused), ``values`` the state after the input
+and after each super-step that wrote a channel (and, on a pause, once per paused task with its interrupts,
+then with the finished tasks' writes applied), ``tasks`` a start and a result event per task, ``checkpoints``
+a snapshot-like dict per checkpoint saved (only with a checkpointer, the input checkpoint included),
+``debug`` both wrapped in ``{"step", "timestamp", "type", "payload"}``. ``graphq runs watch`` prints a
+queued run's ``checkpoints`` lines with :func:`checkpoint_payload` too.
+
+:func:`stream_run` drives ``CompiledGraph.stream``. When events must arrive while a step runs (``custom``
+chunks, and with ``subgraphs=True`` the events of graphs running inside the step's tasks) the run goes on in
+a thread of its own and the caller reads its events from a queue; otherwise it runs in the caller's thread.
+"""
 
 from __future__ import annotations
 
+import contextvars
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.types import TaskWrites
+from graphcore.engine.algo import Task, apply_writes, prepare_tasks, task_id
+from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.config import Scope, TaskContext, current_scope, current_task_or_none
+from graphcore.errors import GraphqError
+from graphcore.types import Interrupt, TaskWrites
 
-__all__ = ["checkpoint_payload", "task_payload"]
+__all__ = [
+    "INTERRUPT_KEY",
+    "STREAM_MODES",
+    "check_modes",
+    "checkpoint_payload",
+    "custom_writer",
+    "log_events",
+    "logged_modes",
+    "paused_events",
+    "paused_view",
+    "relay",
+    "start_events",
+    "step_events",
+    "stream_run",
+    "task_payload",
+    "task_start_payload",
+    "update_payload",
+]
+
+STREAM_MODES = ("values", "updates", "custom", "tasks", "checkpoints", "debug")
+
+INTERRUPT_KEY = "__interrupt__"
+"""Key of the open requests in ``invoke``'s result and in ``updates``/``values`` events when a run pauses."""
+
+DEBUG_MODES = ("updates", "values")
+"""What ``debug=True`` logs (LangGraph prints these two modes' events)."""
+
+log = logging.getLogger("graphq.debug")
+
+Event = tuple[str, Any]
+"""``(mode, payload)``."""
+
+Run = Iterator[tuple[list[Event], Checkpoint, list[Interrupt]]]
+"""What ``CompiledGraph._execute`` yields: each step's events, its checkpoint, the interrupts it paused on."""
+
+
+def check_modes(stream_mode: str | Sequence[str]) -> list[str]:
+    """``stream_mode`` as a list of modes.
+
+    Raises:
+        ValueError: ``messages`` (LLM token streaming through LangChain callbacks, which graphq has not) or
+            an unknown mode.
+    """
+    modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
+    if "messages" in modes:
+        raise ValueError(
+            "stream_mode='messages' is not supported: graphq has no LangChain callback layer to take LLM "
+            "tokens from; emit them from the node with get_stream_writer() and stream with "
+            "stream_mode='custom'"
+        )
+    bad = [m for m in modes if m not in STREAM_MODES]
+    if bad:
+        raise ValueError(f"unknown stream mode(s) {bad}; known: {list(STREAM_MODES)}")
+    return modes
+
+
+@dataclass(frozen=True)
+class _Sink:
+    """Where a streamed run's events go while it runs: the consumer's queue, with the namespace of the graph
+    emitting (``()`` for the root, ``("node:task_id", ...)`` for graphs running inside tasks)."""
+
+    put: Callable[[tuple[tuple[str, ...], str, Any]], None]
+    modes: tuple[str, ...]
+    subgraphs: bool
+    ns: tuple[str, ...] = ()
+
+    def emit(self, events: Sequence[Event]) -> None:
+        for mode, payload in events:
+            self.put((self.ns, mode, payload))
+
+
+_sink: contextvars.ContextVar[_Sink | None] = contextvars.ContextVar("graphq_stream_sink", default=None)
+
+
+def custom_writer(modes: Sequence[str] | None, buffer: list[Event]) -> Callable[[Task, Any], None]:
+    """The ``get_stream_writer()`` sink of a run's tasks: straight to the consumer when the run streams
+    ``custom`` live, else into ``buffer`` (emitted after the step; dropped when nobody streams)."""
+    sink = _sink.get()
+    if modes is not None and "custom" in modes and sink is not None:
+        return lambda task, chunk: sink.put((sink.ns, "custom", chunk))
+    return lambda task, chunk: buffer.append(("custom", chunk))
+
+
+def relay(modes: Sequence[str] | None, scope: Scope, run: Callable[[Sequence[str] | None], Run]) -> Run:
+    """Run a graph; when it is invoked inside a task of a run streamed with ``subgraphs=True``, its events
+    go to that stream (with the stream's modes) under its namespace as they happen.
+
+    The namespace is the parent's and the task's ``node:task_id`` (``("node:task_id", ...)``), as
+    LangGraph's, then the rest of the graph's checkpoint namespace below it (``"1"`` for the task's second
+    graph call).
+    """
+    sink, task = _sink.get(), current_task_or_none()
+    if modes is not None or sink is None or not sink.subgraphs or task is None:
+        yield from run(modes)
+        return
+    child = replace(sink, ns=_namespace(sink.ns, task, scope))
+    token = _sink.set(child)
+    try:
+        steps: list[tuple[list[Event], Checkpoint, list[Interrupt]]] = []
+        for events, cp, paused in run(sink.modes):
+            child.emit(events)
+            steps.append(([], cp, paused))
+    finally:
+        _sink.reset(token)
+    yield from steps
+
+
+def _namespace(parent: tuple[str, ...], task: TaskContext, scope: Scope) -> tuple[str, ...]:
+    base = f"{task.node}:{task.task_id}"
+    outer = current_scope()
+    depth = len(outer.ns.split("|")) if outer is not None and outer.ns else 0
+    below = scope.ns.split("|")[depth:] if scope.ns else []
+    return (*parent, base, *(below[1:] if below[:1] == [base] else []))
+
+
+def _wants(modes: Sequence[str] | None, *names: str) -> bool:
+    return modes is not None and any(m in modes for m in names)
+
+
+def _debug(cp_step: int, kind: str, payload: Any) -> Event:
+    ts = datetime.now(UTC).isoformat()
+    return "debug", {"step": cp_step, "timestamp": ts, "type": kind, "payload": payload}
+
+
+def _checkpoint_events(modes: Sequence[str], cp: Checkpoint, scope: Scope) -> list[Event]:
+    if scope.store is None or not _wants(modes, "checkpoints", "debug"):
+        return []  # LangGraph: no checkpointer, no checkpoint events
+    payload = checkpoint_payload(cp, scope.thread_id, scope.ns)
+    events: list[Event] = [("checkpoints", payload)] if "checkpoints" in modes else []
+    return events + ([_debug(cp.step, "checkpoint", payload)] if "debug" in modes else [])
+
+
+def _start_events(
+    graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, skip: Mapping[str, Any] | None = None
+) -> list[Event]:
+    if not cp.next_tasks or not _wants(modes, "tasks", "debug"):
+        return []
+    events: list[Event] = []
+    for task in prepare_tasks(graph, cp):
+        if skip and task.id in skip:
+            continue
+        payload = task_start_payload(task, cp)
+        events += [("tasks", payload)] if "tasks" in modes else []
+        events += [_debug(cp.step + 1, "task", payload)] if "debug" in modes else []
+    return events
+
+
+def _result_events(
+    graph: GraphSpec, modes: Sequence[str], r: TaskWrites, step: int, values: Any
+) -> list[Event]:
+    events: list[Event] = []
+    if r.interrupts:
+        paused = tuple(r.interrupts)
+        events += [("updates", {INTERRUPT_KEY: paused})] if "updates" in modes else []
+        if "values" in modes:  # the state and the task's interrupts (only those for a root-channel state)
+            state = values if isinstance(values, dict) else {}
+            events.append(("values", {**state, INTERRUPT_KEY: paused}))
+    elif "updates" in modes:
+        events.append(("updates", update_payload(graph, r)))
+    if _wants(modes, "tasks", "debug"):
+        payload = task_payload(r)
+        events += [("tasks", payload)] if "tasks" in modes else []
+        events += [_debug(step, "task_result", payload)] if "debug" in modes else []
+    return events
+
+
+def start_events(
+    graph: GraphSpec,
+    modes: Sequence[str] | None,
+    cp: Checkpoint,
+    scope: Scope,
+    *,
+    since: str,
+    input: Any,
+    done: Mapping[str, Any],
+) -> list[Event]:
+    """The events before a run's first step: ``values`` (the input state when the input wrote, as
+    LangGraph's; on a resume the current state), the input checkpoint when this run made it (created since
+    ``since``, an ISO time), and the start of the tasks about to run (not those ``done`` before)."""
+    if not modes:
+        return []
+    events: list[Event] = []
+    fresh = cp.created_at >= since
+    if "values" in modes and (not fresh or not isinstance(input, Mapping) or input):
+        events.append(("values", graph.schema.values_of(cp.channel_values)))
+    if fresh:
+        events += _checkpoint_events(modes, cp, scope)
+    return events + _start_events(graph, modes, cp, done)
+
+
+def step_events(
+    graph: GraphSpec,
+    modes: Sequence[str] | None,
+    custom: list[Event],
+    results: Sequence[TaskWrites],
+    cp: Checkpoint,
+    scope: Scope,
+) -> list[Event]:
+    """The events of a committed step, ``cp`` its new checkpoint: buffered ``custom`` chunks, each task's
+    ``updates`` and ``tasks`` result, ``values`` when a task wrote, the checkpoint, the next tasks' start."""
+    if not modes:
+        return []
+    events = [e for e in custom if "custom" in modes]
+    for r in results:
+        events += _result_events(graph, modes, r, cp.step, None)
+    if "values" in modes and any(r.writes for r in results):
+        events.append(("values", graph.schema.values_of(cp.channel_values)))
+    return events + _checkpoint_events(modes, cp, scope) + _start_events(graph, modes, cp)
+
+
+def paused_view(graph: GraphSpec, cp: Checkpoint, results: Sequence[TaskWrites]) -> Checkpoint:
+    """``cp`` with the writes of a paused step's finished tasks applied, unsaved: the state ``invoke``
+    returns and the last ``values`` event shows on a pause, as LangGraph's (its pending writes applied).
+    ``cp`` itself when no finished task wrote, or when their writes conflict (the error comes on resume)."""
+    done = [r for r in results if not r.interrupts]
+    if not any(r.writes for r in done):
+        return cp
+    try:
+        return apply_writes(graph, cp, done, cp.metadata)
+    except GraphqError:
+        return cp
+
+
+def paused_events(
+    graph: GraphSpec,
+    modes: Sequence[str] | None,
+    custom: list[Event],
+    results: Sequence[TaskWrites],
+    cp: Checkpoint,
+    view: Checkpoint,
+) -> list[Event]:
+    """The events of a step that paused in ``interrupt()``: per task its ``updates`` (for a paused task
+    ``{"__interrupt__": (Interrupt, ...)}`` and a ``values`` event with them) and ``tasks`` result, then
+    ``values`` with the finished tasks' writes applied (``view``) when they wrote."""
+    if not modes:
+        return []
+    events = [e for e in custom if "custom" in modes]
+    state = graph.schema.values_of(cp.channel_values)
+    for r in results:
+        events += _result_events(graph, modes, r, cp.step + 1, state)
+    if "values" in modes and view is not cp:
+        events.append(("values", graph.schema.values_of(view.channel_values)))
+    return events
+
+
+def update_payload(graph: GraphSpec, r: TaskWrites) -> dict[str, Any]:
+    """A finished task's ``updates`` chunk (LangGraph's), in process and in a queued run's events:
+    ``{node: update}``, ``{node: None}`` for a task that wrote nothing."""
+    return {r.node: graph.schema.update_of(r.writes) if r.writes else None}
+
+
+def task_start_payload(task: Task, cp: Checkpoint) -> dict[str, Any]:
+    """A task about to run, as the ``tasks`` mode shows it (LangGraph's): id, node name, input, triggers
+    (``branch:to:<node>`` for an edge or router, ``__pregel_push`` for a Send)."""
+    pending = cp.next_tasks[task.index]
+    triggers = ("__pregel_push",) if pending.send else (f"branch:to:{task.node}",)
+    return {"id": task.id, "name": task.node, "input": task.input, "triggers": triggers}
 
 
 def task_payload(tw: TaskWrites) -> dict[str, Any]:
-    """A finished task as the ``tasks`` stream mode shows it."""
-    return {
-        "id": tw.task_id,
-        "node": tw.node,
-        "writes": dict(tw.writes),
-        "interrupts": [{"id": i.id, "value": i.value} for i in tw.interrupts],
-    }
+    """A finished (or paused) task as the ``tasks`` mode shows it (LangGraph's): id, node name, error
+    (None: a failed task raises instead), result (channel → value written; ``{"$writes": [...]}`` for a
+    channel written several times), interrupts (``[{"value", "id"}]``)."""
+    result: dict[str, Any] = {}
+    for key, value in tw.writes:
+        if key in result:
+            before = result[key]
+            many = isinstance(before, dict) and isinstance(before.get("$writes"), list)
+            result[key] = {"$writes": [*(before["$writes"] if many else [before]), value]}
+        else:
+            result[key] = value
+    interrupts = [{"value": i.value, "id": i.id} for i in tw.interrupts]
+    return {"id": tw.task_id, "name": tw.node, "error": None, "result": result, "interrupts": interrupts}
 
 
-def checkpoint_payload(cp: Checkpoint) -> dict[str, Any]:
-    """A committed checkpoint as the ``checkpoints`` stream mode shows it."""
+def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+    if checkpoint_id is None:
+        return None
+    return {"configurable": {"checkpoint_ns": ns, "thread_id": thread_id, "checkpoint_id": checkpoint_id}}
+
+
+def checkpoint_payload(cp: Checkpoint, thread_id: str, ns: str = "") -> dict[str, Any]:
+    """A saved checkpoint as the ``checkpoints`` mode shows it (LangGraph's): ``config`` and
+    ``parent_config`` (``{"configurable": {"checkpoint_ns", "thread_id", "checkpoint_id"}}``, None without
+    a parent), ``values``, ``metadata`` (``source``, ``step``, ``parents``; graphq's ``run_id``, ``writes``),
+    ``next`` (node names) and ``tasks`` (``{"id", "name", "interrupts": (), "state": None}`` each)."""
     return {
-        "checkpoint_id": cp.id,
-        "parent_id": cp.parent_id,
-        "step": cp.step,
-        "source": cp.source,
+        "config": _config(thread_id, ns, cp.id),
+        "parent_config": _config(thread_id, ns, cp.parent_id),
+        "values": dict(cp.channel_values),
+        "metadata": {"parents": {}, **cp.metadata},
         "next": [t.node for t in cp.next_tasks],
+        "tasks": [
+            {"id": task_id(cp.id, i, t.node), "name": t.node, "interrupts": (), "state": None}
+            for i, t in enumerate(cp.next_tasks)
+        ],
     }
+
+
+def logged_modes(debug: bool) -> tuple[str, ...] | None:
+    """The modes ``invoke`` computes to log them with ``debug=True`` (None without)."""
+    return DEBUG_MODES if debug else None
+
+
+def log_events(events: Sequence[Event], ns: tuple[str, ...] = ()) -> None:
+    """Log ``updates`` and ``values`` events at DEBUG on ``graphq.debug`` (what ``debug=True`` does)."""
+    for mode, payload in events:
+        if mode in DEBUG_MODES:
+            log.debug("%s %s: %r", list(ns), mode, payload)
+
+
+class _Failed:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_DONE, _STEP = object(), object()
+
+
+def stream_run(
+    open_run: Callable[[Sequence[str]], Iterator[tuple[list[Event], Any, Any]]],
+    modes: Sequence[str],
+    *,
+    single: bool,
+    subgraphs: bool,
+    debug: bool,
+) -> Iterator[Any]:
+    """The events of a run as ``stream`` yields them: the payload (one mode), ``(mode, payload)`` (a list of
+    modes), ``(namespace, payload)`` / ``(namespace, mode, payload)`` with ``subgraphs=True``.
+
+    ``open_run(modes)`` starts the run. With ``debug``, ``updates`` and ``values`` events are also logged at
+    DEBUG on the logger ``graphq.debug`` (``[namespace] mode: payload``), whether streamed or not.
+    """
+    wanted = tuple(modes)
+    run_modes = tuple(dict.fromkeys((*wanted, *(DEBUG_MODES if debug else ()))))
+    live = subgraphs or "custom" in wanted
+    for ns, mode, payload in _live(open_run, run_modes, subgraphs) if live else _inline(open_run, run_modes):
+        if debug:
+            log_events([(mode, payload)], ns)
+        if mode not in wanted:
+            continue
+        if subgraphs:
+            yield (ns, payload) if single else (ns, mode, payload)
+        else:
+            yield payload if single else (mode, payload)
+
+
+def _inline(
+    open_run: Callable[[Sequence[str]], Iterator[tuple[list[Event], Any, Any]]], modes: Sequence[str]
+) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+    for events, _, _ in open_run(modes):
+        for mode, payload in events:
+            yield (), mode, payload
+
+
+def _live(
+    open_run: Callable[[Sequence[str]], Iterator[tuple[list[Event], Any, Any]]],
+    modes: Sequence[str],
+    subgraphs: bool,
+) -> Iterator[tuple[tuple[str, ...], str, Any]]:
+    """Run in a thread of its own (in a copy of the caller's context), events handed over by a queue as they
+    are emitted. As lazy as LangGraph's: the next super-step starts once the consumer has taken every event
+    of the last one and asks for more; closing the iterator stops the run there (waiting for the step in
+    flight)."""
+    events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    go, stop = threading.Semaphore(0), threading.Event()
+    sink = _Sink(events.put, tuple(modes), subgraphs)
+
+    def produce() -> None:
+        _sink.set(sink)
+        run = open_run(modes)
+        try:
+            for batch, _, _ in run:
+                sink.emit(batch)
+                events.put(_STEP)
+                go.acquire()
+                if stop.is_set():
+                    break
+        except BaseException as exc:  # handed to the consumer, which raises it
+            events.put(_Failed(exc))
+        finally:
+            run.close()  # type: ignore[attr-defined]
+            events.put(_DONE)
+
+    thread = threading.Thread(
+        target=contextvars.copy_context().run, args=(produce,), name="graphq-stream", daemon=True
+    )
+    thread.start()
+    try:
+        while (item := events.get()) is not _DONE:
+            if item is _STEP:
+                go.release()
+            elif isinstance(item, _Failed):
+                raise item.error
+            else:
+                yield item
+    finally:
+        stop.set()
+        go.release()
+        thread.join()
