@@ -1,0 +1,257 @@
+"""The run config: LangGraph's ``RunnableConfig`` dict (``configurable.thread_id``, ``recursion_limit``,
+``tags``, ``metadata``, ``max_concurrency``, ...) and ``durability``, as LangGraph 1.x takes them."""
+
+from __future__ import annotations
+
+import operator
+import threading
+import time
+import uuid
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from tests.compat.conftest import Imports
+
+
+class State(TypedDict):
+    items: Annotated[list[str], operator.add]
+
+
+def chain(lg: Imports, n: int, checkpointer: Any = None) -> Any:
+    """START → n0 → n1 → ... → END, each node appending its name."""
+    builder = lg.StateGraph(State)
+    previous = lg.START
+    for i in range(n):
+        builder.add_node(f"n{i}", lambda s, i=i: {"items": [f"n{i}"]})
+        builder.add_edge(previous, f"n{i}")
+        previous = f"n{i}"
+    return builder.compile(checkpointer=checkpointer)
+
+
+def reading(lg: Imports, read: Any) -> tuple[Any, dict[str, Any]]:
+    """A one-node graph whose node takes ``config`` and keeps ``read(config)``."""
+    seen: dict[str, Any] = {}
+
+    def node(state: State, config) -> dict[str, Any]:  # type: ignore[no-untyped-def]  # LangGraph reads the name
+        seen["value"] = read(config)
+        return {"items": ["n"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("n", node)
+    builder.add_edge(lg.START, "n")
+    return builder.compile(checkpointer=lg.InMemorySaver()), seen
+
+
+def test_configurable_thread_id_picks_the_thread(lg: Imports) -> None:
+    """LangGraph: {"configurable": {"thread_id": ...}} names the thread: a second invoke on it starts from
+    its state (the reducer appends), another thread starts empty."""
+    app = chain(lg, 1, lg.InMemorySaver())
+    one = {"configurable": {"thread_id": "1"}}
+    assert app.invoke({"items": ["x"]}, one) == {"items": ["x", "n0"]}
+    assert app.invoke({"items": ["y"]}, one) == {"items": ["x", "n0", "y", "n0"]}
+    assert app.invoke({"items": ["z"]}, {"configurable": {"thread_id": "2"}}) == {"items": ["z", "n0"]}
+
+
+def test_an_integer_thread_id_is_a_thread(lg: Imports) -> None:
+    """LangGraph: a thread id given as an int names a thread as well."""
+    app = chain(lg, 1, lg.InMemorySaver())
+    app.invoke({"items": ["x"]}, {"configurable": {"thread_id": 7}})
+    assert app.invoke({"items": ["y"]}, {"configurable": {"thread_id": 7}}) == {
+        "items": ["x", "n0", "y", "n0"]
+    }
+
+
+def test_a_node_reads_configurable_like_a_dict(lg: Imports) -> None:
+    """LangGraph: a node's config is read as a dict: configurable holds the thread id and the caller's
+    own keys."""
+    app, seen = reading(lg, lambda c: (c["configurable"]["thread_id"], c["configurable"]["user"]))
+    app.invoke({"items": []}, {"configurable": {"thread_id": "t-1", "user": "ada"}})
+    assert seen["value"] == ("t-1", "ada")
+
+
+def test_a_node_reads_tags_and_metadata(lg: Imports) -> None:
+    """LangGraph: config["tags"] holds the run's tags; config.get("metadata", {}) the run's metadata, plus
+    langgraph_node and langgraph_step (1 for the first node)."""
+
+    def read(c: Any) -> Any:
+        meta = c.get("metadata", {})
+        return c["tags"], meta["team"], meta["langgraph_node"], meta["langgraph_step"]
+
+    app, seen = reading(lg, read)
+    app.invoke(
+        {"items": []}, {"configurable": {"thread_id": "1"}, "tags": ["nightly"], "metadata": {"team": "x"}}
+    )
+    assert seen["value"] == (["nightly"], "x", "n", 1)
+
+
+def test_get_config_reads_like_a_dict(lg: Imports) -> None:
+    """LangGraph: get_config() inside a node returns the running config, read as a dict."""
+    seen: dict[str, Any] = {}
+
+    def node(state: State) -> dict[str, Any]:
+        config = lg.get_config()
+        seen["value"] = (config["configurable"]["thread_id"], config.get("nope", "default"))
+        return {"items": ["n"]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("n", node)
+    builder.add_edge(lg.START, "n")
+    builder.compile(checkpointer=lg.InMemorySaver()).invoke(
+        {"items": []}, {"configurable": {"thread_id": "9"}}
+    )
+    assert seen["value"] == ("9", "default")
+
+
+@pytest.mark.parametrize(
+    ("steps", "limit", "fits"),
+    [(1, 2, True), (1, 1, False), (3, 3, False), (3, 4, True), (5, 6, True), (5, 5, False)],
+)
+def test_recursion_limit_bounds_the_super_steps(lg: Imports, steps: int, limit: int, fits: bool) -> None:
+    """LangGraph: recursion_limit R lets a run take R - 1 super-steps; one more is a GraphRecursionError
+    (also a RecursionError)."""
+    app = chain(lg, steps)
+    if fits:
+        assert app.invoke({"items": []}, {"recursion_limit": limit}) == {
+            "items": [f"n{i}" for i in range(steps)]
+        }
+        return
+    if not lg.is_langgraph and limit < 2:
+        with pytest.raises(Exception, match=r"recursion_limit: must be an integer ≥ 2"):
+            app.invoke({"items": []}, {"recursion_limit": limit})
+        return
+    with pytest.raises(lg.GraphRecursionError) as caught:
+        app.invoke({"items": []}, {"recursion_limit": limit})
+    assert isinstance(caught.value, RecursionError)
+    if lg.is_langgraph:
+        assert str(caught.value).startswith(
+            f"Recursion limit of {limit} reached without hitting a stop condition"
+        )
+    else:
+        assert str(caught.value).startswith(f"run needs more than max_super_steps={limit - 1} super-steps")
+
+
+def test_a_node_reads_the_recursion_limit(lg: Imports) -> None:
+    """LangGraph: config["recursion_limit"] in a node is the run's limit."""
+    app, seen = reading(lg, lambda c: c["recursion_limit"])
+    app.invoke({"items": []}, {"configurable": {"thread_id": "1"}, "recursion_limit": 12})
+    assert seen["value"] == 12
+
+
+def test_without_a_recursion_limit_a_node_reads_none(lg: Imports) -> None:
+    """LangGraph: a run that sets no recursion_limit has none in its nodes' config (the default applies:
+    LangGraph's 25, graphq's GRAPHQ_MAX_SUPER_STEPS)."""
+    app, seen = reading(lg, lambda c: c.get("recursion_limit"))
+    app.invoke({"items": []}, {"configurable": {"thread_id": "1"}})
+    assert seen["value"] is None
+
+
+def test_a_recursion_limit_below_one_is_refused(lg: Imports) -> None:
+    """LangGraph: recursion_limit 0 is a ValueError before anything runs; graphq refuses it too (a
+    ConfigError naming the option)."""
+    app = chain(lg, 1)
+    with pytest.raises(Exception) as caught:
+        app.invoke({"items": []}, {"recursion_limit": 0})
+    if lg.is_langgraph:
+        assert isinstance(caught.value, ValueError)
+        assert str(caught.value) == "recursion_limit must be at least 1"
+    else:
+        assert str(caught.value).startswith("run option recursion_limit: must be an integer ≥ 2")
+
+
+def fan_out(lg: Imports, peak: list[int]) -> Any:
+    """Three parallel nodes that record how many of them run at once."""
+    lock, running = threading.Lock(), [0]
+
+    def node(name: str) -> Any:
+        def run(state: State) -> dict[str, Any]:
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+            return {"items": [name]}
+
+        return run
+
+    builder = lg.StateGraph(State)
+    for name in ("p", "q", "r"):
+        builder.add_node(name, node(name))
+        builder.add_edge(lg.START, name)
+    return builder.compile()
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(1, 1), (2, 2), (None, 3)])
+def test_max_concurrency_bounds_a_steps_parallel_tasks(lg: Imports, limit: int | None, expected: int) -> None:
+    """LangGraph: max_concurrency caps how many tasks of a super-step run at once; the result is the same."""
+    peak = [0]
+    config = {} if limit is None else {"max_concurrency": limit}
+    assert fan_out(lg, peak).invoke({"items": []}, config) == {"items": ["p", "q", "r"]}
+    assert peak[0] == expected
+
+
+def test_run_name_run_id_and_empty_callbacks_are_accepted(lg: Imports) -> None:
+    """LangGraph: run_name, a UUID run_id and an empty callbacks list are accepted and change nothing."""
+    config = {"run_name": "nightly", "run_id": uuid.uuid4(), "callbacks": [], "tags": ["a"]}
+    assert chain(lg, 2).invoke({"items": []}, config) == {"items": ["n0", "n1"]}
+
+
+def test_callbacks_are_run_by_langgraph_and_refused_by_graphq(lg: Imports) -> None:
+    """LangGraph: a LangChain callback handler in config["callbacks"] sees the run start; graphq runs no
+    callbacks and refuses a non-empty list (a deliberate difference)."""
+    if lg.is_langgraph:
+        callbacks = pytest.importorskip("langchain_core.callbacks")
+        started: list[Any] = []
+
+        class Handler(callbacks.BaseCallbackHandler):  # type: ignore[misc]
+            def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+                started.append(inputs)
+
+        chain(lg, 1).invoke({"items": ["x"]}, {"callbacks": [Handler()]})
+        assert started[0] == {"items": ["x"]}
+        return
+    with pytest.raises(Exception, match=r"^run option callbacks: LangChain callbacks are not run by graphq"):
+        chain(lg, 1).invoke({"items": ["x"]}, {"callbacks": [object()]})
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_durability_keeps_the_result(lg: Imports, durability: str) -> None:
+    """LangGraph: durability="sync"|"async"|"exit" changes when checkpoints are written, not the result;
+    the thread goes on from the run's end with each."""
+    app = chain(lg, 2, lg.InMemorySaver())
+    config = {"configurable": {"thread_id": durability}}
+    assert app.invoke({"items": ["x"]}, config, durability=durability) == {"items": ["x", "n0", "n1"]}
+    assert app.invoke({"items": ["y"]}, config, durability=durability)["items"][-3:] == ["y", "n0", "n1"]
+
+
+def test_durability_exit_writes_only_the_last_checkpoint(lg: Imports) -> None:
+    """LangGraph: with durability="exit" a new thread holds one checkpoint after the run (its last, with
+    no parent); with "sync" one per super-step and the input."""
+    counts = {}
+    for mode in ("exit", "sync"):
+        saver = lg.InMemorySaver()
+        config = {"configurable": {"thread_id": "t"}}
+        chain(lg, 2, saver).invoke({"items": []}, config, durability=mode)
+        if lg.is_langgraph:
+            tuples = list(saver.list(config))
+            counts[mode] = (len(tuples), tuples[-1].parent_config is None)
+        else:
+            cps = saver.list("t")
+            counts[mode] = (len(cps), cps[-1].parent_id is None)
+    assert counts["exit"] == (1, True)
+    assert counts["sync"] == ((4, True) if lg.is_langgraph else (3, True))  # LangGraph adds a loop checkpoint
+
+
+def test_an_unknown_durability(lg: Imports) -> None:
+    """LangGraph: an unknown durability is not checked (the run goes on); graphq refuses it with a
+    ValueError naming the allowed values (a deliberate difference)."""
+    app = chain(lg, 1, lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "1"}}
+    if lg.is_langgraph:
+        assert app.invoke({"items": []}, config, durability="bogus") == {"items": ["n0"]}
+        return
+    with pytest.raises(
+        ValueError, match=r"^durability must be one of \['sync', 'async', 'exit'\] \(got 'bogus'\)$"
+    ):
+        app.invoke({"items": []}, config, durability="bogus")
