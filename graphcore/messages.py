@@ -164,13 +164,13 @@ class AIMessage(BaseMessage):
         return [{**c, "type": "tool_call"} if isinstance(c, dict) and "type" not in c else c for c in calls]
 
     def pretty_repr(self) -> str:
-        lines = [super().pretty_repr()]
+        lines = []
         if self.tool_calls:
             lines.append("Tool Calls:")
             for call in self.tool_calls:
                 lines += [f"  {call['name']} ({call['id']})", f" Call ID: {call['id']}", "  Args:"]
                 lines += [f"    {key}: {value}" for key, value in call["args"].items()]
-        return "\n".join(lines)
+        return (super().pretty_repr().strip() + "\n" + "\n".join(lines)).strip()
 
 
 class ToolMessage(BaseMessage):
