@@ -9,6 +9,7 @@ repetitions, ours / LangGraph.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import operator
@@ -25,6 +26,7 @@ FANOUT = 10
 CHAIN_CALLS = 200
 SAVER_CALLS = 50
 FANOUT_CALLS = 500
+ASYNC_CALLS = 50
 REPEATS = 5
 WARMUP = 20
 TARGET = 1.0
@@ -98,6 +100,46 @@ def _check(name: str, ours: Any, theirs: Any) -> None:
         raise RuntimeError(f"P3 {name}: engines disagree: ours {ours!r}, LangGraph {theirs!r}")
 
 
+async def abump(state: ChainState) -> dict[str, Any]:
+    """An async chain node: ``n + 1``."""
+    return {"n": state["n"] + 1}
+
+
+def _async_chain(repeats: int) -> tuple[float, float]:
+    """Seconds per ``ainvoke`` of the chain built of ``async def`` nodes, (ours, LangGraph), both awaited from
+    one event loop kept for the whole measurement (graphq's async nodes run on it, as LangGraph's)."""
+    from langgraph.graph import StateGraph as LGStateGraph
+
+    def build(builder: Callable[[type[Any]], Any]) -> Any:
+        g = builder(ChainState)
+        names = [f"n{i}" for i in range(CHAIN_NODES)]
+        for name in names:
+            g.add_node(name, abump)
+        for source, target in zip([START, *names], [*names, END], strict=True):
+            g.add_edge(source, target)
+        return g
+
+    ours = build(OurStateGraph).compile(name="bench-p3-async")
+    theirs = build(LGStateGraph).compile()
+    lg_config = {"recursion_limit": CHAIN_NODES * 2 + 10}
+    loop = asyncio.new_event_loop()
+
+    def ours_call() -> Any:
+        return loop.run_until_complete(ours.ainvoke({"n": 0}))
+
+    def theirs_call() -> Any:
+        return loop.run_until_complete(theirs.ainvoke({"n": 0}, lg_config))
+
+    try:
+        _check("async", ours_call(), dict(theirs_call()))
+        return (
+            _time_calls(ours_call, ASYNC_CALLS, repeats),
+            _time_calls(theirs_call, ASYNC_CALLS, repeats),
+        )
+    finally:
+        loop.close()
+
+
 def measure(repeats: int = REPEATS) -> dict[str, tuple[float, float]] | None:
     """Seconds per invoke, (ours, LangGraph), per graph; None when LangGraph is not installed."""
     try:
@@ -119,6 +161,7 @@ def measure(repeats: int = REPEATS) -> dict[str, tuple[float, float]] | None:
             _time_calls(functools.partial(theirs.invoke, inp, lg_config), calls, repeats),
         )
     results["saver"] = _saver(repeats)
+    results["async"] = _async_chain(repeats)
     return results
 
 
@@ -150,6 +193,7 @@ def run() -> list[Row]:
         return [Row("P3", "in-process invoke vs LangGraph", "n/a", "langgraph not installed", None, TARGET)]
     rows = []
     what = {"chain": f"{CHAIN_NODES}-node chain invoke", "fanout": f"{FANOUT}-way fan-out + join invoke"}
+    what["async"] = f"{CHAIN_NODES}-node chain of async nodes, ainvoke"
     what["saver"] = f"{CHAIN_NODES}-node chain invoke, in-memory checkpointers"
     for name, (ours, theirs) in results.items():
         summary(f"P3{name}", ours / theirs, TARGET)

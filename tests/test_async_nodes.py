@@ -286,8 +286,8 @@ def test_an_interrupting_cancel_reaches_an_async_node(
     wait_for(lambda: log.exists() and log.read_text() == "started\n", what="the node to start")
     sent = time.monotonic()
     client.cancel(run_id, interrupt=True)
-    _status(client, run_id, RunStatus.CANCELED, timeout_s=5)
-    assert time.monotonic() - sent < 2.0
+    _status(client, run_id, RunStatus.CANCELED, timeout_s=10)
+    assert time.monotonic() - sent < 3.0  # the node would sleep 30 s
     run = client.get_run(run_id)
     assert run.error is not None and run.error.message == "canceled by request; running nodes were signalled"
     assert log.read_text() == "started\ncancelled\n"

@@ -89,7 +89,10 @@ async def _run_all(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWrit
     watch = _Watch() if step.cancel is not None else None
     watcher = asyncio.ensure_future(watch.run()) if watch is not None else None
     try:
-        results = await asyncio.gather(*(_outcome(step, task, watch) for task in tasks))
+        if len(tasks) == 1:  # awaited here: no task of its own, two loop iterations where gather takes five
+            results = [await _outcome(step, tasks[0], watch)]
+        else:
+            results = await asyncio.gather(*(_outcome(step, task, watch) for task in tasks))
     finally:
         if watcher is not None:
             watcher.cancel()
