@@ -340,8 +340,9 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
     Modes:
       status       running, completed, failed (with the error), canceled, awaiting_input
       values       the state after each super-step (read from its checkpoint)
-      checkpoints  each checkpoint: id, parent_id, step, source, next nodes
-      updates      {node: writes} of each finished task
+      checkpoints  each checkpoint as graph.stream shows it: config, parent_config, values,
+                   metadata (source, step), next nodes, tasks
+      updates      {node: writes} of each finished task (null when it wrote nothing)
       tasks        {"node", "writes"} of each finished task
       custom       {"node", "chunk"} written with get_stream_writer()
       interrupt    the requests of a node that asked a human
