@@ -97,6 +97,21 @@ def test_a_langchain_style_tool_object_is_invoked_with_the_args() -> None:
     assert out["messages"][-1].content == [{"type": "text", "text": "found x"}]
 
 
+def test_an_async_tool_runs_under_invoke_and_may_interrupt() -> None:
+    """LangGraph refuses a sync ``invoke`` of an async tool (NotImplementedError); graphq awaits it."""
+
+    async def confirm(x: str) -> str:
+        """Ask, asynchronously."""
+        return f"{x}: {interrupt(f'confirm {x}?')}"
+
+    graph = tools_graph(confirm)
+    config = {"configurable": {"thread_id": "async-tool"}}
+    paused = graph.invoke({"messages": [calls(("confirm", {"x": "a"}))]}, config)
+    assert [i.value for i in paused["__interrupt__"]] == ["confirm a?"]
+    out = graph.invoke(Command(resume="sure"), config)
+    assert out["messages"][-1].content == "a: sure"
+
+
 def test_a_tool_returning_a_command_is_refused_clearly() -> None:
     def jump(x: str) -> Command:
         return Command(goto="elsewhere")

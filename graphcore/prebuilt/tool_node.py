@@ -22,6 +22,7 @@ from typing_extensions import TypedDict
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.executor import INTERRUPT_KEY
 from graphcore.engine.interrupts import GraphInterrupt
+from graphcore.engine.loops import run_coroutine
 from graphcore.errors import NodeError
 from graphcore.messages import AnyMessage, ToolCall, ToolMessage
 from graphcore.types import END, START, Command, Send
@@ -159,8 +160,9 @@ class ToolNode:
     messages, the result is the list of tool messages.
 
     Tools: plain functions (name = ``__name__``; the call's ``args`` are validated against the signature
-    with pydantic, lax as langchain-core's, and passed by keyword) or objects with ``name`` and
-    ``invoke(args)`` (langchain tools, duck-typed). A tool may call ``interrupt()``.
+    with pydantic, lax as langchain-core's, and passed by keyword; an ``async def`` tool is awaited, under
+    ``invoke`` as under ``ainvoke``) or objects with ``name`` and ``invoke(args)`` (langchain tools,
+    duck-typed). A tool may call ``interrupt()``.
 
     Content: a string or a list of content blocks as is; anything else as JSON text, ``str()`` when not
     JSON. Errors, as LangGraph 1.x's defaults: an unknown tool name and arguments that do not validate
@@ -256,6 +258,8 @@ class ToolNode:
             return ToolMessage(content, name=name, tool_call_id=call_id, status="error")
         try:
             output = tool.run(args)
+            if inspect.isawaitable(output):  # an async def tool: awaited on graphq's loop for this thread
+                output = run_coroutine(output)
         except ValidationError as exc:
             if self._handling is False:
                 raise

@@ -5,6 +5,7 @@ where it matters), never by their random ids.
 Tools are plain functions with docstrings (langchain-core makes a tool of a function only with one).
 """
 
+import asyncio
 from typing import Annotated, Any
 
 import pytest
@@ -198,6 +199,22 @@ def test_tool_node_without_an_ai_message_is_a_value_error(lg: Imports) -> None:
     error = failed.value if lg.is_langgraph else failed.value.error  # graphq: NodeError(.error)
     assert isinstance(error, ValueError)
     assert "AIMessage" in str(error)
+
+
+def test_an_async_tool_runs_under_ainvoke(lg: Imports) -> None:
+    """LangGraph: an ``async def`` tool is awaited when the graph runs with ``ainvoke``, beside sync tools."""
+
+    async def slow(x: str) -> str:
+        """Wait, then double."""
+        await asyncio.sleep(0.01)
+        return x * 2
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("tools", lg.ToolNode([slow, shout]))
+    builder.add_edge(lg.START, "tools")
+    ai = lg.AIMessage("", tool_calls=[call("slow", {"x": "a"}, "c1"), call("shout", {"text": "b"}, "c2")])
+    out = asyncio.run(builder.compile().ainvoke({"messages": [ai]}))
+    assert results(out["messages"]) == [("tool", "aa", "c1"), ("tool", "B", "c2")]
 
 
 # -- ToolNode: errors --------------------------------------------------------------------------------------
