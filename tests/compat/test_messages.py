@@ -7,6 +7,7 @@ were given. No ``from __future__ import annotations``: the states below are buil
 """
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -303,3 +304,20 @@ def test_langchain_typed_dict_state_with_a_plain_list_annotation(lg: Imports) ->
         ("human", "go"),
         ("ai", "ok"),
     ]
+
+
+def test_the_react_guides_sequence_of_base_messages_state(lg: Imports) -> None:
+    """LangGraph ("How to create a ReAct agent from scratch"): ``messages: Annotated[Sequence[BaseMessage],
+    add_messages]`` holds the conversation as the other annotations do."""
+
+    class AgentState(TypedDict):
+        messages: Annotated[Sequence[lg.BaseMessage], lg.add_messages]
+
+    def call_model(state: AgentState) -> dict[str, Any]:
+        return {"messages": [lg.AIMessage(f"{len(state['messages'])} seen")]}
+
+    builder = lg.StateGraph(AgentState)
+    builder.add_node("agent", call_model)
+    builder.set_entry_point("agent")
+    out = builder.compile().invoke({"messages": [("user", "hi")]})
+    assert shape(out["messages"]) == [("human", "hi"), ("ai", "1 seen")]
