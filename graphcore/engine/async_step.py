@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState
 
@@ -41,6 +41,8 @@ from graphcore.errors import Cancelled, GraphqError, NodeError, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
 __all__ = ["StepParts", "arun_task", "run_async_tasks"]
+
+T = TypeVar("T")
 
 POLL_S = 0.05
 """How often the tasks' cancel tokens are looked at while async tasks run, seconds (as CancelToken.wait)."""
@@ -92,11 +94,21 @@ async def _run_all(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWrit
         if len(tasks) == 1:  # awaited here: no task of its own, two loop iterations where gather takes five
             results = [await _outcome(step, tasks[0], watch)]
         else:
-            results = await asyncio.gather(*(_outcome(step, task, watch) for task in tasks))
+            limit = step.config.max_concurrency
+            gate = asyncio.Semaphore(limit) if limit is not None and limit < len(tasks) else None
+            results = await asyncio.gather(*(_gated(gate, _outcome(step, task, watch)) for task in tasks))
     finally:
         if watcher is not None:
             watcher.cancel()
     return {task.id: result for task, result in zip(tasks, results, strict=True)}
+
+
+async def _gated(gate: asyncio.Semaphore | None, outcome: Awaitable[T]) -> T:
+    """``outcome`` awaited within the run's ``max_concurrency`` (counted among the step's async tasks)."""
+    if gate is None:
+        return await outcome
+    async with gate:
+        return await outcome
 
 
 async def _outcome(step: StepParts, task: Task, watch: _Watch | None) -> TaskWrites | BaseException:

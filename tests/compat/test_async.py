@@ -508,3 +508,24 @@ def test_an_async_node_with_counter_state(lg: Imports) -> None:
     builder.add_edge(lg.START, "bump")
     builder.add_conditional_edges("bump", again)
     assert run(builder.compile().ainvoke({"n": 0})) == {"n": 5}
+
+
+def test_max_concurrency_limits_the_async_tasks_of_a_step(lg: Imports) -> None:
+    """LangGraph: the run option ``max_concurrency`` caps how many async tasks of a super-step run at once."""
+    running: list[int] = [0]
+    peak: list[int] = [0]
+
+    def counted(name: str) -> Callable[[State], Awaitable[dict[str, Any]]]:
+        async def node(state: State) -> dict[str, Any]:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            await asyncio.sleep(0.02)
+            running[0] -= 1
+            return {"items": [name]}
+
+        return node
+
+    graph = fan_out(lg, {name: counted(name) for name in ("a", "b", "c", "d", "e")}).compile()
+    result = run(graph.ainvoke({"items": []}, {"max_concurrency": 2}))
+    assert result == {"items": ["a", "b", "c", "d", "e"]}
+    assert peak == [2]
