@@ -3,6 +3,7 @@ with ``invoke(None, config)`` (LangGraph 1.x's "breakpoints" how-to)."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -193,3 +194,25 @@ def test_get_state_after_a_stop_after(lg: Imports) -> None:
     app = chain(lg, "a", "b", "c").compile(checkpointer=lg.InMemorySaver(), interrupt_after=["a"])
     app.invoke({"items": []}, thread())
     assert app.get_state(thread()).next == ("b",)
+
+
+def test_state_edited_at_a_breakpoint_is_what_the_run_goes_on_with(lg: Imports) -> None:
+    """LangGraph: update_state at a breakpoint (the "edit graph state" how-to) writes the edit as the node
+    that ran last; invoke(None) then runs the stopped node on the edited state, without stopping again."""
+    app = chain(lg, "a", "b").compile(checkpointer=lg.InMemorySaver(), interrupt_before=["b"])
+    app.invoke({"items": ["x"]}, thread())
+    app.update_state(thread(), {"items": ["edited"]})
+    assert app.get_state(thread()).next == ("b",)
+    assert app.invoke(None, thread()) == {"items": ["x", "a", "edited", "b"]}
+
+
+def test_ainvoke_stops_at_a_breakpoint_and_goes_on(lg: Imports) -> None:
+    """LangGraph: ainvoke takes interrupt_before like invoke: it returns the state at the stop, and
+    ainvoke(None, config) goes on."""
+    app = chain(lg, "a", "b").compile(checkpointer=lg.InMemorySaver())
+
+    async def both() -> tuple[Any, Any]:
+        first = await app.ainvoke({"items": ["x"]}, thread(), interrupt_before=["b"])
+        return first, await app.ainvoke(None, thread())
+
+    assert asyncio.run(both()) == ({"items": ["x", "a"]}, {"items": ["x", "a", "b"]})

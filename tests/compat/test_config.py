@@ -255,3 +255,16 @@ def test_an_unknown_durability(lg: Imports) -> None:
         ValueError, match=r"^durability must be one of \['sync', 'async', 'exit'\] \(got 'bogus'\)$"
     ):
         app.invoke({"items": []}, config, durability="bogus")
+
+
+def test_configurable_checkpoint_id_replays_from_that_checkpoint(lg: Imports) -> None:
+    """LangGraph: {"configurable": {"thread_id", "checkpoint_id"}} with input None goes on from that
+    checkpoint of the thread (time travel): the nodes after it run again on its state."""
+    app = chain(lg, 3, lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "1"}}
+    app.invoke({"items": ["x"]}, config)
+    [before_n1] = [s for s in app.get_state_history(config) if s.next == ("n1",)]
+    checkpoint_id = before_n1.config["configurable"]["checkpoint_id"]
+    replay = {"configurable": {"thread_id": "1", "checkpoint_id": checkpoint_id}}
+    assert app.invoke(None, replay) == {"items": ["x", "n0", "n1", "n2"]}
+    assert app.get_state(config).values == {"items": ["x", "n0", "n1", "n2"]}
