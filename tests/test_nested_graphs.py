@@ -69,6 +69,17 @@ def test_each_graph_call_of_a_node_has_its_namespace_on_the_queue(
     assert namespaces == {base, f"{base}|1", f"{base}|2"}
 
 
+def test_a_retried_node_runs_its_graph_call_again_on_the_queue(
+    client: Client, env: dict[str, str], tmp_path: Path
+) -> None:
+    run_id = client.enqueue("nested-retry", {"items": []})
+    burst(env)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"items": ["x", "done"]}
+    assert _log(tmp_path) == ["work x", "work x"]  # the retry's call runs afresh, not the failed try's
+
+
 class Keyed(TypedDict, total=False):
     keys: list[str]
 

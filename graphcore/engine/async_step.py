@@ -37,6 +37,7 @@ from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig, task_context
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
+from graphcore.engine.nested import aretried
 from graphcore.errors import Cancelled, GraphqError, NodeError, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
@@ -232,7 +233,10 @@ class _Tries:
             if not late[0]:
                 self.step.writer(self.task, chunk)
 
-        return await arun_task(self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
+            return await aretried(lambda: arun_task(*args))
+        return await arun_task(*args)
 
     def _before_sleep(self, state: RetryCallState) -> None:
         self.last_error = state.outcome.exception() if state.outcome is not None else None

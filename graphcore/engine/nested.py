@@ -5,6 +5,8 @@ pauses made from several threads of one task.
   checkpoints in the parent's thread under a namespace of its own: ``parent_ns|node:task_id`` for the task's
   first call, ``...|node:task_id|N`` for its (N+1)-th, as LangGraph numbers them. A task that runs again
   (resumed, or after a failure) makes its calls in the same order, so each finds its own earlier state.
+  A try of a node that its retry policy started again is a new execution, as in LangGraph: the graphs it
+  invokes start afresh (:func:`retried`, :func:`fresh_calls`).
 * Answers are matched to a task's questions by call order. Threads (or asyncio tasks) of one task do not
   keep an order, so a task that pauses from more than one of them is refused with
   :class:`ConcurrentInterruptError` rather than risk giving one thread's answer to another.
@@ -13,12 +15,27 @@ pauses made from several threads of one task.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from graphcore.engine.config import TaskContext
 from graphcore.errors import PermanentError
 
-__all__ = ["ConcurrentInterruptError", "call_namespace", "caller", "refusal"]
+__all__ = [
+    "ConcurrentInterruptError",
+    "aretried",
+    "call_namespace",
+    "caller",
+    "fresh_calls",
+    "refusal",
+    "retried",
+]
+
+T = TypeVar("T")
+
+_retry: contextvars.ContextVar[bool] = contextvars.ContextVar("graphq_retry", default=False)
 
 
 class ConcurrentInterruptError(PermanentError, RuntimeError):
@@ -58,3 +75,27 @@ def refusal(task: TaskContext) -> ConcurrentInterruptError | None:
     """The error for a task that paused having asked or invoked graphs from several callers, else None."""
     callers = len(task.callers)
     return ConcurrentInterruptError(task.node, callers) if callers > 1 else None
+
+
+def retried(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` as a retry of a task (its retry policy's second or later try): the graphs it invokes,
+    at any depth, start afresh instead of going on from the namespaces the failed try left."""
+    token = _retry.set(True)
+    try:
+        return fn(*args)
+    finally:
+        _retry.reset(token)
+
+
+async def aretried(make: Callable[[], Awaitable[T]]) -> T:
+    """:func:`retried` for an async task: awaits ``make()`` as a retry."""
+    token = _retry.set(True)
+    try:
+        return await make()
+    finally:
+        _retry.reset(token)
+
+
+def fresh_calls() -> bool:
+    """Whether graphs invoked now start afresh (inside a retried try, :func:`retried`)."""
+    return _retry.get()

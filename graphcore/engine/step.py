@@ -20,6 +20,7 @@ from graphcore.engine.async_step import run_async_tasks
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
+from graphcore.engine.nested import retried
 from graphcore.errors import GraphqError, NodeError, NodeTimeoutError
 from graphcore.settings import get_settings
 from graphcore.types import TaskWrites
@@ -134,7 +135,10 @@ class _Tries:
             if late is None or not late.is_set():
                 self.step.writer(self.task, chunk)
 
-        return run_task(self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
+            return retried(run_task, *args)
+        return run_task(*args)
 
     def _before_sleep(self, state: RetryCallState) -> None:
         self.last_error = state.outcome.exception() if state.outcome is not None else None

@@ -3,6 +3,7 @@ gives too (or, where graphq deliberately refuses, each side's own result)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import operator
 import threading
@@ -187,6 +188,52 @@ def test_except_exception_around_an_inner_call_and_its_pause(lg: Imports) -> Non
     assert graph.invoke(lg.Command(resume="yes"), _thread()) == {"items": ["yes"]}
 
 
+def test_a_graph_a_node_streams_pauses_the_parent_too(lg: Imports) -> None:
+    """LangGraph: ``inner.stream(...)`` in a node pauses the parent like ``inner.invoke`` when the inner
+    graph asks; on the answer the node streams it again to the end."""
+    inner = _asks(lg, "ok?")
+
+    def node(state: State) -> dict[str, Any]:
+        chunks = list(inner.stream({"items": ["x"]}, stream_mode="values"))
+        return {"items": [str(chunks[-1]["items"])]}
+
+    graph = _one_node(lg, node)
+    assert _values(graph.invoke({"items": []}, _thread())) == ["ok?"]
+    assert graph.invoke(lg.Command(resume="yes"), _thread()) == {"items": ["['x', 'yes']"]}
+
+
+def test_a_graph_an_async_node_awaits_pauses_the_parent(lg: Imports) -> None:
+    """LangGraph: ``await inner.ainvoke(...)`` in an async node pauses the parent when the inner graph
+    asks, and the answer reaches it."""
+    inner = _asks(lg, "ok?")
+
+    async def node(state: State) -> dict[str, Any]:
+        return {"items": (await inner.ainvoke({"items": []}))["items"]}
+
+    graph = _one_node(lg, node)
+
+    async def both() -> tuple[dict[str, Any], dict[str, Any]]:
+        first = await graph.ainvoke({"items": []}, _thread())
+        return first, await graph.ainvoke(lg.Command(resume="yes"), _thread())
+
+    paused, done = asyncio.run(both())
+    assert _values(paused) == ["ok?"]
+    assert done == {"items": ["yes"]}
+
+
+def test_a_graph_invoked_on_a_thread_of_its_own_returns_its_question(lg: Imports) -> None:
+    """LangGraph: a graph a node invokes with a ``thread_id`` of its own runs that thread's lineage: its
+    pause is returned to the node (``__interrupt__`` in the result), the parent does not pause."""
+    inner = _asks(lg, "ok?")
+
+    def node(state: State) -> dict[str, Any]:
+        out = inner.invoke({"items": []}, _thread("own"))
+        return {"items": [*sorted(out), *_values(out)]}
+
+    graph = _one_node(lg, node)
+    assert graph.invoke({"items": []}, _thread()) == {"items": ["__interrupt__", "items", "ok?"]}
+
+
 # -- each graph call of a node has its own namespace ---------------------------------------------------------
 
 
@@ -246,6 +293,49 @@ def test_two_asking_calls_of_one_graph_are_answered_in_turn(lg: Imports) -> None
     assert len(graph.invoke({"items": []}, _thread())["__interrupt__"]) == 1
     assert len(graph.invoke(lg.Command(resume="A"), _thread())["__interrupt__"]) == 1
     assert graph.invoke(lg.Command(resume="B"), _thread()) == {"items": ["A", "B"]}
+
+
+def _retried_once(lg: Imports, fn: Any) -> Any:
+    """A graph of one node ``fn``, retried once on ValueError without a pause."""
+    policy = lg.RetryPolicy(max_attempts=2, initial_interval=0.001, jitter=False, retry_on=ValueError)
+    builder = lg.StateGraph(State)
+    builder.add_node("n", fn, retry_policy=policy)
+    builder.add_edge(lg.START, "n")
+    return builder.compile(checkpointer=_saver(lg))
+
+
+def test_a_retried_node_runs_the_graphs_it_invokes_again(lg: Imports) -> None:
+    """LangGraph: a node that its retry policy runs again is a new execution: the graph it invoked in the
+    failed try runs again on its input (it does not return the failed try's result)."""
+    runs: Counter[str] = Counter()
+    inner, tries = _counting(lg, runs), []
+
+    def node(state: State) -> dict[str, Any]:
+        out = inner.invoke({"items": ["x"]})
+        tries.append(1)
+        if len(tries) == 1:
+            raise ValueError("first try fails")
+        return {"items": out["items"]}
+
+    assert _retried_once(lg, node).invoke({"items": []}, _thread()) == {"items": ["x", "done"]}
+    assert runs == {"x": 2}
+
+
+def test_a_retried_async_node_runs_the_graphs_it_awaits_again(lg: Imports) -> None:
+    """LangGraph: the same for an async node and ``await inner.ainvoke(...)``."""
+    runs: Counter[str] = Counter()
+    inner, tries = _counting(lg, runs), []
+
+    async def node(state: State) -> dict[str, Any]:
+        out = await inner.ainvoke({"items": ["x"]})
+        tries.append(1)
+        if len(tries) == 1:
+            raise ValueError("first try fails")
+        return {"items": out["items"]}
+
+    graph = _retried_once(lg, node)
+    assert asyncio.run(graph.ainvoke({"items": []}, _thread())) == {"items": ["x", "done"]}
+    assert runs == {"x": 2}
 
 
 # -- a failed super-step keeps the writes of its finished tasks ---------------------------------------------
@@ -395,3 +485,22 @@ def test_graphs_invoked_from_parallel_threads_that_ask(lg: Imports) -> None:
         return
     with pytest.raises(RuntimeError, match=r"^node 'n' paused from 2 threads"):
         graph.invoke({"items": []}, _thread())
+
+
+def test_two_asyncio_tasks_of_one_node_asking(lg: Imports) -> None:
+    """LangGraph: two coroutines of one async node gathered with ``asyncio.gather`` that both call
+    ``interrupt()`` ask one after the other, matched by call order (which awaits before the call can
+    change). graphq (a deliberate difference): the task fails with ``ConcurrentInterruptError``."""
+
+    async def node(state: State) -> dict[str, Any]:
+        async def ask(question: str) -> Any:
+            return lg.interrupt(question)
+
+        return {"items": list(await asyncio.gather(ask("q1"), ask("q2")))}
+
+    graph = _one_node(lg, node)
+    if lg.is_langgraph:
+        assert _values(asyncio.run(graph.ainvoke({"items": []}, _thread()))) == ["q1"]
+        return
+    with pytest.raises(RuntimeError, match=r"^node 'n' paused from 2 threads \(or asyncio tasks\)"):
+        asyncio.run(graph.ainvoke({"items": []}, _thread()))

@@ -1,6 +1,7 @@
 """Workflows whose nodes invoke graphs in their bodies (not as subgraph nodes): a nested graph that asks, a
-node that calls a counting graph twice before an asking one, and an inner node that records its idempotency
-key. Each run of an inner node leaves a line in ``$GRAPHQ_TEST_DIR/nested.log`` (worker subprocesses)."""
+node that calls a counting graph twice before an asking one, an inner node that records its idempotency
+key, and a retried node whose first try fails after its graph call. Each run of an inner node leaves a line
+in ``$GRAPHQ_TEST_DIR/nested.log`` (worker subprocesses)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from graphcore import START, StateGraph, get_config, interrupt
+from graphcore import START, RetryPolicy, StateGraph, get_config, interrupt
 
 
 class Items(TypedDict, total=False):
@@ -56,3 +57,24 @@ def call_three(state: Items) -> dict[str, Any]:
 
 nested_ask = _one("call", call_asker).compile(name="nested-ask")
 nested_three = _one("call", call_three).compile(name="nested-three")
+
+
+def call_then_fail_once(state: Items) -> dict[str, Any]:
+    """Invokes the counting graph, then fails its first try (its retry policy runs it again)."""
+    out = worker.invoke({"items": ["x"]})
+    tries = Path(os.environ["GRAPHQ_TEST_DIR"]) / "tries.log"
+    with tries.open("a") as log:
+        log.write("try\n")
+    if len(tries.read_text().splitlines()) == 1:
+        raise ValueError("the first try fails")
+    return {"items": out["items"]}
+
+
+_retried = StateGraph(Items)
+_retried.add_node(
+    "call",
+    call_then_fail_once,
+    retry=RetryPolicy(max_attempts=2, initial_interval_s=0.01, jitter=False, retry_on=ValueError),
+)
+_retried.add_edge(START, "call")
+nested_retry = _retried.compile(name="nested-retry")
