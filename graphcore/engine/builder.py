@@ -309,12 +309,15 @@ class StateGraph:
                 False a subgraph that keeps none (see :mod:`graphcore.engine.checkpointer`).
             name: the workflow name it registers under (defaults to ``"graph"``).
             config: defaults merged under every run's config (tags, metadata, configurable, ...).
-            interrupt_before: nodes to pause before (static breakpoints), or ``"*"`` for all.
+            interrupt_before: nodes to pause before (static breakpoints), or ``"*"`` for all: a run stops
+                before a super-step that runs one of them, as LangGraph's (see
+                :mod:`graphcore.engine.breakpoints`; on the queue it waits for ``graphq runs resume RUN``).
             interrupt_after: nodes to pause after, or ``"*"`` for all.
             debug: LangGraph's debug flag.
 
         Raises:
-            InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node.
+            InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node; a
+                breakpoint naming no node.
             CheckpointerError: ``checkpointer`` is not a graphq checkpoint store, True, False or None (a
                 ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``).
             ConfigError: a node's settings hold a value that is not JSON (naming the node and the path) or

@@ -91,7 +91,8 @@ def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
     pending = [t.node for t in cp.next_tasks]
     return StepLimitError(
         f"run needs more than max_super_steps={limit} super-steps (next tasks: {pending}); raise it with "
-        "the run option max_super_steps or GRAPHQ_MAX_SUPER_STEPS"
+        f"the run option max_super_steps (or LangGraph's recursion_limit, {limit + 1} now) or "
+        "GRAPHQ_MAX_SUPER_STEPS"
     )
 
 
