@@ -14,6 +14,7 @@ from graphcore.engine.config import (
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
 from graphcore.engine.retry import RetryPolicy
+from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime
 from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
 from graphcore.errors import (
     ConfigError,
@@ -60,16 +61,19 @@ __all__ = [
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",
+    "Runtime",
     "Send",
     "SerializationError",
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",
     "StepLimitError",
+    "StreamWriter",
     "add_messages",
     "get_cancel_token",
     "get_config",
     "get_node_settings",
+    "get_runtime",
     "get_stream_writer",
     "interrupt",
 ]

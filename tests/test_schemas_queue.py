@@ -1,7 +1,8 @@
 """State schemas on the queue (issue 11): a root-channel state, input/output schemas with a private
-channel, a deferred join and injected ``config`` / ``writer`` parameters give the same results in process
-and on a real worker subprocess (the step jobs and the serde go through the same schema), and the input is
-checked against the input schema at enqueue."""
+channel, a deferred join, injected ``config`` / ``writer`` parameters and a run context read through
+``runtime`` (given in the run's config, a dict or the context schema's dataclass) give the same results in
+process and on a real worker subprocess (the step jobs and the serde go through the same schema), and the
+input is checked against the input schema at enqueue."""
 
 from __future__ import annotations
 
@@ -12,14 +13,21 @@ import pytest
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from graphcore.errors import InvalidUpdateError
+from graphcore.errors import ConfigError, InvalidUpdateError
 from tests.workers import Start, worker_env
 from tests.workflows import schemas
 
 REGISTRY = Registry(
     {
         g.name: g
-        for g in (schemas.root_list, schemas.root_int, schemas.narrowed, schemas.deferred, schemas.injected)
+        for g in (
+            schemas.root_list,
+            schemas.root_int,
+            schemas.narrowed,
+            schemas.deferred,
+            schemas.injected,
+            schemas.contextual,
+        )
     }
 )
 
@@ -35,6 +43,8 @@ CASES: list[tuple[str, Any, dict[str, Any], Any]] = [
         {"configurable": {"user": "bo", "twice": True}},
         {"log": ["bo", "red", "again"]},
     ),
+    ("contextual", {"log": []}, {"context": {"user": "cy", "n": 3}}, {"log": ["cy:3", "Ctx"]}),
+    ("contextual", {"log": []}, {"context": schemas.Ctx("di")}, {"log": ["di:1", "Ctx"]}),
 ]
 
 
@@ -89,3 +99,16 @@ def test_the_input_is_checked_against_the_input_schema_at_enqueue(
     with pytest.raises(InvalidUpdateError) as info:
         client.enqueue(workflow, input)
     assert str(info.value) == message
+
+
+def test_a_context_that_does_not_fit_its_schema_is_refused_at_enqueue(client: Client) -> None:
+    with pytest.raises(ConfigError) as info:
+        client.enqueue("contextual", {"log": []}, config={"context": {"nobody": 1}})
+    assert str(info.value) == (
+        "run option context: does not fit the context schema Ctx: Ctx.__init__() got an unexpected keyword "
+        "argument 'nobody'"
+    )
+
+
+def test_invoke_takes_the_context_as_langgraph_does() -> None:
+    assert schemas.contextual.invoke({"log": []}, context=schemas.Ctx("ed", 2)) == {"log": ["ed:2", "Ctx"]}

@@ -121,7 +121,9 @@ class StateGraph:
         Args:
             state_schema: a TypedDict or pydantic model (one channel per key), or any type without fields
                 (``int``, ``Annotated[list, operator.add]``): a root-channel state, the value itself.
-            context_schema: LangGraph's run context schema (see :mod:`graphcore.engine.schema`).
+            context_schema: the type of the run context (LangGraph's): a dict context given to ``invoke(...,
+                context=...)`` or stored with a queued run is made into it when it is a dataclass or pydantic
+                model (:mod:`graphcore.engine.runtime`).
             input_schema: the keys the graph's input may set (default: the state schema's).
             output_schema: the keys of ``invoke``'s result and a queued run's (default: the state schema's).
 
@@ -256,8 +258,8 @@ class StateGraph:
         ``writer`` gets them (:mod:`graphcore.engine.params`).
 
         Raises:
-            InvalidGraphError: a router from START takes ``config`` or ``writer`` (graphq runs it outside
-                any task).
+            InvalidGraphError: a router from START takes ``config``, ``writer`` or ``runtime`` (graphq runs
+                it outside any task).
         """
         if path_map is None:
             path_map = params.literal_returns(router)
@@ -267,7 +269,7 @@ class StateGraph:
         if source == START and injects:
             raise InvalidGraphError(
                 f"the router from START takes {', '.join(injects)}: graphq runs routers from START before "
-                "any task, with no task config or stream writer; route from a first node instead"
+                "any task, with no task config, stream writer or runtime; route from a first node instead"
             )
         self.branches.append(Branch(source, router, path_map, injects))
         return self

@@ -13,6 +13,7 @@ from graphcore.engine.breakpoints import Breakpoints, nodes_of
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import RetryPolicy
+from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema
 from graphcore.errors import ConfigError
 
@@ -108,6 +109,8 @@ class GraphSpec:
         self.formatter: Callable[[Any], str] | None = None
         """Renders a run's result for people (``graphq run`` prints it); None prints the state as JSON."""
         self.schema = parts.schema
+        self.context_schema: Any = getattr(parts, "context_schema", None)
+        """The type of the run context (LangGraph's ``context_schema``; :mod:`graphcore.engine.runtime`)."""
         self.nodes: dict[str, NodeSpec] = dict(parts.nodes)
         self.checkpointer = checkpointer
         self.interrupt_before = interrupt_before
@@ -149,8 +152,14 @@ class GraphSpec:
                 self.joins_from.setdefault(source, []).append(join)
 
     def config_for(self, config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
-        """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in."""
+        """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in (and a dict
+        ``context`` made into the graph's context schema, :func:`~graphcore.engine.runtime.coerce_context`).
+
+        Raises:
+            ConfigError: an option is invalid; the context does not fit the context schema.
+        """
         cfg = merge_config(self.defaults, config)
-        return cfg.model_copy(
-            update={"thread_id": cfg.thread_id or uuid.uuid4().hex, "run_id": cfg.run_id or uuid.uuid4().hex}
-        )
+        ids = {"thread_id": cfg.thread_id or uuid.uuid4().hex, "run_id": cfg.run_id or uuid.uuid4().hex}
+        if cfg.context is not None and self.context_schema is not None:  # a dict made into the schema
+            ids["context"] = coerce_context(self.context_schema, cfg.context)
+        return cfg.model_copy(update=ids)

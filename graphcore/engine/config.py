@@ -97,6 +97,9 @@ class RunConfig(BaseModel):
         durability: LangGraph's ``durability`` (``sync``, ``async``, ``exit``), recorded; in-process
             ``exit`` writes checkpoints only when the run returns, pauses or fails
             (:mod:`graphcore.engine.durability`); on the queue every super-step is committed whatever it says.
+        context: the run's context (LangGraph's ``invoke(..., context=...)``, read by nodes through a
+            ``runtime`` parameter or ``get_runtime()``; :mod:`graphcore.engine.runtime`), inherited by graphs
+            invoked inside a node; a queued run stores it as JSON with its config. None: no context.
 
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
     ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,
@@ -124,6 +127,7 @@ class RunConfig(BaseModel):
     run_name: str | None = None
     max_concurrency: int | None = Field(default=None, ge=1)
     durability: Literal["sync", "async", "exit"] | None = None
+    context: Any = None
 
     def __getitem__(self, key: str) -> Any:
         """Read the config as LangGraph's dict: ``configurable`` (with ``thread_id``, ``checkpoint_id`` and
@@ -210,7 +214,7 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     for layer in layers:
         if layer is None:
             continue
-        data = layer.model_dump(exclude_unset=True) if isinstance(layer, RunConfig) else _graphq_keys(layer)
+        data = _dumped(layer) if isinstance(layer, RunConfig) else _graphq_keys(layer)
         unknown = set(data) - set(RunConfig.model_fields)
         if unknown:
             raise ConfigError(
@@ -229,6 +233,15 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     if reserved:
         raise ConfigError(f"configurable keys {reserved} use the reserved prefix {RESERVED_PREFIX!r}")
     return _validated(merged)
+
+
+def _dumped(cfg: RunConfig) -> dict[str, Any]:
+    """The options set in ``cfg``, its ``context`` as the object itself (``model_dump`` makes a dataclass a
+    dict)."""
+    data = cfg.model_dump(exclude_unset=True)
+    if "context" in data:
+        data["context"] = cfg.context
+    return data
 
 
 _LANGGRAPH_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns")

@@ -33,6 +33,7 @@ from graphcore.engine.config import (
 from graphcore.engine.durability import check_durability, durable
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
 from graphcore.engine.nested import call_namespace, fresh_calls
+from graphcore.engine.runtime import with_context
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import run_step
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, StepLimitError
@@ -111,6 +112,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         stream_mode: str | Sequence[str] = "values",
         subgraphs: bool = False,
         debug: bool | None = None,
+        context: Any = None,
     ) -> Any:
         """Run the graph to the end in this process and return the final state values.
 
@@ -127,6 +129,8 @@ class CompiledGraph(StateMethods, GraphSpec):
             stream_mode: ``"values"`` (the default) returns the final state; another mode or a list of modes
                 returns the list of what :meth:`stream` yields with it, as LangGraph's ``invoke``.
             subgraphs, debug: as :meth:`stream`.
+            context: the run's context (LangGraph's; nodes read it through a ``runtime`` parameter or
+                ``get_runtime()``, :mod:`graphcore.engine.runtime`); graphs invoked inside nodes inherit it.
 
         Returns:
             Channel name → value after the last super-step, narrowed to the output schema's keys (None
@@ -142,6 +146,7 @@ class CompiledGraph(StateMethods, GraphSpec):
             InvalidGraphError: a breakpoint names an unknown node.
             ValueError: an unknown ``durability``.
         """
+        config = with_context(config, context)
         final: Any = None
         call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         if stream_mode != "values":
@@ -173,6 +178,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         durability: str | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
+        context: Any = None,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen (C6), as LangGraph's ``stream``.
 
@@ -189,13 +195,14 @@ class CompiledGraph(StateMethods, GraphSpec):
         them). Breaking out of the loop stops the run after the step in flight. The ``checkpoints``
         payloads are those ``graphq runs watch`` prints for a queued run. A stop at a breakpoint is one
         ``updates`` event ``{"__interrupt__": ()}``, as LangGraph's. ``interrupt_before``,
-        ``interrupt_after`` and ``durability``: as :meth:`invoke`.
+        ``interrupt_after``, ``durability`` and ``context``: as :meth:`invoke`.
 
         Raises:
             ValueError: an unknown stream mode, or ``messages`` (graphq has no LLM callbacks: stream tokens
                 with ``get_stream_writer()`` and ``custom``).
             StepLimitError, NodeError, InvalidUpdateError: as :meth:`invoke`.
         """
+        config = with_context(config, context)
         modes = streaming.check_modes(stream_mode)
         call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         yield from streaming.stream_run(
@@ -246,8 +253,9 @@ class CompiledGraph(StateMethods, GraphSpec):
         """The run's config and where it checkpoints (G7).
 
         Called inside a running task (a node invoking a graph), the graph inherits the parent's
-        ``configurable`` and store; an explicit thread id starts a lineage in that thread's root namespace,
-        otherwise it checkpoints in the parent's thread under the namespace ``parent_ns|node:task_id``.
+        ``configurable``, context and store; an explicit thread id starts a lineage in that thread's root
+        namespace, otherwise it checkpoints in the parent's thread under the namespace
+        ``parent_ns|node:task_id``.
         """
         parent, task = current_scope(), current_task_or_none()
         if self.checkpointer not in (None, True) or parent is None or task is None:
@@ -255,7 +263,7 @@ class CompiledGraph(StateMethods, GraphSpec):
             store = store_of(self.checkpointer, parent is not None and task is not None)
             return cfg, Scope(store, cfg.thread_id or "", "")
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
-        given = merge_config({"configurable": inherited}, config)
+        given = merge_config({"configurable": inherited, "context": task.config.context}, config)
         cfg = self.config_for(given)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "")

@@ -5,11 +5,14 @@
   (:class:`~graphcore.engine.config.RunConfig`, which reads like LangGraph's ``RunnableConfig`` dict).
 * ``writer``: gets the task's stream writer (LangGraph's ``StreamWriter``: ``writer(chunk)`` emits a
   ``custom`` stream event, as :func:`~graphcore.engine.config.get_stream_writer` does).
+* ``runtime``: gets the run's :class:`~graphcore.engine.runtime.Runtime` (``runtime.context``,
+  ``runtime.stream_writer``), as LangGraph's.
 * graphq's own form: a second required positional parameter of any other name gets the config
   (``fn(state, cfg)``), passed positionally; LangGraph would not fill it.
 
-LangGraph matches those names only with no annotation or the expected one (``RunnableConfig``,
-``StreamWriter``); graphq matches the name whatever the annotation. ``**kwargs`` gets nothing.
+LangGraph matches ``config`` and ``writer`` only with no annotation or the expected one
+(``RunnableConfig``, ``StreamWriter``); graphq matches the name whatever the annotation. ``**kwargs`` gets
+nothing.
 
 A node's input schema (the keys it sees) is the annotation of its first parameter when that is a TypedDict
 or a pydantic model, as LangGraph infers it.
@@ -23,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from graphcore.engine.config import current_task
+from graphcore.engine.runtime import runtime_of
 from graphcore.engine.schema import is_schema
 
 __all__ = [
@@ -34,7 +38,7 @@ __all__ = [
     "takes_positional_config",
 ]
 
-INJECTED = ("config", "writer")
+INJECTED = ("config", "writer", "runtime")
 """The parameter names filled by keyword, in LangGraph's order."""
 
 _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -43,14 +47,18 @@ _POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITI
 
 def keyword_args(names: Sequence[str], config: Any = None) -> dict[str, Any]:
     """The keyword arguments ``names`` of one call inside a running task: ``config`` (the task's, unless
-    given) and the stream ``writer``.
+    given), the stream ``writer`` and the ``runtime`` (:class:`~graphcore.engine.runtime.Runtime`).
 
     Raises:
         OutsideRunError: called outside a running task.
     """
-    task = current_task("a node or router taking config or writer")
-    values = {"config": task.config if config is None else config, "writer": task.stream_writer}
-    return {name: values[name] for name in names}
+    task = current_task("a node or router taking config, writer or runtime")
+    values: dict[str, Callable[[], Any]] = {
+        "config": lambda: task.config if config is None else config,
+        "writer": lambda: task.stream_writer,
+        "runtime": lambda: runtime_of(task),
+    }
+    return {name: values[name]() for name in names}
 
 
 def _signature(fn: Callable[..., Any]) -> list[inspect.Parameter] | None:

@@ -23,6 +23,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "langgraph.config": ("graphcore", ("get_config", "get_stream_writer")),
+    "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
     "langgraph.errors": ("graphcore", ("GraphRecursionError", "InvalidUpdateError")),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "tools_condition")),

@@ -241,7 +241,7 @@ def test_a_router_from_start_taking_config(lg: Imports) -> None:
             builder.add_conditional_edges(lg.START, route)
         assert str(info.value) == (
             "the router from START takes config: graphq runs routers from START before any task, with no "
-            "task config or stream writer; route from a first node instead"
+            "task config, stream writer or runtime; route from a first node instead"
         )
 
 

@@ -3,12 +3,14 @@ node input schemas (private channels), and input keys outside the schema."""
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
 from pydantic import BaseModel
 
+from graphcore.errors import ConfigError
 from tests.compat.conftest import Imports
 
 
@@ -354,3 +356,112 @@ def test_a_node_schema_redeclaring_a_reducer_channel_as_plain_is_fine(lg: Import
     builder.add_node("n", _count)
     builder.add_edge(lg.START, "n")
     assert builder.compile().invoke({"log": ["a"]}) == {"log": ["a", "1"]}
+
+
+# --------------------------------------------------------------------------------------------------------
+# context_schema and Runtime
+
+
+@dataclasses.dataclass
+class Ctx:
+    user: str
+    n: int = 1
+
+
+class ModelCtx(BaseModel):
+    user: str
+
+
+class Out1(TypedDict, total=False):
+    out: str
+
+
+def _reads_context(lg: Imports, context_schema: Any = None) -> Any:
+    def node(state: Out1, runtime) -> dict[str, str]:  # type: ignore[no-untyped-def]
+        return {"out": repr(runtime.context)}
+
+    builder = lg.StateGraph(Out1, context_schema=context_schema)
+    builder.add_node("node", node)
+    builder.add_edge(lg.START, "node")
+    return builder.compile()
+
+
+@pytest.mark.parametrize(
+    ("schema", "context", "seen"),
+    [
+        (Ctx, Ctx("ann"), "Ctx(user='ann', n=1)"),
+        (Ctx, {"user": "bo", "n": 2}, "Ctx(user='bo', n=2)"),
+        (ModelCtx, {"user": "cy"}, "ModelCtx(user='cy')"),
+        (None, {"user": "di"}, "{'user': 'di'}"),
+        (None, None, "None"),
+    ],
+)
+def test_a_runtime_parameter_reads_the_run_context(lg: Imports, schema: Any, context: Any, seen: str) -> None:
+    """LangGraph: a node's runtime parameter carries invoke(context=...); a dict is made into a dataclass or
+    pydantic context_schema; no context is None."""
+    assert _reads_context(lg, schema).invoke({}, context=context) == {"out": seen}
+
+
+def test_a_context_that_does_not_fit_its_schema(lg: Imports) -> None:
+    """LangGraph: a dict context without the dataclass's fields is a TypeError; graphq raises a ConfigError
+    naming the schema (as at enqueue)."""
+    graph = _reads_context(lg, Ctx)
+    if lg.is_langgraph:
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nobody'"):
+            graph.invoke({}, context={"nobody": 1})
+    else:
+        with pytest.raises(ConfigError) as info:
+            graph.invoke({}, context={"nobody": 1})
+        assert str(info.value) == (
+            "run option context: does not fit the context schema Ctx: Ctx.__init__() got an unexpected "
+            "keyword argument 'nobody'"
+        )
+
+
+def test_get_runtime_gives_the_context_and_the_stream_writer(lg: Imports) -> None:
+    """LangGraph: get_runtime() in a node returns its Runtime: .context, and .stream_writer emitting custom
+    events."""
+
+    def node(state: Out1) -> dict[str, str]:
+        runtime = lg.get_runtime()
+        runtime.stream_writer("hey")
+        return {"out": repr(runtime.context)}
+
+    builder = lg.StateGraph(Out1)
+    builder.add_node("node", node)
+    builder.add_edge(lg.START, "node")
+    events = list(builder.compile().stream({}, context="ctx", stream_mode=["custom", "values"]))
+    assert events == [("custom", "hey"), ("values", {"out": "'ctx'"})]
+
+
+def test_subgraphs_and_invoked_graphs_inherit_the_context(lg: Imports) -> None:
+    """LangGraph: a subgraph node and a graph invoked inside a node see the parent run's context."""
+    inner = _reads_context(lg)
+    as_node = lg.StateGraph(Out1)
+    as_node.add_node("sub", inner)
+    as_node.add_edge(lg.START, "sub")
+    invoking = lg.StateGraph(Out1)
+    invoking.add_node("call", lambda s: inner.invoke({}))
+    invoking.add_edge(lg.START, "call")
+    assert as_node.compile().invoke({}, context={"k": 1}) == {"out": "{'k': 1}"}
+    assert invoking.compile().invoke({}, context={"k": 2}) == {"out": "{'k': 2}"}
+
+
+def test_a_router_taking_runtime_reads_the_context(lg: Imports) -> None:
+    """LangGraph: a router's runtime parameter carries the run context."""
+
+    def route(state: Out1, runtime) -> str:  # type: ignore[no-untyped-def]
+        return lg.END if runtime.context == "stop" else "b"
+
+    builder = lg.StateGraph(Out1)
+    builder.add_node("a", lambda s: {"out": "a"})
+    builder.add_node("b", lambda s: {"out": "b"})
+    builder.add_edge(lg.START, "a")
+    builder.add_conditional_edges("a", route)
+    graph = builder.compile()
+    assert (graph.invoke({}, context="stop"), graph.invoke({}, context="go")) == ({"out": "a"}, {"out": "b"})
+
+
+def test_a_runtime_built_by_hand_has_langgraphs_defaults(lg: Imports) -> None:
+    """LangGraph: Runtime() has context None and store None; Runtime(context=x) keeps x."""
+    assert (lg.Runtime().context, lg.Runtime().store, lg.Runtime(context=3).context) == (None, None, 3)

@@ -6,14 +6,17 @@ root ``int`` state (each node returns the new value). ``narrowed``: input schema
 schema ``Out`` (answer), a private channel ``secret`` declared only by node ``b``'s input schema, and node
 ``a`` sees only ``In``'s keys. ``deferred``: a deferred join of a short and a long branch (it runs once,
 last). ``injected``: a node taking ``config`` and ``writer``, and a router taking ``config``.
+``contextual``: a node reading its run context (a dataclass ``Ctx``, the graph's ``context_schema``) through
+``runtime``.
 """
 
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
-from graphcore import END, START, StateGraph
+from graphcore import END, START, Runtime, StateGraph
 
 
 def _append(name: str) -> Any:
@@ -106,3 +109,19 @@ _inject.add_node("again", _say("again"))
 _inject.add_edge(START, "who")
 _inject.add_conditional_edges("who", route)
 injected = _inject.compile(name="injected")
+
+
+@dataclass
+class Ctx:
+    user: str
+    n: int = 1
+
+
+def greet(state: Log, runtime: Runtime[Ctx]) -> dict[str, list[str]]:
+    return {"log": [f"{runtime.context.user}:{runtime.context.n}", type(runtime.context).__name__]}
+
+
+_context = StateGraph(Log, context_schema=Ctx)
+_context.add_node("greet", greet)
+_context.add_edge(START, "greet")
+contextual = _context.compile(name="contextual")
