@@ -20,7 +20,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,28 +89,64 @@ def check_modes(stream_mode: str | Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class _Sink:
-    """Where a streamed run's events go while it runs: the consumer's queue, with the namespace of the graph
-    emitting (``()`` for the root, ``("node:task_id", ...)`` for graphs running inside tasks)."""
+    """Where a streamed run's events go while it runs: the consumer's queue (``put``; None for a graph below
+    a stream without ``subgraphs=True``), with the namespace of the graph emitting (``()`` for the stream's
+    own graph, ``("node:task_id", ...)`` for graphs running inside its tasks), and ``also`` the sink of an
+    enclosing stream (``subgraphs=True``) that this stream runs inside a task of, which sees them too.
 
-    put: Callable[[tuple[tuple[str, ...], str, Any]], None]
+    ``owner`` is the task the stream was started in (None at the top): its own graph runs there.
+    """
+
+    put: Callable[[tuple[tuple[str, ...], str, Any]], None] | None
     modes: tuple[str, ...]
     subgraphs: bool
     ns: tuple[str, ...] = ()
+    owner: TaskContext | None = None
+    also: _Sink | None = None
 
     def emit(self, events: Sequence[Event]) -> None:
         for mode, payload in events:
-            self.put((self.ns, mode, payload))
+            if self.put is not None and mode in self.modes:
+                self.put((self.ns, mode, payload))
+            if self.also is not None and mode != "custom":  # custom chunks go to the innermost stream only
+                self.also.emit([(mode, payload)])
+
+    def wanted(self) -> tuple[str, ...]:
+        """The modes some consumer of this sink wants."""
+        own = self.modes if self.put is not None else ()
+        enclosing = [m for m in self.also.wanted() if m != "custom"] if self.also else []
+        return tuple(dict.fromkeys((*own, *enclosing)))
+
+    def child(self, task: TaskContext, scope: Scope) -> _Sink | None:
+        """The sink of a graph running inside ``task`` (checkpointing in ``scope``), None when no consumer
+        shows it."""
+        also = self.also.child(task, scope) if self.also is not None else None
+        put = self.put if self.subgraphs else None
+        if put is None and also is None:
+            return None
+        return _Sink(put, self.modes, self.subgraphs, _namespace(self.ns, task, scope), self.owner, also)
 
 
 _sink: contextvars.ContextVar[_Sink | None] = contextvars.ContextVar("graphq_stream_sink", default=None)
 
 
+def _enclosing(scope: Scope) -> _Sink | None:
+    """The sink for a graph starting now inside a task of a streamed run, None when there is none (or none
+    that shows it)."""
+    sink, task = _sink.get(), current_task_or_none()
+    if sink is None or task is None or task is sink.owner:
+        return None
+    return sink.child(task, scope)
+
+
 def custom_writer(modes: Sequence[str] | None, buffer: list[Event]) -> Callable[[Task, Any], None]:
     """The ``get_stream_writer()`` sink of a run's tasks: straight to the consumer when the run streams
-    ``custom`` live, else into ``buffer`` (emitted after the step; dropped when nobody streams)."""
+    ``custom`` live, else into ``buffer`` (emitted after the step; dropped when nobody streams). As
+    LangGraph's, a chunk goes to the innermost stream showing the graph, not to enclosing ones."""
     sink = _sink.get()
-    if modes is not None and "custom" in modes and sink is not None:
-        return lambda task, chunk: sink.put((sink.ns, "custom", chunk))
+    if modes is not None and "custom" in modes and sink is not None and sink.put and "custom" in sink.modes:
+        put, ns = sink.put, sink.ns
+        return lambda task, chunk: put((ns, "custom", chunk))
     return lambda task, chunk: buffer.append(("custom", chunk))
 
 
@@ -120,17 +156,16 @@ def relay(modes: Sequence[str] | None, scope: Scope, run: Callable[[Sequence[str
 
     The namespace is the parent's and the task's ``node:task_id`` (``("node:task_id", ...)``), as
     LangGraph's, then the rest of the graph's checkpoint namespace below it (``"1"`` for the task's second
-    graph call).
+    graph call). A graph that is itself streamed (``modes`` given) is relayed by :func:`stream_run`.
     """
-    sink, task = _sink.get(), current_task_or_none()
-    if modes is not None or sink is None or not sink.subgraphs or task is None:
+    child = _enclosing(scope) if modes is None else None
+    if child is None:
         yield from run(modes)
         return
-    child = replace(sink, ns=_namespace(sink.ns, task, scope))
     token = _sink.set(child)
     try:
         steps: list[tuple[list[Event], Checkpoint, list[Interrupt]]] = []
-        for events, cp, paused in run(sink.modes):
+        for events, cp, paused in run(child.wanted()):
             child.emit(events)
             steps.append(([], cp, paused))
     finally:
@@ -366,8 +401,10 @@ def stream_run(
     """
     wanted = tuple(modes)
     run_modes = tuple(dict.fromkeys((*wanted, *(DEBUG_MODES if debug else ()))))
-    live = subgraphs or "custom" in wanted
-    for ns, mode, payload in _live(open_run, run_modes, subgraphs) if live else _inline(open_run, run_modes):
+    outer = _enclosing(Scope(None, ""))  # streamed inside a task of a subgraphs=True stream: it sees this too
+    live = subgraphs or "custom" in wanted or outer is not None
+    events = _live(open_run, run_modes, subgraphs, outer) if live else _inline(open_run, run_modes)
+    for ns, mode, payload in events:
         if debug:
             log_events([(mode, payload)], ns)
         if mode not in wanted:
@@ -390,6 +427,7 @@ def _live(
     open_run: Callable[[Sequence[str]], Iterator[tuple[list[Event], Any, Any]]],
     modes: Sequence[str],
     subgraphs: bool,
+    outer: _Sink | None,
 ) -> Iterator[tuple[tuple[str, ...], str, Any]]:
     """Run in a thread of its own (in a copy of the caller's context), events handed over by a queue as they
     are emitted. As lazy as LangGraph's: the next super-step starts once the consumer has taken every event
@@ -397,11 +435,11 @@ def _live(
     flight)."""
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
     go, stop = threading.Semaphore(0), threading.Event()
-    sink = _Sink(events.put, tuple(modes), subgraphs)
+    sink = _Sink(events.put, tuple(modes), subgraphs, owner=current_task_or_none(), also=outer)
 
     def produce() -> None:
         _sink.set(sink)
-        run = open_run(modes)
+        run = open_run(sink.wanted())
         try:
             for batch, _, _ in run:
                 sink.emit(batch)

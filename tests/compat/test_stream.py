@@ -490,6 +490,33 @@ def test_nested_subgraphs_give_nested_namespaces(lg: Imports) -> None:
     assert mid[0].startswith("t:") and deep[1].startswith("m:")
 
 
+def test_a_graph_streamed_inside_a_node_reaches_the_parent_stream(lg: Imports) -> None:
+    """LangGraph: a graph a node streams (``inner.stream(...)``) yields its chunks to that node and, with
+    ``subgraphs=True`` on the parent's stream, to the parent's under the node's namespace."""
+    middle = lg.StateGraph(Text)
+    middle.add_node("sub", texts(lg, "x"))
+    middle.add_edge(lg.START, "sub")
+    inner = middle.compile()
+    seen: list[Any] = []
+
+    def node(state: Text) -> dict[str, Any]:
+        seen.extend(inner.stream({"text": "s"}))
+        return {"text": "done"}
+
+    builder = lg.StateGraph(Text)
+    builder.add_node("st", node)
+    builder.add_edge(lg.START, "st")
+    chunks = list(builder.compile().stream({"text": ""}, subgraphs=True))
+    assert seen == [{"sub": {"text": "sx"}}]
+    assert [c[1] for c in chunks] == [
+        {"x": {"text": "sx"}},
+        {"sub": {"text": "sx"}},
+        {"st": {"text": "done"}},
+    ]
+    deep, mine, root = (c[0] for c in chunks)
+    assert root == () and len(mine) == 1 and mine[0].startswith("st:") and deep[:1] == mine and len(deep) == 2
+
+
 def test_a_subgraphs_events_arrive_while_its_parent_node_runs(lg: Imports) -> None:
     """LangGraph: with ``subgraphs=True`` a nested graph's events reach the caller before the node that
     invoked it returns."""
