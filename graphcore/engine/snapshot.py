@@ -210,9 +210,9 @@ def _snapshot(
         tasks.append(PregelTask(tid, pending.node, path, None, asked, state, result))
         if ok and tw is not None:
             done.append(tw)
-    values = dict(cp.channel_values)
+    values = at.graph.schema.values_of(cp.channel_values)  # the value itself for a root-channel state
     if live and done:
-        values = dict(apply_writes(at.graph, cp, done, {}).channel_values)
+        values = at.graph.schema.values_of(apply_writes(at.graph, cp, done, {}).channel_values)
     finished_ids = {tw.task_id for tw in done} if live else set()
     return StateSnapshot(
         values,

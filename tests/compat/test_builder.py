@@ -3,6 +3,7 @@ metadata, ``retry_policy``, ``set_finish_point``, ``validate`` and destinations 
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -333,3 +334,52 @@ def test_a_union_command_annotation_declares_destinations(lg: Imports) -> None:
     builder.add_node("b", _say("b"))
     builder.add_edge(lg.START, "a")
     assert builder.compile().invoke({"log": []}) == {"log": ["a", "b"]}
+
+
+def test_an_async_node_and_router_get_config_writer_and_runtime(lg: Imports) -> None:
+    """LangGraph: under astream, async nodes and routers get config, writer and runtime as sync ones do."""
+
+    async def node(state: Log, config, writer, runtime) -> dict[str, list[Any]]:  # type: ignore[no-untyped-def]
+        writer("w")
+        return {"log": [config["configurable"]["u"], runtime.context]}
+
+    async def route(state: Log, config) -> str:  # type: ignore[no-untyped-def]
+        return lg.END
+
+    builder = lg.StateGraph(Log)
+    builder.add_node("node", node)
+    builder.add_edge(lg.START, "node")
+    builder.add_conditional_edges("node", route)
+    graph = builder.compile()
+
+    async def collect() -> list[Any]:
+        cfg = {"configurable": {"u": 2}}
+        return [
+            e async for e in graph.astream({"log": []}, cfg, context="c", stream_mode=["custom", "updates"])
+        ]
+
+    events = asyncio.run(collect())
+    assert events == [("custom", "w"), ("updates", {"node": {"log": [2, "c"]}})]
+
+
+def test_a_router_returning_a_list_runs_each_destination(lg: Imports) -> None:
+    """LangGraph: a router may return a list of names (with a list path_map): each runs in the next step."""
+    builder = lg.StateGraph(Log)
+    for name in ("s", "a", "b"):
+        builder.add_node(name, _say(name))
+    builder.add_edge(lg.START, "s")
+    builder.add_conditional_edges("s", lambda s: ["a", "b"], ["a", "b"])
+    assert builder.compile().invoke({"log": []}) == {"log": ["s", "a", "b"]}
+
+
+def test_a_path_map_translates_labels_and_lets_sends_through(lg: Imports) -> None:
+    """LangGraph: a dict path_map maps a router's labels to nodes; a Send it returns goes to its node."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("s", _say("s"))
+    builder.add_node("done", _say("done"))
+    builder.add_node("work", lambda n: {"log": [n]})
+    builder.add_edge(lg.START, "s")
+    builder.add_conditional_edges(
+        "s", lambda s: ["finish", lg.Send("work", 7)], {"finish": "done", "w": "work"}
+    )
+    assert sorted(map(str, builder.compile().invoke({"log": []})["log"])) == ["7", "done", "s"]

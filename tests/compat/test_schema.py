@@ -465,3 +465,25 @@ def test_a_router_taking_runtime_reads_the_context(lg: Imports) -> None:
 def test_a_runtime_built_by_hand_has_langgraphs_defaults(lg: Imports) -> None:
     """LangGraph: Runtime() has context None and store None; Runtime(context=x) keeps x."""
     assert (lg.Runtime().context, lg.Runtime().store, lg.Runtime(context=3).context) == (None, None, 3)
+
+
+def test_a_root_state_snapshot_is_the_value(lg: Imports) -> None:
+    """LangGraph: get_state(config).values of a root-channel thread is the value; update_state(config, v,
+    as_node) reduces v into it."""
+    builder = lg.StateGraph(Annotated[list, operator.add])
+    builder.add_node("a", lambda s: ["a"])
+    builder.add_edge(lg.START, "a")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    cfg = {"configurable": {"thread_id": "snap"}}
+    graph.invoke(["x"], cfg)
+    assert graph.get_state(cfg).values == ["x", "a"]
+    graph.update_state(cfg, ["u"], as_node="a")
+    assert graph.get_state(cfg).values == ["x", "a", "u"]
+
+
+def test_a_root_state_streams_its_updates_and_values(lg: Imports) -> None:
+    """LangGraph: a root-channel graph's updates events are {node: its return value}, its values events the
+    value after each step."""
+    graph = _root_list(lg)
+    assert list(graph.stream(["x"], stream_mode="updates")) == [{"a": ["a", 1]}, {"b": ["b"]}]
+    assert list(graph.stream(["x"], stream_mode="values")) == [["x"], ["x", "a", 1], ["x", "a", 1, "b"]]
