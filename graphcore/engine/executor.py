@@ -311,6 +311,9 @@ class CompiledGraph(StateMethods, GraphSpec):
                 )
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
                 self._save_writes(scope, cp, outcome.results)
+                if modes:  # what finished, and the failure, as LangGraph streams them before raising
+                    failed = streaming.failed_events(self, modes, custom, outcome.results, cp, outcome.error)
+                    yield failed, cp, []
                 raise outcome.error
             finished, answers = {}, {}
             paused = [i for r in outcome.results for i in r.interrupts]

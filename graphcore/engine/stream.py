@@ -37,6 +37,7 @@ __all__ = [
     "check_modes",
     "checkpoint_payload",
     "custom_writer",
+    "failed_events",
     "log_events",
     "logged_modes",
     "paused_events",
@@ -274,6 +275,35 @@ def step_events(
     if "values" in modes and any(r.writes for r in results):
         events.append(("values", graph.schema.values_of(cp.channel_values)))
     return events + _checkpoint_events(modes, cp, scope) + _start_events(graph, modes, cp)
+
+
+def failed_events(
+    graph: GraphSpec,
+    modes: Sequence[str],
+    custom: list[Event],
+    results: Sequence[TaskWrites],
+    cp: Checkpoint,
+    error: BaseException,
+) -> list[Event]:
+    """The events of a step that failed, before its error is raised: buffered ``custom`` chunks, the
+    finished tasks' ``updates`` and ``tasks`` results, and the failed task's result with its error (the
+    node's own exception), as LangGraph's."""
+    events = [e for e in custom if "custom" in modes]
+    for r in results:
+        events += _result_events(graph, modes, r, cp.step + 1, None)
+    if not _wants(modes, "tasks", "debug"):
+        return events
+    done = {r.task_id for r in results}
+    failed = [t for t in prepare_tasks(graph, cp) if t.id not in done]
+    node = getattr(error, "node", None)
+    task = next((t for t in failed if t.node == node), failed[0] if failed else None)
+    if task is not None:
+        cause = getattr(error, "error", error)
+        payload: dict[str, Any] = {"id": task.id, "name": task.node, "error": cause, "result": {}}
+        payload["interrupts"] = []
+        events += [("tasks", payload)] if "tasks" in modes else []
+        events += [_debug(cp.step + 1, "task_result", payload)] if "debug" in modes else []
+    return events
 
 
 def paused_view(graph: GraphSpec, cp: Checkpoint, results: Sequence[TaskWrites]) -> Checkpoint:

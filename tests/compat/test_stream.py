@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import operator
 import threading
+import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -320,6 +321,36 @@ def test_breaking_out_stops_the_run(lg: Imports, modes: Any) -> None:
     for _ in graph.stream({"items": []}, stream_mode=modes):
         break
     assert calls == ["a"]
+
+
+def test_a_failing_step_streams_what_finished_then_raises(lg: Imports) -> None:
+    """LangGraph: when a task fails, its finished siblings' updates and task results, and the failed task's
+    result with its error, are streamed before the error is raised."""
+
+    def boom(state: State) -> dict[str, Any]:
+        lg.get_stream_writer()("before")
+        time.sleep(0.05)  # the sibling finishes first
+        raise ValueError("x")
+
+    graph = parallel(lg, ("ok", lambda s: {"items": ["ok"]}), ("boom", boom))
+    chunks: list[Any] = []
+    with pytest.raises(Exception) as err:
+        for chunk in graph.stream({"items": []}, thread(), stream_mode=["updates", "tasks", "custom"]):
+            chunks.append(chunk)
+    results = [c for m, c in chunks if m == "tasks" and "result" in c]
+    assert [c for c in chunks if c[0] != "tasks"] == [
+        ("custom", "before"),
+        ("updates", {"ok": {"items": ["ok"]}}),
+    ]
+    assert [(r["name"], r["result"], r["interrupts"]) for r in results] == [
+        ("ok", {"items": ["ok"]}, []),
+        ("boom", {}, []),
+    ]
+    assert results[0]["error"] is None and repr(results[1]["error"]) == "ValueError('x')"
+    if lg.is_langgraph:
+        assert err.value is results[1]["error"]
+    else:  # graphq's NodeError names the node and wraps the node's error
+        assert err.value.error is results[1]["error"]  # type: ignore[attr-defined]
 
 
 # --- interrupts in the stream ---
