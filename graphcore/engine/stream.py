@@ -299,8 +299,8 @@ def failed_events(
     task = next((t for t in failed if t.node == node), failed[0] if failed else None)
     if task is not None:
         cause = getattr(error, "error", error)
-        payload: dict[str, Any] = {"id": task.id, "name": task.node, "error": cause, "result": {}}
-        payload["interrupts"] = []
+        payload: dict[str, Any] = {"id": task.id, "name": task.node, "error": cause}
+        payload.update(result={}, interrupts=[])
         events += [("tasks", payload)] if "tasks" in modes else []
         events += [_debug(cp.step + 1, "task_result", payload)] if "debug" in modes else []
     return events
