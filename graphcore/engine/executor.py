@@ -113,6 +113,8 @@ class CompiledGraph(StateMethods, GraphSpec):
         subgraphs: bool = False,
         debug: bool | None = None,
         context: Any = None,
+        print_mode: str | Sequence[str] = (),
+        version: str = "v1",
     ) -> Any:
         """Run the graph to the end in this process and return the final state values.
 
@@ -128,7 +130,7 @@ class CompiledGraph(StateMethods, GraphSpec):
                 :mod:`graphcore.engine.durability`); None → the config's ``durability``, else ``"sync"``.
             stream_mode: ``"values"`` (the default) returns the final state; another mode or a list of modes
                 returns the list of what :meth:`stream` yields with it, as LangGraph's ``invoke``.
-            subgraphs, debug: as :meth:`stream`.
+            subgraphs, debug, print_mode, version: as :meth:`stream`.
             context: the run's context (LangGraph's; nodes read it through a ``runtime`` parameter or
                 ``get_runtime()``, :mod:`graphcore.engine.runtime`); graphs invoked inside nodes inherit it.
 
@@ -149,6 +151,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         config = with_context(config, context)
         final: Any = None
         call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        streaming.check_version(version)
         if stream_mode != "values":
             chunks = self.stream(
                 input,
@@ -159,11 +162,12 @@ class CompiledGraph(StateMethods, GraphSpec):
                 durability=durability,
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
+                print_mode=print_mode,
             )
             return list(chunks)
-        logged = streaming.logged_modes(self.debug if debug is None else debug)
+        logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
         for events, cp, paused in self._run(input, config, logged, durability=durability, **call):
-            streaming.log_events(events)
+            streaming.log_events(events, modes=logged or ())
             final = self.schema.result(cp.channel_values, {INTERRUPT_KEY: paused} if paused else None)
         return final
 
@@ -179,6 +183,8 @@ class CompiledGraph(StateMethods, GraphSpec):
         subgraphs: bool = False,
         debug: bool | None = None,
         context: Any = None,
+        print_mode: str | Sequence[str] = (),
+        version: str = "v1",
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen (C6), as LangGraph's ``stream``.
 
@@ -192,7 +198,9 @@ class CompiledGraph(StateMethods, GraphSpec):
         payload)`` with the events of graphs run as nodes or invoked inside nodes, as they happen (namespace
         ``("node:task_id", ...)``, ``()`` for this graph). ``debug=True`` (or ``compile(debug=True)``) logs
         the ``updates`` and ``values`` events at DEBUG on the logger ``graphq.debug`` (LangGraph prints
-        them). Breaking out of the loop stops the run after the step in flight. The ``checkpoints``
+        them), and so does ``print_mode`` (modes to log without streaming them). ``version``: ``"v1"`` only
+        (LangGraph's ``"v2"`` stream parts are refused). Breaking out of the loop stops the run after the
+        step in flight. The ``checkpoints``
         payloads are those ``graphq runs watch`` prints for a queued run. A stop at a breakpoint is one
         ``updates`` event ``{"__interrupt__": ()}``, as LangGraph's. ``interrupt_before``,
         ``interrupt_after``, ``durability`` and ``context``: as :meth:`invoke`.
@@ -204,13 +212,14 @@ class CompiledGraph(StateMethods, GraphSpec):
         """
         config = with_context(config, context)
         modes = streaming.check_modes(stream_mode)
+        streaming.check_version(version)
         call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
         yield from streaming.stream_run(
             lambda run_modes: self._run(input, config, run_modes, durability=durability, **call),
             modes,
             single=isinstance(stream_mode, str),
             subgraphs=subgraphs,
-            debug=self.debug if debug is None else debug,
+            logged=streaming.logged_modes(self.debug if debug is None else debug, print_mode) or (),
         )
 
     async def ainvoke(

@@ -35,6 +35,7 @@ __all__ = [
     "INTERRUPT_KEY",
     "STREAM_MODES",
     "check_modes",
+    "check_version",
     "checkpoint_payload",
     "custom_writer",
     "failed_events",
@@ -395,16 +396,37 @@ def checkpoint_payload(cp: Checkpoint, thread_id: str, ns: str = "") -> dict[str
     }
 
 
-def logged_modes(debug: bool) -> tuple[str, ...] | None:
-    """The modes ``invoke`` computes to log them with ``debug=True`` (None without)."""
-    return DEBUG_MODES if debug else None
+def logged_modes(debug: bool, print_mode: str | Sequence[str] = ()) -> tuple[str, ...] | None:
+    """The modes a run logs: ``print_mode``'s, and ``updates`` and ``values`` with ``debug=True`` (as
+    LangGraph prints them); None for none.
+
+    Raises:
+        ValueError: ``print_mode`` names an unknown mode (or ``messages``).
+    """
+    printed = check_modes(print_mode) if print_mode else []
+    modes = tuple(dict.fromkeys((*printed, *(DEBUG_MODES if debug else ()))))
+    return modes or None
 
 
-def log_events(events: Sequence[Event], ns: tuple[str, ...] = ()) -> None:
-    """Log ``updates`` and ``values`` events at DEBUG on ``graphq.debug`` (what ``debug=True`` does)."""
+def log_events(events: Sequence[Event], ns: tuple[str, ...] = (), modes: Sequence[str] = DEBUG_MODES) -> None:
+    """Log the events of ``modes`` at DEBUG on ``graphq.debug`` (what ``debug=True`` and ``print_mode``
+    do), as ``[namespace] mode: payload``."""
     for mode, payload in events:
-        if mode in DEBUG_MODES:
+        if mode in modes:
             log.debug("%s %s: %r", list(ns), mode, payload)
+
+
+def check_version(version: str) -> None:
+    """Check ``stream``'s and ``invoke``'s ``version``.
+
+    Raises:
+        ValueError: not ``"v1"`` (LangGraph's ``"v2"`` stream parts are not supported).
+    """
+    if version != "v1":
+        raise ValueError(
+            f"version={version!r} is not supported: graphq streams LangGraph's v1 chunks (mode, namespace "
+            "and payload as tuples); leave version at 'v1'"
+        )
 
 
 class _Failed:
@@ -421,22 +443,22 @@ def stream_run(
     *,
     single: bool,
     subgraphs: bool,
-    debug: bool,
+    logged: Sequence[str] = (),
 ) -> Iterator[Any]:
     """The events of a run as ``stream`` yields them: the payload (one mode), ``(mode, payload)`` (a list of
     modes), ``(namespace, payload)`` / ``(namespace, mode, payload)`` with ``subgraphs=True``.
 
-    ``open_run(modes)`` starts the run. With ``debug``, ``updates`` and ``values`` events are also logged at
-    DEBUG on the logger ``graphq.debug`` (``[namespace] mode: payload``), whether streamed or not.
+    ``open_run(modes)`` starts the run. The events of the ``logged`` modes are also logged at DEBUG on the
+    logger ``graphq.debug`` (``[namespace] mode: payload``), whether streamed or not.
     """
     wanted = tuple(modes)
-    run_modes = tuple(dict.fromkeys((*wanted, *(DEBUG_MODES if debug else ()))))
+    run_modes = tuple(dict.fromkeys((*wanted, *logged)))
     outer = _enclosing(Scope(None, ""))  # streamed inside a task of a subgraphs=True stream: it sees this too
     live = subgraphs or "custom" in wanted or outer is not None
     events = _live(open_run, run_modes, subgraphs, outer) if live else _inline(open_run, run_modes)
     for ns, mode, payload in events:
-        if debug:
-            log_events([(mode, payload)], ns)
+        if logged:
+            log_events([(mode, payload)], ns, logged)
         if mode not in wanted:
             continue
         if subgraphs:

@@ -642,3 +642,46 @@ def test_debug_leaves_results_unchanged(lg: Imports, caplog: pytest.LogCaptureFi
             "[] updates: {'a': {'items': ['a'], 'n': 1}}",
             "[] values: {'items': ['a'], 'n': 1}",
         ]
+
+
+def test_print_mode_leaves_results_unchanged(
+    lg: Imports, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LangGraph: ``print_mode`` prints the events of its modes as the run goes (to stdout) and changes no
+    result; graphq logs them at DEBUG on ``graphq.debug``."""
+    caplog.set_level(logging.DEBUG, logger="graphq.debug")
+    graph = a_then_b(lg)
+    assert graph.invoke({"items": []}, print_mode="updates") == {"items": ["a", "b"], "n": 1}
+    assert list(graph.stream({"items": []}, stream_mode="values", print_mode=["updates"])) == [
+        {"items": []},
+        {"items": ["a"], "n": 1},
+        {"items": ["a", "b"], "n": 1},
+    ]
+    if lg.is_langgraph:
+        assert "{'a': {'items': ['a'], 'n': 1}}" in capsys.readouterr().out
+    else:
+        logged = [r.getMessage() for r in caplog.records if r.name == "graphq.debug"]
+        assert (
+            logged
+            == ["[] updates: {'a': {'items': ['a'], 'n': 1}}", "[] updates: {'b': {'items': ['b']}}"] * 2
+        )
+
+
+def test_version_v2_stream_parts(lg: Imports) -> None:
+    """LangGraph 1.2: ``version="v2"`` streams ``{"type", "ns", "data"}`` parts; graphq refuses it (v1 chunks
+    only)."""
+    graph = a_then_b(lg)
+    if lg.is_langgraph:
+        parts = list(graph.stream({"items": []}, version="v2"))
+        assert parts[0] == {"type": "updates", "ns": (), "data": {"a": {"items": ["a"], "n": 1}}}
+        return
+    for call in (
+        lambda: list(graph.stream({"items": []}, version="v2")),
+        lambda: graph.invoke({}, version="v2"),
+    ):
+        with pytest.raises(ValueError) as err:
+            call()
+        assert str(err.value) == (
+            "version='v2' is not supported: graphq streams LangGraph's v1 chunks (mode, namespace and "
+            "payload as tuples); leave version at 'v1'"
+        )
