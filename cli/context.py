@@ -186,11 +186,14 @@ class AppContext:
         reads the local data of ``graphq run``, also while another command holds it.
 
         The workflows are still loaded when they can be: that is what allows the classes their state
-        schemas name to be read back (serde, I5). When they cannot, values of those classes fail to load
-        with an error naming the class and ``GRAPHQ_SERDE_ALLOWED_CLASSES``; everything else reads."""
+        schemas name to be read back (serde, I5), and a completed run's result to be shown as ``invoke``
+        returns it (narrowed to its workflow's output schema; the state values when its code is not
+        loaded). When they cannot, values of those classes fail to load with an error naming the class and
+        ``GRAPHQ_SERDE_ALLOWED_CLASSES``; everything else reads."""
+        registry = Registry({})
         with contextlib.suppress(ConfigError):
-            _ = self.registry
-        return Client(self.kv(local=True, share=True), Registry({}))
+            registry = self.registry
+        return Client(self.kv(local=True, share=True), registry)
 
     def client(self, kv: Any = None, *, local: bool = False, share: bool = False) -> Client:
         """A client that can enqueue, on ``kv`` (default :meth:`kv` with ``local`` and ``share``)."""

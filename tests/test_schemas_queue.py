@@ -6,6 +6,7 @@ input is checked against the input schema at enqueue."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError
-from tests.workers import Start, worker_env
+from tests.workers import Start, graphq, worker_env
 from tests.workflows import schemas
 
 REGISTRY = Registry(
@@ -67,6 +68,22 @@ def test_on_a_worker(client: Client, start: Start) -> None:
     runs = client.wait(ids, timeout_s=30)
     assert [r.status for r in runs] == [RunStatus.COMPLETED] * len(CASES)
     assert [r.result for r in runs] == [expected for *_, expected in CASES]
+
+
+def test_graphq_runs_show_prints_the_result_as_invoke_returns_it(
+    client: Client, start: Start, env: dict[str, str]
+) -> None:
+    """``graphq runs show RUN -o json`` (the workflows loaded) shows the output schema's keys and a root
+    state's value, as ``invoke`` returns them."""
+    start()
+    ids = [client.enqueue("narrowed", {"question": "abc"}), client.enqueue("root-int", 4)]
+    client.wait(ids, timeout_s=30)
+    shown = []
+    for run_id in ids:
+        done = graphq("runs", "show", run_id, "-o", "json", env=env)
+        assert done.returncode == 0, done.stderr
+        shown.append(json.loads(done.stdout)["result"])
+    assert shown == [{"answer": "['secret']:cba"}, 10]
 
 
 def test_the_state_keeps_private_channels_on_the_queue(client: Client, start: Start) -> None:
