@@ -52,6 +52,36 @@ class PlainLog(TypedDict):
     log: list[str]
 
 
+class Parent(TypedDict, total=False):
+    question: str
+    answer: str
+    other: str
+
+
+class SubAll(TypedDict, total=False):
+    question: str
+    answer: str
+    scratch: str
+
+
+def _sub_first(state: In) -> dict[str, str]:
+    return {"scratch": state["question"] + "!"}
+
+
+def _sub_second(state: SubAll) -> dict[str, str]:
+    return {"answer": state["scratch"] * 2}
+
+
+class ModelState(BaseModel):
+    question: str
+    answer: str = ""
+    notes: str = ""
+
+
+class ModelOut(BaseModel):
+    answer: str
+
+
 def _twice(state: OtherLog) -> None:
     return None
 
@@ -487,3 +517,41 @@ def test_a_root_state_streams_its_updates_and_values(lg: Imports) -> None:
     graph = _root_list(lg)
     assert list(graph.stream(["x"], stream_mode="updates")) == [{"a": ["a", 1]}, {"b": ["b"]}]
     assert list(graph.stream(["x"], stream_mode="values")) == [["x"], ["x", "a", 1], ["x", "a", 1, "b"]]
+
+
+def test_a_subgraph_with_its_own_input_and_output_schemas(lg: Imports) -> None:
+    """LangGraph: a subgraph node takes the parent's state through its input schema and hands back only its
+    output schema's keys (its private scratch key stays inside)."""
+    sub = lg.StateGraph(SubAll, input_schema=In, output_schema=Out)
+    sub.add_node("first", _sub_first)
+    sub.add_node("second", _sub_second)
+    sub.add_edge(lg.START, "first")
+    sub.add_edge("first", "second")
+    builder = lg.StateGraph(Parent)
+    builder.add_node("sub", sub.compile())
+    builder.add_edge(lg.START, "sub")
+    graph = builder.compile()
+    assert graph.invoke({"question": "q", "other": "o"}) == {"question": "q", "answer": "q!q!", "other": "o"}
+    assert list(graph.stream({"question": "q", "other": "o"})) == [{"sub": {"answer": "q!q!"}}]
+
+
+def test_a_pydantic_state_with_a_typeddict_node_schema_and_a_model_output(lg: Imports) -> None:
+    """LangGraph: on a pydantic state a node annotated with a TypedDict gets a dict of its keys, an
+    unannotated node the model, and a pydantic output schema narrows the result (a dict)."""
+    seen: list[Any] = []
+
+    def a(state: In) -> dict[str, str]:
+        seen.append(state)
+        return {"notes": "n"}
+
+    def b(state):  # type: ignore[no-untyped-def]
+        seen.append(state)
+        return {"answer": state.question + state.notes}
+
+    builder = lg.StateGraph(ModelState, output_schema=ModelOut)
+    builder.add_node("a", a)
+    builder.add_node("b", b)
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    assert builder.compile().invoke({"question": "q"}) == {"answer": "qn"}
+    assert seen == [{"question": "q"}, ModelState(question="q", notes="n")]
