@@ -190,10 +190,13 @@ class AppContext:
         returns it (narrowed to its workflow's output schema; the state values when its code is not
         loaded). When they cannot, values of those classes fail to load with an error naming the class and
         ``GRAPHQ_SERDE_ALLOWED_CLASSES``; everything else reads."""
-        registry = Registry({})
+        return Client(self.kv(local=True, share=True), self.loaded())
+
+    def loaded(self) -> Registry:
+        """The workflows of this process when they can be loaded (:attr:`registry`), else none."""
         with contextlib.suppress(ConfigError):
-            registry = self.registry
-        return Client(self.kv(local=True, share=True), registry)
+            return self.registry
+        return Registry({})
 
     def client(self, kv: Any = None, *, local: bool = False, share: bool = False) -> Client:
         """A client that can enqueue, on ``kv`` (default :meth:`kv` with ``local`` and ``share``)."""

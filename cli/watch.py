@@ -31,7 +31,6 @@ from graphcore.backend.connection import connect, is_transient, redis_retrying
 from graphcore.backend.events import EVENTS_MAXLEN, Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints import serde
-from graphcore.engine.registry import Registry
 from graphcore.engine.stream import checkpoint_payload
 from graphcore.errors import CheckpointNotFoundError
 
@@ -195,7 +194,9 @@ class Watch:
         except CheckpointNotFoundError:  # trimmed or deleted meanwhile: show the id, do not stop
             missing = {"checkpoint_id": checkpoint_id, "error": "checkpoint not found"}
             return [Line(event.id, mode, event.step, missing) for mode in wanted]
-        payloads = {"checkpoints": checkpoint_payload(cp, self.run.thread_id), "values": cp.channel_values}
+        graph = self.client.registry.graphs.get(self.run.workflow)  # a root-channel state: its value
+        values = graph.schema.values_of(cp.channel_values) if graph is not None else cp.channel_values
+        payloads = {"checkpoints": checkpoint_payload(cp, self.run.thread_id), "values": values}
         return [Line(event.id, mode, event.step, payloads[mode]) for mode in wanted]
 
     def _settled(self) -> RunStatus | None:
@@ -301,7 +302,7 @@ def _watch_client(app: AppContext) -> Client:
     kv = connect(app.url(local=True, share=True))
     kv.set_retry(Retry(NoBackoff(), 0))
     click.get_current_context().call_on_close(kv.close)
-    return Client(kv, Registry({}))
+    return Client(kv, app.loaded())  # the workflows, when they load: a root-channel state's values
 
 
 @click.command("watch", short_help="Print a run's events, following it live.")

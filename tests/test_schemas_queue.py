@@ -86,6 +86,20 @@ def test_graphq_runs_show_prints_the_result_as_invoke_returns_it(
     assert shown == [{"answer": "['secret']:cba"}, 10]
 
 
+def test_graphq_runs_watch_shows_a_root_states_values(
+    client: Client, start: Start, env: dict[str, str]
+) -> None:
+    """``graphq runs watch RUN -m values -o json`` of a root int run: each values line is the value (the
+    input's 4, then 5, then 10), as the in-process values stream."""
+    start()
+    run_id = client.enqueue("root-int", 4)
+    client.wait([run_id], timeout_s=30)
+    done = graphq("runs", "watch", run_id, "-m", "values", "-o", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["data"] for line in done.stdout.splitlines()] == [4, 5, 10]
+    assert list(schemas.root_int.stream(4, stream_mode="values")) == [4, 5, 10]
+
+
 def test_the_state_keeps_private_channels_on_the_queue(client: Client, start: Start) -> None:
     """The thread's state holds every channel (the private ``secret`` too); the result only ``answer``."""
     start()
