@@ -129,7 +129,12 @@ class Settings(BaseSettings):
         default=2.0, gt=0, le=60, description="Longest backoff between Redis retries, seconds."
     )
     max_workers_per_step: int = Field(
-        default=8, ge=1, le=256, description="Threads that run one super-step's tasks concurrently."
+        default=8,
+        ge=1,
+        le=256,
+        description="Threads that run super-steps' tasks, per nesting depth: the graphs a process runs "
+        "share one pool of this many, the graphs their tasks run (subgraph nodes, invoke in a node) another, "
+        "and so on, so a task waiting on its inner graph never holds a thread that graph needs.",
     )
     result_ttl_s: int = Field(
         default=3600,

@@ -32,16 +32,30 @@ Writer = Callable[[Task, Any], None]
 RetryHook = Callable[[Task, int, BaseException, float], None]
 """``on_retry(task, failed_try, error, wait_s)``: a try failed; the next one starts in ``wait_s`` seconds."""
 
-_pool: ThreadPoolExecutor | None = None
+_pools: dict[int, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
+_depth: contextvars.ContextVar[int] = contextvars.ContextVar("graphq_step_depth", default=0)
+"""How many pool threads the running code is nested in: 0 outside any task, d + 1 in a task of pool d."""
 
 
-def _shared_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(get_settings().max_workers_per_step, thread_name_prefix="graphq-task")
-        return _pool
+def _pool_at(depth: int) -> ThreadPoolExecutor:
+    """The pool that runs the tasks of steps started at nesting ``depth``, made on first use.
+
+    One pool per depth (each of ``GRAPHQ_MAX_WORKERS_PER_STEP`` threads, started as needed), not one shared
+    pool: a task that runs a graph (a subgraph node, ``inner.invoke(...)`` in a node, a ToolNode) holds its
+    thread while that graph's tasks run, and those run one depth deeper, so a thread only ever waits on
+    threads of a deeper pool and nesting never deadlocks however many such tasks run at once.
+    """
+    pool = _pools.get(depth)
+    if pool is None:
+        with _pool_lock:
+            pool = _pools.get(depth)
+            if pool is None:
+                pool = ThreadPoolExecutor(
+                    get_settings().max_workers_per_step, thread_name_prefix=f"graphq-task-{depth}"
+                )
+                _pools[depth] = pool
+    return pool
 
 
 class StepResult:
@@ -158,7 +172,7 @@ class _Tries:
 def _start_thread(fn: Callable[[], TaskWrites], name: str) -> Future[TaskWrites]:
     """Run ``fn`` in a new daemon thread (in a copy of the current context) and return its future.
 
-    A timed node runs in a thread of its own, not in the shared pool: Python cannot kill a thread, so a node
+    A timed node runs in a thread of its own, not in a pool of threads: Python cannot kill a thread, so a node
     that ignores its cancel token keeps running after its timeout; a daemon thread neither holds a pool
     worker nor blocks the interpreter's exit (the pool's threads are joined at exit).
     """
@@ -233,16 +247,19 @@ def run_step(
 
 
 def _submit(step: _Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:
-    """Start ``todo`` on the shared pool, at most ``max_concurrency`` of them at once when the run sets it
-    (LangGraph's option: the next task starts as one ends)."""
-    pool = _shared_pool()
+    """Start ``todo`` on the pool of this nesting depth (:func:`_pool_at`), at most ``max_concurrency`` of
+    them at once when the run sets it (LangGraph's option: the next task starts as one ends)."""
+    depth = _depth.get()
+    pool = _pool_at(depth)
     limit = step.config.max_concurrency
     gate = threading.BoundedSemaphore(limit) if limit is not None and limit < len(todo) else None
     futures: list[tuple[Task, Future[TaskWrites]]] = []
     for task in todo:
         if gate is not None:
             gate.acquire()
-        future = pool.submit(contextvars.copy_context().run, _call, step, task)
+        ctx = contextvars.copy_context()
+        ctx.run(_depth.set, depth + 1)  # the graphs this task runs submit to the next pool
+        future = pool.submit(ctx.run, _call, step, task)
         if gate is not None:
             future.add_done_callback(_releasing(gate))
         futures.append((task, future))

@@ -1,0 +1,76 @@
+"""Tasks that run graphs of their own, many at once (issue 11, F1): each nesting depth has a thread pool of
+its own (graphcore.engine.step), so an outer task waiting on its inner graph never holds a thread that graph's
+tasks need. With one shared pool of GRAPHQ_MAX_WORKERS_PER_STEP (8) threads, 10 parallel subgraph nodes that
+each fan out two ways hung for ever, in process and on a worker."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphcore import START, StateGraph
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.registry import Registry
+from tests.workers import Start, ended, worker_env
+from tests.workflows.fanned import WIDTH, Out, fanned, fanned_calls, fanned_deep, pair
+
+REGISTRY = Registry.load(["tests.workflows.fanned"])
+BOUND_S = 20.0
+"""A run that deadlocks never ends: each one here must end within this many seconds (they take ms)."""
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return worker_env(redis_url, "tests.workflows.fanned", tmp_path)
+
+
+def _bounded(fn: Any) -> Any:
+    """``fn()``'s result, run in a thread joined for at most BOUND_S seconds (a deadlock fails the test)."""
+    box: list[Any] = []
+    thread = threading.Thread(target=lambda: box.append(fn()), daemon=True)
+    thread.start()
+    thread.join(BOUND_S)
+    assert not thread.is_alive(), f"deadlocked: still running after {BOUND_S} s"
+    assert box, "the run raised (see the thread's traceback above)"
+    return box[0]
+
+
+@pytest.mark.parametrize("graph", [fanned, fanned_calls], ids=["subgraph-nodes", "invoke-in-nodes"])
+def test_parallel_tasks_each_running_a_fan_out_end(graph: CompiledGraph) -> None:
+    assert WIDTH > 8  # more than the default pool
+    assert _bounded(lambda: graph.invoke({"out": []})) == {"out": ["a", "b"] * WIDTH}
+
+
+def test_the_same_shape_nested_two_levels_deep_ends() -> None:
+    result = _bounded(lambda: fanned_deep.invoke({"out": []}))
+    assert result == {"out": ["a", "b"] * WIDTH * WIDTH}
+
+
+def test_nested_fan_outs_end_under_max_concurrency() -> None:
+    result = _bounded(lambda: fanned_deep.invoke({"out": []}, {"max_concurrency": 2}))
+    assert result == {"out": ["a", "b"] * WIDTH * WIDTH}
+
+
+def test_async_nodes_awaiting_fan_outs_end() -> None:
+    async def call(state: Out) -> dict[str, Any]:
+        return {"out": (await pair.ainvoke({"out": []}))["out"]}
+
+    g = StateGraph(Out)
+    for i in range(WIDTH):
+        g.add_node(f"s{i}", call)
+        g.add_edge(START, f"s{i}")
+    outer = g.compile()
+    assert _bounded(lambda: asyncio.run(outer.ainvoke({"out": []}))) == {"out": ["a", "b"] * WIDTH}
+
+
+def test_parallel_subgraph_fan_outs_end_on_a_worker(client: Client, start: Start) -> None:
+    start()
+    run_id = client.enqueue("fanned", {"out": []})
+    run = ended(client, run_id, timeout_s=BOUND_S)
+    assert (run.status, run.result) == (RunStatus.COMPLETED, {"out": ["a", "b"] * WIDTH})
