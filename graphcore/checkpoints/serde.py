@@ -52,6 +52,12 @@ by someone else cannot make a worker import a module. A class is allowed when
   process that loads none, on the first lookup that misses the map. A bad entry fails with a
   :class:`~graphcore.errors.ConfigError` naming the setting.
 
+A class that moved keeps its stored values loading: the name an earlier graphq wrote is an alias of the
+class it became (``_MOVED``, consulted only when the name is not allowed): ``graphcore.engine.channels:
+RemoveMessage`` (a dataclass ``{id}``, in pending writes and Send payloads written before issue 11) loads as
+:class:`graphcore.messages.RemoveMessage` (a pydantic model). Moving or renaming a stored class adds an
+entry there; entries are never removed.
+
 Allowing a class also allows the classes its fields name; a subclass of an allowed class is not allowed by
 it. Dumping refuses a class that is not allowed (a value that could not be read back would be lost): the
 error names the value's state path and the setting. The map only grows; a class registered again under the
@@ -71,7 +77,7 @@ import dataclasses
 import importlib
 import typing
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal
 from enum import Enum, Flag
@@ -146,6 +152,10 @@ _KINDS: dict[int, tuple[str, _ClassTable]] = {
     EXT_MODEL: ("a pydantic BaseModel class", _MODELS),
     EXT_DATACLASS: ("a dataclass", _DATACLASSES),
 }
+_MOVED: dict[tuple[str, str], Callable[[dict[str, Any]], Any]] = {
+    ("graphcore.engine.channels", "RemoveMessage"): lambda fields: messages.RemoveMessage(**fields),
+}
+"""Dataclass names an earlier graphq stored that are gone → the value their stored fields load as now."""
 _applied_setting: list[str] = [""]  # the GRAPHQ_SERDE_ALLOWED_CLASSES value whose classes were allowed
 _HOW_TO_ALLOW = (
     "allowed are the classes named by the state schemas of the workflows this process loaded (entry "
@@ -636,7 +646,7 @@ def _unpack(data: bytes | memoryview) -> Any:
     return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False, use_list=True)
 
 
-def _lookup(table: _ClassTable, module: object, qualname: object) -> Any:
+def _lookup(table: Mapping[tuple[str, str], Any], module: object, qualname: object) -> Any:
     try:
         return table.get((module, qualname))  # type: ignore[arg-type]
     except TypeError:  # unhashable parts: not a class name
@@ -730,7 +740,12 @@ def _dec_model(data: bytes) -> BaseModel:
 
 def _dec_dataclass(data: bytes) -> Any:
     module, qualname, values = _unpack(data)
-    cls = _load_class(_DATACLASSES, EXT_DATACLASS, module, qualname)
+    cls = _lookup(_DATACLASSES, module, qualname)
+    if cls is None:
+        moved = _lookup(_MOVED, module, qualname)
+        if moved is not None:  # stored under a class's earlier name
+            return moved(values)
+        cls = _load_class(_DATACLASSES, EXT_DATACLASS, module, qualname)
     obj = cls.__new__(cls)  # like unpickling: __init__ / __post_init__ already ran when the value was made
     for field in dataclasses.fields(cls):
         value = values.get(field.name, _MISSING)
