@@ -328,7 +328,7 @@ class StateGraph:
                 workflow, the option, the allowed range and the value).
         """
         validate(self)
-        return CompiledGraph(
+        graph = CompiledGraph(
             self,
             name=name or "graph",
             checkpointer=check_checkpointer(checkpointer),
@@ -337,3 +337,5 @@ class StateGraph:
             interrupt_after=interrupt_after,
             debug=debug,
         )
+        graph.named = name is not None
+        return graph

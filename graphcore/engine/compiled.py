@@ -106,6 +106,9 @@ class GraphSpec:
         debug: bool = False,
     ) -> None:
         self.name = name
+        self.named = True
+        """Whether the name was given (``compile(name=...)``); a module's unnamed graph registers under the
+        variable that holds it (:mod:`graphcore.engine.registry`)."""
         self.formatter: Callable[[Any], str] | None = None
         """Renders a run's result for people (``graphq run`` prints it); None prints the state as JSON."""
         self.schema = parts.schema

@@ -2,7 +2,8 @@
 
 An entry point ``name = "package.module:attr"`` names a compiled graph. A user module (``--workflows`` or
 ``GRAPHQ_WORKFLOWS``, comma-separated) contributes every module-level :class:`CompiledGraph`, under the
-name it was compiled with.
+name it was compiled with (``compile(name=...)``), or else under the variable that holds it — a LangGraph
+program's ``graph = builder.compile()`` is the workflow ``graph``, its ``agent = ...`` the workflow ``agent``.
 
 Loading the workflows builds their graphs, which allows the classes their state schemas name to be stored
 and loaded (I5); the classes named by ``GRAPHQ_SERDE_ALLOWED_CLASSES`` are imported and allowed here too,
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from importlib.metadata import entry_points
+from typing import Any
 
 from graphcore.checkpoints import serde
 from graphcore.engine.executor import CompiledGraph
@@ -35,6 +37,28 @@ def _checked(graph: CompiledGraph) -> CompiledGraph:
     return graph
 
 
+def _module_graphs(module: Any) -> dict[str, CompiledGraph]:
+    """A workflow module's compiled graphs by workflow name: the name given to ``compile``, else the name of
+    the variable holding the graph (which becomes its name).
+
+    Raises:
+        ConfigError: two graphs of the module have one name.
+    """
+    found: dict[str, CompiledGraph] = {}
+    for attr, value in vars(module).items():
+        if not isinstance(value, CompiledGraph) or any(value is seen for seen in found.values()):
+            continue
+        if not value.named:
+            value.name, value.named = attr, True
+        if value.name in found:
+            raise ConfigError(
+                f"workflow module {module.__name__!r}: two graphs are named {value.name!r}; "
+                "give each its own compile(name=...)"
+            )
+        found[value.name] = _checked(value)
+    return found
+
+
 class Registry:
     """Workflow name → compiled graph."""
 
@@ -47,8 +71,8 @@ class Registry:
         ``GRAPHQ_SERDE_ALLOWED_CLASSES``.
 
         Raises:
-            ConfigError: a module cannot be imported, an entry point is not a compiled graph, or an entry of
-                ``GRAPHQ_SERDE_ALLOWED_CLASSES`` is bad.
+            ConfigError: a module cannot be imported, an entry point is not a compiled graph, two graphs of a
+                module have one name, or an entry of ``GRAPHQ_SERDE_ALLOWED_CLASSES`` is bad.
         """
         serde.allow_configured_classes()
         graphs: dict[str, CompiledGraph] = {}
@@ -59,6 +83,8 @@ class Registry:
                 raise ConfigError(f"cannot load workflow entry point {ep.name} = {ep.value}: {exc}") from exc
             if not isinstance(graph, CompiledGraph):
                 raise ConfigError(f"entry point {ep.name} = {ep.value} is not a compiled graph")
+            if not graph.named:
+                graph.name, graph.named = ep.name, True
             graphs[ep.name] = _checked(graph)
         for name in (m.strip() for m in modules):
             if not name:
@@ -69,9 +95,7 @@ class Registry:
                 raise ConfigError(
                     f"cannot import workflow module {name!r}: {type(exc).__name__}: {exc}"
                 ) from exc
-            for value in vars(module).values():
-                if isinstance(value, CompiledGraph):
-                    graphs[value.name] = _checked(value)
+            graphs.update(_module_graphs(module))
         return cls(graphs)
 
     def add(self, graph: CompiledGraph) -> None:
