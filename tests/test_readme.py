@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.compat.imports import IMPORT_MAP
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -53,3 +55,15 @@ def test_tzdata_is_a_dependency() -> None:
 
     project = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
     assert [d for d in project["project"]["dependencies"] if d.startswith("tzdata")] == ["tzdata>=2024.1"]
+
+
+def test_the_import_map_table_is_the_compat_suites_map() -> None:
+    """README's "Coming from LangGraph" table lists exactly the imports tests/compat runs programs with."""
+    text = README.read_text(encoding="utf-8")
+    table = text.split("<!-- import-map:", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1:4] for line in table.splitlines() if line.startswith("| `")]
+    shown = {
+        src.strip(" `"): (dst.strip(" `"), tuple(n.strip(" `") for n in names.split(",")))
+        for src, dst, names in rows
+    }
+    assert shown == IMPORT_MAP
