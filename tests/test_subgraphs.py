@@ -17,7 +17,7 @@ from graphcore.backend.store import RedisCheckpointStore
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from tests.test_store import SCHEMA, child
-from tests.workers import Procs, wait_for, work, worker_env
+from tests.workers import Procs, burst, wait_for, work, worker_env
 from tests.workflows import subgraphs
 from worker.substore import FencedStore
 
@@ -131,3 +131,20 @@ def test_a_subgraph_checkpoint_retried_after_its_reply_was_lost_is_written_once(
     ]
     got = store.get("t", ns="sub:1")
     assert (lost, got and got.channel_values) == ([True], {"log": ["a", "b"], "title": "t"})
+
+
+def test_a_worker_writes_a_subgraphs_whole_output_through_the_parents_reducer(
+    client: Client, redis_url: str, tmp_path: Path
+) -> None:
+    """A worker subprocess runs the subgraph node as LangGraph does: paused on interrupt(), answered, its
+    whole output list goes through the parent's operator.add (LangGraph's value, checked by hand)."""
+    env = worker_env(redis_url, "tests.workflows.subgraphs", tmp_path)
+    run_id = client.enqueue("shared-list", {"items": ["in"]})
+    burst(env)
+    [request] = client.requests(run_id)
+    assert (request.node, request.value) == ("x", "ok?")
+    client.answer(run_id, "yes")
+    burst(env)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == {"items": ["in", "pre", "in", "pre", "x:yes"], "n": 1}

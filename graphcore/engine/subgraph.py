@@ -13,17 +13,20 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from graphcore.engine.channels import ReducerChannel
 from graphcore.engine.executor import INTERRUPT_KEY, CompiledGraph
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.schema import StateSchema
-from graphcore.types import Overwrite
 
 __all__ = ["SubgraphNode"]
 
 
 class SubgraphNode:
-    """The node function of a subgraph: parent state in, the subgraph's changes to shared keys out.
+    """The node function of a subgraph: parent state in, the subgraph's output out (LangGraph's rule).
+
+    The update is the subgraph's whole output (its output schema's keys that have a value) restricted to
+    the keys the parent has; it goes through the parent's reducers like any node's update, so a shared
+    ``operator.add`` list gets the subgraph's full list appended (LangGraph's value), while an
+    ``add_messages`` key is unchanged by it (messages replace by id). Keys only the subgraph has are dropped.
 
     Args:
         graph: the compiled subgraph.
@@ -37,6 +40,9 @@ class SubgraphNode:
     def __call__(self, state: Any) -> dict[str, Any]:
         """Run the subgraph on the keys it shares with the parent.
 
+        Returns:
+            output key → value, for the subgraph's output keys the parent has.
+
         Raises:
             GraphInterrupt: a node of the subgraph asked a human; the parent task pauses.
         """
@@ -47,16 +53,4 @@ class SubgraphNode:
         paused = final.pop(INTERRUPT_KEY, None)
         if paused:
             raise GraphInterrupt(*paused)
-        return {k: self._delta(k, shared.get(k), v) for k, v in final.items() if self._changed(k, shared, v)}
-
-    def _changed(self, key: str, before: dict[str, Any], after: Any) -> bool:
-        return key in self.parent.channels and (key not in before or before[key] != after)
-
-    def _delta(self, key: str, before: Any, after: Any) -> Any:
-        """What to write to the parent's channel: only new items for a list its reducer extends, the value
-        itself otherwise (``Overwrite`` for a reducer channel whose value changed in other ways)."""
-        if not isinstance(self.parent.channels[key], ReducerChannel):
-            return after
-        if isinstance(before, list) and isinstance(after, list) and after[: len(before)] == before:
-            return after[len(before) :]
-        return Overwrite(after) if before is not None else after
+        return {k: v for k, v in final.items() if k in self.parent.channels}

@@ -110,3 +110,25 @@ _o = StateGraph(Outer)
 _o.add_node("call_child", call_child)
 _o.add_edge(START, "call_child")
 outer = _o.compile(name="outer")
+
+
+class Shared(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+    n: int
+
+
+def ask_then_add(state: Shared) -> dict[str, Any]:
+    return {"items": [f"x:{interrupt('ok?')}"], "n": state.get("n", 0) + 1}
+
+
+_si = StateGraph(Shared)
+_si.add_node("x", ask_then_add)
+_si.add_edge(START, "x")
+_sh = StateGraph(Shared)
+_sh.add_node("pre", lambda state: {"items": ["pre"]})
+_sh.add_node("sub", _si.compile(name="shared-inner"))
+_sh.add_edge(START, "pre")
+_sh.add_edge("pre", "sub")
+shared_list = _sh.compile(name="shared-list")
+"""A subgraph sharing the parent's ``operator.add`` list: its whole output goes through the parent's reducer
+(LangGraph: ``{'items': ['in', 'pre', 'in', 'pre', 'x:yes'], 'n': 1}`` for input ``['in']``, answer yes)."""
