@@ -340,12 +340,13 @@ def apply_writes(
 ) -> Checkpoint:
     """Apply one super-step's task writes to ``cp`` and schedule the next step (G2, G3).
 
-    Writes apply in task order (``results`` must be ordered as the tasks were), independent of which task
-    finished first.
+    Writes apply in LangGraph's order (:func:`write_order`; ``results`` ordered as the tasks were),
+    independent of which task finished first.
 
     Raises:
         InvalidUpdateError: conflicting writes, e.g. two tasks writing one LastValue channel.
     """
+    results = write_order(cp, results)
     flat = [(key, (r.node, value)) for r in results for key, value in r.writes]
     values, changed = _apply(graph, cp.channel_values, flat)
     versions = _bumped(cp.channel_versions, changed)
@@ -356,6 +357,20 @@ def apply_writes(
     step = cp.step + 1
     meta = {**metadata, "source": "loop", "step": step, "writes": [r.node for r in results]}
     return Checkpoint(new_checkpoint_id(), cp.id, step, values, versions, seen, next_tasks, barriers, meta)
+
+
+def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskWrites]:
+    """A step's task results in the order their writes apply, LangGraph's: the tasks edges triggered by
+    node name, then the ``Send`` tasks in the order they were sent. ``results`` are in task order, one per
+    task of ``cp.next_tasks``; other lists (``update_state``'s) are returned unchanged."""
+    if len(results) < 2 or len(results) != len(cp.next_tasks):
+        return results
+    keyed = []
+    for index, (pending, result) in enumerate(zip(cp.next_tasks, results, strict=True)):
+        if pending.node != result.node or not result.task_id:
+            return results
+        keyed.append(((1, index, "") if pending.send else (0, 0, pending.node), result))
+    return [result for _, result in sorted(keyed, key=lambda pair: pair[0])]
 
 
 def apply_input(

@@ -504,3 +504,40 @@ def test_two_asyncio_tasks_of_one_node_asking(lg: Imports) -> None:
         return
     with pytest.raises(RuntimeError, match=r"^node 'n' paused from 2 threads \(or asyncio tasks\)"):
         asyncio.run(graph.ainvoke({"items": []}, _thread()))
+
+
+# -- the order a super-step's writes apply in ---------------------------------------------------------------
+
+
+def test_parallel_writes_apply_in_node_name_order(lg: Imports) -> None:
+    """LangGraph: the writes of the tasks that edges triggered together apply sorted by node name, not in
+    the order the edges were added."""
+    builder = lg.StateGraph(State)
+    for name in ("side", "flaky", "beta", "alpha"):
+        builder.add_node(name, lambda s, n=name: {"items": [n]})
+        builder.add_edge(lg.START, name)
+    assert builder.compile().invoke({"items": []}) == {"items": ["alpha", "beta", "flaky", "side"]}
+
+
+def test_sent_tasks_apply_in_send_order_after_the_triggered_ones(lg: Imports) -> None:
+    """LangGraph: ``Send`` tasks apply in the order they were sent (twelve of them, past one digit), after
+    the tasks that edges triggered in the same step."""
+    builder = lg.StateGraph(State)
+    builder.add_node("w", lambda s: {"items": [s["items"][0]]})
+    builder.add_node("zed", lambda s: {"items": ["zed"]})
+    sends = [f"s{i}" for i in (11, 3, 7, 0, 1, 2, 4, 5, 6, 8, 9, 10)]
+    builder.add_conditional_edges(lg.START, lambda s: [lg.Send("w", {"items": [x]}) for x in sends])
+    builder.add_edge(lg.START, "zed")
+    assert builder.compile().invoke({"items": []}) == {"items": ["zed", *sends]}
+
+
+def test_sends_of_parallel_nodes_run_in_their_senders_name_order(lg: Imports) -> None:
+    """LangGraph: the sends of two parallel nodes are taken in the order those nodes' writes apply
+    (by node name), so the sent tasks' writes follow it too."""
+    builder = lg.StateGraph(State)
+    builder.add_node("w", lambda s: {"items": [s["items"][0]]})
+    for name in ("b", "a"):
+        sends = [lg.Send("w", {"items": [f"{name}{i}"]}) for i in (1, 2)]
+        builder.add_node(name, lambda s, sends=sends: lg.Command(goto=sends), destinations=("w",))
+        builder.add_edge(lg.START, name)
+    assert builder.compile().invoke({"items": []}) == {"items": ["a1", "a2", "b1", "b2"]}
