@@ -136,17 +136,16 @@ def _subgraph(graph: GraphSpec, node: str) -> GraphSpec | None:
 
 def _address(graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, what: str) -> _At:
     """Where ``config`` points: ``configurable``'s ``thread_id``, ``checkpoint_ns`` (a subgraph's, as a
-    snapshot's ``tasks[i].state`` gives it) and ``checkpoint_id`` (graphq's top-level ``thread_id`` and
-    ``checkpoint_id`` too).
+    snapshot's ``tasks[i].state`` gives it) and ``checkpoint_id``, or graphq's options of those names
+    (:func:`_ids`).
 
     Raises:
         NoCheckpointerError: the graph has no checkpoint store.
         ConfigError: no thread id; a namespace that names no subgraph node.
     """
     store = _store(graph, what)
-    data = config.model_dump() if isinstance(config, RunConfig) else dict(config or {})
-    conf = dict(data.get("configurable") or {})
-    thread = conf.get("thread_id") or data.get("thread_id")
+    conf = _ids(config)
+    thread = conf.get("thread_id")
     if thread is None:
         raise ConfigError(f"{what} needs a thread: config={{'configurable': {{'thread_id': ...}}}}")
     given = str(conf.get("checkpoint_ns") or "")
@@ -157,8 +156,22 @@ def _address(graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, wha
             raise ConfigError(f"{what}: checkpoint_ns {given!r} names no subgraph node ({part!r})")
         target = inner
     ns = stateful_ns(given) if target.checkpointer is True else given
-    checkpoint = conf.get("checkpoint_id") or data.get("checkpoint_id")
-    return _At(store, target, str(thread), ns, given, checkpoint)
+    return _At(store, target, str(thread), ns, given, conf.get("checkpoint_id"))
+
+
+_ID_KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id")
+
+
+def _ids(config: Mapping[str, Any] | RunConfig | None) -> dict[str, Any]:
+    """``thread_id``, ``checkpoint_ns`` and ``checkpoint_id`` of ``config`` (each None when not given): its
+    ``configurable`` keys, else graphq's options of those names (a mapping's top-level keys, a
+    :class:`RunConfig`'s fields)."""
+    if isinstance(config, RunConfig):
+        view = config["configurable"]  # LangGraph's view: the options under their configurable names
+        return {k: view[k] for k in _ID_KEYS}
+    data = dict(config or {})
+    conf = dict(data.get("configurable") or {})
+    return {k: conf.get(k) or data.get(k) for k in _ID_KEYS}
 
 
 def _config(thread: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
