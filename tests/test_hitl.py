@@ -208,6 +208,36 @@ def test_update_state_as_a_node_then_continue(client: Client) -> None:
         client.update_state("looping", "edit", {"until": 9}, as_node="nope")
 
 
+def test_update_state_without_as_node_takes_the_last_writer(client: Client) -> None:
+    """As in process (LangGraph's rule): the node that wrote last, here the looping run's last tick."""
+    client.enqueue("looping", {"until": 2}, thread_id="last")
+    work(client)
+    cp = client.update_state("looping", "last", {"until": 3})
+    assert (cp.source, cp.metadata["writes"], [t.node for t in cp.next_tasks]) == (
+        "update",
+        ["tick"],
+        ["tick"],
+    )
+    again = client.enqueue("looping", None, thread_id="last")
+    work(client)
+    assert client.get_run(again).result == {"until": 3, "turns": [], "count": 3}
+
+
+def test_update_state_without_as_node_after_a_parallel_step_is_refused(client: Client) -> None:
+    """As in process (LangGraph's rule): the last step ran two nodes, so the update names one."""
+    client.enqueue("pair", {"items": []}, thread_id="both")
+    work(client)
+    head = client.get_state("both")
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.update_state("pair", "both", {"items": ["u"]})
+    assert str(refused.value) == (
+        "update_state: ambiguous update, the last step ran ['left', 'right']: specify as_node"
+    )
+    assert client.get_state("both").id == head.id  # nothing written
+    cp = client.update_state("pair", "both", {"items": ["u"]}, as_node="right")
+    assert cp.channel_values["items"] == ["left", "right", "u"]
+
+
 def test_second_run_on_a_busy_thread_waits_behind_the_active_one(client: Client) -> None:
     """I3 with multitask=enqueue (the default): one active run per thread; the next starts when it ends."""
     first, second = client.enqueue_many(

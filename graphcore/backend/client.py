@@ -35,11 +35,12 @@ from graphcore.backend.threads import (
 from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import apply_update, task_id
+from graphcore.engine.algo import task_id
 from graphcore.engine.config import merge_config
 from graphcore.engine.inputs import check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
+from graphcore.engine.snapshot import StateUpdate, update_checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, RunNotFoundError
 from graphcore.settings import get_settings
 from graphcore.types import START, Interrupt
@@ -805,7 +806,9 @@ class Client:
 
         Args:
             workflow: the thread's workflow (its channels and edges apply the update).
-            as_node: the node the update is attributed to; None → the node that wrote last.
+            as_node: the node the update is attributed to, by the in-process rule (LangGraph's,
+                :func:`graphcore.engine.snapshot.update_checkpoint`): None → the node that wrote last
+                (START when none has: the values act as input; refused as ambiguous after a parallel step).
 
         Returns:
             The new checkpoint: the thread's latest, with ``metadata["source"] == "update"``; its next tasks
@@ -815,7 +818,8 @@ class Client:
             CheckpointNotFoundError: the thread has no checkpoint.
             InvalidUpdateError: a run of the thread is queued or running (I3), or awaiting input (its
                 answer would continue from the checkpoint that asked, leaving the update behind: answer or
-                cancel it first), or the node or keys are unknown.
+                cancel it first), or the node or keys are unknown, or ``as_node`` is None and the last
+                step that ran nodes ran several (ambiguous).
         """
         graph = self.registry.get(workflow)
         runs = self.thread_runs(thread_id)
@@ -833,13 +837,8 @@ class Client:
                 f"{waiting[0]}) or cancel it (graphq runs cancel {waiting[0]}), then update the state"
             )
         head = self.get_state(thread_id)
-        node = as_node or next(
-            (n for n in reversed(head.metadata.get("writes", [])) if n in graph.nodes), None
-        )
-        if node is None:
-            raise InvalidUpdateError("update_state: no node wrote the latest checkpoint; pass as_node")
-        cp = apply_update(graph, head, values, node, {"run_id": None})
         store = RedisCheckpointStore(self.kv, graph.schema)
+        cp = update_checkpoint(store, graph, thread_id, head, [StateUpdate(values, as_node)])
         owner = head.metadata.get("run_id")
         if not store.history and owner:  # the head goes (R5): its run's result is read from nowhere else
             keep_result(self.kv, thread_id, owner, head.id, head.channel_values)

@@ -36,7 +36,9 @@ __all__ = [
     "carried_answers",
     "get_state",
     "get_state_history",
+    "last_writer",
     "request_ahead",
+    "update_checkpoint",
     "update_state",
 ]
 
@@ -387,57 +389,77 @@ def _updated(
     if head is None and at.checkpoint_id is not None:
         raise CheckpointNotFoundError(f"thread {at.thread_id!r} has no checkpoint {at.checkpoint_id!r}")
     for step in supersteps:
-        head = _superstep(at, head, [StateUpdate(*u) for u in step])
+        updates = [StateUpdate(*u) for u in step]
+        head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns)
+        at.store.put(at.thread_id, head, ns=at.ns)
     assert head is not None
     return _config(at.thread_id, at.given_ns, head.id) or {}
 
 
-def _superstep(at: _At, head: Checkpoint | None, updates: list[StateUpdate]) -> Checkpoint:
-    graph, meta = at.graph, {"run_id": None}
+def update_checkpoint(
+    store: CheckpointStore,
+    graph: GraphSpec,
+    thread_id: str,
+    head: Checkpoint | None,
+    updates: Sequence[StateUpdate],
+    ns: str = "",
+) -> Checkpoint:
+    """The checkpoint one super-step of ``updates`` makes on ``head`` (None: a fresh thread), not written
+    (the one rule for ``update_state`` in process and on the queue, LangGraph's): ``as_node`` None → the
+    node that wrote last (:func:`last_writer`); START → the values act as input; ``(None, END)`` → the
+    paused step ends with its finished tasks' writes (read from ``store``). Metadata: ``source: update``,
+    ``run_id`` None.
+
+    Raises:
+        InvalidUpdateError: an ambiguous update; several updates without ``as_node``; an unknown node or key.
+    """
+    meta = {"run_id": None}
     base = head or Checkpoint(new_checkpoint_id(), None, -1, graph.schema.initial_values())
     if len(updates) > 1 and any(u.as_node in (None, START, END) for u in updates):
         raise InvalidUpdateError("update_state: several updates in one superstep each need as_node (a node)")
     first = updates[0]
-    as_node = first.as_node if first.as_node is not None or len(updates) > 1 else _last_node(at, head)
+    as_node = first.as_node
+    if as_node is None and len(updates) == 1:
+        as_node = last_writer(store, graph, thread_id, head, ns)
     if as_node == END and first.values is None:
-        cp = apply_writes(graph, base, _finished(at, base), meta)
+        cp = apply_writes(graph, base, _finished(store, thread_id, base, ns), meta)
     elif as_node == START:
         cp = apply_input(graph, base, first.values, meta)
     else:
         cp = apply_updates(graph, base, [(u.as_node or as_node or "", u.values) for u in updates], meta)
     cp.metadata["source"] = "update"
-    if head is None:
-        cp = dataclasses.replace(cp, parent_id=None)
-    at.store.put(at.thread_id, cp, ns=at.ns)
-    return cp
+    return cp if head is not None else dataclasses.replace(cp, parent_id=None)
 
 
-def _finished(at: _At, cp: Checkpoint) -> list[TaskWrites]:
+def _finished(store: CheckpointStore, thread_id: str, cp: Checkpoint, ns: str) -> list[TaskWrites]:
     """The writes of the tasks that finished in the paused step after ``cp``, in task order."""
     if not cp.next_tasks:
         return []
-    finished = at.store.get_writes(at.thread_id, cp.id, ns=at.ns)
+    finished = store.get_writes(thread_id, cp.id, ns=ns)
     order = [task_id_of(cp.id, i, t.node) for i, t in enumerate(cp.next_tasks)]
     return [finished[t] for t in order if t in finished and not finished[t].interrupts]
 
 
-def _last_node(at: _At, head: Checkpoint | None) -> str:
+def last_writer(
+    store: CheckpointStore, graph: GraphSpec, thread_id: str, head: Checkpoint | None, ns: str = ""
+) -> str:
     """The node an update without ``as_node`` is attributed to (LangGraph's rule): the one that wrote
-    last, looking back past input and fork checkpoints; START when no node has run.
+    last, looking back from ``head`` past input and fork checkpoints; START when no node has run.
 
     Raises:
-        InvalidUpdateError: the last step that ran nodes ran several.
+        InvalidUpdateError: the last step that ran nodes ran several
+            (``update_state: ambiguous update, the last step ran ['a', 'b']: specify as_node``).
     """
     cp = head
     while cp is not None:
-        nodes = list(dict.fromkeys(n for n in cp.metadata.get("writes", []) if n in at.graph.nodes))
+        nodes = list(dict.fromkeys(n for n in cp.metadata.get("writes", []) if n in graph.nodes))
         if len(nodes) == 1:
             return str(nodes[0])
         if nodes:
             raise InvalidUpdateError(
                 f"update_state: ambiguous update, the last step ran {nodes}: specify as_node"
             )
-        cp = at.store.get(at.thread_id, cp.parent_id, ns=at.ns) if cp.parent_id else None
+        cp = store.get(thread_id, cp.parent_id, ns=ns) if cp.parent_id else None
     return START
 
 

@@ -220,3 +220,16 @@ _c.add_edge(START, "agent")
 _c.add_conditional_edges("agent", needs_tool, ["tools", END])
 _c.add_edge("tools", "agent")
 chat = _c.compile(name="chat")
+
+
+class Pair(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+
+
+_pa = StateGraph(Pair)
+_pa.add_node("left", lambda state: {"items": ["left"]})
+_pa.add_node("right", lambda state: {"items": ["right"]})
+_pa.add_edge(START, "left")
+_pa.add_edge(START, "right")
+pair = _pa.compile(name="pair")
+"""Two nodes in one super-step: an update_state without as_node after it is ambiguous (LangGraph's rule)."""
