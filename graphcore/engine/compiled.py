@@ -116,15 +116,12 @@ class GraphSpec:
         """The type of the run context (LangGraph's ``context_schema``; :mod:`graphcore.engine.runtime`)."""
         self.nodes: dict[str, NodeSpec] = dict(parts.nodes)
         self.checkpointer = checkpointer
-        self.interrupt_before = interrupt_before
-        """Static breakpoints: nodes to pause before, ``"*"`` for all, None for none (compile's argument)."""
-        self.interrupt_after = interrupt_after
-        """Nodes to pause after, ``"*"`` for all, None for none (compile's argument)."""
         self.breakpoints = Breakpoints(
             nodes_of(interrupt_before, self.nodes, "interrupt_before"),
             nodes_of(interrupt_after, self.nodes, "interrupt_after"),
         )
-        """Both, checked (:mod:`graphcore.engine.breakpoints`; an unknown node is an InvalidGraphError)."""
+        """compile's ``interrupt_before`` / ``interrupt_after``, checked (nodes to pause before / after, or
+        ``"*"``; :mod:`graphcore.engine.breakpoints`; an unknown node is an InvalidGraphError)."""
         self.debug = debug
         try:
             self.defaults = merge_config(defaults)
