@@ -27,7 +27,7 @@ from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import decode_record
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
-from graphcore.engine.checkpointer import stateful_ns
+from graphcore.engine.checkpointer import stateful_ns, task_ns
 
 __all__ = ["checkpoint_keys", "keep_result", "remove_after_completion", "subgraph_keys"]
 
@@ -71,8 +71,7 @@ def _namespace_keys(kv: Any, thread_id: str, ns: str, stateful: bool) -> tuple[l
             else:
                 found.append(keys.channel_log(thread_id, ns, channel, ref[1]))
         for index, (node, *_) in enumerate(record.fields["next_tasks"]):
-            child = f"{node}:{task_id(cp_id, index, node)}"
-            children.append(f"{ns}|{child}" if ns else child)
+            children.append(task_ns(ns, node, task_id(cp_id, index, node)))
             if stateful:
                 children.append(stateful_ns(children[-1]))
     return found, list(dict.fromkeys(children))
@@ -121,8 +120,7 @@ def subgraph_keys(kv: Any, thread_id: str, cp: Checkpoint, ns: str = "") -> list
     """The checkpoint keys of the subgraphs that the tasks of the step after ``cp`` (in namespace ``ns``)
     ran, nested ones included: once that step is committed without history (R5), nothing reads them again.
     One round trip when no task ran a subgraph."""
-    prefix = f"{ns}|" if ns else ""
-    candidates = [f"{prefix}{t.node}:{task_id(cp.id, i, t.node)}" for i, t in enumerate(cp.next_tasks)]
+    candidates = [task_ns(ns, t.node, task_id(cp.id, i, t.node)) for i, t in enumerate(cp.next_tasks)]
     return _walk(kv, thread_id, _existing(kv, thread_id, candidates))
 
 

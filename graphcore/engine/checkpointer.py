@@ -22,7 +22,7 @@ from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.errors import CheckpointerError, InvalidGraphError, NoCheckpointerError
 from graphcore.types import TaskWrites
 
-__all__ = ["NO_CHECKPOINTS", "check_checkpointer", "resumes", "stateful_ns", "store_of"]
+__all__ = ["NO_CHECKPOINTS", "check_checkpointer", "resumes", "stateful_ns", "store_of", "task_ns"]
 
 _STORE_METHODS = ("put", "get", "list", "put_writes", "get_writes")
 
@@ -75,6 +75,14 @@ def store_of(checkpointer: Any, inside_task: bool) -> CheckpointStore | None:
         return NO_CHECKPOINTS if inside_task else None
     store: CheckpointStore | None = checkpointer
     return store
+
+
+def task_ns(parent_ns: str, node: str, task_id: str) -> str:
+    """The checkpoint namespace of the (first) graph that task ``task_id`` of ``node`` runs, below its
+    graph's namespace ``parent_ns``: ``parent_ns|node:task_id``, or ``node:task_id`` at the root (LangGraph's
+    form)."""
+    child = f"{node}:{task_id}"
+    return f"{parent_ns}|{child}" if parent_ns else child
 
 
 def stateful_ns(ns: str) -> str:

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from graphcore.engine.checkpointer import task_ns
 from graphcore.engine.config import TaskContext
 from graphcore.errors import PermanentError
 
@@ -67,7 +68,7 @@ def call_namespace(parent_ns: str, task: TaskContext) -> str:
     """The checkpoint namespace of the graph that the running ``task`` invokes now (its next call, counted
     across threads), below the parent's namespace ``parent_ns``; the caller is recorded (:func:`refusal`)."""
     index = task.next_graph_call(caller())
-    base = f"{parent_ns}|{task.node}:{task.task_id}" if parent_ns else f"{task.node}:{task.task_id}"
+    base = task_ns(parent_ns, task.node, task.task_id)
     return base if index == 0 else f"{base}|{index}"
 
 

@@ -20,7 +20,7 @@ from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine.algo import apply_input, apply_updates, apply_writes
 from graphcore.engine.algo import task_id as task_id_of
-from graphcore.engine.checkpointer import stateful_ns
+from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
 from graphcore.engine.interrupts import interrupt_id, pending_interrupts
@@ -193,7 +193,7 @@ def _task_state(
     inner = _subgraph(at.graph, node)
     if inner is None or inner.checkpointer is False:
         return None
-    child = f"{at.given_ns}|{node}:{tid}" if at.given_ns else f"{node}:{tid}"
+    child = task_ns(at.given_ns, node, tid)
     if not recurse:
         return {"configurable": {"thread_id": at.thread_id, "checkpoint_ns": child}}
     ns = stateful_ns(child) if inner.checkpointer is True else child
