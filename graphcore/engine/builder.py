@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import types
-import typing
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
 
@@ -19,7 +17,7 @@ from graphcore.engine.schema import StateSchema
 from graphcore.engine.subgraph import SubgraphNode
 from graphcore.engine.validate import validate
 from graphcore.errors import ConfigError, InvalidGraphError
-from graphcore.types import END, START, Command
+from graphcore.types import END, START
 
 __all__ = ["StateGraph"]
 
@@ -40,24 +38,6 @@ def _named(name: str | Callable[..., Any], fn: Callable[..., Any] | None) -> tup
     if not isinstance(found, str) or not found or found == "<lambda>":
         raise InvalidGraphError(f"add_node({fn!r}): name the node (add_node(name, fn)); it has no name")
     return found, fn
-
-
-def _goes_to(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The node names of ``fn``'s return annotation ``Command[Literal["a", "b"]]`` (LangGraph's way of
-    declaring a node's ``Command(goto=...)`` destinations), also inside a union (``Command[...] | dict``);
-    () without one or when it cannot be read."""
-    try:
-        returns = typing.get_type_hints(fn).get("return")
-    except Exception:  # a forward reference that does not resolve, a callable object without hints, ...
-        return ()
-    if typing.get_origin(returns) in (typing.Union, types.UnionType):
-        returns = next((a for a in typing.get_args(returns) if typing.get_origin(a) is Command), None)
-    if typing.get_origin(returns) is not Command:
-        return ()
-    (goes,) = typing.get_args(returns) or (None,)
-    if typing.get_origin(goes) is not typing.Literal:
-        return ()
-    return tuple(str(name) for name in typing.get_args(goes))
 
 
 def _one_retry(name: str, retry: RetryPolicy | None, retry_policy: object) -> RetryPolicy | None:
@@ -197,7 +177,7 @@ class StateGraph:
         _check_node_options(name, timeout, retry, settings)
         if _is_compiled_graph(fn):
             fn = SubgraphNode(cast("CompiledGraph", fn), self.schema)
-        goes = tuple(destinations) or _goes_to(fn)
+        goes = tuple(destinations) or params.command_destinations(fn)
         reads = input_schema or params.input_schema_of(fn)
         if reads is not None:
             self.schema = self.schema.including(reads)

@@ -21,6 +21,7 @@ or a pydantic model, as LangGraph infers it.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,9 +29,11 @@ from typing import Any
 from graphcore.engine.config import current_task
 from graphcore.engine.runtime import runtime_of
 from graphcore.engine.schema import is_schema
+from graphcore.types import Command
 
 __all__ = [
     "INJECTED",
+    "command_destinations",
     "injected",
     "input_schema_of",
     "keyword_args",
@@ -101,10 +104,32 @@ def input_schema_of(fn: Callable[..., Any]) -> type[Any] | None:
 def literal_returns(fn: Callable[..., Any]) -> list[str] | None:
     """The names of ``fn``'s return annotation ``Literal["a", "b"]`` (a router's possible destinations,
     as LangGraph reads them), or None without one."""
+    return _literal_names(_return_hint(fn))
+
+
+def command_destinations(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The node names of ``fn``'s return annotation ``Command[Literal["a", "b"]]`` (LangGraph's way of
+    declaring a node's ``Command(goto=...)`` destinations), also inside a union (``Command[...] | dict``);
+    () without one or when it cannot be read."""
+    returns = _return_hint(fn)
+    if typing.get_origin(returns) in (typing.Union, types.UnionType):
+        returns = next((a for a in typing.get_args(returns) if typing.get_origin(a) is Command), None)
+    if typing.get_origin(returns) is not Command:
+        return ()
+    (goes,) = typing.get_args(returns) or (None,)
+    return tuple(_literal_names(goes) or ())
+
+
+def _return_hint(fn: Callable[..., Any]) -> Any:
+    """``fn``'s return annotation, resolved; None without one or when it does not resolve."""
     try:
-        returns = typing.get_type_hints(fn).get("return")
+        return typing.get_type_hints(fn).get("return")
     except Exception:  # a forward reference that does not resolve, a callable object without hints, ...
         return None
-    if typing.get_origin(returns) is not typing.Literal:
+
+
+def _literal_names(hint: Any) -> list[str] | None:
+    """The values of a ``Literal[...]`` annotation as strings; None for any other annotation."""
+    if typing.get_origin(hint) is not typing.Literal:
         return None
-    return [str(name) for name in typing.get_args(returns)]
+    return [str(name) for name in typing.get_args(hint)]
