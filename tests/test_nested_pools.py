@@ -1,18 +1,19 @@
 """Tasks that run graphs of their own, many at once (issue 11, F1): each nesting depth has a thread pool of
-its own (graphcore.engine.step), so an outer task waiting on its inner graph never holds a thread that graph's
-tasks need. With one shared pool of GRAPHQ_MAX_WORKERS_PER_STEP (8) threads, 10 parallel subgraph nodes that
-each fan out two ways hung for ever, in process and on a worker."""
+its own (graphcore.engine.threads), so an outer task waiting on its inner graph never holds a thread that
+graph's tasks need. With one shared pool of GRAPHQ_MAX_WORKERS_PER_STEP (8) threads, 10 parallel subgraph
+nodes that each fan out two ways hung for ever, in process and on a worker."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from graphcore import START, StateGraph
+from graphcore import END, START, StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.executor import CompiledGraph
@@ -74,3 +75,39 @@ def test_parallel_subgraph_fan_outs_end_on_a_worker(client: Client, start: Start
     run_id = client.enqueue("fanned", {"out": []})
     run = ended(client, run_id, timeout_s=BOUND_S)
     assert (run.status, run.result) == (RunStatus.COMPLETED, {"out": ["a", "b"] * WIDTH})
+
+
+def test_sync_nodes_with_async_routers_running_graphs_end_under_ainvoke() -> None:
+    """A sync node with an async router runs in graphq's pool of its depth, not in the event loop's default
+    executor: with two such nodes each holding one of its two threads (a barrier keeps both in), the inner
+    graphs' own such nodes found no thread there and ``ainvoke`` hung for ever."""
+
+    async def to_end(state: Out) -> str:
+        return END
+
+    inner_g = StateGraph(Out)
+    inner_g.add_node("leaf", lambda s: {"out": ["leaf"]})
+    inner_g.add_edge(START, "leaf")
+    inner_g.add_conditional_edges("leaf", to_end)
+    inner = inner_g.compile()
+    both = threading.Barrier(2, timeout=BOUND_S)
+
+    def calling(name: str) -> Any:
+        def node(state: Out) -> dict[str, Any]:
+            both.wait()
+            return {"out": [name, *inner.invoke({"out": []})["out"]]}
+
+        return node
+
+    g = StateGraph(Out)
+    for name in ("x", "y"):
+        g.add_node(name, calling(name))
+        g.add_edge(START, name)
+        g.add_conditional_edges(name, to_end)
+    outer = g.compile()
+
+    async def main() -> Any:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(2))
+        return await outer.ainvoke({"out": []})
+
+    assert _bounded(lambda: asyncio.run(main())) == {"out": ["x", "leaf", "y", "leaf"]}

@@ -287,4 +287,4 @@ def retire_if_stuck() -> None:
 
 
 _NODE_THREAD = "graphq-node-"
-"""The name prefix of the thread a timed node runs in (:func:`graphcore.engine.step._start_thread`)."""
+"""The name prefix of the thread a timed node runs in (:func:`graphcore.engine.threads.start_thread`)."""

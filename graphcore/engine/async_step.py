@@ -38,6 +38,7 @@ from graphcore.engine.config import RunConfig, task_context
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
+from graphcore.engine.threads import in_pool
 from graphcore.errors import Cancelled, GraphqError, NodeError, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
@@ -267,7 +268,9 @@ async def arun_task(
     cancel: CancelToken | None = None,
 ) -> TaskWrites:
     """:func:`graphcore.engine.algo.run_task` for an async task: the node's and the routers' coroutines are
-    awaited; a sync node (one with an async router) runs in a thread, so it does not hold the loop.
+    awaited; a sync node (one with an async router) runs in graphq's pool of this nesting depth
+    (:func:`graphcore.engine.threads.in_pool`, as a sync task), so it holds neither the loop nor a thread of
+    its default executor, which the graphs the node invokes (and the application) may need.
 
     Raises:
         InvalidUpdateError: the node returned something that is not a valid update.
@@ -280,7 +283,7 @@ async def arun_task(
             if task.node in graph.async_nodes:
                 output = await call_node(spec, task, ctx.config)
             else:
-                output = await asyncio.to_thread(call_node, spec, task, ctx.config)
+                output = await asyncio.wrap_future(in_pool(call_node, spec, task, ctx.config))
             writes, goto = normalise(graph, task.node, output)
             goto += await _aroutes(graph, task.node, cp, writes)
         except GraphInterrupt as paused:

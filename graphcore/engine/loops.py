@@ -21,10 +21,11 @@ import contextvars
 import inspect
 import os
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from concurrent.futures import Future
+from collections.abc import Awaitable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from graphcore.engine.threads import start_thread
 
 __all__ = ["CallerLoop", "caller_loop", "is_async_callable", "run_coroutine"]
 
@@ -122,7 +123,7 @@ def run_coroutine(awaitable: Awaitable[T]) -> T:
         return caller.run(coro)
     if running is None:
         return _own_loop().run_until_complete(coro)
-    return _in_thread(lambda: asyncio.run(coro))
+    return start_thread(lambda: asyncio.run(coro), "graphq-loop").result()
 
 
 async def _awaited(awaitable: Awaitable[T]) -> T:
@@ -136,19 +137,3 @@ def _own_loop() -> asyncio.AbstractEventLoop:
         _local.loop, _local.pid = asyncio.new_event_loop(), pid
     loop: asyncio.AbstractEventLoop = _local.loop
     return loop
-
-
-def _in_thread(fn: Callable[[], T]) -> T:
-    """``fn()`` in a new thread, in a copy of the current context; its result or error here."""
-    future: Future[T] = Future()
-    ctx = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            future.set_result(ctx.run(fn))
-        except BaseException as exc:  # handed to the waiting thread, which re-raises it
-            future.set_exception(exc)
-
-    thread = threading.Thread(target=target, name="graphq-loop", daemon=True)
-    thread.start()
-    return future.result()

@@ -5,10 +5,9 @@ This is the piece both loops share: the in-process executor and the RQ step job 
 
 from __future__ import annotations
 
-import contextvars
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +20,8 @@ from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
 from graphcore.engine.nested import retried
+from graphcore.engine.threads import in_pool, start_thread
 from graphcore.errors import GraphqError, NodeError, NodeTimeoutError
-from graphcore.settings import get_settings
 from graphcore.types import TaskWrites
 
 __all__ = ["RetryHook", "StepResult", "run_step"]
@@ -31,31 +30,6 @@ TaskDone = Callable[[TaskWrites], None]
 Writer = Callable[[Task, Any], None]
 RetryHook = Callable[[Task, int, BaseException, float], None]
 """``on_retry(task, failed_try, error, wait_s)``: a try failed; the next one starts in ``wait_s`` seconds."""
-
-_pools: dict[int, ThreadPoolExecutor] = {}
-_pool_lock = threading.Lock()
-_depth: contextvars.ContextVar[int] = contextvars.ContextVar("graphq_step_depth", default=0)
-"""How many pool threads the running code is nested in: 0 outside any task, d + 1 in a task of pool d."""
-
-
-def _pool_at(depth: int) -> ThreadPoolExecutor:
-    """The pool that runs the tasks of steps started at nesting ``depth``, made on first use.
-
-    One pool per depth (each of ``GRAPHQ_MAX_WORKERS_PER_STEP`` threads, started as needed), not one shared
-    pool: a task that runs a graph (a subgraph node, ``inner.invoke(...)`` in a node, a ToolNode) holds its
-    thread while that graph's tasks run, and those run one depth deeper, so a thread only ever waits on
-    threads of a deeper pool and nesting never deadlocks however many such tasks run at once.
-    """
-    pool = _pools.get(depth)
-    if pool is None:
-        with _pool_lock:
-            pool = _pools.get(depth)
-            if pool is None:
-                pool = ThreadPoolExecutor(
-                    get_settings().max_workers_per_step, thread_name_prefix=f"graphq-task-{depth}"
-                )
-                _pools[depth] = pool
-    return pool
 
 
 class StepResult:
@@ -137,7 +111,7 @@ class _Tries:
         if timeout_s is None:
             return self._attempt(token, None)
         late = threading.Event()  # set once the try is abandoned: its stream chunks are dropped
-        future = _start_thread(lambda: self._attempt(token, late), f"graphq-node-{self.task.node}")
+        future = start_thread(lambda: self._attempt(token, late), f"graphq-node-{self.task.node}")
         if not wait([future], timeout=timeout_s).done:
             late.set()
             token.cancel(f"node {self.task.node!r} timed out after {timeout_s} s")
@@ -167,26 +141,6 @@ class _Tries:
     def _sleep(self, seconds: float) -> None:
         if self.cancel.wait(seconds) and self.last_error is not None:
             raise self.last_error  # cancelled while waiting: no more tries, the task ends with its last error
-
-
-def _start_thread(fn: Callable[[], TaskWrites], name: str) -> Future[TaskWrites]:
-    """Run ``fn`` in a new daemon thread (in a copy of the current context) and return its future.
-
-    A timed node runs in a thread of its own, not in a pool of threads: Python cannot kill a thread, so a node
-    that ignores its cancel token keeps running after its timeout; a daemon thread neither holds a pool
-    worker nor blocks the interpreter's exit (the pool's threads are joined at exit).
-    """
-    future: Future[TaskWrites] = Future()
-    ctx = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            future.set_result(ctx.run(fn))
-        except BaseException as exc:  # handed to the waiting thread, which re-raises it
-            future.set_exception(exc)
-
-    threading.Thread(target=target, name=name, daemon=True).start()
-    return future
 
 
 def run_step(
@@ -247,19 +201,16 @@ def run_step(
 
 
 def _submit(step: _Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:
-    """Start ``todo`` on the pool of this nesting depth (:func:`_pool_at`), at most ``max_concurrency`` of
-    them at once when the run sets it (LangGraph's option: the next task starts as one ends)."""
-    depth = _depth.get()
-    pool = _pool_at(depth)
+    """Start ``todo`` on the pool of this nesting depth (:func:`graphcore.engine.threads.in_pool`), at most
+    ``max_concurrency`` of them at once when the run sets it (LangGraph's option: the next task starts as one
+    ends)."""
     limit = step.config.max_concurrency
     gate = threading.BoundedSemaphore(limit) if limit is not None and limit < len(todo) else None
     futures: list[tuple[Task, Future[TaskWrites]]] = []
     for task in todo:
         if gate is not None:
             gate.acquire()
-        ctx = contextvars.copy_context()
-        ctx.run(_depth.set, depth + 1)  # the graphs this task runs submit to the next pool
-        future = pool.submit(ctx.run, _call, step, task)
+        future = in_pool(_call, step, task)
         if gate is not None:
             future.add_done_callback(_releasing(gate))
         futures.append((task, future))
