@@ -36,6 +36,7 @@ __all__ = [
     "get_node_settings",
     "get_stream_writer",
     "merge_config",
+    "outside_any_task",
     "run_scope",
     "task_context",
 ]
@@ -90,7 +91,8 @@ class RunConfig(BaseModel):
             ``GRAPHQ_THREAD_TTL_S``, or set one when that is unset; None → the setting. Fixed when the run is
             created (:attr:`graphcore.backend.runs.RunRecord.thread_ttl_s`).
         checkpoint_ns: the checkpoint namespace (LangGraph's ``configurable["checkpoint_ns"]``): "" is the
-            root graph's; a subgraph's is ``node:task_id`` (``get_state`` reads it).
+            root graph's; a subgraph's is ``node:task_id`` (``get_state`` reads it; ``invoke``/``stream``
+            outside a node drop it, and ``checkpoint_id`` with it, as LangGraph: :func:`outside_any_task`).
         run_name: a name for the run (LangGraph's ``run_name``), kept for reading; graphq does not use it.
         max_concurrency: at most this many tasks of one super-step run at once (LangGraph's
             ``max_concurrency``); None → up to ``GRAPHQ_MAX_WORKERS_PER_STEP``.
@@ -233,6 +235,16 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
     if reserved:
         raise ConfigError(f"configurable keys {reserved} use the reserved prefix {RESERVED_PREFIX!r}")
     return _validated(merged)
+
+
+def outside_any_task(cfg: RunConfig) -> RunConfig:
+    """The config of a run started outside any task (not nested), by LangGraph's rule: a given
+    ``checkpoint_ns`` is dropped, and with it ``checkpoint_id``, so the run checkpoints in the thread's root
+    namespace and goes on from its latest checkpoint (LangGraph resets both for a root run; only a graph
+    running inside a task has a namespace, given by that task)."""
+    if not cfg.checkpoint_ns:
+        return cfg
+    return cfg.model_copy(update={"checkpoint_ns": "", "checkpoint_id": None})
 
 
 def _dumped(cfg: RunConfig) -> dict[str, Any]:

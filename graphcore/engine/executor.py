@@ -28,6 +28,7 @@ from graphcore.engine.config import (
     current_scope,
     current_task_or_none,
     merge_config,
+    outside_any_task,
     run_scope,
 )
 from graphcore.engine.durability import check_durability, durable
@@ -268,7 +269,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         """
         parent, task = current_scope(), current_task_or_none()
         if self.checkpointer not in (None, True) or parent is None or task is None:
-            cfg = self.config_for(config)
+            cfg = self.config_for(config) if task is not None else outside_any_task(self.config_for(config))
             store = store_of(self.checkpointer, parent is not None and task is not None)
             return cfg, Scope(store, cfg.thread_id or "", "")
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
