@@ -33,6 +33,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.durability import check_durability, durable
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
+from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
 from graphcore.engine.runtime import with_context
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
@@ -302,6 +303,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         steps = 0
         passing = input is None or (isinstance(input, Command) and input.resume is not None)  # goes on
         while cp.next_tasks:
+            raise_if_abandoned()  # the ainvoke awaiting it was cancelled: no further super-step
             if steps >= limit:
                 raise step_limit_error(limit, cp)
             if stops and stops.stop(cp, passing and steps == 0):

@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from graphcore.engine.threads import start_thread
+from graphcore.errors import Cancelled
 
-__all__ = ["CallerLoop", "caller_loop", "is_async_callable", "run_coroutine"]
+__all__ = ["CallerLoop", "caller_loop", "is_async_callable", "raise_if_abandoned", "run_coroutine"]
 
 T = TypeVar("T")
 
@@ -105,6 +106,18 @@ def caller_loop(caller: CallerLoop) -> Iterator[None]:
         yield
     finally:
         _caller.reset(token)
+
+
+def raise_if_abandoned() -> None:
+    """Stop a run whose caller stopped waiting (its ``ainvoke`` task was cancelled) before its next
+    super-step; a no-op outside ``ainvoke``/``astream``.
+
+    Raises:
+        Cancelled: the caller's task was cancelled (nobody receives the error: it only ends the run).
+    """
+    caller = _caller.get()
+    if caller is not None and caller.cancelled:
+        raise Cancelled("the task awaiting the run was cancelled")
 
 
 def run_coroutine(awaitable: Awaitable[T]) -> T:

@@ -481,6 +481,31 @@ def test_cancelling_ainvoke_cancels_the_running_async_node(lg: Imports) -> None:
     assert seen == ["cancelled"]
 
 
+def test_cancelling_ainvoke_of_sync_nodes_starts_no_further_step(lg: Imports) -> None:
+    """LangGraph: when the task awaiting ``ainvoke`` is cancelled while a sync node runs, that node finishes
+    (a thread cannot be stopped) but the next node never runs."""
+    seen: list[str] = []
+
+    def slow(state: State) -> dict[str, Any]:
+        time.sleep(0.3)
+        seen.append("slow")
+        return {"items": ["slow"]}
+
+    def after(state: State) -> dict[str, Any]:
+        seen.append("next")
+        return {"items": ["next"]}
+
+    graph = chain(lg, ("slow", slow), ("next", after)).compile()
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(graph.ainvoke({"items": []}), 0.1)
+        await asyncio.sleep(0.5)
+
+    run(main())
+    assert seen == ["slow"]
+
+
 def test_sync_invoke_of_an_async_node(lg: Imports) -> None:
     """LangGraph: ``invoke`` refuses a graph with an ``async def`` node (TypeError: no synchronous function);
     graphq runs it on an event loop of its own (its queue workers run graphs synchronously), with the result
