@@ -150,11 +150,15 @@ class RunConfig(BaseModel):
             return default
 
     def __contains__(self, key: object) -> bool:
+        """Whether ``self[key]`` has a value (``recursion_limit`` only when the run sets one)."""
+        if key == "recursion_limit":
+            return self.max_super_steps is not None
         return key in _VIEW_KEYS or key in type(self).model_fields
 
     def keys(self) -> list[str]:
-        """The keys :meth:`__getitem__` reads: LangGraph's, then graphq's other options."""
-        return [*_VIEW_KEYS, *(k for k in type(self).model_fields if k not in _VIEW_KEYS)]
+        """The keys :meth:`__getitem__` reads (so ``dict(config)`` and ``{**config}`` work): LangGraph's, then
+        graphq's other options."""
+        return [k for k in dict.fromkeys((*_VIEW_KEYS, *type(self).model_fields)) if k in self]
 
     def run_timeout(self) -> float:
         """The effective run timeout in seconds (R11, R15).

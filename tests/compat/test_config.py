@@ -146,6 +146,24 @@ def test_without_a_recursion_limit_a_node_reads_none(lg: Imports) -> None:
     assert seen["value"] is None
 
 
+def test_a_nodes_config_unpacks_like_a_dict(lg: Imports) -> None:
+    """LangGraph: a node's config is a dict: ``{**config}`` and ``dict(config)`` copy it (as code deriving a
+    config for a call does), and ``"recursion_limit" in config`` agrees with ``config.get`` (absent when the
+    run sets none, present when it does)."""
+
+    def read(config: Any) -> Any:
+        copied = {**config, "run_name": "copy"}
+        whole = dict(config)
+        limit = whole.get("recursion_limit")
+        return ("recursion_limit" in config, copied["configurable"]["thread_id"], whole["tags"], limit)
+
+    app, seen = reading(lg, read)
+    app.invoke({"items": []}, {"configurable": {"thread_id": "1"}, "tags": ["t"]})
+    assert seen["value"] == (False, "1", ["t"], None)
+    app.invoke({"items": []}, {"configurable": {"thread_id": "2"}, "tags": ["u"], "recursion_limit": 7})
+    assert seen["value"] == (True, "2", ["u"], 7)
+
+
 def test_a_recursion_limit_below_one_is_refused(lg: Imports) -> None:
     """LangGraph: recursion_limit 0 is a ValueError before anything runs; graphq refuses it too (a
     ConfigError naming the option)."""
