@@ -80,6 +80,33 @@ def test_a_retried_node_runs_its_graph_call_again_on_the_queue(
     assert _log(tmp_path) == ["work x", "work x"]  # the retry's call runs afresh, not the failed try's
 
 
+def test_a_node_asking_around_its_graph_call_gets_each_answer_on_the_queue(
+    client: Client, env: dict[str, str]
+) -> None:
+    run_id = client.enqueue("nested-around", {"items": []})
+    asked = []
+    for answer in ("A", "B", "C"):
+        burst(env)
+        (request,) = client.requests(run_id)
+        asked.append(request.value)
+        client.answer(run_id, answer)
+    burst(env)
+    assert asked == ["outer?", "ok?", "last?"]
+    assert client.get_run(run_id).result == {"items": ["A", "answer:B", "C"]}
+
+
+def test_a_node_asking_from_two_threads_fails_the_run_on_the_queue(
+    client: Client, env: dict[str, str]
+) -> None:
+    run_id = client.enqueue("nested-threads", {"items": []})
+    burst(env)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.FAILED
+    assert run.error is not None
+    assert run.error.type == "ConcurrentInterruptError"
+    assert run.error.message.startswith("node 'call' paused from 2 threads (or asyncio tasks) of one task: ")
+
+
 class Keyed(TypedDict, total=False):
     keys: list[str]
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from graphcore.engine.loops import CallerLoop, caller_loop
+from graphcore.engine.nested import keep_caller
 
 __all__ = ["ainvoke", "astream"]
 
@@ -41,6 +42,7 @@ def _start(caller: CallerLoop, target: Callable[[], None]) -> None:
     that its parent run holds.
     """
     ctx = contextvars.copy_context()
+    ctx.run(keep_caller)  # the graph's calls count as the awaiting task's (graphcore.engine.nested)
 
     def run() -> None:
         with caller_loop(caller):

@@ -282,7 +282,7 @@ def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskW
     if error is not None:
         raise error
     own = [r.index for r in paused.records if r.task_id == task.id]
-    consumed = ctx.resume[: own[0]] if own else []
+    consumed = ctx.resume[: own[0] if own else ctx.interrupt_calls]  # a nested graph's pause: all it used
     return TaskWrites(task.id, task.node, interrupts=list(paused.records), resume=consumed)
 
 

@@ -149,7 +149,7 @@ def interrupt(value: Any, timeout_s: float | None = None) -> Any:
     """
     ctx = current_task("interrupt")
     timeout = _timeout(ctx, timeout_s)
-    index = ctx.next_interrupt(caller())
+    index = ctx.next_interrupt(caller(ctx))
     error = refusal(ctx)
     if error is not None:  # a second thread asks: its answer could be another's (nested.py)
         raise error

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from graphcore.engine.checkpointer import task_ns
-from graphcore.engine.config import TaskContext
+from graphcore.engine.config import TaskContext, current_task_or_none
 from graphcore.errors import PermanentError
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "call_namespace",
     "caller",
     "fresh_calls",
+    "keep_caller",
     "refusal",
     "retried",
 ]
@@ -55,19 +56,39 @@ class ConcurrentInterruptError(PermanentError, RuntimeError):
         self.callers = callers
 
 
-def caller() -> tuple[int, int]:
-    """Who is calling: the thread, and the asyncio task within it (0 outside one)."""
+_origin: contextvars.ContextVar[tuple[TaskContext, tuple[int, int]] | None] = contextvars.ContextVar(
+    "graphq_origin", default=None
+)
+"""In a thread that runs a graph for an awaiting task (``ainvoke``), the task context that awaits it and the
+caller it counts as (:func:`keep_caller`)."""
+
+
+def caller(task: TaskContext | None = None) -> tuple[int, int]:
+    """Who is calling on behalf of ``task``: the thread, and the asyncio task within it (0 outside one); in
+    a thread running ``ainvoke`` for ``task``, the asyncio task that awaits it."""
+    origin = _origin.get()
+    if origin is not None and origin[0] is task:
+        return origin[1]
     try:
-        task = asyncio.current_task()
+        current = asyncio.current_task()
     except RuntimeError:  # no event loop running in this thread
-        task = None
-    return threading.get_ident(), 0 if task is None else id(task)
+        current = None
+    return threading.get_ident(), 0 if current is None else id(current)
+
+
+def keep_caller() -> None:
+    """Run in the copy of the context that a thread will run an awaited graph in (``ainvoke``, ``astream``),
+    from the awaiting task: that graph's calls count as made by the awaiting task, which is the caller its
+    ``interrupt()`` calls have too."""
+    task = current_task_or_none()
+    if task is not None:
+        _origin.set((task, caller(task)))
 
 
 def call_namespace(parent_ns: str, task: TaskContext) -> str:
     """The checkpoint namespace of the graph that the running ``task`` invokes now (its next call, counted
     across threads), below the parent's namespace ``parent_ns``; the caller is recorded (:func:`refusal`)."""
-    index = task.next_graph_call(caller())
+    index = task.next_graph_call(caller(task))
     base = task_ns(parent_ns, task.node, task.task_id)
     return base if index == 0 else f"{base}|{index}"
 

@@ -234,6 +234,43 @@ def test_a_graph_invoked_on_a_thread_of_its_own_returns_its_question(lg: Imports
     assert graph.invoke({"items": []}, _thread()) == {"items": ["__interrupt__", "items", "ok?"]}
 
 
+def test_a_node_asking_around_the_graph_it_invokes(lg: Imports) -> None:
+    """LangGraph: a node that asks, then invokes a graph that asks, then asks again pauses three times; each
+    answer reaches its question (the node's own answers are kept across the inner graph's pause)."""
+    inner = _asks(lg, "inner?")
+
+    def node(state: State) -> dict[str, Any]:
+        first = lg.interrupt("outer?")
+        middle = inner.invoke({"items": []})["items"]
+        return {"items": [first, *middle, lg.interrupt("last?")]}
+
+    graph = _one_node(lg, node)
+    assert _values(graph.invoke({"items": []}, _thread())) == ["outer?"]
+    assert _values(graph.invoke(lg.Command(resume="A"), _thread())) == ["inner?"]
+    assert _values(graph.invoke(lg.Command(resume="B"), _thread())) == ["last?"]
+    assert graph.invoke(lg.Command(resume="C"), _thread()) == {"items": ["A", "B", "C"]}
+
+
+def test_an_async_node_asking_around_the_graph_it_awaits(lg: Imports) -> None:
+    """LangGraph: the same in an async node that awaits ``inner.ainvoke(...)`` between its questions."""
+    inner = _asks(lg, "inner?")
+
+    async def node(state: State) -> dict[str, Any]:
+        first = lg.interrupt("outer?")
+        middle = (await inner.ainvoke({"items": []}))["items"]
+        return {"items": [first, *middle, lg.interrupt("last?")]}
+
+    graph = _one_node(lg, node)
+
+    async def answer_all() -> list[Any]:
+        seen = [_values(await graph.ainvoke({"items": []}, _thread()))]
+        for answer in ("A", "B"):
+            seen.append(_values(await graph.ainvoke(lg.Command(resume=answer), _thread())))
+        return [*seen, await graph.ainvoke(lg.Command(resume="C"), _thread())]
+
+    assert asyncio.run(answer_all()) == [["outer?"], ["inner?"], ["last?"], {"items": ["A", "B", "C"]}]
+
+
 # -- each graph call of a node has its own namespace ---------------------------------------------------------
 
 

@@ -1,12 +1,16 @@
 """Workflows whose nodes invoke graphs in their bodies (not as subgraph nodes): a nested graph that asks, a
 node that calls a counting graph twice before an asking one, an inner node that records its idempotency
-key, and a retried node whose first try fails after its graph call. Each run of an inner node leaves a line
+key, a retried node whose first try fails after its graph call, a node asking around its graph call, and
+a node asking from two threads. Each run of an inner node leaves a line
 in ``$GRAPHQ_TEST_DIR/nested.log`` (worker subprocesses)."""
 
 from __future__ import annotations
 
+import contextvars
 import operator
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -78,3 +82,29 @@ _retried.add_node(
 )
 _retried.add_edge(START, "call")
 nested_retry = _retried.compile(name="nested-retry")
+
+
+def ask_around(state: Items) -> dict[str, Any]:
+    """Asks, invokes the asking graph, asks again."""
+    first = interrupt("outer?")
+    middle = asker.invoke({})["items"]
+    return {"items": [first, *middle, interrupt("last?")]}
+
+
+nested_around = _one("call", ask_around).compile(name="nested-around")
+
+
+def ask_from_threads(state: Items) -> dict[str, Any]:
+    """Asks from two threads of its task (refused: ConcurrentInterruptError)."""
+    both = threading.Barrier(2)
+
+    def ask(question: str) -> Any:
+        both.wait(5)  # the two threads ask at once
+        return interrupt(question)
+
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, ask, q) for q in ("q1", "q2")]
+    return {"items": [f.result() for f in futures]}
+
+
+nested_threads = _one("call", ask_from_threads).compile(name="nested-threads")
