@@ -291,6 +291,32 @@ def _coerced(value: Any) -> list[Any]:
     return [coerce_message(m) for m in items]
 
 
+def _stored(value: Any) -> list[Any]:
+    """The messages already in the state (``add_messages``' left side), read as :func:`_coerced` does; a
+    dict without role and content is the form graphq's ``add_messages`` kept before it took LangGraph's
+    messages (any dict with an ``"id"``): refused with what it lacks and how to convert the thread."""
+    items = value if isinstance(value, list) else [value]
+    if all(type(m) in _OURS for m in items):
+        return items
+    for m in items:
+        if isinstance(m, dict) and not ("content" in m and (m.get("role") or m.get("type"))):
+            raise InvalidUpdateError(_OLD_DICT.format(m, _lacking(m)))
+    return [coerce_message(m) for m in items]
+
+
+_OLD_DICT = (
+    "add_messages: the state holds {0!r}, a message dict without {1}: graphq's add_messages kept such dicts "
+    "before it took LangGraph's messages, LangGraph refuses them. Convert the thread's messages once with "
+    "update_state(config, {{key: Overwrite([...])}}), each message a HumanMessage/AIMessage/... or a dict "
+    "with 'role', 'content' and its 'id' (e.g. {{'role': 'user', 'content': ..., 'id': 'm1'}})"
+)
+
+
+def _lacking(message: dict[str, Any]) -> str:
+    role = [] if message.get("role") or message.get("type") else ["'role' (or 'type')"]
+    return " and ".join(role + ([] if "content" in message else ["'content'"]))
+
+
 def _with_id(message: Any) -> Any:
     if message.id is None:
         message.id = str(uuid.uuid4())
@@ -322,9 +348,10 @@ def add_messages(left: Any, right: Any) -> list[Any]:
 
     Raises:
         InvalidUpdateError: (a ValueError, as LangGraph raises) removing an id that is not present, or an
-            item that is not a message (see :func:`coerce_message`).
+            item that is not a message (see :func:`coerce_message`); a stored dict without role and content
+            (graphq's form before LangGraph's messages) is named with how to convert the thread.
     """
-    lefts = [_with_id(m) for m in _coerced(left)]
+    lefts = [_with_id(m) for m in _stored(left)]
     rights = [_with_id(m) for m in _coerced(right)]
     cut = [i for i, m in enumerate(rights) if _is_removal(m) and m.id == REMOVE_ALL_MESSAGES]
     if cut:
