@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from tenacity import AsyncRetrying, RetryCallState
+from tenacity import AsyncRetrying
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import (
@@ -39,10 +39,11 @@ from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
 from graphcore.engine.threads import in_pool
-from graphcore.errors import Cancelled, GraphqError, NodeError, NodeTimeoutError
+from graphcore.engine.tries import Step, Tries
+from graphcore.errors import Cancelled, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
-__all__ = ["StepParts", "arun_task", "run_async_tasks"]
+__all__ = ["arun_task", "run_async_tasks"]
 
 T = TypeVar("T")
 
@@ -50,26 +51,7 @@ POLL_S = 0.05
 """How often the tasks' cancel tokens are looked at while async tasks run, seconds (as CancelToken.wait)."""
 
 
-class StepParts(Protocol):
-    """What the tasks of one super-step share (:class:`graphcore.engine.step._Step` has these)."""
-
-    @property
-    def graph(self) -> GraphSpec: ...
-    @property
-    def cp(self) -> Checkpoint: ...
-    @property
-    def config(self) -> RunConfig: ...
-    @property
-    def writer(self) -> Callable[[Task, Any], None]: ...
-    @property
-    def done(self) -> Callable[[TaskWrites], None] | None: ...
-    @property
-    def cancel(self) -> CancelToken | None: ...
-    @property
-    def on_retry(self) -> Callable[[Task, int, BaseException, float], None] | None: ...
-
-
-def run_async_tasks(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWrites | Exception]:
+def run_async_tasks(step: Step, tasks: Sequence[Task]) -> dict[str, TaskWrites | Exception]:
     """Run ``tasks`` concurrently on an event loop; block until all ended.
 
     Returns:
@@ -89,7 +71,7 @@ def run_async_tasks(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWri
     return done
 
 
-async def _run_all(step: StepParts, tasks: Sequence[Task]) -> dict[str, TaskWrites | BaseException]:
+async def _run_all(step: Step, tasks: Sequence[Task]) -> dict[str, TaskWrites | BaseException]:
     watch = _Watch() if step.cancel is not None else None
     watcher = asyncio.ensure_future(watch.run()) if watch is not None else None
     try:
@@ -113,17 +95,15 @@ async def _gated(gate: asyncio.Semaphore | None, outcome: Awaitable[T]) -> T:
         return await outcome
 
 
-async def _outcome(step: StepParts, task: Task, watch: _Watch | None) -> TaskWrites | BaseException:
+async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites | BaseException:
     """One task's writes, or what it failed with (never raised: the step collects them in task order)."""
     tries = _Tries(step, task, watch)
     try:
         result = await tries.run()
-    except (GraphqError, Cancelled) as exc:
+    except Cancelled as exc:
         return exc
     except Exception as exc:
-        if exc is tries.hook_error:  # on_retry failed (e.g. Redis): not the node's fault
-            return exc
-        return NodeError(task.node, exc)
+        return tries.failure(exc)
     if step.done is not None:
         try:
             step.done(result)
@@ -148,26 +128,19 @@ class _Watch:
                     task.cancel(token.reason)
 
 
-class _Tries:
-    """One async task's tries (G9, G10), as :class:`graphcore.engine.step._Tries` for a sync one."""
+class _Tries(Tries):
+    """One async task's tries (:class:`graphcore.engine.tries.Tries`), as :mod:`graphcore.engine.step`'s for
+    a sync one."""
 
-    def __init__(self, step: StepParts, task: Task, watch: _Watch | None) -> None:
-        self.step = step
-        self.task = task
-        self.spec = step.graph.nodes[task.node]
+    def __init__(self, step: Step, task: Task, watch: _Watch | None) -> None:
+        super().__init__(step, task)
         self.watch = watch
-        self.cancel = CancelToken(parent=step.cancel)
-        self.last_error: BaseException | None = None
-        self.hook_error: BaseException | None = None
 
     async def run(self) -> TaskWrites:
         policy = self.spec.retry
         if policy is None:
             return await self.once()
-        sync = policy.retrying(
-            retry_on=lambda exc: not self.cancel.cancelled and policy.should_retry(exc),
-            before_sleep=self._before_sleep,
-        )
+        sync = policy.retrying(retry_on=self.retry_on, before_sleep=self.before_sleep)
         retrying = AsyncRetrying(
             sleep=self._sleep,
             stop=sync.stop,
@@ -181,7 +154,7 @@ class _Tries:
 
     async def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
-        token = self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
+        token = self.try_token()
         current = asyncio.current_task()
         assert current is not None  # a coroutine of _run_all's gather
         if self.watch is not None:
@@ -238,16 +211,6 @@ class _Tries:
         if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
             return await aretried(lambda: arun_task(*args))
         return await arun_task(*args)
-
-    def _before_sleep(self, state: RetryCallState) -> None:
-        self.last_error = state.outcome.exception() if state.outcome is not None else None
-        if self.step.on_retry is None or self.last_error is None:
-            return
-        try:
-            self.step.on_retry(self.task, state.attempt_number, self.last_error, state.upcoming_sleep)
-        except Exception as exc:
-            self.hook_error = exc
-            raise
 
     async def _sleep(self, seconds: float) -> None:
         """The pause between two tries; a cancel ends it at once, and the task with its last error."""

@@ -8,10 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
-from dataclasses import dataclass
 from typing import Any
-
-from tenacity import RetryCallState
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import Task, prepare_tasks, run_task
@@ -21,15 +18,11 @@ from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
 from graphcore.engine.nested import retried
 from graphcore.engine.threads import in_pool, start_thread
-from graphcore.errors import GraphqError, NodeError, NodeTimeoutError
+from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer
+from graphcore.errors import NodeTimeoutError
 from graphcore.types import TaskWrites
 
 __all__ = ["RetryHook", "StepResult", "run_step"]
-
-TaskDone = Callable[[TaskWrites], None]
-Writer = Callable[[Task, Any], None]
-RetryHook = Callable[[Task, int, BaseException, float], None]
-"""``on_retry(task, failed_try, error, wait_s)``: a try failed; the next one starts in ``wait_s`` seconds."""
 
 
 class StepResult:
@@ -47,66 +40,33 @@ class StepResult:
         self.error = error
 
 
-@dataclass(frozen=True)
-class _Step:
-    """What every task of one super-step shares."""
-
-    graph: GraphSpec
-    cp: Checkpoint
-    config: RunConfig
-    writer: Writer
-    done: TaskDone | None
-    cancel: CancelToken | None
-    on_retry: RetryHook | None
-
-
-def _call(step: _Step, task: Task) -> TaskWrites:
+def _call(step: Step, task: Task) -> TaskWrites:
     tries = _Tries(step, task)
     try:
         result = tries.run()
-    except GraphqError:
-        raise
     except Exception as exc:
-        if exc is tries.hook_error:  # on_retry failed (e.g. Redis): not the node's fault, propagate unwrapped
-            raise
-        raise NodeError(task.node, exc) from exc
+        raise tries.failure(exc)  # noqa: B904  (a NodeError has exc as its cause already)
     if step.done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
         step.done(result)
     return result
 
 
-class _Tries:
-    """One task's tries (G9, G10): each under the node's timeout, repeated under its retry policy.
-
-    The task's token is a child of the step's. A node with a retry policy runs each try with a child of the
-    task's token, so a timeout cancels only its own try while a run cancel reaches every try and cuts a pause
-    between tries short; a node without one runs its single try with the task's token.
-    """
-
-    def __init__(self, step: _Step, task: Task) -> None:
-        self.step = step
-        self.task = task
-        self.spec = step.graph.nodes[task.node]
-        self.cancel = CancelToken(parent=step.cancel)
-        self.last_error: BaseException | None = None
-        self.hook_error: BaseException | None = None
+class _Tries(Tries):
+    """One sync task's tries (:class:`graphcore.engine.tries.Tries`): each under the node's timeout (a
+    try that has one runs in a thread of its own), repeated under its retry policy."""
 
     def run(self) -> TaskWrites:
         """Run the task to success or to its final error (the last try's, unchanged)."""
         policy = self.spec.retry
         if policy is None:
             return self.once()
-        retrying = policy.retrying(
-            retry_on=lambda exc: not self.cancel.cancelled and policy.should_retry(exc),
-            sleep=self._sleep,
-            before_sleep=self._before_sleep,
-        )
+        retrying = policy.retrying(retry_on=self.retry_on, sleep=self._sleep, before_sleep=self.before_sleep)
         result: TaskWrites = retrying(self.once)
         return result
 
     def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
-        token = self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
+        token = self.try_token()
         timeout_s = self.spec.timeout_s
         if timeout_s is None:
             return self._attempt(token, None)
@@ -127,16 +87,6 @@ class _Tries:
         if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
             return retried(run_task, *args)
         return run_task(*args)
-
-    def _before_sleep(self, state: RetryCallState) -> None:
-        self.last_error = state.outcome.exception() if state.outcome is not None else None
-        if self.step.on_retry is None or self.last_error is None:
-            return
-        try:
-            self.step.on_retry(self.task, state.attempt_number, self.last_error, state.upcoming_sleep)
-        except Exception as exc:
-            self.hook_error = exc
-            raise
 
     def _sleep(self, seconds: float) -> None:
         if self.cancel.wait(seconds) and self.last_error is not None:
@@ -176,7 +126,7 @@ def run_step(
         cannot stop a thread) but its late result and stream chunks are ignored.
     """
     finished = finished or {}
-    step = _Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
+    step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
     tasks = prepare_tasks(graph, cp)
     todo = [t for t in tasks if t.id not in finished]
     atodo = [t for t in todo if t.node in graph.async_tasks] if graph.async_tasks else []
@@ -200,7 +150,7 @@ def run_step(
     return _collect(tasks, outcomes)
 
 
-def _submit(step: _Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:
+def _submit(step: Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:
     """Start ``todo`` on the pool of this nesting depth (:func:`graphcore.engine.threads.in_pool`), at most
     ``max_concurrency`` of them at once when the run sets it (LangGraph's option: the next task starts as one
     ends)."""

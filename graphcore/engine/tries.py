@@ -1,0 +1,84 @@
+"""What a super-step's tasks share, and what one task's tries share whether its node is sync
+(:mod:`graphcore.engine.step`) or async (:mod:`graphcore.engine.async_step`) (G9, G10).
+
+The task's token is a child of the step's. A node with a retry policy runs each try with a child of the
+task's token, so a timeout cancels only its own try while a run cancel reaches every try and cuts a pause
+between tries short; a node without one runs its single try with the task's token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import RetryCallState
+
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import Task
+from graphcore.engine.cancel import CancelToken
+from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.config import RunConfig
+from graphcore.errors import GraphqError, NodeError
+from graphcore.types import TaskWrites
+
+__all__ = ["RetryHook", "Step", "TaskDone", "Tries", "Writer"]
+
+TaskDone = Callable[[TaskWrites], None]
+Writer = Callable[[Task, Any], None]
+RetryHook = Callable[[Task, int, BaseException, float], None]
+"""``on_retry(task, failed_try, error, wait_s)``: a try failed; the next one starts in ``wait_s`` seconds."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """What every task of one super-step shares (the arguments of ``run_step``)."""
+
+    graph: GraphSpec
+    cp: Checkpoint
+    config: RunConfig
+    writer: Writer
+    done: TaskDone | None
+    cancel: CancelToken | None
+    on_retry: RetryHook | None
+
+
+class Tries:
+    """One task's tries: its token, its last error and the retry hooks (the running is the subclass's)."""
+
+    def __init__(self, step: Step, task: Task) -> None:
+        self.step = step
+        self.task = task
+        self.spec = step.graph.nodes[task.node]
+        self.cancel = CancelToken(parent=step.cancel)
+        self.last_error: BaseException | None = None
+        self.hook_error: BaseException | None = None
+
+    def retry_on(self, exc: BaseException) -> bool:
+        """Whether a try that failed with ``exc`` is tried again (never once the task is cancelled)."""
+        return self.spec.retry is not None and not self.cancel.cancelled and self.spec.retry.should_retry(exc)
+
+    def try_token(self) -> CancelToken:
+        """The cancel token of the next try (see the module docstring)."""
+        return self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
+
+    def before_sleep(self, state: RetryCallState) -> None:
+        """tenacity's hook before a pause between tries: records the error, calls the step's ``on_retry``."""
+        self.last_error = state.outcome.exception() if state.outcome is not None else None
+        if self.step.on_retry is None or self.last_error is None:
+            return
+        try:
+            self.step.on_retry(self.task, state.attempt_number, self.last_error, state.upcoming_sleep)
+        except Exception as exc:
+            self.hook_error = exc
+            raise
+
+    def failure(self, exc: Exception) -> Exception:
+        """What the task fails with when its tries end in ``exc``: a graphq error, or ``on_retry``'s own
+        error (e.g. Redis: not the node's fault), unchanged; anything else the node raised as
+        :class:`NodeError`."""
+        if isinstance(exc, GraphqError) or exc is self.hook_error:
+            return exc
+        error = NodeError(self.task.node, exc)
+        error.__cause__ = exc
+        return error
