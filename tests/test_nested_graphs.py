@@ -16,7 +16,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.engine.registry import Registry
-from tests.workers import burst, worker_env
+from tests.workers import burst, graphq, worker_env
 
 REGISTRY = Registry.load(["tests.workflows.nested"])
 
@@ -47,6 +47,16 @@ def test_an_inner_graphs_question_pauses_the_run_and_its_answer_reaches_it(
     first, second = _log(tmp_path)
     assert first == second  # the inner task's idempotency key is the same on the resumed run
     assert re.fullmatch(rf"ask {run_id}:0:[0-9a-f]{{16}}", first)
+
+
+def test_graphq_runs_answer_reaches_an_inner_graphs_question(client: Client, env: dict[str, str]) -> None:
+    run_id = client.enqueue("nested-ask", {"items": []})
+    burst(env)
+    (request,) = client.requests(run_id)
+    answered = graphq("runs", "answer", run_id, "--value", '"yes"', env=env)
+    assert (answered.returncode, answered.stdout) == (0, f"{request.id}\n")
+    burst(env)
+    assert client.get_run(run_id).result == {"items": ["inner:['x', 'answer:yes']"]}
 
 
 def test_each_graph_call_of_a_node_has_its_namespace_on_the_queue(
