@@ -578,3 +578,27 @@ def test_sends_of_parallel_nodes_run_in_their_senders_name_order(lg: Imports) ->
         builder.add_node(name, lambda s, sends=sends: lg.Command(goto=sends), destinations=("w",))
         builder.add_edge(lg.START, name)
     assert builder.compile().invoke({"items": []}) == {"items": ["a1", "a2", "b1", "b2"]}
+
+
+# -- answers that nothing waits for -------------------------------------------------------------------------
+
+
+def test_a_resume_on_a_thread_that_waits_for_no_answer(lg: Imports) -> None:
+    """LangGraph: ``Command(resume=...)`` on a thread whose run ended runs nothing and returns its state, and
+    on a fresh thread runs the graph from its start. graphq (a deliberate difference): both are refused
+    with ``InvalidUpdateError`` (a ``ValueError``), since the answer would be dropped."""
+    builder = lg.StateGraph(State)
+    builder.add_node("a", lambda s: {"items": ["a"]})
+    builder.add_edge(lg.START, "a")
+    graph = builder.compile(checkpointer=_saver(lg))
+    assert graph.invoke({"items": []}, _thread()) == {"items": ["a"]}
+    if lg.is_langgraph:
+        assert graph.invoke(lg.Command(resume="late"), _thread()) == {"items": ["a"]}
+        assert graph.invoke(lg.Command(resume="late"), _thread("fresh")) == {"items": ["a"]}
+        return
+    with pytest.raises(lg.InvalidUpdateError, match=r"^the run has no pending request to answer$"):
+        graph.invoke(lg.Command(resume="late"), _thread())
+    with pytest.raises(
+        ValueError, match=r"^Command\(resume=\.\.\.\) needs a checkpointer and a thread to resume$"
+    ):
+        graph.invoke(lg.Command(resume="late"), _thread("fresh"))
