@@ -37,6 +37,7 @@ __all__ = [
     "get_stream_writer",
     "merge_config",
     "outside_any_task",
+    "passed_on",
     "run_scope",
     "task_context",
 ]
@@ -249,6 +250,31 @@ def outside_any_task(cfg: RunConfig) -> RunConfig:
     if not cfg.checkpoint_ns:
         return cfg
     return cfg.model_copy(update={"checkpoint_ns": "", "checkpoint_id": None})
+
+
+_TASK_KEY = f"{RESERVED_PREFIX}task_id"
+_TASK_IDS = ("thread_id", "checkpoint_id", "checkpoint_ns", "run_id")
+
+
+def passed_on(config: Mapping[str, Any] | RunConfig | None) -> Mapping[str, Any] | RunConfig | None:
+    """``config`` as a graph that a node invokes in its parent's thread takes it. A node's own config (its
+    ``config`` parameter, ``get_config()``, or a dict made of one, ``{**config}``: its ``configurable``
+    holds the task's reserved ``__graphq_`` keys), passed on as LangGraph code does
+    (``inner.invoke(x, config)``), loses the task's ids (the reserved keys, ``thread_id``, ``checkpoint_id``,
+    ``checkpoint_ns``, ``run_id``): the graph runs as the node's child, as without a config, with the rest
+    (tags, metadata, ``configurable``, limits, context). Any other config is returned as it is."""
+    if isinstance(config, RunConfig):
+        data = _dumped(config)
+    elif isinstance(config, Mapping):
+        defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()}
+        data = {k: v for k, v in config.items() if k not in defaults or v != defaults[k]}
+    else:
+        return config
+    conf = data.get("configurable")
+    if not isinstance(conf, Mapping) or _TASK_KEY not in conf:
+        return config
+    mine = {k: v for k, v in conf.items() if not k.startswith(RESERVED_PREFIX) and k not in _TASK_IDS}
+    return {**{k: v for k, v in data.items() if k not in _TASK_IDS}, "configurable": mine}
 
 
 def _dumped(cfg: RunConfig) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from graphcore.engine.config import (
     current_task_or_none,
     merge_config,
     outside_any_task,
+    passed_on,
     run_scope,
 )
 from graphcore.engine.durability import check_durability, durable
@@ -266,7 +267,7 @@ class CompiledGraph(StateMethods, GraphSpec):
         Called inside a running task (a node invoking a graph), the graph inherits the parent's
         ``configurable``, context and store; an explicit thread id starts a lineage in that thread's root
         namespace, otherwise it checkpoints in the parent's thread under the namespace
-        ``parent_ns|node:task_id``.
+        ``parent_ns|node:task_id`` (also when given the node's own config: :func:`passed_on`).
         """
         parent, task = current_scope(), current_task_or_none()
         if self.checkpointer not in (None, True) or parent is None or task is None:
@@ -274,7 +275,7 @@ class CompiledGraph(StateMethods, GraphSpec):
             store = store_of(self.checkpointer, parent is not None and task is not None)
             return cfg, Scope(store, cfg.thread_id or "", "")
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
-        given = merge_config({"configurable": inherited, "context": task.config.context}, config)
+        given = merge_config({"configurable": inherited, "context": task.config.context}, passed_on(config))
         cfg = self.config_for(given)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "")
