@@ -22,11 +22,11 @@ from graphcore.types import END, START
 __all__ = ["StateGraph"]
 
 
-def _is_compiled_graph(fn: Any) -> bool:
-    return isinstance(fn, CompiledGraph)
+Node = Callable[..., Any] | CompiledGraph
+"""What ``add_node`` runs: a function (or callable object), or a compiled graph (a subgraph)."""
 
 
-def _named(name: str | Callable[..., Any], fn: Callable[..., Any] | None) -> tuple[str, Callable[..., Any]]:
+def _named(name: str | Node, fn: Node | None) -> tuple[str, Node]:
     """``add_node``'s (name, function): ``add_node(fn)`` takes a compiled graph's name or a function's
     ``__name__``."""
     if isinstance(name, str):
@@ -34,7 +34,7 @@ def _named(name: str | Callable[..., Any], fn: Callable[..., Any] | None) -> tup
             raise InvalidGraphError(f"add_node({name!r}) needs the node's function")
         return name, fn
     fn = name
-    found = getattr(fn, "name" if _is_compiled_graph(fn) else "__name__", None)
+    found = getattr(fn, "name" if isinstance(fn, CompiledGraph) else "__name__", None)
     if not isinstance(found, str) or not found or found == "<lambda>":
         raise InvalidGraphError(f"add_node({fn!r}): name the node (add_node(name, fn)); it has no name")
     return found, fn
@@ -119,8 +119,8 @@ class StateGraph:
 
     def add_node(
         self,
-        name: str | Callable[..., Any],
-        fn: Callable[..., Any] | None = None,
+        name: str | Node,
+        fn: Node | None = None,
         *,
         timeout: float | None = None,
         settings: Mapping[str, Any] | None = None,
@@ -175,8 +175,8 @@ class StateGraph:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
         retry = _one_retry(name, retry, retry_policy)
         _check_node_options(name, timeout, retry, settings)
-        if _is_compiled_graph(fn):
-            fn = SubgraphNode(cast("CompiledGraph", fn), self.schema)
+        if isinstance(fn, CompiledGraph):
+            fn = SubgraphNode(fn, self.schema)
         goes = tuple(destinations) or params.command_destinations(fn)
         reads = input_schema or params.input_schema_of(fn)
         if reads is not None:
@@ -196,9 +196,7 @@ class StateGraph:
         )
         return self
 
-    def add_sequence(
-        self, nodes: Sequence[Callable[..., Any] | tuple[str, Callable[..., Any]]]
-    ) -> StateGraph:
+    def add_sequence(self, nodes: Sequence[Node | tuple[str, Node]]) -> StateGraph:
         """Add ``nodes`` (functions, named after them, or ``(name, fn)`` pairs) and an edge from each to the
         next, as LangGraph's ``add_sequence``; the edges into the first and out of the last are the caller's.
 
