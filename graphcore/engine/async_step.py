@@ -51,8 +51,13 @@ POLL_S = 0.05
 """How often the tasks' cancel tokens are looked at while async tasks run, seconds (as CancelToken.wait)."""
 
 
-def run_async_tasks(step: Step, tasks: Sequence[Task]) -> dict[str, TaskWrites | Exception]:
+def run_async_tasks(
+    step: Step, tasks: Sequence[Task], call_sync: Callable[[Task], TaskWrites] | None = None
+) -> dict[str, TaskWrites | Exception]:
     """Run ``tasks`` concurrently on an event loop; block until all ended.
+
+    ``tasks`` may include sync tasks (not in the graph's ``async_tasks``): each runs as ``call_sync(task)``
+    in graphq's pool of this depth, as ``run_step`` runs one, and counts under the same ``max_concurrency``.
 
     Returns:
         Task id → its writes, or the error it failed with (as :func:`graphcore.engine.step.run_step`
@@ -62,7 +67,7 @@ def run_async_tasks(step: Step, tasks: Sequence[Task]) -> dict[str, TaskWrites |
         Cancelled: a task was cancelled (the first such task in order), after every task ended; any other
             error that is not an ``Exception`` likewise.
     """
-    outcomes = run_coroutine(_run_all(step, tasks))
+    outcomes = run_coroutine(_run_all(step, tasks, call_sync))
     done: dict[str, TaskWrites | Exception] = {}
     for task_id, outcome in outcomes.items():
         if not isinstance(outcome, Exception | TaskWrites):
@@ -71,16 +76,24 @@ def run_async_tasks(step: Step, tasks: Sequence[Task]) -> dict[str, TaskWrites |
     return done
 
 
-async def _run_all(step: Step, tasks: Sequence[Task]) -> dict[str, TaskWrites | BaseException]:
+async def _run_all(
+    step: Step, tasks: Sequence[Task], call_sync: Callable[[Task], TaskWrites] | None
+) -> dict[str, TaskWrites | BaseException]:
     watch = _Watch() if step.cancel is not None else None
     watcher = asyncio.ensure_future(watch.run()) if watch is not None else None
+
+    def outcome(task: Task) -> Awaitable[TaskWrites | BaseException]:
+        if call_sync is not None and task.node not in step.graph.async_tasks:
+            return _pooled(call_sync, task)
+        return _outcome(step, task, watch)
+
     try:
         if len(tasks) == 1:  # awaited here: no task of its own, two loop iterations where gather takes five
-            results = [await _outcome(step, tasks[0], watch)]
+            results = [await outcome(tasks[0])]
         else:
             limit = step.config.max_concurrency
             gate = asyncio.Semaphore(limit) if limit is not None and limit < len(tasks) else None
-            results = await asyncio.gather(*(_gated(gate, _outcome(step, task, watch)) for task in tasks))
+            results = await asyncio.gather(*(_gated(gate, outcome(task)) for task in tasks))
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -88,11 +101,21 @@ async def _run_all(step: Step, tasks: Sequence[Task]) -> dict[str, TaskWrites | 
 
 
 async def _gated(gate: asyncio.Semaphore | None, outcome: Awaitable[T]) -> T:
-    """``outcome`` awaited within the run's ``max_concurrency`` (counted among the step's async tasks)."""
+    """``outcome`` awaited within the run's ``max_concurrency`` (counted among the step's tasks)."""
     if gate is None:
         return await outcome
     async with gate:
         return await outcome
+
+
+async def _pooled(call: Callable[[Task], TaskWrites], task: Task) -> TaskWrites | BaseException:
+    """A sync task's writes, or what it failed with: ``call(task)`` in graphq's pool, awaited."""
+    try:
+        return await asyncio.wrap_future(in_pool(call, task))
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # collected like an async task's (run_async_tasks raises the non-Exceptions)
+        return exc
 
 
 async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites | BaseException:

@@ -129,19 +129,17 @@ def run_step(
     step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
     tasks = prepare_tasks(graph, cp)
     todo = [t for t in tasks if t.id not in finished]
-    atodo = [t for t in todo if t.node in graph.async_tasks] if graph.async_tasks else []
-    if atodo:  # async tasks run concurrently on one event loop (graphcore.engine.async_step)
-        todo = [t for t in todo if t.node not in graph.async_tasks]
     outcomes: dict[str, TaskWrites | Exception] = dict(finished)
-    if len(todo) == 1 and not atodo:
+    if graph.async_tasks and any(t.node in graph.async_tasks for t in todo):
+        # on one event loop (graphcore.engine.async_step), the sync ones in the pool: one max_concurrency
+        outcomes.update(run_async_tasks(step, todo, lambda task: _call(step, task)))
+    elif len(todo) == 1:
         try:
             outcomes[todo[0].id] = _call(step, todo[0])
         except Exception as exc:
             outcomes[todo[0].id] = exc
-    elif todo or atodo:
+    elif todo:
         futures = _submit(step, todo)
-        if atodo:  # while the sync ones run in the pool
-            outcomes.update(run_async_tasks(step, atodo))
         for task, future in futures:
             failure = future.exception()
             if failure is not None and not isinstance(failure, Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import operator
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, TypedDict
@@ -554,3 +555,45 @@ def test_max_concurrency_limits_the_async_tasks_of_a_step(lg: Imports) -> None:
     result = run(graph.ainvoke({"items": []}, {"max_concurrency": 2}))
     assert result == {"items": ["a", "b", "c", "d", "e"]}
     assert peak == [2]
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_max_concurrency_counts_the_sync_and_async_tasks_of_a_step_together(lg: Imports, limit: int) -> None:
+    """LangGraph: ``max_concurrency`` caps the tasks of a super-step that mixes sync and async nodes, all of
+    them together (graphq ran up to the cap of each kind at once: twice the cap)."""
+    lock = threading.Lock()
+    running: list[int] = [0]
+    peak: list[int] = [0]
+
+    def enter() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+
+    def leave() -> None:
+        with lock:
+            running[0] -= 1
+
+    def sync_node(name: str) -> Callable[[State], dict[str, Any]]:
+        def node(state: State) -> dict[str, Any]:
+            enter()
+            time.sleep(0.05)
+            leave()
+            return {"items": [name]}
+
+        return node
+
+    def async_node(name: str) -> Callable[[State], Awaitable[dict[str, Any]]]:
+        async def node(state: State) -> dict[str, Any]:
+            enter()
+            await asyncio.sleep(0.05)
+            leave()
+            return {"items": [name]}
+
+        return node
+
+    nodes = {"a": sync_node("a"), "b": sync_node("b"), "c": async_node("c"), "d": async_node("d")}
+    graph = fan_out(lg, nodes).compile()
+    result = run(graph.ainvoke({"items": []}, {"max_concurrency": limit}))
+    assert result == {"items": ["a", "b", "c", "d"]}
+    assert peak == [limit]
