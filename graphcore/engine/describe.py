@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from graphcore.engine.compiled import GraphSpec, NodeSpec
-from graphcore.engine.subgraph import SubgraphNode
 from graphcore.engine.validate import canonical_json, check_node_settings
 
-__all__ = ["FORMAT", "describe", "version_of"]
+__all__ = ["FORMAT", "EdgePart", "describe", "edge_parts", "subgraph_of", "version_of"]
 
 FORMAT = 1
 """Version of the description's shape (``"format"`` in it)."""
@@ -30,6 +29,25 @@ def _name(fn: Callable[..., Any]) -> str:
     """``module.qualname`` of a function (or of a callable's class), stable across processes."""
     target = fn if hasattr(fn, "__qualname__") else type(fn)
     return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+
+
+def subgraph_of(spec: NodeSpec) -> GraphSpec | None:
+    """The compiled graph a subgraph node runs (:class:`~graphcore.engine.subgraph.SubgraphNode` holds it
+    as ``graph``), or None for a node that is a function."""
+    sub = getattr(spec.fn, "graph", None)
+    return sub if isinstance(sub, GraphSpec) else None
+
+
+class EdgePart(NamedTuple):
+    """One edge of a graph as built: ``kind`` is ``"edge"``, ``"conditional"``, ``"join"`` or
+    ``"command"``; ``targets`` None when only a router knows them; ``labels`` the ``path_map`` keys (as
+    strings) beside ``targets`` for a conditional edge with one, else None; ``router`` its function."""
+
+    kind: str
+    sources: list[str]
+    targets: list[str] | None
+    labels: list[str] | None = None
+    router: Callable[..., Any] | None = None
 
 
 def _retry(spec: NodeSpec) -> dict[str, Any] | None:
@@ -48,7 +66,7 @@ def _retry(spec: NodeSpec) -> dict[str, Any] | None:
 def _node(spec: NodeSpec, limit: int | None) -> dict[str, Any]:
     """One node's entry; its settings checked again (R9: refused when published, too)."""
     settings = json.loads(check_node_settings(spec.name, spec.settings, limit))
-    sub = spec.fn.graph if isinstance(spec.fn, SubgraphNode) else None
+    sub = subgraph_of(spec)
     return {
         "name": spec.name,
         "fn": None if sub is not None else _name(spec.fn),
@@ -59,20 +77,31 @@ def _node(spec: NodeSpec, limit: int | None) -> dict[str, Any]:
     }
 
 
-def _edge(kind: str, sources: list[str], targets: list[str] | None, router: str | None) -> dict[str, Any]:
-    return {"kind": kind, "sources": sources, "targets": targets, "router": router}
+def edge_parts(graph: GraphSpec) -> list[EdgePart]:
+    """Every edge in the order the graph was built: plain, conditional, joins, then Command destinations
+    (the one walk over a graph's edges: the description and :mod:`graphcore.engine.drawing` read it)."""
+    edges = [EdgePart("edge", [s], [t]) for s, targets in graph.edges_from.items() for t in targets]
+    for source, branches in graph.branches_from.items():
+        for b in branches:
+            labels = None if b.path_map is None else [str(k) for k in b.path_map]
+            edges.append(EdgePart("conditional", [source], b.destinations(), labels, b.router))
+    edges += [EdgePart("join", list(sources), [target]) for _, sources, target in graph.joins]
+    edges += [
+        EdgePart("command", [n.name], list(n.destinations)) for n in graph.nodes.values() if n.destinations
+    ]
+    return edges
 
 
 def _edges(graph: GraphSpec) -> list[dict[str, Any]]:
-    """Every edge in the order the graph was built: plain, conditional, joins, then Command destinations."""
-    edges = [_edge("edge", [s], [t], None) for s, targets in graph.edges_from.items() for t in targets]
-    for source, branches in graph.branches_from.items():
-        edges += [_edge("conditional", [source], b.destinations(), _name(b.router)) for b in branches]
-    edges += [_edge("join", list(sources), [target], None) for _, sources, target in graph.joins]
-    edges += [
-        _edge("command", [n.name], list(n.destinations), None) for n in graph.nodes.values() if n.destinations
+    return [
+        {
+            "kind": e.kind,
+            "sources": e.sources,
+            "targets": e.targets,
+            "router": None if e.router is None else _name(e.router),
+        }
+        for e in edge_parts(graph)
     ]
-    return edges
 
 
 def describe(graph: GraphSpec, limit: int | None = None) -> dict[str, Any]:

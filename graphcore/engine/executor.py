@@ -32,6 +32,7 @@ from graphcore.engine.config import (
     passed_on,
     run_scope,
 )
+from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
 from graphcore.engine.loops import raise_if_abandoned
@@ -100,7 +101,7 @@ def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
     )
 
 
-class CompiledGraph(StateMethods, GraphSpec):
+class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
     """A validated graph, ready to run in-process (``invoke``, ``stream``) or on the queue (its data,
     :class:`~graphcore.engine.compiled.GraphSpec`, is what the step job reads)."""
 
