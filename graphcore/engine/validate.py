@@ -143,7 +143,8 @@ def validate(graph: GraphParts) -> None:
 
     Raises:
         InvalidGraphError: with a message naming the offending node or edge: unknown node, edge to
-            nowhere, no entry point (nothing leaves START), or a node that no path from START reaches.
+            nowhere, no entry point (nothing leaves START), or a node that no path from START reaches
+            (edges, path maps and declared Command destinations; the message says how to declare them).
         ConfigError: a node's settings are not JSON or are above ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH``
             (see :func:`check_node_settings`).
     """
@@ -165,7 +166,18 @@ def validate(graph: GraphParts) -> None:
         stack.extend(succ.get(node, ()))
     unreachable = sorted(set(graph.nodes) - seen)
     if unreachable:
-        raise InvalidGraphError(f"node(s) {unreachable} cannot be reached from START")
+        raise InvalidGraphError(_unreachable_message(unreachable))
+
+
+def _unreachable_message(nodes: list[str]) -> str:
+    """Why ``nodes`` are refused and how to declare a ``Command(goto=...)`` that reaches them (LangGraph
+    compiles such nodes: an orphan never runs, a Command's target runs; graphq asks for the declaration)."""
+    names = ", ".join(repr(n) for n in nodes)
+    return (
+        f"node(s) {nodes} cannot be reached from START: add an edge to them, or declare the node whose "
+        f"Command(goto=...) goes there: add_node(..., destinations={tuple(nodes)!r}) or a return annotation "
+        f"-> Command[Literal[{names}]] on its function"
+    )
 
 
 def _a(noun: str) -> str:
