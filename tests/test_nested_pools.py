@@ -18,6 +18,8 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
+from graphcore.errors import NodeTimeoutError
+from graphcore.settings import get_settings
 from tests.workers import Start, ended, worker_env
 from tests.workflows.fanned import WIDTH, Out, fanned, fanned_calls, fanned_deep, pair
 
@@ -111,3 +113,31 @@ def test_sync_nodes_with_async_routers_running_graphs_end_under_ainvoke() -> Non
         return await outer.ainvoke({"out": []})
 
     assert _bounded(lambda: asyncio.run(main())) == {"out": ["x", "leaf", "y", "leaf"]}
+
+
+def test_sync_nodes_with_async_routers_stuck_past_their_timeout_hold_no_pool_thread() -> None:
+    """A timed sync node with an async router runs in a thread of its own, as a timed sync task does: as many
+    stuck past their timeout as the pool has threads used to hold all of them, and the next parallel step of
+    any graph in the process waited for ever."""
+    width = get_settings().max_workers_per_step
+    release = threading.Event()
+
+    async def to_end(state: Out) -> str:
+        return END
+
+    def stuck(state: Out) -> dict[str, Any]:
+        release.wait(3 * BOUND_S)  # set when the test ends
+        return {"out": ["late"]}
+
+    g = StateGraph(Out)
+    for i in range(width):
+        g.add_node(f"s{i}", stuck, timeout=0.05)
+        g.add_edge(START, f"s{i}")
+        g.add_conditional_edges(f"s{i}", to_end)
+    timed = g.compile()
+    try:
+        with pytest.raises(NodeTimeoutError):
+            timed.invoke({"out": []})
+        assert _bounded(lambda: pair.invoke({"out": []})) == {"out": ["a", "b"]}
+    finally:
+        release.set()

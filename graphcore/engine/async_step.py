@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying
@@ -33,12 +34,12 @@ from graphcore.engine.algo import (
     task_setup,
 )
 from graphcore.engine.cancel import CancelToken
-from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.compiled import GraphSpec, NodeSpec
 from graphcore.engine.config import RunConfig, task_context
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
-from graphcore.engine.threads import in_pool
+from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import Step, Tries
 from graphcore.errors import Cancelled, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
@@ -254,9 +255,9 @@ async def arun_task(
     cancel: CancelToken | None = None,
 ) -> TaskWrites:
     """:func:`graphcore.engine.algo.run_task` for an async task: the node's and the routers' coroutines are
-    awaited; a sync node (one with an async router) runs in graphq's pool of this nesting depth
-    (:func:`graphcore.engine.threads.in_pool`, as a sync task), so it holds neither the loop nor a thread of
-    its default executor, which the graphs the node invokes (and the application) may need.
+    awaited; a sync node (one with an async router) runs off the loop as a sync task's try does, in graphq's
+    pool of this nesting depth (a node with a timeout: in a thread of its own), so it holds neither the loop
+    nor a thread of its default executor, which the graphs the node invokes (and the application) may need.
 
     Raises:
         InvalidUpdateError: the node returned something that is not a valid update.
@@ -269,12 +270,21 @@ async def arun_task(
             if task.node in graph.async_nodes:
                 output = await call_node(spec, task, ctx.config)
             else:
-                output = await asyncio.wrap_future(in_pool(call_node, spec, task, ctx.config))
+                output = await asyncio.wrap_future(_off_loop(spec, task, ctx.config))
             writes, goto = normalise(graph, task.node, output)
             goto += await _aroutes(graph, task.node, cp, writes)
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
+
+
+def _off_loop(spec: NodeSpec, task: Task, config: RunConfig) -> Future[Any]:
+    """A sync node's call started off the loop as a sync task's try runs: in graphq's pool of this depth,
+    or, when the node has a timeout, in a thread of its own (one stuck past its timeout holds no pool
+    thread)."""
+    if spec.timeout_s is None:
+        return in_pool(call_node, spec, task, config)
+    return start_thread(lambda: call_node(spec, task, config), f"graphq-node-{task.node}", deeper=True)
 
 
 async def _aroutes(

@@ -52,15 +52,19 @@ def in_pool(fn: Callable[..., T], *args: Any) -> Future[T]:
     return _pool_at(depth).submit(ctx.run, fn, *args)
 
 
-def start_thread(fn: Callable[[], T], name: str) -> Future[T]:
-    """Run ``fn`` in a new daemon thread named ``name`` (in a copy of the current context); its future.
+def start_thread(fn: Callable[[], T], name: str, *, deeper: bool = False) -> Future[T]:
+    """Run ``fn`` in a new daemon thread named ``name`` (in a copy of the current context, one depth deeper
+    when ``deeper``: ``fn`` is a task, as one :func:`in_pool` starts); its future.
 
     For work the caller may stop waiting for (Python cannot kill a thread, so a timed node that ignores its
     cancel token runs on past its timeout): a daemon thread neither holds a pool worker nor blocks the
     interpreter's exit (a pool's threads are joined at exit).
     """
     future: Future[T] = Future()
+    future.set_running_or_notify_cancel()  # running from now on: cancel() can no longer drop its result
     ctx = contextvars.copy_context()
+    if deeper:
+        ctx.run(_depth.set, _depth.get() + 1)
 
     def target() -> None:
         try:
