@@ -3,7 +3,8 @@ one coroutine on one event loop (:func:`graphcore.engine.loops.run_coroutine` pi
 ``asyncio`` task in its own context (``get_config()``, ``get_stream_writer()``, ``get_cancel_token()`` and
 ``interrupt()`` work as in a sync node).
 
-:func:`graphcore.engine.step.run_step` hands them here while the step's sync tasks run in its thread pool.
+:func:`graphcore.engine.step.run_step` hands a step that has any here whole: its sync tasks start from the
+loop in graphq's thread pool (as run_step would run them), so that ``max_concurrency`` counts all of them.
 The semantics are those of a sync task (:mod:`graphcore.engine.step`): the same retry policy (G9, tenacity's
 ``AsyncRetrying`` with the policy's stop, wait and predicate), the timeout per try (G10), the same errors.
 Where a sync node can only be asked to stop, an async one is stopped: when its cancel token is set (an
