@@ -764,11 +764,11 @@ def test_pydantic_state_nodes_receive_models_and_invoke_returns_dict() -> None:
 
     def add_model(state: Doc) -> Doc:
         received.append(type(state))
-        return Doc(items=[f"b:{state.title}"])  # only explicitly set fields are written
+        return Doc(items=[f"b:{state.title}"])  # its default title '' is written too, as LangGraph's
 
     graph = chain(Doc, ("shout", shout), ("add_model", add_model))
     out = graph.invoke({"items": ["x"], "title": "hello"})
-    assert out == {"items": ["x", "a:1", "b:HELLO"], "title": "HELLO"}
+    assert out == {"items": ["x", "a:1", "b:HELLO"], "title": ""}
     assert received == [Doc, Doc]
     assert graph.invoke({}) == {"items": ["a:0", "b:"], "title": ""}
 

@@ -106,6 +106,8 @@ def _apply(
             raise InvalidUpdateError(
                 f"reducer of channel {key!r} raised {type(exc).__name__}: {exc} (writes from {nodes})"
             ) from exc
+    if any(key not in values for key in grouped):  # a key's first value: keep LangGraph's key order
+        new = graph.schema.in_order(new)
     return new, set(grouped)
 
 

@@ -57,12 +57,11 @@ class Channel(Protocol):
 
 @dataclass(frozen=True)
 class LastValue:
-    """Keeps the last value written; more than one write in a super-step is a conflict."""
-
-    default: Any = MISSING
+    """Keeps the last value written; more than one write in a super-step is a conflict. It starts
+    without a value (a pydantic field's default fills the model a node receives, not the channel)."""
 
     def initial(self) -> Any:
-        return self.default
+        return MISSING
 
     def update(self, key: str, current: Any, writes: Sequence[tuple[str, Any]]) -> Any:
         if len(writes) > 1:
@@ -119,7 +118,7 @@ def _unwrap_required(annotation: Any) -> Any:
     return annotation
 
 
-def channel_for(annotation: Any, default: Any = MISSING) -> LastValue | ReducerChannel:
+def channel_for(annotation: Any) -> LastValue | ReducerChannel:
     """Build the channel for one state key from its type annotation.
 
     ``Annotated[T, reducer]`` (the last callable in the metadata) gives a :class:`ReducerChannel` starting
@@ -132,4 +131,4 @@ def channel_for(annotation: Any, default: Any = MISSING) -> LastValue | ReducerC
         reducers = [m for m in meta if callable(m)]
         if reducers:
             return ReducerChannel(reducers[-1], _factory_for(base))
-    return LastValue(default)
+    return LastValue()

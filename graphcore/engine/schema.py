@@ -16,13 +16,12 @@ from __future__ import annotations
 import copy
 import functools
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import typing_extensions
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 
 from graphcore.checkpoints import serde
 from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channel_for
@@ -145,6 +144,11 @@ class StateSchema:
         keys = _keys(self.output_schema)
         return None if keys >= set(self.channels) else keys
 
+    @functools.cached_property
+    def _result_order(self) -> tuple[str, ...]:
+        """The result's keys in LangGraph's order: the output schema's declaration order."""
+        return tuple(k for k in _key_list(self.output_schema) if k in self.channels)
+
     def reader_of(self, schema: type[Any] | None = None) -> Reader:
         """How a node whose input schema is ``schema`` (None: the state schema) sees the state; built once
         per schema."""
@@ -166,7 +170,10 @@ class StateSchema:
         return isinstance(self.channels.get(key), ReducerChannel)
 
     def initial_values(self) -> dict[str, Any]:
-        """Values of a new thread: each channel's default, fresh per call; keys without one are absent."""
+        """Values of a new thread: each reducer channel's start (``T()`` of ``Annotated[T, reducer]``),
+        fresh per call; other keys are absent. As LangGraph's, a pydantic field's default is not a channel
+        value: it fills the model a node receives (:meth:`Reader.view`), not the state, the result or
+        ``values`` events."""
         values = {key: ch.initial() for key, ch in self.channels.items()}
         return {key: copy.copy(v) for key, v in values.items() if v is not MISSING}
 
@@ -177,21 +184,27 @@ class StateSchema:
 
     def result(self, values: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> Any:
         """A run's result (``invoke``'s, a queued run's) from its final channel values, as LangGraph's:
-        the output schema's keys that have a value (None when none has), or the root value. With
-        ``extra`` (the open interrupts of a paused run), a dict: the output's keys (none for a root state)
-        and ``extra``'s."""
+        the output schema's keys that have a value, in its declaration order (None when none has), or the
+        root value. With ``extra`` (the open interrupts of a paused run), a dict: the output's keys (none
+        for a root state) and ``extra``'s."""
         if self.root:
             out = values.get(ROOT)
         else:
-            keys = self.output_keys
-            out = (dict(values) if keys is None else {k: v for k, v in values.items() if k in keys}) or None
+            out = {k: values[k] for k in self._result_order if k in values} or None
         if extra:
             return {**(out if isinstance(out, dict) and not self.root else {}), **extra}
         return out
 
     def values_of(self, values: Mapping[str, Any]) -> Any:
-        """A ``values`` stream event: every channel's value (a dict), or the root value."""
-        return values.get(ROOT) if self.root else dict(values)
+        """A ``values`` stream event (and a snapshot's values): every channel's value (a dict) in channel
+        declaration order, as LangGraph's, or the root value."""
+        return values.get(ROOT) if self.root else self.in_order(values)
+
+    def in_order(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of ``values`` with its keys in channel declaration order (LangGraph reads channels in
+        that order); keys that are no channel (of an older version of the graph) last."""
+        ordered = {k: values[k] for k in self.channels if k in values}
+        return ordered if len(ordered) == len(values) else {**ordered, **values}
 
     def update_of(self, writes: Sequence[tuple[str, Any]]) -> Any:
         """An ``updates`` stream event's payload for one task: its writes as a dict, or the root update."""
@@ -205,8 +218,9 @@ class StateSchema:
 
         Args:
             node: the writer's name, for error messages.
-            update: a mapping, a pydantic model (its explicitly set fields), or None (no writes); for a
-                root-channel state, the value itself (None: no write).
+            update: a mapping, a pydantic model (each field, defaults too, but one that is None while
+                neither set nor None by default, as LangGraph's), or None (no writes); for a root-channel
+                state, the value itself (None: no write).
 
         Raises:
             InvalidUpdateError: unknown keys (for the input: keys outside the input schema) or an update
@@ -217,7 +231,7 @@ class StateSchema:
         if self.root:
             return [(ROOT, update)]
         if isinstance(update, BaseModel):
-            update = {k: getattr(update, k) for k in update.model_fields_set}
+            update = _model_update(update)
         if not isinstance(update, Mapping):
             kind = type(update).__name__
             raise InvalidUpdateError(
@@ -249,13 +263,29 @@ class StateSchema:
         )
 
 
+def _model_update(model: BaseModel) -> dict[str, Any]:
+    """A model instance as a state update, as LangGraph reads it: every field in declaration order but one
+    that is None while neither set explicitly nor None by default (its defaults are written too)."""
+    fields, given = type(model).model_fields, model.model_fields_set
+    return {
+        k: v
+        for k in fields
+        if (v := getattr(model, k)) is not None or k in given or fields[k].default is not None
+    }
+
+
 def _keys(schema: type[Any]) -> frozenset[str]:
     """The keys of a keyed schema (``{ROOT}`` for a root-channel type)."""
+    return frozenset(_key_list(schema))
+
+
+def _key_list(schema: type[Any]) -> list[str]:
+    """The keys of a keyed schema in declaration order (``[ROOT]`` for a root-channel type)."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return frozenset(schema.model_fields)
+        return list(schema.model_fields)
     if typing_extensions.is_typeddict(schema):
-        return frozenset(typing.get_type_hints(schema))
-    return frozenset((ROOT,))
+        return list(typing.get_type_hints(schema))
+    return [ROOT]
 
 
 def _channels_of(schema: type[Any]) -> dict[str, LastValue | ReducerChannel]:
@@ -285,22 +315,13 @@ def _merge(channels: dict[str, LastValue | ReducerChannel], schema: type[Any], n
             )
 
 
-def _copier(default: Any) -> Callable[[], Any] | None:
-    """A factory returning a fresh shallow copy of ``default`` (None when there is no default)."""
-    if default is MISSING:
-        return None
-    return lambda: copy.copy(default)
-
-
 def _pydantic_channels(model: type[BaseModel]) -> dict[str, LastValue | ReducerChannel]:
+    """A model's channels from its fields' annotations alone, as LangGraph reads a TypedDict's: a reducer
+    channel starts from ``T()`` and a field's default is no channel value (it fills the model a node
+    receives)."""
     channels: dict[str, LastValue | ReducerChannel] = {}
     for name, info in model.model_fields.items():
-        default = MISSING if info.default is PydanticUndefined else info.default
-        if info.default_factory is not None:
-            default = info.default_factory()  # type: ignore[call-arg]
         reducers = [m for m in info.metadata if callable(m)]
-        if reducers:
-            channels[name] = ReducerChannel(reducers[-1], _copier(default))
-        else:
-            channels[name] = channel_for(info.annotation, default)
+        annotation = typing.Annotated[info.annotation, reducers[-1]] if reducers else info.annotation
+        channels[name] = channel_for(annotation)
     return channels
