@@ -24,6 +24,7 @@ from graphcore.errors import (
     InvalidUpdateError,
     NodeError,
     NodeTimeoutError,
+    ParentCommand,
     SerializationError,
     StepLimitError,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "NodeError",
     "NodeTimeoutError",
     "Overwrite",
+    "ParentCommand",
     "PregelTask",
     "RemoveMessage",
     "RetryPolicy",

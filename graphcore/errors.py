@@ -23,6 +23,7 @@ __all__ = [
     "NodeError",
     "NodeTimeoutError",
     "OutsideRunError",
+    "ParentCommand",
     "PermanentError",
     "RedisUnavailableError",
     "RunNotFoundError",
@@ -94,6 +95,29 @@ class ConfigError(PermanentError):
 class DisabledError(PermanentError):
     """New runs are refused: the kill switch is off (R6), cluster-wide (``graphq disable``) or in this
     process (``GRAPHQ_ENABLED=false``); the message names which, and how to turn it on again."""
+
+
+class ParentCommand(PermanentError):
+    """A node returned ``Command(graph=Command.PARENT, ...)``: raised out of its graph's run and taken by the
+    node of the parent graph that ran it (a subgraph node, or a node calling ``invoke``) as that node's
+    Command. Raised to the caller from a root graph, which has no parent (LangGraph's
+    ``langgraph.errors.ParentCommand`` escapes the same way).
+
+    Attributes:
+        node: the node that returned the command.
+        command: the command, ``graph`` still ``Command.PARENT``.
+    """
+
+    def __init__(self, node: str, command: Any) -> None:
+        super().__init__(
+            f"node {node!r} returned Command(graph=Command.PARENT) but its graph is not a subgraph: there is "
+            f"no parent graph to update or go to (goto={command.goto!r})"
+        )
+        self.node = node
+        self.command = command
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.node, self.command)
 
 
 class OutsideRunError(GraphqError, RuntimeError):

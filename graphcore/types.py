@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 __all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
 
@@ -45,11 +45,20 @@ class Command(Generic[N]):
         goto: node name(s) or :class:`Send` packets to run in the next super-step, in addition to the
             node's static edges.
         resume: an answer for a pending interrupt (used by the human-in-the-loop layer).
+        graph: None for the graph the node belongs to; :attr:`PARENT` sends the command to the graph that
+            runs this one as a subgraph (LangGraph's ``Command.PARENT``): its update goes through the
+            parent's reducers as the subgraph node's update, ``goto`` names the parent's nodes, and the
+            subgraph's own writes are dropped. From a root graph it raises
+            :class:`~graphcore.errors.ParentCommand`.
     """
 
     update: dict[str, Any] | None = None
     goto: str | Send | Sequence[str | Send] = ()
     resume: Any = None
+    graph: str | None = None
+
+    PARENT: ClassVar[Literal["__parent__"]] = "__parent__"
+    """``Command(graph=Command.PARENT, ...)``: the command is for the parent graph."""
 
 
 @dataclass(frozen=True)

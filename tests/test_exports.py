@@ -29,6 +29,7 @@ def test_graphcore_exports() -> None:
         "NodeError",
         "NodeTimeoutError",
         "Overwrite",
+        "ParentCommand",
         "PregelTask",
         "RemoveMessage",
         "RetryPolicy",

@@ -36,6 +36,7 @@ from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
+from graphcore.engine.parent import for_parent, taking_commands
 from graphcore.errors import GraphqError, InvalidUpdateError
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -160,6 +161,8 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
 def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
     """A node's output as (writes, dynamic destinations)."""
     if isinstance(output, Command):
+        if output.graph is not None:  # Command.PARENT: for the graph that runs this one
+            raise for_parent(node, output)
         writes = graph.schema.writes_of(node, output.update)
         gotos = [_goto(t) for t in _as_list(output.goto)]
         unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
@@ -266,11 +269,12 @@ def task_setup(
 
 
 def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
-    """What ``spec``'s function returns for ``task`` (a coroutine for an async node)."""
+    """What ``spec``'s function returns for ``task`` (a coroutine for an async node); a Command a graph it
+    ran sent up with ``Command.PARENT`` is its result (:mod:`graphcore.engine.parent`)."""
     if spec.injects:  # config / writer parameters (graphcore.engine.params)
         first = (task.input, cfg) if spec.takes_config else (task.input,)
-        return spec.fn(*first, **keyword_args(spec.injects, cfg))
-    return spec.fn(task.input, cfg) if spec.takes_config else spec.fn(task.input)
+        return taking_commands(spec.fn, *first, **keyword_args(spec.injects, cfg))
+    return taking_commands(spec.fn, *((task.input, cfg) if spec.takes_config else (task.input,)))
 
 
 def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskWrites:
