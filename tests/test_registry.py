@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import textwrap
+from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 
-from graphcore.engine.registry import Registry
+from graphcore.engine.registry import ENTRY_POINT_GROUP, Registry, entry_graph
 from graphcore.errors import ConfigError
 
 PROGRAM = """
@@ -64,3 +65,48 @@ def test_two_graphs_with_one_name_are_refused(tmp_path: Path, monkeypatch: pytes
     assert str(caught.value) == (
         "workflow module 'flows_clash': two graphs are named 'same'; give each its own compile(name=...)"
     )
+
+
+def test_private_and_subgraph_only_graphs_are_not_workflows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial's flows.py registered its private ``_counter2`` and its ``checkpointer=True`` subgraph
+    ``counter`` as workflows (a root run with checkpointer=True, which graphq refuses in process); now a
+    private name and a checkpointer=True/False graph are skipped, and the parent graph using them is one."""
+    extra = """
+from graphcore import InMemorySaver
+_private = build(2).compile()
+counter = build(3).compile(name="counter", checkpointer=True)
+scratch = build(4).compile(checkpointer=False)
+saved = build(5).compile(checkpointer=InMemorySaver())
+outer = StateGraph(State)
+outer.add_node("sub", counter)
+outer.add_node("priv", _private)
+outer.add_edge(START, "sub")
+outer.add_edge("sub", "priv")
+parent = outer.compile(name="parent")
+"""
+    registry = Registry.load([_module(tmp_path, monkeypatch, "flows_private", extra)])
+    mine = {"graph", "subgraph", "saved", "parent", "_private", "counter", "scratch"} & set(registry.graphs)
+    assert mine == {"graph", "subgraph", "saved", "parent"}
+    assert registry.get("parent").invoke({"n": 0}) == {"n": 5}
+
+
+@pytest.mark.parametrize("attr", ["counter", "scratch"])
+def test_an_entry_point_naming_a_subgraph_only_graph_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, attr: str
+) -> None:
+    extra = 'counter = build(3).compile(name="counter", checkpointer=True)\n'
+    extra += "scratch = build(4).compile(checkpointer=False)"
+    module = _module(tmp_path, monkeypatch, "flows_entry", extra)
+    ep = EntryPoint(name="mine", value=f"{module}:{attr}", group=ENTRY_POINT_GROUP)
+    with pytest.raises(ConfigError) as caught:
+        entry_graph(ep)
+    flag = {"counter": True, "scratch": False}[attr]
+    assert str(caught.value) == (
+        f"entry point mine = flows_entry:{attr} names a graph compiled with checkpointer={flag}, a subgraph "
+        "setting: it runs only inside a parent graph; name the parent graph, or compile this one without "
+        "checkpointer"
+    )
+    plain = EntryPoint(name="mine", value=f"{module}:graph", group=ENTRY_POINT_GROUP)
+    assert entry_graph(plain).name == "mine"

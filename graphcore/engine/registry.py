@@ -4,6 +4,9 @@ An entry point ``name = "package.module:attr"`` names a compiled graph. A user m
 ``GRAPHQ_WORKFLOWS``, comma-separated) contributes every module-level :class:`CompiledGraph`, under the
 name it was compiled with (``compile(name=...)``), or else under the variable that holds it — a LangGraph
 program's ``graph = builder.compile()`` is the workflow ``graph``, its ``agent = ...`` the workflow ``agent``.
+Two kinds of module-level graph are not workflows: one held by a private name (``_inner = ...``), and one
+compiled with ``checkpointer=True`` or ``False``, which are subgraph settings (a root graph cannot run with
+them); an entry point naming a graph of the second kind is refused.
 
 Loading the workflows builds their graphs, which allows the classes their state schemas name to be stored
 and loaded (I5); the classes named by ``GRAPHQ_SERDE_ALLOWED_CLASSES`` are imported and allowed here too,
@@ -14,14 +17,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from graphcore.checkpoints import serde
 from graphcore.engine.executor import CompiledGraph
 from graphcore.errors import ConfigError, UnknownWorkflowError
 
-__all__ = ["ENTRY_POINT_GROUP", "Registry"]
+__all__ = ["ENTRY_POINT_GROUP", "Registry", "entry_graph", "subgraph_only"]
 
 ENTRY_POINT_GROUP = "graphq.workflows"
 
@@ -37,9 +40,18 @@ def _checked(graph: CompiledGraph) -> CompiledGraph:
     return graph
 
 
+def subgraph_only(graph: CompiledGraph) -> str:
+    """Why ``graph`` cannot be a workflow (``"compiled with checkpointer=True, a subgraph setting"``), or ""
+    when it can: ``checkpointer=True``/``False`` say how a subgraph keeps its state in its parent's run."""
+    if isinstance(graph.checkpointer, bool):
+        return f"compiled with checkpointer={graph.checkpointer}, a subgraph setting"
+    return ""
+
+
 def _module_graphs(module: Any) -> dict[str, CompiledGraph]:
     """A workflow module's compiled graphs by workflow name: the name given to ``compile``, else the name of
-    the variable holding the graph (which becomes its name).
+    the variable holding the graph (which becomes its name). Skipped: a graph held only by a name starting
+    with ``_`` (private), and one compiled with ``checkpointer=True`` or ``False`` (:func:`subgraph_only`).
 
     Raises:
         ConfigError: two graphs of the module have one name.
@@ -47,6 +59,8 @@ def _module_graphs(module: Any) -> dict[str, CompiledGraph]:
     found: dict[str, CompiledGraph] = {}
     for attr, value in vars(module).items():
         if not isinstance(value, CompiledGraph) or any(value is seen for seen in found.values()):
+            continue
+        if attr.startswith("_") or subgraph_only(value):
             continue
         if not value.named:
             value.name, value.named = attr, True
@@ -57,6 +71,30 @@ def _module_graphs(module: Any) -> dict[str, CompiledGraph]:
             )
         found[value.name] = _checked(value)
     return found
+
+
+def entry_graph(ep: EntryPoint) -> CompiledGraph:
+    """The workflow an entry point names (``name = "package.module:attr"``), named ``name`` when compiled
+    without a name.
+
+    Raises:
+        ConfigError: it cannot be loaded, is not a compiled graph, or is compiled with ``checkpointer=True``
+            or ``False`` (:func:`subgraph_only`), or its options are out of range.
+    """
+    try:
+        graph = ep.load()
+    except Exception as exc:
+        raise ConfigError(f"cannot load workflow entry point {ep.name} = {ep.value}: {exc}") from exc
+    if not isinstance(graph, CompiledGraph):
+        raise ConfigError(f"entry point {ep.name} = {ep.value} is not a compiled graph")
+    if subgraph_only(graph):
+        raise ConfigError(
+            f"entry point {ep.name} = {ep.value} names a graph {subgraph_only(graph)}: it runs only inside "
+            "a parent graph; name the parent graph, or compile this one without checkpointer"
+        )
+    if not graph.named:
+        graph.name, graph.named = ep.name, True
+    return _checked(graph)
 
 
 class Registry:
@@ -71,21 +109,14 @@ class Registry:
         ``GRAPHQ_SERDE_ALLOWED_CLASSES``.
 
         Raises:
-            ConfigError: a module cannot be imported, an entry point is not a compiled graph, two graphs of a
-                module have one name, or an entry of ``GRAPHQ_SERDE_ALLOWED_CLASSES`` is bad.
+            ConfigError: a module cannot be imported, an entry point is not a compiled graph or names a
+                subgraph (:func:`entry_graph`), two graphs of a module have one name, or an entry of
+                ``GRAPHQ_SERDE_ALLOWED_CLASSES`` is bad.
         """
         serde.allow_configured_classes()
         graphs: dict[str, CompiledGraph] = {}
         for ep in entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                graph = ep.load()
-            except Exception as exc:
-                raise ConfigError(f"cannot load workflow entry point {ep.name} = {ep.value}: {exc}") from exc
-            if not isinstance(graph, CompiledGraph):
-                raise ConfigError(f"entry point {ep.name} = {ep.value} is not a compiled graph")
-            if not graph.named:
-                graph.name, graph.named = ep.name, True
-            graphs[ep.name] = _checked(graph)
+            graphs[ep.name] = entry_graph(ep)
         for name in (m.strip() for m in modules):
             if not name:
                 continue
