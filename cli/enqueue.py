@@ -106,24 +106,26 @@ def _checked(client: Client, requests: Sequence[tuple[RunRequest, str]]) -> list
 def wait_for_runs(
     client: Client, run_ids: Sequence[str], timeout_s: float | None, url: str | None = None
 ) -> list[RunRecord]:
-    """Wait until every run has ended or waits for input, with a progress bar of the runs on stderr (on a
-    terminal, with ``url``, also a live bar per running step of several tasks); returns their final records.
+    """Wait until every run has ended or waits for input; returns their final records. When stderr is a
+    terminal it shows a progress bar of the runs there (with ``url``, also a live bar per running step of
+    several tasks); elsewhere (a pipe, a file) it draws nothing.
 
     Raises:
         TimeoutError: some runs were still queued or running after ``timeout_s`` seconds.
     """
-    stopped: set[str] = set()
     console = err_console()
-    live = console.is_terminal and url is not None
+    if not console.is_terminal:
+        return client.wait(run_ids, timeout_s=timeout_s, poll_s=0.1)
+    stopped: set[str] = set()
     columns = (
         step_columns()
-        if live
+        if url is not None
         else (TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     )
     with Progress(*columns, console=console, transient=False) as progress:
         bar = progress.add_task("runs", total=len(run_ids))
         follower = None
-        if live and url is not None:
+        if url is not None:
             runs = [(client.runs.get(r).thread_id, r) for r in run_ids]
             follower = ProgressFollower(url, runs, StepBars(console, progress, label_runs=len(runs) > 1))
             follower.start()
@@ -226,7 +228,8 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     "--wait",
     "-w",
     is_flag=True,
-    help="Wait until every run ends or waits for input; exit 1 if any failed, 3 if any waits.",
+    help="Wait until every run ends or waits for input (a bar of the runs on stderr when it is a terminal); "
+    "exit 1 if any failed, 3 if any waits.",
 )
 @click.option(
     "--timeout",
