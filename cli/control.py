@@ -29,7 +29,7 @@ from cli.records import (
 from cli.run import follow_and_work, last_event_id, redis_line, report
 from graphcore import keys
 from graphcore.backend import switch
-from graphcore.backend.client import Client
+from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.runs import RunRecord
 from graphcore.backend.switch import refuse_if_off
 from graphcore.engine.inputs import check_answer
@@ -97,6 +97,12 @@ def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
     open_requests = reader.requests(run_id)
     if output == "json":
         print_json([request_json(r) for r in open_requests])
+    elif not open_requests and at_breakpoint(record):
+        click.echo(
+            f"{at_breakpoint(record)}, with no open requests; let it go on with "
+            f"`{graphq_prefix()} runs resume {run_id}`",
+            err=True,
+        )
     elif not open_requests:
         click.echo(
             f"run {run_id} is {record.status.value}: no open requests (every request it made: "
@@ -226,19 +232,23 @@ def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
 @output_option
 @click.pass_obj
 def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
-    """Continue the thread of RUN, a failed, canceled or completed run, from its latest checkpoint in a new
-    run (same workflow, thread, tenant and options; no input), and print the new run's id (--output json:
-    its record, with continued_from_run_id).
+    """Continue the thread of RUN, a failed or canceled run, from its latest checkpoint in a new run (same
+    workflow, thread, tenant and options; no input), and print the new run's id (--output json: its
+    record, with continued_from_run_id).
 
-    A failed step runs again (its finished tasks are kept). Without a Redis URL, or with --wait, the new
-    run is worked here and its outcome printed like `graphq run`.
+    A failed step runs again (its finished tasks are kept). A completed run's thread has nothing left to
+    run, so its resume is refused, unless an update (client.update_state with as_node) gave the thread
+    next tasks again. Without a Redis URL, or with --wait, the new run is worked here and its outcome
+    printed like `graphq run`.
 
     A run stopped at a static breakpoint (a workflow compiled with interrupt_before / interrupt_after: it
     waits for input with no request) goes on itself instead, past that breakpoint, and its own id is
-    printed (LangGraph's invoke(None, config)).
+    printed (LangGraph's invoke(None, config)); a second resume of the same stop is refused, also when
+    two race. A run waiting in interrupt() is continued by `graphq runs answer`, not by resume.
 
-    Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 the run has not ended or
-    is unknown, 3 waiting for input, 130 interrupted.
+    Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 refused (the run is
+    unknown, queued or running, waits for an answer, went on past its breakpoint already, or its thread
+    has nothing left to run), 3 waiting for input, 130 interrupted.
     """
     client = app.client(local=True)
     new_id = client.resume(run_id)

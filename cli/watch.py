@@ -26,7 +26,7 @@ from cli.output import FORMATS, err_console, to_json
 from cli.progress import StepBars
 from cli.records import graphq_prefix
 from graphcore import keys
-from graphcore.backend.client import Client
+from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import connect, is_transient, redis_retrying
 from graphcore.backend.events import EVENTS_MAXLEN, Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
@@ -288,11 +288,14 @@ def _end(record: RunRecord, status: RunStatus, after: str, step: int | None) -> 
         fail(f"run {record.id} {status.value}{at}{error}", EXIT_FAILURE)
     if status == RunStatus.AWAITING_INPUT:
         prefix = graphq_prefix()
-        click.echo(
-            f"run {record.id} is waiting for input; answer with `{prefix} runs answer {record.id} "
-            f"--value JSON`, then follow it with `{prefix} runs watch {record.id} --after {after}`",
-            err=True,
+        stop = at_breakpoint(record)
+        what = (
+            f"{stop}; let it go on with `{prefix} runs resume {record.id}`"
+            if stop
+            else f"run {record.id} is waiting for input; answer with `{prefix} runs answer {record.id} "
+            "--value JSON`"
         )
+        click.echo(f"{what}, then follow it with `{prefix} runs watch {record.id} --after {after}`", err=True)
         click.get_current_context().exit(EXIT_WAITING)
 
 

@@ -263,8 +263,11 @@ def test_a_stopped_run_can_be_canceled_and_not_resumed_twice(client: Client) -> 
     again = client.enqueue("stops_before", {"items": []})
     work(client)
     client.resume(again)
-    with pytest.raises(InvalidUpdateError, match="only an ended run can be resumed"):
+    with pytest.raises(InvalidUpdateError) as caught:
         client.resume(again)  # queued again, not stopped: nothing to let go
+    assert str(caught.value) == (
+        f"run {again} went on past its breakpoint (before ['b']) already (another resume); it is queued now"
+    )
 
 
 def test_the_queue_takes_langgraphs_config(client: Client) -> None:

@@ -20,6 +20,7 @@ from graphcore.backend import published
 from graphcore.backend.admission import stage_admit
 from graphcore.backend.expiry import DEADLINE_FIELD, deadline_fields, expired_note
 from graphcore.backend.reaper import server_ms
+from graphcore.backend.resuming import gone_on, not_ended, nothing_left
 from graphcore.backend.retention import keep_result
 from graphcore.backend.runs import CANCEL_ERROR, RunFilter, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
@@ -669,8 +670,13 @@ class Client:
         requests_key = keys.requests(run.thread_id, run.id)
         with self.kv.pipeline(transaction=True) as pipe:
             pipe.watch(run_key)
-            status, deadline = pipe.hmget(run_key, ["status", DEADLINE_FIELD])
-            if status != RunStatus.AWAITING_INPUT.value.encode():
+            status, deadline, mark = pipe.hmget(run_key, ["status", DEADLINE_FIELD, "breakpoint"])
+            passing = "breakpoint" in fields  # a resume: only from the very stop it read (not a later one)
+            waiting = status == RunStatus.AWAITING_INPUT.value.encode()
+            if passing and (not waiting or json.loads(mark or "null") != run.breakpoint):
+                pipe.reset()
+                raise self._passed_already(run)
+            if not waiting:
                 # Answered (or canceled: a cancel, its request expired) by someone else since this answer
                 # read the run: theirs won.
                 pipe.reset()
@@ -694,6 +700,10 @@ class Client:
             answers_key = keys.answers(run.thread_id, "", run.head or "")
             stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key)  # a use (K3)
             pipe.execute()
+
+    def _passed_already(self, run: RunRecord) -> InvalidUpdateError:
+        """The refusal of a resume of ``run``'s breakpoint that another resume (or a cancel) got to first."""
+        return gone_on(run, self.runs.get(run.id, run.thread_id))
 
     def _not_awaiting(self, run_id: str) -> NotAwaitingInputError:
         """The refusal of an answer to a run that does not wait for one (as it is now): its status, why it
@@ -748,7 +758,8 @@ class Client:
     def resume(self, run_id: str) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
         tenant and options, no input, ``continued_from_run_id`` set. A failed step runs again (its finished
-        tasks are kept); a completed thread has nothing left to run.
+        tasks are kept); a completed run is resumed only when its thread has next tasks again (an
+        :meth:`update_state` after it whose ``as_node`` has edges to follow).
 
         A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
         :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
@@ -759,21 +770,28 @@ class Client:
 
         Raises:
             RunNotFoundError: no such run.
-            InvalidUpdateError: the run has not ended (it is still queued, running or awaiting input to a
-                request), or it was continued already (a chain goes on from its last run, which the message
-                names).
+            InvalidUpdateError: the run has not ended (it is still queued or running, let past its
+                breakpoint already, also by a resume racing this one, or awaiting an answer to a request:
+                :meth:`answer` continues it), or it was continued already (a chain goes on from its last
+                run, which the message names), or it completed and its thread has nothing left to run (its
+                latest checkpoint has no next tasks: the new run would be empty). Each message names the run
+                (:mod:`graphcore.backend.resuming`).
         """
         run = self.runs.get(run_id)
         if at_breakpoint(run):
             return self._pass_breakpoint(run)
         if not run.terminal:
-            raise InvalidUpdateError(f"run {run_id} is {run.status.value}; only an ended run can be resumed")
+            asked = len(self.requests(run_id)) if run.status == RunStatus.AWAITING_INPUT else 0
+            raise not_ended(run, asked)
         if run.continued_by_run_id:
             last = self.chain(run_id)[-1]
             raise InvalidUpdateError(
                 f"run {run_id} was continued by run {run.continued_by_run_id} already; its chain goes on "
                 f"from its last run, {last.id} ({last.status.value}): resume that one"
             )
+        head = self.checkpoints.get(run.thread_id) if run.status == RunStatus.COMPLETED else None
+        if head is not None and not head.next_tasks:  # (a canceled run's resume gets it its result)
+            raise nothing_left(run, head)
         request = RunRequest(
             run.workflow,
             None,
@@ -791,7 +809,8 @@ class Client:
 
         Raises:
             ConfigError: this client has no step queue.
-            NotAwaitingInputError: it stopped waiting meanwhile (canceled, resumed by someone else).
+            InvalidUpdateError: another resume let it go on first, or a cancel ended it (checked in the
+                transaction that lets it go: of two racing resumes one goes on).
         """
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")

@@ -41,6 +41,7 @@ stops_before = _chain("a", "b", "c").compile(name="stops_before", interrupt_befo
 stops_after = _chain("a", "b", "c").compile(name="stops_after", interrupt_after=["a"])
 stops_everywhere = _chain("a", "b").compile(name="stops_everywhere", interrupt_before="*")
 stops_after_last = _chain("a", "b").compile(name="stops_after_last", interrupt_after=["b"])
+stops_twice = _chain("a", "b", "c").compile(name="stops_twice", interrupt_before=["b", "c"])
 
 _asking = _chain("a")
 _asking.add_node("b", _ask)
