@@ -18,6 +18,7 @@ from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime
 from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
 from graphcore.errors import (
     ConfigError,
+    EmptyInputError,
     GraphqError,
     GraphRecursionError,
     InvalidGraphError,
@@ -46,6 +47,7 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "ConfigError",
+    "EmptyInputError",
     "GraphRecursionError",
     "GraphqError",
     "InMemorySaver",

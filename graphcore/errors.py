@@ -7,6 +7,8 @@ permanent and fails fast. The shape follows Temporal's ``ApplicationError(non_re
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AppendConflictError",
     "Cancelled",
@@ -14,6 +16,7 @@ __all__ = [
     "CheckpointerError",
     "ConfigError",
     "DisabledError",
+    "EmptyInputError",
     "GraphRecursionError",
     "GraphqError",
     "InvalidGraphError",
@@ -29,8 +32,10 @@ __all__ = [
     "RunNotFoundError",
     "SerializationError",
     "StepLimitError",
+    "ThreadRequiredError",
     "TransientError",
     "UnknownWorkflowError",
+    "node_error",
 ]
 
 
@@ -92,6 +97,18 @@ class ConfigError(PermanentError):
     """A setting or run option is out of range or unknown; the message names the setting."""
 
 
+class ThreadRequiredError(ConfigError, ValueError):
+    """A graph compiled with a checkpointer was run outside any node without a thread id. Also a
+    ``ValueError``, as LangGraph's ("Checkpointer requires one or more of the following 'configurable'
+    keys")."""
+
+
+class EmptyInputError(PermanentError):
+    """A run got no input (``invoke(None, ...)``) and has nothing to continue: no checkpointer, or a thread
+    without a checkpoint. LangGraph's ``langgraph.errors.EmptyInputError`` (an ``Exception``), same message:
+    ``Received no input for __start__``."""
+
+
 class DisabledError(PermanentError):
     """New runs are refused: the kill switch is off (R6), cluster-wide (``graphq disable``) or in this
     process (``GRAPHQ_ENABLED=false``); the message names which, and how to turn it on again."""
@@ -125,12 +142,76 @@ class OutsideRunError(GraphqError, RuntimeError):
 
 
 class NodeError(PermanentError):
-    """A node raised; wraps the original error with the node's name."""
+    """A node raised; wraps the original error with the node's name.
+
+    Built by :func:`node_error`, the raised error is also an instance of the original error's type (as
+    LangGraph raises the node's exception itself), so ``except KeyError`` / ``except MyAppError`` around
+    ``invoke`` catch it as ``except NodeError`` does.
+
+    Attributes:
+        node: the node's name.
+        error: the exception the node raised.
+    """
 
     def __init__(self, node: str, error: BaseException) -> None:
-        super().__init__(f"node {node!r} raised {type(error).__name__}: {error}")
+        super().__init__(_node_message(node, error))
         self.node = node
         self.error = error
+
+    def __str__(self) -> str:  # not the combined type's (KeyError's would quote it)
+        return _node_message(self.node, self.error)
+
+    def __repr__(self) -> str:
+        return f"NodeError({str(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return node_error, (self.node, self.error)
+
+
+def _node_message(node: str, error: BaseException) -> str:
+    return f"node {node!r} raised {type(error).__name__}: {error}"
+
+
+_UNCOMBINED = (NodeError, StopIteration, StopAsyncIteration)
+"""Errors raised as a plain NodeError: a StopIteration raised in a generator (the stream) would become a
+RuntimeError (PEP 479)."""
+
+
+_COMBINED: dict[type[BaseException], type[NodeError] | None] = {}
+
+
+def _combined(kind: type[BaseException]) -> type[NodeError] | None:
+    """The NodeError subclass that is also a ``kind`` (named NodeError, so error records and tracebacks read
+    as before), made once per type, or None when the two cannot be combined (a layout conflict, a class
+    that takes no subclasses)."""
+    if kind in _COMBINED:
+        return _COMBINED[kind]
+    made: type[NodeError] | None
+    try:
+        made = type("NodeError", (NodeError, kind), {"__module__": __name__, "__qualname__": "NodeError"})
+    except Exception:  # TypeError for a layout conflict or a final class; a metaclass may raise anything
+        made = None
+    return _COMBINED.setdefault(kind, made)
+
+
+def node_error(node: str, error: BaseException) -> NodeError:
+    """The error a run raises when node ``node`` raised ``error``: a :class:`NodeError` (``.node``,
+    ``.error``, ``str()`` ``node '<name>' raised <Type>: <error>``) that is also an instance of
+    ``type(error)``, with its ``args`` and attributes (``errno``, a user class's fields); a plain NodeError
+    when the types cannot be combined or the combined one cannot be made."""
+    kind = None if isinstance(error, _UNCOMBINED) else _combined(type(error))
+    if kind is None:
+        return NodeError(node, error)
+    try:
+        made = kind.__new__(kind, *error.args)
+        for attr in ("errno", "strerror", "filename", "filename2") if isinstance(error, OSError) else ():
+            setattr(made, attr, getattr(error, attr))
+        vars(made).update(vars(error))
+    except Exception:
+        return NodeError(node, error)
+    made.args = error.args
+    made.node, made.error = node, error
+    return made
 
 
 class NodeTimeoutError(PermanentError):

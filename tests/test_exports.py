@@ -17,6 +17,7 @@ def test_graphcore_exports() -> None:
         "Command",
         "CompiledGraph",
         "ConfigError",
+        "EmptyInputError",
         "GraphRecursionError",
         "GraphqError",
         "InMemorySaver",

@@ -27,7 +27,7 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
-from graphcore.errors import ConfigError, RedisUnavailableError
+from graphcore.errors import ConfigError, PermanentError, RedisUnavailableError
 from graphcore.settings import get_settings
 
 __all__ = [
@@ -109,9 +109,11 @@ def is_transient(exc: BaseException) -> bool:
 
     Returns:
         True for connection errors, timeouts, ``LOADING`` and ``TRYAGAIN``; False for authentication and
-        authorization failures, any other ``ResponseError`` and every non-Redis error.
+        authorization failures, any other ``ResponseError``, every non-Redis error and every graphq
+        :class:`~graphcore.errors.PermanentError` (a node's redis ``ConnectionError`` arrives as a
+        ``NodeError`` that is also one: the node failed, retrying the step would not fix it).
     """
-    if isinstance(exc, _PERMANENT):
+    if isinstance(exc, (PermanentError, *_PERMANENT)):
         return False
     return isinstance(exc, TRANSIENT_REDIS_ERRORS)
 

@@ -22,6 +22,7 @@ from graphcore.checkpoints.layout import (
     Record,
     Ref,
     decode_record,
+    decode_writes_and_errors,
     decode_writes_map,
     encode,
     encode_writes,
@@ -184,6 +185,12 @@ class KVCheckpointStore:
     def get_writes(self, thread_id: str, checkpoint_id: str, *, ns: str = "") -> Mapping[str, TaskWrites]:
         """Task id → persisted writes (see the protocol)."""
         return decode_writes_map(self.kv.hgetall(keys.pending_writes(thread_id, ns, checkpoint_id)))
+
+    def get_writes_and_errors(
+        self, thread_id: str, checkpoint_id: str, *, ns: str = ""
+    ) -> tuple[Mapping[str, TaskWrites], Mapping[str, str]]:
+        """Task id → persisted writes, and task id → error text of the failed ones (see the protocol)."""
+        return decode_writes_and_errors(self.kv.hgetall(keys.pending_writes(thread_id, ns, checkpoint_id)))
 
     def _load(self, thread_id: str, ns: str, record: Record) -> Checkpoint:
         pipe = self.kv.pipeline(transaction=False)

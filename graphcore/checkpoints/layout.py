@@ -41,6 +41,7 @@ from graphcore.errors import SerializationError
 from graphcore.types import PendingTask, TaskWrites
 
 __all__ = [
+    "FAILED_PREFIX",
     "READABLE_VERSIONS",
     "Append",
     "ChannelKinds",
@@ -49,9 +50,11 @@ __all__ = [
     "Record",
     "decode_record",
     "decode_writes",
+    "decode_writes_and_errors",
     "decode_writes_map",
     "encode",
     "encode_writes",
+    "failure_entry",
     "prune",
 ]
 
@@ -304,7 +307,32 @@ def decode_writes(data: bytes) -> TaskWrites:
     )
 
 
+FAILED_PREFIX = "!failed:"
+"""The task id prefix of a failed task's entry in the pending-writes hash (:func:`failure_entry`): never a
+task's id, so the entry marks no task finished."""
+
+
+def failure_entry(task_id: str, node: str, error: str) -> TaskWrites:
+    """The pending-writes entry recording that task ``task_id`` (of node ``node``) failed with ``error``
+    (its text, e.g. ``"KeyError('x')"``); stored with ``put_writes`` like a task's writes, so it is fenced
+    and dropped with them."""
+    return TaskWrites(FAILED_PREFIX + task_id, node, [("error", error)])
+
+
 def decode_writes_map(raw: Mapping[bytes, bytes]) -> dict[str, TaskWrites]:
-    """Task id → writes, from the pending-writes hash as read from the store."""
-    writes = [decode_writes(blob) for blob in raw.values()]
-    return {w.task_id: w for w in writes}
+    """Task id → writes, from the pending-writes hash as read from the store (failure entries left out)."""
+    return decode_writes_and_errors(raw)[0]
+
+
+def decode_writes_and_errors(raw: Mapping[bytes, bytes]) -> tuple[dict[str, TaskWrites], dict[str, str]]:
+    """:func:`decode_writes_map`, and task id → the error text of each task that failed (its
+    :func:`failure_entry`)."""
+    writes: dict[str, TaskWrites] = {}
+    errors: dict[str, str] = {}
+    for blob in raw.values():
+        tw = decode_writes(blob)
+        if tw.task_id.startswith(FAILED_PREFIX):
+            errors[tw.task_id[len(FAILED_PREFIX) :]] = str(tw.writes[0][1])
+        else:
+            writes[tw.task_id] = tw
+    return writes, errors

@@ -39,3 +39,9 @@ class CheckpointStore(Protocol):
 
     def get_writes(self, thread_id: str, checkpoint_id: str, *, ns: str = "") -> Mapping[str, TaskWrites]:
         """Task id → writes persisted for the step after ``checkpoint_id``."""
+
+    def get_writes_and_errors(
+        self, thread_id: str, checkpoint_id: str, *, ns: str = ""
+    ) -> tuple[Mapping[str, TaskWrites], Mapping[str, str]]:
+        """:meth:`get_writes`, and task id → the error text of each task of that step that failed (recorded
+        with ``put_writes`` of a :func:`~graphcore.checkpoints.layout.failure_entry`), in one read."""

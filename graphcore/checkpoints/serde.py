@@ -518,10 +518,24 @@ def _check_class_ref(cls: type) -> tuple[str, str]:
     allowed = _lookup(table, module, qualname) if table is not None else None
     if allowed is None and table is not None and _apply_setting():
         allowed = _lookup(table, module, qualname)
-    if allowed is not cls:
-        other = "another class is allowed under that name" if allowed is not None else "it is not allowed"
-        raise _Unsupported(f"class {module}:{qualname} could not be loaded back ({other}); {_HOW_TO_ALLOW}")
+    if allowed is not None and allowed is not cls:
+        raise _Unsupported(
+            f"class {module}:{qualname} could not be loaded back (another class is allowed under that name); "
+            f"{_HOW_TO_ALLOW}"
+        )
+    if allowed is None:
+        raise _Unsupported(_how_to_allow(module, qualname))
     return module, qualname
+
+
+def _how_to_allow(module: str, qualname: str) -> str:
+    """The refusal of a class that is not allowed, saying the three ways to allow exactly this one."""
+    return (
+        f"class {module}:{qualname} could not be loaded back (it is not allowed: graphq loads only allowed "
+        f"classes, never pickle); allow it by naming it in the state schema (a key annotated {qualname}), "
+        f"by calling graphcore.checkpoints.serde.allow_classes({qualname}) in the module that defines it, "
+        f"or with the setting {ALLOWED_CLASSES_SETTING}={module}:{qualname}"
+    )
 
 
 def _classify(obj: Any) -> _Encoder:

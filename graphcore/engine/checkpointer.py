@@ -131,6 +131,11 @@ class _NoCheckpoints:
     def get_writes(self, thread_id: str, checkpoint_id: str, *, ns: str = "") -> Mapping[str, TaskWrites]:
         return {}
 
+    def get_writes_and_errors(
+        self, thread_id: str, checkpoint_id: str, *, ns: str = ""
+    ) -> tuple[Mapping[str, TaskWrites], Mapping[str, str]]:
+        return {}, {}
+
 
 NO_CHECKPOINTS: CheckpointStore = _NoCheckpoints()
 """The store a ``checkpointer=False`` subgraph runs with inside a task (see :func:`store_of`)."""

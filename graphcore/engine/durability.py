@@ -75,6 +75,11 @@ class ExitStore:
     def get_writes(self, thread_id: str, checkpoint_id: str, *, ns: str = "") -> Mapping[str, TaskWrites]:
         return self.store.get_writes(thread_id, checkpoint_id, ns=ns)
 
+    def get_writes_and_errors(
+        self, thread_id: str, checkpoint_id: str, *, ns: str = ""
+    ) -> tuple[Mapping[str, TaskWrites], Mapping[str, str]]:
+        return self.store.get_writes_and_errors(thread_id, checkpoint_id, ns=ns)
+
     def flush(self) -> None:
         """Write each namespace's newest held checkpoint, parented to where the run started."""
         for thread_id, ns in list(self.held):

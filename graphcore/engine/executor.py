@@ -34,13 +34,15 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
+from graphcore.engine.failures import failure_entries
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
 from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
+from graphcore.engine.run_start import check_thread, empty_input, nothing_to_resume
 from graphcore.engine.runtime import with_context
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import run_step
-from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, StepLimitError
+from graphcore.errors import CheckpointNotFoundError, ConfigError, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
@@ -151,6 +153,9 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             InvalidUpdateError: a node's writes were invalid or conflicting.
             InvalidGraphError: a breakpoint names an unknown node.
             ValueError: an unknown ``durability``.
+            ThreadRequiredError: (a ``ValueError``) the graph has a checkpointer and ``config`` no thread id.
+            EmptyInputError: ``input`` is None and there is nothing to continue (no checkpointer, or a thread
+                without a checkpoint), as LangGraph's.
         """
         config = with_context(config, context)
         final: Any = None
@@ -273,6 +278,8 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         parent, task = current_scope(), current_task_or_none()
         if self.checkpointer not in (None, True) or parent is None or task is None:
             cfg = self.config_for(config) if task is not None else outside_any_task(self.config_for(config))
+            if task is None:  # a root run: a checkpointer needs a thread (LangGraph's ValueError)
+                check_thread(self.checkpointer, self.defaults, config)
             store = store_of(self.checkpointer, parent is not None and task is not None)
             return cfg, Scope(store, cfg.thread_id or "", "")
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
@@ -324,7 +331,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
                     cancel=cancel,
                 )
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
-                self._save_writes(scope, cp, outcome.results)
+                self._save_writes(scope, cp, [*outcome.results, *failure_entries(outcome.failed)])
                 if modes:  # what finished, and the failure, as LangGraph streams them before raising
                     failed = streaming.failed_events(self, modes, custom, outcome.results, cp, outcome.error)
                     yield failed, cp, []
@@ -371,12 +378,14 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
                 return parent, finished, answers
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:
-                raise InvalidUpdateError("Command(resume=...) needs a checkpointer and a thread to resume")
+                raise nothing_to_resume(store is not None, scope.thread_id)
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
             return parent, finished, match_answer(asked, input.resume, None)
         if input is None and store is not None and parent is not None:
             return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
+        if input is None:  # nothing to continue (LangGraph's EmptyInputError)
+            raise empty_input(store is not None, scope.thread_id)
         cp = apply_input(self, parent, input, meta)
         self._save(scope, cp)
         return cp, {}, {}

@@ -54,7 +54,9 @@ class PregelTask(NamedTuple):
         name: the node it runs.
         path: ``("__pregel_pull", node)`` for a task the state triggered, ``("__pregel_push", i, False)``
             for the ``i``-th task of the step started by a ``Send``.
-        error: always None (graphq does not keep a failed task's error in the checkpoint).
+        error: for a task that failed (and has not run again since), the ``repr`` of the exception its
+            node raised, e.g. ``"KeyError('x')"`` (LangGraph's value read back from its checkpointer); else
+            None.
         interrupts: the requests the task paused on (:class:`~graphcore.types.Interrupt`), in call order.
         state: for a subgraph node: the config of the subgraph's checkpoints
             (``{"configurable": {"thread_id", "checkpoint_ns"}}``), or with ``get_state(subgraphs=True)``
@@ -65,7 +67,7 @@ class PregelTask(NamedTuple):
     id: str
     name: str
     path: tuple[Any, ...]
-    error: Exception | None = None
+    error: Exception | str | None = None
     interrupts: tuple[Interrupt, ...] = ()
     state: Any = None
     result: dict[str, Any] | None = None
@@ -209,7 +211,10 @@ def _snapshot(
 ) -> StateSnapshot:
     """The snapshot of ``cp``; ``live`` (the latest, read without a checkpoint id) counts the tasks that
     finished in a paused step as done, as LangGraph's ``get_state`` does."""
-    finished = at.store.get_writes(at.thread_id, cp.id, ns=at.ns) if cp.next_tasks else {}
+    finished: Mapping[str, TaskWrites] = {}
+    errors: Mapping[str, str] = {}
+    if cp.next_tasks:
+        finished, errors = at.store.get_writes_and_errors(at.thread_id, cp.id, ns=at.ns)
     tasks: list[PregelTask] = []
     done: list[TaskWrites] = []
     pushes = 0
@@ -222,7 +227,8 @@ def _snapshot(
         state = _task_state(at, cp, pending.node, tid, recurse, parents)
         asked = tuple(tw.interrupts) if tw is not None else ()
         result = dict(tw.writes) if tw is not None and ok else None
-        tasks.append(PregelTask(tid, pending.node, path, None, asked, state, result))
+        error = errors.get(tid) if tw is None else None  # it failed, and has not run again since
+        tasks.append(PregelTask(tid, pending.node, path, error, asked, state, result))
         if ok and tw is not None:
             done.append(tw)
     values = at.graph.schema.values_of(cp.channel_values)  # the value itself for a root-channel state

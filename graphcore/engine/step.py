@@ -33,11 +33,18 @@ class StepResult:
         error: the first failure in task order: a :class:`NodeError` for an exception a node raised, a
             graphq error for invalid writes, or the raw error of ``on_task_done`` (e.g. a Redis error);
             None when all succeeded.
+        failed: every task that failed and its error, in task order (empty when all succeeded).
     """
 
-    def __init__(self, results: list[TaskWrites], error: Exception | None) -> None:
+    def __init__(
+        self,
+        results: list[TaskWrites],
+        error: Exception | None,
+        failed: Sequence[tuple[Task, Exception]] = (),
+    ) -> None:
         self.results = results
         self.error = error
+        self.failed = failed
 
 
 def _call(step: Step, task: Task) -> TaskWrites:
@@ -172,11 +179,11 @@ def _releasing(gate: threading.BoundedSemaphore) -> Callable[[Future[TaskWrites]
 
 def _collect(tasks: Sequence[Task], outcomes: Mapping[str, TaskWrites | Exception]) -> StepResult:
     results: list[TaskWrites] = []
-    error: Exception | None = None
+    failed: list[tuple[Task, Exception]] = []
     for task in tasks:
         outcome = outcomes[task.id]
         if isinstance(outcome, Exception):
-            error = error or outcome
+            failed.append((task, outcome))
         else:
             results.append(outcome)
-    return StepResult(results, error)
+    return StepResult(results, failed[0][1] if failed else None, failed)

@@ -19,7 +19,7 @@ from graphcore.engine.algo import Task
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
-from graphcore.errors import GraphqError, NodeError
+from graphcore.errors import GraphqError, node_error
 from graphcore.types import TaskWrites
 
 __all__ = ["RetryHook", "Step", "TaskDone", "Tries", "Writer"]
@@ -76,9 +76,10 @@ class Tries:
     def failure(self, exc: Exception) -> Exception:
         """What the task fails with when its tries end in ``exc``: a graphq error, or ``on_retry``'s own
         error (e.g. Redis: not the node's fault), unchanged; anything else the node raised as
-        :class:`NodeError`."""
+        :class:`~graphcore.errors.NodeError` that is also an instance of the node's error type
+        (:func:`~graphcore.errors.node_error`)."""
         if isinstance(exc, GraphqError) or exc is self.hook_error:
             return exc
-        error = NodeError(self.task.node, exc)
+        error = node_error(self.task.node, exc)
         error.__cause__ = exc
         return error

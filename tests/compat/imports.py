@@ -25,7 +25,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.config": ("graphcore", ("get_config", "get_stream_writer")),
     "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
-    "langgraph.errors": ("graphcore", ("GraphRecursionError", "InvalidUpdateError")),
+    "langgraph.errors": ("graphcore", ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError")),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "tools_condition")),
     "langchain_core.messages": (
         "graphcore.messages",

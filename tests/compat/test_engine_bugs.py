@@ -586,7 +586,8 @@ def test_sends_of_parallel_nodes_run_in_their_senders_name_order(lg: Imports) ->
 def test_a_resume_on_a_thread_that_waits_for_no_answer(lg: Imports) -> None:
     """LangGraph: ``Command(resume=...)`` on a thread whose run ended runs nothing and returns its state, and
     on a fresh thread runs the graph from its start. graphq (a deliberate difference): both are refused
-    with ``InvalidUpdateError`` (a ``ValueError``), since the answer would be dropped."""
+    with ``InvalidUpdateError`` (a ``ValueError``) saying what is missing, since the answer would be
+    dropped."""
     builder = lg.StateGraph(State)
     builder.add_node("a", lambda s: {"items": ["a"]})
     builder.add_edge(lg.START, "a")
@@ -599,6 +600,8 @@ def test_a_resume_on_a_thread_that_waits_for_no_answer(lg: Imports) -> None:
     with pytest.raises(lg.InvalidUpdateError, match=r"^the run has no pending request to answer$"):
         graph.invoke(lg.Command(resume="late"), _thread())
     with pytest.raises(
-        ValueError, match=r"^Command\(resume=\.\.\.\) needs a checkpointer and a thread to resume$"
+        ValueError,
+        match=r"^Command\(resume=\.\.\.\): thread 'fresh' has no checkpoint, so no interrupt waits for an "
+        r"answer; start the run with its input first$",
     ):
         graph.invoke(lg.Command(resume="late"), _thread("fresh"))

@@ -1,0 +1,28 @@
+"""The record of a super-step's failed tasks, where ``get_state`` finds it (LangGraph's ``PregelTask.error``).
+
+When a step fails, the executor stores, beside the finished tasks' pending writes, one
+:func:`~graphcore.checkpoints.layout.failure_entry` per failed task; the snapshot's task then has ``error``
+set to the text LangGraph's has there: the ``repr`` of the exception the node raised (``"KeyError('x')"``,
+not graphq's :class:`~graphcore.errors.NodeError` around it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from graphcore.checkpoints.layout import failure_entry
+from graphcore.engine.algo import Task
+from graphcore.errors import NodeError
+from graphcore.types import TaskWrites
+
+__all__ = ["failure_entries", "failure_text"]
+
+
+def failure_text(error: BaseException) -> str:
+    """``repr`` of the node's own exception (``error.error`` for a NodeError), else of ``error``."""
+    return repr(error.error if isinstance(error, NodeError) else error)
+
+
+def failure_entries(failed: Sequence[tuple[Task, Exception]]) -> list[TaskWrites]:
+    """The pending-writes entries recording each ``(task, error)`` of a failed step."""
+    return [failure_entry(task.id, task.node, failure_text(error)) for task, error in failed]
