@@ -30,9 +30,9 @@ def tasks_text(names: list[str]) -> str:
     return ", ".join(n if c == 1 else f"{n} x{c}" for n, c in Counter(names).items())
 
 
-def checkpoint_json(cp: Checkpoint, values: bool) -> dict[str, Any]:
-    """A checkpoint as JSON-ready data; with ``values``, the state too."""
-    data: dict[str, Any] = {
+def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
+    """A checkpoint as JSON-ready data, without its state."""
+    return {
         "checkpoint_id": cp.id,
         "parent_id": cp.parent_id,
         "step": cp.step,
@@ -42,9 +42,6 @@ def checkpoint_json(cp: Checkpoint, values: bool) -> dict[str, Any]:
         "created_at": cp.created_at,
         "metadata": cp.metadata,
     }
-    if values:
-        data["values"] = cp.channel_values
-    return data
 
 
 def branches(history: Sequence[Checkpoint]) -> dict[str, str]:
@@ -96,7 +93,7 @@ def _history(app: AppContext, thread: str, limit: int | None, output: str) -> No
     labels = branches(history)
     shown = history[:limit]
     if output == "json":
-        print_json([checkpoint_json(cp, values=False) | {"branch": labels[cp.id]} for cp in shown])
+        print_json([checkpoint_json(cp) | {"branch": labels[cp.id]} for cp in shown])
         return
     rows = [
         (
@@ -130,7 +127,7 @@ def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) 
             raise
         raise CheckpointNotFoundError(f"{exc}{_why_none(reader, thread)}") from None
     if output == "json":
-        print_json({"thread_id": thread} | checkpoint_json(cp, values=True))
+        print_json({"thread_id": thread} | checkpoint_json(cp) | {"values": reader.shown_values(thread, cp)})
         return
     next_tasks = tasks_text([t.node for t in cp.next_tasks]) or "(none: finished)"
     click.echo(
@@ -138,7 +135,7 @@ def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) 
         f"created {cp.created_at}\nnext: {next_tasks}",
         err=True,
     )
-    print_json(cp.channel_values)
+    print_json(reader.shown_values(thread, cp))
 
 
 @click.command(short_help="Show a thread's state or checkpoint history.")

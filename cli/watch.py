@@ -194,9 +194,11 @@ class Watch:
         except CheckpointNotFoundError:  # trimmed or deleted meanwhile: show the id, do not stop
             missing = {"checkpoint_id": checkpoint_id, "error": "checkpoint not found"}
             return [Line(event.id, mode, event.step, missing) for mode in wanted]
-        graph = self.client.registry.graphs.get(self.run.workflow)  # a root-channel state: its value
-        values = graph.schema.values_of(cp.channel_values) if graph is not None else cp.channel_values
-        payloads = {"checkpoints": checkpoint_payload(cp, self.run.thread_id), "values": values}
+        values = self.client.shown_values(self.run.thread_id, cp, self.run.workflow)  # root state: the value
+        payloads = {
+            "checkpoints": checkpoint_payload(cp, self.run.thread_id) | {"values": values},
+            "values": values,
+        }
         return [Line(event.id, mode, event.step, payloads[mode]) for mode in wanted]
 
     def _settled(self) -> RunStatus | None:

@@ -41,6 +41,7 @@ from graphcore.engine.config import merge_config
 from graphcore.engine.inputs import check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
+from graphcore.engine.schema import stored_values
 from graphcore.engine.snapshot import StateUpdate, update_checkpoint
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, RunNotFoundError
 from graphcore.settings import get_settings
@@ -895,3 +896,26 @@ class Client:
     def get_history(self, thread_id: str, limit: int | None = None) -> list[Checkpoint]:
         """The thread's checkpoints, newest first."""
         return self.checkpoints.list(thread_id, limit=limit)
+
+    def shown_values(self, thread_id: str, cp: Checkpoint, workflow: str | None = None) -> Any:
+        """``cp``'s values as ``get_state`` (and a ``values`` event) shows them: through the state schema of
+        ``workflow``, by default the one whose run wrote ``cp`` (its metadata's ``run_id``, else the
+        thread's newest run): a dict of the channels, or the value itself for a root-channel state (also
+        when that code is not loaded here, :func:`graphcore.engine.schema.stored_values`)."""
+        if self.registry.graphs and workflow is None:
+            workflow = self._workflow_of(thread_id, cp)
+        graph = self.registry.graphs.get(workflow) if workflow is not None else None
+        return (
+            stored_values(cp.channel_values) if graph is None else graph.schema.values_of(cp.channel_values)
+        )
+
+    def _workflow_of(self, thread_id: str, cp: Checkpoint) -> str | None:
+        """The workflow of the run that wrote ``cp``, else of the thread's newest run; None without one."""
+        owner = cp.metadata.get("run_id")
+        newest = [i.decode() for i in self.kv.zrange(keys.thread_runs(thread_id), -1, -1)]
+        for run_id in ([owner] if isinstance(owner, str) else []) + newest:
+            try:
+                return self.runs.get(run_id, thread_id).workflow
+            except RunNotFoundError:
+                continue
+        return None

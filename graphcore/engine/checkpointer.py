@@ -28,7 +28,9 @@ _STORE_METHODS = ("put", "get", "list", "put_writes", "get_writes")
 
 
 def _from_langgraph(value: Any) -> bool:
-    return any(c.__module__.split(".")[0] == "langgraph" for c in type(value).__mro__)
+    """Whether ``value`` is a LangGraph checkpointer, or the class of one."""
+    cls = value if isinstance(value, type) else type(value)
+    return any(c.__module__.split(".")[0] == "langgraph" for c in cls.__mro__)
 
 
 def check_checkpointer(value: Any) -> CheckpointStore | bool | None:
@@ -37,15 +39,22 @@ def check_checkpointer(value: Any) -> CheckpointStore | bool | None:
 
     Raises:
         CheckpointerError: anything else, naming what was given and what is accepted; a LangGraph
-            checkpointer (its ``InMemorySaver``, ``SqliteSaver``, ...) is refused, naming graphq's.
+            checkpointer (its ``InMemorySaver``, ``SqliteSaver``, ...) is refused, naming graphq's; so is a
+            class (``InMemorySaver`` without parentheses; LangGraph refuses it with a TypeError too).
     """
     if value is None or isinstance(value, bool):
         return value
-    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    cls = value if isinstance(value, type) else type(value)
+    kind = f"{cls.__module__}.{cls.__qualname__}"
     if _from_langgraph(value):
         raise CheckpointerError(
             f"compile(checkpointer=...): {kind} is a LangGraph checkpointer; graphq keeps its checkpoints in "
             "its own stores: use graphcore.InMemorySaver() in process (graphq's workers keep theirs in Redis)"
+        )
+    if isinstance(value, type):
+        raise CheckpointerError(
+            f"compile(checkpointer=...): got the class {kind}, not a checkpoint store: pass an instance, "
+            "e.g. InMemorySaver() (with the parentheses)"
         )
     missing = [m for m in _STORE_METHODS if not callable(getattr(value, m, None))]
     if missing:

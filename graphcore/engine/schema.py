@@ -28,12 +28,19 @@ from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channe
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.types import START
 
-__all__ = ["ROOT", "Reader", "StateSchema", "is_schema"]
+__all__ = ["ROOT", "Reader", "StateSchema", "is_schema", "stored_values"]
 
 ROOT = "__root__"
 """The one channel of a root-channel state (``StateGraph(int)``, ``StateGraph(Annotated[list, add])``)."""
 
 Channels = Mapping[str, LastValue | ReducerChannel]
+
+
+def stored_values(values: Mapping[str, Any]) -> Any:
+    """Channel values as shown where the graph's schema is not at hand (its code is not loaded): the value
+    itself for a root-channel state (its one channel is :data:`ROOT`), else a dict copy of the channels.
+    With the schema, :meth:`StateSchema.values_of` shows them."""
+    return values[ROOT] if ROOT in values else dict(values)
 
 
 def is_schema(tp: Any) -> bool:

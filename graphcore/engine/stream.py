@@ -192,10 +192,10 @@ def _debug(cp_step: int, kind: str, payload: Any) -> Event:
     return "debug", {"step": cp_step, "timestamp": ts, "type": kind, "payload": payload}
 
 
-def _checkpoint_events(modes: Sequence[str], cp: Checkpoint, scope: Scope) -> list[Event]:
+def _checkpoint_events(graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, scope: Scope) -> list[Event]:
     if scope.store is None or not _wants(modes, "checkpoints", "debug"):
         return []  # LangGraph: no checkpointer, no checkpoint events
-    payload = checkpoint_payload(cp, scope.thread_id, scope.ns)
+    payload = checkpoint_payload(cp, scope.thread_id, scope.ns, graph)
     events: list[Event] = [("checkpoints", payload)] if "checkpoints" in modes else []
     return events + ([_debug(cp.step, "checkpoint", payload)] if "debug" in modes else [])
 
@@ -254,7 +254,7 @@ def start_events(
     if "values" in modes and (not fresh or not isinstance(input, Mapping) or input):
         events.append(("values", graph.schema.values_of(cp.channel_values)))
     if fresh:
-        events += _checkpoint_events(modes, cp, scope)
+        events += _checkpoint_events(graph, modes, cp, scope)
     return events + _start_events(graph, modes, cp, done)
 
 
@@ -275,7 +275,7 @@ def step_events(
         events += _result_events(graph, modes, r, cp.step, None)
     if "values" in modes and any(r.writes for r in results):
         events.append(("values", graph.schema.values_of(cp.channel_values)))
-    return events + _checkpoint_events(modes, cp, scope) + _start_events(graph, modes, cp)
+    return events + _checkpoint_events(graph, modes, cp, scope) + _start_events(graph, modes, cp)
 
 
 def failed_events(
@@ -378,15 +378,19 @@ def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> dict[str, Any
     return {"configurable": {"checkpoint_ns": ns, "thread_id": thread_id, "checkpoint_id": checkpoint_id}}
 
 
-def checkpoint_payload(cp: Checkpoint, thread_id: str, ns: str = "") -> dict[str, Any]:
+def checkpoint_payload(
+    cp: Checkpoint, thread_id: str, ns: str = "", graph: GraphSpec | None = None
+) -> dict[str, Any]:
     """A saved checkpoint as the ``checkpoints`` mode shows it (LangGraph's): ``config`` and
     ``parent_config`` (``{"configurable": {"checkpoint_ns", "thread_id", "checkpoint_id"}}``, None without
-    a parent), ``values``, ``metadata`` (``source``, ``step``, ``parents``; graphq's ``run_id``, ``writes``),
-    ``next`` (node names) and ``tasks`` (``{"id", "name", "interrupts": (), "state": None}`` each)."""
+    a parent), ``values`` (as ``graph``'s schema shows them: the value itself for a root-channel state;
+    without ``graph`` the channel values), ``metadata`` (``source``, ``step``, ``parents``; graphq's
+    ``run_id``, ``writes``), ``next`` (node names) and ``tasks`` (``{"id", "name", "interrupts": (),
+    "state": None}`` each)."""
     return {
         "config": _config(thread_id, ns, cp.id),
         "parent_config": _config(thread_id, ns, cp.parent_id),
-        "values": dict(cp.channel_values),
+        "values": dict(cp.channel_values) if graph is None else graph.schema.values_of(cp.channel_values),
         "metadata": {"parents": {}, **cp.metadata},
         "next": [t.node for t in cp.next_tasks],
         "tasks": [
