@@ -18,7 +18,8 @@ from cli.records import print_waiting, request_json
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
-from graphcore.errors import PermanentError
+from graphcore.engine.config import merge_config
+from graphcore.errors import ConfigError, PermanentError
 
 __all__ = ["enqueue", "multitask_option", "wait_for_runs"]
 
@@ -77,30 +78,55 @@ def _requests(
     ]
 
 
-def _with_config(
-    requests: list[tuple[RunRequest, str]], config_text: str | None
-) -> list[tuple[RunRequest, str]]:
-    """``requests`` with the run options of ``--config`` under their own (a fork's checkpoint_id wins)."""
+Checked = tuple[RunRequest, str, str]
+"""A run to enqueue, where its input came from and where its options did (for error messages)."""
+
+
+def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None) -> list[Checked]:
+    """``requests`` with the run options of ``--config`` under their own (a fork's checkpoint_id wins), each
+    with where its options come from: ``--config`` when given (a fork's ``--checkpoint with --config``).
+
+    Raises:
+        CliError: ``--config`` is not a JSON object, or names another thread than ``--thread`` (or a batch
+            line's ``thread``).
+    """
     if config_text is None:
-        return requests
+        return [(r, where, where) for r, where in requests]
     config = parse_input(config_text, "--config")
     if not isinstance(config, dict):
         fail(f"--config: must be a JSON object of run options (got {type(config).__name__})")
-    return [(replace(r, config={**config, **r.config}), f"{where} with --config") for r, where in requests]
+    try:
+        named = merge_config(config).thread_id
+    except ConfigError as exc:
+        fail(f"--config: {exc}")
+    for r, where in requests:
+        if named is not None and r.thread_id is not None and r.thread_id != named:
+            given = "--thread" if where in ("--input", "--checkpoint") else f"the thread of {where}"
+            fail(f"--config: thread_id {named!r} differs from {given} {r.thread_id!r}; give one of them")
+    return [
+        (
+            replace(r, config={**config, **r.config}),
+            where,
+            f"{where} with --config" if r.config else "--config",
+        )
+        for r, where in requests
+    ]
 
 
-def _checked(client: Client, requests: Sequence[tuple[RunRequest, str]]) -> list[RunRequest]:
-    """Validate every run before anything is written; a bad one fails naming its line (exit 2). A fork's
-    checkpoint must exist on its thread."""
-    for request, where in requests:
+def _checked(client: Client, requests: Sequence[Checked]) -> list[RunRequest]:
+    """Validate every run before anything is written (its options, then its input); a bad one fails naming
+    the option or line at fault (exit 2). A fork's checkpoint must exist on its thread (the client checks
+    it, however the checkpoint_id is given)."""
+    for request, where, options_where in requests:
+        try:
+            client.check_options(request)
+        except PermanentError as exc:
+            fail(f"{options_where}: {exc}")
         try:
             client.check(request)
-            checkpoint = request.config.get("checkpoint_id")
-            if checkpoint is not None and request.thread_id is not None:
-                client.get_state(request.thread_id, checkpoint)
         except PermanentError as exc:
             fail(f"{where}: {exc}")
-    return [request for request, _ in requests]
+    return [request for request, *_ in requests]
 
 
 def wait_for_runs(
@@ -221,7 +247,7 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     metavar="JSON|@FILE",
     help="Run options of every run, a JSON object: LangGraph's config as it is "
     '(\'{"configurable": {"thread_id": "t-1"}, "recursion_limit": 10, "tags": ["nightly"]}\') or graphq\'s '
-    "(max_super_steps, run_timeout_s, ...).",
+    "(max_super_steps, run_timeout_s, ...). Not run_id: the queue names each run (the id printed).",
 )
 @multitask_option
 @click.option(
@@ -268,10 +294,12 @@ def enqueue(
     their open requests and the command answering them, as `graphq run` does.
 
     Exit codes: 0 ok, 1 a run failed or the wait timed out, 2 bad input (nothing enqueued; also a busy
-    thread with --multitask reject, or an unknown --checkpoint), 3 (with --wait) a run waits for input.
+    thread with --multitask reject, or an unknown --checkpoint or config checkpoint_id), 3 (with --wait) a
+    run waits for input.
     """
-    requests = _requests(workflow, input_text, input_file, thread, tenant, checkpoint)
-    requests = _with_config(requests, config_text)
+    requests = _with_config(
+        _requests(workflow, input_text, input_file, thread, tenant, checkpoint), config_text
+    )
     app.workflow(workflow)  # before any Redis starts, unless the name is unknown here (the catalog's hint)
     client = app.client()
     run_ids = client.enqueue_many(_checked(client, requests), cast(Multitask, multitask))

@@ -37,7 +37,8 @@ from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, s
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
-from graphcore.engine.config import merge_config
+from graphcore.engine.config import RunConfig, merge_config
+from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.inputs import check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
@@ -141,24 +142,16 @@ def no_history(what: str, where: str = "") -> ConfigError:
 def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     """Validate ``req`` as :meth:`Client.enqueue_many` does, without Redis; returns the run record to store.
 
-    Checks the workflow name, the run options, the ids, the input's shape, keys and types against the state
-    schema (:func:`graphcore.engine.inputs.check_types`: the record holds the input as given, or with
-    JSON-form values validated into their declared types), that it serializes, and the sizes of the input
-    and of any preset answer (``GRAPHQ_MAX_INPUT_BYTES``).
+    Checks the run's options (:func:`check_options`), then the input's shape, keys and types against the
+    state schema (:func:`graphcore.engine.inputs.check_types`: the record holds the input as given, or with
+    JSON-form values validated into their declared types; a root-channel state's input against its type),
+    that it serializes, and the sizes of the input and of any preset answer (``GRAPHQ_MAX_INPUT_BYTES``).
 
     Raises:
         UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,
             InputTooLargeError: the request is invalid (the message says what and where).
     """
-    graph = registry.get(req.workflow)
-    cfg = graph.config_for(req.config)
-    timeout = cfg.run_timeout()
-    cfg.check_request_timeout()
-    if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
-        raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
-    run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
-    thread = keys.validate_id("thread id", _thread_of(req) or run_id)
-    keys.validate_id("tenant", req.tenant)
+    graph, cfg, run_id, thread = check_options(registry, req)
     graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
     value = check_types(graph.schema, req.input)
     check_size("input", len(serde.dumps(value, path="input")))
@@ -174,19 +167,50 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
         config=cfg.model_dump(exclude={"thread_id", "run_id"}, exclude_defaults=True),
         continued_from_run_id=req.continued_from_run_id,
         preset_answers=dict(req.preset_answers),
-        run_timeout_s=timeout,
+        run_timeout_s=cfg.run_timeout(),
         thread_ttl_s=cfg.thread_ttl(),
     )
 
 
-def _thread_of(req: RunRequest) -> str | None:
-    """The thread ``req`` names: its ``thread_id``, or its config's (LangGraph's ``{"configurable":
-    {"thread_id": ...}}`` or the option ``thread_id``), None for a new one.
+def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, RunConfig, str, str]:
+    """Validate everything of ``req`` but its input, without Redis: the workflow name, the run options
+    (merged over the workflow's), their timeouts and TTL, a fork's need of checkpoint history, the ids.
+    Returns the workflow, the merged config, the run id (a new one unless ``req`` derives it) and the
+    thread.
+
+    Raises:
+        UnknownWorkflowError: no such workflow.
+        ConfigError: a bad option, id or timeout; ``run_id`` in the config (the queue names each run:
+            ``client.enqueue`` returns the id, ``graphq enqueue`` prints it); ``checkpoint_id`` while this
+            process keeps no checkpoint history; two thread ids that differ.
+    """
+    graph = registry.get(req.workflow)
+    given = merge_config(req.config)
+    if given.run_id is not None:
+        raise ConfigError(
+            f"run option run_id {given.run_id!r}: the queue names each run itself (client.enqueue returns "
+            "the id, graphq enqueue prints it); give none"
+        )
+    cfg = graph.config_for(given)
+    cfg.run_timeout()
+    cfg.check_request_timeout()
+    cfg.thread_ttl()
+    if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
+        raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
+    run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
+    thread = keys.validate_id("thread id", _thread_of(req, given) or run_id)
+    keys.validate_id("tenant", req.tenant)
+    return graph, cfg, run_id, thread
+
+
+def _thread_of(req: RunRequest, given: RunConfig) -> str | None:
+    """The thread ``req`` names: its ``thread_id``, or its config's (``given``, ``req.config`` merged:
+    LangGraph's ``{"configurable": {"thread_id": ...}}`` or the option ``thread_id``), None for a new one.
 
     Raises:
         ConfigError: the two name different threads.
     """
-    named = merge_config(req.config).thread_id
+    named = given.thread_id
     if req.thread_id is not None and named is not None and named != req.thread_id:
         raise ConfigError(f"thread_id {req.thread_id!r} and the config's thread_id {named!r} differ")
     return req.thread_id or named
@@ -210,12 +234,24 @@ class Client:
 
     def _record(self, req: RunRequest) -> RunRecord:
         record = check_request(self.registry, req)
-        checkpoint_id = record.config.get("checkpoint_id")
-        if checkpoint_id is not None:
-            self._refuse_without_history(
-                f"checkpoint_id {checkpoint_id!r}: starting from a given checkpoint (a fork)"
-            )
+        self._check_fork(record.thread_id, record.config.get("checkpoint_id"))
         return record
+
+    def _check_fork(self, thread_id: str, checkpoint_id: str | None) -> None:
+        """A run starting from a given checkpoint (``checkpoint_id``, C3: the option, LangGraph's
+        ``configurable`` key, ``graphq enqueue --checkpoint``) needs that checkpoint on its thread and
+        history kept by every worker; None: no fork, nothing to check.
+
+        Raises:
+            CheckpointNotFoundError: ``thread 't' has no checkpoint ID``.
+            ConfigError: a counted worker keeps no checkpoint history (R5).
+        """
+        if checkpoint_id is None:
+            return
+        self._refuse_without_history(
+            f"checkpoint_id {checkpoint_id!r}: starting from a given checkpoint (a fork)"
+        )
+        self.get_state(thread_id, checkpoint_id)
 
     def keeps_history(self) -> bool:
         """Whether forks and second answers can be made (R5): this process and every counted worker keep
@@ -238,9 +274,20 @@ class Client:
 
         Raises:
             UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,
-                InputTooLargeError: see enqueue_many.
+                InputTooLargeError, CheckpointNotFoundError: see enqueue_many.
         """
         self._record(request)
+
+    def check_options(self, request: RunRequest) -> None:
+        """Validate ``request``'s options, ids and fork checkpoint, not its input (:func:`check_options`;
+        :meth:`check` checks both): what ``graphq enqueue`` reports as an error of ``--config``.
+
+        Raises:
+            UnknownWorkflowError, ConfigError, CheckpointNotFoundError: see :func:`check_options`,
+                :meth:`enqueue_many`.
+        """
+        _, cfg, _, thread = check_options(self.registry, request)
+        self._check_fork(thread, cfg.checkpoint_id)
 
     def enqueue_many(self, requests: Sequence[RunRequest], multitask: Multitask = "enqueue") -> list[str]:
         """Create the runs and their first step jobs, all or nothing (one MULTI transaction).
@@ -257,6 +304,7 @@ class Client:
                 or a value of the wrong type, :class:`~graphcore.engine.inputs.InputTypeError`); nothing is
                 written.
             InputTooLargeError: an input is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
+            CheckpointNotFoundError: a request's ``checkpoint_id`` (a fork) is no checkpoint of its thread.
             ThreadBusyError: ``multitask="reject"`` and a thread has an active run (or two requests share a
                 thread); nothing is written.
             DisabledError: the kill switch is off (R6: ``graphq disable``, or ``GRAPHQ_ENABLED=false`` here);

@@ -224,9 +224,7 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
         data = _dumped(layer) if isinstance(layer, RunConfig) else _graphq_keys(layer)
         unknown = set(data) - set(RunConfig.model_fields)
         if unknown:
-            raise ConfigError(
-                f"unknown run option(s) {sorted(unknown)}; known: {sorted(RunConfig.model_fields)}"
-            )
+            raise ConfigError(f"unknown run option(s) {sorted(unknown)}; known: {_ACCEPTED}")
         for key, value in data.items():
             if key in _MERGED and not isinstance(value, _MERGED[key][0]):
                 raise ConfigError(f"run option {key}: must be {_MERGED[key][1]} (got {value!r})")
@@ -285,6 +283,10 @@ def _dumped(cfg: RunConfig) -> dict[str, Any]:
         data["context"] = cfg.context
     return data
 
+
+_ACCEPTED = sorted({*RunConfig.model_fields, "recursion_limit", "callbacks"})
+"""The keys a config layer may have: graphq's options and LangGraph's ``recursion_limit`` and ``callbacks``
+(:func:`_graphq_keys` turns them into options)."""
 
 _LANGGRAPH_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns")
 """``configurable`` keys of LangGraph's config that are graphq run options of the same name."""

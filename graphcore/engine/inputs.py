@@ -9,8 +9,10 @@ JSON form (e.g. an ISO string from ``graphq enqueue --input``) — is accepted w
 strictly, and that key is stored as the validated value (the datetime, the enum member). Reducer channels
 are checked only for ``operator.add``, whose writes have the channel's type; other reducers take what they
 take. A key whose type pydantic cannot check (e.g. a nested ``typing.TypedDict`` on Python 3.11) is not
-checked. A pydantic-model state validates itself, with its own config, as nodes will see it; errors about
-keys the input does not set are ignored (an input is a partial update), and the input is stored as given.
+checked. A root-channel state's input (``StateGraph(Annotated[list, operator.add])``, ``StateGraph(int)``)
+is checked whole, by the same rules, as the one write it is. A pydantic-model state validates itself, with
+its own config, as nodes will see it; errors about keys the input does not set are ignored (an input is a
+partial update), and the input is stored as given.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
 from graphcore.checkpoints import serde
 from graphcore.engine.channels import LastValue, ReducerChannel
-from graphcore.engine.schema import StateSchema
+from graphcore.engine.schema import ROOT, StateSchema
 from graphcore.errors import InvalidUpdateError, PermanentError
 from graphcore.settings import get_settings
 from graphcore.types import Overwrite
@@ -99,8 +101,9 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
         schema: the workflow's state schema.
         value: the input; anything but a non-empty mapping is left to
             :meth:`~graphcore.engine.schema.StateSchema.writes_of` (None, a model instance, a wrong shape),
-            and so is the value of a root-channel state. Keys are checked against the graph's input
-            schema (by default its state schema).
+            but for a root-channel state, whose input is checked whole against its type (the error path is
+            ``path`` itself: ``input: Input should be a valid list (got {'a': 1})``). Keys are checked
+            against the graph's input schema (by default its state schema).
         path: the root of error paths.
 
     Returns:
@@ -110,7 +113,9 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
     Raises:
         InputTypeError: a value does not match its key's type; the message names its path.
     """
-    if schema.root or not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
+    if schema.root:
+        return _check_root(schema, value, path)
+    if not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
         return value
     keys = schema.input_keys
     checked = {k: v for k, v in value.items() if k in keys and _is_checked(schema.channels.get(k))}
@@ -123,11 +128,28 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
         adapter = _adapter(against, key)
         if adapter is None:
             continue
-        inner = item.value if isinstance(item, Overwrite) else item
-        changed, result = _validate(adapter, inner, f"{path}.{key}")
+        changed, result = _stored(adapter, item, f"{path}.{key}")
         if changed:
-            converted[key] = Overwrite(result) if isinstance(item, Overwrite) else result
+            converted[key] = result
     return {**value, **converted} if converted else value
+
+
+def _check_root(schema: StateSchema, value: Any, path: str) -> Any:
+    """A root-channel state's input is one write of its type (a reducer's only for ``operator.add``),
+    checked as a TypedDict key's value is; None writes nothing."""
+    if value is None or not _is_checked(schema.channels[ROOT]):
+        return value
+    adapter = _adapter(schema.schema, ROOT)
+    return value if adapter is None else _stored(adapter, value, path)[1]
+
+
+def _stored(adapter: TypeAdapter[Any], item: Any, where: str) -> tuple[bool, Any]:
+    """:func:`_validate` of ``item``, an ``Overwrite``'s value looked into (and the result wrapped again)."""
+    inner = item.value if isinstance(item, Overwrite) else item
+    changed, result = _validate(adapter, inner, where)
+    if not changed:
+        return False, item
+    return True, Overwrite(result) if isinstance(item, Overwrite) else result
 
 
 def _is_checked(channel: LastValue | ReducerChannel | None) -> bool:
@@ -219,9 +241,11 @@ _ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = {}
 
 
 def _adapter(schema: type[Any], key: str) -> TypeAdapter[Any] | None:
-    """A validator for ``schema``'s ``key``, or None when pydantic cannot build one for its type."""
+    """A validator for ``schema``'s ``key`` (:data:`ROOT`: a root-channel state's type itself), or None when
+    pydantic cannot build one for its type."""
     if (schema, key) not in _ADAPTERS:
-        _ADAPTERS[(schema, key)] = _build(_declared(typing.get_type_hints(schema, include_extras=True)[key]))
+        declared = schema if key == ROOT else typing.get_type_hints(schema, include_extras=True)[key]
+        _ADAPTERS[(schema, key)] = _build(_declared(declared))
     return _ADAPTERS[(schema, key)]
 
 
