@@ -688,7 +688,9 @@ def _commit_step(
     The last step completes the run, unless a cancel request arrived meanwhile: then it ends Canceled, its
     checkpoint kept (X1). Returns the job's outcome, in words.
 
-    ``pending``: the step has pending writes (or answers) to drop with the commit.
+    The step's ``updates`` events (one per task, in task order) are appended here, with the commit: a queued
+    run's watchers see a step's tasks together, not each as it finishes (in process, ``stream`` yields each
+    as it finishes). ``pending``: the step has pending writes (or answers) to drop with the commit.
     """
     events: list[tuple[str, int, Any]] = [("updates", cp.step, update_payload(graph, r)) for r in results]
     events.append(("values", cp.step, {"checkpoint_id": cp.id}))

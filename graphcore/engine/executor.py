@@ -9,6 +9,7 @@ RQ step job calls, one super-step per job. The compiled graph's data is
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint
@@ -30,7 +31,6 @@ from graphcore.engine.config import (
     merge_config,
     outside_any_task,
     passed_on,
-    run_scope,
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
@@ -306,7 +306,11 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         since = Checkpoint.now() if modes else ""
         cp, finished, answers = self._start(cfg, input, meta, scope)
         cfg, meta = continued_run(cfg, cp)
-        yield streaming.start_events(self, modes, cp, scope, since=since, input=input, done=finished), cp, []
+        labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
+        start = streaming.start_events(
+            self, modes, cp, scope, since=since, input=input, done=finished, labels=labels
+        )
+        yield start, cp, []
         task = current_task_or_none()
         cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
         steps = 0
@@ -321,19 +325,16 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
-            with run_scope(scope):
-                outcome = run_step(
-                    self,
-                    cp,
-                    with_resume(cfg, resume, answers),
-                    finished=finished,
-                    writer=writer,
-                    cancel=cancel,
-                )
+            shown = streaming.step_view(self, modes, cp, finished)  # live: results as tasks finish
+            resumed = with_resume(cfg, resume, answers)
+            step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
+            outcome = yield from streaming.run_shown(shown, cp, scope, step)  # under run_scope(scope)
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
                 self._save_writes(scope, cp, [*outcome.results, *failure_entries(outcome.failed)])
                 if modes:  # what finished, and the failure, as LangGraph streams them before raising
-                    failed = streaming.failed_events(self, modes, custom, outcome.results, cp, outcome.error)
+                    failed = streaming.failed_events(
+                        self, modes, custom, outcome.results, cp, outcome.error, shown
+                    )
                     yield failed, cp, []
                 raise outcome.error
             finished, answers = {}, {}
@@ -341,14 +342,16 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             if paused:  # the step does not commit: its finished tasks wait as pending writes (I2)
                 self._save_writes(scope, cp, outcome.results)
                 view = streaming.paused_view(self, cp, outcome.results)
-                yield streaming.paused_events(self, modes, custom, outcome.results, cp, view), view, paused
+                events = streaming.paused_events(self, modes, custom, outcome.results, cp, view, shown)
+                yield events, view, paused
                 if scope.ns:  # a graph a node invoked: the node pauses with it (LangGraph's nested graphs)
                     raise GraphInterrupt(*paused)
                 return
             cp = apply_writes(self, cp, outcome.results, meta)
             self._save(scope, cp)
             steps += 1
-            yield streaming.step_events(self, modes, custom, outcome.results, cp, scope), cp, []
+            events = streaming.step_events(self, modes, custom, outcome.results, cp, scope, shown, labels)
+            yield events, cp, []
         if stops and stops.stop(cp, passing and steps == 0):  # interrupt_after on the last super-step
             yield self._stopped(modes), cp, []
 

@@ -9,8 +9,11 @@ a snapshot-like dict per checkpoint saved (only with a checkpointer, the input c
 queued run's ``checkpoints`` lines with :func:`checkpoint_payload` too.
 
 :func:`stream_run` drives ``CompiledGraph.stream``. When events must arrive while a step runs (``custom``
-chunks, and with ``subgraphs=True`` the events of graphs running inside the step's tasks) the run goes on in
-a thread of its own and the caller reads its events from a queue; otherwise it runs in the caller's thread.
+chunks, each task's ``updates`` and ``tasks`` result as the task finishes, and with ``subgraphs=True`` the
+events of graphs running inside the step's tasks) the run goes on in a thread of its own and the caller reads
+its events from a queue; otherwise (``values``, ``checkpoints`` only) it runs in the caller's thread. As
+LangGraph's, a step's task results come in the order its tasks finish; ``values`` and ``checkpoints`` at its
+end.
 """
 
 from __future__ import annotations
@@ -19,21 +22,31 @@ import contextvars
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import Task, apply_writes, prepare_tasks, task_id
 from graphcore.engine.compiled import GraphSpec
-from graphcore.engine.config import Scope, TaskContext, current_scope, current_task_or_none
+from graphcore.engine.config import (
+    RunConfig,
+    Scope,
+    TaskContext,
+    current_scope,
+    current_task_or_none,
+    run_scope,
+)
+from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
 from graphcore.types import Interrupt, TaskWrites
 
 __all__ = [
     "INTERRUPT_KEY",
     "STREAM_MODES",
+    "StepView",
     "check_modes",
     "check_version",
     "checkpoint_payload",
@@ -44,9 +57,13 @@ __all__ = [
     "paused_events",
     "paused_view",
     "relay",
+    "run_shown",
     "start_events",
     "step_events",
+    "step_view",
     "stream_run",
+    "task_labels",
+    "task_metadata",
     "task_payload",
     "task_start_payload",
     "update_payload",
@@ -96,7 +113,8 @@ class _Sink:
     own graph, ``("node:task_id", ...)`` for graphs running inside its tasks), and ``also`` the sink of an
     enclosing stream (``subgraphs=True``) that this stream runs inside a task of, which sees them too.
 
-    ``owner`` is the task the stream was started in (None at the top): its own graph runs there.
+    ``owner`` is the task the stream was started in (None at the top), or for a graph running inside a
+    task of a ``subgraphs=True`` stream that task: the graph the sink is for runs there.
     """
 
     put: Callable[[tuple[tuple[str, ...], str, Any]], None] | None
@@ -126,7 +144,7 @@ class _Sink:
         put = self.put if self.subgraphs else None
         if put is None and also is None:
             return None
-        return _Sink(put, self.modes, self.subgraphs, _namespace(self.ns, task, scope), self.owner, also)
+        return _Sink(put, self.modes, self.subgraphs, _namespace(self.ns, task, scope), task, also)
 
 
 _sink: contextvars.ContextVar[_Sink | None] = contextvars.ContextVar("graphq_stream_sink", default=None)
@@ -139,6 +157,12 @@ def _enclosing(scope: Scope) -> _Sink | None:
     if sink is None or task is None or task is sink.owner:
         return None
     return sink.child(task, scope)
+
+
+def _own_sink() -> _Sink | None:
+    """The sink of the graph running now in this thread's task (None at the top), if it streams live."""
+    sink = _sink.get()
+    return sink if sink is not None and sink.owner is current_task_or_none() else None
 
 
 def custom_writer(modes: Sequence[str] | None, buffer: list[Event]) -> Callable[[Task, Any], None]:
@@ -201,15 +225,13 @@ def _checkpoint_events(graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, s
 
 
 def _start_events(
-    graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, skip: Mapping[str, Any] | None = None
+    graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, labels: Mapping[str, Any] | None = None
 ) -> list[Event]:
     if not cp.next_tasks or not _wants(modes, "tasks", "debug"):
         return []
     events: list[Event] = []
     for task in prepare_tasks(graph, cp):
-        if skip and task.id in skip:
-            continue
-        payload = task_start_payload(task, cp)
+        payload = task_start_payload(task, cp, task_metadata(labels, graph.nodes[task.node].metadata))
         events += [("tasks", payload)] if "tasks" in modes else []
         events += [_debug(cp.step + 1, "task", payload)] if "debug" in modes else []
     return events
@@ -242,11 +264,15 @@ def start_events(
     *,
     since: str,
     input: Any,
-    done: Mapping[str, Any],
+    done: Mapping[str, TaskWrites],
+    labels: Mapping[str, Any] | None = None,
 ) -> list[Event]:
     """The events before a run's first step: ``values`` (the input state when the input wrote, as
     LangGraph's; on a resume the current state), the input checkpoint when this run made it (created since
-    ``since``, an ISO time), and the start of the tasks about to run (not those ``done`` before)."""
+    ``since``, an ISO time), the start of the step's tasks (all of them, on a resume too: LangGraph's), then
+    an ``updates`` chunk ``{node: update, "__metadata__": {"cached": True}}`` per task that finished before
+    (``done``: its pending writes, which are replayed, not run; no ``tasks`` result for it, as LangGraph's).
+    ``labels``: :func:`task_labels`."""
     if not modes:
         return []
     events: list[Event] = []
@@ -255,7 +281,109 @@ def start_events(
         events.append(("values", graph.schema.values_of(cp.channel_values)))
     if fresh:
         events += _checkpoint_events(graph, modes, cp, scope)
-    return events + _start_events(graph, modes, cp, done)
+    events += _start_events(graph, modes, cp, labels)
+    if "updates" in modes:
+        replayed = [r for r in done.values() if not r.interrupts]
+        cached = {"__metadata__": {"cached": True}}
+        events += [("updates", {**update_payload(graph, r), **cached}) for r in replayed]
+    return events
+
+
+class StepView:
+    """Which task results of a super-step a stream emits, and when, as LangGraph's: each task's ``updates``
+    and ``tasks`` result as the task finishes (:meth:`finished`, ``run_step``'s ``on_task_done``, called
+    from the task's thread), so in the order the tasks finish; never those of tasks replayed from pending
+    writes (shown at the run's start).
+
+    The events go to the run's live sink when it has one (:func:`stream_run` runs it in a thread of its
+    own); otherwise, when several tasks run, :func:`run_shown` runs the step in a thread and hands them
+    over as they come. A step of one task, or a run streaming no task results, emits them at its end.
+
+    ``cp`` is the checkpoint the step starts from, ``replayed`` the ids of the tasks not run again.
+    """
+
+    def __init__(self, graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, replayed: Collection[str]):
+        self.graph, self.modes, self.cp, self.replayed = graph, modes, cp, replayed
+        wanted = _wants(modes, "updates", "tasks", "debug")
+        self.sink = _own_sink() if wanted else None
+        several = len(cp.next_tasks) - len(replayed) > 1
+        self.parts: queue.SimpleQueue[Any] | None = (
+            queue.SimpleQueue() if wanted and self.sink is None and several else None
+        )
+        self.live = self.sink is not None or self.parts is not None
+
+    def finished(self, r: TaskWrites) -> None:
+        """A task finished (or paused): its result events, to the sink or to :func:`run_shown`."""
+        state = self.graph.schema.values_of(self.cp.channel_values) if r.interrupts else None
+        events = _result_events(self.graph, self.modes, r, self.cp.step + 1, state)
+        if self.sink is not None:
+            self.sink.emit(events)
+        elif self.parts is not None:
+            self.parts.put(events)
+
+    def rest(self, results: Sequence[TaskWrites]) -> list[TaskWrites]:
+        """The results still to emit at the step's end, in task order."""
+        if self.live:
+            return []
+        return [r for r in results if r.task_id not in self.replayed]
+
+
+def step_view(
+    graph: GraphSpec, modes: Sequence[str] | None, cp: Checkpoint, replayed: Collection[str]
+) -> StepView | None:
+    """A :class:`StepView` for the step after ``cp``, None when the run streams nothing (``invoke``)."""
+    return StepView(graph, modes, cp, replayed) if modes else None
+
+
+R = TypeVar("R")
+
+
+def run_shown(
+    view: StepView | None, cp: Checkpoint, scope: Scope, step: Callable[..., R]
+) -> Generator[tuple[list[Event], Checkpoint, list[Interrupt]], None, R]:
+    """Run a super-step, ``step(on_task_done=...)`` (``run_step`` with its other arguments bound) under
+    ``run_scope(scope)``, and return its result. When ``view`` hands results over itself (several tasks,
+    no live sink), the step runs in a thread of its own (in a copy of this context) while this generator
+    yields ``(events, cp, [])`` as its tasks finish; closed early, it still waits for the step's end."""
+    hook = view.finished if view is not None and view.live else None
+    parts = view.parts if view is not None else None
+    if parts is None:
+        with run_scope(scope):
+            return step(on_task_done=hook)
+
+    def in_scope() -> R:
+        with run_scope(scope):
+            return step(on_task_done=hook)
+
+    future = start_thread(in_scope, "graphq-stream-step")
+    future.add_done_callback(lambda _: parts.put(_DONE))
+    try:
+        while (events := parts.get()) is not _DONE:
+            yield events, cp, []
+    finally:
+        wait([future])
+    return future.result()
+
+
+def task_labels(cfg: RunConfig) -> dict[str, Any]:
+    """What the ``tasks`` start payloads' ``metadata`` is made of (LangGraph's): the run's metadata (inside a
+    task, the task's first: a graph invoked in a node inherits it, as LangGraph's config) without the keys
+    LangGraph keeps to itself, and its tags (LangGraph's ``seq:step:*`` dropped)."""
+    task = current_task_or_none()
+    outer = task.config if task is not None else None
+    meta = {**(outer.metadata if outer is not None else {}), **cfg.metadata}
+    tags = list(dict.fromkeys([*(outer.tags if outer is not None else []), *cfg.tags]))
+    return {
+        "metadata": {k: v for k, v in meta.items() if k not in _PRIVATE_METADATA},
+        "tags": [t for t in tags if not t.startswith("seq:step")],
+    }
+
+
+_PRIVATE_METADATA = frozenset(
+    {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "langgraph_step", "langgraph_node"}
+    | {"langgraph_triggers", "langgraph_path", "langgraph_checkpoint_ns"}
+)
+"""Metadata keys LangGraph leaves out of a ``tasks`` start payload."""
 
 
 def step_events(
@@ -265,17 +393,20 @@ def step_events(
     results: Sequence[TaskWrites],
     cp: Checkpoint,
     scope: Scope,
+    view: StepView | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> list[Event]:
     """The events of a committed step, ``cp`` its new checkpoint: buffered ``custom`` chunks, each task's
-    ``updates`` and ``tasks`` result, ``values`` when a task wrote, the checkpoint, the next tasks' start."""
+    ``updates`` and ``tasks`` result (those ``view`` has not shown), ``values`` when a task wrote, the
+    checkpoint, the next tasks' start (``labels``: :func:`task_labels`)."""
     if not modes:
         return []
     events = [e for e in custom if "custom" in modes]
-    for r in results:
+    for r in view.rest(results) if view is not None else results:
         events += _result_events(graph, modes, r, cp.step, None)
     if "values" in modes and any(r.writes for r in results):
         events.append(("values", graph.schema.values_of(cp.channel_values)))
-    return events + _checkpoint_events(graph, modes, cp, scope) + _start_events(graph, modes, cp)
+    return events + _checkpoint_events(graph, modes, cp, scope) + _start_events(graph, modes, cp, labels)
 
 
 def failed_events(
@@ -285,12 +416,13 @@ def failed_events(
     results: Sequence[TaskWrites],
     cp: Checkpoint,
     error: BaseException,
+    view: StepView | None = None,
 ) -> list[Event]:
     """The events of a step that failed, before its error is raised: buffered ``custom`` chunks, the
-    finished tasks' ``updates`` and ``tasks`` results, and the failed task's result with its error (the
-    node's own exception), as LangGraph's."""
+    finished tasks' ``updates`` and ``tasks`` results (those ``view`` has not shown), and the failed task's
+    result with its error (the node's own exception), as LangGraph's."""
     events = [e for e in custom if "custom" in modes]
-    for r in results:
+    for r in view.rest(results) if view is not None else results:
         events += _result_events(graph, modes, r, cp.step + 1, None)
     if not _wants(modes, "tasks", "debug"):
         return events
@@ -327,15 +459,17 @@ def paused_events(
     results: Sequence[TaskWrites],
     cp: Checkpoint,
     view: Checkpoint,
+    shown: StepView | None = None,
 ) -> list[Event]:
-    """The events of a step that paused in ``interrupt()``: per task its ``updates`` (for a paused task
-    ``{"__interrupt__": (Interrupt, ...)}`` and a ``values`` event with them) and ``tasks`` result, then
-    ``values`` with the finished tasks' writes applied (``view``) when they wrote."""
+    """The events of a step that paused in ``interrupt()``: per task (those ``shown`` has not shown) its
+    ``updates`` (for a paused task ``{"__interrupt__": (Interrupt, ...)}`` and a ``values`` event with
+    them) and ``tasks`` result, then ``values`` with the finished tasks' writes applied (``view``) when they
+    wrote."""
     if not modes:
         return []
     events = [e for e in custom if "custom" in modes]
     state = graph.schema.values_of(cp.channel_values)
-    for r in results:
+    for r in shown.rest(results) if shown is not None else results:
         events += _result_events(graph, modes, r, cp.step + 1, state)
     if "values" in modes and view is not cp:
         events.append(("values", graph.schema.values_of(view.channel_values)))
@@ -348,12 +482,25 @@ def update_payload(graph: GraphSpec, r: TaskWrites) -> dict[str, Any]:
     return {r.node: graph.schema.update_of(r.writes) if r.writes else None}
 
 
-def task_start_payload(task: Task, cp: Checkpoint) -> dict[str, Any]:
+def task_start_payload(
+    task: Task, cp: Checkpoint, metadata: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """A task about to run, as the ``tasks`` mode shows it (LangGraph's): id, node name, input, triggers
-    (``branch:to:<node>`` for an edge or router, ``__pregel_push`` for a Send)."""
+    (``branch:to:<node>`` for an edge or router, ``__pregel_push`` for a Send), and ``metadata`` when it is
+    not empty (:func:`task_metadata`)."""
     pending = cp.next_tasks[task.index]
     triggers = ("__pregel_push",) if pending.send else (f"branch:to:{task.node}",)
-    return {"id": task.id, "name": task.node, "input": task.input, "triggers": triggers}
+    payload = {"id": task.id, "name": task.node, "input": task.input, "triggers": triggers}
+    return {**payload, "metadata": dict(metadata)} if metadata else payload
+
+
+def task_metadata(labels: Mapping[str, Any] | None, node_metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A task start payload's ``metadata`` (LangGraph's): the run's metadata, the node's, then the run's
+    tags as ``"tags": [...]`` when it has any (``labels``: :func:`task_labels`)."""
+    meta = {**(labels["metadata"] if labels else {}), **node_metadata}
+    if labels and labels["tags"]:
+        meta["tags"] = list(labels["tags"])
+    return meta
 
 
 def task_payload(tw: TaskWrites) -> dict[str, Any]:

@@ -329,10 +329,14 @@ def test_a_failing_step_streams_what_finished_then_raises(lg: Imports) -> None:
 
     def boom(state: State) -> dict[str, Any]:
         lg.get_stream_writer()("before")
-        time.sleep(0.05)  # the sibling finishes first
+        time.sleep(0.3)  # the sibling finishes first
         raise ValueError("x")
 
-    graph = parallel(lg, ("ok", lambda s: {"items": ["ok"]}), ("boom", boom))
+    def ok(state: State) -> dict[str, Any]:
+        time.sleep(0.02)  # after boom's chunk: events come as tasks finish
+        return {"items": ["ok"]}
+
+    graph = parallel(lg, ("ok", ok), ("boom", boom))
     chunks: list[Any] = []
     with pytest.raises(Exception) as err:
         for chunk in graph.stream({"items": []}, thread(), stream_mode=["updates", "tasks", "custom"]):
