@@ -299,7 +299,8 @@ class StepView:
     own); otherwise, when several tasks run, :func:`run_shown` runs the step in a thread and hands them
     over as they come. A step of one task, or a run streaming no task results, emits them at its end.
 
-    ``cp`` is the checkpoint the step starts from, ``replayed`` the ids of the tasks not run again.
+    ``cp`` is the checkpoint the step starts from, ``replayed`` the ids of the tasks not run again (finished,
+    or paused with no answer yet).
     """
 
     def __init__(self, graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, replayed: Collection[str]):
@@ -322,10 +323,11 @@ class StepView:
             self.parts.put(events)
 
     def rest(self, results: Sequence[TaskWrites]) -> list[TaskWrites]:
-        """The results still to emit at the step's end, in task order."""
+        """The results still to emit at the step's end, in task order: those not shown as they finished, and
+        a task still waiting for an answer (not run again: LangGraph's runs and pauses again)."""
         if self.live:
-            return []
-        return [r for r in results if r.task_id not in self.replayed]
+            return [r for r in results if r.interrupts and r.task_id in self.replayed]
+        return [r for r in results if r.interrupts or r.task_id not in self.replayed]
 
 
 def step_view(

@@ -155,6 +155,31 @@ def test_a_resumed_step_replays_the_finished_sibling_as_cached(lg: Imports) -> N
     assert graph.get_state(thread()).values == {"items": ["ask:A", "ok", "join"]}
 
 
+@pytest.mark.parametrize("answered", [("a",), ("a", "b")])
+def test_a_resumed_step_streams_the_request_still_waiting(lg: Imports, answered: tuple[str, ...]) -> None:
+    """LangGraph: a resume that answers some of a step's requests runs the answered tasks and streams the
+    unanswered task's ``__interrupt__`` again (it pauses again), after the cached sibling; one task run again
+    (graphq emits at the step's end) or two (as they finish); graphq dropped it."""
+
+    def asking(name: str) -> Any:
+        return lambda state: {"items": [name + ":" + lg.interrupt(name)]}
+
+    askers = [(name, asking(name)) for name in ("a", "b", "w")]
+    graph = fan_out(lg, *askers, ("ok", sleeping("ok", 0.0)), saver=True)
+    list(graph.stream({"items": []}, thread()))
+    asked = {i.value: i.id for t in graph.get_state(thread()).tasks for i in t.interrupts}
+    answers = {asked[name]: name.upper() for name in answered}
+    chunks = list(graph.stream(lg.Command(resume=answers), thread()))
+    waiting = [name for name in ("a", "b", "w") if name not in answered]
+    assert chunks[0] == {"ok": {"items": ["ok"]}, "__metadata__": {"cached": True}}
+    assert sorted(chunks[1 : 1 + len(answered)], key=str) == [
+        {name: {"items": [f"{name}:{name.upper()}"]}} for name in answered
+    ]
+    assert sorted(i.value for c in chunks[1 + len(answered) :] for i in c["__interrupt__"]) == waiting
+    assert len(chunks) == 1 + len(answered) + len(waiting)
+    assert graph.get_state(thread()).next == tuple(waiting)
+
+
 def test_a_retried_step_replays_the_sibling_that_finished_as_cached(lg: Imports) -> None:
     """LangGraph: ``stream(None, config)`` after a failed step replays the sibling that finished (cached) and
     runs the failed task again."""
