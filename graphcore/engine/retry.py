@@ -27,7 +27,7 @@ from tenacity import (
 )
 from tenacity.wait import wait_base
 
-from graphcore.errors import Cancelled, ConfigError, PermanentError
+from graphcore.errors import Cancelled, ConfigError, ParentCommand, PermanentError
 
 __all__ = ["RetryOn", "RetryPolicy", "default_retry_on"]
 
@@ -102,7 +102,8 @@ class RetryPolicy:
         jitter: add a random pause of 0 to 1 s to each wait, so that many failing tasks do not retry in step.
         retry_on: the errors to retry: an exception class, a tuple (or list) of classes, or a predicate; by
             default :func:`default_retry_on`. Errors that are not ``Exception`` (``Cancelled``,
-            ``KeyboardInterrupt``, ``SystemExit``) are never retried, whatever it says.
+            ``KeyboardInterrupt``, ``SystemExit``) and a node's ``Command(graph=Command.PARENT)`` are never
+            retried, whatever it says.
 
     LangGraph's field names are accepted too (``RetryPolicy(initial_interval=0.1, max_interval=5)``, keyword
     only; the positional order is LangGraph's): they set ``initial_interval_s`` and ``max_interval_s``.
@@ -139,8 +140,11 @@ class RetryPolicy:
         _check_retry_on(self.retry_on)
 
     def should_retry(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is worth another try under this policy (attempts left aside)."""
-        return isinstance(exc, Exception) and _matches(self.retry_on, exc)
+        """Whether ``exc`` is worth another try under this policy (attempts left aside): never a
+        :class:`~graphcore.errors.ParentCommand` (a ``Command.PARENT`` on its way up, as LangGraph's)."""
+        return (
+            isinstance(exc, Exception) and not isinstance(exc, ParentCommand) and _matches(self.retry_on, exc)
+        )
 
     def wait(self) -> wait_base:
         """The tenacity wait strategy: exponential backoff, capped, plus jitter when enabled."""

@@ -125,6 +125,26 @@ def test_a_send_to_the_parent(lg: Imports) -> None:
     assert builder.compile().invoke({"log": ["in"], "n": 0}) == {"log": ["in", "w9"], "n": 0}
 
 
+def test_a_retry_policy_does_not_run_the_node_again(lg: Imports) -> None:
+    """LangGraph: a Command.PARENT is not an error to retry, whatever the node's retry_on says: the node runs
+    once (graphq ran it max_attempts times)."""
+    calls: list[int] = []
+
+    def once(s: State) -> Any:
+        calls.append(1)
+        return lg.Command(graph=lg.Command.PARENT, goto="other", update={"log": ["from sub"]})
+
+    sub = lg.StateGraph(State)
+    policy = lg.RetryPolicy(retry_on=Exception, max_attempts=3, initial_interval=0.01, jitter=False)
+    sub.add_node("sub_node", once, retry_policy=policy)
+    sub.add_edge(lg.START, "sub_node")
+    assert _parent(lg, sub.compile()).invoke({"log": ["in"], "n": 0}) == {
+        "log": ["in", "from sub", "other"],
+        "n": 0,
+    }
+    assert calls == [1]
+
+
 def test_a_node_that_invokes_a_graph_takes_its_command(lg: Imports) -> None:
     """LangGraph: a node calling inner.invoke(...) gets the inner node's Command.PARENT as its own command."""
     inner = _sub(lg, _to_parent(lg), first=False)
