@@ -70,22 +70,22 @@ def test_the_faster_task_s_update_comes_first_while_the_slower_runs(lg: Imports)
 def test_task_results_as_they_finish_values_at_the_step_s_end(lg: Imports) -> None:
     """LangGraph: a step's tasks start together; each task's ``updates`` and ``tasks`` result come as it
     finishes; the step's ``values`` after them, then the next step's start."""
-    graph = fan_out(lg, ("fast", sleeping("fast", 0.01)), ("slow", sleeping("slow", 0.25)), then="join")
+    graph = fan_out(lg, ("a_slow", sleeping("slow", 0.25)), ("b_fast", sleeping("fast", 0.01)), then="join")
     chunks = list(graph.stream({"items": []}, stream_mode=["updates", "tasks", "values"]))
     shapes = [(m, c.get("name", c) if m == "tasks" else c, "result" in c) for m, c in chunks]
     assert shapes == [
         ("values", {"items": []}, False),
-        ("tasks", "fast", False),
-        ("tasks", "slow", False),
-        ("updates", {"fast": {"items": ["fast"]}}, False),
-        ("tasks", "fast", True),
-        ("updates", {"slow": {"items": ["slow"]}}, False),
-        ("tasks", "slow", True),
-        ("values", {"items": ["fast", "slow"]}, False),
+        ("tasks", "a_slow", False),
+        ("tasks", "b_fast", False),
+        ("updates", {"b_fast": {"items": ["fast"]}}, False),
+        ("tasks", "b_fast", True),
+        ("updates", {"a_slow": {"items": ["slow"]}}, False),
+        ("tasks", "a_slow", True),
+        ("values", {"items": ["slow", "fast"]}, False),
         ("tasks", "join", False),
         ("updates", {"join": {"items": ["join"]}}, False),
         ("tasks", "join", True),
-        ("values", {"items": ["fast", "slow", "join"]}, False),
+        ("values", {"items": ["slow", "fast", "join"]}, False),
     ]
 
 
@@ -295,7 +295,7 @@ def test_leaving_after_the_first_result_runs_no_further_step(lg: Imports) -> Non
 def test_a_graph_streamed_inside_a_node_yields_as_its_tasks_finish(lg: Imports) -> None:
     """LangGraph: a graph a node streams (``inner.stream(...)`` in the node) yields its tasks' updates in
     the order they finish too."""
-    inner = fan_out(lg, ("fast", sleeping("fast", 0.01)), ("slow", sleeping("slow", 0.15)))
+    inner = fan_out(lg, ("a_slow", sleeping("slow", 0.15)), ("b_fast", sleeping("fast", 0.01)))
 
     def outer_node(state: State) -> dict[str, Any]:
         return {"items": [next(iter(c)) for c in inner.stream({"items": []})]}
@@ -303,7 +303,7 @@ def test_a_graph_streamed_inside_a_node_yields_as_its_tasks_finish(lg: Imports) 
     builder = lg.StateGraph(State)
     builder.add_node("outer", outer_node)
     builder.add_edge(lg.START, "outer")
-    assert builder.compile().invoke({"items": []}) == {"items": ["fast", "slow"]}
+    assert builder.compile().invoke({"items": []}) == {"items": ["b_fast", "a_slow"]}
 
 
 # --- the tasks start events' metadata ---
