@@ -24,7 +24,8 @@ from graphcore.types import TaskWrites
 
 __all__ = ["NO_CHECKPOINTS", "check_checkpointer", "resumes", "stateful_ns", "store_of", "task_ns"]
 
-_STORE_METHODS = ("put", "get", "list", "put_writes", "get_writes")
+_STORE_METHODS = ("put", "get", "list", "put_writes", "get_writes", "get_writes_and_errors")
+"""The methods of :class:`~graphcore.checkpoints.protocol.CheckpointStore` (``get_state`` reads the last)."""
 
 
 def _from_langgraph(value: Any) -> bool:
