@@ -40,6 +40,7 @@ from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
 from graphcore.engine.run_start import check_thread, empty_input, nothing_to_resume
 from graphcore.engine.runtime import with_context
+from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import run_step
 from graphcore.errors import CheckpointNotFoundError, ConfigError, StepLimitError
@@ -327,10 +328,12 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             finished, resume = resume_plan(finished, answers)
             shown = streaming.step_view(self, modes, cp, finished)  # live: results as tasks finish
             resumed = with_resume(cfg, resume, answers)
+            saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
-            outcome = yield from streaming.run_shown(shown, cp, scope, step)  # under run_scope(scope)
+            outcome = yield from streaming.run_shown(shown, cp, scope, saver.step(step))  # under run_scope
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
-                self._save_writes(scope, cp, [*outcome.results, *failure_entries(outcome.failed)])
+                unsaved = saver.unsaved(outcome.results)
+                self._save_writes(scope, cp, [*unsaved, *failure_entries(outcome.failed)])
                 if modes:  # what finished, and the failure, as LangGraph streams them before raising
                     failed = streaming.failed_events(
                         self, modes, custom, outcome.results, cp, outcome.error, shown
@@ -340,7 +343,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             finished, answers = {}, {}
             paused = [i for r in outcome.results for i in r.interrupts]
             if paused:  # the step does not commit: its finished tasks wait as pending writes (I2)
-                self._save_writes(scope, cp, outcome.results)
+                self._save_writes(scope, cp, saver.unsaved(outcome.results))
                 view = streaming.paused_view(self, cp, outcome.results)
                 events = streaming.paused_events(self, modes, custom, outcome.results, cp, view, shown)
                 yield events, view, paused

@@ -1,0 +1,73 @@
+"""Saving each task's writes of an in-process super-step as the task finishes (I2).
+
+The step job persists each task's writes as it finishes (``run_step``'s ``on_task_done``). A graph run in
+process does the same when it has a store and its step runs more than one task: at the root, and inside a
+node (a subgraph node, ``inner.invoke(...)``, ToolNode's calls), whose store on the queue is the step job's
+fenced sub-store (:mod:`worker.substore`). So a worker killed mid-step leaves the finished tasks' writes
+behind, and when the step job runs that node again its graph replays them instead of running them again.
+
+Nothing is saved per task for a step of one task (a crash runs it again anyway: its writes are saved when
+it pauses or fails, as before), nor under ``durability="exit"`` (LangGraph saves a task's writes then only
+when the run ends: :mod:`graphcore.engine.durability`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.config import Scope
+from graphcore.engine.durability import ExitStore
+from graphcore.engine.step import StepResult
+from graphcore.engine.tries import TaskDone
+from graphcore.types import TaskWrites
+
+__all__ = ["TaskSaver"]
+
+
+class TaskSaver:
+    """Saves the writes of the step after ``cp`` as each of its tasks finishes (or pauses), when the run
+    has a store, is not ``durability="exit"`` and runs ``running`` > 1 tasks in the step; otherwise does
+    nothing.
+
+    Args:
+        scope: where the run checkpoints (its store, thread and namespace).
+        cp: the checkpoint the step starts from (the writes are saved under its id).
+        running: how many tasks the step runs (those not replayed from pending writes).
+    """
+
+    def __init__(self, scope: Scope, cp: Checkpoint, running: int) -> None:
+        store = scope.store
+        self.on = store is not None and running > 1 and not isinstance(store, ExitStore)
+        self.scope, self.cp = scope, cp
+        self.saved: set[str] = set()
+        """Ids of the tasks whose writes this saver stored (added from the tasks' threads)."""
+
+    def step(self, step: Callable[..., StepResult]) -> Callable[..., StepResult]:
+        """``step`` (``run_step`` with its other arguments bound, called as ``step(on_task_done=hook)``)
+        with each finished task's writes saved before ``hook`` sees them; ``step`` itself when off.
+
+        A save that fails (e.g. ``LeaseLostError`` from the queue's fence, a Redis error) fails that task
+        with the save's error, as ``run_step`` records ``on_task_done``'s errors."""
+        if not self.on:
+            return step
+
+        def saving(on_task_done: TaskDone | None = None) -> StepResult:
+            def done(result: TaskWrites) -> None:
+                self._save(result)
+                if on_task_done is not None:
+                    on_task_done(result)
+
+            return step(on_task_done=done)
+
+        return saving
+
+    def unsaved(self, results: Sequence[TaskWrites]) -> list[TaskWrites]:
+        """``results`` without those this saver stored already (what a paused or failed step still saves)."""
+        return [r for r in results if r.task_id not in self.saved]
+
+    def _save(self, result: TaskWrites) -> None:
+        store, scope = self.scope.store, self.scope
+        assert store is not None  # self.on
+        store.put_writes(scope.thread_id, self.cp.id, result, ns=scope.ns)
+        self.saved.add(result.task_id)
