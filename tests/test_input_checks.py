@@ -88,8 +88,12 @@ def test_a_valid_input_is_stored_as_given(client: Client, redis_url: str) -> Non
     result = client.get_run(run_id).result
     assert result is not None
     assert result["seen"] == "amount=int, anything=list, best=int, flag=bool, ratio=int, tags=list"
-    # A reducer other than operator.add takes what it takes: not checked here.
-    assert client.get_run(client.enqueue("typed", {"best": "x"})).input == {"best": "x"}
+    # A reducer other than operator.add is not type-checked, but it folds the input onto its empty value.
+    with pytest.raises(InputTypeError) as info:
+        client.enqueue("typed", {"best": "x"})
+    refusal = "max refused it: '>' not supported between instances of 'str' and 'int'"
+    assert str(info.value) == f"input.best: {refusal}"
+    assert client.get_run(client.enqueue("typed", {"best": 2.5})).input == {"best": 2.5}
 
 
 def test_json_forms_of_datetimes_and_enums_are_stored_as_their_types(client: Client, redis_url: str) -> None:

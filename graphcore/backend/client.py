@@ -144,8 +144,9 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
 
     Checks the run's options (:func:`check_options`), then the input's shape, keys and types against the
     state schema (:func:`graphcore.engine.inputs.check_types`: the record holds the input as given, or with
-    JSON-form values validated into their declared types; a root-channel state's input against its type),
-    that it serializes, and the sizes of the input and of any preset answer (``GRAPHQ_MAX_INPUT_BYTES``).
+    JSON-form values validated into their declared types; a root-channel state's input against its type;
+    each reducer channel's write folded by its reducer onto the channel's empty value), that it serializes,
+    and the sizes of the input and of any preset answer (``GRAPHQ_MAX_INPUT_BYTES``).
 
     Raises:
         UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,

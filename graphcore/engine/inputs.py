@@ -7,8 +7,16 @@ in pydantic's strict mode against its declared type: ``"120"`` is not an ``int``
 carry as its declared type — a datetime, date, time, UUID, Decimal, enum member, tuple or set, given in its
 JSON form (e.g. an ISO string from ``graphq enqueue --input``) — is accepted when its JSON text validates,
 strictly, and that key is stored as the validated value (the datetime, the enum member). Reducer channels
-are checked only for ``operator.add``, whose writes have the channel's type; other reducers take what they
-take. A key whose type pydantic cannot check (e.g. a nested ``typing.TypedDict`` on Python 3.11) is not
+are type-checked only for ``operator.add``, whose writes have the channel's type; other reducers take what
+they take.
+
+Reducers (G2). Each reducer channel's write is then folded by its reducer onto the channel's empty value, as
+a new thread's input is, on a copy: an input the reducer refuses (``add_messages``: a message dict without
+``content``) is refused here rather than failing the run's first step. A custom reducer thus runs once more,
+at enqueue; ``add_messages``' removals are left out of that fold (they name messages of the thread). A
+channel without an empty value (``Annotated[T, r]`` of no builtin ``T``) takes its first write as it is.
+
+A key whose type pydantic cannot check (e.g. a nested ``typing.TypedDict`` on Python 3.11) is not
 checked. A root-channel state's input (``StateGraph(Annotated[list, operator.add])``, ``StateGraph(int)``)
 is checked whole, by the same rules, as the one write it is. A pydantic-model state validates itself, with
 its own config, as nodes will see it; errors about keys the input does not set are ignored (an input is a
@@ -17,6 +25,7 @@ partial update), and the input is stored as given.
 
 from __future__ import annotations
 
+import copy
 import json
 import operator
 import typing
@@ -31,8 +40,9 @@ from graphcore.checkpoints import serde
 from graphcore.engine.channels import LastValue, ReducerChannel
 from graphcore.engine.schema import ROOT, StateSchema
 from graphcore.errors import InvalidUpdateError, PermanentError
+from graphcore.messages import add_messages, coerce_message
 from graphcore.settings import get_settings
-from graphcore.types import Overwrite
+from graphcore.types import START, Overwrite
 
 __all__ = ["InputTooLargeError", "InputTypeError", "check_answer", "check_size", "check_types"]
 
@@ -111,8 +121,17 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
         declared types (datetimes, enums, ...).
 
     Raises:
-        InputTypeError: a value does not match its key's type; the message names its path.
+        InputTypeError: a value does not match its key's type, or its channel's reducer refuses it on the
+            channel's empty value; the message names its path
+            (``input.messages: add_messages refused it: a message dict must have ...``).
     """
+    stored = _typed(schema, value, path)
+    _check_reducers(schema, stored, path)
+    return stored
+
+
+def _typed(schema: StateSchema, value: Any, path: str) -> Any:
+    """The type checks of :func:`check_types`; returns the value to store."""
     if schema.root:
         return _check_root(schema, value, path)
     if not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
@@ -132,6 +151,31 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
         if changed:
             converted[key] = result
     return {**value, **converted} if converted else value
+
+
+def _check_reducers(schema: StateSchema, value: Any, path: str) -> None:
+    """Fold each reducer channel's write onto the channel's empty value (see the module docstring); a
+    value of the wrong shape is left to ``writes_of``."""
+    if not (schema.root or isinstance(value, Mapping | BaseModel)):
+        return
+    for key, write in schema.writes_of(START, value):
+        channel = schema.channels.get(key)
+        if isinstance(channel, ReducerChannel):
+            _fold(channel, key, write, path if key == ROOT else f"{path}.{key}")
+
+
+def _fold(channel: ReducerChannel, key: str, write: Any, where: str) -> None:
+    """``channel``'s update with ``write`` from its empty value, on a copy (``add_messages`` sets ids on the
+    messages it is given); any error of the reducer is the input's."""
+    try:
+        given = copy.deepcopy(write)
+        if channel.reducer is add_messages and not isinstance(given, Overwrite):
+            items = given if isinstance(given, list) else [given]
+            given = [m for m in map(coerce_message, items) if m.type != "remove"]
+        channel.update(key, channel.initial(), [(START, given)])
+    except Exception as exc:
+        name = getattr(channel.reducer, "__name__", repr(channel.reducer))
+        raise InputTypeError(where, f"{name} refused it: {' '.join(str(exc).split())}") from None
 
 
 def _check_root(schema: StateSchema, value: Any, path: str) -> Any:
