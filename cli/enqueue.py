@@ -15,10 +15,9 @@ from cli.inputs import check_ids, parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from cli.progress import ProgressFollower, StepBars, step_columns
 from cli.records import print_waiting, request_json
-from graphcore.backend.client import Client, RunRequest
+from graphcore.backend.client import Client, RunRequest, queue_config
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
-from graphcore.engine.config import merge_config
 from graphcore.errors import ConfigError, PermanentError
 
 __all__ = ["enqueue", "multitask_option", "wait_for_runs"]
@@ -96,7 +95,7 @@ def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None
     if not isinstance(config, dict):
         fail(f"--config: must be a JSON object of run options (got {type(config).__name__})")
     try:
-        named = merge_config(config).thread_id
+        named = queue_config(config).thread_id
     except ConfigError as exc:
         fail(f"--config: {exc}")
     for r, where in requests:

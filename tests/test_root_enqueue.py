@@ -24,10 +24,10 @@ from tests.workflows import root_join, schemas
 WORKFLOWS = "tests.workflows.root_join"
 REGISTRY = Registry({g.name: g for g in (root_join.root_join, schemas.root_int)})
 FINAL = ["x", "r1", 1, "r3", 1]
-KNOWN = (
-    "['callbacks', 'checkpoint_id', 'checkpoint_ns', 'configurable', 'context', 'durability', "
+KNOWN = (  # the queue's options: no run_id, no checkpoint_ns (tests/test_option_lists.py)
+    "['callbacks', 'checkpoint_id', 'configurable', 'context', 'durability', "
     "'max_concurrency', 'max_concurrent_runs', 'max_concurrent_runs_per_tenant', 'max_super_steps', "
-    "'metadata', 'recursion_limit', 'request_timeout_s', 'resume_if_exists', 'run_id', 'run_name', "
+    "'metadata', 'recursion_limit', 'request_timeout_s', 'resume_if_exists', 'run_name', "
     "'run_timeout_s', 'tags', 'thread_id', 'thread_ttl_s']"
 )
 

@@ -37,7 +37,7 @@ from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, s
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
-from graphcore.engine.config import RunConfig, merge_config
+from graphcore.engine.config import ACCEPTED, RunConfig, merge_config
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.inputs import check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
@@ -48,7 +48,12 @@ from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdate
 from graphcore.settings import get_settings
 from graphcore.types import START, Interrupt
 
-__all__ = ["Client", "Guard", "RunRequest", "StepQueue", "check_request"]
+__all__ = ["QUEUE_OPTIONS", "Client", "Guard", "RunRequest", "StepQueue", "check_request", "queue_config"]
+
+QUEUE_OPTIONS: tuple[str, ...] = tuple(k for k in ACCEPTED if k not in ("run_id", "checkpoint_ns"))
+"""The run options a queued run's config may set, as an unknown option's message lists them: the in-process
+ones but ``run_id`` (refused: the queue names each run) and ``checkpoint_ns`` (a queued run is a root run,
+whose namespace is ``""``; tolerated, as LangGraph's configs carry it)."""
 
 
 def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
@@ -186,12 +191,7 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
             process keeps no checkpoint history; two thread ids that differ.
     """
     graph = registry.get(req.workflow)
-    given = merge_config(req.config)
-    if given.run_id is not None:
-        raise ConfigError(
-            f"run option run_id {given.run_id!r}: the queue names each run itself (client.enqueue returns "
-            "the id, graphq enqueue prints it); give none"
-        )
+    given = queue_config(req.config)
     cfg = graph.config_for(given)
     cfg.run_timeout()
     cfg.check_request_timeout()
@@ -202,6 +202,23 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
     thread = keys.validate_id("thread id", _thread_of(req, given) or run_id)
     keys.validate_id("tenant", req.tenant)
     return graph, cfg, run_id, thread
+
+
+def queue_config(config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
+    """``config`` as a queued run's options (:func:`~graphcore.engine.config.merge_config`, an unknown
+    option's message listing :data:`QUEUE_OPTIONS`).
+
+    Raises:
+        ConfigError: see merge_config; ``run_id`` given (the queue names each run: ``client.enqueue``
+            returns the id, ``graphq enqueue`` prints it).
+    """
+    given = merge_config(config, known=QUEUE_OPTIONS)
+    if given.run_id is not None:
+        raise ConfigError(
+            f"run option run_id {given.run_id!r}: the queue names each run itself (client.enqueue returns "
+            "the id, graphq enqueue prints it); give none"
+        )
+    return given
 
 
 def _thread_of(req: RunRequest, given: RunConfig) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import uuid
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +21,7 @@ from graphcore.errors import ConfigError, OutsideRunError
 from graphcore.settings import explain, get_settings
 
 __all__ = [
+    "ACCEPTED",
     "ANSWERS_KEY",
     "NODE_SETTINGS_KEY",
     "RESERVED_PREFIX",
@@ -208,9 +209,16 @@ class RunConfig(BaseModel):
         return self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
 
 
-def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
+def merge_config(
+    *layers: Mapping[str, Any] | RunConfig | None, known: Sequence[str] | None = None
+) -> RunConfig:
     """Merge config layers, later layers winning (C4): tags as an ordered union; metadata and configurable
     key by key; scalar options replaced when set.
+
+    Args:
+        layers: configs, None skipped.
+        known: the options an unknown option's message lists; None: :data:`ACCEPTED`, every key a layer may
+            have (the queue lists fewer: :data:`graphcore.backend.client.QUEUE_OPTIONS`).
 
     Raises:
         ConfigError: an unknown option, a value out of its range or of the wrong type (naming the option,
@@ -224,7 +232,7 @@ def merge_config(*layers: Mapping[str, Any] | RunConfig | None) -> RunConfig:
         data = _dumped(layer) if isinstance(layer, RunConfig) else _graphq_keys(layer)
         unknown = set(data) - set(RunConfig.model_fields)
         if unknown:
-            raise ConfigError(f"unknown run option(s) {sorted(unknown)}; known: {_ACCEPTED}")
+            raise ConfigError(f"unknown run option(s) {sorted(unknown)}; known: {list(known or ACCEPTED)}")
         for key, value in data.items():
             if key in _MERGED and not isinstance(value, _MERGED[key][0]):
                 raise ConfigError(f"run option {key}: must be {_MERGED[key][1]} (got {value!r})")
@@ -284,7 +292,7 @@ def _dumped(cfg: RunConfig) -> dict[str, Any]:
     return data
 
 
-_ACCEPTED = sorted({*RunConfig.model_fields, "recursion_limit", "callbacks"})
+ACCEPTED: tuple[str, ...] = tuple(sorted({*RunConfig.model_fields, "recursion_limit", "callbacks"}))
 """The keys a config layer may have: graphq's options and LangGraph's ``recursion_limit`` and ``callbacks``
 (:func:`_graphq_keys` turns them into options)."""
 
