@@ -92,7 +92,8 @@ def list_runs(
     --tenant, --status and --workflow; --stuck lists the runs whose lease lapsed (an operator's first
     question after an incident). With --chain RUN the runs of RUN's chain in order (with each one's attempt
     and the run it continues), at most --limit of them (the last ones; a note on stderr says when some are
-    left out)."""
+    left out). --output json prints each run's record without its result, which would be one more read per
+    run, maybe large: `runs show RUN -o json` has it."""
     check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     reader = app.reader()
     since = None if schedule is None else _schedule_created(reader, schedule)
@@ -110,7 +111,7 @@ def list_runs(
         return
     records = reader.list_runs(limit, None if where == RunFilter() else where)
     if output == "json":
-        print_json([record_json(r) for r in records])
+        print_json([_listed(r) for r in records])
         return
     rows = [
         (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at)) for r in records
@@ -120,6 +121,13 @@ def list_runs(
         rows,
         no_wrap=("run", "thread", "tenant", "created (UTC)"),
     )
+
+
+def _listed(record: RunRecord) -> dict[str, Any]:
+    """A run as ``runs list -o json`` prints it: its record without ``result`` (``runs show`` reads it)."""
+    listed = record_json(record)
+    del listed["result"]
+    return listed
 
 
 def _schedule_created(reader: Client, name: str) -> datetime:
@@ -143,7 +151,7 @@ def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
         )
         chain = chain[-limit:]
     if output == "json":
-        print_json([record_json(r) for r in chain])
+        print_json([_listed(r) for r in chain])
         return
     print_table(
         ("run", "attempt", "status", "continues", "error", "created (UTC)"),
@@ -165,7 +173,7 @@ def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
 def _list_stuck(found: list[tuple[RunRecord, int]], output: str) -> None:
     """The table (or JSON, with ``lease_lapsed_at``) of ``runs list --stuck``."""
     if output == "json":
-        print_json([record_json(r) | {"lease_lapsed_at": iso_ms(at)} for r, at in found])
+        print_json([_listed(r) | {"lease_lapsed_at": iso_ms(at)} for r, at in found])
         return
     rows = [
         (r.id, r.workflow, r.status.value, r.step, r.tenant, r.worker or "", when(iso_ms(at)))
