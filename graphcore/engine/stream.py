@@ -231,7 +231,7 @@ def _start_events(
         return []
     events: list[Event] = []
     for task in prepare_tasks(graph, cp):
-        payload = task_start_payload(task, cp, task_metadata(labels, graph.nodes[task.node].metadata))
+        payload = task_start_payload(graph, task, cp, task_metadata(labels, graph.nodes[task.node].metadata))
         events += [("tasks", payload)] if "tasks" in modes else []
         events += [_debug(cp.step + 1, "task", payload)] if "debug" in modes else []
     return events
@@ -485,15 +485,23 @@ def update_payload(graph: GraphSpec, r: TaskWrites) -> dict[str, Any]:
 
 
 def task_start_payload(
-    task: Task, cp: Checkpoint, metadata: Mapping[str, Any] | None = None
+    graph: GraphSpec, task: Task, cp: Checkpoint, metadata: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """A task about to run, as the ``tasks`` mode shows it (LangGraph's): id, node name, input, triggers
-    (``branch:to:<node>`` for an edge or router, ``__pregel_push`` for a Send), and ``metadata`` when it is
-    not empty (:func:`task_metadata`)."""
+    (``__pregel_push`` for a Send, else the node's: :func:`_node_triggers`), and ``metadata`` when it is not
+    empty (:func:`task_metadata`)."""
     pending = cp.next_tasks[task.index]
-    triggers = ("__pregel_push",) if pending.send else (f"branch:to:{task.node}",)
+    triggers = ("__pregel_push",) if pending.send else _node_triggers(graph, task.node)
     payload = {"id": task.id, "name": task.node, "input": task.input, "triggers": triggers}
     return {**payload, "metadata": dict(metadata)} if metadata else payload
+
+
+def _node_triggers(graph: GraphSpec, node: str) -> tuple[str, ...]:
+    """The triggers LangGraph names for a task of ``node`` however it was scheduled (edge, router, join,
+    ``Command(goto=...)``): every channel the node listens to, sorted — ``branch:to:<node>``, and
+    ``join:<a>+<b>:<node>`` for each join into it (``add_edge(["a", "b"], node)``, sources as given)."""
+    joins = {f"join:{'+'.join(sources)}:{node}" for _, sources, target in graph.joins if target == node}
+    return tuple(sorted({f"branch:to:{node}", *joins}))
 
 
 def task_metadata(labels: Mapping[str, Any] | None, node_metadata: Mapping[str, Any]) -> dict[str, Any]:
