@@ -159,7 +159,8 @@ def state(
 ) -> None:
     """Show the state of THREAD: the newest checkpoint's values (JSON), or with --history one row per
     checkpoint, newest first: step, checkpoint id, parent (its last 12 characters), branch, source, nodes
-    that wrote, next tasks, created.
+    that wrote, next tasks, created. Each run adds its input checkpoint (source "input", step -1 on a new
+    thread), then one per super-step: a 3-step run shows 4 rows, steps -1..2.
 
     Branches: the thread's first line is "main"; a run started from an older checkpoint (`graphq enqueue
     --thread T --checkpoint ID`) forks it: its first checkpoint has source "fork" and starts branch b1
