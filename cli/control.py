@@ -232,14 +232,15 @@ def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
 @output_option
 @click.pass_obj
 def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
-    """Continue the thread of RUN, a failed or canceled run, from its latest checkpoint in a new run (same
-    workflow, thread, tenant and options; no input), and print the new run's id (--output json: its
-    record, with continued_from_run_id).
+    """Continue RUN: an ended run's thread in a new run, from its latest checkpoint (a failed or canceled
+    run; a completed one only when its thread has tasks left), or a run stopped at a static breakpoint,
+    itself, past that breakpoint.
 
-    A failed step runs again (its finished tasks are kept). A completed run's thread has nothing left to
-    run, so its resume is refused, unless an update (client.update_state with as_node) gave the thread
-    next tasks again. Without a Redis URL, or with --wait, the new run is worked here and its outcome
-    printed like `graphq run`.
+    The new run has RUN's workflow, thread, tenant and options and no input; its id is printed (--output
+    json: its record, with continued_from_run_id). A failed step runs again (its finished tasks are
+    kept). A completed run's thread has tasks left only when an update (client.update_state with as_node)
+    gave it next tasks again; else its resume is refused. Without a Redis URL, or with --wait, the new
+    run is worked here and its outcome printed like `graphq run`.
 
     A run stopped at a static breakpoint (a workflow compiled with interrupt_before / interrupt_after: it
     waits for input with no request) goes on itself instead, past that breakpoint, and its own id is
