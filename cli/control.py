@@ -164,7 +164,8 @@ def answer(
 
     Exit codes: 0 answered (with --wait: completed), 1 failed or canceled, 2 bad input (malformed JSON,
     unknown request id, several requests open and the answer not keyed by their ids, a run not waiting
-    for input: nothing is changed), 3 waiting for input again, 130 interrupted.
+    for input: nothing is changed), 3 waiting for input again, 130 interrupted (Ctrl-C: the run is
+    canceled after its step in flight, as in `graphq run --help`).
     """
     value = parse_input(value_text, "--value")
     try:  # before any Redis is started
@@ -249,7 +250,8 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
 
     Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 refused (the run is
     unknown, queued or running, waits for an answer, went on past its breakpoint already, or its thread
-    has nothing left to run), 3 waiting for input, 130 interrupted.
+    has nothing left to run), 3 waiting for input, 130 interrupted (Ctrl-C: the run is canceled after
+    its step in flight, as in `graphq run --help`).
     """
     client = app.client(local=True)
     new_id = client.resume(run_id)

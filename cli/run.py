@@ -8,7 +8,6 @@ with ``graphq runs answer`` and ``graphq runs resume``, which continue a run the
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from cli.context import AppContext
+from cli.ctrl_c import CtrlC
 from cli.enqueue import multitask_option
 from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
 from cli.inputs import check_ids, make_data_dir, parse_input
@@ -141,16 +141,8 @@ def _at(client: Client, record: RunRecord) -> str:
     return "" if step is None else f" at step {step}"
 
 
-def _stop_requested() -> bool:
-    """Whether RQ saw SIGINT/SIGTERM: its handler then swaps itself for ``request_force_stop``."""
-    handler = signal.getsignal(signal.SIGINT)
-    return getattr(handler, "__name__", "") == "request_force_stop"
-
-
-def _work_once(app: AppContext, url: str, kv: Any, workflow: str) -> tuple[bool, bool]:
-    """One burst of the in-process worker on ``workflow``'s queue only; returns (worked a job, stop
-    requested)."""
-    saved = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+def _work_once(app: AppContext, url: str, kv: Any, workflow: str, ctrl_c: CtrlC) -> bool:
+    """One burst of the in-process worker on ``workflow``'s queue only; returns whether it worked a job."""
     settings = app.settings.model_copy(update={"redis_url": url})
     ends = logging.getLogger("graphq.runs")  # the run's end: this command reports it itself
     level = ends.level
@@ -158,27 +150,21 @@ def _work_once(app: AppContext, url: str, kv: Any, workflow: str) -> tuple[bool,
         ends.setLevel(logging.ERROR)
     try:
         only = Registry({workflow: app.registry.get(workflow)})
-        worked = run_worker(settings, burst=True, registry=only, kv=kv)
-    except SystemExit:  # RQ's cold shutdown: a second Ctrl-C while a step ran
-        return True, True
+        return run_worker(settings, burst=True, registry=only, kv=kv, worker_class=ctrl_c.worker_class())
     finally:
         ends.setLevel(level)
-        stopped = _stop_requested()
-        signal.signal(signal.SIGINT, saved[0])
-        signal.signal(signal.SIGTERM, saved[1])
-    return worked, stopped
 
 
-def _drive(app: AppContext, client: Client, url: str, run: RunRecord) -> bool:
-    """Work the queue until the run ends (or waits for input); returns True when interrupted.
+def _drive(app: AppContext, client: Client, url: str, run: RunRecord, ctrl_c: CtrlC) -> bool:
+    """Work the queue until the run ends (or waits for input); returns True when interrupted (Ctrl-C).
 
     Raises:
         GraphqError: on a Redis of this command only, the queue ran dry while the run was not finished.
     """
     run_id = run.id
     while True:
-        worked, stopped = _work_once(app, url, client.kv, run.workflow)
-        if stopped:
+        worked = _work_once(app, url, client.kv, run.workflow, ctrl_c)
+        if ctrl_c.stop.is_set():
             return True
         record = client.get_run(run_id)
         if record.terminal or record.status == RunStatus.AWAITING_INPUT:
@@ -204,26 +190,45 @@ def follow_and_work(
     """Work ``run``'s steps in this process, printing progress from its events after ``after``, until it
     ends or waits for input; returns its final record.
 
+    Ctrl-C (or SIGTERM): see :mod:`cli.ctrl_c` (the run is canceled after its step in flight; a second
+    Ctrl-C exits at once).
+
     Raises:
-        CliError: interrupted (Ctrl-C or SIGTERM; exit 130), with what is kept and how to continue.
+        CliError: interrupted (exit 130), with how the run is left and how it goes on.
         GraphqError: see :func:`_drive`.
     """
     url = app.url(local=True)
     follower = _Follower(connect(url), run, console, time.monotonic() if started is None else started, after)
     follower.start()
+    ctrl_c = CtrlC(client, run, console)
     try:
-        interrupted = _drive(app, client, url, run)
+        with ctrl_c.installed():
+            interrupted = _drive(app, client, url, run, ctrl_c)
+            ctrl_c.wait()
     finally:
         follower.finish()
     record = client.get_run(run.id)
     if interrupted:
-        fail(
-            f"interrupted: run {run.id} is {record.status.value} after {record.step} step(s); its "
-            "checkpoints and next step job are kept, and any worker on this Redis continues it (on the "
-            f"local data: the next `graphq run {run.workflow}`)",
-            EXIT_INTERRUPTED,
-        )
+        fail(_interrupted(record, ctrl_c.asked), EXIT_INTERRUPTED)
     return record
+
+
+def _interrupted(record: RunRecord, asked: bool) -> str:
+    """The last line of a command stopped by Ctrl-C: how the run is left, and how it goes on."""
+    where = f"run {record.id} is {record.status.value} after {record.step} step(s)"
+    if record.status == RunStatus.CANCELED:
+        return f"interrupted: {where}, checkpoints kept; `graphq runs resume {record.id}` continues it"
+    if record.terminal:
+        return f"interrupted: {where} (it ended in the step in flight)"
+    if asked:  # another worker holds its step (a configured Redis)
+        return (
+            f"interrupted: {where}; cancel requested: the worker holding its step ends it canceled after "
+            "that step"
+        )
+    return (
+        f"interrupted: {where}; its checkpoints and next step job are kept, and any worker on this Redis "
+        f"continues it (on the local data: the next `graphq run {record.workflow}`)"
+    )
 
 
 def _print_json(client: Client, record: RunRecord, waiting: bool) -> None:
@@ -317,8 +322,14 @@ def run(
       graphq run code-inventory --input '{"root": "src"}'
       graphq --workflows mypkg.flows run my-flow --input @input.json
 
+    Ctrl-C (or SIGTERM) cancels the run after its step in flight, and says so at once: the running
+    nodes' cancel tokens are set (a node that checks get_cancel_token() stops early), the run ends
+    canceled with its checkpoints kept (`graphq runs resume RUN` continues it), exit 130. A second
+    Ctrl-C exits 130 at once, cutting the step: the run stays running until crash recovery acts on it
+    (its lease lapses; a worker's reaper, on the local data the next `graphq run`, ends it canceled).
+
     Exit codes: 0 completed, 1 failed or canceled, 2 bad input (also a busy --thread with --multitask
-    reject), 3 waiting for input, 130 interrupted (state kept).
+    reject), 3 waiting for input, 130 interrupted (Ctrl-C; checkpoints kept).
     """
     request = RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant)
     app.registry.get(workflow)

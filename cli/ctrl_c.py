@@ -1,0 +1,119 @@
+"""Ctrl-C while a command works a run in this process (``graphq run``, ``runs answer``, ``runs resume``).
+
+The first Ctrl-C (SIGINT, or SIGTERM) says at once on stderr what happens, cancels the run with
+``interrupt`` (:meth:`graphcore.backend.client.Client.cancel`: the running nodes' cancel tokens are set, the
+step in flight ends and is committed, the run ends Canceled with its checkpoints kept) and lets the
+in-process worker take no further job; the command then ends with exit 130, naming ``graphq runs resume``.
+A second one ends the process at once (exit 130): the step in flight is cut, and the run, left Running, is
+crash recovery's (its lease lapses and a reaper acts on it), as with a killed worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from rich.console import Console
+from rq import SimpleWorker
+
+from cli.errors import EXIT_INTERRUPTED
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunRecord
+
+__all__ = ["CtrlC"]
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_CANCEL_WAIT_S = 10.0
+"""How long the command waits for its cancel request (Redis calls, retried) before it reads the run."""
+
+
+class CtrlC:
+    """This command's handling of Ctrl-C while it works ``run`` (see the module's doc).
+
+    Args:
+        client: the command's client (the cancel request goes through it, from a thread of its own).
+        run: the run the command works.
+        console: where the first Ctrl-C's line goes (stderr).
+    """
+
+    def __init__(self, client: Client, run: RunRecord, console: Console) -> None:
+        self.client, self.run, self.console = client, run, console
+        self.stop = threading.Event()
+        """Set at the first Ctrl-C: the in-process worker takes no further job."""
+        self.asked = False
+        """Whether the cancel request was recorded (the run ended Canceled, or will after its step)."""
+        self._canceling: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[CtrlC]:
+        """Handle SIGINT and SIGTERM here while the block runs (the previous handlers are put back)."""
+        saved = {s: signal.getsignal(s) for s in _SIGNALS}
+        for s in _SIGNALS:
+            signal.signal(s, self._on_signal)
+        try:
+            yield self
+        finally:
+            for s, handler in saved.items():
+                signal.signal(s, handler)
+
+    def worker_class(self) -> type[SimpleWorker]:
+        """The in-process worker's class: RQ's ``SimpleWorker`` that leaves this command's signal handlers
+        in place and takes no job once :attr:`stop` is set."""
+        stop = self.stop
+
+        class ForegroundWorker(SimpleWorker):
+            def _install_signal_handlers(self) -> None:
+                """None: Ctrl-C is this command's (:class:`CtrlC`), not RQ's warm and cold shutdown."""
+
+            def dequeue_job_and_maintain_ttl(
+                self, timeout: int | None, max_idle_time: int | None = None
+            ) -> Any:
+                if stop.is_set():
+                    return None
+                return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+
+        return ForegroundWorker
+
+    def wait(self) -> None:
+        """Wait until the cancel request of the first Ctrl-C is done (at most 10 s); a no-op before it."""
+        if self._canceling is not None:
+            self._canceling.join(_CANCEL_WAIT_S)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.stop.is_set():
+            self._exit_now()
+        self.stop.set()
+        # Not here: a handler must not take the locks (Redis pool, console) the interrupted frame may hold.
+        self._canceling = threading.Thread(target=self._cancel, name="graphq-cancel", daemon=True)
+        self._canceling.start()
+
+    def _cancel(self) -> None:
+        run_id = self.run.id
+        self.console.print(
+            f"stopping: canceling run {run_id} after its step in flight (its nodes are asked to stop); "
+            "Ctrl-C again to stop now",
+            markup=False,
+        )
+        try:
+            self.asked = not self.client.cancel(run_id, interrupt=True).startswith(f"run {run_id} is already")
+        except Exception as exc:
+            self.console.print(f"could not cancel run {run_id}: {type(exc).__name__}: {exc}", markup=False)
+
+    def _exit_now(self) -> None:
+        """End the process now (no Redis call, no lock: only a write to stderr)."""
+        then = "ends it canceled (checkpoints kept; `graphq runs resume` continues it)"
+        if not self.asked:
+            then = "continues it"
+        message = (
+            f"error: interrupted again: stopped at once; run {self.run.id} is left running, its step in "
+            f"flight cut: once its lease lapses (GRAPHQ_LEASE_TTL_S), crash recovery {then}: the reaper of "
+            f"any worker on this Redis (on the local data: the next `graphq run {self.run.workflow}`)\n"
+        )
+        with contextlib.suppress(OSError):
+            os.write(2, message.encode())
+        os._exit(EXIT_INTERRUPTED)  # not sys.exit: the interpreter would wait for the node threads

@@ -1,0 +1,122 @@
+"""Ctrl-C in ``graphq run`` (issue 11 new-user check): a real subprocess on its embedded Redis, real SIGINTs
+sent to its process group (as a terminal does).
+
+The first Ctrl-C says at once what happens, cancels the run after its step in flight (a node that checks its
+cancel token stops early) and exits 130 once the run is canceled with its checkpoints kept, so that
+``graphq runs resume`` completes it. A second one exits 130 at once and leaves the run running for crash
+recovery. Workflow: tests/workflows/ctrl_c.py (``slow`` runs while the test's ``hold`` file exists).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.envs import clean_env
+from tests.workers import Procs, graphq, wait_for
+
+RUN_LINE = re.compile(r"^run ([0-9a-f]{32}): held on thread (\S+)$", re.M)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """No GRAPHQ_REDIS_URL (the embedded Redis, data in tmp_path/data); the nodes' files in tmp_path."""
+    (tmp_path / "hold").touch()
+    return clean_env(
+        GRAPHQ_DATA_DIR=str(tmp_path / "data"),
+        GRAPHQ_WORKFLOWS="tests.workflows.ctrl_c",
+        GRAPHQ_TEST_DIR=str(tmp_path),
+        PYTHONUNBUFFERED="1",
+    )
+
+
+def started_run(procs: Procs, tmp_path: Path, env: dict[str, str], heed: bool) -> tuple[Any, str, str]:
+    """``graphq run held`` started and inside its node ``slow``: (process, run id, thread id)."""
+    proc = procs.start("run", "held", "--input", json.dumps({"heed": heed}), env=env)
+    wait_for(lambda: (tmp_path / "slow-started").exists(), 20, "the slow step to start")
+    match = RUN_LINE.search(procs.logged(proc))
+    assert match is not None, procs.logged(proc)
+    return proc, match[1], match[2]
+
+
+def ctrl_c(proc: subprocess.Popen[bytes]) -> float:
+    """SIGINT to the process group (a terminal's Ctrl-C); returns when it was sent (monotonic)."""
+    os.killpg(proc.pid, signal.SIGINT)
+    return time.monotonic()
+
+
+def said_stopping(procs: Procs, proc: subprocess.Popen[bytes], run_id: str) -> bool:
+    line = f"stopping: canceling run {run_id} after its step in flight (its nodes are asked to stop); "
+    return line + "Ctrl-C again to stop now" in procs.logged(proc).splitlines()
+
+
+def show(run_id: str, env: dict[str, str]) -> Any:
+    done = graphq("runs", "show", run_id, "--output", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_first_ctrl_c_cancels_after_the_step_and_runs_resume_completes_it(
+    procs: Procs, tmp_path: Path, env: dict[str, str]
+) -> None:
+    proc, run_id, thread = started_run(procs, tmp_path, env, heed=True)
+    sent = ctrl_c(proc)
+    wait_for(lambda: said_stopping(procs, proc, run_id), 1.0, "the stopping line")
+    assert proc.wait(10) == 130, procs.logged(proc)
+    took = time.monotonic() - sent
+    assert took < 2.5, took  # the keeper sets the cancel token within 0.5 s; the node stops at it
+    lines = procs.logged(proc).splitlines()
+    assert lines[-1] == (
+        f"error: interrupted: run {run_id} is canceled after 1 step(s), checkpoints kept; "
+        f"`graphq runs resume {run_id}` continues it"
+    ), lines
+    assert "Traceback" not in procs.logged(proc)
+    record = show(run_id, env)
+    assert (record["status"], record["error"]["type"]) == ("canceled", "Canceled"), record
+    history = graphq("state", thread, "--history", "--output", "json", env=env)
+    assert [c["step"] for c in json.loads(history.stdout)] == [0, -1]  # step 0 (first) kept; slow not
+    (tmp_path / "hold").unlink()
+    resumed = graphq("runs", "resume", run_id, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["done"] == ["first", "slow"]
+
+
+def test_second_ctrl_c_exits_at_once_and_leaves_the_run_to_crash_recovery(
+    procs: Procs, tmp_path: Path, env: dict[str, str]
+) -> None:
+    proc, run_id, _ = started_run(procs, tmp_path, env, heed=False)  # slow ignores its cancel token
+    ctrl_c(proc)
+    wait_for(lambda: said_stopping(procs, proc, run_id), 1.0, "the stopping line")
+    time.sleep(0.7)  # the cancel token is set now (the keeper looks every 0.5 s); slow goes on
+    assert proc.poll() is None
+    sent = ctrl_c(proc)
+    assert proc.wait(5) == 130, procs.logged(proc)
+    took = time.monotonic() - sent
+    assert took < 1.0, took
+    assert procs.logged(proc).splitlines()[-1] == (
+        f"error: interrupted again: stopped at once; run {run_id} is left running, its step in flight cut: "
+        "once its lease lapses (GRAPHQ_LEASE_TTL_S), crash recovery ends it canceled (checkpoints kept; "
+        "`graphq runs resume` continues it): the reaper of any worker on this Redis (on the local data: "
+        "the next `graphq run held`)"
+    )
+    record = show(run_id, env)
+    assert (record["status"], record["step"]) == ("running", 1), record
+
+
+def test_run_help_and_readme_say_what_ctrl_c_does(env: dict[str, str]) -> None:
+    done = graphq("run", "--help", env=env)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "Ctrl-C (or SIGTERM) cancels the run after its step in flight, and says so at once" in text
+    assert "A second Ctrl-C exits 130 at once, cutting the step: the run stays running until crash" in text
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert "the first Ctrl-C says so at once on stderr and cancels the run after its step in flight" in readme
+    assert "A second Ctrl-C exits 130 at once, cutting the step: the run stays running until crash" in readme
