@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +50,28 @@ def _fresh_settings() -> Iterator[None]:
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+_PROCESS_WIDE = ("graphq-task-", "graphq-lease-keeper")
+"""Threads started once per process and kept: the steps' task pool, the lease keeper (idle without leases)."""
+
+
+def _is_graphq_loop(thread: threading.Thread) -> bool:
+    """One of graphq's own background threads that a test started and should have stopped."""
+    return thread.name.startswith("graphq-") and not thread.name.startswith(_PROCESS_WIDE)
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_threads() -> Iterator[None]:
+    """Fail a test that leaves one of graphq's background threads (``graphq-*``: heartbeats, lease keepers,
+    housekeeping loops, ...) running: it would go on writing into the next tests' flushed database."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 3.0
+    while stray := [t for t in threading.enumerate() if t not in before and _is_graphq_loop(t)]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the test left threads running: {sorted(t.name for t in stray)}", pytrace=False)
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")
