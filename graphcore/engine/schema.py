@@ -135,21 +135,10 @@ class StateSchema:
         """True for a root-channel state: nodes receive and return the value itself."""
         return ROOT in self.channels
 
-    @property
-    def is_model(self) -> bool:
-        """True when nodes receive a pydantic model instance rather than a dict."""
-        return isinstance(self.schema, type) and issubclass(self.schema, BaseModel)
-
     @functools.cached_property
     def input_keys(self) -> frozenset[str]:
         """The keys the graph's input may set."""
         return _keys(self.input_schema)
-
-    @functools.cached_property
-    def output_keys(self) -> frozenset[str] | None:
-        """The keys of a run's result; None when that is every channel."""
-        keys = _keys(self.output_schema)
-        return None if keys >= set(self.channels) else keys
 
     @functools.cached_property
     def _result_order(self) -> tuple[str, ...]:
