@@ -43,7 +43,6 @@ from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 __all__ = [
     "Task",
     "apply_input",
-    "apply_update",
     "apply_updates",
     "apply_writes",
     "fork",
@@ -420,25 +419,13 @@ def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:
     )
 
 
-def apply_update(
-    graph: GraphSpec, parent: Checkpoint, values: Any, as_node: str, metadata: Mapping[str, Any]
-) -> Checkpoint:
-    """A checkpoint as if node ``as_node`` had returned ``values`` in the step after ``parent`` (C3
-    ``update_state``): the values go through the reducers, the next tasks follow ``as_node``'s edges and
-    routers.
-
-    Raises:
-        InvalidUpdateError: unknown node or keys, or conflicting writes.
-    """
-    return apply_updates(graph, parent, [(as_node, values)], metadata)
-
-
 def apply_updates(
     graph: GraphSpec, parent: Checkpoint, updates: Sequence[tuple[str, Any]], metadata: Mapping[str, Any]
 ) -> Checkpoint:
-    """:func:`apply_update` for several ``(as_node, values)`` updates at once, as one super-step (LangGraph's
-    ``bulk_update_state`` super-step): their writes apply together in order, the next tasks follow each
-    node's edges and routers.
+    """A checkpoint as if each node ``as_node`` had returned its ``values`` in the step after ``parent``
+    (C3 ``update_state``; several at once are LangGraph's ``bulk_update_state`` super-step): the values go
+    through the reducers, their writes apply together in order, the next tasks follow each node's edges and
+    routers.
 
     Raises:
         InvalidUpdateError: unknown node or keys, or conflicting writes.
