@@ -16,14 +16,18 @@ import pytest
 from graphcore import END, START, StateGraph, interrupt
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError, StepLimitError
+from graphcore.settings import Settings
 from graphcore.types import Command
+from tests.test_reaper import lapse
 from tests.workers import ended, graphq, wait_for, work, worker_env
+from worker.lease import Lease
+from worker.reaper import Reaper
 
 REGISTRY = Registry.load(["tests.workflows.breakpoints"])
 
@@ -268,6 +272,25 @@ def test_a_stopped_run_can_be_canceled_and_not_resumed_twice(client: Client) -> 
     assert str(caught.value) == (
         f"run {again} went on past its breakpoint (before ['b']) already (another resume); it is queued now"
     )
+
+
+def test_a_crashed_step_past_a_breakpoint_is_continued_past_it(client: Client) -> None:
+    # The worker running the step a resume let past its breakpoint dies before any task wrote: the
+    # reaper's continuation runs that step, it does not stop at the breakpoint again.
+    run_id = client.enqueue("stops_before", {"items": ["x"]}, thread_id="t")
+    work(client)
+    head = stopped_at(client, run_id, "before", ["b"])
+    client.resume(run_id)
+    run = client.get_run(run_id)
+    lease = Lease(client.kv, "t", run_id, 0.2, 0.1)
+    assert lease.claim(run.step, now_iso(), CANCEL_ERROR.model_dump_json(), "w-dead")[0] == 3
+    lapse(client.kv, "t", run_id)
+    [(_, outcome)] = Reaper(client.kv, Settings()).sweep()
+    assert outcome.verdict == "continued"
+    work(client)
+    new = client.get_run(outcome.detail)
+    assert (new.status, new.result) == (RunStatus.COMPLETED, {"items": ["x", "a", "b", "c"]})
+    assert new.breakpoint == {"when": "before", "nodes": ["b"], "checkpoint_id": head, "continued": True}
 
 
 def test_the_queue_takes_langgraphs_config(client: Client) -> None:
