@@ -14,11 +14,13 @@ from typing import Any
 import click
 
 from cli.context import AppContext
-from cli.inputs import parse_input
+from cli.errors import fail
+from cli.inputs import check_ids, parse_input
 from cli.output import output_option, print_json, print_table, short
 from graphcore import keys
 from graphcore.backend.connection import redact_url
-from graphcore.errors import PermanentError
+from graphcore.engine.inputs import InputTooLargeError
+from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
 from scheduler.api import Schedules, due_time
 from scheduler.cron import parse_zone
 from scheduler.hooks import clock_from_env
@@ -123,6 +125,7 @@ def _fields(opts: dict[str, Any], zone: str) -> dict[str, Any]:
     reads --start and --end without an offset."""
     if opts["thread"] is not None and opts["new_thread"]:
         raise click.UsageError("--thread and --new-thread exclude each other")
+    check_ids(opts["thread"], opts["tenant"])
     parse_zone(zone)
     given = {
         k: opts[k] for k in ("workflow", "cron", "tz", "tenant", "overlap", "catchup") if opts[k] is not None
@@ -139,6 +142,11 @@ def _fields(opts: dict[str, Any], zone: str) -> dict[str, Any]:
     if opts["jitter"] is not None:
         given["jitter_s"] = parse_duration(opts["jitter"], "--jitter")
     return given
+
+
+_INPUT_ERRORS = (InvalidUpdateError, InputTooLargeError, SerializationError)
+"""What :meth:`Schedules.add` / ``update`` raise for an input the workflow refuses (InputTypeError is an
+InvalidUpdateError): reported as ``--input: ...``, as graphq enqueue does."""
 
 
 def _first_fire(app: AppContext, schedule: Schedule) -> str:
@@ -159,7 +167,10 @@ def _first_fire(app: AppContext, schedule: Schedule) -> str:
 def add(app: AppContext, /, name: str, **opts: Any) -> None:
     fields = _fields(opts, opts["tz"])
     app.workflow(opts["workflow"])  # unknown here but published by workers: the message says how to load it
-    schedule = _api(app).add(name, **fields)
+    try:
+        schedule = _api(app).add(name, **fields)
+    except _INPUT_ERRORS as exc:
+        fail(f"--input: {exc}")
     click.echo(f"added schedule {schedule.name}{_first_fire(app, schedule)}")
 
 
@@ -181,7 +192,10 @@ def update(app: AppContext, /, name: str, **opts: Any) -> None:
     fields = _fields(opts, opts["tz"] or api.stored(name).get("tz", "UTC"))
     if "workflow" in fields:
         app.workflow(fields["workflow"])
-    schedule = api.update(name, **fields)
+    try:
+        schedule = api.update(name, **fields)
+    except _INPUT_ERRORS as exc:
+        fail(f"--input: {exc}")
     click.echo(f"updated schedule {schedule.name}{_first_fire(app, schedule).replace('first', 'next')}")
 
 

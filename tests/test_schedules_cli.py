@@ -139,7 +139,9 @@ BAD = [
     (["--catchup-window", "0s"], "error: --catchup-window '0s' is invalid: use a duration above 0"),
     (["--overlap", "sometimes"], "Invalid value for '--overlap'"),
     (["--thread", "t1", "--new-thread"], "--thread and --new-thread exclude each other"),
-    (["--tenant", "a b"], "tenant 'a b' is invalid"),
+    (["--tenant", "a b"], "error: --tenant: tenant 'a b' is invalid"),
+    (["--thread", "a b"], "error: --thread: thread id 'a b' is invalid"),
+    (["--input", '{"n": "x"}'], "error: --input: input.n: Input should be a valid integer (got 'x')"),
     (["--input", "{bad"], "--input"),
     (["--end", "2020-01-01T00:00Z"], "schedule 's1': --end 2020-01-01T00:00:00+00:00 is in the past (now "),
     (
