@@ -25,23 +25,6 @@ from graphcore.checkpoints import serde
 from graphcore.messages import AnyMessage, add_messages
 from graphcore.types import END
 
-__all__ = [
-    "AgentLoopState",
-    "Condition",
-    "Decision",
-    "Spent",
-    "budget_exhausted",
-    "decision_of",
-    "first_of",
-    "has_tool_calls",
-    "is_final_answer",
-    "iteration_exceeds",
-    "latest",
-    "model_turn",
-    "spend",
-    "terminate_requested",
-]
-
 
 @dataclass(frozen=True)
 class Spent:
