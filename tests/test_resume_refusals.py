@@ -52,6 +52,27 @@ def test_two_racing_resumes_of_one_stop_let_it_go_on_once(client: Client, round_
     assert ended(client, run_id).result == {"items": ["x", "a", "b", "c"]}
 
 
+@pytest.mark.parametrize("round_", range(3))
+def test_two_racing_resumes_of_one_ended_run_continue_it_once(client: Client, round_: int) -> None:
+    """Before: both returned a new run id (two continuations of one run, the second unlinked)."""
+    thread = f"ended-{round_}"
+    run_id = client.enqueue("stops_before", {"items": ["x"]}, thread_id=thread)
+    work(client)
+    assert client.cancel(run_id) == "canceled"
+    barrier = threading.Barrier(2)
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda _: resume_or_refusal(client, run_id, barrier), range(2)))
+    new_id = client.get_run(run_id).continued_by_run_id
+    assert sorted(outcomes, key=lambda o: o != new_id) == [
+        new_id,
+        f"run {run_id} was continued by run {new_id} already; its chain goes on from its last run, {new_id} "
+        "(queued): resume that one",
+    ]
+    assert [r.id for r in client.thread_runs(thread)] == [run_id, new_id]
+    work(client)
+    assert ended(client, str(new_id)).result == {"items": ["x", "a", "b", "c"]}
+
+
 def test_a_resume_that_read_one_stop_does_not_pass_the_next(client: Client) -> None:
     """The check is on the stop read, not only the status: a racing resume that read the stop before b
     and commits after the run stopped again before c is refused, and the run stays at c."""

@@ -851,14 +851,11 @@ class Client:
             asked = len(self.requests(run_id)) if run.status == RunStatus.AWAITING_INPUT else 0
             raise not_ended(run, asked)
         if run.continued_by_run_id:
-            last = self.chain(run_id)[-1]
-            raise InvalidUpdateError(
-                f"run {run_id} was continued by run {run.continued_by_run_id} already; its chain goes on "
-                f"from its last run, {last.id} ({last.status.value}): resume that one"
-            )
+            raise self._continued_already(run)
         head = self.checkpoints.get(run.thread_id) if run.status == RunStatus.COMPLETED else None
         if head is not None and not head.next_tasks:  # (a canceled run's resume gets it its result)
             raise nothing_left(run, head)
+        new_id = uuid.uuid4().hex
         request = RunRequest(
             run.workflow,
             None,
@@ -866,10 +863,25 @@ class Client:
             tenant=run.tenant,
             config=run.config,
             continued_from_run_id=run.id,
+            run_id=new_id,
         )
-        new_id = self.enqueue_many([request])[0]
-        self.kv.hsetnx(keys.run(run.thread_id, run.id), "continued_by_run_id", new_id)
+        run_key = keys.run(run.thread_id, run.id)
+        once = Guard(  # the link and the new run in one transaction: of two racing resumes one continues
+            [run_key],
+            lambda pipe: not pipe.hexists(run_key, "continued_by_run_id"),
+            lambda pipe: pipe.hset(run_key, "continued_by_run_id", new_id),
+        )
+        if self.enqueue_guarded([request], once) is None:
+            raise self._continued_already(self.runs.get(run.id, run.thread_id))
         return new_id
+
+    def _continued_already(self, run: RunRecord) -> InvalidUpdateError:
+        """The refusal to resume ``run``, which a new run continues already, naming its chain's last run."""
+        last = self.chain(run.id)[-1]
+        return InvalidUpdateError(
+            f"run {run.id} was continued by run {run.continued_by_run_id} already; its chain goes on "
+            f"from its last run, {last.id} ({last.status.value}): resume that one"
+        )
 
     def _pass_breakpoint(self, run: RunRecord) -> str:
         """Let ``run``, stopped at a breakpoint, go on (its step enqueued again, the stop marked continued).
