@@ -87,7 +87,8 @@ def test_a_request_expires_at_the_next_scan_on_a_worker(
     assert datetime.fromisoformat(done.ended_at or "").timestamp() * 1000 >= deadline
     assert redis_client.exists(INDEX) == 0
     assert redis_client.hexists(keys.run(run.thread_id, run_id), DEADLINE_FIELD) == 0
-    assert redis_client.get(keys.thread_active(run.thread_id)) is None  # handed over like other ends
+    # handed over like other ends: by the scan right after it closed the run (a moment later, not with it)
+    wait_for(lambda: redis_client.get(keys.thread_active(run.thread_id)) is None, 5, "the hand-over")
     *_, last = read_events(redis_client, run.thread_id, run_id)
     assert (last.mode, last.step, last.data) == (
         "status",
