@@ -68,6 +68,7 @@ def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> 
     execute = pipeline.execute
 
     def execute_keeping_claim(raise_on_error: bool = True) -> list[Any]:
+        del pipeline.execute  # this one call: the pipeline and this closure would hold each other
         replies: list[Any] = execute(raise_on_error=False)
         ahead.reply = replies[index]
         if raise_on_error:
