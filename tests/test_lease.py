@@ -80,9 +80,9 @@ def test_a_keeper_tick_between_the_commit_and_the_step_end_is_not_a_loss(
     ticks: list[bool] = []
 
     def commit_then_tick(
-        self: CommitScript, stage: Any, script_keys: list[str], argv: list[Any], what: str
+        self: CommitScript, script_keys: list[str], argv: list[Any], what: str, stage: Any = None
     ) -> None:
-        commit(self, stage, script_keys, argv, what)
+        commit(self, script_keys, argv, what, stage)
         keeper = worker.lease._keeper(self.kv, FAST_KEEPER["heartbeat_interval_s"])
         for lease in [x for x in list(keeper.leases) if x.key == script_keys[1]]:
             keeper._tick(lease)

@@ -1,19 +1,24 @@
-"""The fenced commit of a super-step (I1, R3): one MULTI holding ``commit_step.lua`` and the next job.
+"""The fenced commit of a super-step (I1, R3): one call of ``commit_step.lua``, which also enqueues the next
+step's RQ job.
 
 The script checks the fence — this worker's lease token, the run's step, a non-terminal status — and only
-then writes the checkpoint, advances the run and appends the step's events. The RQ enqueue of the next
-step rides in the same MULTI. When the fence refuses, that job is still queued, and harmless: its claim
-finds the run at another step and skips it. One round trip per commit, no WATCH.
+then writes the checkpoint, advances the run, appends the step's events and enqueues the job of the next
+step (the job hash exactly as RQ's enqueue writes it, built by RQ: :meth:`worker.queue.RQStepQueue.prepare`).
+When the fence refuses, nothing is written, no job either. One round trip per commit, no WATCH, no MULTI
+(a commit that also prunes the thread's previous head, without history, R5, sends the prune beside it in
+one MULTI).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from redis.exceptions import NoScriptError
 
 from graphcore import keys
+from graphcore.backend.admission import PreparedJob
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import source
 from graphcore.backend.store import KeyIndex, plan_argv
@@ -23,7 +28,7 @@ from graphcore.errors import AppendConflictError, LeaseLostError
 
 __all__ = ["CommitScript", "Completion", "StepCommit"]
 
-_FIXED_KEYS = 11
+_FIXED_KEYS = 15
 
 
 @dataclass
@@ -54,6 +59,8 @@ class StepCommit:
         drop_lease: give the lease back in the commit (the next step's job may take it at once).
         drop_writes: delete the step's pending writes and answers (they are in the checkpoint now).
         completes: set when the commit ends the run (see :class:`Completion`).
+        next_job: the next step's RQ job, enqueued by the commit (None: the run has no next step, or the
+            commit starts the run and its first step's job is queued already).
     """
 
     run_fields: dict[str, str] = field(default_factory=dict)
@@ -62,10 +69,11 @@ class StepCommit:
     drop_lease: bool = False
     drop_writes: bool = False
     completes: Completion | None = None
+    next_job: PreparedJob | None = None
 
 
 class CommitScript:
-    """``commit_step.lua``, loaded once per process and run with EVALSHA inside a MULTI."""
+    """``commit_step.lua``, loaded once per process and run with EVALSHA."""
 
     def __init__(self, kv: Any) -> None:
         self.kv = kv
@@ -82,14 +90,15 @@ class CommitScript:
         plan: Plan,
         extra: StepCommit,
         thread_ttl_s: float | None = None,
-    ) -> tuple[list[str], list[str | bytes]]:
+    ) -> tuple[list[str], list[Any]]:
         """KEYS and ARGV for the script (see its header for the layout); ``thread_ttl_s``: the run's
         thread TTL (K3), None = none."""
         index = KeyIndex(_FIXED_KEYS + 1)
         flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
         flags += "C" if extra.completes is not None else ""
+        flags += "J" if extra.next_job is not None else ""
         member = keys.lease_member(thread, run_id)
-        argv: list[str | bytes] = [lease.token, str(step), cp_id, plan.record, flags or "-", member]
+        argv: list[Any] = [lease.token, str(step), cp_id, plan.record, flags or "-", member]
         argv += [ttl_arg(thread_ttl_s), thread]
         argv += plan_argv(plan, index)
         argv += [str(len(extra.run_fields))] + [x for pair in extra.run_fields.items() for x in pair]
@@ -98,6 +107,10 @@ class CommitScript:
         for mode, event_step, data in extra.events:
             fields = encode_event(mode, event_step, data)
             argv += [fields["mode"], fields["step"], fields["data"]]
+        job = extra.next_job
+        if job is not None:
+            argv += [job.job_id, job.step_member, str(len(job.fields))]
+            argv += [x for pair in job.fields.items() for x in pair]
         if extra.completes is not None:
             done = extra.completes
             argv += [
@@ -119,12 +132,20 @@ class CommitScript:
             keys.thread_keys(thread),
             keys.retention(),
             keys.thread_runs(thread),
+            *_job_keys(job),
         ]
         assert len(fixed) == _FIXED_KEYS
         return fixed + index.keys, argv
 
-    def run(self, stage_rest: Any, script_keys: list[str], argv: list[str | bytes], what: str) -> str:
-        """EVALSHA in a MULTI together with whatever ``stage_rest(pipe)`` queues (the next job).
+    def run(
+        self,
+        script_keys: list[str],
+        argv: list[Any],
+        what: str,
+        stage_rest: Callable[[Any], None] | None = None,
+    ) -> str:
+        """EVALSHA the script; with ``stage_rest``, inside a MULTI together with what ``stage_rest(pipe)``
+        queues (the prune of a commit without history).
 
         Returns:
             ``"ok"``; ``"canceled"`` when a completing commit ended its run Canceled (a cancel request was
@@ -136,11 +157,7 @@ class CommitScript:
                 (plan again with ``may_append=False``).
         """
         for _ in range(2):
-            pipe = self.kv.pipeline(transaction=True)
-            pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode
-            pipe.evalsha(self.sha, len(script_keys), *script_keys, *argv)
-            stage_rest(pipe)
-            reply = pipe.execute(raise_on_error=False)[0]
+            reply = self._call(script_keys, argv, stage_rest)
             if isinstance(reply, NoScriptError):  # Redis restarted and lost its script cache
                 self.sha = self.kv.script_load(source("commit_step"))
                 continue
@@ -153,6 +170,27 @@ class CommitScript:
                 raise LeaseLostError(f"commit of {what} rejected: {_REASONS[verdict]}")
             return verdict
         raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
+
+    def _call(self, script_keys: list[str], argv: list[Any], stage_rest: Callable[[Any], None] | None) -> Any:
+        """The script's reply, or the error it replied with (a NoScriptError to load it and call again)."""
+        if stage_rest is None:
+            try:
+                return self.kv.evalsha(self.sha, len(script_keys), *script_keys, *argv)
+            except NoScriptError as exc:
+                return exc
+        pipe = self.kv.pipeline(transaction=True)
+        pipe.multi()
+        pipe.evalsha(self.sha, len(script_keys), *script_keys, *argv)
+        stage_rest(pipe)
+        return pipe.execute(raise_on_error=False)[0]
+
+
+def _job_keys(job: PreparedJob | None) -> list[str]:
+    """KEYS[12..15] of the script: the next step's job hash, its queue, RQ's set of queues and the index of
+    unclaimed step jobs; without a job, that index four times (the script writes them only with a job)."""
+    if job is None:
+        return [keys.steps_index()] * 4
+    return [job.job_key, job.queue_key, job.queues_key, keys.steps_index()]
 
 
 _REASONS = {"lease": "lease no longer held", "finished": "run already finished", "step": "run moved on"}

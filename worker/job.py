@@ -7,8 +7,8 @@ Flow of ``step_job(run, thread, k)``:
 3. Step 0 only: apply the input and commit the input checkpoint (so that task ids are stable, I2).
 4. Load the head checkpoint and the pending writes of tasks that finished in an earlier attempt (I2).
 5. Run the remaining tasks; persist each task's writes as it finishes, fenced by the lease token.
-6. Commit (:mod:`worker.commit`): in one MULTI, a Lua compare-and-set on (run, step, lease token) writes
-   the checkpoint, advances the run and appends events, beside the enqueue of step ``k+1`` (I1, R3).
+6. Commit (:mod:`worker.commit`): one Lua compare-and-set on (run, step, lease token) writes the
+   checkpoint, advances the run, appends events and enqueues the job of step ``k+1`` (I1, R3).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import logging
 import time
 import traceback
 import weakref
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from rq import get_current_job
@@ -224,21 +225,47 @@ def _end(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, er
     ends.warning("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
 
 
-def _config(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> RunConfig:
-    """The run's config (fixed for each attempt of the run — a run started again by the reaper may pin
-    where it starts — so built once per attempt and process)."""
+@dataclass(frozen=True)
+class _Attempt:
+    """What is fixed for one attempt of a run (a run started again by the reaper may pin where it starts),
+    built once per attempt and process: its config, and when its run timeout falls (R15: counted from
+    the run's creation, queue included).
+
+    Attributes:
+        cfg: the run's config.
+        limit_s: its run timeout, seconds (:func:`graphcore.backend.runs.run_timeout_s`).
+        deadline: ``time.time()`` at which it times out.
+        stop: how a step still running at ``deadline`` ends the run (Canceled, ``RunTimeout``).
+    """
+
+    cfg: RunConfig
+    limit_s: float
+    deadline: float
+    stop: Stop
+
+
+def _attempt(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> _Attempt:
+    """The run's :class:`_Attempt`, from this process's cache."""
     key = f"{run.id}:{run.attempt}"
-    cfg = ctx.configs.get(key)
-    if cfg is None:
+    fixed = ctx.configs.get(key)
+    if fixed is None:
         cfg = graph.config_for({**run.config, "thread_id": run.thread_id, "run_id": run.id})
-        ctx.configs.put(key, cfg)
-    return cfg
+        limit = run_timeout_s(run, cfg)
+        message = (
+            f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option run_timeout_s) "
+            "while its step was running"
+        )
+        stop = Stop(RunStatus.CANCELED, RunError(type="RunTimeout", message=message))
+        fixed = _Attempt(cfg, limit, datetime.fromisoformat(run.created_at).timestamp() + limit, stop)
+        ctx.configs.put(key, fixed)
+    return fixed
 
 
 def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None) -> str:
     graph = ctx.registry.get(run.workflow)
-    cfg = _config(ctx, graph, run)
-    timeout = _timed_out(run, cfg)
+    attempt = _attempt(ctx, graph, run)
+    cfg = attempt.cfg
+    timeout = _timed_out(run, attempt)
     if timeout is not None:
         _end(ctx, run, lease, RunStatus.CANCELED, timeout)
         return "canceled: run timeout"
@@ -269,7 +296,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     def emit(task: Any, chunk: Any) -> None:  # a node's stream write waits out a Redis outage
         _event(ctx, run, lease, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
 
-    lease.limit(*_deadline(ctx, graph, run, cfg, cp))
+    lease.limit(*_deadline(graph, attempt, cp))
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     on_done = persist if len(cp.next_tasks) > 1 else None
     timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
@@ -301,32 +328,24 @@ def _check_limit(run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:
         raise step_limit_error(limit, cp)
 
 
-def _timed_out(run: RunRecord, cfg: RunConfig) -> RunError | None:
+def _timed_out(run: RunRecord, attempt: _Attempt) -> RunError | None:
     """The timeout error when the run is older than its run timeout (R15: from creation, queue included)."""
-    limit = run_timeout_s(run, cfg)
-    age = (datetime.now(UTC) - datetime.fromisoformat(run.created_at)).total_seconds()
-    if age <= limit:
+    now = time.time()
+    if now <= attempt.deadline:
         return None
+    age = now - (attempt.deadline - attempt.limit_s)
     return RunError(
         type="RunTimeout",
-        message=f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option "
+        message=f"run exceeded run_timeout_s={attempt.limit_s:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option "
         f"run_timeout_s) after {age:.1f} s",
     )
 
 
-def _deadline(
-    ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, cfg: RunConfig, cp: Checkpoint
-) -> tuple[float, Stop, int]:
+def _deadline(graph: CompiledGraph, attempt: _Attempt, cp: Checkpoint) -> tuple[float, Stop, int]:
     """When the step is given up if still running, how the run then ends, and the step's thread number
     (item 5 of issue 8): at the run's deadline (R15, Canceled), or earlier when every task's node has a
     timeout and no retry policy (G10, Failed at the longest of them)."""
-    limit = run_timeout_s(run, cfg)
-    at = datetime.fromisoformat(run.created_at).timestamp() + limit
-    message = (
-        f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option run_timeout_s) "
-        "while its step was running"
-    )
-    stop = Stop(RunStatus.CANCELED, RunError(type="RunTimeout", message=message))
+    at, stop = attempt.deadline, attempt.stop
     specs = [graph.nodes[t.node] for t in cp.next_tasks]
     if specs and all(s.timeout_s is not None and s.retry is None for s in specs):
         slowest = max(specs, key=lambda s: s.timeout_s or 0.0)
@@ -596,7 +615,6 @@ def _commit(
     *,
     may_append: bool,
     writes_of: str,
-    next_run: RunRecord | None = None,
     drop: Sequence[str] = (),
 ) -> str:
     """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any; retried
@@ -616,11 +634,11 @@ def _commit(
     """
     store = ctx.store(run.workflow)
 
-    def stage_next(pipe: Any) -> None:
-        if next_run is not None:
-            ctx.queue.stage(pipe, next_run)
-        if plan.prune is not None:  # no history (R5): drop the previous head, if the commit applies
-            stage_prune(ctx.kv, pipe, run.thread_id, "", cp.id, plan.prune)
+    def stage_prune_of(plan: Plan) -> Callable[[Any], None] | None:
+        if plan.prune is None:
+            return None
+        prune = plan.prune  # no history (R5): drop the previous head, if the commit applies
+        return lambda pipe: stage_prune(ctx.kv, pipe, run.thread_id, "", cp.id, prune)
 
     if extra.drop_lease:
         lease.dropping()  # the keeper must not take the key this commit deletes for a lost lease
@@ -630,7 +648,8 @@ def _commit(
             run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra, run.thread_ttl_s
         )
         try:
-            verdict = outlast(ctx.commit.run, stage_next, script_keys, argv, f"run {run.id} step {run.step}")
+            what = f"run {run.id} step {run.step}"
+            verdict = outlast(ctx.commit.run, script_keys, argv, what, stage_prune_of(plan))
             break
         except AppendConflictError:
             if not append:
@@ -695,14 +714,12 @@ def _commit_step(
     events: list[tuple[str, int, Any]] = [("updates", cp.step, update_payload(graph, r)) for r in results]
     events.append(("values", cp.step, {"checkpoint_id": cp.id}))
     fields = {"head": cp.id, "step": str(run.step + 1)}
-    next_run = None
-    completes = None
+    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending)
     if cp.next_tasks:
-        next_run = run.model_copy(update={"step": run.step + 1})
+        extra.next_job = ctx.queue.prepare(run.model_copy(update={"step": run.step + 1}))
     else:
         # The result is the head checkpoint's values; it is read from there, not stored twice (I4).
-        completes = Completion(cp.step, now_iso(), _LAST_STEP_CANCEL.model_dump_json())
-    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending, completes)
+        extra.completes = Completion(cp.step, now_iso(), _LAST_STEP_CANCEL.model_dump_json())
     # The run's head is the thread's head (one active run per thread, I3), so its logs may grow in place,
     # unless it is a fork: a fork shares its source's logs, which have usually grown on the first branch
     # (the append guard would refuse; this saves the round trip).
@@ -714,17 +731,16 @@ def _commit_step(
         extra,
         may_append=parent.id == run.head and parent.source != "fork",
         writes_of=parent.id,
-        next_run=next_run,
         drop=_subgraphs_of(ctx, run, parent),
     )
     run.step += 1
-    if next_run is None:
+    if extra.completes is not None:
         _release_thread(ctx, run)
         if verdict != "canceled":  # a cancel that won keeps them (X4)
             _after_completion(ctx, run, cp)
     if verdict == "canceled":
         return "canceled: a cancel request arrived during the last step (its checkpoint is kept)"
-    return "completed" if next_run is None else f"committed step {run.step}"
+    return "completed" if extra.completes is not None else f"committed step {run.step}"
 
 
 _LAST_STEP_CANCEL = CANCEL_ERROR.model_copy(

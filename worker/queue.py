@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -101,6 +102,7 @@ class RQStepQueue:
         self.kv = kv
         self.settings = settings or get_settings()
         self.queues: dict[str, Queue] = {}
+        self._shapes: dict[tuple[str, int], dict[str, Any]] = {}
 
     def queue(self, workflow: str) -> Queue:
         """The RQ queue of ``workflow``."""
@@ -135,13 +137,30 @@ class RQStepQueue:
         }
 
     def prepare(self, run: RunRecord) -> PreparedJob:
-        """The job of ``run``'s step ``run.step`` exactly as :meth:`stage` (RQ's ``enqueue_call``) writes it —
-        built by RQ's own ``create_job`` and ``Job.to_dict`` — for the admission script, which writes it when
-        it admits the run (R8): the job hash, its id pushed on the workflow's queue, the queue in RQ's set."""
+        """The job of ``run``'s step ``run.step`` exactly as :meth:`stage` (RQ's ``enqueue_call``) writes it,
+        for the scripts that write it: admission, when it admits the run (R8), and the commit of the step
+        before (:mod:`worker.commit`): the job hash, its id pushed on the workflow's queue, the queue in RQ's
+        set, the job in the index of unclaimed step jobs.
+
+        The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow and
+        result TTL (a step's commit prepares a job on its hot path, P1); each job then gets its own id,
+        arguments (``data``: RQ's ``Job.data``, compressed as ``to_dict`` compresses it), description and
+        timestamps."""
         queue = self.queue(run.workflow)
-        job = queue.create_job(STEP_FUNC, **self._options(run), status=JobStatus.QUEUED)
-        job.enqueued_at = rq_now()
-        return PreparedJob(job.key, queue.key, queue.redis_queues_keys, job.id, job.to_dict())
+        options = self._options(run)
+        shape = self._shapes.get((run.workflow, options["result_ttl"]))
+        if shape is None:
+            job = queue.create_job(STEP_FUNC, **options, status=JobStatus.QUEUED)
+            job.enqueued_at = rq_now()
+            shape = self._shapes[(run.workflow, options["result_ttl"])] = job.to_dict()
+        stamp = utcformat(rq_now())
+        data = zlib.compress(JSONSerializer.dumps((STEP_FUNC, None, options["args"], {})))  # type: ignore[no-untyped-call]
+        fields = shape | {"created_at": stamp, "data": data, "description": options["description"]}
+        fields["enqueued_at"] = stamp
+        job_id = options["job_id"]
+        member = keys.step_member(run.thread_id, run.id, run.step)
+        job_key = StepJob.key_for(job_id)
+        return PreparedJob(job_key, queue.key, queue.redis_queues_keys, job_id, member, fields)
 
     def timestamp(self) -> str:
         """Now, as RQ writes a job's ``enqueued_at``."""

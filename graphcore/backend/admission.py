@@ -66,6 +66,8 @@ class PreparedJob:
         queue_key: the RQ queue list the job id is pushed on.
         queues_key: RQ's set of queues.
         job_id: the job's id (deterministic per run and step, R2).
+        step_member: the job's member of the index of unclaimed step jobs
+            (:func:`graphcore.keys.step_member`).
         fields: the job hash, field → value, as ``Job.save`` writes it.
     """
 
@@ -73,6 +75,7 @@ class PreparedJob:
     queue_key: str
     queues_key: str
     job_id: str
+    step_member: str
     fields: Mapping[str, Any]
 
 
@@ -157,7 +160,7 @@ def stage_admit(pipe: Any, kv: Any, queue: AdmissionQueue, run: RunRecord) -> No
         job.queue_key,
         job.queues_key,
         job.job_id,
-        keys.step_member(run.thread_id, run.id, run.step),
+        job.step_member,
         *(x for pair in job.fields.items() for x in pair),
     ]
     stage(pipe, "admission", _FIXED, args)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
+import os
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -20,8 +21,7 @@ CheckpointSource = Literal["input", "loop", "fork", "update"]
 
 def new_checkpoint_id() -> str:
     """A new checkpoint id: 32 hex digits, time-ordered (UUIDv7-like: ms timestamp then random)."""
-    ms = int(datetime.now(UTC).timestamp() * 1000)
-    return f"{ms:012x}{uuid.uuid4().hex[:20]}"
+    return f"{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
 
 
 @dataclass

@@ -39,6 +39,7 @@
 -- a slot already: its job is enqueued); release → 'freed', 'withdrawn', 'none', 'busy'; expire →
 -- 'expired', 'dropped' (ended meanwhile), 'early', 'gone'; fill → 'filled'.
 --#include events
+--#include enqueue
 local SEP = '\0'
 local op = ARGV[1]
 local t = redis.call('TIME')
@@ -112,11 +113,8 @@ local function joined_pass(tenant)
 end
 
 local function enqueue(e)
-  redis.call('SADD', e.queues, e.queue)
-  redis.call('HSET', e.job, unpack(e.fields))
+  enqueue_job(e.job, e.queue, e.queues, KEYS[11], e.job_id, e.step, now_ms, e.fields)
   redis.call('HSET', e.job, 'enqueued_at', ARGV[5])
-  redis.call('RPUSH', e.queue, e.job_id)
-  redis.call('ZADD', KEYS[11], now_ms, e.step)
 end
 
 local function unwait(member, e)

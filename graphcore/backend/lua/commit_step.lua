@@ -1,18 +1,21 @@
 -- The fenced commit of one super-step (I1, R3): everything below happens only while the caller holds the
 -- run's lease and the run is still at the expected step and not finished; otherwise nothing is written.
--- It runs inside the caller's MULTI, beside the enqueue of the next step's RQ job.
+-- With flag 'J' it also enqueues the next step's RQ job (_enqueue.lua), so that a commit and the job of the
+-- step after it are written together or not at all, in one call.
 -- KEYS[1] run hash, KEYS[2] lease, KEYS[3] checkpoint hash, KEYS[4] history list, KEYS[5] events stream,
 -- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8] lease index, KEYS[9] the thread's key set,
--- KEYS[10] the retention index, KEYS[11] the thread's run set (K3), KEYS[12..] channel value hashes and log
--- lists (by index)
+-- KEYS[10] the retention index, KEYS[11] the thread's run set (K3), KEYS[12] the next step's RQ job hash,
+-- KEYS[13] its RQ queue, KEYS[14] RQ's set of queues, KEYS[15] the index of unclaimed step jobs (KEYS[12..15]
+-- are written only with flag 'J'), KEYS[16..] channel value hashes and log lists (by index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
 -- ARGV[5] flags: 'L' drop the lease (and its entry in the lease index), 'W' drop pending writes and
--- answers; ARGV[6] the run's member of the lease index; ARGV[7] the run's thread TTL in ms ('' = none),
+-- answers, 'J' enqueue the next step's job, 'C' complete the run; ARGV[6] the run's member of the lease index; ARGV[7] the run's thread TTL in ms ('' = none),
 -- ARGV[8] the thread id; then sections, each a count first:
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
--- then, with flag 'C' (the commit completes the run): the step of its status event, the data of a
+-- then, with flag 'J': the job's id, its member of KEYS[15], n × (field, value) of the job hash (a count
+-- first); or, with flag 'C' (the commit completes the run): the step of its status event, the data of a
 -- 'completed' status event, the data of a 'canceled' one, the cancel error record (JSON), ended_at. A cancel
 -- acknowledged before this commit wins (X1): the run ends Canceled, its checkpoint kept, never Completed.
 -- The plan's sections (values, appends) and their append guard are written by _plan.lua.
@@ -36,6 +39,7 @@ if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return refuse('step') end
 --#include plan
 --#include retain
 --#include events
+--#include enqueue
 local i = write_plan(9, ARGV[3], ARGV[4])
 if not i then return 'log' end
 local function count()
@@ -54,16 +58,24 @@ if string.find(ARGV[5], 'W', 1, true) then
 end
 if ARGV[7] ~= '' then
   if refresh_due(KEYS[9], tonumber(ARGV[7])) then
-    for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 12)}) do
+    for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 16)}) do
       redis.call('SADD', KEYS[9], k)
     end
     refresh(KEYS[9], KEYS[10], KEYS[11], ARGV[8], tonumber(ARGV[7]))
   else
-    retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 12))
+    retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 16))
   end
 else
   forget(KEYS[9], KEYS[10], KEYS[11], ARGV[8])  -- a run without a TTL keeps its thread
-  retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 12))  -- no set: one PTTL
+  retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 16))  -- no set: one PTTL
+end
+if string.find(ARGV[5], 'J', 1, true) then
+  local t = redis.call('TIME')
+  local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local job_id, step_member, n = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local fields = {unpack(ARGV, i + 3, i + 2 + 2 * n)}
+  enqueue_job(KEYS[12], KEYS[13], KEYS[14], KEYS[15], job_id, step_member, now_ms, fields)
+  return 'ok'
 end
 if not string.find(ARGV[5], 'C', 1, true) then return 'ok' end
 local verdict, data = 'completed', ARGV[i + 1]
