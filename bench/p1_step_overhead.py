@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,7 +37,9 @@ from worker.queue import RQStepQueue, StepJob, queue_name
 
 STEPS = 300
 WARMUP_STEPS = 60
-REPEATS = 7
+REPEATS = 11
+"""Repetitions (each runs every case once, in rotated order): this machine's slow stretches make single
+repetitions' ratios range over about ±0.1, their median over 11 about ±0.03."""
 TARGET = 1.25
 BARE_QUEUE = "bench-bare"
 STEP_QUEUE = "bench-steps"
@@ -165,6 +168,16 @@ def measure(n: int = STEPS, repeats: int = REPEATS) -> dict[str, list[float]]:
     return samples
 
 
+def _spread(name: str, ratios: list[float]) -> None:
+    """Print how much the repetitions' own ratios vary (lowest, quartiles, highest): the median's noise."""
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    print(
+        f"{name} spread: per-repetition ratios {min(ratios):.2f} to {max(ratios):.2f} "
+        f"(quartiles {q1:.2f} to {q3:.2f}, {len(ratios)} repetitions)",
+        flush=True,
+    )
+
+
 def run() -> list[Row]:
     """Run P1; prints ``P1 ratio=…`` (vs bare jobs), ``P1metrics ratio=…`` (metrics on, vs the same bare
     jobs) and ``P1chain ratio=…`` (vs chained bare jobs)."""
@@ -176,6 +189,7 @@ def run() -> list[Row]:
     summary("P1", vs_bare, TARGET)
     summary("P1metrics", on, TARGET)
     summary("P1chain", vs_chain, TARGET)
+    _spread("P1", [o / b for o, b in zip(samples["ours"], samples["bare"], strict=True)])
     what = f"no-op step job, {STEPS}-node chain, per job"
     return [
         Row("P1", what + " vs bare RQ job", fmt_ms(ours), fmt_ms(bare), vs_bare, TARGET),
