@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +34,7 @@ __all__ = [
     "burst",
     "ended",
     "graphq",
+    "job_as_rq_reads_it",
     "line_count",
     "rq_states",
     "wait_for",
@@ -198,3 +200,10 @@ class Procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+def job_as_rq_reads_it(fields: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """An RQ job hash as RQ reads it: its ``data`` decompressed (RQ's ``Job.restore``: ``zlib.decompress``;
+    graphq compresses with a smaller window than RQ, the same data), its timestamps left out."""
+    stamps = {b"created_at", b"enqueued_at"}
+    return {k: zlib.decompress(v) if k == b"data" else v for k, v in fields.items() if k not in stamps}
