@@ -7,15 +7,18 @@ import pytest
 import redis
 from rq.job import Job
 
+import worker.job
 from graphcore import keys
 from graphcore.backend.client import Client
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.checkpoints.layout import Plan
+from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input
 from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
 from tests.workers import job_as_rq_reads_it
-from worker.commit import StepCommit
+from worker.commit import CommitScript, StepCommit
 from worker.context import WorkerContext, set_context
 from worker.job import step_job
 from worker.lease import Lease
@@ -84,3 +87,120 @@ def test_a_refused_commit_enqueues_no_job(client: Client, redis_client: redis.Re
     assert (after.status, after.step, after.head) == (RunStatus.QUEUED, 0, None)
     assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") == b"1"
     assert redis_client.get(lease.key) == b"another-worker"
+
+
+def committing(ctx: WorkerContext, run_id: str, step: int) -> str:
+    """Run ``run_id``'s step ``step`` in this process (no RQ worker) after emptying the counter's queue."""
+    ctx.kv.delete(f"rq:queue:{queue_name(ctx.settings.queue, 'counter')}")
+    return step_job(run_id, run_id, step)
+
+
+@pytest.fixture
+def ctx(redis_client: redis.Redis, redis_url: str) -> WorkerContext:
+    context = WorkerContext.build(redis_client, Settings(redis_url=redis_url), REGISTRY)
+    set_context(context)
+    return context
+
+
+def test_a_commit_whose_reply_was_lost_pushes_its_job_once(
+    client: Client, ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit applies, its reply is lost (a connection error), the retry is recognised ('again'):
+    the step is committed and its next job queued once, nothing counted as refused."""
+    call = CommitScript._call
+    replies: list[object] = []
+
+    def losing_the_first_reply(self: CommitScript, *args: object) -> object:
+        replies.append(call(self, *args))  # type: ignore[arg-type]
+        if len(replies) == 2:  # the input checkpoint's commit went through; lose the step's reply
+            raise redis.ConnectionError("reply lost")
+        return replies[-1]
+
+    monkeypatch.setattr(CommitScript, "_call", losing_the_first_reply)
+    run_id = client.enqueue("counter", {"limit": 3})
+    assert committing(ctx, run_id, 0) == "committed step 1"
+    assert replies == [b"ok", b"ok", b"again"]
+    assert queued(ctx.kv, ctx.settings) == [step_job_id(run_id, 1).encode()]
+    assert ctx.kv.hget(keys.run(run_id, run_id), "refused:commit") is None
+
+
+def test_a_lost_reply_retried_after_the_next_step_committed_is_recognised(
+    client: Client, ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit replayed once the run moved on (its reply was lost, another worker ran the next step):
+    'again' (its checkpoint's record exists), not a refusal, and no job pushed again."""
+    run = CommitScript.run
+    sent: list[tuple[list[str], list[object]]] = []
+
+    def recording(self: CommitScript, script_keys: list[str], argv: list[object], *rest: object) -> str:
+        sent.append((script_keys, argv))
+        return run(self, script_keys, argv, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(CommitScript, "run", recording)
+    run_id = client.enqueue("counter", {"limit": 3})
+    assert committing(ctx, run_id, 0) == "committed step 1"
+    assert committing(ctx, run_id, 1) == "committed step 2"
+    ctx.kv.delete(f"rq:queue:{queue_name(ctx.settings.queue, 'counter')}")
+    script_keys, argv = sent[1]  # step 0's commit (sent[0]: the input checkpoint's)
+    assert run(ctx.commit, script_keys, argv, "the replay") == "again"  # type: ignore[arg-type]
+    assert queued(ctx.kv, ctx.settings) == []
+    assert ctx.kv.hget(keys.run(run_id, run_id), "refused:commit") is None
+    assert client.get_run(run_id).step == 2
+
+
+def test_each_commit_pushes_one_job_without_history(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """GRAPHQ_ENABLE_CHECKPOINTING=false: the commit and its prune go in one MULTI; each step still queues
+    exactly its next job, and the thread keeps one checkpoint."""
+    ctx = WorkerContext.build(
+        redis_client, Settings(redis_url=redis_url, enable_checkpointing=False), REGISTRY
+    )
+    set_context(ctx)
+    run_id = client.enqueue("counter", {"limit": 3})
+    for step in (0, 1):
+        assert committing(ctx, run_id, step) == f"committed step {step + 1}"
+        assert queued(redis_client, ctx.settings) == [step_job_id(run_id, step + 1).encode()]
+    assert committing(ctx, run_id, 2) == "completed"
+    assert queued(redis_client, ctx.settings) == []
+    assert redis_client.llen(keys.history(run_id)) == 1
+
+
+def test_a_commit_planned_again_after_an_append_conflict_pushes_one_job(
+    client: Client, ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The append guard refuses the first plan (a log grew on another branch): nothing written, the commit
+    is planned again without appends and applies, with one job for the next step."""
+    plan = worker.job._plan
+    tried: list[bool] = []
+
+    def racing(ctx_: WorkerContext, run: RunRecord, cp: Checkpoint, may_append: bool, drop: object) -> Plan:
+        planned = plan(ctx_, run, cp, may_append, drop)  # type: ignore[arg-type]
+        tried.append(may_append and bool(planned.appends))
+        if tried[-1]:
+            ctx_.kv.rpush(planned.appends[0].key, b"another branch")
+        return planned
+
+    run_id = client.enqueue("counter", {"limit": 3})
+    assert committing(ctx, run_id, 0) == "committed step 1"
+    monkeypatch.setattr(worker.job, "_plan", racing)
+    assert committing(ctx, run_id, 1) == "committed step 2"
+    assert tried == [True, False]
+    assert queued(ctx.kv, ctx.settings) == [step_job_id(run_id, 2).encode()]
+    monkeypatch.undo()
+    assert committing(ctx, run_id, 2) == "completed"
+    assert client.get_run(run_id).result == {"n": 3, "limit": 3, "log": ["bump1", "bump2", "bump3"]}
+
+
+def test_each_job_has_its_runs_result_ttl(client: Client, ctx: WorkerContext) -> None:
+    """The job hash's shape is made once per workflow; the result and failure TTLs are each run's (K3: no
+    longer than its thread TTL)."""
+    short = client.enqueue("counter", {"limit": 3}, config={"thread_ttl_s": 100})
+    default = client.enqueue("counter", {"limit": 3}, thread_id="other")
+    assert committing(ctx, short, 0) == "committed step 1"
+    ctx.kv.delete(f"rq:queue:{queue_name(ctx.settings.queue, 'counter')}")
+    assert step_job(default, "other", 0) == "committed step 1"
+    keep = str(ctx.settings.result_ttl_s).encode()
+    for run_id, ttl in ((short, b"100"), (default, keep)):
+        job = ctx.kv.hgetall(Job.key_for(step_job_id(run_id, 1)))
+        assert (job[b"result_ttl"], job[b"failure_ttl"]) == (ttl, ttl)

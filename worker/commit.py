@@ -93,6 +93,7 @@ class CommitScript:
     ) -> tuple[list[str], list[Any]]:
         """KEYS and ARGV for the script (see its header for the layout); ``thread_ttl_s``: the run's
         thread TTL (K3), None = none."""
+        assert extra.next_job is None or extra.completes is None, "a commit completes its run or goes on"
         index = KeyIndex(_FIXED_KEYS + 1)
         flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
         flags += "C" if extra.completes is not None else ""

@@ -102,7 +102,7 @@ class RQStepQueue:
         self.kv = kv
         self.settings = settings or get_settings()
         self.queues: dict[str, Queue] = {}
-        self._shapes: dict[tuple[str, int], dict[str, Any]] = {}
+        self._shapes: dict[str, dict[str, Any]] = {}
 
     def queue(self, workflow: str) -> Queue:
         """The RQ queue of ``workflow``."""
@@ -137,26 +137,31 @@ class RQStepQueue:
         }
 
     def prepare(self, run: RunRecord) -> PreparedJob:
-        """The job of ``run``'s step ``run.step`` exactly as :meth:`stage` (RQ's ``enqueue_call``) writes it,
-        for the scripts that write it: admission, when it admits the run (R8), and the commit of the step
-        before (:mod:`worker.commit`): the job hash, its id pushed on the workflow's queue, the queue in RQ's
-        set, the job in the index of unclaimed step jobs.
+        """The job of ``run``'s step ``run.step`` as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
+        reads it, for the scripts that write it: admission, when it admits the run (R8), and the commit of
+        the step before (:mod:`worker.commit`): the job hash, its id pushed on the workflow's queue, the queue
+        in RQ's set, the job in the index of unclaimed step jobs.
 
-        The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow and
-        result TTL (a step's commit prepares a job on its hot path, P1); each job then gets its own id,
-        arguments (``data``: RQ's ``Job.data``, zlib-compressed as ``to_dict`` stores it, see
-        :func:`_compressed`), description and timestamps."""
+        The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow (a
+        step's commit prepares a job on its hot path, P1); each job then gets its own id, arguments
+        (``data``: RQ's ``Job.data``, zlib-compressed, see :func:`_compressed`), description, result and
+        failure TTLs, and timestamps: ``created_at`` and ``enqueued_at`` are both now, when it is prepared
+        (a commit retried through a Redis outage writes the time of its first try)."""
         queue = self.queue(run.workflow)
         options = self._options(run)
-        shape = self._shapes.get((run.workflow, options["result_ttl"]))
+        shape = self._shapes.get(run.workflow)
         if shape is None:
             job = queue.create_job(STEP_FUNC, **options, status=JobStatus.QUEUED)
             job.enqueued_at = rq_now()
-            shape = self._shapes[(run.workflow, options["result_ttl"])] = job.to_dict()
+            shape = self._shapes[run.workflow] = job.to_dict()
         stamp = utcformat(rq_now())
         data = _compressed(JSONSerializer.dumps((STEP_FUNC, None, options["args"], {})))  # type: ignore[no-untyped-call]
         fields = shape | {"created_at": stamp, "data": data, "description": options["description"]}
-        fields["enqueued_at"] = stamp
+        fields |= {
+            "enqueued_at": stamp,
+            "result_ttl": options["result_ttl"],
+            "failure_ttl": options["failure_ttl"],
+        }
         job_id = options["job_id"]
         member = keys.step_member(run.thread_id, run.id, run.step)
         job_key = StepJob.key_for(job_id)

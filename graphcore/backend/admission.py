@@ -59,7 +59,8 @@ SEP = "\0"
 @dataclass(frozen=True)
 class PreparedJob:
     """What RQ's enqueue of a step job writes, built with RQ's own ``Job`` and ``Queue`` (by the worker
-    package, :meth:`worker.queue.RQStepQueue.prepare`), for the admission script to write when it admits.
+    package, :meth:`worker.queue.RQStepQueue.prepare`), for the scripts that write it: admission, when it
+    admits a run, and a step's commit (``commit_step.lua``), for the next step.
 
     Attributes:
         job_key: the job's hash (``rq:job:<id>``).

@@ -29,9 +29,10 @@ MULTITASK_POLICIES: tuple[Multitask, ...] = ("reject", "enqueue")
 
 
 class StepQueue(AdmissionQueue, Protocol):
-    """Puts step jobs on the queue, inside the caller's MULTI pipeline (the worker package provides the
-    RQ one): :meth:`stage` for a run that holds its slot (its next step), and what admission needs to
-    enqueue the first step job of a run it admits (:class:`~graphcore.backend.admission.AdmissionQueue`)."""
+    """Puts step jobs on the queue (the worker package provides the RQ one): :meth:`stage`, inside the
+    caller's MULTI pipeline, for a step job queued again by hand (the reaper's re-enqueue of a lost job),
+    and what the scripts that write a step job need (:class:`~graphcore.backend.admission.AdmissionQueue`:
+    admission's first step job of a run, a commit's next step job)."""
 
     def stage(self, pipe: Any, run: RunRecord) -> None:
         """Queue the job of ``run``'s step number ``run.step`` on ``pipe``."""

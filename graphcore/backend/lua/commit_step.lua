@@ -9,8 +9,9 @@
 -- are written only with flag 'J'), KEYS[16..] channel value hashes and log lists (by index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
 -- ARGV[5] flags: 'L' drop the lease (and its entry in the lease index), 'W' drop pending writes and
--- answers, 'J' enqueue the next step's job, 'C' complete the run; ARGV[6] the run's member of the lease index; ARGV[7] the run's thread TTL in ms ('' = none),
--- ARGV[8] the thread id; then sections, each a count first:
+-- answers, 'J' enqueue the next step's job, 'C' complete the run (never both); ARGV[6] the run's member
+-- of the lease index; ARGV[7] the run's thread TTL in ms ('' = none), ARGV[8] the thread id; then
+-- sections, each a count first:
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
@@ -24,10 +25,13 @@
 -- Without one, a thread that has a TTL (from an earlier run) loses it: a run without a TTL keeps it (the
 -- keys written still join the key set the thread had, so that a later run with a TTL expires them too).
 -- Returns 'ok'; 'canceled' (flag 'C' and the run had a cancel request); 'again' when this very commit was
--- applied before (the run's head is its checkpoint: a retry after a reply lost in a Redis outage); or why
--- the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
+-- applied before (a retry after a reply lost in a Redis outage: the run's head is its checkpoint, or the
+-- checkpoint's record exists, which only this commit writes, when the next step committed meanwhile); or
+-- why the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
 -- 'refused:commit', I1), or 'log' (an append guard).
-if redis.call('HGET', KEYS[1], 'head') == ARGV[3] then return 'again' end
+if redis.call('HGET', KEYS[1], 'head') == ARGV[3] or redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then
+  return 'again'
+end
 local function refuse(why)
   if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'refused:commit', 1) end
   return why
