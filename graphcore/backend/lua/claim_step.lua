@@ -20,15 +20,17 @@
 redis.call('ZREM', KEYS[5], ARGV[9])
 local run = redis.call('HGETALL', KEYS[1])
 if #run == 0 then return {0, run} end
-local status = redis.call('HGET', KEYS[1], 'status')
-local step = redis.call('HGET', KEYS[1], 'step')
+local field = {}  -- the fields read below, from the reply (no call of their own)
+for i = 1, #run, 2 do field[run[i]] = run[i + 1] end
+local status, step = field['status'], field['step']
 if status == 'completed' or status == 'failed' or status == 'canceled' or step ~= ARGV[3] then
   return {1, run}
 end
 -- The same claim again (same token: its reply was lost in a Redis outage and the worker retried): its own.
-if redis.call('GET', KEYS[2]) == ARGV[1] then return {3, run} end
-if redis.call('ZSCORE', KEYS[4], ARGV[7]) or redis.call('EXISTS', KEYS[2]) == 1 then return {2, run} end
-if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
+local holder = redis.call('GET', KEYS[2])
+if holder == ARGV[1] then return {3, run} end
+if holder or redis.call('ZSCORE', KEYS[4], ARGV[7]) then return {2, run} end
+if field['cancel'] then
   redis.call('HSET', KEYS[1], 'status', 'canceled', 'ended_at', ARGV[4], 'error', ARGV[5])
   run_event(KEYS[3], KEYS[1], 'status', step, ARGV[6])
   return {4, redis.call('HGETALL', KEYS[1])}

@@ -29,17 +29,19 @@
 -- checkpoint's record exists, which only this commit writes, when the next step committed meanwhile); or
 -- why the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
 -- 'refused:commit', I1), or 'log' (an append guard).
-if redis.call('HGET', KEYS[1], 'head') == ARGV[3] or redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then
-  return 'again'
-end
+local run = redis.call('HMGET', KEYS[1], 'head', 'status', 'step')
+if run[1] == ARGV[3] then return 'again' end
 local function refuse(why)
   if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'refused:commit', 1) end
   return why
 end
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return refuse('lease') end
-local status = redis.call('HGET', KEYS[1], 'status')
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then return 'again' end  -- applied; the run moved on
+  return refuse('lease')
+end
+local status = run[2]
 if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return refuse('finished') end
-if redis.call('HGET', KEYS[1], 'step') ~= ARGV[2] then return refuse('step') end
+if run[3] ~= ARGV[2] then return refuse('step') end
 --#include plan
 --#include retain
 --#include events
@@ -49,8 +51,12 @@ if not i then return 'log' end
 local function count()
   local n = tonumber(ARGV[i]); i = i + 1; return n
 end
-for _ = 1, count() do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
-for _ = 1, count() do redis.call('HDEL', KEYS[1], ARGV[i]); i = i + 1 end
+local n = count()
+if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, i, i + 2 * n - 1)) end
+i = i + 2 * n
+n = count()
+if n > 0 then redis.call('HDEL', KEYS[1], unpack(ARGV, i, i + n - 1)) end
+i = i + n
 for _ = 1, count() do xadd_event(KEYS[5], ARGV[i], ARGV[i + 1], ARGV[i + 2]); i = i + 3 end
 if string.find(ARGV[5], 'L', 1, true) then
   redis.call('DEL', KEYS[2])
