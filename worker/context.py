@@ -30,7 +30,8 @@ class WorkerContext:
     queue: RQStepQueue
     commit: CommitScript
     stores: dict[str, RedisCheckpointStore] = field(default_factory=dict)
-    configs: LRU = field(default_factory=LRU)
+    attempts: LRU = field(default_factory=LRU)
+    """``run_id:attempt`` → what is fixed for that attempt of the run (:class:`worker.job._Attempt`)."""
     worker_id: str = ""
     """This worker's id in the worker registry (set by :func:`worker.process.run_worker`)."""
 

@@ -31,7 +31,15 @@ from graphcore.backend.events import encode_event
 from graphcore.backend.expiry import DEADLINE_FIELD, deadline_fields, request_deadline
 from graphcore.backend.lua import script
 from graphcore.backend.retention import keep_result, remove_after_completion, subgraph_keys
-from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso, run_timeout_s
+from graphcore.backend.runs import (
+    CANCEL_ERROR,
+    RunError,
+    RunRecord,
+    RunStatus,
+    now_iso,
+    run_timeout_error,
+    run_timeout_s,
+)
 from graphcore.backend.store import stage_prune
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints import serde
@@ -247,17 +255,13 @@ class _Attempt:
 def _attempt(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> _Attempt:
     """The run's :class:`_Attempt`, from this process's cache."""
     key = f"{run.id}:{run.attempt}"
-    fixed = ctx.configs.get(key)
+    fixed = ctx.attempts.get(key)
     if fixed is None:
         cfg = graph.config_for({**run.config, "thread_id": run.thread_id, "run_id": run.id})
         limit = run_timeout_s(run, cfg)
-        message = (
-            f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option run_timeout_s) "
-            "while its step was running"
-        )
-        stop = Stop(RunStatus.CANCELED, RunError(type="RunTimeout", message=message))
+        stop = Stop(RunStatus.CANCELED, run_timeout_error(limit, "while its step was running"))
         fixed = _Attempt(cfg, limit, datetime.fromisoformat(run.created_at).timestamp() + limit, stop)
-        ctx.configs.put(key, fixed)
+        ctx.attempts.put(key, fixed)
     return fixed
 
 
@@ -265,7 +269,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     graph = ctx.registry.get(run.workflow)
     attempt = _attempt(ctx, graph, run)
     cfg = attempt.cfg
-    timeout = _timed_out(run, attempt)
+    timeout = _timed_out(attempt)
     if timeout is not None:
         _end(ctx, run, lease, RunStatus.CANCELED, timeout)
         return "canceled: run timeout"
@@ -328,17 +332,12 @@ def _check_limit(run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:
         raise step_limit_error(limit, cp)
 
 
-def _timed_out(run: RunRecord, attempt: _Attempt) -> RunError | None:
+def _timed_out(attempt: _Attempt) -> RunError | None:
     """The timeout error when the run is older than its run timeout (R15: from creation, queue included)."""
     now = time.time()
     if now <= attempt.deadline:
         return None
-    age = now - (attempt.deadline - attempt.limit_s)
-    return RunError(
-        type="RunTimeout",
-        message=f"run exceeded run_timeout_s={attempt.limit_s:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option "
-        f"run_timeout_s) after {age:.1f} s",
-    )
+    return run_timeout_error(attempt.limit_s, f"after {now - (attempt.deadline - attempt.limit_s):.1f} s")
 
 
 def _deadline(graph: CompiledGraph, attempt: _Attempt, cp: Checkpoint) -> tuple[float, Stop, int]:

@@ -30,7 +30,7 @@ from graphcore import keys
 from graphcore.backend import published
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script, stage
-from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso, run_timeout_s
+from graphcore.backend.runs import RunError, RunRecord, RunStore, now_iso, run_timeout_error, run_timeout_s
 from graphcore.errors import RunNotFoundError
 from graphcore.settings import Settings, tenant_weights
 
@@ -206,12 +206,10 @@ def waiting_deadline_ms(kv: Any, run: RunRecord) -> int | None:
 
 def timeout_error(run: RunRecord, now_s: float) -> RunError:
     """The error of a run whose run timeout passed while it waited for a slot (R15)."""
-    limit = run_timeout_s(run)
     age = now_s - datetime.fromisoformat(run.created_at).timestamp()
-    return RunError(
-        type="RunTimeout",
-        message=f"run exceeded run_timeout_s={limit:g} s (GRAPHQ_RUN_TIMEOUT_S or the run option "
-        f"run_timeout_s) after {age:.1f} s, queued: it waited for a slot (GRAPHQ_MAX_CONCURRENT_RUNS, "
+    return run_timeout_error(
+        run_timeout_s(run),
+        f"after {age:.1f} s, queued: it waited for a slot (GRAPHQ_MAX_CONCURRENT_RUNS, "
         "GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT or its workflow's max_concurrent_runs) and never started",
     )
 

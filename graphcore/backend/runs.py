@@ -33,6 +33,7 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "now_iso",
+    "run_timeout_error",
     "run_timeout_s",
 ]
 
@@ -181,6 +182,13 @@ class RunRecord(BaseModel):
             run_timeout_s=float(text["run_timeout_s"]) if text.get("run_timeout_s") else None,
             thread_ttl_s=float(text["thread_ttl_s"]) if text.get("thread_ttl_s") else None,
         )
+
+
+def run_timeout_error(limit_s: float, when: str) -> RunError:
+    """The error of a run past its run timeout of ``limit_s`` seconds (R15, :func:`run_timeout_s`);
+    ``when`` says at what point it was found (``after 12.3 s``, ``while its step was running``, ...)."""
+    setting = "GRAPHQ_RUN_TIMEOUT_S or the run option run_timeout_s"
+    return RunError(type="RunTimeout", message=f"run exceeded run_timeout_s={limit_s:g} s ({setting}) {when}")
 
 
 def run_timeout_s(run: RunRecord, cfg: RunConfig | None = None) -> float:
