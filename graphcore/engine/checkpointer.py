@@ -28,9 +28,8 @@ _STORE_METHODS = ("put", "get", "list", "put_writes", "get_writes", "get_writes_
 """The methods of :class:`~graphcore.checkpoints.protocol.CheckpointStore` (``get_state`` reads the last)."""
 
 
-def _from_langgraph(value: Any) -> bool:
-    """Whether ``value`` is a LangGraph checkpointer, or the class of one."""
-    cls = value if isinstance(value, type) else type(value)
+def _from_langgraph(cls: type[Any]) -> bool:
+    """Whether ``cls`` is a LangGraph class (a checkpointer's, or one deriving from it)."""
     return any(c.__module__.split(".")[0] == "langgraph" for c in cls.__mro__)
 
 
@@ -47,7 +46,7 @@ def check_checkpointer(value: Any) -> CheckpointStore | bool | None:
         return value
     cls = value if isinstance(value, type) else type(value)
     kind = f"{cls.__module__}.{cls.__qualname__}"
-    if _from_langgraph(value):
+    if _from_langgraph(cls):
         raise CheckpointerError(
             f"compile(checkpointer=...): {kind} is a LangGraph checkpointer; graphq keeps its checkpoints in "
             "its own stores: use graphcore.InMemorySaver() in process (graphq's workers keep theirs in Redis)"
