@@ -87,9 +87,9 @@ def entry_graph(ep: EntryPoint) -> CompiledGraph:
         raise ConfigError(f"cannot load workflow entry point {ep.name} = {ep.value}: {exc}") from exc
     if not isinstance(graph, CompiledGraph):
         raise ConfigError(f"entry point {ep.name} = {ep.value} is not a compiled graph")
-    if subgraph_only(graph):
+    if why := subgraph_only(graph):
         raise ConfigError(
-            f"entry point {ep.name} = {ep.value} names a graph {subgraph_only(graph)}: it runs only inside "
+            f"entry point {ep.name} = {ep.value} names a graph {why}: it runs only inside "
             "a parent graph; name the parent graph, or compile this one without checkpointer"
         )
     if not graph.named:
