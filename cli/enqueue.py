@@ -15,7 +15,7 @@ from cli.inputs import check_ids, parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from cli.progress import ProgressFollower, StepBars, step_columns
 from cli.records import print_waiting, request_json
-from graphcore.backend.client import Client, RunRequest, queue_config
+from graphcore.backend.client import Client, RunRequest, check_request, queue_config
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
 from graphcore.errors import ConfigError, PermanentError
@@ -115,14 +115,15 @@ def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None
 def _checked(client: Client, requests: Sequence[Checked]) -> list[RunRequest]:
     """Validate every run before anything is written (its options, then its input); a bad one fails naming
     the option or line at fault (exit 2). A fork's checkpoint must exist on its thread (the client checks
-    it, however the checkpoint_id is given)."""
+    it, however the checkpoint_id is given). The input is checked without Redis (:func:`check_request`):
+    the options' Redis reads (history kept, the fork's checkpoint) are made once here, not twice."""
     for request, where, options_where in requests:
         try:
             client.check_options(request)
         except PermanentError as exc:
             fail(f"{options_where}: {exc}")
         try:
-            client.check(request)
+            check_request(client.registry, request)
         except PermanentError as exc:
             fail(f"{where}: {exc}")
     return [request for request, *_ in requests]
