@@ -36,15 +36,14 @@ class StepResult:
         failed: every task that failed and its error, in task order (empty when all succeeded).
     """
 
-    def __init__(
-        self,
-        results: list[TaskWrites],
-        error: Exception | None,
-        failed: Sequence[tuple[Task, Exception]] = (),
-    ) -> None:
+    def __init__(self, results: list[TaskWrites], failed: Sequence[tuple[Task, Exception]] = ()) -> None:
         self.results = results
-        self.error = error
         self.failed = failed
+
+    @property
+    def error(self) -> Exception | None:
+        """The first failure in task order (see the class docstring), None when all succeeded."""
+        return self.failed[0][1] if self.failed else None
 
 
 def _call(step: Step, task: Task) -> TaskWrites:
@@ -186,4 +185,4 @@ def _collect(tasks: Sequence[Task], outcomes: Mapping[str, TaskWrites | Exceptio
             failed.append((task, outcome))
         else:
             results.append(outcome)
-    return StepResult(results, failed[0][1] if failed else None, failed)
+    return StepResult(results, failed)
