@@ -97,9 +97,9 @@ def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
     open_requests = reader.requests(run_id)
     if output == "json":
         print_json([request_json(r) for r in open_requests])
-    elif not open_requests and at_breakpoint(record):
+    elif not open_requests and (stop := at_breakpoint(record)):
         click.echo(
-            f"{at_breakpoint(record)}, with no open requests; let it go on with "
+            f"{stop}, with no open requests; let it go on with "
             f"`{graphq_prefix()} runs resume {run_id}`",
             err=True,
         )
