@@ -278,8 +278,9 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         """
         parent, task = current_scope(), current_task_or_none()
         if self.checkpointer not in (None, True) or parent is None or task is None:
-            cfg = self.config_for(config) if task is not None else outside_any_task(self.config_for(config))
-            if task is None:  # a root run: a checkpointer needs a thread (LangGraph's ValueError)
+            cfg = self.config_for(config)
+            if task is None:  # a root run: no namespace, and a checkpointer needs a thread (LangGraph's)
+                cfg = outside_any_task(cfg)
                 check_thread(self.checkpointer, self.defaults, config)
             store = store_of(self.checkpointer, parent is not None and task is not None)
             return cfg, Scope(store, cfg.thread_id or "", "")
