@@ -258,6 +258,8 @@ def outside_any_task(cfg: RunConfig) -> RunConfig:
     return cfg.model_copy(update={"checkpoint_ns": "", "checkpoint_id": None})
 
 
+_DEFAULTS = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()}
+"""Each option's default value (only compared: :func:`passed_on` drops dict keys left at it)."""
 _TASK_KEY = f"{RESERVED_PREFIX}task_id"
 _TASK_IDS = ("thread_id", "checkpoint_id", "checkpoint_ns", "run_id")
 
@@ -272,8 +274,7 @@ def passed_on(config: Mapping[str, Any] | RunConfig | None) -> Mapping[str, Any]
     if isinstance(config, RunConfig):
         data = _dumped(config)
     elif isinstance(config, Mapping):
-        defaults = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()}
-        data = {k: v for k, v in config.items() if k not in defaults or v != defaults[k]}
+        data = {k: v for k, v in config.items() if k not in _DEFAULTS or v != _DEFAULTS[k]}
     else:
         return config
     conf = data.get("configurable")
