@@ -76,7 +76,7 @@ def test_a_refused_commit_enqueues_no_job(client: Client, redis_client: redis.Re
     cp = apply_input(REGISTRY.get("counter"), None, {"limit": 3}, {"run_id": run_id})
     plan = ctx.store("counter").plan_put(run_id, cp, may_append=False)
     extra = StepCommit({"head": cp.id, "step": "1"}, drop_lease=True)
-    extra.next_job = ctx.queue.prepare(run.model_copy(update={"step": 1}))
+    extra.next_job = ctx.queue.prepare(run, 1)
     script_keys, argv = ctx.commit.args(run_id, run_id, cp.id, lease, 0, cp.id, plan, extra)
     with pytest.raises(LeaseLostError, match="rejected: lease no longer held"):
         ctx.commit.run(script_keys, argv, "the test's commit")

@@ -40,11 +40,11 @@ class _AnswerFirst(RQStepQueue):
         super().__init__(kv, settings)
         self.rival, self.run_id, self.raced = rival, run_id, False
 
-    def prepare(self, run: Any) -> PreparedJob:
+    def prepare(self, run: Any, step: int | None = None) -> PreparedJob:
         if not self.raced:
             self.raced = True
             self.rival.answer(self.run_id, "from the winner")
-        return super().prepare(run)
+        return super().prepare(run, step)
 
 
 def test_the_loser_of_two_concurrent_answers_gets_the_already_answered_error(

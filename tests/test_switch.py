@@ -123,11 +123,11 @@ class _DisablingQueue:
         self.settings = inner.settings
         self.timestamp = inner.timestamp
 
-    def prepare(self, run: Any) -> Any:  # the first step's job, built inside the client's MULTI
+    def prepare(self, run: Any, step: int | None = None) -> Any:  # the first step's job, in the client's MULTI
         self.tries += 1
         if self.tries == 1:
             switch.disable(self.kv, "race")
-        return self.inner.prepare(run)
+        return self.inner.prepare(run, step)
 
 
 def test_disable_during_enqueue_aborts_it(redis_client: redis.Redis, redis_url: str) -> None:

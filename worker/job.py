@@ -715,7 +715,7 @@ def _commit_step(
     fields = {"head": cp.id, "step": str(run.step + 1)}
     extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending)
     if cp.next_tasks:
-        extra.next_job = ctx.queue.prepare(run.model_copy(update={"step": run.step + 1}))
+        extra.next_job = ctx.queue.prepare(run, run.step + 1)
     else:
         # The result is the head checkpoint's values; it is read from there, not stored twice (I4).
         extra.completes = Completion(cp.step, now_iso(), _LAST_STEP_CANCEL.model_dump_json())

@@ -118,26 +118,27 @@ class RQStepQueue:
         the index of unclaimed step jobs (its claim takes it out; see :func:`graphcore.keys.steps_index`)."""
         member = keys.step_member(run.thread_id, run.id, run.step)
         pipe.zadd(keys.steps_index(), {member: int(time.time() * 1000)})
-        self.queue(run.workflow).enqueue_call(STEP_FUNC, **self._options(run), pipeline=pipe)
+        self.queue(run.workflow).enqueue_call(STEP_FUNC, **self._options(run, run.step), pipeline=pipe)
 
-    def _options(self, run: RunRecord) -> dict[str, Any]:
-        """The RQ options of ``run``'s step job ``run.step`` (deterministic id, R2). RQ keeps the job (its
+    def _options(self, run: RunRecord, step: int) -> dict[str, Any]:
+        """The RQ options of ``run``'s step job ``step`` (deterministic id, R2). RQ keeps the job (its
         hash, result, registry entries) ``GRAPHQ_RESULT_TTL_S``, or the run's thread TTL when that is shorter
         (K3: nothing of a thread outlives it)."""
         keep = self.settings.result_ttl_s
         if run.thread_ttl_s is not None:
             keep = min(keep, math.ceil(run.thread_ttl_s))
         return {
-            "args": (run.id, run.thread_id, run.step),
-            "job_id": step_job_id(run.id, run.step),
+            "args": (run.id, run.thread_id, step),
+            "job_id": step_job_id(run.id, step),
             "timeout": self.settings.step_timeout_s,
             "result_ttl": keep,
             "failure_ttl": keep,
-            "description": f"{run.workflow} run {run.id} step {run.step}",
+            "description": f"{run.workflow} run {run.id} step {step}",
         }
 
-    def prepare(self, run: RunRecord) -> PreparedJob:
-        """The job of ``run``'s step ``run.step`` as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
+    def prepare(self, run: RunRecord, step: int | None = None) -> PreparedJob:
+        """The job of ``run``'s step ``step`` (default ``run.step``; a commit prepares the job of the step
+        after it without copying the record) as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
         reads it, for the scripts that write it: admission, when it admits the run (R8), and the commit of
         the step before (:mod:`worker.commit`): the job hash, its id pushed on the workflow's queue, the queue
         in RQ's set, the job in the index of unclaimed step jobs.
@@ -147,8 +148,9 @@ class RQStepQueue:
         (``data``: RQ's ``Job.data``, zlib-compressed, see :func:`_compressed`), description, result and
         failure TTLs, and timestamps: ``created_at`` and ``enqueued_at`` are both now, when it is prepared
         (a commit retried through a Redis outage writes the time of its first try)."""
+        step = run.step if step is None else step
         queue = self.queue(run.workflow)
-        options = self._options(run)
+        options = self._options(run, step)
         shape = self._shapes.get(run.workflow)
         if shape is None:
             job = queue.create_job(STEP_FUNC, **options, status=JobStatus.QUEUED)
@@ -163,7 +165,7 @@ class RQStepQueue:
             "failure_ttl": options["failure_ttl"],
         }
         job_id = options["job_id"]
-        member = keys.step_member(run.thread_id, run.id, run.step)
+        member = keys.step_member(run.thread_id, run.id, step)
         job_key = StepJob.key_for(job_id)
         return PreparedJob(job_key, queue.key, queue.redis_queues_keys, job_id, member, fields)
 
