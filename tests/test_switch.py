@@ -123,7 +123,7 @@ class _DisablingQueue:
         self.settings = inner.settings
         self.timestamp = inner.timestamp
 
-    def prepare(self, run: Any, step: int | None = None) -> Any:  # the first step's job, in the client's MULTI
+    def prepare(self, run: Any, step: int | None = None) -> Any:  # the first step's job, in a MULTI
         self.tries += 1
         if self.tries == 1:
             switch.disable(self.kv, "race")
