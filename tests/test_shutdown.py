@@ -161,6 +161,24 @@ def test_sigterm_stops_idle_worker_processes_well_within_the_drain_timeout(start
         assert time.monotonic() - begun < 0.9
 
 
+def test_sigterm_just_after_the_pop_runs_the_job_it_took(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """RQ's warm shutdown raised out of the worker's dequeue (SystemExit): a step job popped just before the
+    SIGTERM was dropped — in no list, the run stuck until the reaper enqueued it again a lease TTL later.
+    GRAPHQ_TEST_SLOW_FETCH_S holds the worker 1 s between the pop and the job's start; the SIGTERM lands
+    there: the job it took is run (the drain), its run moves on to step 1, whose job waits on the queue."""
+    worker = start(GRAPHQ_TEST_SLOW_FETCH_S="1")
+    run_id = client.enqueue("two-steps", {})
+    wait_for(lambda: [w for _, w in log_lines(tmp_path) if w.startswith("popped")], what="the pop")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(10) == 0
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.RUNNING, 1)
+    assert [what for _, what in log_lines(tmp_path)] == [f"popped {step_job_id(run_id, 0)}", *BOTH_STEPS[:2]]
+    assert redis_client.lrange("rq:queue:graphq:two-steps", 0, -1) == [step_job_id(run_id, 1).encode()]
+
+
 def test_a_give_up_asked_while_an_idle_process_is_ending_does_not_fail_the_worker(start: Start) -> None:
     """The drain timeout (1 s) ends while the idle children are still ending (GRAPHQ_TEST_SLOW_EXIT_S: their
     interpreter finalizes for 1.5 s, its signal handlers put back to the defaults): the parent's SIGUSR1

@@ -58,11 +58,12 @@ def run_worker(
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
     ctx.worker_id = new_worker_id()
     worker_class = outage_proof(switchable(worker_class))  # kill switch (R6); outlives Redis outages
+    names = [q.name for q in queues]  # the worker builds its queues of its own queue class
     worker = worker_class(
-        queues, connection=client, serializer=JSONSerializer, name=ctx.worker_id, job_class=StepJob
+        names, connection=client, serializer=JSONSerializer, name=ctx.worker_id, job_class=StepJob
     )
     logging.getLogger("rq.worker").setLevel(log_level)
-    stop_liveness = start_liveness(client, settings, ctx.worker_id, [q.name for q in queues])
+    stop_liveness = start_liveness(client, settings, ctx.worker_id, names)
     published.publish(client, settings, ctx.worker_id)  # R8, R5: commands without the variables obey them
     try:
         publish(client, ctx.worker_id, reg.graphs.values(), settings.max_node_settings_length)

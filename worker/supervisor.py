@@ -58,6 +58,7 @@ from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.runs import RunError, RunStatus
 from graphcore.settings import Settings, get_settings
 from worker import liveness, logs, metrics
+from worker.dequeue import StopAwareQueue
 from worker.handover import Stop, abandon, lapse
 from worker.health import publish_status
 from worker.housekeeping import start_housekeeping
@@ -147,6 +148,7 @@ class SupervisedWorker(SimpleWorker):
     SIGTERMs change nothing: the parent escalates), SIGINT is ignored (Ctrl-C reaches the parent, which
     decides), SIGUSR1 gives the step up after the drain timeout, SIGUSR2 at a cold stop."""
 
+    queue_class = StopAwareQueue
     channel: _Channel | None = None
     current: SupervisedWorker | None = None
     """The worker of this process (one per child)."""
@@ -155,6 +157,7 @@ class SupervisedWorker(SimpleWorker):
 
     def _install_signal_handlers(self) -> None:  # RQ calls it as its work loop starts: it is ready
         SupervisedWorker.current = self
+        StopAwareQueue.start(self.connection)
         if self.channel is not None:
             self.channel.ready()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -169,6 +172,7 @@ class SupervisedWorker(SimpleWorker):
         """RQ's dequeue, unless a stop was asked for (None: the work loop ends)."""
         if self._stop_requested:
             return None
+        StopAwareQueue.begin()
         self._in_dequeue = True
         try:
             return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
@@ -184,13 +188,16 @@ class SupervisedWorker(SimpleWorker):
         super().unsubscribe()  # type: ignore[no-untyped-call]
 
     def _warm_stop(self, signum: int, frame: FrameType | None) -> None:
-        """Take no job from now on. Waiting for one, stop now: SystemExit, which RQ passes on (its
-        StopRequested is an Exception, which RQ's maintenance code may swallow while the worker is idle)."""
-        if self._stopping:
-            return
-        self._stopping = self._stop_requested = True
-        self.handle_warm_shutdown_request()  # type: ignore[no-untyped-call]
-        if self._in_dequeue:
+        """Take no job from now on. A pop waiting for one ends at once, and a job it took goes back to its
+        queue (:class:`worker.dequeue.StopAwareQueue`); between pops, holding no job (RQ's heartbeat, its
+        sleep while Redis is away), the dequeue ends at once: SystemExit, which RQ passes on (its
+        StopRequested is an Exception, which its maintenance code may swallow). RQ's own warm shutdown
+        raises anywhere in the dequeue, which dropped a job popped just before."""
+        if not self._stopping:
+            self._stopping = self._stop_requested = True
+            StopAwareQueue.stop()
+            self.handle_warm_shutdown_request()  # type: ignore[no-untyped-call]
+        if self._in_dequeue and StopAwareQueue.may_end_by_raising():
             raise SystemExit(0)
 
     def _give_up(self, signum: int, frame: FrameType | None) -> None:

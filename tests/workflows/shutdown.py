@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, TypedDict
 
+from rq import Queue
+
 from graphcore import START, StateGraph, get_cancel_token
 from tests.workers import worker_env
 
@@ -41,6 +43,23 @@ class _SlowExit:
 
 if os.environ.get("GRAPHQ_TEST_SLOW_EXIT_S") and multiprocessing.parent_process() is not None:
     _slow_exit = _SlowExit()
+
+
+def _slow_fetch(seconds: float) -> None:
+    """Make RQ wait ``seconds`` between each pop and the fetch of the job it popped, logging
+    ``popped <job id>`` first (``GRAPHQ_TEST_SLOW_FETCH_S``, in a worker process): a stop lands in between."""
+    fetch = Queue._fetch_dequeued_job.__func__  # type: ignore[attr-defined]
+
+    def slow(cls: type[Queue], connection: Any, queue_key: str, job_id: str, **kwargs: Any) -> Any:
+        _log(f"popped {job_id}")
+        time.sleep(seconds)
+        return fetch(cls, connection, queue_key, job_id, **kwargs)
+
+    Queue._fetch_dequeued_job = classmethod(slow)  # type: ignore[assignment,method-assign]
+
+
+if os.environ.get("GRAPHQ_TEST_SLOW_FETCH_S") and multiprocessing.parent_process() is not None:
+    _slow_fetch(float(os.environ["GRAPHQ_TEST_SLOW_FETCH_S"]))
 
 
 class Plan(TypedDict, total=False):

@@ -1,0 +1,178 @@
+"""StopAwareQueue (worker.dequeue): a stop ends a worker's pop without dropping a job, on a real Redis.
+
+RQ's warm shutdown raised out of the pop: a job popped just before (BLPOP: out of every list; BLMOVE: left in
+the intermediate list) was dropped. Here the stop and a job's arrival race on purpose, many times: the job is
+always back at the front of its queue, exactly once, and the pop returns no job.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import redis
+from rq.exceptions import DequeueTimeout
+
+from worker.dequeue import StopAwareQueue
+
+QUEUES = ["rq:queue:graphq:a", "rq:queue:graphq:b"]
+INTERMEDIATE = "rq:queue:graphq:a:intermediate"
+
+
+@pytest.fixture
+def started(redis_client: redis.Redis) -> Iterator[redis.Redis]:
+    redis_client.flushdb()
+    StopAwareQueue.start(redis_client)
+    yield redis_client
+    StopAwareQueue.stop()  # ends the waker thread
+
+
+def in_thread(pop: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """Run ``pop`` in a thread; its result (or exception) lands in the list."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(pop())
+        except DequeueTimeout as exc:
+            out.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out
+
+
+def blocked_pops(kv: redis.Redis) -> int:
+    return sum("b" in c["flags"] for c in kv.client_list())
+
+
+def test_a_stop_ends_a_blocking_pop_at_once(started: redis.Redis) -> None:
+    thread, out = in_thread(lambda: StopAwareQueue.lpop(QUEUES, 30, connection=started))
+    deadline = time.monotonic() + 5
+    while blocked_pops(started) == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert blocked_pops(started) == 1
+    begun = time.monotonic()
+    StopAwareQueue.stop()
+    thread.join(5)
+    assert time.monotonic() - begun < 1.0
+    assert len(out) == 1 and isinstance(out[0], DequeueTimeout)  # the server ended it: nil, RQ's timeout
+    assert StopAwareQueue.lpop(QUEUES, 30, connection=started) is None  # no pop once stopping
+    assert blocked_pops(started) == 0
+
+
+def test_no_pop_takes_a_job_once_stopping(started: redis.Redis) -> None:
+    started.rpush(QUEUES[1], "job-1")
+    StopAwareQueue.stop()
+    assert StopAwareQueue.lpop(QUEUES, None, connection=started) is None
+    assert StopAwareQueue.lmove(started, QUEUES[1], 5) is None
+    assert started.lrange(QUEUES[1], 0, -1) == [b"job-1"]
+
+
+class StopsAfterPopping:
+    """A client whose pops are followed by a stop (as if SIGTERM landed just after the server popped)."""
+
+    def __init__(self, kv: redis.Redis) -> None:
+        self.kv = kv
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.kv, name)
+        if name not in ("lpop", "lmove"):
+            return attr
+
+        def then_stop(*args: Any) -> Any:
+            popped = attr(*args)
+            StopAwareQueue.stop()
+            return popped
+
+        return then_stop
+
+
+def test_a_job_popped_as_the_stop_lands_goes_back_to_the_front(started: redis.Redis) -> None:
+    started.rpush(QUEUES[0], "job-1", "job-2")
+    assert StopAwareQueue.lpop(QUEUES, None, connection=StopsAfterPopping(started)) is None  # type: ignore[arg-type]
+    assert started.lrange(QUEUES[0], 0, -1) == [b"job-1", b"job-2"]
+    StopAwareQueue.start(started)
+    assert StopAwareQueue.lmove(StopsAfterPopping(started), QUEUES[0], None) is None  # type: ignore[arg-type]
+    assert started.lrange(QUEUES[0], 0, -1) == [b"job-1", b"job-2"]
+    assert started.llen(INTERMEDIATE) == 0
+    StopAwareQueue.start(started)
+    assert StopAwareQueue.lmove(started, QUEUES[0], None) == (QUEUES[0], b"job-1")  # not stopping: RQ's
+    assert started.lrange(INTERMEDIATE, 0, -1) == [b"job-1"]
+
+
+@pytest.mark.parametrize("kind", ["blpop", "blmove"])
+def test_a_stop_racing_a_job_never_drops_it(started: redis.Redis, kind: str) -> None:
+    """40 races of a stop against a job's arrival on a blocked pop: either the pop took the job before the
+    stop (the worker runs it) or the job is at the front of its queue, once, and nothing is left in the
+    intermediate list."""
+    kv = started
+    outcomes: Counter[str] = Counter()
+    for i in range(40):
+        StopAwareQueue.start(kv)  # a fresh worker process each time
+        if kind == "blpop":
+            thread, out = in_thread(lambda: StopAwareQueue.lpop(QUEUES, 30, connection=kv))
+        else:
+            thread, out = in_thread(lambda: StopAwareQueue.lmove(kv, QUEUES[0], 30))
+        deadline = time.monotonic() + 5
+        while blocked_pops(kv) == 0 and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(0.0005 * (i % 4))  # vary who wins: the push, the stop
+        if i % 2:
+            kv.rpush(QUEUES[0], f"job-{i}")
+            StopAwareQueue.stop()
+        else:
+            StopAwareQueue.stop()
+            kv.rpush(QUEUES[0], f"job-{i}")
+        thread.join(5)
+        assert not thread.is_alive()
+        job = f"job-{i}".encode()
+        if out[0] is None or isinstance(out[0], DequeueTimeout):  # the stop came first: the job waits
+            assert kv.lrange(QUEUES[0], 0, -1) == [job], i
+            assert kv.llen(INTERMEDIATE) == 0
+            outcomes["given back or not taken"] += 1
+        else:  # the job came first: the worker took it (it runs it, then stops)
+            assert out[0] == (QUEUES[0].encode() if kind == "blpop" else QUEUES[0], job), i
+            assert kv.llen(QUEUES[0]) == 0
+            assert kv.lrange(INTERMEDIATE, 0, -1) == ([job] if kind == "blmove" else [])
+            outcomes["taken"] += 1
+        kv.delete(QUEUES[0], INTERMEDIATE)
+    assert outcomes["given back or not taken"] >= 20  # every stop before the push, at least
+
+
+def test_without_client_id_a_stop_ends_a_waiting_pop_by_raising(redis_client: redis.Redis) -> None:
+    """A server whose ACL refuses CLIENT ID: pops go on the worker's connection, and the dequeue may be ended
+    by raising even while one waits (the only way); with CLIENT ID it may not (the pop ends by itself)."""
+    redis_client.flushdb()
+    redis_client.acl_setuser(
+        "no-client", enabled=True, passwords=["+pw"], keys=["*"], commands=["+@all", "-client"]
+    )
+    try:
+        kv = redis.Redis(
+            connection_pool=redis.ConnectionPool(
+                **{
+                    **redis_client.connection_pool.connection_kwargs,
+                    "username": "no-client",
+                    "password": "pw",
+                }
+            )
+        )
+        for conn, blocking in ((kv, False), (redis_client, True)):
+            StopAwareQueue.start(conn)
+            assert (StopAwareQueue._blocking is not None) == blocking
+            thread, out = in_thread(lambda: StopAwareQueue.lpop(QUEUES, 1, connection=conn))  # noqa: B023
+            deadline = time.monotonic() + 5
+            while blocked_pops(redis_client) == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert StopAwareQueue.may_end_by_raising() is not blocking
+            thread.join(5)
+            assert isinstance(out[0], DequeueTimeout)  # nothing came within its 1 s
+            assert StopAwareQueue.may_end_by_raising()  # between pops, holding nothing
+            StopAwareQueue.stop()
+        kv.close()
+    finally:
+        redis_client.acl_deluser("no-client")
