@@ -23,10 +23,12 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 ## Fault-injection tests too long for make test (marked chaos: a 20 s Redis outage, ...), then the chaos
-## harness: 100 runs, 4 workers, a random worker SIGKILLed every 2-4 s for 60 s (bench/chaos.py).
+## harness: 100 runs, 4 workers, a random worker SIGKILLed every 2-4 s for 60 s (bench/chaos.py), then
+## the same with SIGTERMs (rolling deploys: nothing may need the reaper).
 chaos: $(STAMP)
 	$(PY) -m pytest -q -m chaos
 	$(PY) -m bench.chaos
+	$(PY) -m bench.chaos --signal term
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphcore worker scheduler cli examples tests bench

@@ -1,9 +1,15 @@
 """The chaos harness (issue 8; ``make chaos``): runs under random SIGKILLs of their workers must all end.
 
-``python -m bench.chaos [--runs N] [--workers K] [--seconds T]``: N runs of a five-step workflow whose nodes
-count their executions in Redis, K ``graphq worker`` processes (each in its own process group), and every
-2–4 s a random one SIGKILLed (its whole group, as a pod dies) and started again, for T seconds; then a
-recovery window for the reaper to continue what the last kills interrupted. Short lease settings keep it
+``python -m bench.chaos [--runs N] [--workers K] [--seconds T] [--signal kill|term]``: N runs of a
+five-step workflow whose nodes count their executions in Redis, K ``graphq worker`` processes (each in its
+own process group), and every 2–4 s a random one SIGKILLed (its whole group, as a pod dies) and started
+again, for T seconds; then a recovery window for the reaper to continue what the last kills interrupted.
+
+``--signal term`` is a rolling deploy instead: the chosen worker gets SIGTERM (as a pod's first process
+does), a new one starts at once, and the old one drains. Nothing may then need the reaper: the run ends
+``reaped=0 requeued=0`` (lapsed leases acted on; step jobs taken off a queue and never claimed, enqueued
+again — what a stop that dropped a popped job left), every chain is one run long, and every old worker
+exits 0 (``unclean_exits=0``); else the exit status is 1. Short lease settings keep it
 quick (``GRAPHQ_LEASE_TTL_S`` 3, ``GRAPHQ_HEARTBEAT_INTERVAL_S`` 0.5, ``GRAPHQ_REAPER_INTERVAL_S`` 1,
 ``GRAPHQ_MAX_RESUME_ATTEMPTS`` 10 unless set in the environment).
 
@@ -25,8 +31,12 @@ import collections
 import itertools
 import os
 import random
+import signal
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any, TypedDict
 
 import redis
@@ -94,36 +104,55 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--recovery-s", type=float, default=60.0, help="longest wait after the kills")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--signal", choices=["kill", "term"], default="kill", help="term: rolling deploys")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
-    with private_redis() as (kv, url):
+    with private_redis() as (kv, url), tempfile.TemporaryDirectory(prefix="graphq-chaos-") as logs:
         env = worker_env(url, "bench.chaos", **{k: os.environ.get(k, v) for k, v in DEFAULTS.items()})
         settings = Settings(redis_url=url, max_resume_attempts=int(env["GRAPHQ_MAX_RESUME_ATTEMPTS"]))
         client = Client(kv, REGISTRY, RQStepQueue(kv, settings))
-        procs = [start_worker(env) for _ in range(args.workers)]
-        kills = 0
+        log = Path(logs) / "workers.log"
+        procs = [start_worker(env, log=log) for _ in range(args.workers)]
+        stopped: list[subprocess.Popen[bytes]] = []
         try:
             ids = client.enqueue_many([RunRequest(chaos_line.name, {}) for _ in range(args.runs)])
             end = time.monotonic() + args.seconds
             while time.monotonic() < end:
                 time.sleep(rng.uniform(2, 4))
                 i = rng.randrange(len(procs))
-                kill(procs[i])
-                procs[i] = start_worker(env)
-                kills += 1
-            deadline = time.monotonic() + args.recovery_s
-            while time.monotonic() < deadline:
-                chains = [_chain(client, r) for r in ids]
-                if all(c is None or c[-1].terminal for c in chains):
-                    break
-                time.sleep(0.5)
+                if args.signal == "kill":
+                    kill(procs[i])
+                else:
+                    procs[i].send_signal(signal.SIGTERM)
+                stopped.append(procs[i])
+                procs[i] = start_worker(env, log=log)
+            _recover(client, ids, args.recovery_s)
+            unclean = sum(p.wait(60) != 0 for p in stopped) if args.signal == "term" else 0
         finally:
-            for p in procs:
+            for p in procs + stopped:
                 kill(p)
-        return _report(client, kv, ids, kills, settings.max_resume_attempts)
+        text = log.read_text(errors="replace")
+        reaped, requeued = text.count(": lease lapsed;"), text.count("was taken and never claimed")
+        code = _report(client, kv, ids, len(stopped), settings.max_resume_attempts, args.signal == "term")
+        if args.signal == "kill":
+            return code
+        print(f"DEPLOY stops={len(stopped)} reaped={reaped} requeued={requeued} unclean_exits={unclean}")
+        return code or int(bool(reaped or requeued or unclean))
 
 
-def _report(client: Client, kv: Any, ids: list[str], kills: int, max_attempts: int) -> int:
+def _recover(client: Client, ids: list[str], seconds: float) -> None:
+    """Wait up to ``seconds`` for every chain's last run to end."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        chains = [_chain(client, r) for r in ids]
+        if all(c is None or c[-1].terminal for c in chains):
+            return
+        time.sleep(0.5)
+
+
+def _report(client: Client, kv: Any, ids: list[str], kills: int, max_attempts: int, single: bool) -> int:
+    """Print the chains and the ``CHAOS`` line; 1 when a run is stuck or lost, a step was committed twice,
+    or a chain is malformed (longer than ``max_attempts + 1``, or than 1 when ``single``), else 0."""
     counts = collections.Counter[str]()
     lengths = collections.Counter[int]()
     malformed = 0
@@ -136,7 +165,7 @@ def _report(client: Client, kv: Any, ids: list[str], kills: int, max_attempts: i
             continue
         lengths[len(chain)] += 1
         links_ok = all(b.continued_from_run_id == a.id for a, b in itertools.pairwise(chain))
-        if len(chain) > max_attempts + 1 or not links_ok:
+        if len(chain) > (1 if single else max_attempts + 1) or not links_ok:
             malformed += 1
         last = chain[-1]
         if not last.terminal:
@@ -152,7 +181,7 @@ def _report(client: Client, kv: Any, ids: list[str], kills: int, max_attempts: i
         ran = sum(n for key, n in executions.items() if key.startswith(f"{last.thread_id}:"))
         extra += max(0, ran - committed)
     shown = ", ".join(f"{n} of length {length}" for length, n in sorted(lengths.items()))
-    print(f"kills: {kills}; chains: {shown}; malformed chains: {malformed}")
+    print(f"stops: {kills}; chains: {shown}; malformed chains: {malformed}")
     print(
         f"CHAOS runs={len(ids)} completed={counts['completed']} failed={counts['failed']} "
         f"stuck={counts['stuck']} lost={counts['lost']} double_commits={double} extra_executions={extra}",

@@ -177,17 +177,19 @@ def worker_env(url: str, workflows: str, **settings: str) -> dict[str, str]:
     return base | {"GRAPHQ_REDIS_URL": url, "GRAPHQ_WORKFLOWS": workflows} | settings
 
 
-def start_worker(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+def start_worker(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
     """Start ``graphq worker ARGS`` with ``env`` in a process group of its own (a signal to the group
-    reaches its worker processes, as when a pod dies); its output is discarded."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "cli", "worker", *args],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    reaches its worker processes, as when a pod dies); its output goes to the file ``log`` (appended), or
+    is discarded."""
+    with log.open("ab") if log is not None else open(os.devnull, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cli", "worker", *args],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def kill(proc: subprocess.Popen[bytes]) -> None:

@@ -338,7 +338,10 @@ def test_a_step_job_taken_and_never_claimed_is_enqueued_again(
     members = {keys.step_member(r, r, 0): 0 for r in (lost, waiting)}
     assert {m.decode() for m in redis_client.zrange(keys.steps_index(), 0, -1)} == set(members)
     redis_client.zadd(keys.steps_index(), members)  # enqueued long ago
-    Reaper(redis_client, Settings(redis_url=redis_url)).sweep()
+    reaper = Reaper(redis_client, Settings(redis_url=redis_url))
+    reaper.sweep()  # first found missing: it may have been taken a moment ago
+    assert redis_client.llen("rq:queue:graphq:crashfan") == 0
+    reaper.sweep()  # still missing, still unclaimed: lost
     assert redis_client.lrange("rq:queue:graphq:crashfan", 0, -1) == [lost_job]
     assert redis_client.lrange("rq:queue:graphq:suicide", 0, -1) == [waiting_job]
     scores = dict(redis_client.zrange(keys.steps_index(), 0, -1, withscores=True))
@@ -348,6 +351,24 @@ def test_a_step_job_taken_and_never_claimed_is_enqueued_again(
         run_worker(Settings(redis_url=redis_url), burst=True, registry=only, kv=redis_client)
     assert client.get_run(lost).status == RunStatus.COMPLETED
     assert redis_client.zscore(keys.steps_index(), keys.step_member(lost, lost, 0)) is None
+
+
+def test_a_step_job_claimed_just_after_a_pass_found_it_missing_is_not_enqueued_again(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """A pass that looks while a live worker holds a job it has just taken (between RQ's pop and the claim,
+    a few milliseconds) finds it in no queue; the claim then takes its entry out of the index, and the next
+    pass leaves it alone (each such pass enqueued a duplicate, and warned of a lost job, before)."""
+    run_id = client.enqueue("crashfan", {"names": ["fast"]})
+    member = keys.step_member(run_id, run_id, 0)
+    redis_client.zadd(keys.steps_index(), {member: 0})  # enqueued long ago
+    assert redis_client.lpop("rq:queue:graphq:crashfan") == f"graphq-{run_id}-0".encode()  # just taken
+    reaper = Reaper(redis_client, Settings(redis_url=redis_url))
+    reaper.sweep()
+    redis_client.zrem(keys.steps_index(), member)  # ... and claimed (what claim_step.lua does)
+    reaper.sweep()
+    assert redis_client.llen("rq:queue:graphq:crashfan") == 0
+    assert redis_client.zscore(keys.steps_index(), member) is None
 
 
 def test_a_thread_whose_run_ended_without_a_hand_over_is_handed_over(
