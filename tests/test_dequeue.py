@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 import redis
+from rq import Queue
 from rq.exceptions import DequeueTimeout
 
+from graphcore.backend.embedded import EmbeddedRedis
 from worker.dequeue import StopAwareQueue
 
 QUEUES = ["rq:queue:graphq:a", "rq:queue:graphq:b"]
@@ -44,6 +46,13 @@ def in_thread(pop: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
     thread = threading.Thread(target=run)
     thread.start()
     return thread, out
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 5) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
 
 
 def blocked_pops(kv: redis.Redis) -> int:
@@ -144,35 +153,83 @@ def test_a_stop_racing_a_job_never_drops_it(started: redis.Redis, kind: str) -> 
     assert outcomes["given back or not taken"] >= 20  # every stop before the push, at least
 
 
-def test_without_client_id_a_stop_ends_a_waiting_pop_by_raising(redis_client: redis.Redis) -> None:
-    """A server whose ACL refuses CLIENT ID: pops go on the worker's connection, and the dequeue may be ended
-    by raising even while one waits (the only way); with CLIENT ID it may not (the pop ends by itself)."""
+ACL_USERS = {"no-client": ["+@all", "-client"], "no-unblock": ["+@all", "-client", "+client|id"]}
+
+
+def as_user(kv: redis.Redis, user: str) -> redis.Redis:
+    kwargs = {**kv.connection_pool.connection_kwargs, "username": user, "password": "pw"}
+    return redis.Redis(connection_pool=redis.ConnectionPool(**kwargs))
+
+
+def test_without_client_id_or_unblock_a_stop_ends_a_waiting_pop_by_raising(redis_client: redis.Redis) -> None:
+    """A server whose ACL refuses CLIENT ID, or CLIENT UNBLOCK: pops go on the worker's connection, and the
+    dequeue may be ended by raising even while one waits (the only way; with CLIENT UNBLOCK refused at the
+    stop the pop waited out RQ's dequeue timeout); with both it may not (the pop ends by itself)."""
     redis_client.flushdb()
-    redis_client.acl_setuser(
-        "no-client", enabled=True, passwords=["+pw"], keys=["*"], commands=["+@all", "-client"]
-    )
+    for user, commands in ACL_USERS.items():
+        redis_client.acl_setuser(user, enabled=True, passwords=["+pw"], keys=["*"], commands=commands)
+    users = [as_user(redis_client, user) for user in ACL_USERS]
     try:
-        kv = redis.Redis(
-            connection_pool=redis.ConnectionPool(
-                **{
-                    **redis_client.connection_pool.connection_kwargs,
-                    "username": "no-client",
-                    "password": "pw",
-                }
-            )
-        )
-        for conn, blocking in ((kv, False), (redis_client, True)):
+        for conn, blocking in ((users[0], False), (users[1], False), (redis_client, True)):
             StopAwareQueue.start(conn)
             assert (StopAwareQueue._blocking is not None) == blocking
             thread, out = in_thread(lambda: StopAwareQueue.lpop(QUEUES, 1, connection=conn))  # noqa: B023
-            deadline = time.monotonic() + 5
-            while blocked_pops(redis_client) == 0 and time.monotonic() < deadline:
-                time.sleep(0.01)
+            wait_until(lambda: blocked_pops(redis_client) == 1)
             assert StopAwareQueue.may_end_by_raising() is not blocking
             thread.join(5)
             assert isinstance(out[0], DequeueTimeout)  # nothing came within its 1 s
             assert StopAwareQueue.may_end_by_raising()  # between pops, holding nothing
             StopAwareQueue.stop()
-        kv.close()
     finally:
-        redis_client.acl_deluser("no-client")
+        for kv in users:
+            kv.close()
+        for user in ACL_USERS:
+            redis_client.acl_deluser(user)
+
+
+def test_a_stop_then_redis_failing_under_the_pop_ends_the_dequeue_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stop lands while the pop waits and Redis fails before CLIENT UNBLOCK gets through: the pop's error
+    ends the dequeue (SystemExit) instead of RQ's retry loop, whose heartbeat waits for Redis without bound
+    (the worker ended only at the drain timeout, 20 s)."""
+    monkeypatch.setattr("worker.dequeue._BlockingConnection.unblock", lambda self: False)  # never through
+    server = EmbeddedRedis(appendonly=False).start()
+    try:
+        kv = redis.Redis.from_url(server.url)
+        StopAwareQueue.start(kv)
+        queues = [Queue(q.removeprefix("rq:queue:"), connection=kv) for q in QUEUES]
+
+        def dequeue() -> Any:
+            try:
+                return StopAwareQueue.dequeue_any(queues, 30, connection=kv)
+            except SystemExit as exc:
+                return exc
+
+        thread, out = in_thread(dequeue)
+        wait_until(lambda: blocked_pops(kv) == 1)
+        StopAwareQueue.stop()
+        begun = time.monotonic()
+        server.stop()
+        thread.join(5)
+        assert time.monotonic() - begun < 2
+        assert isinstance(out[0], SystemExit) and out[0].code == 0
+    finally:
+        server.stop()
+
+
+def test_a_failed_fetch_leaves_the_worker_holding_nothing(
+    started: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RQ drops a job whose fetch fails after the pop (its loop retries the dequeue): the worker holds no
+    job, so a stop during RQ's retry sleep ends the dequeue at once."""
+
+    def failing_fetch(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        raise redis.exceptions.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(Queue, "_fetch_dequeued_job", classmethod(failing_fetch))
+    started.rpush(QUEUES[0], "job-1")
+    queues = [Queue(q.removeprefix("rq:queue:"), connection=started) for q in QUEUES]
+    with pytest.raises(redis.exceptions.ConnectionError):
+        StopAwareQueue.dequeue_any(queues, 5, connection=started)
+    assert StopAwareQueue.may_end_by_raising()

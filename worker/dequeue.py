@@ -35,7 +35,11 @@ from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from redis import ConnectionPool, Redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
 from rq import Queue
 from rq.intermediate_queue import IntermediateQueue
 
@@ -56,13 +60,25 @@ class _BlockingConnection:
 
     def __init__(self, connection: Redis) -> None:
         pool = connection.connection_pool
-        own = ConnectionPool(connection_class=pool.connection_class, **pool.connection_kwargs)
+        once = {**pool.connection_kwargs, "retry": Retry(NoBackoff(), 0)}  # RQ's loop retries a failed pop
+        own = ConnectionPool(connection_class=pool.connection_class, **once)
         self.client = Redis(connection_pool=own, single_connection_client=True)
-        assert self.client.connection is not None
-        self.client.connection.register_connect_callback(self._connected)  # type: ignore[no-untyped-call]
-        self.client_id = int(self.client.client_id())
-        short = {**pool.connection_kwargs, "socket_timeout": 1.0, "socket_connect_timeout": 1.0}
+        short = {**once, "socket_timeout": 1.0, "socket_connect_timeout": 1.0}
         self.waker = Redis(connection_pool=ConnectionPool(connection_class=pool.connection_class, **short))
+        try:
+            assert self.client.connection is not None
+            self.client.connection.register_connect_callback(self._connected)  # type: ignore[no-untyped-call]
+            self.client_id = int(self.client.client_id())
+            self.unblock()  # nothing blocked yet: 0, or refused (an ACL) now rather than at the stop
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close both connections."""
+        for client in (self.client, self.waker):
+            client.close()
+            client.connection_pool.disconnect()
 
     def _connected(self, conn: Any) -> None:
         conn.send_command("CLIENT", "ID")
@@ -90,11 +106,13 @@ class StopAwareQueue(Queue):
         connection's socket timeout above its dequeue timeout)."""
         if cls._wake is not None:  # a worker before this one in the process: its waker ends
             cls._wake.set()
-        cls.stopping = False
+        cls.stopping = cls._took = False
+        if cls._blocking is not None:
+            cls._blocking.close()
         try:
             cls._blocking = outlast(_BlockingConnection, connection)
         except ResponseError as exc:
-            log.warning("CLIENT ID refused (%s): a stop ends a waiting dequeue by raising out of it", exc)
+            log.warning("CLIENT ID or UNBLOCK refused (%s): a stop ends a waiting dequeue by raising", exc)
             cls._blocking = None
         cls._wake = threading.Event()
         threading.Thread(
@@ -128,10 +146,7 @@ class StopAwareQueue(Queue):
             try:
                 if blocking.unblock():
                     return
-            except ResponseError as exc:  # refused (an ACL): the pop waits out its timeout
-                log.warning("CLIENT UNBLOCK refused (%s): the dequeue ends at its timeout", exc)
-                return
-            except RedisError:  # Redis away: the pop fails too, and no pop starts again
+            except RedisError:  # Redis away: the pop fails too, and then ends the dequeue (dequeue_any)
                 pass
             wake.wait(_WAKE_RETRY_S)
 
@@ -141,7 +156,7 @@ class StopAwareQueue(Queue):
         """The connection a pop uses (the blocking one when it blocks: ``timeout`` set), or None when the
         worker is stopping. Marked popping before the check: a stop seen by the waker as no pop is in
         progress is seen by the pop."""
-        cls._popping = True
+        cls._popping, cls._took = True, False
         try:
             blocking = cls._blocking
             if cls.stopping:
@@ -150,6 +165,19 @@ class StopAwareQueue(Queue):
                 yield connection if timeout is None or blocking is None else blocking.client
         finally:
             cls._popping = False
+
+    @classmethod
+    def dequeue_any(cls, *args: Any, **kwargs: Any) -> Any:
+        """RQ's dequeue of one job. When it fails — a pop or the fetch of the job popped — the worker holds
+        no job (RQ's to lose: the reaper enqueues it again); while stopping, a Redis error ends the dequeue
+        at once (SystemExit: RQ would retry, and its heartbeat waits for Redis without bound)."""
+        try:
+            return super().dequeue_any(*args, **kwargs)
+        except Exception as exc:
+            cls._took = False
+            if cls.stopping and isinstance(exc, RedisConnectionError | RedisTimeoutError):
+                raise SystemExit(0) from exc
+            raise
 
     @classmethod
     def lpop(cls, queue_keys: Sequence[str], timeout: int | None, connection: Redis | None = None) -> Any:
