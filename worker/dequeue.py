@@ -18,8 +18,10 @@ in the intermediate list. A busy worker is there for part of every job, so deplo
   the pop — its reply, the job, arrives and is given back — or ends it with no job: nothing is lost in
   between, whatever the timing.
 
-A server that refuses ``CLIENT ID`` (an ACL) gets RQ's pops on the worker's connection, which a stop ends by
-raising, as before (a job popped at that moment is enqueued again by the reaper a lease TTL later).
+A server that refuses ``CLIENT ID`` or ``CLIENT UNBLOCK`` (an ACL; both are tried as the worker starts) gets
+RQ's pops on the worker's connection, which a stop ends by raising, as before (a job popped at that moment
+is enqueued again by the reaper a lease TTL later). A Redis error under a pop or a fetch while stopping
+ends the dequeue too: nothing is held, and RQ's retry loop would wait for Redis without bound.
 
 Between pops, while the worker holds no job (:meth:`StopAwareQueue.may_end_by_raising`: RQ's heartbeat, its
 sleep before retrying when Redis is away), the worker may end its dequeue at once by raising
