@@ -55,8 +55,12 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 5) -> None:
         time.sleep(0.005)
 
 
-def blocked_pops(kv: redis.Redis) -> int:
-    return sum("b" in c["flags"] for c in kv.client_list())
+def blocked_pops(kv: redis.Redis, user: str | None = None) -> int:
+    """Clients of this worker blocked in a pop: its pop connection (by client id), or, when it has none
+    (an ACL), those of ``user``: other clients of the shared test server do not count."""
+    blocking = StopAwareQueue._blocking
+    ours = (lambda c: c["id"] == str(blocking.client_id)) if blocking else (lambda c: c["user"] == user)
+    return sum("b" in c["flags"] and ours(c) for c in kv.client_list())
 
 
 def test_a_stop_ends_a_blocking_pop_at_once(started: redis.Redis) -> None:
@@ -170,11 +174,12 @@ def test_without_client_id_or_unblock_a_stop_ends_a_waiting_pop_by_raising(redis
         redis_client.acl_setuser(user, enabled=True, passwords=["+pw"], keys=["*"], commands=commands)
     users = [as_user(redis_client, user) for user in ACL_USERS]
     try:
-        for conn, blocking in ((users[0], False), (users[1], False), (redis_client, True)):
+        cases = zip([*users, redis_client], [*ACL_USERS, "default"], [False, False, True], strict=True)
+        for conn, user, blocking in cases:
             StopAwareQueue.start(conn)
             assert (StopAwareQueue._blocking is not None) == blocking
             thread, out = in_thread(lambda: StopAwareQueue.lpop(QUEUES, 1, connection=conn))  # noqa: B023
-            wait_until(lambda: blocked_pops(redis_client) == 1)
+            wait_until(lambda: blocked_pops(redis_client, user) == 1)  # noqa: B023
             assert StopAwareQueue.may_end_by_raising() is not blocking
             thread.join(5)
             assert isinstance(out[0], DequeueTimeout)  # nothing came within its 1 s
