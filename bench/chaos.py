@@ -50,6 +50,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import RunNotFoundError
 from graphcore.settings import Settings, get_settings
 from worker.queue import RQStepQueue
+from worker.reaper import REAPED_LOG, REQUEUED_LOG
 
 STEPS = 5
 EXECUTIONS = "chaos:executions"
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             for p in procs + stopped:
                 kill(p)
         text = log.read_text(errors="replace")
-        reaped, requeued = text.count(": lease lapsed;"), text.count("was taken and never claimed")
+        reaped, requeued = text.count(REAPED_LOG), text.count(REQUEUED_LOG)
         code = _report(client, kv, ids, len(stopped), settings.max_resume_attempts, args.signal == "term")
         if args.signal == "kill":
             return code
@@ -150,7 +151,7 @@ def _recover(client: Client, ids: list[str], seconds: float) -> None:
         time.sleep(0.5)
 
 
-def _report(client: Client, kv: Any, ids: list[str], kills: int, max_attempts: int, single: bool) -> int:
+def _report(client: Client, kv: Any, ids: list[str], stops: int, max_attempts: int, single: bool) -> int:
     """Print the chains and the ``CHAOS`` line; 1 when a run is stuck or lost, a step was committed twice,
     or a chain is malformed (longer than ``max_attempts + 1``, or than 1 when ``single``), else 0."""
     counts = collections.Counter[str]()
@@ -181,7 +182,7 @@ def _report(client: Client, kv: Any, ids: list[str], kills: int, max_attempts: i
         ran = sum(n for key, n in executions.items() if key.startswith(f"{last.thread_id}:"))
         extra += max(0, ran - committed)
     shown = ", ".join(f"{n} of length {length}" for length, n in sorted(lengths.items()))
-    print(f"stops: {kills}; chains: {shown}; malformed chains: {malformed}")
+    print(f"stops: {stops}; chains: {shown}; malformed chains: {malformed}")
     print(
         f"CHAOS runs={len(ids)} completed={counts['completed']} failed={counts['failed']} "
         f"stuck={counts['stuck']} lost={counts['lost']} double_commits={double} extra_executions={extra}",

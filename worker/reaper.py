@@ -60,6 +60,11 @@ __all__ = ["Reaper", "lock_ttl_s"]
 log = logging.getLogger("graphq.reaper")
 
 
+REAPED_LOG = "lease lapsed;"
+"""In the warning logged for each lapsed lease acted on (``bench.chaos --signal term`` counts them)."""
+REQUEUED_LOG = "was taken and never claimed; enqueued again"
+"""In the warning logged for each lost step job enqueued again (``bench.chaos`` counts them)."""
+
 _BATCH = 100
 """Lapsed leases read from the index at a time."""
 _BATCHES = 10
@@ -102,7 +107,7 @@ class Reaper:
                 done.append((lapsed.run_id, outcome))
                 if outcome.verdict not in ("gone", "fresh", "held"):
                     about = logs.about(run=lapsed.run_id, thread=lapsed.thread_id)
-                    log.warning("run %s: lease lapsed; %s", lapsed.run_id, outcome.describe(), extra=about)
+                    log.warning("run %s: %s %s", lapsed.run_id, REAPED_LOG, outcome.describe(), extra=about)
                     metrics.runs_reaped(outcome.verdict)
             if len(batch) < _BATCH:
                 break
@@ -182,7 +187,7 @@ class Reaper:
                 pipe.zadd(keys.steps_index(), {member: now_ms}, xx=True)
             else:
                 self.queue.stage(pipe, run)
-                log.warning("run %s: step job %s was taken and never claimed; enqueued again", run_id, job_id)
+                log.warning("run %s: step job %s %s", run_id, job_id, REQUEUED_LOG)
             pipe.execute()
 
     def recover(self) -> None:
