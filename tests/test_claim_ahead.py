@@ -1,14 +1,18 @@
 """The step's claim rides in the pipeline RQ runs as a job starts (worker.claim, P1): one round trip less
-per step, and a claim that could not ride (script cache flushed) is made again by the step job."""
+per step, and a claim that could not ride (script cache flushed) is made again by the step job. RQ's
+end-of-execution heartbeat of the job rides in the step's commit (StepJob.heartbeat_ahead): one more."""
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import redis
+from rq.job import Job
+from rq.utils import utcparse
 
 from graphcore.backend.client import Client
 from graphcore.backend.lua import source
@@ -18,6 +22,7 @@ from graphcore.settings import Settings
 from worker.claim import claim_ahead
 from worker.lease import Lease
 from worker.process import run_worker
+from worker.queue import STEP_FUNC, RQStepQueue, StepJob, step_job_id
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -75,3 +80,55 @@ def test_a_claim_sent_ahead_leaves_no_reference_cycle(redis_client: redis.Redis,
     pipe.execute()
     assert "execute" not in vars(pipe)
     assert ahead.result("no-run", "no-thread", 0) == (0, {})  # the claim's reply: no such run
+
+
+@pytest.fixture
+def end_heartbeats(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """The job ids of RQ's end-of-execution heartbeats: ``ahead`` sent with a step's commit, ``own`` sent by
+    RQ's worker in a round trip of their own (``Job.heartbeat`` without a pipeline)."""
+    seen: dict[str, list[str]] = {"ahead": [], "own": []}
+    ahead, heartbeat = StepJob.heartbeat_ahead, Job.heartbeat
+
+    def counted_ahead(self: StepJob, pipeline: Any) -> None:
+        seen["ahead"].append(self.id)
+        ahead(self, pipeline)
+
+    def counted(self: Job, timestamp: Any, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
+        if pipeline is None:
+            seen["own"].append(self.id)
+        heartbeat(self, timestamp, ttl, pipeline=pipeline, xx=xx)
+
+    monkeypatch.setattr(StepJob, "heartbeat_ahead", counted_ahead)
+    monkeypatch.setattr(Job, "heartbeat", counted)
+    return seen
+
+
+def test_rqs_end_heartbeat_rides_in_the_steps_commit(
+    client: Client, redis_client: redis.Redis, redis_url: str, end_heartbeats: dict[str, list[str]]
+) -> None:
+    run_id = client.enqueue("counter", {"limit": 3})
+    _work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.COMPLETED, 3)
+    jobs = [step_job_id(run_id, step) for step in range(3)]
+    assert end_heartbeats == {"ahead": jobs, "own": []}
+    for job_id in jobs:  # as RQ leaves any finished job: last heartbeat RQ's own, just after it ended
+        job = Job.fetch(job_id, connection=redis_client, serializer=client.queue.queue("counter").serializer)
+        assert job.get_status() == "finished"
+        assert job.started_at is not None and job.ended_at is not None and job.last_heartbeat is not None
+        beat = utcparse(redis_client.hget(job.key, "last_heartbeat").decode())
+        assert timedelta(0) <= beat - job.ended_at < timedelta(seconds=1)
+
+
+def test_a_step_job_that_commits_nothing_leaves_rq_its_end_heartbeat(
+    client: Client, redis_client: redis.Redis, redis_url: str, end_heartbeats: dict[str, list[str]]
+) -> None:
+    run_id = client.enqueue("counter", {"limit": 1})
+    _work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    queue = RQStepQueue(redis_client, Settings(redis_url=redis_url)).queue("counter")
+    queue.enqueue_call(STEP_FUNC, args=(run_id, run.thread_id, 0), job_id="stale-duplicate")
+    end_heartbeats["ahead"].clear()
+    _work(redis_client, redis_url)
+    assert end_heartbeats == {"ahead": [], "own": ["stale-duplicate"]}  # skipped: the run is completed
+    assert client.get_run(run_id).step == 1

@@ -6,7 +6,7 @@ then writes the checkpoint, advances the run, appends the step's events and enqu
 step (the job hash exactly as RQ's enqueue writes it, built by RQ: :meth:`worker.queue.RQStepQueue.prepare`).
 When the fence refuses, nothing is written, no job either. One round trip per commit, no WATCH, no MULTI
 (a commit that also prunes the thread's previous head, without history, R5, sends the prune beside it in
-one MULTI).
+one MULTI); a step job's commit also carries RQ's end-of-execution heartbeat of the job (P1).
 """
 
 from __future__ import annotations
@@ -144,9 +144,12 @@ class CommitScript:
         argv: list[Any],
         what: str,
         stage_rest: Callable[[Any], None] | None = None,
+        ride: Callable[[Any], None] | None = None,
     ) -> str:
         """EVALSHA the script; with ``stage_rest``, inside a MULTI together with what ``stage_rest(pipe)``
-        queues (the prune of a commit without history).
+        queues (the prune of a commit without history). ``ride(pipe)`` queues more commands, outside the
+        script, that go in the same round trip whatever its verdict (RQ's end-of-execution heartbeat,
+        :meth:`worker.queue.StepJob.heartbeat_ahead`).
 
         Returns:
             ``"ok"``; ``"canceled"`` when a completing commit ended its run Canceled (a cancel request was
@@ -158,7 +161,7 @@ class CommitScript:
                 (plan again with ``may_append=False``).
         """
         for _ in range(2):
-            reply = self._call(script_keys, argv, stage_rest)
+            reply = self._call(script_keys, argv, stage_rest, ride)
             if isinstance(reply, NoScriptError):  # Redis restarted and lost its script cache
                 self.sha = self.kv.script_load(source("commit_step"))
                 continue
@@ -172,17 +175,24 @@ class CommitScript:
             return verdict
         raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
 
-    def _call(self, script_keys: list[str], argv: list[Any], stage_rest: Callable[[Any], None] | None) -> Any:
+    def _call(
+        self,
+        script_keys: list[str],
+        argv: list[Any],
+        stage_rest: Callable[[Any], None] | None,
+        ride: Callable[[Any], None] | None,
+    ) -> Any:
         """The script's reply, or the error it replied with (a NoScriptError to load it and call again)."""
-        if stage_rest is None:
+        if stage_rest is None and ride is None:
             try:
                 return self.kv.evalsha(self.sha, len(script_keys), *script_keys, *argv)
             except NoScriptError as exc:
                 return exc
-        pipe = self.kv.pipeline(transaction=True)
-        pipe.multi()
+        pipe = self.kv.pipeline(transaction=stage_rest is not None)
         pipe.evalsha(self.sha, len(script_keys), *script_keys, *argv)
-        stage_rest(pipe)
+        for queue in (stage_rest, ride):
+            if queue is not None:
+                queue(pipe)
         return pipe.execute(raise_on_error=False)[0]
 
 

@@ -69,6 +69,7 @@ from worker.fence import REFUSED, RefusedWriteError, refused
 from worker.handover import Stop, abandon
 from worker.lease import Lease, retire_if_stuck
 from worker.progress import step_progress
+from worker.queue import StepJob
 from worker.substore import FencedStore
 
 __all__ = ["step_job"]
@@ -615,6 +616,7 @@ def _commit(
     may_append: bool,
     writes_of: str,
     drop: Sequence[str] = (),
+    ride: Callable[[Any], None] | None = None,
 ) -> str:
     """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any; retried
     in place through a Redis outage (a commit applied before a lost reply is recognised, not refused).
@@ -625,7 +627,8 @@ def _commit(
     ``may_append``: whether ``cp``'s logs may grow in its parent's generations (a hint: the commit's append
     guard decides; when it refuses, the commit is planned again with new generations).
     ``drop``: more keys the commit deletes when it applies, without history (the step's subgraph
-    namespaces, R5).
+    namespaces, R5). ``ride``: queues more commands in the commit's round trip (see
+    :meth:`worker.commit.CommitScript.run`).
 
     Raises:
         LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on (logged
@@ -648,7 +651,7 @@ def _commit(
         )
         try:
             what = f"run {run.id} step {run.step}"
-            verdict = outlast(ctx.commit.run, script_keys, argv, what, stage_prune_of(plan))
+            verdict = outlast(ctx.commit.run, script_keys, argv, what, stage_prune_of(plan), ride)
             break
         except AppendConflictError:
             if not append:
@@ -731,6 +734,7 @@ def _commit_step(
         may_append=parent.id == run.head and parent.source != "fork",
         writes_of=parent.id,
         drop=_subgraphs_of(ctx, run, parent),
+        ride=_end_heartbeat(),
     )
     run.step += 1
     if extra.completes is not None:
@@ -740,6 +744,13 @@ def _commit_step(
     if verdict == "canceled":
         return "canceled: a cancel request arrived during the last step (its checkpoint is kept)"
     return "completed" if extra.completes is not None else f"committed step {run.step}"
+
+
+def _end_heartbeat() -> Callable[[Any], None] | None:
+    """What RQ writes as the step job's execution ends, to send with the step's commit (P1): the job's
+    :meth:`~worker.queue.StepJob.heartbeat_ahead`; None outside an RQ step job."""
+    job = get_current_job()
+    return job.heartbeat_ahead if isinstance(job, StepJob) else None
 
 
 _LAST_STEP_CANCEL = CANCEL_ERROR.model_copy(

@@ -54,10 +54,29 @@ class StepJob(Job):
     """Set by :func:`worker.context.set_context`: ``(job, pipeline, worker_name) -> claim or None`` queues
     the step's claim on the pipeline in which RQ records the job's start (:mod:`worker.claim`)."""
 
+    _heartbeat_sent = False
+    """Whether RQ's end-of-execution heartbeat of this job was sent ahead (:meth:`heartbeat_ahead`)."""
+
     def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
         super().prepare_for_execution(worker_name, pipeline)
         if StepJob.claim_ahead is not None and self.func_name == STEP_FUNC:
             self.claim = StepJob.claim_ahead(self, pipeline, worker_name)
+
+    def heartbeat_ahead(self, pipeline: Any) -> None:
+        """Queue on ``pipeline`` (the one that carries the step's commit, :mod:`worker.commit`) the heartbeat
+        that RQ's worker writes once the job's execution ends (``handle_execution_ended``), so that write
+        costs no round trip of its own (P1), as the claim rides RQ's start pipeline. RQ's own call of
+        :meth:`heartbeat` after the job then writes nothing; its ``save`` of the finished (or failed) job
+        writes ``last_heartbeat`` again, with RQ's timestamp, as for any job."""
+        super().heartbeat(rq_now(), self.success_callback_timeout, pipeline=pipeline)
+        self._heartbeat_sent = True
+
+    def heartbeat(self, timestamp: Any, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
+        if pipeline is None and self._heartbeat_sent:  # the end of execution's: sent with the commit
+            self._heartbeat_sent = False
+            self.last_heartbeat = timestamp
+            return
+        super().heartbeat(timestamp, ttl, pipeline=pipeline, xx=xx)
 
     @property
     def func(self) -> Any:
