@@ -80,13 +80,14 @@ def test_a_keeper_tick_between_the_commit_and_the_step_end_is_not_a_loss(
     ticks: list[bool] = []
 
     def commit_then_tick(
-        self: CommitScript, script_keys: list[str], argv: list[Any], what: str, stage: Any = None
-    ) -> None:
-        commit(self, script_keys, argv, what, stage)
+        self: CommitScript, script_keys: list[str], argv: list[Any], what: str, *rest: Any
+    ) -> str:
+        verdict = commit(self, script_keys, argv, what, *rest)
         keeper = worker.lease._keeper(self.kv, FAST_KEEPER["heartbeat_interval_s"])
         for lease in [x for x in list(keeper.leases) if x.key == script_keys[1]]:
             keeper._tick(lease)
             ticks.append(lease in keeper.leases)
+        return verdict
 
     monkeypatch.setattr(CommitScript, "run", commit_then_tick)
     client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, Settings(redis_url=redis_url)))
