@@ -37,9 +37,11 @@ from worker.queue import RQStepQueue, StepJob, queue_name
 
 STEPS = 300
 WARMUP_STEPS = 60
-REPEATS = 11
-"""Repetitions (each runs every case once, in rotated order): this machine's slow stretches make single
-repetitions' ratios range over about ±0.1, their median over 11 about ±0.03."""
+REPEATS = 20
+"""Repetitions (each runs every case once, in rotated order; a multiple of the 4 cases, so that each case
+runs first equally often). A shared machine's slow stretches make single repetitions' ratios range over
+±0.1 on a quiet day and ±0.4 on a noisy one (2026-12-02: 0.63 to 1.69); the median of 11 then moved by
+±0.06 from run to run, hence 20."""
 TARGET = 1.25
 BARE_QUEUE = "bench-bare"
 STEP_QUEUE = "bench-steps"
