@@ -72,6 +72,11 @@ class StepJob(Job):
         self._heartbeat_sent = True
 
     def heartbeat(self, timestamp: Any, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
+        """RQ's ``Job.heartbeat``, except the first call without a pipeline after :meth:`heartbeat_ahead`:
+        in RQ 2.0 to 3.0 that is ``handle_execution_ended``'s, the only such call once a job's function
+        has returned (``tests/test_claim_ahead.py`` would see a second one). The flag is set when the
+        heartbeat is queued: a commit that never reached Redis (an outage, then a stop) skips it too, and
+        RQ's ``save`` of the ended job writes ``last_heartbeat`` either way."""
         if pipeline is None and self._heartbeat_sent:  # the end of execution's: sent with the commit
             self._heartbeat_sent = False
             self.last_heartbeat = timestamp
