@@ -124,6 +124,33 @@ def test_a_commit_whose_reply_was_lost_pushes_its_job_once(
     assert ctx.kv.hget(keys.run(run_id, run_id), "refused:commit") is None
 
 
+def test_a_lost_reply_of_a_completing_commit_that_canceled_the_run_says_canceled(
+    client: Client, ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last step's commit finds a cancel request (X1: the run ends Canceled, its checkpoint kept), its
+    reply is lost and the retry finds the commit applied: the verdict is still 'canceled' (it was 'again',
+    and the step job reported the run completed)."""
+    call = CommitScript._call
+    replies: list[object] = []
+
+    def cancel_then_lose_the_reply(self: CommitScript, *args: object) -> object:
+        if len(replies) == 1:  # the input checkpoint's commit went through; cancel during the last step
+            assert client.cancel(run_id).startswith("cancel requested")
+        replies.append(call(self, *args))  # type: ignore[arg-type]
+        if len(replies) == 2:
+            raise redis.ConnectionError("reply lost")
+        return replies[-1]
+
+    monkeypatch.setattr(CommitScript, "_call", cancel_then_lose_the_reply)
+    run_id = client.enqueue("counter", {"limit": 1})
+    outcome = committing(ctx, run_id, 0)
+    assert replies == [b"ok", b"canceled", b"canceled"]
+    assert outcome == "canceled: a cancel request arrived during the last step (its checkpoint is kept)"
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.CANCELED, 1)
+    assert run.head is not None and ctx.store("counter").get(run_id, run.head) is not None
+
+
 def test_a_lost_reply_retried_after_the_next_step_committed_is_recognised(
     client: Client, ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,9 +28,13 @@
 -- applied before (a retry after a reply lost in a Redis outage: the run's head is its checkpoint, or the
 -- checkpoint's record exists, which only this commit writes, when the next step committed meanwhile); or
 -- why the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
--- 'refused:commit', I1), or 'log' (an append guard).
+-- 'refused:commit', I1), or 'log' (an append guard). A completing commit applied before whose run ended
+-- Canceled answers 'canceled' again, not 'again' (its first verdict).
 local run = redis.call('HMGET', KEYS[1], 'head', 'status', 'step')
-if run[1] == ARGV[3] then return 'again' end
+if run[1] == ARGV[3] then
+  if run[2] == 'canceled' and string.find(ARGV[5], 'C', 1, true) then return 'canceled' end
+  return 'again'
+end
 local function refuse(why)
   if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'refused:commit', 1) end
   return why
