@@ -353,6 +353,31 @@ def test_a_step_job_taken_and_never_claimed_is_enqueued_again(
     assert redis_client.zscore(keys.steps_index(), keys.step_member(lost, lost, 0)) is None
 
 
+def test_a_step_job_left_in_rqs_intermediate_list_is_enqueued_again(
+    client: Client, redis_client: redis.Redis, redis_url: str, graphq_env: dict[str, str]
+) -> None:
+    """A worker listening on one queue takes a job with BLMOVE into the queue's intermediate list and dies
+    before the claim: the job is in no queue a worker pops (RQ's own clean-up fails it only after a minute,
+    at a maintenance pass, every 10 minutes). The reaper took it for a waiting job and left the run stuck;
+    now two passes enqueue it again, out of the intermediate list in the same transaction."""
+    run_id = client.enqueue("crashfan", {"names": ["fast"]})
+    job_id = f"graphq-{run_id}-0".encode()
+    queue, intermediate = "rq:queue:graphq:crashfan", "rq:queue:graphq:crashfan:intermediate"
+    assert redis_client.lmove(queue, intermediate, "LEFT", "RIGHT") == job_id  # taken; the worker died
+    member = keys.step_member(run_id, run_id, 0)
+    redis_client.zadd(keys.steps_index(), {member: 0})  # enqueued long ago
+    reaper = Reaper(redis_client, Settings(redis_url=redis_url))
+    reaper.sweep()  # first found taken: it may be claimed a moment later
+    assert (redis_client.llen(queue), redis_client.lrange(intermediate, 0, -1)) == (0, [job_id])
+    reaper.sweep()
+    assert (redis_client.lrange(queue, 0, -1), redis_client.llen(intermediate)) == ([job_id], 0)
+    with process_state_restored():
+        only = Registry({"crashfan": REGISTRY.get("crashfan")})
+        run_worker(Settings(redis_url=redis_url), burst=True, registry=only, kv=redis_client)
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
+    assert redis_client.zscore(keys.steps_index(), member) is None
+
+
 def test_a_step_job_claimed_just_after_a_pass_found_it_missing_is_not_enqueued_again(
     client: Client, redis_client: redis.Redis, redis_url: str
 ) -> None:

@@ -154,13 +154,15 @@ class Reaper:
                 self.kv.zadd(keys.busy_threads(), {thread: now_ms}, xx=True)
 
     def requeue_lost_jobs(self, now_ms: int) -> None:
-        """Step jobs enqueued more than ``GRAPHQ_LEASE_TTL_S`` ago and never claimed, that RQ no longer
-        holds (a worker took one off its queue — RQ's BLPOP when it listens on several queues — and died
-        before claiming the step): enqueued again (a duplicate of a job still in flight is a no-op, R2).
-        Only a job found so on two passes in a row: a live worker claims a job a few milliseconds after it
-        took it, and a pass that looked in between enqueued it again for nothing (4 of 11 rolling deploys
-        of ``bench.chaos --signal term`` did). Jobs still waiting in their queue are looked at again one
-        lease TTL later."""
+        """Step jobs enqueued more than ``GRAPHQ_LEASE_TTL_S`` ago and never claimed, that no worker will
+        run: taken off their queue by a worker that died before claiming the step (RQ's BLPOP when it
+        listens on several queues, which leaves the job in no list; its BLMOVE when it listens on one, which
+        leaves it in the queue's intermediate list, where RQ's own clean-up fails it only minutes later).
+        They are enqueued again (out of the intermediate list in the same transaction; a duplicate of a job
+        still in flight is a no-op, R2). Only a job found so on two passes in a row: a live worker claims a
+        job a few milliseconds after it took it, and a pass that looked in between enqueued it again for
+        nothing (4 of 11 rolling deploys of ``bench.chaos --signal term`` did). Jobs still waiting in their
+        queue are looked at again one lease TTL later."""
         ttl_ms = int(self.settings.lease_ttl_s * 1000)
         missing, self._missing = self._missing, set()
         for member, thread, run_id, step in unclaimed_steps(self.kv, now_ms - ttl_ms):
@@ -174,10 +176,7 @@ class Reaper:
                 continue
             job_id = step_job_id(run_id, step)
             rq_queue = self.queue.queue(run.workflow)
-            waiting = any(
-                self.kv.lpos(key, job_id) is not None
-                for key in (rq_queue.key, rq_queue.intermediate_queue_key)
-            )
+            waiting = self.kv.lpos(rq_queue.key, job_id) is not None
             if not waiting and member not in missing:
                 self._missing.add(member)  # taken a moment ago, or lost: the next pass tells
                 continue
@@ -186,6 +185,7 @@ class Reaper:
             if waiting:
                 pipe.zadd(keys.steps_index(), {member: now_ms}, xx=True)
             else:
+                pipe.lrem(rq_queue.intermediate_queue_key, 0, job_id)
                 self.queue.stage(pipe, run)
                 log.warning("run %s: step job %s %s", run_id, job_id, REQUEUED_LOG)
             pipe.execute()
