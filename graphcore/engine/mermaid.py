@@ -39,7 +39,7 @@ class _Edge(Protocol):
     def conditional(self) -> bool: ...
 
 
-def safe_id(node_id: str) -> str:
+def _safe_id(node_id: str) -> str:
     """``node_id`` as a mermaid node id (see the module docstring)."""
     return "".join(c if c in _SAFE else "\\" + format(ord(c), "x") for c in node_id)
 
@@ -71,7 +71,7 @@ def _node_line(node_id: str, node: _Node, first: str | None, last: str | None) -
     shape = (
         "{0}([{1}]):::first" if node_id == first else "{0}([{1}]):::last" if node_id == last else "{0}({1})"
     )
-    return "\t" + shape.format(safe_id(node_id), _label(node)) + "\n"
+    return "\t" + shape.format(_safe_id(node_id), _label(node)) + "\n"
 
 
 def _edge_line(edge: _Edge, wrap: int) -> str:
@@ -83,7 +83,7 @@ def _edge_line(edge: _Edge, wrap: int) -> str:
         if len(words) > wrap:
             text = "&nbsp<br>&nbsp".join(" ".join(words[i : i + wrap]) for i in range(0, len(words), wrap))
         arrow = f" -. &nbsp;{text}&nbsp; .-> " if edge.conditional else f" -- &nbsp;{text}&nbsp; --> "
-    return f"\t{safe_id(edge.source)}{arrow}{safe_id(edge.target)};\n"
+    return f"\t{_safe_id(edge.source)}{arrow}{_safe_id(edge.target)};\n"
 
 
 def _prefix(node_id: str) -> str:

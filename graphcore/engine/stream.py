@@ -63,7 +63,6 @@ __all__ = [
     "step_view",
     "stream_run",
     "task_labels",
-    "task_metadata",
     "task_payload",
     "task_start_payload",
     "update_payload",
@@ -231,7 +230,7 @@ def _start_events(
         return []
     events: list[Event] = []
     for task in prepare_tasks(graph, cp):
-        payload = task_start_payload(graph, task, cp, task_metadata(labels, graph.nodes[task.node].metadata))
+        payload = task_start_payload(graph, task, cp, _task_metadata(labels, graph.nodes[task.node].metadata))
         events += [("tasks", payload)] if "tasks" in modes else []
         events += [_debug(cp.step + 1, "task", payload)] if "debug" in modes else []
     return events
@@ -489,7 +488,7 @@ def task_start_payload(
 ) -> dict[str, Any]:
     """A task about to run, as the ``tasks`` mode shows it (LangGraph's): id, node name, input, triggers
     (``__pregel_push`` for a Send, else the node's: :func:`_node_triggers`), and ``metadata`` when it is not
-    empty (:func:`task_metadata`)."""
+    empty (:func:`_task_metadata`)."""
     pending = cp.next_tasks[task.index]
     triggers = ("__pregel_push",) if pending.send else _node_triggers(graph, task.node)
     payload = {"id": task.id, "name": task.node, "input": task.input, "triggers": triggers}
@@ -504,7 +503,7 @@ def _node_triggers(graph: GraphSpec, node: str) -> tuple[str, ...]:
     return tuple(sorted({f"branch:to:{node}", *joins}))
 
 
-def task_metadata(labels: Mapping[str, Any] | None, node_metadata: Mapping[str, Any]) -> dict[str, Any]:
+def _task_metadata(labels: Mapping[str, Any] | None, node_metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A task start payload's ``metadata`` (LangGraph's): the run's metadata, the node's, then the run's
     tags as ``"tags": [...]`` when it has any (``labels``: :func:`task_labels`)."""
     meta = {**(labels["metadata"] if labels else {}), **node_metadata}
