@@ -1,6 +1,7 @@
 """The step's claim rides in the pipeline RQ runs as a job starts (worker.claim, P1): one round trip less
 per step, and a claim that could not ride (script cache flushed) is made again by the step job. RQ's
-end-of-execution heartbeat of the job rides in the step's commit (StepJob.heartbeat_ahead): one more."""
+end-of-execution heartbeat of the job goes with the step's commit: in RQ's success pipeline, or in the
+commit's own round trip (StepJob.heartbeat_ahead)."""
 
 from __future__ import annotations
 
@@ -84,18 +85,30 @@ def test_a_claim_sent_ahead_leaves_no_reference_cycle(redis_client: redis.Redis,
 
 @pytest.fixture
 def end_heartbeats(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """The job ids of RQ's end-of-execution heartbeats: ``ahead`` queued on the pipeline of a step's commit
-    (its EVALSHA, then RQ's HSET of the job's ``last_heartbeat``), ``own`` sent by RQ's worker in a round trip
-    of their own (``Job.heartbeat`` without a pipeline). A later RQ that heartbeats a job twice without a
-    pipeline after its execution would show the second one in ``own``."""
-    seen: dict[str, list[str]] = {"ahead": [], "own": []}
-    ahead, heartbeat = StepJob.heartbeat_ahead, Job.heartbeat
+    """The job ids of RQ's end-of-execution heartbeats: ``success`` queued on the pipeline in which RQ records
+    the job's success, after the step's commit (its EVALSHA, then RQ's HSET of the job's
+    ``last_heartbeat``); ``ahead`` queued on the pipeline of a step's own commit, after its EVALSHA;
+    ``own`` sent by RQ's worker in a round trip of their own (``Job.heartbeat`` without a pipeline). A later
+    RQ that heartbeats a job twice without a pipeline after its execution would show the second one in
+    ``own``."""
+    seen: dict[str, list[str]] = {"success": [], "ahead": [], "own": []}
+    ahead, heartbeat, success = StepJob.heartbeat_ahead, Job.heartbeat, StepJob._handle_success
+
+    def commit_then_beat(job: Job, pipeline: Any) -> bool:
+        sent = [tuple(args[:3]) for args, _ in pipeline.command_stack]
+        commits = [i for i, c in enumerate(sent) if c[0] == "EVALSHA"]
+        beats = [i for i, c in enumerate(sent) if c == ("HSET", job.key, "last_heartbeat")]
+        return bool(commits and beats) and commits[0] < beats[0]
 
     def counted_ahead(self: StepJob, pipeline: Any) -> None:
         ahead(self, pipeline)
-        sent = [tuple(args[:3]) for args, _ in pipeline.command_stack]
-        if sent[0][0] == "EVALSHA" and ("HSET", self.key, "last_heartbeat") in sent:
+        if commit_then_beat(self, pipeline):
             seen["ahead"].append(self.id)
+
+    def counted_success(self: StepJob, result_ttl: int, pipeline: Any, *args: Any, **kwargs: Any) -> None:
+        success(self, result_ttl, pipeline, *args, **kwargs)
+        if commit_then_beat(self, pipeline):
+            seen["success"].append(self.id)
 
     def counted(self: Job, timestamp: Any, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
         if pipeline is None:
@@ -103,19 +116,22 @@ def end_heartbeats(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
         heartbeat(self, timestamp, ttl, pipeline=pipeline, xx=xx)
 
     monkeypatch.setattr(StepJob, "heartbeat_ahead", counted_ahead)
+    monkeypatch.setattr(StepJob, "_handle_success", counted_success)
     monkeypatch.setattr(Job, "heartbeat", counted)
     return seen
 
 
-def test_rqs_end_heartbeat_rides_in_the_steps_commit(
+def test_rqs_end_heartbeat_rides_with_the_steps_commit(
     client: Client, redis_client: redis.Redis, redis_url: str, end_heartbeats: dict[str, list[str]]
 ) -> None:
+    """Steps 0 and 1 commit in RQ's success pipeline, their heartbeats after the commit; step 2 completes
+    the run in a commit of its own (it hands the thread over after), which carries the heartbeat."""
     run_id = client.enqueue("counter", {"limit": 3})
     _work(redis_client, redis_url)
     run = client.get_run(run_id)
     assert (run.status, run.step) == (RunStatus.COMPLETED, 3)
     jobs = [step_job_id(run_id, step) for step in range(3)]
-    assert end_heartbeats == {"ahead": jobs, "own": []}
+    assert end_heartbeats == {"success": jobs[:2], "ahead": jobs[2:], "own": []}
     for job_id in jobs:  # as RQ leaves any finished job: last heartbeat RQ's own, just after it ended
         job = Job.fetch(job_id, connection=redis_client, serializer=client.queue.queue("counter").serializer)
         assert job.get_status() == "finished"
@@ -132,8 +148,8 @@ def test_a_step_job_that_commits_nothing_leaves_rq_its_end_heartbeat(
     run = client.get_run(run_id)
     queue = RQStepQueue(redis_client, Settings(redis_url=redis_url)).queue("counter")
     queue.enqueue_call(STEP_FUNC, args=(run_id, run.thread_id, 0), job_id="stale-duplicate")
-    end_heartbeats["ahead"].clear()
-    end_heartbeats["own"].clear()
-    _work(redis_client, redis_url)
-    assert end_heartbeats == {"ahead": [], "own": ["stale-duplicate"]}  # skipped: the run is completed
+    for seen in end_heartbeats.values():
+        seen.clear()
+    _work(redis_client, redis_url)  # the duplicate is skipped: the run is completed
+    assert end_heartbeats == {"success": [], "ahead": [], "own": ["stale-duplicate"]}
     assert client.get_run(run_id).step == 1

@@ -95,5 +95,7 @@ def test_a_keeper_tick_between_the_commit_and_the_step_end_is_not_a_loss(
     with caplog.at_level(logging.WARNING):
         work(redis_client, redis_url)
     assert client.get_run(run_id).status == RunStatus.COMPLETED
-    assert ticks == [True, True, True, True]  # the input commit (keeps the lease) and 3 steps (drop it)
+    # The input commit (keeps the lease) and the last step's; steps 0 and 1 commit in RQ's success
+    # pipeline, and their leases leave the keeper before the commit is sent (no tick can find it gone).
+    assert ticks == [True, True]
     assert lease_warnings(caplog) == []

@@ -3,7 +3,7 @@
 RQ's worker writes a job's start (its status, worker and heartbeat) in one MULTI pipeline just before it
 calls the job (``Job.prepare_for_execution``). :class:`worker.queue.StepJob` adds the step's claim
 (``claim_step.lua``, see :meth:`worker.lease.Lease.claim`) to that pipeline, so the claim costs no round trip
-of its own: a step job then makes one round trip beyond a bare RQ job, its commit.
+of its own (nor, most often, does the commit: :class:`worker.commit.CommitAhead`).
 
 The claim's reply is kept on the job (:class:`ClaimAhead`). The step job uses it when it is a reply;
 anything else (the script not loaded after a Redis restart, a pipeline that never ran, a job started
@@ -19,6 +19,7 @@ from typing import Any
 from graphcore.backend.runs import CANCEL_ERROR, now_iso
 from graphcore.settings import Settings
 from worker.lease import Lease
+from worker.ride import keep_reply
 
 __all__ = ["CANCEL_ERROR_JSON", "ClaimAhead", "claim_ahead"]
 
@@ -36,6 +37,10 @@ class ClaimAhead:
     reply: Any = field(default=None)
     """The script's reply (``[code, flat run hash]``), an exception object, or None (not run)."""
 
+    def keep(self, reply: Any) -> None:
+        """Keep the script's reply (:func:`worker.ride.keep_reply`)."""
+        self.reply = reply
+
     def result(self, run_id: str, thread_id: str, step: int) -> tuple[int, dict[bytes, bytes]] | None:
         """``(code, run hash)`` as :meth:`Lease.claim` returns them, or None to claim again."""
         if self.args != (run_id, thread_id, step) or not isinstance(self.reply, list):
@@ -47,9 +52,8 @@ class ClaimAhead:
 def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> ClaimAhead | None:
     """Queue the claim of ``job``'s step on RQ's start ``pipeline`` (a MULTI pipeline of redis-py).
 
-    The pipeline's ``execute`` is wrapped for this one call, to keep the claim's reply (and to raise, as
-    redis-py would, only the errors of RQ's own commands). Returns None for a job whose arguments are not a
-    step job's ``(run_id, thread_id, step)``.
+    The claim's reply is kept on the returned object (:func:`worker.ride.keep_reply`). Returns None for a
+    job whose arguments are not a step job's ``(run_id, thread_id, step)``.
     """
     args = tuple(job.args or ())
     if len(args) != 3 or not isinstance(args[2], int):
@@ -65,17 +69,5 @@ def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> 
     script_keys, argv = lease.claim_call(step, now_iso(), CANCEL_ERROR_JSON, worker_id)
     index = len(pipeline.command_stack)
     pipeline.evalsha(lease.claim_sha, len(script_keys), *script_keys, *argv)
-    execute = pipeline.execute
-
-    def execute_keeping_claim(raise_on_error: bool = True) -> list[Any]:
-        del pipeline.execute  # this one call: the pipeline and this closure would hold each other
-        replies: list[Any] = execute(raise_on_error=False)
-        ahead.reply = replies[index]
-        if raise_on_error:
-            for i, reply in enumerate(replies):
-                if i != index and isinstance(reply, Exception):
-                    raise reply
-        return replies
-
-    pipeline.execute = execute_keeping_claim
+    keep_reply(pipeline, index, ahead.keep)
     return ahead

@@ -6,7 +6,8 @@ then writes the checkpoint, advances the run, appends the step's events and enqu
 step (the job hash exactly as RQ's enqueue writes it, built by RQ: :meth:`worker.queue.RQStepQueue.prepare`).
 When the fence refuses, nothing is written, no job either. One round trip per commit, no WATCH, no MULTI
 (a commit that also prunes the thread's previous head, without history, R5, sends the prune beside it in
-one MULTI); a step job's commit also carries RQ's end-of-execution heartbeat of the job (P1).
+one MULTI). A step job's commit rides the pipeline in which RQ records the job's success when it can
+(:class:`CommitAhead`, P1); otherwise it carries RQ's end-of-execution heartbeat of the job.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from graphcore.backend.store import KeyIndex, plan_argv
 from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
+from worker.ride import keep_reply
 
-__all__ = ["CommitScript", "Completion", "StepCommit"]
+__all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
 
 _FIXED_KEYS = 15
 
@@ -165,14 +167,7 @@ class CommitScript:
             if isinstance(reply, NoScriptError):  # Redis restarted and lost its script cache
                 self.sha = self.kv.script_load(source("commit_step"))
                 continue
-            if isinstance(reply, Exception):
-                raise reply
-            verdict = reply.decode() if isinstance(reply, bytes) else str(reply)
-            if verdict == "log":
-                raise AppendConflictError(f"commit of {what}: a log grew on another branch")
-            if verdict in _REASONS:
-                raise LeaseLostError(f"commit of {what} rejected: {_REASONS[verdict]}")
-            return verdict
+            return commit_verdict(reply, what)
         raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
 
     def _call(
@@ -194,6 +189,56 @@ class CommitScript:
             if queue is not None:
                 queue(pipe)
         return pipe.execute(raise_on_error=False)[0]
+
+
+def commit_verdict(reply: Any, what: str) -> str:
+    """The verdict of the commit script's ``reply`` (see :meth:`CommitScript.run`, which raises the same).
+
+    Raises:
+        LeaseLostError: the fence refused the commit.
+        AppendConflictError: a log append found its log grown by another branch.
+        Exception: the error Redis answered with (a ``NoScriptError`` among them).
+    """
+    if isinstance(reply, Exception):
+        raise reply
+    said = reply.decode() if isinstance(reply, bytes) else str(reply)
+    if said == "log":
+        raise AppendConflictError(f"commit of {what}: a log grew on another branch")
+    if said in _REASONS:
+        raise LeaseLostError(f"commit of {what} rejected: {_REASONS[said]}")
+    return said
+
+
+@dataclass
+class CommitAhead:
+    """A commit sent in the pipeline in which RQ records a step job's success (``Job._handle_success``,
+    :class:`worker.queue.StepJob`), so that it costs no round trip of its own (P1): the commit script's
+    call, and what to do with its reply. RQ's pipeline is a MULTI: the commit and RQ's record of the job's
+    end are written together. A pipeline that fails before its reply (an outage, which RQ's bookkeeping
+    outlasts, or a ``WatchError``) sends the commit again with the next one; a commit applied before a lost
+    reply answers ``again``."""
+
+    sha: str
+    script_keys: list[str]
+    argv: list[Any]
+    on_reply: Callable[[Any], str]
+    """Called once with the reply (or the error Redis answered with); returns the step job's outcome, in
+    words (as the job function would have), and must not raise."""
+    then: Callable[[str], None] | None = None
+    """Called with that outcome next (the step job's metrics)."""
+    replied: bool = False
+
+    def stage(self, pipe: Any) -> None:
+        """Queue the commit on ``pipe`` and keep its reply (:func:`worker.ride.keep_reply`)."""
+        index = len(pipe.command_stack)
+        pipe.evalsha(self.sha, len(self.script_keys), *self.script_keys, *self.argv)
+        keep_reply(pipe, index, self._reply)
+
+    def _reply(self, reply: Any) -> None:
+        self.replied = True
+        outcome = self.on_reply(reply)
+        if self.then is not None:
+            self.then(outcome)
 
 
 def _job_keys(job: PreparedJob | None) -> list[str]:

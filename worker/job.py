@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from redis.exceptions import NoScriptError
 from rq import get_current_job
 
 from graphcore import keys
@@ -63,7 +64,7 @@ from graphcore.types import TaskWrites
 from worker import logs, metrics
 from worker.breakpoints import stop_at, stopped
 from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
-from worker.commit import Completion, StepCommit
+from worker.commit import CommitAhead, Completion, StepCommit, commit_verdict
 from worker.context import WorkerContext, get_context
 from worker.fence import REFUSED, RefusedWriteError, refused
 from worker.handover import Stop, abandon
@@ -94,8 +95,18 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         result = _step_job(run_id, thread_id, step, fields)
         return result
     finally:
-        metrics.step_done(fields.get("workflow", ""), result, time.perf_counter() - started)
+        workflow = fields.get("workflow", "")
+        ahead = _commit_ahead_of(get_current_job())
+        if ahead is None:
+            metrics.step_done(workflow, result, time.perf_counter() - started)
+        else:  # counted once the commit's reply is in, with its outcome
+            ahead.then = lambda outcome: metrics.step_done(workflow, outcome, time.perf_counter() - started)
         logs.unbind(token)
+
+
+def _commit_ahead_of(job: Any) -> CommitAhead | None:
+    """The commit ``job`` (the current RQ job) sends in RQ's success pipeline, if any."""
+    return job.commit_ahead if isinstance(job, StepJob) else None
 
 
 def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) -> str:
@@ -725,16 +736,26 @@ def _commit_step(
     # The run's head is the thread's head (one active run per thread, I3), so its logs may grow in place,
     # unless it is a fork: a fork shares its source's logs, which have usually grown on the first branch
     # (the append guard would refuse; this saves the round trip).
+    may_append = parent.id == run.head and parent.source != "fork"
+    job = get_current_job()
+    job = job if isinstance(job, StepJob) else None
+    if (
+        job is not None
+        and job.records_success()
+        and extra.next_job is not None
+        and ctx.store(run.workflow).history
+    ):
+        return _commit_on_success(ctx, job, run, lease, cp, extra, may_append=may_append, writes_of=parent.id)
     verdict = _commit(
         ctx,
         run,
         lease,
         cp,
         extra,
-        may_append=parent.id == run.head and parent.source != "fork",
+        may_append=may_append,
         writes_of=parent.id,
         drop=_subgraphs_of(ctx, run, parent),
-        ride=_end_heartbeat(),
+        ride=None if job is None else job.heartbeat_ahead,
     )
     run.step += 1
     if extra.completes is not None:
@@ -746,11 +767,67 @@ def _commit_step(
     return "completed" if extra.completes is not None else f"committed step {run.step}"
 
 
-def _end_heartbeat() -> Callable[[Any], None] | None:
-    """What RQ writes as the step job's execution ends, to send with the step's commit (P1): the job's
-    :meth:`~worker.queue.StepJob.heartbeat_ahead`; None outside an RQ step job."""
-    job = get_current_job()
-    return job.heartbeat_ahead if isinstance(job, StepJob) else None
+def _commit_on_success(
+    ctx: WorkerContext,
+    job: StepJob,
+    run: RunRecord,
+    lease: Lease,
+    cp: Checkpoint,
+    extra: StepCommit,
+    *,
+    may_append: bool,
+    writes_of: str,
+) -> str:
+    """Commit a step that has a next one (with history kept) in the pipeline in which RQ records the job's
+    success, right after this function returns (:class:`worker.commit.CommitAhead`, P1): the same script,
+    fenced the same way. From here on the lease is the commit's (it deletes the key): the step job no
+    longer renews or releases it, and a worker that dies before RQ's pipeline leaves it to lapse (R18).
+    Returns the job's outcome if the commit applies; :func:`_committed_on_success` handles its reply."""
+    plan = _plan(ctx, run, cp, may_append, ())
+    script_keys, argv = ctx.commit.args(
+        run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra, run.thread_ttl_s
+    )
+    lease.dropped()
+
+    def on_reply(reply: Any) -> str:
+        return _committed_on_success(ctx, job, run, lease, cp, extra, plan, reply, writes_of)
+
+    job.commit_on_success(CommitAhead(ctx.commit.sha, script_keys, argv, on_reply))
+    return f"committed step {run.step + 1}"
+
+
+def _committed_on_success(
+    ctx: WorkerContext,
+    job: StepJob,
+    run: RunRecord,
+    lease: Lease,
+    cp: Checkpoint,
+    extra: StepCommit,
+    plan: Plan,
+    reply: Any,
+    writes_of: str,
+) -> str:
+    """The reply of a commit sent in RQ's success pipeline (:func:`_commit_on_success`); returns the job's
+    outcome. An append conflict, or the script not loaded (Redis restarted), commits again in a round trip
+    of its own, as :func:`_commit` does; a refusal is logged and counted (I1), and the job's result in RQ
+    is written again with it. Never raises: it runs inside RQ's bookkeeping of the job."""
+    outcome = f"committed step {run.step + 1}"
+    try:
+        try:
+            commit_verdict(reply, f"run {run.id} step {run.step}")
+            ctx.store(run.workflow).stored(cp, plan)
+        except (AppendConflictError, NoScriptError):
+            _commit(ctx, run, lease, cp, extra, may_append=False, writes_of=writes_of)
+        except LeaseLostError as exc:
+            raise refused("commit", run.id, run.step, "the commit") from exc
+        return outcome
+    except LeaseLostError as exc:
+        outcome = f"rejected: {exc}"
+    except Exception as exc:  # left to the reaper once the lease lapses (R18)
+        log.warning("run %s step %s: commit failed: %s", run.id, run.step, exc, extra=lease.about())
+        outcome = f"failed: {type(exc).__name__}"
+    job.rewrite_result(outcome)
+    return outcome
 
 
 _LAST_STEP_CANCEL = CANCEL_ERROR.model_copy(

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 import zlib
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rq import Queue
 from rq.job import Job, JobStatus
+from rq.results import Result
 from rq.serializers import JSONSerializer
 from rq.utils import now as rq_now
 from rq.utils import utcformat
@@ -23,6 +25,9 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
 from graphcore.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from worker.commit import CommitAhead
+
 __all__ = [
     "STEP_FUNC",
     "ForeignJobError",
@@ -32,6 +37,8 @@ __all__ = [
     "queue_name",
     "step_job_id",
 ]
+
+log = logging.getLogger("graphq.step")
 
 STEP_FUNC = "worker.job.step_job"
 """Import path of the step job function that workers run."""
@@ -57,6 +64,14 @@ class StepJob(Job):
     _heartbeat_sent = False
     """Whether RQ's end-of-execution heartbeat of this job was sent ahead (:meth:`heartbeat_ahead`)."""
 
+    commit_ahead: CommitAhead | None = None
+    """The step's commit, sent in the pipeline in which RQ records the job's success
+    (:meth:`commit_on_success`)."""
+
+    _hold_heartbeat = False
+    _held_heartbeat: tuple[Any, int, bool] | None = None
+    """RQ's end-of-execution heartbeat ``(timestamp, ttl, xx)``, held for the success pipeline."""
+
     def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
         super().prepare_for_execution(worker_name, pipeline)
         if StepJob.claim_ahead is not None and self.func_name == STEP_FUNC:
@@ -71,14 +86,57 @@ class StepJob(Job):
         super().heartbeat(rq_now(), self.success_callback_timeout, pipeline=pipeline)
         self._heartbeat_sent = True
 
+    def records_success(self) -> bool:
+        """Whether RQ records this job's success in a pipeline of :meth:`_handle_success` (it does not for a
+        result TTL of 0, nor tell for none: graphq sets one on every step job)."""
+        return self.result_ttl is not None and self.result_ttl != 0
+
+    def commit_on_success(self, ahead: CommitAhead) -> None:
+        """Send ``ahead`` in the pipeline in which RQ records this job's success, with RQ's own
+        end-of-execution heartbeat of the job, held until then (call it only when :meth:`records_success`).
+        Every write RQ makes is kept, in RQ's order: the heartbeat, then the job's end."""
+        self.commit_ahead = ahead
+        self._hold_heartbeat = True
+
+    def rewrite_result(self, outcome: str) -> None:
+        """Record ``outcome`` as the job's latest result (RQ's ``Result``): the step's commit, sent in RQ's
+        success pipeline, did not apply, so the result RQ wrote with it says too much. Logged, not raised,
+        when Redis is away (the run's own record is right either way)."""
+        try:
+            Result.create(
+                self,
+                Result.Type.SUCCESSFUL,
+                self.result_ttl,
+                return_value=outcome,
+                worker_name=self.worker_name or "",
+            )
+        except Exception as exc:
+            log.warning("job %s: its result was not rewritten (%s): %s", self.id, outcome, exc)
+
+    def _handle_success(self, result_ttl: int, pipeline: Any, *args: Any, **kwargs: Any) -> None:
+        ahead = self.commit_ahead
+        if ahead is not None and not ahead.replied:  # again when RQ's pipeline failed before its reply
+            ahead.stage(pipeline)
+        if self._held_heartbeat is not None:
+            timestamp, ttl, xx = self._held_heartbeat
+            super().heartbeat(timestamp, ttl, pipeline=pipeline, xx=xx)
+        super()._handle_success(result_ttl, pipeline, *args, **kwargs)
+
     def heartbeat(self, timestamp: Any, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
-        """RQ's ``Job.heartbeat``, except the first call without a pipeline after :meth:`heartbeat_ahead`:
-        in RQ 2.0 to 3.0 that is ``handle_execution_ended``'s, the only such call once a job's function
-        has returned (``tests/test_claim_ahead.py`` would see a second one). The flag is set when the
-        heartbeat is queued: a commit that never reached Redis (an outage, then a stop) skips it too, and
-        RQ's ``save`` of the ended job writes ``last_heartbeat`` either way."""
+        """RQ's ``Job.heartbeat``, except the first call without a pipeline after :meth:`heartbeat_ahead`
+        or :meth:`commit_on_success`: in RQ 2.0 to 3.0 that is ``handle_execution_ended``'s, the only such
+        call once a job's function has returned (``tests/test_claim_ahead.py`` would see a second one).
+        After :meth:`heartbeat_ahead` it was sent already (the flag is set when the heartbeat is queued: a
+        commit that never reached Redis, an outage then a stop, skips it too, and RQ's ``save`` of the
+        ended job writes ``last_heartbeat`` either way); after :meth:`commit_on_success` it is held, as
+        RQ called it, for the success pipeline."""
         if pipeline is None and self._heartbeat_sent:  # the end of execution's: sent with the commit
             self._heartbeat_sent = False
+            self.last_heartbeat = timestamp
+            return
+        if pipeline is None and self._hold_heartbeat:  # the end of execution's: to go with the commit
+            self._hold_heartbeat = False
+            self._held_heartbeat = (timestamp, ttl, xx)
             self.last_heartbeat = timestamp
             return
         super().heartbeat(timestamp, ttl, pipeline=pipeline, xx=xx)
