@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from rq import SimpleWorker
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
@@ -23,6 +25,7 @@ from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from worker import metrics
 from worker.fence import REFUSED
+from worker.lease import set_listener
 from worker.process import run_worker
 from worker.queue import StepJob, step_job_id
 
@@ -166,3 +169,145 @@ def test_a_success_pipeline_whose_reply_was_lost_is_sent_again_and_commits_once(
     assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]  # each step committed once
     assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") is None
     assert _latest_result(redis_client, step_job_id(run_id, 0)) == "committed step 1"
+
+
+def test_a_lost_reply_then_a_lost_script_cache_sends_the_same_commit_again(
+    client: Client, redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Redis restart loses the pipeline's reply and the script cache: the commit staged again answers
+    NOSCRIPT, and the same call is sent again once loaded; it answers 'again'. A new plan instead (its log
+    generation never written, as the commit had applied) left the next step's checkpoint pointing at a log
+    that did not exist: the run ended with ``squares`` empty."""
+    run_id = client.enqueue("fanout", {"items": [1, 2, 3]})
+    lost: list[bool] = []
+
+    def restart_after_applying(job: StepJob, pipe: Any) -> None:
+        if lost:
+            return
+        execute = pipe.execute
+
+        def applied_then_restarted(raise_on_error: bool = True) -> list[Any]:
+            execute(raise_on_error=False)
+            redis_client.script_flush()
+            lost.append(True)
+            raise RedisConnectionError("Redis restarted")
+
+        pipe.execute = applied_then_restarted
+
+    tries = _before_success(monkeypatch, step_job_id(run_id, 0), restart_after_applying)
+    _work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.COMPLETED, 2)
+    assert run.result == {"items": [1, 2, 3], "squares": [1, 4, 9], "total": 14}
+    assert lost == [True] and tries == [1, 1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") is None
+
+
+def test_a_commit_rq_never_sent_goes_in_a_round_trip_of_its_own(
+    client: Client, redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RQ's bookkeeping of the job fails before its success pipeline (an error that is not an outage): RQ
+    records a failure of the job instead, and graphq's worker class sends the commit after, so the step's
+    work is not lost (it was left to the lease's lapse and the reaper: a continuation run)."""
+    run_id = client.enqueue("counter", {"limit": 2})
+    job_id = step_job_id(run_id, 0)
+    count = SimpleWorker.increment_successful_job_count
+    failed: list[str] = []
+
+    def fails_once(self: SimpleWorker, pipeline: Any) -> None:
+        if not failed:
+            failed.append("once")
+            raise ResponseError("ERR injected: RQ's bookkeeping failed")
+        count(self, pipeline)
+
+    monkeypatch.setattr(SimpleWorker, "increment_successful_job_count", fails_once)
+    _work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert (run.status, run.step, run.result, run.attempt) == (RunStatus.COMPLETED, 2, _counted(2), 1)
+    assert failed == ["once"]
+    assert Job.fetch(job_id, connection=redis_client, serializer=JSONSerializer).get_status() == "failed"
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+
+
+def test_a_commit_refused_while_the_lease_is_ours_gives_the_lease_back(
+    client: Client, redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run ended (a cancel, say) between the job's end and RQ's pipeline: the commit is refused as
+    'finished' and the lease, still this worker's, is given back (it was left to lapse)."""
+    run_id = client.enqueue("counter", {"limit": 3})
+    lease_key = keys.lease(run_id, run_id)
+    seen: list[Any] = []
+
+    def end_the_run(job: StepJob, pipe: Any) -> None:
+        seen.append(redis_client.get(lease_key))
+        redis_client.hset(keys.run(run_id, run_id), "status", "canceled")
+
+    _before_success(monkeypatch, step_job_id(run_id, 0), end_the_run)
+    _work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.CANCELED, 0)
+    assert len(seen) == 1 and seen[0] is not None  # held until then
+    assert redis_client.get(lease_key) is None
+    assert redis_client.zscore(keys.lease_index(), keys.lease_member(run_id, run_id)) is None
+    assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") == b"1"
+    assert _latest_result(redis_client, step_job_id(run_id, 0)).startswith("rejected: the commit of run")
+
+
+def test_a_commit_that_errors_fails_the_run_as_in_the_step_job(
+    client: Client, redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script answers an error (here: its arguments cut short): the run fails, as when the step job's
+    own commit raised, its lease given back; the job's result and the step's metrics say failed."""
+    run_id = client.enqueue("counter", {"limit": 3})
+
+    def cut_short(job: StepJob, pipe: Any) -> None:
+        assert job.commit_ahead is not None
+        job.commit_ahead.argv = job.commit_ahead.argv[:4]
+
+    _before_success(monkeypatch, step_job_id(run_id, 0), cut_short)
+    _work(redis_client, redis_url)
+    run = client.get_run(run_id)
+    assert (run.status, run.step) == (RunStatus.FAILED, 0)
+    assert run.error is not None and run.error.type == "ResponseError"
+    assert redis_client.get(keys.lease(run_id, run_id)) is None
+    assert _latest_result(redis_client, step_job_id(run_id, 0)) == "failed: ResponseError"
+
+
+class _Listener:
+    """A lease listener (what the supervising process hears) that notes, when a lease is freed, the run's
+    step in Redis then."""
+
+    def __init__(self, kv: redis.Redis) -> None:
+        self.kv = kv
+        self.freed_at: list[int] = []
+
+    def held(self, lease: Any) -> None:
+        pass
+
+    def limit(self, lease: Any, at: float, stop: Any, step: int) -> None:
+        pass
+
+    def freed(self, lease: Any) -> None:
+        self.freed_at.append(int(self.kv.hget(keys.run(lease.thread_id, lease.run_id), "step") or -1))
+
+    def retire(self) -> None:
+        pass
+
+
+def test_the_supervisor_hears_a_lease_freed_once_its_commit_applied(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """A child that dies between its step job's end and RQ's pipeline must still have its lease lapsed at
+    once, and a give-up must still find the step: the lease is freed for the supervisor after the commit
+    (steps 0 and 1 in RQ's pipeline, step 2 in its own round trip; that one is freed by its commit and
+    again as its block ends, which the supervisor's channel ignores)."""
+    run_id = client.enqueue("counter", {"limit": 3})
+    listener = _Listener(redis_client)
+    set_listener(listener)
+    try:
+        _work(redis_client, redis_url)
+    finally:
+        set_listener(None)
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
+    assert listener.freed_at == [1, 2, 3, 3]

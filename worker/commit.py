@@ -4,10 +4,11 @@ step's RQ job.
 The script checks the fence — this worker's lease token, the run's step, a non-terminal status — and only
 then writes the checkpoint, advances the run, appends the step's events and enqueues the job of the next
 step (the job hash exactly as RQ's enqueue writes it, built by RQ: :meth:`worker.queue.RQStepQueue.prepare`).
-When the fence refuses, nothing is written, no job either. One round trip per commit, no WATCH, no MULTI
-(a commit that also prunes the thread's previous head, without history, R5, sends the prune beside it in
-one MULTI). A step job's commit rides the pipeline in which RQ records the job's success when it can
-(:class:`CommitAhead`, P1); otherwise it carries RQ's end-of-execution heartbeat of the job.
+When the fence refuses, nothing is written, no job either. One call per commit, no WATCH: in a round trip
+of its own (a commit that also prunes the thread's previous head, without history, R5, sends the prune
+beside it in one MULTI, and a step job's carries RQ's end-of-execution heartbeat of the job), or, for a
+step that has a next one, in the MULTI pipeline in which RQ records the job's success
+(:class:`CommitAhead`, P1; EVALSHA there, and a NOSCRIPT reply is sent again once the script is loaded).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from graphcore import keys
 from graphcore.backend.admission import PreparedJob
+from graphcore.backend.connection import outlast
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import source
 from graphcore.backend.store import KeyIndex, plan_argv
@@ -218,10 +220,11 @@ class CommitAhead:
     outlasts, or a ``WatchError``) sends the commit again with the next one; a commit applied before a lost
     reply answers ``again``."""
 
+    kv: Any
     sha: str
     script_keys: list[str]
     argv: list[Any]
-    on_reply: Callable[[Any], str]
+    on_reply: Callable[[Any], str] | None
     """Called once with the reply (or the error Redis answered with); returns the step job's outcome, in
     words (as the job function would have), and must not raise."""
     then: Callable[[str], None] | None = None
@@ -234,11 +237,22 @@ class CommitAhead:
         pipe.evalsha(self.sha, len(self.script_keys), *self.script_keys, *self.argv)
         keep_reply(pipe, index, self._reply)
 
+    def send(self) -> None:
+        """Send the commit in a round trip of its own, through a Redis outage: RQ ended the job without
+        sending it (its bookkeeping of the job failed before the success pipeline's reply)."""
+        try:
+            reply = outlast(self.kv.evalsha, self.sha, len(self.script_keys), *self.script_keys, *self.argv)
+        except ResponseError as exc:  # NOSCRIPT, or the script's error: as in a pipeline's replies
+            reply = exc
+        self._reply(reply)
+
     def _reply(self, reply: Any) -> None:
-        self.replied = True
-        outcome = self.on_reply(reply)
-        if self.then is not None:
-            self.then(outcome)
+        on_reply, then = self.on_reply, self.then
+        self.replied, self.on_reply, self.then = True, None, None  # they hold the job: no reference cycle
+        if on_reply is not None:
+            outcome = on_reply(reply)
+            if then is not None:
+                then(outcome)
 
 
 def _job_keys(job: PreparedJob | None) -> list[str]:

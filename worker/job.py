@@ -780,19 +780,18 @@ def _commit_on_success(
 ) -> str:
     """Commit a step that has a next one (with history kept) in the pipeline in which RQ records the job's
     success, right after this function returns (:class:`worker.commit.CommitAhead`, P1): the same script,
-    fenced the same way. From here on the lease is the commit's (it deletes the key): the step job no
-    longer renews or releases it, and a worker that dies before RQ's pipeline leaves it to lapse (R18).
-    Returns the job's outcome if the commit applies; :func:`_committed_on_success` handles its reply."""
+    fenced the same way, and the lease the commit's until its reply (:meth:`Lease.commit_later`). Returns
+    the job's outcome if the commit applies; :func:`_committed_on_success` handles the reply."""
     plan = _plan(ctx, run, cp, may_append, ())
-    script_keys, argv = ctx.commit.args(
+    call = ctx.commit.args(
         run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra, run.thread_ttl_s
     )
-    lease.dropped()
+    lease.commit_later()
 
     def on_reply(reply: Any) -> str:
-        return _committed_on_success(ctx, job, run, lease, cp, extra, plan, reply, writes_of)
+        return _committed_on_success(ctx, job, run, lease, cp, extra, (plan, *call), reply, writes_of)
 
-    job.commit_on_success(CommitAhead(ctx.commit.sha, script_keys, argv, on_reply))
+    job.commit_on_success(CommitAhead(ctx.kv, ctx.commit.sha, *call, on_reply))
     return f"committed step {run.step + 1}"
 
 
@@ -803,31 +802,47 @@ def _committed_on_success(
     lease: Lease,
     cp: Checkpoint,
     extra: StepCommit,
-    plan: Plan,
+    sent: tuple[Plan, list[str], list[Any]],
     reply: Any,
     writes_of: str,
 ) -> str:
-    """The reply of a commit sent in RQ's success pipeline (:func:`_commit_on_success`); returns the job's
-    outcome. An append conflict, or the script not loaded (Redis restarted), commits again in a round trip
-    of its own, as :func:`_commit` does; a refusal is logged and counted (I1), and the job's result in RQ
-    is written again with it. Never raises: it runs inside RQ's bookkeeping of the job."""
-    outcome = f"committed step {run.step + 1}"
+    """The reply of a commit sent in RQ's success pipeline (:func:`_commit_on_success`; ``sent``: its plan,
+    KEYS and ARGV); returns the job's outcome, as :func:`_commit_step` would have. NOSCRIPT (Redis lost its
+    scripts) sends the same call again once loaded (applied before a lost reply, it answers 'again'); an
+    append conflict plans again without appending, in a round trip of its own (as :func:`_commit`); a
+    refusal is logged and counted (I1); any other error fails the run, as in the step job. The job's result
+    in RQ is written again when the commit did not apply. Never raises: it runs in RQ's bookkeeping."""
+    plan, script_keys, argv = sent
+    what = f"run {run.id} step {run.step}"
     try:
         try:
-            commit_verdict(reply, f"run {run.id} step {run.step}")
+            if isinstance(reply, NoScriptError):
+                outlast(ctx.commit.run, script_keys, argv, what)
+            else:
+                commit_verdict(reply, what)
             ctx.store(run.workflow).stored(cp, plan)
-        except (AppendConflictError, NoScriptError):
+        except AppendConflictError:
             _commit(ctx, run, lease, cp, extra, may_append=False, writes_of=writes_of)
         except LeaseLostError as exc:
             raise refused("commit", run.id, run.step, "the commit") from exc
-        return outcome
+        lease.settle(committed=True)
+        return f"committed step {run.step + 1}"
     except LeaseLostError as exc:
         outcome = f"rejected: {exc}"
-    except Exception as exc:  # left to the reaper once the lease lapses (R18)
-        log.warning("run %s step %s: commit failed: %s", run.id, run.step, exc, extra=lease.about())
+    except Exception as exc:
         outcome = f"failed: {type(exc).__name__}"
+        _logged(_fail, ctx, run, lease, exc)
+    _logged(lease.settle, committed=False)
     job.rewrite_result(outcome)
     return outcome
+
+
+def _logged(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """``fn(*args, **kwargs)``, an error logged, not raised (after a step job's end, in RQ's bookkeeping)."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:
+        log.warning("%s failed after the step job's end: %s", getattr(fn, "__name__", fn), exc)
 
 
 _LAST_STEP_CANCEL = CANCEL_ERROR.model_copy(

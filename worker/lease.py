@@ -5,8 +5,8 @@ checks whether the run was cancelled with ``interrupt`` (then it sets the step's
 nodes see it within a second, X1/C7), and every ``heartbeat_s`` seconds it renews the lease. A lease whose
 renewal finds another token (or none) is marked lost; the step's fenced writes and commit then fail, and
 nothing it did is committed. A commit that gives the lease back deletes the key itself: from
-:meth:`Lease.dropping` on, the keeper does not take a missing key for a loss (the commit's own fence reports
-a real one), since it may look between the commit and :meth:`Lease.dropped`.
+:meth:`Lease.dropping` (or :meth:`Lease.commit_later`) on, the keeper does not take a missing key for a loss
+(the commit's own fence reports a real one), since it may look between the commit and :meth:`Lease.dropped`.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ class Lease:
         self.lost = threading.Event()
         self._dropping = False
         self._dropped = False
+        self._later = False
         self.stop: Stop | None = None
         """Why this step is being given up (a shutdown, a deadline), once :meth:`abort` was called."""
         self.deadline: tuple[float, Stop] | None = None
@@ -123,7 +124,7 @@ class Lease:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         _keeper(self.kv, self.heartbeat_s).discard(self)
-        if _listener is not None:
+        if _listener is not None and not self._later:
             _listener.freed(self)
 
     def limit(self, at: float, stop: Stop, step: int) -> None:
@@ -155,9 +156,31 @@ class Lease:
         if _listener is not None:
             _listener.freed(self)
 
+    def commit_later(self) -> None:
+        """The step's commit goes in the pipeline in which RQ records the job's success, after the step
+        job's function returns (:class:`worker.commit.CommitAhead`). Until :meth:`settle`: the keeper stops
+        renewing the lease once the step's ``with`` block ends (a worker that never sends the commit lets it
+        lapse, R18), the supervising process still has it as held (a child that dies meanwhile has its
+        lease lapsed at once; a give-up still finds the step), the commit's deletion of the key is no loss,
+        and :meth:`release` gives nothing back."""
+        self._dropping = True
+        self._later = True
+
+    def settle(self, committed: bool) -> None:
+        """The later commit's reply is in: ``committed``, the commit deleted the key (:meth:`dropped`);
+        else the lease is given back if still ours, and no longer held."""
+        self._later = False
+        if committed:
+            self.dropped()
+            return
+        self.release()
+        if _listener is not None:
+            _listener.freed(self)
+
     def release(self) -> None:
-        """Give the lease back if still ours (a no-op after a commit deleted it)."""
-        if not self._dropped:
+        """Give the lease back if still ours (a no-op after a commit deleted it, or before a later
+        commit's reply, :meth:`commit_later`)."""
+        if not self._dropped and not self._later:
             script(self.kv, "release_lease")(
                 keys=[self.key, keys.lease_index()], args=[self.token, self.member]
             )

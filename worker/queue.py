@@ -98,6 +98,15 @@ class StepJob(Job):
         self.commit_ahead = ahead
         self._hold_heartbeat = True
 
+    def send_unsent_commit(self) -> None:
+        """After RQ ended the job: a commit still waiting for RQ's success pipeline (RQ's bookkeeping of the
+        job failed before it, or recorded a failure instead) goes now, in a round trip of its own, so that
+        the step's work is not lost. Called by graphq's worker class (:mod:`worker.outage`)."""
+        ahead = self.commit_ahead
+        if ahead is not None and not ahead.replied:
+            log.warning("job %s: RQ ended it without sending the step's commit; sending it now", self.id)
+            ahead.send()
+
     def rewrite_result(self, outcome: str) -> None:
         """Record ``outcome`` as the job's latest result (RQ's ``Result``): the step's commit, sent in RQ's
         success pipeline, did not apply, so the result RQ wrote with it says too much. Logged, not raised,
