@@ -198,8 +198,9 @@ def step_outcome(result: str) -> str:
 
 def step_done(workflow: str, result: str | None, seconds: float) -> None:
     """Record one step job: ``graphq_steps_total``, ``graphq_step_duration_seconds`` (by workflow and
-    outcome; ``result`` None: it raised, outcome ``error``) and, when the step ended its run,
-    ``graphq_runs_total`` by final status."""
+    outcome; ``result`` None: it raised, outcome ``error``; ``seconds`` up to its commit's reply, which for
+    a commit sent in RQ's success pipeline includes RQ's bookkeeping of the job) and, when the step ended
+    its run, ``graphq_runs_total`` by final status."""
     if _on is None:
         return
     outcome = "error" if result is None else step_outcome(result)
