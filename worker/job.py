@@ -825,13 +825,14 @@ def _committed_on_success(
             _commit(ctx, run, lease, cp, extra, may_append=False, writes_of=writes_of)
         except LeaseLostError as exc:
             raise refused("commit", run.id, run.step, "the commit") from exc
-        lease.settle(committed=True)
-        return f"committed step {run.step + 1}"
     except LeaseLostError as exc:
         outcome = f"rejected: {exc}"
     except Exception as exc:
         outcome = f"failed: {type(exc).__name__}"
         _logged(_fail, ctx, run, lease, exc)
+    else:
+        _logged(lease.settle, committed=True)
+        return f"committed step {run.step + 1}"
     _logged(lease.settle, committed=False)
     job.rewrite_result(outcome)
     return outcome
