@@ -107,7 +107,7 @@ def test_a_commit_whose_reply_was_lost_pushes_its_job_once(
 ) -> None:
     """The commit applies, its reply is lost (a connection error), the retry is recognised ('again'):
     the step is committed and its next job queued once, nothing counted as refused."""
-    call = CommitScript._call
+    call = CommitScript.call
     replies: list[object] = []
 
     def losing_the_first_reply(self: CommitScript, *args: object) -> object:
@@ -116,7 +116,7 @@ def test_a_commit_whose_reply_was_lost_pushes_its_job_once(
             raise redis.ConnectionError("reply lost")
         return replies[-1]
 
-    monkeypatch.setattr(CommitScript, "_call", losing_the_first_reply)
+    monkeypatch.setattr(CommitScript, "call", losing_the_first_reply)
     run_id = client.enqueue("counter", {"limit": 3})
     assert committing(ctx, run_id, 0) == "committed step 1"
     assert replies == [b"ok", b"ok", b"again"]
@@ -130,7 +130,7 @@ def test_a_lost_reply_of_a_completing_commit_that_canceled_the_run_says_canceled
     """The last step's commit finds a cancel request (X1: the run ends Canceled, its checkpoint kept), its
     reply is lost and the retry finds the commit applied: the verdict is still 'canceled' (it was 'again',
     and the step job reported the run completed)."""
-    call = CommitScript._call
+    call = CommitScript.call
     replies: list[object] = []
 
     def cancel_then_lose_the_reply(self: CommitScript, *args: object) -> object:
@@ -141,7 +141,7 @@ def test_a_lost_reply_of_a_completing_commit_that_canceled_the_run_says_canceled
             raise redis.ConnectionError("reply lost")
         return replies[-1]
 
-    monkeypatch.setattr(CommitScript, "_call", cancel_then_lose_the_reply)
+    monkeypatch.setattr(CommitScript, "call", cancel_then_lose_the_reply)
     run_id = client.enqueue("counter", {"limit": 1})
     outcome = committing(ctx, run_id, 0)
     assert replies == [b"ok", b"canceled", b"canceled"]

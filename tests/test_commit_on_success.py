@@ -54,6 +54,26 @@ def _before_success(monkeypatch: pytest.MonkeyPatch, job_id: str, hook: Hook) ->
     return tries
 
 
+def _lose_first_reply(lost: list[bool], then: Callable[[], Any]) -> Hook:
+    """A hook whose first pipeline is applied, then ``then()`` runs, then its reply is lost (a connection
+    error); ``lost`` gets ``True`` when that happened."""
+
+    def hook(job: StepJob, pipe: Any) -> None:
+        if lost:
+            return
+        execute = pipe.execute
+
+        def applied_then_lost(raise_on_error: bool = True) -> list[Any]:
+            execute(raise_on_error=False)
+            then()
+            lost.append(True)
+            raise RedisConnectionError("connection lost after the reply was sent")
+
+        pipe.execute = applied_then_lost
+
+    return hook
+
+
 def _counted(n: int) -> dict[str, Any]:
     """The result of ``counter`` run to ``limit`` n."""
     return {"n": n, "limit": n, "log": [f"bump{i}" for i in range(1, n + 1)]}
@@ -148,20 +168,7 @@ def test_a_success_pipeline_whose_reply_was_lost_is_sent_again_and_commits_once(
     outlast outages, records the success again, with the commit, which answers 'again' (applied)."""
     run_id = client.enqueue("counter", {"limit": 2})
     lost: list[bool] = []
-
-    def lose_the_first_reply(job: StepJob, pipe: Any) -> None:
-        if lost:
-            return
-        execute = pipe.execute
-
-        def applied_then_lost(raise_on_error: bool = True) -> list[Any]:
-            execute(raise_on_error=False)
-            lost.append(True)
-            raise RedisConnectionError("connection lost after the reply was sent")
-
-        pipe.execute = applied_then_lost
-
-    tries = _before_success(monkeypatch, step_job_id(run_id, 0), lose_the_first_reply)
+    tries = _before_success(monkeypatch, step_job_id(run_id, 0), _lose_first_reply(lost, lambda: None))
     _work(redis_client, redis_url)
     run = client.get_run(run_id)
     assert (run.status, run.step, run.result) == (RunStatus.COMPLETED, 2, _counted(2))
@@ -180,21 +187,8 @@ def test_a_lost_reply_then_a_lost_script_cache_sends_the_same_commit_again(
     that did not exist: the run ended with ``squares`` empty."""
     run_id = client.enqueue("fanout", {"items": [1, 2, 3]})
     lost: list[bool] = []
-
-    def restart_after_applying(job: StepJob, pipe: Any) -> None:
-        if lost:
-            return
-        execute = pipe.execute
-
-        def applied_then_restarted(raise_on_error: bool = True) -> list[Any]:
-            execute(raise_on_error=False)
-            redis_client.script_flush()
-            lost.append(True)
-            raise RedisConnectionError("Redis restarted")
-
-        pipe.execute = applied_then_restarted
-
-    tries = _before_success(monkeypatch, step_job_id(run_id, 0), restart_after_applying)
+    restart = _lose_first_reply(lost, redis_client.script_flush)
+    tries = _before_success(monkeypatch, step_job_id(run_id, 0), restart)
     _work(redis_client, redis_url)
     run = client.get_run(run_id)
     assert (run.status, run.step) == (RunStatus.COMPLETED, 2)

@@ -165,21 +165,22 @@ class CommitScript:
                 (plan again with ``may_append=False``).
         """
         for _ in range(2):
-            reply = self._call(script_keys, argv, stage_rest, ride)
+            reply = self.call(script_keys, argv, stage_rest, ride)
             if isinstance(reply, NoScriptError):  # Redis restarted and lost its script cache
                 self.sha = self.kv.script_load(source("commit_step"))
                 continue
             return commit_verdict(reply, what)
         raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
 
-    def _call(
+    def call(
         self,
         script_keys: list[str],
         argv: list[Any],
-        stage_rest: Callable[[Any], None] | None,
-        ride: Callable[[Any], None] | None,
+        stage_rest: Callable[[Any], None] | None = None,
+        ride: Callable[[Any], None] | None = None,
     ) -> Any:
-        """The script's reply, or the error it replied with (a NoScriptError to load it and call again)."""
+        """One call of the script (see :meth:`run`): its reply, or the NoScriptError it replied with (load it
+        and call again); other errors of Redis are raised."""
         if stage_rest is None and ride is None:
             try:
                 return self.kv.evalsha(self.sha, len(script_keys), *script_keys, *argv)
@@ -220,8 +221,7 @@ class CommitAhead:
     outlasts, or a ``WatchError``) sends the commit again with the next one; a commit applied before a lost
     reply answers ``again``."""
 
-    kv: Any
-    sha: str
+    commit: CommitScript
     script_keys: list[str]
     argv: list[Any]
     on_reply: Callable[[Any], str] | None
@@ -234,15 +234,15 @@ class CommitAhead:
     def stage(self, pipe: Any) -> None:
         """Queue the commit on ``pipe`` and keep its reply (:func:`worker.ride.keep_reply`)."""
         index = len(pipe.command_stack)
-        pipe.evalsha(self.sha, len(self.script_keys), *self.script_keys, *self.argv)
+        pipe.evalsha(self.commit.sha, len(self.script_keys), *self.script_keys, *self.argv)
         keep_reply(pipe, index, self._reply)
 
     def send(self) -> None:
         """Send the commit in a round trip of its own, through a Redis outage: RQ ended the job without
         sending it (its bookkeeping of the job failed before the success pipeline's reply)."""
         try:
-            reply = outlast(self.kv.evalsha, self.sha, len(self.script_keys), *self.script_keys, *self.argv)
-        except ResponseError as exc:  # NOSCRIPT, or the script's error: as in a pipeline's replies
+            reply = outlast(self.commit.call, self.script_keys, self.argv)
+        except ResponseError as exc:  # the script's error: as in a pipeline's replies
             reply = exc
         self._reply(reply)
 

@@ -791,7 +791,7 @@ def _commit_on_success(
     def on_reply(reply: Any) -> str:
         return _committed_on_success(ctx, job, run, lease, cp, extra, (plan, *call), reply, writes_of)
 
-    job.commit_on_success(CommitAhead(ctx.kv, ctx.commit.sha, *call, on_reply))
+    job.commit_on_success(CommitAhead(ctx.commit, *call, on_reply))
     return f"committed step {run.step + 1}"
 
 
