@@ -1,11 +1,22 @@
 """``ainvoke`` and ``astream``: a compiled graph awaited from a running event loop.
 
-graphq's super-step loop is synchronous (the queue worker runs it too), so the awaitable forms run that
-same loop, ``invoke`` or ``stream``, in a thread of their own and never block the caller's loop; they return
-and yield exactly what ``invoke`` and ``stream`` do. The async nodes and routers of the run execute on the
-caller's loop, as LangGraph's do (:mod:`graphcore.engine.loops`): objects bound to that loop (clients,
-locks, queues) work inside them, and several async tasks of one super-step run concurrently on it. Sync
-nodes run in graphq's thread pool, as under ``invoke``.
+graphq's super-step loop (``CompiledGraph._execute``) is a generator shared by every way of running a graph.
+``ainvoke`` drives it in one of two ways; both return and raise exactly what ``invoke`` does:
+
+* **On the caller's loop** (:func:`drive`), when nothing in the run can block the loop: a root run (not a
+  graph invoked inside a task) of a graph with async nodes or routers, without a checkpointer or with
+  graphq's in-memory one, ``stream_mode="values"`` and nothing logged (``debug``, ``print_mode``). The loop
+  yields each super-step as a :class:`StepCall`; the driver awaits it here
+  (:func:`graphcore.engine.step.arun_step`: async nodes on this loop, sync ones in graphq's pool) and sends
+  its result back. No thread is handed anything per step, which is what a chain of async nodes spends most
+  in otherwise (about two thread wake-ups per node).
+* **In a thread of its own** (:func:`ainvoke`, and every ``astream``): the same loop runs ``invoke`` or
+  ``stream`` there and never blocks the caller's loop, whatever the store does (a Redis checkpointer, the
+  step job's fenced store); the async nodes still run on the caller's loop (:mod:`graphcore.engine.loops`),
+  sync nodes in graphq's pool, as under ``invoke``.
+
+Either way the async nodes run on the caller's loop, as LangGraph's do: objects bound to it (clients, locks,
+queues) work inside them, and several async tasks of one super-step run concurrently on it.
 
 When the caller stops waiting (its task is cancelled, or it leaves an ``astream`` early), the async tasks
 running for it are cancelled (their nodes see ``asyncio.CancelledError``) and no further super-step starts;
@@ -18,13 +29,15 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
 
+from graphcore.engine.config import Scope, run_scope
 from graphcore.engine.loops import CallerLoop, caller_loop
 from graphcore.engine.nested import keep_caller
+from graphcore.engine.step import StepResult
 
-__all__ = ["ainvoke", "astream"]
+__all__ = ["StepCall", "ainvoke", "astream", "drive"]
 
 
 _DONE = object()
@@ -33,6 +46,55 @@ _DONE = object()
 class _Failed:
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+class StepCall:
+    """A super-step of a run driven on the caller's loop (:func:`drive`): the run's loop yields it and gets
+    back what :meth:`result` returns.
+
+    Args:
+        scope: where the run checkpoints (current while the step runs, as ``run_shown`` makes it).
+        step: ``arun_step`` with the step's arguments bound.
+    """
+
+    def __init__(self, scope: Scope, step: Callable[[], Awaitable[StepResult]]) -> None:
+        self.scope = scope
+        self.step = step
+
+    async def result(self) -> StepResult:
+        """The step's outcome, awaited on the running loop."""
+        with run_scope(self.scope):
+            return await self.step()
+
+
+async def drive(run: Generator[Any, Any, None], take: Callable[[Any], None]) -> None:
+    """Run ``run`` (a compiled graph's super-step loop started on the loop) to its end on the running loop:
+    each :class:`StepCall` it yields is awaited and its result sent back; every other item (a step's
+    ``(events, checkpoint, interrupts)``) is passed to ``take``.
+
+    Raises:
+        What the run raises; ``asyncio.CancelledError`` when the awaiting task is cancelled (the async
+        tasks started for it are cancelled too, and the run is closed between two super-steps).
+    """
+    caller = CallerLoop(asyncio.get_running_loop())  # the loop of graphs run synchronously inside nodes
+    with caller_loop(caller):
+        try:
+            sent: Any = None
+            while True:
+                try:
+                    item = run.send(sent)
+                except StopIteration:
+                    return
+                if isinstance(item, StepCall):
+                    sent = await item.result()
+                else:
+                    take(item)
+                    sent = None
+        except asyncio.CancelledError:
+            caller.cancel()
+            raise
+        finally:
+            run.close()
 
 
 def _start(caller: CallerLoop, target: Callable[[], None]) -> None:
@@ -58,7 +120,8 @@ def _hand(loop: asyncio.AbstractEventLoop, put: Callable[[Any], None], item: Any
 
 
 async def ainvoke(invoke: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``invoke(*args, **kwargs)`` (a compiled graph's ``invoke``), awaited; see the module docstring.
+    """``invoke(*args, **kwargs)`` (a compiled graph's ``invoke``) awaited, run in a thread of its own; see
+    the module docstring.
 
     Raises:
         What ``invoke`` raises; ``asyncio.CancelledError`` when the caller's task is cancelled.

@@ -45,7 +45,7 @@ from graphcore.engine.tries import Step, Tries
 from graphcore.errors import Cancelled, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
-__all__ = ["arun_task", "run_async_tasks"]
+__all__ = ["arun_task", "arun_tasks", "run_async_tasks"]
 
 T = TypeVar("T")
 
@@ -69,7 +69,19 @@ def run_async_tasks(
         Cancelled: a task was cancelled (the first such task in order), after every task ended; any other
             error that is not an ``Exception`` likewise.
     """
-    outcomes = run_coroutine(_run_all(step, tasks, call_sync))
+    return _checked(run_coroutine(_run_all(step, tasks, call_sync)))
+
+
+async def arun_tasks(
+    step: Step, tasks: Sequence[Task], call_sync: Callable[[Task], TaskWrites] | None = None
+) -> dict[str, TaskWrites | Exception]:
+    """:func:`run_async_tasks` awaited on the running loop (the tasks run on it): the same result and
+    errors."""
+    return _checked(await _run_all(step, tasks, call_sync))
+
+
+def _checked(outcomes: dict[str, TaskWrites | BaseException]) -> dict[str, TaskWrites | Exception]:
+    """``outcomes`` of the tasks; the first that is neither writes nor an ``Exception`` is raised."""
     done: dict[str, TaskWrites | Exception] = {}
     for task_id, outcome in outcomes.items():
         if not isinstance(outcome, Exception | TaskWrites):

@@ -8,10 +8,11 @@ RQ step job calls, one super-step per job. The compiled graph's data is
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio
@@ -42,7 +43,7 @@ from graphcore.engine.run_start import check_thread, empty_input, nothing_to_res
 from graphcore.engine.runtime import with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
-from graphcore.engine.step import run_step
+from graphcore.engine.step import arun_step, run_step
 from graphcore.errors import CheckpointNotFoundError, ConfigError, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
@@ -160,7 +161,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         """
         config = with_context(config, context)
         final: Any = None
-        call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        call = (interrupt_before, interrupt_after)
         streaming.check_version(version)
         if stream_mode != "values":
             chunks = self.stream(
@@ -176,10 +177,14 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             )
             return list(chunks)
         logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
-        for events, cp, paused in self._run(input, config, logged, durability=durability, **call):
+        for events, cp, paused in self._run(input, config, logged, durability, call):
             streaming.log_events(events, modes=logged or ())
-            final = self.schema.result(cp.channel_values, {INTERRUPT_KEY: paused} if paused else None)
+            final = self._result(cp, paused)
         return final
+
+    def _result(self, cp: Checkpoint, paused: list[Interrupt]) -> Any:
+        """What ``invoke`` returns when its run ends at ``cp``, paused on ``paused``."""
+        return self.schema.result(cp.channel_values, {INTERRUPT_KEY: paused} if paused else None)
 
     def stream(
         self,
@@ -223,9 +228,9 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         config = with_context(config, context)
         modes = streaming.check_modes(stream_mode)
         streaming.check_version(version)
-        call = {"interrupt_before": interrupt_before, "interrupt_after": interrupt_after}
+        call = (interrupt_before, interrupt_after)
         yield from streaming.stream_run(
-            lambda run_modes: self._run(input, config, run_modes, durability=durability, **call),
+            lambda run_modes: self._run(input, config, run_modes, durability, call),
             modes,
             single=isinstance(stream_mode, str),
             subgraphs=subgraphs,
@@ -240,7 +245,47 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         routers run on it, sync nodes in graphq's thread pool (:mod:`graphcore.engine.aio`). Cancelling
         the awaiting task cancels the async nodes running for it and starts no further super-step.
         """
-        return await aio.ainvoke(self.invoke, input, config, **kwargs)
+        if not self._drives_on_loop(kwargs):
+            return await aio.ainvoke(self.invoke, input, config, **kwargs)
+        return await self._ainvoke_on_loop(input, config, **kwargs)
+
+    def _drives_on_loop(self, kwargs: Mapping[str, Any]) -> bool:
+        """Whether ``ainvoke(**kwargs)`` runs its steps on the caller's loop (:func:`aio.drive`): nothing
+        in the run blocks it (the rule is in :mod:`graphcore.engine.aio`)."""
+        store = self.checkpointer
+        return (
+            bool(self.async_tasks)
+            and current_task_or_none() is None
+            and (store in (None, False) or isinstance(store, InMemoryCheckpointStore))
+            and kwargs.get("stream_mode", "values") == "values"
+            and not streaming.logged_modes(
+                bool(kwargs.get("debug", self.debug)), kwargs.get("print_mode", ())
+            )
+        )
+
+    async def _ainvoke_on_loop(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | RunConfig | None = None,
+        *,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        durability: str | None = None,
+        context: Any = None,
+        version: str = "v1",
+        **_: Any,  # stream_mode "values", subgraphs, debug and print_mode off: as invoke, nothing to do
+    ) -> Any:
+        """:meth:`invoke`'s run, each super-step awaited on the running loop (:func:`aio.drive`)."""
+        config = with_context(config, context)
+        streaming.check_version(version)
+        call = (interrupt_before, interrupt_after)
+        final: list[Any] = [None]
+
+        def take(item: tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]) -> None:
+            final[0] = self._result(item[1], item[2])
+
+        await aio.drive(self._run(input, config, None, durability, call, on_loop=True), take)
+        return final[0]
 
     def astream(
         self, input: Any, config: Mapping[str, Any] | RunConfig | None = None, **kwargs: Any
@@ -257,16 +302,20 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         config: Mapping[str, Any] | RunConfig | None,
         modes: Sequence[str] | None,
         durability: str | None = None,
-        **breaks: Sequence[str] | str | None,
-    ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
+        breaks: tuple[Sequence[str] | str | None, Sequence[str] | str | None] = (None, None),
+        *,
+        on_loop: bool = False,
+    ) -> Generator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]], Any, None]:
+        """The run's steps (:meth:`_execute`). ``breaks``: the call's ``interrupt_before`` and
+        ``interrupt_after``; ``on_loop``: driven by :func:`aio.drive`."""
         cfg, scope = self._placement(config)
-        stops = self.breakpoints.with_call(
-            breaks.get("interrupt_before"), breaks.get("interrupt_after"), self.nodes
-        )
+        stops = self.breakpoints.with_call(*breaks, self.nodes)
         if stops and current_task_or_none() is not None:
             raise ConfigError(NESTED_BREAKPOINTS)
         with durable(scope, check_durability(durability) or cfg.durability) as scope:
-            yield from streaming.relay(modes, scope, lambda m: self._execute(input, cfg, m, scope, stops))
+            yield from streaming.relay(
+                modes, scope, lambda m: self._execute(input, cfg, m, scope, stops, on_loop=on_loop)
+            )
 
     def _placement(self, config: Mapping[str, Any] | RunConfig | None) -> tuple[RunConfig, Scope]:
         """The run's config and where it checkpoints (G7).
@@ -302,7 +351,14 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         modes: Sequence[str] | None,
         scope: Scope,
         stops: Breakpoints = NO_BREAKPOINTS,
-    ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
+        *,
+        on_loop: bool = False,
+    ) -> Generator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]], Any, None]:
+        """Run the graph's super-steps, yielding each one's ``(events, checkpoint, interrupts)``.
+
+        ``on_loop`` (``ainvoke`` on the caller's loop, no ``modes``): each super-step is yielded as an
+        :class:`aio.StepCall` for the driver (:func:`aio.drive`) to await, which sends its result back.
+        """
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
         since = Checkpoint.now() if modes else ""
@@ -331,7 +387,15 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             resumed = with_resume(cfg, resume, answers)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
-            outcome = yield from streaming.run_shown(shown, cp, scope, saver.step(step))  # under run_scope
+            if (
+                on_loop
+            ):  # the same step, awaited by the driver on the caller's loop (it sends the result back)
+                awaited = saver.step(partial(arun_step, *step.args, **step.keywords))
+                outcome = yield aio.StepCall(scope, awaited)  # type: ignore[misc]  # aio.drive alone gets one
+            else:
+                outcome = yield from streaming.run_shown(
+                    shown, cp, scope, saver.step(step)
+                )  # under run_scope
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
                 unsaved = saver.unsaved(outcome.results)
                 self._save_writes(scope, cp, [*unsaved, *failure_entries(outcome.failed)])

@@ -14,15 +14,17 @@ when the run ends: :mod:`graphcore.engine.durability`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.config import Scope
 from graphcore.engine.durability import ExitStore
-from graphcore.engine.step import StepResult
 from graphcore.engine.tries import TaskDone
 from graphcore.types import TaskWrites
 
 __all__ = ["TaskSaver"]
+
+R = TypeVar("R")
 
 
 class TaskSaver:
@@ -43,16 +45,17 @@ class TaskSaver:
         self.saved: set[str] = set()
         """Ids of the tasks whose writes this saver stored (added from the tasks' threads)."""
 
-    def step(self, step: Callable[..., StepResult]) -> Callable[..., StepResult]:
-        """``step`` (``run_step`` with its other arguments bound, called as ``step(on_task_done=hook)``)
-        with each finished task's writes saved before ``hook`` sees them; ``step`` itself when off.
+    def step(self, step: Callable[..., R]) -> Callable[..., R]:
+        """``step`` (``run_step`` or ``arun_step`` with its other arguments bound, called as
+        ``step(on_task_done=hook)``) with each finished task's writes saved before ``hook`` sees them;
+        ``step`` itself when off.
 
         A save that fails (e.g. ``LeaseLostError`` from the queue's fence, a Redis error) fails that task
         with the save's error, as ``run_step`` records ``on_task_done``'s errors."""
         if not self.on:
             return step
 
-        def saving(on_task_done: TaskDone | None = None) -> StepResult:
+        def saving(on_task_done: TaskDone | None = None) -> R:
             def done(result: TaskWrites) -> None:
                 self._save(result)
                 if on_task_done is not None:

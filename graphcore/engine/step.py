@@ -12,7 +12,7 @@ from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import Task, prepare_tasks, run_task
-from graphcore.engine.async_step import run_async_tasks
+from graphcore.engine.async_step import arun_tasks, run_async_tasks
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
@@ -22,7 +22,7 @@ from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer
 from graphcore.errors import NodeTimeoutError
 from graphcore.types import TaskWrites
 
-__all__ = ["RetryHook", "StepResult", "run_step"]
+__all__ = ["RetryHook", "StepResult", "arun_step", "run_step"]
 
 
 class StepResult:
@@ -131,11 +131,7 @@ def run_step(
         past its timeout (G10) fails with :class:`NodeTimeoutError`; its thread may go on running (Python
         cannot stop a thread) but its late result and stream chunks are ignored.
     """
-    finished = finished or {}
-    step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
-    tasks = prepare_tasks(graph, cp)
-    todo = [t for t in tasks if t.id not in finished]
-    outcomes: dict[str, TaskWrites | Exception] = dict(finished)
+    step, tasks, todo, outcomes = _plan(graph, cp, config, finished, on_task_done, writer, cancel, on_retry)
     if graph.async_tasks and any(t.node in graph.async_tasks for t in todo):
         # on one event loop (graphcore.engine.async_step), the sync ones in the pool: one max_concurrency
         outcomes.update(run_async_tasks(step, todo, lambda task: _call(step, task)))
@@ -152,6 +148,46 @@ def run_step(
                 raise failure  # KeyboardInterrupt, SystemExit, a shutdown signal: not a task failure
             outcomes[task.id] = failure if failure is not None else future.result()
     return _collect(tasks, outcomes)
+
+
+async def arun_step(
+    graph: GraphSpec,
+    cp: Checkpoint,
+    config: RunConfig,
+    *,
+    finished: Mapping[str, TaskWrites] | None = None,
+    on_task_done: TaskDone | None = None,
+    writer: Writer | None = None,
+    cancel: CancelToken | None = None,
+    on_retry: RetryHook | None = None,
+) -> StepResult:
+    """:func:`run_step` awaited on the running event loop (``ainvoke`` driven on the caller's loop,
+    :mod:`graphcore.engine.aio`): the same arguments, result and errors. Every task is an asyncio task of
+    that loop (:func:`graphcore.engine.async_step.arun_tasks`): async nodes run on it, sync ones in graphq's
+    pool, so the loop is never blocked by a node.
+    """
+    step, tasks, todo, outcomes = _plan(graph, cp, config, finished, on_task_done, writer, cancel, on_retry)
+    if todo:
+        outcomes.update(await arun_tasks(step, todo, lambda task: _call(step, task)))
+    return _collect(tasks, outcomes)
+
+
+def _plan(
+    graph: GraphSpec,
+    cp: Checkpoint,
+    config: RunConfig,
+    finished: Mapping[str, TaskWrites] | None,
+    on_task_done: TaskDone | None,
+    writer: Writer | None,
+    cancel: CancelToken | None,
+    on_retry: RetryHook | None,
+) -> tuple[Step, list[Task], list[Task], dict[str, TaskWrites | Exception]]:
+    """What a step shares, its tasks, those still to run (not in ``finished``) and the outcomes known."""
+    finished = finished or {}
+    step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
+    tasks = prepare_tasks(graph, cp)
+    todo = [t for t in tasks if t.id not in finished]
+    return step, tasks, todo, dict(finished)
 
 
 def _submit(step: Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:

@@ -1,0 +1,191 @@
+"""``ainvoke`` driven on the caller's loop (graphcore.engine.aio.drive): which runs take that path, and that
+they behave as the threaded path does (results, errors, pending writes, cancellation, a loop never blocked
+by a sync node). The threaded path runs the step loop in a thread named ``graphq-aio``; a node sees
+whether one is alive."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import threading
+import time
+from typing import Annotated, Any, TypedDict
+
+import pytest
+import redis
+
+from graphcore import END, START, InMemorySaver, StateGraph
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.errors import NodeError
+
+
+class State(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+
+
+def _threaded() -> bool:
+    """Whether a step loop runs in a thread of its own now (the threaded ``ainvoke``)."""
+    return any(t.name == "graphq-aio" for t in threading.enumerate())
+
+
+def _chain(*nodes: tuple[str, Any], checkpointer: Any = None) -> Any:
+    g = StateGraph(State)
+    names = [name for name, _ in nodes]
+    for name, fn in nodes:
+        g.add_node(name, fn)
+    for source, target in zip([START, *names], [*names, END], strict=True):
+        g.add_edge(source, target)
+    return g.compile(checkpointer=checkpointer)
+
+
+def _recorder(name: str, seen: list[bool]) -> Any:
+    async def node(state: State) -> dict[str, Any]:
+        seen.append(_threaded())
+        return {"items": [name]}
+
+    return node
+
+
+def test_a_chain_of_async_nodes_runs_on_the_callers_loop_without_a_thread() -> None:
+    seen: list[bool] = []
+    graph = _chain(*((n, _recorder(n, seen)) for n in "abc"))
+    assert asyncio.run(graph.ainvoke({"items": []})) == {"items": ["a", "b", "c"]}
+    assert seen == [False, False, False]
+
+
+def test_with_the_in_memory_saver_too_and_the_thread_goes_on() -> None:
+    seen: list[bool] = []
+    graph = _chain(("a", _recorder("a", seen)), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def twice() -> tuple[Any, Any]:
+        return await graph.ainvoke({"items": ["x"]}, config), await graph.ainvoke({"items": ["y"]}, config)
+
+    assert asyncio.run(twice()) == ({"items": ["x", "a"]}, {"items": ["x", "a", "y", "a"]})
+    assert seen == [False, False]
+
+
+@pytest.mark.parametrize(
+    "options", [{"debug": True}, {"print_mode": "updates"}, {"stream_mode": "updates"}], ids=str
+)
+def test_a_run_that_logs_or_streams_runs_in_a_thread(options: dict[str, Any]) -> None:
+    seen: list[bool] = []
+    graph = _chain(("a", _recorder("a", seen)))
+    result = asyncio.run(graph.ainvoke({"items": []}, **options))
+    expected = [{"a": {"items": ["a"]}}] if "stream_mode" in options else {"items": ["a"]}
+    assert result == expected
+    assert seen == [True]
+
+
+def test_a_redis_checkpointer_runs_in_a_thread(redis_client: redis.Redis) -> None:
+    seen: list[bool] = []
+    graph = _chain(("a", _recorder("a", seen)), checkpointer=RedisCheckpointStore(redis_client))
+    result = asyncio.run(graph.ainvoke({"items": []}, {"configurable": {"thread_id": "t"}}))
+    assert result == {"items": ["a"]}
+    assert seen == [True]
+
+
+def test_a_graph_without_async_nodes_runs_in_a_thread() -> None:
+    seen: list[bool] = []
+
+    def sync(state: State) -> dict[str, Any]:
+        seen.append(_threaded())
+        return {"items": ["s"]}
+
+    assert asyncio.run(_chain(("s", sync)).ainvoke({"items": []})) == {"items": ["s"]}
+    assert seen == [True]
+
+
+def test_a_graph_awaited_inside_a_node_runs_in_a_thread() -> None:
+    seen: list[bool] = []
+    inner = _chain(("i", _recorder("i", seen)))
+
+    async def outer_node(state: State) -> dict[str, Any]:
+        return {"items": (await inner.ainvoke({"items": []}))["items"]}
+
+    outer = _chain(("o", outer_node))
+    assert asyncio.run(outer.ainvoke({"items": []})) == {"items": ["i"]}
+    assert seen == [True]  # inside a task: its store may be the step job's fenced one (Redis)
+
+
+def test_a_sync_node_of_an_async_graph_does_not_block_the_loop() -> None:
+    def blocking(state: State) -> dict[str, Any]:
+        time.sleep(0.3)
+        return {"items": ["slept"]}
+
+    graph = _chain(("a", _recorder("a", [])), ("b", blocking))
+
+    async def main() -> tuple[Any, int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        tick = asyncio.create_task(ticker())
+        result = await graph.ainvoke({"items": []})
+        tick.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result == {"items": ["a", "slept"]}
+    assert ticks >= 8  # about 15 in 0.3 s
+
+
+def test_a_failed_step_keeps_the_finished_tasks_writes_and_they_do_not_run_again() -> None:
+    runs: list[str] = []
+    fail = [True]
+
+    async def ok(state: State) -> dict[str, Any]:
+        runs.append("ok")
+        return {"items": ["ok"]}
+
+    async def flaky(state: State) -> dict[str, Any]:
+        runs.append("flaky")
+        await asyncio.sleep(0.05)  # ends after ok: ok's writes are saved first
+        if fail[0]:
+            raise ValueError("boom")
+        return {"items": ["flaky"]}
+
+    g = StateGraph(State)
+    for name, fn in (("ok", ok), ("flaky", flaky)):
+        g.add_node(name, fn)
+        g.add_edge(START, name)
+        g.add_edge(name, END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+
+    with pytest.raises(NodeError) as failed:
+        asyncio.run(graph.ainvoke({"items": []}, config))
+    assert (failed.value.node, str(failed.value.error)) == ("flaky", "boom")
+    fail[0] = False
+    assert asyncio.run(graph.ainvoke(None, config)) == {"items": ["flaky", "ok"]}  # task order, as invoke
+    assert runs == ["ok", "flaky", "flaky"]
+
+
+def test_cancelling_the_caller_cancels_the_node_and_starts_no_further_step() -> None:
+    events: list[str] = []
+
+    async def waits(state: State) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+        return {"items": ["never"]}
+
+    async def after(state: State) -> dict[str, Any]:
+        events.append("after ran")
+        return {"items": ["after"]}
+
+    graph = _chain(("waits", waits), ("after", after))
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(graph.ainvoke({"items": []}), 0.1)
+        await asyncio.sleep(0.1)
+
+    asyncio.run(main())
+    assert events == ["cancelled"]
