@@ -30,6 +30,7 @@ def _json(w: WorkerRecord) -> dict[str, object]:
         "run_id": w.run_id,
         "thread_id": w.thread_id,
         "step": w.step,
+        "thread_step": w.thread_step,
         "heartbeat_at": iso_ms(w.heartbeat_ms),
     }
 
@@ -41,9 +42,9 @@ def workers(app: AppContext, output: str) -> None:
     """List the live workers: id, host, pid, queues, the run and step each holds, started and last
     heartbeat (UTC). A worker whose heartbeat stopped (killed, stopped) drops out within
     GRAPHQ_LEASE_TTL_S, and the reaper removes it from RQ's worker registry within one more
-    GRAPHQ_REAPER_INTERVAL_S. The run and step are as of the worker's last heartbeat; the step is the run's
-    own (the steps it had done when the worker claimed this one, "step" in `graphq runs show -o json`), not
-    the thread's step that `graphq runs show` prints."""
+    GRAPHQ_REAPER_INTERVAL_S. The run and step are as of the worker's last heartbeat; the step is the
+    thread's, as `graphq runs show` prints it (--output json: "thread_step"; "step" is the run's own count,
+    the steps it had done when the worker claimed this one, as "step" in `graphq runs show -o json`)."""
     kv = app.kv()
     found = live_workers(kv, server_ms(kv))
     if output == "json":
@@ -56,14 +57,14 @@ def workers(app: AppContext, output: str) -> None:
             w.pid,
             ",".join(w.queues),
             w.run_id or "",
-            "" if w.step is None else w.step,
+            "" if w.thread_step is None else w.thread_step,
             when(w.started_at),
             when(iso_ms(w.heartbeat_ms)),
         )
         for w in found
     ]
     print_table(
-        ("worker", "host", "pid", "queues", "run", "run step", "started (UTC)", "heartbeat (UTC)"),
+        ("worker", "host", "pid", "queues", "run", "step", "started (UTC)", "heartbeat (UTC)"),
         rows,
         no_wrap=("worker", "run", "started (UTC)", "heartbeat (UTC)"),
     )

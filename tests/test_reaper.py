@@ -7,6 +7,7 @@ import json
 import threading
 import time
 
+import pytest
 import redis
 
 from graphcore import keys
@@ -19,7 +20,9 @@ from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.cli_helpers import invoke, ok, process_state_restored
 from tests.workers import Beats
+from worker import lease
 from worker.lease import Lease
+from worker.liveness import Heartbeat
 from worker.process import run_worker
 from worker.reaper import Reaper
 
@@ -273,9 +276,9 @@ def test_cli_shows_the_chain_and_the_workers(
         assert (shown_json["step"], shown_json["thread_step"]) == (0, None)  # nothing committed yet
         heartbeats("host.9.fedcba", ["graphq:suicide"])
         listed = json.loads(ok(invoke(MODULE, redis_url, "workers", "-o", "json")).stdout)
-        assert [(w["id"], w["pid"] > 0, w["queues"], w["run_id"], w["step"]) for w in listed] == [
-            ("host.9.fedcba", True, ["graphq:suicide"], None, None)
-        ]
+        assert [
+            (w["id"], w["pid"] > 0, w["queues"], w["run_id"], w["step"], w["thread_step"]) for w in listed
+        ] == [("host.9.fedcba", True, ["graphq:suicide"], None, None, None)]
         assert "host.9.fedcba" in ok(invoke(MODULE, redis_url, "workers")).stdout
         again = ok(invoke(MODULE, redis_url, "reaper", "--once")).stdout
         assert again == ""
@@ -460,3 +463,24 @@ def test_a_continuation_keeps_the_schedule_and_fire_time_of_the_run_it_continues
             f"latest run       │ {new}"
             in ok(invoke(MODULE, redis_url, "schedules", "show", "nightly")).stdout
         )
+
+
+def test_graphq_workers_numbers_a_continuations_step_as_the_thread_does(
+    redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A continuation's first step is its run's step 0 and the thread's step 1 (the step its predecessor was
+    running): the table shows the thread's, as `graphq runs show`; the JSON has both."""
+    held = Lease(redis_client, "t-cont", "r-cont", 30, 10)
+    held.step, held.step_number = 0, 1
+    monkeypatch.setattr(lease, "held", lambda: [held])
+    beat = Heartbeat(redis_client, "host.5.abcdef", ["graphq:crashline"], 30, 10)
+    beat.beat()
+    listed = json.loads(ok(invoke(MODULE, redis_url, "workers", "-o", "json")).stdout)
+    assert [(w["id"], w["run_id"], w["thread_id"], w["step"], w["thread_step"]) for w in listed] == [
+        ("host.5.abcdef", "r-cont", "t-cont", 0, 1)
+    ]
+    table = ok(invoke(MODULE, redis_url, "workers")).stdout.splitlines()
+    row = next(line for line in table if "host.5.abcdef" in line)
+    assert [c.strip() for c in row.split("│")][5] == "1"
+    assert [c.strip() for c in table[0].split("┃")][5] == "step"
+    beat.stop()

@@ -179,6 +179,7 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
     assert len(listed) == 2
     holder = next(w for w in listed if w["id"] == crashed.worker)
     assert (holder["run_id"], holder["step"], queue in holder["queues"]) == (run_id, 1, True)
+    assert holder["thread_step"] == 1  # a run's first steps: its count and the thread's agree
     victim = procs.holding(crashed.worker or "")
     killed = time.monotonic()
     os.killpg(victim.pid, signal.SIGKILL)

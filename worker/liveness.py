@@ -51,13 +51,15 @@ class Heartbeat:
         self.thread = threading.Thread(target=self._loop, name="graphq-worker-heartbeat", daemon=True)
 
     def fields(self) -> dict[str, str]:
-        """The record as of now: the static fields and the step held (empty when idle)."""
+        """The record as of now: the static fields and the step held (empty when idle): ``step`` the run's
+        own count (the job's), ``thread_step`` the thread's (known once the step's checkpoint is read)."""
         leases = lease.held()
         current = leases[0] if leases else None
         return self.static | {
             "run_id": current.run_id if current else "",
             "thread_id": current.thread_id if current else "",
             "step": "" if current is None or current.step is None else str(current.step),
+            "thread_step": "" if current is None or current.step_number is None else str(current.step_number),
         }
 
     def beat(self) -> None:

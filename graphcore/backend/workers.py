@@ -30,6 +30,10 @@ class WorkerRecord:
     run_id: str | None
     thread_id: str | None
     step: int | None
+    """The step held, counted in its run (the steps the run had done when it was claimed)."""
+    thread_step: int | None
+    """The same step numbered as the thread's checkpoints (``graphq runs show``); None until the worker has
+    read the step's checkpoint, and for a worker older than this field."""
     heartbeat_ms: int
 
     @classmethod
@@ -45,6 +49,7 @@ class WorkerRecord:
             run_id=f.get("run_id") or None,
             thread_id=f.get("thread_id") or None,
             step=int(f["step"]) if f.get("step") else None,
+            thread_step=int(f["thread_step"]) if f.get("thread_step") else None,
             heartbeat_ms=int(f.get("heartbeat_ms") or 0),
         )
 
