@@ -17,6 +17,7 @@ import redis
 from graphcore import END, START, InMemorySaver, StateGraph
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.errors import NodeError
+from tests.test_async_nodes import ticks_during
 
 
 class State(TypedDict, total=False):
@@ -114,22 +115,7 @@ def test_a_sync_node_of_an_async_graph_does_not_block_the_loop() -> None:
         return {"items": ["slept"]}
 
     graph = _chain(("a", _recorder("a", [])), ("b", blocking))
-
-    async def main() -> tuple[Any, int]:
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.02)
-                ticks += 1
-
-        tick = asyncio.create_task(ticker())
-        result = await graph.ainvoke({"items": []})
-        tick.cancel()
-        return result, ticks
-
-    result, ticks = asyncio.run(main())
+    result, ticks = asyncio.run(ticks_during(lambda: graph.ainvoke({"items": []})))
     assert result == {"items": ["a", "slept"]}
     assert ticks >= 8  # about 15 in 0.3 s
 

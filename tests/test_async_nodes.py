@@ -9,6 +9,7 @@ import operator
 import subprocess
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -106,28 +107,29 @@ def test_invoke_from_inside_a_running_loop_uses_a_loop_of_its_own() -> None:
     assert loops != [callers]
 
 
+async def ticks_during(awaited: Callable[[], Awaitable[Any]]) -> tuple[Any, int]:
+    """What ``awaited()`` returns, and how many 20 ms ticks another task of the loop made meanwhile."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.02)
+            ticks += 1
+
+    tick = asyncio.create_task(ticker())
+    try:
+        return await awaited(), ticks
+    finally:
+        tick.cancel()
+
+
 def test_ainvoke_does_not_block_the_callers_loop() -> None:
     def blocking(state: State) -> dict[str, Any]:
         time.sleep(0.3)
         return {"items": ["slept"]}
 
-    graph = _one(blocking)
-
-    async def main() -> tuple[Any, int]:
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.02)
-                ticks += 1
-
-        tick = asyncio.create_task(ticker())
-        result = await graph.ainvoke({"items": []})
-        tick.cancel()
-        return result, ticks
-
-    result, ticks = asyncio.run(main())
+    result, ticks = asyncio.run(ticks_during(lambda: _one(blocking).ainvoke({"items": []})))
     assert result == {"items": ["slept"]}
     assert ticks >= 8  # about 15 in 0.3 s
 
