@@ -48,7 +48,16 @@ from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdate
 from graphcore.settings import get_settings
 from graphcore.types import START, Interrupt
 
-__all__ = ["QUEUE_OPTIONS", "Client", "Guard", "RunRequest", "StepQueue", "check_request", "queue_config"]
+__all__ = [
+    "QUEUE_OPTIONS",
+    "CancelReply",
+    "Client",
+    "Guard",
+    "RunRequest",
+    "StepQueue",
+    "check_request",
+    "queue_config",
+]
 
 QUEUE_OPTIONS: tuple[str, ...] = tuple(k for k in ACCEPTED if k not in ("run_id", "checkpoint_ns"))
 """The run options a queued run's config may set, as an unknown option's message lists them: the in-process
@@ -84,6 +93,18 @@ def _order(record: RequestRecord, task: int | None, call: int | None) -> tuple[i
         unknown if call is None else call,
         record.created_at or record.answered_at or "",
     )
+
+
+class CancelReply(str):
+    """What :meth:`Client.cancel` did, in words (the text the CLI prints), and whether it did anything:
+    ``changed`` is False for a run that had ended already."""
+
+    changed: bool
+
+    def __new__(cls, text: str, changed: bool = True) -> CancelReply:
+        reply = super().__new__(cls, text)
+        reply.changed = changed
+        return reply
 
 
 @dataclass
@@ -779,7 +800,7 @@ class Client:
         answered = [r.id for r in self.run_requests(run_id) if r.status == "answered"]
         return NotAwaitingInputError(run_id, run.status.value, answered, expired_note(run))
 
-    def cancel(self, run_id: str, interrupt: bool = False) -> str:
+    def cancel(self, run_id: str, interrupt: bool = False) -> CancelReply:
         """Cancel a run (X1, X2, I6).
 
         A queued or waiting run ends Canceled at once, and so does a running one whose step no worker holds
@@ -789,7 +810,8 @@ class Client:
         and the thread can be continued (:meth:`resume`, X4).
 
         Returns:
-            What happened, in words: ``"canceled"``, ``"cancel requested"`` or why nothing changed.
+            What happened, in words: ``"canceled"``, ``"cancel requested: ..."`` or, for a run that had ended
+            already, why nothing changed (``changed`` False).
 
         Raises:
             RunNotFoundError: no such run.
@@ -799,7 +821,7 @@ class Client:
             raise ConfigError("cancel needs a client with a step queue (it hands the thread to the next run)")
         run = self.runs.get(run_id)
         if run.terminal:
-            return f"run {run_id} is already {run.status.value}; nothing changed"
+            return _ended_already(run)
         fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
         waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
         if not self.kv.exists(keys.lease(run.thread_id, run.id)):
@@ -811,16 +833,16 @@ class Client:
         if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled):
             self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
             hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)
-            return "canceled"
+            return CancelReply("canceled")
         self.kv.hset(keys.run(run.thread_id, run.id), "cancel", "interrupt" if interrupt else "cooperative")
         current = self.runs.get(run_id)
         if current.terminal:
-            return f"run {run_id} is already {current.status.value}; nothing changed"
+            return _ended_already(current)
         if interrupt:
-            return (
+            return CancelReply(
                 "cancel requested: running nodes are signalled and the run stops before its next super-step"
             )
-        return "cancel requested: the run stops before its next super-step"
+        return CancelReply("cancel requested: the run stops before its next super-step")
 
     def resume(self, run_id: str) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
@@ -997,3 +1019,8 @@ class Client:
             except RunNotFoundError:
                 continue
         return None
+
+
+def _ended_already(run: RunRecord) -> CancelReply:
+    """The reply to a cancel of ``run``, which had ended already."""
+    return CancelReply(f"run {run.id} is already {run.status.value}; nothing changed", changed=False)
