@@ -24,6 +24,18 @@ class State(TypedDict, total=False):
     items: Annotated[list[str], operator.add]
 
 
+def _join_step_loop_threads() -> None:
+    """Wait for the threads of earlier threaded runs to end (each ends just after handing its result)."""
+    for thread in threading.enumerate():
+        if thread.name == "graphq-aio":
+            thread.join(5)
+
+
+@pytest.fixture(autouse=True)
+def _no_step_loop_thread_left() -> None:
+    _join_step_loop_threads()
+
+
 def _threaded() -> bool:
     """Whether a step loop runs in a thread of its own now (the threaded ``ainvoke``)."""
     return any(t.name == "graphq-aio" for t in threading.enumerate())
@@ -175,3 +187,24 @@ def test_cancelling_the_caller_cancels_the_node_and_starts_no_further_step() -> 
 
     asyncio.run(main())
     assert events == ["cancelled"]
+
+
+def test_an_unknown_keyword_is_refused_as_by_invoke() -> None:
+    graph = _chain(("a", _recorder("a", [])))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stream_modes'"):
+        asyncio.run(graph.ainvoke({"items": []}, stream_modes="values"))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stream_modes'"):
+        graph.invoke({"items": []}, stream_modes="values")
+
+
+def test_debug_none_takes_the_graphs_own_setting() -> None:
+    seen: list[bool] = []
+    g = StateGraph(State)
+    g.add_node("a", _recorder("a", seen))
+    g.add_edge(START, "a")
+    g.add_edge("a", END)
+    logged = g.compile(debug=True)
+    assert asyncio.run(logged.ainvoke({"items": []}, debug=None)) == {"items": ["a"]}
+    _join_step_loop_threads()
+    assert asyncio.run(logged.ainvoke({"items": []}, debug=False)) == {"items": ["a"]}
+    assert seen == [True, False]  # logged: in a thread; debug=False overrides the graph's

@@ -252,14 +252,14 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
     def _drives_on_loop(self, kwargs: Mapping[str, Any]) -> bool:
         """Whether ``ainvoke(**kwargs)`` runs its steps on the caller's loop (:func:`aio.drive`): nothing
         in the run blocks it (the rule is in :mod:`graphcore.engine.aio`)."""
-        store = self.checkpointer
+        store, debug = self.checkpointer, kwargs.get("debug")
         return (
             bool(self.async_tasks)
             and current_task_or_none() is None
             and (store in (None, False) or isinstance(store, InMemoryCheckpointStore))
             and kwargs.get("stream_mode", "values") == "values"
             and not streaming.logged_modes(
-                bool(kwargs.get("debug", self.debug)), kwargs.get("print_mode", ())
+                self.debug if debug is None else debug, kwargs.get("print_mode", ())
             )
         )
 
@@ -271,11 +271,16 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
         durability: str | None = None,
+        stream_mode: str | Sequence[str] = "values",
+        subgraphs: bool = False,
+        debug: bool | None = None,
         context: Any = None,
+        print_mode: str | Sequence[str] = (),
         version: str = "v1",
-        **_: Any,  # stream_mode "values", subgraphs, debug and print_mode off: as invoke, nothing to do
     ) -> Any:
-        """:meth:`invoke`'s run, each super-step awaited on the running loop (:func:`aio.drive`)."""
+        """:meth:`invoke`'s run, each super-step awaited on the running loop (:func:`aio.drive`); takes
+        :meth:`invoke`'s arguments (``stream_mode`` is ``"values"``, nothing is logged: see
+        :meth:`_drives_on_loop`, and ``subgraphs`` does nothing then, as under ``invoke``)."""
         config = with_context(config, context)
         streaming.check_version(version)
         call = (interrupt_before, interrupt_after)
