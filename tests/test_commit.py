@@ -151,11 +151,17 @@ def test_a_lost_reply_of_a_completing_commit_that_canceled_the_run_says_canceled
     assert run.head is not None and ctx.store("counter").get(run_id, run.head) is not None
 
 
+@pytest.mark.parametrize("history", [True, False], ids=["history", "no-history"])
 def test_a_lost_reply_retried_after_the_next_step_committed_is_recognised(
-    client: Client, ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+    client: Client, redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch, history: bool
 ) -> None:
     """A commit replayed once the run moved on (its reply was lost, another worker ran the next step):
-    'again' (its checkpoint's record exists), not a refusal, and no job pushed again."""
+    'again' (its checkpoint's record exists; without history, the next commit, which pruned it, named it in
+    the run's 'pruned'), not a refusal, and no job pushed again."""
+    ctx = WorkerContext.build(
+        redis_client, Settings(redis_url=redis_url, enable_checkpointing=history), REGISTRY
+    )
+    set_context(ctx)
     run = CommitScript.run
     sent: list[tuple[list[str], list[object]]] = []
 

@@ -52,6 +52,13 @@ class Completion:
     cancel_error: str
 
 
+PRUNED_FIELD = "pruned"
+"""Run hash field: the checkpoint the run's last commit without history pruned (its previous head). A
+commit of that checkpoint replayed after its reply was lost (the next step committed and pruned it
+meanwhile) is recognised by it as applied (``commit_step.lua``: 'again'), not refused as a zombie's.
+"""
+
+
 @dataclass
 class StepCommit:
     """What one commit writes beyond the checkpoint itself.
@@ -106,7 +113,10 @@ class CommitScript:
         argv: list[Any] = [lease.token, str(step), cp_id, plan.record, flags or "-", member]
         argv += [ttl_arg(thread_ttl_s), thread]
         argv += plan_argv(plan, index)
-        argv += [str(len(extra.run_fields))] + [x for pair in extra.run_fields.items() for x in pair]
+        run_fields = extra.run_fields
+        if plan.prune is not None and plan.prune.previous is not None:  # the head this commit prunes (R5)
+            run_fields = {**run_fields, PRUNED_FIELD: plan.prune.previous}
+        argv += [str(len(run_fields))] + [x for pair in run_fields.items() for x in pair]
         argv += [str(len(extra.run_deletes)), *extra.run_deletes]
         argv += [str(len(extra.events))]
         for mode, event_step, data in extra.events:

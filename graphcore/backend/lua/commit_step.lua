@@ -25,8 +25,9 @@
 -- Without one, a thread that has a TTL (from an earlier run) loses it: a run without a TTL keeps it (the
 -- keys written still join the key set the thread had, so that a later run with a TTL expires them too).
 -- Returns 'ok'; 'canceled' (flag 'C' and the run had a cancel request); 'again' when this very commit was
--- applied before (a retry after a reply lost in a Redis outage: the run's head is its checkpoint, or the
--- checkpoint's record exists, which only this commit writes, when the next step committed meanwhile); or
+-- applied before (a retry after a reply lost in a Redis outage: the run's head is its checkpoint, or, when
+-- the next step committed meanwhile, the checkpoint's record exists, which only this commit writes, or
+-- without history the run's field 'pruned' names it: the next step's commit pruned it); or
 -- why the commit was refused: 'lease', 'finished', 'step' (each counted in the run hash, field
 -- 'refused:commit', I1), or 'log' (an append guard). A completing commit applied before whose run ended
 -- Canceled answers 'canceled' again, not 'again' (its first verdict).
@@ -41,6 +42,7 @@ local function refuse(why)
 end
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then return 'again' end  -- applied; the run moved on
+  if redis.call('HGET', KEYS[1], 'pruned') == ARGV[3] then return 'again' end  -- and pruned it (R5)
   return refuse('lease')
 end
 local status = run[2]
