@@ -6,6 +6,7 @@ whether one is alive."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import operator
 import threading
 import time
@@ -208,3 +209,151 @@ def test_debug_none_takes_the_graphs_own_setting() -> None:
     _join_step_loop_threads()
     assert asyncio.run(logged.ainvoke({"items": []}, debug=False)) == {"items": ["a"]}
     assert seen == [True, False]  # logged: in a thread; debug=False overrides the graph's
+
+
+RAN = contextvars.ContextVar("ran", default="caller")
+
+
+def test_a_nodes_context_variables_stay_its_own_and_so_does_its_task() -> None:
+    seen: list[str] = []
+    tasks: list[bool] = []
+
+    async def sets(state: State) -> dict[str, Any]:
+        RAN.set("set by a node")
+        return {"items": ["sets"]}
+
+    async def reads(state: State) -> dict[str, Any]:
+        seen.append(RAN.get())
+        return {"items": ["reads"]}
+
+    async def main() -> tuple[Any, str]:
+        caller = asyncio.current_task()
+
+        async def which(state: State) -> dict[str, Any]:
+            tasks.append(asyncio.current_task() is caller)
+            return {}
+
+        graph = _chain(("sets", sets), ("reads", reads), ("which", which))
+        return await graph.ainvoke({"items": []}), RAN.get()
+
+    assert asyncio.run(main()) == ({"items": ["sets", "reads"]}, "caller")
+    assert (seen, tasks) == (["caller"], [False])  # as LangGraph: each task in a copy of the caller's context
+
+
+def test_an_async_router_from_start_runs_on_the_callers_loop() -> None:
+    """The input's routing happens in the step loop's own code: with an async router from START the run
+    takes the threaded way, so that the router runs on the caller's loop, which goes on serving its tasks."""
+    loops: list[bool] = []
+
+    async def route(state: State) -> str:
+        loops.append(asyncio.get_running_loop() is caller_loop[0])
+        await asyncio.sleep(0.3)
+        return "a"
+
+    g = StateGraph(State)
+    g.add_node("a", _recorder("a", []))
+    g.add_conditional_edges(START, route, ["a"])
+    g.add_edge("a", END)
+    graph = g.compile()
+    caller_loop: list[asyncio.AbstractEventLoop] = []
+
+    async def main() -> tuple[Any, int]:
+        caller_loop.append(asyncio.get_running_loop())
+        return await ticks_during(lambda: graph.ainvoke({"items": []}))
+
+    result, ticks = asyncio.run(main())
+    assert (result, loops) == ({"items": ["a"]}, [True])
+    assert ticks >= 8  # about 15 in 0.3 s
+
+
+def test_the_loop_serves_its_other_tasks_between_two_steps() -> None:
+    async def inc(state: State) -> dict[str, Any]:
+        return {"items": ["x"]}  # never suspends
+
+    graph = _chain(*((f"n{i}", inc) for i in range(50)))
+
+    async def main() -> tuple[int, int]:
+        turns = [0]
+
+        async def other() -> None:
+            while True:
+                await asyncio.sleep(0)
+                turns[0] += 1
+
+        task = asyncio.create_task(other())
+        await asyncio.sleep(0)
+        before = turns[0]
+        result = await graph.ainvoke({"items": []})
+        task.cancel()
+        return len(result["items"]), turns[0] - before
+
+    steps, turns = asyncio.run(main())
+    assert steps == 50
+    assert turns >= 50  # at least once per super-step
+
+
+def _cancel_during_a_sync_step(parallel: bool) -> tuple[list[str], Any]:
+    """Cancel ``ainvoke`` while a sync node (with an async sibling when ``parallel``) runs: what ran, and
+    the thread's state afterwards."""
+    log: list[str] = []
+
+    async def first(state: State) -> dict[str, Any]:
+        return {"items": ["first"]}
+
+    def blocking(state: State) -> dict[str, Any]:
+        time.sleep(0.4)
+        log.append("blocking done")
+        return {"items": ["blocking"]}
+
+    async def sibling(state: State) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(1)
+        except asyncio.CancelledError:
+            log.append("sibling cancelled")
+            raise
+        return {"items": ["sibling"]}
+
+    async def after(state: State) -> dict[str, Any]:
+        log.append("after ran")
+        return {"items": ["after"]}
+
+    g = StateGraph(State)
+    for name, fn in (("first", first), ("blocking", blocking), ("after", after)):
+        g.add_node(name, fn)
+    g.add_edge(START, "first")
+    g.add_edge("first", "blocking")
+    g.add_edge("blocking", "after")
+    g.add_edge("after", END)
+    if parallel:
+        g.add_node("sibling", sibling)
+        g.add_edge("first", "sibling")
+    graph = g.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+
+    async def main() -> None:
+        running = asyncio.create_task(graph.ainvoke({"items": []}, config))
+        await asyncio.sleep(0.15)
+        running.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        assert time.monotonic() - started < 0.1  # at once, not at the step's end
+        await asyncio.sleep(0.6)
+
+    asyncio.run(main())
+    state = graph.get_state(config)
+    return log, (state.values, state.next)
+
+
+def test_a_cancel_during_a_step_of_sync_nodes_lets_it_finish_and_commit() -> None:
+    log, state = _cancel_during_a_sync_step(parallel=False)
+    assert log == ["blocking done"]  # no further super-step
+    assert state == ({"items": ["first", "blocking"]}, ("after",))
+
+
+def test_a_cancel_during_a_step_with_async_nodes_cancels_them_and_keeps_what_finished() -> None:
+    """The step is not committed: the cancelled sibling runs again when the thread goes on; the sync node
+    that finished keeps its writes as pending writes (I2), shown in the state as get_state shows them."""
+    log, state = _cancel_during_a_sync_step(parallel=True)
+    assert sorted(log) == ["blocking done", "sibling cancelled"]
+    assert state == ({"items": ["first", "blocking"]}, ("sibling",))

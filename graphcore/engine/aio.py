@@ -3,20 +3,24 @@
 graphq's super-step loop (``CompiledGraph._execute``) is a generator shared by every way of running a graph.
 ``ainvoke`` drives it in one of two ways; both return and raise exactly what ``invoke`` does:
 
-* **On the caller's loop** (:func:`drive`), when nothing in the run can block the loop: a root run (not a
-  graph invoked inside a task) of a graph with async nodes or routers, without a checkpointer or with
-  graphq's in-memory one, ``stream_mode="values"`` and nothing logged (``debug``, ``print_mode``). The loop
-  yields each super-step as a :class:`StepCall`; the driver awaits it here
-  (:func:`graphcore.engine.step.arun_step`: async nodes on this loop, sync ones in graphq's pool) and sends
-  its result back. No thread is handed anything per step, which is what a chain of async nodes spends most
-  in otherwise (about two thread wake-ups per node).
+* **On the caller's loop** (:func:`drive`), when no part of the run waits on I/O or on the caller's loop
+  from the loop's own thread: a root run (not a graph invoked inside a task) of a graph with async nodes or
+  routers (none routing from START: the input's routing runs in the step loop's own code), without a
+  checkpointer or with graphq's in-memory one, ``stream_mode="values"`` and nothing logged (``debug``,
+  ``print_mode``). The step loop's own code (applying the input and each step's writes, reducers, the
+  in-memory saves) runs on the loop's thread, as LangGraph's does under ``ainvoke``; it yields each
+  super-step as a :class:`StepCall`, which the driver runs as an asyncio task of its own
+  (:func:`graphcore.engine.step.arun_step`: async nodes on this loop, sync ones in threads) and whose
+  result it sends back. No thread is handed anything per node, which is what a chain of async nodes spends
+  most in otherwise (about two thread wake-ups per node).
 * **In a thread of its own** (:func:`ainvoke`, and every ``astream``): the same loop runs ``invoke`` or
   ``stream`` there and never blocks the caller's loop, whatever the store does (a Redis checkpointer, the
   step job's fenced store); the async nodes still run on the caller's loop (:mod:`graphcore.engine.loops`),
   sync nodes in graphq's pool, as under ``invoke``.
 
 Either way the async nodes run on the caller's loop, as LangGraph's do: objects bound to it (clients, locks,
-queues) work inside them, and several async tasks of one super-step run concurrently on it.
+queues) work inside them, and several async tasks of one super-step run concurrently on it, each in a
+copy of the caller's context and an asyncio task of its own.
 
 When the caller stops waiting (its task is cancelled, or it leaves an ``astream`` early), the async tasks
 running for it are cancelled (their nodes see ``asyncio.CancelledError``) and no further super-step starts;
@@ -28,12 +32,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterator
 from typing import Any
 
 from graphcore.engine.config import Scope, run_scope
-from graphcore.engine.loops import CallerLoop, caller_loop
+from graphcore.engine.loops import CallerLoop, caller_loop, use_caller_loop
 from graphcore.engine.nested import keep_caller
 from graphcore.engine.step import StepResult
 
@@ -50,51 +55,83 @@ class _Failed:
 
 class StepCall:
     """A super-step of a run driven on the caller's loop (:func:`drive`): the run's loop yields it and gets
-    back what :meth:`result` returns.
+    back what ``step()`` returns.
 
     Args:
         scope: where the run checkpoints (current while the step runs, as ``run_shown`` makes it).
         step: ``arun_step`` with the step's arguments bound.
+        stoppable: the step runs async tasks, which are cancelled when the caller stops waiting; a step of
+            sync nodes only is left to finish and is committed (Python cannot stop a thread).
     """
 
-    def __init__(self, scope: Scope, step: Callable[[], Awaitable[StepResult]]) -> None:
+    def __init__(
+        self, scope: Scope, step: Callable[[], Coroutine[Any, Any, StepResult]], stoppable: bool
+    ) -> None:
         self.scope = scope
         self.step = step
-
-    async def result(self) -> StepResult:
-        """The step's outcome, awaited on the running loop."""
-        with run_scope(self.scope):
-            return await self.step()
+        self.stoppable = stoppable
 
 
-async def drive(run: Generator[Any, Any, None], take: Callable[[Any], None]) -> None:
-    """Run ``run`` (a compiled graph's super-step loop started on the loop) to its end on the running loop:
-    each :class:`StepCall` it yields is awaited and its result sent back; every other item (a step's
-    ``(events, checkpoint, interrupts)``) is passed to ``take``.
+async def drive(run: Generator[Any, Any, None]) -> Any:
+    """Run ``run`` (a compiled graph's super-step loop started on the loop) to its end on the running loop,
+    as the threaded path runs it: its own code in a copy of the caller's context (what it sets stays
+    there), each :class:`StepCall` it yields as an asyncio task of its own (in a copy of that context, as
+    LangGraph's tasks: a node's context variables and ``asyncio.current_task()`` are not the caller's; the
+    loop serves its other tasks between two steps), whose result is sent back.
+
+    Returns:
+        The last item the run yielded other than a step call: ``(events, checkpoint, interrupts)`` of its
+        last step; None when it yielded none.
 
     Raises:
-        What the run raises; ``asyncio.CancelledError`` when the awaiting task is cancelled (the async
-        tasks started for it are cancelled too, and the run is closed between two super-steps).
+        What the run raises; ``asyncio.CancelledError`` at once when the awaiting task is cancelled. The
+        async tasks of the step in flight are then cancelled (their nodes see ``asyncio.CancelledError``),
+        a step of sync nodes only finishes and is committed, and no further super-step starts.
     """
-    caller = CallerLoop(asyncio.get_running_loop())  # the loop of graphs run synchronously inside nodes
-    with caller_loop(caller):
-        try:
-            sent: Any = None
-            while True:
-                try:
-                    item = run.send(sent)
-                except StopIteration:
-                    return
-                if isinstance(item, StepCall):
-                    sent = await item.result()
-                else:
-                    take(item)
-                    sent = None
-        except asyncio.CancelledError:
-            caller.cancel()
-            raise
-        finally:
-            run.close()
+    caller = CallerLoop(asyncio.get_running_loop())
+    ctx = contextvars.copy_context()
+    ctx.run(use_caller_loop, caller)  # the loop of the graphs that nodes run synchronously
+    last: Any = None
+    sent: Any = None
+    handed = False
+    try:
+        while True:
+            try:
+                item = ctx.run(run.send, sent)
+            except StopIteration:
+                return last
+            if not isinstance(item, StepCall):
+                last, sent = item, None
+                continue
+            own = ctx.copy()  # the step's context: discarded after it, so the scope set here is never reset
+            own.run(run_scope(item.scope).__enter__)
+            task = asyncio.create_task(item.step(), context=own)
+            try:
+                sent = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if task.done():  # the step's own error (a node raised it)
+                    raise
+                caller.cancel()
+                if item.stoppable:
+                    task.cancel()
+                task.add_done_callback(functools.partial(_finish, ctx, run))
+                handed = True  # _finish closes the run
+                raise
+    finally:
+        if not handed:
+            ctx.run(run.close)
+
+
+def _finish(ctx: contextvars.Context, run: Generator[Any, Any, None], step: asyncio.Task[StepResult]) -> None:
+    """The end of a step whose caller stopped waiting: its outcome is committed as the run would commit it
+    (nobody receives the run's events or errors any more), then the run is closed before its next step."""
+    try:
+        if not step.cancelled() and step.exception() is None:
+            ctx.run(run.send, step.result())
+    except (StopIteration, Exception):  # the run ended, or failed: nobody awaits it any more
+        pass
+    finally:
+        ctx.run(run.close)
 
 
 def _start(caller: CallerLoop, target: Callable[[], None]) -> None:

@@ -16,6 +16,7 @@ from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema
 from graphcore.errors import ConfigError
+from graphcore.types import START
 
 __all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
 
@@ -137,6 +138,8 @@ class GraphSpec:
         """The nodes added with ``defer=True`` (:mod:`graphcore.engine.defer`)."""
         self.async_routers = any(is_async_callable(b.router) for b in parts.branches)
         """Whether a router is ``async def`` (its result is awaited)."""
+        self.async_start = any(is_async_callable(b.router) for b in parts.branches if b.source == START)
+        """Whether a router from START is ``async def`` (awaited where the run's input is applied)."""
         self.async_nodes = frozenset(name for name, node in self.nodes.items() if is_async_callable(node.fn))
         """The ``async def`` nodes (detected once, here)."""
         self.async_tasks = self.async_nodes | {

@@ -8,6 +8,7 @@ RQ step job calls, one super-step per job. The compiled graph's data is
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -43,7 +44,7 @@ from graphcore.engine.run_start import check_thread, empty_input, nothing_to_res
 from graphcore.engine.runtime import with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
-from graphcore.engine.step import arun_step, run_step
+from graphcore.engine.step import StepResult, arun_step, run_step
 from graphcore.errors import CheckpointNotFoundError, ConfigError, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
@@ -241,22 +242,27 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         self, input: Any, config: Mapping[str, Any] | RunConfig | None = None, **kwargs: Any
     ) -> Any:
         """:meth:`invoke` awaited from a running event loop, as LangGraph's ``ainvoke``: the same result and
-        errors, the same keyword arguments. The caller's loop is not blocked; the run's async nodes and
-        routers run on it, sync nodes in graphq's thread pool (:mod:`graphcore.engine.aio`). Cancelling
-        the awaiting task cancels the async nodes running for it and starts no further super-step.
+        errors, the same keyword arguments. No node blocks the caller's loop: the run's async nodes and
+        routers run on it, sync nodes in threads; the step loop itself runs on it or in a thread of its
+        own (which, and why: :mod:`graphcore.engine.aio`). Cancelling the awaiting task cancels the async
+        nodes running for it and starts no further super-step (a step of sync nodes only finishes and is
+        committed: Python cannot stop a thread).
         """
         if not self._drives_on_loop(kwargs):
             return await aio.ainvoke(self.invoke, input, config, **kwargs)
         return await self._ainvoke_on_loop(input, config, **kwargs)
 
     def _drives_on_loop(self, kwargs: Mapping[str, Any]) -> bool:
-        """Whether ``ainvoke(**kwargs)`` runs its steps on the caller's loop (:func:`aio.drive`): nothing
-        in the run blocks it (the rule is in :mod:`graphcore.engine.aio`)."""
-        store, debug = self.checkpointer, kwargs.get("debug")
+        """Whether ``ainvoke(**kwargs)`` runs its steps on the caller's loop (:func:`aio.drive`): the rule is
+        in :mod:`graphcore.engine.aio` (an unknown keyword goes the threaded way, where ``invoke`` refuses
+        it)."""
+        debug = kwargs.get("debug")
         return (
             bool(self.async_tasks)
+            and not self.async_start
             and current_task_or_none() is None
-            and (store in (None, False) or isinstance(store, InMemoryCheckpointStore))
+            and (self.checkpointer in (None, False) or type(self.checkpointer) is InMemoryCheckpointStore)
+            and kwargs.keys() <= _INVOKE_KEYWORDS
             and kwargs.get("stream_mode", "values") == "values"
             and not streaming.logged_modes(
                 self.debug if debug is None else debug, kwargs.get("print_mode", ())
@@ -284,13 +290,8 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         config = with_context(config, context)
         streaming.check_version(version)
         call = (interrupt_before, interrupt_after)
-        final: list[Any] = [None]
-
-        def take(item: tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]) -> None:
-            final[0] = self._result(item[1], item[2])
-
-        await aio.drive(self._run(input, config, None, durability, call, on_loop=True), take)
-        return final[0]
+        last = await aio.drive(self._run(input, config, None, durability, call, on_loop=True))
+        return None if last is None else self._result(last[1], last[2])
 
     def astream(
         self, input: Any, config: Mapping[str, Any] | RunConfig | None = None, **kwargs: Any
@@ -392,15 +393,10 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             resumed = with_resume(cfg, resume, answers)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
-            if (
-                on_loop
-            ):  # the same step, awaited by the driver on the caller's loop (it sends the result back)
-                awaited = saver.step(partial(arun_step, *step.args, **step.keywords))
-                outcome = yield aio.StepCall(scope, awaited)  # type: ignore[misc]  # aio.drive alone gets one
-            else:
-                outcome = yield from streaming.run_shown(
-                    shown, cp, scope, saver.step(step)
-                )  # under run_scope
+            if on_loop:  # awaited by the driver on the caller's loop, which sends the result back
+                outcome = yield self._step_call(scope, cp, saver, step)  # type: ignore[misc]
+            else:  # under run_scope
+                outcome = yield from streaming.run_shown(shown, cp, scope, saver.step(step))
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
                 unsaved = saver.unsaved(outcome.results)
                 self._save_writes(scope, cp, [*unsaved, *failure_entries(outcome.failed)])
@@ -427,6 +423,14 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             yield events, cp, []
         if stops and stops.stop(cp, passing and steps == 0):  # interrupt_after on the last super-step
             yield self._stopped(modes), cp, []
+
+    def _step_call(
+        self, scope: Scope, cp: Checkpoint, saver: TaskSaver, step: partial[StepResult]
+    ) -> aio.StepCall:
+        """``step`` (``run_step`` with its arguments) as a step call for :func:`aio.drive`: ``arun_step``
+        with the same arguments."""
+        awaited = saver.step(partial(arun_step, *step.args, **step.keywords))
+        return aio.StepCall(scope, awaited, any(t.node in self.async_tasks for t in cp.next_tasks))
 
     @staticmethod
     def _stopped(modes: Sequence[str] | None) -> list[tuple[str, Any]]:
@@ -476,3 +480,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         if scope.store is not None:
             for result in results:
                 scope.store.put_writes(scope.thread_id, cp.id, result, ns=scope.ns)
+
+
+_INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}
+"""The keyword arguments of ``invoke`` (and ``ainvoke``)."""

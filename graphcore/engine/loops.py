@@ -5,8 +5,10 @@ graphq's step loop is synchronous (the in-process executor and the queue worker 
 event loop, chosen by :func:`run_coroutine`:
 
 1. the caller's loop, when the run was started by ``ainvoke``/``astream`` from it (:func:`caller_loop`):
-   async nodes run on the loop that awaits the run, as LangGraph's do, while graphq's loop waits in a thread
-   of its own so that the caller's loop is never blocked;
+   async nodes run on the loop that awaits the run, as LangGraph's do, while graphq's step loop waits in a
+   thread of its own so that the caller's loop is never blocked (a root ``ainvoke`` whose store does no
+   I/O drives its step loop on the caller's loop instead and awaits its steps there,
+   :func:`graphcore.engine.aio.drive`: this function is then only called by sync code in threads);
 2. otherwise (``invoke``, ``stream``, a queue worker) a loop kept per thread (and per process, so a forked
    worker never shares its parent's), reused step after step;
 3. when the waiting thread already runs a loop (a synchronous ``invoke`` called from a coroutine), a new loop
@@ -28,7 +30,14 @@ from typing import Any, TypeVar
 from graphcore.engine.threads import start_thread
 from graphcore.errors import Cancelled
 
-__all__ = ["CallerLoop", "caller_loop", "is_async_callable", "raise_if_abandoned", "run_coroutine"]
+__all__ = [
+    "CallerLoop",
+    "caller_loop",
+    "is_async_callable",
+    "raise_if_abandoned",
+    "run_coroutine",
+    "use_caller_loop",
+]
 
 T = TypeVar("T")
 
@@ -106,6 +115,12 @@ def caller_loop(caller: CallerLoop) -> Iterator[None]:
         yield
     finally:
         _caller.reset(token)
+
+
+def use_caller_loop(caller: CallerLoop) -> None:
+    """Make ``caller`` the loop of the runs started from now on in this context: a context copied for one
+    run (:func:`graphcore.engine.aio.drive`), so nothing resets it."""
+    _caller.set(caller)
 
 
 def raise_if_abandoned() -> None:

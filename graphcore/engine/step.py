@@ -5,6 +5,7 @@ This is the piece both loops share: the in-process executor and the RQ step job 
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, wait
@@ -22,7 +23,7 @@ from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer
 from graphcore.errors import NodeTimeoutError
 from graphcore.types import TaskWrites
 
-__all__ = ["RetryHook", "StepResult", "arun_step", "run_step"]
+__all__ = ["RetryHook", "StepResult", "arun_step", "has_async_tasks", "run_step"]
 
 
 class StepResult:
@@ -132,22 +133,33 @@ def run_step(
         cannot stop a thread) but its late result and stream chunks are ignored.
     """
     step, tasks, todo, outcomes = _plan(graph, cp, config, finished, on_task_done, writer, cancel, on_retry)
-    if graph.async_tasks and any(t.node in graph.async_tasks for t in todo):
+    if has_async_tasks(graph, todo):
         # on one event loop (graphcore.engine.async_step), the sync ones in the pool: one max_concurrency
         outcomes.update(run_async_tasks(step, todo, lambda task: _call(step, task)))
-    elif len(todo) == 1:
-        try:
-            outcomes[todo[0].id] = _call(step, todo[0])
-        except Exception as exc:
-            outcomes[todo[0].id] = exc
-    elif todo:
-        futures = _submit(step, todo)
-        for task, future in futures:
-            failure = future.exception()
-            if failure is not None and not isinstance(failure, Exception):
-                raise failure  # KeyboardInterrupt, SystemExit, a shutdown signal: not a task failure
-            outcomes[task.id] = failure if failure is not None else future.result()
+    else:
+        outcomes.update(_run_sync(step, todo))
     return _collect(tasks, outcomes)
+
+
+def has_async_tasks(graph: GraphSpec, tasks: Sequence[Task]) -> bool:
+    """Whether any of ``tasks`` runs on an event loop (an async node, or a node with an async router)."""
+    return bool(graph.async_tasks) and any(t.node in graph.async_tasks for t in tasks)
+
+
+def _run_sync(step: Step, todo: Sequence[Task]) -> dict[str, TaskWrites | Exception]:
+    """The outcomes of ``todo``, tasks of sync nodes: one in this thread, several in the pool."""
+    if len(todo) == 1:
+        try:
+            return {todo[0].id: _call(step, todo[0])}
+        except Exception as exc:
+            return {todo[0].id: exc}
+    outcomes: dict[str, TaskWrites | Exception] = {}
+    for task, future in _submit(step, todo):
+        failure = future.exception()
+        if failure is not None and not isinstance(failure, Exception):
+            raise failure  # KeyboardInterrupt, SystemExit, a shutdown signal: not a task failure
+        outcomes[task.id] = failure if failure is not None else future.result()
+    return outcomes
 
 
 async def arun_step(
@@ -162,13 +174,16 @@ async def arun_step(
     on_retry: RetryHook | None = None,
 ) -> StepResult:
     """:func:`run_step` awaited on the running event loop (``ainvoke`` driven on the caller's loop,
-    :mod:`graphcore.engine.aio`): the same arguments, result and errors. Every task is an asyncio task of
-    that loop (:func:`graphcore.engine.async_step.arun_tasks`): async nodes run on it, sync ones in graphq's
-    pool, so the loop is never blocked by a node.
+    :mod:`graphcore.engine.aio`): the same arguments, result and errors, and no node ever runs on the loop's
+    thread. A step with async tasks runs them on that loop (:func:`graphcore.engine.async_step.arun_tasks`,
+    its sync tasks in graphq's pool); a step of sync tasks only runs as :func:`run_step` runs it, in a thread
+    of its own (as the threaded ``ainvoke`` does: concurrent runs never wait for each other's pool places).
     """
     step, tasks, todo, outcomes = _plan(graph, cp, config, finished, on_task_done, writer, cancel, on_retry)
-    if todo:
+    if has_async_tasks(graph, todo):
         outcomes.update(await arun_tasks(step, todo, lambda task: _call(step, task)))
+    elif todo:
+        outcomes.update(await asyncio.wrap_future(start_thread(lambda: _run_sync(step, todo), "graphq-step")))
     return _collect(tasks, outcomes)
 
 
