@@ -66,6 +66,7 @@ FIELDS = (
 """The 5 fields in order: name, lowest and highest value (day-of-week 0 and 7 are Sunday)."""
 
 _VALUE = re.compile(r"(?<![/#\w])\d+")  # a number in a field, not a step (after /) nor an nth (after #)
+_RANGE = re.compile(r"(\d+|[a-z]{3})-(\d+|[a-z]{3})(?:/\d+)?", re.IGNORECASE)  # a list item a-b or a-b/step
 
 
 def _field_problem(expr: str, fields: list[str]) -> str | None:
@@ -83,13 +84,31 @@ def _field_problem(expr: str, fields: list[str]) -> str | None:
     return None
 
 
+def _reversed_range(expr: str, fields: list[str]) -> str | None:
+    """The first range (a list item ``a-b`` or ``a-b/step``) whose start is after its end, which croniter
+    reads as wrapping around (``5-1`` as 5-59 and 0-1): ``minute field: range '5-1' is reversed: 5 is after
+    1``; None when there is none. Month and day-of-week names count as their numbers (``FRI`` 5); ``SUN``
+    ending a range counts as 7 (``SAT-SUN`` is 6-7)."""
+    for index, ((name, _, _), text) in enumerate(zip(FIELDS, fields, strict=True)):
+        for item in text.split(","):
+            if (match := _RANGE.fullmatch(item)) is None:
+                continue
+            start, end = (
+                int(w) if w.isdigit() else croniter.ALPHACONV[index][w.lower()] for w in match.groups()
+            )
+            if start > end and not (index == 4 and match[2].lower() == "sun"):
+                reversal = f"range {item!r} is reversed: {match[1]} is after {match[2]}"
+                return f"cron expression {expr!r}: {name} field: {reversal}"
+    return None
+
+
 def _expand(expr: str) -> str:
     """The 5-field form of ``expr``.
 
     Raises:
         ConfigError: not 5 fields (nor an alias); a field croniter refuses (the message names the field and
-            the value out of range, e.g. ``minute field: 60 is out of range 0-59``); an expression that
-            never matches a date (``0 0 31 2 *``).
+            the value out of range, e.g. ``minute field: 60 is out of range 0-59``); a reversed range
+            (``5-1``, ``FRI-MON``); an expression that never matches a date (``0 0 31 2 *``).
     """
     text = " ".join(expr.split())
     fields = ALIASES.get(text.lower(), text)
@@ -102,6 +121,8 @@ def _expand(expr: str) -> str:
         raise ConfigError(usage)
     if not croniter.is_valid(fields):
         raise ConfigError(_field_problem(expr, parts) or usage)
+    if reversed_range := _reversed_range(expr, parts):
+        raise ConfigError(reversed_range)
     try:
         copy.copy(_template(fields)).get_next(datetime)
     except CroniterBadDateError:  # e.g. '0 0 31 2 *', '0 0 31 4,6,9,11 *': no such day in those months

@@ -532,6 +532,26 @@ def test_schedules_update(redis_url: str) -> None:
     assert error_line(bad) == "error: cron expression '60 * * * *': minute field: 60 is out of range 0-59"
 
 
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("5-1 * * * *", "minute field: range '5-1' is reversed: 5 is after 1"),
+        ("0 0 * * FRI-MON", "day-of-week field: range 'FRI-MON' is reversed: FRI is after MON"),
+    ],
+)
+def test_a_reversed_cron_range_is_refused_by_add_and_update(redis_url: str, expr: str, message: str) -> None:
+    """Standard cron refuses ``5-1`` (croniter would read it as 5-59 and 0-1): exit 2, one line, nothing
+    stored or changed."""
+    line = f"error: cron expression {expr!r}: {message}\n"
+    add = ok(invoke(MODULE, redis_url, "schedules", "add", "s", "--workflow", "counter", "--cron", expr), 2)
+    assert add.stderr == line
+    assert redis.Redis.from_url(redis_url).hlen(keys.schedules()) == 0
+    ok(invoke(MODULE, redis_url, "schedules", "add", "s", "--workflow", "counter", "--cron", "@daily"))
+    assert ok(invoke(MODULE, redis_url, "schedules", "update", "s", "--cron", expr), 2).stderr == line
+    shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "s", "-o", "json")).stdout)
+    assert shown["cron"] == "@daily"
+
+
 def test_the_scheduler_refuses_a_grace_below_its_interval(procs: Procs, redis_url: str) -> None:
     """GRAPHQ_SCHEDULER_GRACE_S below GRAPHQ_SCHEDULER_INTERVAL_S (on-time fires would count missed):
     ``graphq scheduler`` exits 2 at startup with one line."""

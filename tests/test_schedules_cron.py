@@ -121,13 +121,34 @@ def test_bad_expressions_are_refused(expr: str) -> None:
         ("5-70 * * * *", "minute field: 70 is out of range 0-59"),
         ("*/0 * * * *", "minute field: '*/0' is invalid"),
         ("0 x * * *", "hour field: 'x' is invalid"),
+        ("5-1 * * * *", "minute field: range '5-1' is reversed: 5 is after 1"),
+        ("1,5-1 * * * *", "minute field: range '5-1' is reversed: 5 is after 1"),
+        ("5-1/2 * * * *", "minute field: range '5-1/2' is reversed: 5 is after 1"),
+        ("0 23-1 * * *", "hour field: range '23-1' is reversed: 23 is after 1"),
+        ("0 0 31-1 * *", "day-of-month field: range '31-1' is reversed: 31 is after 1"),
+        ("0 0 * 12-1 *", "month field: range '12-1' is reversed: 12 is after 1"),
+        ("0 0 * DEC-JAN *", "month field: range 'DEC-JAN' is reversed: DEC is after JAN"),
+        ("0 0 * * FRI-MON", "day-of-week field: range 'FRI-MON' is reversed: FRI is after MON"),
+        ("0 0 * * 1-5,6-0", "day-of-week field: range '6-0' is reversed: 6 is after 0"),
     ],
 )
 def test_a_bad_field_is_named_with_its_value(expr: str, message: str) -> None:
-    """5 fields, one croniter refuses: the message names the field and the value (not "use 5 fields")."""
+    """5 fields, one croniter refuses (or reads as wrapping around: a reversed range): the message names the
+    field and the value (not "use 5 fields")."""
     with pytest.raises(ConfigError) as refused:
         Cron.parse(expr)
     assert str(refused.value) == f"cron expression {expr!r}: {message}"
+
+
+@pytest.mark.parametrize("expr", ["0 9 * * sat-sun", "0 9 * * 6-7", "0 9 * * SAT,SUN"])
+def test_a_day_of_week_range_may_end_on_sunday_by_name(expr: str) -> None:
+    """SUN ending a range is 7 (not 0): SAT-SUN is the weekend, as 6-7. 2026-01-03 is a Saturday."""
+    assert fires(expr, "UTC", "2026-01-01T00:00", "2026-01-12T00:00") == [
+        "2026-01-03T09:00Z",
+        "2026-01-04T09:00Z",
+        "2026-01-10T09:00Z",
+        "2026-01-11T09:00Z",
+    ]
 
 
 def test_unknown_zone_is_refused() -> None:
