@@ -9,6 +9,7 @@ from cli.errors import EXIT_FAILURE, fail
 from graphcore.backend.connection import redact_url
 from graphcore.errors import ConfigError
 from worker.logs import announce
+from worker.queue import queue_name
 from worker.supervisor import supervise
 
 __all__ = ["worker"]
@@ -56,7 +57,7 @@ def worker(app: AppContext, burst: bool, concurrency: int, log_level: str, metri
     names = ", ".join(registry.names()) or "none"
     announce(
         f"graphq worker: {concurrency} process(es) on {redact_url(app.redis_url())}, "
-        f"queue {app.settings.queue!r}; workflows: {names}",
+        f"queues {queue_name(app.settings.queue, '<workflow>')!r}; workflows: {names}",
         "graphq.worker",
     )
     if not registry.names():

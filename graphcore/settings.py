@@ -43,7 +43,9 @@ class Settings(BaseSettings):
         default=None, description="Redis URL; unset means `graphq run` starts an embedded redis-server."
     )
     data_dir: str = Field(default=".graphq", description="Directory for the embedded Redis's data files.")
-    queue: str = Field(default="graphq", description="Name of the RQ queue that carries step jobs.")
+    queue: str = Field(
+        default="graphq", description="Prefix of the RQ queues of step jobs: <queue>:<workflow>."
+    )
     workflows: str = Field(default="", description="Comma-separated modules to import for workflows.")
     max_super_steps: int = Field(
         default=50, ge=1, le=1_000_000, description="Super-step budget per run (C1)."

@@ -182,10 +182,24 @@ def test_with_json_every_line_of_a_worker_is_json_and_rq_lines_name_the_job(
     entries = [json.loads(line) for line in result.stderr.splitlines()]  # every line
     banner = entries[0]
     assert (banner["level"], banner["logger"]) == ("INFO", "graphq.worker")
-    assert banner["message"].startswith("graphq worker: 1 process(es) on redis://127.0.0.1:")
+    workflows = ", ".join(Registry.load(["tests.workflows.basic"]).names())
+    assert banner["message"] == (
+        f"graphq worker: 1 process(es) on {redis_url}, queues 'graphq:<workflow>'; workflows: {workflows}"
+    )
     about_jobs = [e for e in entries if e["logger"].startswith("rq") and f"graphq-{failed}-" in e["message"]]
     assert len(about_jobs) >= 2  # the job's start and its end, for each of its 2 steps
     assert {(e["run"], e["step"]) for e in about_jobs} == {(failed, 0), (failed, 1)}
+
+
+def test_the_banner_names_the_queues_by_their_configured_prefix(redis_url: str, tmp_path: Path) -> None:
+    """GRAPHQ_QUEUE is the queues' prefix (``jobs:<workflow>``); the banner said ``queue 'graphq'``."""
+    env = worker_env(redis_url, "tests.workflows.basic", tmp_path, GRAPHQ_QUEUE="jobs")
+    result = graphq("worker", "--burst", env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    workflows = ", ".join(Registry.load(["tests.workflows.basic"]).names())
+    assert result.stderr.splitlines()[0] == (
+        f"graphq worker: 1 process(es) on {redis_url}, queues 'jobs:<workflow>'; workflows: {workflows}"
+    )
 
 
 def test_announce_is_a_json_line_or_the_text_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
