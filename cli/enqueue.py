@@ -15,9 +15,10 @@ from cli.inputs import check_ids, parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from cli.progress import ProgressFollower, StepBars, step_columns
 from cli.records import print_waiting, request_json
-from graphcore.backend.client import Client, RunRequest, check_request, queue_config
+from graphcore.backend.client import Client, RunRequest, check_options, check_request, queue_config
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
+from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, PermanentError
 
 __all__ = ["enqueue", "multitask_option", "wait_for_runs"]
@@ -112,21 +113,29 @@ def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None
     ]
 
 
-def _checked(client: Client, requests: Sequence[Checked]) -> list[RunRequest]:
-    """Validate every run before anything is written (its options, then its input); a bad one fails naming
-    the option or line at fault (exit 2). A fork's checkpoint must exist on its thread (the client checks
-    it, however the checkpoint_id is given). The input is checked without Redis (:func:`check_request`):
-    the options' Redis reads (history kept, the fork's checkpoint) are made once here, not twice."""
+def _checked(registry: Registry, requests: Sequence[Checked]) -> list[RunRequest]:
+    """Validate every run before anything is written, without Redis (:func:`check_request`): its options,
+    then its input; a bad one fails naming the option or line at fault (exit 2)."""
     for request, where, options_where in requests:
+        try:
+            check_options(registry, request)
+        except PermanentError as exc:
+            fail(f"{options_where}: {exc}")
+        try:
+            check_request(registry, request)
+        except PermanentError as exc:
+            fail(f"{where}: {exc}")
+    return [request for request, *_ in requests]
+
+
+def _check_forks(client: Client, requests: Sequence[Checked]) -> None:
+    """A fork's checkpoint must exist on its thread, and every worker keep history (Redis reads; the client
+    checks it however the checkpoint_id is given): exit 2 naming where its options came from."""
+    for request, _, options_where in requests:
         try:
             client.check_options(request)
         except PermanentError as exc:
             fail(f"{options_where}: {exc}")
-        try:
-            check_request(client.registry, request)
-        except PermanentError as exc:
-            fail(f"{where}: {exc}")
-    return [request for request, *_ in requests]
 
 
 def wait_for_runs(
@@ -301,8 +310,10 @@ def enqueue(
         _requests(workflow, input_text, input_file, thread, tenant, checkpoint), config_text
     )
     app.workflow(workflow)  # before any Redis starts, unless the name is unknown here (the catalog's hint)
+    checked = _checked(app.registry, requests)
     client = app.client()
-    run_ids = client.enqueue_many(_checked(client, requests), cast(Multitask, multitask))
+    _check_forks(client, requests)
+    run_ids = client.enqueue_many(checked, cast(Multitask, multitask))
     if output == "table":
         click.echo("\n".join(run_ids))
     if not wait:

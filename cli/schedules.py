@@ -21,8 +21,8 @@ from graphcore import keys
 from graphcore.backend.connection import redact_url
 from graphcore.engine.inputs import InputTooLargeError
 from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
-from scheduler.api import Schedules, due_time
-from scheduler.cron import parse_zone
+from scheduler.api import Schedules, check_schedule, due_time
+from scheduler.cron import Cron, parse_zone
 from scheduler.hooks import clock_from_env
 from scheduler.loop import Scheduler
 from scheduler.schedules import (
@@ -120,13 +120,17 @@ _POLICIES = """
 _NO_WINDOW = "every fire found late would be missed; --catchup skip runs no missed fire"
 
 
-def _fields(opts: dict[str, Any], zone: str) -> dict[str, Any]:
-    """The schedule fields of the options given (None: not given), exit 2 naming a malformed one; ``zone``
-    reads --start and --end without an offset."""
+def _fields(opts: dict[str, Any], zone: str | Callable[[], str]) -> dict[str, Any]:
+    """The schedule fields of the options given (None: not given), exit 2 naming a malformed one, each option
+    checked on its own (without Redis); ``zone`` (or the function that returns it: update reads the stored
+    one) reads --start and --end without an offset."""
     if opts["thread"] is not None and opts["new_thread"]:
         raise click.UsageError("--thread and --new-thread exclude each other")
     check_ids(opts["thread"], opts["tenant"])
-    parse_zone(zone)
+    if opts["tz"] is not None:
+        parse_zone(opts["tz"])
+    if opts["cron"] is not None:
+        Cron.parse(opts["cron"])  # the fields' errors do not depend on the zone
     given = {
         k: opts[k] for k in ("workflow", "cron", "tz", "tenant", "overlap", "catchup") if opts[k] is not None
     }
@@ -134,13 +138,13 @@ def _fields(opts: dict[str, Any], zone: str) -> dict[str, Any]:
         given["input"] = parse_input(opts["input_"])
     if opts["thread"] is not None or opts["new_thread"]:
         given["thread"] = opts["thread"]
-    for option, key in (("start", "start"), ("end", "end")):
-        if opts[option] is not None:
-            given[key] = parse_time(opts[option], zone, f"--{option}")
     if opts["catchup_window"] is not None:
         given["catchup_window_s"] = parse_duration(opts["catchup_window"], "--catchup-window", _NO_WINDOW)
     if opts["jitter"] is not None:
         given["jitter_s"] = parse_duration(opts["jitter"], "--jitter")
+    for option in ("start", "end"):  # last: zone() may read Redis
+        if opts[option] is not None:
+            given[option] = parse_time(opts[option], zone, f"--{option}")
     return given
 
 
@@ -167,7 +171,9 @@ def _first_fire(app: AppContext, schedule: Schedule) -> str:
 def add(app: AppContext, /, name: str, **opts: Any) -> None:
     fields = _fields(opts, opts["tz"])
     app.workflow(opts["workflow"])  # unknown here but published by workers: the message says how to load it
+    now = datetime.now(UTC)
     try:
+        check_schedule(app.registry, Schedule.build(name=name, created_at=now, **fields), now)  # before Redis
         schedule = _api(app).add(name, **fields)
     except _INPUT_ERRORS as exc:
         fail(f"--input: {exc}")
@@ -188,12 +194,11 @@ def add(app: AppContext, /, name: str, **opts: Any) -> None:
 @_definition_options(update=True)
 @click.pass_obj
 def update(app: AppContext, /, name: str, **opts: Any) -> None:
-    api = _api(app)
-    fields = _fields(opts, opts["tz"] or api.stored(name).get("tz", "UTC"))
+    fields = _fields(opts, lambda: opts["tz"] or _api(app).stored(name).get("tz", "UTC"))
     if "workflow" in fields:
         app.workflow(fields["workflow"])
     try:
-        schedule = api.update(name, **fields)
+        schedule = _api(app).update(name, **fields)
     except _INPUT_ERRORS as exc:
         fail(f"--input: {exc}")
     click.echo(f"updated schedule {schedule.name}{_first_fire(app, schedule).replace('first', 'next')}")

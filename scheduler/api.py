@@ -15,7 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from graphcore import keys
-from graphcore.backend.client import Client, RunRequest
+from graphcore.backend.client import Client, RunRequest, check_request
+from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, RunNotFoundError
 from scheduler.claim import Batch, commit, run_request
 from scheduler.plan import Decision, jitter_ms, manual
@@ -28,7 +29,7 @@ from scheduler.schedules import (
     problem_text,
 )
 
-__all__ = ["Schedules", "due_time"]
+__all__ = ["Schedules", "check_schedule", "due_time"]
 
 
 class Schedules:
@@ -60,32 +61,11 @@ class Schedules:
             InvalidUpdateError, InputTypeError, SerializationError, InputTooLargeError: the input is one
                 the workflow refuses.
         """
-        schedule = Schedule.build(name=name, workflow=workflow, cron=cron, created_at=self._now(), **options)
-        self._check(schedule, check_end=True)
+        now = self._now()
+        schedule = Schedule.build(name=name, workflow=workflow, cron=cron, created_at=now, **options)
+        check_schedule(self.client.registry, schedule, now)
         self.store.add(schedule)
         return schedule
-
-    def _check(self, schedule: Schedule, check_end: bool) -> None:
-        """What a schedule's fields alone do not say: it fires before its end (``check_end``), its jitter is
-        below the shortest time between its fires, and the client takes its workflow and input.
-
-        Raises:
-            ConfigError: ``end`` in the past, or no fire between now (or ``start``) and ``end``; ``jitter_s``
-                at or above the shortest gap (naming both).
-            UnknownWorkflowError, ...: see :meth:`add`.
-        """
-        now = self._now()
-        if check_end:
-            _check_fires(schedule, now)
-        if schedule.jitter_s > 0:
-            gap = schedule.cron_expr.shortest_gap_s(now)
-            if schedule.jitter_s >= gap:
-                raise ConfigError(
-                    f"schedule {schedule.name!r}: --jitter {schedule.jitter_s:g} s is not below the shortest "
-                    f"time between its fires, {gap:g} s ({schedule.cron!r} in {schedule.tz}): a fire could "
-                    "start after the next one"
-                )
-        self.client.check(_probe(schedule))
 
     def update(self, name: str, **changes: Any) -> Schedule:
         """Change ``name`` in place: ``changes`` are :meth:`add`'s options (and ``workflow``, ``cron``); the
@@ -100,7 +80,8 @@ class Schedules:
         """
         fields = self.store.stored(name) | changes | {"name": name}
         schedule = Schedule.build(**fields)
-        self._check(schedule, check_end=bool({"cron", "tz", "start", "end"} & changes.keys()))
+        changed = bool({"cron", "tz", "start", "end"} & changes.keys())
+        check_schedule(self.client.registry, schedule, self._now(), check_end=changed)
         self.store.update(schedule, int(self.clock() * 1000))
         return schedule
 
@@ -259,6 +240,30 @@ def _triggered(schedule: Schedule, decision: Decision, active: str | None) -> st
         f"schedule {schedule.name!r}: trigger skipped: its run {active} is still active ({why}; recorded "
         "skipped-overlap)"
     )
+
+
+def check_schedule(registry: Registry, schedule: Schedule, now: datetime, check_end: bool = True) -> None:
+    """What a schedule's fields alone do not say, checked without Redis: it fires before its end
+    (``check_end``), its jitter is below the shortest time between its fires, and ``registry`` takes its
+    workflow and input (as a run of a fire: :func:`~graphcore.backend.client.check_request`).
+
+    Raises:
+        ConfigError: ``end`` in the past, or no fire between ``now`` (or ``start``) and ``end``; ``jitter_s``
+            at or above the shortest gap (naming both).
+        UnknownWorkflowError, InvalidUpdateError, InputTypeError, SerializationError, InputTooLargeError:
+            see :meth:`Schedules.add`.
+    """
+    if check_end:
+        _check_fires(schedule, now)
+    if schedule.jitter_s > 0:
+        gap = schedule.cron_expr.shortest_gap_s(now)
+        if schedule.jitter_s >= gap:
+            raise ConfigError(
+                f"schedule {schedule.name!r}: --jitter {schedule.jitter_s:g} s is not below the shortest "
+                f"time between its fires, {gap:g} s ({schedule.cron!r} in {schedule.tz}): a fire could "
+                "start after the next one"
+            )
+    check_request(registry, _probe(schedule))
 
 
 def due_time(schedule: Schedule, fire: datetime) -> datetime:

@@ -89,13 +89,16 @@ def parse_duration(text: str, what: str = "duration", refuse_zero: str | None = 
     return seconds
 
 
-def parse_time(text: str, zone: str = "UTC", what: str = "time", after: bool = False) -> datetime:
+def parse_time(
+    text: str, zone: str | Callable[[], str] = "UTC", what: str = "time", after: bool = False
+) -> datetime:
     """An ISO-8601 time (``2026-09-10T07:00``, ``2026-09-10 07:00+07:00``, ``...Z``) as an aware datetime; one
     without an offset is read in ``zone`` by the rules of fires: a wall time that does not exist (spring
     forward, 02:15 on 2026-03-08 in New York) is the first instant after the gap (03:00 EDT, 07:00Z), a
     repeated one (fall back) its first occurrence.
 
     Args:
+        zone: the zone's name, or a function that returns it (called only for a time without an offset).
         after: read for ``--after`` (fires strictly later are listed): a time in a gap is 1 ms before the
             instant after the gap, so the fires at that instant (the gap's, such as 02:30) are listed.
 
@@ -110,7 +113,7 @@ def parse_time(text: str, zone: str = "UTC", what: str = "time", after: bool = F
         ) from None
     if parsed.tzinfo is not None:
         return parsed
-    local = parse_zone(zone)
+    local = parse_zone(zone if isinstance(zone, str) else zone())
     instant = local_instant(parsed, local)  # UTC: arithmetic on a zoned datetime is on its wall time
     if after and in_gap(parsed, local):
         instant -= timedelta(milliseconds=1)

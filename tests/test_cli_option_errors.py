@@ -90,3 +90,63 @@ def test_runs_list_refuses_a_tenant_no_run_can_have(redis_url: str) -> None:
     result = invoke("examples.approval", redis_url, "runs", "list", "--tenant", "a b")
     assert result.exit_code == 2
     assert error_line(result) == f"error: --tenant: tenant 'a b' {ID_RULE}"
+
+
+NO_URL = "error: no Redis URL: set GRAPHQ_REDIS_URL or pass --redis-url"
+ADD = ["schedules", "add", "s", "--workflow", "counter", "--cron"]
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["enqueue", "counter", "--input", "[1]"],
+            "error: --input: the input is a list; expected a dict of state updates",
+        ),
+        (
+            ["enqueue", "counter", "--input", '{"n": "x"}'],
+            "error: --input: input.n: Input should be a valid integer (got 'x')",
+        ),
+        (
+            [*ADD, "5-1 * * * *"],
+            "error: cron expression '5-1 * * * *': minute field: range '5-1' is reversed: 5 is after 1",
+        ),
+        ([*ADD, "61 * * * *"], "error: cron expression '61 * * * *': minute field: 61 is out of range 0-59"),
+        (
+            [*ADD, "* * * * *", "--input", "[1]"],
+            "error: --input: the input is a list; expected a dict of state updates",
+        ),
+        (
+            [*ADD, "* * * * *", "--jitter", "1m"],
+            "error: schedule 's': --jitter 60 s is not below the shortest time between its fires, 60 s "
+            "('* * * * *' in UTC): a fire could start after the next one",
+        ),
+        (
+            ["schedules", "update", "s", "--cron", "0 0 * * FRI-MON"],
+            "error: cron expression '0 0 * * FRI-MON': day-of-week field: range 'FRI-MON' is reversed: "
+            "FRI is after MON",
+        ),
+        (
+            ["schedules", "update", "s", "--jitter", "5x"],
+            "error: --jitter '5x' is invalid: use a number and a unit s, m, h or d (e.g. 90s, 5m, 2h); 0 (no "
+            "unit needed) for none",
+        ),
+        (
+            ["schedules", "update", "s", "--start", "tomorrow"],
+            "error: --start 'tomorrow' is invalid: use ISO-8601, e.g. 2026-09-10T07:00 or ...+07:00",
+        ),
+        (["enqueue", "counter", "--input", '{"n": 1}'], NO_URL),  # good input: now Redis is needed
+        ([*ADD, "* * * * *"], NO_URL),
+        (["schedules", "update", "s", "--start", "2030-01-01"], NO_URL),  # read in the stored schedule's zone
+    ],
+)
+def test_without_a_redis_url_a_bad_input_is_reported_first(args: list[str], line: str) -> None:
+    """Input checked without Redis is checked before the connection: a new user without GRAPHQ_REDIS_URL
+    was told "no Redis URL" for a non-object --input or a bad --cron."""
+    result = CliRunner().invoke(
+        main,
+        ["--workflows", "tests.workflows.basic", *args],
+        env={"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None},
+        catch_exceptions=False,
+    )
+    assert (result.exit_code, result.stderr) == (2, line + "\n")
