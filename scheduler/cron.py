@@ -84,6 +84,27 @@ def _field_problem(expr: str, fields: list[str]) -> str | None:
     return None
 
 
+def _range_bounds(index: int, match: re.Match[str]) -> tuple[int, int]:
+    """The numbers of a range's two ends in field ``index`` (month and day-of-week names as croniter's)."""
+    start, end = (int(w) if w.isdigit() else croniter.ALPHACONV[index][w.lower()] for w in match.groups())
+    return start, end
+
+
+def _single_values(fields: list[str]) -> list[str]:
+    """``fields`` with each range of one value (``5-5``, ``5-5/2``, ``DEC-DEC``) written as that value:
+    croniter reads such a range as the whole field (``5-5 * * * *`` fires every minute), standard cron as
+    the one value."""
+    out = []
+    for index, text in enumerate(fields):
+        items = []
+        for item in text.split(","):
+            match = _RANGE.fullmatch(item)
+            one = match is not None and len(set(_range_bounds(index, match))) == 1
+            items.append(match[1] if one and match is not None else item)
+        out.append(",".join(items))
+    return out
+
+
 def _reversed_range(expr: str, fields: list[str]) -> str | None:
     """The first range (a list item ``a-b`` or ``a-b/step``) whose start is after its end, which croniter
     reads as wrapping around (``5-1`` as 5-59 and 0-1): ``minute field: range '5-1' is reversed: 5 is after
@@ -93,9 +114,7 @@ def _reversed_range(expr: str, fields: list[str]) -> str | None:
         for item in text.split(","):
             if (match := _RANGE.fullmatch(item)) is None:
                 continue
-            start, end = (
-                int(w) if w.isdigit() else croniter.ALPHACONV[index][w.lower()] for w in match.groups()
-            )
+            start, end = _range_bounds(index, match)
             if start > end and not (index == 4 and match[2].lower() == "sun"):
                 reversal = f"range {item!r} is reversed: {match[1]} is after {match[2]}"
                 return f"cron expression {expr!r}: {name} field: {reversal}"
@@ -123,6 +142,7 @@ def _expand(expr: str) -> str:
         raise ConfigError(_field_problem(expr, parts) or usage)
     if reversed_range := _reversed_range(expr, parts):
         raise ConfigError(reversed_range)
+    fields = " ".join(_single_values(parts))
     try:
         copy.copy(_template(fields)).get_next(datetime)
     except CroniterBadDateError:  # e.g. '0 0 31 2 *', '0 0 31 4,6,9,11 *': no such day in those months

@@ -151,6 +151,24 @@ def test_a_day_of_week_range_may_end_on_sunday_by_name(expr: str) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("expr", "until", "expected"),
+    [
+        ("5-5 * * * *", "2026-01-01T02:59", ["2026-01-01T00:05Z", "2026-01-01T01:05Z", "2026-01-01T02:05Z"]),
+        (
+            "5-5/2 * * * *",
+            "2026-01-01T02:59",
+            ["2026-01-01T00:05Z", "2026-01-01T01:05Z", "2026-01-01T02:05Z"],
+        ),
+        ("0,30-30 1-1 * * *", "2026-01-02T00:00", ["2026-01-01T01:00Z", "2026-01-01T01:30Z"]),
+        ("0 0 2-2 jan-jan *", "2027-01-01T00:00", ["2026-01-02T00:00Z"]),
+    ],
+)
+def test_a_range_of_one_value_is_that_value(expr: str, until: str, expected: list[str]) -> None:
+    """croniter reads N-N as the whole field (``5-5 * * * *`` fired every minute); standard cron as N."""
+    assert fires(expr, "UTC", "2026-01-01T00:00", until) == expected
+
+
 def test_unknown_zone_is_refused() -> None:
     with pytest.raises(ConfigError, match="time zone 'Mars/Olympus' is unknown"):
         Cron.parse("* * * * *", "Mars/Olympus")
