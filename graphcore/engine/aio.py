@@ -109,10 +109,10 @@ async def drive(run: Generator[Any, Any, None]) -> Any:
             try:
                 sent = await asyncio.shield(task)
             except asyncio.CancelledError:
-                if task.done():  # the step's own error (a node raised it)
+                if task.cancelled():  # the step's own cancellation (a node raised it)
                     raise
                 caller.cancel()
-                if item.stoppable:
+                if item.stoppable and not task.done():
                     task.cancel()
                 task.add_done_callback(functools.partial(_finish, ctx, run))
                 handed = True  # _finish closes the run
