@@ -100,7 +100,7 @@ class CtrlC:
             markup=False,
         )
         try:
-            self.asked = self.client.cancel(run_id, interrupt=True).changed
+            self.asked = self.client.try_cancel(run_id, interrupt=True).changed
         except Exception as exc:
             self.console.print(f"could not cancel run {run_id}: {type(exc).__name__}: {exc}", markup=False)
 

@@ -95,16 +95,13 @@ def _order(record: RequestRecord, task: int | None, call: int | None) -> tuple[i
     )
 
 
-class CancelReply(str):
-    """What :meth:`Client.cancel` did, in words (the text the CLI prints), and whether it did anything:
-    ``changed`` is False for a run that had ended already."""
+@dataclass(frozen=True)
+class CancelReply:
+    """What :meth:`Client.try_cancel` did: ``message`` in words (what :meth:`Client.cancel` returns and the
+    CLI prints), ``changed`` False for a run that had ended already."""
 
-    changed: bool
-
-    def __new__(cls, text: str, changed: bool = True) -> CancelReply:
-        reply = super().__new__(cls, text)
-        reply.changed = changed
-        return reply
+    message: str
+    changed: bool = True
 
 
 @dataclass
@@ -800,7 +797,7 @@ class Client:
         answered = [r.id for r in self.run_requests(run_id) if r.status == "answered"]
         return NotAwaitingInputError(run_id, run.status.value, answered, expired_note(run))
 
-    def cancel(self, run_id: str, interrupt: bool = False) -> CancelReply:
+    def cancel(self, run_id: str, interrupt: bool = False) -> str:
         """Cancel a run (X1, X2, I6).
 
         A queued or waiting run ends Canceled at once, and so does a running one whose step no worker holds
@@ -811,7 +808,16 @@ class Client:
 
         Returns:
             What happened, in words: ``"canceled"``, ``"cancel requested: ..."`` or, for a run that had ended
-            already, why nothing changed (``changed`` False).
+            already, why nothing changed (:meth:`try_cancel` tells that case apart without reading the words).
+
+        Raises:
+            RunNotFoundError: no such run.
+            ConfigError: this client has no step queue.
+        """
+        return self.try_cancel(run_id, interrupt).message
+
+    def try_cancel(self, run_id: str, interrupt: bool = False) -> CancelReply:
+        """:meth:`cancel`, with whether it changed anything (False: the run had ended already).
 
         Raises:
             RunNotFoundError: no such run.
