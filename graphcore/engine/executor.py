@@ -44,7 +44,7 @@ from graphcore.engine.run_start import check_thread, empty_input, nothing_to_res
 from graphcore.engine.runtime import with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
-from graphcore.engine.step import StepResult, arun_step, run_step
+from graphcore.engine.step import StepResult, arun_step, has_async_tasks, run_step
 from graphcore.errors import CheckpointNotFoundError, ConfigError, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
@@ -430,7 +430,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         """``step`` (``run_step`` with its arguments) as a step call for :func:`aio.drive`: ``arun_step``
         with the same arguments."""
         awaited = saver.step(partial(arun_step, *step.args, **step.keywords))
-        return aio.StepCall(scope, awaited, any(t.node in self.async_tasks for t in cp.next_tasks))
+        return aio.StepCall(scope, awaited, has_async_tasks(self, cp.next_tasks))
 
     @staticmethod
     def _stopped(modes: Sequence[str] | None) -> list[tuple[str, Any]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, wait
 from typing import Any
 
@@ -21,7 +21,7 @@ from graphcore.engine.nested import retried
 from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer
 from graphcore.errors import NodeTimeoutError
-from graphcore.types import TaskWrites
+from graphcore.types import PendingTask, TaskWrites
 
 __all__ = ["RetryHook", "StepResult", "arun_step", "has_async_tasks", "run_step"]
 
@@ -141,8 +141,9 @@ def run_step(
     return _collect(tasks, outcomes)
 
 
-def has_async_tasks(graph: GraphSpec, tasks: Sequence[Task]) -> bool:
-    """Whether any of ``tasks`` runs on an event loop (an async node, or a node with an async router)."""
+def has_async_tasks(graph: GraphSpec, tasks: Iterable[Task | PendingTask]) -> bool:
+    """Whether any of ``tasks`` (prepared, or a checkpoint's next tasks) runs on an event loop: an async
+    node, or a node with an async router."""
     return bool(graph.async_tasks) and any(t.node in graph.async_tasks for t in tasks)
 
 
