@@ -45,14 +45,17 @@ class AppContext:
     _kv: Any = field(default=None, repr=False)
     _url: str | None = None
     _server: EmbeddedRedis | None = field(default=None, repr=False)
+    url_source: str = "GRAPHQ_REDIS_URL"
+    """Where the Redis URL came from, as error messages name it: ``--redis-url`` or the variable."""
 
     @classmethod
-    def from_options(cls, redis_url: str | None, workflows: str | None) -> AppContext:
-        """Export the global options as ``GRAPHQ_REDIS_URL``/``GRAPHQ_WORKFLOWS`` and reset the settings."""
+    def from_options(cls, redis_url: str | None, workflows: str | None, url_source: str) -> AppContext:
+        """Export the global options as ``GRAPHQ_REDIS_URL``/``GRAPHQ_WORKFLOWS`` and reset the settings;
+        ``url_source``: ``--redis-url`` when the option (not the variable) gave the URL."""
         export_env("GRAPHQ_REDIS_URL", redis_url)
         export_env("GRAPHQ_WORKFLOWS", workflows)
         get_settings.cache_clear()
-        return cls()
+        return cls(url_source=url_source)
 
     @property
     def settings(self) -> Settings:
@@ -89,7 +92,7 @@ class AppContext:
         """
         if not self.settings.redis_url:
             raise ConfigError("no Redis URL: set GRAPHQ_REDIS_URL or pass --redis-url")
-        return check_url(self.settings.redis_url)  # before anything prints it
+        return check_url(self.settings.redis_url, self.url_source)  # before anything prints it
 
     @property
     def local(self) -> bool:

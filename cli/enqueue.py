@@ -63,7 +63,7 @@ def _requests(
     if input_file is not None and checkpoint is not None:
         fail("--checkpoint starts one run on --thread; it does not go with --input-file")
     if checkpoint is not None:
-        return [(_fork_request(workflow, input_text, thread, tenant, checkpoint), "--checkpoint")]
+        return [(_fork_request(workflow, input_text, thread, tenant, checkpoint), "--input")]
     if input_file is None:
         return [(RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant), "--input")]
     if input_text is not None:
@@ -84,14 +84,15 @@ Checked = tuple[RunRequest, str, str]
 
 def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None) -> list[Checked]:
     """``requests`` with the run options of ``--config`` under their own (a fork's checkpoint_id wins), each
-    with where its options come from: ``--config`` when given (a fork's ``--checkpoint with --config``).
+    with where its options come from: a fork's from ``--checkpoint`` (``--checkpoint with --config``), the
+    others' from ``--config`` when given, else from where their input came from.
 
     Raises:
         CliError: ``--config`` is not a JSON object, or names another thread than ``--thread`` (or a batch
             line's ``thread``).
     """
     if config_text is None:
-        return [(r, where, where) for r, where in requests]
+        return [(r, where, "--checkpoint" if r.config else where) for r, where in requests]
     config = parse_input(config_text, "--config")
     if not isinstance(config, dict):
         fail(f"--config: must be a JSON object of run options (got {type(config).__name__})")
@@ -101,13 +102,13 @@ def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None
         fail(f"--config: {exc}")
     for r, where in requests:
         if named is not None and r.thread_id is not None and r.thread_id != named:
-            given = "--thread" if where in ("--input", "--checkpoint") else f"the thread of {where}"
+            given = "--thread" if where == "--input" else f"the thread of {where}"
             fail(f"--config: thread_id {named!r} differs from {given} {r.thread_id!r}; give one of them")
     return [
         (
             replace(r, config={**config, **r.config}),
             where,
-            f"{where} with --config" if r.config else "--config",
+            "--checkpoint with --config" if r.config else "--config",
         )
         for r, where in requests
     ]

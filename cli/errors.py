@@ -69,6 +69,13 @@ def _translate(exc: BaseException) -> CliError | None:
 class GraphqGroup(click.Group):
     """A click group that turns expected errors of any subcommand into :class:`CliError`."""
 
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        """Parse the group's own options; a usage error there is one line too (``graphq --bogus``)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         """Run the group and its subcommand; translate graphq, Redis and timeout errors."""
         try:
@@ -80,12 +87,27 @@ class GraphqGroup(click.Group):
             raise translated from None
         except KeyboardInterrupt:
             raise CliError("interrupted", EXIT_INTERRUPTED) from None
-        except click.UsageError as exc:  # click prints usage, a hint and the error: make it one line
-            raise CliError(_usage_line(exc), EXIT_USAGE) from None
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError | CliError:
+    """click prints usage, a hint and the error: make it one line; a group called without its command
+    (``graphq runs``) shows its help, as click does (exit 2)."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        return exc
+    return CliError(_usage_line(exc), EXIT_USAGE)
 
 
 def _usage_line(exc: click.UsageError) -> str:
     """What, where, and where to read more, e.g. ``graphq runs answer: Missing option '--value' (see graphq
     runs answer --help)``."""
     path = exc.ctx.command_path if exc.ctx is not None else "graphq"
+    if isinstance(exc, click.NoSuchOption) and exc.ctx is not None and exc.ctx.parent is not None:
+        root = exc.ctx.find_root()
+        if any(exc.option_name in p.opts for p in root.command.params):
+            return (
+                f"{path}: {exc.option_name} is an option of {root.command_path} itself: put it before the "
+                f"command ({root.command_path} {exc.option_name} ... {path.split(' ', 1)[1]} ...)"
+            )
     return f"{path}: {exc.format_message().rstrip('.')} (see {path} --help)"

@@ -88,7 +88,8 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
     """
     _configure_logging(verbose, redis_url)
     mask_output()
-    ctx.obj = AppContext.from_options(redis_url, workflows)
+    given = ctx.get_parameter_source("redis_url") is click.core.ParameterSource.COMMANDLINE
+    ctx.obj = AppContext.from_options(redis_url, workflows, "--redis-url" if given else "GRAPHQ_REDIS_URL")
     ctx.call_on_close(ctx.obj.close)
 
 

@@ -195,6 +195,8 @@ def add(app: AppContext, /, name: str, **opts: Any) -> None:
 @click.pass_obj
 def update(app: AppContext, /, name: str, **opts: Any) -> None:
     fields = _fields(opts, lambda: opts["tz"] or _api(app).stored(name).get("tz", "UTC"))
+    if not fields:
+        fail(f"schedules update {name!r}: nothing to change: give at least one option (see --help)")
     if "workflow" in fields:
         app.workflow(fields["workflow"])
     try:

@@ -76,6 +76,20 @@ def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) ->
             "error: graphq runs answer: Missing option '--value' (see graphq runs answer --help)",
         ),
         (["nosuch"], "error: graphq: No such command 'nosuch' (see graphq --help)"),
+        (
+            ["--bogus"],  # click's usage, hint and error lines
+            "error: graphq: No such option '--bogus'. Did you mean '--verbose'? (see graphq --help)",
+        ),
+        (  # was "No such option '--redis-url'": a global option given after the command
+            ["enqueue", "counter", "--redis-url", "redis://h:6379/0"],
+            "error: graphq enqueue: --redis-url is an option of graphq itself: put it before the command "
+            "(graphq --redis-url ... enqueue ...)",
+        ),
+        (
+            ["runs", "list", "--workflows", "m"],
+            "error: graphq runs list: --workflows is an option of graphq itself: put it before the command "
+            "(graphq --workflows ... runs list ...)",
+        ),
     ],
 )
 def test_usage_errors_are_one_line(args: list[str], line: str) -> None:
@@ -84,6 +98,15 @@ def test_usage_errors_are_one_line(args: list[str], line: str) -> None:
     )
     assert result.exit_code == 2
     assert result.stderr.strip() == line
+
+
+@pytest.mark.parametrize("group", [[], ["runs"], ["schedules"]])
+def test_a_group_without_its_command_shows_its_help(group: list[str]) -> None:
+    """``graphq runs`` printed its help after "error: graphq runs: Usage: ..."; now as click does, exit 2."""
+    result = CliRunner().invoke(main, group, prog_name="graphq", env={"GRAPHQ_REDIS_URL": None})
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Usage: {' '.join(['graphq', *group])} [OPTIONS] COMMAND [ARGS]...\n")
+    assert "error:" not in result.stderr
 
 
 def test_runs_list_refuses_a_tenant_no_run_can_have(redis_url: str) -> None:
@@ -134,6 +157,14 @@ ADD = ["schedules", "add", "s", "--workflow", "counter", "--cron"]
         (
             ["schedules", "update", "s", "--start", "tomorrow"],
             "error: --start 'tomorrow' is invalid: use ISO-8601, e.g. 2026-09-10T07:00 or ...+07:00",
+        ),
+        (
+            ["enqueue", "counter", "-t", "t", "--checkpoint", "c1", "--input", "[1]"],  # said --checkpoint:
+            "error: --input: the input is a list; expected a dict of state updates",
+        ),
+        (
+            ["schedules", "update", "s"],  # exited 0 (after connecting to Redis) having changed nothing
+            "error: schedules update 's': nothing to change: give at least one option (see --help)",
         ),
         (["enqueue", "counter", "--input", '{"n": 1}'], NO_URL),  # good input: now Redis is needed
         ([*ADD, "* * * * *"], NO_URL),

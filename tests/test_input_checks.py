@@ -312,6 +312,23 @@ def test_a_redis_url_that_is_no_url_is_never_echoed(tmp_path: Path) -> None:
         assert "hunter2" not in result.stdout + result.stderr
 
 
+def test_a_bad_redis_url_option_is_named_as_the_option(tmp_path: Path) -> None:
+    """The value of --redis-url was reported as GRAPHQ_REDIS_URL's (a new user had not set the variable)."""
+    for args in (("runs", "list"), ("worker", "--burst")):
+        result = CliRunner().invoke(
+            main,
+            ["--redis-url", "hunter2-secret", "--workflows", WORKFLOWS, *args],
+            env={"GRAPHQ_REDIS_URL": None, "GRAPHQ_DATA_DIR": str(tmp_path / "d")},
+            catch_exceptions=False,
+        )
+        assert result.exit_code == 2, args
+        assert error_line(result) == (
+            "error: --redis-url is not a redis:// URL (its value is not shown: it may hold a secret); "
+            "expected redis://[[user]:password@]host[:port][/db], rediss://... or unix:///path/to/socket"
+        )
+        assert "hunter2" not in result.stdout + result.stderr
+
+
 def test_a_server_that_needs_a_password_says_so() -> None:
     server = EmbeddedRedis(appendonly=False, extra_args=["--requirepass", "s3cret-pw"]).start()
     try:

@@ -303,21 +303,21 @@ def connect(url: str, *, attempts: int | None = None, max_wait_s: float | None =
     return client
 
 
-def check_url(url: str) -> str:
+def check_url(url: str, source: str = "GRAPHQ_REDIS_URL") -> str:
     """Refuse a value that is not a Redis URL at all, without showing it (it may be a secret, e.g. a
-    password set where the URL belongs).
+    password set where the URL belongs); ``source`` names where the value came from (``--redis-url`` when
+    the CLI's option gave it).
 
     Returns:
         ``url``.
 
     Raises:
         ConfigError: ``url`` does not start with ``redis://``, ``rediss://`` or ``unix://``; the message names
-            ``GRAPHQ_REDIS_URL``, not the value.
+            ``source``, not the value.
     """
     if not url.lower().startswith(_REDIS_SCHEMES):
         raise ConfigError(
-            f"GRAPHQ_REDIS_URL is not a redis:// URL (its value is not shown: it may hold a secret); "
-            f"{_EXPECTED}"
+            f"{source} is not a redis:// URL (its value is not shown: it may hold a secret); {_EXPECTED}"
         )
     return url
 
