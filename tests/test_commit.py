@@ -7,7 +7,7 @@ import pytest
 import redis
 from rq.job import Job
 
-import worker.job
+import worker.committing
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord, RunStatus
@@ -204,7 +204,7 @@ def test_a_commit_planned_again_after_an_append_conflict_pushes_one_job(
 ) -> None:
     """The append guard refuses the first plan (a log grew on another branch): nothing written, the commit
     is planned again without appends and applies, with one job for the next step."""
-    plan = worker.job._plan
+    plan = worker.committing._plan
     tried: list[bool] = []
 
     def racing(ctx_: WorkerContext, run: RunRecord, cp: Checkpoint, may_append: bool, drop: object) -> Plan:
@@ -216,7 +216,7 @@ def test_a_commit_planned_again_after_an_append_conflict_pushes_one_job(
 
     run_id = client.enqueue("counter", {"limit": 3})
     assert committing(ctx, run_id, 0) == "committed step 1"
-    monkeypatch.setattr(worker.job, "_plan", racing)
+    monkeypatch.setattr(worker.committing, "_plan", racing)
     assert committing(ctx, run_id, 1) == "committed step 2"
     assert tried == [True, False]
     assert queued(ctx.kv, ctx.settings) == [step_job_id(run_id, 2).encode()]

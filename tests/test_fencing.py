@@ -23,9 +23,12 @@ from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from tests.workers import Procs, line_count, wait_for, worker_env
 from worker.context import WorkerContext
+from worker.endings import end_run
 from worker.fence import REFUSED
-from worker.job import _end, _event, _fenced_hset, _mark_running, _put_writes, _seed_answers
+from worker.fenced_writes import append_event, fenced_hset, put_writes
+from worker.job import _mark_running
 from worker.lease import Lease
+from worker.pause import seed_answers
 from worker.queue import RQStepQueue
 
 REGISTRY = Registry.load(["tests.workflows.fencing"])
@@ -178,19 +181,19 @@ def test_every_write_of_a_step_job_is_refused_without_the_lease(
     cp = apply_input(REGISTRY.get("zombie"), None, {"names": ["a"]}, {"run_id": run_id})
     before = REFUSED.counts()
     writes = [
-        lambda: _put_writes(ctx, run, cp, lease, TaskWrites(task_id="t", node="hold", writes=[])),
-        lambda: _seed_answers(ctx, run, lease, cp),
-        lambda: _fenced_hset(ctx, run, lease, "requests", (keys.requests("w", run_id), {"r": b"x"})),
-        lambda: _fenced_hset(ctx, run, lease, "head", (keys.run("w", run_id), {"head": cp.id})),
+        lambda: put_writes(ctx, run, cp, lease, TaskWrites(task_id="t", node="hold", writes=[])),
+        lambda: seed_answers(ctx, run, lease, cp),
+        lambda: fenced_hset(ctx, run, lease, "requests", (keys.requests("w", run_id), {"r": b"x"})),
+        lambda: fenced_hset(ctx, run, lease, "head", (keys.run("w", run_id), {"head": cp.id})),
         lambda: _mark_running(ctx, run, lease, REGISTRY.get("zombie").config_for({})),
     ]
     for write in writes:
         with pytest.raises(LeaseLostError, match="refused: the lease is no longer held"):
             write()
-    _end(ctx, run, lease, RunStatus.FAILED, RunError(type="X", message="late"))  # refused, not raised
+    end_run(ctx, run, lease, RunStatus.FAILED, RunError(type="X", message="late"))  # refused, not raised
     events = redis_client.xlen(keys.run_events("w", run_id))
     for chunk in ("one", "two"):  # a node's stream writes: refused, the node goes on
-        _event(ctx, run, lease, "custom", 0, {"node": "hold", "chunk": chunk})
+        append_event(ctx, run, lease, "custom", 0, {"node": "hold", "chunk": chunk})
     assert redis_client.xlen(keys.run_events("w", run_id)) == events
     assert refusals(redis_client, "w", run_id) == {
         b"refused:pending": b"1",

@@ -21,10 +21,12 @@ from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from tests.workflows import recovery
 from worker.claim import CANCEL_ERROR_JSON
+from worker.committing import commit_step
 from worker.context import WorkerContext, get_context, set_context
 from worker.fence import refused
+from worker.fenced_writes import put_writes
 from worker.handover import Stop, abandon
-from worker.job import _commit_step, _put_writes, step_job
+from worker.job import step_job
 from worker.lease import Lease
 from worker.process import run_worker
 
@@ -196,7 +198,7 @@ def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client:
     late = apply_writes(REGISTRY.get("counter"), head, [], {"run_id": run_id})
     before = len(client.get_history(run.thread_id))
     with pytest.raises(LeaseLostError, match=r"commit of run \w+ step 1 refused: the lease is no"):
-        _commit_step(ctx, REGISTRY.get("counter"), run, lease, head, late, [], False)
+        commit_step(ctx, REGISTRY.get("counter"), run, lease, head, late, [], False)
     assert len(client.get_history(run.thread_id)) == before
     assert redis_client.hget(keys.run(run.thread_id, run_id), "step") == b"1"
     assert redis_client.hget(keys.run(run.thread_id, run_id), "refused:commit") == b"1"
@@ -219,7 +221,7 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
     lease = Lease(redis_client, run.thread_id, run_id, 30, 10)
     assert lease.acquire()
     ctx = WorkerContext.build(redis_client, Settings(redis_url=redis_url), REGISTRY)
-    _put_writes(ctx, run, cp, lease, TaskWrites(task_b.id, "work", [("done", ["B-from-first-attempt"])], []))
+    put_writes(ctx, run, cp, lease, TaskWrites(task_b.id, "work", [("done", ["B-from-first-attempt"])], []))
     redis_client.delete(lease.key)  # the first worker died: its lease lapsed
     work(redis_client, redis_url)
     final = client.get_run(run_id)

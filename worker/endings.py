@@ -1,0 +1,87 @@
+"""How a step job ends its run when the step does not commit: failed, canceled, completed with nothing
+to run; then the thread goes to its next run (I3) and, after a completion, the checkpoints may go (R7).
+Every status write is fenced by the lease (:func:`worker.fenced_writes.set_status`).
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+
+from graphcore.backend.connection import outlast
+from graphcore.backend.retention import remove_after_completion
+from graphcore.backend.runs import RunError, RunRecord, RunStatus, now_iso
+from graphcore.backend.threads import hand_over
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.errors import LeaseLostError
+from worker.context import WorkerContext
+from worker.fenced_writes import set_status
+from worker.lease import Lease
+
+__all__ = ["after_completion", "after_head", "end_completed", "end_run", "fail_run", "release_thread"]
+
+log = logging.getLogger("graphq.step")
+ends = logging.getLogger("graphq.runs")
+"""A run's failure or cancel, at WARNING: ``graphq worker`` shows it at its default level; the commands that
+run a worker in process (``graphq run``, ``--wait``) report the end themselves and quiet this logger."""
+
+
+def fail_run(ctx: WorkerContext, run: RunRecord, lease: Lease, exc: BaseException) -> None:
+    """Mark the run Failed with ``exc`` (its traceback includes the node's own error, chained as cause)."""
+    tb = "".join(traceback.format_exception(exc))
+    error = RunError(type=type(exc).__name__, message=str(exc), traceback=tb)
+    end_run(ctx, run, lease, RunStatus.FAILED, error)
+
+
+def release_thread(ctx: WorkerContext, run: RunRecord) -> None:
+    """The run ended: the next run waiting for its thread starts (I3)."""
+    outlast(hand_over, ctx.kv, ctx.runs, ctx.queue, run.thread_id, run.id)
+
+
+def end_completed(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> None:
+    """Complete a run that has no step to run (its result is the values of the head checkpoint, of thread
+    step ``step``)."""
+    done = [("status", step, {"status": "completed"})]
+    if set_status(ctx, run, lease, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
+        release_thread(ctx, run)
+        after_completion(ctx, run, None)
+
+
+def after_completion(ctx: WorkerContext, run: RunRecord, head: Checkpoint | None) -> None:
+    """``GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false`` (R7): the completed run's thread loses its
+    checkpoints, unless another of its runs needs them (:mod:`graphcore.backend.retention`). After the
+    commit and the hand-over, never in them; a failure is logged and leaves them, which is safe."""
+    if ctx.settings.keep_checkpoints_after_completion:
+        return
+    try:
+        remove_after_completion(ctx.kv, run.thread_id, run.id, head)
+    except Exception as exc:  # the run is complete either way; its checkpoints stay, as by default
+        log.warning("run %s: its checkpoints were not removed after completion: %s", run.id, exc)
+
+
+def end_run(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, error: RunError) -> None:
+    """End the run (compare-and-set from a non-terminal status, I7, fenced by the lease, I1) and record
+    why; a worker that lost its lease changes nothing (the refusal is logged and counted)."""
+    fields = {"error": error.model_dump_json(), "ended_at": now_iso()}
+    event = {"status": status.value, "error": f"{error.type}: {error.message}"}
+    step = after_head(ctx, run)
+    try:
+        ended = set_status(ctx, run, lease, status, fields=fields, events=[("status", step, event)])
+    except LeaseLostError:
+        return
+    if ended:
+        release_thread(ctx, run)
+    ends.warning("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
+
+
+def after_head(ctx: WorkerContext, run: RunRecord) -> int:
+    """The thread's number of the step after the run's head checkpoint: the step this job runs (events are
+    numbered like checkpoints, ``graphq state --history``); the run's own count before it has a head, or
+    when the head cannot be read (this also serves the failure path: an unknown workflow, a bad record)."""
+    if run.head is None:
+        return run.step
+    try:
+        head = ctx.store(run.workflow).get(run.thread_id, run.head)
+    except Exception:  # recording how the run ended matters more than the step's number
+        return run.step
+    return run.step if head is None else head.step + 1
