@@ -473,6 +473,14 @@ def test_answer_again_starts_a_branch_run(redis_url: str, client: Client) -> Non
     run_id = enqueue(redis_url, "chat", {"messages": [{"id": "h1", "role": "human", "content": "maps"}]})
     work(redis_url)
     [request] = requests_json(redis_url, run_id)
+    early = graphq(
+        "runs", "answer", run_id, "--request", request["id"], "--value", '"no"', "--again", url=redis_url
+    )
+    assert (early.exit_code, error_line(early)) == (
+        2,
+        f"error: request {request['id']} of run {run_id} is open: answer it first; a second answer (a branch) "
+        "is for a request already answered",
+    )
     ok(graphq("runs", "answer", run_id, "--value", '"yes"', url=redis_url))
     work(redis_url)
     assert show(redis_url, run_id)["status"] == "completed"

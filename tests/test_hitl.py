@@ -330,6 +330,13 @@ def test_answering_a_request_again_starts_a_branch(client: Client) -> None:
     run_id = client.enqueue("chat", {"messages": [{"id": "h1", "role": "human", "content": "news"}]})
     work(client)
     [request] = client.requests(run_id)
+    with pytest.raises(InvalidUpdateError) as open_request:  # was accepted: a branch ran beside the answer
+        client.answer_again(run_id, request.id, "no")
+    assert str(open_request.value) == (
+        f"request {request.id} of run {run_id} is open: answer it first; a second answer (a branch) is for a "
+        "request already answered"
+    )
+    assert [r.id for r in client.list_runs()] == [run_id]  # no branch run was enqueued
     client.answer(run_id, "yes")
     work(client)
     first = client.get_run(run_id)

@@ -665,7 +665,9 @@ class Client:
 
         Raises:
             RunNotFoundError: no such run.
-            InvalidUpdateError: the run never made that request (or made it inside a subgraph).
+            InvalidUpdateError: the run never made that request (or made it inside a subgraph), or the
+                request is still open (its run awaits its first answer: :meth:`answer` it; a branch then
+                would run beside the answered run).
             ConfigError: ``GRAPHQ_ENABLE_CHECKPOINTING=false``: no history to start a branch from (R5).
         """
         what = (
@@ -679,6 +681,11 @@ class Client:
         if raw is None:
             raise InvalidUpdateError(f"run {run_id} has no recorded request {request_id!r}")
         where = serde.loads(raw)
+        if "answered_at" not in where and any(i.id == request_id for i in self.requests(run_id)):
+            raise InvalidUpdateError(
+                f"request {request_id} of run {run_id} is open: answer it first; a second answer (a branch) "
+                "is for a request already answered"
+            )
         if "checkpoint_id" not in where:
             raise InvalidUpdateError(
                 f"request {request_id} of run {run_id} was made inside a subgraph; it cannot be answered "
