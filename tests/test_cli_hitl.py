@@ -478,8 +478,8 @@ def test_answer_again_starts_a_branch_run(redis_url: str, client: Client) -> Non
     )
     assert (early.exit_code, error_line(early)) == (
         2,
-        f"error: request {request['id']} of run {run_id} is open: answer it first; a second answer (a branch) "
-        "is for a request already answered",
+        f"error: request {request['id']} of run {run_id} is open: answer it first; a second answer (a "
+        "branch) is for a request already answered",
     )
     ok(graphq("runs", "answer", run_id, "--value", '"yes"', url=redis_url))
     work(redis_url)
