@@ -284,6 +284,16 @@ def test_a_value_that_is_no_redis_url_is_never_shown(value: str) -> None:
     )
 
 
+def test_a_db_path_that_is_no_number_is_refused() -> None:
+    """redis-py ignores such a path: ``redis://h/abc`` connected to db 0 (found by a new-user trial)."""
+    with pytest.raises(ConfigError) as info:
+        connect("redis://:pw@127.0.0.1:6379/abc")
+    assert str(info.value) == (
+        "GRAPHQ_REDIS_URL=redis://:***@127.0.0.1:6379/abc: its path 'abc' is not a database number; expected "
+        "redis://[[user]:password@]host[:port][/db], rediss://... or unix:///path/to/socket"
+    )
+
+
 @pytest.mark.parametrize(
     ("url", "reason"),
     [

@@ -329,6 +329,34 @@ def test_a_bad_redis_url_option_is_named_as_the_option(tmp_path: Path) -> None:
         assert "hunter2" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "line"),
+    [
+        (
+            "redis://127.0.0.1:notaport/0",
+            "error: --redis-url=redis://127.0.0.1:notaport/0 is not a valid Redis URL (Port could not be "
+            "cast to integer value as 'notaport'); expected redis://[[user]:password@]host[:port][/db], "
+            "rediss://... or unix:///path/to/socket",
+        ),
+        (  # was accepted: redis-py ignores the path and the run went to db 0
+            "redis://:s3cret@127.0.0.1:6379/abc",
+            "error: --redis-url=redis://:***@127.0.0.1:6379/abc: its path 'abc' is not a database number; "
+            "expected redis://[[user]:password@]host[:port][/db], rediss://... or unix:///path/to/socket",
+        ),
+    ],
+)
+def test_a_malformed_redis_url_option_is_named_as_the_option(tmp_path: Path, url: str, line: str) -> None:
+    """A malformed --redis-url was reported as GRAPHQ_REDIS_URL=...; nothing is enqueued."""
+    result = CliRunner().invoke(
+        main,
+        ["--redis-url", url, "--workflows", WORKFLOWS, "enqueue", "typed", "--input", "{}"],
+        env={"GRAPHQ_REDIS_URL": None, "GRAPHQ_DATA_DIR": str(tmp_path / "d")},
+        catch_exceptions=False,
+    )
+    assert (result.exit_code, error_line(result)) == (2, line)
+    assert "s3cret" not in result.stdout + result.stderr
+
+
 def test_a_server_that_needs_a_password_says_so() -> None:
     server = EmbeddedRedis(appendonly=False, extra_args=["--requirepass", "s3cret-pw"]).start()
     try:

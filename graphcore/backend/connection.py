@@ -12,9 +12,11 @@ import logging
 import re
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
+from urllib.parse import urlsplit
 
 import redis
 import redis.exceptions as rex
+from redis.connection import parse_url
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -286,14 +288,9 @@ def connect(url: str, *, attempts: int | None = None, max_wait_s: float | None =
     """
     check_url(url)
     safe = redact_url(url)
-    try:
-        client = redis.Redis.from_url(
-            url, decode_responses=False, socket_connect_timeout=5, health_check_interval=30
-        )
-    except ValueError as exc:
-        # The error's text may quote part of an unparsable URL: show it only when the URL holds no password.
-        reason = f" ({exc})" if safe == url else ""
-        raise ConfigError(f"GRAPHQ_REDIS_URL={safe} is not a valid Redis URL{reason}; {_EXPECTED}") from None
+    client = redis.Redis.from_url(
+        url, decode_responses=False, socket_connect_timeout=5, health_check_interval=30
+    )
     try:
         redis_retrying(attempts, max_wait_s)(client.ping)
     except rex.RedisError as exc:
@@ -304,21 +301,32 @@ def connect(url: str, *, attempts: int | None = None, max_wait_s: float | None =
 
 
 def check_url(url: str, source: str = "GRAPHQ_REDIS_URL") -> str:
-    """Refuse a value that is not a Redis URL at all, without showing it (it may be a secret, e.g. a
-    password set where the URL belongs); ``source`` names where the value came from (``--redis-url`` when
-    the CLI's option gave it).
+    """Refuse a value that is not a valid Redis URL, as redis-py parses it (``redis.connection.parse_url``),
+    and a database in its path that is not a number (redis-py ignores one: ``redis://h/abc`` used db 0);
+    ``source`` names where the value came from (``--redis-url`` when the CLI's option gave it).
 
     Returns:
         ``url``.
 
     Raises:
-        ConfigError: ``url`` does not start with ``redis://``, ``rediss://`` or ``unix://``; the message names
-            ``source``, not the value.
+        ConfigError: ``url`` does not start with ``redis://``, ``rediss://`` or ``unix://`` (the message names
+            ``source``, not the value: it may be a secret, e.g. a password set where the URL belongs); or it
+            does not parse, or names no numeric db (the message shows it without its password, and redis-py's
+            reason only when it has none: the reason may quote part of the URL).
     """
     if not url.lower().startswith(_REDIS_SCHEMES):
         raise ConfigError(
             f"{source} is not a redis:// URL (its value is not shown: it may hold a secret); {_EXPECTED}"
         )
+    safe = redact_url(url)
+    try:
+        parse_url(url)  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+    except ValueError as exc:
+        reason = f" ({exc})" if safe == url else ""
+        raise ConfigError(f"{source}={safe} is not a valid Redis URL{reason}; {_EXPECTED}") from None
+    db = urlsplit(url).path.strip("/")
+    if not url.lower().startswith("unix://") and db and not db.isdigit():
+        raise ConfigError(f"{source}={safe}: its path {db!r} is not a database number; {_EXPECTED}")
     return url
 
 
