@@ -97,13 +97,17 @@ def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None
     if not isinstance(config, dict):
         fail(f"--config: must be a JSON object of run options (got {type(config).__name__})")
     try:
-        named = queue_config(config).thread_id
+        options = queue_config(config)
     except ConfigError as exc:
         fail(f"--config: {exc}")
+    named, start = options.thread_id, options.checkpoint_id
     for r, where in requests:
         if named is not None and r.thread_id is not None and r.thread_id != named:
             given = "--thread" if where == "--input" else f"the thread of {where}"
             fail(f"--config: thread_id {named!r} differs from {given} {r.thread_id!r}; give one of them")
+        fork = r.config.get("checkpoint_id")
+        if start is not None and fork is not None and fork != start:
+            fail(f"--config: checkpoint_id {start!r} differs from --checkpoint {fork!r}; give one of them")
     return [
         (
             replace(r, config={**config, **r.config}),

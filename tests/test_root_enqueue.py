@@ -176,8 +176,12 @@ def test_a_run_id_in_the_config_is_refused(client: Client, redis_url: str) -> No
             ("-t", "rt9", "-c", "nope", "--config", '{"tags": ["a"]}'),
             "error: --checkpoint with --config: thread 'rt9' has no checkpoint nope",
         ),
+        (  # --checkpoint won without a word
+            ("-t", "rt9", "-c", "c1", "--config", '{"configurable": {"checkpoint_id": "c2"}}'),
+            "error: --config: checkpoint_id 'c2' differs from --checkpoint 'c1'; give one of them",
+        ),
     ],
-    ids=["unknown", "recursion-limit", "timeout", "thread-clash", "fork"],
+    ids=["unknown", "recursion-limit", "timeout", "thread-clash", "fork", "checkpoint-clash"],
 )
 def test_a_config_error_names_config(
     client: Client, redis_url: str, args: tuple[str, ...], line: str
