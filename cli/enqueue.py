@@ -311,6 +311,8 @@ def enqueue(
     thread with --multitask reject, or an unknown --checkpoint or config checkpoint_id), 3 (with --wait) a
     run waits for input.
     """
+    if timeout is not None and not wait:
+        raise click.UsageError("--timeout needs --wait (it bounds the wait)")
     requests = _with_config(
         _requests(workflow, input_text, input_file, thread, tenant, checkpoint), config_text
     )

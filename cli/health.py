@@ -16,8 +16,8 @@ _PROBE_TIMEOUT_S = 3.0
 
 
 @click.command(short_help="Probe: exit 0 when healthy, 1 (saying why) when not.")
-@click.option("--worker", is_flag=True, help="Check this pod's graphq worker (see below).")
-@click.option("--scheduler", is_flag=True, help="Check this pod's graphq scheduler (see below).")
+@click.option("--worker", is_flag=True, help="Check this pod's graphq worker (liveness, see above).")
+@click.option("--scheduler", is_flag=True, help="Check this pod's graphq scheduler (liveness, see above).")
 @click.option(
     "--ready", is_flag=True, help="Readiness: also Redis answers, heartbeats fresh, not draining (SIGTERM)."
 )

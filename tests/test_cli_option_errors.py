@@ -76,6 +76,10 @@ def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) ->
             "error: graphq runs answer: Missing option '--value' (see graphq runs answer --help)",
         ),
         (["nosuch"], "error: graphq: No such command 'nosuch' (see graphq --help)"),
+        (  # was accepted and ignored
+            ["enqueue", "counter", "--timeout", "5"],
+            "error: graphq enqueue: --timeout needs --wait (it bounds the wait) (see graphq enqueue --help)",
+        ),
         (
             ["--bogus"],  # click's usage, hint and error lines
             "error: graphq: No such option '--bogus'. Did you mean '--verbose'? (see graphq --help)",
