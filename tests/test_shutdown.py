@@ -19,7 +19,9 @@ import redis
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
+from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from tests.workers import Start, ended, rq_states, wait_for, worker_children
@@ -36,6 +38,11 @@ BOTH_STEPS = ["first start", "first end", "second start", "second end"]
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
     return shutdown_env(redis_url, tmp_path)
+
+
+def listed(kv: redis.Redis) -> list[str]:
+    """The ids of the workers graphq's registry lists as live."""
+    return [w.id for w in live_workers(kv, server_ms(kv))]
 
 
 def idle_workers(kv: redis.Redis) -> int:
@@ -353,7 +360,9 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
 ) -> None:
     """SIGKILL of a worker process (as the OOM killer would) under a 30 s lease TTL: its supervisor lets the
     lease lapse at once, so the reaper continues the run within its interval, and starts a new process.
-    The reaper runs in the supervisor, so the killed process held no reaper lock: the lock keeps its owner."""
+    The reaper runs in the supervisor, so the killed process held no reaper lock: the lock keeps its owner.
+    The killed process leaves graphq's and RQ's worker registries at once too (it stayed listed, holding the
+    run, until its 30 s heartbeat expired)."""
     worker = start(GRAPHQ_LEASE_TTL_S="30", GRAPHQ_REAPER_INTERVAL_S="0.5")
     run_id = client.enqueue("two-steps", {"first": {"c_sleep": 30}, "second": {}})
     wait_for(lambda: started(tmp_path, "first"), what="the step to start")
@@ -361,9 +370,14 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
     run = client.get_run(run_id)
     wait_for(lambda: redis_client.get(keys.reaper_lock()), what="the reaper lock")
     lock = redis_client.get(keys.reaper_lock())
+    [victim] = [w for w in live_workers(redis_client, server_ms(redis_client)) if w.pid == pid]
+    assert victim.id in listed(redis_client)
     os.kill(pid, signal.SIGKILL)
     killed = time.monotonic()
     wait_for(lambda: redis_client.exists(keys.lease(run.thread_id, run_id)) == 0, 2, "the lease to lapse")
+    wait_for(lambda: victim.id not in listed(redis_client), 2, "the killed process to leave the registry")
+    assert not redis_client.exists(f"rq:worker:{victim.id}")
+    assert f"rq:worker:{victim.id}".encode() not in redis_client.smembers("rq:workers")
     wait_for(lambda: client.get_run(run_id).continued_by_run_id, 10, "the continuation")
     assert time.monotonic() - killed < 10
     assert redis_client.get(keys.reaper_lock()) == lock  # held by the supervisor all along

@@ -236,14 +236,20 @@ class Reaper:
     def forget_dead_workers(self, now_ms: int) -> None:
         """Workers whose heartbeat expired leave graphq's registry and RQ's."""
         for worker_id in dead_workers(self.kv, now_ms):
-            rq_key = Worker.redis_worker_namespace_prefix + worker_id
-            queues = self.kv.hget(rq_key, "queues")
-            pipe = self.kv.pipeline(transaction=True)
-            pipe.srem(REDIS_WORKER_KEYS, rq_key)
-            for name in (queues or b"").decode().split(","):
-                if name:
-                    pipe.srem(WORKERS_BY_QUEUE_KEY % name, rq_key)
-            pipe.delete(rq_key)
-            drop_worker(self.kv, worker_id, pipe)
-            pipe.execute()
+            forget_worker(self.kv, worker_id)
             log.warning("worker %s stopped sending heartbeats; removed from the registries", worker_id)
+
+
+def forget_worker(kv: Any, worker_id: str) -> None:
+    """Remove worker ``worker_id`` (a dead process: its heartbeat expired, or its supervisor saw it end)
+    from graphq's registry and RQ's (its worker hash and its entries in RQ's worker sets), in one MULTI."""
+    rq_key = Worker.redis_worker_namespace_prefix + worker_id
+    queues = kv.hget(rq_key, "queues")
+    pipe = kv.pipeline(transaction=True)
+    pipe.srem(REDIS_WORKER_KEYS, rq_key)
+    for name in (queues or b"").decode().split(","):
+        if name:
+            pipe.srem(WORKERS_BY_QUEUE_KEY % name, rq_key)
+    pipe.delete(rq_key)
+    drop_worker(kv, worker_id, pipe)
+    pipe.execute()

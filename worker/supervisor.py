@@ -64,6 +64,7 @@ from worker.health import publish_status
 from worker.housekeeping import start_housekeeping
 from worker.lease import Lease, renew, set_listener
 from worker.process import run_worker
+from worker.reaper import forget_worker
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -127,8 +128,8 @@ class _Channel:
         error = stop.error.model_dump_json()
         self._send(("limit", lease.token, at, stop.status.value, error, stop.resume, step))
 
-    def ready(self) -> None:
-        self._send(("ready",))
+    def ready(self, worker_id: str) -> None:
+        self._send(("ready", worker_id))
 
     def retire(self) -> None:
         """A node thread outlived its timeout here: take no more jobs; the supervisor starts a new process."""
@@ -159,7 +160,7 @@ class SupervisedWorker(SimpleWorker):
         SupervisedWorker.current = self
         StopAwareQueue.start(self.connection)
         if self.channel is not None:
-            self.channel.ready()
+            self.channel.ready(self.name)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, self._warm_stop)
         signal.signal(signal.SIGUSR1, self._give_up)
@@ -273,6 +274,8 @@ class _Slot:
     done: bool = False
     ready: bool = False
     """Whether it got as far as taking jobs (a child that dies before is not replaced)."""
+    worker_id: str | None = None
+    """Its worker id (RQ's worker name), once ready."""
 
 
 def process_state(pid: int) -> str:
@@ -417,7 +420,7 @@ class Supervisor:
         elif kind == "free" and slot.held is not None and slot.held.token == message[1]:
             slot.held = None
         elif kind == "ready":
-            slot.ready = True
+            slot.ready, slot.worker_id = True, message[1]
         elif kind == "retire":
             slot.replace = True
 
@@ -518,6 +521,7 @@ class Supervisor:
         slot.done = True
         slot.conn.close()
         code, held = slot.proc.exitcode, slot.held
+        self._forget(slot)
         if held is not None and slot.killed_for is not None:
             self._abandon(held, slot.killed_for)
             self.gave_up = self.gave_up or slot.had_step
@@ -541,6 +545,16 @@ class Supervisor:
             slot.replace = True
         if slot.replace and self.draining_at is None:
             self.slots[index] = self._start()
+
+    def _forget(self, slot: _Slot) -> None:
+        """An ended child leaves the worker registries now (`graphq workers` stops listing it), not once its
+        heartbeat expires; a clean exit has removed its records already (this changes nothing then)."""
+        if slot.worker_id is None:
+            return
+        try:
+            forget_worker(self.kv, slot.worker_id)
+        except Exception as exc:  # the reaper removes it once its heartbeat expires
+            log.warning("worker %s: could not remove it from the registries: %s", slot.worker_id, exc)
 
     def _lapse(self, held: _Held) -> None:
         """A dead child's lease lapses now (the reaper's next pass acts on it), not after its TTL."""
