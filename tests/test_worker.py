@@ -304,3 +304,22 @@ def test_a_refused_commit_is_logged_once(
         work(redis_client, redis_url)
     warnings = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].startswith(f"run {run_id} step 0: the commit refused")
+
+
+def test_a_runs_end_is_logged_with_the_threads_step_number(
+    client: Client, redis_client: redis.Redis, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Step numbers are the thread's everywhere (README): a second run on a thread was logged as failed "at
+    step 1" (its own count); its failed step is the thread's step 3 (input -1, ok 0, input 1, ok 2, explode
+    3)."""
+    first = client.enqueue("failing", {}, thread_id="t-ends")
+    work(redis_client, redis_url)
+    second = client.enqueue("failing", {"n": 5}, thread_id="t-ends")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="graphq.runs"):
+        work(redis_client, redis_url)
+    assert [client.get_run(r).status for r in (first, second)] == [RunStatus.FAILED, RunStatus.FAILED]
+    assert client.get_run(second).step == 1
+    assert [r.getMessage() for r in caplog.records if r.name == "graphq.runs"] == [
+        f"run {second} failed at step 3: node 'explode' raised RuntimeError: kaboom at node explode"
+    ]

@@ -71,7 +71,7 @@ def end_run(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus,
         return
     if ended:
         release_thread(ctx, run)
-    ends.warning("run %s %s at step %s: %s", run.id, status.value, run.step, error.message)
+    ends.warning("run %s %s at step %s: %s", run.id, status.value, step, error.message)  # the thread's number
 
 
 def after_head(ctx: WorkerContext, run: RunRecord) -> int:
