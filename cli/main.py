@@ -31,7 +31,7 @@ import click
 
 from cli.context import AppContext
 from cli.enqueue import enqueue
-from cli.errors import GraphqGroup
+from cli.errors import GraphqGroup, fail
 from cli.health import health
 from cli.output import mask_output
 from cli.run import run
@@ -89,6 +89,8 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
     _configure_logging(verbose, redis_url)
     mask_output()
     given = ctx.get_parameter_source("redis_url") is click.core.ParameterSource.COMMANDLINE
+    if given and not redis_url:  # an unset variable in a script: not the local data without a word
+        fail("--redis-url is empty: give a redis:// URL, or leave the option out to use the local data")
     ctx.obj = AppContext.from_options(redis_url, workflows, "--redis-url" if given else "GRAPHQ_REDIS_URL")
     ctx.call_on_close(ctx.obj.close)
 

@@ -76,6 +76,10 @@ def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) ->
             "error: graphq runs answer: Missing option '--value' (see graphq runs answer --help)",
         ),
         (["nosuch"], "error: graphq: No such command 'nosuch' (see graphq --help)"),
+        (  # used the local data without a word ("--redis-url $URL" with URL unset)
+            ["--redis-url", "", "runs", "list"],
+            "error: --redis-url is empty: give a redis:// URL, or leave the option out to use the local data",
+        ),
         (  # was accepted and ignored
             ["enqueue", "counter", "--timeout", "5"],
             "error: graphq enqueue: --timeout needs --wait (it bounds the wait) (see graphq enqueue --help)",
