@@ -521,7 +521,8 @@ class Supervisor:
         slot.done = True
         slot.conn.close()
         code, held = slot.proc.exitcode, slot.held
-        self._forget(slot)
+        if code != 0:  # a clean exit removed its records itself
+            self._forget(slot)
         if held is not None and slot.killed_for is not None:
             self._abandon(held, slot.killed_for)
             self.gave_up = self.gave_up or slot.had_step
@@ -547,8 +548,8 @@ class Supervisor:
             self.slots[index] = self._start()
 
     def _forget(self, slot: _Slot) -> None:
-        """An ended child leaves the worker registries now (`graphq workers` stops listing it), not once its
-        heartbeat expires; a clean exit has removed its records already (this changes nothing then)."""
+        """A child that died leaves the worker registries now (`graphq workers` stops listing it), not once
+        its heartbeat expires."""
         if slot.worker_id is None:
             return
         try:
