@@ -91,8 +91,9 @@ def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_anoth
     [
         ({"c_sleep": 30}, DRAIN_S + GIVE_UP_GRACE_S),  # ignores its cancel token: killed, parent closes
         ({"until_cancel": 30}, DRAIN_S),  # stops on its cancel token: the worker closes the run itself
+        ({"returns_on_cancel": 30}, DRAIN_S),  # returns early: was committed, the run went on as if done
     ],
-    ids=["blocked-node", "cooperative-node"],
+    ids=["blocked-node", "cooperative-node", "node-returning-early"],
 )
 def test_sigterm_during_a_step_longer_than_the_drain_timeout_gives_it_up(
     client: Client,
@@ -124,6 +125,26 @@ def test_sigterm_during_a_step_longer_than_the_drain_timeout_gives_it_up(
     canceled = {"status": "canceled", "error": f"WorkerShutdown: {run.error.message}"}
     assert events == [("status", canceled | {"continued_by_run_id": run.continued_by_run_id})]
     assert_continued(client, redis_client, run)
+
+
+def test_tasks_that_return_after_a_give_up_leave_no_pending_writes(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """Two parallel tasks that return early once the drain timeout sets their cancel tokens: neither's
+    writes are kept as pending writes (they were: the continuation then took them for finished, I2)."""
+    worker = start()
+    run_id = client.enqueue("pair", {"node": {"returns_on_cancel": 30}})
+    wait_for(lambda: started(tmp_path, "left") and started(tmp_path, "right"), what="both tasks to start")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(15) == 1
+    assert sorted(what for _, what in log_lines(tmp_path)) == sorted(
+        ["left start", "right start", "left cut short", "right cut short"]
+    )
+    run = client.get_run(run_id)
+    assert (run.status, run.error and run.error.type) == (RunStatus.CANCELED, "WorkerShutdown")
+    assert run.head is not None and redis_client.hlen(keys.pending_writes(run.thread_id, "", run.head)) == 0
+    successor = client.get_run(run.continued_by_run_id or "")
+    assert (successor.status, successor.head) == (RunStatus.QUEUED, run.head)
 
 
 def test_two_sigterms_stop_at_once_and_hand_the_run_over(

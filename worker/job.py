@@ -41,7 +41,7 @@ from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
-from graphcore.engine.step import RetryHook, run_step
+from graphcore.engine.step import RetryHook, StepResult, run_step
 from graphcore.errors import (
     Cancelled,
     GraphqError,
@@ -235,6 +235,8 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     )
 
     def persist(tw: TaskWrites) -> None:
+        if lease.stop is not None:  # given up: a task ending now ran under a cancel; the step runs again
+            return
         put_writes(ctx, run, cp, lease, tw)
         if progress is not None:
             progress.task_done()
@@ -259,12 +261,31 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             cancel=lease.cancel,
             on_retry=_retry_events(ctx, run, lease, cp.step + 1),
         )
+    return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=on_done is not None)
+
+
+def _step_end(
+    ctx: WorkerContext,
+    graph: CompiledGraph,
+    run: RunRecord,
+    lease: Lease,
+    cp: Checkpoint,
+    outcome: StepResult,
+    pending: bool,
+    persisted: bool,
+) -> str:
+    """What the step's tasks make of it: given up (a shutdown, its deadline: what nodes returned after
+    their cancel is not committed, and the step runs again in a continuation), failed, a pause for a human,
+    or its commit. ``pending``: the step has pending writes from an earlier attempt; ``persisted``: its
+    tasks' writes were persisted as they finished."""
+    if lease.stop is not None:
+        raise Cancelled(lease.stop.error.message)
     if outcome.error is not None:
         raise outcome.error
     if any(r.interrupts for r in outcome.results):
-        return pause(ctx, run, lease, cp, outcome.results, persisted=on_done is not None)
+        return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
-    return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or on_done is not None)
+    return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
 
 
 def _check_limit(run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:

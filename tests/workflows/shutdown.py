@@ -7,9 +7,12 @@ each does what its input says for its node (``{"first": {"sleep": 1.5}}``):
 - ``sleep``: seconds of ``time.sleep`` (the GIL is free; the cancel token is ignored),
 - ``c_sleep``: seconds blocked in C with the GIL released (libc ``sleep``; ignores the cancel token),
 - ``gil_sleep``: seconds blocked in C holding the GIL (libc ``sleep`` called through ``ctypes.PyDLL``),
-- ``until_cancel``: seconds of waiting on the cancel token (stops with ``Cancelled`` when it is set).
+- ``until_cancel``: seconds of waiting on the cancel token (stops with ``Cancelled`` when it is set),
+- ``returns_on_cancel``: seconds of waiting on the cancel token, then a normal return (a node that stops
+  early and returns what it has, logging ``<node> cut short``).
 
-``timed`` has one node with ``timeout=1`` that does the same with its ``node`` input. A test reads the
+``timed`` has one node with ``timeout=1`` that does the same with its ``node`` input; ``pair`` two parallel
+nodes, ``left`` and ``right``, that both do what its ``node`` input says. A test reads the
 lines back with :func:`log_lines` and :func:`started`; :func:`shutdown_env` is the environment of the
 `graphq worker` processes that run them.
 """
@@ -18,10 +21,11 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import operator
 import os
 import time
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from rq import Queue
 
@@ -115,6 +119,9 @@ def behave(name: str, plan: dict[str, float]) -> None:
         token = get_cancel_token()
         token.wait(plan["until_cancel"])
         token.raise_if_cancelled()
+    if "returns_on_cancel" in plan and get_cancel_token().wait(plan["returns_on_cancel"]):
+        _log(f"{name} cut short")
+        return
     _log(f"{name} end")
 
 
@@ -151,3 +158,26 @@ _t = StateGraph(Plan)
 _t.add_node("node", node, timeout=1)
 _t.add_edge(START, "node")
 timed = _t.compile(name="timed")
+
+
+class Pair(TypedDict, total=False):
+    node: dict[str, float]
+    done: Annotated[list[str], operator.add]
+
+
+def left(state: Pair) -> dict[str, Any]:
+    behave("left", state.get("node", {}))
+    return {"done": ["left"]}
+
+
+def right(state: Pair) -> dict[str, Any]:
+    behave("right", state.get("node", {}))
+    return {"done": ["right"]}
+
+
+_p = StateGraph(Pair)
+_p.add_node("left", left)
+_p.add_node("right", right)
+_p.add_edge(START, "left")
+_p.add_edge(START, "right")
+pair = _p.compile(name="pair")
