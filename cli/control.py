@@ -237,8 +237,9 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
     run; a completed one only when its thread has tasks left), or a run stopped at a static breakpoint,
     itself, past that breakpoint.
 
-    The new run has RUN's workflow, thread, tenant and options and no input; its id is printed (--output
-    json: its record, with continued_from_run_id). A failed step runs again (its finished tasks are
+    The new run has RUN's workflow, thread, tenant and options and no input (RUN's own input when RUN
+    ended before it began, e.g. canceled while queued); its id is printed (--output json: its record, with
+    continued_from_run_id). A failed step runs again (its finished tasks are
     kept). A completed run's thread has tasks left only when an update (client.update_state with as_node)
     gave it next tasks again; else its resume is refused. Without a Redis URL, or with --wait, the new
     run is worked here and its outcome printed like `graphq run`.

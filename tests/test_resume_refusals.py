@@ -125,6 +125,17 @@ def test_a_completed_thread_is_resumed_only_with_next_tasks(client: Client) -> N
     assert ended(client, again).result == {"items": ["a", "b", "c", "u", "b", "c"]}
 
 
+def test_a_run_canceled_before_it_began_is_resumed_with_its_input(client: Client) -> None:
+    """It was resumed without input: its input never applied, the new run started from an empty state (from
+    a new-user trial: an approval's resume failed on a missing amount)."""
+    run_id = client.enqueue("three_steps", {"items": ["x"]}, thread_id="early")
+    assert client.cancel(run_id) == "canceled"
+    again = client.resume(run_id)
+    assert client.get_run(again).input == {"items": ["x"]}
+    work(client)
+    assert ended(client, again).result == {"items": ["x", "a", "b", "c"]}
+
+
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
     return worker_env(redis_url, "tests.workflows.breakpoints", tmp_path)

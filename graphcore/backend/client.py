@@ -859,8 +859,9 @@ class Client:
 
     def resume(self, run_id: str) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
-        tenant and options, no input, ``continued_from_run_id`` set. A failed step runs again (its finished
-        tasks are kept); a completed run is resumed only when its thread has next tasks again (an
+        tenant and options, no input (a run that ended before it began, e.g. canceled while queued, gives
+        its own input: it never applied it), ``continued_from_run_id`` set. A failed step runs again (its
+        finished tasks are kept); a completed run is resumed only when its thread has next tasks again (an
         :meth:`update_state` after it whose ``as_node`` has edges to follow).
 
         A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
@@ -893,7 +894,7 @@ class Client:
         new_id = uuid.uuid4().hex
         request = RunRequest(
             run.workflow,
-            None,
+            run.input if run.head is None else None,
             thread_id=run.thread_id,
             tenant=run.tenant,
             config=run.config,
