@@ -16,7 +16,7 @@ from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunError, RunStatus, now_iso
 from graphcore.engine.algo import apply_writes, prepare_tasks
 from graphcore.engine.registry import Registry
-from graphcore.errors import LeaseLostError
+from graphcore.errors import InvalidUpdateError, LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from tests.workflows import recovery
@@ -323,3 +323,30 @@ def test_a_runs_end_is_logged_with_the_threads_step_number(
     assert [r.getMessage() for r in caplog.records if r.name == "graphq.runs"] == [
         f"run {second} failed at step 3: node 'explode' raised RuntimeError: kaboom at node explode"
     ]
+
+
+def test_a_checkpoint_of_another_workflow_is_refused_with_its_nodes(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """A run of ``counter`` on a thread whose latest checkpoint is ``failing``'s (next task ``explode``):
+    a fork there is refused at enqueue; a run continuing it fails naming the nodes. The worker failed it
+    with a bare KeyError ('explode') from deep inside the step job (from a new-user trial)."""
+    failed = client.enqueue("failing", {}, thread_id="t-mixed")
+    work(redis_client, redis_url)
+    head = client.get_run(failed).head
+    assert client.get_state("t-mixed").next_tasks[0].node == "explode"
+    message = (
+        f"checkpoint {head} of thread 't-mixed': its next tasks run nodes ['explode'] that workflow "
+        "'counter' does not have (a checkpoint of another workflow)"
+    )
+    with pytest.raises(InvalidUpdateError) as refused_fork:
+        client.enqueue("counter", None, thread_id="t-mixed", config={"checkpoint_id": head})
+    assert str(refused_fork.value) == message
+    continued = client.enqueue("counter", None, thread_id="t-mixed")
+    work(redis_client, redis_url)
+    run = client.get_run(continued)
+    assert (run.status, run.error and run.error.type, run.error and run.error.message) == (
+        RunStatus.FAILED,
+        "InvalidUpdateError",
+        message,
+    )

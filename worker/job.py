@@ -220,7 +220,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
         end_completed(ctx, run, lease, cp.step)
         return "completed: nothing to run"
-    _check_limit(run, cfg, cp)
+    _check_step(graph, run, cfg, cp)
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
     if pending:
         finished = dict(ctx.store(run.workflow).get_writes(run.thread_id, cp.id))
@@ -288,8 +288,11 @@ def _step_end(
     return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
 
 
-def _check_limit(run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:
-    """Raise :class:`StepLimitError` when the run has taken its ``max_super_steps`` (C1)."""
+def _check_step(graph: CompiledGraph, run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:
+    """Raise :class:`InvalidUpdateError` when the step's tasks name nodes the graph lacks (the thread's
+    checkpoint is another workflow's), :class:`StepLimitError` when the run has taken its
+    ``max_super_steps`` (C1)."""
+    graph.check_tasks(run.thread_id, cp.id, cp.next_tasks)
     limit = cfg.step_limit()
     if run.step >= limit:
         raise step_limit_error(limit, cp)

@@ -270,24 +270,28 @@ class Client:
 
     def _record(self, req: RunRequest) -> RunRecord:
         record = check_request(self.registry, req)
-        self._check_fork(record.thread_id, record.config.get("checkpoint_id"))
+        self._check_fork(record.workflow, record.thread_id, record.config.get("checkpoint_id"))
         return record
 
-    def _check_fork(self, thread_id: str, checkpoint_id: str | None) -> None:
-        """A run starting from a given checkpoint (``checkpoint_id``, C3: the option, LangGraph's
-        ``configurable`` key, ``graphq enqueue --checkpoint``) needs that checkpoint on its thread and
-        history kept by every worker; None: no fork, nothing to check.
+    def _check_fork(self, workflow: str, thread_id: str, checkpoint_id: str | None) -> None:
+        """A run of ``workflow`` starting from a given checkpoint (``checkpoint_id``, C3: the option,
+        LangGraph's ``configurable`` key, ``graphq enqueue --checkpoint``) needs that checkpoint on its
+        thread, history kept by every worker, and the workflow to have the nodes the checkpoint's next tasks
+        name; None: no fork, nothing to check.
 
         Raises:
             CheckpointNotFoundError: ``thread 't' has no checkpoint ID``.
             ConfigError: a counted worker keeps no checkpoint history (R5).
+            InvalidUpdateError: the checkpoint's next tasks name nodes the workflow lacks (a checkpoint of
+                another workflow's run on the thread: the run failed on them in the worker).
         """
         if checkpoint_id is None:
             return
         self._refuse_without_history(
             f"checkpoint_id {checkpoint_id!r}: starting from a given checkpoint (a fork)"
         )
-        self.get_state(thread_id, checkpoint_id)
+        cp = self.get_state(thread_id, checkpoint_id)
+        self.registry.get(workflow).check_tasks(thread_id, checkpoint_id, cp.next_tasks)
 
     def keeps_history(self) -> bool:
         """Whether forks and second answers can be made (R5): this process and every counted worker keep
@@ -323,7 +327,7 @@ class Client:
                 :meth:`enqueue_many`.
         """
         _, cfg, _, thread = check_options(self.registry, request)
-        self._check_fork(thread, cfg.checkpoint_id)
+        self._check_fork(request.workflow, thread, cfg.checkpoint_id)
 
     def enqueue_many(self, requests: Sequence[RunRequest], multitask: Multitask = "enqueue") -> list[str]:
         """Create the runs and their first step jobs, all or nothing (one MULTI transaction).

@@ -15,8 +15,8 @@ from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema
-from graphcore.errors import ConfigError
-from graphcore.types import START
+from graphcore.errors import ConfigError, InvalidUpdateError
+from graphcore.types import START, PendingTask
 
 __all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
 
@@ -166,3 +166,18 @@ class GraphSpec:
         if cfg.context is not None and self.context_schema is not None:  # a dict made into the schema
             ids["context"] = coerce_context(self.context_schema, cfg.context)
         return cfg.model_copy(update=ids)
+
+    def check_tasks(self, thread_id: str, checkpoint_id: str, tasks: Sequence[PendingTask]) -> None:
+        """Refuse ``tasks`` (the next tasks of checkpoint ``checkpoint_id`` of ``thread_id``) when they name
+        nodes this graph does not have: the checkpoint is another graph's (a run of another workflow on the
+        thread).
+
+        Raises:
+            InvalidUpdateError: naming the nodes, sorted.
+        """
+        unknown = sorted({task.node for task in tasks} - self.nodes.keys())
+        if unknown:
+            raise InvalidUpdateError(
+                f"checkpoint {checkpoint_id} of thread {thread_id!r}: its next tasks run nodes {unknown} "
+                f"that workflow {self.name!r} does not have (a checkpoint of another workflow)"
+            )
