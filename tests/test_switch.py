@@ -97,6 +97,19 @@ def test_disable_refuses_new_runs_writes_nothing_and_lists_workflows(
     assert redis_client.llen(QUEUE) == 1
 
 
+def test_a_second_disable_keeps_the_first_time_and_the_reason_unless_given_one(
+    redis_client: redis.Redis,
+) -> None:
+    first = switch.disable(redis_client, "db migration")
+    again = switch.disable(redis_client)
+    assert (again.on, again.reason, again.since) == (False, "db migration", first.since)
+    assert switch.read(redis_client) == again
+    renamed = switch.disable(redis_client, "longer migration")
+    assert (renamed.reason, renamed.since) == ("longer migration", first.since)
+    switch.enable(redis_client)
+    assert switch.disable(redis_client).reason == ""  # a new stop: no reason carried over
+
+
 def test_process_setting_off_refuses_new_runs(
     client: Client, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, redis_url: str
 ) -> None:

@@ -82,9 +82,11 @@ def refuse_if_off(raw: bytes | str | None, enabled: bool, what: str = "new runs 
 
 def disable(kv: Any, reason: str = "") -> Switch:
     """Turn the switch off for the whole cluster: the graphq key and RQ's suspension, in one transaction.
-    Turning it off again keeps the first time and replaces the reason. Returns the new state."""
+    Turning it off again keeps the first time, and the reason unless a new one is given (a plain second
+    ``graphq disable`` dropped it). Returns the new state."""
     current = read(kv)
     since = current.since if not current.on and current.since else now_iso()
+    reason = reason or ("" if current.on else current.reason)
     value = json.dumps({"reason": reason, "since": since})
     with kv.pipeline(transaction=True) as pipe:
         pipe.set(keys.switch(), value)
