@@ -174,5 +174,7 @@ def state(
         if checkpoint_id is not None:
             raise click.UsageError("--history and --checkpoint exclude each other")
         _history(app, thread, limit, output)
+    elif limit is not None:
+        raise click.UsageError("--limit goes with --history (one checkpoint is shown without it)")
     else:
         _show(app, thread, checkpoint_id, output)

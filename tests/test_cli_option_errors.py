@@ -81,6 +81,11 @@ def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) ->
             "error: --redis-url is empty: give a redis:// URL, or leave the option out to use the local data",
         ),
         (  # was accepted and ignored
+            ["state", "t", "-n", "2"],
+            "error: graphq state: --limit goes with --history (one checkpoint is shown without it) (see "
+            "graphq state --help)",
+        ),
+        (  # was accepted and ignored
             ["enqueue", "counter", "--timeout", "5"],
             "error: graphq enqueue: --timeout needs --wait (it bounds the wait) (see graphq enqueue --help)",
         ),
