@@ -286,7 +286,10 @@ def show(app: AppContext, name: str, output: str) -> None:
     state = found.pop("state") or {"buffered_ms": None}
     rows = [(k, short(v)) for k, v in found.items() if k != "latest_run"] + [
         ("latest run", found["latest_run"]),
-        ("buffered fire", state["buffered_ms"] and datetime.fromtimestamp(state["buffered_ms"] / 1000, UTC)),
+        (
+            "buffered fire",
+            state["buffered_ms"] and _utc(datetime.fromtimestamp(state["buffered_ms"] / 1000, UTC)),
+        ),
     ]
     print_table(("field", "value"), rows, no_wrap=("field",))
 

@@ -588,3 +588,27 @@ def test_scheduler_healthz_leaves_redis_to_readyz(procs: Procs) -> None:
     assert code("/healthz") == 200
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=15) == 0
+
+
+def test_show_gives_a_buffered_fire_in_utc_as_every_other_time(redis_url: str) -> None:
+    """It showed ``2026-12-03 09:24:00+00:00`` where the other times read ``2026-12-03T09:24:00Z``."""
+    add = [
+        "schedules",
+        "add",
+        "b1",
+        "--workflow",
+        "counter",
+        "--cron",
+        "0 0 1 1 *",
+        "--overlap",
+        "buffer_one",
+    ]
+    ok(invoke(MODULE, redis_url, *add))
+    ok(invoke(MODULE, redis_url, "schedules", "trigger", "b1"))  # its run stays queued: no worker
+    ok(invoke(MODULE, redis_url, "schedules", "trigger", "b1"))  # kept waiting (buffer_one)
+    shown = json.loads(ok(invoke(MODULE, redis_url, "schedules", "show", "b1", "-o", "json")).stdout)
+    buffered = shown["state"]["buffered_ms"]
+    assert buffered is not None
+    table = ok(invoke(MODULE, redis_url, "schedules", "show", "b1")).stdout.splitlines()
+    [row] = [line for line in table if "buffered fire" in line]
+    assert datetime.fromtimestamp(buffered / 1000, UTC).isoformat().replace("+00:00", "Z") in row
