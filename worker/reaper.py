@@ -242,7 +242,13 @@ class Reaper:
 
 def forget_worker(kv: Any, worker_id: str) -> None:
     """Remove worker ``worker_id`` (a dead process: its heartbeat expired, or its supervisor saw it end)
-    from graphq's registry and RQ's (its worker hash and its entries in RQ's worker sets), in one MULTI."""
+    from graphq's registry and RQ's (its worker hash and its entries in RQ's worker sets), in one MULTI
+    after one read (the queues RQ recorded for it). Idempotent: a worker already gone changes nothing.
+
+    Raises:
+        redis.exceptions.RedisError: Redis failed; nothing is retried here (the reaper's pass and the
+            supervisor log it, and the heartbeat's expiry removes the worker later).
+    """
     rq_key = Worker.redis_worker_namespace_prefix + worker_id
     queues = kv.hget(rq_key, "queues")
     pipe = kv.pipeline(transaction=True)
