@@ -5,17 +5,17 @@ in its loop — the heartbeat after a job, maintenance, suspension checks, the b
 and after it runs — lets a ``ConnectionError`` reach the loop's catch-all, which logs "found an unhandled
 exception, quitting" and stops the worker. A 3 s Redis restart therefore ended every busy worker.
 
-:func:`outage_proof` wraps an RQ worker class so that each of those Redis calls is retried for as long as
-Redis is away (capped backoff, ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``), and the dequeue backoff is capped the
-same way, so that a worker carries on at most that long after Redis is back. The step job itself retries
-its own writes the same way; they are fenced by the step's lease, so a step whose lease lapsed during the
-outage changes nothing and is left to the reaper (never half-committed, I1).
+:class:`OutlastOutages`, mixed into the worker class by :func:`worker.process.graphq_worker`, retries each of
+those Redis calls for as long as Redis is away (capped backoff, ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``), and the
+dequeue backoff is capped the same way, so that a worker carries on at most that long after Redis is back. The
+step job itself retries its own writes the same way; they are fenced by the step's lease, so a step whose
+lease lapsed during the outage changes nothing and is left to the reaper (never half-committed, I1).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from rq import SimpleWorker
 
@@ -23,14 +23,12 @@ from graphcore.backend.connection import is_transient, outlast
 from graphcore.settings import get_settings
 from worker.queue import StepJob
 
-__all__ = ["outage_proof"]
+__all__ = ["OutlastOutages"]
 
 log = logging.getLogger("graphq.worker")
 
-_W = TypeVar("_W", bound=SimpleWorker)
 
-
-class _OutlastOutages(SimpleWorker):
+class OutlastOutages(SimpleWorker):
     """The mixin (placed before the worker class in the MRO): RQ's Redis bookkeeping retried through an
     outage. Each method is a plain ``outlast`` around RQ's own."""
 
@@ -95,11 +93,3 @@ class _OutlastOutages(SimpleWorker):
                 raise
             log.warning("worker %s: Redis unavailable at shutdown, not recording its end: %s", self.name, exc)
 
-
-def outage_proof(worker_class: type[_W]) -> type[_W]:
-    """A subclass of the RQ worker class ``worker_class`` (``SimpleWorker`` or a subclass of it) whose
-    work loop outlives a Redis outage of any length (see the module's docstring)."""
-    if issubclass(worker_class, _OutlastOutages):
-        return worker_class
-    made = type(f"OutageProof{worker_class.__name__}", (_OutlastOutages, worker_class), {})
-    return cast("type[_W]", made)

@@ -15,13 +15,14 @@ from graphcore.backend.connection import connect
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings
+from worker.commands import BoundedCommands
 from worker.context import WorkerContext, set_context
 from worker.liveness import new_worker_id, start_liveness
-from worker.outage import outage_proof
+from worker.outage import OutlastOutages
 from worker.queue import StepJob
-from worker.switch import switchable
+from worker.switch import KillSwitch
 
-__all__ = ["run_worker"]
+__all__ = ["graphq_worker", "run_worker"]
 
 
 def run_worker(
@@ -57,7 +58,7 @@ def run_worker(
     if not queues:
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
     ctx.worker_id = new_worker_id()
-    worker_class = outage_proof(switchable(worker_class))  # kill switch (R6); outlives Redis outages
+    worker_class = graphq_worker(worker_class)
     names = [q.name for q in queues]  # the worker builds its queues of its own queue class
     worker = worker_class(
         names, connection=client, serializer=JSONSerializer, name=ctx.worker_id, job_class=StepJob
@@ -70,3 +71,14 @@ def run_worker(
         return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
     finally:
         stop_liveness()
+
+
+def graphq_worker(worker_class: type[SimpleWorker]) -> type[SimpleWorker]:
+    """``worker_class`` (``SimpleWorker`` or a subclass) with graphq's mixins before it in the MRO: RQ's
+    Redis calls outlive outages (:class:`worker.outage.OutlastOutages`), the kill switch is obeyed (R6,
+    :class:`worker.switch.KillSwitch`), and RQ's command thread stops within seconds
+    (:class:`worker.commands.BoundedCommands`)."""
+    if issubclass(worker_class, OutlastOutages):
+        return worker_class
+    bases = (OutlastOutages, KillSwitch, BoundedCommands, worker_class)
+    return type(f"Graphq{worker_class.__name__}", bases, {})

@@ -180,14 +180,6 @@ class SupervisedWorker(SimpleWorker):
         finally:
             self._in_dequeue = False
 
-    def unsubscribe(self) -> None:
-        """RQ's, with its pubsub thread told to stop before the UNSUBSCRIBE goes out: the reply then ends the
-        thread. In RQ's order the thread may handle the reply first and wait for a new subscription, and
-        the stop waits out RQ's 1 s join timeout (about every other time an idle worker stopped)."""
-        if self.pubsub_thread:
-            self.pubsub_thread.stop()
-        super().unsubscribe()  # type: ignore[no-untyped-call]
-
     def _warm_stop(self, signum: int, frame: FrameType | None) -> None:
         """Take no job from now on. A pop waiting for one ends at once, and a job it took goes back to its
         queue (:class:`worker.dequeue.StopAwareQueue`); between pops, holding no job (RQ's heartbeat, its

@@ -1,7 +1,7 @@
 """The kill switch in the worker loop (R6): while it is off, a worker takes no step job.
 
 RQ's worker already stops between jobs while ``rq:suspended`` exists (``check_for_suspension``: it beats
-its heartbeat, sleeps a second and looks again). :func:`switchable` makes that check graphq's: a worker is
+its heartbeat, sleeps a second and looks again). :class:`KillSwitch` makes that check graphq's: a worker is
 suspended while the graphq switch key (:mod:`graphcore.backend.switch`) or RQ's key exists, or while its
 process has ``GRAPHQ_ENABLED=false``; it keeps its RQ heartbeat meanwhile (and its graphq heartbeat, a
 thread of its own) and goes on within a second of ``graphq enable``.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from rq import SimpleWorker
 from rq.exceptions import StopRequested
@@ -28,7 +28,7 @@ from graphcore import keys
 from graphcore.backend.connection import outlast
 from graphcore.settings import get_settings
 
-__all__ = ["POLL_S", "RECHECK_S", "switchable"]
+__all__ = ["POLL_S", "RECHECK_S", "KillSwitch"]
 
 log = logging.getLogger("graphq.worker")
 
@@ -38,10 +38,7 @@ POLL_S = 1.0
 RECHECK_S = 0.05
 """A job dequeued longer than this after the last look at the switch is looked at again, seconds."""
 
-_W = TypeVar("_W", bound=SimpleWorker)
-
-
-class _KillSwitch(SimpleWorker):
+class KillSwitch(SimpleWorker):
     """The mixin (before the worker class in the MRO): graphq's kill switch as RQ's suspension."""
 
     _looked_at = 0.0
@@ -98,11 +95,3 @@ def _put_back(kv: Any, queue: Any, job_id: str) -> None:
         pipe.lpush(queue.key, job_id)
         pipe.execute()
 
-
-def switchable(worker_class: type[_W]) -> type[_W]:
-    """A subclass of the RQ worker class ``worker_class`` that honours graphq's kill switch (see the
-    module's docstring)."""
-    if issubclass(worker_class, _KillSwitch):
-        return worker_class
-    made = type(f"Switchable{worker_class.__name__}", (_KillSwitch, worker_class), {})
-    return cast("type[_W]", made)
