@@ -84,6 +84,14 @@ class CtrlC:
         if self._canceling is not None:
             self._canceling.join(_CANCEL_WAIT_S)
 
+    def settle(self) -> None:
+        """Once the in-process worker has stopped: end the run Canceled now if its cancel request is still
+        pending. A cancel ends a running run at its next claim; when the step in flight committed and queued
+        the next one, which this worker no longer takes, nothing else would claim it on the local data. A
+        step that another worker holds (a configured Redis) keeps the request: that worker ends the run."""
+        if self.asked:
+            self._request_cancel()
+
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self.stop.is_set():
             self._exit_now()
@@ -93,16 +101,21 @@ class CtrlC:
         self._canceling.start()
 
     def _cancel(self) -> None:
-        run_id = self.run.id
         self.console.print(
-            f"stopping: canceling run {run_id} after its step in flight (its nodes are asked to stop); "
+            f"stopping: canceling run {self.run.id} after its step in flight (its nodes are asked to stop); "
             "Ctrl-C again to stop now",
             markup=False,
         )
+        self.asked = self._request_cancel()
+
+    def _request_cancel(self) -> bool:
+        """Ask for the run's cancel (``interrupt``); whether that changed anything. A failure is printed."""
         try:
-            self.asked = self.client.try_cancel(run_id, interrupt=True).changed
+            return self.client.try_cancel(self.run.id, interrupt=True).changed
         except Exception as exc:
-            self.console.print(f"could not cancel run {run_id}: {type(exc).__name__}: {exc}", markup=False)
+            why = f"could not cancel run {self.run.id}: {type(exc).__name__}: {exc}"
+            self.console.print(why, markup=False)
+            return False
 
     def _exit_now(self) -> None:
         """End the process now (no Redis call, no lock: only a write to stderr)."""

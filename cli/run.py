@@ -205,6 +205,8 @@ def follow_and_work(
         with ctrl_c.installed():
             interrupted = _drive(app, client, url, run, ctrl_c)
             ctrl_c.wait()
+            if interrupted:
+                ctrl_c.settle()
     finally:
         follower.finish()
     record = client.get_run(run.id)

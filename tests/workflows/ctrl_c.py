@@ -1,6 +1,6 @@
 """A workflow for Ctrl-C in ``graphq run`` (tests/test_run_ctrl_c.py).
 
-``held``: ``first`` (a quick step), then ``slow``, which writes ``$GRAPHQ_TEST_DIR/slow-started`` and runs
+``held``: ``first`` (a quick step), then ``slow``, then ``last`` (a quick step), which writes ``$GRAPHQ_TEST_DIR/slow-started`` and runs
 while the file ``$GRAPHQ_TEST_DIR/hold`` exists (polled every 20 ms). With ``{"heed": true}`` it stops on its
 cancel token (``Cancelled``); otherwise it ignores the token. ``done`` lists the nodes that returned.
 """
@@ -41,9 +41,15 @@ def slow(state: Held) -> dict[str, Any]:
     return {"done": ["slow"]}
 
 
+def last(state: Held) -> dict[str, Any]:
+    return {"done": ["last"]}
+
+
 _g = StateGraph(Held)
 _g.add_node("first", first)
 _g.add_node("slow", slow)
 _g.add_edge(START, "first")
+_g.add_node("last", last)
 _g.add_edge("first", "slow")
+_g.add_edge("slow", "last")
 held = _g.compile(name="held")
