@@ -396,6 +396,24 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
     wait_for(lambda: worker_children(worker.pid) not in ([], [pid]), what="the new worker process")
 
 
+def test_a_dead_worker_process_is_continued_by_its_supervisor_not_at_the_reapers_next_pass(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    """The supervisor continues the run of a child it sees die at once (issue 28 item 11): with a 60 s
+    reaper interval and a 60 s lease TTL, the continuation used to wait for the reaper's next pass."""
+    start(GRAPHQ_LEASE_TTL_S="60", GRAPHQ_REAPER_INTERVAL_S="60")
+    run_id = client.enqueue("two-steps", {"first": {"c_sleep": 60}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the step to start")
+    [pid] = started(tmp_path, "first")
+    os.kill(pid, signal.SIGKILL)
+    successor = wait_for(lambda: client.get_run(run_id).continued_by_run_id, 20, "the continuation")
+    old = client.get_run(run_id)
+    assert (old.status, old.error.type if old.error else None) == (RunStatus.FAILED, "WorkerLost")
+    new = client.get_run(successor)
+    assert (new.continued_from_run_id, new.attempt) == (run_id, 2)
+    wait_for(lambda: client.get_run(successor).status == RunStatus.RUNNING, 20, "the continuation to run")
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [

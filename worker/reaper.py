@@ -39,6 +39,7 @@ from rq.worker_registration import REDIS_WORKER_KEYS, WORKERS_BY_QUEUE_KEY
 from graphcore import keys
 from graphcore.backend.admission import execute, expire_waiting, fill, release, stage_admit
 from graphcore.backend.reaper import (
+    Lapsed,
     ReapOutcome,
     lapsed_leases,
     reap,
@@ -98,17 +99,7 @@ class Reaper:
             batch = [lap for lap in lapsed_leases(self.kv, now, _BATCH) if lap.run_id not in seen]
             for lapsed in batch:
                 seen.add(lapsed.run_id)
-                outcome = reap(
-                    self.kv,
-                    lapsed,
-                    resume=self.settings.resume_interrupted_runs,
-                    max_attempts=self.settings.max_resume_attempts,
-                )
-                done.append((lapsed.run_id, outcome))
-                if outcome.verdict not in ("gone", "fresh", "held"):
-                    about = logs.about(run=lapsed.run_id, thread=lapsed.thread_id)
-                    log.warning("run %s: %s %s", lapsed.run_id, REAPED_LOG, outcome.describe(), extra=about)
-                    metrics.runs_reaped(outcome.verdict)
+                done.append((lapsed.run_id, self.reap(lapsed)))
             if len(batch) < _BATCH:
                 break
         if done:
@@ -118,6 +109,22 @@ class Reaper:
         self.forget_dead_workers(now)
         self.admission(now)
         return done
+
+    def reap(self, lapsed: Lapsed) -> ReapOutcome:
+        """Act on one lapsed lease (:func:`graphcore.backend.reaper.reap`: continued, restarted, canceled
+        or failed at the chain's limit, as the settings say); logged and counted when it acted. The work it
+        stages (the continuation's step job, hand-over) is done by :meth:`recover`."""
+        outcome = reap(
+            self.kv,
+            lapsed,
+            resume=self.settings.resume_interrupted_runs,
+            max_attempts=self.settings.max_resume_attempts,
+        )
+        if outcome.verdict not in ("gone", "fresh", "held"):
+            about = logs.about(run=lapsed.run_id, thread=lapsed.thread_id)
+            log.warning("run %s: %s %s", lapsed.run_id, REAPED_LOG, outcome.describe(), extra=about)
+            metrics.runs_reaped(outcome.verdict)
+        return outcome
 
     def admission(self, now_ms: int) -> None:
         """Waiting runs past their deadline end Canceled (R15) and their threads go on (I3); waiting runs

@@ -55,6 +55,7 @@ from rq import SimpleWorker
 
 from graphcore.backend.connection import connect
 from graphcore.backend.embedded import exit_with_parent
+from graphcore.backend.reaper import Lapsed
 from graphcore.backend.runs import RunError, RunStatus
 from graphcore.settings import Settings, get_settings
 from worker import liveness, logs, metrics
@@ -64,7 +65,7 @@ from worker.health import publish_status
 from worker.housekeeping import start_housekeeping
 from worker.lease import Lease, renew, set_listener
 from worker.process import run_worker
-from worker.reaper import forget_worker
+from worker.reaper import Reaper, forget_worker
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -550,11 +551,17 @@ class Supervisor:
             log.warning("worker %s: could not remove it from the registries: %s", slot.worker_id, exc)
 
     def _lapse(self, held: _Held) -> None:
-        """A dead child's lease lapses now (the reaper's next pass acts on it), not after its TTL."""
+        """A dead child's lease lapses now, and its run is reaped at once (continued as the reaper would,
+        :meth:`worker.reaper.Reaper.reap`), not at the reaper's next pass nor after the lease's TTL."""
         try:
-            lapse(self.kv, held.thread_id, held.run_id, held.token)
-        except Exception as exc:  # it lapses after its TTL all the same
-            log.warning("run %s: could not let the lease lapse now: %s", held.run_id, exc, extra=held.about())
+            deadline_ms = lapse(self.kv, held.thread_id, held.run_id, held.token)
+            if deadline_ms:
+                reaper = Reaper(self.kv, self.settings)
+                reaper.reap(Lapsed(held.thread_id, held.run_id, deadline_ms))
+                reaper.recover()
+        except Exception as exc:  # the lease lapses after its TTL, and the reaper's pass acts on it
+            why = "run %s: could not continue it now (%s); the reaper acts once its lease lapses"
+            log.warning(why, held.run_id, exc, extra=held.about())
 
 
 def supervise(
