@@ -206,16 +206,29 @@ def test_a_give_up_asked_while_an_idle_process_is_ending_does_not_fail_the_worke
     assert DRAIN_S < time.monotonic() - begun < DRAIN_S + GIVE_UP_GRACE_S  # SIGUSR1 came; no SIGKILL
 
 
-def test_a_node_holding_the_gil_past_the_lease_ttl_keeps_its_lease(
-    client: Client, start: Start, tmp_path: Path
+def test_a_node_holding_the_gil_past_the_lease_ttl_keeps_its_lease_and_its_worker_listed(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
 ) -> None:
-    """The node blocks 3 s in C holding the GIL (its process's keeper thread cannot run) against a 1 s
-    lease TTL: the supervising parent renews the lease, the step commits once, the run completes."""
-    start()
-    run_id = client.enqueue("two-steps", {"first": {"gil_sleep": 3}, "second": {}})
+    """The node blocks 4 s in C holding the GIL (its process's keeper and heartbeat threads cannot run)
+    against a 1 s lease TTL, with the reaper looking every 0.3 s: the supervising parent renews the lease,
+    the step commits once, the run completes. The parent renews the worker's record too: the busy worker
+    stays in graphq's registry and RQ's all along (the reaper used to remove it from both, and it never
+    came back to RQ's, issue 28 item 12)."""
+    start(GRAPHQ_REAPER_INTERVAL_S="0.3")
+    [worker_id] = listed(redis_client)
+    rq_key = f"rq:worker:{worker_id}".encode()
+    run_id = client.enqueue("two-steps", {"first": {"gil_sleep": 4}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the step to start")
+    seen = []
+    while "first end" not in [what for _, what in log_lines(tmp_path)]:  # the GIL is held meanwhile
+        seen.append((listed(redis_client), rq_key in redis_client.smembers("rq:workers")))
+        time.sleep(0.1)
+    assert len(seen) > 10  # about 40 looks: the hold outlived the lease TTL several times
+    assert [look for look in seen if look != ([worker_id], True)] == []
     run = ended(client, run_id)
     assert run.status == RunStatus.COMPLETED, run.error
     assert [what for _, what in log_lines(tmp_path)] == BOTH_STEPS
+    assert (listed(redis_client), rq_key in redis_client.smembers("rq:workers")) == ([worker_id], True)
     assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
 
 

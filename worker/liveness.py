@@ -15,12 +15,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rq import Worker
+
+from graphcore import keys
+from graphcore.backend.lua import script
 from graphcore.backend.runs import now_iso
 from graphcore.backend.workers import drop_worker, heartbeat
 from graphcore.settings import Settings
 from worker import lease
 
-__all__ = ["Heartbeat", "new_worker_id", "start_liveness"]
+__all__ = ["Heartbeat", "new_worker_id", "renew_worker", "start_liveness"]
 
 log = logging.getLogger("graphq.worker")
 
@@ -85,6 +89,21 @@ class Heartbeat:
             drop_worker(self.kv, self.id)
         except Exception as exc:
             log.warning("worker %s: could not remove its record: %s", self.id, exc)
+
+
+def renew_worker(kv: Any, worker_id: str, ttl_s: float) -> bool:
+    """Renew worker ``worker_id``'s record for ``ttl_s`` seconds on its behalf (``renew_worker.lua``, one
+    round trip), and keep RQ's hash of it from expiring before then: its supervising process does this, as
+    a node holding the GIL stops the worker's own heartbeat thread. A record that is gone stays gone.
+
+    Returns:
+        Whether the record was there (and renewed).
+
+    Raises:
+        redis.exceptions.RedisError: Redis failed (not retried: the next renewal tries again).
+    """
+    names = [keys.worker(worker_id), keys.workers(), Worker.redis_worker_namespace_prefix + worker_id]
+    return bool(script(kv, "renew_worker")(keys=names, args=[worker_id, max(1, int(ttl_s * 1000))]))
 
 
 REAPER_HERE = True

@@ -269,6 +269,8 @@ class _Slot:
     """Whether it got as far as taking jobs (a child that dies before is not replaced)."""
     worker_id: str | None = None
     """Its worker id (RQ's worker name), once ready."""
+    beat_at: float = 0.0
+    """When its worker record is renewed next (monotonic)."""
 
 
 def process_state(pid: int) -> str:
@@ -379,6 +381,7 @@ class Supervisor:
                     self._ended(i, slot)
                     continue
                 self._renew(slot, now)
+                self._beat(slot, now)
                 self._check_deadline(slot)
                 self._check_give_up(slot, now)
             self._check_drain(now)
@@ -439,6 +442,21 @@ class Supervisor:
             log.warning("renewal of run %s's lease works again", held.run_id, extra=held.about())
             held.renew_failing = False
         held.renew_at = now + self.settings.heartbeat_interval_s
+
+    def _beat(self, slot: _Slot, now: float) -> None:
+        """Renew a live child's worker record (:func:`worker.liveness.renew_worker`), as its leases are
+        renewed here: a node holding the GIL stops the child's own heartbeat thread, and the reaper then
+        removed a busy, healthy worker from graphq's and RQ's registries. A stopped process (SIGSTOP) is
+        not renewed: it drops out, as its lease does."""
+        if slot.worker_id is None or now < slot.beat_at:
+            return
+        if process_state(slot.proc.pid) in _STOPPED_STATES:
+            return
+        slot.beat_at = now + self.settings.heartbeat_interval_s
+        try:
+            liveness.renew_worker(self.kv, slot.worker_id, self.settings.lease_ttl_s)
+        except Exception as exc:  # Redis away: the child's own heartbeat, or the next renewal, writes it
+            log.debug("worker %s: could not renew its record: %s", slot.worker_id, exc)
 
     def _check_deadline(self, slot: _Slot) -> None:
         held = slot.held
