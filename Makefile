@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test lint bench chaos clean
+.PHONY: venv demo test test-loaded lint bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: $(STAMP)
 ## The tests, on a private redis-server started by the fixture.
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+## The tests beside two busy-loop processes (a loaded laptop or CI runner): no test may assume a speed.
+test-loaded: $(STAMP)
+	$(PY) -m pytest -q -p tests.busy
 
 ## Fault-injection tests too long for make test (marked chaos: a 20 s Redis outage, ...), then the chaos
 ## harness: 100 runs, 4 workers, a random worker SIGKILLed every 2-4 s for 60 s (bench/chaos.py), then
