@@ -22,6 +22,9 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
                                          refresh expires them together; its own expiry is the thread's
     graphq:runs                   zset   all run ids by creation time
     graphq:run-thread             hash   run id -> thread id
+    graphq:run-create:RUN         string never kept: WATCHed by the transaction that creates run RUN under
+                                         an id its caller chose, and set and deleted in it, so that of two
+                                         concurrent creates of one id one commits
     graphq:leases                 zset   lease_member(T, RUN) -> lease deadline, ms since the epoch (R18)
     graphq:busy-threads           zset   thread id -> when it became busy or was last checked (ms): the
                                          reaper hands a thread whose active run ended on (its worker died
@@ -104,6 +107,7 @@ __all__ = [
     "retention",
     "rq_suspended",
     "run",
+    "run_create",
     "run_events",
     "run_threads",
     "runs_index",
@@ -233,6 +237,13 @@ def runs_index() -> str:
 def run_threads() -> str:
     """Hash run id → thread id."""
     return f"{PREFIX}:run-thread"
+
+
+def run_create(run_id: str) -> str:
+    """A key never kept: the transaction that creates a run under an id its caller chose (a schedule's fire,
+    ``client.enqueue(..., run_id=X)``) WATCHes it and sets and deletes it, so that of two such transactions
+    racing with one id, whatever their threads, the second's EXEC fails (its check then finds the run)."""
+    return f"{PREFIX}:run-create:{run_id}"
 
 
 def lease_index() -> str:
