@@ -68,6 +68,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:schedule:NAME:fires    list   fire history, newest first (JSON each), capped
     graphq:scheduler:lock         string owner token of the scheduler making a pass
     graphq:scheduler:ID           string a live scheduler's heartbeat (JSON), expires
+    graphq:schedulers             zset   scheduler id -> when its heartbeat expires (ms, its clock): the index
+                                         of the heartbeats (an expired one is dropped by the next heartbeat)
 
 The lease, recovery and worker keys are global (one slot), like the run index: the lease index is kept
 by the claim, renewal, release and commit scripts, which therefore touch one global key besides the
@@ -115,6 +117,7 @@ __all__ = [
     "schedule_state",
     "scheduler",
     "scheduler_lock",
+    "schedulers",
     "schedules",
     "step_member",
     "steps_index",
@@ -345,9 +348,15 @@ def scheduler_lock() -> str:
 
 
 def scheduler(instance_id: str) -> str:
-    """A live scheduler instance's heartbeat (JSON: id, host, pid, last pass), written each tick with a
-    time-to-live; ``graphq health --scheduler`` reads it."""
+    """A live scheduler instance's heartbeat (JSON: id, host, pid, last pass, the workflows it can load and
+    what it cannot do), written each tick with a time-to-live; ``graphq health --scheduler`` reads it."""
     return f"{PREFIX}:scheduler:{instance_id}"
+
+
+def schedulers() -> str:
+    """Sorted set of the scheduler instances' ids, scored by when their heartbeat expires (ms since the
+    epoch, the scheduler's clock): how ``schedules list``/``show`` find the live heartbeats (never a SCAN)."""
+    return f"{PREFIX}:schedulers"
 
 
 def switch() -> str:
