@@ -429,8 +429,8 @@ def scheduler(app: AppContext, metrics_port: int) -> None:
     def live() -> bool:  # /healthz, as graphq health --scheduler: the loop ran within GRAPHQ_LEASE_TTL_S
         return time.time() - instance.ticked_at <= settings.lease_ttl_s  # not Redis: an outage restarts none
 
-    def ready() -> bool:  # /readyz, as graphq health --scheduler --ready: also Redis answers, not stopping,
-        return not stop.is_set() and bool(kv.ping()) and not instance.unloadable  # every workflow loads
+    def ready() -> bool:  # /readyz, as graphq health --scheduler --ready: also Redis answers, not stopping
+        return not stop.is_set() and bool(kv.ping()) and not instance.unloadable  # and the workflows load
 
     cluster = [cluster_collector(kv, settings, app.registry.names())]  # queue depth, runs: with no worker
     server = serve(metrics_port, ready, live, collectors=cluster) if metrics_port else None
