@@ -24,7 +24,7 @@ from graphcore.errors import InvalidUpdateError, PermanentError, SerializationEr
 from scheduler.api import Schedules, check_schedule, due_time
 from scheduler.cron import Cron, parse_zone
 from scheduler.hooks import clock_from_env
-from scheduler.loop import Scheduler
+from scheduler.loop import Scheduler, live_schedulers, not_loaded
 from scheduler.schedules import (
     CATCHUP,
     OVERLAP,
@@ -206,8 +206,9 @@ def update(app: AppContext, /, name: str, **opts: Any) -> None:
     click.echo(f"updated schedule {schedule.name}{_first_fire(app, schedule).replace('first', 'next')}")
 
 
-def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:
-    """The schedule's fields, state and next fire; ``problem`` (else None) when it cannot be planned here."""
+def _schedule_json(schedule: Schedule, api: Schedules, live: list[dict[str, Any]]) -> dict[str, Any]:
+    """The schedule's fields, state and next fire; ``problem`` (else None) when it cannot be planned here,
+    or when a live scheduler (``live``: :func:`~scheduler.loop.live_schedulers`) cannot load its workflow."""
     state = api.state(schedule.name)
     try:
         upcoming = api.next_due(schedule.name)
@@ -218,7 +219,7 @@ def _schedule_json(schedule: Schedule, api: Schedules) -> dict[str, Any]:
         "latest_run": api.latest_run(schedule.name),
         "next_fire": _utc(upcoming[0]) if upcoming else None,
         "next_due": _utc(upcoming[1]) if upcoming else None,
-        "problem": None,
+        "problem": not_loaded(schedule, live),
     }
 
 
@@ -241,7 +242,11 @@ def _found(api: Schedules, name: str) -> dict[str, Any]:
         raise
     except (ValueError, PermanentError) as exc:
         return _problem_json(api, name, problem_text(exc))
-    return _schedule_json(schedule, api)
+    return _schedule_json(schedule, api, live_schedulers(api.client.kv))
+
+
+_PROBLEM_LIMIT = 300
+"""Characters shown of a cell of ``schedules list``: a problem whole (one line of why and what to do)."""
 
 
 @schedules.command("list", short_help="List the schedules.")
@@ -250,10 +255,12 @@ def _found(api: Schedules, name: str) -> dict[str, Any]:
 def list_schedules(app: AppContext, output: str) -> None:
     """Every schedule: name, workflow, expression and zone, policies, paused, next fire (UTC); a schedule
     that cannot be read or planned here (an expression that never matches, a zone this host lacks) with the
-    problem (the scheduler skips it)."""
+    problem (the scheduler skips it), and so is one whose workflow a running scheduler cannot load (its
+    fires are recorded missed)."""
     api = Schedules(app.reader())
     problems: dict[str, str] = {}
-    found = [_schedule_json(s, api) for s in api.list(problems)]
+    live = live_schedulers(api.client.kv)
+    found = [_schedule_json(s, api, live) for s in api.list(problems)]
     found = sorted(found + [_problem_json(api, n, w) for n, w in problems.items()], key=lambda s: s["name"])
     if output == "json":
         print_json(found)
@@ -266,6 +273,7 @@ def list_schedules(app: AppContext, output: str) -> None:
         tuple(headers),
         [tuple(s.get(c) for c in columns) for s in found],
         no_wrap=("schedule", "cron", "zone", "next fire (UTC)"),
+        limit=_PROBLEM_LIMIT,
     )
 
 
@@ -276,7 +284,8 @@ def list_schedules(app: AppContext, output: str) -> None:
 def show(app: AppContext, name: str, output: str) -> None:
     """One schedule: its definition, its latest run (its chain followed: the reaper's continuation of a run
     whose worker was lost), a fire kept waiting, its next fire still to come (next_fire, UTC) and when it is
-    due (next_due: plus its jitter; with --jitter a fire whose time passed can still be to come). The lag in
+    due (next_due: plus its jitter; with --jitter a fire whose time passed can still be to come), and a
+    problem: it cannot be planned here, or a running scheduler cannot load its workflow. The lag in
     `schedules history` is measured from the due time: the jitter asked for is not lag."""
     api = Schedules(app.reader())
     found = _found(api, name)
@@ -421,14 +430,16 @@ def scheduler(app: AppContext, metrics_port: int) -> None:
         return time.time() - instance.ticked_at <= settings.lease_ttl_s  # not Redis: an outage restarts none
 
     def ready() -> bool:  # /readyz, as graphq health --scheduler --ready: also Redis answers, not stopping
-        return not stop.is_set() and bool(kv.ping())
+        return not stop.is_set() and bool(kv.ping()) and not instance.unloadable  # and the workflows load
 
     cluster = [cluster_collector(kv, settings, app.registry.names())]  # queue depth, runs: with no worker
     server = serve(metrics_port, ready, live, collectors=cluster) if metrics_port else None
     helpers = start_housekeeping(kv, settings, stop)
+    problem = instance.look()
     announce(
         f"graphq scheduler {instance.id}: every {settings.scheduler_interval_s:g} s on "
-        f"{redact_url(app.redis_url())} (started {datetime.now(UTC).isoformat(timespec='seconds')})",
+        f"{redact_url(app.redis_url())} (started {datetime.now(UTC).isoformat(timespec='seconds')})"
+        + (f"; {problem}" if problem else ""),
         "graphq.scheduler",
     )
     status = publish_status(

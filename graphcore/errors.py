@@ -29,6 +29,7 @@ __all__ = [
     "ParentCommand",
     "PermanentError",
     "RedisUnavailableError",
+    "RunExistsError",
     "RunNotFoundError",
     "SerializationError",
     "StepLimitError",
@@ -234,6 +235,24 @@ class UnknownWorkflowError(PermanentError):
 
 class RunNotFoundError(PermanentError):
     """No run record exists for the given run id."""
+
+
+class RunExistsError(PermanentError):
+    """A run was to be created under an id that names a run already (``client.enqueue(..., run_id=X)``, a
+    schedule's fire), or under an id given to two runs of one request; nothing was written.
+
+    Attributes:
+        run_id: the id.
+        thread_id: the thread of the run that has it; None for an id given twice in one request.
+    """
+
+    def __init__(self, run_id: str, thread_id: str | None) -> None:
+        where = f"run {run_id} exists already (thread {thread_id!r})"
+        if thread_id is None:
+            where = f"run id {run_id!r} is given to two runs of one request"
+        super().__init__(f"{where}; nothing was enqueued: a run id names one run, give a new one or none")
+        self.run_id = run_id
+        self.thread_id = thread_id
 
 
 class CheckpointNotFoundError(PermanentError):

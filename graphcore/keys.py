@@ -22,6 +22,9 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
                                          refresh expires them together; its own expiry is the thread's
     graphq:runs                   zset   all run ids by creation time
     graphq:run-thread             hash   run id -> thread id
+    graphq:run-create:RUN         string never kept: WATCHed by the transaction that creates run RUN under
+                                         an id its caller chose, and set and deleted in it, so that of two
+                                         concurrent creates of one id one commits
     graphq:leases                 zset   lease_member(T, RUN) -> lease deadline, ms since the epoch (R18)
     graphq:busy-threads           zset   thread id -> when it became busy or was last checked (ms): the
                                          reaper hands a thread whose active run ended on (its worker died
@@ -65,6 +68,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:schedule:NAME:fires    list   fire history, newest first (JSON each), capped
     graphq:scheduler:lock         string owner token of the scheduler making a pass
     graphq:scheduler:ID           string a live scheduler's heartbeat (JSON), expires
+    graphq:schedulers             zset   scheduler id -> when its heartbeat expires (ms, its clock): the index
+                                         of the heartbeats (an expired one is dropped by the next heartbeat)
 
 The lease, recovery and worker keys are global (one slot), like the run index: the lease index is kept
 by the claim, renewal, release and commit scripts, which therefore touch one global key besides the
@@ -104,6 +109,7 @@ __all__ = [
     "retention",
     "rq_suspended",
     "run",
+    "run_create",
     "run_events",
     "run_threads",
     "runs_index",
@@ -111,6 +117,7 @@ __all__ = [
     "schedule_state",
     "scheduler",
     "scheduler_lock",
+    "schedulers",
     "schedules",
     "step_member",
     "steps_index",
@@ -235,6 +242,13 @@ def run_threads() -> str:
     return f"{PREFIX}:run-thread"
 
 
+def run_create(run_id: str) -> str:
+    """A key never kept: the transaction that creates a run under an id its caller chose (a schedule's fire,
+    ``client.enqueue(..., run_id=X)``) WATCHes it and sets and deletes it, so that of two such transactions
+    racing with one id, whatever their threads, the second's EXEC fails (its check then finds the run)."""
+    return f"{PREFIX}:run-create:{run_id}"
+
+
 def lease_index() -> str:
     """Sorted set of held leases, scored by deadline (ms since the epoch, Redis's clock): the reaper reads
     the lapsed ones with ZRANGEBYSCORE (R18), never a SCAN."""
@@ -334,9 +348,15 @@ def scheduler_lock() -> str:
 
 
 def scheduler(instance_id: str) -> str:
-    """A live scheduler instance's heartbeat (JSON: id, host, pid, last pass), written each tick with a
-    time-to-live; ``graphq health --scheduler`` reads it."""
+    """A live scheduler instance's heartbeat (JSON: id, host, pid, last pass, the workflows it can load and
+    what it cannot do), written each tick with a time-to-live; ``graphq health --scheduler`` reads it."""
     return f"{PREFIX}:scheduler:{instance_id}"
+
+
+def schedulers() -> str:
+    """Sorted set of the scheduler instances' ids, scored by when their heartbeat expires (ms since the
+    epoch, the scheduler's clock): how ``schedules list``/``show`` find the live heartbeats (never a SCAN)."""
+    return f"{PREFIX}:schedulers"
 
 
 def switch() -> str:

@@ -1,11 +1,12 @@
 """The scheduler (K1): one pass per tick over every schedule, on a clock given as a parameter.
 
-Each tick writes this instance's heartbeat (``keys.scheduler(id)``, with a time-to-live) and, while it
-holds the pass lock (an owner-token lock, :class:`graphcore.backend.locks.OwnerLock`, renewed between
-batches), makes a pass: read the schedules and their states, plan each (:func:`scheduler.plan.plan`),
-claim the fires in batches (:func:`scheduler.claim.commit`). The lock only saves work: two replicas whose
-passes overlap (a pass longer than the lock's TTL, skewed clocks) still claim each fire once, because each
-claim is checked against the state the pass read.
+Each tick reads the schedules, writes this instance's heartbeat (``keys.scheduler(id)``, with a
+time-to-live, indexed in ``keys.schedulers()``: the workflows it can load, the schedules whose workflow it
+cannot) and, while it holds the pass lock (an owner-token lock, :class:`graphcore.backend.locks.OwnerLock`,
+renewed between batches), makes a pass: read the states of the schedules, plan each
+(:func:`scheduler.plan.plan`), claim the fires in batches (:func:`scheduler.claim.commit`). The lock only
+saves work: two replicas whose passes overlap (a pass longer than the lock's TTL, skewed clocks) still claim
+each fire once, because each claim is checked against the state the pass read.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis.exceptions import RedisError
 
@@ -37,11 +39,15 @@ from worker.metrics import schedule_fired
 
 __all__ = [
     "BATCH",
+    "LOAD_HINT",
     "TICK_MARGIN_S",
     "PassResult",
     "Scheduler",
+    "cannot_load",
     "check_settings",
     "instance_id",
+    "live_schedulers",
+    "not_loaded",
     "to_next_tick",
 ]
 
@@ -80,6 +86,54 @@ def check_settings(settings: Settings) -> None:
             f"GRAPHQ_SCHEDULER_GRACE_S ({grace:g}) is below GRAPHQ_SCHEDULER_INTERVAL_S ({interval:g}): "
             "fires found on time by the next pass would count missed; make the grace at least the interval"
         )
+
+
+LOAD_HINT = "--workflows MODULE or GRAPHQ_WORKFLOWS"
+"""How a scheduler loads a workflow's code that is not an entry point of an installed package."""
+
+Read = tuple[list[Schedule], dict[str, str]]
+"""The schedules a tick read, and the names of those this process cannot read, with why."""
+
+
+def cannot_load(unloadable: Mapping[str, str]) -> str:
+    """What a scheduler says of the schedules whose workflow it cannot load (``unloadable``: schedule name →
+    workflow): ``cannot load workflow 'etl' (schedules a, b): start it with --workflows MODULE or
+    GRAPHQ_WORKFLOWS; their fires are recorded missed``; "" for none."""
+    if not unloadable:
+        return ""
+    names: dict[str, list[str]] = {}
+    for name, workflow in sorted(unloadable.items()):
+        names.setdefault(workflow, []).append(name)
+    listed = ", ".join(
+        f"workflow {w!r} (schedule{'s' if len(n) > 1 else ''} {', '.join(n)})"
+        for w, n in sorted(names.items())
+    )
+    return f"cannot load {listed}: start it with {LOAD_HINT}; their fires are recorded missed"
+
+
+def live_schedulers(kv: Any) -> list[dict[str, Any]]:
+    """The heartbeat records (:meth:`Scheduler.heartbeat`) of the scheduler instances alive now (whose
+    heartbeat has not expired), by id; two reads."""
+    ids = sorted(i.decode() for i in kv.zrange(keys.schedulers(), 0, -1))
+    beats = kv.mget([keys.scheduler(i) for i in ids]) if ids else []
+    return [json.loads(raw) for raw in beats if raw is not None]
+
+
+def not_loaded(schedule: Schedule, live: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why ``schedule``'s fires are not started: the live schedulers (``live``: :func:`live_schedulers`)
+    whose heartbeat lists the workflows they load without its workflow. None when every one loads it, when
+    none runs, and for a paused schedule (it does not fire)."""
+    lacking = [s["id"] for s in live if schedule.workflow not in s.get("workflows", [schedule.workflow])]
+    if not lacking or schedule.paused:
+        return None
+    if len(lacking) == 1:
+        who, start = f"scheduler {lacking[0]}", "start it"
+    else:
+        who, start = f"schedulers {', '.join(lacking)}", "start them"
+    return (
+        f"{who} cannot load workflow {schedule.workflow!r}: {start} with {LOAD_HINT}; its fires are recorded "
+        "missed"
+    )
 
 
 def instance_id() -> str:
@@ -136,13 +190,18 @@ class Scheduler:
         """Whether the last pass found graphq disabled (the kill switch), logged once until it is on again."""
         self.problems: dict[str, str] = {}
         """The schedules this instance could not read or plan, with why (each logged once)."""
+        self.unloadable: dict[str, str] = {}
+        """The schedules (not paused) whose workflow this instance's registry lacks, with that workflow (each
+        logged once): their fires are recorded missed (``not started: unknown workflow ...``)."""
         self.started = iso(int(clock() * 1000))
         self.ticked_at = time.time()
         """When the last tick began (real time, epoch seconds; for the health probe)."""
 
     def heartbeat(self, holding: bool) -> None:
         """Write this instance's heartbeat (JSON: id, host, pid, started, last tick on its clock, whether it
-        holds the pass lock, its lock token), expiring after ``max(10, 3 × GRAPHQ_SCHEDULER_INTERVAL_S)``."""
+        holds the pass lock, its lock token, ``workflows``: the names it can load, ``problem``:
+        :func:`cannot_load` of :attr:`unloadable`, or null), expiring after ``max(10, 3 ×
+        GRAPHQ_SCHEDULER_INTERVAL_S)``, and its entry in the index of heartbeats (one round trip)."""
         ttl_ms = int(max(10.0, 3 * self.settings.scheduler_interval_s) * 1000)
         record = {
             "id": self.id,
@@ -152,23 +211,59 @@ class Scheduler:
             "tick": iso(int(self.clock() * 1000)),
             "holds_lock": holding,
             "token": self.lock.token,
+            "workflows": self.client.registry.names(),
+            "problem": cannot_load(self.unloadable) or None,
         }
-        self.kv.set(keys.scheduler(self.id), json.dumps(record), px=ttl_ms)
+        now_ms = int(time.time() * 1000)
+        with self.kv.pipeline(transaction=True) as pipe:
+            pipe.set(keys.scheduler(self.id), json.dumps(record), px=ttl_ms)
+            pipe.zadd(keys.schedulers(), {self.id: now_ms + ttl_ms})
+            pipe.zremrangebyscore(keys.schedulers(), "-inf", now_ms - ttl_ms)  # expired a TTL ago
+            pipe.execute()
 
     def tick(self) -> PassResult | None:
-        """Heartbeat, then a pass if this instance holds (or takes) the pass lock; None when another does."""
+        """Read the schedules, heartbeat, then a pass if this instance holds (or takes) the pass lock; None
+        when another does."""
         self.ticked_at = time.time()
         holding = self.lock.hold()
+        found = self._read()
         self.heartbeat(holding)
-        return self.run_pass() if holding else None
+        return self.run_pass(found) if holding else None
 
-    def run_pass(self) -> PassResult:
-        """One pass over every schedule (see the module's docstring)."""
+    def look(self) -> str:
+        """Read the schedules now for :attr:`unloadable` (not logged: the start line says it); returns
+        :func:`cannot_load` of it, "" when Redis does not answer (the ticks look again)."""
+        with contextlib.suppress(RedisError, TransientError):
+            self._read(quiet=True)
+        return cannot_load(self.unloadable)
+
+    def _read(self, quiet: bool = False) -> Read:
+        """The schedules and those this process cannot read; :attr:`unloadable` set from them (each one new
+        there logged, unless ``quiet``)."""
+        bad: dict[str, str] = {}
+        schedules = self.store.all(lambda n, e: bad.update({n: problem_text(e)}))
+        graphs = self.client.registry.graphs
+        found = {s.name: s.workflow for s in schedules if s.workflow not in graphs and not s.paused}
+        for name, workflow in found.items():
+            if not quiet and self.unloadable.get(name) != workflow:
+                log.error(
+                    "schedule %s: this scheduler cannot load workflow %r: start it with %s; its fires are "
+                    "recorded missed",
+                    name,
+                    workflow,
+                    LOAD_HINT,
+                )
+        self.unloadable = found
+        return schedules, bad
+
+    def run_pass(self, found: Read | None = None) -> PassResult:
+        """One pass over every schedule (see the module's docstring); ``found``: the schedules as the tick
+        read them (None: read them now)."""
         self.passes += 1
         started = time.perf_counter()
         now_ms = int(self.clock() * 1000)
         result = PassResult()
-        planned = self._plan(now_ms)
+        planned = self._plan(now_ms, found)
         cap = self.settings.schedule_history_length
         work = batches(planned, BATCH)
         self.claiming += 1 if work else 0
@@ -186,11 +281,14 @@ class Scheduler:
         self._record(result)
         return result
 
-    def _plan(self, now_ms: int) -> list[tuple[Schedule, bytes | None, list[Decision]]]:
-        """Each schedule with the raw state read and the decisions planned from it. A schedule that cannot be
-        read or planned here (:meth:`_problem`) is left out."""
-        bad: dict[str, str] = {}
-        schedules = [s for s in self.store.all(lambda n, e: bad.update({n: problem_text(e)})) if not s.paused]
+    def _plan(
+        self, now_ms: int, found: Read | None = None
+    ) -> list[tuple[Schedule, bytes | None, list[Decision]]]:
+        """Each schedule (of ``found``, else read now) with the raw state read and the decisions planned from
+        it. A schedule that cannot be read or planned here (:meth:`_problems`) is left out."""
+        read, unread = found or self._read()
+        bad = dict(unread)
+        schedules = [s for s in read if not s.paused]
         raws = self.store.states(schedules)
         grace_ms = int(self.settings.scheduler_grace_s * 1000)
         loaded = []
@@ -325,3 +423,4 @@ class Scheduler:
             with contextlib.suppress(RedisError, TransientError):  # Redis gone: the lock and beat expire
                 self.lock.release()
                 self.kv.delete(keys.scheduler(self.id))
+                self.kv.zrem(keys.schedulers(), self.id)

@@ -17,9 +17,11 @@ processes serving another Redis are not looked at: another deployment's, or anot
 host), its file was rewritten and its loop ran within ``GRAPHQ_LEASE_TTL_S``, and (workers) one of its
 worker processes is alive. A Redis outage of any length then restarts no pod: the processes retry until Redis
 is back and their loops go on (issue 8). Readiness (``ready``) adds what needs Redis: it answers PING, the
-process's heartbeat key (if it names one) exists, (workers) at least one of its worker processes has a fresh
-heartbeat in the worker registry (:mod:`graphcore.backend.workers`, by host and pid), and it is not
-draining. Without a role the probe is Redis's PING alone.
+process's heartbeat key (if it names one) exists and its record (JSON) names no ``problem`` (the
+scheduler's: schedules whose workflow it cannot load, :func:`scheduler.loop.cannot_load`), (workers) at least
+one of its worker processes has a fresh heartbeat in the worker registry (:mod:`graphcore.backend.workers`,
+by host and pid), and it is not draining. Without a role the probe is Redis's PING alone. Liveness does not
+look at the problem: a restart would not load the workflow.
 """
 
 from __future__ import annotations
@@ -264,9 +266,23 @@ def _unwell(kv: Any, settings: Settings, status: Status, ready: bool, now: float
         return None
     if status.draining:
         return f"the {role} (pid {status.pid}) is draining (SIGTERM received)"
-    if status.heartbeat_key is not None and not kv.exists(status.heartbeat_key):
-        return f"the {role} (pid {status.pid}) has no fresh heartbeat ({status.heartbeat_key} expired)"
+    if status.heartbeat_key is not None:
+        beat = kv.get(status.heartbeat_key)
+        if beat is None:
+            return f"the {role} (pid {status.pid}) has no fresh heartbeat ({status.heartbeat_key} expired)"
+        problem = _problem_of(beat)
+        if problem:
+            return f"the {role} (pid {status.pid}) {problem}"
     return _stale_workers(kv, status) if role == "worker" else None
+
+
+def _problem_of(beat: bytes) -> str | None:
+    """The ``problem`` a heartbeat record (JSON) names, or None (also for a record that is no JSON object)."""
+    with contextlib.suppress(ValueError):
+        record = json.loads(beat)
+        if isinstance(record, dict) and record.get("problem"):
+            return str(record["problem"])
+    return None
 
 
 def _stale_workers(kv: Any, status: Status) -> str | None:

@@ -44,7 +44,13 @@ from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, Re
 from graphcore.engine.registry import Registry
 from graphcore.engine.schema import stored_values
 from graphcore.engine.snapshot import StateUpdate, update_checkpoint
-from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, RunNotFoundError
+from graphcore.errors import (
+    CheckpointNotFoundError,
+    ConfigError,
+    InvalidUpdateError,
+    RunExistsError,
+    RunNotFoundError,
+)
 from graphcore.settings import get_settings
 from graphcore.types import START, Interrupt
 
@@ -74,6 +80,22 @@ def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
                 f"thread {record.thread_id!r} already has an active run; not enqueued (multitask=reject)"
             )
         seen.add(record.thread_id)
+
+
+def _named(requests: Sequence[RunRequest], records: Sequence[RunRecord]) -> list[str]:
+    """The ids of ``records`` that their requests chose (``RunRequest.run_id``), in order: those may name a
+    run already (a new uuid4 cannot).
+
+    Raises:
+        RunExistsError: two requests choose one id.
+    """
+    named: list[str] = []
+    for request, record in zip(requests, records, strict=True):
+        if request.run_id is not None:
+            if record.id in named:
+                raise RunExistsError(record.id, None)
+            named.append(record.id)
+    return named
 
 
 def _answered(raw: bytes | None, request: Interrupt, answer: Any) -> dict[str, Any]:
@@ -115,7 +137,8 @@ class RunRequest:
         tenant: who the run is for (fairness, quotas).
         config: run options (tags, metadata, configurable, max_super_steps, resume_if_exists).
         continued_from_run_id: the ended run this one continues (R14), if any.
-        run_id: the run's id when the caller derives it (a schedule's fire, K1); a new one when None.
+        run_id: the run's id when the caller derives it (a schedule's fire, K1); a new one when None. An id
+            that names a run already is refused (:class:`~graphcore.errors.RunExistsError`), nothing written.
     """
 
     workflow: str
@@ -314,9 +337,12 @@ class Client:
 
         Raises:
             UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,
-                InputTooLargeError, CheckpointNotFoundError: see enqueue_many.
+                InputTooLargeError, CheckpointNotFoundError, RunExistsError: see enqueue_many (one read of
+                the run index for a ``run_id`` given).
         """
-        self._record(request)
+        record = self._record(request)
+        if request.run_id is not None:
+            self.runs.refuse_taken([record.id])
 
     def check_options(self, request: RunRequest) -> None:
         """Validate ``request``'s options, ids and fork checkpoint, not its input (:func:`check_options`;
@@ -347,6 +373,9 @@ class Client:
             CheckpointNotFoundError: a request's ``checkpoint_id`` (a fork) is no checkpoint of its thread.
             ThreadBusyError: ``multitask="reject"`` and a thread has an active run (or two requests share a
                 thread); nothing is written.
+            RunExistsError: a request's ``run_id`` names a run already, on any thread (checked in the
+                transaction that creates the runs: of two requests racing with one id, one is created), or
+                two requests give one id; nothing is written.
             DisabledError: the kill switch is off (R6: ``graphq disable``, or ``GRAPHQ_ENABLED=false`` here);
                 nothing is written.
         """
@@ -371,34 +400,46 @@ class Client:
         if multitask not in MULTITASK_POLICIES:
             raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
         records = [self._record(r) for r in requests]
+        named = _named(requests, records)
         while records or guard is not None:
             try:
-                return self._admit(records, multitask, guard)
+                return self._admit(records, multitask, guard, named)
             except WatchError:
                 continue
         return []
 
     def _admit(
-        self, records: Sequence[RunRecord], multitask: Multitask, guard: Guard | None = None
+        self,
+        records: Sequence[RunRecord],
+        multitask: Multitask,
+        guard: Guard | None = None,
+        named: Sequence[str] = (),
     ) -> list[str] | None:
         """One optimistic try: create the runs; the first on an idle thread becomes active (its step-0 job
         is enqueued), the others wait in the thread's line. The kill switch is read in the same round trip as
         the threads' active runs, and watched: no run is created once ``graphq disable`` has returned.
-        ``guard``: see :meth:`enqueue_guarded` (None when its check refuses)."""
+        ``guard``: see :meth:`enqueue_guarded` (None when its check refuses). ``named``: ids the callers
+        chose, refused when they name a run (one more read); each one's :func:`graphcore.keys.run_create`
+        is WATCHed and touched, so that a create racing with one of them fails its EXEC and looks again."""
         assert self.queue is not None
         threads = list(dict.fromkeys(r.thread_id for r in records))
+        creates = [keys.run_create(run_id) for run_id in named]
         with self.kv.pipeline(transaction=True) as pipe:
             extra = guard.watch if guard is not None else ()
-            pipe.watch(keys.switch(), *[keys.thread_active(t) for t in threads], *extra)
+            pipe.watch(keys.switch(), *[keys.thread_active(t) for t in threads], *extra, *creates)
             *active, switch = pipe.mget([*[keys.thread_active(t) for t in threads], keys.switch()])
             refuse_if_off(switch, True)
             if guard is not None and not guard.check(pipe):
                 pipe.reset()
                 return None
+            self.runs.refuse_taken(named, pipe)
             busy = {t for t, run_id in zip(threads, active, strict=True) if run_id is not None}
             if multitask == "reject":
                 _refuse_busy(records, busy)
             pipe.multi()  # explicit: RQ's enqueue expects a pipeline already in MULTI mode
+            for create in creates:  # a change to it fails the EXEC of a create racing with this one
+                pipe.set(create, "")
+                pipe.delete(create)
             if guard is not None:
                 guard.stage(pipe)
             for record in records:

@@ -21,7 +21,7 @@ from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.checkpoints import serde
 from graphcore.engine.config import RunConfig
-from graphcore.errors import ConfigError, LeaseLostError, RunNotFoundError
+from graphcore.errors import ConfigError, LeaseLostError, RunExistsError, RunNotFoundError
 from graphcore.settings import get_settings
 
 __all__ = [
@@ -263,6 +263,20 @@ class RunStore:
         if thread is None:
             raise RunNotFoundError(f"no run with id {run_id!r}")
         return str(thread.decode())
+
+    def refuse_taken(self, run_ids: Sequence[str], reader: Any = None) -> None:
+        """Refuse ids that name runs already (one HMGET of the run index, on ``reader``: a pipeline in
+        WATCH mode, by default this store's client).
+
+        Raises:
+            RunExistsError: the first id of ``run_ids`` that names a run, with that run's thread.
+        """
+        if not run_ids:
+            return
+        threads = (reader or self.kv).hmget(keys.run_threads(), list(run_ids))
+        for run_id, thread in zip(run_ids, threads, strict=True):
+            if thread is not None:
+                raise RunExistsError(run_id, thread.decode())
 
     def stage_create(self, pipe: Any, record: RunRecord) -> None:
         """Queue the writes that create ``record`` (hash and indexes) on a MULTI pipeline."""
