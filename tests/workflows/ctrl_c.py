@@ -1,8 +1,9 @@
 """A workflow for Ctrl-C in ``graphq run`` (tests/test_run_ctrl_c.py).
 
-``held``: ``first`` (a quick step), then ``slow``, then ``last`` (a quick step), which writes ``$GRAPHQ_TEST_DIR/slow-started`` and runs
-while the file ``$GRAPHQ_TEST_DIR/hold`` exists (polled every 20 ms). With ``{"heed": true}`` it stops on its
-cancel token (``Cancelled``); otherwise it ignores the token. ``done`` lists the nodes that returned.
+``held``: ``first`` (a quick step), then ``slow``, then ``last`` (a quick step). ``slow`` writes
+``$GRAPHQ_TEST_DIR/slow-started`` and runs while the file ``$GRAPHQ_TEST_DIR/hold`` exists (polled every
+20 ms). With ``{"heed": true}`` it stops on its cancel token (``Cancelled``); otherwise it ignores the token.
+``done`` lists the nodes that returned.
 """
 
 from __future__ import annotations
