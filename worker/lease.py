@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from graphcore import keys
+from graphcore.backend.connection import FailureStreak
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
@@ -62,6 +63,8 @@ class Lease:
         self.ttl_ms = int(ttl_s * 1000)
         self.heartbeat_s = heartbeat_s
         self.lost = threading.Event()
+        self.renewals = FailureStreak(log, f"renewal of lease {self.key}", self.about)
+        """The keeper's failures (Redis away or full): logged once a streak, not once a tick."""
         self._dropping = False
         self._dropped = False
         self._later = False
@@ -235,8 +238,9 @@ class _Keeper:
         try:
             held, cancel = renew(self.kv, lease.thread_id, lease.run_id, lease.token, lease.ttl_ms, due)
         except Exception as exc:  # a transient Redis error: try again at the next tick
-            log.warning("lease %s renewal failed: %s", lease.key, exc, extra=lease.about())
+            lease.renewals.failed(exc)
             return
+        lease.renewals.worked()
         if due:
             lease.renew_at = time.monotonic() + self.interval_s
         if cancel == b"interrupt":
