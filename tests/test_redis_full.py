@@ -17,10 +17,12 @@ import redis
 import redis.exceptions as rex
 from rq.serializers import JSONSerializer
 
+from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.connection import REDIS_FULL, FailureStreak, is_transient, outlast, refuses_writes
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
+from graphcore.settings import Settings
 from tests.workers import (
     Procs,
     Start,
@@ -32,8 +34,11 @@ from tests.workers import (
     worker_children,
     worker_env,
 )
+from worker.context import WorkerContext, set_context
 from worker.dequeue import StopAwareQueue
-from worker.queue import StepJob
+from worker.job import step_job
+from worker.queue import RQStepQueue, StepJob
+from worker.reaper import Reaper
 
 REGISTRY = Registry.load(["tests.workflows.full"])
 
@@ -215,6 +220,39 @@ def test_a_dequeue_refused_by_a_full_redis_waits_then_takes_the_job(
         finally:
             freer.join(30)
     assert job.args == [run_id, client.get_run(run_id).thread_id, 0]
+
+
+def test_a_step_whose_end_cannot_be_written_leaves_its_lease_to_the_reaper(
+    redis_client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node fails and the run's failure cannot be written (a permanent error reply): the step job gives
+    the lease nothing back, so the run stays where the reaper finds it; once the lease lapses, the reaper
+    continues the run (released, the lease would leave it Running for ever, in no index)."""
+    kv = redis_client
+    settings = Settings(redis_url=redis_url, lease_ttl_s=1, heartbeat_interval_s=0.2)
+    client = Client(kv, REGISTRY, RQStepQueue(kv, settings))
+    run_id = client.enqueue("failing", {}, thread_id="left")
+    ctx = WorkerContext.build(kv, settings, REGISTRY)
+    set_context(ctx)
+
+    written = ctx.runs.set_status
+
+    def unwritable(run: Any, status: RunStatus, **options: Any) -> bool:
+        if status == RunStatus.FAILED:
+            raise rex.ResponseError("ERR the failure could not be written")
+        return written(run, status, **options)
+
+    monkeypatch.setattr(ctx.runs, "set_status", unwritable)
+    with pytest.raises(rex.ResponseError, match="could not be written"):
+        step_job(run_id, "left", 0)
+    member = keys.lease_member("left", run_id)
+    assert kv.zscore(keys.lease_index(), member) is not None  # still where the reaper looks
+    assert client.get_run(run_id).status == RunStatus.RUNNING
+    wait_for(lambda: kv.exists(keys.lease("left", run_id)) == 0, what="the lease to lapse")
+    [(reaped, outcome)] = Reaper(kv, settings).sweep()
+    assert (reaped, outcome.verdict) == (run_id, "continued")
+    continuation = client.get_run(outcome.detail)
+    assert (continuation.continued_from_run_id, continuation.status) == (run_id, RunStatus.QUEUED)
 
 
 def test_runs_in_flight_through_4s_of_a_full_redis_all_complete(
