@@ -1,9 +1,9 @@
 """Expected errors become one ``error: ...`` line on stderr and an exit code; no tracebacks.
 
-Exit codes: 0 success, 1 a failure (a run failed or was canceled, Redis unreachable, a wait timed out), 2 bad
-input (unknown workflow, malformed JSON, invalid ids, bad settings, unknown run or thread, an answer to a run
-that is not waiting for one), 3 a run is waiting for input (not an error: no ``error:`` line), 130 interrupted
-(Ctrl-C).
+Exit codes: 0 success, 1 a failure (a run failed or was canceled, Redis unreachable or refusing writes, a wait
+timed out), 2 bad input (unknown workflow, malformed JSON, invalid ids, bad settings, unknown run or thread,
+an answer to a run that is not waiting for one), 3 a run is waiting for input (not an error: no ``error:``
+line), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import IO, Any, NoReturn
 import click
 import redis.exceptions as rex
 
+from graphcore.backend.connection import REDIS_FULL, refuses_writes
 from graphcore.errors import GraphqError, PermanentError
 from worker.logs import json_line
 
@@ -61,6 +62,8 @@ def _translate(exc: BaseException) -> CliError | None:
         return CliError(str(exc), EXIT_FAILURE)
     if isinstance(exc, rex.ConnectionError | rex.TimeoutError):
         return CliError(f"lost the connection to Redis: {exc}", EXIT_FAILURE)
+    if refuses_writes(exc):  # nothing of the refused write was written
+        return CliError(f"{REDIS_FULL}; free memory or raise maxmemory", EXIT_FAILURE)
     if isinstance(exc, TimeoutError):
         return CliError(str(exc), EXIT_FAILURE)
     return None

@@ -12,7 +12,8 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,6 +37,7 @@ __all__ = [
     "graphq",
     "job_as_rq_reads_it",
     "line_count",
+    "refusing_writes",
     "rq_states",
     "wait_for",
     "work",
@@ -90,6 +92,20 @@ def ended(client: Client, run_id: str, timeout_s: float = 20) -> RunRecord:
 def line_count(path: Path) -> int:
     """Lines in ``path`` (0 when it does not exist yet): how often a test node that logs there ran."""
     return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@contextmanager
+def refusing_writes(kv: redis.Redis) -> Iterator[None]:
+    """Redis full inside the block: ``maxmemory`` 1 byte under the ``noeviction`` policy, so that every
+    write is refused with OOM while reads and deletes are served (as in production once memory runs out);
+    ``maxmemory 0`` (no limit) again on the way out, whatever happens. A test may free it earlier with
+    ``kv.config_set("maxmemory", 0)``."""
+    assert kv.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
+    kv.config_set("maxmemory", 1)
+    try:
+        yield
+    finally:
+        kv.config_set("maxmemory", 0)
 
 
 def rq_states(kv: redis.Redis) -> list[str]:

@@ -228,7 +228,8 @@ def _committed_on_success(
     scripts) sends the same call again once loaded (applied before a lost reply, it answers 'again'); an
     append conflict plans again without appending, in a round trip of its own (as :func:`commit`); a
     refusal is logged and counted (I1); any other error fails the run, as in the step job. The job's result
-    in RQ is written again when the commit did not apply. Never raises: it runs in RQ's bookkeeping."""
+    in RQ is written again when the commit did not apply. A run whose failure cannot be written is left to
+    the reaper: its lease lapses (:meth:`Lease.leave`). Never raises: it runs in RQ's bookkeeping."""
     plan, script_keys, argv = sent
     what = f"run {run.id} step {run.step}"
     try:
@@ -246,7 +247,8 @@ def _committed_on_success(
         outcome = f"rejected: {exc}"
     except Exception as exc:
         outcome = f"failed: {type(exc).__name__}"
-        _logged(fail_run, ctx, run, lease, exc)
+        if not _logged(fail_run, ctx, run, lease, exc):
+            lease.leave()  # the run is left unfinished: its lease lapses, the reaper continues it (R14)
     else:
         _logged(lease.settle, committed=True)
         return f"committed step {run.step + 1}"
@@ -255,12 +257,15 @@ def _committed_on_success(
     return outcome
 
 
-def _logged(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-    """``fn(*args, **kwargs)``, an error logged, not raised (after a step job's end, in RQ's bookkeeping)."""
+def _logged(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
+    """``fn(*args, **kwargs)``, an error logged, not raised (after a step job's end, in RQ's bookkeeping);
+    returns whether it worked."""
     try:
         fn(*args, **kwargs)
     except Exception as exc:
         log.warning("%s failed after the step job's end: %s", getattr(fn, "__name__", fn), exc)
+        return False
+    return True
 
 
 _LAST_STEP_CANCEL = CANCEL_ERROR.model_copy(

@@ -45,7 +45,7 @@ from redis.retry import Retry
 from rq import Queue
 from rq.intermediate_queue import IntermediateQueue
 
-from graphcore.backend.connection import outlast
+from graphcore.backend.connection import outlast, refuses_writes
 
 __all__ = ["StopAwareQueue"]
 
@@ -172,14 +172,18 @@ class StopAwareQueue(Queue):
     def dequeue_any(cls, *args: Any, **kwargs: Any) -> Any:
         """RQ's dequeue of one job. When it fails — a pop or the fetch of the job popped — the worker holds
         no job (RQ's to lose: the reaper enqueues it again); while stopping, a Redis error ends the dequeue
-        at once (SystemExit: RQ would retry, and its heartbeat waits for Redis without bound)."""
+        at once (SystemExit: RQ would retry, and its heartbeat waits for Redis without bound). A pop refused
+        by a full Redis (BLMOVE writes) is tried again until Redis accepts it (:func:`outlast`): RQ's loop
+        waits out only a lost connection, and would stop the worker on this error."""
         try:
             return super().dequeue_any(*args, **kwargs)
         except Exception as exc:
             cls._took = False
             if cls.stopping and isinstance(exc, RedisConnectionError | RedisTimeoutError):
                 raise SystemExit(0) from exc
-            raise
+            if not refuses_writes(exc):
+                raise
+        return outlast(super().dequeue_any, *args, **kwargs)
 
     @classmethod
     def lpop(cls, queue_keys: Sequence[str], timeout: int | None, connection: Redis | None = None) -> Any:

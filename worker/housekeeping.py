@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphcore import keys
+from graphcore.backend.connection import FailureStreak
 from graphcore.backend.locks import OwnerLock
 from graphcore.backend.ttl import sweep_tick
 from graphcore.settings import Settings
@@ -88,13 +89,16 @@ def run_loop(kv: Any, loop: Loop, stop: threading.Event) -> None:
     """Tick ``loop`` every ``interval_s`` while this instance holds its lock, until ``stop`` is set; then give
     the lock back."""
     lock = loop.lock(kv)
+    passes = FailureStreak(log, f"{loop.name} pass")  # Redis away or full: logged once, not once a pass
     try:
         while not stop.wait(loop.interval_s):
             try:
                 if lock.hold():
                     loop.tick()
             except Exception as exc:  # Redis away, a bad record: try again at the next tick
-                log.warning("%s pass failed: %s", loop.name, exc)
+                passes.failed(exc)
+            else:
+                passes.worked()
     finally:
         try:
             lock.release()

@@ -121,6 +121,31 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
         release_thread(ctx, run)
         return "canceled before the step"
     try:
+        outcome = _leased(ctx, run, lease, raw)
+    except BaseException as exc:
+        # Neither committed, paused nor ended (its ending was not written): the run stays where the reaper
+        # finds it. Released, the lease would leave it Running for ever, in no index.
+        lease.leave()
+        log.warning(
+            "run %s step %s left unfinished (%s: %s): its lease lapses and the reaper continues the run",
+            run.id,
+            step,
+            type(exc).__name__,
+            exc,
+        )
+        raise
+    else:
+        lease.release()
+    finally:
+        retire_if_stuck()
+    return outcome
+
+
+def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, bytes]) -> str:
+    """The step under its claimed ``lease``, and how it ends: committed, paused, failed, canceled, given up
+    or rejected (the fence refused a write). Raises only when that ending could not be written."""
+    run_id, thread_id, step = run.id, run.thread_id, run.step
+    try:
         with lease:
             return _attempts(ctx, run, lease, None if b"partial" in raw else {})
     except LeaseLostError as exc:
@@ -137,9 +162,6 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
     except Exception as exc:
         fail_run(ctx, run, lease, exc)
         return f"failed: {type(exc).__name__}"
-    finally:
-        lease.release()
-        retire_if_stuck()
 
 
 def _claimed_ahead(

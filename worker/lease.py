@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from graphcore import keys
+from graphcore.backend.connection import FailureStreak
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
@@ -62,9 +63,12 @@ class Lease:
         self.ttl_ms = int(ttl_s * 1000)
         self.heartbeat_s = heartbeat_s
         self.lost = threading.Event()
+        self.renewals = FailureStreak(log, f"renewal of lease {self.key}", self.about)
+        """The keeper's failures (Redis away or full): logged once a streak, not once a tick."""
         self._dropping = False
         self._dropped = False
         self._later = False
+        self._left = False
         self.stop: Stop | None = None
         """Why this step is being given up (a shutdown, a deadline), once :meth:`abort` was called."""
         self.deadline: tuple[float, Stop] | None = None
@@ -177,10 +181,22 @@ class Lease:
         if _listener is not None:
             _listener.freed(self)
 
+    def leave(self) -> None:
+        """Leave the lease to lapse: the step's run was left unfinished (neither committed, paused nor ended:
+        its ending could not be written), so it must stay where the reaper finds it. From now on the lease
+        is not renewed (here nor by a supervising process) and :meth:`release` gives nothing back: its key
+        expires within the lease TTL, its entry stays in the lease index, and the reaper continues the run
+        (R14), as after a crash."""
+        self._left = True
+        self._later = False
+        _keeper(self.kv, self.heartbeat_s).discard(self)
+        if _listener is not None:
+            _listener.freed(self)
+
     def release(self) -> None:
-        """Give the lease back if still ours (a no-op after a commit deleted it, or before a later
-        commit's reply, :meth:`commit_later`)."""
-        if not self._dropped and not self._later:
+        """Give the lease back if still ours (a no-op after a commit deleted it, before a later commit's
+        reply, :meth:`commit_later`, and once left to lapse, :meth:`leave`)."""
+        if not self._dropped and not self._later and not self._left:
             script(self.kv, "release_lease")(
                 keys=[self.key, keys.lease_index()], args=[self.token, self.member]
             )
@@ -235,8 +251,9 @@ class _Keeper:
         try:
             held, cancel = renew(self.kv, lease.thread_id, lease.run_id, lease.token, lease.ttl_ms, due)
         except Exception as exc:  # a transient Redis error: try again at the next tick
-            log.warning("lease %s renewal failed: %s", lease.key, exc, extra=lease.about())
+            lease.renewals.failed(exc)
             return
+        lease.renewals.worked()
         if due:
             lease.renew_at = time.monotonic() + self.interval_s
         if cancel == b"interrupt":

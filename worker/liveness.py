@@ -18,6 +18,7 @@ from typing import Any
 from rq import Worker
 
 from graphcore import keys
+from graphcore.backend.connection import FailureStreak, outlast
 from graphcore.backend.lua import script
 from graphcore.backend.runs import now_iso
 from graphcore.backend.workers import drop_worker, heartbeat
@@ -53,6 +54,8 @@ class Heartbeat:
             "started_at": now_iso(),
         }
         self.thread = threading.Thread(target=self._loop, name="graphq-worker-heartbeat", daemon=True)
+        self.beats = FailureStreak(log, f"worker {worker_id} heartbeat")
+        """The failed beats (Redis away or full): logged once a streak, not once a beat."""
 
     def fields(self) -> dict[str, str]:
         """The record as of now: the static fields and the step held (empty when idle): ``step`` the run's
@@ -71,7 +74,9 @@ class Heartbeat:
         heartbeat(self.kv, self.id, self.ttl_s, self.fields())
 
     def start(self) -> Heartbeat:
-        self.beat()
+        """Write the first beat (waiting out Redis away or refusing writes, :func:`outlast`), then start
+        the thread; returns self."""
+        outlast(self.beat)
         self.thread.start()
         return self
 
@@ -80,7 +85,9 @@ class Heartbeat:
             try:
                 self.beat()
             except Exception as exc:  # Redis away: the record may lapse; the next beat writes it again
-                log.warning("worker %s heartbeat failed: %s", self.id, exc)
+                self.beats.failed(exc)
+            else:
+                self.beats.worked()
 
     def stop(self) -> None:
         """Stop beating and remove the record (a clean exit)."""

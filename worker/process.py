@@ -11,7 +11,7 @@ from rq.serializers import JSONSerializer
 
 from graphcore.backend import published
 from graphcore.backend.catalog import publish
-from graphcore.backend.connection import connect
+from graphcore.backend.connection import connect, outlast
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings
@@ -65,9 +65,10 @@ def run_worker(
     )
     logging.getLogger("rq.worker").setLevel(log_level)
     stop_liveness = start_liveness(client, settings, ctx.worker_id, names)
-    published.publish(client, settings, ctx.worker_id)  # R8, R5: commands without the variables obey them
+    # R8, R5: commands without the variables obey them. Redis away or full at the start is waited out.
+    outlast(published.publish, client, settings, ctx.worker_id)
     try:
-        publish(client, ctx.worker_id, reg.graphs.values(), settings.max_node_settings_length)
+        outlast(publish, client, ctx.worker_id, reg.graphs.values(), settings.max_node_settings_length)
         return bool(worker.work(burst=burst, logging_level=log_level, with_scheduler=False))
     finally:
         stop_liveness()

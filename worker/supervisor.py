@@ -45,7 +45,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import FrameType
@@ -53,7 +53,7 @@ from typing import Any
 
 from rq import SimpleWorker
 
-from graphcore.backend.connection import connect
+from graphcore.backend.connection import FailureStreak, connect
 from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.reaper import Lapsed
 from graphcore.backend.runs import RunError, RunStatus
@@ -242,8 +242,11 @@ class _Held:
     deadline: float | None = None
     stop: Stop | None = None
     step: int | None = None
-    renew_failing: bool = False
-    """A renewal failed (Redis away) and no renewal has worked since: warn once per outage, not per tick."""
+    renewals: FailureStreak = field(init=False)
+    """The renewals' failures (Redis away or full): logged once a streak, not once a tick."""
+
+    def __post_init__(self) -> None:
+        self.renewals = FailureStreak(log, f"renewal of run {self.run_id}'s lease", self.about)
 
     def about(self) -> dict[str, Any]:
         """``extra=`` for a log line about this lease's run (:func:`worker.logs.about`)."""
@@ -429,18 +432,9 @@ class Supervisor:
         try:
             renew(self.kv, held.thread_id, held.run_id, held.token, held.ttl_ms, True)
         except Exception as exc:  # a transient Redis error: try again at the next tick (logged once)
-            if not held.renew_failing:
-                log.warning(
-                    "renewal of run %s's lease failed, retrying until Redis answers: %s",
-                    held.run_id,
-                    exc,
-                    extra=held.about(),
-                )
-            held.renew_failing = True
+            held.renewals.failed(exc)
             return
-        if held.renew_failing:
-            log.warning("renewal of run %s's lease works again", held.run_id, extra=held.about())
-            held.renew_failing = False
+        held.renewals.worked()
         held.renew_at = now + self.settings.heartbeat_interval_s
 
     def _beat(self, slot: _Slot, now: float) -> None:

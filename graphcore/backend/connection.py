@@ -1,8 +1,9 @@
 """Redis connections: one retry policy, one error predicate, and URLs that never show a password.
 
 Transient Redis errors (connection dropped or refused, timeouts, a server still loading its data, cluster
-``TRYAGAIN``) are retried with tenacity, exponential backoff with jitter; everything else, notably
-authentication failures and ``ResponseError`` replies, is permanent and fails on the first try.
+``TRYAGAIN``, a full server refusing writes with ``OOM``) are retried with tenacity, exponential backoff with
+jitter; everything else, notably authentication failures and other ``ResponseError`` replies, is permanent
+and fails on the first try.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import functools
 import logging
 import re
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 import redis
@@ -33,7 +34,9 @@ from graphcore.errors import ConfigError, PermanentError, RedisUnavailableError
 from graphcore.settings import get_settings
 
 __all__ = [
+    "REDIS_FULL",
     "TRANSIENT_REDIS_ERRORS",
+    "FailureStreak",
     "check_url",
     "connect",
     "is_transient",
@@ -43,6 +46,7 @@ __all__ = [
     "redact_url",
     "redis_retry",
     "redis_retrying",
+    "refuses_writes",
     "retry_transient",
     "unavailable",
 ]
@@ -103,6 +107,32 @@ def redact_url(url: str) -> str:
     return f"{head}{user}:***@{after}"
 
 
+_OOM = "OOM command not allowed"
+"""How Redis words a write it refuses for want of memory; inside a Lua script redis-py raises a plain
+``ResponseError`` whose text quotes it (``Error running script ...: -OOM command not allowed ...``)."""
+
+REDIS_FULL = (
+    "Redis refuses writes: OOM command not allowed when used memory > 'maxmemory' (maxmemory reached)"
+)
+"""What a write refused for want of memory (:func:`refuses_writes`) is called in logs and on the command
+line."""
+
+
+def refuses_writes(exc: BaseException) -> bool:
+    """Whether ``exc`` is Redis refusing a write because it is full: used memory above ``maxmemory`` under
+    a policy that evicts nothing it could (``noeviction``). Nothing of the refused command (or script, or
+    MULTI) was written; reads and deletes still work, and writes do again once memory is freed.
+
+    Args:
+        exc: the raised error.
+
+    Returns:
+        True for redis-py's ``OutOfMemoryError`` and for a ``ResponseError`` whose text holds Redis's
+        ``OOM command not allowed`` (the refusal of a write inside a Lua script); False for anything else.
+    """
+    return isinstance(exc, rex.OutOfMemoryError) or (isinstance(exc, rex.ResponseError) and _OOM in str(exc))
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether a Redis error may pass when the operation is tried again.
 
@@ -110,14 +140,53 @@ def is_transient(exc: BaseException) -> bool:
         exc: the raised error.
 
     Returns:
-        True for connection errors, timeouts, ``LOADING`` and ``TRYAGAIN``; False for authentication and
-        authorization failures, any other ``ResponseError``, every non-Redis error and every graphq
-        :class:`~graphcore.errors.PermanentError` (a node's redis ``ConnectionError`` arrives as a
-        ``NodeError`` that is also one: the node failed, retrying the step would not fix it).
+        True for connection errors, timeouts, ``LOADING``, ``TRYAGAIN`` and writes refused by a full Redis
+        (:func:`refuses_writes`: waited out like an outage, until memory is freed or ``maxmemory``
+        raised); False for authentication and authorization failures, any other ``ResponseError``, every
+        non-Redis error and every graphq :class:`~graphcore.errors.PermanentError` (a node's redis
+        ``ConnectionError`` arrives as a ``NodeError`` that is also one: the node failed, retrying the
+        step would not fix it).
     """
     if isinstance(exc, (PermanentError, *_PERMANENT)):
         return False
-    return isinstance(exc, TRANSIENT_REDIS_ERRORS)
+    return isinstance(exc, TRANSIENT_REDIS_ERRORS) or refuses_writes(exc)
+
+
+class FailureStreak:
+    """The failures of a call made again at intervals (a heartbeat, a lease renewal, a housekeeping pass),
+    logged once a streak, not once a try: the first transient one (Redis away, or full and refusing writes)
+    at WARNING with its reason, the next ones at DEBUG, and the first success after them at WARNING; any
+    other error at WARNING each time. One per repeated call (not thread-safe).
+
+    Args:
+        log: the logger of the lines.
+        what: the call, as the lines name it (``worker w1 heartbeat``).
+        about: returns the ``extra=`` of the lines (log context, :mod:`worker.logs`), when one is logged.
+    """
+
+    def __init__(
+        self, log: logging.Logger, what: str, about: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
+        self.log, self.what, self.about = log, what, about
+        self.failing = False
+        """Whether the call failed with a transient error and has not worked since."""
+
+    def failed(self, exc: BaseException) -> None:
+        """The call failed with ``exc``; it is tried again at its next turn."""
+        extra = None if self.about is None else self.about()
+        if not is_transient(exc):
+            self.log.warning("%s failed: %s", self.what, exc, extra=extra)
+            return
+        reason = REDIS_FULL if refuses_writes(exc) else str(exc)
+        level = logging.DEBUG if self.failing else logging.WARNING
+        self.log.log(level, "%s failed, trying again until it works: %s", self.what, reason, extra=extra)
+        self.failing = True
+
+    def worked(self) -> None:
+        """The call worked: a streak of failures is over."""
+        if self.failing:
+            self.failing = False
+            self.log.warning("%s works again", self.what, extra=None if self.about is None else self.about())
 
 
 _retry_listeners: list[Callable[[], None]] = []
@@ -135,12 +204,15 @@ def _retried() -> None:
         listener()
 
 
-_log_sleep = before_sleep_log(logger, logging.WARNING)
+def _before_sleep(level: int) -> Callable[[RetryCallState], None]:
+    """Log each retry at ``level`` (tenacity's line) and tell the retry listeners."""
+    log_sleep = before_sleep_log(logger, level)
 
+    def before_sleep(state: RetryCallState) -> None:
+        log_sleep(state)
+        _retried()
 
-def _before_sleep(state: RetryCallState) -> None:
-    _log_sleep(state)
-    _retried()
+    return before_sleep
 
 
 def _max_wait(max_wait_s: float | None) -> float:
@@ -150,15 +222,16 @@ def _max_wait(max_wait_s: float | None) -> float:
     return cap
 
 
-def _retrying(stop: stop_base, max_wait_s: float) -> Retrying:
-    """Transient errors only, pauses from ~0.05 s doubling up to ``max_wait_s`` (half fixed, half jitter)."""
+def _retrying(stop: stop_base, max_wait_s: float, level: int = logging.WARNING) -> Retrying:
+    """Transient errors only, pauses from ~0.05 s doubling up to ``max_wait_s`` (half fixed, half jitter),
+    each retry logged at ``level``."""
     half = max_wait_s / 2
     return Retrying(
         stop=stop,
         wait=wait_exponential(multiplier=_INITIAL_WAIT_S, max=half)
         + wait_random_exponential(multiplier=_INITIAL_WAIT_S, max=half),
         retry=retry_if_exception(is_transient),
-        before_sleep=_before_sleep,
+        before_sleep=_before_sleep(level),
         reraise=True,
     )
 
@@ -196,33 +269,46 @@ def outage_retrying(max_wait_s: float | None = None) -> Retrying:
 
     Returns:
         A ``Retrying`` with no limit on attempts that retries only errors for which :func:`is_transient`
-        holds (any other error is raised at once).
+        holds (any other error is raised at once). Its retries are logged at DEBUG: the wait is logged once,
+        as it begins, by the caller (:func:`outlast`), however many tries it takes.
     """
-    return _retrying(stop_never, _max_wait(max_wait_s))
+    return _retrying(stop_never, _max_wait(max_wait_s), logging.DEBUG)
 
 
 def _after_first_try(
-    policy: Callable[[], Retrying], message: str, fn: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs
+    policy: Callable[[], Retrying],
+    message: Callable[[str, BaseException], str],
+    fn: Callable[_P, _R],
+    /,
+    *args: _P.args,
+    **kwargs: _P.kwargs,
 ) -> _R:
-    """Call ``fn`` once; after a transient Redis error (logged with ``message``), go on under ``policy()``.
-    The common path (no error) builds no retry machinery."""
+    """Call ``fn`` once; after a transient Redis error (logged as ``message(fn's name, error)``), go on under
+    ``policy()``. The common path (no error) builds no retry machinery."""
     try:
         return fn(*args, **kwargs)
     except Exception as exc:
         if not is_transient(exc):
             raise
-        logger.warning(message, getattr(fn, "__qualname__", fn), exc)
+        logger.warning("%s", message(getattr(fn, "__qualname__", str(fn)), exc))
     _retried()
     result: _R = policy()(fn, *args, **kwargs)
     return result
 
 
+def _waiting(call: str, exc: BaseException) -> str:
+    """The line :func:`outlast` logs as its wait for ``call`` begins, with its reason."""
+    if refuses_writes(exc):
+        return f"{REDIS_FULL}, retrying {call} until it accepts them (free memory or raise maxmemory)"
+    return f"Redis unavailable, retrying {call} until it is back: {exc}"
+
+
 def outlast(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
-    """Call ``fn`` once; after a transient Redis error, go on under :func:`outage_retrying` (no limit on
-    tries): the call returns once Redis is back, however long that takes. For worker processes, whose writes
-    are fenced; the common path (no error) builds no retry machinery."""
-    waiting = "Redis unavailable, retrying %s until it is back: %s"
-    return _after_first_try(outage_retrying, waiting, fn, *args, **kwargs)
+    """Call ``fn`` once; after a transient Redis error (an outage, or a full Redis refusing writes), go on
+    under :func:`outage_retrying` (no limit on tries): the call returns once Redis is back or accepts writes
+    again, however long that takes. The wait is logged once, with its reason, as it begins. For worker
+    processes, whose writes are fenced; the common path (no error) builds no retry machinery."""
+    return _after_first_try(outage_retrying, _waiting, fn, *args, **kwargs)
 
 
 def retry_transient(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -231,7 +317,11 @@ def retry_transient(fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -
     Same behaviour as ``redis_retrying()(fn, ...)`` with one more try, but the common path (no error)
     builds no retry machinery: for calls on the hot path of a super-step.
     """
-    return _after_first_try(redis_retrying, "transient Redis error, retrying %s: %s", fn, *args, **kwargs)
+
+    def message(call: str, exc: BaseException) -> str:
+        return f"transient Redis error, retrying {call}: {exc}"
+
+    return _after_first_try(redis_retrying, message, fn, *args, **kwargs)
 
 
 def redis_retry(
