@@ -14,6 +14,7 @@ __all__ = [
     "Cancelled",
     "CheckpointNotFoundError",
     "CheckpointerError",
+    "ColdStop",
     "ConfigError",
     "DisabledError",
     "EmptyInputError",
@@ -169,12 +170,14 @@ class NodeError(PermanentError):
 
 
 def _node_message(node: str, error: BaseException) -> str:
-    return f"node {node!r} raised {type(error).__name__}: {error}"
+    text = str(error)
+    return f"node {node!r} raised {type(error).__name__}{': ' if text else ''}{text}"
 
 
 _UNCOMBINED = (NodeError, StopIteration, StopAsyncIteration)
 """Errors raised as a plain NodeError: a StopIteration raised in a generator (the stream) would become a
-RuntimeError (PEP 479)."""
+RuntimeError (PEP 479). So is every error that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``,
+``asyncio.CancelledError``): the NodeError must stay an ``Exception``, a task failure like any other."""
 
 
 _COMBINED: dict[type[BaseException], type[NodeError] | None] = {}
@@ -198,8 +201,10 @@ def node_error(node: str, error: BaseException) -> NodeError:
     """The error a run raises when node ``node`` raised ``error``: a :class:`NodeError` (``.node``,
     ``.error``, ``str()`` ``node '<name>' raised <Type>: <error>``) that is also an instance of
     ``type(error)``, with its ``args`` and attributes (``errno``, a user class's fields); a plain NodeError
-    when the types cannot be combined or the combined one cannot be made."""
-    kind = None if isinstance(error, _UNCOMBINED) else _combined(type(error))
+    when the types cannot be combined or the combined one cannot be made, and for an error that is not an
+    ``Exception``."""
+    plain = isinstance(error, _UNCOMBINED) or not isinstance(error, Exception)
+    kind = None if plain else _combined(type(error))
     if kind is None:
         return NodeError(node, error)
     try:
@@ -259,3 +264,10 @@ class Cancelled(BaseException):
     A BaseException, like rq's ``ShutDownImminentException``: a node's ``except Exception`` cannot swallow
     it, so the task stops.
     """
+
+
+class ColdStop(SystemExit):
+    """A worker process stopping at once on a signal (RQ's cold stop: the second Ctrl-C or SIGTERM to a worker
+    run in process by :func:`worker.process.run_worker`), raised by its signal handler wherever the main
+    thread is, possibly inside a node. Never the node's failure: the step is left as a killed worker's is, to
+    crash recovery (its lease lapses, R18). A ``SystemExit``, as RQ's own."""

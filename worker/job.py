@@ -44,6 +44,7 @@ from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import RetryHook, StepResult, run_step
 from graphcore.errors import (
     Cancelled,
+    ColdStop,
     GraphqError,
     LeaseLostError,
     NodeTimeoutError,
@@ -120,25 +121,39 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
     if code == 4:
         release_thread(ctx, run)
         return "canceled before the step"
+    return _leased(ctx, run, lease, raw)
+
+
+def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, bytes]) -> str:
+    """The step under its claimed ``lease``, and how it ends: committed, paused, failed (also by a
+    ``SystemExit`` or ``KeyboardInterrupt`` of user code: the worker goes on), canceled, given up or
+    rejected (the fence refused a write). Raises :class:`ColdStop` (the process stopping at once: the lease
+    is left to lapse, the run to crash recovery), or when the ending could not be written."""
+    stopping = False
     try:
         with lease:
             return _attempts(ctx, run, lease, None if b"partial" in raw else {})
     except LeaseLostError as exc:
         if not isinstance(exc, RefusedWriteError):  # that one was logged where it was refused
-            log.warning("run %s step %s: %s", run_id, step, exc)
+            log.warning("run %s step %s: %s", run.id, run.step, exc)
         return f"rejected: {exc}"
     except Cancelled:  # a node stopped on its cancel token after `cancel --interrupt`
         if lease.stop is not None:  # or the step was given up: a shutdown, its deadline
-            abandon(ctx.kv, ctx.settings, thread_id, run_id, lease.token, lease.stop, lease.step_number)
-            return f"{lease.stop.status.value}: {lease.stop.error.message}"
+            stop = lease.stop
+            abandon(ctx.kv, ctx.settings, run.thread_id, run.id, lease.token, stop, lease.step_number)
+            return f"{stop.status.value}: {stop.error.message}"
         note = "canceled by request; running nodes were signalled"
         end_run(ctx, run, lease, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
         return "canceled during the step"
-    except Exception as exc:
-        fail_run(ctx, run, lease, exc)
+    except ColdStop:  # this process stops at once (a signal): the step is crash recovery's, as a killed one's
+        stopping = True
+        raise
+    except BaseException as exc:  # also a SystemExit or KeyboardInterrupt of user code run outside a task (a
+        fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
     finally:
-        lease.release()
+        if not stopping:  # its lease lapses instead, and a reaper acts on the run (R18)
+            lease.release()
         retire_if_stuck()
 
 

@@ -41,7 +41,7 @@ from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
 from graphcore.engine.threads import in_pool, start_thread
-from graphcore.engine.tries import Step, Tries
+from graphcore.engine.tries import Step, Tries, passes_through
 from graphcore.errors import Cancelled, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
@@ -137,10 +137,13 @@ async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites |
     tries = _Tries(step, task, watch)
     try:
         result = await tries.run()
-    except Cancelled as exc:
-        return exc
-    except Exception as exc:
-        return tries.failure(exc)
+    except asyncio.CancelledError as exc:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():  # the step itself is cancelled (its ainvoke was)
+            raise
+        return tries.failure(exc)  # the node raised it itself: its failure, as LangGraph's NodeCancelledError
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
+        return exc if passes_through(exc) else tries.failure(exc)
     if step.done is not None:
         try:
             step.done(result)
