@@ -37,6 +37,7 @@ __all__ = [
     "TransientError",
     "UnknownWorkflowError",
     "node_error",
+    "where",
 ]
 
 
@@ -59,7 +60,14 @@ class InvalidGraphError(PermanentError, ValueError):
 
 class InvalidUpdateError(PermanentError, ValueError):
     """A node's writes cannot be applied, e.g. two writes to one LastValue channel in one super-step (G2).
-    Also a ``ValueError``, as LangGraph's invalid updates are caught."""
+    Also a ``ValueError``, as LangGraph's invalid updates are caught.
+
+    Attributes:
+        node: the node whose writes a channel's reducer refused, when they were one node's (the message
+            names the writers either way); None otherwise.
+    """
+
+    node: str | None = None
 
 
 class StepLimitError(PermanentError, RecursionError):
@@ -143,35 +151,53 @@ class OutsideRunError(GraphqError, RuntimeError):
 
 
 class NodeError(PermanentError):
-    """A node raised; wraps the original error with the node's name.
+    """A node, or one of its routers (conditional edge functions), raised; wraps the original error with
+    where it came from.
 
     Built by :func:`node_error`, the raised error is also an instance of the original error's type (as
     LangGraph raises the node's exception itself), so ``except KeyError`` / ``except MyAppError`` around
     ``invoke`` catch it as ``except NodeError`` does.
 
     Attributes:
-        node: the node's name.
-        error: the exception the node raised.
+        node: the node's name (``"__start__"`` for a router of START).
+        error: the exception the node (or router) raised.
+
+    Its message also names the router that raised, and the node's tries when it had several (kept in
+    underscored attributes: the combined type must not shadow fields of the node's own error class).
     """
 
-    def __init__(self, node: str, error: BaseException) -> None:
-        super().__init__(_node_message(node, error))
+    _router: str | None = None
+    _attempts: int = 1
+
+    def __init__(self, node: str, error: BaseException, router: str | None = None, attempts: int = 1) -> None:
+        super().__init__(_node_message(node, error, router, attempts))
         self.node = node
         self.error = error
+        self._router = router
+        self._attempts = attempts
 
     def __str__(self) -> str:  # not the combined type's (KeyError's would quote it)
-        return _node_message(self.node, self.error)
+        return _node_message(self.node, self.error, self._router, self._attempts)
 
     def __repr__(self) -> str:
         return f"NodeError({str(self)!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return node_error, (self.node, self.error)
+        return node_error, (self.node, self.error, self._router, self._attempts)
 
 
-def _node_message(node: str, error: BaseException) -> str:
+def where(node: str, router: str | None = None) -> str:
+    """How errors name the code that raised: ``node 'a'``, or ``router 'pick' after node 'a'`` for a router
+    of node ``a`` (``router 'pick' after START`` for one of START, ``"__start__"``)."""
+    if router is None:
+        return f"node {node!r}"
+    return f"router {router!r} after {'START' if node == '__start__' else f'node {node!r}'}"
+
+
+def _node_message(node: str, error: BaseException, router: str | None, attempts: int) -> str:
     text = str(error)
-    return f"node {node!r} raised {type(error).__name__}{': ' if text else ''}{text}"
+    tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+    return f"{where(node, router)} raised {type(error).__name__}{': ' if text else ''}{text}{tries}"
 
 
 _UNCOMBINED = (NodeError, StopIteration, StopAsyncIteration)
@@ -197,25 +223,26 @@ def _combined(kind: type[BaseException]) -> type[NodeError] | None:
     return _COMBINED.setdefault(kind, made)
 
 
-def node_error(node: str, error: BaseException) -> NodeError:
-    """The error a run raises when node ``node`` raised ``error``: a :class:`NodeError` (``.node``,
-    ``.error``, ``str()`` ``node '<name>' raised <Type>: <error>``) that is also an instance of
-    ``type(error)``, with its ``args`` and attributes (``errno``, a user class's fields); a plain NodeError
-    when the types cannot be combined or the combined one cannot be made, and for an error that is not an
-    ``Exception``."""
+def node_error(node: str, error: BaseException, router: str | None = None, attempts: int = 1) -> NodeError:
+    """The error a run raises when node ``node`` (or its router ``router``) raised ``error``, after
+    ``attempts`` tries: a :class:`NodeError` (``.node``, ``.error``, ``str()``
+    ``node '<name>' raised <Type>: <error>``, ``router '<name>' after node '<name>' raised ...``, with
+    `` (after <n> attempts)`` when it was tried more than once) that is also an instance of ``type(error)``,
+    with its ``args`` and attributes (``errno``, a user class's fields); a plain NodeError when the types
+    cannot be combined or the combined one cannot be made, and for an error that is not an ``Exception``."""
     plain = isinstance(error, _UNCOMBINED) or not isinstance(error, Exception)
     kind = None if plain else _combined(type(error))
     if kind is None:
-        return NodeError(node, error)
+        return NodeError(node, error, router, attempts)
     try:
         made = kind.__new__(kind, *error.args)
         for attr in ("errno", "strerror", "filename", "filename2") if isinstance(error, OSError) else ():
             setattr(made, attr, getattr(error, attr))
         vars(made).update(vars(error))
     except Exception:
-        return NodeError(node, error)
+        return NodeError(node, error, router, attempts)
     made.args = error.args
-    made.node, made.error = node, error
+    made.node, made.error, made._router, made._attempts = node, error, router, attempts
     return made
 
 

@@ -67,6 +67,7 @@ def test_each_run_fails_naming_the_node_and_one_worker_process_takes_the_next(
         *((RunStatus.FAILED, error) for error in RAISING.values()),
         (RunStatus.COMPLETED, None),
     ]
+    assert [(r.error.node, r.error.step) for r in runs[:-1] if r.error] == [("bail", 0)] * len(RAISING)
     pids = {line.split()[1] for line in ran(tmp_path)}
     assert len(ran(tmp_path)) == len(RAISING) and len(pids) == 1  # ("bail <pid>"; fine's node logs none)
     assert len({r.worker for r in runs}) == 1
@@ -75,13 +76,13 @@ def test_each_run_fails_naming_the_node_and_one_worker_process_takes_the_next(
 
 
 def test_enqueue_wait_returns_with_the_error(env: dict[str, str], start: Start) -> None:
-    """`graphq enqueue --wait` of a run whose node exits returns (exit 1), naming the error."""
+    """`graphq enqueue --wait` of a run whose node exits returns (exit 1), naming the error and its step."""
     start()
     done = graphq("enqueue", "exits", "--wait", env=env, timeout=60)
     assert done.returncode == 1, done.stderr
     run_id = done.stdout.strip()
     assert done.stderr == (
-        f"run {run_id} (exits) failed: NodeError: node 'bail' raised SystemExit: 3\n"
+        f"run {run_id} (exits) failed at step 0: NodeError: node 'bail' raised SystemExit: 3\n"
         "error: 1 of 1 runs did not complete\n"
     )
 

@@ -32,6 +32,7 @@ from graphcore.engine.algo import (
     normalise,
     paused_writes,
     route_view,
+    router_errors,
     task_setup,
 )
 from graphcore.engine.cancel import CancelToken
@@ -195,6 +196,7 @@ class _Tries(Tries):
     async def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
         token = self.try_token()
+        self.tries += 1
         current = asyncio.current_task()
         assert current is not None  # a coroutine of _run_all's gather
         if self.watch is not None:
@@ -313,8 +315,9 @@ async def _aroutes(
     view = route_view(graph, node, cp.channel_values, writes)
     out: list[PendingTask] = []
     for branch in branches:
-        chosen = call_router(graph, branch, view)
-        if inspect.isawaitable(chosen):
-            chosen = await chosen
+        with router_errors(branch):
+            chosen = call_router(graph, branch, view)
+            if inspect.isawaitable(chosen):
+                chosen = await chosen
         out += destinations(graph, branch, chosen)
     return out

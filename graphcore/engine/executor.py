@@ -152,10 +152,12 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
 
         Raises:
             StepLimitError: more than ``max_super_steps`` super-steps were needed.
-            NodeError: a node raised; ``.node`` and ``.error`` tell which and what.
+            NodeError: a node or one of its routers raised (also an instance of the error's type);
+                ``.node`` and ``.error`` tell which and what, the message names the router.
             SystemExit, KeyboardInterrupt: a node raised it: the very exception, as LangGraph lets it
                 propagate (on the queue it fails the run like any node error).
-            InvalidUpdateError: a node's writes were invalid or conflicting.
+            InvalidUpdateError: a node's writes were invalid or conflicting, or a router sent to a node the
+                graph does not have.
             InvalidGraphError: a breakpoint names an unknown node.
             ValueError: an unknown ``durability``.
             ThreadRequiredError: (a ``ValueError``) the graph has a checkpointer and ``config`` no thread id.

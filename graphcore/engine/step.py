@@ -78,6 +78,7 @@ class _Tries(Tries):
     def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
         token = self.try_token()
+        self.tries += 1
         timeout_s = self.spec.timeout_s
         if timeout_s is None:
             return self._attempt(token, None)

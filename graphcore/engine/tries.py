@@ -54,6 +54,8 @@ class Tries:
         self.cancel = CancelToken(parent=step.cancel)
         self.last_error: BaseException | None = None
         self.hook_error: BaseException | None = None
+        self.tries = 0
+        """Tries started so far (each ``once`` counts one)."""
 
     def retry_on(self, exc: BaseException) -> bool:
         """Whether a try that failed with ``exc`` is tried again (never once the task is cancelled)."""
@@ -79,11 +81,12 @@ class Tries:
         error (e.g. Redis: not the node's fault), unchanged; anything else the node raised as
         :class:`~graphcore.errors.NodeError` that is also an instance of the node's error type
         (:func:`~graphcore.errors.node_error`; a plain NodeError for one that is not an ``Exception``:
-        ``SystemExit``, ``KeyboardInterrupt``, ``asyncio.CancelledError``)."""
+        ``SystemExit``, ``KeyboardInterrupt``, ``asyncio.CancelledError``), naming its tries when it had
+        several."""
         if isinstance(exc, GraphqError) or exc is self.hook_error:
             assert isinstance(exc, Exception)  # a hook error is caught as an Exception
             return exc
-        error = node_error(self.task.node, exc)
+        error = node_error(self.task.node, exc, attempts=self.tries)
         error.__cause__ = exc
         return error
 

@@ -309,6 +309,8 @@ def test_an_async_nodes_error_is_caught_as_itself(lg: Imports) -> None:
     with pytest.raises(LookupError) as info:
         asyncio.run(graph.ainvoke({"x": 0}))
     assert info.value.args == ("async",)
+
+
 def _call_by(how: str, graph: Any) -> None:
     """Run ``graph`` once by ``invoke``, ``stream`` or ``ainvoke``."""
     if how == "invoke":
@@ -363,6 +365,23 @@ def test_a_nodes_own_cancelled_error_fails_it_as_an_exception_naming_the_node(
         assert str(info.value) == "Node 'boom' raised asyncio.CancelledError"
     else:
         assert str(info.value) == "node 'boom' raised CancelledError"
+
+
+def test_a_router_of_starts_error_is_caught_as_itself(lg: Imports) -> None:
+    """LangGraph: a router from START that reads a key the input lacks raises its ``KeyError`` (graphq's is
+    a NodeError that is one, naming the router)."""
+
+    def fan_out(state: State) -> str:
+        return "a" if state["x"] > 0 else lg.END
+
+    builder = lg.StateGraph(State)
+    builder.add_node("a", lambda s: {"x": 1})
+    builder.add_conditional_edges(lg.START, fan_out)
+    with pytest.raises(KeyError) as info:
+        builder.compile().invoke({"v": ["y"]})
+    assert info.value.args == ("x",)
+    if not lg.is_langgraph:
+        assert str(info.value) == "router 'fan_out' after START raised KeyError: 'x'"
 
 
 # -- a class the serde does not allow ------------------------------------------------------------------------
