@@ -14,7 +14,7 @@ from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
 from cli.inputs import check_ids, parse_input, read_batch
 from cli.output import err_console, output_option, print_json
 from cli.progress import ProgressFollower, StepBars, step_columns
-from cli.records import print_waiting, request_json
+from cli.records import at_step, print_waiting, request_json
 from graphcore.backend.client import Client, RunRequest, check_options, check_request, queue_config
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
@@ -215,7 +215,7 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
             if r.attempt > 1
             else ""
         )
-        click.echo(f"run {r.id} ({r.workflow}{chain}) {r.status.value}{reason}", err=True)
+        click.echo(f"run {r.id} ({r.workflow}{chain}) {r.status.value}{at_step(client, r)}{reason}", err=True)
     if bad:
         also = f"; {len(waiting)} waiting for input" if waiting else ""
         fail(f"{len(bad)} of {len(records)} runs did not complete{also}", EXIT_FAILURE)

@@ -11,7 +11,7 @@ import click
 from click.core import ParameterSource
 
 from cli.output import clip, print_table, to_json, when
-from graphcore.backend.client import at_breakpoint
+from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import redact_url
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunRecord
@@ -21,6 +21,7 @@ from graphcore.types import Interrupt
 __all__ = [
     "again_command",
     "answer_commands",
+    "at_step",
     "graphq_prefix",
     "print_all_requests",
     "print_answer_hint",
@@ -31,6 +32,13 @@ __all__ = [
     "request_json",
     "request_record_json",
 ]
+
+
+def at_step(client: Client, record: RunRecord) -> str:
+    """`` at step N``: the thread step the run is at, failed or was canceled in (see
+    :meth:`Client.thread_step`), or "" before it has one."""
+    step = client.thread_step(record)
+    return "" if step is None else f" at step {step}"
 
 
 def record_json(record: RunRecord) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
 from cli.inputs import check_ids, make_data_dir, parse_input
 from cli.output import err_console, output_option, print_json, to_json
 from cli.progress import StepBars
-from cli.records import print_waiting, record_json, request_json
+from cli.records import at_step, print_waiting, record_json, request_json
 from cli.state import tasks_text
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest, check_request
@@ -134,13 +134,6 @@ def last_event_id(kv: Any, run: RunRecord) -> str:
     return str(newest[0][0].decode()) if newest else "0-0"
 
 
-def _at(client: Client, record: RunRecord) -> str:
-    """`` at step N``: the thread step the run is at (see :meth:`Client.thread_step`), or "" before it has
-    one."""
-    step = client.thread_step(record)
-    return "" if step is None else f" at step {step}"
-
-
 def _work_once(app: AppContext, url: str, kv: Any, workflow: str, ctrl_c: CtrlC) -> bool:
     """One burst of the in-process worker on ``workflow``'s queue only; returns whether it worked a job."""
     settings = app.settings.model_copy(update={"redis_url": url})
@@ -172,7 +165,7 @@ def _drive(app: AppContext, client: Client, url: str, run: RunRecord, ctrl_c: Ct
         if app.private and not worked:
             refuse_if_off(client.kv.get(keys.switch()), app.settings.enabled, what=f"run {run_id} waits:")
             raise GraphqError(
-                f"run {run_id} is {record.status.value}{_at(client, record)} but its queue is "
+                f"run {run_id} is {record.status.value}{at_step(client, record)} but its queue is "
                 "empty; see `graphq runs show`"
             )
         time.sleep(0.2)  # another worker holds the run's step; help with the next one
@@ -257,7 +250,7 @@ def report(client: Client, record: RunRecord, output: str) -> None:
         print_waiting(record, client.requests(record.id), client.thread_step(record))
     if record.status in (RunStatus.FAILED, RunStatus.CANCELED):
         error = f": {record.error.type}: {record.error.message}" if record.error else ""
-        fail(f"run {record.id} {record.status.value}{_at(client, record)}{error}", EXIT_FAILURE)
+        fail(f"run {record.id} {record.status.value}{at_step(client, record)}{error}", EXIT_FAILURE)
     if waiting:
         click.get_current_context().exit(EXIT_WAITING)
 

@@ -14,6 +14,7 @@ __all__ = [
     "Cancelled",
     "CheckpointNotFoundError",
     "CheckpointerError",
+    "ColdStop",
     "ConfigError",
     "DisabledError",
     "EmptyInputError",
@@ -37,6 +38,7 @@ __all__ = [
     "TransientError",
     "UnknownWorkflowError",
     "node_error",
+    "where",
 ]
 
 
@@ -59,7 +61,14 @@ class InvalidGraphError(PermanentError, ValueError):
 
 class InvalidUpdateError(PermanentError, ValueError):
     """A node's writes cannot be applied, e.g. two writes to one LastValue channel in one super-step (G2).
-    Also a ``ValueError``, as LangGraph's invalid updates are caught."""
+    Also a ``ValueError``, as LangGraph's invalid updates are caught.
+
+    Attributes:
+        node: the node whose writes a channel's reducer refused, when they were one node's (the message
+            names the writers either way); None otherwise.
+    """
+
+    node: str | None = None
 
 
 class StepLimitError(PermanentError, RecursionError):
@@ -143,39 +152,59 @@ class OutsideRunError(GraphqError, RuntimeError):
 
 
 class NodeError(PermanentError):
-    """A node raised; wraps the original error with the node's name.
+    """A node, or one of its routers (conditional edge functions), raised; wraps the original error with
+    where it came from.
 
     Built by :func:`node_error`, the raised error is also an instance of the original error's type (as
     LangGraph raises the node's exception itself), so ``except KeyError`` / ``except MyAppError`` around
     ``invoke`` catch it as ``except NodeError`` does.
 
     Attributes:
-        node: the node's name.
-        error: the exception the node raised.
+        node: the node's name (``"__start__"`` for a router of START).
+        error: the exception the node (or router) raised.
+
+    Its message also names the router that raised, and the node's tries when it had several (kept in
+    underscored attributes: the combined type must not shadow fields of the node's own error class).
     """
 
-    def __init__(self, node: str, error: BaseException) -> None:
-        super().__init__(_node_message(node, error))
+    _router: str | None = None
+    _attempts: int = 1
+
+    def __init__(self, node: str, error: BaseException, router: str | None = None, attempts: int = 1) -> None:
+        super().__init__(_node_message(node, error, router, attempts))
         self.node = node
         self.error = error
+        self._router = router
+        self._attempts = attempts
 
     def __str__(self) -> str:  # not the combined type's (KeyError's would quote it)
-        return _node_message(self.node, self.error)
+        return _node_message(self.node, self.error, self._router, self._attempts)
 
     def __repr__(self) -> str:
         return f"NodeError({str(self)!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return node_error, (self.node, self.error)
+        return node_error, (self.node, self.error, self._router, self._attempts)
 
 
-def _node_message(node: str, error: BaseException) -> str:
-    return f"node {node!r} raised {type(error).__name__}: {error}"
+def where(node: str, router: str | None = None) -> str:
+    """How errors name the code that raised: ``node 'a'``, or ``router 'pick' after node 'a'`` for a router
+    of node ``a`` (``router 'pick' after START`` for one of START, ``"__start__"``)."""
+    if router is None:
+        return f"node {node!r}"
+    return f"router {router!r} after {'START' if node == '__start__' else f'node {node!r}'}"
+
+
+def _node_message(node: str, error: BaseException, router: str | None, attempts: int) -> str:
+    text = str(error)
+    tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+    return f"{where(node, router)} raised {type(error).__name__}{': ' if text else ''}{text}{tries}"
 
 
 _UNCOMBINED = (NodeError, StopIteration, StopAsyncIteration)
 """Errors raised as a plain NodeError: a StopIteration raised in a generator (the stream) would become a
-RuntimeError (PEP 479)."""
+RuntimeError (PEP 479). So is every error that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``,
+``asyncio.CancelledError``): the NodeError must stay an ``Exception``, a task failure like any other."""
 
 
 _COMBINED: dict[type[BaseException], type[NodeError] | None] = {}
@@ -195,23 +224,26 @@ def _combined(kind: type[BaseException]) -> type[NodeError] | None:
     return _COMBINED.setdefault(kind, made)
 
 
-def node_error(node: str, error: BaseException) -> NodeError:
-    """The error a run raises when node ``node`` raised ``error``: a :class:`NodeError` (``.node``,
-    ``.error``, ``str()`` ``node '<name>' raised <Type>: <error>``) that is also an instance of
-    ``type(error)``, with its ``args`` and attributes (``errno``, a user class's fields); a plain NodeError
-    when the types cannot be combined or the combined one cannot be made."""
-    kind = None if isinstance(error, _UNCOMBINED) else _combined(type(error))
+def node_error(node: str, error: BaseException, router: str | None = None, attempts: int = 1) -> NodeError:
+    """The error a run raises when node ``node`` (or its router ``router``) raised ``error``, after
+    ``attempts`` tries: a :class:`NodeError` (``.node``, ``.error``, ``str()``
+    ``node '<name>' raised <Type>: <error>``, ``router '<name>' after node '<name>' raised ...``, with
+    `` (after <n> attempts)`` when it was tried more than once) that is also an instance of ``type(error)``,
+    with its ``args`` and attributes (``errno``, a user class's fields); a plain NodeError when the types
+    cannot be combined or the combined one cannot be made, and for an error that is not an ``Exception``."""
+    plain = isinstance(error, _UNCOMBINED) or not isinstance(error, Exception)
+    kind = None if plain else _combined(type(error))
     if kind is None:
-        return NodeError(node, error)
+        return NodeError(node, error, router, attempts)
     try:
         made = kind.__new__(kind, *error.args)
         for attr in ("errno", "strerror", "filename", "filename2") if isinstance(error, OSError) else ():
             setattr(made, attr, getattr(error, attr))
         vars(made).update(vars(error))
     except Exception:
-        return NodeError(node, error)
+        return NodeError(node, error, router, attempts)
     made.args = error.args
-    made.node, made.error = node, error
+    made.node, made.error, made._router, made._attempts = node, error, router, attempts
     return made
 
 
@@ -278,3 +310,10 @@ class Cancelled(BaseException):
     A BaseException, like rq's ``ShutDownImminentException``: a node's ``except Exception`` cannot swallow
     it, so the task stops.
     """
+
+
+class ColdStop(SystemExit):
+    """A worker process stopping at once on a signal (RQ's cold stop: the second Ctrl-C or SIGTERM to a worker
+    run in process by :func:`worker.process.run_worker`), raised by its signal handler wherever the main
+    thread is, possibly inside a node. Never the node's failure: the step is left as a killed worker's is, to
+    crash recovery (its lease lapses, R18). A ``SystemExit``, as RQ's own."""

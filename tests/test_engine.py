@@ -542,7 +542,8 @@ def test_router_value_outside_path_map_is_an_error() -> None:
     graph = _branching({"left": "l", "right": "r"})
     with pytest.raises(InvalidUpdateError) as info:
         graph.invoke({"x": 2})
-    assert "router of 'start' returned 'stop', not one of ['left', 'right']" in str(info.value)
+    expected = "router '<lambda>' after node 'start' returned 'stop', not one of ['left', 'right']"
+    assert str(info.value) == expected
 
 
 def test_router_sees_its_own_nodes_writes() -> None:

@@ -116,7 +116,7 @@ def test_max_resume_attempts_bounds_the_chain(
     )
     assert done.returncode == 1, done.stderr
     chain_note = f", attempt {attempts + 1} of its chain, continues {chain[-2].id}" if attempts else ""
-    assert f"run {last.id} (suicide{chain_note}) failed: WorkerLost: " in done.stderr
+    assert f"run {last.id} (suicide{chain_note}) failed at step 1: WorkerLost: " in done.stderr
     assert executions(redis_client) == {"first": 1, "doom": attempts + 1}
 
 

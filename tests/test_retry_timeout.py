@@ -82,7 +82,7 @@ def test_attempts_used_up_raise_node_error_with_the_last_error() -> None:
     assert calls == [1, 2]
     assert info.value.node == "work"
     assert info.value.error is errors[1]
-    assert str(info.value) == "node 'work' raised ConnectionError: second"
+    assert str(info.value) == "node 'work' raised ConnectionError: second (after 2 attempts)"
 
 
 def test_programming_errors_are_not_retried_by_default() -> None:

@@ -106,7 +106,8 @@ def test_unserialisable_value_fails_naming_state_path(
     work(redis_client, redis_url)
     run = client.get_run(run_id)
     assert run.status == RunStatus.FAILED
-    assert run.error is not None and run.error.message.startswith("state.bad.inner[1]: type 'object'")
+    assert run.error is not None
+    assert run.error.message.startswith("node 'unserialisable' wrote state.bad.inner[1]: type 'object'")
 
 
 def test_step_limit_fails_naming_the_setting(client: Client, redis_client: Any, redis_url: str) -> None:

@@ -13,12 +13,20 @@ from graphcore.backend.retention import remove_after_completion
 from graphcore.backend.runs import RunError, RunRecord, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.errors import LeaseLostError
+from graphcore.errors import GraphqError, LeaseLostError, SerializationError, where
 from worker.context import WorkerContext
 from worker.fenced_writes import set_status
 from worker.lease import Lease
 
-__all__ = ["after_completion", "after_head", "end_completed", "end_run", "fail_run", "release_thread"]
+__all__ = [
+    "after_completion",
+    "after_head",
+    "end_completed",
+    "end_run",
+    "fail_run",
+    "release_thread",
+    "run_error",
+]
 
 log = logging.getLogger("graphq.step")
 ends = logging.getLogger("graphq.runs")
@@ -26,11 +34,28 @@ ends = logging.getLogger("graphq.runs")
 run a worker in process (``graphq run``, ``--wait``) report the end themselves and quiet this logger."""
 
 
-def fail_run(ctx: WorkerContext, run: RunRecord, lease: Lease, exc: BaseException) -> None:
-    """Mark the run Failed with ``exc`` (its traceback includes the node's own error, chained as cause)."""
+def fail_run(
+    ctx: WorkerContext, run: RunRecord, lease: Lease, exc: BaseException, node: str | None = None
+) -> None:
+    """Mark the run Failed with ``exc`` (:func:`run_error`), raised in the thread step the job runs (the
+    lease's :attr:`~worker.lease.Lease.step_number`, else the step after the run's head) by the task of
+    ``node``, if a task raised it."""
+    step = lease.step_number if lease.step_number is not None else after_head(ctx, run)
+    end_run(ctx, run, lease, RunStatus.FAILED, run_error(exc, step, node))
+
+
+def run_error(exc: BaseException, step: int, node: str | None = None) -> RunError:
+    """The error record of a run that failed with ``exc`` in thread step ``step``: its type, its message, its
+    traceback (with the node's own error, chained as cause), the step, and the node it came from (the one
+    the error names, else the task's ``node``). A value a node wrote that cannot be stored says so:
+    ``node 'a' wrote state.x[1]: type 'object' is not serializable; ...``."""
+    named = getattr(exc, "node", None) if isinstance(exc, GraphqError) else None
+    node = named if isinstance(named, str) else node
+    message = str(exc)
+    if isinstance(exc, SerializationError) and node is not None:
+        message = f"{where(node)} wrote {message}"
     tb = "".join(traceback.format_exception(exc))
-    error = RunError(type=type(exc).__name__, message=str(exc), traceback=tb)
-    end_run(ctx, run, lease, RunStatus.FAILED, error)
+    return RunError(type=type(exc).__name__, message=message, traceback=tb, node=node, step=step)
 
 
 def release_thread(ctx: WorkerContext, run: RunRecord) -> None:
@@ -61,10 +86,11 @@ def after_completion(ctx: WorkerContext, run: RunRecord, head: Checkpoint | None
 
 def end_run(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, error: RunError) -> None:
     """End the run (compare-and-set from a non-terminal status, I7, fenced by the lease, I1) and record
-    why; a worker that lost its lease changes nothing (the refusal is logged and counted)."""
+    why, in the error's step (else the step after the run's head); a worker that lost its lease changes
+    nothing (the refusal is logged and counted)."""
     fields = {"error": error.model_dump_json(), "ended_at": now_iso()}
     event = {"status": status.value, "error": f"{error.type}: {error.message}"}
-    step = after_head(ctx, run)
+    step = error.step if error.step is not None else after_head(ctx, run)
     try:
         ended = set_status(ctx, run, lease, status, fields=fields, events=[("status", step, event)])
     except LeaseLostError:

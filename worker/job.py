@@ -36,6 +36,7 @@ from graphcore.backend.runs import (
     run_timeout_error,
     run_timeout_s,
 )
+from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.config import RunConfig, Scope, run_scope
@@ -44,9 +45,12 @@ from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import RetryHook, StepResult, run_step
 from graphcore.errors import (
     Cancelled,
+    ColdStop,
     GraphqError,
     LeaseLostError,
     NodeTimeoutError,
+    PermanentError,
+    SerializationError,
 )
 from graphcore.types import TaskWrites
 from worker import logs, metrics
@@ -123,8 +127,9 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
     try:
         outcome = _leased(ctx, run, lease, raw)
     except BaseException as exc:
-        # Neither committed, paused nor ended (its ending was not written): the run stays where the reaper
-        # finds it. Released, the lease would leave it Running for ever, in no index.
+        # Neither committed, paused nor ended (its ending was not written, or the process stops at once: a
+        # ColdStop): the run stays where the reaper finds it. Released, the lease would leave it Running for
+        # ever, in no index.
         lease.leave()
         log.warning(
             "run %s step %s left unfinished (%s: %s): its lease lapses and the reaper continues the run",
@@ -142,8 +147,10 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
 
 
 def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, bytes]) -> str:
-    """The step under its claimed ``lease``, and how it ends: committed, paused, failed, canceled, given up
-    or rejected (the fence refused a write). Raises only when that ending could not be written."""
+    """The step under its claimed ``lease``, and how it ends: committed, paused, failed (also by a
+    ``SystemExit`` or ``KeyboardInterrupt`` of user code: the worker goes on), canceled, given up or
+    rejected (the fence refused a write). Raises :class:`ColdStop` (the process stopping at once), or when
+    that ending could not be written: the caller leaves the lease to lapse, the run to crash recovery."""
     run_id, thread_id, step = run.id, run.thread_id, run.step
     try:
         with lease:
@@ -159,10 +166,11 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
         note = "canceled by request; running nodes were signalled"
         end_run(ctx, run, lease, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
         return "canceled during the step"
-    except Exception as exc:
-        fail_run(ctx, run, lease, exc)
+    except ColdStop:  # this process stops at once (a signal): the step is crash recovery's, as a killed one's
+        raise
+    except BaseException as exc:  # also a SystemExit or KeyboardInterrupt of user code run outside a task (a
+        fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
-
 
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
@@ -239,6 +247,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         return "canceled: run timeout"
     _mark_running(ctx, run, lease, cfg)
     cp, continued = _head(ctx, graph, run, lease, cfg)
+    lease.step_number = cp.step + 1  # the step this job runs: where an error is recorded (fail_run)
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
         end_completed(ctx, run, lease, cp.step)
         return "completed: nothing to run"
@@ -302,12 +311,34 @@ def _step_end(
     tasks' writes were persisted as they finished."""
     if lease.stop is not None:
         raise Cancelled(lease.stop.error.message)
-    if outcome.error is not None:
-        raise outcome.error
+    if outcome.failed:
+        task, error = outcome.failed[0]
+        if not isinstance(error, PermanentError):  # not the task's fault: e.g. Redis, persisting its writes
+            raise error
+        fail_run(ctx, run, lease, error, task.node)
+        return f"failed: {type(error).__name__}"
     if any(r.interrupts for r in outcome.results):
         return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
-    return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
+    try:
+        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
+    except SerializationError as exc:
+        node = _unstorable(outcome.results)
+        if node is None:  # not a node's writes (a reducer's result): the error names where in the state
+            raise
+        fail_run(ctx, run, lease, exc, node)
+        return "failed: SerializationError"
+
+
+def _unstorable(results: list[TaskWrites]) -> str | None:
+    """The first node whose writes (state updates, Sends) cannot be stored, of a step whose commit could
+    not store its checkpoint; None when each node's can (the value came from a reducer)."""
+    for result in results:
+        try:
+            encode_writes(result)
+        except SerializationError:
+            return result.node
+    return None
 
 
 def _check_step(graph: CompiledGraph, run: RunRecord, cfg: RunConfig, cp: Checkpoint) -> None:
@@ -338,8 +369,9 @@ def _deadline(graph: CompiledGraph, attempt: _Attempt, cp: Checkpoint) -> tuple[
         slowest = max(specs, key=lambda s: s.timeout_s or 0.0)
         node_at = time.time() + (slowest.timeout_s or 0.0)
         if node_at < at:
-            error = NodeTimeoutError(slowest.name, slowest.timeout_s or 0.0)
-            at, stop = node_at, Stop(RunStatus.FAILED, RunError(type="NodeTimeoutError", message=str(error)))
+            message = str(NodeTimeoutError(slowest.name, slowest.timeout_s or 0.0))
+            error = RunError(type="NodeTimeoutError", message=message, node=slowest.name, step=cp.step + 1)
+            at, stop = node_at, Stop(RunStatus.FAILED, error)
     return at, stop, cp.step + 1
 
 
@@ -404,6 +436,7 @@ def _head(
         fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), {"head": parent.id}))
         run.head = parent.id
         return parent, True
+    lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
     cp = apply_input(graph, parent, run.input, {"run_id": run.id})
     _commit_start(ctx, run, lease, cp, may_append=parent is not None)
     return cp, False

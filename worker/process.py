@@ -4,6 +4,7 @@ supervising process, :mod:`worker.supervisor`)."""
 from __future__ import annotations
 
 import logging
+from types import FrameType
 from typing import Any
 
 from rq import SimpleWorker
@@ -13,7 +14,7 @@ from graphcore.backend import published
 from graphcore.backend.catalog import publish
 from graphcore.backend.connection import connect, outlast
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError
+from graphcore.errors import ColdStop, ConfigError
 from graphcore.settings import Settings, get_settings
 from worker.commands import BoundedCommands
 from worker.context import WorkerContext, set_context
@@ -22,7 +23,7 @@ from worker.outage import OutlastOutages
 from worker.queue import StepJob
 from worker.switch import KillSwitch
 
-__all__ = ["graphq_worker", "run_worker"]
+__all__ = ["ColdStops", "graphq_worker", "run_worker"]
 
 
 def run_worker(
@@ -77,9 +78,23 @@ def run_worker(
 def graphq_worker(worker_class: type[SimpleWorker]) -> type[SimpleWorker]:
     """``worker_class`` (``SimpleWorker`` or a subclass) with graphq's mixins before it in the MRO: RQ's
     Redis calls outlive outages (:class:`worker.outage.OutlastOutages`), the kill switch is obeyed (R6,
-    :class:`worker.switch.KillSwitch`), and RQ's command thread stops within seconds
-    (:class:`worker.commands.BoundedCommands`)."""
+    :class:`worker.switch.KillSwitch`), RQ's command thread stops within seconds
+    (:class:`worker.commands.BoundedCommands`), and its cold stop is told from a node's ``SystemExit``
+    (:class:`ColdStops`)."""
     if issubclass(worker_class, OutlastOutages):
         return worker_class
-    bases = (OutlastOutages, KillSwitch, BoundedCommands, worker_class)
+    bases = (OutlastOutages, KillSwitch, BoundedCommands, ColdStops, worker_class)
     return type(f"Graphq{worker_class.__name__}", bases, {})
+
+
+class ColdStops(SimpleWorker):
+    """The mixin: RQ's cold stop (the second Ctrl-C or SIGTERM to a worker whose signal handlers are RQ's)
+    raises :class:`~graphcore.errors.ColdStop` instead of a plain ``SystemExit``. Raised wherever the main
+    thread is, it may land inside a node running there; the step job then leaves the step to crash recovery
+    instead of failing the run as it does for a node's own ``SystemExit``."""
+
+    def request_force_stop(self, signum: int, frame: FrameType | None) -> None:
+        try:
+            super().request_force_stop(signum, frame)
+        except SystemExit:
+            raise ColdStop() from None

@@ -651,9 +651,12 @@ class Client:
     def thread_step(self, record: RunRecord) -> int | None:
         """The thread's super-step a run is at, numbered like the thread's checkpoints (``graphq state
         --history``): the step it runs next, is running, waits for input in, or failed or was canceled in
-        (its head checkpoint's step + 1); for a completed run, the step of its last checkpoint. None before
-        the run has a checkpoint (queued, not started).
+        (its head checkpoint's step + 1; a failed run's error records it, -1 for the input of a new thread);
+        for a completed run, the step of its last checkpoint. None before the run has a checkpoint (queued,
+        not started).
         """
+        if record.status == RunStatus.FAILED and record.error is not None and record.error.step is not None:
+            return record.error.step
         if record.head is None:
             return None
         cp = self.checkpoints.get(record.thread_id, record.head)

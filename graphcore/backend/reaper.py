@@ -125,6 +125,7 @@ def worker_lost_error(worker: str, step: int, deadline_ms: float) -> RunError:
     return RunError(
         type="WorkerLost",
         message=f"{who} stopped renewing its lease on step {step}; the lease lapsed at {iso_ms(deadline_ms)}",
+        step=step,
     )
 
 
@@ -183,10 +184,11 @@ def reap(
     config = json.loads(config_raw) if config_raw else {}
     event_step = _event_step(kv, thread, head, step)
     lost = closing or worker_lost_error(worker or "", event_step, lapsed.deadline_ms)
-    limit = RunError(
-        type=lost.type,
-        message=f"{lost.message}; not continued: the chain reached {LIMIT_SETTING}={max_attempts} "
-        f"(attempt {attempt})",
+    limit = lost.model_copy(
+        update={
+            "message": f"{lost.message}; not continued: the chain reached {LIMIT_SETTING}={max_attempts} "
+            f"(attempt {attempt})"
+        }
     )
     new_id = uuid.uuid4().hex
     failed = {"status": status, "error": f"{lost.type}: {lost.message}"}

@@ -58,11 +58,22 @@ def now_iso() -> str:
 
 
 class RunError(BaseModel):
-    """Why a run failed: exception type, message and formatted traceback."""
+    """Why a run failed (or was canceled): exception type, message and formatted traceback; for a failure
+    in a step, the thread step and the node.
+
+    Attributes:
+        node: the node the error came from (``"__start__"`` for a router of START; the message names the
+            router), when one node is to blame; None otherwise (writes of several nodes that conflict, a
+            lost worker, a cancel).
+        step: the thread's super-step it failed in, numbered like ``graphq state --history`` (-1: the input
+            of a new thread); None when no step is to blame (a cancel request).
+    """
 
     type: str
     message: str
     traceback: str = ""
+    node: str | None = None
+    step: int | None = None
 
 
 CANCEL_ERROR = RunError(type="Canceled", message="canceled by request")

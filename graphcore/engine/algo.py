@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
-from graphcore.errors import GraphqError, InvalidUpdateError
+from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 __all__ = [
@@ -102,10 +103,13 @@ def _apply(
         except GraphqError:
             raise
         except Exception as exc:
-            nodes = ", ".join(node for node, _ in channel_writes)
-            raise InvalidUpdateError(
-                f"reducer of channel {key!r} raised {type(exc).__name__}: {exc} (writes from {nodes})"
-            ) from exc
+            writers = [node for node, _ in channel_writes]
+            error = InvalidUpdateError(
+                f"reducer of channel {key!r} raised {type(exc).__name__}: {exc} "
+                f"(writes from {', '.join(writers)})"
+            )
+            error.node = writers[0] if len(set(writers)) == 1 else None
+            raise error from exc
     if any(key not in values for key in grouped):  # a key's first value: keep LangGraph's key order
         new = graph.schema.in_order(new)
     return new, set(grouped)
@@ -130,29 +134,50 @@ def call_router(graph: GraphSpec, branch: Branch, state: Any) -> Any:
     return branch.router(state)
 
 
+@contextmanager
+def router_errors(branch: Branch) -> Iterator[None]:
+    """Around a call of ``branch``'s router (and the await of an async one's result): an ``Exception`` it
+    raises leaves as a :class:`~graphcore.errors.NodeError` naming the router and its node (also an
+    instance of the router's error type, :func:`~graphcore.errors.node_error`); graphq's own errors pass
+    unchanged."""
+    try:
+        yield
+    except GraphqError:
+        raise
+    except Exception as exc:
+        raise node_error(branch.source, exc, router=branch.name) from exc
+
+
 def _route(graph: GraphSpec, branch: Branch, state: Any) -> list[PendingTask]:
-    chosen = call_router(graph, branch, state)
-    if graph.async_routers and inspect.isawaitable(chosen):  # an async router outside a task (START, update)
-        chosen = run_coroutine(chosen)
+    with router_errors(branch):
+        chosen = call_router(graph, branch, state)
+        if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
+            chosen = run_coroutine(chosen)
     return destinations(graph, branch, chosen)
 
 
 def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingTask]:
-    """The next tasks for what a router of ``branch`` returned (names, END, Sends, or a list of them)."""
+    """The next tasks for what a router of ``branch`` returned (names, END, Sends, or a list of them).
+
+    Raises:
+        InvalidUpdateError: a name outside the branch's ``path_map``, or a node (or a Send's node) the graph
+            does not have; the message names the router and its node.
+    """
     out = []
+    router = where(branch.source, branch.name)
     for result in _as_list(chosen):
         if isinstance(result, Send):
+            if result.node not in graph.nodes:
+                raise InvalidUpdateError(f"{router} sent to unknown node {result.node!r}")
             out.append(_goto(result))
             continue
         dest = result
         if branch.path_map is not None:
             if result not in branch.path_map:
-                raise InvalidUpdateError(
-                    f"router of {branch.source!r} returned {result!r}, not one of {list(branch.path_map)}"
-                )
+                raise InvalidUpdateError(f"{router} returned {result!r}, not one of {list(branch.path_map)}")
             dest = branch.path_map[result]
         if dest != END and dest not in graph.nodes:
-            raise InvalidUpdateError(f"router of {branch.source!r} returned unknown node {dest!r}")
+            raise InvalidUpdateError(f"{router} returned unknown node {dest!r}")
         out.append(PendingTask(dest))
     return out
 

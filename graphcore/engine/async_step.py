@@ -32,6 +32,7 @@ from graphcore.engine.algo import (
     normalise,
     paused_writes,
     route_view,
+    router_errors,
     task_setup,
 )
 from graphcore.engine.cancel import CancelToken
@@ -41,7 +42,7 @@ from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
 from graphcore.engine.threads import in_pool, start_thread
-from graphcore.engine.tries import Step, Tries
+from graphcore.engine.tries import Step, Tries, passes_through
 from graphcore.errors import Cancelled, NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
@@ -137,10 +138,13 @@ async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites |
     tries = _Tries(step, task, watch)
     try:
         result = await tries.run()
-    except Cancelled as exc:
-        return exc
-    except Exception as exc:
-        return tries.failure(exc)
+    except asyncio.CancelledError as exc:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():  # the step itself is cancelled (its ainvoke was)
+            raise
+        return tries.failure(exc)  # the node raised it itself: its failure, as LangGraph's NodeCancelledError
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
+        return exc if passes_through(exc) else tries.failure(exc)
     if step.done is not None:
         try:
             step.done(result)
@@ -192,6 +196,7 @@ class _Tries(Tries):
     async def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
         token = self.try_token()
+        self.tries += 1
         current = asyncio.current_task()
         assert current is not None  # a coroutine of _run_all's gather
         if self.watch is not None:
@@ -310,8 +315,9 @@ async def _aroutes(
     view = route_view(graph, node, cp.channel_values, writes)
     out: list[PendingTask] = []
     for branch in branches:
-        chosen = call_router(graph, branch, view)
-        if inspect.isawaitable(chosen):
-            chosen = await chosen
+        with router_errors(branch):
+            chosen = call_router(graph, branch, view)
+            if inspect.isawaitable(chosen):
+                chosen = await chosen
         out += destinations(graph, branch, chosen)
     return out

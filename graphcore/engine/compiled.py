@@ -68,6 +68,12 @@ class Branch:
     injects: tuple[str, ...] = ()
     """The parameters ``router`` takes by keyword (``config``, ``writer``; :mod:`graphcore.engine.params`)."""
 
+    @property
+    def name(self) -> str:
+        """The router's name, as errors give it: its function's ``__name__`` (``<lambda>`` for a lambda),
+        else its type's."""
+        return str(getattr(self.router, "__name__", type(self.router).__name__))
+
     def destinations(self) -> list[str] | None:
         """The nodes this branch may reach, when ``path_map`` says; None when only the router knows."""
         return None if self.path_map is None else list(self.path_map.values())

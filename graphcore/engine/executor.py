@@ -36,7 +36,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
-from graphcore.engine.failures import failure_entries
+from graphcore.engine.failures import failure_entries, raised
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
 from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
@@ -152,8 +152,12 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
 
         Raises:
             StepLimitError: more than ``max_super_steps`` super-steps were needed.
-            NodeError: a node raised; ``.node`` and ``.error`` tell which and what.
-            InvalidUpdateError: a node's writes were invalid or conflicting.
+            NodeError: a node or one of its routers raised (also an instance of the error's type);
+                ``.node`` and ``.error`` tell which and what, the message names the router.
+            SystemExit, KeyboardInterrupt: a node raised it: the very exception, as LangGraph lets it
+                propagate (on the queue it fails the run like any node error).
+            InvalidUpdateError: a node's writes were invalid or conflicting, or a router sent to a node the
+                graph does not have.
             InvalidGraphError: a breakpoint names an unknown node.
             ValueError: an unknown ``durability``.
             ThreadRequiredError: (a ``ValueError``) the graph has a checkpointer and ``config`` no thread id.
@@ -405,7 +409,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
                         self, modes, custom, outcome.results, cp, outcome.error, shown
                     )
                     yield failed, cp, []
-                raise outcome.error
+                raise raised(outcome.error)
             finished, answers = {}, {}
             paused = [i for r in outcome.results for i in r.interrupts]
             if paused:  # the step does not commit: its finished tasks wait as pending writes (I2)

@@ -8,6 +8,7 @@ not graphq's :class:`~graphcore.errors.NodeError` around it).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from graphcore.checkpoints.layout import failure_entry
@@ -15,7 +16,7 @@ from graphcore.engine.algo import Task
 from graphcore.errors import NodeError
 from graphcore.types import TaskWrites
 
-__all__ = ["failure_entries", "failure_text"]
+__all__ = ["failure_entries", "failure_text", "raised"]
 
 
 def failure_text(error: BaseException) -> str:
@@ -26,3 +27,14 @@ def failure_text(error: BaseException) -> str:
 def failure_entries(failed: Sequence[tuple[Task, Exception]]) -> list[TaskWrites]:
     """The pending-writes entries recording each ``(task, error)`` of a failed step."""
     return [failure_entry(task.id, task.node, failure_text(error)) for task, error in failed]
+
+
+def raised(error: Exception) -> BaseException:
+    """What ``invoke`` and ``stream`` raise for a failed step whose first failure is ``error``: the node's own
+    exception when it is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``: LangGraph lets them
+    propagate to the caller as they were raised), else ``error``. A node's own ``asyncio.CancelledError``
+    stays a :class:`NodeError` (an ``Exception``, as LangGraph's ``NodeCancelledError``): raised bare, it
+    would read as the caller's task being cancelled."""
+    if isinstance(error, NodeError) and not isinstance(error.error, Exception | asyncio.CancelledError):
+        return error.error
+    return error

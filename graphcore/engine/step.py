@@ -19,7 +19,7 @@ from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
 from graphcore.engine.nested import retried
 from graphcore.engine.threads import in_pool, start_thread
-from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer
+from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer, passes_through
 from graphcore.errors import NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
@@ -48,10 +48,14 @@ class StepResult:
 
 
 def _call(step: Step, task: Task) -> TaskWrites:
+    """Run ``task`` to its writes; raises what it fails with (:meth:`Tries.failure`), or graphq's own control
+    flow (:func:`passes_through`) unchanged."""
     tries = _Tries(step, task)
     try:
         result = tries.run()
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
+        if passes_through(exc):
+            raise
         raise tries.failure(exc)  # noqa: B904  (a NodeError has exc as its cause already)
     if step.done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
         step.done(result)
@@ -74,6 +78,7 @@ class _Tries(Tries):
     def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
         token = self.try_token()
+        self.tries += 1
         timeout_s = self.spec.timeout_s
         if timeout_s is None:
             return self._attempt(token, None)
@@ -158,7 +163,7 @@ def _run_sync(step: Step, todo: Sequence[Task]) -> dict[str, TaskWrites | Except
     for task, future in _submit(step, todo):
         failure = future.exception()
         if failure is not None and not isinstance(failure, Exception):
-            raise failure  # KeyboardInterrupt, SystemExit, a shutdown signal: not a task failure
+            raise failure  # graphq's own control flow (a cancel, a cold stop): not a task failure
         outcomes[task.id] = failure if failure is not None else future.result()
     return outcomes
 

@@ -19,10 +19,11 @@ from graphcore.engine.algo import Task
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
-from graphcore.errors import GraphqError, node_error
+from graphcore.engine.interrupts import GraphInterrupt
+from graphcore.errors import Cancelled, ColdStop, GraphqError, node_error
 from graphcore.types import TaskWrites
 
-__all__ = ["RetryHook", "Step", "TaskDone", "Tries", "Writer"]
+__all__ = ["RetryHook", "Step", "TaskDone", "Tries", "Writer", "passes_through"]
 
 TaskDone = Callable[[TaskWrites], None]
 Writer = Callable[[Task, Any], None]
@@ -53,6 +54,8 @@ class Tries:
         self.cancel = CancelToken(parent=step.cancel)
         self.last_error: BaseException | None = None
         self.hook_error: BaseException | None = None
+        self.tries = 0
+        """Tries started so far (each ``once`` counts one)."""
 
     def retry_on(self, exc: BaseException) -> bool:
         """Whether a try that failed with ``exc`` is tried again (never once the task is cancelled)."""
@@ -73,13 +76,24 @@ class Tries:
             self.hook_error = exc
             raise
 
-    def failure(self, exc: Exception) -> Exception:
+    def failure(self, exc: BaseException) -> Exception:
         """What the task fails with when its tries end in ``exc``: a graphq error, or ``on_retry``'s own
         error (e.g. Redis: not the node's fault), unchanged; anything else the node raised as
         :class:`~graphcore.errors.NodeError` that is also an instance of the node's error type
-        (:func:`~graphcore.errors.node_error`)."""
+        (:func:`~graphcore.errors.node_error`; a plain NodeError for one that is not an ``Exception``:
+        ``SystemExit``, ``KeyboardInterrupt``, ``asyncio.CancelledError``), naming its tries when it had
+        several."""
         if isinstance(exc, GraphqError) or exc is self.hook_error:
+            assert isinstance(exc, Exception)  # a hook error is caught as an Exception
             return exc
-        error = node_error(self.task.node, exc)
+        error = node_error(self.task.node, exc, attempts=self.tries)
         error.__cause__ = exc
         return error
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether ``exc``, raised out of a task's tries, is graphq's own control flow rather than the task's
+    failure: a cancel (:class:`~graphcore.errors.Cancelled`), a pause (``GraphInterrupt``), a process
+    stopping at once on a signal (:class:`~graphcore.errors.ColdStop`). Every other error a node raises,
+    ``SystemExit`` and ``KeyboardInterrupt`` included, fails its task (:meth:`Tries.failure`)."""
+    return isinstance(exc, Cancelled | GraphInterrupt | ColdStop)

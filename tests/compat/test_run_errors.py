@@ -311,6 +311,79 @@ def test_an_async_nodes_error_is_caught_as_itself(lg: Imports) -> None:
     assert info.value.args == ("async",)
 
 
+def _call_by(how: str, graph: Any) -> None:
+    """Run ``graph`` once by ``invoke``, ``stream`` or ``ainvoke``."""
+    if how == "invoke":
+        graph.invoke({"x": 0})
+    elif how == "stream":
+        list(graph.stream({"x": 0}))
+    else:
+        asyncio.run(graph.ainvoke({"x": 0}))
+
+
+def _raising_async(lg: Imports, error: BaseException) -> Any:
+    async def node(state: State) -> dict[str, Any]:
+        raise error
+
+    builder = lg.StateGraph(State)
+    builder.add_node("boom", node)
+    builder.add_edge(lg.START, "boom")
+    return builder.compile()
+
+
+_CALLS = [("sync", "invoke"), ("sync", "stream"), ("sync", "ainvoke"), ("async", "ainvoke")]
+"""(the node, how the graph is run): LangGraph runs an async node under ``ainvoke`` only."""
+
+
+@pytest.mark.parametrize("kind", [SystemExit, KeyboardInterrupt])
+@pytest.mark.parametrize(("node", "how"), _CALLS)
+def test_a_nodes_system_exit_or_keyboard_interrupt_reaches_the_caller_as_itself(
+    lg: Imports, node: str, how: str, kind: type[BaseException]
+) -> None:
+    """LangGraph: a node's ``SystemExit`` or ``KeyboardInterrupt`` propagates to the caller of ``invoke``,
+    ``stream`` and ``ainvoke``: the very exception the node raised (on the queue, graphq fails the run
+    instead: tests/test_node_exits.py)."""
+    error = kind(3)
+    graph = (_raising if node == "sync" else _raising_async)(lg, error)
+    with pytest.raises(kind) as info:
+        _call_by(how, graph)
+    assert info.value is error
+
+
+@pytest.mark.parametrize(("node", "how"), _CALLS)
+def test_a_nodes_own_cancelled_error_fails_it_as_an_exception_naming_the_node(
+    lg: Imports, node: str, how: str
+) -> None:
+    """LangGraph: a node that raises ``asyncio.CancelledError`` itself fails as any node error does, with an
+    ``Exception`` naming the node (``NodeCancelledError``; graphq's ``NodeError``), not a bare
+    ``CancelledError`` that would read as the caller's task being cancelled."""
+    graph = (_raising if node == "sync" else _raising_async)(lg, asyncio.CancelledError())
+    with pytest.raises(Exception) as info:
+        _call_by(how, graph)
+    assert not isinstance(info.value, asyncio.CancelledError)
+    if lg.is_langgraph:
+        assert str(info.value) == "Node 'boom' raised asyncio.CancelledError"
+    else:
+        assert str(info.value) == "node 'boom' raised CancelledError"
+
+
+def test_a_router_of_starts_error_is_caught_as_itself(lg: Imports) -> None:
+    """LangGraph: a router from START that reads a key the input lacks raises its ``KeyError`` (graphq's is
+    a NodeError that is one, naming the router)."""
+
+    def fan_out(state: State) -> str:
+        return "a" if state["x"] > 0 else lg.END
+
+    builder = lg.StateGraph(State)
+    builder.add_node("a", lambda s: {"x": 1})
+    builder.add_conditional_edges(lg.START, fan_out)
+    with pytest.raises(KeyError) as info:
+        builder.compile().invoke({"v": ["y"]})
+    assert info.value.args == ("x",)
+    if not lg.is_langgraph:
+        assert str(info.value) == "router 'fan_out' after START raised KeyError: 'x'"
+
+
 # -- a class the serde does not allow ------------------------------------------------------------------------
 
 
