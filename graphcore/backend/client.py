@@ -39,7 +39,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.config import ACCEPTED, RunConfig, merge_config
 from graphcore.engine.executor import CompiledGraph
-from graphcore.engine.inputs import check_size, check_types
+from graphcore.engine.inputs import check_nesting, check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
 from graphcore.engine.schema import stored_values
@@ -203,6 +203,8 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     value = check_types(graph.schema, req.input)
     check_size("input", len(serde.dumps(value, path="input")))
     if req.preset_answers:
+        for answer in req.preset_answers.values():
+            check_nesting(answer, "answer")
         check_size("answer", len(serde.dumps(dict(req.preset_answers), path="answer")))
     return RunRecord(
         id=run_id,
@@ -227,11 +229,14 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
 
     Raises:
         UnknownWorkflowError: no such workflow.
+        SerializationError: the config nests more than :data:`~graphcore.engine.inputs.MAX_NESTING`
+            levels deep.
         ConfigError: a bad option, id or timeout; ``run_id`` in the config (the queue names each run:
             ``client.enqueue`` returns the id, ``graphq enqueue`` prints it); ``checkpoint_id`` while this
             process keeps no checkpoint history; two thread ids that differ.
     """
     graph = registry.get(req.workflow)
+    check_nesting(req.config, "config")
     given = queue_config(req.config)
     cfg = graph.config_for(given)
     cfg.run_timeout()
@@ -678,9 +683,11 @@ class Client:
                 were answered: :meth:`answer_again` answers one again). Nothing is written.
             InvalidUpdateError: unknown request id; several requests open and the answer is not keyed by
                 their ids (the message lists them). Nothing is written.
-            SerializationError: the answer holds a value outside the allow-list.
+            SerializationError: the answer holds a value outside the allow-list, or nests more than
+                :data:`~graphcore.engine.inputs.MAX_NESTING` levels deep.
             InputTooLargeError: the answer is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
         """
+        check_nesting(value, "answer")
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         run = self.runs.get(run_id)
