@@ -10,15 +10,13 @@ from typing import Any
 
 import click
 
-__all__ = ["LIMIT", "MAX_LIMIT", "MAX_WAIT_S", "PORT", "WAIT_S", "FiniteFloatRange"]
+from graphcore.backend.client import MAX_LIMIT
 
-MAX_LIMIT = 100_000
-"""Most rows a ``--limit`` asks for (a schedule keeps at most this many fires:
-GRAPHQ_SCHEDULE_HISTORY_LENGTH's ceiling)."""
+__all__ = ["LIMIT", "MAX_WAIT_S", "PORT", "WAIT_S", "FiniteFloatRange"]
 
 LIMIT = click.IntRange(1, MAX_LIMIT)
-"""``--limit N`` of a listing: 1 to :data:`MAX_LIMIT` rows (Redis refused a count beyond 64 bits with a
-traceback)."""
+"""``--limit N`` of a listing: 1 to :data:`~graphcore.backend.client.MAX_LIMIT` rows, as the client takes
+(Redis refused a count beyond 64 bits with a traceback)."""
 
 PORT = click.IntRange(0, 65535)
 """A TCP port to serve on; 0: none."""

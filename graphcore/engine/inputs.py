@@ -179,7 +179,7 @@ def check_answer(value: Any) -> None:
     check_size("answer", len(serde.dumps(value, path="answer")))
 
 
-def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
+def check_types(schema: StateSchema, value: Any, path: str = "input", writer: str = START) -> Any:
     """Validate an input against ``schema``'s types (see the module docstring).
 
     Args:
@@ -190,6 +190,10 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
             ``path`` itself: ``input: Input should be a valid list (got {'a': 1})``). Keys are checked
             against the graph's input schema (by default its state schema).
         path: the root of error paths.
+        writer: who writes ``value``: START for a run's input; a node for a state update written as that
+            node (``update_state``'s ``as_node``), whose keys are checked against the state schema (the keys
+            it declares; not those only a node's own input schema has) and whose unknown keys are refused
+            as that node's.
 
     Returns:
         The value to store: ``value`` itself, or a copy whose JSON-form values were validated into their
@@ -202,20 +206,21 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
             (``input.messages: add_messages refused it: a message dict must have ...``).
     """
     check_nesting(value, path)
-    stored = _typed(schema, value, path)
-    _check_reducers(schema, stored, path)
+    stored = _typed(schema, value, path, writer)
+    _check_reducers(schema, stored, path, writer)
     return stored
 
 
-def _typed(schema: StateSchema, value: Any, path: str) -> Any:
+def _typed(schema: StateSchema, value: Any, path: str, writer: str) -> Any:
     """The type checks of :func:`check_types`; returns the value to store."""
     if schema.root:
         return _check_root(schema, value, path)
     if not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
         return value
-    keys = schema.input_keys
+    keys = schema.input_keys if writer == START else schema.state_keys
     checked = {k: v for k, v in value.items() if k in keys and _is_checked(schema.channels.get(k))}
-    against = schema.input_schema  # the state schema unless the graph has an input schema of its own
+    # the state schema unless the graph has an input schema of its own
+    against = schema.input_schema if writer == START else schema.schema
     if isinstance(against, type) and issubclass(against, BaseModel):
         _check_model(against, checked, path)
         return value
@@ -230,12 +235,12 @@ def _typed(schema: StateSchema, value: Any, path: str) -> Any:
     return {**value, **converted} if converted else value
 
 
-def _check_reducers(schema: StateSchema, value: Any, path: str) -> None:
+def _check_reducers(schema: StateSchema, value: Any, path: str, writer: str) -> None:
     """Fold each reducer channel's write onto the channel's empty value (see the module docstring); a
     value of the wrong shape is left to ``writes_of``."""
     if not (schema.root or isinstance(value, Mapping | BaseModel)):
         return
-    for key, write in schema.writes_of(START, value):
+    for key, write in schema.writes_of(writer, value):
         channel = schema.channels.get(key)
         if isinstance(channel, ReducerChannel):
             _fold(channel, key, write, path if key == ROOT else f"{path}.{key}")
