@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cli.bounds import WAIT_S
 from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
 from cli.inputs import check_ids, parse_input, read_batch
@@ -273,7 +274,7 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=WAIT_S,
     metavar="S",
     help="With --wait: give up after S seconds (exit 1).",
 )

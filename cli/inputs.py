@@ -12,6 +12,7 @@ from typing import Any
 
 from cli.errors import fail
 from graphcore import keys
+from graphcore.engine.inputs import MAX_NESTING, TOO_DEEP, nesting_problem
 from graphcore.errors import ConfigError
 
 __all__ = ["BATCH_KEYS", "BatchLine", "check_ids", "loads", "make_data_dir", "parse_input", "read_batch"]
@@ -68,10 +69,19 @@ def _finite_float(text: str) -> float:
     return number
 
 
-def loads(text: str) -> Any:
+def loads(text: str, levels: int = MAX_NESTING) -> Any:
     """Strict JSON: ``NaN``, ``Infinity`` and numbers beyond a float's range are refused (ValueError), as
-    the JSON standard (RFC 8259 §6) has none of them."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    the JSON standard (RFC 8259 §6) has none of them; so are arrays and objects nested more than ``levels``
+    deep (:data:`~graphcore.engine.inputs.MAX_NESTING`, as the client refuses, plus the levels the text
+    wraps the value in), also those too deep for Python's JSON parser."""
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:  # deeper than Python's recursion limit, so than MAX_NESTING
+        raise ValueError(TOO_DEEP) from None
+    problem = nesting_problem(value, levels)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
 
 
 def parse_input(value: str | None, option: str = "--input") -> Any:
@@ -117,7 +127,7 @@ def _optional_id(kind: str, value: Any, where: str) -> str | None:
 
 def _batch_line(text: str, where: str) -> BatchLine:
     try:
-        obj = loads(text)
+        obj = loads(text, MAX_NESTING + 1)  # the line's object around the input
     except json.JSONDecodeError as exc:
         fail(f"{where}:{exc.colno}: {exc.msg}")
     except ValueError as exc:

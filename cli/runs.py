@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from cli.bounds import LIMIT
 from cli.context import AppContext
 from cli.control import answer, cancel, requests, resume
 from cli.inputs import check_ids
@@ -45,7 +46,7 @@ def runs() -> None:
 @click.option(
     "--limit",
     "-n",
-    type=click.IntRange(min=1),
+    type=LIMIT,
     default=20,
     show_default=True,
     metavar="N",

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from cli.bounds import LIMIT, PORT
 from cli.context import AppContext
 from cli.errors import fail
 from cli.inputs import check_ids, parse_input
@@ -110,7 +111,8 @@ _POLICIES = """
       starts on time as usual: with GRAPHQ_SCHEDULER_GRACE_S=10, an every-minute schedule and no scheduler
       from 14:32:30 to 14:35:50, 14:33 and 14:34 are missed, 14:35 starts at 14:35:50 (caught-up) and 14:36
       on time, back to back (--overlap skip skips 14:36 while that run is active); all starts each.
-    DURATION: 90s, 5m, 2h, 1d, 1h30m; --jitter 0 (or 0s) is none; --catchup-window is above 0.
+    DURATION: 90s, 5m, 2h, 1d, 1h30m, at most 3650d; --jitter 0 (or 0s) is none; --catchup-window
+      is above 0.
     A local time that does not exist (spring forward) fires at the first instant after the gap (an hourly
     schedule's 02:00 merges into 03:00: one fire); a repeated one (fall back) at its first occurrence.
     --start, --end and next --after without an offset are read the same way (02:15 in the gap is 03:00).
@@ -383,7 +385,7 @@ def next_fires(app: AppContext, name: str, count: int, after: str | None, output
 
 @schedules.command("history", short_help="A schedule's fires.")
 @click.argument("name")
-@click.option("--limit", "-n", type=click.IntRange(min=1), default=20, show_default=True, metavar="N")
+@click.option("--limit", "-n", type=LIMIT, default=20, show_default=True, metavar="N")
 @output_option
 @click.pass_obj
 def history(app: AppContext, name: str, limit: int, output: str) -> None:
@@ -403,7 +405,7 @@ def history(app: AppContext, name: str, limit: int, output: str) -> None:
 @click.command(short_help="Start runs on their schedules (and run the housekeeping loops).")
 @click.option(
     "--metrics-port",
-    type=click.IntRange(0, 65535),
+    type=PORT,
     default=0,
     show_default=True,
     metavar="PORT",

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from cli.bounds import LIMIT
 from cli.context import AppContext
 from cli.output import output_option, print_json, print_table, when
 from graphcore import keys
@@ -150,7 +151,7 @@ def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) 
     "--checkpoint", "-c", "checkpoint_id", metavar="ID", help="Show this checkpoint, not the newest."
 )
 @click.option(
-    "--limit", "-n", type=click.IntRange(min=1), metavar="N", help="With --history: at most this many."
+    "--limit", "-n", type=LIMIT, metavar="N", help="With --history: at most this many."
 )
 @output_option
 @click.pass_obj

@@ -43,6 +43,8 @@ MODES = ("values", "updates", "custom", "checkpoints", "tasks", "status", "inter
 _BLOCK_MS = 1000
 _COUNT = 500
 _STREAM_ID = re.compile(r"^\d+(-\d+)?$")
+_MAX_ID_PART = 2**64 - 1
+"""Redis's bound of each part of a stream entry id (a larger one was a ResponseError traceback)."""
 _ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED, RunStatus.AWAITING_INPUT)
 _T = TypeVar("_T")
 
@@ -278,6 +280,10 @@ def _check_after(ctx: click.Context, param: click.Parameter, value: str | None) 
         return "0-0"
     if not _STREAM_ID.match(value):
         raise click.BadParameter(f"{value!r} is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)")
+    if any(int(part) > _MAX_ID_PART for part in value.split("-")):
+        raise click.BadParameter(
+            f"{value!r} is not an event id: MILLISECONDS and SEQUENCE are at most {_MAX_ID_PART}"
+        )
     return value
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from cli.bounds import PORT
 from cli.context import AppContext
 from cli.errors import EXIT_FAILURE, fail
 from graphcore.backend.connection import redact_url
@@ -35,7 +36,7 @@ __all__ = ["worker"]
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(min=0, max=65535),
+    type=PORT,
     default=None,
     metavar="PORT",
     help="Serve /metrics (Prometheus; every worker process's, summed), /healthz and /readyz on this port "

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "AppendConflictError",
+    "ArgumentTypeError",
     "Cancelled",
     "CheckpointNotFoundError",
     "CheckpointerError",
@@ -105,6 +106,22 @@ class SerializationError(PermanentError):
 
 class ConfigError(PermanentError):
     """A setting or run option is out of range or unknown; the message names the setting."""
+
+
+class ArgumentTypeError(ConfigError, TypeError):
+    """An argument has the wrong type (``tenant=123``, ``config="nope"``, one run id where a list of them is
+    expected); the message names the parameter and what it must be. Also a ``TypeError``, as Python raises
+    for an argument of the wrong type.
+
+    Attributes:
+        name: the parameter, e.g. ``tenant`` or ``requests[2]``.
+    """
+
+    def __init__(self, name: str, expected: str, value: Any) -> None:
+        given = repr(value)
+        brief = given if len(given) <= 60 else given[:60] + "…"
+        super().__init__(f"{name} must be {expected} (got {type(value).__name__} {brief})")
+        self.name = name
 
 
 class ThreadRequiredError(ConfigError, ValueError):

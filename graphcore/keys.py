@@ -78,7 +78,7 @@ thread's (fine on one Redis; a Redis Cluster deployment would need one index per
 
 from __future__ import annotations
 
-from graphcore.errors import ConfigError
+from graphcore.errors import ArgumentTypeError, ConfigError
 
 __all__ = [
     "ADMISSION_PARTS",
@@ -136,12 +136,15 @@ PREFIX = "graphq"
 
 
 def validate_id(kind: str, value: str) -> str:
-    """Check a thread/run id (or a tenant) for use in keys: 1–200 characters, no braces, colons, glob
-    characters, whitespace or other control characters.
+    """Check a thread/run id (or a tenant) for use in keys: a str of 1–200 characters, no braces, colons,
+    glob characters, whitespace or other control characters.
 
     Raises:
+        ArgumentTypeError: ``value`` is not a str (``tenant=123``), naming ``kind``.
         ConfigError: naming ``kind`` and the offending value.
     """
+    if not isinstance(value, str):
+        raise ArgumentTypeError(kind, "a str", value)
     refused = any(c in "{}:*?[]" or c.isspace() or not c.isprintable() for c in value)
     if not value or len(value) > 200 or refused:
         raise ConfigError(

@@ -1,20 +1,56 @@
 """graphq settings: one validated pydantic model read from ``GRAPHQ_*`` environment variables.
 
 Unknown keys are rejected (``extra="forbid"``) and ranges are checked when the settings are built, so a bad
-value fails at startup with an error that names the setting and its allowed range.
+value fails at startup with an error that names the setting and its allowed range. A ``GRAPHQ_*`` variable
+that is no setting (a typo: ``GRAPHQ_LEASE_TTL`` for ``GRAPHQ_LEASE_TTL_S``) is ignored by pydantic; the
+process's first load of the settings logs one warning naming it and the closest setting.
 """
 
 from __future__ import annotations
 
+import difflib
+import logging
+import os
+import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from graphcore import keys
 from graphcore.errors import ConfigError
 
-__all__ = ["Settings", "allowed_range", "class_entries", "explain", "get_settings", "tenant_weights"]
+__all__ = [
+    "OTHER_VARIABLES",
+    "QUEUE_NAME",
+    "Settings",
+    "allowed_range",
+    "class_entries",
+    "explain",
+    "get_settings",
+    "quiet_unknown_variables",
+    "tenant_weights",
+    "unknown_variables",
+]
+
+logger = logging.getLogger("graphq.settings")
+
+PREFIX = "GRAPHQ_"
+
+OTHER_VARIABLES = frozenset(
+    {"GRAPHQ_REDIS_SERVER", "GRAPHQ_SCHEDULER_TEST_CLOCK", "GRAPHQ_SCHEDULER_TEST_PASS_DELAY"}
+)
+"""``GRAPHQ_*`` variables graphq reads that are not settings (the embedded server's binary,
+:mod:`graphcore.backend.embedded`; the scheduler's test hooks, :mod:`scheduler.hooks`): not warned about."""
+
+OTHER_PREFIXES = ("GRAPHQ_TEST_",)
+"""Prefixes of ``GRAPHQ_*`` variables that are not settings either (the test suite's workflows read them)."""
+
+QUEUE_NAME = re.compile(r"[A-Za-z0-9_.:-]+")
+"""What ``GRAPHQ_QUEUE`` may be (the chart's values.schema.json says the same): it goes into Redis keys and
+RQ queue names (``rq:queue:<queue>:<workflow>``), and RQ keeps a worker's queue names comma-separated."""
 
 
 def class_entries(value: str) -> list[tuple[str, str]]:
@@ -44,7 +80,9 @@ class Settings(BaseSettings):
     )
     data_dir: str = Field(default=".graphq", description="Directory for the embedded Redis's data files.")
     queue: str = Field(
-        default="graphq", description="Prefix of the RQ queues of step jobs: <queue>:<workflow>."
+        default="graphq",
+        description="Prefix of the RQ queues of step jobs: <queue>:<workflow>; letters, digits, '_', '.', "
+        "':' and '-'.",
     )
     workflows: str = Field(default="", description="Comma-separated modules to import for workflows.")
     max_super_steps: int = Field(
@@ -255,10 +293,24 @@ class Settings(BaseSettings):
         ``GRAPHQ_THREAD_TTL_S``: keep)."""
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("queue")
+    @classmethod
+    def _check_queue(cls, value: str) -> str:
+        if not QUEUE_NAME.fullmatch(value):
+            raise ValueError(
+                "use letters, digits, '_', '.', ':' and '-' only (it names Redis keys and RQ queues: "
+                "rq:queue:<queue>:<workflow>)"
+            )
+        return value
+
     @field_validator("tenant_weights")
     @classmethod
     def _check_tenant_weights(cls, value: str) -> str:
-        tenant_weights(value)
+        for tenant in tenant_weights(value):  # one no run can have is a typo
+            try:
+                keys.validate_id("tenant", tenant)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     def weights(self) -> dict[str, int]:
@@ -307,12 +359,48 @@ class Settings(BaseSettings):
         return self
 
 
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """The ``GRAPHQ_*`` names in ``environ`` that are no setting (nor one of :data:`OTHER_VARIABLES`), each
+    with the closest setting when one is close: ``GRAPHQ_LEASE_TTL (did you mean GRAPHQ_LEASE_TTL_S?)``;
+    sorted. Names are compared in upper case, as pydantic reads them (``graphq_queue`` is GRAPHQ_QUEUE)."""
+    settings = [name.upper() for name in Settings.model_fields]
+    found = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith(PREFIX) or upper in OTHER_VARIABLES or upper.startswith(OTHER_PREFIXES):
+            continue
+        if upper[len(PREFIX) :] not in settings:
+            close = difflib.get_close_matches(upper[len(PREFIX) :], settings, n=1)
+            found.append(f"{name} (did you mean {PREFIX}{close[0]}?)" if close else name)
+    return found
+
+
+_warned: set[str] = set()
+"""The unknown variables this process has warned about."""
+
+
+def _warn_unknown(environ: Mapping[str, str]) -> None:
+    """Log one warning naming the unknown ``GRAPHQ_*`` variables not warned about yet in this process."""
+    new = [name for name in unknown_variables(environ) if name not in _warned]
+    if new:
+        _warned.update(new)
+        logger.warning("not graphq settings, ignored: %s", ", ".join(new))
+
+
+def quiet_unknown_variables() -> None:
+    """Warn no more in this process about the unknown ``GRAPHQ_*`` variables set now: for a worker process
+    of ``graphq worker``, whose supervisor has warned about them."""
+    _warned.update(unknown_variables(os.environ))
+
+
 def load_settings() -> Settings:
-    """Build settings from the environment.
+    """Build settings from the environment; warn (log ``graphq.settings``, once per process and variable)
+    about ``GRAPHQ_*`` variables that are no setting (:func:`unknown_variables`).
 
     Raises:
         ConfigError: a value is malformed or out of range; the message names the variable and the rule.
     """
+    _warn_unknown(os.environ)
     try:
         return Settings().check()
     except ValidationError as exc:

@@ -22,6 +22,7 @@ from scheduler.cron import Cron, in_gap, local_instant, parse_zone
 
 __all__ = [
     "CATCHUP",
+    "MAX_DURATION_S",
     "OUTCOMES",
     "OVERLAP",
     "Fire",
@@ -52,6 +53,9 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 _ZERO = re.compile(r"0+(?:\.0*)?")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+MAX_DURATION_S = 3650 * 86_400
+"""Longest duration an option takes (3650d, ten years): a longer one (a 400-digit number is infinite as a
+float) was stored as null and made its schedule unreadable, not even removable."""
 
 
 class ScheduleNotFoundError(PermanentError):
@@ -71,8 +75,8 @@ def parse_duration(text: str, what: str = "duration", refuse_zero: str | None = 
         refuse_zero: given, a zero is refused, and the message ends with it (why, what to use instead).
 
     Raises:
-        ConfigError: not ``0`` nor a sequence of ``<number><s|m|h|d>``; a zero with ``refuse_zero``;
-            names ``what``.
+        ConfigError: not ``0`` nor a sequence of ``<number><s|m|h|d>``; a zero with ``refuse_zero``; above
+            :data:`MAX_DURATION_S`; names ``what``.
     """
     value = text.strip().lower()
     parts = _DURATION.findall(value)
@@ -82,6 +86,8 @@ def parse_duration(text: str, what: str = "duration", refuse_zero: str | None = 
             f"{what} {text!r} is invalid: use a number and a unit s, m, h or d (e.g. 90s, 5m, 2h){zero_ok}"
         )
     seconds = float(sum(float(n) * _UNIT_S[u] for n, u in parts))
+    if seconds > MAX_DURATION_S:
+        raise ConfigError(f"{what} {text!r} is invalid: use at most 3650d (ten years)")
     if seconds == 0 and refuse_zero:
         raise ConfigError(
             f"{what} {text!r} is invalid: use a duration above 0 (e.g. 90s, 5m, 2h): {refuse_zero}"
@@ -155,8 +161,8 @@ class Schedule(BaseModel):
     thread: str | None = None
     overlap: Literal["skip", "allow", "buffer_one"] = "skip"
     catchup: Literal["skip", "latest", "all"] = "latest"
-    catchup_window_s: float = Field(default=3600.0, gt=0)
-    jitter_s: float = Field(default=0.0, ge=0)
+    catchup_window_s: float = Field(default=3600.0, gt=0, allow_inf_nan=False)
+    jitter_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     start: datetime | None = None
     end: datetime | None = None
     paused: bool = False

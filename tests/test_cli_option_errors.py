@@ -3,11 +3,14 @@ fresh-user trial)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
+from cli.bounds import FiniteFloatRange
 from cli.main import main
 from tests.cli_helpers import error_line, invoke
 
@@ -68,8 +71,8 @@ def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) ->
     [
         (
             ["runs", "list", "-n", "0"],
-            "error: graphq runs list: Invalid value for '--limit' / '-n': 0 is not in the range x>=1 "
-            "(see graphq runs list --help)",
+            "error: graphq runs list: Invalid value for '--limit' / '-n': 0 is not in the range "
+            "1<=x<=100000 (see graphq runs list --help)",
         ),
         (
             ["runs", "answer", "abc"],
@@ -194,3 +197,182 @@ def test_without_a_redis_url_a_bad_input_is_reported_first(args: list[str], line
         catch_exceptions=False,
     )
     assert (result.exit_code, result.stderr) == (2, line + "\n")
+
+
+DEEP = "nested more than 200 levels deep (lists, dicts, tuples or sets one inside another)"
+
+
+@pytest.mark.parametrize("levels", [201, 1000, 100_000])
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (["enqueue", "counter", "--input", "{JSON}"], "--input"),
+        (["enqueue", "counter", "--input", "@{FILE}"], "--input: {FILE}"),
+        (["enqueue", "counter", "--config", "{JSON}"], "--config"),
+        (["enqueue", "counter", "--input-file", "{LINES}"], "{LINES}:2"),
+        (["run", "counter", "--input", "{JSON}"], "--input"),
+        (["runs", "answer", "r1", "--value", "{JSON}"], "--value"),
+        ([*ADD, "* * * * *", "--input", "{JSON}"], "--input"),
+    ],
+    ids=["input", "input-file-at", "config", "input-file", "run", "answer", "schedule"],
+)
+def test_json_nested_too_deeply_is_one_line(tmp_path: Path, args: list[str], where: str, levels: int) -> None:
+    """1000 nested brackets were a RecursionError traceback (exit 1). Now every option that reads JSON
+    refuses more than 200 levels, as the client does: exit 2, one line."""
+    text = '{"n": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+    files = {"{FILE}": tmp_path / "input.json", "{LINES}": tmp_path / "runs.jsonl"}
+    files["{FILE}"].write_text(text)
+    files["{LINES}"].write_text('{"input": {"n": 1}}\n{"input": ' + text + "}\n")
+
+    def filled(arg: str) -> str:
+        for mark, path in files.items():
+            arg = arg.replace(mark, str(path))
+        return arg.replace("{JSON}", text)
+
+    result = CliRunner().invoke(
+        main,
+        ["--workflows", "tests.workflows.basic", *map(filled, args)],
+        env={"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None, "GRAPHQ_DATA_DIR": str(tmp_path / "data")},
+        catch_exceptions=False,
+    )
+    assert (result.exit_code, result.stderr) == (2, f"error: {filled(where)}: {DEEP}\n")
+
+
+def test_json_of_two_hundred_levels_is_read(tmp_path: Path) -> None:
+    """The deepest input taken: 200 levels, also in a batch file's line (whose object is one more); checked,
+    it is Redis that is missing."""
+    text = '{"answer": ' + "[" * 199 + "]" * 199 + "}"
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text('{"input": ' + text + "}\n")
+    for source in (["--input", text], ["--input-file", str(lines)]):
+        result = CliRunner().invoke(
+            main,
+            ["--workflows", "tests.workflows.admission", "enqueue", "tick", *source],
+            env={"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None},
+            catch_exceptions=False,
+        )
+        assert (result.exit_code, result.stderr) == (2, NO_URL + "\n")
+
+
+def _numeric_options(command: click.Command, path: str = "graphq") -> Iterator[tuple[str, click.Parameter]]:
+    """Every parameter of ``command`` and its subcommands whose value is a number, with its command path."""
+    for param in command.params:
+        if isinstance(param.type, click.types._NumberParamTypeBase):
+            yield path, param
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _numeric_options(sub, f"{path} {name}")
+
+
+def test_every_numeric_option_is_bounded_on_both_sides() -> None:
+    """``graphq runs list -n 99999999999999999999`` was a Redis ResponseError traceback, ``--timeout nan``
+    waited forever: every number an option takes has a least and a greatest value, and a float option
+    refuses NaN (click's FloatRange takes it)."""
+    found = {f"{path} {param.name}": param.type for path, param in _numeric_options(main)}
+    assert sorted(found) == [
+        "graphq enqueue timeout",
+        "graphq runs list limit",
+        "graphq scheduler metrics_port",
+        "graphq schedules history limit",
+        "graphq schedules next count",
+        "graphq state limit",
+        "graphq worker concurrency",
+        "graphq worker metrics_port",
+    ]
+    for name, kind in found.items():
+        assert isinstance(kind, click.IntRange | FiniteFloatRange), name
+        assert kind.min is not None and kind.max is not None, name
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["runs", "list", "-n", "99999999999999999999"],
+            "graphq runs list: Invalid value for '--limit' / '-n': 99999999999999999999 is not in the range "
+            "1<=x<=100000 (see graphq runs list --help)",
+        ),
+        (
+            ["runs", "list", "-n", "-1"],
+            "graphq runs list: Invalid value for '--limit' / '-n': -1 is not in the range 1<=x<=100000 (see "
+            "graphq runs list --help)",
+        ),
+        (
+            ["state", "t", "--history", "-n", "100001"],
+            "graphq state: Invalid value for '--limit' / '-n': 100001 is not in the range 1<=x<=100000 (see "
+            "graphq state --help)",
+        ),
+        (
+            ["schedules", "history", "s", "-n", "0"],
+            "graphq schedules history: Invalid value for '--limit' / '-n': 0 is not in the range "
+            "1<=x<=100000 (see graphq schedules history --help)",
+        ),
+        (
+            ["schedules", "next", "s", "-n", "1001"],
+            "graphq schedules next: Invalid value for '-n': 1001 is not in the range 1<=x<=1000 (see graphq "
+            "schedules next --help)",
+        ),
+        (
+            ["enqueue", "counter", "--wait", "--timeout", "nan"],
+            "graphq enqueue: Invalid value for '--timeout': nan is not in the range 0<x<=315360000 (see "
+            "graphq enqueue --help)",
+        ),
+        (
+            ["enqueue", "counter", "--wait", "--timeout", "1e400"],
+            "graphq enqueue: Invalid value for '--timeout': inf is not in the range 0<x<=315360000 (see "
+            "graphq enqueue --help)",
+        ),
+        (
+            ["enqueue", "counter", "--wait", "--timeout", "0"],
+            "graphq enqueue: Invalid value for '--timeout': 0.0 is not in the range 0<x<=315360000 (see "
+            "graphq enqueue --help)",
+        ),
+        (
+            ["worker", "--metrics-port", "65536"],
+            "graphq worker: Invalid value for '--metrics-port': 65536 is not in the range 0<=x<=65535 (see "
+            "graphq worker --help)",
+        ),
+        (
+            ["scheduler", "--metrics-port", "-1"],
+            "graphq scheduler: Invalid value for '--metrics-port': -1 is not in the range 0<=x<=65535 (see "
+            "graphq scheduler --help)",
+        ),
+        (
+            ["worker", "-c", "0"],
+            "graphq worker: Invalid value for '--concurrency' / '-c': 0 is not in the range 1<=x<=256 (see "
+            "graphq worker --help)",
+        ),
+        (  # a Redis ResponseError traceback ("Invalid stream ID")
+            ["runs", "watch", "r1", "--after", "99999999999999999999999-0"],
+            "graphq runs watch: Invalid value for '--after' / '-a': '99999999999999999999999-0' is not an "
+            "event id: MILLISECONDS and SEQUENCE are at most 18446744073709551615 (see graphq runs watch "
+            "--help)",
+        ),
+        (
+            ["runs", "watch", "r1", "--after", "1-18446744073709551616"],
+            "graphq runs watch: Invalid value for '--after' / '-a': '1-18446744073709551616' is not an event "
+            "id: MILLISECONDS and SEQUENCE are at most 18446744073709551615 (see graphq runs watch --help)",
+        ),
+        (  # infinite as a float: stored as null, the schedule could not be read, nor removed
+            [*ADD, "* * * * *", "--catchup-window", "9" * 400 + "d"],
+            f"--catchup-window '{'9' * 400}d' is invalid: use at most 3650d (ten years)",
+        ),
+        (
+            [*ADD, "* * * * *", "--catchup-window", "3650d1s"],
+            "--catchup-window '3650d1s' is invalid: use at most 3650d (ten years)",
+        ),
+        (
+            ["schedules", "update", "s", "--jitter", "3651d"],
+            "--jitter '3651d' is invalid: use at most 3650d (ten years)",
+        ),
+    ],
+)
+def test_numbers_out_of_range_are_one_line(args: list[str], line: str) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["--workflows", "tests.workflows.basic", *args],
+        prog_name="graphq",
+        env={"GRAPHQ_REDIS_URL": None, "GRAPHQ_WORKFLOWS": None},
+        catch_exceptions=False,
+    )
+    assert (result.exit_code, result.stderr) == (2, f"error: {line}\n")

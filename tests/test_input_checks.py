@@ -19,7 +19,7 @@ from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.checkpoints import serde
 from graphcore.engine.inputs import InputTooLargeError, InputTypeError
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError, InvalidUpdateError
+from graphcore.errors import ConfigError, InvalidUpdateError, SerializationError
 from graphcore.settings import Settings, load_settings
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workflows.typed import Color
@@ -145,6 +145,77 @@ def test_check_refuses_like_enqueue(client: Client) -> None:
         check_request(REGISTRY, request)
     with pytest.raises(InputTypeError, match=r"^input\.amount: "):
         client.check(request)
+
+
+# -- nesting ---------------------------------------------------------------------------------------------
+
+DEEP = "nested more than 200 levels deep (lists, dicts, tuples or sets one inside another)"
+
+
+def nested(levels: int) -> Any:
+    """``levels`` lists one inside another around a 1 (``[[1]]`` is two)."""
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [201, 5000])
+@pytest.mark.parametrize(
+    ("workflow", "payload"),
+    [
+        ("typed", lambda v: {"anything": v}),  # Any: serde got it (a RecursionError from 1024 levels)
+        ("typed", lambda v: {"nested": {"k": v}}),  # checked type: RecursionError in the error's repr
+        ("typed", lambda v: {"tags": v}),  # operator.add reducer
+        ("priced", lambda v: {"amount": v}),  # a pydantic-model state
+        ("typed", lambda v: {"anything": {"k": (v,)}}),  # a tuple, inside a dict
+    ],
+    ids=["any", "typed", "reducer", "model", "tuple"],
+)
+def test_an_input_nested_too_deeply_is_refused(
+    client: Client, workflow: str, payload: Any, levels: int
+) -> None:
+    """A deep input raised RecursionError (with its traceback) from the type checks; now one
+    SerializationError, whatever the state's types, and nothing is stored."""
+    with pytest.raises(SerializationError) as info:
+        client.enqueue(workflow, payload(nested(levels)))
+    assert str(info.value) == f"input: {DEEP}"
+    assert client.list_runs() == []
+
+
+def test_two_hundred_levels_are_stored_and_read_back(client: Client, redis_url: str) -> None:
+    deepest = {"anything": nested(199)}  # the dict is the 200th level
+    run_id = client.enqueue("typed", deepest)
+    assert client.get_run(run_id).input == deepest
+    work(redis_url)
+    result = client.get_run(run_id).result
+    assert result is not None and result["anything"] == nested(199)
+
+
+def test_options_and_answers_nested_too_deeply_are_refused(client: Client, redis_url: str) -> None:
+    with pytest.raises(SerializationError) as info:
+        client.enqueue("typed", {"amount": 1}, config={"configurable": {"k": nested(199)}})
+    assert str(info.value) == f"config: {DEEP}"
+    run_id = client.enqueue("asking", {"topic": "tea"})
+    work(redis_url)
+    with pytest.raises(SerializationError) as info:
+        client.answer(run_id, nested(201))
+    assert str(info.value) == f"answer: {DEEP}"
+    [request] = client.requests(run_id)
+    client.answer(run_id, "yes")
+    work(redis_url)
+    with pytest.raises(SerializationError) as info:
+        client.answer_again(run_id, request.id, nested(201))
+    assert str(info.value) == f"answer: {DEEP}"
+    assert len(client.list_runs()) == 1
+
+
+def test_an_input_that_contains_itself_is_refused(client: Client) -> None:
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(SerializationError) as info:
+        client.enqueue("typed", {"anything": [loop]})
+    assert str(info.value) == "input: cyclic reference: the value contains itself"
 
 
 # -- sizes -----------------------------------------------------------------------------------------------

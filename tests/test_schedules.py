@@ -372,6 +372,16 @@ def test_add_refuses_bad_schedules(schedules: Schedules) -> None:
         schedules.add("x", workflow="counter", cron="* * * * *")
 
 
+@pytest.mark.parametrize("field", ["catchup_window_s", "jitter_s"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_add_refuses_a_duration_that_is_not_finite(schedules: Schedules, field: str, value: float) -> None:
+    """An infinite window was stored as null: the schedule could not be read, fired, nor removed."""
+    with pytest.raises(ConfigError) as info:
+        schedules.add("x", workflow="counter", cron="* * * * *", **{field: value})
+    assert str(info.value) == f"schedule {field}: Input should be a finite number (got {value})"
+    assert schedules.list() == []
+
+
 def test_pass_lock_is_renewed_and_released_only_with_its_own_token(
     client: Client, clock: Clock, redis_client: redis.Redis
 ) -> None:

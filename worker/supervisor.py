@@ -57,7 +57,7 @@ from graphcore.backend.connection import FailureStreak, connect
 from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.reaper import Lapsed
 from graphcore.backend.runs import RunError, RunStatus
-from graphcore.settings import Settings, get_settings
+from graphcore.settings import Settings, get_settings, quiet_unknown_variables
 from worker import liveness, logs, metrics
 from worker.dequeue import StopAwareQueue
 from worker.handover import Stop, abandon, lapse
@@ -207,6 +207,7 @@ class SupervisedWorker(SimpleWorker):
 def _child(conn: Connection, burst: bool, log_level: str, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(parent_pid)  # a SIGKILLed parent must not leave workers taking jobs
+    quiet_unknown_variables()  # the supervisor has warned about them
     settings = get_settings()
     logs.configure(log_level, settings.log_format, settings.redis_url)
     if os.environ.get(metrics.MULTIPROC_ENV):  # the parent serves /metrics: record into its directory

@@ -39,12 +39,13 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.config import ACCEPTED, RunConfig, merge_config
 from graphcore.engine.executor import CompiledGraph
-from graphcore.engine.inputs import check_size, check_types
+from graphcore.engine.inputs import check_nesting, check_size, check_types
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
 from graphcore.engine.registry import Registry
 from graphcore.engine.schema import stored_values
-from graphcore.engine.snapshot import StateUpdate, update_checkpoint
+from graphcore.engine.snapshot import StateUpdate, last_writer, update_checkpoint
 from graphcore.errors import (
+    ArgumentTypeError,
     CheckpointNotFoundError,
     ConfigError,
     InvalidUpdateError,
@@ -55,6 +56,7 @@ from graphcore.settings import get_settings
 from graphcore.types import START, Interrupt
 
 __all__ = [
+    "MAX_LIMIT",
     "QUEUE_OPTIONS",
     "CancelReply",
     "Client",
@@ -69,6 +71,72 @@ QUEUE_OPTIONS: tuple[str, ...] = tuple(k for k in ACCEPTED if k not in ("run_id"
 """The run options a queued run's config may set, as an unknown option's message lists them: the in-process
 ones but ``run_id`` (refused: the queue names each run) and ``checkpoint_ns`` (a queued run is a root run,
 whose namespace is ``""``; tolerated, as LangGraph's configs carry it)."""
+
+
+MAX_LIMIT = 100_000
+"""Most records one listing returns (``list_runs``, ``stuck_runs``, ``get_history``; the CLI's
+``--limit``; a schedule keeps at most this many fires, GRAPHQ_SCHEDULE_HISTORY_LENGTH's ceiling)."""
+
+
+def _expect(name: str, value: Any, kinds: type | tuple[type, ...], expected: str) -> None:
+    """Refuse argument ``name`` unless ``value`` is one of ``kinds`` (a bool is no int unless ``kinds`` says
+    bool).
+
+    Raises:
+        ArgumentTypeError: naming ``name`` and ``expected``.
+    """
+    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        raise ArgumentTypeError(name, expected, value)
+
+
+def _limit(name: str, value: Any, optional: bool = False) -> None:
+    """Refuse argument ``name`` unless ``value`` is an int from 1 to :data:`MAX_LIMIT` (or None when
+    ``optional``).
+
+    Raises:
+        ArgumentTypeError: not an int.
+        ConfigError: out of range.
+    """
+    if value is None and optional:
+        return
+    expected = f"an int from 1 to {MAX_LIMIT}" + (" or None" if optional else "")
+    _expect(name, value, int, expected)
+    if not 1 <= value <= MAX_LIMIT:
+        raise ConfigError(f"{name} must be {expected} (got {value})")
+
+
+def _seconds(
+    name: str, value: Any, *, above_zero: bool, most: float | None = None, optional: bool = False
+) -> None:
+    """Refuse argument ``name`` unless ``value`` is a number of seconds above 0 (``above_zero``) or at
+    least 0, and at most ``most`` (None: no bound); None too when ``optional``. NaN is refused.
+
+    Raises:
+        ArgumentTypeError: not a number.
+        ConfigError: out of range.
+    """
+    if value is None and optional:
+        return
+    rule = ("above 0" if above_zero else "at least 0") + ("" if most is None else f" and at most {most:g}")
+    expected = f"a number of seconds {rule}" + (" or None" if optional else "")
+    _expect(name, value, (int, float), expected)
+    low = value > 0 if above_zero else value >= 0  # False for NaN
+    if not low or (most is not None and value > most):
+        raise ConfigError(f"{name} must be {expected} (got {value})")
+
+
+def _sequence_of(name: str, value: Any, kind: type, expected: str) -> None:
+    """Refuse argument ``name`` unless ``value`` is a list or tuple whose items are ``kind`` (a single one,
+    a str among them, is refused: ``wait("abc")`` is not three runs).
+
+    Raises:
+        ArgumentTypeError: naming ``name`` (or ``name[i]``, the item at fault).
+    """
+    if not isinstance(value, list | tuple):
+        raise ArgumentTypeError(name, f"a list of {expected}s", value)
+    for i, item in enumerate(value):
+        _expect(f"{name}[{i}]", item, kind, f"a {expected}")
 
 
 def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
@@ -203,6 +271,8 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
     value = check_types(graph.schema, req.input)
     check_size("input", len(serde.dumps(value, path="input")))
     if req.preset_answers:
+        for answer in req.preset_answers.values():
+            check_nesting(answer, "answer")
         check_size("answer", len(serde.dumps(dict(req.preset_answers), path="answer")))
     return RunRecord(
         id=run_id,
@@ -226,12 +296,19 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
     thread.
 
     Raises:
+        ArgumentTypeError: ``req`` is not a RunRequest, or a field has the wrong type (``tenant=123``,
+            ``config="nope"``), named.
         UnknownWorkflowError: no such workflow.
+        SerializationError: the config nests more than :data:`~graphcore.engine.inputs.MAX_NESTING`
+            levels deep.
         ConfigError: a bad option, id or timeout; ``run_id`` in the config (the queue names each run:
             ``client.enqueue`` returns the id, ``graphq enqueue`` prints it); ``checkpoint_id`` while this
-            process keeps no checkpoint history; two thread ids that differ.
+            process keeps no checkpoint history; two thread ids that differ; a malformed
+            ``continued_from_run_id``.
     """
+    _check_fields(req)
     graph = registry.get(req.workflow)
+    check_nesting(req.config, "config")
     given = queue_config(req.config)
     cfg = graph.config_for(given)
     cfg.run_timeout()
@@ -242,7 +319,22 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
     run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
     thread = keys.validate_id("thread id", _thread_of(req, given) or run_id)
     keys.validate_id("tenant", req.tenant)
+    if req.continued_from_run_id is not None:
+        keys.validate_id("continued_from_run_id", req.continued_from_run_id)
     return graph, cfg, run_id, thread
+
+
+def _check_fields(req: RunRequest) -> None:
+    """The types of ``req``'s fields that the checks after it do not name (the ids are checked with their
+    values, the config by :func:`queue_config`).
+
+    Raises:
+        ArgumentTypeError: naming the field.
+    """
+    _expect("request", req, RunRequest, "a RunRequest")
+    _expect("workflow", req.workflow, str, "a workflow name (str)")
+    _expect("thread_id", req.thread_id, (str, type(None)), "a str or None")
+    _expect("preset_answers", req.preset_answers, Mapping, "a mapping")
 
 
 def queue_config(config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
@@ -293,8 +385,29 @@ class Client:
 
     def _record(self, req: RunRequest) -> RunRecord:
         record = check_request(self.registry, req)
+        self._check_continued(record)
         self._check_fork(record.workflow, record.thread_id, record.config.get("checkpoint_id"))
         return record
+
+    def _check_continued(self, record: RunRecord) -> None:
+        """The run ``record`` continues (``continued_from_run_id``, R14) must be a run of its thread.
+
+        Raises:
+            RunNotFoundError: there is no such run.
+            ConfigError: it is a run of another thread.
+        """
+        earlier = record.continued_from_run_id
+        if earlier is None:
+            return
+        try:
+            thread = self.runs.get(earlier).thread_id
+        except RunNotFoundError:
+            raise RunNotFoundError(f"continued_from_run_id: no run with id {earlier!r}") from None
+        if thread != record.thread_id:
+            raise ConfigError(
+                f"continued_from_run_id: run {earlier} is a run of thread {thread!r}, not of this run's "
+                f"thread {record.thread_id!r}"
+            )
 
     def _check_fork(self, workflow: str, thread_id: str, checkpoint_id: str | None) -> None:
         """A run of ``workflow`` starting from a given checkpoint (``checkpoint_id``, C3: the option,
@@ -394,6 +507,8 @@ class Client:
         Raises:
             The errors of :meth:`enqueue_many`.
         """
+        _sequence_of("requests", requests, RunRequest, "RunRequest")
+        _expect("guard", guard, (Guard, type(None)), "a Guard or None")
         refuse_if_off(None, get_settings().enabled)
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
@@ -486,13 +601,26 @@ class Client:
         return record
 
     def list_runs(self, limit: int = 50, where: RunFilter | None = None) -> list[RunRecord]:
-        """The newest runs first; with ``where``, the newest that match it (tenant, status, workflow)."""
+        """The newest runs first, at most ``limit`` (1 to :data:`MAX_LIMIT`); with ``where``, the newest that
+        match it (tenant, status, workflow).
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``limit`` is not an int in range, ``where`` not a RunFilter.
+        """
+        _limit("limit", limit)
+        _expect("where", where, (RunFilter, type(None)), "a RunFilter or None")
         return self.runs.list(limit, where=where)
 
     def stuck_runs(self, limit: int = 50, where: RunFilter | None = None) -> list[tuple[RunRecord, int]]:
         """Runs that have not ended and whose lease lapsed (their worker died, or stopped renewing it, and
         the reaper has not acted yet), longest lapsed first, each with its lease's deadline (ms since the
-        epoch, Redis's clock)."""
+        epoch, Redis's clock); at most ``limit`` (1 to :data:`MAX_LIMIT`).
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``limit`` is not an int in range, ``where`` not a RunFilter.
+        """
+        _limit("limit", limit)
+        _expect("where", where, (RunFilter, type(None)), "a RunFilter or None")
         return self.runs.stuck(server_ms(self.kv), limit, where)
 
     def wait(
@@ -513,16 +641,24 @@ class Client:
         stopped at the same poll: one answered meanwhile (Queued or Running again) is waited for.
 
         Args:
-            timeout_s: give up after this many seconds (None waits forever).
-            poll_s: seconds between polls.
+            run_ids: a list of run ids (a single id is ``[run_id]``).
+            timeout_s: give up after this many seconds, at least 0 (None waits forever).
+            poll_s: seconds between polls, above 0 and at most 60.
             on_change: called when a run's status or step changes.
 
         Returns:
             The final records, in ``run_ids`` order.
 
         Raises:
+            ArgumentTypeError, ConfigError: an argument of the wrong type or out of range (named).
+            RunNotFoundError: no run has one of the ids.
             TimeoutError: some runs were still queued or running after ``timeout_s``.
         """
+        _sequence_of("run_ids", run_ids, str, "run id")
+        _seconds("timeout_s", timeout_s, above_zero=False, optional=True)
+        _seconds("poll_s", poll_s, above_zero=True, most=60)
+        if on_change is not None and not callable(on_change):
+            raise ArgumentTypeError("on_change", "a callable or None", on_change)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         last: dict[str, tuple[str, int]] = {}
 
@@ -654,7 +790,11 @@ class Client:
         (its head checkpoint's step + 1; a failed run's error records it, -1 for the input of a new thread);
         for a completed run, the step of its last checkpoint. None before the run has a checkpoint (queued,
         not started).
+
+        Raises:
+            ArgumentTypeError: ``record`` is not a RunRecord.
         """
+        _expect("record", record, RunRecord, "a RunRecord (get_run's)")
         if record.status == RunStatus.FAILED and record.error is not None and record.error.step is not None:
             return record.error.step
         if record.head is None:
@@ -681,9 +821,12 @@ class Client:
                 were answered: :meth:`answer_again` answers one again). Nothing is written.
             InvalidUpdateError: unknown request id; several requests open and the answer is not keyed by
                 their ids (the message lists them). Nothing is written.
-            SerializationError: the answer holds a value outside the allow-list.
+            SerializationError: the answer holds a value outside the allow-list, or nests more than
+                :data:`~graphcore.engine.inputs.MAX_NESTING` levels deep.
             InputTooLargeError: the answer is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
         """
+        _expect("request_id", request_id, (str, type(None)), "a str or None")
+        check_nesting(value, "answer")
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         run = self.runs.get(run_id)
@@ -717,7 +860,10 @@ class Client:
                 request is still open (its run awaits its first answer: :meth:`answer` it; a branch then
                 would run beside the answered run).
             ConfigError: ``GRAPHQ_ENABLE_CHECKPOINTING=false``: no history to start a branch from (R5).
+            ArgumentTypeError: ``request_id`` is not a str.
+            SerializationError, InputTooLargeError: as :meth:`answer`.
         """
+        _expect("request_id", request_id, str, "a str")
         what = (
             f"request {request_id} of run {run_id}: a second answer (a branch at the checkpoint that asked)"
         )
@@ -877,7 +1023,9 @@ class Client:
         Raises:
             RunNotFoundError: no such run.
             ConfigError: this client has no step queue.
+            ArgumentTypeError: ``interrupt`` is not a bool.
         """
+        _expect("interrupt", interrupt, bool, "a bool")
         if self.queue is None:
             raise ConfigError("cancel needs a client with a step queue (it hands the thread to the next run)")
         run = self.runs.get(run_id)
@@ -1002,7 +1150,14 @@ class Client:
                 answer would continue from the checkpoint that asked, leaving the update behind: answer or
                 cancel it first), or the node or keys are unknown, or ``as_node`` is None and the last
                 step that ran nodes ran several (ambiguous).
+            InputTypeError, SerializationError: a value of the wrong type for its key, or nested too
+                deeply, as :meth:`enqueue` refuses an input (:func:`~graphcore.engine.inputs.check_types`,
+                paths ``values.<key>``); nothing is written.
+            ArgumentTypeError, ConfigError: ``workflow``, ``thread_id`` or ``as_node`` of the wrong type, a
+                malformed thread id.
         """
+        _expect("workflow", workflow, str, "a workflow name (str)")
+        _expect("as_node", as_node, (str, type(None)), "a node name (str) or None")
         graph = self.registry.get(workflow)
         runs = self.thread_runs(thread_id)
         busy = [r.id for r in runs if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)]
@@ -1020,7 +1175,10 @@ class Client:
             )
         head = self.get_state(thread_id)
         store = RedisCheckpointStore(self.kv, graph.schema)
-        cp = update_checkpoint(store, graph, thread_id, head, [StateUpdate(values, as_node)])
+        writer = as_node if as_node is not None else last_writer(store, graph, thread_id, head)
+        if writer == START or writer in graph.nodes:  # else update_checkpoint refuses it, or ends the step
+            values = check_types(graph.schema, values, "values", writer)
+        cp = update_checkpoint(store, graph, thread_id, head, [StateUpdate(values, writer)])
         owner = head.metadata.get("run_id")
         if not store.history and owner:  # the head goes (R5): its run's result is read from nowhere else
             keep_result(self.kv, thread_id, owner, head.id, head.channel_values)
@@ -1034,11 +1192,19 @@ class Client:
         Raises:
             ThreadActiveError: a run is active on the thread (queued or running, or awaiting input unless
                 ``force``) or waits for it; nothing was removed.
+            ArgumentTypeError, ConfigError: a malformed ``thread_id``, ``force`` not a bool.
         """
+        keys.validate_id("thread id", thread_id)
+        _expect("force", force, bool, "a bool")
         return delete_thread(self.kv, thread_id, force, self.queue)
 
     def thread_runs(self, thread_id: str) -> list[RunRecord]:
-        """The runs of a thread, oldest first."""
+        """The runs of a thread, oldest first.
+
+        Raises:
+            ArgumentTypeError, ConfigError: a malformed ``thread_id``.
+        """
+        keys.validate_id("thread id", thread_id)
         ids = [i.decode() for i in self.kv.zrange(keys.thread_runs(thread_id), 0, -1)]
         return [self.runs.get(run_id, thread_id) for run_id in ids]
 
@@ -1047,7 +1213,10 @@ class Client:
 
         Raises:
             CheckpointNotFoundError: the thread has no such checkpoint.
+            ArgumentTypeError, ConfigError: a malformed ``thread_id``, ``checkpoint_id`` not a str or None.
         """
+        keys.validate_id("thread id", thread_id)
+        _expect("checkpoint_id", checkpoint_id, (str, type(None)), "a str or None")
         cp = self.checkpoints.get(thread_id, checkpoint_id)
         if cp is None:
             raise CheckpointNotFoundError(
@@ -1056,14 +1225,28 @@ class Client:
         return cp
 
     def get_history(self, thread_id: str, limit: int | None = None) -> list[Checkpoint]:
-        """The thread's checkpoints, newest first."""
+        """The thread's checkpoints, newest first; at most ``limit`` (1 to :data:`MAX_LIMIT`; None: all).
+
+        Raises:
+            ArgumentTypeError, ConfigError: a malformed ``thread_id``, ``limit`` not an int in range.
+        """
+        keys.validate_id("thread id", thread_id)
+        _limit("limit", limit, optional=True)
         return self.checkpoints.list(thread_id, limit=limit)
 
     def shown_values(self, thread_id: str, cp: Checkpoint, workflow: str | None = None) -> Any:
         """``cp``'s values as ``get_state`` (and a ``values`` event) shows them: through the state schema of
         ``workflow``, by default the one whose run wrote ``cp`` (its metadata's ``run_id``, else the
         thread's newest run): a dict of the channels, or the value itself for a root-channel state (also
-        when that code is not loaded here, :func:`graphcore.engine.schema.stored_values`)."""
+        when that code is not loaded here, :func:`graphcore.engine.schema.stored_values`).
+
+        Raises:
+            ArgumentTypeError, ConfigError: a malformed ``thread_id``, ``cp`` not a Checkpoint, ``workflow``
+                not a str or None.
+        """
+        keys.validate_id("thread id", thread_id)
+        _expect("cp", cp, Checkpoint, "a Checkpoint")
+        _expect("workflow", workflow, (str, type(None)), "a workflow name (str) or None")
         if self.registry.graphs and workflow is None:
             workflow = self._workflow_of(thread_id, cp)
         graph = self.registry.graphs.get(workflow) if workflow is not None else None

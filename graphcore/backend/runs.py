@@ -21,7 +21,7 @@ from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.checkpoints import serde
 from graphcore.engine.config import RunConfig
-from graphcore.errors import ConfigError, LeaseLostError, RunExistsError, RunNotFoundError
+from graphcore.errors import ArgumentTypeError, ConfigError, LeaseLostError, RunExistsError, RunNotFoundError
 from graphcore.settings import get_settings
 
 __all__ = [
@@ -301,8 +301,11 @@ class RunStore:
         """Load a run record.
 
         Raises:
+            ArgumentTypeError: ``run_id`` is not a str.
             RunNotFoundError: no such run.
         """
+        if not isinstance(run_id, str):
+            raise ArgumentTypeError("run id", "a str", run_id)
         thread = thread_id or self.thread_of(run_id)
         raw = self.kv.hgetall(keys.run(thread, run_id))
         if not raw:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphcore.engine.cancel import CancelToken
-from graphcore.errors import ConfigError, OutsideRunError
+from graphcore.errors import ArgumentTypeError, ConfigError, OutsideRunError
 from graphcore.settings import explain, get_settings
 
 __all__ = [
@@ -221,6 +221,7 @@ def merge_config(
             have (the queue lists fewer: :data:`graphcore.backend.client.QUEUE_OPTIONS`).
 
     Raises:
+        ArgumentTypeError: a layer is not a mapping, a RunConfig or None (``config="nope"``).
         ConfigError: an unknown option, a value out of its range or of the wrong type (naming the option,
             the allowed range and the value), or a user ``configurable`` key with the reserved ``__graphq_``
             prefix.
@@ -229,7 +230,7 @@ def merge_config(
     for layer in layers:
         if layer is None:
             continue
-        data = _dumped(layer) if isinstance(layer, RunConfig) else _graphq_keys(layer)
+        data = _options_of(layer)
         unknown = set(data) - set(RunConfig.model_fields)
         if unknown:
             raise ConfigError(f"unknown run option(s) {sorted(unknown)}; known: {list(known or ACCEPTED)}")
@@ -311,6 +312,20 @@ _VIEW_KEYS = (
     "callbacks",
 )
 """The keys of LangGraph's ``RunnableConfig``, as :meth:`RunConfig.__getitem__` reads them."""
+
+
+def _options_of(layer: Mapping[str, Any] | RunConfig) -> dict[str, Any]:
+    """A config layer's options by graphq's names.
+
+    Raises:
+        ArgumentTypeError: ``layer`` is neither a mapping nor a RunConfig (``config="nope"``).
+        ConfigError: see :func:`_graphq_keys`.
+    """
+    if isinstance(layer, RunConfig):
+        return _dumped(layer)
+    if isinstance(layer, Mapping):
+        return _graphq_keys(layer)
+    raise ArgumentTypeError("config", "a mapping of run options, a RunConfig or None", layer)
 
 
 def _graphq_keys(layer: Mapping[str, Any]) -> dict[str, Any]:

@@ -39,15 +39,35 @@ from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 from graphcore.checkpoints import serde
 from graphcore.engine.channels import LastValue, ReducerChannel
 from graphcore.engine.schema import ROOT, StateSchema
-from graphcore.errors import InvalidUpdateError, PermanentError
+from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
 from graphcore.messages import add_messages, coerce_message
 from graphcore.settings import get_settings
 from graphcore.types import START, Overwrite
 
-__all__ = ["InputTooLargeError", "InputTypeError", "check_answer", "check_size", "check_types"]
+__all__ = [
+    "MAX_NESTING",
+    "TOO_DEEP",
+    "InputTooLargeError",
+    "InputTypeError",
+    "check_answer",
+    "check_nesting",
+    "check_size",
+    "check_types",
+    "nesting_problem",
+]
 
 _BRIEF = 60
 """Characters of a refused value quoted in an error message."""
+
+MAX_NESTING = 200
+"""Levels of lists, dicts, tuples and sets one inside another that an input, a state update, an answer or a
+run's options may have (pydantic's JSON parser, which validates inputs given in JSON form, reads as many).
+Deeper values exhaust Python's recursion limit in the checks, in reducers and in nodes."""
+
+_CONTAINERS = frozenset({list, tuple, dict, set, frozenset, Overwrite})
+"""The types :func:`nesting_problem` looks into (exactly these: serde refuses their subclasses)."""
+TOO_DEEP = f"nested more than {MAX_NESTING} levels deep (lists, dicts, tuples or sets one inside another)"
+"""What is wrong with a value nested deeper than :data:`MAX_NESTING`."""
 
 
 class InputTooLargeError(PermanentError):
@@ -94,17 +114,72 @@ def check_size(what: str, size: int) -> None:
         raise InputTooLargeError(what, size, limit)
 
 
-def check_answer(value: Any) -> None:
-    """Refuse an answer that cannot be stored: outside the serde allow-list, or above the size limit.
+def _inner(container: Any) -> list[Any]:
+    """The containers directly inside ``container`` (a dict's keys and values, an Overwrite's value)."""
+    if type(container) is dict:
+        items = (*container, *container.values())
+    else:
+        items = (container.value,) if type(container) is Overwrite else container
+    return [item for item in items if type(item) in _CONTAINERS]
+
+
+def nesting_problem(value: Any, levels: int = MAX_NESTING) -> str | None:
+    """What is wrong with how ``value`` nests, or None: lists, dicts, tuples and sets more than ``levels``
+    deep (``[1]`` is one level), or a container inside itself. One pass over the containers, without
+    recursion (a value too deep for Python's recursion limit is reported too); other objects (models,
+    dataclasses) are not looked into.
+
+    Args:
+        levels: :data:`MAX_NESTING`, plus the levels of what ``value`` wraps the checked value in (a batch
+            file's line: one); the message speaks of MAX_NESTING."""
+    if type(value) not in _CONTAINERS:
+        return None
+    path = {id(value): None}  # ids of the containers from the top down to the one being looked into
+    pending = [_inner(value)]  # for each of them, what is left to look into
+    while pending:
+        left = pending[-1]
+        if not left:
+            pending.pop()
+            path.popitem()
+            continue
+        child = left.pop()
+        if id(child) in path:
+            return "cyclic reference: the value contains itself"
+        if len(path) >= levels:
+            return TOO_DEEP
+        path[id(child)] = None
+        pending.append(_inner(child))
+    return None
+
+
+def check_nesting(value: Any, path: str) -> None:
+    """Refuse ``value`` when it nests too deeply or contains itself (:func:`nesting_problem`).
+
+    Args:
+        path: what it is, for the message (``input``, ``answer``, ``config``).
 
     Raises:
-        SerializationError: a value inside it is not on the allow-list (the path starts ``answer``).
+        SerializationError: ``<path>: nested more than 200 levels deep (...)``; nothing was stored.
+    """
+    problem = nesting_problem(value)
+    if problem is not None:
+        raise SerializationError(path, problem)
+
+
+def check_answer(value: Any) -> None:
+    """Refuse an answer that cannot be stored: nested too deeply (:func:`check_nesting`), outside the serde
+    allow-list, or above the size limit.
+
+    Raises:
+        SerializationError: it nests too deeply, or a value inside it is not on the allow-list (the path
+            starts ``answer``).
         InputTooLargeError: it is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
     """
+    check_nesting(value, "answer")
     check_size("answer", len(serde.dumps(value, path="answer")))
 
 
-def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
+def check_types(schema: StateSchema, value: Any, path: str = "input", writer: str = START) -> Any:
     """Validate an input against ``schema``'s types (see the module docstring).
 
     Args:
@@ -115,30 +190,37 @@ def check_types(schema: StateSchema, value: Any, path: str = "input") -> Any:
             ``path`` itself: ``input: Input should be a valid list (got {'a': 1})``). Keys are checked
             against the graph's input schema (by default its state schema).
         path: the root of error paths.
+        writer: who writes ``value``: START for a run's input; a node for a state update written as that
+            node (``update_state``'s ``as_node``), whose keys are checked against the state schema (the keys
+            it declares; not those only a node's own input schema has) and whose unknown keys are refused
+            as that node's.
 
     Returns:
         The value to store: ``value`` itself, or a copy whose JSON-form values were validated into their
         declared types (datetimes, enums, ...).
 
     Raises:
+        SerializationError: the value nests too deeply or contains itself (:func:`check_nesting`).
         InputTypeError: a value does not match its key's type, or its channel's reducer refuses it on the
             channel's empty value; the message names its path
             (``input.messages: add_messages refused it: a message dict must have ...``).
     """
-    stored = _typed(schema, value, path)
-    _check_reducers(schema, stored, path)
+    check_nesting(value, path)
+    stored = _typed(schema, value, path, writer)
+    _check_reducers(schema, stored, path, writer)
     return stored
 
 
-def _typed(schema: StateSchema, value: Any, path: str) -> Any:
+def _typed(schema: StateSchema, value: Any, path: str, writer: str) -> Any:
     """The type checks of :func:`check_types`; returns the value to store."""
     if schema.root:
         return _check_root(schema, value, path)
     if not isinstance(value, Mapping) or not value or isinstance(value, BaseModel):
         return value
-    keys = schema.input_keys
+    keys = schema.input_keys if writer == START else schema.state_keys
     checked = {k: v for k, v in value.items() if k in keys and _is_checked(schema.channels.get(k))}
-    against = schema.input_schema  # the state schema unless the graph has an input schema of its own
+    # the state schema unless the graph has an input schema of its own
+    against = schema.input_schema if writer == START else schema.schema
     if isinstance(against, type) and issubclass(against, BaseModel):
         _check_model(against, checked, path)
         return value
@@ -153,12 +235,12 @@ def _typed(schema: StateSchema, value: Any, path: str) -> Any:
     return {**value, **converted} if converted else value
 
 
-def _check_reducers(schema: StateSchema, value: Any, path: str) -> None:
+def _check_reducers(schema: StateSchema, value: Any, path: str, writer: str) -> None:
     """Fold each reducer channel's write onto the channel's empty value (see the module docstring); a
     value of the wrong shape is left to ``writes_of``."""
     if not (schema.root or isinstance(value, Mapping | BaseModel)):
         return
-    for key, write in schema.writes_of(START, value):
+    for key, write in schema.writes_of(writer, value):
         channel = schema.channels.get(key)
         if isinstance(channel, ReducerChannel):
             _fold(channel, key, write, path if key == ROOT else f"{path}.{key}")

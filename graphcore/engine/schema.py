@@ -141,6 +141,11 @@ class StateSchema:
         return _keys(self.input_schema)
 
     @functools.cached_property
+    def state_keys(self) -> frozenset[str]:
+        """The keys the state schema itself declares (not those of the nodes' own input schemas)."""
+        return _keys(self.schema)
+
+    @functools.cached_property
     def _result_order(self) -> tuple[str, ...]:
         """The result's keys in LangGraph's order: the output schema's declaration order."""
         return tuple(k for k in _key_list(self.output_schema) if k in self.channels)
