@@ -4,6 +4,7 @@ finds (by filter, and by semantic search over a given embedder)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import pytest
@@ -104,3 +105,21 @@ def test_a_graph_invoked_in_a_node_uses_its_parents_store(lg: Imports) -> None:
     outer.compile(store=store).invoke({"user": "ann"})
     item = store.get(("inner",), "k")
     assert item is not None and item.value == {"from": "inner"}
+
+
+def test_an_async_node_uses_the_async_methods(lg: Imports) -> None:
+    async def node(state: State, store: BaseStore) -> dict[str, Any]:
+        await store.aput(("notes",), "k", {"text": "hi"})
+        found = await lg.get_store().asearch(("notes",))
+        return {"found": [f"{i.key}:{i.value['text']}:{get_same(store)}" for i in found]}
+
+    def get_same(store: Any) -> bool:
+        return lg.get_store() is store
+
+    builder = lg.StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(lg.START, "node")
+    assert asyncio.run(builder.compile(store=lg.InMemoryStore()).ainvoke({"user": "ann"})) == {
+        "user": "ann",
+        "found": ["k:hi:True"],
+    }
