@@ -38,6 +38,7 @@ from cli.run import run
 from cli.runs import runs
 from cli.schedules import scheduler, schedules
 from cli.state import state
+from cli.store import store
 from cli.switch import disable, enable, enabled
 from cli.tenants import tenants
 from cli.threads import threads
@@ -112,6 +113,7 @@ main.add_command(workflows)
 main.add_command(workers)
 main.add_command(tenants)
 main.add_command(threads)
+main.add_command(store)
 main.add_command(reaper)
 main.add_command(disable)
 main.add_command(enable)

@@ -14,7 +14,7 @@ from graphcore.engine.config import (
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
 from graphcore.engine.retry import RetryPolicy
-from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime
+from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime, get_store
 from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
 from graphcore.errors import (
     ConfigError,
@@ -36,24 +36,43 @@ from graphcore.messages import (
     RemoveMessage,
     add_messages,
 )
+from graphcore.store import (
+    BaseStore,
+    GetOp,
+    InMemoryStore,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 from graphcore.types import END, START, Command, Interrupt, Overwrite, Send
 
 __all__ = [
     "END",
     "REMOVE_ALL_MESSAGES",
     "START",
+    "BaseStore",
     "CancelToken",
     "Checkpoint",
     "Command",
     "CompiledGraph",
     "ConfigError",
     "EmptyInputError",
+    "GetOp",
     "GraphRecursionError",
     "GraphqError",
     "InMemorySaver",
+    "InMemoryStore",
     "Interrupt",
     "InvalidGraphError",
+    "InvalidNamespaceError",
     "InvalidUpdateError",
+    "Item",
+    "ListNamespacesOp",
+    "MatchCondition",
     "MemorySaver",
     "MessagesState",
     "MessagesStateModel",
@@ -62,10 +81,13 @@ __all__ = [
     "Overwrite",
     "ParentCommand",
     "PregelTask",
+    "PutOp",
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",
     "Runtime",
+    "SearchItem",
+    "SearchOp",
     "Send",
     "SerializationError",
     "StateGraph",
@@ -78,6 +100,7 @@ __all__ = [
     "get_config",
     "get_node_settings",
     "get_runtime",
+    "get_store",
     "get_stream_writer",
     "interrupt",
 ]

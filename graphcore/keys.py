@@ -70,6 +70,14 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:scheduler:ID           string a live scheduler's heartbeat (JSON), expires
     graphq:schedulers             zset   scheduler id -> when its heartbeat expires (ms, its clock): the index
                                          of the heartbeats (an expired one is dropped by the next heartbeat)
+    graphq:{store}:namespaces     zset   score 0, every namespace of the long-term store that holds items,
+                                         dotted (labels cannot hold '.'): prefix ranges by ZRANGEBYLEX
+    graphq:{store}:keys:NS        zset   key -> when the item expires, ms (+inf: never); NS dotted
+    graphq:{store}:item:JSON      hash   one item (value JSON, created_at, updated_at, ttl, vectors JSON);
+                                         JSON = [*namespace, key]; expires with its TTL (PEXPIREAT)
+
+The long-term store's keys share the hash tag ``{store}`` (one slot): its Lua script prunes the
+namespace index together with the namespaces' key sets.
 
 The lease, recovery and worker keys are global (one slot), like the run index: the lease index is kept
 by the claim, renewal, release and commit scripts, which therefore touch one global key besides the
@@ -77,6 +85,8 @@ thread's (fine on one Redis; a Redis Cluster deployment would need one index per
 """
 
 from __future__ import annotations
+
+import json
 
 from graphcore.errors import ArgumentTypeError, ConfigError
 
@@ -121,6 +131,9 @@ __all__ = [
     "schedules",
     "step_member",
     "steps_index",
+    "store_item",
+    "store_keys",
+    "store_namespaces",
     "switch",
     "thread_active",
     "thread_keys",
@@ -438,3 +451,20 @@ def admission(part: str) -> str:
     if part not in ADMISSION_PARTS:
         raise ValueError(f"unknown admission key {part!r}; known: {', '.join(ADMISSION_PARTS)}")
     return f"{PREFIX}:adm:{part}"
+
+
+def store_namespaces() -> str:
+    """The long-term store's namespace index (zset of dotted namespaces, score 0)."""
+    return f"{PREFIX}:{{store}}:namespaces"
+
+
+def store_keys(dotted_ns: str) -> str:
+    """The long-term store's keys of one namespace (zset key -> expiry ms)."""
+    return f"{PREFIX}:{{store}}:keys:{dotted_ns}"
+
+
+def store_item(namespace: tuple[str, ...], key: str) -> str:
+    """One item of the long-term store (a hash)."""
+    return f"{PREFIX}:{{store}}:item:" + json.dumps(
+        [*namespace, key], ensure_ascii=False, separators=(",", ":")
+    )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphcore.backend.connection import connect
+from graphcore.backend.redis_store import RedisStore
 from graphcore.backend.runs import RunStore
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.kv import LRU
@@ -30,6 +31,7 @@ class WorkerContext:
     queue: RQStepQueue
     commit: CommitScript
     stores: dict[str, RedisCheckpointStore] = field(default_factory=dict)
+    memories: dict[str, RedisStore] = field(default_factory=dict)
     attempts: LRU = field(default_factory=LRU)
     """``run_id:attempt`` → what is fixed for that attempt of the run (:class:`worker.job._Attempt`)."""
     worker_id: str = ""
@@ -55,6 +57,16 @@ class WorkerContext:
             history = self.settings.enable_checkpointing
             self.stores[workflow] = RedisCheckpointStore(self.kv, schema, history=history)
         return self.stores[workflow]
+
+    def memory(self, workflow: str) -> RedisStore:
+        """The long-term store of ``workflow``'s runs: a :class:`RedisStore` on the workers' Redis, shared by
+        every run of every workflow, whatever ``compile(store=...)`` said (that store's ``index`` and ``ttl``
+        settings apply: its embedder embeds what the workflow's nodes put and search)."""
+        if workflow not in self.memories:
+            given = self.registry.get(workflow).store
+            index, ttl = (given.index_config, given.ttl_config) if given is not None else (None, None)
+            self.memories[workflow] = RedisStore(self.kv, index=index, ttl=ttl)
+        return self.memories[workflow]
 
 
 _context: WorkerContext | None = None

@@ -281,7 +281,8 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
-    with run_scope(Scope(subgraphs, run.thread_id)):  # subgraphs checkpoint here, fenced (G7, I1)
+    # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
+    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow))):
         outcome = run_step(
             graph,
             cp,

@@ -8,8 +8,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
 
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine import params
-from graphcore.engine.checkpointer import check_checkpointer
+from graphcore.engine.checkpointer import check_checkpointer, check_store
 from graphcore.engine.compiled import Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.retry import RetryPolicy
@@ -278,6 +279,7 @@ class StateGraph:
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
         debug: bool = False,
+        store: BaseStore | None = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it; the arguments are LangGraph's ``compile`` arguments (the
         checkpointer may be given positionally) plus graphq's ``config``.
@@ -294,12 +296,17 @@ class StateGraph:
                 :mod:`graphcore.engine.breakpoints`; on the queue it waits for ``graphq runs resume RUN``).
             interrupt_after: nodes to pause after, or ``"*"`` for all.
             debug: LangGraph's debug flag.
+            store: the graph's long-term store (LangGraph's ``store``: ``InMemoryStore()``), which nodes
+                reach through ``get_store()``, ``runtime.store`` or a ``store`` parameter. On the queue,
+                ``graphq worker`` gives every graph the workers' Redis store instead, with this store's
+                ``index`` and ``ttl`` settings (:mod:`graphcore.backend.redis_store`).
 
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node; a
                 breakpoint naming no node.
             CheckpointerError: ``checkpointer`` is not a graphq checkpoint store, True, False or None (a
-                ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``).
+                ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``);
+                ``store`` is not a graphq store or None (a LangGraph store is refused likewise).
             ConfigError: a node's settings hold a value that is not JSON (naming the node and the path) or
                 are longer than ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (naming the node, the size and the limit);
                 an option of ``config`` is unknown, of the wrong type or out of its range (naming the
@@ -316,4 +323,5 @@ class StateGraph:
             debug=debug,
         )
         graph.named = name is not None
+        graph.store = check_store(store)
         return graph

@@ -19,10 +19,19 @@ from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.checkpoints.store_base import BaseStore
 from graphcore.errors import CheckpointerError, InvalidGraphError, NoCheckpointerError
 from graphcore.types import TaskWrites
 
-__all__ = ["NO_CHECKPOINTS", "check_checkpointer", "resumes", "stateful_ns", "store_of", "task_ns"]
+__all__ = [
+    "NO_CHECKPOINTS",
+    "check_checkpointer",
+    "check_store",
+    "resumes",
+    "stateful_ns",
+    "store_of",
+    "task_ns",
+]
 
 _STORE_METHODS = ("put", "get", "list", "put_writes", "get_writes", "get_writes_and_errors")
 """The methods of :class:`~graphcore.checkpoints.protocol.CheckpointStore` (``get_state`` reads the last)."""
@@ -148,3 +157,26 @@ class _NoCheckpoints:
 
 NO_CHECKPOINTS: CheckpointStore = _NoCheckpoints()
 """The store a ``checkpointer=False`` subgraph runs with inside a task (see :func:`store_of`)."""
+
+
+def check_store(value: Any) -> BaseStore | None:
+    """``value`` when ``compile(store=value)`` may take it: a graphq long-term store (a
+    :class:`~graphcore.checkpoints.store_base.BaseStore`: ``InMemoryStore()``, ``RedisStore(...)``) or None.
+
+    Raises:
+        CheckpointerError: (a ``TypeError``) anything else, naming what was given; a LangGraph store
+            (``langgraph.store.memory.InMemoryStore``) is refused, naming graphq's.
+    """
+    if value is None or isinstance(value, BaseStore):
+        return value
+    cls = value if isinstance(value, type) else type(value)
+    kind = f"{cls.__module__}.{cls.__qualname__}"
+    if _from_langgraph(cls):
+        raise CheckpointerError(
+            f"compile(store=...): {kind} is a LangGraph store; use graphq's: graphcore.InMemoryStore() in "
+            "process (graphq's workers give every graph their Redis store)"
+        )
+    raise CheckpointerError(
+        f"compile(store=...): got {kind}, which is not a graphq store; accepted: graphcore.InMemoryStore(), "
+        "graphcore.backend.redis_store.RedisStore(redis_client) or None"
+    )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine.breakpoints import Breakpoints, nodes_of
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.loops import is_async_callable
@@ -123,6 +124,8 @@ class GraphSpec:
         """The type of the run context (LangGraph's ``context_schema``; :mod:`graphcore.engine.runtime`)."""
         self.nodes: dict[str, NodeSpec] = dict(parts.nodes)
         self.checkpointer = checkpointer
+        self.store: BaseStore | None = None
+        """The long-term store (``compile(store=...)``; :mod:`graphcore.checkpoints.store_base`)."""
         self.breakpoints = Breakpoints(
             nodes_of(interrupt_before, self.nodes, "interrupt_before"),
             nodes_of(interrupt_after, self.nodes, "interrupt_after"),

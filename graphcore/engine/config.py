@@ -480,15 +480,22 @@ _current: contextvars.ContextVar[TaskContext] = contextvars.ContextVar("graphq_t
 
 @dataclass(frozen=True)
 class Scope:
-    """Where the running graph keeps its checkpoints: the store, thread and namespace (G7).
+    """Where the running graph keeps its checkpoints: the store, thread and namespace (G7); and its
+    long-term memory.
 
     Set around a super-step by the in-process executor and by the worker; a subgraph running inside a
     task checkpoints into the same store and thread under its own namespace ``parent_ns|node:task_id``.
+
+    Attributes:
+        memory: the run's long-term store (``compile(store=...)``; on the queue the workers' Redis store),
+            which ``get_store()``, ``runtime.store`` and a node's ``store`` parameter give; None without one.
+            A graph invoked inside a node uses its parent's (LangGraph's rule).
     """
 
     store: Any
     thread_id: str
     ns: str = ""
+    memory: Any = None
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("graphq_scope", default=None)

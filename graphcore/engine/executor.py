@@ -341,17 +341,19 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             if task is None:  # a root run: no namespace, and a checkpointer needs a thread (LangGraph's)
                 cfg = outside_any_task(cfg)
                 check_thread(self.checkpointer, self.defaults, config)
-            store = store_of(self.checkpointer, parent is not None and task is not None)
-            return cfg, Scope(store, cfg.thread_id or "", "")
+            inside = parent is not None and task is not None
+            store = store_of(self.checkpointer, inside)
+            memory = parent.memory if inside and parent is not None else self.store
+            return cfg, Scope(store, cfg.thread_id or "", "", memory)
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
         given = merge_config({"configurable": inherited, "context": task.config.context}, passed_on(config))
         cfg = self.config_for(given)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
-            return cfg, Scope(parent.store, cfg.thread_id or "", "")
+            return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory)
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
         return cfg.model_copy(update={"thread_id": parent.thread_id, "run_id": task.config.run_id}), Scope(
-            parent.store, parent.thread_id, ns
+            parent.store, parent.thread_id, ns, parent.memory
         )
 
     def _execute(

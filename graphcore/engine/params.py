@@ -5,6 +5,8 @@
   (:class:`~graphcore.engine.config.RunConfig`, which reads like LangGraph's ``RunnableConfig`` dict).
 * ``writer``: gets the task's stream writer (LangGraph's ``StreamWriter``: ``writer(chunk)`` emits a
   ``custom`` stream event, as :func:`~graphcore.engine.config.get_stream_writer` does).
+* ``store``: gets the run's long-term store (:func:`~graphcore.engine.runtime.get_store`; None without
+  one), as LangGraph's.
 * ``runtime``: gets the run's :class:`~graphcore.engine.runtime.Runtime` (``runtime.context``,
   ``runtime.stream_writer``), as LangGraph's.
 * graphq's own form: a second required positional parameter of any other name gets the config
@@ -27,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from graphcore.engine.config import current_task
-from graphcore.engine.runtime import runtime_of
+from graphcore.engine.runtime import run_store, runtime_of
 from graphcore.engine.schema import is_schema
 from graphcore.types import Command
 
@@ -41,7 +43,7 @@ __all__ = [
     "takes_positional_config",
 ]
 
-INJECTED = ("config", "writer", "runtime")
+INJECTED = ("config", "writer", "store", "runtime")
 """The parameter names filled by keyword, in LangGraph's order."""
 
 _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
@@ -50,15 +52,17 @@ _POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITI
 
 def keyword_args(names: Sequence[str], config: Any = None) -> dict[str, Any]:
     """The keyword arguments ``names`` of one call inside a running task: ``config`` (the task's, unless
-    given), the stream ``writer`` and the ``runtime`` (:class:`~graphcore.engine.runtime.Runtime`).
+    given), the stream ``writer``, the long-term ``store`` and the ``runtime``
+    (:class:`~graphcore.engine.runtime.Runtime`).
 
     Raises:
         OutsideRunError: called outside a running task.
     """
-    task = current_task("a node or router taking config, writer or runtime")
+    task = current_task("a node or router taking config, writer, store or runtime")
     values: dict[str, Callable[[], Any]] = {
         "config": lambda: task.config if config is None else config,
         "writer": lambda: task.stream_writer,
+        "store": run_store,
         "runtime": lambda: runtime_of(task),
     }
     return {name: values[name]() for name in names}

@@ -22,10 +22,19 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from graphcore.engine.config import RunConfig, TaskContext, current_task, merge_config
+from graphcore.engine.config import RunConfig, TaskContext, current_scope, current_task, merge_config
 from graphcore.errors import ConfigError
 
-__all__ = ["Runtime", "StreamWriter", "coerce_context", "get_runtime", "runtime_of", "with_context"]
+__all__ = [
+    "Runtime",
+    "StreamWriter",
+    "coerce_context",
+    "get_runtime",
+    "get_store",
+    "run_store",
+    "runtime_of",
+    "with_context",
+]
 
 ContextT = TypeVar("ContextT")
 
@@ -41,7 +50,8 @@ class Runtime(Generic[ContextT]):
     Attributes:
         context: the run's context (None when the run was given none).
         stream_writer: ``stream_writer(chunk)`` emits a ``custom`` stream event.
-        store: LangGraph's long-term store; always None in graphq (``compile(store=...)`` is not offered).
+        store: the run's long-term store (``compile(store=...)``; on the queue, the workers' Redis store;
+            :mod:`graphcore.checkpoints.store_base`), or None.
         previous: LangGraph's functional-API return value; always None here.
     """
 
@@ -72,7 +82,26 @@ def coerce_context(schema: Any, context: Any) -> Any:
 
 def runtime_of(task: TaskContext) -> Runtime[Any]:
     """The :class:`Runtime` of a running task."""
-    return Runtime(context=task.config.context, stream_writer=task.stream_writer)
+    return Runtime(context=task.config.context, stream_writer=task.stream_writer, store=run_store())
+
+
+def run_store() -> Any:
+    """The long-term store of the graph running now (:attr:`~graphcore.engine.config.Scope.memory`), or
+    None."""
+    scope = current_scope()
+    return None if scope is None else scope.memory
+
+
+def get_store() -> Any:
+    """The running graph's long-term store (LangGraph's ``get_store()``): the one given to
+    ``compile(store=...)``, a parent graph's for a graph invoked inside a node, the workers' Redis store on
+    the queue; None when the graph has none.
+
+    Raises:
+        OutsideRunError: called outside a running node.
+    """
+    current_task("get_store")
+    return run_store()
 
 
 def get_runtime() -> Runtime[Any]:
