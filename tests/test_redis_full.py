@@ -197,10 +197,12 @@ def test_a_worker_started_while_redis_refuses_writes_waits_then_works(
 
 
 def test_a_dequeue_refused_by_a_full_redis_waits_then_takes_the_job(
-    client: Client, redis_client: redis.Redis
+    client: Client, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A worker on one queue pops with LMOVE, a write: refused, it is tried again (RQ's loop would stop the
-    worker) until memory is freed, and takes the job."""
+    worker) until memory is freed, and takes the job. (The queue class's state is per process: a worker
+    stopped in an earlier test of this process left it stopping.)"""
+    monkeypatch.setattr(StopAwareQueue, "stopping", False)
     kv = redis_client
     run_id = client.enqueue("gated", {"name": "popped", "steps": 1, "gate": 0})
     queue = client.queue.queue("gated")

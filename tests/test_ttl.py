@@ -336,6 +336,8 @@ def test_a_worker_subprocess_keeps_every_key_within_the_ttl(
         get_settings.cache_clear()
         run_id = client.enqueue("five-steps", FIVE, thread_id="tt12")
     assert ended(client, run_id).status == RunStatus.COMPLETED
+    # the thread is handed over just after the run's end: its active-run key goes then
+    wait_for(lambda: not redis_client.exists(keys.thread_active("tt12")), what="the hand-over")
     found = ttls(redis_client, "tt12")
     assert found and all(0 < left <= 2000 for left in found.values()), found
     assert expire_and_sweep(redis_client, "tt12") == 2
