@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
 from pydantic import BaseModel, BeforeValidator, Discriminator, Field, Tag
 from typing_extensions import TypedDict
 
-from graphcore import lite_messages
 from graphcore.errors import InvalidUpdateError
 
 if TYPE_CHECKING:  # checked against langchain-core's classes; the lightweight ones have the same shape
@@ -164,7 +163,6 @@ _CLASSES: dict[str, type[BaseMessage]] = {
     "remove": RemoveMessage,
 }
 _OURS = frozenset(MESSAGE_CLASSES.values())
-_KNOWN = _OURS | frozenset(lite_messages.CLASSES)  # messages of either kind, taken as they are
 _FIELDS = frozenset({"name", "id", "tool_call_id", "tool_calls", "response_metadata", "status", "artifact"})
 
 
@@ -191,7 +189,7 @@ def _from_role(role: Any, content: Any, fields: dict[str, Any]) -> BaseMessage:
 
 def _is_message(value: Any) -> bool:
     """A graphq message, or a langchain-core one (duck-typed: ``id``, ``type`` and ``content``)."""
-    return type(value) in _KNOWN or (
+    return type(value) in _OURS or (
         not isinstance(value, dict | str | tuple | list)
         and isinstance(getattr(value, "type", None), str)
         and hasattr(value, "content")
@@ -233,7 +231,7 @@ def coerce_message(value: Any) -> Any:
 
 def _coerced(value: Any) -> list[Any]:
     items = value if isinstance(value, list) else [value]
-    if all(type(m) in _KNOWN for m in items):
+    if all(type(m) in _OURS for m in items):
         return items
     return [coerce_message(m) for m in items]
 
@@ -243,7 +241,7 @@ def _stored(value: Any) -> list[Any]:
     dict without role and content is the form graphq's ``add_messages`` kept before it took LangGraph's
     messages (any dict with an ``"id"``): refused with what it lacks and how to convert the thread."""
     items = value if isinstance(value, list) else [value]
-    if all(type(m) in _KNOWN for m in items):
+    if all(type(m) in _OURS for m in items):
         return items
     for m in items:
         if isinstance(m, dict) and not ("content" in m and (m.get("role") or m.get("type"))):

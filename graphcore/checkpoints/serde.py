@@ -96,7 +96,7 @@ import msgpack
 import typing_extensions
 from pydantic import BaseModel
 
-from graphcore import lite_messages, messages
+from graphcore import messages
 from graphcore.errors import ConfigError, SerializationError
 from graphcore.settings import class_entries, get_settings
 from graphcore.types import Interrupt, Overwrite
@@ -134,6 +134,7 @@ _NESTED_BUF = 256
 _TOP_BUF = 4096
 _ONE_US = timedelta(microseconds=1)
 _MISSING = object()
+_LITE_MESSAGES = "graphcore.lite_messages"  # graphq's lightweight messages, stored as messages of their type
 _NATIVE = frozenset({type(None), bool, int, float, str, bytes})
 _ALLOWED = (
     "allowed types: None, bool, int, float, str, bytes, list, dict, tuple, set, frozenset, datetime, date, "
@@ -491,8 +492,8 @@ _ENCODERS: dict[type, _Encoder] = {
     timedelta: _enc_timedelta,
     Decimal: _enc_decimal,
     uuid.UUID: _enc_uuid,
-    # the chat messages of both kinds, whichever the process names (graphcore.messages)
-    **dict.fromkeys((*messages.MESSAGE_CLASSES.values(), *lite_messages.CLASSES), _enc_message),
+    # the chat messages of this process (graphcore.messages); graphq's lightweight ones: _class_encoder
+    **dict.fromkeys(messages.MESSAGE_CLASSES.values(), _enc_message),
 }
 
 
@@ -513,6 +514,8 @@ def _unsupported_message(cls: type) -> str:
 
 
 def _class_encoder(cls: type) -> _Encoder | None:
+    if cls.__module__ == _LITE_MESSAGES and issubclass(cls, BaseModel):  # without importing them
+        return _enc_message
     if issubclass(cls, Enum):
         return _enc_enum
     if issubclass(cls, BaseModel):
@@ -569,7 +572,8 @@ def _classify(obj: Any) -> _Encoder:
     encoder = _class_encoder(cls)
     if encoder is None:
         raise _Unsupported(_unsupported_message(cls))
-    _class_ref(cls)
+    if encoder is not _enc_message:
+        _class_ref(cls)
     _ENCODERS[cls] = encoder
     return encoder
 
