@@ -337,10 +337,17 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             if task is None:  # a root run: no namespace, and a checkpointer needs a thread (LangGraph's)
                 cfg = outside_any_task(cfg)
                 check_thread(self.checkpointer, self.defaults, config)
+            elif cfg.callbacks is None and task.config.callbacks is not None:  # the node's, as LangChain's
+                cfg = cfg.model_copy(update={"callbacks": task.config.callbacks})
             store = store_of(self.checkpointer, parent is not None and task is not None)
             return cfg, Scope(store, cfg.thread_id or "", "")
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
-        given = merge_config({"configurable": inherited, "context": task.config.context}, passed_on(config))
+        outer = {
+            "configurable": inherited,
+            "context": task.config.context,
+            "callbacks": task.config.callbacks,
+        }
+        given = merge_config(outer, passed_on(config))
         cfg = self.config_for(given)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "")

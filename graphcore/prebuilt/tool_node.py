@@ -92,19 +92,31 @@ def _content(value: Any) -> Any:
 class _Tool:
     """One tool: a plain function (named after it, called with the call's args by keyword, validated and
     coerced by pydantic from its signature as langchain-core does), or an object with ``name`` and
-    ``invoke(args)`` (a langchain tool)."""
+    ``invoke(args)``. A LangChain tool (a ``BaseTool``: ``@tool``, ``StructuredTool``) is given the whole
+    tool call ``{"name", "args", "id", "type": "tool_call"}`` as LangGraph gives it, so it returns a
+    ToolMessage (with the call's id, an ``artifact``, an injected tool call id...)."""
 
     def __init__(self, tool: Any) -> None:
         invoke = getattr(tool, "invoke", None)
         if isinstance(getattr(tool, "name", None), str) and callable(invoke):
             self.name: str = tool.name
-            self.run: Callable[[dict[str, Any]], Any] = invoke
+            if _is_langchain_tool(tool):
+                self.run: Callable[[dict[str, Any]], Any] = lambda call: invoke({**call, "type": "tool_call"})
+            else:
+                self.run = lambda call: invoke(call.get("args", {}))
             return
         if not callable(tool) or not getattr(tool, "__name__", None):
             raise TypeError(f"a tool is a named function or has .name and .invoke(args); got {tool!r}")
         self.name = tool.__name__
         model = _args_model(tool)
-        self.run = lambda args: tool(**_validated(model, args))
+        self.run = lambda call: tool(**_validated(model, call.get("args", {})))
+
+
+def _is_langchain_tool(tool: Any) -> bool:
+    """Whether ``tool`` is a langchain-core ``BaseTool`` (checked by name: langchain-core is not imported)."""
+    return any(
+        c.__name__ == "BaseTool" and c.__module__.startswith("langchain_core.") for c in type(tool).__mro__
+    )
 
 
 def _args_model(fn: Callable[..., Any]) -> type[BaseModel]:
@@ -257,7 +269,7 @@ class ToolNode:
             content = INVALID_TOOL.format(name=name, names=", ".join(self.tools_by_name))
             return ToolMessage(content, name=name, tool_call_id=call_id, status="error")
         try:
-            output = tool.run(args)
+            output = tool.run({"name": name, "args": args, "id": call_id})
             if inspect.isawaitable(output):  # an async def tool: awaited on graphq's loop for this thread
                 output = run_coroutine(output)
         except ValidationError as exc:
