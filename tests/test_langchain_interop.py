@@ -77,6 +77,26 @@ def test_a_langchain_agent_runs_on_a_worker_subprocess(client: Client, redis_url
     check_the_agents_messages(run.result["messages"])
 
 
+def test_a_tools_command_is_applied_on_the_queue(client: Client) -> None:
+    """The tool's Command crosses ToolNode's inner graph (stored as a pending write on the queue) and is
+    applied as the node's: its ToolMessage and facts, then its goto."""
+    calls = [
+        {"name": "lookup", "args": {"city": "sf"}, "id": "c1"},
+        {"name": "remember", "args": {"fact": "x"}, "id": "c2"},
+    ]
+    run_id = client.enqueue("lc_command", {"messages": [AIMessage("", tool_calls=calls, id="a1")]})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    assert [(type(m), m.content) for m in run.result["messages"]] == [
+        (AIMessage, ""),
+        (ToolMessage, "sunny in sf"),
+        (ToolMessage, "noted x"),
+    ]
+    assert run.result["facts"] == ["x", "3 messages"]
+
+
 def test_a_runnable_is_a_node_named_after_it() -> None:
     builder = StateGraph(MessagesState)
     builder.add_node(

@@ -99,7 +99,7 @@ from pydantic import BaseModel
 from graphcore import messages
 from graphcore.errors import ConfigError, SerializationError
 from graphcore.settings import class_entries, get_settings
-from graphcore.types import Interrupt, Overwrite
+from graphcore.types import Command, Interrupt, Overwrite, Send
 
 __all__ = [
     "ALLOWED_CLASSES_SETTING",
@@ -867,7 +867,8 @@ def loads(data: bytes) -> Any:
         raise SerializationError(_STORED, f"corrupt payload: {type(exc).__name__}: {exc}") from exc
 
 
-allow_classes(Interrupt, Overwrite)  # graphq's own values found in pending writes and events
+# graphq's own values found in pending writes and events (a Command: a tool's, in ToolNode's inner graph)
+allow_classes(Interrupt, Overwrite, Command, Send)
 # Messages graphq stored before code 14: its own classes as pydantic models (code 12), by their old names.
 _MODELS.update(
     (("graphcore.messages", name), messages.MESSAGE_CLASSES[kind])

@@ -3,13 +3,15 @@ hears the run's ``config["callbacks"]`` (passed the node's config or not: LangCh
 ``Runnable`` is a node, ``ToolNode`` runs LangChain tools. Each case runs with LangGraph's imports and with
 graphq's; the messages are langchain-core's on both sides."""
 
-from typing import Any
+import operator
+from typing import Annotated, Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
+from typing_extensions import TypedDict
 
 from tests.compat.conftest import Imports
 
@@ -85,3 +87,34 @@ def test_tool_node_runs_a_langchain_tool_with_its_artifact(lg: Imports) -> None:
         "c1",
         "lookup",
     )
+
+
+def test_a_tool_returning_a_command_updates_the_state_and_steers(lg: Imports) -> None:
+    """LangGraph: a tool may return a ``Command``; ToolNode applies it as the node's (its update, with the
+    ToolMessage answering the call, and its goto), beside the other calls' messages, in call order."""
+
+    @tool
+    def remember(fact: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Any:
+        """Remember a fact."""
+        answer = ToolMessage(f"noted {fact}", tool_call_id=tool_call_id)
+        return lg.Command(update={"messages": [answer], "facts": [fact]}, goto="after")
+
+    class State(TypedDict):
+        messages: Annotated[list[Any], lg.add_messages]
+        facts: Annotated[list[str], operator.add]
+
+    builder = lg.StateGraph(State)
+    builder.add_node("tools", lg.ToolNode([remember, lookup]), destinations=("after",))
+    builder.add_node("after", lambda s: {"facts": [f"{len(s['messages'])} messages"]})
+    builder.add_edge(lg.START, "tools")
+    calls = [
+        {"name": "lookup", "args": {"city": "sf"}, "id": "c1"},
+        {"name": "remember", "args": {"fact": "x"}, "id": "c2"},
+    ]
+    out = builder.compile().invoke({"messages": [AIMessage("", tool_calls=calls)], "facts": []})
+    assert [(m.type, m.content, getattr(m, "tool_call_id", None)) for m in out["messages"]] == [
+        ("ai", "", None),
+        ("tool", "sunny in sf", "c1"),
+        ("tool", "noted x", "c2"),
+    ]
+    assert out["facts"] == ["x", "3 messages"]

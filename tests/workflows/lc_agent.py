@@ -3,21 +3,22 @@ chat model (langchain-core's fake, with ``bind_tools``) called in a node, LangCh
 with an artifact, a ``StructuredTool``) run by graphq's ``ToolNode``, and a LangChain ``Runnable`` chain
 (prompt | model | parser) as the node that writes the summary. ``lc_agent`` runs in process and on the
 workers; the model's script is picked by how many AI messages the state holds, so every process that runs
-a step answers the same."""
+a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda
-from langchain_core.tools import StructuredTool, tool
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from graphcore import END, START, MessagesState, StateGraph
+from graphcore import END, START, Command, MessagesState, StateGraph
 from graphcore.prebuilt import ToolNode, tools_condition
 
 
@@ -89,3 +90,25 @@ def build() -> StateGraph:
 
 
 lc_agent = build().compile(name="lc_agent")
+
+
+@tool
+def remember(fact: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Literal["recall"]]:
+    """Remember a fact: a Command that answers the call, adds the fact and goes to ``recall``."""
+    answer = ToolMessage(f"noted {fact}", tool_call_id=tool_call_id)
+    return Command(update={"messages": [answer], "facts": [fact]}, goto="recall")
+
+
+class Facts(MessagesState):
+    facts: Annotated[list[str], operator.add]
+
+
+def recall(state: Facts) -> dict[str, Any]:
+    return {"facts": [f"{len(state['messages'])} messages"]}
+
+
+_c = StateGraph(Facts)
+_c.add_node("tools", ToolNode([remember, lookup]), destinations=("recall",))
+_c.add_node("recall", recall)
+_c.add_edge(START, "tools")
+lc_command = _c.compile(name="lc_command")
