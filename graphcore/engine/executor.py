@@ -16,7 +16,7 @@ from typing import Any
 from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
-from graphcore.engine import aio
+from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
 from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
@@ -208,7 +208,9 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         task, ``{node: None}`` for one that wrote nothing, ``{"__interrupt__": (Interrupt, ...)}`` per task
         that paused), ``values`` (the state after the input and after each step that wrote), ``custom``
         (``get_stream_writer()`` chunks, live), ``tasks`` (each task's start and result), ``checkpoints``
-        (each checkpoint saved, the input's included; only with a checkpointer), ``debug`` (those two,
+        (each checkpoint saved, the input's included; only with a checkpointer), ``messages`` (``(message,
+        metadata)``: the tokens of LangChain chat models called in nodes, live, and the messages nodes write;
+        :mod:`graphcore.engine.messages_stream`), ``debug`` (those two,
         wrapped in ``{"step", "timestamp", "type", "payload"}``). One mode yields its payloads; a list yields
         ``(mode, payload)``; ``subgraphs=True`` yields ``(namespace, payload)`` / ``(namespace, mode,
         payload)`` with the events of graphs run as nodes or invoked inside nodes, as they happen (namespace
@@ -222,8 +224,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         ``interrupt_after``, ``durability`` and ``context``: as :meth:`invoke`.
 
         Raises:
-            ValueError: an unknown stream mode, or ``messages`` (graphq has no LLM callbacks: stream tokens
-                with ``get_stream_writer()`` and ``custom``).
+            ValueError: an unknown stream mode.
             StepLimitError, NodeError, InvalidUpdateError: as :meth:`invoke`.
         """
         config = with_context(config, context)
@@ -377,6 +378,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         since = Checkpoint.now() if modes else ""
         cp, finished, answers = self._start(cfg, input, meta, scope)
         cfg, meta = continued_run(cfg, cp)
+        cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
             self, modes, cp, scope, since=since, input=input, done=finished, labels=labels
@@ -396,7 +398,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
-            shown = streaming.step_view(self, modes, cp, finished)  # live: results as tasks finish
+            shown = streaming.step_view(self, modes, cp, finished, shows)  # live: results as tasks finish
             resumed = with_resume(cfg, resume, answers)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
@@ -491,3 +493,26 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
 
 _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}
 """The keyword arguments of ``invoke`` (and ``ainvoke``)."""
+
+
+def _with_messages_handler(
+    cfg: RunConfig, modes: Sequence[str] | None
+) -> tuple[RunConfig, messages_stream.MessagesHandler | None]:
+    """``cfg`` with a ``messages`` handler in its callbacks when the run streams ``messages`` (and none is
+    there yet: a graph invoked in a node shares its parent's), and the handler."""
+    put = streaming.messages_sink(modes)
+    callbacks = cfg.callbacks
+    if put is None or any(isinstance(h, messages_stream.MessagesHandler) for h in _handlers(callbacks)):
+        return cfg, None
+    shows = messages_stream.handler(put)
+    if callbacks is None or isinstance(callbacks, list):
+        return cfg.model_copy(update={"callbacks": [*(callbacks or []), shows]}), shows
+    manager = callbacks.copy()  # a LangChain callback manager
+    manager.add_handler(shows, inherit=True)
+    return cfg.model_copy(update={"callbacks": manager}), shows
+
+
+def _handlers(callbacks: Any) -> list[Any]:
+    if callbacks is None:
+        return []
+    return list(callbacks) if isinstance(callbacks, list) else list(getattr(callbacks, "handlers", []))

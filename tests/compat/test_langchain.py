@@ -7,7 +7,7 @@ import operator
 from typing import Annotated, Any
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import InjectedToolCallId, tool
@@ -118,3 +118,69 @@ def test_a_tool_returning_a_command_updates_the_state_and_steers(lg: Imports) ->
         ("tool", "noted x", "c2"),
     ]
     assert out["facts"] == ["x", "3 messages"]
+
+
+def _streamed(pairs: Any) -> list[tuple[str, Any, Any, str, int]]:
+    return [
+        (type(m).__name__, m.content, m.id, meta["langgraph_node"], meta["langgraph_step"])
+        for m, meta in pairs
+    ]
+
+
+def test_messages_mode_streams_tokens_and_written_messages(lg: Imports) -> None:
+    """LangGraph: ``stream_mode="messages"`` yields ``(message, metadata)``: each token of a chat model a
+    node calls (``invoke`` streams under it), then the messages nodes write that were neither streamed nor
+    in the state already, with the node and step in the metadata."""
+    model = GenericFakeChatModel(messages=iter([AIMessage("hello big world", id="m1")]))
+
+    def chat(state: Any) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def written(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage("plain", id="w1"), state["messages"][0]]}
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_node("written", written)
+    builder.add_edge(lg.START, "chat")
+    builder.add_edge("chat", "written")
+    pairs = list(
+        builder.compile().stream({"messages": [HumanMessage("hi", id="h1")]}, stream_mode="messages")
+    )
+    assert _streamed(pairs) == [
+        ("AIMessageChunk", "hello", "m1", "chat", 1),
+        ("AIMessageChunk", " ", "m1", "chat", 1),
+        ("AIMessageChunk", "big", "m1", "chat", 1),
+        ("AIMessageChunk", " ", "m1", "chat", 1),
+        ("AIMessageChunk", "world", "m1", "chat", 1),
+        ("AIMessage", "plain", "w1", "written", 2),
+    ]
+    assert pairs[0][1]["ls_provider"] == "genericfakechatmodel"
+
+
+def test_messages_mode_beside_other_modes_and_tool_messages(lg: Imports) -> None:
+    """LangGraph: with a list of modes each pair comes as ``("messages", (message, metadata))``; a model
+    that does not stream shows its reply once; a ToolNode's tool messages are shown as written."""
+    model = FakeMessagesListChatModel(
+        responses=[
+            AIMessage("", id="a1", tool_calls=[{"name": "lookup", "args": {"city": "sf"}, "id": "c1"}])
+        ]
+    )
+
+    def ask(state: Any) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_node("tools", lg.ToolNode([lookup]))
+    builder.add_edge(lg.START, "ask")
+    builder.add_edge("ask", "tools")
+    events = list(
+        builder.compile().stream({"messages": [("user", "q")]}, stream_mode=["messages", "updates"])
+    )
+    assert [mode for mode, _ in events] == ["messages", "updates", "messages", "updates"]
+    shown = _streamed(payload for mode, payload in events if mode == "messages")
+    assert [(kind, content, node, step) for kind, content, _, node, step in shown] == [
+        ("AIMessage", "", "ask", 1),
+        ("ToolMessage", "sunny in sf", "tools", 2),
+    ]
