@@ -20,7 +20,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from tests.workers import burst, work, worker_env
-from tests.workflows.lc_agent import lc_agent
+from tests.workflows.lc_agent import lc_agent, lc_react
 
 REGISTRY = Registry.load(["tests.workflows.lc_agent"])
 QUESTION = {"messages": [HumanMessage("2+3 and sf weather?", id="h1")]}
@@ -95,6 +95,28 @@ def test_a_tools_command_is_applied_on_the_queue(client: Client) -> None:
         (ToolMessage, "noted x"),
     ]
     assert run.result["facts"] == ["x", "3 messages"]
+
+
+def test_create_react_agent_runs_in_process_and_on_the_queue(client: Client) -> None:
+    """graphq's create_react_agent of a LangChain chat model and LangChain tools: the model gets the prompt
+    first and is bound to the tools; in process and on a burst worker the conversation is the same."""
+    heard = Recorder()
+    out = lc_react.invoke(QUESTION, {"callbacks": [heard]})
+    assert [e for e in heard.events if e[0] == "model"] == [("model", ["add", "lookup", "shout"])] * 2
+    run_id = client.enqueue("lc_react", QUESTION)
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    for messages in (out["messages"], run.result["messages"]):
+        assert [(m.type, m.content) for m in messages] == [
+            ("human", "2+3 and sf weather?"),
+            ("ai", ""),
+            ("tool", "5"),
+            ("tool", "sunny in sf"),
+            ("tool", "HI"),
+            ("ai", "2 + 3 = 5; sunny in sf"),
+        ]
 
 
 def test_a_runnable_is_a_node_named_after_it() -> None:

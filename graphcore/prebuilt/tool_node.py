@@ -214,6 +214,7 @@ class ToolNode:
         messages_key: str = "messages",
         record_outcome: bool = False,
     ) -> None:
+        self.tools = list(tools)  # as given (a model is bound to them: create_react_agent)
         self.tools_by_name = {t.name: t for t in map(_Tool, tools)}
         self.name = self.__name__ = name
         self.messages_key = messages_key

@@ -26,7 +26,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
     "langgraph.errors": ("graphcore", ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError")),
-    "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "tools_condition")),
+    "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
         "graphcore.messages",
         (

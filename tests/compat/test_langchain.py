@@ -6,6 +6,7 @@ graphq's; the messages are langchain-core's on both sides."""
 import operator
 from typing import Annotated, Any
 
+import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -14,6 +15,7 @@ from langchain_core.tools import InjectedToolCallId, tool
 from typing_extensions import TypedDict
 
 from tests.compat.conftest import Imports
+from tests.workflows.lc_agent import ToolCallingFakeModel
 
 
 class Heard(BaseCallbackHandler):
@@ -184,3 +186,27 @@ def test_messages_mode_beside_other_modes_and_tool_messages(lg: Imports) -> None
         ("AIMessage", "", "ask", 1),
         ("ToolMessage", "sunny in sf", "tools", 2),
     ]
+
+
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")  # LangGraph 1.x's, still there
+def test_create_react_agent_loops_between_the_model_and_the_tools(lg: Imports) -> None:
+    """LangGraph: ``create_react_agent(model, tools, prompt=...)`` calls the model on the prompt and the
+    messages, runs the tools it asks for, and ends at a reply without tool calls; nodes ``agent``,
+    ``tools``."""
+    model = ToolCallingFakeModel(
+        responses=[
+            AIMessage("", id="a1", tool_calls=[{"name": "lookup", "args": {"city": "sf"}, "id": "c1"}]),
+            AIMessage("sunny", id="a2"),
+        ]
+    )
+    heard = Heard()
+    agent = lg.create_react_agent(model, [lookup], prompt="Be brief.")
+    out = agent.invoke({"messages": [HumanMessage("weather?", id="h1")]}, {"callbacks": [heard]})
+    assert [(m.type, m.content) for m in out["messages"]] == [
+        ("human", "weather?"),
+        ("ai", ""),
+        ("tool", "sunny in sf"),
+        ("ai", "sunny"),
+    ]
+    assert heard.heard[0] == ("start", ["Be brief.", "weather?"])
+    assert {"agent", "tools"} <= set(agent.get_graph().nodes)

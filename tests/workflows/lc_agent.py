@@ -3,7 +3,8 @@ chat model (langchain-core's fake, with ``bind_tools``) called in a node, LangCh
 with an artifact, a ``StructuredTool``) run by graphq's ``ToolNode``, and a LangChain ``Runnable`` chain
 (prompt | model | parser) as the node that writes the summary. ``lc_agent`` runs in process and on the
 workers; the model's script is picked by how many AI messages the state holds, so every process that runs
-a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto)."""
+a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto);
+``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from graphcore import END, START, Command, MessagesState, StateGraph
-from graphcore.prebuilt import ToolNode, tools_condition
+from graphcore.prebuilt import ToolNode, create_react_agent, tools_condition
 
 
 class ToolCallingFakeModel(FakeMessagesListChatModel):
@@ -112,3 +114,17 @@ _c.add_node("tools", ToolNode([remember, lookup]), destinations=("recall",))
 _c.add_node("recall", recall)
 _c.add_edge(START, "tools")
 lc_command = _c.compile(name="lc_command")
+
+
+class ScriptedModel(ToolCallingFakeModel):
+    """A fake chat model whose reply is ``responses[n]``, n the AI messages it was given: every process
+    running a step of the same thread answers the same."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        answered = sum(1 for m in messages if m.type == "ai")
+        return ChatResult(generations=[ChatGeneration(message=self.responses[answered])])
+
+
+lc_react = create_react_agent(
+    ScriptedModel(responses=SCRIPT), TOOLS, prompt="You add and look things up.", name="lc_react"
+)
