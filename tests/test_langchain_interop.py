@@ -6,6 +6,8 @@ as a node — in process, on a burst worker in this process and on a ``graphq wo
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 from uuid import UUID
 
@@ -173,3 +175,28 @@ def test_callbacks_are_refused_at_enqueue(client: Client) -> None:
         "stored with a queued run; give none (use them with invoke/stream in process, or follow a queued "
         "run with graphq runs watch RUN)"
     )
+
+
+WITHOUT_LANGCHAIN = """
+import sys
+sys.modules["langchain_core"] = None
+from graphcore import START, MessagesState, StateGraph
+from graphcore.messages import AIMessage
+builder = StateGraph(MessagesState)
+builder.add_node("w", lambda s: {"messages": [AIMessage("x", id="a")]})
+builder.add_edge(START, "w")
+for message, metadata in builder.compile().stream({"messages": [("user", "hi")]}, stream_mode="messages"):
+    print(type(message).__module__, message.type, message.content, message.id, sorted(metadata.items()))
+print("langchain_core.messages" in sys.modules)
+"""
+
+
+def test_without_langchain_core_messages_mode_shows_the_written_messages() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LANGCHAIN], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "graphcore.lite_messages ai x a [('langgraph_node', 'w'), ('langgraph_step', 1)]",
+        "False",
+    ]
