@@ -498,17 +498,23 @@ _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters)
 def _with_messages_handler(
     cfg: RunConfig, modes: Sequence[str] | None
 ) -> tuple[RunConfig, messages_stream.MessagesHandler | None]:
-    """``cfg`` with a ``messages`` handler in its callbacks when the run streams ``messages`` (and none is
-    there yet: a graph invoked in a node shares its parent's), and the handler."""
+    """``cfg`` with a ``messages`` LangChain callback in its callbacks when the run streams ``messages`` (and
+    none is there yet: a graph invoked in a node shares its parent's), and the handler of the run's
+    ``messages`` events."""
     put = streaming.messages_sink(modes)
     callbacks = cfg.callbacks
-    if put is None or any(isinstance(h, messages_stream.MessagesHandler) for h in _handlers(callbacks)):
+    if put is None or any(
+        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler) for h in _handlers(callbacks)
+    ):
         return cfg, None
-    shows = messages_stream.handler(put)
+    shows = messages_stream.MessagesHandler(put)
+    callback = messages_stream.langchain_callback(shows)
+    if callback is None:
+        return cfg, shows
     if callbacks is None or isinstance(callbacks, list):
-        return cfg.model_copy(update={"callbacks": [*(callbacks or []), shows]}), shows
+        return cfg.model_copy(update={"callbacks": [*(callbacks or []), callback]}), shows
     manager = callbacks.copy()  # a LangChain callback manager
-    manager.add_handler(shows, inherit=True)
+    manager.add_handler(callback, inherit=True)
     return cfg.model_copy(update={"callbacks": manager}), shows
 
 

@@ -10,21 +10,20 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGenerationChunk
 
-from graphcore.engine.messages_stream import MessagesHandler, Put
-
 __all__ = ["LangChainMessages"]
 
 
-class LangChainMessages(MessagesHandler, BaseCallbackHandler):
-    """Shows the tokens of the chat models called in a streamed run's nodes, or a model's whole reply when
-    it did not stream; a streaming handler (langchain-core's ``_StreamingCallbackHandler`` protocol), so a
-    model's ``invoke`` streams under it, as under LangGraph's."""
+class LangChainMessages(BaseCallbackHandler):
+    """Shows, through ``shows`` (a :class:`graphcore.engine.messages_stream.MessagesHandler`), the tokens of
+    the chat models called in a streamed run's nodes, or a model's whole reply when it did not stream; a
+    streaming handler (langchain-core's ``_StreamingCallbackHandler`` protocol), so a model's ``invoke``
+    streams under it, as under LangGraph's."""
 
     run_inline = True  # in order, in the model's thread
 
-    def __init__(self, put: Put) -> None:
-        MessagesHandler.__init__(self, put)
-        BaseCallbackHandler.__init__(self)
+    def __init__(self, shows: Any) -> None:
+        super().__init__()
+        self.shows = shows
         self.runs: dict[UUID, dict[str, Any]] = {}
 
     def on_chat_model_start(
@@ -45,7 +44,7 @@ class LangChainMessages(MessagesHandler, BaseCallbackHandler):
         """Show a token's message chunk."""
         metadata = self.runs.get(run_id)
         if metadata is not None and isinstance(chunk, ChatGenerationChunk):
-            self.show(chunk.message, metadata, dedupe=False)
+            self.shows.show(chunk.message, metadata, dedupe=False)
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Show the reply unless its tokens were shown (same id)."""
@@ -54,7 +53,7 @@ class LangChainMessages(MessagesHandler, BaseCallbackHandler):
             return
         for message in [getattr(g, "message", None) for gs in response.generations for g in gs]:
             if message is not None:
-                self.show(message, metadata, dedupe=True)
+                self.shows.show(message, metadata, dedupe=True)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self.runs.pop(run_id, None)

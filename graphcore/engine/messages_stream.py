@@ -1,8 +1,8 @@
 """``stream_mode="messages"``: the LLM tokens of LangChain chat models called in nodes, and the messages
 nodes write, as LangGraph streams them: ``(message, metadata)`` pairs.
 
-A streamed run whose modes include ``messages`` adds a :func:`handler` to its config's callbacks; its
-nodes' LangChain calls hear it through the node's config (or LangChain's context variable,
+A streamed run whose modes include ``messages`` adds a :func:`langchain_callback` to its config's
+callbacks; its nodes' LangChain calls hear it through the node's config (or LangChain's context variable,
 :func:`graphcore.engine.config.task_context`), and graphs invoked inside nodes inherit it.
 
 * A chat model's tokens: each ``AIMessageChunk`` with the metadata LangChain gives the model run (the node's
@@ -20,14 +20,13 @@ Each message is shown once (by id). Without langchain-core only the written mess
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from graphcore.types import TaskWrites
 
-__all__ = ["MessagesHandler", "handler", "known_ids", "written"]
+__all__ = ["MessagesHandler", "known_ids", "langchain_callback", "written"]
 
 Put = Callable[[tuple[Any, dict[str, Any]]], None]
 
@@ -48,22 +47,15 @@ class MessagesHandler:
         self.put((message, metadata))
 
 
-@functools.cache
-def _langchain_handler_class() -> type[MessagesHandler] | None:
-    """The LangChain callback handler class of :func:`handler` (imported on first use), or None without
+def langchain_callback(shows: MessagesHandler) -> Any | None:
+    """The LangChain callback handler that hands ``shows`` the tokens and replies of the chat models called
+    in nodes (:mod:`graphcore.engine.langchain_messages`, imported on first use), or None without
     langchain-core."""
     try:
         from graphcore.engine.langchain_messages import LangChainMessages
     except ImportError:
         return None
-    return LangChainMessages
-
-
-def handler(put: Put) -> MessagesHandler:
-    """The handler of one streamed run's ``messages`` events, handing each ``(message, metadata)`` to
-    ``put``: a LangChain callback handler when langchain-core is installed."""
-    cls = _langchain_handler_class()
-    return cls(put) if cls is not None else MessagesHandler(put)
+    return LangChainMessages(shows)
 
 
 def _messages_in(value: Any) -> list[Any]:
