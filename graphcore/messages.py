@@ -1,48 +1,128 @@
-"""Chat messages and the ``add_messages`` reducer, shaped like langchain-core's and LangGraph's.
+"""Chat messages and the ``add_messages`` reducer: langchain-core's messages when it is installed.
 
 A LangGraph program that imports its messages from ``langchain_core.messages`` and ``add_messages`` /
-``MessagesState`` from ``langgraph.graph`` runs with them imported from ``graphcore.messages`` and
-``graphcore`` instead; langchain-core itself is never imported.
+``MessagesState`` from ``langgraph.graph`` runs with ``add_messages`` / ``MessagesState`` imported from
+``graphcore`` (its messages may stay langchain-core's, or come from ``graphcore.messages``).
 
-* :class:`HumanMessage`, :class:`AIMessage`, :class:`SystemMessage`, :class:`ToolMessage`,
-  :class:`RemoveMessage` — small pydantic models with langchain-core's fields (``content``, ``id``, ``name``,
-  ``additional_kwargs``, ``response_metadata``, ``type``; an AI message's ``tool_calls`` and
-  ``usage_metadata``; a tool message's ``tool_call_id`` and ``status``). Content may be given positionally
-  (``HumanMessage("hi")``). They are on the checkpoint allow-list (graphcore.checkpoints.serde), so they
-  are stored and read back by queue workers.
+* The message classes — :class:`HumanMessage`, :class:`AIMessage`, :class:`SystemMessage`,
+  :class:`ToolMessage`, :class:`RemoveMessage`, :class:`ChatMessage`, :class:`FunctionMessage`, the
+  ``...MessageChunk`` classes, :class:`BaseMessage`, :class:`ToolCall`, :class:`UsageMetadata` — are
+  langchain-core's own classes when langchain-core is installed (``pip install graphq[langchain]``; then
+  ``graphcore.messages.AIMessage is langchain_core.messages.AIMessage``), so LangChain chat models and tools
+  take the messages of the state and return messages graphq stores. Without langchain-core they are
+  graphq's lightweight look-alikes (:mod:`graphcore.lite_messages`), with the same fields.
+  :data:`LANGCHAIN` says which.
+* The checkpoint serde (graphcore.checkpoints.serde) stores a message of either kind in ONE form, its
+  ``type`` and its fields (extension code 14), and loads it as the class of that ``type`` in
+  :data:`MESSAGE_CLASSES`: the process's own classes. A thread written with langchain-core installed loads
+  without it and the other way round; records written before (graphq's classes stored as pydantic models
+  named ``graphcore.messages:HumanMessage``, ...) load as the process's classes too. No setting is needed,
+  and nothing is pickled.
 * :data:`AnyMessage` — the annotation of a message list item (``list[AnyMessage]``); pydantic validation
   picks the class by ``type`` and coerces strings, ``(role, content)`` pairs and dicts as
-  :func:`add_messages` does.
+  :func:`add_messages` does; a message of the other kind is copied into the class of its type.
 * :func:`add_messages` — LangGraph 1.x's message reducer (coercion, ids, replace and remove by id,
-  :data:`REMOVE_ALL_MESSAGES`).
-
-langchain-core message objects (any object with ``id``, ``type`` and ``content`` attributes) are accepted
-by :func:`add_messages` in-process as they are; they are not on the allow-list, so a queued workflow uses
-these classes.
+  :data:`REMOVE_ALL_MESSAGES`). It takes messages of both kinds (duck-typed: ``id``, ``type``, ``content``);
+  the messages it makes from strings, pairs and dicts are of :data:`MESSAGE_CLASSES`.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, BeforeValidator, Discriminator, Field, Tag
 from typing_extensions import TypedDict
 
 from graphcore.errors import InvalidUpdateError
 
+if TYPE_CHECKING:  # checked against langchain-core's classes; the lightweight ones have the same shape
+    from langchain_core.messages import (
+        AIMessage,
+        AIMessageChunk,
+        BaseMessage,
+        ChatMessage,
+        ChatMessageChunk,
+        FunctionMessage,
+        FunctionMessageChunk,
+        HumanMessage,
+        HumanMessageChunk,
+        RemoveMessage,
+        SystemMessage,
+        SystemMessageChunk,
+        ToolCall,
+        ToolMessage,
+        ToolMessageChunk,
+        UsageMetadata,
+    )
+
+    LANGCHAIN: bool
+else:
+    try:
+        from langchain_core.messages import (
+            AIMessage,
+            AIMessageChunk,
+            BaseMessage,
+            ChatMessage,
+            ChatMessageChunk,
+            FunctionMessage,
+            FunctionMessageChunk,
+            HumanMessage,
+            HumanMessageChunk,
+            RemoveMessage,
+            SystemMessage,
+            SystemMessageChunk,
+            ToolCall,
+            ToolMessage,
+            ToolMessageChunk,
+            UsageMetadata,
+        )
+
+        LANGCHAIN = True
+    except ImportError:
+        from graphcore.lite_messages import (
+            AIMessage,
+            AIMessageChunk,
+            BaseMessage,
+            ChatMessage,
+            ChatMessageChunk,
+            FunctionMessage,
+            FunctionMessageChunk,
+            HumanMessage,
+            HumanMessageChunk,
+            RemoveMessage,
+            SystemMessage,
+            SystemMessageChunk,
+            ToolCall,
+            ToolMessage,
+            ToolMessageChunk,
+            UsageMetadata,
+        )
+
+        LANGCHAIN = False
+
 __all__ = [
+    "LANGCHAIN",
+    "MESSAGE_CLASSES",
     "REMOVE_ALL_MESSAGES",
     "AIMessage",
+    "AIMessageChunk",
     "AnyMessage",
     "BaseMessage",
+    "ChatMessage",
+    "ChatMessageChunk",
+    "FunctionMessage",
+    "FunctionMessageChunk",
     "HumanMessage",
+    "HumanMessageChunk",
     "MessagesState",
     "MessagesStateModel",
     "RemoveMessage",
     "SystemMessage",
+    "SystemMessageChunk",
     "ToolCall",
     "ToolMessage",
+    "ToolMessageChunk",
     "UsageMetadata",
     "add_messages",
     "coerce_message",
@@ -51,161 +131,26 @@ __all__ = [
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` in an update deletes every message before it (LangGraph's)."""
 
-Content: TypeAlias = str | list[str | dict[str, Any]]
-
-
-class ToolCall(TypedDict):
-    """One tool call of an AI message: ``{"name", "args", "id", "type": "tool_call"}``."""
-
-    name: str
-    args: dict[str, Any]
-    id: str | None
-    type: Literal["tool_call"]
-
-
-class UsageMetadata(TypedDict, total=False):
-    """Token counts a model reports for one call (langchain-core's keys)."""
-
-    input_tokens: int
-    output_tokens: int
-    total_tokens: int
-
-
-class BaseMessage(BaseModel):
-    """A chat message: ``content`` (a string, or a list of content blocks), ``type``, ``id``, ``name``.
-
-    Extra keyword arguments are kept as fields, as langchain-core's messages keep them.
-    """
-
-    model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
-
-    content: Content
-    additional_kwargs: dict[str, Any] = Field(default_factory=dict)
-    response_metadata: dict[str, Any] = Field(default_factory=dict)
-    type: str
-    name: str | None = None
-    id: str | None = None
-
-    def __init__(self, content: Content | None = None, **kwargs: Any) -> None:
-        if content is not None:
-            kwargs["content"] = content
-        super().__init__(**kwargs)
-
-    def __repr_args__(self) -> Any:
-        """As langchain-core prints a message: without its ``type`` and the fields that are None."""
-        return [(k, v) for k, v in super().__repr_args__() if k != "type" and v is not None]
-
-    @property
-    def text(self) -> str:
-        """The text of the message: ``content`` itself, or its string and ``"text"`` blocks joined."""
-        if isinstance(self.content, str):
-            return self.content
-        parts = [b if isinstance(b, str) else b.get("text", "") for b in self.content if _is_text(b)]
-        return "".join(parts)
-
-    def pretty_repr(self) -> str:
-        """The message as langchain-core prints it: a title line, then the text."""
-        title = f" {self.type.title()} Message "
-        side = "=" * ((80 - len(title)) // 2)
-        lines = [f"{side}{title}{side}{'=' if len(title) % 2 else ''}"]
-        if self.name is not None:
-            lines.append(f"Name: {self.name}")
-        return "\n".join(lines) + f"\n\n{self.text}"
-
-    def pretty_print(self) -> None:
-        """Print :meth:`pretty_repr`."""
-        print(self.pretty_repr())  # it is the method's job
-
-
-def _is_text(block: Any) -> bool:
-    return isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
-
-
-class HumanMessage(BaseMessage):
-    """A message from the user (``type == "human"``)."""
-
-    type: Literal["human"] = "human"
-
-    def __init__(self, content: Content | None = None, **kwargs: Any) -> None:  # positional content (mypy)
-        super().__init__(content, **kwargs)
-
-
-class SystemMessage(BaseMessage):
-    """Instructions for the model (``type == "system"``)."""
-
-    type: Literal["system"] = "system"
-
-    def __init__(self, content: Content | None = None, **kwargs: Any) -> None:  # positional content (mypy)
-        super().__init__(content, **kwargs)
-
-
-class AIMessage(BaseMessage):
-    """A model's reply (``type == "ai"``).
-
-    Attributes:
-        tool_calls: the tools it asks to run, each ``{"name", "args", "id", "type": "tool_call"}`` (the
-            ``"type"`` is added when missing).
-        usage_metadata: ``{"input_tokens", "output_tokens", "total_tokens"}`` of the call, or None.
-    """
-
-    type: Literal["ai"] = "ai"
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    invalid_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-    usage_metadata: UsageMetadata | None = None
-
-    def __init__(self, content: Content | None = None, **kwargs: Any) -> None:  # positional content (mypy)
-        super().__init__(content, **kwargs)
-
-    @field_validator("tool_calls", mode="before")
-    @classmethod
-    def _typed_calls(cls, calls: Any) -> Any:
-        if not isinstance(calls, list):
-            return calls
-        return [{**c, "type": "tool_call"} if isinstance(c, dict) and "type" not in c else c for c in calls]
-
-    def pretty_repr(self) -> str:
-        lines = []
-        if self.tool_calls:
-            lines.append("Tool Calls:")
-            for call in self.tool_calls:
-                lines += [f"  {call['name']} ({call['id']})", f" Call ID: {call['id']}", "  Args:"]
-                lines += [f"    {key}: {value}" for key, value in call["args"].items()]
-        return (super().pretty_repr().strip() + "\n" + "\n".join(lines)).strip()
-
-
-class ToolMessage(BaseMessage):
-    """The result of one tool call (``type == "tool"``).
-
-    Attributes:
-        tool_call_id: the ``id`` of the tool call it answers.
-        status: ``"success"`` or ``"error"`` (the tool failed; ``content`` says how).
-        artifact: anything the tool returns besides its content (not sent to a model).
-    """
-
-    type: Literal["tool"] = "tool"
-    tool_call_id: str
-    status: Literal["success", "error"] = "success"
-    artifact: Any = None
-
-    def __init__(self, content: Content | None = None, **kwargs: Any) -> None:  # positional content (mypy)
-        super().__init__(content, **kwargs)
-
-
-class RemoveMessage(BaseMessage):
-    """Write ``RemoveMessage(id=...)`` (or ``RemoveMessage("id")``) into an :func:`add_messages` channel to
-    delete the message with that id; ``id=REMOVE_ALL_MESSAGES`` deletes all before it.
-
-    Raises:
-        ValueError: ``content`` is given (a removal has none).
-    """
-
-    type: Literal["remove"] = "remove"
-
-    def __init__(self, id: str, **kwargs: Any) -> None:  # langchain-core's name
-        if "content" in kwargs:
-            raise ValueError("RemoveMessage does not take content; give only the id of the message to delete")
-        super().__init__(content="", id=id, **kwargs)
-
+MESSAGE_CLASSES: dict[str, type[Any]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        HumanMessage,
+        AIMessage,
+        SystemMessage,
+        ToolMessage,
+        RemoveMessage,
+        ChatMessage,
+        FunctionMessage,
+        AIMessageChunk,
+        HumanMessageChunk,
+        SystemMessageChunk,
+        ToolMessageChunk,
+        ChatMessageChunk,
+        FunctionMessageChunk,
+    )
+}
+"""Each message ``type`` (``"human"``, ``"ai"``, ..., ``"AIMessageChunk"``) → this process's class for it:
+the serde loads a stored message as this class."""
 
 _CLASSES: dict[str, type[BaseMessage]] = {
     "human": HumanMessage,
@@ -217,7 +162,7 @@ _CLASSES: dict[str, type[BaseMessage]] = {
     "tool": ToolMessage,
     "remove": RemoveMessage,
 }
-_OURS = frozenset(_CLASSES.values())
+_OURS = frozenset(MESSAGE_CLASSES.values())
 _FIELDS = frozenset({"name", "id", "tool_call_id", "tool_calls", "response_metadata", "status", "artifact"})
 
 
@@ -376,12 +321,12 @@ def add_messages(left: Any, right: Any) -> list[Any]:
 
 def _tag(value: Any) -> str | None:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return kind if kind in _CLASSES else None
+    return kind if kind in MESSAGE_CLASSES else None
 
 
 def _validated(value: Any) -> Any:
-    """Pydantic's view of a list item declared :data:`AnyMessage`: coerced, a foreign message copied into
-    the graphq class of its type."""
+    """Pydantic's view of a list item declared :data:`AnyMessage`: coerced, a message of the other kind
+    (or any foreign message object) copied into the class of its type."""
     if isinstance(value, str | tuple) or (isinstance(value, dict) and "role" in value):
         return coerce_message(value)
     if type(value) not in _OURS and _is_message(value) and hasattr(value, "model_dump"):
@@ -389,17 +334,16 @@ def _validated(value: Any) -> Any:
     return value
 
 
-AnyMessage: TypeAlias = Annotated[
-    Annotated[
-        Annotated[AIMessage, Tag("ai")]
-        | Annotated[HumanMessage, Tag("human")]
-        | Annotated[SystemMessage, Tag("system")]
-        | Annotated[ToolMessage, Tag("tool")]
-        | Annotated[RemoveMessage, Tag("remove")],
-        Discriminator(_tag),
-    ],
-    BeforeValidator(_validated),
-]
+if TYPE_CHECKING:
+    AnyMessage: TypeAlias = BaseMessage
+else:
+    AnyMessage = Annotated[
+        Annotated[
+            Union[tuple(Annotated[cls, Tag(kind)] for kind, cls in MESSAGE_CLASSES.items())],  # noqa: UP007
+            Discriminator(_tag),
+        ],
+        BeforeValidator(_validated),
+    ]
 """Any of the message classes, for annotations: ``messages: Annotated[list[AnyMessage], add_messages]``."""
 
 

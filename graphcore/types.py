@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 __all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
 
@@ -30,12 +30,20 @@ class Send:
     arg: Any
 
 
+if TYPE_CHECKING:
+    ToolOutputMixin = object
+else:
+    try:  # a LangChain tool returns a Command as it is, not wrapped in a ToolMessage (as LangGraph's)
+        from langchain_core.messages.tool import ToolOutputMixin
+    except ImportError:
+        ToolOutputMixin = object
+
 N = TypeVar("N")
 """The node names a :class:`Command` may go to, as a return annotation: ``-> Command[Literal["a", "b"]]``."""
 
 
 @dataclass(frozen=True)
-class Command(Generic[N]):
+class Command(Generic[N], ToolOutputMixin):
     """A node's return value that updates state and chooses where to go next (G5). Generic as LangGraph's:
     a node annotated ``-> Command[Literal["a", "b"]]`` declares that it may go to ``a`` and ``b`` (its
     ``destinations``; :meth:`graphcore.StateGraph.add_node`).

@@ -1,7 +1,8 @@
 """The layering stays true (issue 7; docs/architecture.md): every import of every module — TYPE_CHECKING
 and function-local imports included — points down the layers, and no modules import each other in a loop.
 
-Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``) <
+Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``,
+``lite_messages``) <
 ``graphcore.checkpoints`` < ``graphcore.engine`` < ``graphcore.backend`` < ``graphcore`` (the package face)
 < ``worker``, ``scheduler`` < ``cli``. ``examples`` may use everything but ``cli``.
 """
@@ -21,6 +22,7 @@ FOUNDATION = (
     "graphcore.settings",
     "graphcore.keys",
     "graphcore.messages",
+    "graphcore.lite_messages",
 )
 
 # layer name -> the layers it may import (besides itself)

@@ -1,5 +1,7 @@
 """graphcore.messages beyond LangGraph's cases (tests/compat/test_messages.py has those): the messages through
-the serde allow-list, langchain-core message objects in process, and pydantic's coercion of AnyMessage."""
+the serde, langchain-core message objects in process, pydantic's coercion of AnyMessage, and graphq's
+lightweight classes (graphcore.lite_messages, named by graphcore.messages without langchain-core;
+tests/test_messages_langchain.py runs a process without it)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,8 @@ import langchain_core.messages as lc
 import pytest
 from pydantic import TypeAdapter
 
-from graphcore import START, MessagesState, MessagesStateModel, StateGraph
+from graphcore import START, MessagesState, MessagesStateModel, StateGraph, lite_messages
 from graphcore.checkpoints import serde
-from graphcore.errors import SerializationError
 from graphcore.messages import (
     AIMessage,
     AnyMessage,
@@ -45,9 +46,11 @@ def test_every_message_class_round_trips_through_the_serde(message: Any) -> None
     assert back == message and type(back) is type(message)
 
 
-def test_a_langchain_message_in_a_checkpoint_is_refused_naming_its_class() -> None:
-    with pytest.raises(SerializationError, match=r"state\.messages\[0\]: class langchain_core\.messages"):
-        serde.dumps({"messages": [lc.HumanMessage("x")]})
+@pytest.mark.parametrize("message", MESSAGES, ids=lambda m: m.type)
+def test_every_lightweight_message_round_trips_as_the_class_of_its_type(message: Any) -> None:
+    lite = getattr(lite_messages, type(message).__name__).model_construct(**message.model_dump())
+    back = serde.loads(serde.dumps({"messages": [lite]}))["messages"][0]
+    assert back == message and type(back) is type(message)
 
 
 def test_langchain_messages_pass_through_add_messages_in_process() -> None:
@@ -70,7 +73,7 @@ def test_a_graph_takes_langchain_messages_in_process() -> None:
     assert [(m.type, m.content) for m in out["messages"]] == [("human", "q"), ("ai", "got q")]
 
 
-def test_any_message_coerces_and_copies_foreign_messages_into_graphq_classes() -> None:
+def test_any_message_coerces_and_copies_messages_of_the_other_kind_into_its_classes() -> None:
     adapter = TypeAdapter(list[AnyMessage])
     read = adapter.validate_python(
         [
@@ -82,7 +85,7 @@ def test_any_message_coerces_and_copies_foreign_messages_into_graphq_classes() -
     )
     assert [type(m) for m in read] == [HumanMessage, AIMessage, SystemMessage, ToolMessage]
     [copied] = adapter.validate_python(
-        [lc.AIMessage("x", id="9", tool_calls=[{"name": "f", "args": {}, "id": "c"}])]
+        [lite_messages.AIMessage("x", id="9", tool_calls=[{"name": "f", "args": {}, "id": "c"}])]
     )
     assert copied == AIMessage(
         "x", id="9", tool_calls=[{"name": "f", "args": {}, "id": "c", "type": "tool_call"}]
@@ -121,12 +124,14 @@ def test_what_cannot_be_a_message_is_refused_as_a_value_error(value: Any, error:
 def test_remove_message_takes_no_content_and_messages_print_as_langchain_does() -> None:
     """The reprs and pretty_repr texts are langchain-core 1.8's (compared by hand)."""
     with pytest.raises(ValueError, match="RemoveMessage does not take content"):
-        RemoveMessage(id="1", content="x")
+        lite_messages.RemoveMessage(id="1", content="x")
     assert (
-        repr(HumanMessage("hi", id="1"))
+        repr(lite_messages.HumanMessage("hi", id="1"))
+        == repr(lc.HumanMessage("hi", id="1"))
         == "HumanMessage(content='hi', additional_kwargs={}, response_metadata={}, id='1')"
     )
-    assert AIMessage("", tool_calls=[{"name": "f", "args": {"x": 1}, "id": "c"}]).pretty_repr() == (
+    call: Any = {"name": "f", "args": {"x": 1}, "id": "c"}
+    assert lite_messages.AIMessage("", tool_calls=[call]).pretty_repr() == (
         "================================== Ai Message ==================================\n"
         "Tool Calls:\n  f (c)\n Call ID: c\n  Args:\n    x: 1"
     )

@@ -100,10 +100,12 @@ def test_metrics_after_a_known_workload(
     # another (steps_total, the duration, runs_total): wait for the last two of every step (a scrape between
     # them, from another process's file with --concurrency 2, saw steps_total 8 and runs_total 3).
     got = wait_for(
-        lambda: (s := samples(get(port, "/metrics")[1]))
-        and value(s, "graphq_step_duration_seconds_count") == 8
-        and value(s, "graphq_runs_total") == 4
-        and s,
+        lambda: (
+            (s := samples(get(port, "/metrics")[1]))
+            and value(s, "graphq_step_duration_seconds_count") == 8
+            and value(s, "graphq_runs_total") == 4
+            and s
+        ),
         what="the 8 steps (6 counter, 2 failing) and the 4 runs to be counted",
     )
     assert value(got, "graphq_steps_total", workflow="counter") == 6

@@ -112,12 +112,15 @@ def test_an_async_tool_runs_under_invoke_and_may_interrupt() -> None:
     assert out["messages"][-1].content == "a: sure"
 
 
-def test_a_tool_returning_a_command_is_refused_clearly() -> None:
+def test_a_tool_returning_a_command_is_applied_as_the_nodes() -> None:
+    """A plain function tool's Command is the ToolNode's (tests/compat/test_langchain.py has LangGraph's
+    case): its goto to a node the graph lacks is refused naming it."""
+
     def jump(x: str) -> Command:
         return Command(goto="elsewhere")
 
     with pytest.raises(
-        Exception, match="tool 'jump' returned a Command; graphq's ToolNode takes content only"
+        Exception, match=r"returned Command\(goto=\.\.\.\) to unknown node\(s\) \['elsewhere'\]"
     ):
         tools_graph(jump).invoke({"messages": [calls(("jump", {"x": "a"}))]}, {"thread_id": "c"})
 

@@ -343,9 +343,15 @@ def queue_config(config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
 
     Raises:
         ConfigError: see merge_config; ``run_id`` given (the queue names each run: ``client.enqueue``
-            returns the id, ``graphq enqueue`` prints it).
+            returns the id, ``graphq enqueue`` prints it); non-empty ``callbacks`` (not storable).
     """
     given = merge_config(config, known=QUEUE_OPTIONS)
+    if given.callbacks:
+        raise ConfigError(
+            "run option callbacks: LangChain callback handlers are objects of this process and cannot be "
+            "stored with a queued run; give none (use them with invoke/stream in process, or follow a "
+            "queued run with graphq runs watch RUN)"
+        )
     if given.run_id is not None:
         raise ConfigError(
             f"run option run_id {given.run_id!r}: the queue names each run itself (client.enqueue returns "

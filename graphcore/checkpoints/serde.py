@@ -27,7 +27,15 @@ code  type                            payload
 11    ``enum.Enum`` member            ``[module, qualname, name]``; for ``enum.Flag`` the int value
 12    pydantic ``BaseModel``          ``[module, qualname, {field: value}, extra or nil, [fields_set]]``
 13    dataclass instance              ``[module, qualname, {field: value}]``
+14    chat message                    ``[type, {field: value}]`` (fields and extras, without ``type``)
 ====  ==============================  ==================================================================
+
+A chat message (langchain-core's or graphq's lightweight classes, see :mod:`graphcore.messages`) is stored
+by its ``type`` (``"human"``, ``"ai"``, ..., ``"AIMessageChunk"``), not by its class, and loads as the class
+of that ``type`` in :data:`graphcore.messages.MESSAGE_CLASSES`: langchain-core's when the loading process
+has it installed, graphq's otherwise. Messages written before code 14 (graphq's classes as code 12 named
+``graphcore.messages:HumanMessage``, ...) load the same way. A subclass of a message class is not a chat
+message here: it is a pydantic model (code 12) and must be allowed like any other.
 
 ``tz`` is ``nil`` (naive), a string (``zoneinfo.ZoneInfo`` key) or ``[offset_microseconds, name or nil]``
 (``datetime.timezone``). Codes are stable: never renumber them; add new codes and bump the version only for
@@ -45,7 +53,7 @@ by someone else cannot make a worker import a module. A class is allowed when
   models, dataclasses and TypedDicts (:func:`allow_types`). Loading a process's workflows therefore allows
   their classes;
 * it is one of graphq's own stored values (:class:`~graphcore.types.Interrupt`,
-  :class:`~graphcore.types.Overwrite`, the chat messages of :mod:`graphcore.messages`);
+  :class:`~graphcore.types.Overwrite`; chat messages need no allowing, see code 14);
 * it is passed to :func:`allow_classes` (in-process code, tests), or
 * it is named in the ``GRAPHQ_SERDE_ALLOWED_CLASSES`` setting (comma-separated ``module:QualName``). Those
   entries are the only names graphq imports: when the workflows are loaded (``Registry.load``) and, in a
@@ -91,7 +99,7 @@ from pydantic import BaseModel
 from graphcore import messages
 from graphcore.errors import ConfigError, SerializationError
 from graphcore.settings import class_entries, get_settings
-from graphcore.types import Interrupt, Overwrite
+from graphcore.types import Command, Interrupt, Overwrite, Send
 
 __all__ = [
     "ALLOWED_CLASSES_SETTING",
@@ -119,12 +127,14 @@ EXT_UUID = 10
 EXT_ENUM = 11
 EXT_MODEL = 12
 EXT_DATACLASS = 13
+EXT_MESSAGE = 14
 
 _STORED = "<stored>"
 _NESTED_BUF = 256
 _TOP_BUF = 4096
 _ONE_US = timedelta(microseconds=1)
 _MISSING = object()
+_LITE_MESSAGES = "graphcore.lite_messages"  # graphq's lightweight messages, stored as messages of their type
 _NATIVE = frozenset({type(None), bool, int, float, str, bytes})
 _ALLOWED = (
     "allowed types: None, bool, int, float, str, bytes, list, dict, tuple, set, frozenset, datetime, date, "
@@ -444,6 +454,18 @@ def _enc_model(obj: BaseModel) -> msgpack.ExtType:
     return msgpack.ExtType(EXT_MODEL, _pack(payload))
 
 
+def _message_fields(obj: BaseModel) -> dict[str, Any]:
+    """A chat message's fields and extras, ``type`` included."""
+    extra = obj.__pydantic_extra__
+    return {**obj.__dict__, **extra} if extra else dict(obj.__dict__)
+
+
+def _enc_message(obj: BaseModel) -> msgpack.ExtType:
+    fields = _message_fields(obj)
+    kind = fields.pop("type")
+    return msgpack.ExtType(EXT_MESSAGE, _pack([kind, fields]))
+
+
 def _dataclass_fields(obj: Any) -> dict[str, Any]:
     values = {}
     for field in dataclasses.fields(obj):
@@ -470,6 +492,8 @@ _ENCODERS: dict[type, _Encoder] = {
     timedelta: _enc_timedelta,
     Decimal: _enc_decimal,
     uuid.UUID: _enc_uuid,
+    # the chat messages of this process (graphcore.messages); graphq's lightweight ones: _class_encoder
+    **dict.fromkeys(messages.MESSAGE_CLASSES.values(), _enc_message),
 }
 
 
@@ -490,6 +514,8 @@ def _unsupported_message(cls: type) -> str:
 
 
 def _class_encoder(cls: type) -> _Encoder | None:
+    if cls.__module__ == _LITE_MESSAGES and issubclass(cls, BaseModel):  # without importing them
+        return _enc_message
     if issubclass(cls, Enum):
         return _enc_enum
     if issubclass(cls, BaseModel):
@@ -546,7 +572,8 @@ def _classify(obj: Any) -> _Encoder:
     encoder = _class_encoder(cls)
     if encoder is None:
         raise _Unsupported(_unsupported_message(cls))
-    _class_ref(cls)
+    if encoder is not _enc_message:
+        _class_ref(cls)
     _ENCODERS[cls] = encoder
     return encoder
 
@@ -584,6 +611,8 @@ def _children(obj: Any, path: str) -> list[tuple[str, Any]]:
         return [(f"{path}.{name}", value) for name, value in fields.items()]
     if encoder is _enc_dataclass:
         return [(f"{path}.{name}", value) for name, value in _dataclass_fields(obj).items()]
+    if encoder is _enc_message:
+        return [(f"{path}.{name}", value) for name, value in _message_fields(obj).items()]
     encoder(obj)  # a leaf: encoding it checks it (e.g. its tzinfo)
     return []
 
@@ -752,6 +781,16 @@ def _dec_model(data: bytes) -> BaseModel:
     return model
 
 
+def _dec_message(data: bytes) -> Any:
+    kind, fields = _unpack(data)
+    cls = messages.MESSAGE_CLASSES.get(kind) if type(kind) is str else None
+    if cls is None:
+        raise SerializationError(
+            _STORED, f"unknown chat message type {kind!r}; known: {', '.join(messages.MESSAGE_CLASSES)}"
+        )
+    return cls.model_construct(**fields)
+
+
 def _dec_dataclass(data: bytes) -> Any:
     module, qualname, values = _unpack(data)
     cls = _lookup(_DATACLASSES, module, qualname)
@@ -788,6 +827,7 @@ _DECODERS: dict[int, Callable[[bytes], Any]] = {
     EXT_ENUM: _dec_enum,
     EXT_MODEL: _dec_model,
     EXT_DATACLASS: _dec_dataclass,
+    EXT_MESSAGE: _dec_message,
 }
 
 
@@ -827,11 +867,16 @@ def loads(data: bytes) -> Any:
         raise SerializationError(_STORED, f"corrupt payload: {type(exc).__name__}: {exc}") from exc
 
 
-allow_classes(Interrupt, Overwrite)  # graphq's own values found in pending writes and events
-allow_classes(  # chat messages, in states, pending writes (RemoveMessage) and Send payloads
-    messages.HumanMessage,
-    messages.AIMessage,
-    messages.SystemMessage,
-    messages.ToolMessage,
-    messages.RemoveMessage,
+# graphq's own values found in pending writes and events (a Command: a tool's, in ToolNode's inner graph)
+allow_classes(Interrupt, Overwrite, Command, Send)
+# Messages graphq stored before code 14: its own classes as pydantic models (code 12), by their old names.
+_MODELS.update(
+    (("graphcore.messages", name), messages.MESSAGE_CLASSES[kind])
+    for kind, name in (
+        ("human", "HumanMessage"),
+        ("ai", "AIMessage"),
+        ("system", "SystemMessage"),
+        ("tool", "ToolMessage"),
+        ("remove", "RemoveMessage"),
+    )
 )

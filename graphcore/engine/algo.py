@@ -183,7 +183,16 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
 
 
 def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
-    """A node's output as (writes, dynamic destinations)."""
+    """A node's output as (writes, dynamic destinations). A list holding a Command (LangGraph's, e.g.
+    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates."""
+    if type(output) is list and any(isinstance(item, Command) for item in output):
+        writes: list[tuple[str, Any]] = []
+        gotos: list[PendingTask] = []
+        for item in output:
+            more, going = normalise(graph, node, item)
+            writes += more
+            gotos += going
+        return writes, gotos
     if isinstance(output, Command):
         if output.graph is not None:  # Command.PARENT: for the graph that runs this one
             raise for_parent(node, output)

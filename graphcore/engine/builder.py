@@ -27,9 +27,32 @@ Node = Callable[..., Any] | CompiledGraph
 """What ``add_node`` runs: a function (or callable object), or a compiled graph (a subgraph)."""
 
 
+class RunnableNode:
+    """A LangChain ``Runnable`` as a node (as LangGraph takes one): called ``runnable.invoke(state, config)``,
+    named after ``runnable.get_name()``. Any object with ``invoke`` that is not callable is taken for one."""
+
+    def __init__(self, runnable: Any) -> None:
+        self.runnable = runnable
+        get_name = getattr(runnable, "get_name", None)
+        self.__name__ = get_name() if callable(get_name) else type(runnable).__name__
+
+    def __call__(self, state: Any, config: Any) -> Any:
+        return self.runnable.invoke(state, config)
+
+
+def _as_node(fn: Any) -> Any:
+    """``fn``, a LangChain ``Runnable`` (not callable, has ``invoke``) wrapped as a :class:`RunnableNode`."""
+    if isinstance(fn, CompiledGraph | str) or fn is None or callable(fn):
+        return fn
+    if callable(getattr(fn, "invoke", None)):
+        return RunnableNode(fn)
+    return fn
+
+
 def _named(name: str | Node, fn: Node | None) -> tuple[str, Node]:
     """``add_node``'s (name, function): ``add_node(fn)`` takes a compiled graph's name or a function's
     ``__name__``."""
+    name, fn = _as_node(name), _as_node(fn)
     if isinstance(name, str):
         if fn is None:
             raise InvalidGraphError(f"add_node({name!r}) needs the node's function")
@@ -138,7 +161,9 @@ class StateGraph:
 
         Args:
             name: unique node name (or the node's function, named after it).
-            fn: ``fn(state)``, or a compiled graph (a subgraph, G7); a parameter named ``config`` gets the
+            fn: ``fn(state)``, a compiled graph (a subgraph, G7), or a LangChain ``Runnable`` (called
+                ``invoke(state, config)``; ``add_node(runnable)`` names it ``runnable.get_name()``); a
+                parameter named ``config`` gets the
                 run config and one named ``writer`` the stream writer, as in LangGraph (and graphq's
                 ``fn(state, cfg)``: a second positional parameter of another name gets the config; see
                 :mod:`graphcore.engine.params`).

@@ -108,7 +108,9 @@ class RunConfig(BaseModel):
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
     ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,
     ``recursion_limit`` R sets ``max_super_steps`` R - 1 (LangGraph's limit R allows R - 1 super-steps), and
-    ``callbacks`` must be empty. A config also reads like LangGraph's dict (``config["configurable"]
+    ``callbacks`` (LangChain callback handlers, a list or a callback manager) reach the LangChain calls made
+    inside nodes (:func:`task_context`); they are never stored (a queued run refuses them). A config also
+    reads like LangGraph's dict (``config["configurable"]
     ["thread_id"]``, ``config.get("metadata", {})``, ``config["tags"]``; see :meth:`__getitem__`).
     """
 
@@ -132,12 +134,13 @@ class RunConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, ge=1)
     durability: Literal["sync", "async", "exit"] | None = None
     context: Any = None
+    callbacks: Any = Field(default=None, exclude=True)
 
     def __getitem__(self, key: str) -> Any:
         """Read the config as LangGraph's dict: ``configurable`` (with ``thread_id``, ``checkpoint_id`` and
         ``checkpoint_ns``), ``tags``, ``metadata`` (inside a node also ``langgraph_node`` and
         ``langgraph_step``, LangGraph's step number), ``recursion_limit`` (``max_super_steps`` + 1, when set),
-        ``run_id``, ``run_name``, ``max_concurrency``, ``callbacks`` (always None), or any option by name.
+        ``run_id``, ``run_name``, ``max_concurrency``, ``callbacks``, or any option by name.
 
         Raises:
             KeyError: none of those.
@@ -150,6 +153,12 @@ class RunConfig(BaseModel):
             return self[key]
         except KeyError:
             return default
+
+    def items(self) -> list[tuple[str, Any]]:
+        """The config as LangChain reads a ``RunnableConfig`` (``ensure_config``), so a node may pass it on,
+        ``model.invoke(messages, config)``: the pairs of :meth:`keys` but ``run_id`` (graphq's run id, not
+        the id of a LangChain call) and graphq's own options."""
+        return [(k, self[k]) for k in _VIEW_KEYS if k != "run_id" and k in self]
 
     def __contains__(self, key: object) -> bool:
         """Whether ``self[key]`` has a value (``recursion_limit`` only when the run sets one)."""
@@ -286,11 +295,13 @@ def passed_on(config: Mapping[str, Any] | RunConfig | None) -> Mapping[str, Any]
 
 
 def _dumped(cfg: RunConfig) -> dict[str, Any]:
-    """The options set in ``cfg``, its ``context`` as the object itself (``model_dump`` makes a dataclass a
-    dict)."""
+    """The options set in ``cfg``, its ``context`` and ``callbacks`` as the objects themselves (``model_dump``
+    makes a dataclass a dict and leaves callbacks out)."""
     data = cfg.model_dump(exclude_unset=True)
     if "context" in data:
         data["context"] = cfg.context
+    if cfg.callbacks is not None:  # never dumped (not storable): the object itself
+        data["callbacks"] = cfg.callbacks
     return data
 
 
@@ -334,8 +345,7 @@ def _graphq_keys(layer: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         ConfigError: a thread id (or checkpoint id, namespace) given twice with two values; a
-            ``recursion_limit`` that is not an integer ≥ 2 or contradicts ``max_super_steps``; non-empty
-            ``callbacks``.
+            ``recursion_limit`` that is not an integer ≥ 2 or contradicts ``max_super_steps``.
     """
     data = dict(layer)
     conf = data.get("configurable")
@@ -347,11 +357,6 @@ def _graphq_keys(layer: Mapping[str, Any]) -> dict[str, Any]:
         data["run_id"] = str(data["run_id"])
     if "recursion_limit" in data:
         data["max_super_steps"] = _steps_of(data.pop("recursion_limit"), data.get("max_super_steps"))
-    if data.pop("callbacks", None):
-        raise ConfigError(
-            "run option callbacks: LangChain callbacks are not run by graphq (give none); follow a run with "
-            "stream(..., stream_mode=...) in process, or graphq runs watch RUN on the queue"
-        )
     return data
 
 
@@ -397,8 +402,6 @@ def _langgraph_view(cfg: RunConfig, key: str) -> Any:
         if cfg.max_super_steps is None:
             raise KeyError(key)
         return cfg.max_super_steps + 1
-    if key == "callbacks":
-        return None
     if key in type(cfg).model_fields:
         return getattr(cfg, key)
     raise KeyError(key)
@@ -471,6 +474,17 @@ class TaskContext:
         return index
 
 
+def _langchain_config_var() -> contextvars.ContextVar[Any] | None:
+    try:
+        from langchain_core.runnables.config import var_child_runnable_config
+    except ImportError:
+        return None
+    return var_child_runnable_config
+
+
+_LANGCHAIN_CONFIG = _langchain_config_var()
+"""LangChain's current-config context variable, or None without langchain-core."""
+
 _calls_lock = threading.Lock()
 """Guards the call counters of every :class:`TaskContext` (taken only by ``interrupt()`` and graph calls)."""
 
@@ -527,9 +541,31 @@ def current_scope() -> Scope | None:
     return _scope.get()
 
 
+class _TaskAndLangChain(_Current):
+    """``with``: ``value`` is the current task context, and its config LangChain's current config."""
+
+    __slots__ = ("_lc_token",)
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        self._lc_token = _LANGCHAIN_CONFIG.set(self.value.config)  # type: ignore[union-attr]
+
+    def __exit__(self, *exc: object) -> None:
+        _LANGCHAIN_CONFIG.reset(self._lc_token)  # type: ignore[union-attr]
+        super().__exit__(*exc)
+
+
 def task_context(ctx: TaskContext) -> AbstractContextManager[None]:
-    """Make ``ctx`` the current task context for the duration of the block."""
-    return _Current(_current, ctx)
+    """Make ``ctx`` the current task context for the duration of the block.
+
+    With langchain-core installed, the task's config is also LangChain's current config for the block
+    (``langchain_core.runnables.config.var_child_runnable_config``, as LangGraph sets it), so a LangChain
+    call in the node (``model.invoke(messages)``, a tool, a runnable) gets its ``callbacks``, ``tags``,
+    ``metadata`` and ``configurable`` without being passed the config.
+    """
+    if _LANGCHAIN_CONFIG is None:
+        return _Current(_current, ctx)
+    return _TaskAndLangChain(_current, ctx)
 
 
 def current_task(fn: str) -> TaskContext:

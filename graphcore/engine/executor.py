@@ -16,7 +16,7 @@ from typing import Any
 from graphcore.checkpoints.memory import InMemoryCheckpointStore
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
-from graphcore.engine import aio
+from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
 from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
@@ -212,7 +212,9 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         task, ``{node: None}`` for one that wrote nothing, ``{"__interrupt__": (Interrupt, ...)}`` per task
         that paused), ``values`` (the state after the input and after each step that wrote), ``custom``
         (``get_stream_writer()`` chunks, live), ``tasks`` (each task's start and result), ``checkpoints``
-        (each checkpoint saved, the input's included; only with a checkpointer), ``debug`` (those two,
+        (each checkpoint saved, the input's included; only with a checkpointer), ``messages`` (``(message,
+        metadata)``: the tokens of LangChain chat models called in nodes, live, and the messages nodes write;
+        :mod:`graphcore.engine.messages_stream`), ``debug`` (those two,
         wrapped in ``{"step", "timestamp", "type", "payload"}``). One mode yields its payloads; a list yields
         ``(mode, payload)``; ``subgraphs=True`` yields ``(namespace, payload)`` / ``(namespace, mode,
         payload)`` with the events of graphs run as nodes or invoked inside nodes, as they happen (namespace
@@ -226,8 +228,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         ``interrupt_after``, ``durability`` and ``context``: as :meth:`invoke`.
 
         Raises:
-            ValueError: an unknown stream mode, or ``messages`` (graphq has no LLM callbacks: stream tokens
-                with ``get_stream_writer()`` and ``custom``).
+            ValueError: an unknown stream mode.
             StepLimitError, NodeError, InvalidUpdateError: as :meth:`invoke`.
         """
         config = with_context(config, context)
@@ -341,12 +342,19 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             if task is None:  # a root run: no namespace, and a checkpointer needs a thread (LangGraph's)
                 cfg = outside_any_task(cfg)
                 check_thread(self.checkpointer, self.defaults, config)
+            elif cfg.callbacks is None and task.config.callbacks is not None:  # the node's, as LangChain's
+                cfg = cfg.model_copy(update={"callbacks": task.config.callbacks})
             inside = parent is not None and task is not None
             store = store_of(self.checkpointer, inside)
             memory = parent.memory if inside and parent is not None else self.store
             return cfg, Scope(store, cfg.thread_id or "", "", memory)
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
-        given = merge_config({"configurable": inherited, "context": task.config.context}, passed_on(config))
+        outer = {
+            "configurable": inherited,
+            "context": task.config.context,
+            "callbacks": task.config.callbacks,
+        }
+        given = merge_config(outer, passed_on(config))
         cfg = self.config_for(given)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory)
@@ -376,6 +384,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         since = Checkpoint.now() if modes else ""
         cp, finished, answers = self._start(cfg, input, meta, scope)
         cfg, meta = continued_run(cfg, cp)
+        cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
             self, modes, cp, scope, since=since, input=input, done=finished, labels=labels
@@ -395,7 +404,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
-            shown = streaming.step_view(self, modes, cp, finished)  # live: results as tasks finish
+            shown = streaming.step_view(self, modes, cp, finished, shows)  # live: results as tasks finish
             resumed = with_resume(cfg, resume, answers)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
@@ -490,3 +499,32 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
 
 _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}
 """The keyword arguments of ``invoke`` (and ``ainvoke``)."""
+
+
+def _with_messages_handler(
+    cfg: RunConfig, modes: Sequence[str] | None
+) -> tuple[RunConfig, messages_stream.MessagesHandler | None]:
+    """``cfg`` with a ``messages`` LangChain callback in its callbacks when the run streams ``messages`` (and
+    none is there yet: a graph invoked in a node shares its parent's), and the handler of the run's
+    ``messages`` events."""
+    put = streaming.messages_sink(modes)
+    callbacks = cfg.callbacks
+    if put is None or any(
+        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler) for h in _handlers(callbacks)
+    ):
+        return cfg, None
+    shows = messages_stream.MessagesHandler(put)
+    callback = messages_stream.langchain_callback(shows)
+    if callback is None:
+        return cfg, shows
+    if callbacks is None or isinstance(callbacks, list):
+        return cfg.model_copy(update={"callbacks": [*(callbacks or []), callback]}), shows
+    manager = callbacks.copy()  # a LangChain callback manager
+    manager.add_handler(callback, inherit=True)
+    return cfg.model_copy(update={"callbacks": manager}), shows
+
+
+def _handlers(callbacks: Any) -> list[Any]:
+    if callbacks is None:
+        return []
+    return list(callbacks) if isinstance(callbacks, list) else list(getattr(callbacks, "handlers", []))

@@ -39,6 +39,7 @@ from graphcore.engine.config import (
     current_task_or_none,
     run_scope,
 )
+from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
 from graphcore.types import Interrupt, TaskWrites
@@ -68,7 +69,7 @@ __all__ = [
     "update_payload",
 ]
 
-STREAM_MODES = ("values", "updates", "custom", "tasks", "checkpoints", "debug")
+STREAM_MODES = ("values", "updates", "custom", "messages", "tasks", "checkpoints", "debug")
 
 INTERRUPT_KEY = "__interrupt__"
 """Key of the open requests in ``invoke``'s result and in ``updates``/``values`` events when a run pauses."""
@@ -89,16 +90,9 @@ def check_modes(stream_mode: str | Sequence[str]) -> list[str]:
     """``stream_mode`` as a list of modes.
 
     Raises:
-        ValueError: ``messages`` (LLM token streaming through LangChain callbacks, which graphq has not) or
-            an unknown mode.
+        ValueError: an unknown mode.
     """
     modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
-    if "messages" in modes:
-        raise ValueError(
-            "stream_mode='messages' is not supported: graphq has no LangChain callback layer to take LLM "
-            "tokens from; emit them from the node with get_stream_writer() and stream with "
-            "stream_mode='custom'"
-        )
     bad = [m for m in modes if m not in STREAM_MODES]
     if bad:
         raise ValueError(f"unknown stream mode(s) {bad}; known: {list(STREAM_MODES)}")
@@ -173,6 +167,18 @@ def custom_writer(modes: Sequence[str] | None, buffer: list[Event]) -> Callable[
         put, ns = sink.put, sink.ns
         return lambda task, chunk: put((ns, "custom", chunk))
     return lambda task, chunk: buffer.append(("custom", chunk))
+
+
+def messages_sink(modes: Sequence[str] | None) -> Callable[[Any], None] | None:
+    """Where a run's ``messages`` events go, straight to the consumer (they are live), or None when the
+    run does not stream them (:mod:`graphcore.engine.messages_stream`)."""
+    sink = _sink.get()
+    if modes is None or "messages" not in modes or sink is None or sink.put is None:
+        return None
+    if "messages" not in sink.modes:
+        return None
+    put, ns = sink.put, sink.ns
+    return lambda pair: put((ns, "messages", pair))
 
 
 def relay(modes: Sequence[str] | None, scope: Scope, run: Callable[[Sequence[str] | None], Run]) -> Run:
@@ -302,7 +308,14 @@ class StepView:
     or paused with no answer yet).
     """
 
-    def __init__(self, graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, replayed: Collection[str]):
+    def __init__(
+        self,
+        graph: GraphSpec,
+        modes: Sequence[str],
+        cp: Checkpoint,
+        replayed: Collection[str],
+        shows: MessagesHandler | None = None,
+    ):
         self.graph, self.modes, self.cp, self.replayed = graph, modes, cp, replayed
         wanted = _wants(modes, "updates", "tasks", "debug")
         self.sink = _own_sink() if wanted else None
@@ -310,10 +323,17 @@ class StepView:
         self.parts: queue.SimpleQueue[Any] | None = (
             queue.SimpleQueue() if wanted and self.sink is None and several else None
         )
-        self.live = self.sink is not None or self.parts is not None
+        self.shows = shows  # the run's `messages` handler: a task's written messages, as it finishes
+        self.known = known_ids(cp.channel_values) if shows is not None else set()
+        self.live = self.sink is not None or self.parts is not None or shows is not None
 
     def finished(self, r: TaskWrites) -> None:
-        """A task finished (or paused): its result events, to the sink or to :func:`run_shown`."""
+        """A task finished (or paused): the messages it wrote (``messages`` mode), then its result events,
+        to the sink or to :func:`run_shown`."""
+        if self.shows is not None:  # LangGraph's langgraph_step of the step's tasks is cp.step + 2 here
+            written(self.shows, r, self.known, self.cp.step + 2)
+        if self.sink is None and self.parts is None:
+            return
         state = self.graph.schema.values_of(self.cp.channel_values) if r.interrupts else None
         events = _result_events(self.graph, self.modes, r, self.cp.step + 1, state)
         if self.sink is not None:
@@ -330,10 +350,15 @@ class StepView:
 
 
 def step_view(
-    graph: GraphSpec, modes: Sequence[str] | None, cp: Checkpoint, replayed: Collection[str]
+    graph: GraphSpec,
+    modes: Sequence[str] | None,
+    cp: Checkpoint,
+    replayed: Collection[str],
+    shows: MessagesHandler | None = None,
 ) -> StepView | None:
-    """A :class:`StepView` for the step after ``cp``, None when the run streams nothing (``invoke``)."""
-    return StepView(graph, modes, cp, replayed) if modes else None
+    """A :class:`StepView` for the step after ``cp``, None when the run streams nothing (``invoke``);
+    ``shows``: the run's ``messages`` handler, if it streams them."""
+    return StepView(graph, modes, cp, replayed, shows) if modes else None
 
 
 R = TypeVar("R")
@@ -561,7 +586,7 @@ def logged_modes(debug: bool, print_mode: str | Sequence[str] = ()) -> tuple[str
     LangGraph prints them); None for none.
 
     Raises:
-        ValueError: ``print_mode`` names an unknown mode (or ``messages``).
+        ValueError: ``print_mode`` names an unknown mode.
     """
     printed = check_modes(print_mode) if print_mode else []
     modes = tuple(dict.fromkeys((*printed, *(DEBUG_MODES if debug else ()))))
@@ -614,7 +639,7 @@ def stream_run(
     wanted = tuple(modes)
     run_modes = tuple(dict.fromkeys((*wanted, *logged)))
     outer = _enclosing(Scope(None, ""))  # streamed inside a task of a subgraphs=True stream: it sees this too
-    live = subgraphs or "custom" in wanted or outer is not None
+    live = subgraphs or "custom" in wanted or "messages" in wanted or outer is not None
     events = _live(open_run, run_modes, subgraphs, outer) if live else _inline(open_run, run_modes)
     for ns, mode, payload in events:
         if logged:

@@ -1,5 +1,5 @@
-"""Prebuilt pieces for agent loops: LangGraph's ``ToolNode`` and ``tools_condition`` (as in
-``langgraph.prebuilt``) and graphq's agent-loop state, reducers and routers (DESIGN G8)."""
+"""Prebuilt pieces for agent loops: LangGraph's ``ToolNode``, ``tools_condition`` and ``create_react_agent``
+(as in ``langgraph.prebuilt``) and graphq's agent-loop state, reducers and routers (DESIGN G8)."""
 
 from graphcore.prebuilt.agent import (
     AgentLoopState,
@@ -17,6 +17,7 @@ from graphcore.prebuilt.agent import (
     spend,
     terminate_requested,
 )
+from graphcore.prebuilt.react_agent import create_react_agent
 from graphcore.prebuilt.tool_node import ToolNode, tools_condition
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Spent",
     "ToolNode",
     "budget_exhausted",
+    "create_react_agent",
     "decision_of",
     "first_of",
     "has_tool_calls",

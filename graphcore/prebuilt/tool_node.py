@@ -24,7 +24,7 @@ from graphcore.engine.executor import INTERRUPT_KEY
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.errors import NodeError
-from graphcore.messages import AnyMessage, ToolCall, ToolMessage
+from graphcore.messages import ToolCall, ToolMessage
 from graphcore.types import END, START, Command, Send
 
 __all__ = ["ToolNode", "tools_condition"]
@@ -69,11 +69,16 @@ class _ToolCalls(TypedDict, total=False):
     """The inner graph's state: the calls to run and their results."""
 
     calls: list[ToolCall]
-    results: Annotated[list[AnyMessage], _append]
+    results: Annotated[list[Any], _append]  # ToolMessages, and (call id, Command) for a tool's Command
 
 
 def _append(left: list[Any], right: list[Any]) -> list[Any]:
     return [*left, *right]
+
+
+def _call_id(result: Any) -> Any:
+    """The tool call id of a call's result: a ToolMessage's, or the id paired with a tool's Command."""
+    return result[0] if isinstance(result, tuple) else result.tool_call_id
 
 
 def _content(value: Any) -> Any:
@@ -92,19 +97,31 @@ def _content(value: Any) -> Any:
 class _Tool:
     """One tool: a plain function (named after it, called with the call's args by keyword, validated and
     coerced by pydantic from its signature as langchain-core does), or an object with ``name`` and
-    ``invoke(args)`` (a langchain tool)."""
+    ``invoke(args)``. A LangChain tool (a ``BaseTool``: ``@tool``, ``StructuredTool``) is given the whole
+    tool call ``{"name", "args", "id", "type": "tool_call"}`` as LangGraph gives it, so it returns a
+    ToolMessage (with the call's id, an ``artifact``, an injected tool call id...)."""
 
     def __init__(self, tool: Any) -> None:
         invoke = getattr(tool, "invoke", None)
         if isinstance(getattr(tool, "name", None), str) and callable(invoke):
             self.name: str = tool.name
-            self.run: Callable[[dict[str, Any]], Any] = invoke
+            if _is_langchain_tool(tool):
+                self.run: Callable[[dict[str, Any]], Any] = lambda call: invoke({**call, "type": "tool_call"})
+            else:
+                self.run = lambda call: invoke(call.get("args", {}))
             return
         if not callable(tool) or not getattr(tool, "__name__", None):
             raise TypeError(f"a tool is a named function or has .name and .invoke(args); got {tool!r}")
         self.name = tool.__name__
         model = _args_model(tool)
-        self.run = lambda args: tool(**_validated(model, args))
+        self.run = lambda call: tool(**_validated(model, call.get("args", {})))
+
+
+def _is_langchain_tool(tool: Any) -> bool:
+    """Whether ``tool`` is a langchain-core ``BaseTool`` (checked by name: langchain-core is not imported)."""
+    return any(
+        c.__name__ == "BaseTool" and c.__module__.startswith("langchain_core.") for c in type(tool).__mro__
+    )
 
 
 def _args_model(fn: Callable[..., Any]) -> type[BaseModel]:
@@ -162,7 +179,8 @@ class ToolNode:
     Tools: plain functions (name = ``__name__``; the call's ``args`` are validated against the signature
     with pydantic, lax as langchain-core's, and passed by keyword; an ``async def`` tool is awaited, under
     ``invoke`` as under ``ainvoke``) or objects with ``name`` and ``invoke(args)`` (langchain tools,
-    duck-typed). A tool may call ``interrupt()``.
+    duck-typed). A tool may call ``interrupt()``, and may return a ``Command``: then the node returns, in
+    call order, each call's Command or ``{messages_key: [its ToolMessage]}`` (LangGraph's), applied in turn.
 
     Content: a string or a list of content blocks as is; anything else as JSON text, ``str()`` when not
     JSON. Errors, as LangGraph 1.x's defaults: an unknown tool name and arguments that do not validate
@@ -196,6 +214,7 @@ class ToolNode:
         messages_key: str = "messages",
         record_outcome: bool = False,
     ) -> None:
+        self.tools = list(tools)  # as given (a model is bound to them: create_react_agent)
         self.tools_by_name = {t.name: t for t in map(_Tool, tools)}
         self.name = self.__name__ = name
         self.messages_key = messages_key
@@ -219,6 +238,11 @@ class ToolNode:
         if last_ai is None:
             raise ValueError("no AIMessage found in the input")
         results = self._run_calls([dict(c) for c in getattr(last_ai, "tool_calls", [])])
+        if any(isinstance(r, Command) for r in results):  # LangGraph's: each call's Command or messages
+            return [r if isinstance(r, Command) else self._update([r], state) for r in results]
+        return self._update(results, state)
+
+    def _update(self, results: list[Any], state: Any) -> Any:
         if isinstance(state, list):
             return results
         return {self.messages_key: results, **(_outcome(results) if self.record_outcome else {})}
@@ -236,7 +260,8 @@ class ToolNode:
         if paused:
             raise GraphInterrupt(*paused)
         order = {c.get("id"): i for i, c in enumerate(calls)}
-        return sorted(final.get("results", []), key=lambda m: order.get(m.tool_call_id, len(order)))
+        results = sorted(final.get("results", []), key=lambda m: order.get(_call_id(m), len(order)))
+        return [m[1] if isinstance(m, tuple) else m for m in results]
 
     def _fan_out(self, state: _ToolCalls) -> list[Send]:
         """One task per tool call (the inner graph's one node is named after the ToolNode)."""
@@ -246,7 +271,8 @@ class ToolNode:
         return {"results": [self.run_call(payload)]}
 
     def run_call(self, call: Mapping[str, Any]) -> Any:
-        """Run one tool call ``{"name", "args", "id"}``; returns its :class:`ToolMessage`.
+        """Run one tool call ``{"name", "args", "id"}``; returns its :class:`ToolMessage`, or ``(call id,
+        Command)`` when the tool returned a Command.
 
         Raises:
             Exception: what the tool raised, when ``handle_tool_errors`` does not handle it.
@@ -257,7 +283,7 @@ class ToolNode:
             content = INVALID_TOOL.format(name=name, names=", ".join(self.tools_by_name))
             return ToolMessage(content, name=name, tool_call_id=call_id, status="error")
         try:
-            output = tool.run(args)
+            output = tool.run({"name": name, "args": args, "id": call_id})
             if inspect.isawaitable(output):  # an async def tool: awaited on graphq's loop for this thread
                 output = run_coroutine(output)
         except ValidationError as exc:
@@ -270,7 +296,7 @@ class ToolNode:
                 raise
             return self._error(name, call_id, handled)
         if isinstance(output, Command):
-            raise TypeError(f"tool {name!r} returned a Command; graphq's ToolNode takes content only")
+            return (call_id, output)
         if isinstance(output, ToolMessage):
             return output.model_copy(update={"content": _content(output.content)})
         return ToolMessage(_content(output), name=name, tool_call_id=call_id)

@@ -41,7 +41,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "langgraph.errors": ("graphcore", ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError")),
-    "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "tools_condition")),
+    "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
         "graphcore.messages",
         (

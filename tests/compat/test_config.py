@@ -215,24 +215,6 @@ def test_run_name_run_id_and_empty_callbacks_are_accepted(lg: Imports) -> None:
     assert chain(lg, 2).invoke({"items": []}, config) == {"items": ["n0", "n1"]}
 
 
-def test_callbacks_are_run_by_langgraph_and_refused_by_graphq(lg: Imports) -> None:
-    """LangGraph: a LangChain callback handler in config["callbacks"] sees the run start; graphq runs no
-    callbacks and refuses a non-empty list (a deliberate difference)."""
-    if lg.is_langgraph:
-        callbacks = pytest.importorskip("langchain_core.callbacks")
-        started: list[Any] = []
-
-        class Handler(callbacks.BaseCallbackHandler):  # type: ignore[misc]
-            def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
-                started.append(inputs)
-
-        chain(lg, 1).invoke({"items": ["x"]}, {"callbacks": [Handler()]})
-        assert started[0] == {"items": ["x"]}
-        return
-    with pytest.raises(Exception, match=r"^run option callbacks: LangChain callbacks are not run by graphq"):
-        chain(lg, 1).invoke({"items": ["x"]}, {"callbacks": [object()]})
-
-
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
 def test_durability_keeps_the_result(lg: Imports, durability: str) -> None:
     """LangGraph: durability="sync"|"async"|"exit" changes when checkpoints are written, not the result;

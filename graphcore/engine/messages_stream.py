@@ -1,0 +1,80 @@
+"""``stream_mode="messages"``: the LLM tokens of LangChain chat models called in nodes, and the messages
+nodes write, as LangGraph streams them: ``(message, metadata)`` pairs.
+
+A streamed run whose modes include ``messages`` adds a :func:`langchain_callback` to its config's
+callbacks; its nodes' LangChain calls hear it through the node's config (or LangChain's context variable,
+:func:`graphcore.engine.config.task_context`), and graphs invoked inside nodes inherit it.
+
+* A chat model's tokens: each ``AIMessageChunk`` with the metadata LangChain gives the model run (the node's
+  ``langgraph_node`` and ``langgraph_step``, the config's metadata and ``configurable`` values, LangChain's
+  ``ls_*`` keys). The handler makes ``model.invoke(...)`` stream (a streaming handler, as LangGraph's), so
+  tokens come as they are made. A model run tagged ``nostream`` is not shown. A model that does not stream
+  shows its whole reply once, at its end.
+* The messages a node writes (its update's values that are messages, or lists of them) that were neither
+  streamed nor in the state before its super-step, as the node finishes (before its ``updates`` event),
+  with ``{"langgraph_node", "langgraph_step"}``. Only the streamed graph's own nodes' writes are shown this
+  way; a graph invoked in a node shows its messages when that node writes them.
+
+Each message is shown once (by id). Without langchain-core only the written messages are shown.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from graphcore.types import TaskWrites
+
+__all__ = ["MessagesHandler", "known_ids", "langchain_callback", "written"]
+
+Put = Callable[[tuple[Any, dict[str, Any]]], None]
+
+
+class MessagesHandler:
+    """What the run's ``messages`` events need to know: where they go and the ids already shown."""
+
+    def __init__(self, put: Put) -> None:
+        self.put = put
+        self.seen: set[str] = set()
+
+    def show(self, message: Any, metadata: dict[str, Any], dedupe: bool) -> None:
+        """Stream ``message`` with ``metadata``, once per id when ``dedupe``."""
+        if dedupe and message.id is not None and message.id in self.seen:
+            return
+        if message.id is not None:
+            self.seen.add(message.id)
+        self.put((message, metadata))
+
+
+def langchain_callback(shows: MessagesHandler) -> Any | None:
+    """The LangChain callback handler that hands ``shows`` the tokens and replies of the chat models called
+    in nodes (:mod:`graphcore.engine.langchain_messages`, imported on first use), or None without
+    langchain-core."""
+    try:
+        from graphcore.engine.langchain_messages import LangChainMessages
+    except ImportError:
+        return None
+    return LangChainMessages(shows)
+
+
+def _messages_in(value: Any) -> list[Any]:
+    items = value if isinstance(value, list | tuple) else [value]
+    return [m for m in items if isinstance(getattr(m, "type", None), str) and hasattr(m, "content")]
+
+
+def known_ids(values: Mapping[str, Any]) -> set[str]:
+    """The ids of the messages in a state's channel values (a node writing them back shows nothing)."""
+    return {m.id for value in values.values() for m in _messages_in(value) if getattr(m, "id", None)}
+
+
+def written(show: MessagesHandler, result: TaskWrites, known: Collection[str], step: int) -> None:
+    """Show the messages a finished task wrote that are neither ``known`` (in the state before its
+    super-step) nor shown yet; one without an id gets ``str(uuid4())``, kept in the state (LangGraph's)."""
+    metadata = {"langgraph_node": result.node, "langgraph_step": step}
+    for _, value in result.writes:
+        for message in _messages_in(value):
+            if message.id is None:
+                message.id = str(uuid.uuid4())
+            if message.id not in known:
+                show.show(message, metadata, dedupe=True)

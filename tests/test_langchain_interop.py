@@ -1,0 +1,202 @@
+"""LangChain chat models, tools and runnables in a graph (the LangChain interop issue, items 2 and 3): the
+agent of tests/workflows/lc_agent.py — a fake LangChain chat model with ``bind_tools`` called in a node,
+``@tool`` / artifact / ``StructuredTool`` tools run by graphq's ToolNode, a prompt | model | parser chain
+as a node — in process, on a burst worker in this process and on a ``graphq worker`` subprocess; and
+``config["callbacks"]`` reaching the LangChain calls made inside nodes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+from uuid import UUID
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
+
+from graphcore import START, MessagesState, StateGraph
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError
+from tests.workers import burst, work, worker_env
+from tests.workflows.lc_agent import lc_agent, lc_react
+
+REGISTRY = Registry.load(["tests.workflows.lc_agent"])
+QUESTION = {"messages": [HumanMessage("2+3 and sf weather?", id="h1")]}
+USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+CALLS = [
+    {"name": "add", "args": {"a": 2, "b": "3"}, "id": "call-add", "type": "tool_call"},
+    {"name": "lookup", "args": {"city": "sf"}, "id": "call-lookup", "type": "tool_call"},
+    {"name": "shout", "args": {"text": "hi"}, "id": "call-shout", "type": "tool_call"},
+]
+
+
+def check_the_agents_messages(messages: list[Any]) -> None:
+    assert [type(m) for m in messages] == [
+        HumanMessage,
+        AIMessage,
+        ToolMessage,
+        ToolMessage,
+        ToolMessage,
+        AIMessage,
+        AIMessage,
+    ]
+    human, asks, added, looked, shouted, answer, summary = messages
+    assert human == HumanMessage("2+3 and sf weather?", id="h1")
+    assert (asks.tool_calls, asks.usage_metadata) == (CALLS, USAGE)
+    assert [(m.name, m.content, m.tool_call_id, m.status) for m in (added, looked, shouted)] == [
+        ("add", "5", "call-add", "success"),  # "3" coerced by the tool's schema
+        ("lookup", "sunny in sf", "call-lookup", "success"),
+        ("shout", "HI", "call-shout", "success"),
+    ]
+    assert looked.artifact == {"city": "sf", "celsius": 21}
+    assert (answer.content, answer.usage_metadata) == ("2 + 3 = 5; sunny in sf", USAGE)
+    assert (summary.content, summary.id) == ("summary: 5, sunny", "summary")
+
+
+def test_a_langchain_agent_runs_in_process() -> None:
+    check_the_agents_messages(lc_agent.invoke(QUESTION)["messages"])
+
+
+def test_a_langchain_agent_runs_on_the_queue(client: Client) -> None:
+    run_id = client.enqueue("lc_agent", QUESTION)
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result is not None
+    check_the_agents_messages(run.result["messages"])
+
+
+def test_a_langchain_agent_runs_on_a_worker_subprocess(client: Client, redis_url: str) -> None:
+    run_id = client.enqueue("lc_agent", QUESTION)
+    burst(worker_env(redis_url, "tests.workflows.lc_agent"))
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    check_the_agents_messages(run.result["messages"])
+
+
+def test_a_tools_command_is_applied_on_the_queue(client: Client) -> None:
+    """The tool's Command crosses ToolNode's inner graph (stored as a pending write on the queue) and is
+    applied as the node's: its ToolMessage and facts, then its goto."""
+    calls = [
+        {"name": "lookup", "args": {"city": "sf"}, "id": "c1"},
+        {"name": "remember", "args": {"fact": "x"}, "id": "c2"},
+    ]
+    run_id = client.enqueue("lc_command", {"messages": [AIMessage("", tool_calls=calls, id="a1")]})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    assert [(type(m), m.content) for m in run.result["messages"]] == [
+        (AIMessage, ""),
+        (ToolMessage, "sunny in sf"),
+        (ToolMessage, "noted x"),
+    ]
+    assert run.result["facts"] == ["x", "3 messages"]
+
+
+def test_create_react_agent_runs_in_process_and_on_the_queue(client: Client) -> None:
+    """graphq's create_react_agent of a LangChain chat model and LangChain tools: the model gets the prompt
+    first and is bound to the tools; in process and on a burst worker the conversation is the same."""
+    heard = Recorder()
+    out = lc_react.invoke(QUESTION, {"callbacks": [heard]})
+    assert [e for e in heard.events if e[0] == "model"] == [("model", ["add", "lookup", "shout"])] * 2
+    run_id = client.enqueue("lc_react", QUESTION)
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    for messages in (out["messages"], run.result["messages"]):
+        assert [(m.type, m.content) for m in messages] == [
+            ("human", "2+3 and sf weather?"),
+            ("ai", ""),
+            ("tool", "5"),
+            ("tool", "sunny in sf"),
+            ("tool", "HI"),
+            ("ai", "2 + 3 = 5; sunny in sf"),
+        ]
+
+
+def test_a_runnable_is_a_node_named_after_it() -> None:
+    builder = StateGraph(MessagesState)
+    builder.add_node(
+        RunnableLambda(lambda s: {"messages": [("ai", f"{len(s['messages'])} seen")]}, name="count")
+    )
+    builder.add_edge(START, "count")
+    graph = builder.compile()
+    assert list(graph.get_graph().nodes) == ["__start__", "count", "__end__"]
+    out = graph.invoke({"messages": [("user", "hi")]})
+    assert [(type(m), m.content) for m in out["messages"]] == [(HumanMessage, "hi"), (AIMessage, "1 seen")]
+
+
+class Recorder(BaseCallbackHandler):
+    """Records the chat model and tool runs it is told about."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        tools = kwargs.get("invocation_params", {}).get("tools", [])
+        self.events.append(("model", [t["function"]["name"] for t in tools]))
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.events.append(("model end", response.generations[0][0].message.content))
+
+    def on_tool_start(self, serialized: Any, input_str: str, **kwargs: Any) -> None:
+        self.events.append(("tool", serialized["name"]))
+
+
+def test_callbacks_reach_the_langchain_calls_made_inside_nodes() -> None:
+    """The model is invoked without a config (LangChain's context variable carries the node's), the tools
+    by the ToolNode, the chain as a node: the handler hears each call, and the model's bound tools."""
+    recorder = Recorder()
+    lc_agent.invoke(QUESTION, {"callbacks": [recorder]})
+    model_runs = [e for e in recorder.events if e[0].startswith("model")]
+    assert model_runs == [
+        ("model", ["add", "lookup", "shout"]),
+        ("model end", ""),
+        ("model", ["add", "lookup", "shout"]),
+        ("model end", "2 + 3 = 5; sunny in sf"),
+        ("model", []),
+        ("model end", "summary: 5, sunny"),
+    ]
+    assert sorted(e[1] for e in recorder.events if e[0] == "tool") == ["add", "lookup", "shout"]
+
+
+def test_callbacks_are_refused_at_enqueue(client: Client) -> None:
+    with pytest.raises(ConfigError) as refused:
+        client.enqueue("lc_agent", QUESTION, config={"callbacks": [Recorder()]})
+    assert str(refused.value) == (
+        "run option callbacks: LangChain callback handlers are objects of this process and cannot be "
+        "stored with a queued run; give none (use them with invoke/stream in process, or follow a queued "
+        "run with graphq runs watch RUN)"
+    )
+
+
+WITHOUT_LANGCHAIN = """
+import sys
+sys.modules["langchain_core"] = None
+from graphcore import START, MessagesState, StateGraph
+from graphcore.messages import AIMessage
+builder = StateGraph(MessagesState)
+builder.add_node("w", lambda s: {"messages": [AIMessage("x", id="a")]})
+builder.add_edge(START, "w")
+for message, metadata in builder.compile().stream({"messages": [("user", "hi")]}, stream_mode="messages"):
+    print(type(message).__module__, message.type, message.content, message.id, sorted(metadata.items()))
+print("langchain_core.messages" in sys.modules)
+"""
+
+
+def test_without_langchain_core_messages_mode_shows_the_written_messages() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LANGCHAIN], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "graphcore.lite_messages ai x a [('langgraph_node', 'w'), ('langgraph_step', 1)]",
+        "False",
+    ]

@@ -1,0 +1,130 @@
+"""A LangGraph-style agent built from LangChain pieces (the LangChain interop issue, item 2): a LangChain
+chat model (langchain-core's fake, with ``bind_tools``) called in a node, LangChain tools (``@tool``, one
+with an artifact, a ``StructuredTool``) run by graphq's ``ToolNode``, and a LangChain ``Runnable`` chain
+(prompt | model | parser) as the node that writes the summary. ``lc_agent`` runs in process and on the
+workers; the model's script is picked by how many AI messages the state holds, so every process that runs
+a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto);
+``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from graphcore import END, START, Command, MessagesState, StateGraph
+from graphcore.prebuilt import ToolNode, create_react_agent, tools_condition
+
+
+class ToolCallingFakeModel(FakeMessagesListChatModel):
+    """langchain-core's fake chat model with ``bind_tools`` as real chat models have it: the tools' schemas
+    are bound as the ``tools`` keyword of every call."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(response_format="content_and_artifact")
+def lookup(city: str) -> tuple[str, dict[str, Any]]:
+    """Look a city's weather up."""
+    return f"sunny in {city}", {"city": city, "celsius": 21}
+
+
+def _shout(text: str) -> str:
+    return text.upper()
+
+
+shout = StructuredTool.from_function(_shout, name="shout", description="Upper-case a text.")
+
+TOOLS = [add, lookup, shout]
+USAGE = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+SCRIPT = [
+    AIMessage(
+        "",
+        tool_calls=[
+            {"name": "add", "args": {"a": 2, "b": "3"}, "id": "call-add"},
+            {"name": "lookup", "args": {"city": "sf"}, "id": "call-lookup"},
+            {"name": "shout", "args": {"text": "hi"}, "id": "call-shout"},
+        ],
+        usage_metadata=USAGE,
+    ),
+    AIMessage("2 + 3 = 5; sunny in sf", usage_metadata=USAGE),
+]
+
+
+def agent(state: MessagesState) -> dict[str, Any]:
+    answered = sum(1 for m in state["messages"] if m.type == "ai")
+    model = ToolCallingFakeModel(responses=SCRIPT[answered:]).bind_tools(TOOLS)
+    return {"messages": [model.invoke(state["messages"])]}
+
+
+summary_chain = (
+    ChatPromptTemplate.from_messages([("placeholder", "{messages}"), ("human", "Summarize.")])
+    | ToolCallingFakeModel(responses=[AIMessage("summary: 5, sunny", id="summary")])
+    | RunnableLambda(lambda message: {"messages": [message]}, name="summarize")
+)
+
+
+def build() -> StateGraph:
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(TOOLS))
+    builder.add_node("summarize", summary_chain)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: "summarize"})
+    builder.add_edge("tools", "agent")
+    builder.add_edge("summarize", END)
+    return builder
+
+
+lc_agent = build().compile(name="lc_agent")
+
+
+@tool
+def remember(fact: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Literal["recall"]]:
+    """Remember a fact: a Command that answers the call, adds the fact and goes to ``recall``."""
+    answer = ToolMessage(f"noted {fact}", tool_call_id=tool_call_id)
+    return Command(update={"messages": [answer], "facts": [fact]}, goto="recall")
+
+
+class Facts(MessagesState):
+    facts: Annotated[list[str], operator.add]
+
+
+def recall(state: Facts) -> dict[str, Any]:
+    return {"facts": [f"{len(state['messages'])} messages"]}
+
+
+_c = StateGraph(Facts)
+_c.add_node("tools", ToolNode([remember, lookup]), destinations=("recall",))
+_c.add_node("recall", recall)
+_c.add_edge(START, "tools")
+lc_command = _c.compile(name="lc_command")
+
+
+class ScriptedModel(ToolCallingFakeModel):
+    """A fake chat model whose reply is ``responses[n]``, n the AI messages it was given: every process
+    running a step of the same thread answers the same."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        answered = sum(1 for m in messages if m.type == "ai")
+        return ChatResult(generations=[ChatGeneration(message=self.responses[answered])])
+
+
+lc_react = create_react_agent(
+    ScriptedModel(responses=SCRIPT), TOOLS, prompt="You add and look things up.", name="lc_react"
+)
