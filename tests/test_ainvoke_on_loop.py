@@ -9,7 +9,6 @@ import asyncio
 import contextvars
 import operator
 import threading
-import time
 from typing import Annotated, Any, TypedDict
 
 import pytest

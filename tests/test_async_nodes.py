@@ -229,7 +229,12 @@ def test_an_async_node_that_keeps_failing_fails_with_its_last_error() -> None:
 
 def _cancel_when(token: CancelToken, ready: Callable[[], bool], *reason: str) -> None:
     """Cancel ``token`` from another thread once ``ready()`` (waits up to 10 s)."""
-    threading.Thread(target=lambda: (wait_for(ready, 10, "the tasks to start"), token.cancel(*reason))).start()
+
+    def cancel() -> None:
+        wait_for(ready, 10, "the tasks to start")
+        token.cancel(*reason)
+
+    threading.Thread(target=cancel).start()
 
 
 def test_a_cancelled_run_token_cancels_the_running_async_nodes() -> None:

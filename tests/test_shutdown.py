@@ -495,7 +495,7 @@ def test_a_process_left_with_a_node_running_past_its_timeout_is_replaced(
         "node 'node' timed out after 1 s (timeout=1 set on add_node)",
     )
     [pid] = started(tmp_path, "node")
-    wait_for(lambda: not Path(f"/proc/{pid}").exists(), 20, "the stuck process to end")  # before the node's 30 s
+    wait_for(lambda: not Path(f"/proc/{pid}").exists(), 20, "the stuck process to end")  # before its 30 s
     wait_for(
         lambda: len(worker_children(worker.pid)) == 1 and idle_workers(redis_client) >= 1, what="a new one"
     )

@@ -3,9 +3,9 @@ workers import them.
 
 ``async-fanout``: three async nodes of one super-step; each leaves a file of its name in
 ``$GRAPHQ_TEST_DIR/met/`` and waits (up to 10 s, else ``TimeoutError``) until all three are there, then
-writes its name: the run completes only if the three ran at once. ``async-ask``: an async node that asks a human and greets the
-answer. ``async-patient``: an async node that sleeps 30 s; when it is cancelled it leaves the line
-``cancelled`` in ``$GRAPHQ_TEST_DIR/patient.log`` (it also writes ``started`` there first).
+writes its name: the run completes only if the three ran at once. ``async-ask``: an async node that asks a
+human and greets the answer. ``async-patient``: an async node that sleeps 30 s; when it is cancelled it
+leaves the line ``cancelled`` in ``$GRAPHQ_TEST_DIR/patient.log`` (it also writes ``started`` there first).
 """
 
 from __future__ import annotations
