@@ -20,7 +20,7 @@ from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from tests.workers import Beats, job_as_rq_reads_it
+from tests.workers import Beats, job_as_rq_reads_it, wait_for
 from worker.lease import Lease
 from worker.process import run_worker
 from worker.queue import RQStepQueue, step_job_id
@@ -186,17 +186,21 @@ def test_a_waiting_run_past_its_deadline_is_canceled_and_never_starts(
     timeout error; it never started (no job, no started_at, no running event) and its thread goes on."""
     client = make(redis_client, redis_url, max_concurrent_runs=1)
     blocker = client.enqueue("tick", {})
-    late = client.enqueue("tick", {}, config={"run_timeout_s": 0.3}, thread_id="t-late")
+    late = client.enqueue("tick", {}, config={"run_timeout_s": 2}, thread_id="t-late")
     behind = client.enqueue("tick", {}, thread_id="t-late")  # waits for the thread
     reaper = Reaper(redis_client, Settings(redis_url=redis_url, max_concurrent_runs=1))
     reaper.admission(server_ms(redis_client))
-    assert client.get_run(late).status == RunStatus.QUEUED  # not yet
-    time.sleep(0.35)
-    reaper.admission(server_ms(redis_client))
+    assert client.get_run(late).status == RunStatus.QUEUED  # not yet (2 s: a loaded machine gets here first)
+
+    def passed() -> bool:
+        reaper.admission(server_ms(redis_client))
+        return client.get_run(late).status != RunStatus.QUEUED
+
+    wait_for(passed, 20, "the reaper's pass past the deadline")
     run = client.get_run(late)
     assert run.status == RunStatus.CANCELED and run.started_at is None
     assert run.error is not None and run.error.type == "RunTimeout"
-    assert run.error.message.startswith("run exceeded run_timeout_s=0.3 s (GRAPHQ_RUN_TIMEOUT_S or the run ")
+    assert run.error.message.startswith("run exceeded run_timeout_s=2 s (GRAPHQ_RUN_TIMEOUT_S or the run ")
     assert run.error.message.endswith(
         ", queued: it waited for a slot (GRAPHQ_MAX_CONCURRENT_RUNS, GRAPHQ_MAX_CONCURRENT_RUNS_PER_TENANT "
         "or its workflow's max_concurrent_runs) and never started"

@@ -9,7 +9,6 @@ import asyncio
 import contextvars
 import operator
 import threading
-import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -18,7 +17,7 @@ import redis
 from graphcore import END, START, InMemorySaver, StateGraph
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.errors import NodeError
-from tests.test_async_nodes import ticks_during
+from tests.test_async_nodes import ticks_during, until
 
 
 class State(TypedDict, total=False):
@@ -123,14 +122,16 @@ def test_a_graph_awaited_inside_a_node_runs_in_a_thread() -> None:
 
 
 def test_a_sync_node_of_an_async_graph_does_not_block_the_loop() -> None:
+    """The sync node waits (up to 10 s) for ticks of the caller's loop: a blocked loop never ticks."""
+    ticked = threading.Event()
+
     def blocking(state: State) -> dict[str, Any]:
-        time.sleep(0.3)
+        assert ticked.wait(10), "the caller's loop did not tick while the node ran"
         return {"items": ["slept"]}
 
     graph = _chain(("a", _recorder("a", [])), ("b", blocking))
-    result, ticks = asyncio.run(ticks_during(lambda: graph.ainvoke({"items": []})))
+    result = asyncio.run(ticks_during(lambda: graph.ainvoke({"items": []}), ticked))
     assert result == {"items": ["a", "slept"]}
-    assert ticks >= 8  # about 15 in 0.3 s
 
 
 def test_a_failed_step_keeps_the_finished_tasks_writes_and_they_do_not_run_again() -> None:
@@ -164,12 +165,21 @@ def test_a_failed_step_keeps_the_finished_tasks_writes_and_they_do_not_run_again
     assert runs == ["ok", "flaky", "flaky"]
 
 
+async def _settled(timeout_s: float = 10) -> None:
+    """Wait until the running loop's other tasks (a step still in flight) have ended, and their done
+    callbacks (the commit of a step whose caller stopped waiting) have run."""
+    await until(lambda: asyncio.all_tasks() == {asyncio.current_task()}, timeout_s)
+    await asyncio.sleep(0)
+
+
 def test_cancelling_the_caller_cancels_the_node_and_starts_no_further_step() -> None:
+    """The node would sleep 30 s; cancelled once it runs, it sees the cancel and no step follows."""
     events: list[str] = []
 
     async def waits(state: State) -> dict[str, Any]:
+        events.append("started")
         try:
-            await asyncio.sleep(10)
+            await asyncio.sleep(30)
         except asyncio.CancelledError:
             events.append("cancelled")
             raise
@@ -182,12 +192,15 @@ def test_cancelling_the_caller_cancels_the_node_and_starts_no_further_step() -> 
     graph = _chain(("waits", waits), ("after", after))
 
     async def main() -> None:
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(graph.ainvoke({"items": []}), 0.1)
-        await asyncio.sleep(0.1)
+        running = asyncio.create_task(graph.ainvoke({"items": []}))
+        await until(lambda: events == ["started"])
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        await _settled()
 
     asyncio.run(main())
-    assert events == ["cancelled"]
+    assert events == ["started", "cancelled"]
 
 
 def test_an_unknown_keyword_is_refused_as_by_invoke() -> None:
@@ -244,10 +257,11 @@ def test_an_async_router_from_start_runs_on_the_callers_loop() -> None:
     """The input's routing happens in the step loop's own code: with an async router from START the run
     takes the threaded way, so that the router runs on the caller's loop, which goes on serving its tasks."""
     loops: list[bool] = []
+    ticked = threading.Event()
 
     async def route(state: State) -> str:
         loops.append(asyncio.get_running_loop() is caller_loop[0])
-        await asyncio.sleep(0.3)
+        await until(ticked.is_set)  # up to 10 s: the caller's loop ticks meanwhile
         return "a"
 
     g = StateGraph(State)
@@ -257,13 +271,12 @@ def test_an_async_router_from_start_runs_on_the_callers_loop() -> None:
     graph = g.compile()
     caller_loop: list[asyncio.AbstractEventLoop] = []
 
-    async def main() -> tuple[Any, int]:
+    async def main() -> Any:
         caller_loop.append(asyncio.get_running_loop())
-        return await ticks_during(lambda: graph.ainvoke({"items": []}))
+        return await ticks_during(lambda: graph.ainvoke({"items": []}), ticked)
 
-    result, ticks = asyncio.run(main())
-    assert (result, loops) == ({"items": ["a"]}, [True])
-    assert ticks >= 8  # about 15 in 0.3 s
+    assert asyncio.run(main()) == {"items": ["a"]}
+    assert loops == [True]
 
 
 def test_the_loop_serves_its_other_tasks_between_two_steps() -> None:
@@ -294,20 +307,25 @@ def test_the_loop_serves_its_other_tasks_between_two_steps() -> None:
 
 def _cancel_during_a_sync_step(parallel: bool) -> tuple[list[str], Any]:
     """Cancel ``ainvoke`` while a sync node (with an async sibling when ``parallel``) runs: what ran, and
-    the thread's state afterwards."""
+    the thread's state afterwards. The sync node is held (up to 10 s) until the cancel has reached the
+    caller: a cancel that waited for the step's end would come only after it gave up (``blocking held
+    too long``). The sibling would sleep 30 s."""
     log: list[str] = []
+    started = {"blocking": threading.Event(), "sibling": threading.Event()}
+    release = threading.Event()
 
     async def first(state: State) -> dict[str, Any]:
         return {"items": ["first"]}
 
     def blocking(state: State) -> dict[str, Any]:
-        time.sleep(0.4)
-        log.append("blocking done")
+        started["blocking"].set()
+        log.append("blocking done" if release.wait(10) else "blocking held too long")
         return {"items": ["blocking"]}
 
     async def sibling(state: State) -> dict[str, Any]:
+        started["sibling"].set()
         try:
-            await asyncio.sleep(1)
+            await asyncio.sleep(30)
         except asyncio.CancelledError:
             log.append("sibling cancelled")
             raise
@@ -332,13 +350,12 @@ def _cancel_during_a_sync_step(parallel: bool) -> tuple[list[str], Any]:
 
     async def main() -> None:
         running = asyncio.create_task(graph.ainvoke({"items": []}, config))
-        await asyncio.sleep(0.15)
+        await until(lambda: all(started[n].is_set() for n in ("blocking", "sibling")[: 1 + parallel]))
         running.cancel()
-        started = time.monotonic()
         with pytest.raises(asyncio.CancelledError):
-            await running
-        assert time.monotonic() - started < 0.1  # at once, not at the step's end
-        await asyncio.sleep(0.6)
+            await running  # at once, not at the step's end
+        release.set()
+        await _settled()
 
     asyncio.run(main())
     state = graph.get_state(config)

@@ -108,9 +108,10 @@ def test_redis_retry_reraises_the_last_error_after_the_attempts() -> None:
 
 @pytest.mark.parametrize("error", [rex.ResponseError("WRONGTYPE"), rex.AuthenticationError("WRONGPASS")])
 def test_redis_retry_fails_fast_on_permanent_errors(error: Exception) -> None:
+    """Retried, the ten tries would pause about 23 s in all."""
     calls = 0
 
-    @redis_retry(attempts=10, max_wait_s=1.0)
+    @redis_retry(attempts=10, max_wait_s=10.0)
     def fn() -> None:
         nonlocal calls
         calls += 1
@@ -120,7 +121,7 @@ def test_redis_retry_fails_fast_on_permanent_errors(error: Exception) -> None:
     with pytest.raises(type(error)):
         fn()
     assert calls == 1
-    assert time.monotonic() - started < 0.1
+    assert time.monotonic() - started < 5
 
 
 def test_redis_retry_defaults_come_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,7 +141,9 @@ def test_redis_retry_defaults_come_from_settings(monkeypatch: pytest.MonkeyPatch
 
 
 def test_redis_retrying_backoff_is_bounded() -> None:
-    policy = redis_retrying(attempts=6, max_wait_s=0.1)
+    """The pauses the policy asks for (its sleep recorded, not timed): uncapped they would double to 0.8 s."""
+    pauses: list[float] = []
+    policy = redis_retrying(attempts=6, max_wait_s=0.1).copy(sleep=pauses.append)
     calls = 0
 
     def fn() -> None:
@@ -148,12 +151,11 @@ def test_redis_retrying_backoff_is_bounded() -> None:
         calls += 1
         raise rex.ConnectionError("down")
 
-    started = time.monotonic()
     with pytest.raises(rex.ConnectionError):
         policy(fn)
-    elapsed = time.monotonic() - started
     assert calls == 6
-    assert 0.05 <= elapsed < 0.6  # five pauses: the first >= 0.05 s, none above 0.1 s
+    assert len(pauses) == 5
+    assert all(0.05 <= pause <= 0.1 for pause in pauses), pauses  # from 0.05 s (half fixed), none above 0.1
 
 
 @pytest.mark.parametrize(("attempts", "max_wait_s"), [(0, 1.0), (3, 0.0)])
@@ -198,7 +200,7 @@ def test_connect_retries_until_the_server_comes_up() -> None:
     begin = time.monotonic()
     thread.start()
     try:
-        client = connect(f"redis://127.0.0.1:{port}/0", attempts=20, max_wait_s=0.2)
+        client = connect(f"redis://127.0.0.1:{port}/0", attempts=60, max_wait_s=0.2)  # tries for ~12 s
         elapsed = time.monotonic() - begin
         assert client.ping() is True
         assert elapsed >= 0.5
@@ -215,7 +217,7 @@ def test_connect_gives_up_with_a_redacted_one_line_message() -> None:
     started = time.monotonic()
     with pytest.raises(RedisUnavailableError) as info:
         connect(f"redis://:hunter2@127.0.0.1:{port}/0", attempts=3, max_wait_s=0.05)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # two short pauses, no hanging on the refused port
     message = str(info.value)
     assert message.startswith(f"cannot reach Redis at redis://:***@127.0.0.1:{port}/0: ")
     assert "Connection refused" in message
@@ -237,7 +239,7 @@ def test_wrong_password_fails_fast(password_server: EmbeddedRedis, credentials: 
     started = time.monotonic()
     with pytest.raises(RedisUnavailableError) as info:
         connect(url, attempts=20, max_wait_s=2.0)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # retried, the 20 tries would pause about 31 s
     message = str(info.value)
     assert message == (
         f"Redis at {redact_url(url)} refused the password in the URL (authentication failed: a wrong "
@@ -251,7 +253,7 @@ def test_a_missing_password_is_named_as_such(password_server: EmbeddedRedis) -> 
     started = time.monotonic()
     with pytest.raises(RedisUnavailableError) as info:
         connect(url, attempts=20, max_wait_s=2.0)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # retried, the 20 tries would pause about 31 s
     assert str(info.value) == (
         f"Redis at {url} needs a password: give it in the URL, redis://:PASSWORD@HOST:PORT/DB "
         "(or redis://USER:PASSWORD@... for an ACL user)"
@@ -271,7 +273,7 @@ def test_a_refused_select_fails_fast(redis_server: EmbeddedRedis) -> None:
         RedisUnavailableError, match=r"^Redis at .*/99 refused the connection: .*out of range"
     ):
         connect(url, attempts=20, max_wait_s=2.0)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # retried, the 20 tries would pause about 31 s
 
 
 @pytest.mark.parametrize("value", ["localhost:6379", "s3cret-pw", "http://user:pw@h/0", ""])

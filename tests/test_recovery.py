@@ -27,8 +27,9 @@ from tests.workflows.crash import FLAGS, REAPER_S, TTL_S, crash_env, executions
 
 REGISTRY = Registry.load(["tests.workflows.crash"])
 BOUND_S = TTL_S + REAPER_S
-SLACK_S = 2.0
-"""Scheduling slack on a busy 2-core machine, on top of the bound."""
+SLACK_S = 10.0
+"""Scheduling slack on a busy machine, on top of the bound: BOUND_S + SLACK_S (12.3 s) stays well below the
+default settings' 25 s (a recovery that ignored the short ones) and the 60 s node of ``longnode``."""
 
 
 @pytest.fixture
@@ -70,7 +71,9 @@ def test_sigkill_mid_step_is_continued_from_the_latest_checkpoint(
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait(10)
     redis_client.hset(FLAGS, "go", "1")
-    successor = wait_for(lambda: continued(client, run_id), timeout_s=BOUND_S + 10, what="the continuation")
+    successor = wait_for(
+        lambda: continued(client, run_id), timeout_s=BOUND_S + SLACK_S + 10, what="the continuation"
+    )
     assert time.monotonic() - killed <= BOUND_S + SLACK_S
     [final] = client.wait([run_id], timeout_s=30)
     assert final.id == successor.id
@@ -172,7 +175,7 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
         now = server_ms(redis_client)
         return any(w.id == crashed.worker and w.run_id == run_id for w in live_workers(redis_client, now))
 
-    wait_for(beating, timeout_s=5, what="the holder's heartbeat to name its step")
+    wait_for(beating, timeout_s=20, what="the holder's heartbeat to name its step")
     shown = graphq("workers", "-o", "json", env=crash_env(redis_url), timeout=30)
     assert shown.returncode == 0, shown.stderr
     listed = json.loads(shown.stdout)
@@ -213,7 +216,7 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
             seen.append(time.monotonic())
         return step_job_known()
 
-    wait_for(continued_and_done, timeout_s=BOUND_S + 20, what="the chain to complete")
+    wait_for(continued_and_done, timeout_s=BOUND_S + SLACK_S + 20, what="the chain to complete")
     assert seen and seen[0] - killed <= BOUND_S + SLACK_S
     successor = continued(client, run_id)
     assert successor is not None and successor.status == RunStatus.COMPLETED
@@ -241,5 +244,5 @@ def test_graphq_reaper_holds_the_lock_and_gives_it_back_on_sigterm(
     time.sleep(3 * REAPER_S)
     assert redis_client.get(keys.reaper_lock()) == token  # kept (compare-and-expire), not taken anew
     os.killpg(reaper.pid, signal.SIGTERM)
-    assert reaper.wait(5) == 0
+    assert reaper.wait(20) == 0
     assert redis_client.exists(keys.reaper_lock()) == 0

@@ -24,6 +24,7 @@ from graphcore.engine.algo import Task, apply_input
 from graphcore.engine.retry import RetryPolicy, default_retry_on
 from graphcore.engine.step import StepResult, run_step
 from graphcore.errors import Cancelled, NodeTimeoutError, RedisUnavailableError, StepLimitError
+from tests.workers import wait_for
 
 FAST = RetryPolicy(initial_interval_s=0.01, jitter=False)
 """Three tries, pauses of 0.01 s then 0.02 s."""
@@ -168,15 +169,15 @@ def test_waits_back_off_up_to_the_cap_and_jitter_adds_at_most_one_second() -> No
 
 
 def test_cancel_during_the_wait_stops_retrying() -> None:
+    """The cancel comes once the first try failed: the 30 s wait before the second ends long before."""
     calls: list[int] = []
-    policy = RetryPolicy(initial_interval_s=5.0, max_attempts=3, jitter=False)
+    policy = RetryPolicy(initial_interval_s=30.0, max_attempts=3, jitter=False)
     errors = [ConnectionError("down")] * 3
     graph = one_node(flaky(errors, calls), retry=policy)
-    run_token = _cancel_after(0.05)
+    run_token = _cancel_when(lambda: calls == [1], "run canceled")
     started = time.monotonic()
     outcome = step_once(graph, cancel=run_token)
-    elapsed = time.monotonic() - started
-    assert elapsed < 1.0
+    assert time.monotonic() - started < 15
     assert calls == [1]
     assert isinstance(outcome.error, NodeError) and outcome.error.error is errors[0]
     assert outcome.results == []
@@ -202,12 +203,11 @@ def test_cancel_reaches_the_node_through_a_child_token() -> None:
     def node(state: S) -> dict[str, Any]:
         token = get_cancel_token()
         tokens.append(token)
-        token.wait(5)
+        token.wait(30)
         token.raise_if_cancelled()
         return {"x": 1}
 
-    run_token = CancelToken()
-    threading.Timer(0.05, run_token.cancel, args=("stop",)).start()
+    run_token = _cancel_when(lambda: len(tokens) == 1, "stop")  # the node runs
     with pytest.raises(Cancelled, match="stop"):
         step_once(one_node(node), cancel=run_token)
     assert len(tokens) == 1 and tokens[0].parent is run_token and tokens[0].reason == "stop"
@@ -294,7 +294,7 @@ def test_node_past_its_timeout_fails_its_step_and_sees_its_token_set() -> None:
 
     def slow(state: S) -> dict[str, Any]:
         token = get_cancel_token()
-        token.wait(5)
+        token.wait(30)
         observed.append(get_cancel_token().cancelled)
         reasons.append(token.reason)
         finished.set()
@@ -304,10 +304,10 @@ def test_node_past_its_timeout_fails_its_step_and_sees_its_token_set() -> None:
     started = time.monotonic()
     with pytest.raises(NodeTimeoutError) as info:
         graph.invoke({"x": 5})
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 15  # the node would wait 30 s
     assert str(info.value) == "node 'work' timed out after 0.2 s (timeout=0.2 set on add_node)"
     assert (info.value.node, info.value.timeout_s) == ("work", 0.2)
-    assert finished.wait(1.0)
+    assert finished.wait(10)
     assert observed == [True]
     assert reasons == ["node 'work' timed out after 0.2 s"]
 
@@ -315,14 +315,14 @@ def test_node_past_its_timeout_fails_its_step_and_sees_its_token_set() -> None:
 def test_timeout_in_a_parallel_step_fails_the_step_while_the_other_task_completes() -> None:
     g = StateGraph(S)
     g.add_node("fast", lambda s: {"x": 1})
-    g.add_node("slow", lambda s: get_cancel_token().wait(5) and None, timeout=0.1)
+    g.add_node("slow", lambda s: get_cancel_token().wait(30) and None, timeout=0.1)
     g.add_edge(START, "fast")
     g.add_edge(START, "slow")
     graph = g.compile(name="parallel-timeout")
     done: list[str] = []
     started = time.monotonic()
     outcome = step_once(graph, on_task_done=lambda writes: done.append(writes.node))
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 15  # the slow node would wait 30 s
     assert isinstance(outcome.error, NodeTimeoutError) and outcome.error.node == "slow"
     assert done == ["fast"]
 
@@ -344,16 +344,16 @@ def test_timeout_is_per_try_and_not_retried_by_default() -> None:
     def slow_once(state: S) -> dict[str, Any]:
         calls.append(len(calls) + 1)
         if len(calls) == 1:
-            get_cancel_token().wait(5)
+            get_cancel_token().wait(30)
         return {"x": 7}
 
     graph = one_node(slow_once, timeout=0.1, retry=FAST)
     with pytest.raises(NodeTimeoutError):
         graph.invoke({"x": 5})
     assert calls == [1]
-    calls.clear()  # a policy that retries timeouts: the second try gets a fresh token and a fresh 0.1 s
+    calls.clear()  # a policy that retries timeouts: the second try gets a fresh token and a fresh 1 s
     retry_timeouts = RetryPolicy(initial_interval_s=0.01, jitter=False, retry_on=NodeTimeoutError)
-    graph = one_node(slow_once, timeout=0.1, retry=retry_timeouts)
+    graph = one_node(slow_once, timeout=1.0, retry=retry_timeouts)
     assert graph.invoke({"x": 5}) == {"x": 7}
     assert calls == [1, 2]
 
@@ -363,11 +363,15 @@ def test_timeout_is_per_try_and_not_retried_by_default() -> None:
 # --------------------------------------------------------------------------------------------------------
 
 
-def _cancel_after(delay_s: float) -> CancelToken:
+def _cancel_when(ready: Callable[[], bool], reason: str) -> CancelToken:
+    """A token cancelled with ``reason`` from another thread once ``ready()`` (waits up to 10 s)."""
     token = CancelToken()
-    timer = threading.Timer(delay_s, token.cancel, args=("run canceled",))
-    timer.daemon = True
-    timer.start()
+
+    def cancel() -> None:
+        wait_for(ready, 10, "the node to get there")
+        token.cancel(reason)
+
+    threading.Thread(target=cancel, daemon=True).start()
     return token
 
 

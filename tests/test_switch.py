@@ -186,7 +186,8 @@ def test_running_step_finishes_and_its_next_step_waits(
     wait_for(lambda: "first start" in node_log(tmp_path), what="the first step to start")
     assert ok(invoke(FLOWS, redis_url, "disable")).stdout.startswith("graphq disabled since 20")
     wait_for(lambda: client.get_run(run_id).step == 1, what="the first step to commit")
-    time.sleep(2.0)
+    time.sleep(2.0)  # the next step would have started by now
+    wait_for(lambda: rq_states(redis_client) == ["suspended", "suspended"], what="both workers to suspend")
     record = client.get_run(run_id)
     assert (record.status, record.step) == (RunStatus.RUNNING, 1)
     assert node_log(tmp_path) == ["first start", "first end"]

@@ -94,8 +94,8 @@ def expire_and_sweep(kv: redis.Redis, thread: str, queue: RQStepQueue | None = N
     slots back, as the housekeeping loop does); the entries removed."""
     deadline = kv.zscore(keys.retention(), thread)
     assert deadline is not None
-    wait_for(lambda: server_ms(kv) > deadline + 5, 5, "the thread's expiry")
-    wait_for(lambda: not thread_keys(kv, thread), 5, "Redis to expire the thread's keys")
+    wait_for(lambda: server_ms(kv) > deadline + 5, 20, "the thread's expiry")
+    wait_for(lambda: not thread_keys(kv, thread), 20, "Redis to expire the thread's keys")
     return sweep(kv, get_settings(), server_ms(kv), 1000, queue)
 
 
@@ -132,7 +132,7 @@ def test_using_the_thread_again_refreshes_every_key(ttl: None, client: Client) -
     second = client.enqueue("five-steps", FIVE, thread_id="tt2")  # a use: every key moves to 2 s from now
     after = ttls(kv, "tt2")
     assert set(after) >= set(before)
-    assert all(1800 < left <= 2000 for left in after.values()), after
+    assert all(1500 < left <= 2000 for left in after.values()), after  # not refreshed: <= 1100
     work(client)
     assert client.get_run(second).status == RunStatus.COMPLETED
     members = {m.decode() for m in kv.zrange(keys.retention(), 0, -1)}
@@ -150,10 +150,10 @@ def test_a_run_that_awaits_input_and_its_answer(ttl: None, client: Client) -> No
     found = ttls(kv, "tt3")
     assert keys.requests("tt3", run_id) in found
     assert all(0 < left <= 2000 for left in found.values()), found
-    time.sleep(0.6)
+    time.sleep(1.0)
     client.answer(run_id, "yes")  # a use
     found = ttls(kv, "tt3")
-    assert all(1800 < left <= 2000 for left in found.values()), found
+    assert all(1500 < left <= 2000 for left in found.values()), found  # not refreshed: <= 1000
     assert any(":answers:" in k for k in found)
 
 
@@ -378,7 +378,8 @@ def test_rq_job_results_and_failures_are_bounded(
     redis_client.hset(keys.run("tt13", broken), "step", "not a number")
     work(client)
     rq_bounded(redis_client, rq_queue.failed_job_registry.key, 1, 3)
-    wait_for(lambda: not redis_client.keys("rq:job:*") and not redis_client.keys("rq:results:*"), 5, "expiry")
+    gone = ("rq:job:*", "rq:results:*")
+    wait_for(lambda: not any(redis_client.keys(pattern) for pattern in gone), 20, "the jobs to expire")
     clean_registries(rq_queue)
     assert redis_client.zcard(rq_queue.failed_job_registry.key) == 0
     assert redis_client.zcard(rq_queue.finished_job_registry.key) == 0
@@ -408,8 +409,8 @@ def test_a_continuation_joins_its_thread_retention(ttl: None, client: Client, re
     lease = Lease(kv, "tt15", run_id, 0.05, 0.025)
     assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
     kv.hset(keys.run("tt15", run_id), "status", "running")
-    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
-    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
+    wait_for(lambda: not kv.exists(lease.key), 20, "the lease to lapse")
+    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 20, "the lapsed lease")
     outcome = reap(kv, lapsed[0], resume=True, max_attempts=1)
     assert outcome.verdict == "continued"
     new = outcome.detail
@@ -437,12 +438,12 @@ def test_a_continuation_refreshes_its_thread_and_a_job_left_behind_is_skipped(
     lease = Lease(kv, "tt16", run_id, 0.05, 0.025)
     assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
     kv.hset(keys.run("tt16", run_id), "status", "running")
-    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
-    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
+    wait_for(lambda: not kv.exists(lease.key), 20, "the lease to lapse")
+    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 20, "the lapsed lease")
     new = reap(kv, lapsed[0], resume=True, max_attempts=1).detail
     left = ttls(kv, "tt16")
     assert keys.run("tt16", run_id) in left and keys.run("tt16", new) in left
-    assert all(1700 < ms <= 2000 for ms in left.values()), left
+    assert all(1400 < ms <= 2000 for ms in left.values()), left  # the predecessor's expiry: <= 800
     Reaper(kv, Settings(redis_url=redis_url)).sweep()  # the continuation's step job
     expire_and_sweep(kv, "tt16", RQStepQueue(kv, load_settings()))
     work(client)
@@ -466,8 +467,8 @@ def continued(client: Client, thread: str, redis_url: str) -> tuple[str, str]:
     lease = Lease(kv, thread, run_id, 0.05, 0.025)
     assert lease.claim(0, now_iso(), CANCEL_ERROR.model_dump_json(), "w-1")[0] == 3
     kv.hset(keys.run(thread, run_id), "status", "running")
-    wait_for(lambda: not kv.exists(lease.key), 5, "the lease to lapse")
-    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 5, "the lapsed lease")
+    wait_for(lambda: not kv.exists(lease.key), 20, "the lease to lapse")
+    lapsed = wait_for(lambda: lapsed_leases(kv, server_ms(kv)), 20, "the lapsed lease")
     new = reap(kv, lapsed[0], resume=True, max_attempts=1).detail
     Reaper(kv, Settings(redis_url=redis_url)).sweep()  # the staged work: the continuation's step job
     assert kv.hexists(keys.admission("holders"), f"{thread}:{new}")

@@ -99,7 +99,7 @@ def test_async_fan_out_tasks_run_concurrently(lg: Imports) -> None:
     def meeting(name: str) -> Callable[[State], Awaitable[dict[str, Any]]]:
         async def node(state: State) -> dict[str, Any]:
             started.append(name)
-            async with asyncio.timeout(2):
+            async with asyncio.timeout(10):
                 while len(started) < 3:
                     await asyncio.sleep(0.001)
             return {"items": [name]}
@@ -112,19 +112,22 @@ def test_async_fan_out_tasks_run_concurrently(lg: Imports) -> None:
 
 
 def test_async_sleeps_of_one_step_overlap(lg: Imports) -> None:
-    """LangGraph: three ``asyncio.sleep(0.1)`` tasks of one step take about 0.1 s together, not 0.3 s."""
+    """LangGraph: three ``asyncio.sleep(0.1)`` tasks of one step all start before any ends (one after
+    another, each would end before the next starts)."""
+    events: list[str] = []
 
     def sleeper(name: str) -> Callable[[State], Awaitable[dict[str, Any]]]:
         async def node(state: State) -> dict[str, Any]:
+            events.append("start")
             await asyncio.sleep(0.1)
+            events.append("end")
             return {"items": [name]}
 
         return node
 
     graph = fan_out(lg, {name: sleeper(name) for name in ("a", "b", "c")}).compile()
-    begin = time.monotonic()
     assert run(graph.ainvoke({"items": []})) == {"items": ["a", "b", "c"]}
-    assert time.monotonic() - begin < 0.25
+    assert events == ["start"] * 3 + ["end"] * 3
 
 
 def test_async_nodes_run_on_the_callers_loop(lg: Imports) -> None:
@@ -458,14 +461,23 @@ def test_a_compiled_async_subgraph_as_a_node(lg: Imports) -> None:
     assert run(graph.ainvoke({"n": 1})) == {"n": 2000}
 
 
+async def until(ready: Callable[[], bool], timeout_s: float = 10) -> None:
+    """Wait on the running loop, without blocking it, until ``ready()`` (``TimeoutError`` after
+    ``timeout_s``)."""
+    async with asyncio.timeout(timeout_s):
+        while not ready():
+            await asyncio.sleep(0.005)
+
+
 def test_cancelling_ainvoke_cancels_the_running_async_node(lg: Imports) -> None:
-    """LangGraph: when the task awaiting ``ainvoke`` is cancelled (here by ``asyncio.wait_for``), the running
+    """LangGraph: when the task awaiting ``ainvoke`` is cancelled (here once the node runs), the running
     async node sees ``asyncio.CancelledError`` and the next node never runs."""
     seen: list[str] = []
 
     async def slow(state: State) -> dict[str, Any]:
+        seen.append("started")
         try:
-            await asyncio.sleep(5)
+            await asyncio.sleep(30)
         except asyncio.CancelledError:
             seen.append("cancelled")
             raise
@@ -474,21 +486,26 @@ def test_cancelling_ainvoke_cancels_the_running_async_node(lg: Imports) -> None:
     graph = chain(lg, ("slow", slow), ("next", appender("next"))).compile()
 
     async def main() -> None:
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(graph.ainvoke({"items": []}), 0.2)
+        running = asyncio.create_task(graph.ainvoke({"items": []}))
+        await until(lambda: seen == ["started"])
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
         await asyncio.sleep(0.1)
 
     run(main())
-    assert seen == ["cancelled"]
+    assert seen == ["started", "cancelled"]
 
 
 def test_cancelling_ainvoke_of_sync_nodes_starts_no_further_step(lg: Imports) -> None:
     """LangGraph: when the task awaiting ``ainvoke`` is cancelled while a sync node runs, that node finishes
     (a thread cannot be stopped) but the next node never runs."""
     seen: list[str] = []
+    started, release = threading.Event(), threading.Event()
 
     def slow(state: State) -> dict[str, Any]:
-        time.sleep(0.3)
+        started.set()
+        release.wait(10)  # until the caller was cancelled
         seen.append("slow")
         return {"items": ["slow"]}
 
@@ -499,9 +516,14 @@ def test_cancelling_ainvoke_of_sync_nodes_starts_no_further_step(lg: Imports) ->
     graph = chain(lg, ("slow", slow), ("next", after)).compile()
 
     async def main() -> None:
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(graph.ainvoke({"items": []}), 0.1)
-        await asyncio.sleep(0.5)
+        running = asyncio.create_task(graph.ainvoke({"items": []}))
+        await until(started.is_set)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        release.set()
+        await until(lambda: "slow" in seen)
+        await asyncio.sleep(0.2)  # a next step would have started by now
 
     run(main())
     assert seen == ["slow"]

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import threading
 import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
 
 from tests.compat.conftest import Imports
+from tests.workers import wait_for
 
 
 class State(TypedDict):
@@ -49,22 +51,24 @@ def fan_out(lg: Imports, *nodes: tuple[str, Any], then: str | None = None, saver
     return builder.compile(checkpointer=lg.InMemorySaver() if saver else None)
 
 
-def timed(chunks: Any) -> list[tuple[float, Any]]:
-    start = time.monotonic()
-    return [(time.monotonic() - start, chunk) for chunk in chunks]
-
-
 def thread(name: str = "t") -> dict[str, Any]:
     return {"configurable": {"thread_id": name}}
 
 
 def test_the_faster_task_s_update_comes_first_while_the_slower_runs(lg: Imports) -> None:
     """LangGraph: of two parallel tasks, the one that finishes first is yielded first, before the other
-    finishes."""
-    graph = fan_out(lg, ("fast", sleeping("fast", 0.02)), ("slow", sleeping("slow", 0.4)))
-    chunks = timed(graph.stream({"items": []}))
-    assert [c for _, c in chunks] == [{"fast": {"items": ["fast"]}}, {"slow": {"items": ["slow"]}}]
-    assert chunks[0][0] < 0.3 <= chunks[1][0]
+    finishes: the slower one waits (up to 10 s) until the caller has the faster one's update."""
+    received = threading.Event()
+
+    def slow(state: State) -> dict[str, Any]:
+        return {"items": [f"slow, fast seen first: {received.wait(10)}"]}
+
+    graph = fan_out(lg, ("fast", sleeping("fast", 0)), ("slow", slow))
+    chunks = []
+    for chunk in graph.stream({"items": []}):
+        chunks.append(chunk)
+        received.set()
+    assert chunks == [{"fast": {"items": ["fast"]}}, {"slow": {"items": ["slow, fast seen first: True"]}}]
 
 
 def test_task_results_as_they_finish_values_at_the_step_s_end(lg: Imports) -> None:
@@ -288,7 +292,8 @@ def test_leaving_after_the_first_result_runs_no_further_step(lg: Imports) -> Non
     for chunk in builder.compile().stream({"items": []}):
         assert chunk == {"fast": {"items": ["fast"]}}
         break
-    time.sleep(0.2)
+    wait_for(lambda: ran, 10, "the slower sibling to finish")
+    time.sleep(0.2)  # a next step would have started by now
     assert ran == ["slow"]
 
 

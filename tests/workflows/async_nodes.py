@@ -1,10 +1,11 @@
 """Workflows with ``async def`` nodes for the queue tests (tests/test_async_nodes.py); module-level, so
 workers import them.
 
-``async-fanout``: three async nodes of one super-step, each ``await asyncio.sleep(0.5)``, writing the
-wall-clock time (s) it started and ended. ``async-ask``: an async node that asks a human and greets the
-answer. ``async-patient``: an async node that sleeps 30 s; when it is cancelled it leaves the line
-``cancelled`` in ``$GRAPHQ_TEST_DIR/patient.log`` (it also writes ``started`` there first).
+``async-fanout``: three async nodes of one super-step; each leaves a file of its name in
+``$GRAPHQ_TEST_DIR/met/`` and waits (up to 10 s, else ``TimeoutError``) until all three are there, then
+writes its name: the run completes only if the three ran at once. ``async-ask``: an async node that asks a
+human and greets the answer. ``async-patient``: an async node that sleeps 30 s; when it is cancelled it
+leaves the line ``cancelled`` in ``$GRAPHQ_TEST_DIR/patient.log`` (it also writes ``started`` there first).
 """
 
 from __future__ import annotations
@@ -12,29 +13,32 @@ from __future__ import annotations
 import asyncio
 import operator
 import os
-import time
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from graphcore import END, START, StateGraph, interrupt
 
 
-class Spans(TypedDict, total=False):
-    spans: Annotated[list[list[Any]], operator.add]
+class Met(TypedDict, total=False):
+    met: Annotated[list[str], operator.add]
 
 
-def _sleeper(name: str) -> Any:
-    async def sleep(state: Spans) -> dict[str, Any]:
-        began = time.time()
-        await asyncio.sleep(0.5)
-        return {"spans": [[name, began, time.time()]]}
+def _meeting(name: str) -> Any:
+    async def meet(state: Met) -> dict[str, Any]:
+        here = Path(os.environ["GRAPHQ_TEST_DIR"]) / "met"
+        here.mkdir(exist_ok=True)
+        (here / name).touch()
+        async with asyncio.timeout(10):
+            while len(list(here.iterdir())) < 3:
+                await asyncio.sleep(0.01)
+        return {"met": [name]}
 
-    return sleep
+    return meet
 
 
-_f = StateGraph(Spans)
+_f = StateGraph(Met)
 for _name in ("a", "b", "c"):
-    _f.add_node(_name, _sleeper(_name))
+    _f.add_node(_name, _meeting(_name))
     _f.add_edge(START, _name)
     _f.add_edge(_name, END)
 fanout = _f.compile(name="async-fanout")

@@ -174,9 +174,14 @@ slow_loop = _s.compile(name="slow-loop", config={"max_super_steps": 100})
 
 
 def patient(state: Slow) -> dict[str, Any]:
+    """Waits 30 s on its cancel token; first writes ``waiting`` to ``$GRAPHQ_TEST_DIR/patient.log``."""
+    import os
+    from pathlib import Path
+
     from graphcore import get_cancel_token
 
     token = get_cancel_token()
+    (Path(os.environ["GRAPHQ_TEST_DIR"]) / "patient.log").write_text("waiting\n")
     if token.wait(30):
         token.raise_if_cancelled()
     return {"stopped": "never"}

@@ -65,6 +65,14 @@ def _slow_fetch(seconds: float) -> None:
 if os.environ.get("GRAPHQ_TEST_SLOW_FETCH_S") and multiprocessing.parent_process() is not None:
     _slow_fetch(float(os.environ["GRAPHQ_TEST_SLOW_FETCH_S"]))
 
+if os.environ.get("GRAPHQ_TEST_GIVE_UP_GRACE_S") and multiprocessing.parent_process() is None:
+    # The supervising `graphq worker` (it loads the workflows too) waits this long, not 2 s, between asking a
+    # child to give its step up and SIGKILL: a test then tells "closed its run itself" from "was killed"
+    # with a wide margin.
+    import worker.supervisor
+
+    worker.supervisor._GIVE_UP_GRACE_S = float(os.environ["GRAPHQ_TEST_GIVE_UP_GRACE_S"])
+
 
 class Plan(TypedDict, total=False):
     first: dict[str, float]

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from graphcore import END, START, Send, StateGraph, interrupt
+from graphcore import END, START, Send, StateGraph, get_cancel_token, interrupt
 
 CALLS: Counter[str] = Counter()
 
@@ -61,8 +61,9 @@ class Loop(TypedDict, total=False):
 
 
 def slow_tick(state: Loop) -> dict[str, Any]:
+    """Logs ``<epoch s> <1 if its cancel token is set already, else 0>`` as it starts, then sleeps 1 s."""
     with (Path(os.environ["GRAPHQ_TEST_DIR"]) / "starts.log").open("a") as log:
-        log.write(f"{time.time()}\n")
+        log.write(f"{time.time()} {int(get_cancel_token().cancelled)}\n")
     time.sleep(1.0)
     return {"ticks": [len(state.get("ticks", [])) + 1]}
 
