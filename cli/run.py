@@ -35,6 +35,7 @@ from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import Multitask
 from graphcore.engine.registry import Registry
 from graphcore.errors import GraphqError, PermanentError
+from worker.housekeeping import reap_now
 from worker.process import run_worker
 
 __all__ = ["follow_and_work", "last_event_id", "redis_line", "report", "run"]
@@ -342,6 +343,8 @@ def run(
         refuse_if_off(app.kv(local=True).get(keys.switch()), app.settings.enabled)  # before any output (R6)
         console.print(redis_line(app, url), markup=False)
         client = app.client(local=True)
+        if app.private:  # the runs an earlier `graphq run` left (a second Ctrl-C) end as promised
+            reap_now(client.kv, app.settings.model_copy(update={"redis_url": url}))
         record = _execute(app, client, request, console, started, cast(Multitask, multitask))
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)

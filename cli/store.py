@@ -5,20 +5,28 @@ put, delete and search items. A NAMESPACE is dotted (``users.alice``) or a JSON 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
+from cli.bounds import LIMIT, FiniteFloatRange
 from cli.context import AppContext
 from cli.errors import fail
+from cli.inputs import loads
 from cli.output import output_option, print_json, print_table, short
 from graphcore.backend.redis_store import RedisStore
-from graphcore.checkpoints.store_base import Item
+from graphcore.checkpoints.store_base import MAX_TTL_MINUTES, Item
 
 __all__ = ["store"]
 
 _T = TypeVar("_T")
+
+_INDEX = click.IntRange(0, sys.maxsize)
+"""``--offset``: items skipped, up to the largest index a Python list takes."""
+_DEPTH = click.IntRange(1, sys.maxsize)
+"""``--max-depth``: labels kept of each namespace."""
 
 
 def namespace_of(text: str, what: str = "NAMESPACE") -> tuple[str, ...]:
@@ -29,9 +37,11 @@ def namespace_of(text: str, what: str = "NAMESPACE") -> tuple[str, ...]:
     """
     if text.startswith("["):
         try:
-            labels = json.loads(text)
-        except ValueError as exc:
+            labels = loads(text)
+        except json.JSONDecodeError as exc:
             fail(f"{what}: not a JSON list: {exc}")
+        except ValueError as exc:  # nested too deep, NaN
+            fail(f"{what}: {exc}")
         if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
             fail(f"{what}: a JSON list of strings, got {text}")
         return tuple(labels)
@@ -50,9 +60,11 @@ def json_object(text: str, what: str) -> dict[str, Any]:
         CliError: (exit 2) not JSON, or not an object, naming ``what``.
     """
     try:
-        value = json.loads(text)
-    except ValueError as exc:
+        value = loads(text)
+    except json.JSONDecodeError as exc:
         fail(f"{what}: not JSON: {exc}")
+    except ValueError as exc:  # nested too deep, NaN
+        fail(f"{what}: {exc}")
     if not isinstance(value, dict):
         fail(f"{what}: a JSON object, got {text}")
     return value
@@ -91,8 +103,8 @@ def store() -> None:
 
 @store.command("namespaces", short_help="List namespaces that hold items.")
 @click.option("--prefix", default="", help="Only namespaces under this one (dotted or a JSON list).")
-@click.option("--max-depth", type=click.IntRange(min=1), default=None, help="Cut namespaces to N labels.")
-@click.option("--limit", type=click.IntRange(min=0), default=100, show_default=True)
+@click.option("--max-depth", type=_DEPTH, default=None, help="Cut namespaces to N labels.")
+@click.option("--limit", type=LIMIT, default=100, show_default=True)
 @output_option
 @click.pass_obj
 def namespaces(app: AppContext, prefix: str, max_depth: int | None, limit: int, output: str) -> None:
@@ -132,7 +144,10 @@ def get(app: AppContext, namespace: str, key: str, output: str) -> None:
 @click.argument("key")
 @click.option("--value", required=True, help="The item, a JSON object.")
 @click.option(
-    "--ttl", type=click.FloatRange(min=0, min_open=True), default=None, help="Expire after MINUTES."
+    "--ttl",
+    type=FiniteFloatRange(0, MAX_TTL_MINUTES, min_open=True),
+    default=None,
+    help="Expire after MINUTES (at most ten years).",
 )
 @click.pass_obj
 def put(app: AppContext, namespace: str, key: str, value: str, ttl: float | None) -> None:
@@ -164,8 +179,8 @@ def delete(app: AppContext, namespace: str, key: str) -> None:
 )
 @click.option("--workflow", default=None, help="The workflow whose store's index embeds --query.")
 @click.option("--filter", "filter_", default=None, help='A JSON object, e.g. \'{"score": {"$gt": 3}}\'.')
-@click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True)
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--limit", type=LIMIT, default=10, show_default=True)
+@click.option("--offset", type=_INDEX, default=0, show_default=True)
 @output_option
 @click.pass_obj
 def search(

@@ -276,6 +276,11 @@ def test_every_numeric_option_is_bounded_on_both_sides() -> None:
         "graphq schedules history limit",
         "graphq schedules next count",
         "graphq state limit",
+        "graphq store namespaces limit",
+        "graphq store namespaces max_depth",
+        "graphq store put ttl",
+        "graphq store search limit",
+        "graphq store search offset",
         "graphq worker concurrency",
         "graphq worker metrics_port",
     ]

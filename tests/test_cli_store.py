@@ -9,8 +9,11 @@ import pytest
 import redis
 
 from graphcore.backend.redis_store import RedisStore
+from graphcore.engine.inputs import TOO_DEEP
 from tests.workers import graphq, worker_env
 from tests.workflows.memory import embed
+
+DEEP_OBJECT = '{"a": ' * 1000 + "1" + "}" * 1000
 
 
 @pytest.fixture
@@ -88,6 +91,23 @@ def test_search_by_query_with_a_workflows_index(env: dict[str, str], redis_clien
             "error: --workflow lookup: its graph was",
         ),
         (["namespaces", "--max-depth", "0"], "Invalid value for '--max-depth'"),
+        # deep JSON was a RecursionError traceback (exit 1); huge numbers were taken or an OverflowError
+        (["put", "a", "k", "--value", DEEP_OBJECT], f"error: --value: {TOO_DEEP}"),
+        (["search", "a", "--filter", DEEP_OBJECT], f"error: --filter: {TOO_DEEP}"),
+        (["get", "[" * 1000 + "]" * 1000, "k"], f"error: NAMESPACE: {TOO_DEEP}"),
+        (["put", "a", "k", "--value", '{"x": NaN}'], "error: --value: NaN is not a JSON number"),
+        (
+            ["put", "a", "k", "--value", "{}", "--ttl", "1e12"],
+            "Invalid value for '--ttl': 1000000000000.0 is not in the range 0<x<=5256000",
+        ),
+        (["put", "a", "k", "--value", "{}", "--ttl", "nan"], "Invalid value for '--ttl': nan is not in the"),
+        (
+            ["search", "a", "--limit", "99999999999999999999"],
+            "Invalid value for '--limit': 99999999999999999999 is not in the range 1<=x<=100000",
+        ),
+        (["search", "a", "--offset", "99999999999999999999"], "Invalid value for '--offset'"),
+        (["namespaces", "--max-depth", "99999999999999999999"], "Invalid value for '--max-depth'"),
+        (["namespaces", "--limit", "0"], "Invalid value for '--limit': 0 is not in the range 1<=x<=100000"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(env: dict[str, str], args: list[str], message: str) -> None:

@@ -285,6 +285,7 @@ def test_redis_ttl_is_redis_expiry_and_reads_refresh_it(redis_client: redis.Redi
         (lambda s: s.put(("a",), "k", ["x"]), TypeError, "value: a dict"),
         (lambda s: s.put(("a",), "k", {"x": object()}), TypeError, "value: must be JSON"),
         (lambda s: s.put(("a",), "k", {}, ttl=0), ValueError, "ttl: minutes"),
+        (lambda s: s.put(("a",), "k", {}, ttl=1e12), ValueError, "ttl: minutes, a number > 0 and <= 5256000"),
         (lambda s: s.search(("a",), limit=-1), ValueError, "limit: an integer >= 0"),
         (lambda s: s.search(("a",), filter={"x": {"$in": [1]}}), ValueError, "unknown operator '\\$in'"),
         (lambda s: s.list_namespaces(max_depth=0), ValueError, "max_depth: an integer >= 1"),

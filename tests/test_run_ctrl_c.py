@@ -131,6 +131,29 @@ def test_second_ctrl_c_exits_at_once_and_leaves_the_run_to_crash_recovery(
     assert (record["status"], record["step"]) == ("running", 1), record
 
 
+def test_the_next_graphq_run_on_the_local_data_ends_a_run_cut_by_a_second_ctrl_c(
+    procs: Procs, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The second Ctrl-C's line promises that the next ``graphq run`` ends the cut run canceled once its
+    lease lapsed: that run's reaper only looked after GRAPHQ_REAPER_INTERVAL_S (5 s), so a shorter
+    ``graphq run`` left it running, whatever the number of runs. It now makes one reaper pass as it starts
+    (the interval is set to its maximum here, so no periodic pass can do it)."""
+    env = env | {"GRAPHQ_LEASE_TTL_S": "3", "GRAPHQ_HEARTBEAT_INTERVAL_S": "0.5"}
+    proc, run_id, _ = started_run(procs, tmp_path, env, heed=False)
+    ctrl_c(proc)
+    wait_for(lambda: said_stopping(procs, proc, run_id), 10, "the stopping line")
+    ctrl_c(proc)
+    assert proc.wait(10) == 130, procs.logged(proc)
+    stuck = lambda: run_id in graphq("runs", "list", "--stuck", "-o", "json", env=env).stdout  # noqa: E731
+    wait_for(stuck, 60, "the cut run's lease to lapse")
+    assert show(run_id, env)["status"] == "running"
+    (tmp_path / "hold").unlink()
+    done = graphq("run", "held", "--input", '{"heed": true}', env=env | {"GRAPHQ_REAPER_INTERVAL_S": "600"})
+    assert done.returncode == 0, done.stderr
+    record = show(run_id, env)
+    assert (record["status"], record["error"]["type"]) == ("canceled", "Canceled"), record
+
+
 def test_run_help_and_readme_say_what_ctrl_c_does(env: dict[str, str]) -> None:
     done = graphq("run", "--help", env=env)
     assert done.returncode == 0, done.stderr

@@ -32,7 +32,7 @@ from graphcore.settings import Settings
 from worker.expiry import RequestExpiry
 from worker.reaper import Reaper, lock_ttl_s
 
-__all__ = ["Loop", "loops", "run_loop", "start_housekeeping"]
+__all__ = ["Loop", "loops", "reap_now", "run_loop", "start_housekeeping"]
 
 log = logging.getLogger("graphq.housekeeping")
 
@@ -83,6 +83,17 @@ def loops(kv: Any, settings: Settings) -> list[Loop]:
             "retention", settings.retention_sweep_interval_s, lambda: sweep_tick(kv, settings, reaper.queue)
         ),
     ]
+
+
+def reap_now(kv: Any, settings: Settings) -> None:
+    """One reaper pass now (unless another instance's is active, :meth:`Loop.once`). ``graphq run`` on its
+    own embedded Redis makes it as it starts: no worker looked after the local data's leases since the
+    last ``graphq run``, and its own reaper loop ticks only after ``GRAPHQ_REAPER_INTERVAL_S``.
+
+    Raises:
+        redis.exceptions.RedisError: Redis failed.
+    """
+    next(loop for loop in loops(kv, settings) if loop.name == "reaper").once(kv)
 
 
 def run_loop(kv: Any, loop: Loop, stop: threading.Event) -> None:

@@ -45,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple, TypedDict, cast
 
 __all__ = [
+    "MAX_TTL_MINUTES",
     "NOT_PROVIDED",
     "BaseStore",
     "GetOp",
@@ -65,6 +66,10 @@ __all__ = [
     "matches_filter",
     "text_at_path",
 ]
+
+MAX_TTL_MINUTES = 3650 * 24 * 60
+"""Longest TTL an item takes, minutes (ten years, as a schedule's durations): a longer one put the item's
+expiry beyond what a datetime holds (``put(..., ttl=1e12)`` raised OverflowError)."""
 
 NamespacePath = tuple[str, ...]
 """A namespace (or a prefix or suffix of one), e.g. ``("users", "alice")``; ``"*"`` matches any label in
@@ -318,8 +323,8 @@ def _check_count(value: Any, parameter: str, least: int) -> int:
 def _check_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
-        raise ValueError(f"ttl: minutes, a number > 0 (or None), got {ttl!r}")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_TTL_MINUTES:
+        raise ValueError(f"ttl: minutes, a number > 0 and <= {MAX_TTL_MINUTES} (or None), got {ttl!r}")
     return float(ttl)
 
 
