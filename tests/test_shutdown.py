@@ -191,6 +191,16 @@ def test_sigint_stops_an_idle_worker_at_once_with_status_0(start: Start) -> None
     assert worker.wait(15) == 0
 
 
+def test_sigint_stops_idle_worker_processes_themselves_not_by_the_kill(start: Start) -> None:
+    """At Ctrl-C the supervisor sent each idle child SIGUSR2 (give up your step) right behind its SIGTERM:
+    5 times in 8 a child's main thread slept on in its pop until the kill, the give-up grace later (here
+    10 s). Idle children get only the SIGTERM now, and stop by themselves. Three pools of two."""
+    for _ in range(3):
+        worker = start(processes=2, **LONG_GRACE)
+        worker.send_signal(signal.SIGINT)
+        assert worker.wait(8) == 0
+
+
 def test_sigterm_just_after_the_pop_runs_the_job_it_took(
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
 ) -> None:
