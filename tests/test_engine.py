@@ -350,9 +350,16 @@ def test_write_to_unknown_key_is_rejected() -> None:
     assert "node 'writer' wrote unknown state key(s) ['nope']" in str(info.value)
 
 
-def test_input_with_unknown_key_is_rejected() -> None:
+def test_input_with_unknown_key_is_dropped_but_refused_as_a_state_update() -> None:
+    """In process the input's unknown keys are dropped, as LangGraph drops them (the queue refuses them at
+    enqueue); ``update_state(..., as_node=START)`` still refuses them, as any state update."""
+    graph = chain(S, ("a", lambda s: {"log": sorted(s)}), checkpointer=InMemoryCheckpointStore())
+    assert graph.invoke({"x": 1, "nope": 1}, {"configurable": {"thread_id": "t"}}) == {
+        "x": 1,
+        "log": ["log", "x"],
+    }
     with pytest.raises(InvalidUpdateError, match=r"^the input has unknown state key\(s\) \['nope'\]"):
-        chain(S, ("a", noop)).invoke({"nope": 1})
+        graph.update_state({"configurable": {"thread_id": "t"}}, {"nope": 2}, as_node=START)
 
 
 def test_node_returning_non_mapping_is_rejected() -> None:

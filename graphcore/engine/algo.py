@@ -413,16 +413,24 @@ def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskW
 
 
 def apply_input(
-    graph: GraphSpec, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
+    graph: GraphSpec,
+    parent: Checkpoint | None,
+    input: Any,
+    metadata: Mapping[str, Any],
+    *,
+    strict: bool = False,
 ) -> Checkpoint:
     """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
     fresh thread's defaults), with the entry nodes scheduled (edges and routers from START).
 
+    Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
+    them at enqueue), or refused when ``strict`` (``update_state(..., as_node=START)``).
+
     Raises:
-        InvalidUpdateError: the input has unknown keys or is not a mapping.
+        InvalidUpdateError: the input is not a mapping, or has keys outside the input schema when ``strict``.
     """
     base = parent.channel_values if parent is not None else graph.schema.initial_values()
-    writes = graph.schema.writes_of(START, input)
+    writes = graph.schema.writes_of(START, input, strict=strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     goto = [

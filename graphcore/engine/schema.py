@@ -213,7 +213,7 @@ class StateSchema:
             return next((value for _, value in writes), None)
         return dict(writes)
 
-    def writes_of(self, node: str, update: Any) -> list[tuple[str, Any]]:
+    def writes_of(self, node: str, update: Any, *, strict: bool = True) -> list[tuple[str, Any]]:
         """Normalise a node's state update (or the input, ``node == START``) into ``(channel, value)``
         writes.
 
@@ -222,10 +222,12 @@ class StateSchema:
             update: a mapping, a pydantic model (each field, defaults too, but one that is None while
                 neither set nor None by default, as LangGraph's), or None (no writes); for a root-channel
                 state, the value itself (None: no write).
+            strict: refuse input keys outside the input schema (the queue's enqueue); False drops them
+                silently, as LangGraph does when a run applies its input.
 
         Raises:
-            InvalidUpdateError: unknown keys (for the input: keys outside the input schema) or an update
-                of the wrong shape.
+            InvalidUpdateError: unknown keys (for the input: keys outside the input schema, when
+                ``strict``), or an update of the wrong shape.
         """
         if update is None:
             return []
@@ -241,8 +243,9 @@ class StateSchema:
                 else f"node {node!r} returned {kind}; expected a dict of state updates, a Command or None"
             )
         if node == START:
-            self._check_input_keys(update)
-            return list(update.items())
+            if strict:
+                self._check_input_keys(update)
+            return [(k, v) for k, v in update.items() if k in self.input_keys]
         unknown = [k for k in update if k not in self.channels]
         if unknown:
             raise InvalidUpdateError(
