@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import operator
 import re
 import threading
@@ -343,11 +344,18 @@ def test_two_overwrites_in_one_step_conflict() -> None:
     assert "from b, c" in str(info.value)
 
 
-def test_write_to_unknown_key_is_rejected() -> None:
-    graph = chain(S, ("writer", lambda s: {"nope": 1}))
-    with pytest.raises(InvalidUpdateError) as info:
-        graph.invoke({})
-    assert "node 'writer' wrote unknown state key(s) ['nope']" in str(info.value)
+def test_write_to_unknown_key_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A node's keys that are no channel are dropped, as LangGraph drops them, and logged; its other keys
+    are written. ``update_state`` as that node still refuses them."""
+    graph = chain(S, ("writer", lambda s: {"x": 2, "nope": 1}), checkpointer=InMemoryCheckpointStore())
+    config = {"configurable": {"thread_id": "t"}}
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.schema"):
+        assert graph.invoke({"x": 1}, config) == {"x": 2, "log": []}
+    assert [r.getMessage() for r in caplog.records] == [
+        "node 'writer' wrote unknown state key(s) ['nope']; known keys: ['x', 'y', 'log']: ignored"
+    ]
+    with pytest.raises(InvalidUpdateError, match=r"^node 'writer' wrote unknown state key\(s\) \['nope'\]"):
+        graph.update_state(config, {"nope": 2}, as_node="writer")
 
 
 def test_input_with_unknown_key_is_dropped_but_refused_as_a_state_update() -> None:

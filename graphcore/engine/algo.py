@@ -184,7 +184,8 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
 
 def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
     """A node's output as (writes, dynamic destinations). A list holding a Command (LangGraph's, e.g.
-    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates."""
+    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates. Keys that
+    are no channel are ignored with a warning, as LangGraph ignores them (:meth:`StateSchema.writes_of`)."""
     if type(output) is list and any(isinstance(item, Command) for item in output):
         writes: list[tuple[str, Any]] = []
         gotos: list[PendingTask] = []
@@ -196,13 +197,13 @@ def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str,
     if isinstance(output, Command):
         if output.graph is not None:  # Command.PARENT: for the graph that runs this one
             raise for_parent(node, output)
-        writes = graph.schema.writes_of(node, output.update)
+        writes = graph.schema.writes_of(node, output.update, strict=False)
         gotos = [_goto(t) for t in _as_list(output.goto)]
         unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
         if unknown:
             raise InvalidUpdateError(f"node {node!r} returned Command(goto=...) to unknown node(s) {unknown}")
         return writes, gotos
-    return graph.schema.writes_of(node, output), []
+    return graph.schema.writes_of(node, output, strict=False), []
 
 
 def _routes(

@@ -540,3 +540,15 @@ def test_a_pydantic_state_with_a_typeddict_node_schema_and_a_model_output(lg: Im
     builder.add_edge("a", "b")
     assert builder.compile().invoke({"question": "q"}) == {"answer": "qn"}
     assert seen == [{"question": "q"}, ModelState(question="q", notes="n")]
+
+
+def test_a_node_key_that_is_no_channel_is_ignored(lg: Imports) -> None:
+    """LangGraph: a node's keys that are no channel are ignored (its other keys are written); graphq logs a
+    warning naming them (in process and on a queue worker)."""
+    builder = lg.StateGraph(Overall)
+    builder.add_node("a", lambda s: {"answer": "a", "anwser": "typo"})
+    builder.add_node("b", lambda s: {"notes": ",".join(sorted(s))})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    graph = builder.compile()
+    assert graph.invoke({"question": "q"}) == {"question": "q", "answer": "a", "notes": "answer,question"}

@@ -7,7 +7,7 @@ schema ``Out`` (answer), a private channel ``secret`` declared only by node ``b`
 ``a`` sees only ``In``'s keys. ``deferred``: a deferred join of a short and a long branch (it runs once,
 last). ``injected``: a node taking ``config`` and ``writer``, and a router taking ``config``.
 ``contextual``: a node reading its run context (a dataclass ``Ctx``, the graph's ``context_schema``) through
-``runtime``.
+``runtime``. ``misspelt``: a node returning a key that is no channel (``lgo``) beside ``log``.
 """
 
 from __future__ import annotations
@@ -125,3 +125,9 @@ _context = StateGraph(Log, context_schema=Ctx)
 _context.add_node("greet", greet)
 _context.add_edge(START, "greet")
 contextual = _context.compile(name="contextual")
+
+
+_misspelt = StateGraph(Log)
+_misspelt.add_node("typo", lambda s: {"log": ["typo"], "lgo": ["lost"]})
+_misspelt.add_edge(START, "typo")
+misspelt = _misspelt.compile(name="misspelt")
