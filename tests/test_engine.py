@@ -196,7 +196,6 @@ def _destination_unknown(g: StateGraph) -> None:
         (_join_to_nowhere, "'nowhere': edge to nowhere"),
         (_join_unknown_source, "unknown source node 'ghost'"),
         (_no_entry, "no entry point"),
-        (_unreachable, "['island'] cannot be reached from START"),
         (_path_map_to_unknown, "unknown node 'ghost'"),
         (_destination_unknown, "destination 'ghost' is not a node"),
     ],
@@ -210,6 +209,19 @@ def test_compile_rejects_broken_graph_naming_the_node(
     with pytest.raises(InvalidGraphError) as info:
         g.compile()
     assert expected in str(info.value)
+
+
+def test_a_node_no_edge_reaches_compiles_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """An orphan compiles, as in LangGraph, and never runs; the warning names it."""
+    g = StateGraph(S)
+    g.add_node("a", writes(x=1))
+    _unreachable(g)
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
+        graph = g.compile()
+    assert graph.invoke({}) == {"x": 1, "log": []}
+    assert [r.getMessage()[:59] for r in caplog.records] == [
+        "node(s) ['island'] cannot be reached from START by an edge:"
+    ]
 
 
 def test_empty_graph_is_rejected() -> None:
@@ -510,9 +522,15 @@ def test_command_goto_end_stops() -> None:
     assert _command_graph(END).compile().invoke({}) == {"x": 1, "log": ["a"]}
 
 
-def test_node_reachable_only_by_command_needs_destinations() -> None:
-    with pytest.raises(InvalidGraphError, match=r"\['b'\] cannot be reached"):
-        _command_graph("b", destinations=()).compile()
+def test_node_reachable_only_by_an_undeclared_command_runs_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
+        graph = _command_graph("b", destinations=()).compile()
+    assert graph.invoke({}) == {"x": 1, "log": ["a", "b:1"]}
+    assert [r.getMessage()[:54] for r in caplog.records] == [
+        "node(s) ['b'] cannot be reached from START by an edge:"
+    ]
 
 
 def test_command_goto_unknown_node_is_rejected() -> None:

@@ -29,6 +29,7 @@ REGISTRY = Registry(
             schemas.injected,
             schemas.contextual,
             schemas.misspelt,
+            schemas.undeclared,
         )
     }
 )
@@ -48,6 +49,7 @@ CASES: list[tuple[str, Any, dict[str, Any], Any]] = [
     ("contextual", {"log": []}, {"context": {"user": "cy", "n": 3}}, {"log": ["cy:3", "Ctx"]}),
     ("contextual", {"log": []}, {"context": schemas.Ctx("di")}, {"log": ["di:1", "Ctx"]}),
     ("misspelt", {"log": []}, {}, {"log": ["typo"]}),
+    ("undeclared", {"log": []}, {}, {"log": ["a", "b"]}),
 ]
 
 

@@ -327,8 +327,9 @@ class StateGraph:
                 ``index`` and ``ttl`` settings (:mod:`graphcore.backend.redis_store`).
 
         Raises:
-            InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node; a
-                breakpoint naming no node.
+            InvalidGraphError: unknown node in an edge, no entry, edge to nowhere; a breakpoint naming no
+                node. A node no edge reaches compiles, with a warning
+                (:func:`~graphcore.engine.validate.validate`).
             CheckpointerError: ``checkpointer`` is not a graphq checkpoint store, True, False or None (a
                 ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``);
                 ``store`` is not a graphq store or None (a LangGraph store is refused likewise).
