@@ -164,17 +164,24 @@ class GraphSpec:
             for source in join[1]:
                 self.joins_from.setdefault(source, []).append(join)
 
-    def config_for(self, config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
+    def config_for(self, config: Mapping[str, Any] | RunConfig | None, *, wrap: bool = True) -> RunConfig:
         """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in (and a dict
         ``context`` made into the graph's context schema, :func:`~graphcore.engine.runtime.coerce_context`).
 
+        Args:
+            wrap: a context that does not fit the context schema is a ConfigError (enqueue, the workers);
+                False raises the schema's own error (TypeError, pydantic's ValidationError), as LangGraph
+                does in process.
+
         Raises:
-            ConfigError: an option is invalid; the context does not fit the context schema.
+            ConfigError: an option is invalid; the context does not fit the context schema (when ``wrap``).
+            TypeError, pydantic.ValidationError: the context does not fit the context schema (unless
+                ``wrap``).
         """
         cfg = merge_config(self.defaults, config)
         ids = {"thread_id": cfg.thread_id or uuid.uuid4().hex, "run_id": cfg.run_id or uuid.uuid4().hex}
         if cfg.context is not None and self.context_schema is not None:  # a dict made into the schema
-            ids["context"] = coerce_context(self.context_schema, cfg.context)
+            ids["context"] = coerce_context(self.context_schema, cfg.context, wrap=wrap)
         return cfg.model_copy(update=ids)
 
     def check_tasks(self, thread_id: str, checkpoint_id: str, tasks: Sequence[PendingTask]) -> None:

@@ -3,14 +3,14 @@ node input schemas (private channels), and input keys outside the schema."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from graphcore.errors import ConfigError
 from tests.compat.conftest import Imports
 
 
@@ -417,20 +417,31 @@ def test_a_runtime_parameter_reads_the_run_context(lg: Imports, schema: Any, con
     assert _reads_context(lg, schema).invoke({}, context=context) == {"out": seen}
 
 
-def test_a_context_that_does_not_fit_its_schema(lg: Imports) -> None:
-    """LangGraph: a dict context without the dataclass's fields is a TypeError; graphq raises a ConfigError
-    naming the schema (as at enqueue)."""
-    graph = _reads_context(lg, Ctx)
-    if lg.is_langgraph:
-        with pytest.raises(TypeError, match="unexpected keyword argument 'nobody'"):
-            graph.invoke({}, context={"nobody": 1})
-    else:
-        with pytest.raises(ConfigError) as info:
-            graph.invoke({}, context={"nobody": 1})
-        assert str(info.value) == (
-            "run option context: does not fit the context schema Ctx: Ctx.__init__() got an unexpected "
-            "keyword argument 'nobody'"
-        )
+@pytest.mark.parametrize(
+    ("schema", "context", "error", "message"),
+    [
+        (Ctx, {"nobody": 1}, TypeError, "Ctx.__init__() got an unexpected keyword argument 'nobody'"),
+        (ModelCtx, {"nobody": 1}, ValidationError, "1 validation error for ModelCtx\nuser\n  Field required"),
+        (ModelCtx, {"user": 3}, ValidationError, "1 validation error for ModelCtx\nuser\n  Input should be"),
+    ],
+)
+@pytest.mark.parametrize("call", ["invoke", "stream", "ainvoke"])
+def test_a_context_that_does_not_fit_its_schema(
+    lg: Imports, schema: Any, context: Any, error: type[Exception], message: str, call: str
+) -> None:
+    """LangGraph: a dict context that does not fit a dataclass context_schema is the dataclass's TypeError,
+    one that does not fit a pydantic model is pydantic's ValidationError (graphq's enqueue refuses it with a
+    ConfigError instead)."""
+    graph = _reads_context(lg, schema)
+    runs = {
+        "invoke": lambda: graph.invoke({}, context=context),
+        "stream": lambda: list(graph.stream({}, context=context)),
+        "ainvoke": lambda: asyncio.run(graph.ainvoke({}, context=context)),
+    }
+    with pytest.raises(error) as info:
+        runs[call]()
+    assert type(info.value) is (TypeError if error is TypeError else ValidationError)
+    assert str(info.value).startswith(message)
 
 
 def test_get_runtime_gives_the_context_and_the_stream_writer(lg: Imports) -> None:
