@@ -56,7 +56,7 @@ class PermanentError(GraphqError):
 
 
 class InvalidGraphError(PermanentError, ValueError):
-    """The graph cannot be compiled: unknown or unreachable node, no entry point, edge to nowhere (G1).
+    """The graph cannot be compiled: unknown node, no entry point, edge to nowhere (G1).
     Also a ``ValueError``, which LangGraph raises for an invalid graph."""
 
 
