@@ -56,7 +56,7 @@ class PermanentError(GraphqError):
 
 
 class InvalidGraphError(PermanentError, ValueError):
-    """The graph cannot be compiled: unknown or unreachable node, no entry point, edge to nowhere (G1).
+    """The graph cannot be compiled: unknown node, no entry point, edge to nowhere (G1).
     Also a ``ValueError``, which LangGraph raises for an invalid graph."""
 
 
@@ -147,18 +147,23 @@ class ParentCommand(PermanentError):
     Command. Raised to the caller from a root graph, which has no parent (LangGraph's
     ``langgraph.errors.ParentCommand`` escapes the same way).
 
+    Its only argument is the command, as LangGraph's (``exc.args[0]``); ``str()`` says what went wrong.
+
     Attributes:
         node: the node that returned the command.
-        command: the command, ``graph`` still ``Command.PARENT``.
+        command: the command, ``graph`` still ``Command.PARENT`` (``args[0]``).
     """
 
     def __init__(self, node: str, command: Any) -> None:
-        super().__init__(
-            f"node {node!r} returned Command(graph=Command.PARENT) but its graph is not a subgraph: there is "
-            f"no parent graph to update or go to (goto={command.goto!r})"
-        )
+        super().__init__(command)
         self.node = node
         self.command = command
+
+    def __str__(self) -> str:
+        return (
+            f"node {self.node!r} returned Command(graph=Command.PARENT) but its graph is not a subgraph: "
+            f"there is no parent graph to update or go to (goto={self.command.goto!r})"
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.node, self.command)

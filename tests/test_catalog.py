@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 
-from graphcore import END, START, StateGraph
+from graphcore import END, START, RetryPolicy, StateGraph
 from graphcore.backend import catalog
 from graphcore.backend.catalog import publish, read_catalog
 from graphcore.backend.workers import heartbeat
@@ -61,6 +61,34 @@ def test_worker_with_a_lower_limit_refuses_to_publish(redis_client: redis.Redis,
 
 
 # --- description and version --------------------------------------------------------------------------
+
+
+def test_description_lists_each_retry_policy_of_a_list() -> None:
+    """``retry_policy=[p1, p2]`` (LangGraph's list) is described as the list of the policies' settings."""
+    g = StateGraph(Fetched)
+    policies = [
+        RetryPolicy(max_attempts=2, retry_on=ValueError),
+        RetryPolicy(initial_interval=0.1, jitter=False),
+    ]
+    g.add_node("a", fetch, retry_policy=policies)
+    g.add_edge(START, "a")
+    (node,) = describe(g.compile(name="retried"))["nodes"]
+    assert node["retry"] == [
+        {
+            "initial_interval_s": 0.5,
+            "backoff_factor": 2.0,
+            "max_interval_s": 128.0,
+            "max_attempts": 2,
+            "jitter": True,
+        },
+        {
+            "initial_interval_s": 0.1,
+            "backoff_factor": 2.0,
+            "max_interval_s": 128.0,
+            "max_attempts": 3,
+            "jitter": False,
+        },
+    ]
 
 
 def test_description_names_nodes_settings_and_every_edge() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import operator
 import re
 import threading
@@ -195,7 +196,6 @@ def _destination_unknown(g: StateGraph) -> None:
         (_join_to_nowhere, "'nowhere': edge to nowhere"),
         (_join_unknown_source, "unknown source node 'ghost'"),
         (_no_entry, "no entry point"),
-        (_unreachable, "['island'] cannot be reached from START"),
         (_path_map_to_unknown, "unknown node 'ghost'"),
         (_destination_unknown, "destination 'ghost' is not a node"),
     ],
@@ -209,6 +209,19 @@ def test_compile_rejects_broken_graph_naming_the_node(
     with pytest.raises(InvalidGraphError) as info:
         g.compile()
     assert expected in str(info.value)
+
+
+def test_a_node_no_edge_reaches_compiles_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """An orphan compiles, as in LangGraph, and never runs; the warning names it."""
+    g = StateGraph(S)
+    g.add_node("a", writes(x=1))
+    _unreachable(g)
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
+        graph = g.compile()
+    assert graph.invoke({}) == {"x": 1, "log": []}
+    assert [r.getMessage()[:59] for r in caplog.records] == [
+        "node(s) ['island'] cannot be reached from START by an edge:"
+    ]
 
 
 def test_empty_graph_is_rejected() -> None:
@@ -343,16 +356,30 @@ def test_two_overwrites_in_one_step_conflict() -> None:
     assert "from b, c" in str(info.value)
 
 
-def test_write_to_unknown_key_is_rejected() -> None:
-    graph = chain(S, ("writer", lambda s: {"nope": 1}))
-    with pytest.raises(InvalidUpdateError) as info:
-        graph.invoke({})
-    assert "node 'writer' wrote unknown state key(s) ['nope']" in str(info.value)
+def test_write_to_unknown_key_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A node's keys that are no channel are dropped, as LangGraph drops them, and logged; its other keys
+    are written. ``update_state`` as that node still refuses them."""
+    graph = chain(S, ("writer", lambda s: {"x": 2, "nope": 1}), checkpointer=InMemoryCheckpointStore())
+    config = {"configurable": {"thread_id": "t"}}
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.schema"):
+        assert graph.invoke({"x": 1}, config) == {"x": 2, "log": []}
+    assert [r.getMessage() for r in caplog.records] == [
+        "node 'writer' wrote unknown state key(s) ['nope']; known keys: ['x', 'y', 'log']: ignored"
+    ]
+    with pytest.raises(InvalidUpdateError, match=r"^node 'writer' wrote unknown state key\(s\) \['nope'\]"):
+        graph.update_state(config, {"nope": 2}, as_node="writer")
 
 
-def test_input_with_unknown_key_is_rejected() -> None:
+def test_input_with_unknown_key_is_dropped_but_refused_as_a_state_update() -> None:
+    """In process the input's unknown keys are dropped, as LangGraph drops them (the queue refuses them at
+    enqueue); ``update_state(..., as_node=START)`` still refuses them, as any state update."""
+    graph = chain(S, ("a", lambda s: {"log": sorted(s)}), checkpointer=InMemoryCheckpointStore())
+    assert graph.invoke({"x": 1, "nope": 1}, {"configurable": {"thread_id": "t"}}) == {
+        "x": 1,
+        "log": ["log", "x"],
+    }
     with pytest.raises(InvalidUpdateError, match=r"^the input has unknown state key\(s\) \['nope'\]"):
-        chain(S, ("a", noop)).invoke({"nope": 1})
+        graph.update_state({"configurable": {"thread_id": "t"}}, {"nope": 2}, as_node=START)
 
 
 def test_node_returning_non_mapping_is_rejected() -> None:
@@ -495,9 +522,15 @@ def test_command_goto_end_stops() -> None:
     assert _command_graph(END).compile().invoke({}) == {"x": 1, "log": ["a"]}
 
 
-def test_node_reachable_only_by_command_needs_destinations() -> None:
-    with pytest.raises(InvalidGraphError, match=r"\['b'\] cannot be reached"):
-        _command_graph("b", destinations=()).compile()
+def test_node_reachable_only_by_an_undeclared_command_runs_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
+        graph = _command_graph("b", destinations=()).compile()
+    assert graph.invoke({}) == {"x": 1, "log": ["a", "b:1"]}
+    assert [r.getMessage()[:54] for r in caplog.records] == [
+        "node(s) ['b'] cannot be reached from START by an edge:"
+    ]
 
 
 def test_command_goto_unknown_node_is_rejected() -> None:

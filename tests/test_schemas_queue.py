@@ -15,7 +15,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError
-from tests.workers import Start, graphq, worker_env
+from tests.workers import Procs, Start, graphq, worker_env
 from tests.workflows import schemas
 
 REGISTRY = Registry(
@@ -28,6 +28,8 @@ REGISTRY = Registry(
             schemas.deferred,
             schemas.injected,
             schemas.contextual,
+            schemas.misspelt,
+            schemas.undeclared,
         )
     }
 )
@@ -46,6 +48,8 @@ CASES: list[tuple[str, Any, dict[str, Any], Any]] = [
     ),
     ("contextual", {"log": []}, {"context": {"user": "cy", "n": 3}}, {"log": ["cy:3", "Ctx"]}),
     ("contextual", {"log": []}, {"context": schemas.Ctx("di")}, {"log": ["di:1", "Ctx"]}),
+    ("misspelt", {"log": []}, {}, {"log": ["typo"]}),
+    ("undeclared", {"log": []}, {}, {"log": ["a", "b"]}),
 ]
 
 
@@ -68,6 +72,19 @@ def test_on_a_worker(client: Client, start: Start) -> None:
     runs = client.wait(ids, timeout_s=30)
     assert [r.status for r in runs] == [RunStatus.COMPLETED] * len(CASES)
     assert [r.result for r in runs] == [expected for *_, expected in CASES]
+
+
+def test_a_node_key_that_is_no_channel_is_logged_by_the_worker(
+    client: Client, start: Start, procs: Procs
+) -> None:
+    """A queued run whose node returns a key that is no channel completes without it, as in process (and as
+    in LangGraph); the worker logs the warning naming the node and the key."""
+    worker = start()
+    (run,) = client.wait([client.enqueue("misspelt", {"log": []})], timeout_s=30)
+    assert (run.status, run.result) == (RunStatus.COMPLETED, {"log": ["typo"]})
+    assert "node 'typo' wrote unknown state key(s) ['lgo']; known keys: ['log']: ignored" in procs.logged(
+        worker
+    )
 
 
 def test_graphq_runs_show_prints_the_result_as_invoke_returns_it(

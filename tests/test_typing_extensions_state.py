@@ -4,6 +4,7 @@ issue 11's first line: it was refused ("must be a TypedDict or a pydantic BaseMo
 
 from __future__ import annotations
 
+import logging
 import operator
 from datetime import datetime
 from typing import Annotated, Literal, NotRequired
@@ -120,16 +121,19 @@ def _goes(state: State) -> Command:  # type: ignore[type-arg]  # no destinations
     return Command(goto="left")
 
 
-def test_command_destinations_from_the_return_annotation() -> None:
+def test_command_destinations_from_the_return_annotation(caplog: pytest.LogCaptureFixture) -> None:
     """A node annotated ``-> Command[Literal["left", "right"]]`` declares where it may go, as in LangGraph:
-    nodes reachable only through its ``Command(goto=...)`` compile without ``destinations=``."""
+    nodes reachable only through its ``Command(goto=...)`` compile without ``destinations=`` or a warning;
+    without the annotation they compile with a warning naming them (LangGraph compiles them too)."""
     g = StateGraph(State)
     g.add_node("go", _go)
     g.add_node("left", _left)
     g.add_node("right", _right)
     g.add_edge(START, "go")
     assert g.nodes["go"].destinations == ("left", "right")
-    graph = g.compile(name="goto")
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
+        graph = g.compile(name="goto")
+    assert caplog.records == []
     assert graph.invoke({"items": [], "count": 0}) == {"items": ["left"], "count": 1}
     assert graph.invoke({"items": [], "count": 1}) == {"items": ["right"], "count": 2}
     bare = StateGraph(State)
@@ -137,8 +141,12 @@ def test_command_destinations_from_the_return_annotation() -> None:
     bare.add_node("left", _left)
     bare.add_edge(START, "go")
     assert bare.nodes["go"].destinations == ()
-    with pytest.raises(InvalidGraphError, match="left"):
-        bare.compile(name="goto-bare")
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
+        unannotated = bare.compile(name="goto-bare")
+    assert [r.getMessage()[:57] for r in caplog.records] == [
+        "node(s) ['left'] cannot be reached from START by an edge:"
+    ]
+    assert unannotated.invoke({"items": [], "count": 0}) == {"items": ["left"], "count": 0}
 
 
 def test_errors_are_the_builtin_types_langgraph_users_catch() -> None:

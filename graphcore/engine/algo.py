@@ -184,7 +184,8 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
 
 def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
     """A node's output as (writes, dynamic destinations). A list holding a Command (LangGraph's, e.g.
-    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates."""
+    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates. Keys that
+    are no channel are ignored with a warning, as LangGraph ignores them (:meth:`StateSchema.writes_of`)."""
     if type(output) is list and any(isinstance(item, Command) for item in output):
         writes: list[tuple[str, Any]] = []
         gotos: list[PendingTask] = []
@@ -196,13 +197,13 @@ def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str,
     if isinstance(output, Command):
         if output.graph is not None:  # Command.PARENT: for the graph that runs this one
             raise for_parent(node, output)
-        writes = graph.schema.writes_of(node, output.update)
+        writes = graph.schema.writes_of(node, output.update, strict=False)
         gotos = [_goto(t) for t in _as_list(output.goto)]
         unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
         if unknown:
             raise InvalidUpdateError(f"node {node!r} returned Command(goto=...) to unknown node(s) {unknown}")
         return writes, gotos
-    return graph.schema.writes_of(node, output), []
+    return graph.schema.writes_of(node, output, strict=False), []
 
 
 def _routes(
@@ -413,16 +414,24 @@ def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskW
 
 
 def apply_input(
-    graph: GraphSpec, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
+    graph: GraphSpec,
+    parent: Checkpoint | None,
+    input: Any,
+    metadata: Mapping[str, Any],
+    *,
+    strict: bool = False,
 ) -> Checkpoint:
     """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
     fresh thread's defaults), with the entry nodes scheduled (edges and routers from START).
 
+    Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
+    them at enqueue), or refused when ``strict`` (``update_state(..., as_node=START)``).
+
     Raises:
-        InvalidUpdateError: the input has unknown keys or is not a mapping.
+        InvalidUpdateError: the input is not a mapping, or has keys outside the input schema when ``strict``.
     """
     base = parent.channel_values if parent is not None else graph.schema.initial_values()
-    writes = graph.schema.writes_of(START, input)
+    writes = graph.schema.writes_of(START, input, strict=strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     goto = [

@@ -13,7 +13,7 @@ from graphcore.engine import params
 from graphcore.engine.checkpointer import check_checkpointer, check_store
 from graphcore.engine.compiled import Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
-from graphcore.engine.retry import RetryPolicy
+from graphcore.engine.retry import NodeRetry, RetryPolicies, RetryPolicy
 from graphcore.engine.schema import StateSchema
 from graphcore.engine.subgraph import SubgraphNode
 from graphcore.engine.validate import validate
@@ -64,21 +64,20 @@ def _named(name: str | Node, fn: Node | None) -> tuple[str, Node]:
     return found, fn
 
 
-def _one_retry(name: str, retry: RetryPolicy | None, retry_policy: object) -> RetryPolicy | None:
-    """``retry``, or LangGraph's ``retry_policy`` (one policy; LangGraph also takes a list, the first that
-    matches an error applying)."""
+def _one_retry(name: str, retry: NodeRetry | None, retry_policy: object) -> NodeRetry | None:
+    """``retry``, or LangGraph's ``retry_policy``: one policy, or a list of them (the first that matches an
+    error applies, :class:`RetryPolicies`; an empty list is no retry, as in LangGraph)."""
     if retry_policy is None:
         return retry
     if retry is not None:
         raise ConfigError(f"node {name!r}: give retry or retry_policy, not both")
-    if isinstance(retry_policy, list | tuple):
-        if len(retry_policy) != 1:
-            raise ConfigError(
-                f"node {name!r}: retry_policy takes one RetryPolicy in graphq (got a list of "
-                f"{len(retry_policy)}); merge them into one whose retry_on accepts every error to retry"
-            )
-        (retry_policy,) = retry_policy
-    return cast("RetryPolicy", retry_policy)
+    if not isinstance(retry_policy, list | tuple):
+        return cast("RetryPolicy", retry_policy)
+    for policy in retry_policy:
+        _check_node_options(name, None, policy, None)
+    if len(retry_policy) <= 1:
+        return retry_policy[0] if retry_policy else None
+    return RetryPolicies(tuple(retry_policy))
 
 
 def _check_node_options(name: str, timeout: float | None, retry: object, settings: object) -> None:
@@ -87,7 +86,7 @@ def _check_node_options(name: str, timeout: float | None, retry: object, setting
         raise ConfigError(f"node {name!r}: settings must be a dict of JSON values (got a {kind})")
     if timeout is not None and not timeout > 0:  # also rejects NaN
         raise ConfigError(f"node {name!r}: timeout must be above 0 s (got {timeout})")
-    if retry is not None and not isinstance(retry, RetryPolicy):
+    if retry is not None and not isinstance(retry, RetryPolicy | RetryPolicies):
         raise ConfigError(f"node {name!r}: retry must be a RetryPolicy (got {type(retry).__name__})")
 
 
@@ -153,7 +152,7 @@ class StateGraph:
         defer: bool = False,
         metadata: Mapping[str, Any] | None = None,
         input_schema: type[Any] | None = None,
-        retry_policy: RetryPolicy | None = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         cache_policy: object = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
@@ -184,7 +183,8 @@ class StateGraph:
             input_schema: the TypedDict or model the node receives (its keys only; a key only it declares
                 is a private channel); by default the annotation of ``fn``'s first parameter when that is
                 one, else the state schema.
-            retry_policy: LangGraph's name for ``retry``.
+            retry_policy: LangGraph's name for ``retry``; also a list of policies, as LangGraph's: an error
+                is retried under the first whose ``retry_on`` accepts it (:class:`RetryPolicies`).
             cache_policy: LangGraph's node cache policy: accepted and unused (LangGraph uses it only with
                 ``compile(cache=...)``, which graphq does not have).
 
@@ -199,8 +199,8 @@ class StateGraph:
             raise InvalidGraphError(f"node name {name!r} is reserved or invalid (no ':' and not START/END)")
         if name in self.nodes:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
-        retry = _one_retry(name, retry, retry_policy)
-        _check_node_options(name, timeout, retry, settings)
+        tries = _one_retry(name, retry, retry_policy)
+        _check_node_options(name, timeout, tries, settings)
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.schema)
         goes = tuple(destinations) or params.command_destinations(fn)
@@ -214,7 +214,7 @@ class StateGraph:
             timeout,
             _own_copy(settings),
             goes,
-            retry,
+            tries,
             reads=None if reads is self.schema.schema else reads,
             injects=params.injected(fn),
             defer=defer,
@@ -327,8 +327,9 @@ class StateGraph:
                 ``index`` and ``ttl`` settings (:mod:`graphcore.backend.redis_store`).
 
         Raises:
-            InvalidGraphError: unknown node in an edge, no entry, edge to nowhere, unreachable node; a
-                breakpoint naming no node.
+            InvalidGraphError: unknown node in an edge, no entry, edge to nowhere; a breakpoint naming no
+                node. A node no edge reaches compiles, with a warning
+                (:func:`~graphcore.engine.validate.validate`).
             CheckpointerError: ``checkpointer`` is not a graphq checkpoint store, True, False or None (a
                 ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``);
                 ``store`` is not a graphq store or None (a LangGraph store is refused likewise).

@@ -13,7 +13,7 @@ from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine.breakpoints import Breakpoints, nodes_of
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.loops import is_async_callable
-from graphcore.engine.retry import RetryPolicy
+from graphcore.engine.retry import NodeRetry
 from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema
 from graphcore.errors import ConfigError, InvalidUpdateError
@@ -33,7 +33,8 @@ class NodeSpec:
         timeout_s: node timeout in seconds, per try (enforced by :mod:`graphcore.engine.step`, G10), or None.
         settings: JSON-serialisable per-node settings, passed through untouched.
         destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
-        retry: how the node is tried again after an error (G9), or None for a single try.
+        retry: how the node is tried again after an error (G9): a policy, LangGraph's list of them, or
+            None for a single try.
         reads: the node's input schema (the keys it sees, :meth:`StateSchema.reader_of`); None for the
             state schema.
         injects: the parameters ``fn`` takes by keyword (``config``, ``writer``; see
@@ -48,7 +49,7 @@ class NodeSpec:
     timeout_s: float | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     destinations: tuple[str, ...] = ()
-    retry: RetryPolicy | None = None
+    retry: NodeRetry | None = None
     reads: type[Any] | None = None
     injects: tuple[str, ...] = ()
     defer: bool = False
@@ -163,17 +164,24 @@ class GraphSpec:
             for source in join[1]:
                 self.joins_from.setdefault(source, []).append(join)
 
-    def config_for(self, config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
+    def config_for(self, config: Mapping[str, Any] | RunConfig | None, *, wrap: bool = True) -> RunConfig:
         """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in (and a dict
         ``context`` made into the graph's context schema, :func:`~graphcore.engine.runtime.coerce_context`).
 
+        Args:
+            wrap: a context that does not fit the context schema is a ConfigError (enqueue, the workers);
+                False raises the schema's own error (TypeError, pydantic's ValidationError), as LangGraph
+                does in process.
+
         Raises:
-            ConfigError: an option is invalid; the context does not fit the context schema.
+            ConfigError: an option is invalid; the context does not fit the context schema (when ``wrap``).
+            TypeError, pydantic.ValidationError: the context does not fit the context schema (unless
+                ``wrap``).
         """
         cfg = merge_config(self.defaults, config)
         ids = {"thread_id": cfg.thread_id or uuid.uuid4().hex, "run_id": cfg.run_id or uuid.uuid4().hex}
         if cfg.context is not None and self.context_schema is not None:  # a dict made into the schema
-            ids["context"] = coerce_context(self.context_schema, cfg.context)
+            ids["context"] = coerce_context(self.context_schema, cfg.context, wrap=wrap)
         return cfg.model_copy(update=ids)
 
     def check_tasks(self, thread_id: str, checkpoint_id: str, tasks: Sequence[PendingTask]) -> None:

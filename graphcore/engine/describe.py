@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from graphcore.engine.compiled import GraphSpec, NodeSpec
+from graphcore.engine.retry import RetryPolicies, RetryPolicy
 from graphcore.engine.validate import canonical_json, check_node_settings
 
 __all__ = ["FORMAT", "EdgePart", "describe", "edge_parts", "subgraph_of", "version_of"]
@@ -50,10 +51,16 @@ class EdgePart(NamedTuple):
     router: Callable[..., Any] | None = None
 
 
-def _retry(spec: NodeSpec) -> dict[str, Any] | None:
+def _retry(spec: NodeSpec) -> dict[str, Any] | list[dict[str, Any]] | None:
     policy = spec.retry
     if policy is None:
         return None
+    if isinstance(policy, RetryPolicies):
+        return [_policy(p) for p in policy.policies]
+    return _policy(policy)
+
+
+def _policy(policy: RetryPolicy) -> dict[str, Any]:
     return {
         "initial_interval_s": policy.initial_interval_s,
         "backoff_factor": policy.backoff_factor,
@@ -113,10 +120,10 @@ def describe(graph: GraphSpec, limit: int | None = None) -> dict[str, Any]:
     Returns:
         ``{"format": 1, "name": str, "channels": [{"name": str, "reducer": bool}], "nodes": [{"name",
         "fn": "module.qualname" | None, "subgraph": {"name", "version"} | None, "settings": {...},
-        "timeout_s": float | None, "retry": {...} | None}], "edges": [{"kind": "edge" | "conditional" |
-        "join" | "command", "sources": [str], "targets": [str] | None, "router": str | None}]}``; START and
-        END appear as ``"__start__"`` and ``"__end__"``. ``targets`` is None for a conditional edge without
-        a ``path_map`` (its router may go anywhere).
+        "timeout_s": float | None, "retry": {...} | [{...}, ...] | None}], "edges": [{"kind": "edge" |
+        "conditional" | "join" | "command", "sources": [str], "targets": [str] | None, "router": str |
+        None}]}``; START and END appear as ``"__start__"`` and ``"__end__"``. ``targets`` is None for a
+        conditional edge without a ``path_map`` (its router may go anywhere).
 
     Raises:
         ConfigError: a node's settings are not JSON or are above the limit (naming the node, size, limit).

@@ -338,7 +338,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         """
         parent, task = current_scope(), current_task_or_none()
         if self.checkpointer not in (None, True) or parent is None or task is None:
-            cfg = self.config_for(config)
+            cfg = self.config_for(config, wrap=False)  # LangGraph's errors in process
             if task is None:  # a root run: no namespace, and a checkpointer needs a thread (LangGraph's)
                 cfg = outside_any_task(cfg)
                 check_thread(self.checkpointer, self.defaults, config)
@@ -355,7 +355,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             "callbacks": task.config.callbacks,
         }
         given = merge_config(outer, passed_on(config))
-        cfg = self.config_for(given)
+        cfg = self.config_for(given, wrap=False)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
             return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory)
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call

@@ -29,7 +29,7 @@ from tenacity.wait import wait_base
 
 from graphcore.errors import Cancelled, ConfigError, ParentCommand, PermanentError
 
-__all__ = ["RetryOn", "RetryPolicy", "default_retry_on"]
+__all__ = ["NodeRetry", "RetryOn", "RetryPolicies", "RetryPolicy", "default_retry_on"]
 
 RetryOn: TypeAlias = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
 """What a policy retries: an exception class, a tuple of classes, or a predicate on the raised error."""
@@ -180,3 +180,58 @@ class RetryPolicy:
             before_sleep=before_sleep,
             reraise=True,
         )
+
+
+@dataclass(frozen=True)
+class RetryPolicies:
+    """LangGraph's ``retry_policy=[p1, p2]``: an error is retried under the first policy whose ``retry_on``
+    accepts it (that policy's ``max_attempts`` and pauses), the tries counted across all of them, as
+    LangGraph's ``run_with_retry``; an error no policy accepts ends the tries.
+
+    Attributes:
+        policies: the policies in the order given (at least two; one is a plain :class:`RetryPolicy`).
+    """
+
+    policies: tuple[RetryPolicy, ...]
+
+    def matching(self, exc: BaseException) -> RetryPolicy | None:
+        """The first policy that retries ``exc`` (attempts left aside), or None."""
+        return next((p for p in self.policies if p.should_retry(exc)), None)
+
+    def should_retry(self, exc: BaseException) -> bool:
+        """Whether some policy retries ``exc`` (attempts left aside)."""
+        return self.matching(exc) is not None
+
+    def _policy(self, state: RetryCallState) -> RetryPolicy | None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        return None if exc is None else self.matching(exc)
+
+    def _stop(self, state: RetryCallState) -> bool:
+        policy = self._policy(state)
+        return policy is None or state.attempt_number >= policy.max_attempts
+
+    def _wait(self, state: RetryCallState) -> float:
+        policy = self._policy(state)
+        return 0.0 if policy is None else policy.wait()(state)
+
+    def retrying(
+        self,
+        *,
+        retry_on: Callable[[BaseException], bool] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        before_sleep: Callable[[RetryCallState], None] | None = None,
+    ) -> Retrying:
+        """A tenacity ``Retrying`` carrying out these policies; the arguments are
+        :meth:`RetryPolicy.retrying`'s."""
+        return Retrying(
+            stop=self._stop,
+            wait=self._wait,
+            retry=retry_if_exception(retry_on or self.should_retry),
+            sleep=sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+
+
+NodeRetry: TypeAlias = RetryPolicy | RetryPolicies
+"""A node's retry setting: one policy, or LangGraph's list of them."""

@@ -61,12 +61,20 @@ class Runtime(Generic[ContextT]):
     previous: Any = None
 
 
-def coerce_context(schema: Any, context: Any) -> Any:
+def coerce_context(schema: Any, context: Any, *, wrap: bool = True) -> Any:
     """``context`` as the run's context: a dict made into ``schema`` when that is a dataclass or pydantic
     model (as LangGraph's ``invoke`` does), anything else unchanged.
 
+    Args:
+        schema: the graph's ``context_schema``, or None.
+        context: the run's context.
+        wrap: raise a dict that does not fit as a ConfigError (enqueue, the workers); False raises the
+            schema's own error, as LangGraph's ``invoke`` does (in process).
+
     Raises:
-        ConfigError: the dict does not fit the schema (naming the schema and the error).
+        ConfigError: the dict does not fit the schema (naming the schema and the error), when ``wrap``.
+        TypeError: it does not fit a dataclass schema (its ``__init__``'s error), unless ``wrap``.
+        pydantic.ValidationError: it does not fit a pydantic schema, unless ``wrap``.
     """
     if context is None or schema is None or not isinstance(context, dict):
         return context
@@ -76,6 +84,8 @@ def coerce_context(schema: Any, context: Any) -> Any:
     try:
         return make(**context)
     except Exception as exc:  # TypeError for a dataclass, ValidationError for a model
+        if not wrap:
+            raise
         name = getattr(schema, "__name__", repr(schema))
         raise ConfigError(f"run option context: does not fit the context schema {name}: {exc}") from None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from graphcore.checkpoints import serde
 from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channel_for
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.types import START
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ROOT", "Reader", "StateSchema", "is_schema", "stored_values"]
 
@@ -213,7 +216,7 @@ class StateSchema:
             return next((value for _, value in writes), None)
         return dict(writes)
 
-    def writes_of(self, node: str, update: Any) -> list[tuple[str, Any]]:
+    def writes_of(self, node: str, update: Any, *, strict: bool = True) -> list[tuple[str, Any]]:
         """Normalise a node's state update (or the input, ``node == START``) into ``(channel, value)``
         writes.
 
@@ -222,10 +225,13 @@ class StateSchema:
             update: a mapping, a pydantic model (each field, defaults too, but one that is None while
                 neither set nor None by default, as LangGraph's), or None (no writes); for a root-channel
                 state, the value itself (None: no write).
+            strict: refuse unknown keys (the queue's enqueue, ``update_state``); False drops them as
+                LangGraph does when a run applies them: input keys outside the input schema silently, a
+                node's keys that are no channel with a warning on the logger ``graphcore.engine.schema``.
 
         Raises:
-            InvalidUpdateError: unknown keys (for the input: keys outside the input schema) or an update
-                of the wrong shape.
+            InvalidUpdateError: unknown keys when ``strict`` (for the input: keys outside the input
+                schema), or an update of the wrong shape.
         """
         if update is None:
             return []
@@ -241,13 +247,16 @@ class StateSchema:
                 else f"node {node!r} returned {kind}; expected a dict of state updates, a Command or None"
             )
         if node == START:
-            self._check_input_keys(update)
-            return list(update.items())
+            if strict:
+                self._check_input_keys(update)
+            return [(k, v) for k, v in update.items() if k in self.input_keys]
         unknown = [k for k in update if k not in self.channels]
         if unknown:
-            raise InvalidUpdateError(
-                f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {list(self.channels)}"
-            )
+            message = f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {list(self.channels)}"
+            if strict:
+                raise InvalidUpdateError(message)
+            log.warning("%s: ignored", message)
+            return [(k, v) for k, v in update.items() if k in self.channels]
         return list(update.items())
 
     def _check_input_keys(self, update: Mapping[str, Any]) -> None:

@@ -430,7 +430,7 @@ def update_checkpoint(
     if as_node == END and first.values is None:
         cp = apply_writes(graph, base, _finished(store, thread_id, base, ns), meta)
     elif as_node == START:
-        cp = apply_input(graph, base, first.values, meta)
+        cp = apply_input(graph, base, first.values, meta, strict=True)
     else:
         cp = apply_updates(graph, base, [(u.as_node or as_node or "", u.values) for u in updates], meta)
     cp.metadata["source"] = "update"

@@ -4,6 +4,7 @@ holds them (G1), and of node settings (R9)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -14,6 +15,8 @@ from graphcore.settings import get_settings
 from graphcore.types import END, START
 
 __all__ = ["canonical_json", "check_node_settings", "validate"]
+
+log = logging.getLogger(__name__)
 
 
 def canonical_json(value: Any) -> str:
@@ -139,12 +142,13 @@ def _successors(graph: GraphParts) -> dict[str, set[str]]:
 
 
 def validate(graph: GraphParts) -> None:
-    """Reject graphs that cannot run as written.
+    """Reject graphs that cannot run as written. A node that no path from START reaches (edges, path maps
+    and declared Command destinations) compiles, as in LangGraph (a ``Send`` or an undeclared
+    ``Command(goto=...)`` may run it), with a warning on this module's logger saying how to declare it.
 
     Raises:
         InvalidGraphError: with a message naming the offending node or edge: unknown node, edge to
-            nowhere, no entry point (nothing leaves START), or a node that no path from START reaches
-            (edges, path maps and declared Command destinations; the message says how to declare them).
+            nowhere, no entry point (nothing leaves START).
         ConfigError: a node's settings are not JSON or are above ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH``
             (see :func:`check_node_settings`).
     """
@@ -166,16 +170,17 @@ def validate(graph: GraphParts) -> None:
         stack.extend(succ.get(node, ()))
     unreachable = sorted(set(graph.nodes) - seen)
     if unreachable:
-        raise InvalidGraphError(_unreachable_message(unreachable))
+        log.warning("%s", _unreachable_message(unreachable))
 
 
 def _unreachable_message(nodes: list[str]) -> str:
-    """Why ``nodes`` are refused and how to declare a ``Command(goto=...)`` that reaches them (LangGraph
-    compiles such nodes: an orphan never runs, a Command's target runs; graphq asks for the declaration)."""
+    """Which nodes no edge reaches and how to declare a ``Command(goto=...)`` that reaches them (LangGraph
+    compiles such nodes silently: an orphan never runs, a Command's or a Send's target runs)."""
     names = ", ".join(repr(n) for n in nodes)
     return (
-        f"node(s) {nodes} cannot be reached from START: add an edge to them, or declare the node whose "
-        f"Command(goto=...) goes there: add_node(..., destinations={tuple(nodes)!r}) or a return annotation "
+        f"node(s) {nodes} cannot be reached from START by an edge: they run only when a Send or a "
+        "Command(goto=...) goes there; add an edge to them, or declare the node whose Command(goto=...) goes "
+        f"there: add_node(..., destinations={tuple(nodes)!r}) or a return annotation "
         f"-> Command[Literal[{names}]] on its function"
     )
 

@@ -175,7 +175,8 @@ def test_with_a_checkpointer(lg: Imports) -> None:
 
 
 def test_from_a_root_graph(lg: Imports) -> None:
-    """LangGraph: a root graph has no parent: the run raises ParentCommand (langgraph.errors)."""
+    """LangGraph: a root graph has no parent: the run raises ParentCommand (langgraph.errors), whose only
+    argument is the command."""
     builder = lg.StateGraph(State)
     builder.add_node("a", _to_parent(lg, "b"), destinations=("b",))
     builder.add_node("b", _log("b"))
@@ -183,6 +184,9 @@ def test_from_a_root_graph(lg: Imports) -> None:
     with pytest.raises(Exception) as caught:
         builder.compile().invoke({"log": [], "n": 0})
     assert type(caught.value).__name__ == "ParentCommand"
+    (command,) = caught.value.args
+    assert isinstance(command, lg.Command)
+    assert (command.goto, command.update) == ("b", {"log": ["from sub"], "n": 5})
     if not lg.is_langgraph:
         assert str(caught.value) == (
             "node 'a' returned Command(graph=Command.PARENT) but its graph is not a subgraph: there is no "

@@ -3,14 +3,14 @@ node input schemas (private channels), and input keys outside the schema."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from graphcore.errors import ConfigError
 from tests.compat.conftest import Imports
 
 
@@ -340,35 +340,20 @@ def test_a_pydantic_input_schema_instance_is_an_input(lg: Imports) -> None:
 
 
 @pytest.mark.parametrize(
-    ("schemas", "extra", "message"),
-    [
-        (
-            {"input_schema": In},
-            {"answer": "x"},
-            "the input has key(s) ['answer'] outside the graph's input schema In; its keys: ['question']",
-        ),
-        (
-            {},
-            {"bogus": 1},
-            "the input has unknown state key(s) ['bogus']; known keys: ['question', 'answer', 'notes']",
-        ),
-    ],
+    ("schemas", "extra"), [({"input_schema": In}, {"answer": "x"}), ({}, {"bogus": 1})], ids=["In", "Overall"]
 )
 def test_input_keys_outside_the_input_schema(
-    lg: Imports, schemas: dict[str, Any], extra: dict[str, Any], message: str
+    lg: Imports, schemas: dict[str, Any], extra: dict[str, Any]
 ) -> None:
-    """LangGraph: input keys outside the input schema are dropped silently; graphq refuses them (an
-    InvalidUpdateError naming the keys), as it refuses them at enqueue (a deliberate difference)."""
+    """LangGraph: input keys outside the input schema are dropped silently (the node never sees them, the
+    state never holds them); graphq refuses them only at enqueue."""
     builder = lg.StateGraph(Overall, **schemas)
     builder.add_node("a", lambda s: {"notes": ",".join(sorted(s))})
     builder.add_edge(lg.START, "a")
-    graph = builder.compile()
-    if lg.is_langgraph:
-        assert graph.invoke({"question": "q", **extra}) == {"question": "q", "notes": "question"}
-    else:
-        with pytest.raises(lg.InvalidUpdateError) as info:
-            graph.invoke({"question": "q", **extra})
-        assert str(info.value) == message
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    assert graph.invoke({"question": "q", **extra}, config) == {"question": "q", "notes": "question"}
+    assert graph.get_state(config).values == {"question": "q", "notes": "question"}
 
 
 def test_two_schemas_declaring_one_key_with_different_reducers_are_refused(lg: Imports) -> None:
@@ -432,20 +417,31 @@ def test_a_runtime_parameter_reads_the_run_context(lg: Imports, schema: Any, con
     assert _reads_context(lg, schema).invoke({}, context=context) == {"out": seen}
 
 
-def test_a_context_that_does_not_fit_its_schema(lg: Imports) -> None:
-    """LangGraph: a dict context without the dataclass's fields is a TypeError; graphq raises a ConfigError
-    naming the schema (as at enqueue)."""
-    graph = _reads_context(lg, Ctx)
-    if lg.is_langgraph:
-        with pytest.raises(TypeError, match="unexpected keyword argument 'nobody'"):
-            graph.invoke({}, context={"nobody": 1})
-    else:
-        with pytest.raises(ConfigError) as info:
-            graph.invoke({}, context={"nobody": 1})
-        assert str(info.value) == (
-            "run option context: does not fit the context schema Ctx: Ctx.__init__() got an unexpected "
-            "keyword argument 'nobody'"
-        )
+@pytest.mark.parametrize(
+    ("schema", "context", "error", "message"),
+    [
+        (Ctx, {"nobody": 1}, TypeError, "Ctx.__init__() got an unexpected keyword argument 'nobody'"),
+        (ModelCtx, {"nobody": 1}, ValidationError, "1 validation error for ModelCtx\nuser\n  Field required"),
+        (ModelCtx, {"user": 3}, ValidationError, "1 validation error for ModelCtx\nuser\n  Input should be"),
+    ],
+)
+@pytest.mark.parametrize("call", ["invoke", "stream", "ainvoke"])
+def test_a_context_that_does_not_fit_its_schema(
+    lg: Imports, schema: Any, context: Any, error: type[Exception], message: str, call: str
+) -> None:
+    """LangGraph: a dict context that does not fit a dataclass context_schema is the dataclass's TypeError,
+    one that does not fit a pydantic model is pydantic's ValidationError (graphq's enqueue refuses it with a
+    ConfigError instead)."""
+    graph = _reads_context(lg, schema)
+    runs = {
+        "invoke": lambda: graph.invoke({}, context=context),
+        "stream": lambda: list(graph.stream({}, context=context)),
+        "ainvoke": lambda: asyncio.run(graph.ainvoke({}, context=context)),
+    }
+    with pytest.raises(error) as info:
+        runs[call]()
+    assert type(info.value) is (TypeError if error is TypeError else ValidationError)
+    assert str(info.value).startswith(message)
 
 
 def test_get_runtime_gives_the_context_and_the_stream_writer(lg: Imports) -> None:
@@ -555,3 +551,15 @@ def test_a_pydantic_state_with_a_typeddict_node_schema_and_a_model_output(lg: Im
     builder.add_edge("a", "b")
     assert builder.compile().invoke({"question": "q"}) == {"answer": "qn"}
     assert seen == [{"question": "q"}, ModelState(question="q", notes="n")]
+
+
+def test_a_node_key_that_is_no_channel_is_ignored(lg: Imports) -> None:
+    """LangGraph: a node's keys that are no channel are ignored (its other keys are written); graphq logs a
+    warning naming them (in process and on a queue worker)."""
+    builder = lg.StateGraph(Overall)
+    builder.add_node("a", lambda s: {"answer": "a", "anwser": "typo"})
+    builder.add_node("b", lambda s: {"notes": ",".join(sorted(s))})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    graph = builder.compile()
+    assert graph.invoke({"question": "q"}) == {"question": "q", "answer": "a", "notes": "answer,question"}

@@ -7,7 +7,8 @@ schema ``Out`` (answer), a private channel ``secret`` declared only by node ``b`
 ``a`` sees only ``In``'s keys. ``deferred``: a deferred join of a short and a long branch (it runs once,
 last). ``injected``: a node taking ``config`` and ``writer``, and a router taking ``config``.
 ``contextual``: a node reading its run context (a dataclass ``Ctx``, the graph's ``context_schema``) through
-``runtime``.
+``runtime``. ``misspelt``: a node returning a key that is no channel (``lgo``) beside ``log``.
+``undeclared``: node ``b`` reached only by an undeclared ``Command(goto="b")`` (it compiles with a warning).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
-from graphcore import END, START, Runtime, StateGraph
+from graphcore import END, START, Command, Runtime, StateGraph
 
 
 def _append(name: str) -> Any:
@@ -125,3 +126,16 @@ _context = StateGraph(Log, context_schema=Ctx)
 _context.add_node("greet", greet)
 _context.add_edge(START, "greet")
 contextual = _context.compile(name="contextual")
+
+
+_misspelt = StateGraph(Log)
+_misspelt.add_node("typo", lambda s: {"log": ["typo"], "lgo": ["lost"]})
+_misspelt.add_edge(START, "typo")
+misspelt = _misspelt.compile(name="misspelt")
+
+
+_undeclared = StateGraph(Log)
+_undeclared.add_node("a", lambda s: Command(update={"log": ["a"]}, goto="b"))
+_undeclared.add_node("b", _say("b"))
+_undeclared.add_edge(START, "a")
+undeclared = _undeclared.compile(name="undeclared")
