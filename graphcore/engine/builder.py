@@ -282,6 +282,18 @@ class StateGraph:
         """Shorthand for ``add_edge(START, node)``."""
         return self.add_edge(START, node)
 
+    def set_conditional_entry_point(
+        self,
+        router: Callable[[Any], Any],
+        path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
+    ) -> StateGraph:
+        """Shorthand for ``add_conditional_edges(START, router, path_map)``, as LangGraph's.
+
+        Raises:
+            InvalidGraphError: as :meth:`add_conditional_edges` from START.
+        """
+        return self.add_conditional_edges(START, router, path_map)
+
     def set_finish_point(self, node: str) -> StateGraph:
         """Shorthand for ``add_edge(node, END)``, as LangGraph's."""
         return self.add_edge(node, END)

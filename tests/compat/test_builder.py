@@ -1,5 +1,6 @@
 """The builder as LangGraph's ``StateGraph``: deferred nodes, ``config`` / ``writer`` parameters, node
-metadata, ``retry_policy``, ``set_finish_point``, ``validate`` and destinations read from annotations."""
+metadata, ``retry_policy``, ``set_finish_point``, ``set_conditional_entry_point``, ``validate`` and
+destinations read from annotations."""
 
 from __future__ import annotations
 
@@ -287,6 +288,23 @@ def test_set_finish_point_ends_the_graph_after_the_node(lg: Imports) -> None:
     builder.set_entry_point("a")
     builder.set_finish_point("a")
     assert builder.compile().invoke({"log": []}) == {"log": ["a"]}
+
+
+def test_set_conditional_entry_point_routes_from_start(lg: Imports) -> None:
+    """LangGraph: set_conditional_entry_point(router, path_map) is add_conditional_edges(START, ...); the
+    builder is returned for chaining, and a path map translates the router's labels."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", _say("a"))
+    builder.add_node("b", _say("b"))
+    assert (
+        builder.set_conditional_entry_point(
+            lambda s: "go-b" if s["log"] else "go-a", {"go-a": "a", "go-b": "b", "stop": lg.END}
+        )
+        is builder
+    )
+    graph = builder.compile()
+    assert graph.invoke({"log": []}) == {"log": ["a"]}
+    assert graph.invoke({"log": ["x"]}) == {"log": ["x", "b"]}
 
 
 def test_validate_returns_the_builder_or_raises_a_value_error(lg: Imports) -> None:
