@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import copy as copying
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine.breakpoints import Breakpoints, nodes_of
+from graphcore.engine.checkpointer import check_checkpointer, check_store
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import NodeRetry
@@ -163,6 +165,46 @@ class GraphSpec:
         for join in self.joins:
             for source in join[1]:
                 self.joins_from.setdefault(source, []).append(join)
+
+    def with_config(self, config: Mapping[str, Any] | RunConfig | None = None, **options: Any) -> Self:
+        """A copy of this graph whose run defaults are its own merged with ``config`` and then ``options``
+        (LangGraph's ``with_config``: ``graph.with_config({"configurable": {"user": "ann"}})``,
+        ``graph.with_config(recursion_limit=5)``); a run's own config still wins. This graph is unchanged.
+
+        Raises:
+            ConfigError: an option is unknown, of the wrong type or out of its range (as in
+                ``compile(config=...)``).
+        """
+        return self.copy({"config": merge_config(self.defaults, config, options)})
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> Self:
+        """A shallow copy of this graph (nodes shared) with ``update`` applied, as LangGraph's ``copy``:
+        ``"name"``, ``"config"`` (the run defaults, replaced), ``"checkpointer"``, ``"store"`` or
+        ``"debug"`` → its new value, checked as :meth:`StateGraph.compile` checks it.
+
+        Raises:
+            ConfigError: another key (naming it and the keys taken), or a ``"config"`` refused as
+                ``compile(config=...)`` refuses it.
+            CheckpointerError: a ``"checkpointer"`` or ``"store"`` that ``compile`` refuses.
+        """
+        clone = copying.copy(self)
+        for key, value in (update or {}).items():
+            if key == "name":
+                clone.name, clone.named = value, True
+            elif key == "config":
+                clone.defaults = merge_config(value)
+            elif key == "checkpointer":
+                clone.checkpointer = check_checkpointer(value)
+            elif key == "store":
+                clone.store = check_store(value)
+            elif key == "debug":
+                clone.debug = bool(value)
+            else:
+                raise ConfigError(
+                    f"copy(update): unknown key {key!r}; graphq takes 'name', 'config', 'checkpointer', "
+                    "'store' and 'debug'"
+                )
+        return clone
 
     def config_for(self, config: Mapping[str, Any] | RunConfig | None, *, wrap: bool = True) -> RunConfig:
         """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in (and a dict

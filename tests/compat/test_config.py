@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from graphcore.errors import ConfigError
 from tests.compat.conftest import Imports
 
 
@@ -268,3 +269,48 @@ def test_configurable_checkpoint_id_replays_from_that_checkpoint(lg: Imports) ->
     replay = {"configurable": {"thread_id": "1", "checkpoint_id": checkpoint_id}}
     assert app.invoke(None, replay) == {"items": ["x", "n0", "n1", "n2"]}
     assert app.get_state(config).values == {"items": ["x", "n0", "n1", "n2"]}
+
+
+# --------------------------------------------------------------------------------------------------------
+# with_config / copy on the compiled graph
+
+
+def test_with_config_binds_defaults_to_a_copy(lg: Imports) -> None:
+    """LangGraph: with_config(config, **options) returns a copy whose runs get that config merged under
+    their own (configurable key by key, tags as a union); the original graph is unchanged."""
+    app, seen = reading(
+        lg, lambda c: (c["configurable"].get("user"), c["configurable"].get("team"), c.get("tags", []))
+    )
+    bound = app.with_config({"configurable": {"user": "ann"}}, tags=["bound"])
+    assert bound is not app
+    assert bound.invoke({"items": []}, {"configurable": {"thread_id": "1", "team": "t"}}) == {"items": ["n"]}
+    assert seen["value"] == ("ann", "t", ["bound"])
+    bound.invoke({"items": []}, {"configurable": {"thread_id": "2", "user": "bob"}, "tags": ["own"]})
+    assert seen["value"] == ("bob", None, ["bound", "own"])
+    app.invoke({"items": []}, {"configurable": {"thread_id": "3"}})
+    assert seen["value"] == (None, None, [])
+
+
+def test_with_config_recursion_limit_bounds_the_copys_runs(lg: Imports) -> None:
+    """LangGraph: with_config(recursion_limit=3) limits the copy's runs to 2 super-steps; a run's own
+    recursion_limit wins over it."""
+    app = chain(lg, 3)
+    bound = app.with_config(recursion_limit=3)
+    with pytest.raises(lg.GraphRecursionError):
+        bound.invoke({"items": []})
+    assert bound.invoke({"items": []}, {"recursion_limit": 10}) == {"items": ["n0", "n1", "n2"]}
+    assert app.invoke({"items": []}) == {"items": ["n0", "n1", "n2"]}
+
+
+def test_copy_with_an_update_renames_a_copy(lg: Imports) -> None:
+    """LangGraph: copy() is a new graph that runs as the original; copy({"name": ...}) renames only it."""
+    builder = lg.StateGraph(State)
+    builder.add_node("n", lambda s: {"items": ["n"]})
+    builder.add_edge(lg.START, "n")
+    app = builder.compile(name="first")
+    other = app.copy({"name": "second"})
+    assert (app.name, other.name, app.copy().name) == ("first", "second", "first")
+    assert other.invoke({"items": ["x"]}) == {"items": ["x", "n"]}
+    if not lg.is_langgraph:  # LangGraph passes the key to its constructor (a TypeError); graphq names it
+        with pytest.raises(ConfigError, match=r"copy\(update\): unknown key 'nodez'; graphq takes 'name'"):
+            app.copy({"nodez": {}})
