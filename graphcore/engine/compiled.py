@@ -17,7 +17,7 @@ from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import NodeRetry
 from graphcore.engine.runtime import coerce_context
-from graphcore.engine.schema import StateSchema
+from graphcore.engine.schema import StateSchema, context_json_schema, json_schema
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
 
@@ -205,6 +205,33 @@ class GraphSpec:
                     "'store' and 'debug'"
                 )
         return clone
+
+    def get_input_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON schema (a dict) of the graph's input schema, as LangGraph's (``config`` is unused);
+        a root-channel state's is titled ``<name>Input`` (:func:`~graphcore.engine.schema.json_schema`).
+
+        Raises:
+            pydantic.errors.PydanticUserError: a ``typing.TypedDict`` on Python < 3.12, as in LangGraph.
+        """
+        return json_schema(self.schema.input_schema, self._titled("Input"))
+
+    def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
+        """The JSON schema of the graph's output schema, as :meth:`get_input_jsonschema`."""
+        return json_schema(self.schema.output_schema, self._titled("Output"))
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        """The JSON schema of the context schema, None without one, as LangGraph's.
+
+        Raises:
+            ValueError: the context schema is not a pydantic model, a TypedDict or a dataclass.
+        """
+        return context_json_schema(self.context_schema)
+
+    def _titled(self, suffix: str) -> str:
+        """LangGraph's ``get_name(suffix)``: the graph's name (``"LangGraph"`` when none was given) and
+        ``suffix``, joined by ``_`` in lower case after a lower-case name."""
+        name = self.name if self.named else "LangGraph"
+        return name + suffix if name[:1].isupper() else f"{name}_{suffix.lower()}"
 
     def config_for(self, config: Mapping[str, Any] | RunConfig | None, *, wrap: bool = True) -> RunConfig:
         """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in (and a dict

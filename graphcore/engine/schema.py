@@ -14,6 +14,7 @@ read their checkpoints (I5).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import logging
 import typing
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import typing_extensions
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel, TypeAdapter, create_model
 
 from graphcore.checkpoints import serde
 from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channel_for
@@ -31,7 +32,15 @@ from graphcore.types import START
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ROOT", "Reader", "StateSchema", "is_schema", "stored_values"]
+__all__ = [
+    "ROOT",
+    "Reader",
+    "StateSchema",
+    "context_json_schema",
+    "is_schema",
+    "json_schema",
+    "stored_values",
+]
 
 ROOT = "__root__"
 """The one channel of a root-channel state (``StateGraph(int)``, ``StateGraph(Annotated[list, add])``)."""
@@ -50,6 +59,41 @@ def is_schema(tp: Any) -> bool:
     """Whether ``tp`` is a keyed schema: a TypedDict (``typing`` or ``typing_extensions``) or a pydantic
     model class."""
     return (isinstance(tp, type) and issubclass(tp, BaseModel)) or typing_extensions.is_typeddict(tp)
+
+
+def json_schema(schema: type[Any], title: str) -> dict[str, Any]:
+    """The JSON schema of a graph's input or output schema, as LangGraph's ``get_input_jsonschema`` gives it:
+    a pydantic model's ``model_json_schema()``, a TypedDict's through pydantic's ``TypeAdapter``, and for a
+    root-channel state the value's type (without its reducer) as a nullable root titled ``title``.
+
+    Raises:
+        pydantic.errors.PydanticUserError: a ``typing.TypedDict`` on Python < 3.12 (pydantic needs
+            ``typing_extensions.TypedDict``), as in LangGraph.
+    """
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    if typing_extensions.is_typeddict(schema):
+        return TypeAdapter(schema).json_schema()
+    value_type = typing.get_args(schema)[0] if typing.get_origin(schema) is typing.Annotated else schema
+    root: Any = (value_type, None)
+    return create_model(title, __base__=RootModel, root=root).model_json_schema()
+
+
+def context_json_schema(schema: type[Any] | None) -> dict[str, Any] | None:
+    """The JSON schema of a context schema, as LangGraph's ``get_context_jsonschema``: None without one.
+
+    Raises:
+        ValueError: the schema is not a pydantic model, a TypedDict or a dataclass.
+    """
+    if schema is None:
+        return None
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    if typing_extensions.is_typeddict(schema) or dataclasses.is_dataclass(schema):
+        return TypeAdapter(schema).json_schema()
+    raise ValueError(
+        f"context_schema {schema!r}: its JSON schema needs a pydantic model, a TypedDict or a dataclass"
+    )
 
 
 @dataclass(frozen=True)
