@@ -242,16 +242,15 @@ def test_reserved_or_invalid_node_name_is_rejected(name: str) -> None:
     assert repr(name) in str(info.value)
 
 
-def test_state_schema_must_be_typeddict_or_model() -> None:
-    """A class with fields that is neither (a dataclass) is refused; a type without fields (``dict``) is a
-    root-channel state, as LangGraph's (issue 11)."""
+def test_a_dataclass_schema_has_its_fields_and_a_type_without_fields_is_a_root() -> None:
+    """A dataclass's fields are its channels; a type without fields (``dict``) is a root-channel state, as
+    LangGraph's (issue 11)."""
 
     @dataclasses.dataclass
     class Point:
         x: int
 
-    with pytest.raises(InvalidGraphError, match="must be a TypedDict or a pydantic BaseModel"):
-        StateGraph(Point)
+    assert list(StateGraph(Point).schema.channels) == ["x"]
     assert StateGraph(dict).schema.root
 
 

@@ -38,7 +38,7 @@ from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
 from graphcore.checkpoints import serde
 from graphcore.engine.channels import LastValue, ReducerChannel
-from graphcore.engine.schema import ROOT, StateSchema
+from graphcore.engine.schema import ROOT, StateSchema, fields_of
 from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
 from graphcore.messages import add_messages, coerce_message
 from graphcore.settings import get_settings
@@ -238,7 +238,7 @@ def _typed(schema: StateSchema, value: Any, path: str, writer: str) -> Any:
 def _check_reducers(schema: StateSchema, value: Any, path: str, writer: str) -> None:
     """Fold each reducer channel's write onto the channel's empty value (see the module docstring); a
     value of the wrong shape is left to ``writes_of``."""
-    if not (schema.root or isinstance(value, Mapping | BaseModel)):
+    if not (schema.root or isinstance(value, Mapping | BaseModel) or fields_of(value) is not None):
         return
     for key, write in schema.writes_of(writer, value):
         channel = schema.channels.get(key)

@@ -1,5 +1,6 @@
-"""State schemas: a TypedDict or a pydantic model becomes one channel per key (G1, G2); any other type is a
-root-channel state (LangGraph's ``__root__``): the state is the value itself.
+"""State schemas: a TypedDict, a pydantic model, a dataclass or a plain class with annotated fields
+becomes one channel per key (G1, G2); any other type is a root-channel state (LangGraph's ``__root__``):
+the state is the value itself.
 
 A graph's channels are the union of the keys of its state schema, its input and output schemas and the
 input schemas of its nodes (a key declared only by a node's schema is a private channel). Each node reads
@@ -56,15 +57,28 @@ def stored_values(values: Mapping[str, Any]) -> Any:
 
 
 def is_schema(tp: Any) -> bool:
-    """Whether ``tp`` is a keyed schema: a TypedDict (``typing`` or ``typing_extensions``) or a pydantic
-    model class."""
-    return (isinstance(tp, type) and issubclass(tp, BaseModel)) or typing_extensions.is_typeddict(tp)
+    """Whether ``tp`` is a keyed schema a node's first parameter may be annotated with: a TypedDict
+    (``typing`` or ``typing_extensions``), a pydantic model class or a dataclass."""
+    return (
+        (isinstance(tp, type) and issubclass(tp, BaseModel))
+        or typing_extensions.is_typeddict(tp)
+        or (isinstance(tp, type) and dataclasses.is_dataclass(tp))
+    )
+
+
+def fields_of(value: Any) -> dict[str, Any] | None:
+    """A dataclass instance as a state update, as LangGraph reads one: every field (defaults too), not
+    copied; None for any other value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    return None
 
 
 def json_schema(schema: type[Any], title: str) -> dict[str, Any]:
     """The JSON schema of a graph's input or output schema, as LangGraph's ``get_input_jsonschema`` gives it:
-    a pydantic model's ``model_json_schema()``, a TypedDict's through pydantic's ``TypeAdapter``, and for a
-    root-channel state the value's type (without its reducer) as a nullable root titled ``title``.
+    a pydantic model's ``model_json_schema()``, a TypedDict's through pydantic's ``TypeAdapter``, a model
+    titled ``title`` of a dataclass's or plain class's fields (reducers dropped), and for a root-channel
+    state the value's type (reducer dropped) as a nullable root titled ``title``.
 
     Raises:
         pydantic.errors.PydanticUserError: a ``typing.TypedDict`` on Python < 3.12 (pydantic needs
@@ -74,9 +88,29 @@ def json_schema(schema: type[Any], title: str) -> dict[str, Any]:
         return schema.model_json_schema()
     if typing_extensions.is_typeddict(schema):
         return TypeAdapter(schema).json_schema()
+    if _has_fields(schema):  # a dataclass or a plain class: a model of its fields, titled ``title``
+        hints = typing.get_type_hints(schema)
+        fields: Any = {
+            key: (hints[key], _field_default(schema, key, hints[key])) for key in _key_list(schema)
+        }
+        model: type[BaseModel] = create_model(title, **fields)
+        return model.model_json_schema()
     value_type = typing.get_args(schema)[0] if typing.get_origin(schema) is typing.Annotated else schema
     root: Any = (value_type, None)
     return create_model(title, __base__=RootModel, root=root).model_json_schema()
+
+
+def _field_default(schema: type[Any], key: str, tp: Any) -> Any:
+    """A field's default in LangGraph's JSON schema: the dataclass's default (or its factory's value), else
+    None for an optional type, else required (``...``)."""
+    found = {f.name: f for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
+    spec = found.get(key)
+    if spec is not None and spec.default is not dataclasses.MISSING:
+        return spec.default
+    factory: Any = None if spec is None else spec.default_factory
+    if factory is not None and factory is not dataclasses.MISSING:
+        return factory()
+    return None if type(None) in typing.get_args(tp) else ...
 
 
 def context_json_schema(schema: type[Any] | None) -> dict[str, Any] | None:
@@ -102,12 +136,12 @@ class Reader:
 
     Attributes:
         keys: the keys it sees; None for every key the values hold.
-        model: the pydantic model it receives, or None for a dict.
+        model: the pydantic model or dataclass it receives (made from its keys), or None for a dict.
         root: a root-channel state: the node receives the value itself.
     """
 
     keys: frozenset[str] | None = None
-    model: type[BaseModel] | None = None
+    model: type[Any] | None = None
     root: bool = False
 
     def view(self, values: Mapping[str, Any]) -> Any:
@@ -116,7 +150,11 @@ class Reader:
         if self.root:
             return values.get(ROOT)
         picked = dict(values) if self.keys is None else {k: v for k, v in values.items() if k in self.keys}
-        return picked if self.model is None else self.model.model_validate(picked)
+        if self.model is None:
+            return picked
+        if issubclass(self.model, BaseModel):
+            return self.model.model_validate(picked)
+        return self.model(**picked)  # a dataclass: its defaults fill the keys without a value
 
 
 @dataclass(frozen=True)
@@ -124,7 +162,8 @@ class StateSchema:
     """The channels of a graph's schemas and how nodes, the input and the result see the state.
 
     Attributes:
-        schema: the state schema: a TypedDict or pydantic model class, or the type of a root-channel state.
+        schema: the state schema: a TypedDict, pydantic model, dataclass or plain class with annotated
+            fields, or the type of a root-channel state.
         channels: key → channel, in declaration order (the state schema's keys first; ``{ROOT: ...}`` for a
             root-channel state).
         input_schema: the schema the graph's input is checked against (the state schema by default).
@@ -151,9 +190,8 @@ class StateSchema:
         stored (I5).
 
         Raises:
-            InvalidGraphError: a schema is a class with fields that is neither a TypedDict nor a pydantic
-                model (a dataclass), an input or output schema is not a TypedDict or model while the state
-                is, or two schemas declare one key with different reducers.
+            InvalidGraphError: a root-channel state (a type without fields) is mixed with keyed schemas, or
+                two schemas declare one key with different reducers.
         """
         inputs, outputs = input_schema or schema, output_schema or schema
         channels: dict[str, LastValue | ReducerChannel] = {}
@@ -209,6 +247,8 @@ class StateSchema:
         if self.root:
             return Reader(root=True)
         keys = _keys(schema)
+        if isinstance(schema, type) and dataclasses.is_dataclass(schema):  # made from its own fields only
+            return Reader(keys, schema)
         model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
         return Reader(None if keys >= set(self.channels) else keys, model)
 
@@ -267,7 +307,8 @@ class StateSchema:
         Args:
             node: the writer's name, for error messages.
             update: a mapping, a pydantic model (each field, defaults too, but one that is None while
-                neither set nor None by default, as LangGraph's), or None (no writes); for a root-channel
+                neither set nor None by default, as LangGraph's), a dataclass instance (each field), or None
+                (no writes); for a root-channel
                 state, the value itself (None: no write).
             strict: refuse unknown keys (the queue's enqueue, ``update_state``); False drops them as
                 LangGraph does when a run applies them: input keys outside the input schema silently, a
@@ -283,6 +324,8 @@ class StateSchema:
             return [(ROOT, update)]
         if isinstance(update, BaseModel):
             update = _model_update(update)
+        fields = fields_of(update)
+        update = update if fields is None else fields
         if not isinstance(update, Mapping):
             kind = type(update).__name__
             raise InvalidUpdateError(
@@ -337,22 +380,24 @@ def _key_list(schema: type[Any]) -> list[str]:
     """The keys of a keyed schema in declaration order (``[ROOT]`` for a root-channel type)."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return list(schema.model_fields)
-    if typing_extensions.is_typeddict(schema):
+    if isinstance(schema, type) and dataclasses.is_dataclass(schema):
+        return [f.name for f in dataclasses.fields(schema)]
+    if typing_extensions.is_typeddict(schema) or _has_fields(schema):
         return list(typing.get_type_hints(schema))
     return [ROOT]
+
+
+def _has_fields(schema: Any) -> bool:
+    """Whether ``schema`` is a plain class with annotated fields (read as LangGraph reads a TypedDict's)."""
+    return isinstance(schema, type) and bool(getattr(schema, "__annotations__", None))
 
 
 def _channels_of(schema: type[Any]) -> dict[str, LastValue | ReducerChannel]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return _pydantic_channels(schema)
-    if typing_extensions.is_typeddict(schema):  # typing.TypedDict and typing_extensions.TypedDict
+    if typing_extensions.is_typeddict(schema) or _has_fields(schema):  # also a dataclass, a plain class
         hints = typing.get_type_hints(schema, include_extras=True)
-        return {key: channel_for(tp) for key, tp in hints.items()}
-    if hasattr(schema, "__annotations__"):  # a dataclass, a class with fields: LangGraph reads its fields
-        raise InvalidGraphError(
-            f"state schema {schema!r} must be a TypedDict or a pydantic BaseModel (or a type without fields, "
-            "such as int or Annotated[list, operator.add], for a root-channel state)"
-        )
+        return {key: channel_for(hints[key]) for key in _key_list(schema)}
     return {ROOT: channel_for(schema)}
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from graphcore.engine.executor import INTERRUPT_KEY, CompiledGraph
 from graphcore.engine.interrupts import GraphInterrupt
-from graphcore.engine.schema import StateSchema
+from graphcore.engine.schema import StateSchema, fields_of
 
 __all__ = ["SubgraphNode"]
 
@@ -47,7 +47,7 @@ class SubgraphNode:
             GraphInterrupt: a node of the subgraph asked a human; the parent task pauses.
         """
 
-        values = state.model_dump() if isinstance(state, BaseModel) else dict(state)
+        values = state.model_dump() if isinstance(state, BaseModel) else fields_of(state) or dict(state)
         shared = {k: v for k, v in values.items() if k in self.graph.schema.input_keys}
         final = self.graph.invoke(shared) or {}  # None: no output key has a value
         paused = final.pop(INTERRUPT_KEY, None)
