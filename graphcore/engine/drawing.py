@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 from typing import Any, NamedTuple
 
 from graphcore.engine.breakpoints import ALL, Nodes
@@ -73,6 +74,35 @@ class DrawableGraph:
 
     def __repr__(self) -> str:
         return f"DrawableGraph(nodes={list(self.nodes)}, edges={[tuple(e) for e in self.edges]})"
+
+    def to_json(self, *, with_schemas: bool = False) -> dict[str, list[dict[str, Any]]]:
+        """The graph as JSON values, in LangGraph's shape: ``{"nodes": [...], "edges": [...]}``.
+
+        Each node is ``{"id", "type": "runnable", "data": {"id": path, "name": id}}`` plus ``"metadata"``
+        when it has some (END is only ``{"id": "__end__"}``); ``path`` names the node's code as a list of
+        module parts and its qualified name (LangGraph names its own wrapper class there; START's is
+        ``["graphcore", "types", "START"]``). Each edge is ``{"source", "target"}`` plus ``"data"`` (a path
+        map key) and ``"conditional": True`` when set. ``with_schemas`` is LangGraph's and changes nothing
+        here (no node's data is a schema).
+        """
+        nodes: list[dict[str, Any]] = []
+        for node in self.nodes.values():
+            entry: dict[str, Any] = {"id": node.id}
+            if node.name != END:
+                entry["type"] = "runnable"
+                entry["data"] = {"id": _code_path(node), "name": node.id}
+            if node.metadata is not None:
+                entry["metadata"] = node.metadata
+            nodes.append(entry)
+        edges: list[dict[str, Any]] = []
+        for edge in self.edges:
+            item: dict[str, Any] = {"source": edge.source, "target": edge.target}
+            if edge.data is not None:
+                item["data"] = edge.data
+            if edge.conditional:
+                item["conditional"] = True
+            edges.append(item)
+        return {"nodes": nodes, "edges": edges}
 
     def first_node(self, exclude: tuple[str, ...] = ()) -> Node | None:
         """The one node no edge leads to (ignoring ``exclude``), or None when there is none or several."""
@@ -213,6 +243,15 @@ def _reached(edges: set[Edge]) -> list[Edge]:
 def _end_edges(edges: list[Edge]) -> list[Edge]:
     ends = {e.target for e in edges if e.target != END} - {e.source for e in edges}
     return [Edge(node, END) for node in sorted(ends)]
+
+
+def _code_path(node: Node) -> list[str]:
+    """A drawn node's code as ``[*module parts, qualified name]``: its function's, or its callable object's
+    or compiled graph's class's; START's is ``["graphcore", "types", "START"]``."""
+    if node.data is None:
+        return ["graphcore", "types", "START"]
+    code = node.data if inspect.isfunction(node.data) or inspect.ismethod(node.data) else type(node.data)
+    return [*getattr(code, "__module__", "").split("."), getattr(code, "__qualname__", repr(code))]
 
 
 def draw(graph: GraphSpec, xray: int | bool = False) -> DrawableGraph:

@@ -241,3 +241,59 @@ def test_images_need_a_renderer(lg: Imports) -> None:
     )
     with pytest.raises(ImportError, match=r"^draw_png: graphq renders no images .* draw_mermaid\(\)"):
         graph.draw_png()
+
+
+# --------------------------------------------------------------------------------------------------------
+# get_graph().to_json()
+
+
+def _without_code_paths(drawn: dict[str, Any]) -> dict[str, Any]:
+    """``to_json()`` with each node's ``data.id`` left out: LangGraph names its own wrapper class there."""
+    nodes = [{**n, "data": {"name": n["data"]["name"]}} if "data" in n else n for n in drawn["nodes"]]
+    return {"nodes": nodes, "edges": drawn["edges"]}
+
+
+def test_to_json_gives_nodes_and_edges_in_langgraphs_shape(lg: Imports) -> None:
+    """LangGraph: nodes {id, type, data: {id, name}, metadata?} (END only its id), edges {source, target,
+    data?, conditional?}."""
+    builder = lg.StateGraph(State)
+    builder.add_node("a", _node("a"), metadata={"team": "t"})
+    builder.add_node("b", _node("b"))
+    builder.add_node("c", _node("c"))
+    builder.add_edge(lg.START, "a")
+    builder.add_conditional_edges("a", lambda s: "go", {"go": "b", "c": "c"})
+    drawn = builder.compile(interrupt_before=["b"]).get_graph().to_json()
+    runnable = {"type": "runnable"}
+    assert _without_code_paths(drawn) == {
+        "nodes": [
+            {"id": "__start__", **runnable, "data": {"name": "__start__"}},
+            {"id": "a", **runnable, "data": {"name": "a"}, "metadata": {"team": "t"}},
+            {"id": "b", **runnable, "data": {"name": "b"}, "metadata": {"__interrupt": "before"}},
+            {"id": "c", **runnable, "data": {"name": "c"}},
+            {"id": "__end__"},
+        ],
+        "edges": [
+            {"source": "__start__", "target": "a"},
+            {"source": "a", "target": "b", "data": "go", "conditional": True},
+            {"source": "a", "target": "c", "conditional": True},
+            {"source": "b", "target": "__end__"},
+            {"source": "c", "target": "__end__"},
+        ],
+    }
+    code = [n["data"]["id"] for n in drawn["nodes"][:3]]
+    if lg.is_langgraph:
+        assert code == [["langgraph", "_internal", "_runnable", "RunnableCallable"]] * 3
+    else:  # graphq names the node's own code
+        lambda_path = [*_node.__module__.split("."), "_node.<locals>.<lambda>"]
+        assert code == [["graphcore", "types", "START"], lambda_path, lambda_path]
+
+
+def test_to_json_of_a_subgraph_node(lg: Imports) -> None:
+    """LangGraph: a subgraph node is a runnable named after the node; graphq's code path is its class."""
+    drawn = _with_subgraph(lg)[0].get_graph().to_json()
+    assert [n["id"] for n in drawn["nodes"]] == ["__start__", "pre", "sub", "post", "__end__"]
+    assert drawn["nodes"][2]["data"]["name"] == "sub"
+    expected = ["langgraph", "graph", "state", "CompiledStateGraph"]
+    if not lg.is_langgraph:
+        expected = ["graphcore", "engine", "executor", "CompiledGraph"]
+    assert drawn["nodes"][2]["data"]["id"] == expected
