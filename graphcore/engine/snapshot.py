@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, cast
 
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.protocol import CheckpointStore
-from graphcore.engine.algo import apply_input, apply_updates, apply_writes
+from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
@@ -421,20 +421,60 @@ def update_checkpoint(
     """
     meta = {"run_id": None}
     base = head or Checkpoint(new_checkpoint_id(), None, -1, graph.schema.initial_values())
-    if len(updates) > 1 and any(u.as_node in (None, START, END) for u in updates):
+    if len(updates) > 1 and any(u.as_node in (None, START, END, AS_INPUT, AS_COPY) for u in updates):
         raise InvalidUpdateError("update_state: several updates in one superstep each need as_node (a node)")
     first = updates[0]
     as_node = first.as_node
     if as_node is None and len(updates) == 1:
         as_node = last_writer(store, graph, thread_id, head, ns)
+    source = "update"
+    if as_node == AS_COPY:
+        return _copy(thread_id, head, first.values)
     if as_node == END and first.values is None:
         cp = apply_writes(graph, base, _finished(store, thread_id, base, ns), meta)
-    elif as_node == START:
-        cp = apply_input(graph, base, first.values, meta, strict=True)
+    elif as_node in (START, AS_INPUT):
+        if as_node == AS_INPUT and not first.values:
+            raise InvalidUpdateError(
+                f"update_state: as_node {AS_INPUT!r} needs input values (got {first.values!r})"
+            )
+        if as_node == AS_INPUT:  # a run's input checkpoint: step -1 on a fresh thread, as a run's
+            cp, source = apply_input(graph, head, first.values, meta, strict=True), "input"
+        else:
+            cp = apply_input(graph, base, first.values, meta, strict=True)
     else:
         cp = apply_updates(graph, base, [(u.as_node or as_node or "", u.values) for u in updates], meta)
-    cp.metadata["source"] = "update"
+    cp.metadata["source"] = source
     return cp if head is not None else dataclasses.replace(cp, parent_id=None)
+
+
+def _copy(thread_id: str, head: Checkpoint | None, values: Any) -> Checkpoint:
+    """``as_node="__copy__"``: ``head`` again under a new id, as LangGraph's: the same values and next tasks
+    (their pending writes not copied), the same parent, one step later, ``source: fork``.
+
+    Raises:
+        InvalidUpdateError: no checkpoint to copy, or values given with it.
+    """
+    if head is None:
+        raise InvalidUpdateError(
+            f"update_state: as_node {AS_COPY!r}: thread {thread_id!r} has no checkpoint to copy"
+        )
+    if values is not None:
+        raise InvalidUpdateError(
+            f"update_state: as_node {AS_COPY!r} takes no values (got {values!r}); give updates to the copy "
+            "as the next superstep of bulk_update_state"
+        )
+    copied = fork(head, {"run_id": None})
+    meta = {**copied.metadata, "step": head.step + 1}
+    return dataclasses.replace(copied, parent_id=head.parent_id, step=head.step + 1, metadata=meta)
+
+
+AS_INPUT = "__input__"
+"""``update_state(..., as_node=AS_INPUT)``: the values are a run's input (a checkpoint of ``source: input``,
+the entry nodes next), as LangGraph's."""
+
+AS_COPY = "__copy__"
+"""``update_state(config, None, as_node=AS_COPY)``: a copy of the checkpoint (``source: fork``), as
+LangGraph's."""
 
 
 def _finished(store: CheckpointStore, thread_id: str, cp: Checkpoint, ns: str) -> list[TaskWrites]:
