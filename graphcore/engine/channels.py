@@ -5,7 +5,9 @@
 * :class:`ReducerChannel` — folds every write into the value with a binary operator
   (``Annotated[list, operator.add]``, ``Annotated[int, max]``, :func:`add_messages`, ...).
 * :class:`Overwrite` bypasses a reducer for one write and wins its super-step: the channel's other writes of
-  that step are not folded in (one Overwrite per channel and step).
+  that step are not folded in (one Overwrite per channel and step). Its JSON forms, ``{"__overwrite__": v}``
+  and ``{"type": "__overwrite__", "value": v}``, are one too in a reducer channel's write
+  (:func:`overwrite_of`), as LangGraph's.
 
 Channels are stateless descriptors: values live in checkpoints, so the same graph serves many threads.
 """
@@ -29,7 +31,23 @@ __all__ = [
     "RemoveMessage",
     "add_messages",
     "channel_for",
+    "overwrite_of",
 ]
+
+OVERWRITE = "__overwrite__"
+"""The key (or ``type``) of an :class:`Overwrite`'s JSON form."""
+
+
+def overwrite_of(value: Any) -> Any:
+    """``value`` as a reducer channel's write: an :class:`Overwrite` for its JSON forms
+    (``{"__overwrite__": v}`` or ``{"type": "__overwrite__", "value": v}``, as LangGraph reads them), else
+    ``value`` itself."""
+    if isinstance(value, dict):
+        if len(value) == 1 and OVERWRITE in value:
+            return Overwrite(value[OVERWRITE])
+        if value.get("type") == OVERWRITE and "value" in value:
+            return Overwrite(value["value"])
+    return value
 
 
 class _Missing:

@@ -27,7 +27,7 @@ import typing_extensions
 from pydantic import BaseModel, RootModel, TypeAdapter, create_model
 
 from graphcore.checkpoints import serde
-from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channel_for
+from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channel_for, overwrite_of
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.types import START
 
@@ -336,15 +336,19 @@ class StateSchema:
         if node == START:
             if strict:
                 self._check_input_keys(update)
-            return [(k, v) for k, v in update.items() if k in self.input_keys]
+            return self._overwrites({k: v for k, v in update.items() if k in self.input_keys})
         unknown = [k for k in update if k not in self.channels]
         if unknown:
             message = f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {list(self.channels)}"
             if strict:
                 raise InvalidUpdateError(message)
             log.warning("%s: ignored", message)
-            return [(k, v) for k, v in update.items() if k in self.channels]
-        return list(update.items())
+            return self._overwrites({k: v for k, v in update.items() if k in self.channels})
+        return self._overwrites(update)
+
+    def _overwrites(self, update: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        """``update``'s writes, the JSON form of an ``Overwrite`` to a reducer channel made one."""
+        return [(k, overwrite_of(v) if self.is_reducer(k) else v) for k, v in update.items()]
 
     def _check_input_keys(self, update: Mapping[str, Any]) -> None:
         allowed = self.input_keys
