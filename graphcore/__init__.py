@@ -16,6 +16,7 @@ from graphcore.engine.interrupts import interrupt
 from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime, get_store
 from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
+from graphcore.engine.timeouts import TimeoutPolicy
 from graphcore.errors import (
     ConfigError,
     EmptyInputError,
@@ -95,6 +96,7 @@ __all__ = [
     "StateUpdate",
     "StepLimitError",
     "StreamWriter",
+    "TimeoutPolicy",
     "add_messages",
     "get_cancel_token",
     "get_config",

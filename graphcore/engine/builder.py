@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, cast
@@ -16,6 +17,7 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.retry import NodeRetry, RetryPolicies, RetryPolicy
 from graphcore.engine.schema import StateSchema
 from graphcore.engine.subgraph import SubgraphNode
+from graphcore.engine.timeouts import Timeout, timeout_seconds
 from graphcore.engine.validate import validate
 from graphcore.errors import ConfigError, InvalidGraphError
 from graphcore.types import END, START
@@ -74,20 +76,27 @@ def _one_retry(name: str, retry: NodeRetry | None, retry_policy: object) -> Node
     if not isinstance(retry_policy, list | tuple):
         return cast("RetryPolicy", retry_policy)
     for policy in retry_policy:
-        _check_node_options(name, None, policy, None)
+        _check_retry(f"node {name!r}", policy, None)
     if len(retry_policy) <= 1:
         return retry_policy[0] if retry_policy else None
     return RetryPolicies(tuple(retry_policy))
 
 
-def _check_node_options(name: str, timeout: float | None, retry: object, settings: object) -> None:
+def _check_node_options(name: str, retry: object, settings: object, error_handler: object) -> None:
     if settings is not None and not isinstance(settings, Mapping):
         kind = type(settings).__name__
         raise ConfigError(f"node {name!r}: settings must be a dict of JSON values (got a {kind})")
-    if timeout is not None and not timeout > 0:  # also rejects NaN
-        raise ConfigError(f"node {name!r}: timeout must be above 0 s (got {timeout})")
+    _check_retry(f"node {name!r}", retry, error_handler)
+
+
+def _check_retry(where: str, retry: object, error_handler: object) -> None:
     if retry is not None and not isinstance(retry, RetryPolicy | RetryPolicies):
-        raise ConfigError(f"node {name!r}: retry must be a RetryPolicy (got {type(retry).__name__})")
+        raise ConfigError(f"{where}: retry must be a RetryPolicy (got {type(retry).__name__})")
+    if error_handler is not None:
+        raise ConfigError(
+            f"{where}: error_handler is not supported by graphq yet; catch the error in the node, or route "
+            "on a failed run with a retry policy"
+        )
 
 
 def _own_copy(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -139,13 +148,15 @@ class StateGraph:
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
+        self.node_defaults: tuple[NodeRetry | None, float | None] = (None, None)
+        """``set_node_defaults``'s retry policy and timeout (seconds), for nodes without their own."""
 
     def add_node(
         self,
         name: str | Node,
         fn: Node | None = None,
         *,
-        timeout: float | None = None,
+        timeout: Timeout = None,
         settings: Mapping[str, Any] | None = None,
         destinations: Sequence[str] = (),
         retry: RetryPolicy | None = None,
@@ -154,6 +165,7 @@ class StateGraph:
         input_schema: type[Any] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         cache_policy: object = None,
+        error_handler: object = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
         ``__name__``) or the compiled graph (its name), as LangGraph's ``StateGraph.add_node`` does.
@@ -166,9 +178,10 @@ class StateGraph:
                 run config and one named ``writer`` the stream writer, as in LangGraph (and graphq's
                 ``fn(state, cfg)``: a second positional parameter of another name gets the config; see
                 :mod:`graphcore.engine.params`).
-            timeout: node timeout in seconds, per try (G10), or None. A node still running after that many
-                seconds fails its step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel
-                token set.
+            timeout: node timeout in seconds, per try (G10), or None; also LangGraph's ``timedelta`` or
+                ``TimeoutPolicy(run_timeout=...)``. A node still running after that many seconds fails its
+                step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel token set. None
+                takes :meth:`set_node_defaults`'s.
             settings: the node's settings, a dict of JSON values (R9), copied here. The node reads them
                 with :func:`~graphcore.engine.config.get_node_settings` or from its config,
                 ``config.configurable["__graphq_node_settings"]`` (always there, ``{}`` when none were
@@ -176,7 +189,7 @@ class StateGraph:
                 ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` bytes of compact JSON.
             destinations: nodes reachable only through ``Command(goto=...)`` from this node; by default
                 the names of ``fn``'s return annotation ``Command[Literal["a", "b"]]``, if it has one.
-            retry: the node's retry policy (G9); None tries it once.
+            retry: the node's retry policy (G9); None takes :meth:`set_node_defaults`'s, else tries it once.
             defer: run the node only when nothing else is pending (LangGraph's deferred nodes, for joins of
                 branches of different lengths; see :mod:`graphcore.engine.defer`).
             metadata: added to the ``metadata`` of the node's config (LangGraph's node metadata).
@@ -187,12 +200,14 @@ class StateGraph:
                 is retried under the first whose ``retry_on`` accepts it (:class:`RetryPolicies`).
             cache_policy: LangGraph's node cache policy: accepted and unused (LangGraph uses it only with
                 ``compile(cache=...)``, which graphq does not have).
+            error_handler: LangGraph's node error handler: not supported (a ConfigError when given).
 
         Raises:
             InvalidGraphError: the name is reserved, already used, or contains ':'; no function is given, or
                 one to be named after has no name (a lambda).
-            ConfigError: ``timeout`` is not above 0, ``retry`` is not a :class:`RetryPolicy`, or
-                ``settings`` is not a mapping.
+            ConfigError: ``timeout`` is not above 0 (or a ``TimeoutPolicy`` has an ``idle_timeout``),
+                ``retry`` is not a :class:`RetryPolicy`, ``settings`` is not a mapping, or an
+                ``error_handler`` is given.
         """
         name, fn = _named(name, fn)
         if name in (START, END) or ":" in name or not name:
@@ -200,7 +215,8 @@ class StateGraph:
         if name in self.nodes:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
         tries = _one_retry(name, retry, retry_policy)
-        _check_node_options(name, timeout, tries, settings)
+        _check_node_options(name, tries, settings, error_handler)
+        timeout_s = timeout_seconds(f"node {name!r}", timeout)
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.schema)
         goes = tuple(destinations) or params.command_destinations(fn)
@@ -211,7 +227,7 @@ class StateGraph:
             name,
             fn,
             params.takes_positional_config(fn),
-            timeout,
+            timeout_s,
             _own_copy(settings),
             goes,
             tries,
@@ -220,6 +236,36 @@ class StateGraph:
             defer=defer,
             metadata=dict(metadata or {}),
         )
+        return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache_policy: object = None,
+        error_handler: object = None,
+        timeout: Timeout = None,
+    ) -> StateGraph:
+        """Defaults for the nodes that set none of their own, applied at :meth:`compile` (LangGraph's
+        ``set_node_defaults``; a subgraph does not inherit them). A default given as None keeps the one set
+        before.
+
+        Args:
+            retry_policy: the retry policy of nodes added without one (one policy, or a list as
+                ``add_node``'s).
+            cache_policy: accepted and unused, as ``add_node``'s.
+            error_handler: LangGraph's default error handler: not supported (a ConfigError when given).
+            timeout: the timeout of nodes added without one: seconds, a ``timedelta`` or a
+                ``TimeoutPolicy(run_timeout=...)``.
+
+        Raises:
+            ConfigError: as :meth:`add_node` for these options.
+        """
+        retry = _one_retry("(defaults)", None, retry_policy)
+        _check_retry("set_node_defaults", retry, error_handler)
+        timeout_s = timeout_seconds("set_node_defaults", timeout)
+        old_retry, old_timeout = self.node_defaults
+        self.node_defaults = (retry or old_retry, timeout_s or old_timeout)
         return self
 
     def add_sequence(self, nodes: Sequence[Node | tuple[str, Node]]) -> StateGraph:
@@ -352,7 +398,7 @@ class StateGraph:
         """
         validate(self)
         graph = CompiledGraph(
-            self,
+            self._with_node_defaults(),
             name=name or "graph",
             checkpointer=check_checkpointer(checkpointer),
             defaults=config or {},
@@ -363,3 +409,20 @@ class StateGraph:
         graph.named = name is not None
         graph.store = check_store(store)
         return graph
+
+    def _with_node_defaults(self) -> StateGraph:
+        """This builder, or a shallow copy whose nodes without a retry policy or timeout have
+        :meth:`set_node_defaults`'s."""
+        retry, timeout_s = self.node_defaults
+        if retry is None and timeout_s is None:
+            return self
+        parts = copy.copy(self)
+        parts.nodes = {
+            name: dataclasses.replace(
+                spec,
+                retry=spec.retry or retry,
+                timeout_s=spec.timeout_s if spec.timeout_s is not None else timeout_s,
+            )
+            for name, spec in self.nodes.items()
+        }
+        return parts

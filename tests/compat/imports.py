@@ -19,6 +19,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "StateSnapshot",
             "StateUpdate",
             "StreamWriter",
+            "TimeoutPolicy",
             "interrupt",
         ),
     ),
@@ -40,7 +41,10 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "SearchOp",
         ),
     ),
-    "langgraph.errors": ("graphcore", ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError")),
+    "langgraph.errors": (
+        "graphcore",
+        ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"),
+    ),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
         "graphcore.messages",
