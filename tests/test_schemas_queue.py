@@ -1,8 +1,8 @@
-"""State schemas on the queue (issue 11): a root-channel state, input/output schemas with a private
-channel, a deferred join, injected ``config`` / ``writer`` parameters and a run context read through
-``runtime`` (given in the run's config, a dict or the context schema's dataclass) give the same results in
-process and on a real worker subprocess (the step jobs and the serde go through the same schema), and the
-input is checked against the input schema at enqueue."""
+"""State schemas on the queue (issue 11): a root-channel state, a dataclass state, input/output schemas
+with a private channel, a deferred join, injected ``config`` / ``writer`` parameters and a run context read
+through ``runtime`` (given in the run's config, a dict or the context schema's dataclass) give the same
+results in process and on a real worker subprocess (the step jobs and the serde go through the same
+schema), and the input is checked against the input schema at enqueue."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ REGISTRY = Registry(
             schemas.contextual,
             schemas.misspelt,
             schemas.undeclared,
+            schemas.dataclass_state,
         )
     }
 )
@@ -50,6 +51,13 @@ CASES: list[tuple[str, Any, dict[str, Any], Any]] = [
     ("contextual", {"log": []}, {"context": schemas.Ctx("di")}, {"log": ["di:1", "Ctx"]}),
     ("misspelt", {"log": []}, {}, {"log": ["typo"]}),
     ("undeclared", {"log": []}, {}, {"log": ["a", "b"]}),
+    ("dataclass-state", {"x": 2}, {}, {"trail": ["Point:p:2"], "x": 3}),
+    (
+        "dataclass-state",
+        schemas.Point(trail=["t"], label="q"),
+        {},
+        {"trail": ["t", "Point:q:0"], "x": 1, "label": "q"},
+    ),
 ]
 
 

@@ -9,12 +9,13 @@ last). ``injected``: a node taking ``config`` and ``writer``, and a router takin
 ``contextual``: a node reading its run context (a dataclass ``Ctx``, the graph's ``context_schema``) through
 ``runtime``. ``misspelt``: a node returning a key that is no channel (``lgo``) beside ``log``.
 ``undeclared``: node ``b`` reached only by an undeclared ``Command(goto="b")`` (it compiles with a warning).
+``dataclass-state``: a dataclass state schema ``Point``.
 """
 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 from graphcore import END, START, Command, Runtime, StateGraph
@@ -139,3 +140,22 @@ _undeclared.add_node("a", lambda s: Command(update={"log": ["a"]}, goto="b"))
 _undeclared.add_node("b", _say("b"))
 _undeclared.add_edge(START, "a")
 undeclared = _undeclared.compile(name="undeclared")
+
+
+@dataclass
+class Point:
+    """``dataclass-state``: a dataclass state schema (node ``move`` receives a ``Point``, defaults filled)."""
+
+    trail: Annotated[list[str], operator.add] = field(default_factory=list)
+    x: int = 0
+    label: str = "p"
+
+
+def move(state: Point) -> dict[str, Any]:
+    return {"trail": [f"{type(state).__name__}:{state.label}:{state.x}"], "x": state.x + 1}
+
+
+_point = StateGraph(Point)
+_point.add_node("move", move)
+_point.add_edge(START, "move")
+dataclass_state = _point.compile(name="dataclass-state")
