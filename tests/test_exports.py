@@ -53,6 +53,7 @@ def test_graphcore_exports() -> None:
         "StateUpdate",
         "StepLimitError",
         "StreamWriter",
+        "TimeoutPolicy",
         "add_messages",
         "get_cancel_token",
         "get_config",
