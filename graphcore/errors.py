@@ -278,7 +278,8 @@ class NodeTimeoutError(PermanentError):
     """
 
     def __init__(self, node: str, timeout_s: float) -> None:
-        super().__init__(f"node {node!r} timed out after {timeout_s} s (timeout={timeout_s} set on add_node)")
+        shown = f"{timeout_s:g}"  # as it was set: timeout=1, not 1.0
+        super().__init__(f"node {node!r} timed out after {shown} s (timeout={shown} set on add_node)")
         self.node = node
         self.timeout_s = timeout_s
 

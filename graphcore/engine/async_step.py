@@ -230,7 +230,7 @@ class _Tries(Tries):
 
         def expire() -> None:
             late[0] = True
-            token.cancel(f"node {self.task.node!r} timed out after {timeout_s} s")
+            token.cancel(f"node {self.task.node!r} timed out after {timeout_s:g} s")
             if self.watch is not None:
                 self.watch.fired.add(current)  # cancelled here, not again by the watch
             current.cancel()

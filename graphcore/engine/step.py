@@ -86,7 +86,7 @@ class _Tries(Tries):
         future = start_thread(lambda: self._attempt(token, late), f"graphq-node-{self.task.node}")
         if not wait([future], timeout=timeout_s).done:
             late.set()
-            token.cancel(f"node {self.task.node!r} timed out after {timeout_s} s")
+            token.cancel(f"node {self.task.node!r} timed out after {timeout_s:g} s")
             raise NodeTimeoutError(self.task.node, timeout_s)
         return future.result()
 
