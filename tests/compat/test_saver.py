@@ -1,6 +1,7 @@
 """The checkpoint saver API (issue 23 section 3): a program reads and forgets a thread's checkpoints through
 its saver — ``list``, ``get_tuple``, ``get``, ``put``, ``put_writes``, ``delete_thread`` and their async
-forms — and gets LangGraph's answers.
+forms — and gets LangGraph's answers. On the queue, the Redis store answers the same for a queued run's
+thread, and refuses to delete a thread while a run is active on it.
 """
 
 from __future__ import annotations
@@ -10,11 +11,19 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
+import redis
 
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.backend.ttl import ThreadActiveError
+from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.types import PendingTask
 from tests.compat.conftest import Imports
+from tests.workers import work
 
+REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.saver"])
 CHECKPOINT_KEYS = {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen", "updated_channels"}
 
 
@@ -226,6 +235,53 @@ def test_put_returns_the_stored_checkpoints_config(lg: Imports) -> None:
         "items": ["x", "a", "b", "y", "a", "b"],
         "n": 1,
     }
+
+
+def test_the_redis_store_answers_for_a_queued_runs_thread(
+    lg: Imports, request: pytest.FixtureRequest
+) -> None:
+    """The graph of ``_nested`` in process, and for graphq also on the queue (``saver-nested``,
+    tests/workflows/saver.py): the Redis store's saver API gives the in-process saver's answers, the
+    subgraph's namespace included."""
+    graph, saver = _nested(lg)
+    graph.invoke({"n": 1}, _thread("q1"))
+    readers = [saver]
+    if not lg.is_langgraph:
+        client: Client = request.getfixturevalue("client")
+        client.enqueue("saver-nested", {"n": 1}, thread_id="q1")
+        work(client)
+        readers.append(RedisCheckpointStore(client.kv))
+    for reader in readers:
+        newest = reader.get_tuple(_thread("q1"))
+        assert newest.checkpoint["channel_values"] == {"n": 20}
+        assert reader.get(_thread("q1")) == newest.checkpoint
+        tuples = list(reader.list(_thread("q1")))
+        spaces = [t.config["configurable"]["checkpoint_ns"].split(":")[0] for t in tuples]
+        shape = [4, 3] if lg.is_langgraph else [3, 2]  # history shape: h-history
+        assert spaces == [""] * shape[0] + ["sub"] * shape[1]
+        newest_sub = next(t for t in tuples if t.config["configurable"]["checkpoint_ns"])
+        assert newest_sub.checkpoint["channel_values"] == {"n": 2}
+        assert [t.config["configurable"]["thread_id"] for t in reader.list(None)] == ["q1"] * len(tuples)
+
+
+def test_the_redis_store_refuses_to_delete_a_thread_with_a_live_run(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    """graphq only: ``delete_thread`` on the Redis store while a run is queued on the thread is refused,
+    naming the run; once it ended, every key of the thread goes (subgraph namespaces and runs too)."""
+    run_id = client.enqueue("counter", {"n": 0, "limit": 2}, thread_id="q2")
+    store = RedisCheckpointStore(redis_client)
+    with pytest.raises(ThreadActiveError) as refused:
+        store.delete_thread("q2")
+    assert str(refused.value) == (
+        f"thread 'q2' has an active run {run_id} (queued): cancel it (graphq runs cancel {run_id}) or wait "
+        "for it to end"
+    )
+    work(client)
+    assert store.get_tuple(_thread("q2")).checkpoint["channel_values"]["n"] == 2
+    store.delete_thread("q2")
+    assert list(redis_client.scan_iter(match=keys.thread_pattern("q2"))) == []
+    assert store.get_tuple(_thread("q2")) is None and list(store.list(_thread("q2"))) == []
 
 
 def test_a_config_without_a_thread_or_checkpoint_is_refused(lg: Imports) -> None:
