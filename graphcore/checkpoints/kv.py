@@ -237,7 +237,7 @@ class KVCheckpointStore:
         when there is none (:func:`graphcore.checkpoints.saver.get_tuple`).
 
         Raises:
-            ConfigError: ``config`` names no thread.
+            ConfigKeyError: ``config`` names no thread (a ConfigError and a KeyError).
         """
         return saver.get_tuple(self, config)
 

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar, cast
 from graphcore.checkpoints.layout import failure_entry
 from graphcore.checkpoints.model import Checkpoint, task_id
 from graphcore.checkpoints.protocol import CheckpointStore
-from graphcore.errors import ConfigError
+from graphcore.errors import ConfigError, ConfigKeyError
 from graphcore.types import Interrupt, TaskWrites
 
 __all__ = [
@@ -101,11 +101,12 @@ def _configurable(config: Any, what: str) -> dict[str, Any]:
     """``config["configurable"]``, which must name a thread.
 
     Raises:
-        ConfigError: ``config`` is not a mapping with ``configurable.thread_id``, naming ``what``.
+        ConfigKeyError: ``config`` is not a mapping with ``configurable.thread_id``, naming ``what`` (a
+            ConfigError and a KeyError).
     """
     conf = config.get("configurable") if isinstance(config, Mapping) else None
     if not isinstance(conf, Mapping) or not isinstance(conf.get("thread_id"), str):
-        raise ConfigError(
+        raise ConfigKeyError(
             f"{what} needs a thread: config={{'configurable': {{'thread_id': ...}}}}, got {config!r}"
         )
     return dict(conf)
@@ -173,7 +174,7 @@ def get_tuple(store: CheckpointStore, config: Mapping[str, Any]) -> CheckpointTu
     ``configurable.checkpoint_ns`` (default ``""``); None when there is none (LangGraph's ``get_tuple``).
 
     Raises:
-        ConfigError: ``config`` names no thread.
+        ConfigKeyError: ``config`` names no thread.
     """
     conf = _configurable(config, "get_tuple")
     thread_id, ns = conf["thread_id"], str(conf.get("checkpoint_ns") or "")
@@ -228,7 +229,7 @@ def list_tuples(
         limit: at most this many in all (after ``filter`` and ``before``).
 
     Raises:
-        ConfigError: ``config`` is not None and names no thread.
+        ConfigKeyError: ``config`` is not None and names no thread.
     """
     conf = None if config is None else _configurable(config, "list")
     older = (before or {}).get("configurable", {}).get("checkpoint_id")
@@ -269,7 +270,7 @@ def _from_dict(
     config's ``checkpoint_id``, its step ``metadata["step"]``."""
     for key in ("id", "channel_values"):
         if key not in checkpoint:
-            raise ConfigError(f"put: checkpoint[{key!r}] is missing (LangGraph's checkpoint dict has it)")
+            raise ConfigKeyError(f"put: checkpoint[{key!r}] is missing (LangGraph's checkpoint dict has it)")
     step = metadata.get("step", -1)
     if not isinstance(step, int) or isinstance(step, bool):
         raise ConfigError(f"put: metadata['step'] must be an int, got {step!r}")
@@ -308,8 +309,8 @@ def put_checkpoint(
         "checkpoint_id"}}``.
 
     Raises:
-        ConfigError: no thread in ``config``; a checkpoint without ``id`` or ``channel_values``; a step or
-            channel version that is not an int.
+        ConfigKeyError: no thread in ``config``; a checkpoint without ``id`` or ``channel_values``.
+        ConfigError: a step or channel version that is not an int.
         SerializationError: a value is not on the serde allow-list; nothing is written.
     """
     conf = _configurable(config, "put")
@@ -332,14 +333,15 @@ def put_task_writes(
     replace what the task had stored.
 
     Raises:
-        ConfigError: no thread or no ``checkpoint_id`` in ``config``.
+        ConfigKeyError: no thread or no ``checkpoint_id`` in ``config``.
+        ConfigError: an ``__interrupt__`` write that is not a list of Interrupts.
         SerializationError: a value is not on the serde allow-list, naming its state path.
     """
     conf = _configurable(config, "put_writes")
     thread_id, ns = conf["thread_id"], str(conf.get("checkpoint_ns") or "")
     checkpoint_id = conf.get("checkpoint_id")
     if not isinstance(checkpoint_id, str):
-        raise ConfigError(
+        raise ConfigKeyError(
             f"put_writes: config needs the checkpoint's configurable.checkpoint_id, got {config!r}"
         )
     cp = store.get(thread_id, checkpoint_id, ns=ns)
