@@ -141,8 +141,6 @@ def _task_ids(cp: Checkpoint) -> list[tuple[str, str]]:
 def _pending(store: CheckpointStore, thread_id: str, ns: str, cp: Checkpoint) -> list[tuple[str, str, Any]]:
     """LangGraph's ``pending_writes`` of ``cp``: each task's writes, in task order (tasks the checkpoint
     does not name last, by id)."""
-    if not cp.next_tasks:
-        return []
     finished, errors = store.get_writes_and_errors(thread_id, cp.id, ns=ns)
     order = {tid: i for i, (tid, _) in enumerate(_task_ids(cp))}
     found: list[tuple[str, str, Any]] = []

@@ -189,12 +189,18 @@ def test_the_async_forms(lg: Imports) -> None:
         listed = [t async for t in saver.alist(_thread("t10"), limit=2)]
         newest = await saver.aget_tuple(_thread("t10"))
         checkpoint = await saver.aget(_thread("t10"))
+        at = _thread("t10-copy", checkpoint_ns="", checkpoint_id=None)
+        stored = await saver.aput(at, checkpoint, newest.metadata, checkpoint["channel_versions"])
+        await saver.aput_writes(stored, [("items", ["w"])], "task-1")
+        copied = await saver.aget_tuple(stored)
         await saver.adelete_thread("t10")
-        return listed, newest, checkpoint, await saver.aget_tuple(_thread("t10"))
+        return listed, newest, checkpoint, copied, await saver.aget_tuple(_thread("t10"))
 
-    listed, newest, checkpoint, gone = asyncio.run(read())
+    listed, newest, checkpoint, copied, gone = asyncio.run(read())
     assert len(listed) == 2 and listed[0] == newest
     assert checkpoint == newest.checkpoint and checkpoint["channel_values"]["items"] == ["x", "a", "b"]
+    assert copied.checkpoint["channel_values"] == {"items": ["x", "a", "b"], "n": 1}
+    assert copied.pending_writes == [("task-1", "items", ["w"])]
     assert gone is None
 
 
