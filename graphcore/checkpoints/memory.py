@@ -120,7 +120,9 @@ class _Pipeline:
 
 
 class InMemoryCheckpointStore(KVCheckpointStore):
-    """A checkpoint store in process memory (for ``compile(checkpointer=InMemoryCheckpointStore())``)."""
+    """A checkpoint store in process memory (for ``compile(checkpointer=InMemoryCheckpointStore())``). It also
+    answers LangGraph's saver API (``list(config)``, ``get_tuple``, ``put``, ``delete_thread``, ...:
+    :mod:`graphcore.checkpoints.saver`)."""
 
     kv: MemoryKV
 
