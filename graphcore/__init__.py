@@ -2,6 +2,7 @@
 
 from graphcore.checkpoints.memory import InMemorySaver, MemorySaver
 from graphcore.checkpoints.model import Checkpoint
+from graphcore.checkpoints.saver import CheckpointTuple
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.config import (
@@ -58,6 +59,7 @@ __all__ = [
     "BaseStore",
     "CancelToken",
     "Checkpoint",
+    "CheckpointTuple",
     "Command",
     "CompiledGraph",
     "ConfigError",

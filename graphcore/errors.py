@@ -17,6 +17,7 @@ __all__ = [
     "CheckpointerError",
     "ColdStop",
     "ConfigError",
+    "ConfigKeyError",
     "DisabledError",
     "EmptyInputError",
     "GraphRecursionError",
@@ -122,6 +123,15 @@ class ArgumentTypeError(ConfigError, TypeError):
         brief = given if len(given) <= 60 else given[:60] + "…"
         super().__init__(f"{name} must be {expected} (got {type(value).__name__} {brief})")
         self.name = name
+
+
+class ConfigKeyError(ConfigError, KeyError):
+    """A config or checkpoint given to a saver method lacks a key it needs (``configurable.thread_id``,
+    ``checkpoint_id``, a checkpoint's ``id``); the message names it. Also a ``KeyError``, as LangGraph's
+    savers raise; printed as its message (not quoted, as a plain ``KeyError`` is)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class ThreadRequiredError(ConfigError, ValueError):

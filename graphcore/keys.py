@@ -105,6 +105,7 @@ __all__ = [
     "channel_values",
     "checkpoints",
     "history",
+    "history_thread",
     "housekeeping_lock",
     "lease",
     "lease_index",
@@ -117,6 +118,7 @@ __all__ = [
     "request_deadlines",
     "requests",
     "retention",
+    "root_histories",
     "rq_suspended",
     "run",
     "run_create",
@@ -179,6 +181,19 @@ def checkpoints(thread: str, ns: str = "") -> str:
 def history(thread: str, ns: str = "") -> str:
     """List of checkpoint ids of ``thread`` in ``ns``, oldest first."""
     return f"{_t(thread)}:hist:{ns}"
+
+
+def root_histories() -> str:
+    """A SCAN pattern matching the root-namespace :func:`history` of every thread."""
+    return f"{PREFIX}:{{*}}:hist:"
+
+
+def history_thread(name: str) -> str | None:
+    """The thread of a root-namespace :func:`history` key name; None for any other key."""
+    head, tail = f"{PREFIX}:{{", "}:hist:"
+    if not (name.startswith(head) and name.endswith(tail)) or len(name) <= len(head) + len(tail):
+        return None
+    return name[len(head) : -len(tail)]
 
 
 def channel_values(thread: str, ns: str, channel: str) -> str:

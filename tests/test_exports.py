@@ -15,6 +15,7 @@ def test_graphcore_exports() -> None:
         "BaseStore",
         "CancelToken",
         "Checkpoint",
+        "CheckpointTuple",
         "Command",
         "CompiledGraph",
         "ConfigError",

@@ -16,20 +16,20 @@ a crash in between leaves the checkpoints, which is safe (they are what the defa
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from graphcore import keys
 from graphcore.backend.connection import redis_retrying
 from graphcore.backend.lua import script
-from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints import serde
+from graphcore.checkpoints.kv import KVCheckpointStore
 from graphcore.checkpoints.layout import decode_record
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 
-__all__ = ["checkpoint_keys", "keep_result", "remove_after_completion", "subgraph_keys"]
+__all__ = ["checkpoint_keys", "keep_result", "namespaces", "remove_after_completion", "subgraph_keys"]
 
 log = logging.getLogger("graphq.retention")
 
@@ -94,18 +94,29 @@ def _existing(kv: Any, thread_id: str, namespaces: list[str]) -> list[str]:
     return [ns for ns, there in zip(namespaces, pipe.execute(), strict=True) if there]
 
 
-def _walk(kv: Any, thread_id: str, level: list[str], stateful: bool = False) -> list[str]:
-    """The checkpoint keys of the namespaces ``level`` and of the subgraph namespaces below them (with
-    ``stateful``, those of stateful subgraphs too, which outlive the steps that ran them)."""
-    found: list[str] = []
+def _levels(kv: Any, thread_id: str, level: list[str], stateful: bool) -> Iterator[tuple[str, list[str]]]:
+    """(namespace, its checkpoint keys) of the namespaces ``level`` and of the subgraph namespaces below
+    them, level by level (with ``stateful``, those of stateful subgraphs too, which outlive the steps that
+    ran them)."""
     while level:
         children: list[str] = []
         for ns in level:
             keys_of, candidates = _namespace_keys(kv, thread_id, ns, stateful)
-            found += keys_of
+            yield ns, keys_of
             children += candidates + ([_next_call(ns)] if ns else [])
-        level = _existing(kv, thread_id, children)
-    return list(dict.fromkeys(found))
+        level = _existing(kv, thread_id, list(dict.fromkeys(children)))
+
+
+def _walk(kv: Any, thread_id: str, level: list[str], stateful: bool = False) -> list[str]:
+    """The checkpoint keys of the namespaces ``level`` and of the subgraph namespaces below them."""
+    return list(dict.fromkeys(k for _, keys_of in _levels(kv, thread_id, level, stateful) for k in keys_of))
+
+
+def namespaces(kv: Any, thread_id: str) -> list[str]:
+    """The namespaces of ``thread_id`` with checkpoints: the root's (``""``, when it has any) first, then
+    the subgraphs' level by level, found as :func:`checkpoint_keys` finds them (never a SCAN)."""
+    found = [ns for ns, _ in _levels(kv, thread_id, [""], stateful=True)]
+    return found if kv.exists(keys.history(thread_id)) else found[1:]
 
 
 def checkpoint_keys(kv: Any, thread_id: str) -> list[str]:
@@ -153,7 +164,8 @@ def remove_after_completion(kv: Any, thread_id: str, run_id: str, head: Checkpoi
     retrying = redis_retrying()
     if head is None:
         record = kv.hget(keys.run(thread_id, run_id), "head")
-        head = None if record is None else RedisCheckpointStore(kv).get(thread_id, record.decode())
+        reader = KVCheckpointStore(kv)  # a read: the shared store code, no writer needed
+        head = None if record is None else reader.get(thread_id, record.decode())
     if head is not None:
         retrying(keep_result, kv, thread_id, run_id, head.id, head.channel_values)
     verdict = "changed"

@@ -7,7 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from graphcore import keys
+from graphcore.backend.connection import retry_transient
 from graphcore.backend.lua import script, stage
+from graphcore.backend.retention import namespaces
+from graphcore.backend.ttl import delete_thread
 from graphcore.checkpoints.kv import KVCheckpointStore
 from graphcore.checkpoints.layout import Plan, Prune
 from graphcore.checkpoints.model import Checkpoint
@@ -58,6 +61,29 @@ def stage_prune(kv: Any, pipe: Any, thread_id: str, ns: str, cp_id: str, prune: 
 
 class RedisCheckpointStore(KVCheckpointStore):
     """The checkpoint store on Redis: ``RedisCheckpointStore(redis.Redis(...), schema)``."""
+
+    def threads(self) -> list[str]:
+        """The threads that have root checkpoints, found by a SCAN of the keyspace (``list(None)`` only:
+        listing every thread is a walk over every key)."""
+        found = (n.decode() for n in self.kv.scan_iter(match=keys.root_histories(), count=1000))
+        return sorted(t for t in map(keys.history_thread, found) if t is not None)
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        """The namespaces of ``thread_id`` that have checkpoints, the root's first, then the subgraphs'
+        level by level (:func:`graphcore.backend.retention.namespaces`)."""
+        return namespaces(self.kv, thread_id)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every key of ``thread_id`` now (LangGraph's ``delete_thread``; as ``graphq threads delete
+        THREAD``, :func:`graphcore.backend.ttl.delete_thread`): checkpoints in all namespaces, pending
+        writes, answers, and the thread's run records and events. Transient Redis errors are retried.
+
+        Raises:
+            ThreadActiveError: a run is active on the thread (queued, running or awaiting input) or waits
+                for it; nothing was removed.
+        """
+        retry_transient(delete_thread, self.kv, thread_id)
+        self._forget()
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
         """Write ``plan`` atomically with ``put_checkpoint.lua``; False when an append guard failed."""

@@ -9,13 +9,14 @@ The layout (what goes where, O(change) writes, the append guard) is in :mod:`gra
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from graphcore import keys
-from graphcore.checkpoints import serde
+from graphcore.checkpoints import saver, serde
 from graphcore.checkpoints.layout import (
     ChannelKinds,
     Plan,
@@ -124,6 +125,7 @@ class KVCheckpointStore:
         for append in plan.appends:
             self._tips.put(append.key, append.start + len(append.items))
 
+    @saver.or_config(saver.put_checkpoint)
     def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
         """Store ``checkpoint`` as the thread's newest (see the protocol); a log that another branch
         extended meanwhile is written to a new generation instead. A checkpoint already stored is not
@@ -147,8 +149,10 @@ class KVCheckpointStore:
         the previous head referenced; False (nothing written) when a guard failed. Each backend says how."""
         raise NotImplementedError
 
+    @saver.or_config(saver.put_task_writes)
     def put_writes(self, thread_id: str, checkpoint_id: str, writes: TaskWrites, *, ns: str = "") -> None:
-        """Persist one task's writes (see the protocol)."""
+        """Persist one task's writes (see the protocol). ``put_writes(config, writes, task_id)`` is
+        LangGraph's form (:func:`graphcore.checkpoints.saver.put_task_writes`)."""
         self.kv.hset(keys.pending_writes(thread_id, ns, checkpoint_id), writes.task_id, encode_writes(writes))
 
     # -- reading ---------------------------------------------------------------------------------------
@@ -157,8 +161,10 @@ class KVCheckpointStore:
         raw = self.kv.lindex(keys.history(thread_id, ns), -1)
         return None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)
 
+    @saver.or_config(saver.get_checkpoint)
     def get(self, thread_id: str, checkpoint_id: str | None = None, *, ns: str = "") -> Checkpoint | None:
-        """The checkpoint with ``checkpoint_id``, or the newest (see the protocol)."""
+        """The checkpoint with ``checkpoint_id``, or the newest (see the protocol). ``get(config)`` is
+        LangGraph's form: the checkpoint dict (:func:`graphcore.checkpoints.saver.get_checkpoint`)."""
         cid = checkpoint_id or self._head_id(thread_id, ns)
         if cid is None:
             return None
@@ -170,8 +176,11 @@ class KVCheckpointStore:
             return None
         return self._load(thread_id, ns, decode_record(raw))
 
+    @saver.or_config(saver.list_tuples)
     def list(self, thread_id: str, *, ns: str = "", limit: int | None = None) -> list[Checkpoint]:
-        """The thread's checkpoints, newest first (see the protocol)."""
+        """The thread's checkpoints, newest first (see the protocol). ``list(config, *, filter, before,
+        limit)`` is LangGraph's form: an iterator of CheckpointTuples
+        (:func:`graphcore.checkpoints.saver.list_tuples`)."""
         ids = [
             i.decode() if isinstance(i, bytes) else i
             for i in self.kv.lrange(keys.history(thread_id, ns), 0, -1)
@@ -220,3 +229,74 @@ class KVCheckpointStore:
         cp = to_checkpoint(record, ordered)
         self._recent.put(cp.id, (cp, record.refs))
         return cp
+
+    # -- LangGraph's saver API (graphcore.checkpoints.saver) ---------------------------------------------
+
+    def get_tuple(self, config: Mapping[str, Any]) -> saver.CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the thread's newest, as LangGraph's ``CheckpointTuple``; None
+        when there is none (:func:`graphcore.checkpoints.saver.get_tuple`).
+
+        Raises:
+            ConfigKeyError: ``config`` names no thread (a ConfigError and a KeyError).
+        """
+        return saver.get_tuple(self, config)
+
+    async def aget_tuple(self, config: Mapping[str, Any]) -> saver.CheckpointTuple | None:
+        """:meth:`get_tuple` (LangGraph's async form)."""
+        return self.get_tuple(config)
+
+    async def aget(self, config: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``get(config)``: the checkpoint dict (LangGraph's async form)."""
+        return saver.get_checkpoint(self, config)
+
+    async def alist(
+        self,
+        config: Mapping[str, Any] | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[saver.CheckpointTuple]:
+        """``list(config, ...)`` (LangGraph's async form)."""
+        for found in saver.list_tuples(self, config, filter=filter, before=before, limit=limit):
+            yield found
+
+    async def aput(
+        self,
+        config: Mapping[str, Any],
+        checkpoint: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        new_versions: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """``put(config, checkpoint, metadata, new_versions)`` (LangGraph's async form)."""
+        return saver.put_checkpoint(self, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: Mapping[str, Any], writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """``put_writes(config, writes, task_id)`` (LangGraph's async form)."""
+        saver.put_task_writes(self, config, writes, task_id, task_path)
+
+    def threads(self) -> builtins.list[str]:
+        """The threads that have checkpoints (for ``list(None)``). Each backend says how."""
+        raise NotImplementedError
+
+    def namespaces(self, thread_id: str) -> builtins.list[str]:
+        """The namespaces of ``thread_id`` that have checkpoints, the root's (``""``) first. Each backend
+        says how."""
+        raise NotImplementedError
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint of ``thread_id``: all namespaces (subgraphs'), channel values and logs,
+        pending writes and answers (LangGraph's ``delete_thread``). Each backend says how."""
+        raise NotImplementedError
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """:meth:`delete_thread` (LangGraph's async form)."""
+        self.delete_thread(thread_id)
+
+    def _forget(self) -> None:
+        """Empty this process's caches (after a thread was deleted: a cached checkpoint must not outlive
+        it)."""
+        for cache in (self._logs, self._recent, self._tips):
+            cache.clear()

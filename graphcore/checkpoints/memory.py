@@ -59,6 +59,20 @@ class MemoryKV:
                 for n in names
             )
 
+    def list_names(self) -> list[str]:
+        """The names of the lists, oldest first."""
+        with self.lock:
+            return [n.decode() for n in self._lists]
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every key whose name starts with ``prefix``; returns how many existed."""
+        with self.lock:
+            names = [n for n in (*self._hashes, *self._lists) if n.startswith(_b(prefix))]
+            return sum(
+                (self._hashes.pop(n, None) is not None) + (self._lists.pop(n, None) is not None)
+                for n in names
+            )
+
     def ltrim(self, key: str, start: int, end: int) -> bool:
         with self.lock:
             items = self._lists.get(_b(key), [])
@@ -106,7 +120,9 @@ class _Pipeline:
 
 
 class InMemoryCheckpointStore(KVCheckpointStore):
-    """A checkpoint store in process memory (for ``compile(checkpointer=InMemoryCheckpointStore())``)."""
+    """A checkpoint store in process memory (for ``compile(checkpointer=InMemoryCheckpointStore())``). It also
+    answers LangGraph's saver API (``list(config)``, ``get_tuple``, ``put``, ``delete_thread``, ...:
+    :mod:`graphcore.checkpoints.saver`)."""
 
     kv: MemoryKV
 
@@ -114,6 +130,23 @@ class InMemoryCheckpointStore(KVCheckpointStore):
         self, schema: ChannelKinds | None = None, kv: MemoryKV | None = None, *, history: bool | None = None
     ) -> None:
         super().__init__(MemoryKV() if kv is None else kv, schema, history=history)
+
+    def threads(self) -> list[str]:
+        """The threads that have checkpoints, in the order they were first written."""
+        return [t for t in map(keys.history_thread, self.kv.list_names()) if t is not None]
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        """The namespaces of ``thread_id`` that have checkpoints: the root's (``""``) first, then subgraphs'
+        in the order they were first written."""
+        root = keys.history(thread_id)
+        return [n.removeprefix(root) for n in self.kv.list_names() if n.startswith(root)]
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint of ``thread_id`` (LangGraph's ``delete_thread``): every key of the thread,
+        in all namespaces (subgraphs'), with its channel values and logs, pending writes and answers. A later
+        run on the thread starts afresh."""
+        self.kv.delete_prefix(keys.thread_pattern(thread_id).removesuffix("*"))
+        self._forget()
 
     def _apply(self, thread_id: str, ns: str, cp: Checkpoint, plan: Plan) -> bool:
         """What ``put_checkpoint.lua`` (and ``prune_checkpoints.lua``) do on Redis, under the store's lock:

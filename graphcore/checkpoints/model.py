@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Any, Literal
 
 from graphcore.types import PendingTask
 
-__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointSource", "new_checkpoint_id"]
+__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointSource", "new_checkpoint_id", "task_id"]
 
 FORMAT_VERSION = 2
 """Version of the stored checkpoint format (2: values addressed by checkpoint id, guarded log appends; see
@@ -22,6 +23,11 @@ CheckpointSource = Literal["input", "loop", "fork", "update"]
 def new_checkpoint_id() -> str:
     """A new checkpoint id: 32 hex digits, time-ordered (UUIDv7-like: ms timestamp then random)."""
     return f"{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
+
+
+def task_id(checkpoint_id: str, index: int, node: str) -> str:
+    """The deterministic id of the ``index``-th task of the step after ``checkpoint_id``: 16 hex digits."""
+    return hashlib.sha1(f"{checkpoint_id}|{index}|{node}".encode()).hexdigest()[:16]
 
 
 @dataclass

@@ -12,7 +12,6 @@ The Pregel/BSP shape follows LangGraph's ``pregel/_algo.py`` (prepare tasks, app
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
+from graphcore.checkpoints.model import task_id as task_id  # kept importable from here
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
 from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec
@@ -67,11 +67,6 @@ class Task:
     node: str
     input: Any
     index: int
-
-
-def task_id(checkpoint_id: str, index: int, node: str) -> str:
-    """The deterministic id of the ``index``-th task of the step after ``checkpoint_id``."""
-    return hashlib.sha1(f"{checkpoint_id}|{index}|{node}".encode()).hexdigest()[:16]
 
 
 def prepare_tasks(graph: GraphSpec, cp: Checkpoint) -> list[Task]:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, cast
 
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.protocol import CheckpointStore
+from graphcore.checkpoints.saver import matching, older_than
 from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
@@ -293,25 +294,9 @@ def get_state_history(
     if at.checkpoint_id is not None:
         cps = [c for c in cps if c.id == at.checkpoint_id]
     if before is not None:
-        cps = _before(cps, _address(graph, before, "get_state_history(before=...)").checkpoint_id)
-    for cp in cps[:limit] if filter is None else _matching(cps, filter, limit):
+        cps = older_than(cps, _address(graph, before, "get_state_history(before=...)").checkpoint_id)
+    for cp in cps[:limit] if filter is None else matching(cps, filter, limit):
         yield _snapshot(at, cp, live=False, recurse=False, parents={})
-
-
-def _before(cps: list[Checkpoint], checkpoint_id: str | None) -> list[Checkpoint]:
-    """The checkpoints listed after ``checkpoint_id`` (older; ids of one millisecond are not ordered)."""
-    if checkpoint_id is None:
-        return cps
-    ids = [c.id for c in cps]
-    if checkpoint_id in ids:
-        return cps[ids.index(checkpoint_id) + 1 :]
-    return [c for c in cps if c.id < checkpoint_id]
-
-
-def _matching(cps: list[Checkpoint], filter: Mapping[str, Any], limit: int | None) -> list[Checkpoint]:
-    meta = [{**c.metadata, "parents": {}} for c in cps]
-    found = [c for c, m in zip(cps, meta, strict=True) if all(m.get(k) == v for k, v in filter.items())]
-    return found[:limit]
 
 
 def request_ahead(cp: Checkpoint) -> list[Interrupt]:

@@ -26,6 +26,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.config": ("graphcore", ("get_config", "get_store", "get_stream_writer")),
     "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
+    "langgraph.checkpoint.base": ("graphcore", ("CheckpointTuple",)),
     "langgraph.store.memory": ("graphcore", ("InMemoryStore",)),
     "langgraph.store.base": (
         "graphcore",
