@@ -6,6 +6,7 @@ as a node — in process, on a burst worker in this process and on a ``graphq wo
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -18,11 +19,12 @@ from langchain_core.runnables import RunnableLambda
 
 from graphcore import START, MessagesState, StateGraph
 from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
-from tests.workers import burst, work, worker_env
-from tests.workflows.lc_agent import lc_agent, lc_react
+from tests.workers import burst, graphq, work, worker_env
+from tests.workflows.lc_agent import build_tokens, lc_agent, lc_react, lc_tokens
 
 REGISTRY = Registry.load(["tests.workflows.lc_agent"])
 QUESTION = {"messages": [HumanMessage("2+3 and sf weather?", id="h1")]}
@@ -200,3 +202,75 @@ def test_without_langchain_core_messages_mode_shows_the_written_messages() -> No
         "graphcore.lite_messages ai x a [('langgraph_node', 'w'), ('langgraph_step', 1)]",
         "False",
     ]
+
+
+TOKENS_INPUT = {"messages": [HumanMessage("hi", id="h1")]}
+
+
+def _shown(pairs: Any) -> list[tuple[str, Any, Any, str, int]]:
+    """``(class, content, id, node, langgraph_step)`` of each ``(message, metadata)`` pair."""
+    return [
+        (type(m).__name__, m.content, m.id, meta["langgraph_node"], meta["langgraph_step"])
+        for m, meta in pairs
+    ]
+
+
+def _watched(redis_url: str, run_id: str, *modes: str) -> list[dict[str, Any]]:
+    """The JSON lines of ``graphq runs watch RUN -o json`` (``--mode`` each of ``modes``), run to its end."""
+    options = [x for mode in modes for x in ("--mode", mode)]
+    done = graphq(
+        "runs", "watch", run_id, *options, "-o", "json", env=worker_env(redis_url, "tests.workflows.lc_agent")
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_a_queued_run_records_messages_events_as_langgraph_streams_them(
+    client: Client, redis_url: str
+) -> None:
+    """A run enqueued with the run option ``stream_mode=["messages"]``, on a ``graphq worker`` subprocess:
+    its events hold LangGraph's ``stream_mode="messages"`` pairs (the chat model's tokens, then the message
+    a node wrote), and ``graphq runs watch RUN --mode messages`` prints them, before the node's update."""
+    lg_graph = pytest.importorskip("langgraph.graph")
+    expected = _shown(
+        build_tokens(lg_graph.StateGraph, lg_graph.START)
+        .compile()
+        .stream(TOKENS_INPUT, stream_mode="messages")
+    )
+    assert _shown(lc_tokens.stream(TOKENS_INPUT, stream_mode="messages")) == expected  # in process
+    run_id = client.enqueue("lc_tokens", TOKENS_INPUT, config={"stream_mode": ["messages"]})
+    burst(worker_env(redis_url, "tests.workflows.lc_agent"))
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
+    events = list(read_events(client.kv, run_id, run_id))
+    pairs = [event.data for event in events if event.mode == "messages"]
+    assert _shown(pairs) == expected
+    assert [event.step for event in events if event.mode == "messages"] == [0, 0, 0, 0, 0, 1]  # as updates
+    assert pairs[0][1]["ls_provider"] == "genericfakechatmodel"
+    lines = _watched(redis_url, run_id, "messages", "updates")
+    assert [(line["mode"], line["step"]) for line in lines] == [("messages", 0)] * 5 + [
+        ("updates", 0),
+        ("messages", 1),
+        ("updates", 1),
+    ]
+    shown = [line["data"] for line in lines if line["mode"] == "messages"]
+    assert [(m["content"], m["id"], meta["langgraph_node"]) for m, meta in shown] == [
+        (content, mid, node) for _, content, mid, node, _ in expected
+    ]
+    assert [m["type"] for m, _ in shown] == ["AIMessageChunk"] * 5 + ["ai"]  # the messages' own type
+
+
+def test_a_queued_run_without_the_option_records_no_messages_events(client: Client, redis_url: str) -> None:
+    """Without ``stream_mode=["messages"]`` a queued run records no ``messages`` events (no callback, no
+    Redis call for them): the events are those of any run."""
+    run_id = client.enqueue("lc_tokens", TOKENS_INPUT)
+    burst(worker_env(redis_url, "tests.workflows.lc_agent"))
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
+    modes = [event.mode for event in read_events(client.kv, run_id, run_id)]
+    assert modes == ["status", "values", "updates", "values", "updates", "values", "status"]
+
+
+def test_a_bad_stream_mode_option_is_refused_at_enqueue(client: Client) -> None:
+    with pytest.raises(
+        ConfigError, match=r"run option stream_mode\.0: Input should be 'messages' \(got 'valus'\)"
+    ):
+        client.enqueue("lc_tokens", TOKENS_INPUT, config={"stream_mode": ["valus"]})

@@ -510,21 +510,8 @@ def _with_messages_handler(
     put = streaming.messages_sink(modes)
     callbacks = cfg.callbacks
     if put is None or any(
-        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler) for h in _handlers(callbacks)
+        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler)
+        for h in messages_stream.handlers(callbacks)
     ):
         return cfg, None
-    shows = messages_stream.MessagesHandler(put)
-    callback = messages_stream.langchain_callback(shows)
-    if callback is None:
-        return cfg, shows
-    if callbacks is None or isinstance(callbacks, list):
-        return cfg.model_copy(update={"callbacks": [*(callbacks or []), callback]}), shows
-    manager = callbacks.copy()  # a LangChain callback manager
-    manager.add_handler(callback, inherit=True)
-    return cfg.model_copy(update={"callbacks": manager}), shows
-
-
-def _handlers(callbacks: Any) -> list[Any]:
-    if callbacks is None:
-        return []
-    return list(callbacks) if isinstance(callbacks, list) else list(getattr(callbacks, "handlers", []))
+    return messages_stream.listening(cfg, put)

@@ -4,7 +4,8 @@ with an artifact, a ``StructuredTool``) run by graphq's ``ToolNode``, and a Lang
 (prompt | model | parser) as the node that writes the summary. ``lc_agent`` runs in process and on the
 workers; the model's script is picked by how many AI messages the state holds, so every process that runs
 a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto);
-``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools."""
+``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools;
+``lc_tokens`` a chat model streaming its reply, then a node writing messages (``stream_mode="messages"``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import operator
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
@@ -128,3 +129,27 @@ class ScriptedModel(ToolCallingFakeModel):
 lc_react = create_react_agent(
     ScriptedModel(responses=SCRIPT), TOOLS, prompt="You add and look things up.", name="lc_react"
 )
+
+
+def chat(state: MessagesState) -> dict[str, Any]:
+    """Streams its reply token by token (``invoke`` streams under a ``messages`` handler)."""
+    model = GenericFakeChatModel(messages=iter([AIMessage("hello big world", id="m1")]))
+    return {"messages": [model.invoke(state["messages"])]}
+
+
+def plain(state: MessagesState) -> dict[str, Any]:
+    """Writes a new message and one already in the state (shown once, by id)."""
+    return {"messages": [AIMessage("plain", id="w1"), state["messages"][0]]}
+
+
+def build_tokens(graph: type[StateGraph] = StateGraph, start: Any = START) -> StateGraph:
+    """``chat`` then ``plain``; ``graph`` and ``start`` from either side of the import map."""
+    builder = graph(MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_node("plain", plain)
+    builder.add_edge(start, "chat")
+    builder.add_edge("chat", "plain")
+    return builder
+
+
+lc_tokens = build_tokens().compile(name="lc_tokens")
