@@ -24,7 +24,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from tests.workers import burst, graphq, work, worker_env
-from tests.workflows.lc_agent import build_tokens, lc_agent, lc_react, lc_tokens
+from tests.workflows.lc_agent import Answer, build_tokens, lc_agent, lc_react, lc_react_hooks, lc_tokens
 
 REGISTRY = Registry.load(["tests.workflows.lc_agent"])
 QUESTION = {"messages": [HumanMessage("2+3 and sf weather?", id="h1")]}
@@ -274,3 +274,22 @@ def test_a_bad_stream_mode_option_is_refused_at_enqueue(client: Client) -> None:
         ConfigError, match=r"run option stream_mode\.0: Input should be 'messages' \(got 'valus'\)"
     ):
         client.enqueue("lc_tokens", TOKENS_INPUT, config={"stream_mode": ["valus"]})
+
+
+def test_create_react_agent_with_hooks_and_a_structured_response_on_a_worker(
+    client: Client, redis_url: str
+) -> None:
+    """create_react_agent with ``pre_model_hook``, ``post_model_hook`` and ``response_format`` (a pydantic
+    class): the same state in process and on a ``graphq worker`` subprocess, the structured response an
+    :class:`Answer` on both; the hook's ``llm_input_messages`` are not in the state."""
+    out = lc_react_hooks.invoke(QUESTION)
+    run_id = client.enqueue("lc_react_hooks", QUESTION)
+    burst(worker_env(redis_url, "tests.workflows.lc_agent"))
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    for result in (out, run.result):
+        assert sorted(result) == ["messages", "structured_response"]
+        assert result["structured_response"] == Answer(text="2 + 3 = 5; sunny in sf", tools=3)
+        assert [m.type for m in result["messages"]] == ["human", "ai", "tool", "tool", "tool", "ai"]
+        assert {m.name for m in result["messages"] if m.type == "ai"} == {"lc_react_hooks"}

@@ -5,7 +5,8 @@ with an artifact, a ``StructuredTool``) run by graphq's ``ToolNode``, and a Lang
 workers; the model's script is picked by how many AI messages the state holds, so every process that runs
 a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto);
 ``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools;
-``lc_tokens`` a chat model streaming its reply, then a node writing messages (``stream_mode="messages"``)."""
+``lc_tokens`` a chat model streaming its reply, then a node writing messages (``stream_mode="messages"``);
+``lc_react_hooks`` the agent with a pre- and a post-model hook and a structured response."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
 
 from graphcore import END, START, Command, MessagesState, StateGraph
 from graphcore.prebuilt import ToolNode, create_react_agent, tools_condition
@@ -153,3 +155,38 @@ def build_tokens(graph: type[StateGraph] = StateGraph, start: Any = START) -> St
 
 
 lc_tokens = build_tokens().compile(name="lc_tokens")
+
+
+class Answer(BaseModel):
+    """``lc_react_hooks``'s structured response."""
+
+    text: str
+    tools: int
+
+
+class StructuredModel(ScriptedModel):
+    """The scripted model with ``with_structured_output``: an :class:`Answer` of the last reply and the
+    number of tool messages, the same in every process."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
+        def answer(messages: list[BaseMessage]) -> Any:
+            return schema(text=messages[-1].content, tools=sum(1 for m in messages if m.type == "tool"))
+
+        return RunnableLambda(answer)
+
+
+def last_two(state: MessagesState) -> dict[str, Any]:
+    """A pre-model hook: the model sees the messages of this turn only (from the last human message)."""
+    messages = state["messages"]
+    start = max(i for i, m in enumerate(messages) if m.type == "human")
+    return {"llm_input_messages": messages[start:]}
+
+
+lc_react_hooks = create_react_agent(
+    StructuredModel(responses=SCRIPT),
+    TOOLS,
+    pre_model_hook=last_two,
+    post_model_hook=lambda state: {},
+    response_format=("Answer in the form.", Answer),
+    name="lc_react_hooks",
+)
