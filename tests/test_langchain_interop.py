@@ -293,3 +293,42 @@ def test_create_react_agent_with_hooks_and_a_structured_response_on_a_worker(
         assert result["structured_response"] == Answer(text="2 + 3 = 5; sunny in sf", tools=3)
         assert [m.type for m in result["messages"]] == ["human", "ai", "tool", "tool", "tool", "ai"]
         assert {m.name for m in result["messages"] if m.type == "ai"} == {"lc_react_hooks"}
+
+
+class ChainRuns(BaseCallbackHandler):
+    """The names of the chain runs it hears, with their parent's name."""
+
+    def __init__(self) -> None:
+        self.names: dict[UUID, str] = {}
+        self.runs: list[tuple[str, str | None]] = []
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self.names[run_id] = kwargs["name"]
+        self.runs.append((kwargs["name"], self.names.get(parent_run_id) if parent_run_id else None))
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.runs.append(("model", self.names.get(parent_run_id) if parent_run_id else None))
+
+
+def test_a_graph_called_in_a_langchain_run_reports_its_node_runs() -> None:
+    """A graph invoked with the config of a LangChain run (a ``RunnableLambda`` passing its config on): each
+    node's chain run is a child of that run (not the graph's own run: that one only under
+    ``astream_events``), and the model called in a node is a child of the node's run."""
+    graph = build_tokens().compile()
+    heard = ChainRuns()
+    chain = RunnableLambda(lambda x, config: graph.invoke(x, config), name="outer")
+    chain.invoke(TOKENS_INPUT, {"callbacks": [heard]})
+    assert heard.runs == [("outer", None), ("chat", "outer"), ("model", "chat"), ("plain", "outer")]
+    plain = ChainRuns()
+    graph.invoke(TOKENS_INPUT, {"callbacks": [plain]})  # no LangChain run around it: no node runs
+    assert plain.runs == [("model", None)]
