@@ -14,17 +14,20 @@ from uuid import UUID
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 
 from graphcore import START, MessagesState, StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
+from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
+from graphcore.types import TaskWrites
 from tests.workers import burst, graphq, work, worker_env
 from tests.workflows.lc_agent import Answer, build_tokens, lc_agent, lc_react, lc_react_hooks, lc_tokens
+from worker.messages import INTERVAL_S, MAX_BATCH, StepMessages
 
 REGISTRY = Registry.load(["tests.workflows.lc_agent"])
 QUESTION = {"messages": [HumanMessage("2+3 and sf weather?", id="h1")]}
@@ -332,3 +335,45 @@ def test_a_graph_called_in_a_langchain_run_reports_its_node_runs() -> None:
     plain = ChainRuns()
     graph.invoke(TOKENS_INPUT, {"callbacks": [plain]})  # no LangChain run around it: no node runs
     assert plain.runs == [("model", None)]
+
+
+class Ticks:
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_queued_steps_messages_are_sent_in_batches() -> None:
+    """The batching of a queued step's ``messages`` events (worker.messages): with the clock still, one
+    call per MAX_BATCH pairs and the rest at the task's end (its written message first); once INTERVAL_S
+    has passed, the next pair goes at once."""
+    sent: list[list[tuple[str, int, Any]]] = []
+    clock = Ticks()
+    cp = Checkpoint(
+        id="c", parent_id=None, step=3, channel_values={"messages": [HumanMessage("hi", id="h1")]}
+    )
+    step = StepMessages(sent.append, cp, clock)
+    for n in range(2 * MAX_BATCH + 50):
+        step.shows.show(AIMessageChunk(str(n), id="m1"), {"langgraph_node": "chat"}, dedupe=False)
+    assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH]
+    written = TaskWrites(
+        "t1", "chat", [("messages", [AIMessage("done", id="m2"), HumanMessage("hi", id="h1")])]
+    )
+    step.task_done(written)
+    assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH, 51]
+    mode, event_step, (message, metadata) = sent[-1][-1]
+    assert (mode, event_step, message.content, metadata) == (
+        "messages",
+        4,
+        "done",
+        {"langgraph_node": "chat", "langgraph_step": 5},
+    )
+    clock.now += INTERVAL_S
+    step.shows.show(AIMessageChunk("late", id="m3"), {"langgraph_node": "chat"}, dedupe=False)
+    assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH, 51, 1]
+    step.flush()
+    assert len(sent) == 4  # nothing waits: no call
