@@ -25,6 +25,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.types import TaskWrites
+from tests.cli_helpers import error_line, invoke, ok
 from tests.workers import burst, graphq, work, worker_env
 from tests.workflows.lc_agent import Answer, build_tokens, lc_agent, lc_react, lc_react_hooks, lc_tokens
 from worker.messages import INTERVAL_S, MAX_BATCH, StepMessages
@@ -272,11 +273,45 @@ def test_a_queued_run_without_the_option_records_no_messages_events(client: Clie
     assert modes == ["status", "values", "updates", "values", "updates", "values", "status"]
 
 
-def test_a_bad_stream_mode_option_is_refused_at_enqueue(client: Client) -> None:
+def test_a_bad_stream_mode_option_is_refused_at_enqueue(client: Client, redis_url: str) -> None:
+    """The option is checked at enqueue: a ConfigError naming it from the client; exit 2 and one line
+    naming --config from ``graphq enqueue``, which takes a good one (its run records messages events)."""
     with pytest.raises(
         ConfigError, match=r"run option stream_mode\.0: Input should be 'messages' \(got 'valus'\)"
     ):
         client.enqueue("lc_tokens", TOKENS_INPUT, config={"stream_mode": ["valus"]})
+    question = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    bad = invoke(
+        "tests.workflows.lc_agent",
+        redis_url,
+        "enqueue",
+        "lc_tokens",
+        "-i",
+        question,
+        "--config",
+        '{"stream_mode": "valus"}',
+    )
+    assert (
+        error_line(ok(bad, 2))
+        == "error: --config: run option stream_mode.0: Input should be 'messages' (got 'valus')"
+    )
+    assert client.list_runs() == []
+    good = ok(
+        invoke(
+            "tests.workflows.lc_agent",
+            redis_url,
+            "enqueue",
+            "lc_tokens",
+            "-i",
+            question,
+            "--config",
+            '{"stream_mode": "messages"}',
+        )
+    )
+    run_id = good.stdout.strip()
+    work(client)
+    modes = [event.mode for event in read_events(client.kv, run_id, run_id)]
+    assert modes.count("messages") == 6
 
 
 def test_create_react_agent_with_hooks_and_a_structured_response_on_a_worker(
