@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -61,9 +62,10 @@ from worker.committing import commit, commit_step
 from worker.context import WorkerContext, get_context
 from worker.endings import after_head, end_completed, end_run, fail_run, release_thread
 from worker.fence import RefusedWriteError
-from worker.fenced_writes import append_event, fenced_hset, put_writes, set_status
+from worker.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
 from worker.handover import Stop, abandon
 from worker.lease import Lease, retire_if_stuck
+from worker.messages import step_messages
 from worker.pause import pause, seed_answers, step_answers
 from worker.progress import step_progress
 from worker.queue import StepJob
@@ -276,8 +278,10 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         append_event(ctx, run, lease, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
 
     lease.limit(*_deadline(graph, attempt, cp))
+    cfg, messages = step_messages(cfg, cp, lambda events: append_events(ctx, run, lease, events))
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
-    on_done = persist if len(cp.next_tasks) > 1 else None
+    persisting = len(cp.next_tasks) > 1
+    on_done = _hooks(messages.task_done if messages is not None else None, persist if persisting else None)
     timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
@@ -293,7 +297,22 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             cancel=lease.cancel,
             on_retry=_retry_events(ctx, run, lease, cp.step + 1),
         )
-    return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=on_done is not None)
+    if messages is not None:
+        messages.flush()
+    return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=persisting)
+
+
+def _hooks(*hooks: Callable[[TaskWrites], None] | None) -> Callable[[TaskWrites], None] | None:
+    """An ``on_task_done`` hook calling each of ``hooks`` that is not None, in order; None for none."""
+    given = [h for h in hooks if h is not None]
+    if len(given) < 2:
+        return given[0] if given else None
+
+    def each(tw: TaskWrites) -> None:
+        for hook in given:
+            hook(tw)
+
+    return each
 
 
 def _step_end(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,14 +263,32 @@ def run_task(
         Cancelled: the task's cancel token was set before the node started.
     """
     ctx = task_setup(graph, cp, task, config, writer, cancel)
-    with task_context(ctx):
+    with node_run(ctx, task.input) as shown, task_context(ctx):
         try:
             output = call_node(graph.nodes[task.node], task, ctx.config)
+            shown(output)
             writes, goto = normalise(graph, task.node, output)
             goto += _routes(graph, task.node, cp.channel_values, writes)
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
+
+
+def node_run(ctx: TaskContext, input: Any) -> AbstractContextManager[Callable[[Any], None]]:
+    """The node's LangChain chain run around its call (:func:`graphcore.engine.lc_runs.node_run`) when the
+    task has callbacks and langchain-core is installed; else a block that reports nothing."""
+    if ctx.config.callbacks is not None:
+        try:
+            from graphcore.engine.lc_runs import node_run as chain_run
+        except ImportError:
+            pass
+        else:
+            return chain_run(ctx, input)
+    return nullcontext(_unreported)
+
+
+def _unreported(output: Any) -> None:
+    return None
 
 
 def task_setup(

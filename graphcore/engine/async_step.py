@@ -29,6 +29,7 @@ from graphcore.engine.algo import (
     call_node,
     call_router,
     destinations,
+    node_run,
     normalise,
     paused_writes,
     route_view,
@@ -282,13 +283,14 @@ async def arun_task(
         Cancelled: ``cancel`` was set before the node started.
     """
     ctx = task_setup(graph, cp, task, config, writer, cancel)
-    with task_context(ctx):
+    with node_run(ctx, task.input) as shown, task_context(ctx):
         try:
             spec = graph.nodes[task.node]
             if task.node in graph.async_nodes:
                 output = await call_node(spec, task, ctx.config)
             else:
                 output = await asyncio.wrap_future(_off_loop(spec, task, ctx.config))
+            shown(output)
             writes, goto = normalise(graph, task.node, output)
             goto += await _aroutes(graph, task.node, cp, writes)
         except GraphInterrupt as paused:

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graphcore.engine.cancel import CancelToken
 from graphcore.errors import ArgumentTypeError, ConfigError, OutsideRunError
@@ -104,6 +104,10 @@ class RunConfig(BaseModel):
         context: the run's context (LangGraph's ``invoke(..., context=...)``, read by nodes through a
             ``runtime`` parameter or ``get_runtime()``; :mod:`graphcore.engine.runtime`), inherited by graphs
             invoked inside a node; a queued run stores it as JSON with its config. None: no context.
+        stream_mode: a queued run's events beyond those every run records: ``["messages"]`` (or
+            ``"messages"``) records the LLM tokens of the chat models its nodes call and the messages they
+            write (:mod:`worker.messages`); ``[]`` none. In process, ``stream(stream_mode=...)`` decides and
+            this option is not used.
 
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
     ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,
@@ -134,7 +138,14 @@ class RunConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, ge=1)
     durability: Literal["sync", "async", "exit"] | None = None
     context: Any = None
+    stream_mode: list[Literal["messages"]] = Field(default_factory=list)
     callbacks: Any = Field(default=None, exclude=True)
+
+    @field_validator("stream_mode", mode="before")
+    @classmethod
+    def _one_mode(cls, value: Any) -> Any:
+        """A single mode as a list of one (``"messages"``, as ``stream(stream_mode=...)`` takes it)."""
+        return [value] if isinstance(value, str) else value
 
     def __getitem__(self, key: str) -> Any:
         """Read the config as LangGraph's dict: ``configurable`` (with ``thread_id``, ``checkpoint_id`` and

@@ -307,6 +307,31 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         """
         return aio.astream(self.stream, input, config, **kwargs)
 
+    def astream_events(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's event stream of a run, as LangGraph's ``astream_events`` (needs langchain-core; v2
+        events, or LangChain's deprecated v1 with ``version="v1"``):
+        ``{"event", "name", "run_id", "parent_ids", "tags", "metadata", "data"}`` dicts —
+        ``on_chain_start``/``on_chain_stream``/``on_chain_end`` of the graph (its input, each ``updates``
+        chunk, the final state) and of each node (``metadata["langgraph_node"]``, ``langgraph_step``; tag
+        ``graph:step:<n>``), and the events of the LangChain calls in nodes (``on_chat_model_stream`` with
+        each token's ``AIMessageChunk`` as ``data["chunk"]``, ...). ``kwargs``: LangChain's filters
+        (``include_names``, ``include_types``, ``include_tags``, ``exclude_*``).
+
+        Raises:
+            ImportError: langchain-core is not installed.
+            TypeError: another keyword argument, named.
+        """
+        from graphcore.engine.lc_runs import astream_events
+
+        return astream_events(self, input, config, version, kwargs)
+
     def _run(
         self,
         input: Any,
@@ -510,21 +535,8 @@ def _with_messages_handler(
     put = streaming.messages_sink(modes)
     callbacks = cfg.callbacks
     if put is None or any(
-        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler) for h in _handlers(callbacks)
+        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler)
+        for h in messages_stream.handlers(callbacks)
     ):
         return cfg, None
-    shows = messages_stream.MessagesHandler(put)
-    callback = messages_stream.langchain_callback(shows)
-    if callback is None:
-        return cfg, shows
-    if callbacks is None or isinstance(callbacks, list):
-        return cfg.model_copy(update={"callbacks": [*(callbacks or []), callback]}), shows
-    manager = callbacks.copy()  # a LangChain callback manager
-    manager.add_handler(callback, inherit=True)
-    return cfg.model_copy(update={"callbacks": manager}), shows
-
-
-def _handlers(callbacks: Any) -> list[Any]:
-    if callbacks is None:
-        return []
-    return list(callbacks) if isinstance(callbacks, list) else list(getattr(callbacks, "handlers", []))
+    return messages_stream.listening(cfg, put)
