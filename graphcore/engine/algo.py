@@ -127,8 +127,10 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def call_router(graph: GraphSpec, branch: Branch, state: Any) -> Any:
-    """What ``branch``'s router returns for ``state``: a coroutine for an async router."""
+def call_router(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> Any:
+    """What ``branch``'s router returns for the channel ``values``, seen through its own input schema
+    (:attr:`Branch.reads`, else the state schema's): a coroutine for an async router."""
+    state = graph.schema.reader_of(branch.reads).view(values)
     if branch.injects:  # config / writer parameters (graphcore.engine.params)
         return branch.router(state, **keyword_args(branch.injects))
     return branch.router(state)
@@ -148,9 +150,9 @@ def router_errors(branch: Branch) -> Iterator[None]:
         raise node_error(branch.source, exc, router=branch.name) from exc
 
 
-def _route(graph: GraphSpec, branch: Branch, state: Any) -> list[PendingTask]:
+def _route(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> list[PendingTask]:
     with router_errors(branch):
-        chosen = call_router(graph, branch, state)
+        chosen = call_router(graph, branch, values)
         if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
             chosen = run_coroutine(chosen)
     return destinations(graph, branch, chosen)
@@ -213,16 +215,16 @@ def _routes(
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    view = route_view(graph, node, values, writes)
-    return [pending for branch in branches for pending in _route(graph, branch, view)]
+    local = route_values(graph, node, values, writes)
+    return [pending for branch in branches for pending in _route(graph, branch, local)]
 
 
-def route_view(
+def route_values(
     graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
-) -> Any:
-    """The state ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
+) -> dict[str, Any]:
+    """The channel values ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
     local, _ = _apply(graph, values, [(key, (node, value)) for key, value in writes])
-    return graph.schema.view(local)
+    return local
 
 
 def task_config(
@@ -435,7 +437,7 @@ def apply_input(
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     goto = [
-        p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))
+        p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, values)
     ]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1

@@ -31,7 +31,7 @@ from graphcore.engine.algo import (
     destinations,
     normalise,
     paused_writes,
-    route_view,
+    route_values,
     router_errors,
     task_setup,
 )
@@ -312,11 +312,11 @@ async def _aroutes(
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    view = route_view(graph, node, cp.channel_values, writes)
+    local = route_values(graph, node, cp.channel_values, writes)
     out: list[PendingTask] = []
     for branch in branches:
         with router_errors(branch):
-            chosen = call_router(graph, branch, view)
+            chosen = call_router(graph, branch, local)
             if inspect.isawaitable(chosen):
                 chosen = await chosen
         out += destinations(graph, branch, chosen)

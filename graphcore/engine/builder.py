@@ -305,7 +305,9 @@ class StateGraph:
         """After ``source`` runs, ``router`` chooses where to go (see :class:`Branch`): a node name, END, a
         ``Send`` or a list of them; ``path_map`` (a mapping or a list of names) is by default read from the
         router's return annotation ``Literal["a", "b"]``, as LangGraph does. A router taking ``config`` or
-        ``writer`` gets them (:mod:`graphcore.engine.params`).
+        ``writer`` gets them (:mod:`graphcore.engine.params`). A router whose first parameter is annotated
+        with a TypedDict, pydantic model or dataclass is passed that schema's keys (a dict, or a model
+        instance), as LangGraph's; its keys are channels of the graph, like a node input schema's.
 
         Raises:
             InvalidGraphError: a router from START takes ``config``, ``writer`` or ``runtime`` (graphq runs
@@ -321,7 +323,10 @@ class StateGraph:
                 f"the router from START takes {', '.join(injects)}: graphq runs routers from START before "
                 "any task, with no task config, stream writer or runtime; route from a first node instead"
             )
-        self.branches.append(Branch(source, router, path_map, injects))
+        reads = params.input_schema_of(router)
+        if reads is not None:
+            self.schema = self.schema.including(reads)
+        self.branches.append(Branch(source, router, path_map, injects, reads))
         return self
 
     def set_entry_point(self, node: str) -> StateGraph:

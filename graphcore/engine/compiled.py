@@ -71,6 +71,9 @@ class Branch:
     path_map: Mapping[Hashable, str] | None = None
     injects: tuple[str, ...] = ()
     """The parameters ``router`` takes by keyword (``config``, ``writer``; :mod:`graphcore.engine.params`)."""
+    reads: type[Any] | None = None
+    """The router's own input schema (the TypedDict, pydantic model or dataclass annotating its first
+    parameter; its keys are channels, private ones too): what it is passed. None: the state schema."""
 
     @property
     def name(self) -> str:

@@ -4,9 +4,13 @@ it applies to queued runs, on the queue too (a burst worker in this process on t
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from collections.abc import Iterable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence, Set
 from typing import Annotated, Any, TypedDict
+
+import pytest
+from pydantic import BaseModel
 
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
@@ -68,7 +72,62 @@ def test_a_reducer_on_an_abstract_collection_type_is_a_reducer_channel(lg: Impor
     assert _abstract(lg).invoke({}) == ABSTRACT_RESULT
 
 
-REGISTRY = Registry({g.name: g for g in (_abstract(Imports("graphq")),)})
+class Overall(TypedDict):
+    question: str
+    answer: str
+
+
+class RouterIn(TypedDict):
+    answer: str
+    secret: str
+
+
+class RouterModel(BaseModel):
+    answer: str
+    secret: str = "unset"
+
+
+def _routed(lg: Imports, seen: list[Any]) -> Any:
+    """Node ``w`` writes ``secret``, a private channel only the routers' own schemas declare; the routers
+    after ``n`` record what they are passed."""
+
+    def by_dict(state: RouterIn) -> str:
+        seen.append(state)
+        return lg.END
+
+    def by_model(state: RouterModel) -> str:
+        seen.append(state)
+        return lg.END
+
+    builder = lg.StateGraph(Overall)
+    builder.add_node("w", lambda s: {"secret": "s", "answer": "a"})
+    builder.add_node("n", lambda s: {"answer": s["answer"] + "b"})
+    builder.add_edge(lg.START, "w")
+    builder.add_edge("w", "n")
+    builder.add_conditional_edges("n", by_dict)
+    builder.add_conditional_edges("n", by_model)
+    return builder.compile(name="routed")
+
+
+ROUTED_SEEN = [{"answer": "ab", "secret": "s"}, RouterModel(answer="ab", secret="s")]
+
+
+@pytest.mark.parametrize("call", ["invoke", "ainvoke"])
+def test_a_router_is_passed_its_own_input_schema(lg: Imports, call: str) -> None:
+    """LangGraph: a router annotated with a schema gets that schema's keys (private channels included)
+    as a dict or a model instance, not the state schema's."""
+    seen: list[Any] = []
+    graph = _routed(lg, seen)
+    run = graph.invoke if call == "invoke" else lambda x: asyncio.run(graph.ainvoke(x))
+    assert run({"question": "q"}) == {"question": "q", "answer": "ab"}
+    assert seen == ROUTED_SEEN
+
+
+ROUTED_ON_THE_QUEUE: list[Any] = []
+
+REGISTRY = Registry(
+    {g.name: g for g in (_abstract(Imports("graphq")), _routed(Imports("graphq"), ROUTED_ON_THE_QUEUE))}
+)
 
 
 def _queued(client: Client, workflow: str, input: Any, **options: Any) -> Any:
@@ -81,3 +140,9 @@ def _queued(client: Client, workflow: str, input: Any, **options: Any) -> Any:
 
 def test_a_reducer_on_an_abstract_collection_type_on_the_queue(client: Client) -> None:
     assert _queued(client, "abstract", {}) == ABSTRACT_RESULT
+
+
+def test_a_router_is_passed_its_own_input_schema_on_the_queue(client: Client) -> None:
+    ROUTED_ON_THE_QUEUE.clear()
+    assert _queued(client, "routed", {"question": "q"}) == {"question": "q", "answer": "ab"}
+    assert ROUTED_ON_THE_QUEUE == ROUTED_SEEN
