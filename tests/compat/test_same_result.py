@@ -125,9 +125,44 @@ def test_a_router_is_passed_its_own_input_schema(lg: Imports, call: str) -> None
 
 ROUTED_ON_THE_QUEUE: list[Any] = []
 
-REGISTRY = Registry(
-    {g.name: g for g in (_abstract(Imports("graphq")), _routed(Imports("graphq"), ROUTED_ON_THE_QUEUE))}
-)
+
+class Log(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def _first_node(state: Log) -> dict[str, list[str]]:
+    if state["log"][-1] == "boom":
+        raise ValueError("boom")
+    return {"log": ["a"]}
+
+
+def _two_nodes(lg: Imports, **compile: Any) -> Any:
+    """START → a → b, each appending its name; ``a`` fails when the last entry is ``boom``."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", _first_node)
+    builder.add_node("b", lambda s: {"log": ["b"]})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", "b")
+    return builder.compile(name="two_nodes", **compile)
+
+
+def test_an_update_before_a_later_runs_first_node_forks_there(lg: Imports) -> None:
+    """LangGraph: ``update_state`` on the checkpoint before the first node of the thread's second run is
+    an update as input: the fork's ``next`` is that node and ``invoke(None, fork)`` runs from there."""
+    graph = _two_nodes(lg, checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": ["x"]}, config)
+    graph.invoke({"log": ["y"]}, config)
+    before = next(s for s in graph.get_state_history(config) if s.values["log"] == ["x", "a", "b", "y"])
+    assert before.next == ("a",)
+    fork = graph.update_state(before.config, {"log": ["u"]})
+    forked = graph.get_state(fork)
+    assert (forked.next, forked.values, forked.metadata["source"]) == (
+        ("a",),
+        {"log": ["x", "a", "b", "y", "u"]},
+        "update",
+    )
+    assert graph.invoke(None, fork) == {"log": ["x", "a", "b", "y", "u", "a", "b"]}
 
 
 def _queued(client: Client, workflow: str, input: Any, **options: Any) -> Any:
@@ -146,3 +181,36 @@ def test_a_router_is_passed_its_own_input_schema_on_the_queue(client: Client) ->
     ROUTED_ON_THE_QUEUE.clear()
     assert _queued(client, "routed", {"question": "q"}) == {"question": "q", "answer": "ab"}
     assert ROUTED_ON_THE_QUEUE == ROUTED_SEEN
+
+
+def test_an_update_before_a_later_runs_first_node_on_the_queue(client: Client) -> None:
+    """A thread's second run fails in its first node; an update without ``as_node`` is an update as
+    input (its next task that node), so the next run without input runs from there."""
+    first = client.enqueue("two_nodes", {"log": ["x"]})
+    work(client)
+    thread = client.get_run(first).thread_id
+    failed = client.enqueue("two_nodes", {"log": ["boom"]}, thread_id=thread)
+    work(client)
+    assert client.get_run(failed).status == RunStatus.FAILED
+    cp = client.update_state("two_nodes", thread, {"log": ["u"]})
+    assert ([t.node for t in cp.next_tasks], cp.channel_values["log"]) == (
+        ["a"],
+        ["x", "a", "b", "boom", "u"],
+    )
+    assert _queued(client, "two_nodes", None, thread_id=thread) == {
+        "log": ["x", "a", "b", "boom", "u", "a", "b"]
+    }
+
+
+GRAPHQ = Imports("graphq")
+REGISTRY = Registry(
+    {
+        g.name: g
+        for g in (
+            _abstract(GRAPHQ),
+            _routed(GRAPHQ, ROUTED_ON_THE_QUEUE),
+            _two_nodes(GRAPHQ),
+        )
+    }
+)
+"""The workflows of the queue tests (graphq's side of each case), for the ``client`` fixture."""
