@@ -184,11 +184,22 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
     return out
 
 
+def _command_writes(graph: GraphSpec, node: str, update: Any) -> list[tuple[str, Any]]:
+    """A ``Command(update=...)``'s writes: ``(key, value)`` pairs in their order (a key may repeat), as
+    LangGraph's ``_update_as_tuples`` reads a list of them, else :meth:`StateSchema.writes_of`."""
+    pairs = isinstance(update, list | tuple) and bool(update) and not graph.schema.root
+    if pairs and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in update):
+        return [w for key, value in update for w in graph.schema.writes_of(node, {key: value}, strict=False)]
+    return graph.schema.writes_of(node, update, strict=False)
+
+
 def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
-    """A node's output as (writes, dynamic destinations). A list holding a Command (LangGraph's, e.g.
-    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates. Keys that
-    are no channel are ignored with a warning, as LangGraph ignores them (:meth:`StateSchema.writes_of`)."""
-    if type(output) is list and any(isinstance(item, Command) for item in output):
+    """A node's output as (writes, dynamic destinations). A list or tuple holding a Command (LangGraph's,
+    e.g. ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates (for a
+    root-channel state, values). A Command's ``update`` is a dict, a model, or ``(key, value)`` pairs in
+    order, as LangGraph's. Keys that are no channel are ignored with a warning, as LangGraph ignores them
+    (:meth:`StateSchema.writes_of`)."""
+    if type(output) in (list, tuple) and any(isinstance(item, Command) for item in output):
         writes: list[tuple[str, Any]] = []
         gotos: list[PendingTask] = []
         for item in output:
@@ -199,7 +210,7 @@ def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str,
     if isinstance(output, Command):
         if output.graph is not None:  # Command.PARENT: for the graph that runs this one
             raise for_parent(node, output)
-        writes = graph.schema.writes_of(node, output.update, strict=False)
+        writes = _command_writes(graph, node, output.update)
         gotos = [_goto(t) for t in _as_list(output.goto)]
         unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
         if unknown:

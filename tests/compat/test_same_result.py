@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
@@ -202,6 +203,83 @@ def test_an_update_before_a_later_runs_first_node_on_the_queue(client: Client) -
     }
 
 
+class LogLast(TypedDict):
+    log: Annotated[list[str], operator.add]
+    last: str
+
+
+def _listed(lg: Imports) -> Any:
+    """Node ``a`` returns a tuple: a Command with ``(key, value)`` pairs, a dict, a Command going to ``c``."""
+
+    def a(state: LogLast) -> Any:
+        return (
+            lg.Command(update=[("log", ["1"]), ("log", ["2"])]),
+            {"log": ["3"], "last": "x"},
+            lg.Command(update={"log": ["4"]}, goto="c"),
+        )
+
+    builder = lg.StateGraph(LogLast)
+    builder.add_node("a", a, destinations=("c",))
+    builder.add_node("c", lambda s: {"log": ["c"]})
+    builder.add_edge(lg.START, "a")
+    return builder.compile(name="listed")
+
+
+def _root_listed(lg: Imports) -> Any:
+    """A root-channel state; node ``a`` returns Commands and a plain value in a list."""
+    builder = lg.StateGraph(Annotated[list, operator.add])
+    builder.add_node(
+        "a", lambda s: [lg.Command(update=["1"]), ["2"], lg.Command(goto="b")], destinations=("b",)
+    )
+    builder.add_node("b", lambda s: ["b"])
+    builder.add_edge(lg.START, "a")
+    return builder.compile(name="root_listed")
+
+
+LISTED_UPDATES = [
+    {"a": [{"log": ["1"]}, {"log": ["2"]}, {"log": ["3"]}, {"last": "x"}, {"log": ["4"]}]},
+    {"c": {"log": ["c"]}},
+]
+"""LangGraph's ``updates`` events: a task that wrote a key more than once shows each write in order."""
+ROOT_LISTED_UPDATES = [{"a": [["1"], ["2"]]}, {"b": ["b"]}]
+
+
+@pytest.mark.parametrize(
+    ("build", "input", "updates", "result"),
+    [
+        (_listed, {}, LISTED_UPDATES, {"log": ["1", "2", "3", "4", "c"], "last": "x"}),
+        (_root_listed, [], ROOT_LISTED_UPDATES, ["1", "2", "b"]),
+    ],
+    ids=["keyed", "root"],
+)
+def test_a_list_of_updates_and_commands_applies_item_by_item(
+    lg: Imports, build: Any, input: Any, updates: Any, result: Any
+) -> None:
+    """LangGraph: a node's list (or tuple) holding Commands is applied item by item in order, a Command's
+    ``update`` may be ``(key, value)`` pairs, and the ``updates`` event lists each write."""
+    graph = build(lg)
+    assert list(graph.stream(input, stream_mode="updates")) == updates
+    assert graph.invoke(input) == result
+
+
+@pytest.mark.parametrize(
+    ("workflow", "input", "updates", "result"),
+    [
+        ("listed", {}, LISTED_UPDATES, {"log": ["1", "2", "3", "4", "c"], "last": "x"}),
+        ("root_listed", [], ROOT_LISTED_UPDATES, ["1", "2", "b"]),
+    ],
+)
+def test_a_list_of_updates_and_commands_on_the_queue(
+    client: Client, workflow: str, input: Any, updates: Any, result: Any
+) -> None:
+    run_id = client.enqueue(workflow, input)
+    work(client)
+    run = client.get_run(run_id)
+    assert run.result == result
+    events = read_events(client.kv, run.thread_id, run_id)
+    assert [e.data for e in events if e.mode == "updates"] == updates
+
+
 GRAPHQ = Imports("graphq")
 REGISTRY = Registry(
     {
@@ -210,6 +288,8 @@ REGISTRY = Registry(
             _abstract(GRAPHQ),
             _routed(GRAPHQ, ROUTED_ON_THE_QUEUE),
             _two_nodes(GRAPHQ),
+            _listed(GRAPHQ),
+            _root_listed(GRAPHQ),
         )
     }
 )
