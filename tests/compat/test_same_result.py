@@ -280,6 +280,31 @@ def test_a_list_of_updates_and_commands_on_the_queue(
     assert [e.data for e in events if e.mode == "updates"] == updates
 
 
+def _send_command(lg: Imports) -> Any:
+    """``a``'s router sends ``w`` a Command as its argument; ``w`` writes the argument's repr."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", lambda s: {"log": ["a"]})
+    builder.add_node("w", lambda arg: {"log": [repr(arg)]})
+    builder.add_edge(lg.START, "a")
+    builder.add_conditional_edges("a", lambda s: [lg.Send("w", lg.Command(update={"log": ["u"]}, goto="a"))])
+    return builder.compile(name="send_command", checkpointer=lg.InMemorySaver())
+
+
+SENT_COMMAND = {"log": ["x", "a", "Command(update={'log': ['u']}, goto='a')"]}
+"""The node gets the Command itself, shown as LangGraph shows one: only the fields that are set."""
+
+
+def test_a_send_carrying_a_command_runs_under_a_checkpointer(lg: Imports) -> None:
+    """LangGraph: ``Send(node, Command(...))`` stores the Command in the checkpoint's pending sends and the
+    node receives it as its argument."""
+    config = {"configurable": {"thread_id": "t"}}
+    assert _send_command(lg).invoke({"log": ["x"]}, config) == SENT_COMMAND
+
+
+def test_a_send_carrying_a_command_on_the_queue(client: Client) -> None:
+    assert _queued(client, "send_command", {"log": ["x"]}) == SENT_COMMAND
+
+
 GRAPHQ = Imports("graphq")
 REGISTRY = Registry(
     {
@@ -290,6 +315,7 @@ REGISTRY = Registry(
             _two_nodes(GRAPHQ),
             _listed(GRAPHQ),
             _root_listed(GRAPHQ),
+            _send_command(GRAPHQ),
         )
     }
 )
