@@ -305,6 +305,73 @@ def test_a_send_carrying_a_command_on_the_queue(client: Client) -> None:
     assert _queued(client, "send_command", {"log": ["x"]}) == SENT_COMMAND
 
 
+def _fast_and_slow(lg: Imports, ended: list[str], started: asyncio.Event, from_start_router: bool) -> Any:
+    """Async nodes ``fast`` and ``slow`` in one super-step; ``slow`` waits until cancelled, then cleans up
+    over a few loop turns before it records ``cancelled``. Routed from START by a router, graphq runs the
+    step loop in a thread of its own (else on the caller's loop)."""
+
+    async def fast(state: Log) -> dict[str, list[str]]:
+        return {"log": ["fast"]}
+
+    async def slow(state: Log) -> dict[str, list[str]]:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            ended.append("cancelled")
+            raise
+        return {"log": ["slow"]}
+
+    builder = lg.StateGraph(Log)
+    builder.add_node("fast", fast)
+    builder.add_node("slow", slow)
+    if from_start_router:
+        builder.add_conditional_edges(lg.START, lambda s: ["fast", "slow"], ["fast", "slow"])
+    else:
+        builder.add_edge(lg.START, "fast")
+        builder.add_edge(lg.START, "slow")
+    return builder.compile()
+
+
+@pytest.mark.parametrize("from_start_router", [False, True], ids=["edges", "router"])
+def test_leaving_astream_early_cancels_the_running_nodes_first(lg: Imports, from_start_router: bool) -> None:
+    """LangGraph: ``aclose()`` of an ``astream`` left after its first chunk returns once the running async
+    nodes have been cancelled and have ended."""
+    ended: list[str] = []
+
+    async def main() -> list[Any]:
+        started = asyncio.Event()
+        stream = _fast_and_slow(lg, ended, started, from_start_router).astream(
+            {"log": []}, stream_mode="updates"
+        )
+        chunks = [await anext(stream)]
+        await asyncio.wait_for(started.wait(), 60)
+        await stream.aclose()
+        return [chunks, list(ended)]
+
+    assert asyncio.run(main()) == [[{"fast": {"log": ["fast"]}}], ["cancelled"]]
+
+
+@pytest.mark.parametrize("from_start_router", [False, True], ids=["edges", "router"])
+def test_cancelling_ainvoke_cancels_the_running_nodes_first(lg: Imports, from_start_router: bool) -> None:
+    """LangGraph: a cancelled ``ainvoke`` task ends (CancelledError) once its running async nodes have been
+    cancelled and have ended."""
+    ended: list[str] = []
+
+    async def main() -> list[str]:
+        started = asyncio.Event()
+        task = asyncio.create_task(_fast_and_slow(lg, ended, started, from_start_router).ainvoke({"log": []}))
+        await asyncio.wait_for(started.wait(), 60)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return list(ended)
+
+    assert asyncio.run(main()) == ["cancelled"]
+
+
 GRAPHQ = Imports("graphq")
 REGISTRY = Registry(
     {
