@@ -30,6 +30,7 @@ __all__ = [
     "OutsideRunError",
     "ParentCommand",
     "PermanentError",
+    "RetryOnError",
     "RedisUnavailableError",
     "RunExistsError",
     "RunNotFoundError",
@@ -122,6 +123,12 @@ class ArgumentTypeError(ConfigError, TypeError):
         brief = given if len(given) <= 60 else given[:60] + "…"
         super().__init__(f"{name} must be {expected} (got {type(value).__name__} {brief})")
         self.name = name
+
+
+class RetryOnError(ConfigError, TypeError):
+    """A node failed and its ``RetryPolicy.retry_on`` is neither an exception class, a list or tuple of
+    them, nor a callable: the run fails with it (not the node's error), when the node fails, as LangGraph's
+    (a ``TypeError``, LangGraph's message)."""
 
 
 class ThreadRequiredError(ConfigError, ValueError):

@@ -8,10 +8,12 @@ import asyncio
 import operator
 from collections.abc import Iterable, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence, Set
 from typing import Annotated, Any, TypedDict
+from unittest import mock
 
 import pytest
 from pydantic import BaseModel
 
+import graphcore
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
@@ -370,6 +372,102 @@ def test_cancelling_ainvoke_cancels_the_running_nodes_first(lg: Imports, from_st
         return list(ended)
 
     assert asyncio.run(main()) == ["cancelled"]
+
+
+class Count(TypedDict):
+    n: int
+
+
+def _flaky(lg: Imports, policy: Any, name: str = "flaky", fails: int = 2) -> Any:
+    """Node ``a`` raises ConnectionError on its first ``fails`` tries, then writes how many it took."""
+    tries: list[int] = []
+
+    def a(state: Count) -> dict[str, int]:
+        tries.append(1)
+        if len(tries) <= fails:
+            raise ConnectionError("flaky")
+        return {"n": len(tries)}
+
+    builder = lg.StateGraph(Count)
+    builder.add_node("a", a, retry_policy=policy)
+    builder.add_edge(lg.START, "a")
+    return builder.compile(name=name)
+
+
+def _async_flaky(lg: Imports, policy: Any) -> Any:
+    tries: list[int] = []
+
+    async def a(state: Count) -> dict[str, int]:
+        tries.append(1)
+        if len(tries) <= 2:
+            raise ConnectionError("flaky")
+        return {"n": len(tries)}
+
+    builder = lg.StateGraph(Count)
+    builder.add_node("a", a, retry_policy=policy)
+    builder.add_edge(lg.START, "a")
+    return builder.compile()
+
+
+def test_a_retry_policy_without_a_pause_retries_at_once(lg: Imports) -> None:
+    """LangGraph: ``RetryPolicy(initial_interval=0)`` is accepted; the tries follow with pauses of 0 s."""
+    sleeps: list[float] = []
+    with mock.patch("time.sleep", sleeps.append):
+        assert _flaky(lg, lg.RetryPolicy(initial_interval=0, jitter=False)).invoke({"n": 0}) == {"n": 3}
+    assert sleeps == [0, 0]
+
+
+def test_retry_pauses_go_through_time_sleep(lg: Imports) -> None:
+    """LangGraph: a sync node's pauses between tries are ``time.sleep`` calls (a patched one sees them)."""
+    sleeps: list[float] = []
+    with mock.patch("time.sleep", sleeps.append):
+        assert _flaky(lg, lg.RetryPolicy(initial_interval=7, jitter=False)).invoke({"n": 0}) == {"n": 3}
+    assert sleeps == [7.0, 14.0]
+
+
+def test_retry_pauses_go_through_asyncio_sleep(lg: Imports) -> None:
+    """LangGraph: an async node's pauses between tries are ``asyncio.sleep`` calls."""
+    sleeps: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    graph = _async_flaky(lg, lg.RetryPolicy(initial_interval=7, jitter=False))
+    with mock.patch("asyncio.sleep", fake_sleep):
+        assert asyncio.run(graph.ainvoke({"n": 0})) == {"n": 3}
+    assert sleeps == [7.0, 14.0]
+
+
+RETRY_ON_MESSAGE = "retry_on must be an Exception class, a list or tuple of Exception classes, or a callable"
+
+
+@pytest.mark.parametrize("fails", [0, 1])
+def test_an_invalid_retry_on_fails_when_the_node_fails(lg: Imports, fails: int) -> None:
+    """LangGraph: ``RetryPolicy(retry_on=5)`` is accepted; a node that succeeds runs, one that fails fails
+    the run with a TypeError saying what retry_on must be."""
+    graph = _flaky(lg, lg.RetryPolicy(retry_on=5, initial_interval=0), fails=fails)
+    if not fails:
+        assert graph.invoke({"n": 0}) == {"n": 1}
+        return
+    with pytest.raises(TypeError) as info:
+        graph.invoke({"n": 0})
+    assert str(info.value).startswith(RETRY_ON_MESSAGE)
+
+
+def test_retry_policies_of_langgraphs_forms_on_the_queue(client: Client) -> None:
+    """On a worker: ``initial_interval=0`` retries, an invalid ``retry_on`` fails the run naming it."""
+    for graph in (
+        _flaky(GRAPHQ, graphcore.RetryPolicy(initial_interval=0, jitter=False)),
+        _flaky(GRAPHQ, graphcore.RetryPolicy(retry_on=5), name="bad_retry_on"),  # type: ignore[arg-type]
+    ):
+        client.registry.graphs[graph.name] = graph
+    assert _queued(client, "flaky", {"n": 0}) == {"n": 3}
+    run_id = client.enqueue("bad_retry_on", {"n": 0})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.FAILED
+    assert run.error is not None
+    assert (run.error.type, run.error.message) == ("RetryOnError", f"{RETRY_ON_MESSAGE} (got 5)")
 
 
 GRAPHQ = Imports("graphq")
