@@ -470,6 +470,29 @@ def test_retry_policies_of_langgraphs_forms_on_the_queue(client: Client) -> None
     assert (run.error.type, run.error.message) == ("RetryOnError", f"{RETRY_ON_MESSAGE} (got 5)")
 
 
+def _parents_named(events: list[Any]) -> list[str | None]:
+    """The parent checkpoint ids that ``checkpoints`` and debug ``checkpoint`` events name, in order."""
+    payloads = [e for mode, e in events if mode == "checkpoints"]
+    payloads += [e["payload"] for mode, e in events if mode == "debug" and e["type"] == "checkpoint"]
+    return [
+        p["parent_config"]["configurable"]["checkpoint_id"] if p["parent_config"] else None for p in payloads
+    ]
+
+
+def test_exit_durability_streams_no_parent_that_is_never_saved(lg: Imports) -> None:
+    """LangGraph: under ``durability="exit"`` only the run's last checkpoint is saved, and no streamed
+    checkpoint event names an unsaved checkpoint as its parent (on a new thread: none at all)."""
+    graph = _two_nodes(lg, checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    modes = ["checkpoints", "debug"]
+    first = list(graph.stream({"log": ["x"]}, config, stream_mode=modes, durability="exit"))
+    assert set(_parents_named(first)) == {None}
+    second = list(graph.stream({"log": ["y"]}, config, stream_mode=modes, durability="exit"))
+    saved = {s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(config)}
+    assert len(saved) == 2
+    assert set(_parents_named(second)) - {None} - saved == set()
+
+
 GRAPHQ = Imports("graphq")
 REGISTRY = Registry(
     {
