@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AmbiguousAnswerError",
     "AppendConflictError",
     "ArgumentTypeError",
     "Cancelled",
@@ -80,6 +81,12 @@ class StepLimitError(PermanentError, RecursionError):
 
 GraphRecursionError = StepLimitError
 """LangGraph's name for the step-limit error: ``except GraphRecursionError`` catches graphq's."""
+
+
+class AmbiguousAnswerError(InvalidUpdateError, RuntimeError):
+    """A plain answer (``Command(resume=value)``, ``graphq runs answer RUN VALUE``) while several requests
+    are pending: answer them by id. Also a ``RuntimeError``, as LangGraph's, and LangGraph's words first:
+    "When there are multiple pending interrupts, you must specify the interrupt id when resuming"."""
 
 
 class CheckpointerError(PermanentError, TypeError):

@@ -112,8 +112,8 @@ class ReducerChannel:
         overwrites = [node for node, value in writes if isinstance(value, Overwrite)]
         if len(overwrites) > 1:
             raise InvalidUpdateError(
-                f"channel {key!r} received {len(overwrites)} Overwrite writes in one super-step "
-                f"(from {', '.join(overwrites)})"
+                "Can receive only one Overwrite value per super-step: "  # LangGraph's words
+                f"channel {key!r} received {len(overwrites)} (from {', '.join(overwrites)})"
             )
         if overwrites:  # the Overwrite wins its super-step: no other write is folded in (LangGraph's rule)
             return next(write.value for _, write in writes if isinstance(write, Overwrite))

@@ -493,6 +493,118 @@ def test_exit_durability_streams_no_parent_that_is_never_saved(lg: Imports) -> N
     assert set(_parents_named(second)) - {None} - saved == set()
 
 
+def _edge_from_unknown(lg: Imports) -> Any:
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", lambda s: {})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("nope", "a")
+    return builder.compile()
+
+
+def _router_from_unknown(lg: Imports) -> Any:
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", lambda s: {})
+    builder.add_edge(lg.START, "a")
+    builder.add_conditional_edges("nope", lambda s: "a")
+    return builder.compile()
+
+
+def _removes_unknown_graph(lg: Imports) -> Any:
+    """Node ``a`` removes message ``zzz``, which nobody wrote."""
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("a", lambda s: {"messages": [lg.RemoveMessage(id="zzz")]})
+    builder.add_edge(lg.START, "a")
+    return builder.compile(name="removes_unknown")
+
+
+def _removes_unknown(lg: Imports) -> Any:
+    return _removes_unknown_graph(lg).invoke({"messages": [lg.HumanMessage("hi", id="1")]})
+
+
+def _not_a_saver(lg: Imports) -> Any:
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", lambda s: {})
+    builder.add_edge(lg.START, "a")
+    return builder.compile(checkpointer=object())
+
+
+def _overwrites(lg: Imports) -> Any:
+    """Nodes ``a`` and ``b`` of one step each write an Overwrite to ``log``."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", lambda s: {"log": lg.Overwrite(["a"])})
+    builder.add_node("b", lambda s: {"log": lg.Overwrite(["b"])})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge(lg.START, "b")
+    return builder.compile(name="overwrites")
+
+
+def _overwrite_twice(lg: Imports) -> Any:
+    return _overwrites(lg).invoke({"log": []})
+
+
+def _two_questions(lg: Imports, **compile: Any) -> Any:
+    """Nodes ``a`` and ``b`` of one step each ask with ``interrupt()``."""
+    builder = lg.StateGraph(Log)
+    builder.add_node("a", lambda s: {"log": [lg.interrupt("qa")]})
+    builder.add_node("b", lambda s: {"log": [lg.interrupt("qb")]})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge(lg.START, "b")
+    return builder.compile(name="two_questions", **compile)
+
+
+def _plain_resume(lg: Imports) -> Any:
+    graph = _two_questions(lg, checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"log": []}, config)
+    return graph.invoke(lg.Command(resume="x"), config)
+
+
+UNKNOWN_SOURCE = "Found edge starting at unknown node 'nope'"
+UNKNOWN_ID = "Attempting to delete a message with an ID that doesn't exist ('zzz')"
+NOT_A_SAVER = "Invalid checkpointer provided. Expected "
+TWO_OVERWRITES = "Can receive only one Overwrite value per super-step"
+PLAIN_RESUME = "When there are multiple pending interrupts, you must specify the interrupt id when resuming"
+
+
+@pytest.mark.parametrize(
+    ("program", "error", "text"),
+    [
+        (_edge_from_unknown, ValueError, UNKNOWN_SOURCE),
+        (_router_from_unknown, ValueError, UNKNOWN_SOURCE),
+        (_removes_unknown, ValueError, UNKNOWN_ID),
+        (_not_a_saver, TypeError, NOT_A_SAVER),
+        (_overwrite_twice, "InvalidUpdateError", TWO_OVERWRITES),
+        (_plain_resume, RuntimeError, PLAIN_RESUME),
+    ],
+    ids=["edge", "router", "remove", "saver", "overwrite", "resume"],
+)
+def test_errors_users_match_on(lg: Imports, program: Any, error: Any, text: str) -> None:
+    """LangGraph: these mistakes raise this exception type, its message starting with these words."""
+    expected = getattr(lg, error) if isinstance(error, str) else error
+    with pytest.raises(expected) as info:
+        program(lg)
+    assert str(info.value).startswith(text)
+
+
+def test_errors_users_match_on_from_the_queue(client: Client) -> None:
+    """On a worker: the failed run's error is the same text; a plain answer to a run with two open
+    requests is a RuntimeError with LangGraph's words."""
+    failed = []
+    for workflow, input in (("overwrites", {"log": []}), ("removes_unknown", {"messages": []})):
+        run_id = client.enqueue(workflow, input)
+        work(client)
+        run = client.get_run(run_id)
+        assert run.status == RunStatus.FAILED and run.error is not None
+        failed.append(run.error.message)
+    assert failed[0].startswith(TWO_OVERWRITES)
+    assert failed[1].startswith(UNKNOWN_ID)
+    asking = client.enqueue("two_questions", {"log": []})
+    work(client)
+    with pytest.raises(RuntimeError) as info:
+        client.answer(asking, "x")
+    assert str(info.value).startswith(PLAIN_RESUME)
+
+
 GRAPHQ = Imports("graphq")
 REGISTRY = Registry(
     {
@@ -504,6 +616,9 @@ REGISTRY = Registry(
             _listed(GRAPHQ),
             _root_listed(GRAPHQ),
             _send_command(GRAPHQ),
+            _overwrites(GRAPHQ),
+            _removes_unknown_graph(GRAPHQ),
+            _two_questions(GRAPHQ),
         )
     }
 )
