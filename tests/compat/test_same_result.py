@@ -605,6 +605,68 @@ def test_errors_users_match_on_from_the_queue(client: Client) -> None:
     assert str(info.value).startswith(PLAIN_RESUME)
 
 
+class Greeter:
+    """A callable object: ``add_node(Greeter())`` names its node after the class."""
+
+    def __call__(self, state: Log) -> Any:
+        return {"log": ["greeted"]}
+
+
+def _drawn(lg: Imports) -> Any:
+    """``ask`` goes by Command to ``yes`` or ``no`` (labelled destinations); ``no`` is deferred."""
+
+    def ask(state: Log) -> Any:
+        return lg.Command(goto="yes")
+
+    builder = lg.StateGraph(Log)
+    builder.add_node("Greeter", Greeter())
+    builder.add_node("ask", ask, destinations={"yes": "approved", "no": "refused"})
+    builder.add_node("yes", lambda s: {"log": ["yes"]})
+    builder.add_node("no", lambda s: {"log": ["no"]}, defer=True)
+    builder.add_edge(lg.START, "Greeter")
+    builder.add_edge("Greeter", "ask")
+    return builder
+
+
+DRAWN = (
+    "---\nconfig:\n  flowchart:\n    curve: linear\n---\ngraph TD;\n"
+    "\t__start__([<p>__start__</p>]):::first\n"
+    "\tGreeter(Greeter)\n"
+    "\task(ask)\n"
+    "\tyes(yes)\n"
+    "\tno(no<hr/><small><em>defer = True</em></small>)\n"
+    "\t__end__([<p>__end__</p>]):::last\n"
+    "\tGreeter --> ask;\n"
+    "\t__start__ --> Greeter;\n"
+    "\task -. &nbsp;refused&nbsp; .-> no;\n"
+    "\task -. &nbsp;approved&nbsp; .-> yes;\n"
+    "\tyes -.-> no;\n"
+    "\tno --> __end__;\n"
+    "\tclassDef default fill:#f2f0ff,line-height:1.2\n"
+    "\tclassDef first fill-opacity:0\n"
+    "\tclassDef last fill:#bfb6fc\n"
+)
+"""LangGraph's mermaid text of :func:`_drawn`: the labels on the Command edges, the deferred node marked
+and reached by an implicit conditional edge from ``yes`` (the node of the step before it runs)."""
+
+
+def test_a_callable_object_is_named_after_its_class(lg: Imports) -> None:
+    """LangGraph: ``add_node(obj)`` without a name names the node ``type(obj).__name__``."""
+    builder = lg.StateGraph(Log)
+    builder.add_node(Greeter())
+    builder.add_edge(lg.START, "Greeter")
+    assert list(builder.nodes) == ["Greeter"]
+    assert builder.compile().invoke({"log": []}) == {"log": ["greeted"]}
+
+
+def test_labelled_destinations_and_a_deferred_node_are_drawn_as_langgraph(lg: Imports) -> None:
+    """LangGraph: ``destinations={node: label}`` puts each label on its drawn edge; a deferred node is
+    drawn with ``defer = True`` and an implicit edge from the step before it runs."""
+    graph = _drawn(lg).compile()
+    assert graph.get_graph().draw_mermaid() == DRAWN
+    assert graph.invoke({"log": []}) == {"log": ["greeted", "yes"]}
+
+
 GRAPHQ = Imports("graphq")
 REGISTRY = Registry(
     {
