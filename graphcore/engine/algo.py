@@ -447,9 +447,7 @@ def apply_input(
     writes = graph.schema.writes_of(START, input, strict=strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
-    goto = [
-        p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, values)
-    ]
+    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, values)]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": "input", "step": step, "writes": [START]}

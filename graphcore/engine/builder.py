@@ -60,10 +60,8 @@ def _named(name: str | Node, fn: Node | None) -> tuple[str, Node]:
             raise InvalidGraphError(f"add_node({name!r}) needs the node's function")
         return name, fn
     fn = name
-    if isinstance(fn, CompiledGraph):
-        found = fn.name
-    else:  # a callable object without __name__: its class's name, as LangGraph's
-        found = getattr(fn, "__name__", type(fn).__name__)
+    # a callable object without __name__ goes by its class's name, as LangGraph's
+    found = fn.name if isinstance(fn, CompiledGraph) else getattr(fn, "__name__", type(fn).__name__)
     if not isinstance(found, str) or not found or found == "<lambda>":
         raise InvalidGraphError(f"add_node({fn!r}): name the node (add_node(name, fn)); it has no name")
     return found, fn

@@ -69,8 +69,8 @@ def check_checkpointer(value: Any) -> CheckpointStore | bool | None:
     if missing:
         raise CheckpointerError(
             "Invalid checkpointer provided. Expected a graphq checkpoint store (such as "
-            f"graphcore.InMemorySaver()), True, False, or None. Received {kind}, which is not a checkpoint store "
-            f"(no {', '.join(missing)})"
+            f"graphcore.InMemorySaver()), True, False, or None. Received {kind}, which is not a checkpoint "
+            f"store (no {', '.join(missing)})"
         )
     store: CheckpointStore = value
     return store

@@ -12,8 +12,8 @@ failures), while programming errors stay permanent: see :func:`default_retry_on`
 
 from __future__ import annotations
 
-import time
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass
 from typing import TypeAlias
