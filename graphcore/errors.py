@@ -132,12 +132,6 @@ class ArgumentTypeError(ConfigError, TypeError):
         self.name = name
 
 
-class RetryOnError(ConfigError, TypeError):
-    """A node failed and its ``RetryPolicy.retry_on`` is neither an exception class, a list or tuple of
-    them, nor a callable: the run fails with it (not the node's error), when the node fails, as LangGraph's
-    (a ``TypeError``, LangGraph's message)."""
-
-
 class ThreadRequiredError(ConfigError, ValueError):
     """A graph compiled with a checkpointer was run outside any node without a thread id. Also a
     ``ValueError``, as LangGraph's ("Checkpointer requires one or more of the following 'configurable'
@@ -181,6 +175,12 @@ class ParentCommand(PermanentError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.node, self.command)
+
+
+class RetryOnError(ConfigError, TypeError):
+    """A node failed and its ``RetryPolicy.retry_on`` is neither an exception class, a list or tuple of
+    them, nor a callable: the run fails with it (not the node's error), when the node fails, as LangGraph's
+    (a ``TypeError``, LangGraph's message)."""
 
 
 class OutsideRunError(GraphqError, RuntimeError):
