@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AmbiguousAnswerError",
     "AppendConflictError",
     "ArgumentTypeError",
     "Cancelled",
@@ -32,6 +33,7 @@ __all__ = [
     "ParentCommand",
     "PermanentError",
     "RedisUnavailableError",
+    "RetryOnError",
     "RunExistsError",
     "RunNotFoundError",
     "SerializationError",
@@ -80,6 +82,12 @@ class StepLimitError(PermanentError, RecursionError):
 
 GraphRecursionError = StepLimitError
 """LangGraph's name for the step-limit error: ``except GraphRecursionError`` catches graphq's."""
+
+
+class AmbiguousAnswerError(InvalidUpdateError, RuntimeError):
+    """A plain answer (``Command(resume=value)``, ``graphq runs answer RUN VALUE``) while several requests
+    are pending: answer them by id. Also a ``RuntimeError``, as LangGraph's, and LangGraph's words first:
+    "When there are multiple pending interrupts, you must specify the interrupt id when resuming"."""
 
 
 class CheckpointerError(PermanentError, TypeError):
@@ -177,6 +185,12 @@ class ParentCommand(PermanentError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.node, self.command)
+
+
+class RetryOnError(ConfigError, TypeError):
+    """A node failed and its ``RetryPolicy.retry_on`` is neither an exception class, a list or tuple of
+    them, nor a callable: the run fails with it (not the node's error), when the node fails, as LangGraph's
+    (a ``TypeError``, LangGraph's message)."""
 
 
 class OutsideRunError(GraphqError, RuntimeError):

@@ -122,8 +122,10 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def call_router(graph: GraphSpec, branch: Branch, state: Any) -> Any:
-    """What ``branch``'s router returns for ``state``: a coroutine for an async router."""
+def call_router(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> Any:
+    """What ``branch``'s router returns for the channel ``values``, seen through its own input schema
+    (:attr:`Branch.reads`, else the state schema's): a coroutine for an async router."""
+    state = graph.schema.reader_of(branch.reads).view(values)
     if branch.injects:  # config / writer parameters (graphcore.engine.params)
         return branch.router(state, **keyword_args(branch.injects))
     return branch.router(state)
@@ -143,9 +145,9 @@ def router_errors(branch: Branch) -> Iterator[None]:
         raise node_error(branch.source, exc, router=branch.name) from exc
 
 
-def _route(graph: GraphSpec, branch: Branch, state: Any) -> list[PendingTask]:
+def _route(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> list[PendingTask]:
     with router_errors(branch):
-        chosen = call_router(graph, branch, state)
+        chosen = call_router(graph, branch, values)
         if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
             chosen = run_coroutine(chosen)
     return destinations(graph, branch, chosen)
@@ -177,11 +179,22 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
     return out
 
 
+def _command_writes(graph: GraphSpec, node: str, update: Any) -> list[tuple[str, Any]]:
+    """A ``Command(update=...)``'s writes: ``(key, value)`` pairs in their order (a key may repeat), as
+    LangGraph's ``_update_as_tuples`` reads a list of them, else :meth:`StateSchema.writes_of`."""
+    pairs = isinstance(update, list | tuple) and bool(update) and not graph.schema.root
+    if pairs and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in update):
+        return [w for key, value in update for w in graph.schema.writes_of(node, {key: value}, strict=False)]
+    return graph.schema.writes_of(node, update, strict=False)
+
+
 def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
-    """A node's output as (writes, dynamic destinations). A list holding a Command (LangGraph's, e.g.
-    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates. Keys that
-    are no channel are ignored with a warning, as LangGraph ignores them (:meth:`StateSchema.writes_of`)."""
-    if type(output) is list and any(isinstance(item, Command) for item in output):
+    """A node's output as (writes, dynamic destinations). A list or tuple holding a Command (LangGraph's,
+    e.g. ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates (for a
+    root-channel state, values). A Command's ``update`` is a dict, a model, or ``(key, value)`` pairs in
+    order, as LangGraph's. Keys that are no channel are ignored with a warning, as LangGraph ignores them
+    (:meth:`StateSchema.writes_of`)."""
+    if type(output) in (list, tuple) and any(isinstance(item, Command) for item in output):
         writes: list[tuple[str, Any]] = []
         gotos: list[PendingTask] = []
         for item in output:
@@ -192,7 +205,7 @@ def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str,
     if isinstance(output, Command):
         if output.graph is not None:  # Command.PARENT: for the graph that runs this one
             raise for_parent(node, output)
-        writes = graph.schema.writes_of(node, output.update, strict=False)
+        writes = _command_writes(graph, node, output.update)
         gotos = [_goto(t) for t in _as_list(output.goto)]
         unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
         if unknown:
@@ -208,16 +221,16 @@ def _routes(
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    view = route_view(graph, node, values, writes)
-    return [pending for branch in branches for pending in _route(graph, branch, view)]
+    local = route_values(graph, node, values, writes)
+    return [pending for branch in branches for pending in _route(graph, branch, local)]
 
 
-def route_view(
+def route_values(
     graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
-) -> Any:
-    """The state ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
+) -> dict[str, Any]:
+    """The channel values ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
     local, _ = _apply(graph, values, [(key, (node, value)) for key, value in writes])
-    return graph.schema.view(local)
+    return local
 
 
 def task_config(
@@ -447,9 +460,7 @@ def apply_input(
     writes = graph.schema.writes_of(START, input, strict=strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
-    goto = [
-        p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))
-    ]
+    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, values)]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": "input", "step": step, "writes": [START]}

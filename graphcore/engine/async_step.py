@@ -32,7 +32,7 @@ from graphcore.engine.algo import (
     node_run,
     normalise,
     paused_writes,
-    route_view,
+    route_values,
     router_errors,
     task_setup,
 )
@@ -42,6 +42,7 @@ from graphcore.engine.config import RunConfig, task_context
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
+from graphcore.engine.retry import asleep
 from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import Step, Tries, passes_through
 from graphcore.errors import Cancelled, NodeTimeoutError
@@ -256,7 +257,12 @@ class _Tries(Tries):
         return await arun_task(*args)
 
     async def _sleep(self, seconds: float) -> None:
-        """The pause between two tries; a cancel ends it at once, and the task with its last error."""
+        """The pause between two tries: ``asyncio.sleep`` as LangGraph's when nothing but the awaiting
+        task can cancel the run (a root run in process); else a cancel of the task's token ends it at
+        once, and the task with its last error."""
+        if self.step.cancel is None:
+            await asleep(seconds)
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         while not self.cancel.cancelled and (left := deadline - loop.time()) > 0:
@@ -314,11 +320,11 @@ async def _aroutes(
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    view = route_view(graph, node, cp.channel_values, writes)
+    local = route_values(graph, node, cp.channel_values, writes)
     out: list[PendingTask] = []
     for branch in branches:
         with router_errors(branch):
-            chosen = call_router(graph, branch, view)
+            chosen = call_router(graph, branch, local)
             if inspect.isawaitable(chosen):
                 chosen = await chosen
         out += destinations(graph, branch, chosen)

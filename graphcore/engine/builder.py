@@ -52,15 +52,16 @@ def _as_node(fn: Any) -> Any:
 
 
 def _named(name: str | Node, fn: Node | None) -> tuple[str, Node]:
-    """``add_node``'s (name, function): ``add_node(fn)`` takes a compiled graph's name or a function's
-    ``__name__``."""
+    """``add_node``'s (name, function): ``add_node(fn)`` takes a compiled graph's name, a function's
+    ``__name__`` or else (a callable object) its class's name, as LangGraph's."""
     name, fn = _as_node(name), _as_node(fn)
     if isinstance(name, str):
         if fn is None:
             raise InvalidGraphError(f"add_node({name!r}) needs the node's function")
         return name, fn
     fn = name
-    found = getattr(fn, "name" if isinstance(fn, CompiledGraph) else "__name__", None)
+    # a callable object without __name__ goes by its class's name, as LangGraph's
+    found = fn.name if isinstance(fn, CompiledGraph) else getattr(fn, "__name__", type(fn).__name__)
     if not isinstance(found, str) or not found or found == "<lambda>":
         raise InvalidGraphError(f"add_node({fn!r}): name the node (add_node(name, fn)); it has no name")
     return found, fn
@@ -158,7 +159,7 @@ class StateGraph:
         *,
         timeout: Timeout = None,
         settings: Mapping[str, Any] | None = None,
-        destinations: Sequence[str] = (),
+        destinations: Sequence[str] | Mapping[str, str] = (),
         retry: RetryPolicy | None = None,
         defer: bool = False,
         metadata: Mapping[str, Any] | None = None,
@@ -168,7 +169,8 @@ class StateGraph:
         error_handler: object = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
-        ``__name__``) or the compiled graph (its name), as LangGraph's ``StateGraph.add_node`` does.
+        ``__name__``), the compiled graph (its name) or a callable object's class, as LangGraph's
+        ``StateGraph.add_node`` does.
 
         Args:
             name: unique node name (or the node's function, named after it).
@@ -187,8 +189,9 @@ class StateGraph:
                 ``config.configurable["__graphq_node_settings"]`` (always there, ``{}`` when none were
                 given); the workflow catalog shows them. Checked at :meth:`compile`: at most
                 ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` bytes of compact JSON.
-            destinations: nodes reachable only through ``Command(goto=...)`` from this node; by default
-                the names of ``fn``'s return annotation ``Command[Literal["a", "b"]]``, if it has one.
+            destinations: nodes reachable only through ``Command(goto=...)`` from this node, or a mapping
+                node → label (the label drawn on its edge, as LangGraph's); by default the names of
+                ``fn``'s return annotation ``Command[Literal["a", "b"]]``, if it has one.
             retry: the node's retry policy (G9); None takes :meth:`set_node_defaults`'s, else tries it once.
             defer: run the node only when nothing else is pending (LangGraph's deferred nodes, for joins of
                 branches of different lengths; see :mod:`graphcore.engine.defer`).
@@ -235,6 +238,7 @@ class StateGraph:
             injects=params.injected(fn),
             defer=defer,
             metadata=dict(metadata or {}),
+            labels=dict(destinations) if isinstance(destinations, Mapping) else {},
         )
         return self
 
@@ -305,7 +309,9 @@ class StateGraph:
         """After ``source`` runs, ``router`` chooses where to go (see :class:`Branch`): a node name, END, a
         ``Send`` or a list of them; ``path_map`` (a mapping or a list of names) is by default read from the
         router's return annotation ``Literal["a", "b"]``, as LangGraph does. A router taking ``config`` or
-        ``writer`` gets them (:mod:`graphcore.engine.params`).
+        ``writer`` gets them (:mod:`graphcore.engine.params`). A router whose first parameter is annotated
+        with a TypedDict, pydantic model or dataclass is passed that schema's keys (a dict, or a model
+        instance), as LangGraph's; its keys are channels of the graph, like a node input schema's.
 
         Raises:
             InvalidGraphError: a router from START takes ``config``, ``writer`` or ``runtime`` (graphq runs
@@ -321,7 +327,10 @@ class StateGraph:
                 f"the router from START takes {', '.join(injects)}: graphq runs routers from START before "
                 "any task, with no task config, stream writer or runtime; route from a first node instead"
             )
-        self.branches.append(Branch(source, router, path_map, injects))
+        reads = params.input_schema_of(router)
+        if reads is not None:
+            self.schema = self.schema.including(reads)
+        self.branches.append(Branch(source, router, path_map, injects, reads))
         return self
 
     def set_entry_point(self, node: str) -> StateGraph:

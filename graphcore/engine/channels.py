@@ -14,6 +14,7 @@ Channels are stateless descriptors: values live in checkpoints, so the same grap
 
 from __future__ import annotations
 
+import collections.abc
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -111,8 +112,8 @@ class ReducerChannel:
         overwrites = [node for node, value in writes if isinstance(value, Overwrite)]
         if len(overwrites) > 1:
             raise InvalidUpdateError(
-                f"channel {key!r} received {len(overwrites)} Overwrite writes in one super-step "
-                f"(from {', '.join(overwrites)})"
+                "Can receive only one Overwrite value per super-step: "  # LangGraph's words
+                f"channel {key!r} received {len(overwrites)} (from {', '.join(overwrites)})"
             )
         if overwrites:  # the Overwrite wins its super-step: no other write is folded in (LangGraph's rule)
             return next(write.value for _, write in writes if isinstance(write, Overwrite))
@@ -122,11 +123,32 @@ class ReducerChannel:
         return value
 
 
+_CONCRETE: dict[Any, type] = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
+"""Abstract collection types → the concrete type a reducer channel of one starts from, as LangGraph's."""
+
+
 def _factory_for(tp: Any) -> Callable[[], Any] | None:
+    """The starting value's factory of a reducer channel whose value type is ``tp``, as LangGraph's
+    ``BinaryOperatorAggregate``: the type itself (its origin, for ``list[int]``), or the concrete type of
+    an abstract collection (``Sequence`` → ``list``, ``Set`` → ``set``, ``Mapping`` → ``dict``) when it can
+    be called without arguments; None (the channel starts empty) for any other type (``Iterable``, a union,
+    a class that needs arguments)."""
     origin = typing.get_origin(tp) or tp
-    if origin in (list, dict, set, tuple, int, float, str, frozenset):
-        return typing.cast(Callable[[], Any], origin)
-    return None
+    origin = _CONCRETE.get(origin, origin)
+    if not isinstance(origin, type):
+        return None
+    try:
+        origin()
+    except Exception:  # an abstract class, or one that needs arguments: no starting value, as LangGraph's
+        return None
+    return typing.cast(Callable[[], Any], origin)
 
 
 def _unwrap_required(annotation: Any) -> Any:

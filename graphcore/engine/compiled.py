@@ -35,6 +35,7 @@ class NodeSpec:
         timeout_s: node timeout in seconds, per try (enforced by :mod:`graphcore.engine.step`, G10), or None.
         settings: JSON-serialisable per-node settings, passed through untouched.
         destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
+        labels: destination → the label its drawn edge carries (``add_node(destinations={node: label})``).
         retry: how the node is tried again after an error (G9): a policy, LangGraph's list of them, or
             None for a single try.
         reads: the node's input schema (the keys it sees, :meth:`StateSchema.reader_of`); None for the
@@ -56,6 +57,7 @@ class NodeSpec:
     injects: tuple[str, ...] = ()
     defer: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ class Branch:
     path_map: Mapping[Hashable, str] | None = None
     injects: tuple[str, ...] = ()
     """The parameters ``router`` takes by keyword (``config``, ``writer``; :mod:`graphcore.engine.params`)."""
+    reads: type[Any] | None = None
+    """The router's own input schema (the TypedDict, pydantic model or dataclass annotating its first
+    parameter; its keys are channels, private ones too): what it is passed. None: the state schema."""
 
     @property
     def name(self) -> str:

@@ -295,9 +295,15 @@ class StateSchema:
         return ordered if len(ordered) == len(values) else {**ordered, **values}
 
     def update_of(self, writes: Sequence[tuple[str, Any]]) -> Any:
-        """An ``updates`` stream event's payload for one task: its writes as a dict, or the root update."""
+        """An ``updates`` stream event's payload for one task, as LangGraph's: its writes as a dict, or,
+        when a key is written more than once (a node's list of Commands), a list of one-key dicts in write
+        order; for a root-channel state the value written, or a list of the values when there are several."""
         if self.root:
-            return next((value for _, value in writes), None)
+            values = [value for _, value in writes]
+            return values[0] if len(values) == 1 else values
+        keys = [key for key, _ in writes]
+        if len(set(keys)) < len(keys):
+            return [{key: value} for key, value in writes]
         return dict(writes)
 
     def writes_of(self, node: str, update: Any, *, strict: bool = True) -> list[tuple[str, Any]]:

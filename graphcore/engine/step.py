@@ -18,6 +18,7 @@ from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
 from graphcore.engine.nested import retried
+from graphcore.engine.retry import sleep
 from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer, passes_through
 from graphcore.errors import NodeTimeoutError
@@ -101,7 +102,11 @@ class _Tries(Tries):
         return run_task(*args)
 
     def _sleep(self, seconds: float) -> None:
-        if self.cancel.wait(seconds) and self.last_error is not None:
+        """The pause between two tries: ``time.sleep`` as LangGraph's when nothing can cancel the run
+        (a root run in process); else a wait on the task's token, which a cancel cuts short."""
+        if self.step.cancel is None:
+            sleep(seconds)
+        elif self.cancel.wait(seconds) and self.last_error is not None:
             raise self.last_error  # cancelled while waiting: no more tries, the task ends with its last error
 
 
