@@ -38,6 +38,7 @@ from graphcore.engine.algo import (
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec, NodeSpec
 from graphcore.engine.config import RunConfig, task_context
+from graphcore.engine.handlers import handler_task
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
@@ -144,7 +145,12 @@ async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites |
             raise
         return tries.failure(exc)  # the node raised it itself: its failure, as LangGraph's NodeCancelledError
     except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
-        return exc if passes_through(exc) else tries.failure(exc)
+        if passes_through(exc):
+            return exc
+        handling = None if exc is tries.hook_error else handler_task(step, task, exc, tries.tries)
+        if handling is None:
+            return tries.failure(exc)
+        return await _outcome(*handling, watch)  # the handler's writes are the task's (engine.handlers)
     if step.done is not None:
         try:
             step.done(result)

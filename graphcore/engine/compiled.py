@@ -43,6 +43,8 @@ class NodeSpec:
             :mod:`graphcore.engine.params`), read once at ``add_node``.
         defer: the node runs only when nothing else is pending (:mod:`graphcore.engine.defer`).
         metadata: added to the ``metadata`` of the node's task config.
+        error_handler: the node that runs when this one fails (``add_node(..., error_handler=...)``;
+            :mod:`graphcore.engine.handlers`), or None.
     """
 
     name: str
@@ -56,6 +58,7 @@ class NodeSpec:
     injects: tuple[str, ...] = ()
     defer: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    error_handler: str | None = None
 
 
 @dataclass(frozen=True)

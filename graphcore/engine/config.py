@@ -23,6 +23,7 @@ from graphcore.settings import explain, get_settings
 __all__ = [
     "ACCEPTED",
     "ANSWERS_KEY",
+    "NODE_ERROR_KEY",
     "NODE_SETTINGS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
@@ -50,6 +51,11 @@ RESUME_KEY = f"{RESERVED_PREFIX}resume"
 
 ANSWERS_KEY = f"{RESERVED_PREFIX}answers"
 """``configurable`` key carrying every answer given for a step (interrupt id → value), for subgraphs."""
+
+NODE_ERROR_KEY = f"{RESERVED_PREFIX}node_error"
+"""``configurable`` key carrying, into an error handler's task, the failure it handles (a
+:class:`~graphcore.errors.NodeError`; :mod:`graphcore.engine.handlers`), as LangGraph's
+``__pregel_node_error``."""
 
 NODE_SETTINGS_KEY = f"{RESERVED_PREFIX}node_settings"
 """``configurable`` key carrying the running node's settings (``add_node(..., settings=...)``, R9), ``{}``

@@ -17,6 +17,7 @@ from graphcore.engine.async_step import arun_tasks, run_async_tasks
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
+from graphcore.engine.handlers import handler_task
 from graphcore.engine.nested import retried
 from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer, passes_through
@@ -49,17 +50,31 @@ class StepResult:
 
 def _call(step: Step, task: Task) -> TaskWrites:
     """Run ``task`` to its writes; raises what it fails with (:meth:`Tries.failure`), or graphq's own control
-    flow (:func:`passes_through`) unchanged."""
+    flow (:func:`passes_through`) unchanged. A failure its node's error handler takes is handled
+    (:mod:`graphcore.engine.handlers`): the handler's writes are the task's."""
     tries = _Tries(step, task)
     try:
         result = tries.run()
     except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
         if passes_through(exc):
             raise
-        raise tries.failure(exc)  # noqa: B904  (a NodeError has exc as its cause already)
+        handling = None if exc is tries.hook_error else handler_task(step, task, exc, tries.tries)
+        if handling is None:
+            raise tries.failure(exc)  # noqa: B904  (a NodeError has exc as its cause already)
+        return _handle(*handling)
     if step.done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
         step.done(result)
     return result
+
+
+def _handle(step: Step, task: Task) -> TaskWrites:
+    """The writes of the error handler's ``task`` (run on an event loop when the handler is async)."""
+    if task.node not in step.graph.async_tasks:
+        return _call(step, task)
+    outcome = run_async_tasks(step, [task])[task.id]
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 class _Tries(Tries):

@@ -43,7 +43,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "langgraph.errors": (
         "graphcore",
-        ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"),
+        ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError", "NodeError", "NodeTimeoutError"),
     ),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
