@@ -14,12 +14,21 @@ from graphcore.engine.config import (
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
 from graphcore.engine.retry import RetryPolicy
-from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime, get_store
+from graphcore.engine.runtime import (
+    ExecutionInfo,
+    RunControl,
+    Runtime,
+    ServerInfo,
+    StreamWriter,
+    get_runtime,
+    get_store,
+)
 from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
 from graphcore.engine.timeouts import TimeoutPolicy
 from graphcore.errors import (
     ConfigError,
     EmptyInputError,
+    GraphDrained,
     GraphqError,
     GraphRecursionError,
     InvalidGraphError,
@@ -62,7 +71,9 @@ __all__ = [
     "CompiledGraph",
     "ConfigError",
     "EmptyInputError",
+    "ExecutionInfo",
     "GetOp",
+    "GraphDrained",
     "GraphRecursionError",
     "GraphqError",
     "InMemorySaver",
@@ -86,11 +97,13 @@ __all__ = [
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",
+    "RunControl",
     "Runtime",
     "SearchItem",
     "SearchOp",
     "Send",
     "SerializationError",
+    "ServerInfo",
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",

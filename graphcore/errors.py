@@ -19,6 +19,7 @@ __all__ = [
     "ConfigError",
     "DisabledError",
     "EmptyInputError",
+    "GraphDrained",
     "GraphRecursionError",
     "GraphqError",
     "InvalidGraphError",
@@ -134,6 +135,20 @@ class EmptyInputError(PermanentError):
     """A run got no input (``invoke(None, ...)``) and has nothing to continue: no checkpointer, or a thread
     without a checkpoint. LangGraph's ``langgraph.errors.EmptyInputError`` (an ``Exception``), same message:
     ``Received no input for __start__``."""
+
+
+class GraphDrained(GraphqError):
+    """A run stopped before a super-step because its :class:`~graphcore.engine.runtime.RunControl` was asked
+    to drain (LangGraph's ``langgraph.errors.GraphDrained``, same message: ``Graph drained: <reason>``).
+    Every finished super-step is committed; ``invoke(None, config)`` on the thread goes on.
+
+    Attributes:
+        reason: the reason given to ``request_drain`` (``"shutdown"`` by default).
+    """
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        super().__init__(f"Graph drained: {reason}")
+        self.reason = reason
 
 
 class DisabledError(PermanentError):

@@ -58,7 +58,7 @@ from worker.breakpoints import stop_at
 from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
 from worker.commit import CommitAhead, StepCommit
 from worker.committing import commit, commit_step
-from worker.context import WorkerContext, get_context
+from worker.context import DRAIN, WorkerContext, get_context
 from worker.endings import after_head, end_completed, end_run, fail_run, release_thread
 from worker.fence import RefusedWriteError
 from worker.fenced_writes import append_event, fenced_hset, put_writes, set_status
@@ -172,6 +172,7 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
         fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
 
+
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
 ) -> tuple[Lease | None, tuple[int, dict[bytes, bytes]] | None]:
@@ -282,7 +283,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow))):
+    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN)):
         outcome = run_step(
             graph,
             cp,

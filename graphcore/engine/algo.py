@@ -251,11 +251,14 @@ def run_task(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None = None,
+    attempt: tuple[int, float | None] = (1, None),
 ) -> TaskWrites:
     """Run one task: the node, then its routers. Exceptions from user code propagate unchanged.
 
     Args:
         cancel: the task's cancel token, which the node reads through ``get_cancel_token()``.
+        attempt: the try's number and when the task's first try started (Unix time, s), for
+            ``runtime.execution_info``.
         config: the run's config; ``configurable[RESUME_KEY]`` maps task id → answers of its
             ``interrupt()`` calls, in order (see :mod:`graphcore.engine.interrupts`).
 
@@ -267,7 +270,7 @@ def run_task(
         InvalidUpdateError: the node returned something that is not a valid update.
         Cancelled: the task's cancel token was set before the node started.
     """
-    ctx = task_setup(graph, cp, task, config, writer, cancel)
+    ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
     with task_context(ctx):
         try:
             output = call_node(graph.nodes[task.node], task, ctx.config)
@@ -285,6 +288,7 @@ def task_setup(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None,
+    attempt: tuple[int, float | None] = (1, None),
 ) -> TaskContext:
     """The context a task's node runs in (see :func:`run_task`).
 
@@ -299,7 +303,19 @@ def task_setup(
         cfg = cfg.model_copy(update={"metadata": {**cfg.metadata, **spec.metadata}})
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
     answers = config.configurable.get(ANSWERS_KEY, {})
-    return TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)
+    tries, first_at = attempt
+    return TaskContext(
+        cfg,
+        writer,
+        cancel or CancelToken(),
+        task.id,
+        task.node,
+        resume,
+        answers=answers,
+        checkpoint_id=cp.id,
+        attempt=tries,
+        first_attempt_time=first_at,
+    )
 
 
 def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:

@@ -201,8 +201,7 @@ class _Tries(Tries):
 
     async def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
-        token = self.try_token()
-        self.tries += 1
+        token = self.begin_try()
         current = asyncio.current_task()
         assert current is not None  # a coroutine of _run_all's gather
         if self.watch is not None:
@@ -255,7 +254,7 @@ class _Tries(Tries):
             if not late[0]:
                 self.step.writer(self.task, chunk)
 
-        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token, self.attempt)
         if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
             return await aretried(lambda: arun_task(*args))
         return await arun_task(*args)
@@ -277,6 +276,7 @@ async def arun_task(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None = None,
+    attempt: tuple[int, float | None] = (1, None),
 ) -> TaskWrites:
     """:func:`graphcore.engine.algo.run_task` for an async task: the node's and the routers' coroutines are
     awaited; a sync node (one with an async router) runs off the loop as a sync task's try does, in graphq's
@@ -287,7 +287,7 @@ async def arun_task(
         InvalidUpdateError: the node returned something that is not a valid update.
         Cancelled: ``cancel`` was set before the node started.
     """
-    ctx = task_setup(graph, cp, task, config, writer, cancel)
+    ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
     with task_context(ctx):
         try:
             spec = graph.nodes[task.node]

@@ -461,6 +461,12 @@ class TaskContext:
     callers: frozenset[Hashable] = frozenset()
     """Who (thread, asyncio task) called ``interrupt()`` or invoked a graph in this task
     (:mod:`graphcore.engine.nested`): a task that pauses must have had one."""
+    checkpoint_id: str = ""
+    """The id of the checkpoint the task's super-step starts from."""
+    attempt: int = 1
+    """The number of this try of the task (1 for the first)."""
+    first_attempt_time: float | None = None
+    """When the task's first try started, Unix time in seconds."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""
@@ -516,6 +522,8 @@ class Scope:
     thread_id: str
     ns: str = ""
     memory: Any = None
+    control: Any = None
+    """The run's :class:`~graphcore.engine.runtime.RunControl` (``runtime.control``), or None."""
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("graphq_scope", default=None)

@@ -92,8 +92,7 @@ class _Tries(Tries):
 
     def once(self) -> TaskWrites:
         """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
-        token = self.try_token()
-        self.tries += 1
+        token = self.begin_try()
         timeout_s = self.spec.timeout_s
         if timeout_s is None:
             return self._attempt(token, None)
@@ -110,7 +109,7 @@ class _Tries(Tries):
             if late is None or not late.is_set():
                 self.step.writer(self.task, chunk)
 
-        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token, self.attempt)
         if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
             return retried(run_task, *args)
         return run_task(*args)

@@ -8,6 +8,7 @@ between tries short; a node without one runs its single try with the task's toke
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,14 +57,25 @@ class Tries:
         self.hook_error: BaseException | None = None
         self.tries = 0
         """Tries started so far (each ``once`` counts one)."""
+        self.first_try_at: float | None = None
 
     def retry_on(self, exc: BaseException) -> bool:
         """Whether a try that failed with ``exc`` is tried again (never once the task is cancelled)."""
         return self.spec.retry is not None and not self.cancel.cancelled and self.spec.retry.should_retry(exc)
 
-    def try_token(self) -> CancelToken:
-        """The cancel token of the next try (see the module docstring)."""
+    def begin_try(self) -> CancelToken:
+        """Count the next try (:attr:`tries`, :attr:`first_try_at`); returns its cancel token (see the module
+        docstring)."""
+        self.tries += 1
+        if self.first_try_at is None:
+            self.first_try_at = time.time()
         return self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
+
+    @property
+    def attempt(self) -> tuple[int, float | None]:
+        """The current try's number and when the first started (Unix time, s): ``runtime.execution_info``'s
+        ``node_attempt`` and ``node_first_attempt_time``."""
+        return self.tries, self.first_try_at
 
     def before_sleep(self, state: RetryCallState) -> None:
         """tenacity's hook before a pause between tries: records the error, calls the step's ``on_retry``."""

@@ -24,7 +24,10 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "langgraph.config": ("graphcore", ("get_config", "get_store", "get_stream_writer")),
-    "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
+    "langgraph.runtime": (
+        "graphcore",
+        ("ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"),
+    ),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
     "langgraph.store.memory": ("graphcore", ("InMemoryStore",)),
     "langgraph.store.base": (
@@ -43,7 +46,14 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "langgraph.errors": (
         "graphcore",
-        ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError", "NodeError", "NodeTimeoutError"),
+        (
+            "EmptyInputError",
+            "GraphDrained",
+            "GraphRecursionError",
+            "InvalidUpdateError",
+            "NodeError",
+            "NodeTimeoutError",
+        ),
     ),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
