@@ -4,6 +4,7 @@ from graphcore.checkpoints.memory import InMemorySaver, MemorySaver
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.cancel import CancelToken
+from graphcore.engine.channels import DeltaChannel, UntrackedValue
 from graphcore.engine.config import (
     RunConfig,
     get_cancel_token,
@@ -70,6 +71,7 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "ConfigError",
+    "DeltaChannel",
     "EmptyInputError",
     "ExecutionInfo",
     "GetOp",
@@ -110,6 +112,7 @@ __all__ = [
     "StepLimitError",
     "StreamWriter",
     "TimeoutPolicy",
+    "UntrackedValue",
     "add_messages",
     "get_cancel_token",
     "get_config",

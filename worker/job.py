@@ -38,7 +38,7 @@ from graphcore.backend.runs import (
 )
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import apply_input, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -321,7 +321,7 @@ def _step_end(
         return f"failed: {type(error).__name__}"
     if any(r.interrupts for r in outcome.results):
         return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
-    new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
+    new = stored_form(graph, apply_writes(graph, cp, outcome.results, {"run_id": run.id}))
     try:
         return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
     except SerializationError as exc:
@@ -439,7 +439,7 @@ def _head(
         run.head = parent.id
         return parent, True
     lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
-    cp = apply_input(graph, parent, run.input, {"run_id": run.id})
+    cp = stored_form(graph, apply_input(graph, parent, run.input, {"run_id": run.id}))
     _commit_start(ctx, run, lease, cp, may_append=parent is not None)
     return cp, False
 

@@ -415,6 +415,16 @@ def apply_writes(
     return Checkpoint(new_checkpoint_id(), cp.id, step, values, versions, seen, next_tasks, barriers, meta)
 
 
+def stored_form(graph: GraphSpec, cp: Checkpoint) -> Checkpoint:
+    """``cp`` as a checkpoint store keeps it: without the values of :class:`UntrackedValue` channels
+    (LangGraph's: never checkpointed); ``cp`` itself when it holds none."""
+    untracked = graph.schema.untracked
+    if not untracked or untracked.isdisjoint(cp.channel_values):
+        return cp
+    kept = {key: value for key, value in cp.channel_values.items() if key not in untracked}
+    return dataclasses.replace(cp, channel_values=kept)
+
+
 def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskWrites]:
     """A step's task results in the order their writes apply, LangGraph's: the tasks edges triggered by
     node name, then the ``Send`` tasks in the order they were sent. ``results`` are in task order, one per

@@ -19,7 +19,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
-from graphcore.engine.algo import apply_input, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
 from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
@@ -501,10 +501,9 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         self._save(scope, cp)
         return cp, {}, {}
 
-    @staticmethod
-    def _save(scope: Scope, cp: Checkpoint) -> None:
+    def _save(self, scope: Scope, cp: Checkpoint) -> None:
         if scope.store is not None:
-            scope.store.put(scope.thread_id, cp, ns=scope.ns)
+            scope.store.put(scope.thread_id, stored_form(self, cp), ns=scope.ns)
 
     @staticmethod
     def _save_writes(scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:

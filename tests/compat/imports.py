@@ -23,6 +23,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "interrupt",
         ),
     ),
+    "langgraph.channels": ("graphcore", ("DeltaChannel", "UntrackedValue")),
     "langgraph.config": ("graphcore", ("get_config", "get_store", "get_stream_writer")),
     "langgraph.runtime": (
         "graphcore",
