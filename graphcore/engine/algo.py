@@ -30,6 +30,7 @@ from graphcore.engine.config import (
     RESUME_KEY,
     RunConfig,
     TaskContext,
+    TryInfo,
     task_context,
 )
 from graphcore.engine.defer import HELD, hold
@@ -38,6 +39,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
+from graphcore.engine.timeouts import progress_callbacks
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -251,14 +253,14 @@ def run_task(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None = None,
-    attempt: tuple[int, float | None] = (1, None),
+    attempt: TryInfo | None = None,
 ) -> TaskWrites:
     """Run one task: the node, then its routers. Exceptions from user code propagate unchanged.
 
     Args:
         cancel: the task's cancel token, which the node reads through ``get_cancel_token()``.
-        attempt: the try's number and when the task's first try started (Unix time, s), for
-            ``runtime.execution_info``.
+        attempt: the try (its number, the first's start, its heartbeat: ``runtime.execution_info`` and
+            ``runtime.heartbeat``); None: a first try.
         config: the run's config; ``configurable[RESUME_KEY]`` maps task id → answers of its
             ``interrupt()`` calls, in order (see :mod:`graphcore.engine.interrupts`).
 
@@ -288,7 +290,7 @@ def task_setup(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None,
-    attempt: tuple[int, float | None] = (1, None),
+    attempt: TryInfo | None = None,
 ) -> TaskContext:
     """The context a task's node runs in (see :func:`run_task`).
 
@@ -301,9 +303,10 @@ def task_setup(
     cfg = task_config(config, cp.step + 1, task, spec.settings)
     if spec.metadata:  # LangGraph's node metadata, in the task config's metadata
         cfg = cfg.model_copy(update={"metadata": {**cfg.metadata, **spec.metadata}})
+    if attempt is not None and attempt.progress is not None:  # LangChain events count as progress (auto)
+        cfg = progress_callbacks(cfg, attempt.progress)
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
     answers = config.configurable.get(ANSWERS_KEY, {})
-    tries, first_at = attempt
     return TaskContext(
         cfg,
         writer,
@@ -313,8 +316,7 @@ def task_setup(
         resume,
         answers=answers,
         checkpoint_id=cp.id,
-        attempt=tries,
-        first_attempt_time=first_at,
+        try_=attempt or TryInfo(),
     )
 
 

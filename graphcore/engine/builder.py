@@ -17,7 +17,7 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.retry import NodeRetry, RetryPolicies, RetryPolicy
 from graphcore.engine.schema import StateSchema
 from graphcore.engine.subgraph import SubgraphNode
-from graphcore.engine.timeouts import Timeout, timeout_seconds
+from graphcore.engine.timeouts import IdleTimeout, Timeout, node_timeouts
 from graphcore.engine.validate import validate
 from graphcore.errors import ConfigError, InvalidGraphError
 from graphcore.types import END, START
@@ -150,8 +150,9 @@ class StateGraph:
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
-        self.node_defaults: tuple[NodeRetry | None, float | None] = (None, None)
-        """``set_node_defaults``'s retry policy and timeout (seconds), for nodes without their own."""
+        self.node_defaults: tuple[NodeRetry | None, float | None, IdleTimeout | None] = (None, None, None)
+        """``set_node_defaults``'s retry policy, timeout (seconds) and idle timeout, for nodes without their
+        own."""
         self.error_handlers: dict[str, Callable[..., Any]] = {}
         """Error-handler node name → its function: ``__error_handler__<node>`` for ``add_node``'s,
         ``__default_error_handler__`` for ``set_node_defaults``'s (LangGraph's names)."""
@@ -184,9 +185,10 @@ class StateGraph:
                 ``fn(state, cfg)``: a second positional parameter of another name gets the config; see
                 :mod:`graphcore.engine.params`).
             timeout: node timeout in seconds, per try (G10), or None; also LangGraph's ``timedelta`` or
-                ``TimeoutPolicy(run_timeout=...)``. A node still running after that many seconds fails its
-                step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel token set. None
-                takes :meth:`set_node_defaults`'s.
+                ``TimeoutPolicy(run_timeout=..., idle_timeout=..., refresh_on=...)``
+                (:mod:`graphcore.engine.timeouts`). A try still running after that many seconds (or without
+                progress for ``idle_timeout`` seconds) fails with :class:`~graphcore.errors.NodeTimeoutError`
+                and sees its cancel token set. None takes :meth:`set_node_defaults`'s.
             settings: the node's settings, a dict of JSON values (R9), copied here. The node reads them
                 with :func:`~graphcore.engine.config.get_node_settings` or from its config,
                 ``config.configurable["__graphq_node_settings"]`` (always there, ``{}`` when none were
@@ -217,7 +219,7 @@ class StateGraph:
         Raises:
             InvalidGraphError: the name is reserved, already used, or contains ':'; no function is given, or
                 one to be named after has no name (a lambda).
-            ConfigError: ``timeout`` is not above 0 (or a ``TimeoutPolicy`` has an ``idle_timeout``),
+            ConfigError: ``timeout`` is not above 0 (or a ``TimeoutPolicy`` has an unknown ``refresh_on``),
                 ``retry`` is not a :class:`RetryPolicy`, ``settings`` is not a mapping, or ``error_handler``
                 is not a function.
         """
@@ -228,7 +230,7 @@ class StateGraph:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
         tries = _one_retry(name, retry, retry_policy)
         _check_node_options(name, tries, settings, error_handler)
-        timeout_s = timeout_seconds(f"node {name!r}", timeout)
+        timeout_s, idle = node_timeouts(f"node {name!r}", timeout)
         handler = self._add_error_handler(f"{ERROR_HANDLER_PREFIX}{name}", error_handler)
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.schema)
@@ -249,6 +251,7 @@ class StateGraph:
             defer=defer,
             metadata=dict(metadata or {}),
             error_handler=handler,
+            idle=idle,
         )
         return self
 
@@ -280,16 +283,18 @@ class StateGraph:
             error_handler: the error handler of nodes added without one (``add_node``'s
                 ``error_handler``), node ``__default_error_handler__``; it handles no error handler's error.
             timeout: the timeout of nodes added without one: seconds, a ``timedelta`` or a
-                ``TimeoutPolicy(run_timeout=...)``.
+                ``TimeoutPolicy``.
 
         Raises:
             ConfigError: as :meth:`add_node` for these options.
         """
         retry = _one_retry("(defaults)", None, retry_policy)
         _check_retry("set_node_defaults", retry, error_handler)
-        timeout_s = timeout_seconds("set_node_defaults", timeout)
-        old_retry, old_timeout = self.node_defaults
-        self.node_defaults = (retry or old_retry, timeout_s or old_timeout)
+        timeout_s, idle = node_timeouts("set_node_defaults", timeout)
+        old_retry, old_timeout, old_idle = self.node_defaults
+        if timeout is None:
+            timeout_s, idle = old_timeout, old_idle
+        self.node_defaults = (retry or old_retry, timeout_s, idle)
         self._add_error_handler(DEFAULT_ERROR_HANDLER, error_handler)
         return self
 
@@ -439,19 +444,13 @@ class StateGraph:
         """This builder, or a shallow copy whose nodes without a retry policy, timeout or error handler have
         :meth:`set_node_defaults`'s, and which has the error-handler nodes (retry and timeout defaults apply
         to them too, as in LangGraph)."""
-        retry, timeout_s = self.node_defaults
-        if retry is None and timeout_s is None and not self.error_handlers:
+        retry, timeout_s, idle = self.node_defaults
+        if retry is None and timeout_s is None and idle is None and not self.error_handlers:
             return self
         fallback = DEFAULT_ERROR_HANDLER if DEFAULT_ERROR_HANDLER in self.error_handlers else None
         parts = copy.copy(self)
         parts.nodes = {
-            name: dataclasses.replace(
-                spec,
-                retry=spec.retry or retry,
-                timeout_s=spec.timeout_s if spec.timeout_s is not None else timeout_s,
-                error_handler=spec.error_handler or fallback,
-            )
-            for name, spec in self.nodes.items()
+            name: _defaulted(spec, retry, timeout_s, idle, fallback) for name, spec in self.nodes.items()
         }
         for name, fn in self.error_handlers.items():
             parts.nodes[name] = NodeSpec(
@@ -461,5 +460,25 @@ class StateGraph:
                 timeout_s,
                 retry=retry,
                 injects=params.injected(fn, params.HANDLER_INJECTED),
+                idle=idle,
             )
         return parts
+
+
+def _defaulted(
+    spec: NodeSpec,
+    retry: NodeRetry | None,
+    timeout_s: float | None,
+    idle: IdleTimeout | None,
+    handler: str | None,
+) -> NodeSpec:
+    """``spec`` with the defaults it does not set itself: a node's own timeout (a cap or an idle timeout)
+    replaces the default one whole, as in LangGraph."""
+    own_timeout = spec.timeout_s is not None or spec.idle is not None
+    return dataclasses.replace(
+        spec,
+        retry=spec.retry or retry,
+        timeout_s=spec.timeout_s if own_timeout else timeout_s,
+        idle=spec.idle if own_timeout else idle,
+        error_handler=spec.error_handler or handler,
+    )

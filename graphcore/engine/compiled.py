@@ -18,6 +18,7 @@ from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import NodeRetry
 from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema, context_json_schema, json_schema
+from graphcore.engine.timeouts import IdleTimeout
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
 
@@ -43,6 +44,8 @@ class NodeSpec:
             :mod:`graphcore.engine.params`), read once at ``add_node``.
         defer: the node runs only when nothing else is pending (:mod:`graphcore.engine.defer`).
         metadata: added to the ``metadata`` of the node's task config.
+        idle: the node's idle timeout (``TimeoutPolicy(idle_timeout=...)``, :mod:`graphcore.engine.timeouts`),
+            or None.
         error_handler: the node that runs when this one fails (``add_node(..., error_handler=...)``;
             :mod:`graphcore.engine.handlers`), or None.
     """
@@ -59,6 +62,7 @@ class NodeSpec:
     defer: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
     error_handler: str | None = None
+    idle: IdleTimeout | None = None
 
 
 @dataclass(frozen=True)

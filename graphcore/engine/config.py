@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphcore.engine.cancel import CancelToken
+from graphcore.engine.timeouts import Progress
 from graphcore.errors import ArgumentTypeError, ConfigError, OutsideRunError
 from graphcore.settings import explain, get_settings
 
@@ -30,6 +31,7 @@ __all__ = [
     "RunConfig",
     "Scope",
     "TaskContext",
+    "TryInfo",
     "current_scope",
     "current_task",
     "current_task_or_none",
@@ -42,6 +44,7 @@ __all__ = [
     "passed_on",
     "run_scope",
     "task_context",
+    "with_handler",
 ]
 
 RESERVED_PREFIX = "__graphq_"
@@ -438,6 +441,41 @@ def _validated(merged: Mapping[str, Any]) -> RunConfig:
     return cfg
 
 
+def _no_heartbeat() -> None:
+    """The heartbeat of a try without an idle timeout: nothing waits on it."""
+
+
+@dataclass(frozen=True)
+class TryInfo:
+    """One try of a task, as its node sees it.
+
+    Attributes:
+        number: the try's number (1 for the first; more under a retry policy).
+        first_at: when the task's first try started, Unix time in seconds (None when not known).
+        progress: the try's progress against its node's idle timeout, or None without one.
+    """
+
+    number: int = 1
+    first_at: float | None = None
+    progress: Progress | None = None
+
+    @property
+    def heartbeat(self) -> Callable[[], None]:
+        """``runtime.heartbeat``: records progress for the node's idle timeout (a no-op without one)."""
+        return _no_heartbeat if self.progress is None else self.progress.heartbeat
+
+
+def with_handler(cfg: RunConfig, handler: Any) -> RunConfig:
+    """``cfg`` with the LangChain callback ``handler`` added to its callbacks (None, a list, or a callback
+    manager, which is copied), inherited by the LangChain calls under it."""
+    callbacks = cfg.callbacks
+    if callbacks is None or isinstance(callbacks, list):
+        return cfg.model_copy(update={"callbacks": [*(callbacks or []), handler]})
+    manager = callbacks.copy()  # a LangChain callback manager
+    manager.add_handler(handler, inherit=True)
+    return cfg.model_copy(update={"callbacks": manager})
+
+
 @dataclass
 class TaskContext:
     """What a running node can see: its config (with idempotency key), the stream writer, its cancel token
@@ -463,10 +501,8 @@ class TaskContext:
     (:mod:`graphcore.engine.nested`): a task that pauses must have had one."""
     checkpoint_id: str = ""
     """The id of the checkpoint the task's super-step starts from."""
-    attempt: int = 1
-    """The number of this try of the task (1 for the first)."""
-    first_attempt_time: float | None = None
-    """When the task's first try started, Unix time in seconds."""
+    try_: TryInfo = field(default_factory=lambda: TryInfo())
+    """The running try (``runtime.execution_info``, ``runtime.heartbeat``)."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""

@@ -35,6 +35,7 @@ from graphcore.engine.config import (
     merge_config,
     outside_any_task,
     passed_on,
+    with_handler,
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
@@ -543,11 +544,7 @@ def _with_messages_handler(
     callback = messages_stream.langchain_callback(shows)
     if callback is None:
         return cfg, shows
-    if callbacks is None or isinstance(callbacks, list):
-        return cfg.model_copy(update={"callbacks": [*(callbacks or []), callback]}), shows
-    manager = callbacks.copy()  # a LangChain callback manager
-    manager.add_handler(callback, inherit=True)
-    return cfg.model_copy(update={"callbacks": manager}), shows
+    return with_handler(cfg, callback), shows
 
 
 def _handlers(callbacks: Any) -> list[Any]:

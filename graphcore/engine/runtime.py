@@ -125,7 +125,7 @@ def _no_stream_writer(chunk: Any) -> None:
 
 
 def _no_heartbeat() -> None:
-    """``runtime.heartbeat()``: nothing to record (graphq has no ``idle_timeout``, so no try waits on it)."""
+    """``runtime.heartbeat()`` outside a node: nothing to record."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,8 @@ class Runtime(Generic[ContextT]):
         store: the run's long-term store (``compile(store=...)``; on the queue, the workers' Redis store;
             :mod:`graphcore.checkpoints.store_base`), or None.
         stream_writer: ``stream_writer(chunk)`` emits a ``custom`` stream event.
-        heartbeat: LangGraph's progress signal for ``idle_timeout``: does nothing (graphq refuses
-            ``idle_timeout``).
+        heartbeat: ``heartbeat()`` records progress for the node's ``idle_timeout``
+            (:mod:`graphcore.engine.timeouts`); outside a try with one it does nothing.
         previous: LangGraph's functional-API return value; always None here.
         execution_info: the running try's :class:`ExecutionInfo`; None outside a node.
         server_info: LangGraph Server's; always None.
@@ -235,6 +235,7 @@ def runtime_of(task: TaskContext) -> Runtime[Any]:
         context=task.config.context,
         store=None if scope is None else scope.memory,
         stream_writer=task.stream_writer,
+        heartbeat=task.try_.heartbeat,
         execution_info=_execution_info(task, scope),
         control=None if scope is None else scope.control,
     )
@@ -251,8 +252,8 @@ def _execution_info(task: TaskContext, scope: Scope | None) -> ExecutionInfo:
         task_id=task.task_id,
         thread_id=task.config.thread_id if has_checkpoints else None,
         run_id=task.config.run_id,
-        node_attempt=task.attempt,
-        node_first_attempt_time=task.first_attempt_time,
+        node_attempt=task.try_.number,
+        node_first_attempt_time=task.try_.first_at,
     )
 
 

@@ -21,7 +21,6 @@ from graphcore.engine.handlers import handler_task
 from graphcore.engine.nested import retried
 from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer, passes_through
-from graphcore.errors import NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
 __all__ = ["RetryHook", "StepResult", "arun_step", "has_async_tasks", "run_step"]
@@ -91,22 +90,27 @@ class _Tries(Tries):
         return result
 
     def once(self) -> TaskWrites:
-        """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
+        """One try; past the node's timeout (or idle timeout), its token is cancelled and
+        :class:`NodeTimeoutError` raised."""
         token = self.begin_try()
-        timeout_s = self.spec.timeout_s
-        if timeout_s is None:
+        if not self.timed:
             return self._attempt(token, None)
+        cap_at = self.cap_at()
         late = threading.Event()  # set once the try is abandoned: its stream chunks are dropped
         future = start_thread(lambda: self._attempt(token, late), f"graphq-node-{self.task.node}")
-        if not wait([future], timeout=timeout_s).done:
-            late.set()
-            token.cancel(f"node {self.task.node!r} timed out after {timeout_s:g} s")
-            raise NodeTimeoutError(self.task.node, timeout_s)
-        return future.result()
+        while True:
+            error, wait_s = self.overdue(cap_at)
+            if error is not None:
+                late.set()
+                token.cancel(error.reason)
+                raise error
+            if wait([future], timeout=wait_s).done:
+                return future.result()
 
     def _attempt(self, token: CancelToken, late: threading.Event | None) -> TaskWrites:
         def emit(chunk: Any) -> None:
             if late is None or not late.is_set():
+                self.wrote()
                 self.step.writer(self.task, chunk)
 
         args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token, self.attempt)

@@ -87,15 +87,3 @@ def test_set_node_defaults_retry_policy_yields_to_a_nodes_own(lg: Imports) -> No
     with pytest.raises(ValueError, match="b failure 1"):
         _run(builder.compile())
     assert calls == {"a": 3, "b": 1}
-
-
-def test_idle_timeout_is_refused_by_graphq(lg: Imports) -> None:
-    """graphq has no idle timeout (see the README's differences): a TimeoutPolicy with one is refused,
-    naming it."""
-    if lg.is_langgraph:
-        pytest.skip("LangGraph takes an idle_timeout; graphq refuses it")
-    from graphcore.errors import ConfigError
-
-    builder = lg.StateGraph(State)
-    with pytest.raises(ConfigError, match=r"idle_timeout=...\) is not supported by graphq"):
-        builder.add_node("b", _quick, timeout=lg.TimeoutPolicy(idle_timeout=1.0))
