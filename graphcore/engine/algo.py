@@ -22,7 +22,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
-from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec
+from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec, ran_as
 from graphcore.engine.config import (
     ANSWERS_KEY,
     NODE_SETTINGS_KEY,
@@ -435,7 +435,7 @@ def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskW
         return results
     keyed = []
     for index, (pending, result) in enumerate(zip(cp.next_tasks, results, strict=True)):
-        if pending.node != result.node or not result.task_id:
+        if not ran_as(pending.node, result.node) or not result.task_id:  # a handled task: as its node's
             return results
         keyed.append(((1, index, "") if pending.send else (0, 0, pending.node), result))
     return [result for _, result in sorted(keyed, key=lambda pair: pair[0])]

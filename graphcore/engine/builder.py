@@ -12,7 +12,7 @@ from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine import params
 from graphcore.engine.checkpointer import check_checkpointer, check_store
-from graphcore.engine.compiled import Branch, NodeSpec
+from graphcore.engine.compiled import DEFAULT_ERROR_HANDLER, ERROR_HANDLER_PREFIX, Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.retry import NodeRetry, RetryPolicies, RetryPolicy
 from graphcore.engine.schema import StateSchema
@@ -22,12 +22,7 @@ from graphcore.engine.validate import validate
 from graphcore.errors import ConfigError, InvalidGraphError
 from graphcore.types import END, START
 
-__all__ = ["DEFAULT_ERROR_HANDLER", "ERROR_HANDLER_PREFIX", "StateGraph"]
-
-ERROR_HANDLER_PREFIX = "__error_handler__"
-"""``add_node(name, ..., error_handler=h)`` makes ``h`` node ``__error_handler__<name>`` (LangGraph's)."""
-DEFAULT_ERROR_HANDLER = "__default_error_handler__"
-"""The node of ``set_node_defaults(error_handler=...)`` (LangGraph's name)."""
+__all__ = ["StateGraph"]
 
 
 Node = Callable[..., Any] | CompiledGraph

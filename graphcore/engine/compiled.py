@@ -22,7 +22,26 @@ from graphcore.engine.timeouts import IdleTimeout
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
 
-__all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
+__all__ = [
+    "DEFAULT_ERROR_HANDLER",
+    "ERROR_HANDLER_PREFIX",
+    "Branch",
+    "GraphParts",
+    "GraphSpec",
+    "NodeSpec",
+    "ran_as",
+]
+
+ERROR_HANDLER_PREFIX = "__error_handler__"
+"""``add_node(name, ..., error_handler=h)`` makes ``h`` node ``__error_handler__<name>`` (LangGraph's)."""
+DEFAULT_ERROR_HANDLER = "__default_error_handler__"
+"""The node of ``set_node_defaults(error_handler=...)`` (LangGraph's name)."""
+
+
+def ran_as(node: str, ran: str) -> bool:
+    """Whether a task of ``node`` that finished as node ``ran`` (its writes' node) is that node's task: the
+    node itself, or its error handler (:mod:`graphcore.engine.handlers`)."""
+    return ran == node or ran in (DEFAULT_ERROR_HANDLER, ERROR_HANDLER_PREFIX + node)
 
 
 @dataclass(frozen=True)

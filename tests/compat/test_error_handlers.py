@@ -39,6 +39,22 @@ def test_the_cases_give_langgraphs_results(lg: Imports, case: str) -> None:
     assert build(lg, case).invoke({"log": []}) == EXPECTED[case]
 
 
+def test_a_handlers_writes_apply_in_its_nodes_place(lg: Imports) -> None:
+    """A step's writes apply in node-name order (LangGraph's); a handled task's in its failed node's place
+    (``z``: last), not first as the task that started first."""
+
+    def z(state: State) -> dict[str, Any]:
+        raise KeyError("z")
+
+    builder = lg.StateGraph(State)
+    builder.add_node("z", z, error_handler=lambda state: {"log": ["handled z"]})
+    builder.add_node("b", error_handlers.b)
+    builder.add_node("a", lambda state: {"log": ["a"]})
+    for node in ("z", "b", "a"):
+        builder.add_edge(lg.START, node)
+    assert builder.compile().invoke({"log": []}) == {"log": ["a", "b", "handled z"]}
+
+
 def test_a_failing_handler_fails_the_run_with_its_error(lg: Imports) -> None:
     with pytest.raises(ValueError, match="handler failed") as raised:
         build(lg, "failing").invoke({"log": []})
