@@ -444,20 +444,29 @@ class StateGraph:
             return self
         fallback = DEFAULT_ERROR_HANDLER if DEFAULT_ERROR_HANDLER in self.error_handlers else None
         parts = copy.copy(self)
-        parts.nodes = {
-            name: _defaulted(spec, retry, timeout_s, idle, fallback) for name, spec in self.nodes.items()
-        }
-        for name, fn in self.error_handlers.items():
-            parts.nodes[name] = NodeSpec(
-                name,
-                fn,
-                params.takes_positional_config(fn, params.HANDLER_INJECTED),
-                timeout_s,
-                retry=retry,
-                injects=params.injected(fn, params.HANDLER_INJECTED),
-                idle=idle,
-            )
+        parts.nodes = {}
+        for name, spec in self.nodes.items():  # a node's own handler just before it, as LangGraph adds it
+            if ERROR_HANDLER_PREFIX + name in self.error_handlers:
+                parts.nodes[ERROR_HANDLER_PREFIX + name] = self._handler_spec(ERROR_HANDLER_PREFIX + name)
+            parts.nodes[name] = _defaulted(spec, retry, timeout_s, idle, fallback)
+        if fallback is not None:
+            parts.nodes[fallback] = self._handler_spec(fallback)
         return parts
+
+    def _handler_spec(self, name: str) -> NodeSpec:
+        """Error-handler node ``name``: its function, with :meth:`set_node_defaults`'s retry policy and
+        timeouts (as LangGraph gives them to handlers)."""
+        retry, timeout_s, idle = self.node_defaults
+        fn = self.error_handlers[name]
+        return NodeSpec(
+            name,
+            fn,
+            params.takes_positional_config(fn, params.HANDLER_INJECTED),
+            timeout_s,
+            retry=retry,
+            injects=params.injected(fn, params.HANDLER_INJECTED),
+            idle=idle,
+        )
 
 
 def _defaulted(

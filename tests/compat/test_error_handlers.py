@@ -55,6 +55,16 @@ def test_a_handlers_writes_apply_in_its_nodes_place(lg: Imports) -> None:
     assert builder.compile().invoke({"log": []}) == {"log": ["a", "b", "handled z"]}
 
 
+def test_the_handlers_are_nodes_of_the_graph(lg: Imports) -> None:
+    """``get_graph()`` shows each handler as a node without edges: a node's own just before it, the default
+    one after the others (LangGraph's order, and its mermaid text)."""
+    handled = build(lg, "handled").get_graph()
+    assert list(handled.nodes) == ["__start__", "__error_handler__a", "a", "b", "c", "__end__"]
+    assert "\t__error_handler__a(__error_handler__a)\n\ta(a)\n" in handled.draw_mermaid()
+    defaults = build(lg, "defaults").get_graph()
+    assert list(defaults.nodes) == ["__start__", "a", "b", "c", "__default_error_handler__", "__end__"]
+
+
 def test_a_failing_handler_fails_the_run_with_its_error(lg: Imports) -> None:
     with pytest.raises(ValueError, match="handler failed") as raised:
         build(lg, "failing").invoke({"log": []})
