@@ -38,7 +38,7 @@ from graphcore.backend.runs import (
 )
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form
+from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -269,7 +269,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     def persist(tw: TaskWrites) -> None:
         if lease.stop is not None:  # given up: a task ending now ran under a cancel; the step runs again
             return
-        put_writes(ctx, run, cp, lease, tw)
+        put_writes(ctx, run, cp, lease, stored_writes(graph, tw))
         if progress is not None:
             progress.task_done()
 
@@ -320,7 +320,9 @@ def _step_end(
         fail_run(ctx, run, lease, error, task.node)
         return f"failed: {type(error).__name__}"
     if any(r.interrupts for r in outcome.results):
-        return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
+        return pause(
+            ctx, run, lease, cp, [stored_writes(graph, r) for r in outcome.results], persisted=persisted
+        )
     new = stored_form(graph, apply_writes(graph, cp, outcome.results, {"run_id": run.id}))
     try:
         return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)

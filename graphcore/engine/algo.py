@@ -418,13 +418,34 @@ def apply_writes(
 
 
 def stored_form(graph: GraphSpec, cp: Checkpoint) -> Checkpoint:
-    """``cp`` as a checkpoint store keeps it: without the values of :class:`UntrackedValue` channels
-    (LangGraph's: never checkpointed); ``cp`` itself when it holds none."""
+    """``cp`` as a checkpoint store keeps it: without the values of :class:`UntrackedValue` channels, nor
+    their keys in the dict arguments of its ``Send`` tasks (LangGraph's: never checkpointed); ``cp`` itself
+    when the graph has no such channel."""
     untracked = graph.schema.untracked
-    if not untracked or untracked.isdisjoint(cp.channel_values):
+    if not untracked:
         return cp
     kept = {key: value for key, value in cp.channel_values.items() if key not in untracked}
-    return dataclasses.replace(cp, channel_values=kept)
+    return dataclasses.replace(cp, channel_values=kept, next_tasks=_tracked_sends(untracked, cp.next_tasks))
+
+
+def stored_writes(graph: GraphSpec, writes: TaskWrites) -> TaskWrites:
+    """A task's ``writes`` as they are saved as pending writes: without writes to :class:`UntrackedValue`
+    channels, nor their keys in its ``Send`` arguments (as :func:`stored_form`)."""
+    untracked = graph.schema.untracked
+    if not untracked:
+        return writes
+    kept = [(key, value) for key, value in writes.writes if key not in untracked]
+    return dataclasses.replace(writes, writes=kept, goto=_tracked_sends(untracked, writes.goto))
+
+
+def _tracked_sends(untracked: frozenset[str], tasks: list[PendingTask]) -> list[PendingTask]:
+    """``tasks`` with the untracked keys taken out of each ``Send``'s dict argument."""
+    return [
+        PendingTask(t.node, t.send, {k: v for k, v in t.arg.items() if k not in untracked})
+        if t.send and isinstance(t.arg, dict)
+        else t
+        for t in tasks
+    ]
 
 
 def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskWrites]:

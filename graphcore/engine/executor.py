@@ -19,7 +19,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
-from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form
+from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
 from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
@@ -423,7 +423,9 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             finished, resume = resume_plan(finished, answers)
             shown = streaming.step_view(self, modes, cp, finished, shows)  # live: results as tasks finish
             resumed = with_resume(cfg, resume, answers)
-            saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
+            saver = TaskSaver(
+                scope, cp, len(cp.next_tasks) - len(finished), self
+            )  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
             if on_loop:  # awaited by the driver on the caller's loop, which sends the result back
                 outcome = yield self._step_call(scope, cp, saver, step)  # type: ignore[misc]
@@ -506,11 +508,10 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         if scope.store is not None:
             scope.store.put(scope.thread_id, stored_form(self, cp), ns=scope.ns)
 
-    @staticmethod
-    def _save_writes(scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
+    def _save_writes(self, scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
         if scope.store is not None:
             for result in results:
-                scope.store.put_writes(scope.thread_id, cp.id, result, ns=scope.ns)
+                scope.store.put_writes(scope.thread_id, cp.id, stored_writes(self, result), ns=scope.ns)
 
 
 _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}

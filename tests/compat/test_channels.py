@@ -19,9 +19,9 @@ from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
 from tests.workers import work
 from tests.workflows import channels
-from tests.workflows.channels import build
+from tests.workflows.channels import build, build_paused
 
-REGISTRY = Registry({"untracked": channels.untracked})
+REGISTRY = Registry({"untracked": channels.untracked, "paused": channels.paused})
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 
@@ -40,6 +40,15 @@ def test_an_untracked_value_lives_while_the_run_runs_and_is_never_checkpointed(l
         "d": ["x", "y"],
     }
     assert all("scratch" not in s.values for s in graph.get_state_history(CONFIG))
+
+
+def test_a_paused_steps_untracked_write_is_not_seen_after_the_answer(lg: Imports) -> None:
+    """``a``'s write waits as a pending write while ``b`` asks: saved without its untracked value, so ``c``
+    sees none after the answer; a ``Send`` made in the run keeps its argument."""
+    graph = build_paused(lg, lg.InMemorySaver())
+    paused = graph.invoke({"log": []}, CONFIG)
+    assert {k: v for k, v in paused.items() if k != "__interrupt__"} == {"log": ["a"], "scratch": "tmp"}
+    assert graph.invoke(lg.Command(resume="ok"), CONFIG) == {"log": ["a", "b ok", "c saw None", "d got sent"]}
 
 
 def test_values_events_and_a_run_without_checkpointer_hold_it(lg: Imports) -> None:
@@ -109,3 +118,18 @@ def test_on_the_queue_a_later_step_does_not_see_an_untracked_value(client: Clien
     run = client.get_run(run_id)
     assert (run.status, run.result) == (RunStatus.COMPLETED, {"log": ["a", "b saw None"], "d": ["x", "y"]})
     assert client.get_state(run.thread_id).channel_values == {"log": ["a", "b saw None"], "d": ["x", "y"]}
+
+
+def test_on_the_queue_an_answered_step_does_not_see_an_untracked_value(client: Client) -> None:
+    """As in process for ``c``; ``d``'s ``Send`` argument is stored with the checkpoint, without its
+    untracked key, for the next step job (LangGraph, in one process, hands ``d`` the argument whole)."""
+    run_id = client.enqueue("paused", {"log": []})
+    assert work(client)
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    client.answer(run_id, "ok")
+    assert work(client)
+    run = client.get_run(run_id)
+    assert (run.status, run.result) == (
+        RunStatus.COMPLETED,
+        {"log": ["a", "b ok", "c saw None", "d got None"]},
+    )

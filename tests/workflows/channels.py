@@ -4,6 +4,10 @@ import them. Built from the ``lg`` names of either side (:func:`build`); the mod
 ``untracked``: ``a`` writes the untracked key ``scratch`` (and ``d``), ``b`` logs what it sees of it, then
 ``c`` asks a question (``interrupt``) and logs what it sees after the answer. ``d`` is a
 :class:`DeltaChannel` list that ``a`` and ``b`` append to.
+
+``paused`` (:func:`build_paused`): ``a`` writes ``scratch`` while ``b``, in the same super-step, asks a
+question; after the answer ``c`` logs what it sees of ``scratch``, then sends ``{"scratch": "sent"}`` to
+``d``, which logs it.
 """
 
 import operator
@@ -49,4 +53,34 @@ def build(lg: Any, checkpointer: Any = None, *, ask: bool = True) -> Any:
     return builder.compile(checkpointer=checkpointer, name="untracked")
 
 
+def build_paused(lg: Any, checkpointer: Any = None) -> Any:
+    """The ``paused`` graph (see the module docstring) from ``lg``'s names."""
+
+    class State(TypedDict, total=False):
+        log: Annotated[list[str], operator.add]
+        scratch: Annotated[str, lg.UntrackedValue]
+
+    def a(state: State) -> dict[str, Any]:
+        return {"scratch": "tmp", "log": ["a"]}
+
+    def b(state: State) -> dict[str, Any]:
+        return {"log": [f"b {lg.interrupt('q')}"]}
+
+    def c(state: State) -> dict[str, Any]:
+        return {"log": [f"c saw {state.get('scratch')}"]}
+
+    def d(state: State) -> dict[str, Any]:
+        return {"log": [f"d got {state.get('scratch')}"]}
+
+    builder = lg.StateGraph(State)
+    for name, node in (("a", a), ("b", b), ("c", c), ("d", d)):
+        builder.add_node(name, node)
+    builder.add_edge(lg.START, "a")
+    builder.add_edge(lg.START, "b")
+    builder.add_edge(["a", "b"], "c")
+    builder.add_conditional_edges("c", lambda state: [lg.Send("d", {"log": [], "scratch": "sent"})])
+    return builder.compile(checkpointer=checkpointer, name="paused")
+
+
 untracked = build(graphcore, ask=False)
+paused = build_paused(graphcore)
