@@ -13,8 +13,9 @@ graph, an error that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrup
 errors around the node (e.g. Redis failing while its writes are saved).
 
 What is committed: the task's pending writes are saved once, with the handler's result. The node's failure
-is not saved on its own (an exception cannot be stored without pickle), so a run continued after its
-worker died between the failure and that save runs the node again, as any unfinished task.
+is not saved on its own, so a run continued after its handler failed (or its worker died before that save)
+runs the node again, as any unfinished task. LangGraph saves the failure's text first and runs only the
+handler again, giving it that text as ``error.error``.
 """
 
 from __future__ import annotations

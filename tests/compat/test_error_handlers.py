@@ -174,7 +174,7 @@ def test_an_error_handler_that_is_no_function_is_refused_naming_the_node() -> No
 def test_a_run_continued_after_its_handler_failed_runs_the_node_again(lg: Imports) -> None:
     """What is committed (the README's differences): LangGraph saves the node's failure before its handler
     runs, so a run continued after the handler failed runs the handler alone; graphq commits the task once,
-    with the handler's result, so the node runs again (an exception is not stored: no pickle)."""
+    with the handler's result, so the node runs again."""
     calls: list[str] = []
 
     def fails(state: State) -> dict[str, Any]:
