@@ -503,6 +503,8 @@ class TaskContext:
     """The id of the checkpoint the task's super-step starts from."""
     try_: TryInfo = field(default_factory=lambda: TryInfo())
     """The running try (``runtime.execution_info``, ``runtime.heartbeat``)."""
+    runtime: Any = None
+    """The try's :class:`~graphcore.engine.runtime.Runtime`, once built (``runtime_of``)."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""

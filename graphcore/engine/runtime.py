@@ -229,16 +229,20 @@ def coerce_context(schema: Any, context: Any, *, wrap: bool = True) -> Any:
 
 
 def runtime_of(task: TaskContext) -> Runtime[Any]:
-    """The :class:`Runtime` of a running task."""
-    scope = current_scope()
-    return Runtime(
-        context=task.config.context,
-        store=None if scope is None else scope.memory,
-        stream_writer=task.stream_writer,
-        heartbeat=task.try_.heartbeat,
-        execution_info=_execution_info(task, scope),
-        control=None if scope is None else scope.control,
-    )
+    """The :class:`Runtime` of a running task: one per try, built on first use (``get_runtime()`` is the
+    node's ``runtime``, as in LangGraph)."""
+    if task.runtime is None:
+        scope = current_scope()
+        task.runtime = Runtime(
+            context=task.config.context,
+            store=None if scope is None else scope.memory,
+            stream_writer=task.stream_writer,
+            heartbeat=task.try_.heartbeat,
+            execution_info=_execution_info(task, scope),
+            control=None if scope is None else scope.control,
+        )
+    runtime: Runtime[Any] = task.runtime
+    return runtime
 
 
 def _execution_info(task: TaskContext, scope: Scope | None) -> ExecutionInfo:
