@@ -21,6 +21,7 @@ __all__ = [
     "ConfigKeyError",
     "DisabledError",
     "EmptyInputError",
+    "GraphDrained",
     "GraphRecursionError",
     "GraphqError",
     "InvalidGraphError",
@@ -152,6 +153,20 @@ class EmptyInputError(PermanentError):
     """A run got no input (``invoke(None, ...)``) and has nothing to continue: no checkpointer, or a thread
     without a checkpoint. LangGraph's ``langgraph.errors.EmptyInputError`` (an ``Exception``), same message:
     ``Received no input for __start__``."""
+
+
+class GraphDrained(GraphqError):
+    """A run stopped before a super-step because its :class:`~graphcore.engine.runtime.RunControl` was asked
+    to drain (LangGraph's ``langgraph.errors.GraphDrained``, same message: ``Graph drained: <reason>``).
+    Every finished super-step is committed; ``invoke(None, config)`` on the thread goes on.
+
+    Attributes:
+        reason: the reason given to ``request_drain`` (``"shutdown"`` by default).
+    """
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        super().__init__(f"Graph drained: {reason}")
+        self.reason = reason
 
 
 class DisabledError(PermanentError):
@@ -294,18 +309,27 @@ def node_error(node: str, error: BaseException, router: str | None = None, attem
 
 
 class NodeTimeoutError(PermanentError):
-    """A node ran longer than the ``timeout`` set on ``add_node`` (G10); its task's cancel token was set.
+    """A node's try ran longer than the ``timeout`` set on ``add_node`` (G10), or went its ``idle_timeout``
+    without progress; its task's cancel token was set.
 
     Attributes:
         node: the node's name.
         timeout_s: the timeout it exceeded, in seconds.
+        kind: ``"run"`` (the cap on a try) or ``"idle"`` (no progress), as LangGraph's.
+        reason: what the try's cancel token says (the message without where it was set).
     """
 
-    def __init__(self, node: str, timeout_s: float) -> None:
+    def __init__(self, node: str, timeout_s: float, kind: str = "run") -> None:
         shown = f"{timeout_s:g}"  # as it was set: timeout=1, not 1.0
-        super().__init__(f"node {node!r} timed out after {shown} s (timeout={shown} set on add_node)")
+        if kind == "idle":
+            self.reason = f"node {node!r} made no progress for {shown} s"
+            super().__init__(f"{self.reason} (TimeoutPolicy(idle_timeout={shown}) set on add_node)")
+        else:
+            self.reason = f"node {node!r} timed out after {shown} s"
+            super().__init__(f"{self.reason} (timeout={shown} set on add_node)")
         self.node = node
         self.timeout_s = timeout_s
+        self.kind = kind
 
 
 class UnknownWorkflowError(PermanentError):

@@ -39,7 +39,7 @@ from graphcore.backend.runs import (
 )
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import apply_input, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -59,7 +59,7 @@ from worker.breakpoints import stop_at
 from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
 from worker.commit import CommitAhead, StepCommit
 from worker.committing import commit, commit_step
-from worker.context import WorkerContext, get_context
+from worker.context import DRAIN, WorkerContext, get_context
 from worker.endings import after_head, end_completed, end_run, fail_run, release_thread
 from worker.fence import RefusedWriteError
 from worker.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
@@ -174,6 +174,7 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
         fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
 
+
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
 ) -> tuple[Lease | None, tuple[int, dict[bytes, bytes]] | None]:
@@ -270,7 +271,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     def persist(tw: TaskWrites) -> None:
         if lease.stop is not None:  # given up: a task ending now ran under a cancel; the step runs again
             return
-        put_writes(ctx, run, cp, lease, tw)
+        put_writes(ctx, run, cp, lease, stored_writes(graph, tw))
         if progress is not None:
             progress.task_done()
 
@@ -286,7 +287,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow))):
+    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN)):
         outcome = run_step(
             graph,
             cp,
@@ -338,8 +339,10 @@ def _step_end(
         fail_run(ctx, run, lease, error, task.node)
         return f"failed: {type(error).__name__}"
     if any(r.interrupts for r in outcome.results):
-        return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
-    new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
+        return pause(
+            ctx, run, lease, cp, [stored_writes(graph, r) for r in outcome.results], persisted=persisted
+        )
+    new = stored_form(graph, apply_writes(graph, cp, outcome.results, {"run_id": run.id}))
     try:
         return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
     except SerializationError as exc:
@@ -457,7 +460,7 @@ def _head(
         run.head = parent.id
         return parent, True
     lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
-    cp = apply_input(graph, parent, run.input, {"run_id": run.id})
+    cp = stored_form(graph, apply_input(graph, parent, run.input, {"run_id": run.id}))
     _commit_start(ctx, run, lease, cp, may_append=parent is not None)
     return cp, False
 

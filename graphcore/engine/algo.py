@@ -22,7 +22,7 @@ from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.model import task_id as task_id  # kept importable from here
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
-from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec
+from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec, ran_as
 from graphcore.engine.config import (
     ANSWERS_KEY,
     NODE_SETTINGS_KEY,
@@ -30,6 +30,7 @@ from graphcore.engine.config import (
     RESUME_KEY,
     RunConfig,
     TaskContext,
+    TryInfo,
     task_context,
 )
 from graphcore.engine.defer import HELD, hold
@@ -38,6 +39,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
+from graphcore.engine.timeouts import progress_callbacks
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -259,11 +261,14 @@ def run_task(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None = None,
+    attempt: TryInfo | None = None,
 ) -> TaskWrites:
     """Run one task: the node, then its routers. Exceptions from user code propagate unchanged.
 
     Args:
         cancel: the task's cancel token, which the node reads through ``get_cancel_token()``.
+        attempt: the try (its number, the first's start, its heartbeat: ``runtime.execution_info`` and
+            ``runtime.heartbeat``); None: a first try.
         config: the run's config; ``configurable[RESUME_KEY]`` maps task id → answers of its
             ``interrupt()`` calls, in order (see :mod:`graphcore.engine.interrupts`).
 
@@ -275,7 +280,7 @@ def run_task(
         InvalidUpdateError: the node returned something that is not a valid update.
         Cancelled: the task's cancel token was set before the node started.
     """
-    ctx = task_setup(graph, cp, task, config, writer, cancel)
+    ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
     with node_run(ctx, task.input) as shown, task_context(ctx):
         try:
             output = call_node(graph.nodes[task.node], task, ctx.config)
@@ -311,6 +316,7 @@ def task_setup(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None,
+    attempt: TryInfo | None = None,
 ) -> TaskContext:
     """The context a task's node runs in (see :func:`run_task`).
 
@@ -323,9 +329,21 @@ def task_setup(
     cfg = task_config(config, cp.step + 1, task, spec.settings)
     if spec.metadata:  # LangGraph's node metadata, in the task config's metadata
         cfg = cfg.model_copy(update={"metadata": {**cfg.metadata, **spec.metadata}})
+    if attempt is not None and attempt.progress is not None:  # LangChain events count as progress (auto)
+        cfg = progress_callbacks(cfg, attempt.progress)
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
     answers = config.configurable.get(ANSWERS_KEY, {})
-    return TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)
+    return TaskContext(
+        cfg,
+        writer,
+        cancel or CancelToken(),
+        task.id,
+        task.node,
+        resume,
+        answers=answers,
+        checkpoint_id=cp.id,
+        try_=attempt or TryInfo(),
+    )
 
 
 def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
@@ -425,6 +443,37 @@ def apply_writes(
     return Checkpoint(new_checkpoint_id(), cp.id, step, values, versions, seen, next_tasks, barriers, meta)
 
 
+def stored_form(graph: GraphSpec, cp: Checkpoint) -> Checkpoint:
+    """``cp`` as a checkpoint store keeps it: without the values of :class:`UntrackedValue` channels, nor
+    their keys in the dict arguments of its ``Send`` tasks (LangGraph's: never checkpointed); ``cp`` itself
+    when the graph has no such channel."""
+    untracked = graph.schema.untracked
+    if not untracked:
+        return cp
+    kept = {key: value for key, value in cp.channel_values.items() if key not in untracked}
+    return dataclasses.replace(cp, channel_values=kept, next_tasks=_tracked_sends(untracked, cp.next_tasks))
+
+
+def stored_writes(graph: GraphSpec, writes: TaskWrites) -> TaskWrites:
+    """A task's ``writes`` as they are saved as pending writes: without writes to :class:`UntrackedValue`
+    channels, nor their keys in its ``Send`` arguments (as :func:`stored_form`)."""
+    untracked = graph.schema.untracked
+    if not untracked:
+        return writes
+    kept = [(key, value) for key, value in writes.writes if key not in untracked]
+    return dataclasses.replace(writes, writes=kept, goto=_tracked_sends(untracked, writes.goto))
+
+
+def _tracked_sends(untracked: frozenset[str], tasks: list[PendingTask]) -> list[PendingTask]:
+    """``tasks`` with the untracked keys taken out of each ``Send``'s dict argument."""
+    return [
+        PendingTask(t.node, t.send, {k: v for k, v in t.arg.items() if k not in untracked})
+        if t.send and isinstance(t.arg, dict)
+        else t
+        for t in tasks
+    ]
+
+
 def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskWrites]:
     """A step's task results in the order their writes apply, LangGraph's: the tasks edges triggered by
     node name, then the ``Send`` tasks in the order they were sent. ``results`` are in task order, one per
@@ -433,7 +482,7 @@ def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskW
         return results
     keyed = []
     for index, (pending, result) in enumerate(zip(cp.next_tasks, results, strict=True)):
-        if pending.node != result.node or not result.task_id:
+        if not ran_as(pending.node, result.node) or not result.task_id:  # a handled task: as its node's
             return results
         keyed.append(((1, index, "") if pending.send else (0, 0, pending.node), result))
     return [result for _, result in sorted(keyed, key=lambda pair: pair[0])]

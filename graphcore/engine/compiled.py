@@ -18,10 +18,30 @@ from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import NodeRetry
 from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema, context_json_schema, json_schema
+from graphcore.engine.timeouts import IdleTimeout
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
 
-__all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
+__all__ = [
+    "DEFAULT_ERROR_HANDLER",
+    "ERROR_HANDLER_PREFIX",
+    "Branch",
+    "GraphParts",
+    "GraphSpec",
+    "NodeSpec",
+    "ran_as",
+]
+
+ERROR_HANDLER_PREFIX = "__error_handler__"
+"""``add_node(name, ..., error_handler=h)`` makes ``h`` node ``__error_handler__<name>`` (LangGraph's)."""
+DEFAULT_ERROR_HANDLER = "__default_error_handler__"
+"""The node of ``set_node_defaults(error_handler=...)`` (LangGraph's name)."""
+
+
+def ran_as(node: str, ran: str) -> bool:
+    """Whether a task of ``node`` that finished as node ``ran`` (its writes' node) is that node's task: the
+    node itself, or its error handler (:mod:`graphcore.engine.handlers`)."""
+    return ran == node or ran in (DEFAULT_ERROR_HANDLER, ERROR_HANDLER_PREFIX + node)
 
 
 @dataclass(frozen=True)
@@ -44,6 +64,10 @@ class NodeSpec:
             :mod:`graphcore.engine.params`), read once at ``add_node``.
         defer: the node runs only when nothing else is pending (:mod:`graphcore.engine.defer`).
         metadata: added to the ``metadata`` of the node's task config.
+        idle: the node's idle timeout (``TimeoutPolicy(idle_timeout=...)``, :mod:`graphcore.engine.timeouts`),
+            or None.
+        error_handler: the node that runs when this one fails (``add_node(..., error_handler=...)``;
+            :mod:`graphcore.engine.handlers`), or None.
     """
 
     name: str
@@ -58,6 +82,8 @@ class NodeSpec:
     defer: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    error_handler: str | None = None
+    idle: IdleTimeout | None = None
 
 
 @dataclass(frozen=True)

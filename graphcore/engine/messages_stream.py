@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from graphcore.engine.config import RunConfig
+from graphcore.engine.config import RunConfig, with_handler
 from graphcore.types import TaskWrites
 
 __all__ = ["MessagesHandler", "handlers", "known_ids", "langchain_callback", "listening", "written"]
@@ -66,14 +66,9 @@ def listening(cfg: RunConfig, put: Put) -> tuple[RunConfig, MessagesHandler]:
     are shown)."""
     shows = MessagesHandler(put)
     callback = langchain_callback(shows)
-    callbacks = cfg.callbacks
     if callback is None:
         return cfg, shows
-    if callbacks is None or isinstance(callbacks, list):
-        return cfg.model_copy(update={"callbacks": [*(callbacks or []), callback]}), shows
-    manager = callbacks.copy()  # a LangChain callback manager
-    manager.add_handler(callback, inherit=True)
-    return cfg.model_copy(update={"callbacks": manager}), shows
+    return with_handler(cfg, callback), shows
 
 
 def handlers(callbacks: Any) -> list[Any]:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, cast
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.saver import matching, older_than
-from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork, stored_form
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
@@ -382,7 +382,7 @@ def _updated(
     for step in supersteps:
         updates = [StateUpdate(*u) for u in step]
         head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns)
-        at.store.put(at.thread_id, head, ns=at.ns)
+        at.store.put(at.thread_id, stored_form(at.graph, head), ns=at.ns)
     assert head is not None
     return _config(at.thread_id, at.given_ns, head.id) or {}
 

@@ -23,8 +23,12 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "interrupt",
         ),
     ),
+    "langgraph.channels": ("graphcore", ("DeltaChannel", "UntrackedValue")),
     "langgraph.config": ("graphcore", ("get_config", "get_store", "get_stream_writer")),
-    "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
+    "langgraph.runtime": (
+        "graphcore",
+        ("ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"),
+    ),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
     "langgraph.checkpoint.base": ("graphcore", ("CheckpointTuple",)),
     "langgraph.store.memory": ("graphcore", ("InMemoryStore",)),
@@ -44,7 +48,14 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "langgraph.errors": (
         "graphcore",
-        ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"),
+        (
+            "EmptyInputError",
+            "GraphDrained",
+            "GraphRecursionError",
+            "InvalidUpdateError",
+            "NodeError",
+            "NodeTimeoutError",
+        ),
     ),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
