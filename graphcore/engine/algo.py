@@ -31,6 +31,7 @@ from graphcore.engine.config import (
     RunConfig,
     TaskContext,
     TryInfo,
+    progress_callbacks,
     task_context,
 )
 from graphcore.engine.defer import HELD, hold
@@ -39,7 +40,6 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
-from graphcore.engine.timeouts import progress_callbacks
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 

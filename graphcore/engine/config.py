@@ -44,6 +44,7 @@ __all__ = [
     "passed_on",
     "run_scope",
     "task_context",
+    "progress_callbacks",
     "with_handler",
 ]
 
@@ -485,6 +486,18 @@ def with_handler(cfg: RunConfig, handler: Any) -> RunConfig:
     manager = callbacks.copy()  # a LangChain callback manager
     manager.add_handler(handler, inherit=True)
     return cfg.model_copy(update={"callbacks": manager})
+
+
+def progress_callbacks(cfg: RunConfig, progress: Progress) -> RunConfig:
+    """``cfg`` (a try's config) whose LangChain calls report progress
+    to ``progress`` (``refresh_on="auto"``, with langchain-core installed), else ``cfg``."""
+    if progress.idle.refresh_on != "auto":
+        return cfg
+    try:
+        from graphcore.engine.langchain_progress import ProgressHandler
+    except ImportError:
+        return cfg
+    return with_handler(cfg, ProgressHandler(progress))
 
 
 @dataclass
