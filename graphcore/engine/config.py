@@ -42,9 +42,9 @@ __all__ = [
     "merge_config",
     "outside_any_task",
     "passed_on",
+    "progress_callbacks",
     "run_scope",
     "task_context",
-    "progress_callbacks",
     "with_handler",
 ]
 
