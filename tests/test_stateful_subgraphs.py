@@ -55,6 +55,19 @@ def test_an_interrupt_in_a_subgraph_without_checkpoints_fails_the_run(client: Cl
     )
 
 
+def test_an_answer_resumes_a_subgraph_with_its_own_saver(client: Client) -> None:
+    """Its question is answered by id and it goes on at the node that asked, with the state ``first`` left
+    (its checkpoints are in the run's thread, not in a saver of the worker's)."""
+    run_id = client.enqueue("own-saver-asker", {"out": ""}, thread_id="t")
+    (paused,) = client.wait([run_id], timeout_s=30)
+    assert paused.status == RunStatus.AWAITING_INPUT
+    (request,) = client.requests(run_id)
+    assert request.value == "which?"
+    client.answer(run_id, {request.id: "yes"})
+    (done,) = client.wait([run_id], timeout_s=30)
+    assert (done.status, done.result) == (RunStatus.COMPLETED, {"out": "yes:1"})
+
+
 def test_deleting_the_thread_removes_the_stateful_subgraphs_checkpoints(client: Client) -> None:
     run(client, "stateful-counter", "t1")
     assert client.kv.exists(keys.history("t1", "sub"))

@@ -3,7 +3,8 @@
 As LangGraph's ``compile(checkpointer=...)``:
 
 * a store (:class:`~graphcore.checkpoints.protocol.CheckpointStore`, e.g. ``InMemorySaver()``): the graph
-  checkpoints there, in its own thread;
+  checkpoints there, in its own thread; run inside a task without a thread of its own (a subgraph node), it
+  checkpoints in its parent's store as a ``None`` one does (LangGraph lends a subgraph its parent's saver);
 * ``None`` (the default): a subgraph's state lives in its parent's store, per parent task (namespace
   ``parent_ns|node:task_id``): each turn of the parent starts it afresh;
 * ``True``: a stateful subgraph: it keeps its state across the parent's turns on one thread, in the

@@ -337,7 +337,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         ``parent_ns|node:task_id`` (also when given the node's own config: :func:`passed_on`).
         """
         parent, task = current_scope(), current_task_or_none()
-        if self.checkpointer not in (None, True) or parent is None or task is None:
+        if parent is None or task is None or self.checkpointer is False or self._own_thread(config):
             cfg = self.config_for(config, wrap=False)  # LangGraph's errors in process
             if task is None:  # a root run: no namespace, and a checkpointer needs a thread (LangGraph's)
                 cfg = outside_any_task(cfg)
@@ -363,6 +363,14 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         return cfg.model_copy(update={"thread_id": parent.thread_id, "run_id": task.config.run_id}), Scope(
             parent.store, parent.thread_id, ns, parent.memory
         )
+
+    def _own_thread(self, config: Mapping[str, Any] | RunConfig | None) -> bool:
+        """Whether this graph, invoked inside a task, checkpoints in its own store: it has one and ``config``
+        names a thread. Without a thread it is placed in its parent's thread as a subgraph of
+        ``checkpointer=None`` is, as LangGraph lends a subgraph its parent's saver."""
+        if self.checkpointer in (None, True, False):
+            return False
+        return merge_config(self.defaults, passed_on(config)).thread_id is not None
 
     def _execute(
         self,
