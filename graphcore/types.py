@@ -31,6 +31,8 @@ class Send:
 
 
 if TYPE_CHECKING:
+    from graphcore.engine.breakpoints import Stop
+
     ToolOutputMixin = object
 else:
     try:  # a LangChain tool returns a Command as it is, not wrapped in a ToolMessage (as LangGraph's)
@@ -139,6 +141,9 @@ class TaskWrites:
         interrupts: set when the node paused in ``interrupt()`` (then there are no writes): the task is not
             finished and runs again once answered.
         resume: for a paused task, the answers its earlier ``interrupt()`` calls already consumed, in order.
+        stopped: set when a graph the node ran stopped at one of its static breakpoints (then there are no
+            writes): the task is not finished, its parent stops too, and nothing of it is stored (it runs
+            again when the run goes on, and that graph passes the breakpoint).
     """
 
     task_id: str
@@ -147,3 +152,4 @@ class TaskWrites:
     goto: list[PendingTask] = field(default_factory=list)
     interrupts: list[Interrupt] = field(default_factory=list)
     resume: list[Any] = field(default_factory=list)
+    stopped: Stop | None = None

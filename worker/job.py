@@ -39,6 +39,7 @@ from graphcore.backend.runs import (
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork
+from graphcore.engine.breakpoints import stop_of
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -171,6 +172,7 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
     except BaseException as exc:  # also a SystemExit or KeyboardInterrupt of user code run outside a task (a
         fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
+
 
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
@@ -318,8 +320,9 @@ def _step_end(
             raise error
         fail_run(ctx, run, lease, error, task.node)
         return f"failed: {type(error).__name__}"
-    if any(r.interrupts for r in outcome.results):
-        return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
+    stop = stop_of(outcome.results)  # a graph a task ran stopped at its breakpoint
+    if stop is not None or any(r.interrupts for r in outcome.results):
+        return pause(ctx, run, lease, cp, outcome.results, persisted=persisted, stop=stop)
     new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
     try:
         return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)

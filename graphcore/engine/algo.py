@@ -313,7 +313,8 @@ def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
 
 def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskWrites:
     """The task's record when its node paused in ``interrupt()``: no writes, the open requests, and the
-    answers it had consumed before its own first unanswered call.
+    answers it had consumed before its own first unanswered call; or, when a graph it ran stopped at a
+    static breakpoint, where it stopped.
 
     Raises:
         ConcurrentInterruptError: the task paused having asked from several threads or asyncio tasks.
@@ -323,7 +324,8 @@ def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskW
         raise error
     own = [r.index for r in paused.records if r.task_id == task.id]
     consumed = ctx.resume[: own[0] if own else ctx.interrupt_calls]  # a nested graph's pause: all it used
-    return TaskWrites(task.id, task.node, interrupts=list(paused.records), resume=consumed)
+    records = list(paused.records)
+    return TaskWrites(task.id, task.node, interrupts=records, resume=consumed, stopped=paused.stop)
 
 
 def _fire_joins(

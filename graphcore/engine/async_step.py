@@ -145,7 +145,7 @@ async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites |
         return tries.failure(exc)  # the node raised it itself: its failure, as LangGraph's NodeCancelledError
     except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
         return exc if passes_through(exc) else tries.failure(exc)
-    if step.done is not None:
+    if step.done is not None and result.stopped is None:  # a stopped task did not end: nothing to keep
         try:
             step.done(result)
         except Exception as exc:  # persistence errors (e.g. a dropped Redis connection), unwrapped

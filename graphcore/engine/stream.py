@@ -62,6 +62,7 @@ __all__ = [
     "start_events",
     "step_events",
     "step_view",
+    "stopped_events",
     "stream_run",
     "task_labels",
     "task_payload",
@@ -246,6 +247,8 @@ def _result_events(
     graph: GraphSpec, modes: Sequence[str], r: TaskWrites, step: int, values: Any
 ) -> list[Event]:
     events: list[Event] = []
+    if r.stopped is not None:  # a graph it ran stopped at a breakpoint: shown once for the step
+        return events
     if r.interrupts:
         paused = tuple(r.interrupts)
         events += [("updates", {INTERRUPT_KEY: paused})] if "updates" in modes else []
@@ -469,7 +472,7 @@ def paused_view(graph: GraphSpec, cp: Checkpoint, results: Sequence[TaskWrites])
     """``cp`` with the writes of a paused step's finished tasks applied, unsaved: the state ``invoke``
     returns and the last ``values`` event shows on a pause, as LangGraph's (its pending writes applied).
     ``cp`` itself when no finished task wrote, or when their writes conflict (the error comes on resume)."""
-    done = [r for r in results if not r.interrupts]
+    done = [r for r in results if not r.interrupts and r.stopped is None]
     if not any(r.writes for r in done):
         return cp
     try:
@@ -499,7 +502,13 @@ def paused_events(
         events += _result_events(graph, modes, r, cp.step + 1, state)
     if "values" in modes and view is not cp:
         events.append(("values", graph.schema.values_of(view.channel_values)))
-    return events
+    return events + (stopped_events(modes) if any(r.stopped for r in results) else [])
+
+
+def stopped_events(modes: Sequence[str] | None) -> list[Event]:
+    """The events of a stop at a static breakpoint, the run's own or one of a graph a task ran: one
+    ``updates`` chunk ``{"__interrupt__": ()}`` (LangGraph's)."""
+    return [("updates", {INTERRUPT_KEY: ()})] if modes and "updates" in modes else []
 
 
 def update_payload(graph: GraphSpec, r: TaskWrites) -> dict[str, Any]:
