@@ -40,6 +40,7 @@ from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.breakpoints import stop_of
+from graphcore.engine.checkpointer import replay_of
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -284,7 +285,8 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow))):
+    replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at)  # a run back in time
+    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), replay=replay)):
         outcome = run_step(
             graph,
             cp,

@@ -21,6 +21,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
+from graphcore.engine.config import Replay
 from graphcore.errors import CheckpointerError, InvalidGraphError, NoCheckpointerError
 from graphcore.types import TaskWrites
 
@@ -28,6 +29,8 @@ __all__ = [
     "NO_CHECKPOINTS",
     "check_checkpointer",
     "check_store",
+    "replay_of",
+    "replayed_head",
     "resumes",
     "stateful_ns",
     "store_of",
@@ -124,6 +127,30 @@ def resumes(
         return False
     asked = [i.id for tw in finished.values() for i in tw.interrupts]
     return not asked or any(i in answers for i in asked)
+
+
+def replay_of(store: CheckpointStore, thread_id: str, checkpoint_id: str | None, since: str) -> Replay | None:
+    """The :class:`Replay` of a run of ``thread_id`` started at ``since`` (ISO-8601 UTC) from its checkpoint
+    ``checkpoint_id``: back to that checkpoint, or to its parent when an ``update_state`` or a fork made it
+    (LangGraph's rule: their subgraph checkpoints are those of the checkpoint they branch from); None when
+    no checkpoint id is given or there is no such checkpoint."""
+    if checkpoint_id is None:
+        return None
+    chosen = store.get(thread_id, checkpoint_id)
+    if chosen is not None and chosen.source in ("update", "fork") and chosen.parent_id is not None:
+        chosen = store.get(thread_id, chosen.parent_id) or chosen
+    return None if chosen is None else Replay(chosen.created_at, since)
+
+
+def replayed_head(store: CheckpointStore, thread_id: str, ns: str, replay: Replay) -> Checkpoint | None:
+    """Where a ``checkpointer=True`` subgraph in namespace ``ns`` goes on in a time-travelling run: its
+    latest checkpoint made by the run itself (since ``replay.since``), else its latest of the past the run
+    went back to (before ``replay.before``); None when it has neither (it starts afresh). Checkpoints in
+    between belong to the future the run branched away from."""
+    for cp in store.list(thread_id, ns=ns):  # newest first
+        if cp.created_at >= replay.since or cp.created_at < replay.before:
+            return cp
+    return None
 
 
 class _NoCheckpoints:

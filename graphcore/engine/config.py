@@ -504,12 +504,31 @@ class Scope:
         memory: the run's long-term store (``compile(store=...)``; on the queue the workers' Redis store),
             which ``get_store()``, ``runtime.store`` and a node's ``store`` parameter give; None without one.
             A graph invoked inside a node uses its parent's (LangGraph's rule).
+        replay: set when the run travels back in its thread: where its stateful subgraphs start from; the
+            graphs its tasks run in its thread inherit it.
     """
 
     store: Any
     thread_id: str
     ns: str = ""
     memory: Any = None
+    replay: Replay | None = None
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A run that goes on from an earlier checkpoint of its thread (LangGraph's time travel: replay, or a
+    fork by ``update_state``): a ``checkpointer=True`` subgraph runs on its state as of that checkpoint, not
+    on its latest (:func:`graphcore.engine.checkpointer.replayed_head`).
+
+    Attributes:
+        before: ``created_at`` of the checkpoint the run goes back to (ISO-8601 UTC): a subgraph checkpoint
+            created before it is of that past.
+        since: when the run started (ISO-8601 UTC): a subgraph checkpoint created since is the run's own.
+    """
+
+    before: str
+    since: str
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("graphq_scope", default=None)

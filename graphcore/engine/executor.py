@@ -8,6 +8,7 @@ RQ step job calls, one super-step per job. The compiled graph's data is
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from functools import partial
@@ -20,7 +21,7 @@ from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
 from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.breakpoints import NO_BREAKPOINTS, Breakpoints, Stop, stop_of
-from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
+from graphcore.engine.checkpointer import replay_of, replayed_head, resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
@@ -359,7 +360,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
         return cfg.model_copy(update={"thread_id": parent.thread_id, "run_id": task.config.run_id}), Scope(
-            parent.store, parent.thread_id, ns, parent.memory
+            parent.store, parent.thread_id, ns, parent.memory, parent.replay
         )
 
     def _own_thread(self, config: Mapping[str, Any] | RunConfig | None) -> bool:
@@ -388,6 +389,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
         since = Checkpoint.now() if modes else ""
+        scope = _travelling(scope, cfg, input)
         cp, finished, answers, passing = self._start(cfg, input, meta, scope)
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
@@ -479,6 +481,8 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         continues where it stopped): its first step passes the static breakpoints (LangGraph's)."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
+        if scope.ns and self.checkpointer is True and scope.replay is not None and store is not None:
+            parent = replayed_head(store, scope.thread_id, scope.ns, scope.replay)  # its state back then
         if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
             parent = None
         if forks and parent is not None:
@@ -515,6 +519,16 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         if scope.store is not None:
             for result in results:
                 scope.store.put_writes(scope.thread_id, cp.id, result, ns=scope.ns)
+
+
+def _travelling(scope: Scope, cfg: RunConfig, input: Any) -> Scope:
+    """``scope`` of a root run, with its :class:`Replay` when it goes on from a checkpoint given by id
+    without answering (LangGraph's time travel: ``invoke(None | input, config_with_checkpoint_id)``)."""
+    answering = isinstance(input, Command) and input.resume is not None
+    if scope.ns or scope.store is None or answering:
+        return scope
+    replay = replay_of(scope.store, scope.thread_id, cfg.checkpoint_id, Checkpoint.now())
+    return dataclasses.replace(scope, replay=replay)
 
 
 _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}
