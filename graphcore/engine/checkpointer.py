@@ -129,28 +129,40 @@ def resumes(
     return not asked or any(i in answers for i in asked)
 
 
-def replay_of(store: CheckpointStore, thread_id: str, checkpoint_id: str | None, since: str) -> Replay | None:
+def replay_of(
+    store: CheckpointStore,
+    thread_id: str,
+    checkpoint_id: str | None,
+    since: str,
+    at: Mapping[str, str] | None = None,
+) -> Replay | None:
     """The :class:`Replay` of a run of ``thread_id`` started at ``since`` (ISO-8601 UTC) from its checkpoint
     ``checkpoint_id``: back to that checkpoint, or to its parent when an ``update_state`` or a fork made it
-    (LangGraph's rule: their subgraph checkpoints are those of the checkpoint they branch from); None when
-    no checkpoint id is given or there is no such checkpoint."""
+    (LangGraph's rule: their subgraph checkpoints are those of the checkpoint they branch from); ``at``: the
+    subgraph checkpoints named by id (:attr:`Replay.at`). None when no checkpoint id is given or there is
+    no such checkpoint."""
     if checkpoint_id is None:
         return None
     chosen = store.get(thread_id, checkpoint_id)
     if chosen is not None and chosen.source in ("update", "fork") and chosen.parent_id is not None:
         chosen = store.get(thread_id, chosen.parent_id) or chosen
-    return None if chosen is None else Replay(chosen.created_at, since)
+    named = {k: v for k, v in (at or {}).items() if k}
+    return None if chosen is None else Replay(chosen.created_at, since, named)
 
 
-def replayed_head(store: CheckpointStore, thread_id: str, ns: str, replay: Replay) -> Checkpoint | None:
-    """Where a ``checkpointer=True`` subgraph in namespace ``ns`` goes on in a time-travelling run: its
-    latest checkpoint made by the run itself (since ``replay.since``), else its latest of the past the run
-    went back to (before ``replay.before``); None when it has neither (it starts afresh). Checkpoints in
-    between belong to the future the run branched away from."""
-    for cp in store.list(thread_id, ns=ns):  # newest first
-        if cp.created_at >= replay.since or cp.created_at < replay.before:
-            return cp
-    return None
+def replayed_head(
+    store: CheckpointStore, thread_id: str, ns: str, replay: Replay
+) -> tuple[Checkpoint | None, bool]:
+    """Where a ``checkpointer=True`` subgraph in namespace ``ns`` goes on in a time-travelling run, and
+    whether it forks there: its latest checkpoint made by the run itself (since ``replay.since``); else the
+    checkpoint the run names for it (:attr:`Replay.at`: forked, so its tasks run again); else its latest of
+    the past the run went back to (before ``replay.before``); None when it has none (it starts afresh).
+    Checkpoints in between belong to the future the run branched away from."""
+    history = store.list(thread_id, ns=ns)  # newest first
+    own = next((cp for cp in history if cp.created_at >= replay.since), None)
+    if own is None and ns in replay.at:
+        return store.get(thread_id, replay.at[ns], ns=ns), True
+    return own or next((cp for cp in history if cp.created_at < replay.before), None), False
 
 
 class _NoCheckpoints:

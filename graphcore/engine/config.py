@@ -26,6 +26,7 @@ __all__ = [
     "NODE_SETTINGS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
+    "Replay",
     "RunConfig",
     "Scope",
     "TaskContext",
@@ -39,6 +40,7 @@ __all__ = [
     "merge_config",
     "outside_any_task",
     "passed_on",
+    "replays_snapshot",
     "run_scope",
     "task_context",
 ]
@@ -262,10 +264,21 @@ def outside_any_task(cfg: RunConfig) -> RunConfig:
     """The config of a run started outside any task (not nested), by LangGraph's rule: a given
     ``checkpoint_ns`` is dropped, and with it ``checkpoint_id``, so the run checkpoints in the thread's root
     namespace and goes on from its latest checkpoint (LangGraph resets both for a root run; only a graph
-    running inside a task has a namespace, given by that task)."""
+    running inside a task has a namespace, given by that task). A subgraph snapshot's config names the
+    root's checkpoint in its ``checkpoint_map``: the run goes back there (:func:`replays_snapshot`)."""
     if not cfg.checkpoint_ns:
         return cfg
-    return cfg.model_copy(update={"checkpoint_ns": "", "checkpoint_id": None})
+    root = replays_snapshot(cfg)
+    return cfg.model_copy(update={"checkpoint_ns": "", "checkpoint_id": root})
+
+
+def replays_snapshot(cfg: RunConfig) -> str | None:
+    """The root checkpoint id in ``cfg``'s ``checkpoint_map`` (a subgraph snapshot's config, LangGraph's):
+    a root run given it replays from there, forking the thread even at its latest checkpoint, unless it
+    answers; None without one."""
+    known = cfg.configurable.get("checkpoint_map")
+    root = known.get("") if isinstance(known, Mapping) else None
+    return str(root) if root else None
 
 
 _DEFAULTS = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()}
@@ -525,10 +538,13 @@ class Replay:
         before: ``created_at`` of the checkpoint the run goes back to (ISO-8601 UTC): a subgraph checkpoint
             created before it is of that past.
         since: when the run started (ISO-8601 UTC): a subgraph checkpoint created since is the run's own.
+        at: namespace → checkpoint id of the subgraphs the run goes back to by id (a subgraph snapshot's
+            config's ``checkpoint_map``): such a subgraph goes on from a fork of that checkpoint.
     """
 
     before: str
     since: str
+    at: Mapping[str, str] = field(default_factory=dict)
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("graphq_scope", default=None)

@@ -34,6 +34,7 @@ from graphcore.engine.config import (
     merge_config,
     outside_any_task,
     passed_on,
+    replays_snapshot,
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
@@ -481,8 +482,10 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         continues where it stopped): its first step passes the static breakpoints (LangGraph's)."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
+        answering = isinstance(input, Command) and input.resume is not None
+        forks = forks or (not scope.ns and replays_snapshot(cfg) is not None and not answering)
         if scope.ns and self.checkpointer is True and scope.replay is not None and store is not None:
-            parent = replayed_head(store, scope.thread_id, scope.ns, scope.replay)  # its state back then
+            parent, forks = replayed_head(store, scope.thread_id, scope.ns, scope.replay)  # its state then
         if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
             parent = None
         if forks and parent is not None:
@@ -527,7 +530,9 @@ def _travelling(scope: Scope, cfg: RunConfig, input: Any) -> Scope:
     answering = isinstance(input, Command) and input.resume is not None
     if scope.ns or scope.store is None or answering:
         return scope
-    replay = replay_of(scope.store, scope.thread_id, cfg.checkpoint_id, Checkpoint.now())
+    named = cfg.configurable.get("checkpoint_map")  # a subgraph snapshot's config names its checkpoints
+    at = named if isinstance(named, Mapping) else None
+    replay = replay_of(scope.store, scope.thread_id, cfg.checkpoint_id, Checkpoint.now(), at)
     return dataclasses.replace(scope, replay=replay)
 
 

@@ -120,6 +120,8 @@ class _At:
     ns: str
     given_ns: str
     checkpoint_id: str | None
+    parents: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Namespace → checkpoint id of the graphs it runs in (a subgraph's config's ``checkpoint_map``)."""
 
 
 def _store(graph: GraphSpec, what: str) -> CheckpointStore:
@@ -160,28 +162,38 @@ def _address(graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, wha
             raise ConfigError(f"{what}: checkpoint_ns {given!r} names no subgraph node ({part!r})")
         target = inner
     ns = stateful_ns(given) if target.checkpointer is True else given
-    return _At(store, target, str(thread), ns, given, conf.get("checkpoint_id"))
+    known = conf.get("checkpoint_map")
+    named = known.items() if given and isinstance(known, Mapping) else ()
+    parents = {str(k): str(v) for k, v in named if k != given}
+    return _At(store, target, str(thread), ns, given, conf.get("checkpoint_id"), parents)
 
 
-_ID_KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id")
+_ID_KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
 
 
 def _ids(config: Mapping[str, Any] | RunConfig | None) -> dict[str, Any]:
-    """``thread_id``, ``checkpoint_ns`` and ``checkpoint_id`` of ``config`` (each None when not given): its
-    ``configurable`` keys, else graphq's options of those names (a mapping's top-level keys, a
-    :class:`RunConfig`'s fields)."""
+    """``thread_id``, ``checkpoint_ns``, ``checkpoint_id`` and ``checkpoint_map`` of ``config`` (each None
+    when not given): its ``configurable`` keys, else graphq's options of those names (a mapping's top-level
+    keys, a :class:`RunConfig`'s fields)."""
     if isinstance(config, RunConfig):
         view = config["configurable"]  # LangGraph's view: the options under their configurable names
-        return {k: view[k] for k in _ID_KEYS}
+        return {k: view.get(k) for k in _ID_KEYS}
     data = dict(config or {})
     conf = dict(data.get("configurable") or {})
     return {k: conf.get(k) or data.get(k) for k in _ID_KEYS}
 
 
-def _config(thread: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+def _config(
+    thread: str, ns: str, checkpoint_id: str | None, parents: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """A snapshot's config; a subgraph's (``ns``) also has LangGraph's ``checkpoint_map``: namespace →
+    checkpoint id of the graphs it runs in (``parents``) and of itself."""
     if checkpoint_id is None:
         return None
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+    if ns:
+        conf["checkpoint_map"] = {**(parents or {}), ns: checkpoint_id}
+    return {"configurable": conf}
 
 
 def _empty(config: Mapping[str, Any] | RunConfig | None) -> StateSnapshot:
@@ -238,10 +250,10 @@ def _snapshot(
     return StateSnapshot(
         values,
         tuple(t.name for t in tasks if t.id not in finished_ids),
-        _config(at.thread_id, at.given_ns, cp.id) or {},
+        _config(at.thread_id, at.given_ns, cp.id, parents) or {},
         {**cp.metadata, "parents": dict(parents)},
         cp.created_at,
-        _config(at.thread_id, at.given_ns, cp.parent_id),
+        _config(at.thread_id, at.given_ns, cp.parent_id, parents),
         tuple(tasks),
         tuple(i for t in tasks for i in t.interrupts),
     )
@@ -263,7 +275,7 @@ def get_state(
     cp = at.store.get(at.thread_id, at.checkpoint_id, ns=at.ns)
     if cp is None:
         return _empty(config)
-    return _snapshot(at, cp, live=at.checkpoint_id is None, recurse=subgraphs, parents={})
+    return _snapshot(at, cp, live=at.checkpoint_id is None, recurse=subgraphs, parents=at.parents)
 
 
 def get_state_history(
@@ -295,7 +307,7 @@ def get_state_history(
     if before is not None:
         cps = _before(cps, _address(graph, before, "get_state_history(before=...)").checkpoint_id)
     for cp in cps[:limit] if filter is None else _matching(cps, filter, limit):
-        yield _snapshot(at, cp, live=False, recurse=False, parents={})
+        yield _snapshot(at, cp, live=False, recurse=False, parents=at.parents)
 
 
 def _before(cps: list[Checkpoint], checkpoint_id: str | None) -> list[Checkpoint]:
@@ -399,7 +411,7 @@ def _updated(
         head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns)
         at.store.put(at.thread_id, head, ns=at.ns)
     assert head is not None
-    return _config(at.thread_id, at.given_ns, head.id) or {}
+    return _config(at.thread_id, at.given_ns, head.id, at.parents) or {}
 
 
 def update_checkpoint(
