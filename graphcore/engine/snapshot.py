@@ -12,6 +12,7 @@ of a paused step (their pending writes), not for committed ones.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
@@ -58,7 +59,8 @@ class PregelTask(NamedTuple):
             node raised, e.g. ``"KeyError('x')"`` (LangGraph's value read back from its checkpointer); else
             None.
         interrupts: the requests the task paused on (:class:`~graphcore.types.Interrupt`), in call order.
-        state: for a subgraph node: the config of the subgraph's checkpoints
+        state: for a subgraph node (or a node whose function names a compiled graph it invokes): the config
+            of the subgraph's checkpoints
             (``{"configurable": {"thread_id", "checkpoint_ns"}}``), or with ``get_state(subgraphs=True)``
             its :class:`StateSnapshot`; None for other nodes and ``checkpointer=False`` subgraphs.
         result: the task's writes (channel → value) when it finished in a paused step; else None.
@@ -135,9 +137,21 @@ def _store(graph: GraphSpec, what: str) -> CheckpointStore:
 
 
 def _subgraph(graph: GraphSpec, node: str) -> GraphSpec | None:
+    """The graph ``node`` runs: its subgraph, or else a compiled graph its function refers to (by a global
+    or closure name: ``inner.invoke(...)`` in its body), as LangGraph finds one; None when there is none or
+    it keeps no checkpoints (``checkpointer=False``)."""
     spec = graph.nodes.get(node)
-    inner = getattr(spec.fn, "graph", None) if spec is not None else None
-    return inner if isinstance(inner, GraphSpec) else None
+    if spec is None:
+        return None
+    inner = getattr(spec.fn, "graph", None)
+    if isinstance(inner, GraphSpec):
+        return inner
+    fn = inspect.unwrap(spec.fn)
+    if not inspect.isfunction(fn):
+        return None
+    names = inspect.getclosurevars(fn)
+    found = (v for v in (*names.nonlocals.values(), *names.globals.values()) if isinstance(v, GraphSpec))
+    return next((g for g in found if g.checkpointer is not False), None)
 
 
 def _address(graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, what: str) -> _At:

@@ -150,3 +150,41 @@ def test_an_answer_with_a_subgraphs_snapshot_config_resumes_the_run(lg: Imports)
     sub = graph.get_state(THREAD, subgraphs=True).tasks[0].state
     assert graph.invoke(lg.Command(resume="yes"), sub.config) == {"items": ["before", "ask:yes"]}
     assert runs == ["before", "ask", "ask"]
+
+
+def test_get_state_with_subgraphs_shows_a_graph_paused_inside_a_node(lg: Imports) -> None:
+    """LangGraph: a node that invokes a compiled graph (a global or closure name in its body) has that
+    graph's snapshot in its task's ``state`` with ``subgraphs=True``, and its config without."""
+    inner = _inner_asker(lg)
+
+    def node(state: State) -> dict[str, Any]:
+        return {"items": inner.invoke({"items": ["n"]})["items"]}
+
+    def plain(state: State) -> dict[str, Any]:
+        return {"items": ["plain"]}
+
+    outer = lg.StateGraph(State)
+    outer.add_node("node", node)
+    outer.add_node("plain", plain)
+    outer.add_edge(lg.START, "node")
+    outer.add_edge(lg.START, "plain")
+    graph = outer.compile(checkpointer=lg.InMemorySaver())
+    (asked,) = graph.invoke({"items": []}, THREAD)["__interrupt__"]
+    snap = graph.get_state(THREAD, subgraphs=True)
+    by_name = {t.name: t for t in snap.tasks}
+    sub = by_name["node"].state
+    assert (sub.values, sub.next, sub.interrupts) == ({"items": ["n", "before"]}, ("ask",), (asked,))
+    assert sub.config["configurable"]["checkpoint_ns"] == f"node:{by_name['node'].id}"
+    assert by_name["plain"].state is None
+    (task,) = [t for t in graph.get_state(THREAD).tasks if t.name == "node"]
+    assert task.state == {"configurable": {"thread_id": "1", "checkpoint_ns": f"node:{task.id}"}}
+
+
+def _inner_asker(lg: Imports) -> Any:
+    """A graph of ``before`` → ``ask`` (``interrupt('ok?')``)."""
+    inner = lg.StateGraph(State)
+    inner.add_node("before", lambda s: {"items": ["before"]})
+    inner.add_node("ask", lambda s: {"items": [f"ask:{lg.interrupt('ok?')}"]})
+    inner.add_edge(lg.START, "before")
+    inner.add_edge("before", "ask")
+    return inner.compile()
