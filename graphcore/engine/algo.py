@@ -22,6 +22,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
+from graphcore.engine.checkpointer import task_ns
 from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
@@ -228,8 +229,9 @@ def route_view(
 def task_config(
     config: RunConfig, step: int, task: Task, settings: Mapping[str, Any] | None = None
 ) -> RunConfig:
-    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1) and the
-    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9)."""
+    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1), the
+    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9) and the task's ``checkpoint_ns``
+    (``graph_ns|node:task_id``, LangGraph's value in a node's config)."""
     run = config.run_id or ""
     extra = {
         f"{RESERVED_PREFIX}run_id": run,
@@ -241,7 +243,8 @@ def task_config(
         NODE_SETTINGS_KEY: settings if settings is not None else {},
     }
     visible = {k: v for k, v in config.configurable.items() if k not in (RESUME_KEY, ANSWERS_KEY)}
-    return config.model_copy(update={"configurable": {**visible, **extra}})
+    ns = task_ns(config.checkpoint_ns, task.node, task.id)
+    return config.model_copy(update={"configurable": {**visible, **extra}, "checkpoint_ns": ns})
 
 
 def run_task(

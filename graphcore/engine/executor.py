@@ -360,7 +360,8 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory)
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
-        return cfg.model_copy(update={"thread_id": parent.thread_id, "run_id": task.config.run_id}), Scope(
+        ids = {"thread_id": parent.thread_id, "run_id": task.config.run_id, "checkpoint_ns": ns}
+        return cfg.model_copy(update=ids), Scope(
             parent.store, parent.thread_id, ns, parent.memory, parent.replay
         )
 

@@ -39,6 +39,7 @@ __all__ = [
     "get_state_history",
     "last_writer",
     "request_ahead",
+    "subgraph_config",
     "update_checkpoint",
     "update_state",
 ]
@@ -215,15 +216,26 @@ def _empty(config: Mapping[str, Any] | RunConfig | None) -> StateSnapshot:
     return StateSnapshot({}, (), given, None, None, None, (), ())
 
 
+def subgraph_config(graph: GraphSpec, thread_id: str, ns: str, node: str, tid: str) -> dict[str, Any] | None:
+    """The ``state`` of task ``tid`` of ``node`` in ``graph`` (checkpointing in ``ns`` of ``thread_id``), as a
+    snapshot's tasks and the ``checkpoints``/``debug`` streams show it without recursing (LangGraph's):
+    ``{"configurable": {"thread_id", "checkpoint_ns": "ns|node:tid"}}`` when the node runs a graph that
+    keeps checkpoints, else None."""
+    inner = _subgraph(graph, node)
+    if inner is None or inner.checkpointer is False:
+        return None
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": task_ns(ns, node, tid)}}
+
+
 def _task_state(
     at: _At, cp: Checkpoint, node: str, tid: str, recurse: bool, parents: Mapping[str, str]
 ) -> Any:
+    shallow = subgraph_config(at.graph, at.thread_id, at.given_ns, node, tid)
+    if shallow is None or not recurse:
+        return shallow
     inner = _subgraph(at.graph, node)
-    if inner is None or inner.checkpointer is False:
-        return None
+    assert inner is not None  # shallow
     child = task_ns(at.given_ns, node, tid)
-    if not recurse:
-        return {"configurable": {"thread_id": at.thread_id, "checkpoint_ns": child}}
     ns = stateful_ns(child) if inner.checkpointer is True else child
     sub = dataclasses.replace(at, graph=inner, ns=ns, given_ns=ns, checkpoint_id=None)  # LangGraph's
     head = at.store.get(at.thread_id, ns=ns)

@@ -40,6 +40,7 @@ from graphcore.engine.config import (
     run_scope,
 )
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
+from graphcore.engine.snapshot import subgraph_config
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
 from graphcore.types import Interrupt, TaskWrites
@@ -206,10 +207,16 @@ def relay(modes: Sequence[str] | None, scope: Scope, run: Callable[[Sequence[str
 
 
 def _namespace(parent: tuple[str, ...], task: TaskContext, scope: Scope) -> tuple[str, ...]:
+    """The stream namespace of the graph ``task`` runs in ``scope``, below its parent's (``parent``):
+    ``(*parent, "node:task_id")``, then its call index; for a ``checkpointer=True`` subgraph its checkpoint
+    namespace without task ids (``("node",)``, ``("outer", "node")``), as LangGraph's."""
     base = f"{task.node}:{task.task_id}"
     outer = current_scope()
     depth = len(outer.ns.split("|")) if outer is not None and outer.ns else 0
-    below = scope.ns.split("|")[depth:] if scope.ns else []
+    parts = scope.ns.split("|") if scope.ns else []
+    below = parts[depth:]
+    if below[:1] == [task.node]:  # stateful: no task id in its namespace
+        return tuple(parts[depth - len(parent) :])
     return (*parent, base, *(below[1:] if below[:1] == [base] else []))
 
 
@@ -576,7 +583,7 @@ def checkpoint_payload(
     a parent), ``values`` (as ``graph``'s schema shows them: the value itself for a root-channel state;
     without ``graph`` the channel values), ``metadata`` (``source``, ``step``, ``parents``; graphq's
     ``run_id``, ``writes``), ``next`` (node names) and ``tasks`` (``{"id", "name", "interrupts": (),
-    "state": None}`` each)."""
+    "state"}`` each: with ``graph``, a subgraph task's config, :func:`subgraph_config`; else None)."""
     return {
         "config": _config(thread_id, ns, cp.id),
         "parent_config": _config(thread_id, ns, cp.parent_id),
@@ -584,10 +591,15 @@ def checkpoint_payload(
         "metadata": {"parents": {}, **cp.metadata},
         "next": [t.node for t in cp.next_tasks],
         "tasks": [
-            {"id": task_id(cp.id, i, t.node), "name": t.node, "interrupts": (), "state": None}
+            _task_entry(graph, thread_id, ns, t.node, task_id(cp.id, i, t.node))
             for i, t in enumerate(cp.next_tasks)
         ],
     }
+
+
+def _task_entry(graph: GraphSpec | None, thread_id: str, ns: str, node: str, tid: str) -> dict[str, Any]:
+    state = None if graph is None else subgraph_config(graph, thread_id, ns, node, tid)
+    return {"id": tid, "name": node, "interrupts": (), "state": state}
 
 
 def logged_modes(debug: bool, print_mode: str | Sequence[str] = ()) -> tuple[str, ...] | None:
