@@ -31,8 +31,6 @@ class Send:
 
 
 if TYPE_CHECKING:
-    from graphcore.engine.breakpoints import Stop
-
     ToolOutputMixin = object
 else:
     try:  # a LangChain tool returns a Command as it is, not wrapped in a ToolMessage (as LangGraph's)
@@ -127,6 +125,20 @@ class Interrupt:
 
     def __repr__(self) -> str:
         return f"Interrupt(value={self.value!r}, id={self.id!r})"
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a run stopped at a static breakpoint (:mod:`graphcore.engine.breakpoints`).
+
+    Attributes:
+        when: ``"before"`` (the next step's tasks include ``nodes``) or ``"after"`` (the step just run ran
+            them).
+        nodes: the breakpoint nodes concerned, in task order.
+    """
+
+    when: Literal["before", "after"]
+    nodes: tuple[str, ...]
 
 
 @dataclass

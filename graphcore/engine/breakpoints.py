@@ -25,7 +25,7 @@ from typing import Literal
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import InvalidGraphError
-from graphcore.types import TaskWrites
+from graphcore.types import Stop, TaskWrites
 
 __all__ = ["ALL", "NO_BREAKPOINTS", "Breakpoints", "Stop", "nodes_of", "stop_of"]
 
@@ -52,20 +52,6 @@ def nodes_of(value: Sequence[str] | str | None, nodes: Collection[str], what: st
     if unknown:
         raise InvalidGraphError(f"{what}: unknown node(s) {unknown}; nodes: {sorted(nodes)}")
     return names
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Where a run stopped at a breakpoint.
-
-    Attributes:
-        when: ``"before"`` (the next step's tasks include ``nodes``) or ``"after"`` (the step just run ran
-            them).
-        nodes: the breakpoint nodes concerned, in task order.
-    """
-
-    when: Literal["before", "after"]
-    nodes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
