@@ -534,7 +534,7 @@ def _travelling(scope: Scope, cfg: RunConfig, input: Any) -> Scope:
     named = cfg.configurable.get("checkpoint_map")  # a subgraph snapshot's config names its checkpoints
     at = named if isinstance(named, Mapping) else None
     replay = replay_of(scope.store, scope.thread_id, cfg.checkpoint_id, Checkpoint.now(), at)
-    return dataclasses.replace(scope, replay=replay)
+    return scope if replay is None else dataclasses.replace(scope, replay=replay)
 
 
 _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}
