@@ -31,6 +31,7 @@ from graphcore.errors import (
     SerializationError,
     StepLimitError,
 )
+from graphcore.managed import IsLastStep, RemainingSteps
 from graphcore.messages import (
     REMOVE_ALL_MESSAGES,
     MessagesState,
@@ -73,6 +74,7 @@ __all__ = [
     "InvalidGraphError",
     "InvalidNamespaceError",
     "InvalidUpdateError",
+    "IsLastStep",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
@@ -85,6 +87,7 @@ __all__ = [
     "ParentCommand",
     "PregelTask",
     "PutOp",
+    "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",

@@ -40,7 +40,7 @@ from graphcore.backend.runs import (
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork
-from graphcore.engine.config import RunConfig, Scope, run_scope
+from graphcore.engine.config import RunConfig, Scope, run_scope, with_remaining_steps
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import RetryHook, StepResult, run_step
@@ -290,7 +290,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         outcome = run_step(
             graph,
             cp,
-            with_resume(cfg, resume, answers),
+            with_remaining_steps(with_resume(cfg, resume, answers), run.step),
             finished=finished,
             on_task_done=timed,
             writer=emit,

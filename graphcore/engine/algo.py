@@ -30,6 +30,7 @@ from graphcore.engine.config import (
     RESUME_KEY,
     RunConfig,
     TaskContext,
+    remaining_steps,
     task_context,
 )
 from graphcore.engine.defer import HELD, hold
@@ -69,16 +70,20 @@ class Task:
     index: int
 
 
-def prepare_tasks(graph: GraphSpec, cp: Checkpoint) -> list[Task]:
+def prepare_tasks(graph: GraphSpec, cp: Checkpoint, remaining: int | None = None) -> list[Task]:
     """The tasks of the super-step that follows ``cp``, in order.
 
     Each state-triggered task gets its own view of the state, so a node that assigns into its input does
-    not change what a parallel sibling reads (G3).
+    not change what a parallel sibling reads (G3). With ``remaining`` (the super-steps the run may still
+    take, this one included) the view holds the schema's managed values (:mod:`graphcore.managed`).
     """
     tasks = []
+    values = (
+        cp.channel_values if remaining is None else graph.schema.with_managed(cp.channel_values, remaining)
+    )
     for index, pending in enumerate(cp.next_tasks):
         reads = None if pending.send else graph.nodes[pending.node].reads
-        arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(cp.channel_values)
+        arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(values)
         tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index))
     return tasks
 
@@ -268,7 +273,8 @@ def run_task(
             output = call_node(graph.nodes[task.node], task, ctx.config)
             shown(output)
             writes, goto = normalise(graph, task.node, output)
-            goto += _routes(graph, task.node, cp.channel_values, writes)
+            values = graph.schema.with_managed(cp.channel_values, remaining_steps(config))
+            goto += _routes(graph, task.node, values, writes)
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)

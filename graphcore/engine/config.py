@@ -24,6 +24,7 @@ __all__ = [
     "ACCEPTED",
     "ANSWERS_KEY",
     "NODE_SETTINGS_KEY",
+    "REMAINING_STEPS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
     "RunConfig",
@@ -39,8 +40,10 @@ __all__ = [
     "merge_config",
     "outside_any_task",
     "passed_on",
+    "remaining_steps",
     "run_scope",
     "task_context",
+    "with_remaining_steps",
 ]
 
 RESERVED_PREFIX = "__graphq_"
@@ -50,6 +53,10 @@ RESUME_KEY = f"{RESERVED_PREFIX}resume"
 
 ANSWERS_KEY = f"{RESERVED_PREFIX}answers"
 """``configurable`` key carrying every answer given for a step (interrupt id → value), for subgraphs."""
+
+REMAINING_STEPS_KEY = f"{RESERVED_PREFIX}remaining_steps"
+"""``configurable`` key carrying the super-steps the run may still take, the running one included (the
+managed values of :mod:`graphcore.managed`); set for each super-step by whatever runs it."""
 
 NODE_SETTINGS_KEY = f"{RESERVED_PREFIX}node_settings"
 """``configurable`` key carrying the running node's settings (``add_node(..., settings=...)``, R9), ``{}``
@@ -227,6 +234,20 @@ class RunConfig(BaseModel):
     def step_limit(self) -> int:
         """The effective ``max_super_steps`` (at least 1: the option's range and the setting's)."""
         return self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
+
+
+def with_remaining_steps(cfg: RunConfig, taken: int) -> RunConfig:
+    """``cfg`` for the run's next super-step after ``taken`` super-steps (0 before its first): it carries
+    the super-steps left, that one included (``max_super_steps - taken``, :data:`REMAINING_STEPS_KEY`)."""
+    left = cfg.step_limit() - taken
+    return cfg.model_copy(update={"configurable": {**cfg.configurable, REMAINING_STEPS_KEY: left}})
+
+
+def remaining_steps(cfg: RunConfig) -> int:
+    """The super-steps the run may still take, the running one included (:func:`with_remaining_steps`);
+    the whole ``max_super_steps`` where no super-step set it (routers of ``update_state``)."""
+    left = cfg.configurable.get(REMAINING_STEPS_KEY)
+    return cfg.step_limit() if left is None else int(left)
 
 
 def merge_config(

@@ -33,6 +33,7 @@ from graphcore.engine.config import (
     merge_config,
     outside_any_task,
     passed_on,
+    with_remaining_steps,
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
@@ -430,7 +431,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
             shown = streaming.step_view(self, modes, cp, finished, shows)  # live: results as tasks finish
-            resumed = with_resume(cfg, resume, answers)
+            resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
             if on_loop:  # awaited by the driver on the caller's loop, which sends the result back

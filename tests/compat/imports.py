@@ -46,6 +46,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
         "graphcore",
         ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"),
     ),
+    "langgraph.managed": ("graphcore", ("IsLastStep", "RemainingSteps")),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
         "graphcore.messages",
