@@ -22,14 +22,17 @@ from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.model import task_id as task_id  # kept importable from here
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
+from graphcore.engine.checkpointer import task_ns
 from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
     NODE_SETTINGS_KEY,
     RESERVED_PREFIX,
     RESUME_KEY,
+    TASK_METADATA_KEY,
     RunConfig,
     TaskContext,
+    current_scope,
     remaining_steps,
     task_context,
 )
@@ -39,6 +42,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
+from graphcore.engine.task_metadata import PULL, langgraph_metadata, task_paths
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -62,12 +66,14 @@ class Task:
         node: the node to run.
         input: the state view, or the Send's argument.
         index: position in the step; writes apply in this order.
+        path: LangGraph's ``langgraph_path`` of the task (:func:`~graphcore.engine.task_metadata.task_paths`).
     """
 
     id: str
     node: str
     input: Any
     index: int
+    path: tuple[Any, ...] = ()
 
 
 def prepare_tasks(graph: GraphSpec, cp: Checkpoint, remaining: int | None = None) -> list[Task]:
@@ -81,10 +87,10 @@ def prepare_tasks(graph: GraphSpec, cp: Checkpoint, remaining: int | None = None
     values = (
         cp.channel_values if remaining is None else graph.schema.with_managed(cp.channel_values, remaining)
     )
-    for index, pending in enumerate(cp.next_tasks):
+    for index, (pending, path) in enumerate(zip(cp.next_tasks, task_paths(cp), strict=True)):
         reads = None if pending.send else graph.nodes[pending.node].reads
         arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(values)
-        tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index))
+        tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index, path))
     return tasks
 
 
@@ -228,9 +234,12 @@ def route_view(
 def task_config(
     config: RunConfig, step: int, task: Task, settings: Mapping[str, Any] | None = None
 ) -> RunConfig:
-    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1) and the
-    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9)."""
+    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1), the
+    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9) and its LangGraph metadata
+    (``TASK_METADATA_KEY``; its namespace below the current scope's)."""
     run = config.run_id or ""
+    scope = current_scope()
+    ns = task_ns(scope.ns if scope is not None else "", task.node, task.id)
     extra = {
         f"{RESERVED_PREFIX}run_id": run,
         f"{RESERVED_PREFIX}thread_id": config.thread_id,
@@ -239,6 +248,7 @@ def task_config(
         f"{RESERVED_PREFIX}node": task.node,
         f"{RESERVED_PREFIX}idempotency_key": f"{run}:{step}:{task.id}",
         NODE_SETTINGS_KEY: settings if settings is not None else {},
+        TASK_METADATA_KEY: langgraph_metadata(task.node, step + 1, task.path or (PULL, task.node), ns),
     }
     visible = {k: v for k, v in config.configurable.items() if k not in (RESUME_KEY, ANSWERS_KEY)}
     return config.model_copy(update={"configurable": {**visible, **extra}})

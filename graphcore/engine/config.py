@@ -27,6 +27,7 @@ __all__ = [
     "REMAINING_STEPS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
+    "TASK_METADATA_KEY",
     "RunConfig",
     "Scope",
     "TaskContext",
@@ -53,6 +54,10 @@ RESUME_KEY = f"{RESERVED_PREFIX}resume"
 
 ANSWERS_KEY = f"{RESERVED_PREFIX}answers"
 """``configurable`` key carrying every answer given for a step (interrupt id → value), for subgraphs."""
+
+TASK_METADATA_KEY = f"{RESERVED_PREFIX}task_metadata"
+"""``configurable`` key carrying a task's LangGraph metadata (:mod:`graphcore.engine.task_metadata`), shown in
+its ``config["metadata"]``."""
 
 REMAINING_STEPS_KEY = f"{RESERVED_PREFIX}remaining_steps"
 """``configurable`` key carrying the super-steps the run may still take, the running one included (the
@@ -156,9 +161,10 @@ class RunConfig(BaseModel):
 
     def __getitem__(self, key: str) -> Any:
         """Read the config as LangGraph's dict: ``configurable`` (with ``thread_id``, ``checkpoint_id`` and
-        ``checkpoint_ns``), ``tags``, ``metadata`` (inside a node also ``langgraph_node`` and
-        ``langgraph_step``, LangGraph's step number), ``recursion_limit`` (``max_super_steps`` + 1, when set),
-        ``run_id``, ``run_name``, ``max_concurrency``, ``callbacks``, or any option by name.
+        ``checkpoint_ns``: inside a node the task's namespace), ``tags``, ``metadata`` (inside a node also
+        the task's ``langgraph_*`` keys, :mod:`graphcore.engine.task_metadata`), ``recursion_limit``
+        (``max_super_steps`` + 1, when set), ``run_id``, ``run_name``, ``max_concurrency``, ``callbacks``,
+        or any option by name.
 
         Raises:
             KeyError: none of those.
@@ -423,13 +429,11 @@ def _langgraph_view(cfg: RunConfig, key: str) -> Any:
     """``cfg[key]``: see :meth:`RunConfig.__getitem__`."""
     if key == "configurable":
         ids = {"thread_id": cfg.thread_id, "checkpoint_id": cfg.checkpoint_id}
-        return {**cfg.configurable, **ids, "checkpoint_ns": cfg.checkpoint_ns}
+        task = cfg.configurable.get(TASK_METADATA_KEY)  # in a task: its own namespace, as LangGraph's
+        ns = task["langgraph_checkpoint_ns"] if task is not None else cfg.checkpoint_ns
+        return {**cfg.configurable, **ids, "checkpoint_ns": ns}
     if key == "metadata":
-        node = cfg.configurable.get(f"{RESERVED_PREFIX}node")
-        if node is None:
-            return dict(cfg.metadata)
-        step = cfg.configurable[f"{RESERVED_PREFIX}step"] + 1  # LangGraph counts a loop checkpoint first
-        return {**cfg.metadata, "langgraph_node": node, "langgraph_step": step}
+        return {**cfg.metadata, **cfg.configurable.get(TASK_METADATA_KEY, {})}
     if key == "recursion_limit":  # as LangGraph's, only when the run sets it
         if cfg.max_super_steps is None:
             raise KeyError(key)
@@ -470,8 +474,9 @@ class TaskContext:
     and the answers to its ``interrupt()`` calls.
 
     ``config.configurable`` holds ``__graphq_run_id``, ``__graphq_thread_id``, ``__graphq_step``,
-    ``__graphq_task_id``, ``__graphq_node``, ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1)
-    and ``__graphq_node_settings`` (the node's settings, :data:`NODE_SETTINGS_KEY`).
+    ``__graphq_task_id``, ``__graphq_node``, ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1),
+    ``__graphq_node_settings`` (the node's settings, :data:`NODE_SETTINGS_KEY`) and ``__graphq_task_metadata``
+    (its LangGraph metadata, :data:`TASK_METADATA_KEY`).
     """
 
     config: RunConfig

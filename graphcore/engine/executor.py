@@ -430,7 +430,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
-            shown = streaming.step_view(self, modes, cp, finished, shows)  # live: results as tasks finish
+            shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns)  # live: as tasks finish
             resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
@@ -530,14 +530,21 @@ _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters)
 def _with_messages_handler(
     cfg: RunConfig, modes: Sequence[str] | None
 ) -> tuple[RunConfig, messages_stream.MessagesHandler | None]:
-    """``cfg`` with a ``messages`` LangChain callback in its callbacks when the run streams ``messages`` (and
-    none is there yet: a graph invoked in a node shares its parent's), and the handler of the run's
-    ``messages`` events."""
+    """``cfg`` with a ``messages`` LangChain callback in its callbacks when the run streams ``messages``, and
+    the handler of the run's ``messages`` events. A graph invoked in a node whose events are streamed
+    (``subgraphs=True``) keeps its parent's callback and shows its nodes' written messages under its own
+    namespace, each id once across both (LangGraph's)."""
     put = streaming.messages_sink(modes)
-    callbacks = cfg.callbacks
-    if put is None or any(
-        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler)
-        for h in messages_stream.handlers(callbacks)
-    ):
+    if put is None:
         return cfg, None
+    parent = next(
+        (
+            h.shows
+            for h in messages_stream.handlers(cfg.callbacks)
+            if isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler)
+        ),
+        None,
+    )
+    if parent is not None:
+        return cfg, parent.sharing(put)
     return messages_stream.listening(cfg, put)

@@ -12,8 +12,10 @@ callbacks; its nodes' LangChain calls hear it through the node's config (or Lang
   shows its whole reply once, at its end.
 * The messages a node writes (its update's values that are messages, or lists of them) that were neither
   streamed nor in the state before its super-step, as the node finishes (before its ``updates`` event),
-  with ``{"langgraph_node", "langgraph_step"}``. Only the streamed graph's own nodes' writes are shown this
-  way; a graph invoked in a node shows its messages when that node writes them.
+  with LangGraph's metadata of a node's output (``ls_integration`` and the task's ``langgraph_*`` keys,
+  :mod:`graphcore.engine.task_metadata`). The nodes of a graph invoked in a node show theirs too when the
+  stream has ``subgraphs=True`` (under that graph's namespace); without it, only when that node writes
+  them.
 
 Each message is shown once (by id). Without langchain-core only the written messages are shown.
 """
@@ -38,6 +40,12 @@ class MessagesHandler:
     def __init__(self, put: Put) -> None:
         self.put = put
         self.seen: set[str] = set()
+
+    def sharing(self, put: Put) -> MessagesHandler:
+        """A handler sending to ``put`` that shares this one's shown ids (a message is shown once)."""
+        other = MessagesHandler(put)
+        other.seen = self.seen
+        return other
 
     def show(self, message: Any, metadata: dict[str, Any], dedupe: bool) -> None:
         """Stream ``message`` with ``metadata``, once per id when ``dedupe``."""
@@ -93,10 +101,14 @@ def known_ids(values: Mapping[str, Any]) -> set[str]:
     return {m.id for value in values.values() for m in _messages_in(value) if getattr(m, "id", None)}
 
 
-def written(show: MessagesHandler, result: TaskWrites, known: Collection[str], step: int) -> None:
+def written(
+    show: MessagesHandler, result: TaskWrites, known: Collection[str], tasks: Mapping[str, Mapping[str, Any]]
+) -> None:
     """Show the messages a finished task wrote that are neither ``known`` (in the state before its
-    super-step) nor shown yet; one without an id gets ``str(uuid4())``, kept in the state (LangGraph's)."""
-    metadata = {"langgraph_node": result.node, "langgraph_step": step}
+    super-step) nor shown yet; one without an id gets ``str(uuid4())``, kept in the state (LangGraph's).
+    Their metadata is LangGraph's for a node's output: ``ls_integration`` ``"langgraph"`` and the task's
+    ``langgraph_*`` keys, ``tasks[result.task_id]`` (:func:`graphcore.engine.task_metadata.step_metadata`)."""
+    metadata = {"ls_integration": "langgraph", **tasks[result.task_id]}
     for _, value in result.writes:
         for message in _messages_in(value):
             if message.id is None:
