@@ -14,6 +14,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
+from graphcore.engine.messages_stream import push_message
 from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime, get_store
 from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
@@ -110,4 +111,5 @@ __all__ = [
     "get_store",
     "get_stream_writer",
     "interrupt",
+    "push_message",
 ]

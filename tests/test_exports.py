@@ -65,6 +65,7 @@ def test_graphcore_exports() -> None:
         "get_store",
         "get_stream_writer",
         "interrupt",
+        "push_message",
     }
     for name in graphcore.__all__:
         assert hasattr(graphcore, name), name

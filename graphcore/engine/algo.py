@@ -54,6 +54,7 @@ __all__ = [
     "fork",
     "prepare_tasks",
     "run_task",
+    "with_pushed",
 ]
 
 
@@ -212,6 +213,17 @@ def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str,
     return graph.schema.writes_of(node, output, strict=False), []
 
 
+def with_pushed(graph: GraphSpec, ctx: TaskContext, writes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """A task's ``writes`` after those of its node's ``push_message()`` calls (LangGraph's order); a
+    key that is no channel is dropped with a warning, as in a returned update."""
+    if not ctx.pushed:
+        return writes
+    pushed = [
+        w for key, value in ctx.pushed for w in graph.schema.writes_of(ctx.node, {key: value}, strict=False)
+    ]
+    return [*pushed, *writes]
+
+
 def _routes(
     graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
 ) -> list[PendingTask]:
@@ -283,6 +295,7 @@ def run_task(
             output = call_node(graph.nodes[task.node], task, ctx.config)
             shown(output)
             writes, goto = normalise(graph, task.node, output)
+            writes = with_pushed(graph, ctx, writes)
             values = graph.schema.with_managed(cp.channel_values, remaining_steps(config))
             goto += _routes(graph, task.node, values, writes)
         except GraphInterrupt as paused:

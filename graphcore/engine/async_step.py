@@ -35,6 +35,7 @@ from graphcore.engine.algo import (
     route_view,
     router_errors,
     task_setup,
+    with_pushed,
 )
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec, NodeSpec
@@ -292,6 +293,7 @@ async def arun_task(
                 output = await asyncio.wrap_future(_off_loop(spec, task, ctx.config))
             shown(output)
             writes, goto = normalise(graph, task.node, output)
+            writes = with_pushed(graph, ctx, writes)
             values = graph.schema.with_managed(cp.channel_values, remaining_steps(ctx.config))
             goto += await _aroutes(graph, task.node, values, writes)
         except GraphInterrupt as paused:

@@ -492,6 +492,9 @@ class TaskContext:
     callers: frozenset[Hashable] = frozenset()
     """Who (thread, asyncio task) called ``interrupt()`` or invoked a graph in this task
     (:mod:`graphcore.engine.nested`): a task that pauses must have had one."""
+    pushed: list[tuple[str, Any]] = field(default_factory=list)
+    """The ``(state key, message)`` writes of the node's ``push_message()`` calls, in order (written before
+    what it returns)."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""

@@ -26,10 +26,19 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from graphcore.engine.config import RunConfig
+from graphcore.engine.config import RunConfig, current_task
+from graphcore.messages import coerce_message
 from graphcore.types import TaskWrites
 
-__all__ = ["MessagesHandler", "handlers", "known_ids", "langchain_callback", "listening", "written"]
+__all__ = [
+    "MessagesHandler",
+    "handlers",
+    "known_ids",
+    "langchain_callback",
+    "listening",
+    "push_message",
+    "written",
+]
 
 Put = Callable[[tuple[Any, dict[str, Any]]], None]
 
@@ -82,6 +91,36 @@ def listening(cfg: RunConfig, put: Put) -> tuple[RunConfig, MessagesHandler]:
     manager = callbacks.copy()  # a LangChain callback manager
     manager.add_handler(callback, inherit=True)
     return cfg.model_copy(update={"callbacks": manager}), shows
+
+
+def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
+    """Show ``message`` in the run's ``messages`` stream now, with the task's metadata (LangGraph's
+    ``langgraph.graph.message.push_message``), and write it to ``state_key`` as the node's write (before
+    what the node returns; not when ``state_key`` is None).
+
+    Args:
+        message: a message, or what ``add_messages`` reads as one (a string, a ``(role, content)`` pair,
+            a dict); it must have an id.
+        state_key: the state key written, ``"messages"`` by default.
+
+    Returns:
+        The message.
+
+    Raises:
+        ValueError: the message has no id ("Message ID is required", LangGraph's text).
+        OutsideRunError: called outside a running node.
+    """
+    task = current_task("push_message")
+    message = coerce_message(message)
+    if message.id is None:
+        raise ValueError("Message ID is required")
+    for handler in handlers(task.config.callbacks):
+        shows = getattr(handler, "shows", None)
+        if isinstance(shows, MessagesHandler):
+            shows.show(message, task.config["metadata"], dedupe=False)
+    if state_key:
+        task.pushed.append((state_key, message))
+    return message
 
 
 def handlers(callbacks: Any) -> list[Any]:

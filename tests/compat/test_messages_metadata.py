@@ -142,25 +142,14 @@ def test_messages_already_in_the_state_are_not_shown_again(lg: Imports) -> None:
         ]
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as stored in JSON: tuples are lists."""
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
 def _keyed(metadata: dict[str, Any]) -> dict[str, Any]:
-    """``metadata`` without what names a task by its id (the namespaces), as JSON stores it."""
-    return _plain(
-        {k: v for k, v in metadata.items() if k not in ("langgraph_checkpoint_ns", "checkpoint_ns")}
-    )
+    """``metadata`` without what names a task by its id (the namespaces)."""
+    return {k: v for k, v in metadata.items() if k not in ("langgraph_checkpoint_ns", "checkpoint_ns")}
 
 
 def test_a_queued_runs_messages_carry_langgraphs_metadata(client: Client, lg: Imports) -> None:
     """A run enqueued with ``stream_mode=["messages"]`` records each pair with the metadata LangGraph
-    streams for the same graph (tuples as JSON lists), the namespaces ``node:<task id>``."""
+    streams for the same graph, the namespaces ``node:<task id>``."""
     tokens = {"messages": [HumanMessage("hi", id="h1")]}
     expected = [
         _keyed(meta)
@@ -198,3 +187,58 @@ def test_a_nodes_config_holds_the_tasks_metadata_and_namespace(lg: Imports) -> N
         "langgraph_triggers": ("__pregel_push",),
         "langgraph_path": ("__pregel_push", 0, False),
     }
+
+
+def test_push_message_streams_at_once_and_writes_the_state(lg: Imports) -> None:
+    """LangGraph: ``push_message`` shows the message in the ``messages`` stream with the task's metadata
+    (nothing more) and writes it to ``messages``, before what the node returns; one without an id is a
+    ValueError "Message ID is required"."""
+    refused: list[str] = []
+
+    def chat(state: Any) -> Any:
+        try:
+            lg.push_message(AIMessage(content="No ID"))
+        except ValueError as exc:
+            refused.append(str(exc))
+        lg.push_message(AIMessage(content="First", id="1"))
+        lg.push_message(HumanMessage(content="Second", id="2"))
+        return {"messages": [AIMessage(content="Third", id="3")]}
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_edge(lg.START, "chat")
+    parts = list(builder.compile().stream({"messages": []}, stream_mode=["messages", "values"]))
+    pairs = [chunk for mode, chunk in parts if mode == "messages"]
+    values = [chunk for mode, chunk in parts if mode == "values"]
+    assert refused == ["Message ID is required"]
+    assert [(m.content, m.id) for m, _ in pairs] == [("First", "1"), ("Second", "2"), ("Third", "3")]
+    ns = pairs[0][1]["langgraph_checkpoint_ns"]
+    assert [meta for _, meta in pairs] == [node_metadata("chat", 1, ns)] * 2 + [
+        {"ls_integration": "langgraph", **node_metadata("chat", 1, ns)}
+    ]
+    assert [(m.content, m.id) for m in values[-1]["messages"]] == [
+        ("First", "1"),
+        ("Second", "2"),
+        ("Third", "3"),
+    ]
+
+
+def test_a_queued_run_records_pushed_messages(client: Client) -> None:
+    """On the queue ``push_message`` records its pairs (the task's metadata) and writes the state, as in
+    process."""
+    run_id = client.enqueue("lc_pushed", {"messages": []}, config={"stream_mode": ["messages"]})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    assert [(m.content, m.id) for m in run.result["messages"]] == [
+        ("First", "p1"),
+        ("Second", "p2"),
+        ("Third", "p3"),
+    ]
+    pairs = [event.data for event in read_events(client.kv, run_id, run_id) if event.mode == "messages"]
+    assert [(m.content, m.id) for m, _ in pairs] == [("First", "p1"), ("Second", "p2"), ("Third", "p3")]
+    ns = pairs[0][1]["langgraph_checkpoint_ns"]
+    assert [meta for _, meta in pairs] == [node_metadata("pushing", 1, ns)] * 2 + [
+        {"ls_integration": "langgraph", **node_metadata("pushing", 1, ns)}
+    ]
