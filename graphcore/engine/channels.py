@@ -14,12 +14,13 @@ Channels are stateless descriptors: values live in checkpoints, so the same grap
 
 from __future__ import annotations
 
+import inspect
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from graphcore.errors import InvalidUpdateError
+from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.messages import RemoveMessage, add_messages  # re-exported; their home is graphcore.messages
 from graphcore.types import Overwrite
 
@@ -85,8 +86,9 @@ class LastValue:
         if len(writes) > 1:
             nodes = ", ".join(node for node, _ in writes)
             raise InvalidUpdateError(
-                f"channel {key!r} received {len(writes)} writes in one super-step (from {nodes}); "
-                "it keeps one value per step — give it a reducer with Annotated[T, reducer]"
+                f"At key {key!r}: Can receive only one value per step ({len(writes)} writes in one "
+                f"super-step, from {nodes}). Use an Annotated key to handle multiple values: "
+                "Annotated[T, reducer]"
             )
         value = writes[0][1]
         return value.value if isinstance(value, Overwrite) else value
@@ -136,17 +138,36 @@ def _unwrap_required(annotation: Any) -> Any:
     return annotation
 
 
-def channel_for(annotation: Any) -> LastValue | ReducerChannel:
-    """Build the channel for one state key from its type annotation.
+def channel_for(annotation: Any, key: str = "") -> LastValue | ReducerChannel:
+    """Build the channel for state key ``key`` from its type annotation.
 
     ``Annotated[T, reducer]`` (the last callable in the metadata) gives a :class:`ReducerChannel` starting
     from ``T()`` when ``T`` is a builtin container or number; anything else a :class:`LastValue`.
     ``Required[...]`` / ``NotRequired[...]`` around it are looked through.
+
+    Raises:
+        InvalidGraphError: (a ValueError) the reducer does not take two positional arguments (LangGraph's
+            "Invalid reducer signature" text, naming the key).
     """
     annotation = _unwrap_required(annotation)
     if typing.get_origin(annotation) is typing.Annotated:
         base, *meta = typing.get_args(annotation)
         reducers = [m for m in meta if callable(m)]
         if reducers:
+            _check_reducer(reducers[-1], key)
             return ReducerChannel(reducers[-1], _factory_for(base))
     return LastValue()
+
+
+def _check_reducer(reducer: Callable[..., Any], key: str) -> None:
+    """Refuse a reducer that does not take exactly two positional arguments (LangGraph's rule); one whose
+    signature Python cannot read (some builtins) is taken as it is."""
+    try:
+        sig = inspect.signature(reducer)
+    except (TypeError, ValueError):
+        return
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if sum(p.kind in positional for p in sig.parameters.values()) != 2:
+        raise InvalidGraphError(
+            f"Invalid reducer signature. Expected (a, b) -> c. Got {sig} (state key {key!r})"
+        )

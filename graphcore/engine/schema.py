@@ -203,7 +203,7 @@ class StateSchema:
         for each in dict.fromkeys((schema, inputs, outputs, *extra)):
             annotations = _annotations(each)
             managed.update({k: m for k, a in annotations.items() if (m := managed_of(a)) is not None})
-            _merge(channels, each, {k: channel_for(a) for k, a in annotations.items() if k not in managed})
+            _merge(channels, each, {k: channel_for(a, k) for k, a in annotations.items() if k not in managed})
             serde.allow_types(each)
         if (ROOT in channels) and len(channels) > 1:
             raise InvalidGraphError(
