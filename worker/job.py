@@ -457,7 +457,7 @@ def _head(
         run.head = parent.id
         return parent, True
     lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
-    cp = apply_input(graph, parent, run.input, {"run_id": run.id})
+    cp = apply_input(graph, parent, run.input, {"run_id": run.id}, remaining=cfg.step_limit() + 1)
     _commit_start(ctx, run, lease, cp, may_append=parent is not None)
     return cp, False
 

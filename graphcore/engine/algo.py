@@ -462,9 +462,11 @@ def apply_input(
     metadata: Mapping[str, Any],
     *,
     strict: bool = False,
+    remaining: int | None = None,
 ) -> Checkpoint:
     """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
-    fresh thread's defaults), with the entry nodes scheduled (edges and routers from START).
+    fresh thread's defaults), with the entry nodes scheduled (edges and routers from START; with
+    ``remaining``, the run's super-steps plus the input's, they read the managed values as LangGraph's).
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
     them at enqueue), or refused when ``strict`` (``update_state(..., as_node=START)``).
@@ -476,9 +478,8 @@ def apply_input(
     writes = graph.schema.writes_of(START, input, strict=strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
-    goto = [
-        p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))
-    ]
+    seen = values if remaining is None else graph.schema.with_managed(values, remaining)
+    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(seen))]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": "input", "step": step, "writes": [START]}

@@ -507,7 +507,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
         if input is None:  # nothing to continue (LangGraph's EmptyInputError)
             raise empty_input(store is not None, scope.thread_id)
-        cp = apply_input(self, parent, input, meta)
+        cp = apply_input(self, parent, input, meta, remaining=cfg.step_limit() + 1)
         self._save(scope, cp)
         return cp, {}, {}
 

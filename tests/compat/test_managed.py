@@ -17,7 +17,7 @@ from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
 from tests.workers import work
 from tests.workflows.lc_agent import ToolCallingFakeModel
-from tests.workflows.managed import build
+from tests.workflows.managed import build, build_entry
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
@@ -36,6 +36,14 @@ def test_remaining_steps_count_down_to_the_last_step(lg: Imports) -> None:
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 5}
     assert graph.invoke({"seen": []}, config) == {"seen": COUNTED_AT_5}
     assert graph.invoke({"seen": []}, config) == {"seen": COUNTED_AT_5 * 2}  # each call counts afresh
+
+
+@pytest.mark.parametrize(("limit", "seen"), [(5, ["big"]), (4, ["small"])])
+def test_a_router_from_start_sees_the_input_steps_count(lg: Imports, limit: int, seen: list[str]) -> None:
+    """LangGraph: a router from START (the input's step, before the first super-step) sees
+    ``remaining_steps`` R."""
+    graph = build_entry(lg).compile()
+    assert graph.invoke({"seen": []}, {"recursion_limit": limit}) == {"seen": seen}
 
 
 def test_managed_values_are_never_stored_nor_streamed(lg: Imports) -> None:
@@ -112,6 +120,16 @@ def test_a_queued_run_counts_down_from_its_limit(client: Client) -> None:
     run = client.get_run(run_id)
     assert run.status == RunStatus.COMPLETED, run.error
     assert run.result == {"seen": COUNTED_AT_5}
+
+
+@pytest.mark.parametrize(("steps", "seen"), [(4, ["big"]), (3, ["small"])])
+def test_a_queued_runs_router_from_start_sees_its_count(client: Client, steps: int, seen: list[str]) -> None:
+    """On the queue a router from START sees ``max_super_steps`` + 1, as in process."""
+    run_id = client.enqueue("managed_entry", {"seen": []}, config={"max_super_steps": steps})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": seen}
 
 
 def test_a_queued_react_agent_says_it_needs_more_steps(client: Client) -> None:

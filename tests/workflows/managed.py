@@ -1,5 +1,6 @@
 """Managed values on the queue (issue 23): ``managed_loop`` loops on one node until ``is_last_step``,
-recording ``[remaining_steps, is_last_step]`` of each super-step; neither key is stored."""
+recording ``[remaining_steps, is_last_step]`` of each super-step; neither key is stored. ``managed_entry``
+routes from START on ``remaining_steps``: to ``big`` with 5 or more, else to ``small``."""
 
 from __future__ import annotations
 
@@ -32,4 +33,18 @@ def build(lg: Any) -> Any:
     return builder
 
 
+def build_entry(lg: Any) -> Any:
+    """``managed_entry``'s builder from either side of the import map (as :func:`build`)."""
+    fields = {"seen": Annotated[list[Any], operator.add], "remaining_steps": lg.RemainingSteps}
+    State = TypedDict("State", fields)  # type: ignore[operator]
+    builder = lg.StateGraph(State)
+    builder.add_node("big", lambda state: {"seen": ["big"]})
+    builder.add_node("small", lambda state: {"seen": ["small"]})
+    builder.add_conditional_edges(
+        lg.START, lambda state: "big" if state["remaining_steps"] >= 5 else "small", ["big", "small"]
+    )
+    return builder
+
+
 managed_loop = build(graphcore).compile(name="managed_loop")
+managed_entry = build_entry(graphcore).compile(name="managed_entry")
