@@ -15,6 +15,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
+from graphcore.engine.messages_stream import push_message
 from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.runtime import (
     ExecutionInfo,
@@ -41,6 +42,7 @@ from graphcore.errors import (
     SerializationError,
     StepLimitError,
 )
+from graphcore.managed import IsLastStep, RemainingSteps
 from graphcore.messages import (
     REMOVE_ALL_MESSAGES,
     MessagesState,
@@ -86,6 +88,7 @@ __all__ = [
     "InvalidGraphError",
     "InvalidNamespaceError",
     "InvalidUpdateError",
+    "IsLastStep",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
@@ -98,6 +101,7 @@ __all__ = [
     "ParentCommand",
     "PregelTask",
     "PutOp",
+    "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",
@@ -123,4 +127,5 @@ __all__ = [
     "get_store",
     "get_stream_writer",
     "interrupt",
+    "push_message",
 ]

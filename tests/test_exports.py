@@ -32,6 +32,7 @@ def test_graphcore_exports() -> None:
         "InvalidGraphError",
         "InvalidNamespaceError",
         "InvalidUpdateError",
+        "IsLastStep",
         "Item",
         "ListNamespacesOp",
         "MatchCondition",
@@ -44,6 +45,7 @@ def test_graphcore_exports() -> None:
         "ParentCommand",
         "PregelTask",
         "PutOp",
+        "RemainingSteps",
         "RemoveMessage",
         "RetryPolicy",
         "RunConfig",
@@ -69,6 +71,7 @@ def test_graphcore_exports() -> None:
         "get_store",
         "get_stream_writer",
         "interrupt",
+        "push_message",
     }
     for name in graphcore.__all__:
         assert hasattr(graphcore, name), name

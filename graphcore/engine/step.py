@@ -16,7 +16,7 @@ from graphcore.engine.algo import Task, prepare_tasks, run_task
 from graphcore.engine.async_step import arun_tasks, run_async_tasks
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
-from graphcore.engine.config import RunConfig
+from graphcore.engine.config import RunConfig, remaining_steps
 from graphcore.engine.handlers import handler_task
 from graphcore.engine.nested import retried
 from graphcore.engine.retry import sleep
@@ -229,7 +229,7 @@ def _plan(
     """What a step shares, its tasks, those still to run (not in ``finished``) and the outcomes known."""
     finished = finished or {}
     step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
-    tasks = prepare_tasks(graph, cp)
+    tasks = prepare_tasks(graph, cp, remaining_steps(config))
     todo = [t for t in tasks if t.id not in finished]
     return step, tasks, todo, dict(finished)
 
