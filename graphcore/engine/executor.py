@@ -457,7 +457,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             finished, resume = resume_plan(finished, answers)
             shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns)  # live: as tasks finish
             resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps)
-            saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished), self)  # saves each task as it ends
+            saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished), self)
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
             if on_loop:  # awaited by the driver on the caller's loop, which sends the result back
                 outcome = yield self._step_call(scope, cp, saver, step)  # type: ignore[misc]
