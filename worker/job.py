@@ -38,8 +38,8 @@ from graphcore.backend.runs import (
 )
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import apply_input, apply_writes, fork
-from graphcore.engine.config import RunConfig, Scope, run_scope
+from graphcore.engine.algo import applied_input, apply_writes, fork, is_input, start_run
+from graphcore.engine.config import RunConfig, Scope, checkpoint_metadata, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import RetryHook, StepResult, run_step
@@ -171,6 +171,7 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
     except BaseException as exc:  # also a SystemExit or KeyboardInterrupt of user code run outside a task (a
         fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
+
 
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
@@ -320,7 +321,7 @@ def _step_end(
         return f"failed: {type(error).__name__}"
     if any(r.interrupts for r in outcome.results):
         return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
-    new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
+    new = apply_writes(graph, cp, outcome.results, checkpoint_metadata(_attempt(ctx, graph, run).cfg, run.id))
     try:
         return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
     except SerializationError as exc:
@@ -397,9 +398,11 @@ def _first_step(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> int:
     if run.head is not None:
         return after_head(ctx, run)
     parent, _ = start_point(ctx.store(run.workflow), run.thread_id, cfg)
+    if run.input is not None:  # its input checkpoint, the input applied, then this step (LangGraph's)
+        return 1 if parent is None else parent.step + 3
     if parent is None:
         return 0
-    return parent.step + (1 if run.input is None else 2)
+    return parent.step + (2 if is_input(parent) else 1)
 
 
 def _mark_running(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig) -> None:
@@ -418,8 +421,9 @@ def _head(
     """The checkpoint the step starts from, and whether it continues the thread where it stopped.
 
     At step 0: with ``resume_if_exists`` (C2) the thread's latest checkpoint is the parent; a run without
-    input continues that checkpoint's next tasks; otherwise the input is applied (entry node again) and the
-    input checkpoint committed first, so that task ids are stable (I2).
+    input continues that checkpoint's next tasks (an input checkpoint's: its input applied first);
+    otherwise the input checkpoint and the input applied (entry node again) are committed first, in one
+    call, so that task ids are stable (I2).
     """
     store = ctx.store(run.workflow)
     if run.head is not None:
@@ -428,22 +432,44 @@ def _head(
             raise GraphqError(f"run {run.id}: head checkpoint {run.head} is missing")
         return cp, False
     parent, forks = start_point(store, run.thread_id, cfg)
+    meta = checkpoint_metadata(cfg, run.id)
     if forks and parent is not None:
-        parent = fork(parent, {"run_id": run.id})
+        parent = fork(parent, meta)
         _commit_start(ctx, run, lease, parent, may_append=False)
     if run.preset_answers and parent is not None:
         seed_answers(ctx, run, lease, parent)
+    if run.input is None and parent is not None and is_input(parent):  # its input not applied yet
+        cp = applied_input(graph, parent, meta)
+        _commit_start(ctx, run, lease, cp, may_append=True)
+        return cp, False
     if run.input is None and parent is not None:
         fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), {"head": parent.id}))
         run.head = parent.id
         return parent, True
     lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
-    cp = apply_input(graph, parent, run.input, {"run_id": run.id})
-    _commit_start(ctx, run, lease, cp, may_append=parent is not None)
+    first, cp = start_run(graph, parent, run.input, meta)
+    _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first)
     return cp, False
 
 
-def _commit_start(ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoint, may_append: bool) -> None:
-    """Commit a checkpoint that starts the run (input or fork): it becomes the run's head; no step runs."""
+def _commit_start(
+    ctx: WorkerContext,
+    run: RunRecord,
+    lease: Lease,
+    cp: Checkpoint,
+    may_append: bool,
+    before: Checkpoint | None = None,
+) -> None:
+    """Commit a checkpoint that starts the run (the input applied, or a fork): it becomes the run's head;
+    no step runs. ``before``: the run's input checkpoint, ``cp``'s parent, written in the same call (the
+    first step job makes no round trip more for it); without history (R5) it is not kept (``cp`` replaces
+    the thread's previous head as its parent)."""
     extra = StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})])
+    store = ctx.store(run.workflow)
+    if before is not None and not store.history:
+        cp.parent_id = before.parent_id
+    elif before is not None:
+        plan = store.plan_put(run.thread_id, before, may_append=False)
+        store.stored(before, plan)  # in the cache before the write: cp's plan reuses its refs (O(change))
+        extra.before = (before.id, plan)
     commit(ctx, run, lease, cp, extra, may_append=may_append, writes_of=cp.id)

@@ -10,7 +10,14 @@ from typing import Any, Literal
 
 from graphcore.types import PendingTask
 
-__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointSource", "new_checkpoint_id"]
+__all__ = [
+    "FORMAT_VERSION",
+    "GRAPHQ_METADATA",
+    "Checkpoint",
+    "CheckpointSource",
+    "new_checkpoint_id",
+    "shown_metadata",
+]
 
 FORMAT_VERSION = 2
 """Version of the stored checkpoint format (2: values addressed by checkpoint id, guarded log appends; see
@@ -37,7 +44,9 @@ class Checkpoint:
         versions_seen: node → (channel → version) as of that node's last run.
         next_tasks: tasks of the next super-step, in execution order; empty when the run is done.
         barriers: join key → sources that finished since the join last fired.
-        metadata: ``source`` (input | loop | fork | update), ``step``, ``run_id``, ``writes`` (node names).
+        metadata: ``source`` (input | loop | fork | update), ``step``, the run config's ``metadata`` and
+            ``configurable`` keys LangGraph copies in, and graphq's own (:data:`GRAPHQ_METADATA`): ``run_id``,
+            ``writes`` (the nodes whose writes made it), ``forked_from`` (a fork's source).
         created_at: ISO-8601 UTC time.
         v: stored format version.
     """
@@ -64,3 +73,21 @@ class Checkpoint:
         """How this checkpoint came about (``metadata["source"]``)."""
         src: CheckpointSource = self.metadata.get("source", "loop")
         return src
+
+
+GRAPHQ_METADATA = frozenset({"run_id", "writes", "forked_from"})
+"""Metadata keys graphq stores with a checkpoint for itself (the CLI shows them); a snapshot's and a stream
+event's ``metadata`` leave them out, as LangGraph has none of them."""
+
+
+def shown_metadata(
+    metadata: dict[str, Any], parents: dict[str, str], *, copied: bool = True
+) -> dict[str, Any]:
+    """A checkpoint's metadata as LangGraph shows it: ``source``, ``step``, ``parents`` (namespace →
+    checkpoint id of the graphs it runs in) and, when ``copied`` (a snapshot; not a stream event, as in
+    LangGraph), the run config's keys copied in; never graphq's :data:`GRAPHQ_METADATA`."""
+    if copied:
+        shown = {k: v for k, v in metadata.items() if k not in GRAPHQ_METADATA}
+    else:
+        shown = {k: v for k, v in metadata.items() if k in ("source", "step")}
+    return {**shown, "parents": dict(parents)}

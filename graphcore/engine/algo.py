@@ -43,12 +43,16 @@ from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 __all__ = [
     "Task",
+    "applied_input",
     "apply_input",
     "apply_updates",
     "apply_writes",
     "fork",
+    "input_checkpoint",
+    "is_input",
     "prepare_tasks",
     "run_task",
+    "start_run",
 ]
 
 
@@ -420,9 +424,12 @@ def apply_input(
     metadata: Mapping[str, Any],
     *,
     strict: bool = False,
+    source: str = "input",
 ) -> Checkpoint:
-    """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
-    fresh thread's defaults), with the entry nodes scheduled (edges and routers from START).
+    """``input`` applied through the reducers onto ``parent``'s state (or a fresh thread's defaults), with
+    the entry nodes scheduled (edges and routers from START): step ``parent.step + 1`` (-1 without a parent),
+    metadata ``source`` as given. A run's first checkpoint after its input checkpoint is this with
+    ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)`` writes it as ``update``.
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
     them at enqueue), or refused when ``strict`` (``update_state(..., as_node=START)``).
@@ -439,7 +446,7 @@ def apply_input(
     ]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
-    meta = {**metadata, "source": "input", "step": step, "writes": [START]}
+    meta = {**metadata, "source": source, "step": step, "writes": [START]}
     return Checkpoint(
         new_checkpoint_id(),
         parent.id if parent else None,
@@ -453,12 +460,60 @@ def apply_input(
     )
 
 
+def input_checkpoint(
+    graph: GraphSpec, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
+) -> Checkpoint:
+    """The checkpoint a run with ``input`` starts with, LangGraph's: ``parent``'s state unchanged (a fresh
+    thread's defaults), step ``parent.step + 1`` (-1 on a fresh thread), ``source: input``, its one task
+    ``__start__`` carrying the input (``next == ("__start__",)``). It shares every value with ``parent``:
+    storing it costs a record and a history entry (O(change), I4)."""
+    step = parent.step + 1 if parent is not None else -1
+    meta = {**metadata, "source": "input", "step": step, "writes": []}
+    return Checkpoint(
+        new_checkpoint_id(),
+        parent.id if parent is not None else None,
+        step,
+        dict(parent.channel_values) if parent is not None else graph.schema.initial_values(),
+        dict(parent.channel_versions) if parent is not None else {},
+        dict(parent.versions_seen) if parent is not None else {},
+        [PendingTask(START, False, input)],
+        dict(parent.barriers) if parent is not None else {},
+        meta,
+    )
+
+
+def is_input(cp: Checkpoint) -> bool:
+    """Whether ``cp`` is an input checkpoint whose input is not applied yet (its one task: ``__start__``)."""
+    return len(cp.next_tasks) == 1 and cp.next_tasks[0].node == START
+
+
+def start_run(
+    graph: GraphSpec, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
+) -> tuple[Checkpoint, Checkpoint]:
+    """The two checkpoints a run with ``input`` writes before its first super-step, LangGraph's: the input
+    checkpoint (:func:`input_checkpoint`, step ``s``) and the input applied (``source: loop``, step ``s +
+    1``, the entry nodes next).
+
+    Raises:
+        InvalidUpdateError: the input is not a mapping of the input schema's keys (see :func:`apply_input`).
+    """
+    first = input_checkpoint(graph, parent, input, metadata)
+    return first, apply_input(graph, first, input, metadata, source="loop")
+
+
+def applied_input(graph: GraphSpec, cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:
+    """The input of input checkpoint ``cp`` (:func:`is_input`) applied: the checkpoint after it
+    (``source: loop``), as a run that goes on from ``cp`` (``invoke(None, ...)``) writes it."""
+    return apply_input(graph, cp, cp.next_tasks[0].arg, metadata, source="loop")
+
+
 def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:
-    """A new branch of a thread at ``cp`` (C3): the same state and next tasks under a new id, recorded as
-    ``source: fork`` with ``cp`` as its parent."""
-    meta = {**metadata, "source": "fork", "step": cp.step, "writes": [], "forked_from": cp.id}
+    """A new branch of a thread at ``cp`` (C3): the same state and next tasks under a new id, one step
+    later (LangGraph's), recorded as ``source: fork`` with ``cp`` as its parent."""
+    step = cp.step + 1
+    meta = {**metadata, "source": "fork", "step": step, "writes": [], "forked_from": cp.id}
     return dataclasses.replace(
-        cp, id=new_checkpoint_id(), parent_id=cp.id, metadata=meta, created_at=Checkpoint.now()
+        cp, id=new_checkpoint_id(), parent_id=cp.id, step=step, metadata=meta, created_at=Checkpoint.now()
     )
 
 

@@ -22,6 +22,7 @@ from typing import Literal
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import InvalidGraphError
+from graphcore.types import START
 
 __all__ = ["ALL", "NESTED_BREAKPOINTS", "NO_BREAKPOINTS", "Breakpoints", "Stop", "nodes_of"]
 
@@ -88,6 +89,7 @@ class Breakpoints:
         if passed:
             return None
         ran = (cp.metadata.get("writes") or []) if cp.metadata.get("source") == "loop" else []
+        ran = [node for node in ran if node != START]  # the input applied: no node ran
         after = _matching(self.after, ran)
         if after:
             return Stop("after", after)

@@ -29,6 +29,7 @@ __all__ = [
     "RunConfig",
     "Scope",
     "TaskContext",
+    "checkpoint_metadata",
     "current_scope",
     "current_task",
     "current_task_or_none",
@@ -218,6 +219,28 @@ class RunConfig(BaseModel):
         return self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
 
 
+_NOT_COPIED = frozenset(
+    {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "langgraph_step", "langgraph_node"}
+    | {"langgraph_triggers", "langgraph_path", "langgraph_checkpoint_ns"}
+)
+"""Config keys LangGraph never copies into a checkpoint's metadata."""
+
+
+def checkpoint_metadata(cfg: RunConfig, run_id: str | None = None) -> dict[str, Any]:
+    """The metadata every checkpoint of a run carries besides ``source``, ``step`` and ``writes``: graphq's
+    ``run_id`` (``run_id``, else ``cfg.run_id``), then, as LangGraph's savers copy them, the run config's
+    ``metadata`` keys and then its ``configurable`` keys whose values are a str, int, float or bool (not
+    the keys LangGraph leaves out, nor those starting with ``__``; a key already present is kept)."""
+    meta: dict[str, Any] = {"run_id": run_id or cfg.run_id}
+    for layer in (cfg.metadata, cfg.configurable):
+        for key, value in layer.items():
+            if key in meta or key in _NOT_COPIED or key.startswith("__"):
+                continue
+            if isinstance(value, (str, int, float, bool)):
+                meta[key] = value.replace("\u0000", "") if isinstance(value, str) else value
+    return meta
+
+
 def merge_config(
     *layers: Mapping[str, Any] | RunConfig | None, known: Sequence[str] | None = None
 ) -> RunConfig:
@@ -396,7 +419,7 @@ def _langgraph_view(cfg: RunConfig, key: str) -> Any:
         node = cfg.configurable.get(f"{RESERVED_PREFIX}node")
         if node is None:
             return dict(cfg.metadata)
-        step = cfg.configurable[f"{RESERVED_PREFIX}step"] + 1  # LangGraph counts a loop checkpoint first
+        step = cfg.configurable[f"{RESERVED_PREFIX}step"]  # the step of the checkpoint the task makes
         return {**cfg.metadata, "langgraph_node": node, "langgraph_step": step}
     if key == "recursion_limit":  # as LangGraph's, only when the run sets it
         if cfg.max_super_steps is None:

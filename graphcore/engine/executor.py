@@ -18,7 +18,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
-from graphcore.engine.algo import apply_input, apply_writes, fork
+from graphcore.engine.algo import applied_input, apply_writes, fork, is_input, start_run
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
 from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
@@ -28,6 +28,7 @@ from graphcore.engine.config import (
     RESUME_KEY,
     RunConfig,
     Scope,
+    checkpoint_metadata,
     current_scope,
     current_task_or_none,
     merge_config,
@@ -93,7 +94,7 @@ def continued_run(cfg: RunConfig, start: Checkpoint) -> tuple[RunConfig, dict[st
     run = start.metadata.get("run_id") or cfg.run_id
     if run != cfg.run_id:
         cfg = cfg.model_copy(update={"run_id": run})
-    return cfg, {"run_id": cfg.run_id}
+    return cfg, checkpoint_metadata(cfg)
 
 
 def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
@@ -380,14 +381,15 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         :class:`aio.StepCall` for the driver (:func:`aio.drive`) to await, which sends its result back.
         """
         limit = cfg.step_limit()
-        meta = {"run_id": cfg.run_id}
+        meta = checkpoint_metadata(cfg)
         since = Checkpoint.now() if modes else ""
-        cp, finished, answers = self._start(cfg, input, meta, scope)
+        made, finished, answers = self._start(cfg, input, meta, scope)
+        cp = made[-1]
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
-            self, modes, cp, scope, since=since, input=input, done=finished, labels=labels
+            self, modes, made, scope, since=since, input=input, done=finished, labels=labels
         )
         yield start, cp, []
         task = current_task_or_none()
@@ -454,36 +456,45 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
 
     def _start(
         self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope
-    ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, Any]]:
+    ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any]]:
         """Where a run starts (C2, C3, G6): the scope's head (to resume or continue), a fork, or a new
-        input checkpoint. Returns the checkpoint, the pending writes of its step and the answers given."""
+        input checkpoint and the input applied after it (LangGraph's two). Returns the checkpoints up to
+        the one the first step runs from (the last; those before it this run wrote), the pending writes of
+        its step and the answers given."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
             parent = None
+        made: list[Checkpoint] = []
         if forks and parent is not None:
             parent = fork(parent, meta)
             self._save(scope, parent)
+            made.append(parent)
         if scope.ns and store is not None and parent is not None:  # a subgraph again in its task: go on
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             task = current_task_or_none()
             given = task.answers if task is not None else {}
             answers = carried_answers(parent, finished, given)
             if resumes(self.checkpointer, parent, finished, given):
-                return parent, finished, answers
+                return [parent], finished, answers
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:
                 raise nothing_to_resume(store is not None, scope.thread_id)
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
-            return parent, finished, match_answer(asked, input.resume, None)
+            return [parent], finished, match_answer(asked, input.resume, None)
+        if input is None and store is not None and parent is not None and is_input(parent):
+            cp = applied_input(self, parent, meta)  # its input not applied yet (update_state, a fork)
+            self._save(scope, cp)
+            return [*made, cp], {}, {}
         if input is None and store is not None and parent is not None:
-            return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
+            return [parent], dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
         if input is None:  # nothing to continue (LangGraph's EmptyInputError)
             raise empty_input(store is not None, scope.thread_id)
-        cp = apply_input(self, parent, input, meta)
+        first, cp = start_run(self, parent, input, meta)
+        self._save(scope, first)
         self._save(scope, cp)
-        return cp, {}, {}
+        return [first, cp], {}, {}
 
     @staticmethod
     def _save(scope: Scope, cp: Checkpoint) -> None:

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
+from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id, shown_metadata
 from graphcore.checkpoints.protocol import CheckpointStore
-from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork, input_checkpoint
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
@@ -239,7 +239,7 @@ def _snapshot(
         values,
         tuple(t.name for t in tasks if t.id not in finished_ids),
         _config(at.thread_id, at.given_ns, cp.id) or {},
-        {**cp.metadata, "parents": dict(parents)},
+        shown_metadata(cp.metadata, dict(parents)),
         cp.created_at,
         _config(at.thread_id, at.given_ns, cp.parent_id),
         tuple(tasks),
@@ -437,8 +437,9 @@ def update_checkpoint(
             raise InvalidUpdateError(
                 f"update_state: as_node {AS_INPUT!r} needs input values (got {first.values!r})"
             )
-        if as_node == AS_INPUT:  # a run's input checkpoint: step -1 on a fresh thread, as a run's
-            cp, source = apply_input(graph, head, first.values, meta, strict=True), "input"
+        if as_node == AS_INPUT:  # a run's input checkpoint (step -1 on a fresh thread): the run applies it
+            graph.schema.writes_of(START, first.values, strict=True)  # refused now, not when the run starts
+            cp, source = input_checkpoint(graph, head, first.values, meta), "input"
         else:
             cp = apply_input(graph, base, first.values, meta, strict=True)
     else:
@@ -463,9 +464,7 @@ def _copy(thread_id: str, head: Checkpoint | None, values: Any) -> Checkpoint:
             f"update_state: as_node {AS_COPY!r} takes no values (got {values!r}); give updates to the copy "
             "as the next superstep of bulk_update_state"
         )
-    copied = fork(head, {"run_id": None})
-    meta = {**copied.metadata, "step": head.step + 1}
-    return dataclasses.replace(copied, parent_id=head.parent_id, step=head.step + 1, metadata=meta)
+    return dataclasses.replace(fork(head, {"run_id": None}), parent_id=head.parent_id)
 
 
 AS_INPUT = "__input__"
