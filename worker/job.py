@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,7 +39,7 @@ from graphcore.backend.runs import (
 )
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import applied_input, apply_writes, fork, is_input, start_run
+from graphcore.engine.algo import applied_input, apply_writes, fork, input_writes, is_input, start_run
 from graphcore.engine.config import RunConfig, Scope, checkpoint_metadata, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -323,7 +324,7 @@ def _step_end(
         return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
     new = apply_writes(graph, cp, outcome.results, checkpoint_metadata(_attempt(ctx, graph, run).cfg, run.id))
     try:
-        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
+        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted, persisted)
     except SerializationError as exc:
         node = _unstorable(outcome.results)
         if node is None:  # not a node's writes (a reducer's result): the error names where in the state
@@ -440,7 +441,7 @@ def _head(
         seed_answers(ctx, run, lease, parent)
     if run.input is None and parent is not None and is_input(parent):  # its input not applied yet
         cp = applied_input(graph, parent, meta)
-        _commit_start(ctx, run, lease, cp, may_append=True)
+        _commit_start(ctx, run, lease, cp, may_append=True, writes=input_writes(graph, parent))
         return cp, False
     if run.input is None and parent is not None:
         fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), {"head": parent.id}))
@@ -448,7 +449,8 @@ def _head(
         return parent, True
     lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
     first, cp = start_run(graph, parent, run.input, meta)
-    _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first)
+    writes = input_writes(graph, first)
+    _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first, writes=writes)
     return cp, False
 
 
@@ -459,12 +461,15 @@ def _commit_start(
     cp: Checkpoint,
     may_append: bool,
     before: Checkpoint | None = None,
+    writes: Sequence[TaskWrites] = (),
 ) -> None:
     """Commit a checkpoint that starts the run (the input applied, or a fork): it becomes the run's head;
     no step runs. ``before``: the run's input checkpoint, ``cp``'s parent, written in the same call (the
     first step job makes no round trip more for it); without history (R5) it is not kept (``cp`` replaces
-    the thread's previous head as its parent)."""
+    the thread's previous head as its parent). ``writes``: the input's, kept with ``cp`` (its ``__start__``
+    task's result)."""
     extra = StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})])
+    extra.kept_writes = writes
     store = ctx.store(run.workflow)
     if before is not None and not store.history:
         cp.parent_id = before.parent_id

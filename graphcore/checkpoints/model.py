@@ -86,8 +86,7 @@ def shown_metadata(
     """A checkpoint's metadata as LangGraph shows it: ``source``, ``step``, ``parents`` (namespace →
     checkpoint id of the graphs it runs in) and, when ``copied`` (a snapshot; not a stream event, as in
     LangGraph), the run config's keys copied in; never graphq's :data:`GRAPHQ_METADATA`."""
+    shown = {"source": metadata.get("source"), "step": metadata.get("step"), "parents": dict(parents)}
     if copied:
-        shown = {k: v for k, v in metadata.items() if k not in GRAPHQ_METADATA}
-    else:
-        shown = {k: v for k, v in metadata.items() if k in ("source", "step")}
-    return {**shown, "parents": dict(parents)}
+        shown |= {k: v for k, v in metadata.items() if k not in GRAPHQ_METADATA and k not in shown}
+    return shown

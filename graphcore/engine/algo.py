@@ -49,6 +49,7 @@ __all__ = [
     "apply_writes",
     "fork",
     "input_checkpoint",
+    "input_writes",
     "is_input",
     "prepare_tasks",
     "run_task",
@@ -499,6 +500,13 @@ def start_run(
     """
     first = input_checkpoint(graph, parent, input, metadata)
     return first, apply_input(graph, first, input, metadata, source="loop")
+
+
+def input_writes(graph: GraphSpec, cp: Checkpoint) -> list[TaskWrites]:
+    """The writes of input checkpoint ``cp``'s ``__start__`` task (:func:`is_input`): its input as the
+    channel writes it makes, kept with the checkpoint after it (``tasks[0].result``, LangGraph's)."""
+    writes = graph.schema.writes_of(START, cp.next_tasks[0].arg)
+    return [TaskWrites(task_id(cp.id, 0, START), START, writes)]
 
 
 def applied_input(graph: GraphSpec, cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:

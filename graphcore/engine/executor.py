@@ -18,7 +18,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
-from graphcore.engine.algo import applied_input, apply_writes, fork, is_input, start_run
+from graphcore.engine.algo import applied_input, apply_writes, fork, input_writes, is_input, start_run
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
 from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
@@ -434,7 +434,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
                     raise GraphInterrupt(*paused)
                 return
             cp = apply_writes(self, cp, outcome.results, meta)
-            self._save(scope, cp)
+            self._save(scope, cp, outcome.results)
             steps += 1
             events = streaming.step_events(self, modes, custom, outcome.results, cp, scope, shown, labels)
             yield events, cp, []
@@ -485,7 +485,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             return [parent], finished, match_answer(asked, input.resume, None)
         if input is None and store is not None and parent is not None and is_input(parent):
             cp = applied_input(self, parent, meta)  # its input not applied yet (update_state, a fork)
-            self._save(scope, cp)
+            self._save(scope, cp, input_writes(self, parent))
             return [*made, cp], {}, {}
         if input is None and store is not None and parent is not None:
             return [parent], dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
@@ -493,13 +493,13 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             raise empty_input(store is not None, scope.thread_id)
         first, cp = start_run(self, parent, input, meta)
         self._save(scope, first)
-        self._save(scope, cp)
+        self._save(scope, cp, input_writes(self, first))
         return [first, cp], {}, {}
 
     @staticmethod
-    def _save(scope: Scope, cp: Checkpoint) -> None:
+    def _save(scope: Scope, cp: Checkpoint, writes: Sequence[TaskWrites] = ()) -> None:
         if scope.store is not None:
-            scope.store.put(scope.thread_id, cp, ns=scope.ns)
+            scope.store.put(scope.thread_id, cp, ns=scope.ns, writes=writes)
 
     @staticmethod
     def _save_writes(scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
