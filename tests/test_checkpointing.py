@@ -267,7 +267,7 @@ def test_a_restarted_run_starts_from_its_input_on_an_empty_state(
     )
     assert final.interrupted is not None and final.interrupted.type == "WorkerLost"
     assert executions(redis_client) == {"first": 2, "doom": 2}
-    assert [c.step for c in crash.get_history(final.thread_id)] == [1]
+    assert [c.step for c in crash.get_history(final.thread_id)] == [2]  # the input applied 0, first 1, doom 2
 
 
 def test_update_state_keeps_the_replaced_runs_result(
