@@ -103,8 +103,9 @@ def test_kept_while_another_run_of_the_thread_waits_then_removed_by_the_last(
     work(client)  # first completes; asker becomes active, runs and waits for input
     assert client.get_run(first).status == RunStatus.COMPLETED
     assert client.get_run(asker).status == RunStatus.AWAITING_INPUT
-    # first's 6 checkpoints and asker's input checkpoint are kept: asker (awaiting input) needs them
-    assert [c.step for c in client.get_history("th")] == [5, 4, 3, 2, 1, 0, -1]
+    # first's 7 checkpoints, asker's input checkpoint and its input applied are kept: asker (awaiting input)
+    # needs them
+    assert [c.step for c in client.get_history("th")] == [7, 6, 5, 4, 3, 2, 1, 0, -1]
     assert kinds(redis_client, "th") == {
         "cp": 1,
         "hist": 1,
@@ -198,7 +199,7 @@ def test_a_run_given_up_at_shutdown_keeps_them_for_its_continuation(
     assert worker.wait(15) == 1
     run = client.get_run(run_id)
     assert (run.status, run.error.type if run.error else None) == (RunStatus.CANCELED, "WorkerShutdown")
-    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]  # kept for the continuation
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]  # kept for the continuation
     assert run.continued_by_run_id is not None
     start(**settings)
     final = ended(client, run.continued_by_run_id)
