@@ -22,7 +22,7 @@ from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
-from graphcore.engine.config import RunConfig
+from graphcore.engine.config import RunConfig, checkpoint_metadata, merge_config
 from graphcore.engine.interrupts import interrupt_id, pending_interrupts
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, NoCheckpointerError
 from graphcore.types import END, START, Interrupt, TaskWrites
@@ -394,9 +394,11 @@ def _updated(
     head = at.store.get(at.thread_id, at.checkpoint_id, ns=at.ns)
     if head is None and at.checkpoint_id is not None:
         raise CheckpointNotFoundError(f"thread {at.thread_id!r} has no checkpoint {at.checkpoint_id!r}")
+    cfg = config if isinstance(config, RunConfig) else merge_config(config)
+    copied = {k: v for k, v in checkpoint_metadata(cfg).items() if k != "run_id"}  # LangGraph's savers'
     for step in supersteps:
         updates = [StateUpdate(*u) for u in step]
-        head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns)
+        head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns, copied)
         at.store.put(at.thread_id, head, ns=at.ns)
     assert head is not None
     return _config(at.thread_id, at.given_ns, head.id) or {}
@@ -409,17 +411,18 @@ def update_checkpoint(
     head: Checkpoint | None,
     updates: Sequence[StateUpdate],
     ns: str = "",
+    copied: Mapping[str, Any] | None = None,
 ) -> Checkpoint:
     """The checkpoint one super-step of ``updates`` makes on ``head`` (None: a fresh thread), not written
     (the one rule for ``update_state`` in process and on the queue, LangGraph's): ``as_node`` None → the
     node that wrote last (:func:`last_writer`); START → the values act as input; ``(None, END)`` → the
     paused step ends with its finished tasks' writes (read from ``store``). Metadata: ``source: update``,
-    ``run_id`` None.
+    ``run_id`` None, and ``copied`` (the update's config keys, as a run's: :func:`checkpoint_metadata`).
 
     Raises:
         InvalidUpdateError: an ambiguous update; several updates without ``as_node``; an unknown node or key.
     """
-    meta = {"run_id": None}
+    meta = {"run_id": None, **(copied or {})}
     base = head or Checkpoint(new_checkpoint_id(), None, -1, graph.schema.initial_values())
     if len(updates) > 1 and any(u.as_node in (None, START, END, AS_INPUT, AS_COPY) for u in updates):
         raise InvalidUpdateError("update_state: several updates in one superstep each need as_node (a node)")
@@ -464,7 +467,7 @@ def _copy(thread_id: str, head: Checkpoint | None, values: Any) -> Checkpoint:
             f"update_state: as_node {AS_COPY!r} takes no values (got {values!r}); give updates to the copy "
             "as the next superstep of bulk_update_state"
         )
-    return dataclasses.replace(fork(head, {"run_id": None}), parent_id=head.parent_id)
+    return dataclasses.replace(fork(head, {"run_id": None}), parent_id=head.parent_id)  # no config keys
 
 
 AS_INPUT = "__input__"

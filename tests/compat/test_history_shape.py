@@ -98,3 +98,14 @@ def test_time_travel_to_a_step_forks_one_step_later(lg: Imports) -> None:
         ("loop", 2, ("b",)),
         ("fork", 1, ("a",)),
     ]
+
+
+def test_update_state_copies_the_configs_keys_into_the_metadata(lg: Imports) -> None:
+    graph = _chain(lg)
+    graph.invoke({"x": 1}, {"configurable": {"thread_id": "t"}})
+    graph.update_state(CONFIG, {"x": 5}, as_node="b")
+    graph.update_state(CONFIG, None, as_node="__copy__")
+    assert [s.metadata for s in list(graph.get_state_history(CONFIG))[:2]] == [
+        _meta("fork", 4, False),  # LangGraph's copy takes no config keys
+        _meta("update", 3),
+    ]
