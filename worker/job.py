@@ -447,7 +447,7 @@ def _head(
         fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), {"head": parent.id}))
         run.head = parent.id
         return parent, True
-    lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
+    lease.step_number = 0 if parent is None else parent.step + 2  # an error here is the input applied's
     first, cp = start_run(graph, parent, run.input, meta)
     writes = input_writes(graph, first)
     _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first, writes=writes)
