@@ -12,7 +12,7 @@ from graphcore.types import PendingTask
 
 __all__ = [
     "FORMAT_VERSION",
-    "GRAPHQ_METADATA",
+    "OWN_METADATA",
     "Checkpoint",
     "CheckpointSource",
     "new_checkpoint_id",
@@ -45,7 +45,7 @@ class Checkpoint:
         next_tasks: tasks of the next super-step, in execution order; empty when the run is done.
         barriers: join key → sources that finished since the join last fired.
         metadata: ``source`` (input | loop | fork | update), ``step``, the run config's ``metadata`` and
-            ``configurable`` keys LangGraph copies in, and graphq's own (:data:`GRAPHQ_METADATA`): ``run_id``,
+            ``configurable`` keys LangGraph copies in, and graphq's own (:data:`OWN_METADATA`): ``run_id``,
             ``writes`` (the nodes whose writes made it), ``forked_from`` (a fork's source).
         created_at: ISO-8601 UTC time.
         v: stored format version.
@@ -75,7 +75,7 @@ class Checkpoint:
         return src
 
 
-GRAPHQ_METADATA = frozenset({"run_id", "writes", "forked_from"})
+OWN_METADATA = frozenset({"run_id", "writes", "forked_from"})
 """Metadata keys graphq stores with a checkpoint for itself (the CLI shows them); a snapshot's and a stream
 event's ``metadata`` leave them out, as LangGraph has none of them."""
 
@@ -85,8 +85,8 @@ def shown_metadata(
 ) -> dict[str, Any]:
     """A checkpoint's metadata as LangGraph shows it: ``source``, ``step``, ``parents`` (namespace →
     checkpoint id of the graphs it runs in) and, when ``copied`` (a snapshot; not a stream event, as in
-    LangGraph), the run config's keys copied in; never graphq's :data:`GRAPHQ_METADATA`."""
+    LangGraph), the run config's keys copied in; never graphq's :data:`OWN_METADATA`."""
     shown = {"source": metadata.get("source"), "step": metadata.get("step"), "parents": dict(parents)}
     if copied:
-        shown |= {k: v for k, v in metadata.items() if k not in GRAPHQ_METADATA and k not in shown}
+        shown |= {k: v for k, v in metadata.items() if k not in OWN_METADATA and k not in shown}
     return shown
