@@ -11,9 +11,10 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+import pytest
 import redis
 
-from graphcore import START, InMemorySaver, StateGraph
+from graphcore import START, Command, InMemorySaver, InvalidUpdateError, StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.backend.store import RedisCheckpointStore
@@ -135,3 +136,15 @@ def test_a_queued_run_applies_an_input_checkpoint_written_by_update_state(
         ("loop", 0, ("a",), [("a", {"x": 6, "log": ["a"]})]),
         ("input", -1, ("__start__",), [("__start__", {"x": 5})]),
     ]
+
+
+def test_an_answer_to_an_input_checkpoint_is_refused_then_the_input_applies() -> None:
+    """A thread whose latest checkpoint is an input checkpoint (update_state as "__input__") asks nothing:
+    Command(resume=...) is refused as on any thread without an open question (README); invoke(None) applies
+    the input."""
+    graph = _builder().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "in"}}
+    graph.update_state(config, {"x": 1}, as_node="__input__")
+    with pytest.raises(InvalidUpdateError, match=r"^the run has no pending request to answer$"):
+        graph.invoke(Command(resume="yes"), config)
+    assert graph.invoke(None, config) == {"x": 2, "log": ["a", "b"]}

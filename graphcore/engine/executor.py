@@ -475,7 +475,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             task = current_task_or_none()
             given = task.answers if task is not None else {}
             answers = carried_answers(parent, finished, given)
-            if resumes(self.checkpointer, parent, finished, given):
+            if resumes(self.checkpointer, parent, finished, given) and not is_input(parent):
                 return [parent], finished, answers
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:

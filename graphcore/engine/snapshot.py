@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, cast
 
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id, shown_metadata
 from graphcore.checkpoints.protocol import CheckpointStore
-from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork, input_checkpoint
+from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork, input_checkpoint, is_input
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
@@ -318,7 +318,7 @@ def request_ahead(cp: Checkpoint) -> list[Interrupt]:
     """Where ``Command(resume=value)`` goes on a checkpoint without open requests (e.g. written by
     ``update_state`` while a run was paused): the first ``interrupt()`` call of the step's task, as
     LangGraph's resume answers the next call; none (the resume is refused) unless the step has one task."""
-    if len(cp.next_tasks) != 1:
+    if len(cp.next_tasks) != 1 or is_input(cp):  # an input not applied yet asks nothing
         return []
     node = cp.next_tasks[0].node
     tid = task_id_of(cp.id, 0, node)
