@@ -14,10 +14,11 @@ from typing import Annotated, Any, TypedDict
 import pytest
 import redis
 
-from graphcore import START, Command, InMemorySaver, InvalidUpdateError, StateGraph
+from graphcore import START, Command, InMemorySaver, InvalidUpdateError, StateGraph, keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.backend.store import RedisCheckpointStore
+from graphcore.checkpoints.layout import decode_record
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.engine.registry import Registry
 from graphcore.types import PendingTask
@@ -148,3 +149,21 @@ def test_an_answer_to_an_input_checkpoint_is_refused_then_the_input_applies() ->
     with pytest.raises(InvalidUpdateError, match=r"^the run has no pending request to answer$"):
         graph.invoke(Command(resume="yes"), config)
     assert graph.invoke(None, config) == {"x": 2, "log": ["a", "b"]}
+
+
+def test_an_input_checkpoint_stores_no_value(client: Client, redis_client: redis.Redis) -> None:
+    """O(change) (I4): a run's input checkpoint references its parent's stored values (the same refs), so
+    it costs a record and a history entry; the input applied references new slots only for what changed."""
+    client.enqueue("hh-chain", {"x": 1}, thread_id="o")
+    work(client)
+    client.enqueue("hh-chain", {"x": 10}, thread_id="o")
+    work(client)
+    history = client.get_history("o")
+    refs = {
+        cp.id: decode_record(redis_client.hget(keys.checkpoints("o"), cp.id) or b"").refs for cp in history
+    }
+    previous, first, applied = history[4], history[3], history[2]
+    assert (first.source, first.step, applied.source, applied.step) == ("input", 3, "loop", 4)
+    assert refs[first.id] == refs[previous.id]
+    assert refs[applied.id]["log"] == refs[previous.id]["log"]  # the input wrote no log item
+    assert refs[applied.id]["x"] == ["v", applied.id]  # x changed: its own slot
