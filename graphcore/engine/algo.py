@@ -505,7 +505,7 @@ def start_run(
 def input_writes(graph: GraphSpec, cp: Checkpoint) -> list[TaskWrites]:
     """The writes of input checkpoint ``cp``'s ``__start__`` task (:func:`is_input`): its input as the
     channel writes it makes, kept with the checkpoint after it (``tasks[0].result``, LangGraph's)."""
-    writes = graph.schema.writes_of(START, cp.next_tasks[0].arg)
+    writes = graph.schema.writes_of(START, cp.next_tasks[0].arg, strict=False)  # as the run applies it
     return [TaskWrites(task_id(cp.id, 0, START), START, writes)]
 
 

@@ -227,7 +227,7 @@ def _snapshot(
         state = _task_state(at, cp, pending.node, tid, recurse, parents)
         asked = tuple(tw.interrupts) if tw is not None else ()
         result = dict(tw.writes) if tw is not None and ok else None
-        error = errors.get(tid) if tw is None else None  # it failed, and has not run again since
+        error = errors.get(tid)  # it failed (LangGraph's: kept when a later try wrote, as in the history)
         tasks.append(PregelTask(tid, pending.node, path, error, asked, state, result))
         if ok and tw is not None:
             done.append(tw)
