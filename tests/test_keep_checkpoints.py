@@ -111,14 +111,14 @@ def test_kept_while_another_run_of_the_thread_waits_then_removed_by_the_last(
         "hist": 1,
         "ch": 2,  # topic, count
         "log": 1,  # log (first's appends)
-        "writes": 1,  # asker's paused step
+        "writes": 8,  # each committed step's task writes (first's 6, asker's input), asker's paused step
         "run": 2,
         "events": 2,
         "runs": 1,
         "active": 1,
         "requests": 1,
     }
-    assert redis_client.hlen(keys.checkpoints("th")) == 7
+    assert redis_client.hlen(keys.checkpoints("th")) == 9
     assert client.get_run(first).result == FIVE
     assert b"result" in redis_client.hkeys(keys.run("th", first))  # kept in its record already
     client.answer(asker, "yes")
