@@ -160,8 +160,9 @@ def state(
 ) -> None:
     """Show the state of THREAD: the newest checkpoint's values (JSON), or with --history one row per
     checkpoint, newest first: step, checkpoint id, parent (its last 12 characters), branch, source, nodes
-    that wrote, next tasks, created. Each run adds its input checkpoint (source "input", step -1 on a new
-    thread), then one per super-step: a 3-step run shows 4 rows, steps -1..2.
+    that wrote, next tasks, created. Each run with input adds its input checkpoint (source "input", the
+    state before the input, next "__start__"; step -1 on a new thread), then the input applied (source
+    "loop", written by "__start__"), then one per super-step: a 3-step run shows 5 rows, steps -1..3.
 
     Branches: the thread's first line is "main"; a run started from an older checkpoint (`graphq enqueue
     --thread T --checkpoint ID`) forks it: its first checkpoint has source "fork" and starts branch b1

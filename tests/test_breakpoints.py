@@ -78,7 +78,7 @@ def test_durability_exit_parents_the_last_checkpoint_to_where_the_run_started() 
     assert before is not None
     app.invoke({"items": ["y"]}, config, durability="exit")
     cps = store.list("t")
-    assert len(cps) == 4  # 3 from the first run (input, a, b), 1 from the second
+    assert len(cps) == 5  # 4 from the first run (input, the input applied, a, b), 1 from the second
     assert (cps[0].parent_id, cps[0].channel_values) == (before.id, {"items": ["x", "a", "b", "y", "a", "b"]})
 
 

@@ -66,7 +66,9 @@ def test_cooperative_cancel_stops_before_the_next_step_and_keeps_checkpoints(
     wait_for(client, run_id, RunStatus.CANCELED, timeout_s=20)
     run = client.get_run(run_id)
     history = client.get_history(run.thread_id)
-    assert len(history) == run.step + 1 >= 3  # every committed step kept, plus the input checkpoint
+    assert (
+        len(history) == run.step + 2 >= 4
+    )  # every committed step kept, the input checkpoint and its input applied
     ticks = history[0].channel_values["ticks"]
     assert ticks == list(range(1, run.step + 1))
     assert client.cancel(run_id) == f"run {run_id} is already canceled; nothing changed"
@@ -87,7 +89,7 @@ def test_interrupting_cancel_reaches_the_running_node(
     wait_for(client, run_id, RunStatus.CANCELED, timeout_s=15)
     run = client.get_run(run_id)
     assert run.error is not None and run.error.message == "canceled by request; running nodes were signalled"
-    assert [c.step for c in client.get_history(run.thread_id)] == [-1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
     statuses = [
         e.data["status"] for e in read_events(redis_client, run.thread_id, run_id) if e.mode == "status"
     ]

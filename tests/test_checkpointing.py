@@ -70,7 +70,7 @@ def test_a_five_step_run_keeps_one_checkpoint(
     run = client.get_run(run_id)
     assert (run.status, run.step, run.result) == (RunStatus.COMPLETED, 5, FIVE)
     [head] = client.get_history(run.thread_id)
-    assert (head.id, head.step, dict(head.channel_values)) == (run.head, 4, FIVE)
+    assert (head.id, head.step, dict(head.channel_values)) == (run.head, 5, FIVE)
     assert client.get_state(run.thread_id).id == run.head
     refs = decode_record(redis_client.hget(keys.checkpoints(run.thread_id), head.id) or b"").refs
     t = run.thread_id
@@ -96,7 +96,7 @@ def test_with_history_the_same_run_keeps_every_checkpoint(client: Client, redis_
     run_id = client.enqueue("five-steps", {"topic": "t"})
     work(client)
     run = client.get_run(run_id)
-    assert [c.step for c in client.get_history(run.thread_id)] == [4, 3, 2, 1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [5, 4, 3, 2, 1, 0, -1]
     assert redis_client.hlen(keys.channel_values(run.thread_id, "", "count")) == 5
 
 
@@ -105,7 +105,7 @@ def test_state_history_shows_the_one_checkpoint(client: Client, redis_url: str, 
     work(client)
     shown = ok(invoke(FLOWS, redis_url, "state", "th", "--history", "--output", "json"))
     assert [(c["checkpoint_id"], c["step"]) for c in json.loads(shown.stdout)] == [
-        (client.get_run(run_id).head, 4)
+        (client.get_run(run_id).head, 5)
     ]
 
 
@@ -267,7 +267,7 @@ def test_a_restarted_run_starts_from_its_input_on_an_empty_state(
     )
     assert final.interrupted is not None and final.interrupted.type == "WorkerLost"
     assert executions(redis_client) == {"first": 2, "doom": 2}
-    assert [c.step for c in crash.get_history(final.thread_id)] == [1]
+    assert [c.step for c in crash.get_history(final.thread_id)] == [2]  # the input applied 0, first 1, doom 2
 
 
 def test_update_state_keeps_the_replaced_runs_result(

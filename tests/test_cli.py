@@ -250,10 +250,10 @@ def test_state_history_has_one_checkpoint_per_super_step(redis_url: str) -> None
     history = graphq("state", "hist-1", "--history", "--output", "json", url=redis_url)
     assert history.exit_code == 0, history.stderr
     rows = json.loads(history.stdout)
-    assert [r["step"] for r in rows] == [2, 1, 0, -1]
-    assert [r["source"] for r in rows] == ["loop", "loop", "loop", "input"]
-    assert [r["writes"] for r in rows] == [["bump"], ["bump"], ["bump"], ["__start__"]]
-    assert [r["next"] for r in rows] == [[], ["bump"], ["bump"], ["bump"]]
+    assert [r["step"] for r in rows] == [3, 2, 1, 0, -1]
+    assert [r["source"] for r in rows] == ["loop", "loop", "loop", "loop", "input"]
+    assert [r["writes"] for r in rows] == [["bump"], ["bump"], ["bump"], ["__start__"], []]
+    assert [r["next"] for r in rows] == [[], ["bump"], ["bump"], ["bump"], ["__start__"]]
     assert [r["parent_id"] for r in rows[:-1]] == [r["checkpoint_id"] for r in rows[1:]]
     table = graphq("state", "hist-1", "--history", url=redis_url)
     assert table.exit_code == 0 and "input" in table.stdout and "bump" in table.stdout
@@ -266,7 +266,9 @@ def test_state_shows_the_newest_or_a_given_checkpoint(redis_url: str) -> None:
     rows = json.loads(graphq("state", "st-1", "--history", "-o", "json", url=redis_url).stdout)
     first = graphq("state", "st-1", "--checkpoint", rows[-1]["checkpoint_id"], url=redis_url)
     assert first.exit_code == 0
-    assert json.loads(first.stdout) == {"limit": 2, "log": []}
+    assert json.loads(first.stdout) == {"log": []}  # the input checkpoint: the state before the input
+    applied = graphq("state", "st-1", "--checkpoint", rows[-2]["checkpoint_id"], url=redis_url)
+    assert json.loads(applied.stdout) == {"limit": 2, "log": []}
 
 
 def test_state_of_an_unknown_thread(redis_url: str) -> None:

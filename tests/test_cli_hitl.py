@@ -206,7 +206,7 @@ def test_run_pauses_with_exit_3_and_answer_wait_continues_it_here(redis_url: str
     run_id = re.findall(r"^run ([0-9a-f]{32}):", paused.stderr, re.MULTILINE)[0]
     [first] = client.requests(run_id)
     assert paused.stdout == (
-        f"run {run_id} is waiting for input at step 0 (1 open request):\n"
+        f"run {run_id} is waiting for input at step 1 (1 open request):\n"
         f'  {first.id}  ask_twice  {{"question": "first about tea?"}}\n'
         "answer with:\n"
         f"  graphq --redis-url {redis_url} --workflows {WORKFLOWS} runs answer {run_id} --value '<JSON>'\n"
@@ -323,7 +323,7 @@ def test_approval_from_pause_to_completion_with_local_data(tmp_path: Path) -> No
     assert paused.returncode == 3, paused.stderr
     lines = paused.stdout.splitlines()
     run_id = lines[0].split()[1]
-    assert lines[0] == f"run {run_id} is waiting for input at step 1 (1 open request):"
+    assert lines[0] == f"run {run_id} is waiting for input at step 2 (1 open request):"
     assert re.fullmatch(
         r'  [0-9a-f]{16}  approve  \{"question": "Approve 120 for ana\?", "amount": 120\}', lines[1]
     )
@@ -380,7 +380,7 @@ def test_cancel_a_local_run_from_another_terminal(tmp_path: Path) -> None:
         )
     try:
         deadline = time.monotonic() + 20
-        while "step   0" not in log.read_text():
+        while "step   1" not in log.read_text():
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
         run_id = re.findall(r"^run ([0-9a-f]{32}):", log.read_text(), re.MULTILINE)[0]
@@ -396,7 +396,7 @@ def test_cancel_a_local_run_from_another_terminal(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert (
-        f"error: run {run_id} canceled at step 1: Canceled: canceled by request; running nodes were signalled"
+        f"error: run {run_id} canceled at step 2: Canceled: canceled by request; running nodes were signalled"
         in log.read_text()
     )
     assert not (tmp_path / "data" / "server.url").exists()

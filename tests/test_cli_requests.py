@@ -89,8 +89,8 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
     ok(graphq(redis_url, "runs", "answer", run_id, "--value", '"yes"'))
     work(redis_url)
     [second] = client.requests(run_id)
-    input_cp = client.get_history(client.get_run(run_id).thread_id)[-1]
-    assert input_cp.step == -1  # ask_twice runs (and asks) in step 0, after the input checkpoint
+    input_cp = client.get_history(client.get_run(run_id).thread_id)[-2]
+    assert (input_cp.step, input_cp.source) == (0, "loop")  # ask_twice runs (and asks) in step 1, after it
     listed = every(redis_url, run_id)
     answered_at = listed[0]["answered_at"]
     assert datetime.fromisoformat(answered_at) >= datetime.fromisoformat(first.created_at)
@@ -101,7 +101,7 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
             "value": {"question": "first about tea?"},
             "status": "answered",
             "answer": "yes",
-            "step": 0,
+            "step": 1,
             "checkpoint_id": input_cp.id,
             "created_at": first.created_at,
             "answered_at": answered_at,
@@ -115,7 +115,7 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
             "value": {"question": "second?"},
             "status": "open",
             "answer": None,
-            "step": 0,
+            "step": 1,
             "checkpoint_id": input_cp.id,
             "created_at": second.created_at,
             "answered_at": None,
@@ -127,11 +127,11 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
     table = ok(graphq(redis_url, "runs", "requests", run_id, "--all")).stdout.splitlines()
     assert re.fullmatch(r" request +┃ step ┃ node +┃ status +┃ value +┃ answer *", table[0])
     assert re.fullmatch(
-        rf" {first.id} │ 0 +│ ask_twice │ answered │ {{\"question\": \"first about tea\?\"}} │ \"yes\" *",
+        rf" {first.id} │ 1 +│ ask_twice │ answered │ {{\"question\": \"first about tea\?\"}} │ \"yes\" *",
         table[2],
     )
     assert re.fullmatch(
-        rf" {second.id} │ 0 +│ ask_twice │ open +│ {{\"question\": \"second\?\"}} +│ *", table[3]
+        rf" {second.id} │ 1 +│ ask_twice │ open +│ {{\"question\": \"second\?\"}} +│ *", table[3]
     )
     assert len(table) == 4
 
@@ -142,8 +142,8 @@ def test_show_lists_the_requests_of_an_ended_run_and_how_to_answer_again(
     run_id, first, second = asked_twice(redis_url, client)
     shown = ok(graphq(redis_url, "runs", "show", run_id)).stdout
     rows = shown[shown.index("\nrequests:\n") :].splitlines()
-    assert re.fullmatch(rf" {first} │ 0 +│ ask_twice │ answered │ .* │ \"yes\" *", rows[4])
-    assert re.fullmatch(rf" {second} │ 0 +│ ask_twice │ answered │ .* │ \"no\" *", rows[5])
+    assert re.fullmatch(rf" {first} │ 1 +│ ask_twice │ answered │ .* │ \"yes\" *", rows[4])
+    assert re.fullmatch(rf" {second} │ 1 +│ ask_twice │ answered │ .* │ \"no\" *", rows[5])
     assert rows[6:] == [
         f"answer one again, on a new branch, with: {prefix(redis_url)} runs answer {run_id} --request ID "
         "--value '<JSON>' --again"
@@ -224,11 +224,11 @@ def test_a_second_answer_replays_the_nodes_earlier_answers(redis_url: str, clien
         second,
         "answered",
         "again",
-        0,
+        1,
         run_id,
     )
     table = ok(graphq(redis_url, "runs", "requests", branch_id, "--all")).stdout.splitlines()
-    assert re.fullmatch(rf" {second} │ 0 +│ ask_twice │ answered \(again\) │ .* │ \"again\" *", table[2])
+    assert re.fullmatch(rf" {second} │ 1 +│ ask_twice │ answered \(again\) │ .* │ \"again\" *", table[2])
     third = ok(
         graphq(redis_url, "runs", "answer", branch_id, "--request", second, "--value", '"3"', "--again")
     )
@@ -250,8 +250,8 @@ def test_run_requests_in_the_python_api(redis_url: str, client: Client) -> None:
     work(redis_url)
     made = client.run_requests(run_id)
     assert [(r.id, r.node, r.value, r.status, r.answer, r.step) for r in made] == [
-        (a.id, "approve", "approve a?", "open", None, 0),
-        (b.id, "approve", "approve b?", "answered", "yes-b", 0),
+        (a.id, "approve", "approve a?", "open", None, 1),
+        (b.id, "approve", "approve b?", "answered", "yes-b", 1),
     ]
     assert all(isinstance(r, RequestRecord) for r in made)
     ok(graphq(redis_url, "runs", "cancel", run_id))
@@ -284,15 +284,15 @@ def test_a_branch_run_prints_no_empty_step(redis_url: str, client: Client) -> No
             "--wait",
         )
     )
-    # The fork checkpoint (step 0, like the checkpoint it forks) is not a step line; tools and agent run in
-    # steps 1 and 2, numbered as `graphq state --history` numbers their checkpoints.
-    assert STEP_LINE.findall(done.stderr) == [("1", "tools", "1"), ("2", "agent", "1")]
+    # The fork checkpoint (step 2, one after the checkpoint it forks, as LangGraph's) is not a step line;
+    # tools and agent run in steps 3 and 4, numbered as `graphq state --history` numbers their checkpoints.
+    assert STEP_LINE.findall(done.stderr) == [("3", "tools", "1"), ("4", "agent", "1")]
     branch_id = re.findall(r"^run ([0-9a-f]{32}) branches off", done.stderr, re.MULTILINE)[0]
     history = json.loads(
         ok(graphq(redis_url, "state", client.get_run(run_id).thread_id, "--history", "-o", "json")).stdout
     )
     branch = [(h["step"], h["source"], h["writes"]) for h in history if h["branch"] == "b1"]
-    assert branch == [(2, "loop", ["agent"]), (1, "loop", ["tools"]), (0, "fork", [])]
+    assert branch == [(4, "loop", ["agent"]), (3, "loop", ["tools"]), (2, "fork", [])]
     assert client.get_run(branch_id).status == "completed"
 
 
@@ -303,26 +303,26 @@ def test_a_resumed_run_waits_at_the_threads_step(redis_url: str, client: Client)
     resumed = ok(graphq(redis_url, "runs", "resume", run_id, "--wait"), 3)
     new_id = resumed.stdout.split()[1]
     [request] = client.requests(new_id)
-    # agent ran in step 0; tools asks in step 1 -- in both runs, whatever the run's own count of steps
-    assert resumed.stdout.splitlines()[0] == f"run {new_id} is waiting for input at step 1 (1 open request):"
+    # agent ran in step 1; tools asks in step 2 -- in both runs, whatever the run's own count of steps
+    assert resumed.stdout.splitlines()[0] == f"run {new_id} is waiting for input at step 2 (1 open request):"
     [newest, *_] = json.loads(
         ok(graphq(redis_url, "state", client.get_run(new_id).thread_id, "--history", "-o", "json")).stdout
     )
-    assert (newest["step"], newest["next"]) == (0, ["tools"])
+    assert (newest["step"], newest["next"]) == (1, ["tools"])
     assert client.get_run(new_id).step == 0  # the run itself has committed no step yet
     events = ok(graphq(redis_url, "runs", "watch", new_id, "-o", "json"), 3).stdout.splitlines()
     assert [(e["mode"], e["step"]) for e in map(json.loads, events)] == [
-        ("status", 1),
-        ("interrupt", 1),
-        ("status", 1),
+        ("status", 2),
+        ("interrupt", 2),
+        ("status", 2),
     ]
     fields = ok(graphq(redis_url, "runs", "show", new_id)).stdout
-    assert re.search(r"^ step +│ 1 +$", fields, re.MULTILINE)
+    assert re.search(r"^ step +│ 2 +$", fields, re.MULTILINE)
     assert re.search(r"^ steps done +│ 0 +$", fields, re.MULTILINE)
-    assert every(redis_url, new_id)[0]["step"] == 1
+    assert every(redis_url, new_id)[0]["step"] == 2
     ok(graphq(redis_url, "runs", "cancel", new_id))
     canceled = ok(graphq(redis_url, "runs", "watch", new_id), 1)
-    assert error_line(canceled) == f"error: run {new_id} canceled at step 1: Canceled: canceled by request"
+    assert error_line(canceled) == f"error: run {new_id} canceled at step 2: Canceled: canceled by request"
     assert request.node == "tools"
 
 

@@ -33,11 +33,7 @@ REGISTRY = Registry.load(WORKFLOWS.split(","))
 ROOT = Path(__file__).resolve().parent.parent
 LINE = re.compile(r"^(\d+-\d+)  step (-?\d+) +(\w+) +(.*)$")
 COUNTER_MODES = [
-    ("status", 0),
-    ("checkpoints", -1),
-    ("values", -1),
-    ("tasks", 0),
-    ("updates", 0),
+    ("status", 1),
     ("checkpoints", 0),
     ("values", 0),
     ("tasks", 1),
@@ -48,8 +44,14 @@ COUNTER_MODES = [
     ("updates", 2),
     ("checkpoints", 2),
     ("values", 2),
-    ("status", 2),
+    ("tasks", 3),
+    ("updates", 3),
+    ("checkpoints", 3),
+    ("values", 3),
+    ("status", 3),
 ]
+"""A 3-step counter run's events: its input applied (step 0; its input checkpoint, step -1, has no event),
+then one checkpoint per super-step."""
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +132,13 @@ def test_watch_replays_a_completed_run_with_the_real_state(redis_url: str) -> No
     tasks = [e["data"] for e in lines if e["mode"] == "tasks"]
     assert tasks[0] == {"node": "bump", "writes": {"n": 1, "log": ["bump1"]}}
     checkpoints = [e["data"] for e in lines if e["mode"] == "checkpoints"]
-    assert [c["metadata"]["source"] for c in checkpoints] == ["input", "loop", "loop", "loop"]
+    # the input applied, then the steps' (the input checkpoint has no event on the queue)
+    assert [(c["metadata"]["source"], c["metadata"]["step"]) for c in checkpoints] == [
+        ("loop", 0),
+        ("loop", 1),
+        ("loop", 2),
+        ("loop", 3),
+    ]
     ids = [c["config"]["configurable"]["checkpoint_id"] for c in checkpoints]
     assert [c["parent_config"]["configurable"]["checkpoint_id"] for c in checkpoints[1:]] == ids[:-1]
     assert [c["next"] for c in checkpoints] == [["bump"], ["bump"], ["bump"], []]
@@ -145,7 +153,7 @@ def test_watch_table_has_one_line_per_event(redis_url: str, redis_client: redis.
     assert all(parsed), result.stdout
     rows = [(m.group(1), int(m.group(2)), m.group(3), json.loads(m.group(4))) for m in parsed if m]
     assert rows[-1][2:] == ("status", {"status": "completed"})
-    assert rows[-2][1:] == (1, "values", {"n": 2, "limit": 2, "log": ["bump1", "bump2"]})
+    assert rows[-2][1:] == (2, "values", {"n": 2, "limit": 2, "log": ["bump1", "bump2"]})
     assert list(dict.fromkeys(r[0] for r in rows)) == stream_ids(redis_client, run_id)
 
 
@@ -154,7 +162,7 @@ def test_watch_mode_filters(redis_url: str) -> None:
     work(redis_url)
     updates = watch_json(redis_url, run_id, "--mode", "updates")
     assert [(e["mode"], e["step"], e["data"]) for e in updates] == [
-        ("updates", k, {"bump": {"n": k + 1, "log": [f"bump{k + 1}"]}}) for k in range(3)
+        ("updates", k + 1, {"bump": {"n": k + 1, "log": [f"bump{k + 1}"]}}) for k in range(3)
     ]
     chosen = watch_json(redis_url, run_id, "-m", "values", "-m", "status")
     assert [e["mode"] for e in chosen] == ["status", "values", "values", "values", "values", "status"]
@@ -180,7 +188,7 @@ def test_watch_of_a_failed_run_exits_1(redis_url: str) -> None:
     last = events(result.stdout)[-1]
     assert (last["mode"], last["data"]["status"]) == ("status", "failed")
     assert "kaboom at node explode" in last["data"]["error"]
-    assert f"run {run_id} failed at step 1" in error_line(result)
+    assert f"run {run_id} failed at step 2" in error_line(result)
 
 
 def test_watch_of_a_paused_run_exits_3_and_continues_after_the_answer(redis_url: str) -> None:
@@ -311,7 +319,7 @@ def test_watch_shows_custom_chunks_and_retries(redis_url: str) -> None:
     work(redis_url, registry)
     lines = watch_json(redis_url, run_id, "-m", "custom", "-m", "retry")
     assert [e["mode"] for e in lines] == ["custom", "retry", "custom", "custom"]
-    assert {e["step"] for e in lines} == {0}
+    assert {e["step"] for e in lines} == {1}
     assert [e["data"] for e in lines if e["mode"] == "custom"] == [
         {"node": "chatty", "chunk": {"progress": p}} for p in (1, 1, 2)
     ]
@@ -372,8 +380,8 @@ def test_state_history_shows_a_fork_and_its_branch(redis_url: str) -> None:
     enqueue(redis_url, "looping", {"until": 3}, "--thread", "tree-1")
     work(redis_url)
     rows = json.loads(ok(graphq("state", "tree-1", "--history", "-o", "json", url=redis_url)).stdout)
-    assert [(r["step"], r["branch"]) for r in rows] == [(2, "main"), (1, "main"), (0, "main"), (-1, "main")]
-    at = rows[2]["checkpoint_id"]  # step 0: count 1
+    assert [(r["step"], r["branch"]) for r in rows] == [(s, "main") for s in (3, 2, 1, 0, -1)]
+    at = rows[2]["checkpoint_id"]  # step 1: count 1
     fork_run = ok(graphq("enqueue", "looping", "--thread", "tree-1", "--checkpoint", at, url=redis_url))
     work(redis_url)
     shown = ok(graphq("runs", "show", fork_run.stdout.strip(), "-o", "json", url=redis_url))
@@ -382,9 +390,10 @@ def test_state_history_shows_a_fork_and_its_branch(redis_url: str) -> None:
 
     rows = json.loads(ok(graphq("state", "tree-1", "--history", "-o", "json", url=redis_url)).stdout)
     assert [(r["step"], r["source"], r["branch"]) for r in rows] == [
-        (2, "loop", "b1"),
-        (1, "loop", "b1"),
-        (0, "fork", "b1"),
+        (4, "loop", "b1"),
+        (3, "loop", "b1"),
+        (2, "fork", "b1"),
+        (3, "loop", "main"),
         (2, "loop", "main"),
         (1, "loop", "main"),
         (0, "loop", "main"),

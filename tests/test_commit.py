@@ -207,8 +207,10 @@ def test_a_commit_planned_again_after_an_append_conflict_pushes_one_job(
     plan = worker.committing._plan
     tried: list[bool] = []
 
-    def racing(ctx_: WorkerContext, run: RunRecord, cp: Checkpoint, may_append: bool, drop: object) -> Plan:
-        planned = plan(ctx_, run, cp, may_append, drop)  # type: ignore[arg-type]
+    def racing(
+        ctx_: WorkerContext, run: RunRecord, cp: Checkpoint, may_append: bool, drop: object, writes: object
+    ) -> Plan:
+        planned = plan(ctx_, run, cp, may_append, drop, writes)  # type: ignore[arg-type]
         tried.append(may_append and bool(planned.appends))
         if tried[-1]:
             ctx_.kv.rpush(planned.appends[0].key, b"another branch")

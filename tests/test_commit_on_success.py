@@ -99,7 +99,7 @@ def test_steps_commit_in_rqs_success_pipeline(
         "committed step 2",
         "completed",
     ]
-    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [3, 2, 1, 0, -1]
 
 
 def test_a_commit_refused_there_is_logged_counted_and_becomes_the_jobs_result(
@@ -130,7 +130,10 @@ def test_a_commit_refused_there_is_logged_counted_and_becomes_the_jobs_result(
         metrics.disable()
     run = client.get_run(run_id)
     assert (run.status, run.step) == (RunStatus.RUNNING, 0)
-    assert [c.step for c in client.get_history(run.thread_id)] == [-1]  # the input's checkpoint only
+    assert [c.step for c in client.get_history(run.thread_id)] == [
+        0,
+        -1,
+    ]  # the input checkpoint and the input applied only
     assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") == b"1"
     assert REFUSED.counts().get("commit", 0) == before[0] + 1
     assert steps == 1.0
@@ -157,7 +160,7 @@ def test_a_commit_whose_script_is_gone_is_made_again_on_its_own(
     assert (run.status, run.step, run.result) == (RunStatus.COMPLETED, 2, _counted(2))
     assert tries == [1]
     assert _latest_result(redis_client, step_job_id(run_id, 0)) == "committed step 1"
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]
     assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") is None
 
 
@@ -173,7 +176,7 @@ def test_a_success_pipeline_whose_reply_was_lost_is_sent_again_and_commits_once(
     run = client.get_run(run_id)
     assert (run.status, run.step, run.result) == (RunStatus.COMPLETED, 2, _counted(2))
     assert lost == [True] and tries == [1, 1]  # staged again on the second try
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]  # each step committed once
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]  # each step committed once
     assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") is None
     assert _latest_result(redis_client, step_job_id(run_id, 0)) == "committed step 1"
 
@@ -194,7 +197,7 @@ def test_a_lost_reply_then_a_lost_script_cache_sends_the_same_commit_again(
     assert (run.status, run.step) == (RunStatus.COMPLETED, 2)
     assert run.result == {"items": [1, 2, 3], "squares": [1, 4, 9], "total": 14}
     assert lost == [True] and tries == [1, 1]
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]
     assert redis_client.hget(keys.run(run_id, run_id), "refused:commit") is None
 
 
@@ -221,7 +224,7 @@ def test_a_commit_rq_never_sent_goes_in_a_round_trip_of_its_own(
     assert (run.status, run.step, run.result, run.attempt) == (RunStatus.COMPLETED, 2, _counted(2), 1)
     assert failed == ["once"]
     assert Job.fetch(job_id, connection=redis_client, serializer=JSONSerializer).get_status() == "failed"
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]
 
 
 def test_a_commit_refused_while_the_lease_is_ours_gives_the_lease_back(

@@ -44,8 +44,8 @@ def test_enqueue_wait_with_a_worker_process(env: dict[str, str], procs: Procs) -
     assert done.returncode == 0, done.stderr
     run_id = done.stdout.strip()
     history = graphq_json("state", "e2e-1", "--history", env=env)
-    assert [c["step"] for c in history] == [4, 3, 2, 1, 0, -1]
-    assert [c["source"] for c in history] == ["loop"] * 5 + ["input"]
+    assert [c["step"] for c in history] == [5, 4, 3, 2, 1, 0, -1]
+    assert [c["source"] for c in history] == ["loop"] * 6 + ["input"]
     record = graphq_json("runs", "show", run_id, env=env)
     assert record["status"] == "completed"
     assert record["result"]["n"] == 5 and record["result"]["log"] == [f"bump{i}" for i in range(1, 6)]
@@ -129,9 +129,11 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
     assert [r["status"] for r in listed] == ["completed", "completed"]
     history = graphq_json("state", "local", "--history", env=env)
     assert [(c["step"], c["source"]) for c in history] == [
+        (7, "loop"),
+        (6, "loop"),
         (5, "loop"),
-        (4, "loop"),
-        (3, "input"),
+        (4, "input"),
+        (3, "loop"),
         (2, "loop"),
         (1, "loop"),
         (0, "loop"),
@@ -140,7 +142,7 @@ def test_run_with_embedded_redis_survives_a_restart(redis_url: str, tmp_path: Pa
     with EmbeddedRedis(data_dir=data) as server:  # the data of both runs is still there (AOF reload)
         client = redis.Redis.from_url(server.url)
         assert client.zcard(keys.runs_index()) == 2
-        assert client.llen(keys.history("local")) == 4 + 3
+        assert client.llen(keys.history("local")) == 5 + 4
         client.close()
 
 

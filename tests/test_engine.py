@@ -670,7 +670,7 @@ def test_config_merges_with_compile_defaults() -> None:
 def test_reserved_keys_and_idempotency_key() -> None:
     seen: list[Any] = []
     _config_probe(seen).invoke({}, {"run_id": "run-1", "thread_id": "th-1"})
-    for step, (node, cfg) in enumerate(zip(["first", "second"], seen, strict=True)):
+    for step, (node, cfg) in enumerate(zip(["first", "second"], seen, strict=True), 1):
         conf = cfg.configurable
         assert re.fullmatch(r"[0-9a-f]{16}", conf["__graphq_task_id"])
         assert conf["__graphq_run_id"] == "run-1"
@@ -867,20 +867,26 @@ def test_stream_tasks_and_checkpoints_modes() -> None:
     events = list(
         g.compile(checkpointer=store).stream({}, {"thread_id": "t"}, stream_mode=["tasks", "checkpoints"])
     )
-    assert [mode for mode, _ in events] == ["checkpoints", "tasks", "tasks", "checkpoints"]
-    (_, first), (_, start), (_, done), (_, cp) = events
-    assert start == {"id": done["id"], "name": "a", "input": {}, "triggers": ("branch:to:a",)}
-    assert done == {"id": start["id"], "name": "a", "error": None, "result": {"x": 1}, "interrupts": []}
-    assert len(done["id"]) == 16
-    assert first["config"] == cp["parent_config"]  # the input checkpoint, then the step's
-    assert (first["metadata"]["source"], first["next"], first["values"], first["parent_config"]) == (
-        "input",
-        ["a"],
+    assert [mode for mode, _ in events] == ["checkpoints", "checkpoints", "tasks", "tasks", "checkpoints"]
+    (_, empty), (_, first), (_, start), (_, done), (_, cp) = events
+    assert (empty["metadata"], empty["next"], empty["values"], empty["parent_config"]) == (
+        {"source": "input", "step": -1, "parents": {}},
+        ["__start__"],
         {},
         None,
     )
+    assert first["parent_config"] == empty["config"]
+    assert start == {"id": done["id"], "name": "a", "input": {}, "triggers": ("branch:to:a",)}
+    assert done == {"id": start["id"], "name": "a", "error": None, "result": {"x": 1}, "interrupts": []}
+    assert len(done["id"]) == 16
+    assert first["config"] == cp["parent_config"]  # the input applied, then the step's
+    assert (first["metadata"], first["next"], first["values"]) == (
+        {"source": "loop", "step": 0, "parents": {}},
+        ["a"],
+        {},
+    )
     assert first["tasks"] == [{"id": start["id"], "name": "a", "interrupts": (), "state": None}]
-    assert (cp["metadata"]["step"], cp["metadata"]["source"], cp["next"], cp["tasks"]) == (0, "loop", [], [])
+    assert (cp["metadata"]["step"], cp["metadata"]["source"], cp["next"], cp["tasks"]) == (1, "loop", [], [])
     assert cp["config"] == {
         "configurable": {"checkpoint_ns": "", "thread_id": "t", "checkpoint_id": store.get("t").id}
     }
@@ -899,10 +905,15 @@ def test_stream_debug_mode_tags_tasks_and_checkpoints() -> None:
     )
     assert [(e["type"], e["step"]) for e in events] == [
         ("checkpoint", -1),
-        ("task", 0),
-        ("task_result", 0),
         ("checkpoint", 0),
+        ("task", 1),
+        ("task_result", 1),
+        ("checkpoint", 1),
     ]
-    assert events[2]["payload"]["result"] == {"x": 2}
-    assert events[3]["payload"]["metadata"]["source"] == "loop"
+    assert events[3]["payload"]["result"] == {"x": 2}
+    assert [e["payload"]["metadata"]["source"] for e in events if e["type"] == "checkpoint"] == [
+        "input",
+        "loop",
+        "loop",
+    ]
     assert all(e["timestamp"].endswith("+00:00") for e in events)

@@ -92,7 +92,7 @@ def test_a_request_expires_at_the_next_scan_on_a_worker(
     *_, last = read_events(redis_client, run.thread_id, run_id)
     assert (last.mode, last.step, last.data) == (
         "status",
-        0,
+        1,
         {"status": "canceled", "error": f"RequestExpired: {done.error.message}"},
     )
     with pytest.raises(NotAwaitingInputError) as refused:

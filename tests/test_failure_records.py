@@ -28,14 +28,14 @@ _UNSTORABLE = (
 
 CASES = [
     # workflow, input, then the error: type, node, thread step, message
-    ("err-node", {}, "NodeError", "lookup", 1, "node 'lookup' raised KeyError: 'words'"),
-    ("err-router", {}, "NodeError", "ok", 0, "router 'pick' after node 'ok' raised KeyError: 'words'"),
+    ("err-node", {}, "NodeError", "lookup", 2, "node 'lookup' raised KeyError: 'words'"),
+    ("err-router", {}, "NodeError", "ok", 1, "router 'pick' after node 'ok' raised KeyError: 'words'"),
     (
         "err-send",
         {},
         "InvalidUpdateError",
         "ok",
-        0,
+        1,
         "router 'nowhere' after node 'ok' sent to unknown node 'missing'",
     ),
     (
@@ -43,7 +43,7 @@ CASES = [
         {},
         "InvalidUpdateError",
         None,
-        0,
+        1,
         "At key 'n': Can receive only one value per step (2 writes in one super-step, from also, ok). Use an "
         "Annotated key to handle multiple values: Annotated[T, reducer]",
     ),
@@ -52,17 +52,17 @@ CASES = [
         {"seen": [1]},
         "InvalidUpdateError",
         "repeat",
-        0,
+        1,
         "reducer of channel 'seen' raised ValueError: [1] already there (writes from repeat)",
     ),
-    ("err-input", {}, "NodeError", "__start__", -1, "router 'fan_out' after START raised KeyError: 'words'"),
-    ("err-serialization", {}, "SerializationError", "unserialisable", 0, _UNSTORABLE),
+    ("err-input", {}, "NodeError", "__start__", 0, "router 'fan_out' after START raised KeyError: 'words'"),
+    ("err-serialization", {}, "SerializationError", "unserialisable", 1, _UNSTORABLE),
     (
         "err-timeout",
         {},
         "NodeTimeoutError",
         "slow",
-        0,
+        1,
         "node 'slow' timed out after 0.5 s (timeout=0.5 set on add_node)",
     ),
     (
@@ -70,7 +70,7 @@ CASES = [
         {},
         "NodeError",
         "flaky",
-        0,
+        1,
         "node 'flaky' raised ConnectionError: upstream unavailable (after 2 attempts)",
     ),
 ]
@@ -117,14 +117,15 @@ def test_a_failed_runs_error_names_its_type_node_and_step(
 def test_enqueue_without_input_fails_at_the_input_step_naming_the_router(
     client: Client, redis_url: str
 ) -> None:
-    """``graphq enqueue err-input`` (no --input) is accepted; the run fails at step -1 and ``graphq runs
-    show`` says which router raised what (it said ``'words'``, with a blank step)."""
+    """``graphq enqueue err-input`` (no --input) is accepted; the run fails at step 0 (its input applied,
+    after the input checkpoint at -1) and ``graphq runs show`` says which router raised what (it said
+    ``'words'``, with a blank step)."""
     run_id = ok(invoke(FLOWS, redis_url, "enqueue", "err-input")).stdout.strip()
     work(client)
     rows = shown_rows(ok(invoke(FLOWS, redis_url, "runs", "show", run_id)).stdout)
     assert (rows["status"], rows["step"], rows["error type"], rows["error"]) == (
         "failed",
-        "-1",
+        "0",
         "NodeError",
         "router 'fan_out' after START raised KeyError: 'words'",
     )

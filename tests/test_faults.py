@@ -56,7 +56,7 @@ def test_sigkill_mid_step_keeps_finished_tasks(
     crashed = client.get_run(run_id)
     assert crashed.status == RunStatus.RUNNING
     assert crashed.step == 0
-    assert [c.step for c in client.get_history(run.thread_id)] == [-1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]  # the input, the input applied
     wait_for(
         lambda: redis_client.exists(keys.lease(run.thread_id, run_id)) == 0,
         timeout_s=5,
@@ -75,7 +75,7 @@ def test_sigkill_mid_step_keeps_finished_tasks(
     )
     assert final.result == {"names": ["fast-a", "slow", "fast-b"], "done": ["fast-a", "slow", "fast-b"]}
     assert [line_count(tmp_path / f"{task}.log") for task in ("fast-a", "fast-b", "slow")] == [1, 1, 2]
-    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
 
 
 def test_commit_survives_a_flushed_script_cache(
@@ -90,4 +90,4 @@ def test_commit_survives_a_flushed_script_cache(
     run = client.get_run(run_id)
     assert run.status == RunStatus.COMPLETED, run.error
     assert run.result == {"n": 2}
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]

@@ -44,7 +44,7 @@ def test_interrupts_in_one_node_are_answered_in_call_order(client: Client) -> No
     assert done.status == RunStatus.COMPLETED
     assert done.result == {"topic": "tea", "answers": ["yes", "no"], "done": True}
     assert hitl.CALLS == {"ask_twice": 3, "finish": 1}  # the node re-runs from its start on each resume
-    assert [c.step for c in client.get_history(done.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(done.thread_id)] == [2, 1, 0, -1]
 
 
 def test_parallel_interrupts_need_keyed_answers(client: Client, redis_client: redis.Redis) -> None:
@@ -163,7 +163,7 @@ def test_fork_from_an_earlier_checkpoint_is_recorded(client: Client) -> None:
     first = client.enqueue("looping", {"until": 3}, thread_id="forky")
     work(client)
     history = client.get_history("forky")
-    assert [c.step for c in history] == [2, 1, 0, -1]
+    assert [c.step for c in history] == [3, 2, 1, 0, -1]
     middle = history[2]  # after the first tick: count 1, next task tick
     assert middle.channel_values["count"] == 1
     forked = client.enqueue("looping", None, thread_id="forky", config={"checkpoint_id": middle.id})
@@ -173,9 +173,9 @@ def test_fork_from_an_earlier_checkpoint_is_recorded(client: Client) -> None:
     assert run.result == {"until": 3, "turns": [], "count": 3}
     branch = client.get_history("forky")
     fork_cp = next(c for c in branch if c.source == "fork")
-    assert (fork_cp.parent_id, fork_cp.step, fork_cp.metadata["forked_from"]) == (middle.id, 0, middle.id)
+    assert (fork_cp.parent_id, fork_cp.step, fork_cp.metadata["forked_from"]) == (middle.id, 2, middle.id)
     assert fork_cp.channel_values == middle.channel_values
-    assert [c.step for c in branch][:3] == [2, 1, 0]  # the new branch: two ticks after the fork
+    assert [c.step for c in branch][:3] == [4, 3, 2]  # the new branch: two ticks after the fork
     assert branch[0].parent_id == branch[1].id and branch[1].parent_id == fork_cp.id
     assert client.get_run(first).result == {"until": 3, "turns": [], "count": 3}
 
@@ -352,7 +352,7 @@ def test_answering_a_request_again_starts_a_branch(client: Client) -> None:
     history = client.get_history(first.thread_id)
     [asked_at] = [c for c in history if c.source == "loop" and [t.node for t in c.next_tasks] == ["tools"]]
     [fork_cp] = [c for c in history if c.source == "fork"]
-    assert (fork_cp.parent_id, fork_cp.step) == (asked_at.id, asked_at.step)
+    assert (fork_cp.parent_id, fork_cp.step) == (asked_at.id, asked_at.step + 1)  # a fork: one step on
     by_id = {c.id: c for c in history}  # both branches stay readable
     assert by_id[first.head or ""].channel_values["messages"][-1].content.endswith("approved=yes")
     assert by_id[second.head or ""].channel_values["messages"][-1].content.endswith("approved=no")

@@ -103,21 +103,22 @@ def test_kept_while_another_run_of_the_thread_waits_then_removed_by_the_last(
     work(client)  # first completes; asker becomes active, runs and waits for input
     assert client.get_run(first).status == RunStatus.COMPLETED
     assert client.get_run(asker).status == RunStatus.AWAITING_INPUT
-    # first's 6 checkpoints and asker's input checkpoint are kept: asker (awaiting input) needs them
-    assert [c.step for c in client.get_history("th")] == [5, 4, 3, 2, 1, 0, -1]
+    # first's 7 checkpoints, asker's input checkpoint and its input applied are kept: asker (awaiting input)
+    # needs them
+    assert [c.step for c in client.get_history("th")] == [7, 6, 5, 4, 3, 2, 1, 0, -1]
     assert kinds(redis_client, "th") == {
         "cp": 1,
         "hist": 1,
         "ch": 2,  # topic, count
         "log": 1,  # log (first's appends)
-        "writes": 1,  # asker's paused step
+        "writes": 8,  # each committed step's task writes (first's 6, asker's input), asker's paused step
         "run": 2,
         "events": 2,
         "runs": 1,
         "active": 1,
         "requests": 1,
     }
-    assert redis_client.hlen(keys.checkpoints("th")) == 7
+    assert redis_client.hlen(keys.checkpoints("th")) == 9
     assert client.get_run(first).result == FIVE
     assert b"result" in redis_client.hkeys(keys.run("th", first))  # kept in its record already
     client.answer(asker, "yes")
@@ -198,7 +199,7 @@ def test_a_run_given_up_at_shutdown_keeps_them_for_its_continuation(
     assert worker.wait(15) == 1
     run = client.get_run(run_id)
     assert (run.status, run.error.type if run.error else None) == (RunStatus.CANCELED, "WorkerShutdown")
-    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]  # kept for the continuation
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]  # kept for the continuation
     assert run.continued_by_run_id is not None
     start(**settings)
     final = ended(client, run.continued_by_run_id)

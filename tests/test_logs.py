@@ -56,7 +56,7 @@ def test_worker_json_lines_carry_the_step_context_and_no_password(
     lines = [line for line in output.splitlines() if line.startswith("{")]
     assert len(lines) >= 3
     entries = [json.loads(line) for line in lines]  # every line is one whole JSON object
-    ended = [e for e in entries if e["message"].startswith(f"run {failed} failed at step 1")]
+    ended = [e for e in entries if e["message"].startswith(f"run {failed} failed at step 2")]
     assert len(ended) == 1
     entry = ended[0]
     assert set(entry) == {"time", "level", "logger", "message", "workflow", "run", "thread", "step", "tenant"}
@@ -249,11 +249,11 @@ def test_a_failed_run_is_logged_at_the_worker_default_level_and_not_twice_by_gra
     env = worker_env(redis_url, "tests.workflows.basic", tmp_path)
     result = graphq("worker", "--burst", env=env, timeout=60)
     assert result.returncode == 0, result.stderr
-    ended_lines = [line for line in result.stderr.splitlines() if f"run {failed} failed at step 1" in line]
+    ended_lines = [line for line in result.stderr.splitlines() if f"run {failed} failed at step 2" in line]
     assert len(ended_lines) == 1 and " WARNING graphq.runs: " in ended_lines[0], result.stderr
     inline = graphq("run", "failing", "--input", '{"n": 1}', env=env, timeout=60)
     assert inline.returncode == 1
-    said = [line for line in inline.stderr.splitlines() if "failed at step 1" in line]
+    said = [line for line in inline.stderr.splitlines() if "failed at step 2" in line]
     assert len(said) == 1 and said[0].startswith("error: run "), inline.stderr
 
 

@@ -46,7 +46,7 @@ def test_an_inner_graphs_question_pauses_the_run_and_its_answer_reaches_it(
     assert run.result == {"items": ["inner:['x', 'answer:yes']"]}
     first, second = _log(tmp_path)
     assert first == second  # the inner task's idempotency key is the same on the resumed run
-    assert re.fullmatch(rf"ask {run_id}:0:[0-9a-f]{{16}}", first)
+    assert re.fullmatch(rf"ask {run_id}:1:[0-9a-f]{{16}}", first)  # the inner graph's first step: 1
 
 
 def test_graphq_runs_answer_reaches_an_inner_graphs_question(client: Client, env: dict[str, str]) -> None:
@@ -140,7 +140,7 @@ def test_the_idempotency_key_of_a_task_is_the_same_on_every_resume_in_process() 
     assert len(seen) == 3
     assert len(set(seen)) == 1
     run, step, task = seen[0].split(":")
-    assert (len(run), step, len(task)) == (32, "0", 16)
+    assert (len(run), step, len(task)) == (32, "1", 16)
 
 
 def test_the_idempotency_key_of_an_inner_task_is_the_parents_run_and_stable() -> None:

@@ -20,6 +20,7 @@ from graphcore import START, StateGraph, keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.backend.store import RedisCheckpointStore
+from graphcore.checkpoints.layout import decode_writes
 from graphcore.engine.registry import Registry
 from graphcore.messages import HumanMessage
 from graphcore.settings import Settings
@@ -58,10 +59,11 @@ def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 
 
 def _inner_writes(kv: redis.Redis, thread: str, node: str) -> int:
-    """Entries in the pending-writes hashes of the graphs node ``node``'s tasks invoked (their namespace
-    starts ``node:``), on ``thread``."""
+    """Entries of node tasks in the pending-writes hashes of the graphs node ``node``'s tasks invoked (their
+    namespace starts ``node:``), on ``thread`` (not the input's, kept with their input checkpoints)."""
     pattern = keys.pending_writes(thread, f"{node}:*", "*")
-    return sum(int(kv.hlen(k)) for k in kv.scan_iter(match=pattern))
+    entries = [decode_writes(blob) for k in kv.scan_iter(match=pattern) for blob in kv.hvals(k)]
+    return sum(1 for tw in entries if tw.node != START)
 
 
 def _kill_mid_step_and_continue(

@@ -67,7 +67,7 @@ def test_each_run_fails_naming_the_node_and_one_worker_process_takes_the_next(
         *((RunStatus.FAILED, error) for error in RAISING.values()),
         (RunStatus.COMPLETED, None),
     ]
-    assert [(r.error.node, r.error.step) for r in runs[:-1] if r.error] == [("bail", 0)] * len(RAISING)
+    assert [(r.error.node, r.error.step) for r in runs[:-1] if r.error] == [("bail", 1)] * len(RAISING)
     pids = {line.split()[1] for line in ran(tmp_path)}
     assert len(ran(tmp_path)) == len(RAISING) and len(pids) == 1  # ("bail <pid>"; fine's node logs none)
     assert len({r.worker for r in runs}) == 1
@@ -82,7 +82,7 @@ def test_enqueue_wait_returns_with_the_error(env: dict[str, str], start: Start) 
     assert done.returncode == 1, done.stderr
     run_id = done.stdout.strip()
     assert done.stderr == (
-        f"run {run_id} (exits) failed at step 0: NodeError: node 'bail' raised SystemExit: 3\n"
+        f"run {run_id} (exits) failed at step 1: NodeError: node 'bail' raised SystemExit: 3\n"
         "error: 1 of 1 runs did not complete\n"
     )
 
@@ -94,7 +94,7 @@ def test_graphq_run_prints_one_error_line(env: dict[str, str]) -> None:
     assert "Traceback" not in done.stderr + done.stdout
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, done.stderr
-    assert errors[0].endswith(" failed at step 0: NodeError: node 'bail' raised SystemExit: 3")
+    assert errors[0].endswith(" failed at step 1: NodeError: node 'bail' raised SystemExit: 3")
 
 
 _IN_PROCESS = "from worker.process import run_worker; run_worker()"

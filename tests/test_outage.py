@@ -60,7 +60,7 @@ def outage(
             assert run.status == RunStatus.COMPLETED, logs
             assert run.result == {**given, "trail": list(range(1, STEPS + 1))}
             history = client.get_history(run.thread_id)
-            assert [c.step for c in history] == list(range(STEPS - 1, -2, -1))  # each step committed once
+            assert [c.step for c in history] == list(range(STEPS, -2, -1))  # each step committed once
         assert [w.poll() for w in workers] == [None, None], logs  # every worker survived
         after = client.enqueue("ticking", {"steps": 2, "sleep_s": 0.0}, thread_id="after")
         [last] = client.wait([after], timeout_s=20)  # and goes on taking work
@@ -143,7 +143,7 @@ def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Pa
             time.sleep(0.05)
         run = client.get_run(run_id)
         assert (run.status, run.step, run.head) == (RunStatus.RUNNING, 0, head)
-        assert [c.step for c in client.get_history("lapse")] == [-1]
+        assert [c.step for c in client.get_history("lapse")] == [0, -1]
         assert len(kv.hgetall(keys.pending_writes("lapse", "", head))) == 1  # the fast task's, kept
         assert worker.poll() is None, procs.logged(worker)
         kv.zrem(keys.lease_index(), keys.lease_member("lapse", run_id))  # as a reaper would; then queue it
@@ -156,7 +156,7 @@ def test_a_step_whose_lease_lapsed_during_an_outage_changes_nothing(tmp_path: Pa
             RunStatus.COMPLETED,
             {"names": ["slow", "fast"], "done": ["slow#2", "fast#1"]},
         ), procs.logged(worker)
-        assert [c.step for c in client.get_history("lapse")] == [0, -1]
+        assert [c.step for c in client.get_history("lapse")] == [1, 0, -1]
         assert kv.hget(keys.run("lapse", run_id), "refused:pending") == b"1"
     finally:
         procs.close()

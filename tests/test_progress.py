@@ -83,14 +83,14 @@ def test_a_five_task_step_writes_progress_reaching_five_of_five(
     run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=redis_client)
     assert client.get_run(run_id).result == {"n": 5, "pieces": [0, 1, 2, 3, 4], "total": 5}
     progress = progress_events(redis_client, client, run_id)
-    assert progress[0] == (0, {"done": 0, "total": 5})
-    assert progress[-1] == (0, {"done": 5, "total": 5})
+    assert progress[0] == (1, {"done": 0, "total": 5})
+    assert progress[-1] == (1, {"done": 5, "total": 5})
     dones = [data["done"] for _, data in progress]
-    assert dones == sorted(dones) and {step for step, _ in progress} == {0}  # the 1-task join writes none
+    assert dones == sorted(dones) and {step for step, _ in progress} == {1}  # the 1-task join writes none
     assert all(data["total"] == 5 for _, data in progress)
     run = client.get_run(run_id)
     modes = [(e.mode, e.step) for e in read_events(redis_client, run.thread_id, run_id)]
-    assert modes.index(("updates", 0)) > max(i for i, m in enumerate(modes) if m[0] == "progress")
+    assert modes.index(("updates", 1)) > max(i for i, m in enumerate(modes) if m[0] == "progress")
 
 
 def test_one_task_steps_write_no_progress(client: Client, redis_client: redis.Redis, redis_url: str) -> None:
@@ -110,8 +110,8 @@ def test_graphq_run_draws_the_step_bar_on_a_terminal_only(redis_url: str) -> Non
     assert json.loads(plain.stdout) == {"n": 5, "pieces": [0, 1, 2, 3, 4], "total": 5}
     assert "/5" not in plain.stderr  # no bar: the step lines only
     steps = [line for line in plain.stderr.splitlines() if line.startswith("step")]
-    assert [line[:8] for line in steps] == ["step   0", "step   1"]
-    assert steps[0].startswith("step   0  piece x5  (5 tasks)  ")
+    assert [line[:8] for line in steps] == ["step   1", "step   2"]
+    assert steps[0].startswith("step   1  piece x5  (5 tasks)  ")
 
 
 def test_watch_prints_progress_lines_only_when_asked(
@@ -136,7 +136,7 @@ def test_enqueue_wait_draws_step_bars_beside_the_runs_bar(redis_url: str, procs:
     args = ("enqueue", "wide", "--input", '{"n": 5, "pause": 0.2}', "--wait")
     drawn = ok(graphq(redis_url, *args, env=TERMINAL))
     plain = ok(graphq(redis_url, *args, env=PIPE))
-    assert "step   0" in drawn.stderr and "0/5" in drawn.stderr and "5/5" in drawn.stderr
+    assert "step   1" in drawn.stderr and "0/5" in drawn.stderr and "5/5" in drawn.stderr
     assert "runs" in drawn.stderr and "1/1" in drawn.stderr
     assert "/5" not in plain.stderr and "step" not in plain.stderr
     assert plain.stderr == ""  # no runs bar either: the trial's `--wait 2>file` held `runs ━━━━ 1/1 0:00:00`

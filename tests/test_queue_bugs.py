@@ -125,11 +125,11 @@ def test_a_cancel_during_the_last_step_wins_over_completion(
         "canceled by request during the last super-step; its checkpoint is kept",
     )
     history = client.get_history("last")
-    assert [c.step for c in history] == [0, -1]
+    assert [c.step for c in history] == [1, 0, -1]
     assert history[0].id == run.head
     assert history[0].channel_values == {"url": redis_url, "interrupt": interrupt, "done": said}
     statuses = [(e.step, e.data) for e in read_events(redis_client, "last", run_id) if e.mode == "status"]
-    assert statuses == [(0, {"status": "running"}), (0, {"status": "canceled"})]
+    assert statuses == [(1, {"status": "running"}), (1, {"status": "canceled"})]
     assert client.cancel(run_id) == f"run {run_id} is already canceled; nothing changed"
     assert redis_client.exists(keys.thread_active("last")) == 0  # the thread was handed over
     again = client.resume(run_id)  # X4: the thread goes on from the kept checkpoint (nothing left to run)
@@ -153,7 +153,7 @@ def test_a_cancel_during_a_step_that_asks_for_input_ends_the_run(
         "canceled by request during the step that asked for input; nobody is asked",
     )
     assert client.requests(run_id) == []
-    assert [c.step for c in client.get_history("asked")] == [-1]
+    assert [c.step for c in client.get_history("asked")] == [0, -1]
     statuses = [e.data["status"] for e in read_events(redis_client, "asked", run_id) if e.mode == "status"]
     assert statuses == ["running", "canceled"]
     assert redis_client.exists(keys.thread_active("asked")) == 0

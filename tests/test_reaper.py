@@ -305,7 +305,7 @@ def test_a_continuation_without_a_checkpoint_starts_from_the_input(
     [final] = client.wait([run_id], timeout_s=10)
     assert (final.id, final.status) == (new.id, RunStatus.COMPLETED)
     assert final.result == {"names": ["fast"], "prepared": True, "done": ["fast"], "joined": 1}
-    assert [c.step for c in client.get_history(thread)] == [2, 1, 0, -1]
+    assert [c.step for c in client.get_history(thread)] == [3, 2, 1, 0, -1]
     assert [r.id for r in client.chain(new.id)] == [r.id for r in client.chain(run_id)] == [run_id, new.id]
     with process_state_restored():  # a watch of the interrupted run follows the chain to its last run
         watched = ok(invoke(MODULE, redis_url, "runs", "watch", run_id, "--mode", "status", "-o", "json"))

@@ -80,7 +80,7 @@ def test_sigkill_mid_step_is_continued_from_the_latest_checkpoint(
     old = client.get_run(run_id)
     assert (old.status, old.continued_by_run_id) == (RunStatus.FAILED, successor.id)
     assert old.error is not None and old.error.type == "WorkerLost"
-    assert old.error.message.startswith(f"worker {crashed.worker} stopped renewing its lease on step 1; ")
+    assert old.error.message.startswith(f"worker {crashed.worker} stopped renewing its lease on step 2; ")
     assert (final.status, final.continued_from_run_id, final.attempt) == (RunStatus.COMPLETED, run_id, 2)
     assert final.worker not in (None, crashed.worker)
     assert final.result == {
@@ -91,8 +91,8 @@ def test_sigkill_mid_step_is_continued_from_the_latest_checkpoint(
     }
     assert executions(redis_client) == {"prepare": 1, "fast": 1, "slow-a": 2, "slow-b": 2, "join": 1}
     history = client.get_history(thread)
-    assert [c.step for c in history] == [2, 1, 0, -1]
-    assert len({c.id for c in history}) == 4
+    assert [c.step for c in history] == [3, 2, 1, 0, -1]
+    assert len({c.id for c in history}) == 5
     assert [r.id for r in client.chain(successor.id)] == [run_id, successor.id]
 
 
@@ -119,7 +119,7 @@ def test_max_resume_attempts_bounds_the_chain(
     )
     assert done.returncode == 1, done.stderr
     chain_note = f", attempt {attempts + 1} of its chain, continues {chain[-2].id}" if attempts else ""
-    assert f"run {last.id} (suicide{chain_note}) failed at step 1: WorkerLost: " in done.stderr
+    assert f"run {last.id} (suicide{chain_note}) failed at step 2: WorkerLost: " in done.stderr
     assert executions(redis_client) == {"first": 1, "doom": attempts + 1}
 
 
@@ -133,13 +133,13 @@ def test_resume_off_starts_the_run_again_from_its_input(
     assert (final.id, final.status, final.attempt) == (run_id, RunStatus.COMPLETED, 2)
     assert final.continued_by_run_id is None and final.continued_from_run_id is None
     assert final.interrupted is not None and final.interrupted.type == "WorkerLost"
-    assert final.interrupted.message.startswith("worker ") and " stopped renewing its lease on step 1; " in (
+    assert final.interrupted.message.startswith("worker ") and " stopped renewing its lease on step 2; " in (
         final.interrupted.message
     )
     assert final.result == {"n": 1, "trail": ["first", "doom"]}
     assert executions(redis_client) == {"first": 2, "doom": 2}
     history = client.get_history(final.thread_id)
-    assert [c.step for c in history] == [1, 0, -1, 0, -1]  # the first attempt's checkpoints stay
+    assert [c.step for c in history] == [2, 1, 0, -1, 1, 0, -1]  # the first attempt's checkpoints stay
     assert [len(client.chain(run_id))] == [1]
 
 
@@ -182,7 +182,7 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
     assert len(listed) == 2
     holder = next(w for w in listed if w["id"] == crashed.worker)
     assert (holder["run_id"], holder["step"], queue in holder["queues"]) == (run_id, 1, True)
-    assert holder["thread_step"] == 1  # a run's first steps: its count and the thread's agree
+    assert holder["thread_step"] == 2  # the thread's: one more than the run's count (the input applied is 0)
     victim = procs.holding(crashed.worker or "")
     killed = time.monotonic()
     os.killpg(victim.pid, signal.SIGKILL)
@@ -222,7 +222,7 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
     assert successor is not None and successor.status == RunStatus.COMPLETED
     assert successor.result == {"trail": ["first", "long"]}
     assert executions(redis_client) == {"first": 1, "long": 2}
-    assert [c.step for c in client.get_history(thread)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(thread)] == [2, 1, 0, -1]
     assert job_id not in StartedJobRegistry(queue, connection=redis_client).get_job_ids()
     assert job_id not in FailedJobRegistry(queue, connection=redis_client).get_job_ids()
 

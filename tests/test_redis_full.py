@@ -166,7 +166,7 @@ def test_runs_end_and_workers_live_on_when_redis_refuses_their_commits(
             "gate": 2 if name == "going" else 3,
             "trail": [1, 2, 3],
         }
-        assert [c.step for c in client.get_history(name)] == [2, 1, 0, -1]  # each step committed once
+        assert [c.step for c in client.get_history(name)] == [3, 2, 1, 0, -1]  # each step committed once
         assert line_count(tmp_path / f"{name}.log") == 3  # each node ran once
     assert [logged.count(c) for c in commits] == [1, 1]  # each wait logged once
     assert (worker.poll(), worker_children(worker.pid)) == (None, children), logged
@@ -274,6 +274,6 @@ def test_runs_in_flight_through_4s_of_a_full_redis_all_complete(
     logged = procs.logged(worker)
     for run, g in zip(done, given, strict=True):
         assert (run.status, run.result) == (RunStatus.COMPLETED, {**g, "trail": list(range(1, 9))}), logged
-        assert [c.step for c in client.get_history(g["name"])] == list(range(7, -2, -1))  # committed once
+        assert [c.step for c in client.get_history(g["name"])] == list(range(8, -2, -1))  # committed once
     assert (worker.poll(), worker_children(worker.pid)) == (None, children), logged
     assert "Traceback" not in logged, logged

@@ -115,7 +115,7 @@ def test_a_completed_thread_is_resumed_only_with_next_tasks(client: Client) -> N
         client.resume(run_id)
     assert str(caught.value) == (
         f"run {run_id} is completed and thread 'done' has nothing left to run (its latest checkpoint, step "
-        "2, has no next tasks): a resume would be an empty run; start a run with input on the thread "
+        "3, has no next tasks): a resume would be an empty run; start a run with input on the thread "
         "(graphq enqueue three_steps --thread done --input JSON)"
     )
     assert [r.id for r in client.thread_runs("done")] == [run_id]
@@ -177,6 +177,6 @@ def test_the_cli_points_a_breakpoint_to_resume_and_a_request_to_answer(
         2,
         "",
         f"error: run {run_id} is completed and thread {thread!r} has nothing left to run (its latest "
-        "checkpoint, step 1, has no next tasks): a resume would be an empty run; start a run with input on "
+        "checkpoint, step 2, has no next tasks): a resume would be an empty run; start a run with input on "
         f"the thread (graphq enqueue asks_after_a_stop --thread {thread} --input JSON)\n",
     )

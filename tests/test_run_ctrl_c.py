@@ -80,7 +80,7 @@ def test_first_ctrl_c_cancels_after_the_step_and_runs_resume_completes_it(
     record = show(run_id, env)
     assert (record["status"], record["error"]["type"]) == ("canceled", "Canceled"), record
     history = graphq("state", thread, "--history", "--output", "json", env=env)
-    assert [c["step"] for c in json.loads(history.stdout)] == [0, -1]  # step 0 (first) kept; slow not
+    assert [c["step"] for c in json.loads(history.stdout)] == [1, 0, -1]  # step 1 (first) kept; slow not
     (tmp_path / "hold").unlink()
     resumed = graphq("runs", "resume", run_id, env=env)
     assert resumed.returncode == 0, resumed.stderr
@@ -105,7 +105,7 @@ def test_a_step_that_ends_normally_after_ctrl_c_leaves_the_run_canceled_not_runn
     record = show(run_id, env)
     assert (record["status"], record["error"]["type"]) == ("canceled", "Canceled"), record
     history = graphq("state", thread, "--history", "--output", "json", env=env)
-    assert [c["step"] for c in json.loads(history.stdout)] == [1, 0, -1]  # slow's step kept
+    assert [c["step"] for c in json.loads(history.stdout)] == [2, 1, 0, -1]  # slow's step kept
     resumed = graphq("runs", "resume", run_id, env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["done"] == ["first", "slow", "last"]

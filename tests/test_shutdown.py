@@ -91,7 +91,7 @@ def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_anoth
     [first_pid], [second_pid] = started(tmp_path, "first"), started(tmp_path, "second")
     assert first_pid != second_pid
     assert [what for _, what in log_lines(tmp_path)] == BOTH_STEPS
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]
 
 
 def test_a_node_sees_its_workers_drain_as_runtime_drain_requested(
@@ -155,7 +155,7 @@ def test_sigterm_during_a_step_longer_than_the_drain_timeout_gives_it_up(
         "WorkerShutdown",
         "the worker was stopped (SIGTERM) and the step did not end within GRAPHQ_DRAIN_TIMEOUT_S=1 s",
     )
-    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]  # checkpoints kept
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]  # checkpoints kept
     assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
     assert "second end" not in [what for _, what in log_lines(tmp_path)]
     events = [(e.mode, e.data) for e in read_events(redis_client, run.thread_id, run_id)][-1:]
@@ -205,7 +205,7 @@ def test_two_sigterms_stop_at_once_and_hand_the_run_over(
         "WorkerShutdown",
         "the worker was stopped at once (a second SIGTERM, or SIGINT) while the step ran",
     )
-    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
     assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
     assert_continued(client, redis_client, run)
 
@@ -280,7 +280,7 @@ def test_a_node_holding_the_gil_past_the_lease_ttl_keeps_its_lease_and_its_worke
     assert run.status == RunStatus.COMPLETED, run.error
     assert [what for _, what in log_lines(tmp_path)] == BOTH_STEPS
     assert (listed(redis_client), rq_key in redis_client.smembers("rq:workers")) == ([worker_id], True)
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]
 
 
 def test_gil_sleep_really_holds_the_gil(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -327,7 +327,7 @@ def test_b17_a_long_c_level_node_runs_once_while_its_worker_lives(
     run = ended(client, run_id)
     assert run.status == RunStatus.COMPLETED, run.error
     assert len(started(tmp_path, "first")) == 1
-    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [2, 1, 0, -1]
     assert all(w.poll() is None for w in workers)
 
 
@@ -352,7 +352,7 @@ def test_a_node_blocked_past_the_run_timeout_is_killed_at_the_deadline_plus_the_
         "step was running; the step did not end within GRAPHQ_KILL_GRACE_S=1 s, so its worker process "
         f"(pid {pid}) was killed",
     )
-    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
     assert redis_client.exists(keys.lease(run.thread_id, run_id)) == 0
     assert worker.poll() is None  # the supervisor lives on, with a new worker process
     wait_for(lambda: idle_workers(redis_client) == 1, what="the replacement worker")
@@ -511,7 +511,7 @@ def test_a_step_given_up_is_not_continued_at_the_chain_limit_or_with_resume_off(
     assert run.status == RunStatus.CANCELED
     assert run.error is not None and (run.error.type, run.error.message) == ("WorkerShutdown", message)
     assert run.continued_by_run_id is None
-    assert [c.step for c in client.get_history(run.thread_id)] == [0, -1]
+    assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
     assert redis_client.llen("rq:queue:graphq:two-steps") == 0
     assert redis_client.exists(keys.thread_active(run.thread_id)) == 0  # the thread is free again
 

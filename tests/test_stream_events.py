@@ -46,8 +46,8 @@ def test_checkpoint_payload_of_a_queued_run(
         "configurable": {"checkpoint_ns": "", "thread_id": run.thread_id, "checkpoint_id": head.parent_id}
     }
     assert (payload["values"], payload["next"], payload["tasks"]) == ({"n": 1}, [], [])
-    assert (payload["metadata"]["source"], payload["metadata"]["step"], payload["metadata"]["parents"]) == (
-        "loop",
-        1,
-        {},
-    )
+    assert payload["metadata"] == {
+        "source": "loop",
+        "step": 2,
+        "parents": {},
+    }  # input -1, 0, quiet 1, write 2

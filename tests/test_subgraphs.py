@@ -72,7 +72,7 @@ def test_child_graph_with_its_own_thread_keeps_its_lineage(client: Client, redis
     assert [r.result for r in runs] == [{"seen": 2}, {"seen": 1}]
     child = client.get_state("child-thread")
     assert child.channel_values == {"counter": 2}
-    assert [c.step for c in client.get_history("child-thread")] == [2, 1, 0, -1]
+    assert [c.step for c in client.get_history("child-thread")] == [4, 3, 2, 1, 0, -1]  # 3 per call
 
 
 def test_interrupting_cancel_reaches_a_running_subgraph(
@@ -95,11 +95,12 @@ def test_interrupting_cancel_reaches_a_running_subgraph(
     assert [token_set for _, token_set in started] == ["0"] * len(started)  # none once the cancel is seen
     assert all(float(at) < canceled_by for at, _ in started)
     parent_history = client.get_history(run.thread_id)
-    assert [c.source for c in parent_history] == ["input"]  # the parent keeps its last checkpoint
+    assert [c.source for c in parent_history] == ["loop", "input"]  # the input applied: its last checkpoint
     child_ns = next(k.decode().split(":cp:")[1] for k in client.kv.scan_iter(match="graphq:*:cp:child:*"))
     child_history = client.checkpoints.list(run.thread_id, ns=child_ns)
-    assert len(child_history) >= 2  # the child kept its committed steps
-    assert child_history[0].channel_values["ticks"] == list(range(1, len(child_history)))
+    assert len(child_history) >= 3  # the child kept its committed steps
+    # one tick per step after its input checkpoint and the input applied
+    assert child_history[0].channel_values["ticks"] == list(range(1, len(child_history) - 1))
 
 
 def test_a_subgraph_checkpoint_retried_after_its_reply_was_lost_is_written_once(

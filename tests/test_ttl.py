@@ -107,7 +107,8 @@ def test_every_key_of_a_thread_expires_within_the_ttl(ttl: None, client: Client)
     assert client.get_run(run_id).thread_ttl_s == 2.0
     found = ttls(kv, "tt1")
     kinds = sorted({k.split(":")[2] for k in found})
-    assert kinds == ["ch", "cp", "events", "hist", "keys", "log", "run", "runs"], found
+    # "writes": each committed step's task writes, kept with its checkpoint (LangGraph's tasks[i].result)
+    assert kinds == ["ch", "cp", "events", "hist", "keys", "log", "run", "runs", "writes"], found
     assert all(0 < left <= 2000 for left in found.values()), found
     registered = {k.decode() for k in kv.smembers(keys.thread_keys("tt1"))}
     assert registered >= set(found) - {keys.thread_keys("tt1")}

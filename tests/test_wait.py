@@ -50,7 +50,7 @@ def test_enqueue_wait_exits_3_with_the_open_request_and_the_answer_command(
     [request] = client.requests(run_id)
     assert done.stdout.splitlines() == [
         run_id,
-        f"run {run_id} is waiting for input at step 0 (1 open request):",
+        f"run {run_id} is waiting for input at step 1 (1 open request):",
         f'  {request.id}  ask_twice  {{"question": "first about tea?"}}',
         "answer with:",
         f"  graphq runs answer {run_id} --value '<JSON>'",
@@ -68,7 +68,7 @@ def test_enqueue_wait_on_a_run_with_two_requests_lists_both(
     answer = f"graphq runs answer {run_id}"
     assert done.stdout.splitlines() == [
         run_id,
-        f"run {run_id} is waiting for input at step 0 (2 open requests):",
+        f"run {run_id} is waiting for input at step 1 (2 open requests):",
         f'  {first.id}  approve  "approve a?"',
         f'  {second.id}  approve  "approve b?"',
         "answer all with (or one by one, with --request):",

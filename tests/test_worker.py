@@ -49,12 +49,14 @@ def test_counter_completes_with_one_checkpoint_per_super_step(
     assert run.result == {"limit": 4, "n": 4, "log": ["bump1", "bump2", "bump3", "bump4"]}
     history = client.get_history(run.thread_id)
     assert [(c.step, c.source) for c in history] == [
+        (4, "loop"),
         (3, "loop"),
         (2, "loop"),
         (1, "loop"),
         (0, "loop"),
         (-1, "input"),
     ]
+    assert [c.next_tasks[0].node for c in history[-2:]] == ["bump", "__start__"]
     assert run.head == history[0].id
     assert run.started_at is not None and run.ended_at is not None
 
@@ -68,13 +70,13 @@ def test_events_stream_records_statuses_updates_and_values(
     events = list(read_events(redis_client, run.thread_id, run_id))
     modes = [(e.mode, e.step) for e in events]
     assert modes == [
-        ("status", 0),
-        ("values", -1),
-        ("updates", 0),
+        ("status", 1),
         ("values", 0),
         ("updates", 1),
         ("values", 1),
-        ("status", 1),
+        ("updates", 2),
+        ("values", 2),
+        ("status", 2),
     ]
     assert events[2].data == {"bump": {"n": 1, "log": ["bump1"]}}
     assert events[-1].data == {"status": "completed"}
@@ -96,7 +98,7 @@ def test_failing_node_keeps_earlier_checkpoints(client: Client, redis_client: An
     assert run.error.message == "node 'explode' raised RuntimeError: kaboom at node explode"
     assert "RuntimeError: kaboom" in run.error.traceback
     history = client.get_history(run.thread_id)
-    assert [(c.step, c.channel_values) for c in history] == [(0, {"n": 1}), (-1, {})]
+    assert [(c.step, c.channel_values) for c in history] == [(1, {"n": 1}), (0, {}), (-1, {})]
 
 
 def test_unserialisable_value_fails_naming_state_path(
@@ -126,7 +128,7 @@ def test_duplicate_step_job_is_a_no_op(client: Client, redis_client: Any, redis_
     work(redis_client, redis_url)
     run = client.get_run(run_id)
     assert step_job(run_id, run.thread_id, 0) == "skipped: run is completed at step 1"
-    assert len(client.get_history(run.thread_id)) == 2
+    assert len(client.get_history(run.thread_id)) == 3
 
 
 def test_a_duplicate_job_leaves_a_cancel_to_the_worker_that_holds_the_step(
@@ -229,7 +231,12 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
     assert final.status == RunStatus.COMPLETED
     assert dict(recovery.CALLS) == {"a": 1, "c": 1}
     assert final.result is not None and final.result["done"] == ["A", "B-from-first-attempt", "C"]
-    assert redis_client.exists(keys.pending_writes(run.thread_id, "", cp.id)) == 0
+    kept = client.checkpoints.get_writes(run.thread_id, cp.id)  # the committed step's, its tasks' results
+    assert sorted(tw.writes for tw in kept.values()) == [
+        [("done", ["A"])],
+        [("done", ["B-from-first-attempt"])],
+        [("done", ["C"])],
+    ]
     assert redis_client.hget(keys.run(run.thread_id, run_id), "partial") is None
 
 
@@ -311,8 +318,8 @@ def test_a_runs_end_is_logged_with_the_threads_step_number(
     client: Client, redis_client: redis.Redis, redis_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Step numbers are the thread's everywhere (README): a second run on a thread was logged as failed "at
-    step 1" (its own count); its failed step is the thread's step 3 (input -1, ok 0, input 1, ok 2, explode
-    3)."""
+    step 1" (its own count); its failed step is the thread's step 5 (input -1, input applied 0, ok 1, explode
+    2 failed; input 2, input applied 3, ok 4, explode 5)."""
     first = client.enqueue("failing", {}, thread_id="t-ends")
     work(redis_client, redis_url)
     second = client.enqueue("failing", {"n": 5}, thread_id="t-ends")
@@ -322,7 +329,7 @@ def test_a_runs_end_is_logged_with_the_threads_step_number(
     assert [client.get_run(r).status for r in (first, second)] == [RunStatus.FAILED, RunStatus.FAILED]
     assert client.get_run(second).step == 1
     assert [r.getMessage() for r in caplog.records if r.name == "graphq.runs"] == [
-        f"run {second} failed at step 3: node 'explode' raised RuntimeError: kaboom at node explode"
+        f"run {second} failed at step 5: node 'explode' raised RuntimeError: kaboom at node explode"
     ]
 
 

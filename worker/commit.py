@@ -13,7 +13,7 @@ step that has a next one, in the MULTI pipeline in which RQ records the job's su
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from graphcore.backend.store import KeyIndex, plan_argv
 from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
+from graphcore.types import TaskWrites
 from worker.ride import keep_reply
 
 __all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
@@ -69,6 +70,10 @@ class StepCommit:
         events: ``(mode, step, data)`` to append to the run's stream.
         drop_lease: give the lease back in the commit (the next step's job may take it at once).
         drop_writes: delete the step's pending writes and answers (they are in the checkpoint now).
+        before: ``(id, plan)`` of a checkpoint written just before this one, in the same call: a run's
+            input checkpoint (LangGraph's, ``next == ("__start__",)``), whose child this commit writes.
+        kept_writes: task writes of the step that made the checkpoint not stored yet; with history the
+            commit keeps them as its parent's pending writes (that snapshot's ``tasks[i].result``).
         completes: set when the commit ends the run (see :class:`Completion`).
         next_job: the next step's RQ job, enqueued by the commit (None: the run has no next step, or the
             commit starts the run and its first step's job is queued already).
@@ -81,6 +86,8 @@ class StepCommit:
     drop_writes: bool = False
     completes: Completion | None = None
     next_job: PreparedJob | None = None
+    before: tuple[str, Plan] | None = None
+    kept_writes: Sequence[TaskWrites] = ()
 
 
 class CommitScript:
@@ -109,9 +116,13 @@ class CommitScript:
         flags = ("L" if extra.drop_lease else "") + ("W" if extra.drop_writes else "")
         flags += "C" if extra.completes is not None else ""
         flags += "J" if extra.next_job is not None else ""
+        flags += "P" if extra.before is not None else ""
         member = keys.lease_member(thread, run_id)
         argv: list[Any] = [lease.token, str(step), cp_id, plan.record, flags or "-", member]
         argv += [ttl_arg(thread_ttl_s), thread]
+        if extra.before is not None:
+            before_id, before_plan = extra.before
+            argv += [before_id, before_plan.record, *plan_argv(before_plan, index)]
         argv += plan_argv(plan, index)
         run_fields = extra.run_fields
         if plan.prune is not None and plan.prune.previous is not None:  # the head this commit prunes (R5)

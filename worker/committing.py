@@ -73,7 +73,7 @@ def commit(
     if extra.drop_lease:
         lease.dropping()  # the keeper must not take the key this commit deletes for a lost lease
     for append in (may_append, False):
-        plan = _plan(ctx, run, cp, append, drop)
+        plan = _plan(ctx, run, cp, append, drop, extra.kept_writes)
         script_keys, argv = ctx.commit.args(
             run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra, run.thread_ttl_s
         )
@@ -93,10 +93,18 @@ def commit(
     return str(verdict)
 
 
-def _plan(ctx: WorkerContext, run: RunRecord, cp: Checkpoint, may_append: bool, drop: Sequence[str]) -> Plan:
-    """The store's plan for committing ``cp``; without history (R5) its prune deletes ``drop`` too, and an
-    earlier run's result is kept before its head goes."""
-    plan = ctx.store(run.workflow).plan_put(run.thread_id, cp, may_append=may_append)
+def _plan(
+    ctx: WorkerContext,
+    run: RunRecord,
+    cp: Checkpoint,
+    may_append: bool,
+    drop: Sequence[str],
+    writes: Sequence[TaskWrites] = (),
+) -> Plan:
+    """The store's plan for committing ``cp`` (with history, ``writes`` kept as its parent's pending
+    writes); without history (R5) its prune deletes ``drop`` too, and an earlier run's result is kept
+    before its head goes."""
+    plan = ctx.store(run.workflow).plan_put(run.thread_id, cp, may_append=may_append, writes=writes)
     if plan.prune is not None:
         plan.prune.keys += drop
         _keep_earlier_result(ctx, run, plan)
@@ -132,6 +140,7 @@ def commit_step(
     cp: Checkpoint,
     results: list[TaskWrites],
     pending: bool,
+    persisted: bool = False,
 ) -> str:
     """Commit super-step ``run.step``: its checkpoint, the run's progress, events, the next job (R2, R3).
     The last step completes the run, unless a cancel request arrived meanwhile: then it ends Canceled, its
@@ -139,12 +148,16 @@ def commit_step(
 
     The step's ``updates`` events (one per task, in task order) are appended here, with the commit: a queued
     run's watchers see a step's tasks together, not each as it finishes (in process, ``stream`` yields each
-    as it finishes). ``pending``: the step has pending writes (or answers) to drop with the commit.
+    as it finishes). ``pending``: the step has pending writes (or answers) to drop with the commit; with
+    history they are kept instead, and the tasks' writes join them (``persisted``: they are all stored
+    already), so that ``parent``'s snapshot shows each task's result (LangGraph's ``tasks[i].result``).
     """
     events: list[tuple[str, int, Any]] = [("updates", cp.step, update_payload(graph, r)) for r in results]
     events.append(("values", cp.step, {"checkpoint_id": cp.id}))
     fields = {"head": cp.id, "step": str(run.step + 1)}
-    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending)
+    history = ctx.store(run.workflow).history
+    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending and not history)
+    extra.kept_writes = () if persisted or not history else results
     if cp.next_tasks:
         extra.next_job = ctx.queue.prepare(run, run.step + 1)
     else:
@@ -156,12 +169,7 @@ def commit_step(
     may_append = parent.id == run.head and parent.source != "fork"
     job = get_current_job()
     job = job if isinstance(job, StepJob) else None
-    if (
-        job is not None
-        and job.records_success()
-        and extra.next_job is not None
-        and ctx.store(run.workflow).history
-    ):
+    if job is not None and job.records_success() and extra.next_job is not None and history:
         return _commit_on_success(ctx, job, run, lease, cp, extra, may_append=may_append, writes_of=parent.id)
     verdict = commit(
         ctx,
@@ -199,7 +207,7 @@ def _commit_on_success(
     success, right after this function returns (:class:`worker.commit.CommitAhead`, P1): the same script,
     fenced the same way, and the lease the commit's until its reply (:meth:`Lease.commit_later`). Returns
     the job's outcome if the commit applies; :func:`_committed_on_success` handles the reply."""
-    plan = _plan(ctx, run, cp, may_append, ())
+    plan = _plan(ctx, run, cp, may_append, (), extra.kept_writes)
     call = ctx.commit.args(
         run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra, run.thread_ttl_s
     )

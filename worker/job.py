@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,10 +39,19 @@ from graphcore.backend.runs import (
 )
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
+from graphcore.engine.algo import (
+    applied_input,
+    apply_writes,
+    fork,
+    input_writes,
+    is_input,
+    start_run,
+    stored_form,
+    stored_writes,
+)
 from graphcore.engine.breakpoints import stop_of
 from graphcore.engine.checkpointer import replay_of
-from graphcore.engine.config import RunConfig, Scope, run_scope, with_remaining_steps
+from graphcore.engine.config import RunConfig, Scope, checkpoint_metadata, run_scope, with_remaining_steps
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import RetryHook, StepResult, run_step
@@ -346,9 +355,10 @@ def _step_end(
     if stop is not None or any(r.interrupts for r in outcome.results):
         stored = [stored_writes(graph, r) for r in outcome.results]
         return pause(ctx, run, lease, cp, stored, persisted=persisted, stop=stop)
-    new = stored_form(graph, apply_writes(graph, cp, outcome.results, {"run_id": run.id}))
+    meta = checkpoint_metadata(_attempt(ctx, graph, run).cfg, run.id)
+    new = stored_form(graph, apply_writes(graph, cp, outcome.results, meta))
     try:
-        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
+        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted, persisted)
     except SerializationError as exc:
         node = _unstorable(outcome.results)
         if node is None:  # not a node's writes (a reducer's result): the error names where in the state
@@ -423,9 +433,11 @@ def _first_step(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> int:
     if run.head is not None:
         return after_head(ctx, run)
     parent, _ = start_point(ctx.store(run.workflow), run.thread_id, cfg)
+    if run.input is not None:  # its input checkpoint, the input applied, then this step (LangGraph's)
+        return 1 if parent is None else parent.step + 3
     if parent is None:
         return 0
-    return parent.step + (1 if run.input is None else 2)
+    return parent.step + (2 if is_input(parent) else 1)
 
 
 def _mark_running(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig) -> None:
@@ -444,8 +456,9 @@ def _head(
     """The checkpoint the step starts from, and whether it continues the thread where it stopped.
 
     At step 0: with ``resume_if_exists`` (C2) the thread's latest checkpoint is the parent; a run without
-    input continues that checkpoint's next tasks; otherwise the input is applied (entry node again) and the
-    input checkpoint committed first, so that task ids are stable (I2).
+    input continues that checkpoint's next tasks (an input checkpoint's: its input applied first);
+    otherwise the input checkpoint and the input applied (entry node again) are committed first, in one
+    call, so that task ids are stable (I2).
     """
     store = ctx.store(run.workflow)
     if run.head is not None:
@@ -454,23 +467,51 @@ def _head(
             raise GraphqError(f"run {run.id}: head checkpoint {run.head} is missing")
         return cp, False
     parent, forks = start_point(store, run.thread_id, cfg)
+    meta = checkpoint_metadata(cfg, run.id)
     if forks and parent is not None:
-        parent = fork(parent, {"run_id": run.id})
+        parent = fork(parent, meta)
         _commit_start(ctx, run, lease, parent, may_append=False)
     if run.preset_answers and parent is not None:
         seed_answers(ctx, run, lease, parent)
+    remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
+    if run.input is None and parent is not None and is_input(parent):  # its input not applied yet
+        cp = stored_form(graph, applied_input(graph, parent, meta, remaining))
+        writes = [stored_writes(graph, w) for w in input_writes(graph, parent)]
+        _commit_start(ctx, run, lease, cp, may_append=True, writes=writes)
+        return cp, False
     if run.input is None and parent is not None:
         fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), {"head": parent.id}))
         run.head = parent.id
         return parent, True
-    lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
-    applied = apply_input(graph, parent, run.input, {"run_id": run.id}, remaining=cfg.step_limit() + 1)
-    cp = stored_form(graph, applied)
-    _commit_start(ctx, run, lease, cp, may_append=parent is not None)
+    lease.step_number = 0 if parent is None else parent.step + 2  # an error here is the input applied's
+    first, applied = start_run(graph, parent, run.input, meta, remaining)
+    first, cp = stored_form(graph, first), stored_form(graph, applied)
+    writes = [stored_writes(graph, w) for w in input_writes(graph, first)]
+    _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first, writes=writes)
     return cp, False
 
 
-def _commit_start(ctx: WorkerContext, run: RunRecord, lease: Lease, cp: Checkpoint, may_append: bool) -> None:
-    """Commit a checkpoint that starts the run (input or fork): it becomes the run's head; no step runs."""
+def _commit_start(
+    ctx: WorkerContext,
+    run: RunRecord,
+    lease: Lease,
+    cp: Checkpoint,
+    may_append: bool,
+    before: Checkpoint | None = None,
+    writes: Sequence[TaskWrites] = (),
+) -> None:
+    """Commit a checkpoint that starts the run (the input applied, or a fork): it becomes the run's head;
+    no step runs. ``before``: the run's input checkpoint, ``cp``'s parent, written in the same call (the
+    first step job makes no round trip more for it); without history (R5) it is not kept (``cp`` replaces
+    the thread's previous head as its parent). ``writes``: the input's, kept with ``cp`` (its ``__start__``
+    task's result)."""
     extra = StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})])
+    extra.kept_writes = writes
+    store = ctx.store(run.workflow)
+    if before is not None and not store.history:
+        cp.parent_id = before.parent_id
+    elif before is not None:
+        plan = store.plan_put(run.thread_id, before, may_append=False)
+        store.stored(before, plan)  # in the cache before the write: cp's plan reuses its refs (O(change))
+        extra.before = (before.id, plan)
     commit(ctx, run, lease, cp, extra, may_append=may_append, writes_of=cp.id)

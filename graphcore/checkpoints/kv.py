@@ -79,13 +79,24 @@ class KVCheckpointStore:
 
     # -- writing ---------------------------------------------------------------------------------------
 
-    def plan_put(self, thread_id: str, cp: Checkpoint, *, ns: str = "", may_append: bool = True) -> Plan:
+    def plan_put(
+        self,
+        thread_id: str,
+        cp: Checkpoint,
+        *,
+        ns: str = "",
+        may_append: bool = True,
+        writes: Sequence[TaskWrites] = (),
+    ) -> Plan:
         """Plan the writes that store ``cp``.
 
         Args:
             may_append: whether its logs may grow in its parent's generations (the write's append guard
                 still checks); False after an :class:`~graphcore.errors.AppendConflictError`, or when the
                 caller knows the parent's logs have grown since (a fork off an older checkpoint).
+            writes: the task writes of the step that made ``cp``; with history they are written with it as
+                the pending writes of its parent (what that checkpoint's tasks returned: O(change), the
+                writes are the change); without history they are dropped with the parent anyway.
 
         Raises:
             SerializationError: a value is not on the allow-list; nothing has been written.
@@ -94,6 +105,9 @@ class KVCheckpointStore:
         if may_append and refs is not None:
             may_append = not self._grown(thread_id, ns, refs)
         plan = encode(thread_id, ns, cp, parent, refs, self.schema, may_append=may_append)
+        if self.history and cp.parent_id is not None:
+            kept = keys.pending_writes(thread_id, ns, cp.parent_id)
+            plan.values += [(kept, tw.task_id, encode_writes(tw)) for tw in writes if tw.task_id]
         if not self.history:
             previous = cp.parent_id or self._head_id(thread_id, ns)  # a fresh start drops the old head
             stored = None if previous is None else self._stored_record(thread_id, ns, previous)
@@ -126,17 +140,20 @@ class KVCheckpointStore:
             self._tips.put(append.key, append.start + len(append.items))
 
     @saver.or_config(saver.put_checkpoint)
-    def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
-        """Store ``checkpoint`` as the thread's newest (see the protocol); a log that another branch
-        extended meanwhile is written to a new generation instead. A checkpoint already stored is not
-        written again (a write retried after its reply was lost changes nothing).
+    def put(
+        self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "", writes: Sequence[TaskWrites] = ()
+    ) -> None:
+        """Store ``checkpoint`` as the thread's newest, with ``writes`` (see the protocol and
+        :meth:`plan_put`); a log that another branch extended meanwhile is written to a new generation
+        instead. A checkpoint already stored is not written again (a write retried after its reply was lost
+        changes nothing).
 
         Raises:
             SerializationError: a value is not on the allow-list; nothing has been written.
             AppendConflictError: another writer grew the new generations too; nothing has been written.
         """
         for may_append in (True, False):
-            plan = self.plan_put(thread_id, checkpoint, ns=ns, may_append=may_append)
+            plan = self.plan_put(thread_id, checkpoint, ns=ns, may_append=may_append, writes=writes)
             if self._apply(thread_id, ns, checkpoint, plan):
                 self.stored(checkpoint, plan)
                 return

@@ -11,7 +11,15 @@ from typing import Any, Literal
 
 from graphcore.types import PendingTask
 
-__all__ = ["FORMAT_VERSION", "Checkpoint", "CheckpointSource", "new_checkpoint_id", "task_id"]
+__all__ = [
+    "FORMAT_VERSION",
+    "OWN_METADATA",
+    "Checkpoint",
+    "CheckpointSource",
+    "new_checkpoint_id",
+    "shown_metadata",
+    "task_id",
+]
 
 FORMAT_VERSION = 2
 """Version of the stored checkpoint format (2: values addressed by checkpoint id, guarded log appends; see
@@ -43,7 +51,9 @@ class Checkpoint:
         versions_seen: node → (channel → version) as of that node's last run.
         next_tasks: tasks of the next super-step, in execution order; empty when the run is done.
         barriers: join key → sources that finished since the join last fired.
-        metadata: ``source`` (input | loop | fork | update), ``step``, ``run_id``, ``writes`` (node names).
+        metadata: ``source`` (input | loop | fork | update), ``step``, the run config's ``metadata`` and
+            ``configurable`` keys LangGraph copies in, and graphq's own (:data:`OWN_METADATA`): ``run_id``,
+            ``writes`` (the nodes whose writes made it), ``forked_from`` (a fork's source).
         created_at: ISO-8601 UTC time.
         v: stored format version.
     """
@@ -70,3 +80,20 @@ class Checkpoint:
         """How this checkpoint came about (``metadata["source"]``)."""
         src: CheckpointSource = self.metadata.get("source", "loop")
         return src
+
+
+OWN_METADATA = frozenset({"run_id", "writes", "forked_from"})
+"""Metadata keys graphq stores with a checkpoint for itself (the CLI shows them); a snapshot's and a stream
+event's ``metadata`` leave them out, as LangGraph has none of them."""
+
+
+def shown_metadata(
+    metadata: dict[str, Any], parents: dict[str, str], *, copied: bool = True
+) -> dict[str, Any]:
+    """A checkpoint's metadata as LangGraph shows it: ``source``, ``step``, ``parents`` (namespace →
+    checkpoint id of the graphs it runs in) and, when ``copied`` (a snapshot; not a stream event, as in
+    LangGraph), the run config's keys copied in; never graphq's :data:`OWN_METADATA`."""
+    shown = {"source": metadata.get("source"), "step": metadata.get("step"), "parents": dict(parents)}
+    if copied:
+        shown |= {k: v for k, v in metadata.items() if k not in OWN_METADATA and k not in shown}
+    return shown

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from graphcore.checkpoints.model import Checkpoint
@@ -17,8 +17,12 @@ class CheckpointStore(Protocol):
     ``ns`` is the checkpoint namespace ("" at the root; ``parent_node:task_id`` for subgraphs).
     """
 
-    def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
-        """Store ``checkpoint`` as the newest of ``thread_id``.
+    def put(
+        self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "", writes: Sequence[TaskWrites] = ()
+    ) -> None:
+        """Store ``checkpoint`` as the newest of ``thread_id``. ``writes``: the task writes of the step that
+        made it; a store that keeps history keeps them, in the same write, as the pending writes of its
+        parent (its snapshot's ``tasks[i].result``, LangGraph's); one that does not may drop them.
 
         Raises:
             SerializationError: a value is not on the serde allow-list; nothing is written.

@@ -49,12 +49,17 @@ from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 __all__ = [
     "Task",
+    "applied_input",
     "apply_input",
     "apply_updates",
     "apply_writes",
     "fork",
+    "input_checkpoint",
+    "input_writes",
+    "is_input",
     "prepare_tasks",
     "run_task",
+    "start_run",
     "with_pushed",
 ]
 
@@ -274,7 +279,7 @@ def task_config(
         f"{RESERVED_PREFIX}node": task.node,
         f"{RESERVED_PREFIX}idempotency_key": f"{run}:{step}:{task.id}",
         NODE_SETTINGS_KEY: settings if settings is not None else {},
-        TASK_METADATA_KEY: langgraph_metadata(task.node, step + 1, task.path or (PULL, task.node), ns),
+        TASK_METADATA_KEY: langgraph_metadata(task.node, step, task.path or (PULL, task.node), ns),
     }
     visible = {k: v for k, v in config.configurable.items() if k not in (RESUME_KEY, ANSWERS_KEY)}
     return config.model_copy(update={"configurable": {**visible, **extra}, "checkpoint_ns": ns})
@@ -475,8 +480,8 @@ def apply_writes(
 
 def stored_form(graph: GraphSpec, cp: Checkpoint) -> Checkpoint:
     """``cp`` as a checkpoint store keeps it: without the values of :class:`UntrackedValue` channels, nor
-    their keys in the dict arguments of its ``Send`` tasks (LangGraph's: never checkpointed); ``cp`` itself
-    when the graph has no such channel."""
+    their keys in the dict arguments of its ``Send`` tasks and input (LangGraph's: never checkpointed);
+    ``cp`` itself when the graph has no such channel."""
     untracked = graph.schema.untracked
     if not untracked:
         return cp
@@ -495,10 +500,11 @@ def stored_writes(graph: GraphSpec, writes: TaskWrites) -> TaskWrites:
 
 
 def _tracked_sends(untracked: frozenset[str], tasks: list[PendingTask]) -> list[PendingTask]:
-    """``tasks`` with the untracked keys taken out of each ``Send``'s dict argument."""
+    """``tasks`` with the untracked keys taken out of each ``Send``'s dict argument (and of an input
+    checkpoint's ``__start__`` task's input)."""
     return [
         PendingTask(t.node, t.send, {k: v for k, v in t.arg.items() if k not in untracked})
-        if t.send and isinstance(t.arg, dict)
+        if (t.send or t.node == START) and isinstance(t.arg, dict)
         else t
         for t in tasks
     ]
@@ -525,11 +531,14 @@ def apply_input(
     metadata: Mapping[str, Any],
     *,
     strict: bool = False,
+    source: str = "input",
     remaining: int | None = None,
 ) -> Checkpoint:
-    """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
-    fresh thread's defaults), with the entry nodes scheduled (edges and routers from START; with
-    ``remaining``, the run's super-steps plus the input's, they read the managed values as LangGraph's).
+    """``input`` applied through the reducers onto ``parent``'s state (or a fresh thread's defaults), with
+    the entry nodes scheduled (edges and routers from START; with ``remaining``, the run's super-steps plus
+    the input's, they read the managed values as LangGraph's): step ``parent.step + 1`` (-1 without a
+    parent), metadata ``source`` as given. A run's first checkpoint after its input checkpoint is this with
+    ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)`` writes it as ``update``.
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
     them at enqueue), or refused when ``strict`` (``update_state(..., as_node=START)``).
@@ -545,7 +554,7 @@ def apply_input(
     goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, seen)]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
-    meta = {**metadata, "source": "input", "step": step, "writes": [START]}
+    meta = {**metadata, "source": source, "step": step, "writes": [START]}
     return Checkpoint(
         new_checkpoint_id(),
         parent.id if parent else None,
@@ -559,12 +568,74 @@ def apply_input(
     )
 
 
+def input_checkpoint(
+    graph: GraphSpec, parent: Checkpoint | None, input: Any, metadata: Mapping[str, Any]
+) -> Checkpoint:
+    """The checkpoint a run with ``input`` starts with, LangGraph's: ``parent``'s state unchanged (a fresh
+    thread's defaults), step ``parent.step + 1`` (-1 on a fresh thread), ``source: input``, its one task
+    ``__start__`` carrying the input (``next == ("__start__",)``). It shares every value with ``parent``:
+    storing it costs a record and a history entry (O(change), I4)."""
+    step = parent.step + 1 if parent is not None else -1
+    meta = {**metadata, "source": "input", "step": step, "writes": []}
+    return Checkpoint(
+        new_checkpoint_id(),
+        parent.id if parent is not None else None,
+        step,
+        dict(parent.channel_values) if parent is not None else graph.schema.initial_values(),
+        dict(parent.channel_versions) if parent is not None else {},
+        dict(parent.versions_seen) if parent is not None else {},
+        [PendingTask(START, False, input)],
+        dict(parent.barriers) if parent is not None else {},
+        meta,
+    )
+
+
+def is_input(cp: Checkpoint) -> bool:
+    """Whether ``cp`` is an input checkpoint whose input is not applied yet (its one task: ``__start__``)."""
+    return len(cp.next_tasks) == 1 and cp.next_tasks[0].node == START
+
+
+def start_run(
+    graph: GraphSpec,
+    parent: Checkpoint | None,
+    input: Any,
+    metadata: Mapping[str, Any],
+    remaining: int | None = None,
+) -> tuple[Checkpoint, Checkpoint]:
+    """The two checkpoints a run with ``input`` writes before its first super-step, LangGraph's: the input
+    checkpoint (:func:`input_checkpoint`, step ``s``) and the input applied (``source: loop``, step ``s +
+    1``, the entry nodes next; ``remaining`` as in :func:`apply_input`).
+
+    Raises:
+        InvalidUpdateError: the input is not a mapping of the input schema's keys (see :func:`apply_input`).
+    """
+    first = input_checkpoint(graph, parent, input, metadata)
+    return first, apply_input(graph, first, input, metadata, source="loop", remaining=remaining)
+
+
+def input_writes(graph: GraphSpec, cp: Checkpoint) -> list[TaskWrites]:
+    """The writes of input checkpoint ``cp``'s ``__start__`` task (:func:`is_input`): its input as the
+    channel writes it makes, kept with the checkpoint after it (``tasks[0].result``, LangGraph's)."""
+    writes = graph.schema.writes_of(START, cp.next_tasks[0].arg, strict=False)  # as the run applies it
+    return [TaskWrites(task_id(cp.id, 0, START), START, writes)]
+
+
+def applied_input(
+    graph: GraphSpec, cp: Checkpoint, metadata: Mapping[str, Any], remaining: int | None = None
+) -> Checkpoint:
+    """The input of input checkpoint ``cp`` (:func:`is_input`) applied: the checkpoint after it
+    (``source: loop``), as a run that goes on from ``cp`` (``invoke(None, ...)``) writes it (``remaining``
+    as in :func:`apply_input`)."""
+    return apply_input(graph, cp, cp.next_tasks[0].arg, metadata, source="loop", remaining=remaining)
+
+
 def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:
-    """A new branch of a thread at ``cp`` (C3): the same state and next tasks under a new id, recorded as
-    ``source: fork`` with ``cp`` as its parent."""
-    meta = {**metadata, "source": "fork", "step": cp.step, "writes": [], "forked_from": cp.id}
+    """A new branch of a thread at ``cp`` (C3): the same state and next tasks under a new id, one step
+    later (LangGraph's), recorded as ``source: fork`` with ``cp`` as its parent."""
+    step = cp.step + 1
+    meta = {**metadata, "source": "fork", "step": step, "writes": [], "forked_from": cp.id}
     return dataclasses.replace(
-        cp, id=new_checkpoint_id(), parent_id=cp.id, metadata=meta, created_at=Checkpoint.now()
+        cp, id=new_checkpoint_id(), parent_id=cp.id, step=step, metadata=meta, created_at=Checkpoint.now()
     )
 
 

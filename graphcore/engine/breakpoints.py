@@ -25,7 +25,7 @@ from typing import Literal
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import InvalidGraphError
-from graphcore.types import Stop, TaskWrites
+from graphcore.types import START, Stop, TaskWrites
 
 __all__ = ["ALL", "NO_BREAKPOINTS", "Breakpoints", "Stop", "nodes_of", "stop_of"]
 
@@ -78,6 +78,7 @@ class Breakpoints:
         if passed:
             return None
         ran = (cp.metadata.get("writes") or []) if cp.metadata.get("source") == "loop" else []
+        ran = [node for node in ran if node != START]  # the input applied: no node ran
         after = _matching(self.after, ran)
         if after:
             return Stop("after", after)

@@ -15,7 +15,7 @@ As LangGraph's ``compile(checkpointer=...)``:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint
@@ -169,7 +169,9 @@ class _NoCheckpoints:
     """The store of a subgraph compiled with ``checkpointer=False`` inside a running task: it keeps
     nothing, and refuses the pending writes of a paused step (nothing could resume it)."""
 
-    def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
+    def put(
+        self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "", writes: Sequence[TaskWrites] = ()
+    ) -> None:
         return None
 
     def get(self, thread_id: str, checkpoint_id: str | None = None, *, ns: str = "") -> Checkpoint | None:

@@ -295,7 +295,7 @@ class GraphSpec:
         Raises:
             InvalidUpdateError: naming the nodes, sorted.
         """
-        unknown = sorted({task.node for task in tasks} - self.nodes.keys())
+        unknown = sorted({task.node for task in tasks} - self.nodes.keys() - {START})  # START: an input's
         if unknown:
             raise InvalidUpdateError(
                 f"checkpoint {checkpoint_id} of thread {thread_id!r}: its next tasks run nodes {unknown} "

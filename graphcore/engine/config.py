@@ -35,6 +35,7 @@ __all__ = [
     "Scope",
     "TaskContext",
     "TryInfo",
+    "checkpoint_metadata",
     "current_scope",
     "current_task",
     "current_task_or_none",
@@ -266,6 +267,28 @@ def remaining_steps(cfg: RunConfig) -> int:
     the whole ``max_super_steps`` where no super-step set it (routers of ``update_state``)."""
     left = cfg.configurable.get(REMAINING_STEPS_KEY)
     return cfg.step_limit() if left is None else int(left)
+
+
+_NOT_COPIED = frozenset(
+    {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "langgraph_step", "langgraph_node"}
+    | {"langgraph_triggers", "langgraph_path", "langgraph_checkpoint_ns"}
+)
+"""Config keys LangGraph never copies into a checkpoint's metadata."""
+
+
+def checkpoint_metadata(cfg: RunConfig, run_id: str | None = None) -> dict[str, Any]:
+    """The metadata every checkpoint of a run carries besides ``source``, ``step`` and ``writes``: graphq's
+    ``run_id`` (``run_id``, else ``cfg.run_id``), then, as LangGraph's savers copy them, the run config's
+    ``metadata`` keys and then its ``configurable`` keys whose values are a str, int, float or bool (not
+    the keys LangGraph leaves out, nor those starting with ``__``; a key already present is kept)."""
+    meta: dict[str, Any] = {"run_id": run_id or cfg.run_id}
+    for layer in (cfg.metadata, cfg.configurable):
+        for key, value in layer.items():
+            if key in meta or key in _NOT_COPIED or key.startswith("__"):
+                continue
+            if isinstance(value, (str, int, float, bool)):
+                meta[key] = value.replace("\u0000", "") if isinstance(value, str) else value
+    return meta
 
 
 def merge_config(

@@ -16,7 +16,7 @@ next one through its checkpoint (R2, R3). The option is accepted there and kept 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,7 +54,10 @@ class ExitStore:
         self.held: dict[tuple[str, str], tuple[Checkpoint, str | None]] = {}
         """(thread, ns) → (the newest checkpoint, the parent of the first one held there)."""
 
-    def put(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> None:
+    def put(
+        self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "", writes: Sequence[TaskWrites] = ()
+    ) -> None:
+        """Hold ``checkpoint`` (``writes``, of the step that made it, are not kept: its parent is not)."""
         first = self.held.get((thread_id, ns))
         self.held[(thread_id, ns)] = (checkpoint, checkpoint.parent_id if first is None else first[1])
 

@@ -19,7 +19,16 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
-from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
+from graphcore.engine.algo import (
+    applied_input,
+    apply_writes,
+    fork,
+    input_writes,
+    is_input,
+    start_run,
+    stored_form,
+    stored_writes,
+)
 from graphcore.engine.breakpoints import NO_BREAKPOINTS, Breakpoints, Stop, stop_of
 from graphcore.engine.checkpointer import replay_of, replayed_head, resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
@@ -30,6 +39,7 @@ from graphcore.engine.config import (
     RunConfig,
     Scope,
     TaskContext,
+    checkpoint_metadata,
     current_scope,
     current_task_or_none,
     merge_config,
@@ -97,7 +107,7 @@ def continued_run(cfg: RunConfig, start: Checkpoint) -> tuple[RunConfig, dict[st
     run = start.metadata.get("run_id") or cfg.run_id
     if run != cfg.run_id:
         cfg = cfg.model_copy(update={"run_id": run})
-    return cfg, {"run_id": cfg.run_id}
+    return cfg, checkpoint_metadata(cfg)
 
 
 def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
@@ -429,15 +439,16 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
         :class:`aio.StepCall` for the driver (:func:`aio.drive`) to await, which sends its result back.
         """
         limit = cfg.step_limit()
-        meta = {"run_id": cfg.run_id}
+        meta = checkpoint_metadata(cfg)
         since = Checkpoint.now() if modes else ""
         scope = _travelling(scope, cfg, input)
-        cp, finished, answers, passing = self._start(cfg, input, meta, scope)
+        made, finished, answers, passing = self._start(cfg, input, meta, scope)
+        cp = made[-1]
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
-            self, modes, cp, scope, since=since, input=input, done=finished, labels=labels
+            self, modes, made, scope, since=since, input=input, done=finished, labels=labels
         )
         yield start, cp, []
         task = current_task_or_none()
@@ -484,7 +495,7 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
                     raise GraphInterrupt(*paused, stop=stopped)
                 return
             cp = apply_writes(self, cp, outcome.results, meta)
-            self._save(scope, cp)
+            self._save(scope, cp, outcome.results)
             steps += 1
             events = streaming.step_events(self, modes, custom, outcome.results, cp, scope, shown, labels)
             yield events, cp, []
@@ -517,11 +528,13 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
 
     def _start(
         self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope
-    ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, Any], bool]:
+    ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool]:
         """Where a run starts (C2, C3, G6): the scope's head (to resume or continue), a fork, or a new
-        input checkpoint. Returns the checkpoint, the pending writes of its step, the answers given, and
-        whether the run goes on from there (without input, with an answer, or a graph run inside a node that
-        continues where it stopped): its first step passes the static breakpoints (LangGraph's)."""
+        input checkpoint and the input applied after it (LangGraph's two). Returns the checkpoints up to
+        the one the first step runs from (the last; those before it this run wrote), the pending writes of
+        its step, the answers given, and whether the run goes on from there (without input, with an
+        answer, or a graph run inside a node that continues where it stopped): its first step passes the
+        static breakpoints (LangGraph's)."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         answering = isinstance(input, Command) and input.resume is not None
@@ -530,33 +543,58 @@ class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
             parent, forks = replayed_head(store, scope.thread_id, scope.ns, scope.replay)  # its state then
         if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
             parent = None
+        made: list[Checkpoint] = []
         if forks and parent is not None:
             parent = fork(parent, meta)
             self._save(scope, parent)
+            made.append(parent)
         if scope.ns and store is not None and parent is not None:  # a subgraph again in its task: go on
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             task = current_task_or_none()
             given = task.answers if task is not None else {}
             answers = carried_answers(parent, finished, given)
-            if resumes(self.checkpointer, parent, finished, given):
-                return parent, finished, answers, True
+            if resumes(self.checkpointer, parent, finished, given) and not is_input(parent):
+                return [parent], finished, answers, True
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:
                 raise nothing_to_resume(store is not None, scope.thread_id)
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
-            return parent, finished, match_answer(asked, input.resume, None), True
+            return [parent], finished, match_answer(asked, input.resume, None), True
+        return self._begin(cfg, input, meta, scope, parent, made)
+
+    def _begin(
+        self,
+        cfg: RunConfig,
+        input: Any,
+        meta: Mapping[str, Any],
+        scope: Scope,
+        parent: Checkpoint | None,
+        made: list[Checkpoint],
+    ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool]:
+        """:meth:`_start` for a run that answers nothing: it goes on from ``parent`` (its input applied
+        first when it is an input checkpoint), or starts with ``input`` (``made``: the fork made first)."""
+        store = scope.store
+        remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
+        if input is None and store is not None and parent is not None and is_input(parent):
+            cp = applied_input(self, parent, meta, remaining)  # input not applied yet (update_state, a fork)
+            self._save(scope, cp, input_writes(self, parent))
+            return [*made, cp], {}, {}, False
         if input is None and store is not None and parent is not None:
-            return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}, True
+            return [parent], dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}, True
         if input is None:  # nothing to continue (LangGraph's EmptyInputError)
             raise empty_input(store is not None, scope.thread_id)
-        cp = apply_input(self, parent, input, meta, remaining=cfg.step_limit() + 1)
-        self._save(scope, cp)
-        return cp, {}, {}, False
+        first, cp = start_run(self, parent, input, meta, remaining)
+        self._save(scope, first)
+        self._save(scope, cp, input_writes(self, first))
+        return [first, cp], {}, {}, False
 
-    def _save(self, scope: Scope, cp: Checkpoint) -> None:
+    def _save(self, scope: Scope, cp: Checkpoint, writes: Sequence[TaskWrites] = ()) -> None:
+        """Store ``cp`` (and the task ``writes`` that made it, as its parent's pending writes) in the
+        scope's store, without what is never checkpointed (:func:`stored_form`, :func:`stored_writes`)."""
         if scope.store is not None:
-            scope.store.put(scope.thread_id, stored_form(self, cp), ns=scope.ns)
+            kept = [stored_writes(self, w) for w in writes]
+            scope.store.put(scope.thread_id, stored_form(self, cp), ns=scope.ns, writes=kept)
 
     def _save_writes(self, scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
         if scope.store is not None:

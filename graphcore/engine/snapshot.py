@@ -17,14 +17,22 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
+from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id, shown_metadata
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.saver import matching, older_than
-from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork, stored_form
+from graphcore.engine.algo import (
+    apply_input,
+    apply_updates,
+    apply_writes,
+    fork,
+    input_checkpoint,
+    is_input,
+    stored_form,
+)
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
-from graphcore.engine.config import RunConfig
+from graphcore.engine.config import RunConfig, checkpoint_metadata, merge_config
 from graphcore.engine.interrupts import interrupt_id, pending_interrupts
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, NoCheckpointerError
 from graphcore.types import END, START, Interrupt, TaskWrites
@@ -266,7 +274,7 @@ def _snapshot(
         state = _task_state(at, cp, pending.node, tid, recurse, parents)
         asked = tuple(tw.interrupts) if tw is not None else ()
         result = dict(tw.writes) if tw is not None and ok else None
-        error = errors.get(tid) if tw is None else None  # it failed, and has not run again since
+        error = errors.get(tid)  # it failed (LangGraph's: kept when a later try wrote, as in the history)
         tasks.append(PregelTask(tid, pending.node, path, error, asked, state, result))
         if ok and tw is not None:
             done.append(tw)
@@ -278,7 +286,7 @@ def _snapshot(
         values,
         tuple(t.name for t in tasks if t.id not in finished_ids),
         _config(at.thread_id, at.given_ns, cp.id, parents) or {},
-        {**cp.metadata, "parents": dict(parents)},
+        shown_metadata(cp.metadata, dict(parents)),
         cp.created_at,
         _config(at.thread_id, at.given_ns, cp.parent_id, parents),
         tuple(tasks),
@@ -341,7 +349,7 @@ def request_ahead(cp: Checkpoint) -> list[Interrupt]:
     """Where ``Command(resume=value)`` goes on a checkpoint without open requests (e.g. written by
     ``update_state`` while a run was paused): the first ``interrupt()`` call of the step's task, as
     LangGraph's resume answers the next call; none (the resume is refused) unless the step has one task."""
-    if len(cp.next_tasks) != 1:
+    if len(cp.next_tasks) != 1 or is_input(cp):  # an input not applied yet asks nothing
         return []
     node = cp.next_tasks[0].node
     tid = task_id_of(cp.id, 0, node)
@@ -417,9 +425,11 @@ def _updated(
     head = at.store.get(at.thread_id, at.checkpoint_id, ns=at.ns)
     if head is None and at.checkpoint_id is not None:
         raise CheckpointNotFoundError(f"thread {at.thread_id!r} has no checkpoint {at.checkpoint_id!r}")
+    cfg = config if isinstance(config, RunConfig) else merge_config(config)
+    copied = {k: v for k, v in checkpoint_metadata(cfg).items() if k != "run_id"}  # LangGraph's savers'
     for step in supersteps:
         updates = [StateUpdate(*u) for u in step]
-        head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns)
+        head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns, copied)
         at.store.put(at.thread_id, stored_form(at.graph, head), ns=at.ns)
     assert head is not None
     return _config(at.thread_id, at.given_ns, head.id, at.parents) or {}
@@ -432,17 +442,18 @@ def update_checkpoint(
     head: Checkpoint | None,
     updates: Sequence[StateUpdate],
     ns: str = "",
+    copied: Mapping[str, Any] | None = None,
 ) -> Checkpoint:
     """The checkpoint one super-step of ``updates`` makes on ``head`` (None: a fresh thread), not written
     (the one rule for ``update_state`` in process and on the queue, LangGraph's): ``as_node`` None → the
     node that wrote last (:func:`last_writer`); START → the values act as input; ``(None, END)`` → the
     paused step ends with its finished tasks' writes (read from ``store``). Metadata: ``source: update``,
-    ``run_id`` None.
+    ``run_id`` None, and ``copied`` (the update's config keys, as a run's: :func:`checkpoint_metadata`).
 
     Raises:
         InvalidUpdateError: an ambiguous update; several updates without ``as_node``; an unknown node or key.
     """
-    meta = {"run_id": None}
+    meta = {"run_id": None, **(copied or {})}
     base = head or Checkpoint(new_checkpoint_id(), None, -1, graph.schema.initial_values())
     if len(updates) > 1 and any(u.as_node in (None, START, END, AS_INPUT, AS_COPY) for u in updates):
         raise InvalidUpdateError("update_state: several updates in one superstep each need as_node (a node)")
@@ -460,8 +471,9 @@ def update_checkpoint(
             raise InvalidUpdateError(
                 f"update_state: as_node {AS_INPUT!r} needs input values (got {first.values!r})"
             )
-        if as_node == AS_INPUT:  # a run's input checkpoint: step -1 on a fresh thread, as a run's
-            cp, source = apply_input(graph, head, first.values, meta, strict=True), "input"
+        if as_node == AS_INPUT:  # a run's input checkpoint (step -1 on a fresh thread): the run applies it
+            graph.schema.writes_of(START, first.values, strict=True)  # refused now, not when the run starts
+            cp, source = input_checkpoint(graph, head, first.values, meta), "input"
         else:
             cp = apply_input(graph, base, first.values, meta, strict=True)
     else:
@@ -486,9 +498,7 @@ def _copy(thread_id: str, head: Checkpoint | None, values: Any) -> Checkpoint:
             f"update_state: as_node {AS_COPY!r} takes no values (got {values!r}); give updates to the copy "
             "as the next superstep of bulk_update_state"
         )
-    copied = fork(head, {"run_id": None})
-    meta = {**copied.metadata, "step": head.step + 1}
-    return dataclasses.replace(copied, parent_id=head.parent_id, step=head.step + 1, metadata=meta)
+    return dataclasses.replace(fork(head, {"run_id": None}), parent_id=head.parent_id)  # no config keys
 
 
 AS_INPUT = "__input__"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from graphcore.checkpoints.model import Checkpoint
+from graphcore.checkpoints.model import Checkpoint, shown_metadata
 from graphcore.engine.algo import Task, apply_writes, prepare_tasks, task_id
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
@@ -278,7 +278,7 @@ def _result_events(
 def start_events(
     graph: GraphSpec,
     modes: Sequence[str] | None,
-    cp: Checkpoint,
+    made: Sequence[Checkpoint],
     scope: Scope,
     *,
     since: str,
@@ -286,20 +286,23 @@ def start_events(
     done: Mapping[str, TaskWrites],
     labels: Mapping[str, Any] | None = None,
 ) -> list[Event]:
-    """The events before a run's first step: ``values`` (the input state when the input wrote, as
-    LangGraph's; on a resume the current state), the input checkpoint when this run made it (created since
-    ``since``, an ISO time), the start of the step's tasks (all of them, on a resume too: LangGraph's), then
+    """The events before a run's first step, ``made[-1]`` the checkpoint it runs from: ``values`` (the
+    input state when the input wrote, as LangGraph's; on a resume the current state), the checkpoints of
+    ``made`` this run wrote (created since ``since``, an ISO time: the input checkpoint and the input
+    applied, or a fork), the start of the step's tasks (all of them, on a resume too: LangGraph's), then
     an ``updates`` chunk ``{node: update, "__metadata__": {"cached": True}}`` per task that finished before
     (``done``: its pending writes, which are replayed, not run; no ``tasks`` result for it, as LangGraph's).
     ``labels``: :func:`task_labels`."""
     if not modes:
         return []
     events: list[Event] = []
+    cp = made[-1]
     fresh = cp.created_at >= since
     if "values" in modes and (not fresh or not isinstance(input, Mapping) or input):
         events.append(("values", graph.schema.values_of(cp.channel_values)))
-    if fresh:
-        events += _checkpoint_events(graph, modes, cp, scope)
+    for made_cp in made:
+        if made_cp.created_at >= since:
+            events += _checkpoint_events(graph, modes, made_cp, scope)
     events += _start_events(graph, modes, cp, labels)
     if "updates" in modes:
         replayed = [r for r in done.values() if not r.interrupts]
@@ -588,14 +591,15 @@ def checkpoint_payload(
     """A saved checkpoint as the ``checkpoints`` mode shows it (LangGraph's): ``config`` and
     ``parent_config`` (``{"configurable": {"checkpoint_ns", "thread_id", "checkpoint_id"}}``, None without
     a parent), ``values`` (as ``graph``'s schema shows them: the value itself for a root-channel state;
-    without ``graph`` the channel values), ``metadata`` (``source``, ``step``, ``parents``; graphq's
-    ``run_id``, ``writes``), ``next`` (node names) and ``tasks`` (``{"id", "name", "interrupts": (),
-    "state"}`` each: with ``graph``, a subgraph task's config, :func:`subgraph_config`; else None)."""
+    without ``graph`` the channel values), ``metadata`` (``source``, ``step``, ``parents``:
+    :func:`~graphcore.checkpoints.model.shown_metadata`), ``next`` (node names) and ``tasks`` (``{"id",
+    "name", "interrupts": (), "state"}`` each: with ``graph``, a subgraph task's config,
+    :func:`subgraph_config`; else None)."""
     return {
         "config": _config(thread_id, ns, cp.id),
         "parent_config": _config(thread_id, ns, cp.parent_id),
         "values": dict(cp.channel_values) if graph is None else graph.schema.values_of(cp.channel_values),
-        "metadata": {"parents": {}, **cp.metadata},
+        "metadata": shown_metadata(cp.metadata, {}, copied=False),
         "next": [t.node for t in cp.next_tasks],
         "tasks": [
             _task_entry(graph, thread_id, ns, t.node, task_id(cp.id, i, t.node))

@@ -2,7 +2,7 @@
 metadata, what LangChain gives the chat models a node calls, and what ``stream_mode="messages"`` pairs
 carry (in process and on the queue; :mod:`graphcore.engine.messages_stream`, :mod:`worker.messages`).
 
-The keys: ``langgraph_step`` (the checkpoint's step + 2, LangGraph's count), ``langgraph_node``,
+The keys: ``langgraph_step`` (the step of the checkpoint the task makes: LangGraph's), ``langgraph_node``,
 ``langgraph_triggers`` (``("branch:to:<node>",)`` for a task of an edge, ``("__pregel_push",)`` for a
 ``Send``), ``langgraph_path`` (``("__pregel_pull", node)``, or ``("__pregel_push", i, False)`` for the
 step's i-th ``Send``) and ``langgraph_checkpoint_ns`` (the task's namespace, ``node:task_id`` below its
@@ -57,5 +57,5 @@ def step_metadata(cp: Checkpoint, graph_ns: str) -> dict[str, dict[str, Any]]:
     out = {}
     for index, (pending, path) in enumerate(zip(cp.next_tasks, task_paths(cp), strict=True)):
         tid = task_id(cp.id, index, pending.node)
-        out[tid] = langgraph_metadata(pending.node, cp.step + 2, path, task_ns(graph_ns, pending.node, tid))
+        out[tid] = langgraph_metadata(pending.node, cp.step + 1, path, task_ns(graph_ns, pending.node, tid))
     return out

@@ -241,7 +241,7 @@ def test_durability_exit_writes_only_the_last_checkpoint(lg: Imports) -> None:
             cps = saver.list("t")
             counts[mode] = (len(cps), cps[-1].parent_id is None)
     assert counts["exit"] == (1, True)
-    assert counts["sync"] == ((4, True) if lg.is_langgraph else (3, True))  # LangGraph adds a loop checkpoint
+    assert counts["sync"] == (4, True)  # the input checkpoint, the input applied, one per super-step
 
 
 def test_an_unknown_durability(lg: Imports) -> None:

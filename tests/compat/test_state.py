@@ -211,19 +211,18 @@ def test_the_state_api_needs_a_checkpointer(lg: Imports, call: str) -> None:
 
 def test_history_is_newest_first_each_pointing_at_its_parent(lg: Imports) -> None:
     """LangGraph: get_state_history lists the thread's checkpoints newest first; each one's parent_config
-    is the next one's config and the first has none. (graphq has no checkpoint before the input's.)"""
+    is the next one's config and the first (the input checkpoint, before the input applied) has none."""
     graph = chain(lg)
     graph.invoke({"items": ["x"]}, thread())
     history = list(graph.get_state_history(thread()))
-    values = [s.values["items"] for s in history]
-    nexts = [s.next for s in history]
-    if lg.is_langgraph:
-        assert values == [["x", "a", "b"], ["x", "a"], ["x"], []]
-        assert nexts == [(), ("b",), ("a",), ("__start__",)]
-    else:
-        assert values == [["x", "a", "b"], ["x", "a"], ["x"]]
-        assert nexts == [(), ("b",), ("a",)]
-    assert [s.metadata["source"] for s in history][-1] == "input"
+    assert [s.values["items"] for s in history] == [["x", "a", "b"], ["x", "a"], ["x"], []]
+    assert [s.next for s in history] == [(), ("b",), ("a",), ("__start__",)]
+    assert [(s.metadata["source"], s.metadata["step"]) for s in history] == [
+        ("loop", 2),
+        ("loop", 1),
+        ("loop", 0),
+        ("input", -1),
+    ]
     assert [ids(s.parent_config) for s in history] == [ids(s.config) for s in history[1:]] + [None]
 
 

@@ -253,12 +253,15 @@ def test_checkpoints_mode_shows_every_checkpoint_saved_from_the_input_on(lg: Imp
     assert {c["config"]["configurable"]["checkpoint_ns"] for c in chunks} == {""}
     nexts = [c["next"] for c in chunks]
     sources = [c["metadata"]["source"] for c in chunks]
-    if lg.is_langgraph:  # a checkpoint before the input (next: __start__), then one with it applied
-        assert nexts == [["__start__"], ["a"], ["b"], []]
-        assert sources == ["input", "loop", "loop", "loop"]
-    else:  # one input checkpoint, the input applied (differences.md)
-        assert nexts == [["a"], ["b"], []]
-        assert sources == ["input", "loop", "loop"]
+    # a checkpoint before the input (next: __start__), then one with it applied
+    assert nexts == [["__start__"], ["a"], ["b"], []]
+    assert sources == ["input", "loop", "loop", "loop"]
+    assert [c["metadata"] for c in chunks] == [
+        {"source": "input", "step": -1, "parents": {}},
+        {"source": "loop", "step": 0, "parents": {}},
+        {"source": "loop", "step": 1, "parents": {}},
+        {"source": "loop", "step": 2, "parents": {}},
+    ]
     assert chunks[-2]["values"] == {"items": ["in", "a"], "n": 1}
     assert chunks[-2]["tasks"][0]["name"] == "b"
     assert chunks[-1]["values"] == {"items": ["in", "a", "b"], "n": 1}
@@ -278,11 +281,8 @@ def test_debug_mode_wraps_checkpoints_and_tasks(lg: Imports) -> None:
     assert all(sorted(c) == ["payload", "step", "timestamp", "type"] for c in chunks)
     types = [c["type"] for c in chunks]
     step_events = ["task", "task_result", "checkpoint"] * 2
-    if lg.is_langgraph:
-        assert types == ["checkpoint", "checkpoint", *step_events]
-    else:
-        assert types == ["checkpoint", *step_events]
-    assert [c["step"] for c in chunks[-6:]] == [s + (1 if lg.is_langgraph else 0) for s in (0, 0, 0, 1, 1, 1)]
+    assert types == ["checkpoint", "checkpoint", *step_events]
+    assert [c["step"] for c in chunks] == [-1, 0, 1, 1, 1, 2, 2, 2]
     assert chunks[-2]["payload"]["result"] == {"items": ["b"]}
 
 

@@ -30,20 +30,24 @@ def _chain(lg: Imports) -> Any:
 
 
 def test_as_input_makes_the_values_a_new_runs_input(lg: Imports) -> None:
-    """LangGraph: the values go through the reducers as an input, the entry nodes run on invoke(None); the
-    checkpoint's source is "input"."""
+    """LangGraph: the values are a run's input, held by an input checkpoint (source "input", next
+    ``("__start__",)``, the state unchanged); invoke(None) applies them through the reducers (a "loop"
+    checkpoint) and runs the entry nodes."""
     graph, config = _chain(lg), {"configurable": {"thread_id": "1"}}
     graph.invoke({"items": ["i"]}, config)
     written = graph.update_state(config, {"items": ["x"]}, as_node="__input__")
     assert sorted(written["configurable"]) == ["checkpoint_id", "checkpoint_ns", "thread_id"]
     state = graph.get_state(config)
-    assert state.metadata["source"] == "input"
-    assert (state.values, state.next) == (
-        ({"items": ["i", "a", "b"]}, ("__start__",))
-        if lg.is_langgraph
-        else ({"items": ["i", "a", "b", "x"]}, ("a",))
-    )
+    assert state.metadata == {"source": "input", "step": 3, "parents": {}}
+    assert (state.values, state.next) == ({"items": ["i", "a", "b"]}, ("__start__",))
     assert graph.invoke(None, config) == {"items": ["i", "a", "b", "x", "a", "b"]}
+    history = [(s.metadata["source"], s.metadata["step"], s.next) for s in graph.get_state_history(config)]
+    assert history[:4] == [
+        ("loop", 6, ()),
+        ("loop", 5, ("b",)),
+        ("loop", 4, ("a",)),
+        ("input", 3, ("__start__",)),
+    ]
 
 
 def test_as_input_on_a_fresh_thread(lg: Imports) -> None:

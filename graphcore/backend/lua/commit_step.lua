@@ -9,9 +9,10 @@
 -- are written only with flag 'J'), KEYS[16..] channel value hashes and log lists (by index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
 -- ARGV[5] flags: 'L' drop the lease (and its entry in the lease index), 'W' drop pending writes and
--- answers, 'J' enqueue the next step's job, 'C' complete the run (never both); ARGV[6] the run's member
--- of the lease index; ARGV[7] the run's thread TTL in ms ('' = none), ARGV[8] the thread id; then
--- sections, each a count first:
+-- answers, 'J' enqueue the next step's job, 'C' complete the run (never both), 'P' a checkpoint before this
+-- one (a run's input checkpoint, written first); ARGV[6] the run's member of the lease index; ARGV[7] the
+-- run's thread TTL in ms ('' = none), ARGV[8] the thread id; with 'P', ARGV[9] its id, ARGV[10] its record
+-- and its plan's two sections; then sections, each a count first:
 --   values  n × (key index, field, value)     appends  n × (key index, start, count, count × item)
 --   run fields to set  n × (field, value)     run fields to delete  n × field
 --   events n × (mode, step, data)
@@ -52,7 +53,13 @@ if run[3] ~= ARGV[2] then return refuse('step') end
 --#include retain
 --#include events
 --#include enqueue
-local i = write_plan(9, ARGV[3], ARGV[4])
+local V = 9
+if string.find(ARGV[5], 'P', 1, true) then  -- both plans' guards hold, or nothing is written
+  V = plan_end(11)
+  if not (guards_hold(11) and guards_hold(V)) then return 'log' end
+  write_plan(11, ARGV[9], ARGV[10])
+end
+local i = write_plan(V, ARGV[3], ARGV[4])
 if not i then return 'log' end
 local function count()
   local n = tonumber(ARGV[i]); i = i + 1; return n
