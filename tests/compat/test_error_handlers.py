@@ -146,7 +146,7 @@ def test_a_queued_run_is_handled_as_in_process(client: Client) -> None:
         "NodeError",
         "node '__error_handler__a' raised ValueError: handler failed",
         "__error_handler__a",
-        0,
+        1,
     )
 
 

@@ -86,16 +86,13 @@ def test_list_yields_the_threads_checkpoint_tuples_newest_first(lg: Imports) -> 
     tuples = list(saver.list(_thread("t1")))
     assert isinstance(tuples[0], lg.CheckpointTuple)
     assert tuples[0]._fields == ("config", "checkpoint", "metadata", "parent_config", "pending_writes")
-    assert [t.metadata["step"] for t in tuples] == (
-        [2, 1, 0, -1] if lg.is_langgraph else [1, 0, -1]
-    )  # history shape: h-history
+    assert [t.metadata["step"] for t in tuples] == [2, 1, 0, -1]
     newest = tuples[0]
     assert set(newest.checkpoint) >= CHECKPOINT_KEYS
     assert newest.checkpoint["channel_values"] == {"items": ["x", "a", "b"], "n": 1}
     assert newest.config == _thread("t1", checkpoint_ns="", checkpoint_id=newest.checkpoint["id"])
     assert [t.parent_config for t in tuples] == [t.config for t in tuples[1:]] + [None]
-    loops = 3 if lg.is_langgraph else 2  # history shape: h-history
-    assert [t.metadata["source"] for t in tuples] == ["loop"] * loops + ["input"]
+    assert [t.metadata["source"] for t in tuples] == ["loop"] * 3 + ["input"]
     assert newest.metadata["parents"] == {} and newest.pending_writes == []
     after_a = tuples[1].checkpoint
     if lg.is_langgraph:  # its trigger channels are channels too
@@ -151,7 +148,7 @@ def test_list_without_a_namespace_includes_the_subgraphs(lg: Imports) -> None:
     tuples = list(saver.list(_thread("t5")))
     spaces = [t.config["configurable"]["checkpoint_ns"].split(":")[0] for t in tuples]
     assert list(dict.fromkeys(spaces)) == ["", "sub"]
-    assert spaces.count("sub") == (3 if lg.is_langgraph else 2)  # history shape: h-history
+    assert spaces.count("sub") == 3
     subs = [t for t in tuples if t.config["configurable"]["checkpoint_ns"]]
     assert subs[0].checkpoint["channel_values"] == {"n": 2}
     roots = list(saver.list(_thread("t5", checkpoint_ns="")))
@@ -165,7 +162,7 @@ def test_list_of_none_lists_every_thread(lg: Imports) -> None:
     graph.invoke({"items": ["y"], "n": 5}, _thread("t7"))
     threads = [t.config["configurable"]["thread_id"] for t in saver.list(None)]
     assert list(dict.fromkeys(threads)) == ["t6", "t7"]
-    assert len(threads) == (8 if lg.is_langgraph else 6)  # history shape: h-history
+    assert len(threads) == 8
 
 
 def test_delete_thread_forgets_the_conversation(lg: Imports) -> None:
@@ -263,8 +260,7 @@ def test_the_redis_store_answers_for_a_queued_runs_thread(
         assert reader.get(_thread("q1")) == newest.checkpoint
         tuples = list(reader.list(_thread("q1")))
         spaces = [t.config["configurable"]["checkpoint_ns"].split(":")[0] for t in tuples]
-        shape = [4, 3] if lg.is_langgraph else [3, 2]  # history shape: h-history
-        assert spaces == [""] * shape[0] + ["sub"] * shape[1]
+        assert spaces == [""] * 4 + ["sub"] * 3
         newest_sub = next(t for t in tuples if t.config["configurable"]["checkpoint_ns"])
         assert newest_sub.checkpoint["channel_values"] == {"n": 2}
         assert [t.config["configurable"]["thread_id"] for t in reader.list(None)] == ["q1"] * len(tuples)
