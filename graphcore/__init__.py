@@ -4,6 +4,7 @@ from graphcore.checkpoints.memory import InMemorySaver, MemorySaver
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.saver import CheckpointTuple
 from graphcore.engine.builder import StateGraph
+from graphcore.engine.cache import CachePolicy, InMemoryCache
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.config import (
     RunConfig,
@@ -57,6 +58,7 @@ __all__ = [
     "REMOVE_ALL_MESSAGES",
     "START",
     "BaseStore",
+    "CachePolicy",
     "CancelToken",
     "Checkpoint",
     "CheckpointTuple",
@@ -67,6 +69,7 @@ __all__ = [
     "GetOp",
     "GraphRecursionError",
     "GraphqError",
+    "InMemoryCache",
     "InMemorySaver",
     "InMemoryStore",
     "Interrupt",

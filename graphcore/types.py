@@ -139,6 +139,7 @@ class TaskWrites:
         interrupts: set when the node paused in ``interrupt()`` (then there are no writes): the task is not
             finished and runs again once answered.
         resume: for a paused task, the answers its earlier ``interrupt()`` calls already consumed, in order.
+        cached: the writes came from the node's cache (:mod:`graphcore.engine.cache`), the node did not run.
     """
 
     task_id: str
@@ -147,3 +148,4 @@ class TaskWrites:
     goto: list[PendingTask] = field(default_factory=list)
     interrupts: list[Interrupt] = field(default_factory=list)
     resume: list[Any] = field(default_factory=list)
+    cached: bool = False

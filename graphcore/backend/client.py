@@ -38,6 +38,7 @@ from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, s
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
+from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.config import ACCEPTED, RunConfig, merge_config
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.inputs import check_nesting, check_size, check_types
@@ -302,13 +303,15 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
         UnknownWorkflowError: no such workflow.
         SerializationError: the config nests more than :data:`~graphcore.engine.inputs.MAX_NESTING`
             levels deep.
-        ConfigError: a bad option, id or timeout; ``run_id`` in the config (the queue names each run:
-            ``client.enqueue`` returns the id, ``graphq enqueue`` prints it); ``checkpoint_id`` while this
-            process keeps no checkpoint history; two thread ids that differ; a malformed
-            ``continued_from_run_id``.
+        ConfigError: a workflow compiled with ``cache=`` (queued runs do not cache node results,
+            :mod:`graphcore.engine.cache`); a bad option, id or timeout; ``run_id`` in the config (the
+            queue names each run: ``client.enqueue`` returns the id, ``graphq enqueue`` prints it);
+            ``checkpoint_id`` while this process keeps no checkpoint history; two thread ids that differ; a
+            malformed ``continued_from_run_id``.
     """
     _check_fields(req)
     graph = registry.get(req.workflow)
+    refuse_on_queue(graph)
     check_nesting(req.config, "config")
     given = queue_config(req.config)
     cfg = graph.config_for(given)

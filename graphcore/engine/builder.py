@@ -11,6 +11,7 @@ from typing import Any, cast
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine import params
+from graphcore.engine.cache import CachePolicy, check_cache, check_policy
 from graphcore.engine.checkpointer import check_checkpointer, check_store
 from graphcore.engine.compiled import Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
@@ -150,6 +151,8 @@ class StateGraph:
         self.branches: list[Branch] = []
         self.node_defaults: tuple[NodeRetry | None, float | None] = (None, None)
         """``set_node_defaults``'s retry policy and timeout (seconds), for nodes without their own."""
+        self.cache_default: CachePolicy[Any] | None = None
+        """``set_node_defaults``'s cache policy, for nodes without their own."""
 
     def add_node(
         self,
@@ -164,7 +167,7 @@ class StateGraph:
         metadata: Mapping[str, Any] | None = None,
         input_schema: type[Any] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        cache_policy: object = None,
+        cache_policy: CachePolicy[Any] | None = None,
         error_handler: object = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
@@ -198,8 +201,9 @@ class StateGraph:
                 one, else the state schema.
             retry_policy: LangGraph's name for ``retry``; also a list of policies, as LangGraph's: an error
                 is retried under the first whose ``retry_on`` accepts it (:class:`RetryPolicies`).
-            cache_policy: LangGraph's node cache policy: accepted and unused (LangGraph uses it only with
-                ``compile(cache=...)``, which graphq does not have).
+            cache_policy: how the node's results are cached under ``compile(cache=...)`` (a
+                :class:`~graphcore.engine.cache.CachePolicy`: ``key_func``, ``ttl``); None takes
+                :meth:`set_node_defaults`'s. Unused without a cache, as in LangGraph.
             error_handler: LangGraph's node error handler: not supported (a ConfigError when given).
 
         Raises:
@@ -207,7 +211,8 @@ class StateGraph:
                 one to be named after has no name (a lambda).
             ConfigError: ``timeout`` is not above 0 (or a ``TimeoutPolicy`` has an ``idle_timeout``),
                 ``retry`` is not a :class:`RetryPolicy`, ``settings`` is not a mapping, or an
-                ``error_handler`` is given.
+                ``error_handler`` is given; ``cache_policy`` is not a ``CachePolicy`` or its ``ttl`` is
+                below 0.
         """
         name, fn = _named(name, fn)
         if name in (START, END) or ":" in name or not name:
@@ -235,6 +240,7 @@ class StateGraph:
             injects=params.injected(fn),
             defer=defer,
             metadata=dict(metadata or {}),
+            cache_policy=check_policy(f"node {name!r}", cache_policy),
         )
         return self
 
@@ -242,7 +248,7 @@ class StateGraph:
         self,
         *,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        cache_policy: object = None,
+        cache_policy: CachePolicy[Any] | None = None,
         error_handler: object = None,
         timeout: Timeout = None,
     ) -> StateGraph:
@@ -253,7 +259,7 @@ class StateGraph:
         Args:
             retry_policy: the retry policy of nodes added without one (one policy, or a list as
                 ``add_node``'s).
-            cache_policy: accepted and unused, as ``add_node``'s.
+            cache_policy: the cache policy of nodes added without one (used under ``compile(cache=...)``).
             error_handler: LangGraph's default error handler: not supported (a ConfigError when given).
             timeout: the timeout of nodes added without one: seconds, a ``timedelta`` or a
                 ``TimeoutPolicy(run_timeout=...)``.
@@ -266,6 +272,7 @@ class StateGraph:
         timeout_s = timeout_seconds("set_node_defaults", timeout)
         old_retry, old_timeout = self.node_defaults
         self.node_defaults = (retry or old_retry, timeout_s or old_timeout)
+        self.cache_default = check_policy("set_node_defaults", cache_policy) or self.cache_default
         return self
 
     def add_sequence(self, nodes: Sequence[Node | tuple[str, Node]]) -> StateGraph:
@@ -363,6 +370,7 @@ class StateGraph:
         interrupt_after: Sequence[str] | str | None = None,
         debug: bool = False,
         store: BaseStore | None = None,
+        cache: Any = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it; the arguments are LangGraph's ``compile`` arguments (the
         checkpointer may be given positionally) plus graphq's ``config``.
@@ -383,6 +391,9 @@ class StateGraph:
                 reach through ``get_store()``, ``runtime.store`` or a ``store`` parameter. On the queue,
                 ``graphq worker`` gives every graph the workers' Redis store instead, with this store's
                 ``index`` and ``ttl`` settings (:mod:`graphcore.backend.redis_store`).
+            cache: where the results of nodes with a ``cache_policy`` are cached (LangGraph's ``cache``:
+                ``InMemoryCache()``; :mod:`graphcore.engine.cache`), in process only: a queued run of a graph
+                with a cache is refused at enqueue.
 
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere; a breakpoint naming no
@@ -391,6 +402,7 @@ class StateGraph:
             CheckpointerError: ``checkpointer`` is not a graphq checkpoint store, True, False or None (a
                 ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``);
                 ``store`` is not a graphq store or None (a LangGraph store is refused likewise).
+            TypeError: ``cache`` has no ``get``, ``set`` and ``clear``.
             ConfigError: a node's settings hold a value that is not JSON (naming the node and the path) or
                 are longer than ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (naming the node, the size and the limit);
                 an option of ``config`` is unknown, of the wrong type or out of its range (naming the
@@ -408,13 +420,15 @@ class StateGraph:
         )
         graph.named = name is not None
         graph.store = check_store(store)
+        graph.cache = check_cache(cache)
         return graph
 
     def _with_node_defaults(self) -> StateGraph:
-        """This builder, or a shallow copy whose nodes without a retry policy or timeout have
+        """This builder, or a shallow copy whose nodes without a retry policy, timeout or cache policy have
         :meth:`set_node_defaults`'s."""
         retry, timeout_s = self.node_defaults
-        if retry is None and timeout_s is None:
+        cache = self.cache_default
+        if retry is None and timeout_s is None and cache is None:
             return self
         parts = copy.copy(self)
         parts.nodes = {
@@ -422,6 +436,7 @@ class StateGraph:
                 spec,
                 retry=spec.retry or retry,
                 timeout_s=spec.timeout_s if spec.timeout_s is not None else timeout_s,
+                cache_policy=spec.cache_policy or cache,
             )
             for name, spec in self.nodes.items()
         }

@@ -7,7 +7,7 @@ import copy as copying
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
@@ -20,6 +20,9 @@ from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema, context_json_schema, json_schema
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
+
+if TYPE_CHECKING:
+    from graphcore.engine.cache import CachePolicy
 
 __all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
 
@@ -43,6 +46,8 @@ class NodeSpec:
             :mod:`graphcore.engine.params`), read once at ``add_node``.
         defer: the node runs only when nothing else is pending (:mod:`graphcore.engine.defer`).
         metadata: added to the ``metadata`` of the node's task config.
+        cache_policy: how the node's results are cached when the graph has a cache
+            (:mod:`graphcore.engine.cache`); None: not cached.
     """
 
     name: str
@@ -56,6 +61,7 @@ class NodeSpec:
     injects: tuple[str, ...] = ()
     defer: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    cache_policy: CachePolicy[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,8 @@ class GraphSpec:
         self.checkpointer = checkpointer
         self.store: BaseStore | None = None
         """The long-term store (``compile(store=...)``; :mod:`graphcore.checkpoints.store_base`)."""
+        self.cache: Any = None
+        """The node result cache (``compile(cache=...)``; :mod:`graphcore.engine.cache`), or None."""
         self.breakpoints = Breakpoints(
             nodes_of(interrupt_before, self.nodes, "interrupt_before"),
             nodes_of(interrupt_after, self.nodes, "interrupt_after"),

@@ -21,6 +21,7 @@ from graphcore.engine import stream as streaming
 from graphcore.engine.algo import apply_input, apply_writes, fork
 from graphcore.engine.batch import BatchMethods
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
+from graphcore.engine.cache import CacheMethods
 from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
@@ -107,7 +108,7 @@ def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
     )
 
 
-class CompiledGraph(StateMethods, DrawMethods, BatchMethods, GraphSpec):
+class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, GraphSpec):
     """A validated graph, ready to run in-process (``invoke``, ``stream``) or on the queue (its data,
     :class:`~graphcore.engine.compiled.GraphSpec`, is what the step job reads)."""
 

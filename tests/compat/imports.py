@@ -11,6 +11,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.types": (
         "graphcore",
         (
+            "CachePolicy",
             "Command",
             "Interrupt",
             "Overwrite",
@@ -26,6 +27,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.config": ("graphcore", ("get_config", "get_store", "get_stream_writer")),
     "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
+    "langgraph.cache.memory": ("graphcore", ("InMemoryCache",)),
     "langgraph.checkpoint.base": ("graphcore", ("CheckpointTuple",)),
     "langgraph.store.memory": ("graphcore", ("InMemoryStore",)),
     "langgraph.store.base": (
