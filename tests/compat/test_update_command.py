@@ -121,3 +121,13 @@ def test_a_commands_update_is_type_checked_on_the_queue(client: Client) -> None:
         client.update_state("mapping", "t", Command(update={"tasks": "no"}, goto="agent"), "map")
     assert str(refused.value) == "values.update.tasks: Input should be a valid list (got 'no')"
     assert client.get_state("t").id == head.id
+
+
+def test_bulk_update_without_supersteps_or_updates_is_refused(lg: Imports) -> None:
+    """LangGraph: ValueErrors saying "No supersteps provided" / "No updates provided" (LangGraph's
+    ``test_bulk_state_updates`` matches these words)."""
+    graph, config = _mapping(lg), {"configurable": {"thread_id": "5"}}
+    with pytest.raises(ValueError, match="No supersteps provided"):
+        graph.bulk_update_state(config, [])
+    with pytest.raises(ValueError, match="No updates provided"):
+        graph.bulk_update_state(config, [[], []])
