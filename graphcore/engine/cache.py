@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import decode_writes, encode_writes
 from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.describe import subgraph_of
 from graphcore.errors import ConfigError
 from graphcore.types import TaskWrites
 
@@ -241,13 +242,33 @@ def remember(graph: GraphSpec, tasks: Sequence[Any], outcomes: Mapping[str, Any]
 
 def refuse_on_queue(graph: GraphSpec) -> None:
     """Raises:
-    ConfigError: ``graph`` was compiled with ``cache=``: queued runs do not cache node results.
+    ConfigError: ``graph``, or a subgraph it runs as a node (at any depth), was compiled with ``cache=``:
+        queued runs do not cache node results.
     """
+    cached = _with_cache(graph)
+    if cached is None:
+        return
+    which = (
+        f"workflow {graph.name!r}"
+        if cached is graph
+        else f"subgraph {cached.name!r} of workflow {graph.name!r}"
+    )
+    raise ConfigError(
+        f"{which} was compiled with cache=...: queued runs do not cache node results (each step may run on "
+        "another worker); compile the queue's graph without cache="
+    )
+
+
+def _with_cache(graph: GraphSpec) -> GraphSpec | None:
+    """``graph`` when it has a cache, else the first subgraph node's graph (depth first) that has one."""
     if graph.cache is not None:
-        raise ConfigError(
-            f"workflow {graph.name!r} was compiled with cache=...: queued runs do not cache node results "
-            "(each step may run on another worker); compile the queue's graph without cache="
-        )
+        return graph
+    for spec in graph.nodes.values():
+        inner = subgraph_of(spec)
+        found = _with_cache(inner) if inner is not None else None
+        if found is not None:
+            return found
+    return None
 
 
 class CacheMethods:

@@ -207,6 +207,11 @@ def test_a_queued_run_of_a_graph_with_a_cache_is_refused(client: Client) -> None
     )
     with pytest.raises(ConfigError):
         client.check(RunRequest("cached", {"query": "sf"}))
+    with pytest.raises(ConfigError) as inside:
+        client.enqueue("cached-inside", {"query": "sf"})
+    assert str(inside.value).startswith(
+        "subgraph 'inner' of workflow 'cached-inside' was compiled with cache=...: queued runs do not cache"
+    )
 
 
 def test_graphq_enqueue_of_a_graph_with_a_cache_is_a_one_line_error(redis_url: str) -> None:
