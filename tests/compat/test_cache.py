@@ -223,3 +223,27 @@ def test_graphq_enqueue_of_a_graph_with_a_cache_is_a_one_line_error(redis_url: s
         "error: workflow 'cached' was compiled with cache=...: queued runs do not cache node results (each "
         "step may run on another worker); compile the queue's graph without cache="
     )
+
+
+def test_a_cached_task_has_a_start_event_and_no_result_event(lg: Imports) -> None:
+    """LangGraph: ``tasks`` and ``debug`` streams show a cached task's start, not its result."""
+    graph = _graph(lg, Counter())
+    graph.invoke({"query": "sf"})
+    seen = []
+    for mode, chunk in graph.stream({"query": "sf"}, stream_mode=["tasks", "updates", "debug"]):
+        if mode == "tasks":
+            seen.append((mode, chunk["name"], "result" in chunk))
+        elif mode == "debug":
+            seen.append((mode, chunk["payload"]["name"], chunk["type"]))
+        else:
+            seen.append((mode, sorted(chunk)))
+    assert seen == [
+        ("tasks", "rewrite", False),
+        ("debug", "rewrite", "task"),
+        ("updates", ["__metadata__", "rewrite"]),
+        ("tasks", "answer", False),
+        ("debug", "answer", "task"),
+        ("updates", ["answer"]),
+        ("tasks", "answer", True),
+        ("debug", "answer", "task_result"),
+    ]
