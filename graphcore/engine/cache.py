@@ -30,7 +30,7 @@ from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import decode_writes, encode_writes
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.describe import subgraph_of
-from graphcore.errors import ConfigError
+from graphcore.errors import ConfigError, SerializationError
 from graphcore.types import TaskWrites
 
 __all__ = [
@@ -197,12 +197,20 @@ def task_key(graph: GraphSpec, node: str, input: Any) -> tuple[FullKey, float | 
 
     Raises:
         ConfigError: the policy's ``key_func`` returned neither ``str`` nor ``bytes``.
-        Exception: what ``key_func`` raised.
+        SerializationError: the default ``key_func`` met a value graphq's serde does not store; the message
+            names the node and the way out (a ``key_func`` of one's own).
+        Exception: what a ``key_func`` of one's own raised.
     """
     policy = graph.nodes[node].cache_policy
     if graph.cache is None or policy is None:
         return None
-    made = policy.key_func(input)
+    try:
+        made = policy.key_func(input)
+    except SerializationError as exc:
+        reason = str(exc)[len(exc.path) + 2 :]
+        raise SerializationError(
+            f"node {node!r}: {exc.path}", f"{reason}; give its CachePolicy a key_func of your own"
+        ) from None
     if not isinstance(made, str | bytes):
         raise ConfigError(f"node {node!r}: CachePolicy.key_func must return str or bytes (got {made!r})")
     digest = hashlib.blake2b(made.encode() if isinstance(made, str) else made, digest_size=16).hexdigest()

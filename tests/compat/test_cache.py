@@ -247,3 +247,32 @@ def test_a_cached_task_has_a_start_event_and_no_result_event(lg: Imports) -> Non
         ("tasks", "answer", True),
         ("debug", "answer", "task_result"),
     ]
+
+
+class Opaque:
+    """A class graphq's serde does not store (not named by the state schema)."""
+
+
+def test_an_input_the_default_key_cannot_serialise_names_the_node() -> None:
+    """graphq only (LangGraph pickles the input): a SerializationError naming the node and the way out."""
+    from graphcore import START, CachePolicy, InMemoryCache, StateGraph
+    from graphcore.errors import SerializationError
+
+    class Loose(TypedDict):
+        x: Any
+
+    builder = StateGraph(Loose)
+    builder.add_node("a", lambda s: {}, cache_policy=CachePolicy())
+    builder.add_edge(START, "a")
+    with pytest.raises(SerializationError) as refused:
+        builder.compile(cache=InMemoryCache()).invoke({"x": Opaque()})
+    assert str(refused.value) == (
+        f"node 'a': cache key[0][0][0][1]: type '{Opaque.__module__}.Opaque' is not serializable; allowed "
+        "types: None, bool, int, float, str, bytes, list, dict, tuple, set, frozenset, datetime, date, time, "
+        "timedelta, Decimal, UUID, Enum members, pydantic BaseModel and dataclass instances of module-level "
+        "classes; give its CachePolicy a key_func of your own"
+    )
+    keyed = StateGraph(Loose)
+    keyed.add_node("a", lambda s: {}, cache_policy=CachePolicy(key_func=lambda s: "one key"))
+    keyed.add_edge(START, "a")
+    assert keyed.compile(cache=InMemoryCache()).invoke({"x": 1}) == {"x": 1}
