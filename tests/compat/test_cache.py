@@ -276,3 +276,27 @@ def test_an_input_the_default_key_cannot_serialise_names_the_node() -> None:
     keyed.add_node("a", lambda s: {}, cache_policy=CachePolicy(key_func=lambda s: "one key"))
     keyed.add_edge(START, "a")
     assert keyed.compile(cache=InMemoryCache()).invoke({"x": 1}) == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("x", "node 'a': cache_policy must be a CachePolicy (got 'x')"),
+        ("ttl", "node 'a': CachePolicy.ttl must be None or seconds ≥ 0 (got -1)"),
+    ],
+)
+def test_a_bad_cache_policy_or_cache_is_refused_naming_it(policy: str, message: str) -> None:
+    """graphq only: ConfigError naming the node and the option; a cache without get/set/clear a TypeError."""
+    from graphcore import START, CachePolicy, StateGraph
+
+    builder = StateGraph(State)
+    with pytest.raises(ConfigError) as refused:
+        builder.add_node("a", lambda s: {}, cache_policy=CachePolicy(ttl=-1) if policy == "ttl" else policy)  # type: ignore[arg-type]
+    assert str(refused.value) == message
+    builder.add_node("b", lambda s: {})
+    builder.add_edge(START, "b")
+    with pytest.raises(TypeError) as bad_cache:
+        builder.compile(cache=object())
+    assert str(bad_cache.value) == (
+        "compile(cache=...) takes a cache such as graphcore.InMemoryCache() (get, set, clear); got object"
+    )
