@@ -36,7 +36,18 @@ from graphcore.errors import CheckpointNotFoundError
 
 __all__ = ["MODES", "Line", "Watch", "watch"]
 
-MODES = ("values", "updates", "custom", "checkpoints", "tasks", "status", "interrupt", "retry", "progress")
+MODES = (
+    "values",
+    "updates",
+    "custom",
+    "messages",
+    "checkpoints",
+    "tasks",
+    "status",
+    "interrupt",
+    "retry",
+    "progress",
+)
 """What ``--mode`` selects; ``values``/``checkpoints`` expand checkpoint ids, ``tasks`` comes from updates;
 ``progress`` is printed only when asked for (a terminal shows it as live bars, see :mod:`cli.progress`)."""
 
@@ -357,6 +368,9 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
       updates      {node: writes} of each finished task (null when it wrote nothing)
       tasks        {"node", "writes"} of each finished task
       custom       {"node", "chunk"} written with get_stream_writer()
+      messages     [message, metadata]: LLM tokens of chat models called in nodes and the
+                   messages nodes write (only for a run enqueued with the run option
+                   stream_mode ["messages"])
       interrupt    the requests of a node that asked a human
       retry        {"node", "attempt", "error", "wait_s"} of a node retried
       progress     {"done", "total"}: a step of several tasks, as they finish (throttled; only with

@@ -6,6 +6,7 @@ from graphcore.checkpoints.saver import CheckpointTuple
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.cache import CachePolicy, InMemoryCache
 from graphcore.engine.cancel import CancelToken
+from graphcore.engine.channels import DeltaChannel, UntrackedValue
 from graphcore.engine.config import (
     RunConfig,
     get_cancel_token,
@@ -16,12 +17,21 @@ from graphcore.engine.config import (
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
 from graphcore.engine.retry import RetryPolicy
-from graphcore.engine.runtime import Runtime, StreamWriter, get_runtime, get_store
+from graphcore.engine.runtime import (
+    ExecutionInfo,
+    RunControl,
+    Runtime,
+    ServerInfo,
+    StreamWriter,
+    get_runtime,
+    get_store,
+)
 from graphcore.engine.snapshot import PregelTask, StateSnapshot, StateUpdate
 from graphcore.engine.timeouts import TimeoutPolicy
 from graphcore.errors import (
     ConfigError,
     EmptyInputError,
+    GraphDrained,
     GraphqError,
     GraphRecursionError,
     InvalidGraphError,
@@ -65,8 +75,11 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "ConfigError",
+    "DeltaChannel",
     "EmptyInputError",
+    "ExecutionInfo",
     "GetOp",
+    "GraphDrained",
     "GraphRecursionError",
     "GraphqError",
     "InMemoryCache",
@@ -91,17 +104,20 @@ __all__ = [
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",
+    "RunControl",
     "Runtime",
     "SearchItem",
     "SearchOp",
     "Send",
     "SerializationError",
+    "ServerInfo",
     "StateGraph",
     "StateSnapshot",
     "StateUpdate",
     "StepLimitError",
     "StreamWriter",
     "TimeoutPolicy",
+    "UntrackedValue",
     "add_messages",
     "get_cancel_token",
     "get_config",

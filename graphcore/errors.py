@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AmbiguousAnswerError",
     "AppendConflictError",
     "ArgumentTypeError",
     "Cancelled",
@@ -20,6 +21,7 @@ __all__ = [
     "ConfigKeyError",
     "DisabledError",
     "EmptyInputError",
+    "GraphDrained",
     "GraphRecursionError",
     "GraphqError",
     "InvalidGraphError",
@@ -32,6 +34,7 @@ __all__ = [
     "ParentCommand",
     "PermanentError",
     "RedisUnavailableError",
+    "RetryOnError",
     "RunExistsError",
     "RunNotFoundError",
     "SerializationError",
@@ -80,6 +83,12 @@ class StepLimitError(PermanentError, RecursionError):
 
 GraphRecursionError = StepLimitError
 """LangGraph's name for the step-limit error: ``except GraphRecursionError`` catches graphq's."""
+
+
+class AmbiguousAnswerError(InvalidUpdateError, RuntimeError):
+    """A plain answer (``Command(resume=value)``, ``graphq runs answer RUN VALUE``) while several requests
+    are pending: answer them by id. Also a ``RuntimeError``, as LangGraph's, and LangGraph's words first:
+    "When there are multiple pending interrupts, you must specify the interrupt id when resuming"."""
 
 
 class CheckpointerError(PermanentError, TypeError):
@@ -146,6 +155,20 @@ class EmptyInputError(PermanentError):
     ``Received no input for __start__``."""
 
 
+class GraphDrained(GraphqError):
+    """A run stopped before a super-step because its :class:`~graphcore.engine.runtime.RunControl` was asked
+    to drain (LangGraph's ``langgraph.errors.GraphDrained``, same message: ``Graph drained: <reason>``).
+    Every finished super-step is committed; ``invoke(None, config)`` on the thread goes on.
+
+    Attributes:
+        reason: the reason given to ``request_drain`` (``"shutdown"`` by default).
+    """
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        super().__init__(f"Graph drained: {reason}")
+        self.reason = reason
+
+
 class DisabledError(PermanentError):
     """New runs are refused: the kill switch is off (R6), cluster-wide (``graphq disable``) or in this
     process (``GRAPHQ_ENABLED=false``); the message names which, and how to turn it on again."""
@@ -177,6 +200,12 @@ class ParentCommand(PermanentError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.node, self.command)
+
+
+class RetryOnError(ConfigError, TypeError):
+    """A node failed and its ``RetryPolicy.retry_on`` is neither an exception class, a list or tuple of
+    them, nor a callable: the run fails with it (not the node's error), when the node fails, as LangGraph's
+    (a ``TypeError``, LangGraph's message)."""
 
 
 class OutsideRunError(GraphqError, RuntimeError):
@@ -280,18 +309,27 @@ def node_error(node: str, error: BaseException, router: str | None = None, attem
 
 
 class NodeTimeoutError(PermanentError):
-    """A node ran longer than the ``timeout`` set on ``add_node`` (G10); its task's cancel token was set.
+    """A node's try ran longer than the ``timeout`` set on ``add_node`` (G10), or went its ``idle_timeout``
+    without progress; its task's cancel token was set.
 
     Attributes:
         node: the node's name.
         timeout_s: the timeout it exceeded, in seconds.
+        kind: ``"run"`` (the cap on a try) or ``"idle"`` (no progress), as LangGraph's.
+        reason: what the try's cancel token says (the message without where it was set).
     """
 
-    def __init__(self, node: str, timeout_s: float) -> None:
+    def __init__(self, node: str, timeout_s: float, kind: str = "run") -> None:
         shown = f"{timeout_s:g}"  # as it was set: timeout=1, not 1.0
-        super().__init__(f"node {node!r} timed out after {shown} s (timeout={shown} set on add_node)")
+        if kind == "idle":
+            self.reason = f"node {node!r} made no progress for {shown} s"
+            super().__init__(f"{self.reason} (TimeoutPolicy(idle_timeout={shown}) set on add_node)")
+        else:
+            self.reason = f"node {node!r} timed out after {shown} s"
+            super().__init__(f"{self.reason} (timeout={shown} set on add_node)")
         self.node = node
         self.timeout_s = timeout_s
+        self.kind = kind
 
 
 class UnknownWorkflowError(PermanentError):

@@ -362,7 +362,9 @@ def _merged(left: Any, right: Any) -> list[Any]:
         at = index.get(message.id)
         if at is None:
             if _is_removal(message):
-                raise InvalidUpdateError(f"RemoveMessage: no message with id {message.id!r} to delete")
+                raise InvalidUpdateError(  # LangGraph's words
+                    f"Attempting to delete a message with an ID that doesn't exist ({message.id!r})"
+                )
             index[message.id] = len(merged)
             merged.append(message)
         elif _is_removal(message):

@@ -6,7 +6,7 @@ Names and meaning follow LangGraph's public API (``langgraph.types``) so that gr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 __all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
@@ -67,6 +67,13 @@ class Command(Generic[N], ToolOutputMixin):
 
     PARENT: ClassVar[Literal["__parent__"]] = "__parent__"
     """``Command(graph=Command.PARENT, ...)``: the command is for the parent graph."""
+
+    def __repr__(self) -> str:
+        """LangGraph's: the fields that are set (not empty), e.g. ``Command(update={'a': 1}, goto='b')``."""
+        contents = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if getattr(self, f.name)
+        )
+        return f"Command({contents})"
 
 
 @dataclass(frozen=True)

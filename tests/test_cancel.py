@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from graphcore import keys
 from graphcore.backend.client import CancelReply, Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
@@ -50,11 +51,17 @@ def test_cancel_a_queued_run_and_a_completed_one(client: Client, redis_client: r
 
 
 def test_cooperative_cancel_stops_before_the_next_step_and_keeps_checkpoints(
-    client: Client, worker: subprocess.Popen[bytes]
+    client: Client, worker: subprocess.Popen[bytes], redis_client: redis.Redis
 ) -> None:
     run_id = client.enqueue("slow-loop", {})
     wait_for(client, run_id, RunStatus.RUNNING)
-    wait_until(lambda: client.get_run(run_id).step >= 2, 30, "two committed steps")
+    run = client.get_run(run_id)
+
+    def holding_a_later_step() -> bool:  # a step's commit frees the lease until the next job claims it
+        leased = redis_client.exists(keys.lease(run.thread_id, run_id))
+        return client.get_run(run_id).step >= 2 and bool(leased)
+
+    wait_until(holding_a_later_step, 30, "two committed steps and a worker holding the next")
     assert client.cancel(run_id) == "cancel requested: the run stops before its next super-step"
     wait_for(client, run_id, RunStatus.CANCELED, timeout_s=20)
     run = client.get_run(run_id)

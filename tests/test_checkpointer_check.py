@@ -48,9 +48,9 @@ def test_a_store_without_get_writes_and_errors_is_refused_at_compile() -> None:
     with pytest.raises(CheckpointerError) as info:
         _builder().compile(checkpointer=FiveMethods())  # type: ignore[arg-type]
     assert str(info.value) == (
-        f"compile(checkpointer=...): got {FiveMethods.__module__}.FiveMethods, which is not a checkpoint "
-        "store (no get_writes_and_errors); accepted: a graphq checkpoint store such as "
-        "graphcore.InMemorySaver(), True, False or None"
+        "Invalid checkpointer provided. Expected a graphq checkpoint store (such as "
+        "graphcore.InMemorySaver()), True, False, or None. Received "
+        f"{FiveMethods.__module__}.FiveMethods, which is not a checkpoint store (no get_writes_and_errors)"
     )
 
 

@@ -120,7 +120,8 @@ def test_several_open_requests_need_answers_keyed_by_their_ids(
     a, b = (r["id"] for r in requests_json(redis_url, run_id))
     refused = ok(graphq("runs", "answer", run_id, "--value", '"ok"', url=redis_url), 2)
     assert error_line(refused) == (
-        "error: 2 requests are pending; answer with a map of request id to value, or name one with "
+        "error: When there are multiple pending interrupts, you must specify the interrupt id when resuming: "
+        "2 requests are pending; answer with a map of request id to value, or name one with "
         f"--request: ['{a}', '{b}']"
     )
     run = client.get_run(run_id)

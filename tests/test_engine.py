@@ -191,10 +191,10 @@ def _destination_unknown(g: StateGraph) -> None:
 @pytest.mark.parametrize(
     ("build", "expected"),
     [
-        (_unknown_source, "unknown source node 'ghost'"),
+        (_unknown_source, "Found edge starting at unknown node 'ghost'"),
         (_edge_to_nowhere, "edge to nowhere, no node 'nowhere'"),
         (_join_to_nowhere, "'nowhere': edge to nowhere"),
-        (_join_unknown_source, "unknown source node 'ghost'"),
+        (_join_unknown_source, "Found edge starting at unknown node 'ghost'"),
         (_no_entry, "no entry point"),
         (_path_map_to_unknown, "unknown node 'ghost'"),
         (_destination_unknown, "destination 'ghost' is not a node"),
@@ -323,7 +323,7 @@ def test_add_messages_does_not_modify_left_and_rejects_unknown_removal() -> None
     left = [AIMessage("a", id="1")]
     assert add_messages(left, {"id": "1", "role": "ai", "content": "b"}) == [AIMessage("b", id="1")]
     assert left == [AIMessage("a", id="1")]
-    with pytest.raises(InvalidUpdateError, match="no message with id '9'") as refused:
+    with pytest.raises(InvalidUpdateError, match=r"doesn't exist \('9'\)") as refused:
         add_messages(left, RemoveMessage("9"))
     assert isinstance(refused.value, ValueError)
     with pytest.raises(InvalidUpdateError, match="must have 'role' \\(or 'type'\\) and 'content' keys"):

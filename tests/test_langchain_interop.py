@@ -6,6 +6,7 @@ as a node — in process, on a burst worker in this process and on a ``graphq wo
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -13,16 +14,21 @@ from uuid import UUID
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 
 from graphcore import START, MessagesState, StateGraph
 from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
+from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
-from tests.workers import burst, work, worker_env
-from tests.workflows.lc_agent import lc_agent, lc_react
+from graphcore.types import TaskWrites
+from tests.cli_helpers import error_line, invoke, ok
+from tests.workers import burst, graphq, work, worker_env
+from tests.workflows.lc_agent import Answer, build_tokens, lc_agent, lc_react, lc_react_hooks, lc_tokens
+from worker.messages import INTERVAL_S, MAX_BATCH, StepMessages
 
 REGISTRY = Registry.load(["tests.workflows.lc_agent"])
 QUESTION = {"messages": [HumanMessage("2+3 and sf weather?", id="h1")]}
@@ -200,3 +206,209 @@ def test_without_langchain_core_messages_mode_shows_the_written_messages() -> No
         "graphcore.lite_messages ai x a [('langgraph_node', 'w'), ('langgraph_step', 1)]",
         "False",
     ]
+
+
+TOKENS_INPUT = {"messages": [HumanMessage("hi", id="h1")]}
+
+
+def _shown(pairs: Any) -> list[tuple[str, Any, Any, str, int]]:
+    """``(class, content, id, node, langgraph_step)`` of each ``(message, metadata)`` pair."""
+    return [
+        (type(m).__name__, m.content, m.id, meta["langgraph_node"], meta["langgraph_step"])
+        for m, meta in pairs
+    ]
+
+
+def _watched(redis_url: str, run_id: str, *modes: str) -> list[dict[str, Any]]:
+    """The JSON lines of ``graphq runs watch RUN -o json`` (``--mode`` each of ``modes``), run to its end."""
+    options = [x for mode in modes for x in ("--mode", mode)]
+    done = graphq(
+        "runs", "watch", run_id, *options, "-o", "json", env=worker_env(redis_url, "tests.workflows.lc_agent")
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_a_queued_run_records_messages_events_as_langgraph_streams_them(
+    client: Client, redis_url: str
+) -> None:
+    """A run enqueued with the run option ``stream_mode=["messages"]``, on a ``graphq worker`` subprocess:
+    its events hold LangGraph's ``stream_mode="messages"`` pairs (the chat model's tokens, then the message
+    a node wrote), and ``graphq runs watch RUN --mode messages`` prints them, before the node's update."""
+    lg_graph = pytest.importorskip("langgraph.graph")
+    expected = _shown(
+        build_tokens(lg_graph.StateGraph, lg_graph.START)
+        .compile()
+        .stream(TOKENS_INPUT, stream_mode="messages")
+    )
+    assert _shown(lc_tokens.stream(TOKENS_INPUT, stream_mode="messages")) == expected  # in process
+    run_id = client.enqueue("lc_tokens", TOKENS_INPUT, config={"stream_mode": ["messages"]})
+    burst(worker_env(redis_url, "tests.workflows.lc_agent"))
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
+    events = list(read_events(client.kv, run_id, run_id))
+    pairs = [event.data for event in events if event.mode == "messages"]
+    assert _shown(pairs) == expected
+    assert [event.step for event in events if event.mode == "messages"] == [0, 0, 0, 0, 0, 1]  # as updates
+    assert pairs[0][1]["ls_provider"] == "genericfakechatmodel"
+    lines = _watched(redis_url, run_id, "messages", "updates")
+    assert [(line["mode"], line["step"]) for line in lines] == [("messages", 0)] * 5 + [
+        ("updates", 0),
+        ("messages", 1),
+        ("updates", 1),
+    ]
+    shown = [line["data"] for line in lines if line["mode"] == "messages"]
+    assert [(m["content"], m["id"], meta["langgraph_node"]) for m, meta in shown] == [
+        (content, mid, node) for _, content, mid, node, _ in expected
+    ]
+    assert [m["type"] for m, _ in shown] == ["AIMessageChunk"] * 5 + ["ai"]  # the messages' own type
+
+
+def test_a_queued_run_without_the_option_records_no_messages_events(client: Client, redis_url: str) -> None:
+    """Without ``stream_mode=["messages"]`` a queued run records no ``messages`` events (no callback, no
+    Redis call for them): the events are those of any run."""
+    run_id = client.enqueue("lc_tokens", TOKENS_INPUT)
+    burst(worker_env(redis_url, "tests.workflows.lc_agent"))
+    assert client.get_run(run_id).status == RunStatus.COMPLETED
+    modes = [event.mode for event in read_events(client.kv, run_id, run_id)]
+    assert modes == ["status", "values", "updates", "values", "updates", "values", "status"]
+
+
+def test_a_bad_stream_mode_option_is_refused_at_enqueue(client: Client, redis_url: str) -> None:
+    """The option is checked at enqueue: a ConfigError naming it from the client; exit 2 and one line
+    naming --config from ``graphq enqueue``, which takes a good one (its run records messages events)."""
+    with pytest.raises(
+        ConfigError, match=r"run option stream_mode\.0: Input should be 'messages' \(got 'valus'\)"
+    ):
+        client.enqueue("lc_tokens", TOKENS_INPUT, config={"stream_mode": ["valus"]})
+    question = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
+    bad = invoke(
+        "tests.workflows.lc_agent",
+        redis_url,
+        "enqueue",
+        "lc_tokens",
+        "-i",
+        question,
+        "--config",
+        '{"stream_mode": "valus"}',
+    )
+    assert (
+        error_line(ok(bad, 2))
+        == "error: --config: run option stream_mode.0: Input should be 'messages' (got 'valus')"
+    )
+    assert client.list_runs() == []
+    good = ok(
+        invoke(
+            "tests.workflows.lc_agent",
+            redis_url,
+            "enqueue",
+            "lc_tokens",
+            "-i",
+            question,
+            "--config",
+            '{"stream_mode": "messages"}',
+        )
+    )
+    run_id = good.stdout.strip()
+    work(client)
+    modes = [event.mode for event in read_events(client.kv, run_id, run_id)]
+    assert modes.count("messages") == 6
+
+
+def test_create_react_agent_with_hooks_and_a_structured_response_on_a_worker(
+    client: Client, redis_url: str
+) -> None:
+    """create_react_agent with ``pre_model_hook``, ``post_model_hook`` and ``response_format`` (a pydantic
+    class): the same state in process and on a ``graphq worker`` subprocess, the structured response an
+    :class:`Answer` on both; the hook's ``llm_input_messages`` are not in the state."""
+    out = lc_react_hooks.invoke(QUESTION)
+    run_id = client.enqueue("lc_react_hooks", QUESTION)
+    burst(worker_env(redis_url, "tests.workflows.lc_agent"))
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    for result in (out, run.result):
+        assert sorted(result) == ["messages", "structured_response"]
+        assert result["structured_response"] == Answer(text="2 + 3 = 5; sunny in sf", tools=3)
+        assert [m.type for m in result["messages"]] == ["human", "ai", "tool", "tool", "tool", "ai"]
+        assert {m.name for m in result["messages"] if m.type == "ai"} == {"lc_react_hooks"}
+
+
+class ChainRuns(BaseCallbackHandler):
+    """The names of the chain runs it hears, with their parent's name."""
+
+    def __init__(self) -> None:
+        self.names: dict[UUID, str] = {}
+        self.runs: list[tuple[str, str | None]] = []
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self.names[run_id] = kwargs["name"]
+        self.runs.append((kwargs["name"], self.names.get(parent_run_id) if parent_run_id else None))
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.runs.append(("model", self.names.get(parent_run_id) if parent_run_id else None))
+
+
+def test_a_graph_called_in_a_langchain_run_reports_its_node_runs() -> None:
+    """A graph invoked with the config of a LangChain run (a ``RunnableLambda`` passing its config on): each
+    node's chain run is a child of that run (not the graph's own run: that one only under
+    ``astream_events``), and the model called in a node is a child of the node's run."""
+    graph = build_tokens().compile()
+    heard = ChainRuns()
+    chain = RunnableLambda(lambda x, config: graph.invoke(x, config), name="outer")
+    chain.invoke(TOKENS_INPUT, {"callbacks": [heard]})
+    assert heard.runs == [("outer", None), ("chat", "outer"), ("model", "chat"), ("plain", "outer")]
+    plain = ChainRuns()
+    graph.invoke(TOKENS_INPUT, {"callbacks": [plain]})  # no LangChain run around it: no node runs
+    assert plain.runs == [("model", None)]
+
+
+class Ticks:
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_queued_steps_messages_are_sent_in_batches() -> None:
+    """The batching of a queued step's ``messages`` events (worker.messages): with the clock still, one
+    call per MAX_BATCH pairs and the rest at the task's end (its written message first); once INTERVAL_S
+    has passed, the next pair goes at once."""
+    sent: list[list[tuple[str, int, Any]]] = []
+    clock = Ticks()
+    cp = Checkpoint(
+        id="c", parent_id=None, step=3, channel_values={"messages": [HumanMessage("hi", id="h1")]}
+    )
+    step = StepMessages(sent.append, cp, clock)
+    for n in range(2 * MAX_BATCH + 50):
+        step.shows.show(AIMessageChunk(str(n), id="m1"), {"langgraph_node": "chat"}, dedupe=False)
+    assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH]
+    written = TaskWrites(
+        "t1", "chat", [("messages", [AIMessage("done", id="m2"), HumanMessage("hi", id="h1")])]
+    )
+    step.task_done(written)
+    assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH, 51]
+    mode, event_step, (message, metadata) = sent[-1][-1]
+    assert (mode, event_step, message.content, metadata) == (
+        "messages",
+        4,
+        "done",
+        {"langgraph_node": "chat", "langgraph_step": 5},
+    )
+    clock.now += INTERVAL_S
+    step.shows.show(AIMessageChunk("late", id="m3"), {"langgraph_node": "chat"}, dedupe=False)
+    assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH, 51, 1]
+    step.flush()
+    assert len(sent) == 4  # nothing waits: no call

@@ -259,12 +259,10 @@ def test_default_retry_on() -> None:
     [
         ({"max_attempts": 0}, "max_attempts"),
         ({"max_attempts": 2.5}, "max_attempts"),
-        ({"initial_interval_s": 0}, "initial_interval_s"),
+        ({"initial_interval_s": -0.5}, "initial_interval_s"),
         ({"initial_interval_s": float("nan")}, "initial_interval_s"),
         ({"max_interval_s": -1.0}, "max_interval_s"),
         ({"backoff_factor": 0.5}, "backoff_factor"),
-        ({"retry_on": (ValueError, "x")}, "retry_on"),
-        ({"retry_on": 3}, "retry_on"),
     ],
 )
 def test_invalid_policy_names_the_field(options: dict[str, Any], field: str) -> None:

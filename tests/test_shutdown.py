@@ -94,6 +94,31 @@ def test_sigterm_during_a_short_step_finishes_it_and_the_next_step_goes_to_anoth
     assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
 
 
+def test_a_node_sees_its_workers_drain_as_runtime_drain_requested(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    """SIGTERM drains the worker's ``RunControl`` (``runtime.control``): the node in flight sees
+    ``runtime.drain_requested`` with LangGraph's default reason, returns, and the run goes on elsewhere."""
+    first = start(GRAPHQ_DRAIN_TIMEOUT_S="30")
+    run_id = client.enqueue("two-steps", {"first": {"until_drain": 30}, "second": {}})
+    wait_for(lambda: started(tmp_path, "first"), what="the first step to start")
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(40) == 0
+    start()
+    run = ended(client, run_id)
+    assert (run.status, run.result is not None and run.result["done"]) == (
+        RunStatus.COMPLETED,
+        ["first", "second"],
+    )
+    assert [what for _, what in log_lines(tmp_path)] == [
+        "first start",
+        "first saw drain: shutdown",
+        "first end",
+        "second start",
+        "second end",
+    ]
+
+
 @pytest.mark.parametrize(
     ("plan", "settings", "exit_by_s"),
     [

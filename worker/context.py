@@ -12,12 +12,18 @@ from graphcore.backend.runs import RunStore
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.kv import LRU
 from graphcore.engine.registry import Registry
+from graphcore.engine.runtime import RunControl
 from graphcore.settings import Settings, get_settings
 from worker.claim import ClaimAhead, claim_ahead
 from worker.commit import CommitScript
 from worker.queue import RQStepQueue, StepJob
 
-__all__ = ["WorkerContext", "get_context", "set_context"]
+__all__ = ["DRAIN", "WorkerContext", "get_context", "set_context"]
+
+DRAIN = RunControl()
+"""The ``runtime.control`` of every step this process runs: drained once the worker is asked to stop
+(SIGTERM, :class:`worker.supervisor.SupervisedWorker`), so a node can see ``runtime.drain_requested``; the
+run's next super-step then waits for another worker."""
 
 
 @dataclass

@@ -7,6 +7,7 @@ answers, request records). A write the lease no longer covers changes nothing; i
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 from graphcore import keys
@@ -22,7 +23,7 @@ from worker.context import WorkerContext
 from worker.fence import REFUSED, refused
 from worker.lease import Lease
 
-__all__ = ["append_event", "fenced_hset", "put_writes", "set_status"]
+__all__ = ["append_event", "append_events", "fenced_hset", "put_writes", "set_status"]
 
 
 def set_status(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, **options: Any) -> bool:
@@ -48,19 +49,31 @@ _told: weakref.WeakSet[Lease] = weakref.WeakSet()
 
 
 def append_event(ctx: WorkerContext, run: RunRecord, lease: Lease, mode: str, step: int, data: Any) -> None:
-    """Append one event of the step (custom chunk, retry, progress) to the run's stream, only while this
-    worker holds the lease (I1; retried through a Redis outage). A refused event is counted (in the run hash
-    and :data:`worker.fence.REFUSED`); the node goes on (its writes and commit will be refused too)."""
-    fields = encode_event(mode, step, data)
+    """Append one event of the step (custom chunk, retry, progress) to the run's stream: :func:`append_events`
+    of one."""
+    append_events(ctx, run, lease, [(mode, step, data)])
+
+
+def append_events(
+    ctx: WorkerContext, run: RunRecord, lease: Lease, events: Sequence[tuple[str, int, Any]]
+) -> None:
+    """Append ``events`` (``(mode, step, data)`` each) of the step to the run's stream in one script call
+    (one round trip), only while this worker holds the lease (I1; retried through a Redis outage). A refused
+    call is counted (in the run hash and :data:`worker.fence.REFUSED`); the node goes on (its writes and
+    commit will be refused too)."""
+    args: list[Any] = [lease.token]
+    for mode, step, data in events:
+        fields = encode_event(mode, step, data)
+        args += [fields["mode"], fields["step"], fields["data"]]
     script_keys = [lease.key, keys.run(run.thread_id, run.id), keys.run_events(run.thread_id, run.id)]
-    args = [lease.token, fields["mode"], fields["step"], fields["data"]]
     if outlast(script(ctx.kv, "fenced_xadd"), keys=script_keys, args=args):
         return
     if lease in _told:
         REFUSED.add("events")
         return
     _told.add(lease)
-    refused("events", run.id, run.step, f"a {mode} event (and any later one of this step)")
+    what = f"a {events[0][0]} event" if len(events) == 1 else f"{len(events)} {events[0][0]} events"
+    refused("events", run.id, run.step, f"{what} (and any later one of this step)")
 
 
 _WHAT = {

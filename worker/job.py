@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,7 +39,7 @@ from graphcore.backend.runs import (
 )
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import apply_input, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -58,12 +59,13 @@ from worker.breakpoints import stop_at
 from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
 from worker.commit import CommitAhead, StepCommit
 from worker.committing import commit, commit_step
-from worker.context import WorkerContext, get_context
+from worker.context import DRAIN, WorkerContext, get_context
 from worker.endings import after_head, end_completed, end_run, fail_run, release_thread
 from worker.fence import RefusedWriteError
-from worker.fenced_writes import append_event, fenced_hset, put_writes, set_status
+from worker.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
 from worker.handover import Stop, abandon
 from worker.lease import Lease, retire_if_stuck
+from worker.messages import step_messages
 from worker.pause import pause, seed_answers, step_answers
 from worker.progress import step_progress
 from worker.queue import StepJob
@@ -172,6 +174,7 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
         fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
 
+
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
 ) -> tuple[Lease | None, tuple[int, dict[bytes, bytes]] | None]:
@@ -268,7 +271,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     def persist(tw: TaskWrites) -> None:
         if lease.stop is not None:  # given up: a task ending now ran under a cancel; the step runs again
             return
-        put_writes(ctx, run, cp, lease, tw)
+        put_writes(ctx, run, cp, lease, stored_writes(graph, tw))
         if progress is not None:
             progress.task_done()
 
@@ -276,13 +279,15 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         append_event(ctx, run, lease, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
 
     lease.limit(*_deadline(graph, attempt, cp))
+    cfg, messages = step_messages(cfg, cp, lambda events: append_events(ctx, run, lease, events))
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
-    on_done = persist if len(cp.next_tasks) > 1 else None
+    persisting = len(cp.next_tasks) > 1
+    on_done = _hooks(messages.task_done if messages is not None else None, persist if persisting else None)
     timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow))):
+    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN)):
         outcome = run_step(
             graph,
             cp,
@@ -293,7 +298,22 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             cancel=lease.cancel,
             on_retry=_retry_events(ctx, run, lease, cp.step + 1),
         )
-    return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=on_done is not None)
+    if messages is not None:
+        messages.flush()
+    return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=persisting)
+
+
+def _hooks(*hooks: Callable[[TaskWrites], None] | None) -> Callable[[TaskWrites], None] | None:
+    """An ``on_task_done`` hook calling each of ``hooks`` that is not None, in order; None for none."""
+    given = [h for h in hooks if h is not None]
+    if len(given) < 2:
+        return given[0] if given else None
+
+    def each(tw: TaskWrites) -> None:
+        for hook in given:
+            hook(tw)
+
+    return each
 
 
 def _step_end(
@@ -319,8 +339,10 @@ def _step_end(
         fail_run(ctx, run, lease, error, task.node)
         return f"failed: {type(error).__name__}"
     if any(r.interrupts for r in outcome.results):
-        return pause(ctx, run, lease, cp, outcome.results, persisted=persisted)
-    new = apply_writes(graph, cp, outcome.results, {"run_id": run.id})
+        return pause(
+            ctx, run, lease, cp, [stored_writes(graph, r) for r in outcome.results], persisted=persisted
+        )
+    new = stored_form(graph, apply_writes(graph, cp, outcome.results, {"run_id": run.id}))
     try:
         return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
     except SerializationError as exc:
@@ -438,7 +460,7 @@ def _head(
         run.head = parent.id
         return parent, True
     lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
-    cp = apply_input(graph, parent, run.input, {"run_id": run.id})
+    cp = stored_form(graph, apply_input(graph, parent, run.input, {"run_id": run.id}))
     _commit_start(ctx, run, lease, cp, may_append=parent is not None)
     return cp, False
 

@@ -59,6 +59,7 @@ from graphcore.backend.reaper import Lapsed
 from graphcore.backend.runs import RunError, RunStatus
 from graphcore.settings import Settings, get_settings, quiet_unknown_variables
 from worker import liveness, logs, metrics
+from worker.context import DRAIN
 from worker.dequeue import StopAwareQueue
 from worker.handover import Stop, abandon, lapse
 from worker.health import publish_status
@@ -189,6 +190,7 @@ class SupervisedWorker(SimpleWorker):
         raises anywhere in the dequeue, which dropped a job popped just before."""
         if not self._stopping:
             self._stopping = self._stop_requested = True
+            DRAIN.request_drain()  # the step in flight sees runtime.drain_requested
             StopAwareQueue.stop()
             self.handle_warm_shutdown_request()  # type: ignore[no-untyped-call]
         if self._in_dequeue and StopAwareQueue.may_end_by_raising():

@@ -22,9 +22,10 @@ Either way the async nodes run on the caller's loop, as LangGraph's do: objects 
 queues) work inside them, and several async tasks of one super-step run concurrently on it, each in a
 copy of the caller's context and an asyncio task of its own.
 
-When the caller stops waiting (its task is cancelled, or it leaves an ``astream`` early), the async tasks
-running for it are cancelled (their nodes see ``asyncio.CancelledError``) and no further super-step starts;
-a sync node that is running finishes its step first (Python cannot stop a thread).
+When the caller stops waiting (its task is cancelled, or it leaves an ``astream`` early: ``break`` then
+``aclose()``), the async tasks running for it are cancelled (their nodes see ``asyncio.CancelledError``)
+and awaited until they end before the cancel (or ``aclose()``) returns, as LangGraph's; no further
+super-step starts; a sync node that is running finishes its step first (Python cannot stop a thread).
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ async def drive(run: Generator[Any, Any, None]) -> Any:
         last step; None when it yielded none.
 
     Raises:
-        What the run raises; ``asyncio.CancelledError`` at once when the awaiting task is cancelled. The
-        async tasks of the step in flight are then cancelled (their nodes see ``asyncio.CancelledError``),
-        a step of sync nodes only finishes and is committed, and no further super-step starts.
+        What the run raises; ``asyncio.CancelledError`` when the awaiting task is cancelled: the async
+        tasks of the step in flight are cancelled first (their nodes see ``asyncio.CancelledError``) and
+        awaited until they end, as LangGraph's; a step of sync nodes only is not awaited (it finishes and is
+        committed), and no further super-step starts.
     """
     caller = CallerLoop(asyncio.get_running_loop())
     ctx = contextvars.copy_context()
@@ -112,10 +114,11 @@ async def drive(run: Generator[Any, Any, None]) -> Any:
                 if task.cancelled():  # the step's own cancellation (a node raised it)
                     raise
                 caller.cancel()
-                if item.stoppable and not task.done():
-                    task.cancel()
                 task.add_done_callback(functools.partial(_finish, ctx, run))
                 handed = True  # _finish closes the run
+                if item.stoppable and not task.done():
+                    task.cancel()
+                    await asyncio.wait({task})  # its async nodes have seen their cancellation
                 raise
     finally:
         if not handed:
@@ -186,7 +189,7 @@ async def ainvoke(invoke: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return await done
     except asyncio.CancelledError:
-        caller.cancel()
+        await caller.stop()
         raise
 
 
@@ -234,5 +237,5 @@ async def astream(stream: Callable[..., Iterator[Any]], *args: Any, **kwargs: An
                 raise item.error
             yield item
     finally:
-        caller.cancel()
         wanted.release()  # the producer, waiting for a pull, sees the cancel and closes the stream
+        await caller.stop()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.model import task_id as task_id  # kept importable from here
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
-from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec
+from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec, ran_as
 from graphcore.engine.config import (
     ANSWERS_KEY,
     NODE_SETTINGS_KEY,
@@ -30,6 +30,7 @@ from graphcore.engine.config import (
     RESUME_KEY,
     RunConfig,
     TaskContext,
+    TryInfo,
     task_context,
 )
 from graphcore.engine.defer import HELD, hold
@@ -38,6 +39,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
+from graphcore.engine.timeouts import progress_callbacks
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -122,8 +124,10 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def call_router(graph: GraphSpec, branch: Branch, state: Any) -> Any:
-    """What ``branch``'s router returns for ``state``: a coroutine for an async router."""
+def call_router(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> Any:
+    """What ``branch``'s router returns for the channel ``values``, seen through its own input schema
+    (:attr:`Branch.reads`, else the state schema's): a coroutine for an async router."""
+    state = graph.schema.reader_of(branch.reads).view(values)
     if branch.injects:  # config / writer parameters (graphcore.engine.params)
         return branch.router(state, **keyword_args(branch.injects))
     return branch.router(state)
@@ -143,9 +147,9 @@ def router_errors(branch: Branch) -> Iterator[None]:
         raise node_error(branch.source, exc, router=branch.name) from exc
 
 
-def _route(graph: GraphSpec, branch: Branch, state: Any) -> list[PendingTask]:
+def _route(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> list[PendingTask]:
     with router_errors(branch):
-        chosen = call_router(graph, branch, state)
+        chosen = call_router(graph, branch, values)
         if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
             chosen = run_coroutine(chosen)
     return destinations(graph, branch, chosen)
@@ -177,19 +181,30 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
     return out
 
 
+def _command_writes(graph: GraphSpec, node: str, update: Any, strict: bool) -> list[tuple[str, Any]]:
+    """A ``Command(update=...)``'s writes: ``(key, value)`` pairs in their order (a key may repeat), as
+    LangGraph's ``_update_as_tuples`` reads a list of them, else :meth:`StateSchema.writes_of`."""
+    pairs = isinstance(update, list | tuple) and bool(update) and not graph.schema.root
+    if pairs and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in update):
+        return [w for key, value in update for w in graph.schema.writes_of(node, {key: value}, strict=strict)]
+    return graph.schema.writes_of(node, update, strict=strict)
+
+
 def normalise(
     graph: GraphSpec, node: str, output: Any, *, strict: bool = False
 ) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
-    """A node's output as (writes, dynamic destinations). A list holding a Command (LangGraph's, e.g.
-    ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates. Keys that
-    are no channel are ignored with a warning, as LangGraph ignores them (:meth:`StateSchema.writes_of`),
-    or refused when ``strict`` (``update_state``). A Command's ``resume`` is not a write: it is ignored.
+    """A node's output as (writes, dynamic destinations). A list or tuple holding a Command (LangGraph's,
+    e.g. ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates (for a
+    root-channel state, values). A Command's ``update`` is a dict, a model, or ``(key, value)`` pairs in
+    order, as LangGraph's. Keys that are no channel are ignored with a warning, as LangGraph ignores them
+    (:meth:`StateSchema.writes_of`), or refused when ``strict`` (``update_state``). A Command's ``resume`` is
+    not a write: it is ignored.
 
     Raises:
         InvalidUpdateError: a ``goto`` to a node the graph does not have; unknown keys when ``strict``.
         ParentCommand: a ``Command(graph=Command.PARENT)`` (for the graph that runs this one).
     """
-    if type(output) is list and any(isinstance(item, Command) for item in output):
+    if type(output) in (list, tuple) and any(isinstance(item, Command) for item in output):
         writes: list[tuple[str, Any]] = []
         gotos: list[PendingTask] = []
         for item in output:
@@ -200,7 +215,7 @@ def normalise(
     if isinstance(output, Command):
         if output.graph is not None:  # Command.PARENT: for the graph that runs this one
             raise for_parent(node, output)
-        writes = graph.schema.writes_of(node, output.update, strict=strict)
+        writes = _command_writes(graph, node, output.update, strict)
         gotos = [_goto(t) for t in _as_list(output.goto)]
         unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
         if unknown:
@@ -216,16 +231,16 @@ def _routes(
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    view = route_view(graph, node, values, writes)
-    return [pending for branch in branches for pending in _route(graph, branch, view)]
+    local = route_values(graph, node, values, writes)
+    return [pending for branch in branches for pending in _route(graph, branch, local)]
 
 
-def route_view(
+def route_values(
     graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
-) -> Any:
-    """The state ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
+) -> dict[str, Any]:
+    """The channel values ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
     local, _ = _apply(graph, values, [(key, (node, value)) for key, value in writes])
-    return graph.schema.view(local)
+    return local
 
 
 def task_config(
@@ -254,11 +269,14 @@ def run_task(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None = None,
+    attempt: TryInfo | None = None,
 ) -> TaskWrites:
     """Run one task: the node, then its routers. Exceptions from user code propagate unchanged.
 
     Args:
         cancel: the task's cancel token, which the node reads through ``get_cancel_token()``.
+        attempt: the try (its number, the first's start, its heartbeat: ``runtime.execution_info`` and
+            ``runtime.heartbeat``); None: a first try.
         config: the run's config; ``configurable[RESUME_KEY]`` maps task id → answers of its
             ``interrupt()`` calls, in order (see :mod:`graphcore.engine.interrupts`).
 
@@ -270,15 +288,33 @@ def run_task(
         InvalidUpdateError: the node returned something that is not a valid update.
         Cancelled: the task's cancel token was set before the node started.
     """
-    ctx = task_setup(graph, cp, task, config, writer, cancel)
-    with task_context(ctx):
+    ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
+    with node_run(ctx, task.input) as shown, task_context(ctx):
         try:
             output = call_node(graph.nodes[task.node], task, ctx.config)
+            shown(output)
             writes, goto = normalise(graph, task.node, output)
             goto += _routes(graph, task.node, cp.channel_values, writes)
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
+
+
+def node_run(ctx: TaskContext, input: Any) -> AbstractContextManager[Callable[[Any], None]]:
+    """The node's LangChain chain run around its call (:func:`graphcore.engine.lc_runs.node_run`) when the
+    task has callbacks and langchain-core is installed; else a block that reports nothing."""
+    if ctx.config.callbacks is not None:
+        try:
+            from graphcore.engine.lc_runs import node_run as chain_run
+        except ImportError:
+            pass
+        else:
+            return chain_run(ctx, input)
+    return nullcontext(_unreported)
+
+
+def _unreported(output: Any) -> None:
+    return None
 
 
 def task_setup(
@@ -288,6 +324,7 @@ def task_setup(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None,
+    attempt: TryInfo | None = None,
 ) -> TaskContext:
     """The context a task's node runs in (see :func:`run_task`).
 
@@ -300,9 +337,21 @@ def task_setup(
     cfg = task_config(config, cp.step + 1, task, spec.settings)
     if spec.metadata:  # LangGraph's node metadata, in the task config's metadata
         cfg = cfg.model_copy(update={"metadata": {**cfg.metadata, **spec.metadata}})
+    if attempt is not None and attempt.progress is not None:  # LangChain events count as progress (auto)
+        cfg = progress_callbacks(cfg, attempt.progress)
     resume = list(config.configurable.get(RESUME_KEY, {}).get(task.id, []))
     answers = config.configurable.get(ANSWERS_KEY, {})
-    return TaskContext(cfg, writer, cancel or CancelToken(), task.id, task.node, resume, answers=answers)
+    return TaskContext(
+        cfg,
+        writer,
+        cancel or CancelToken(),
+        task.id,
+        task.node,
+        resume,
+        answers=answers,
+        checkpoint_id=cp.id,
+        try_=attempt or TryInfo(),
+    )
 
 
 def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
@@ -402,6 +451,37 @@ def apply_writes(
     return Checkpoint(new_checkpoint_id(), cp.id, step, values, versions, seen, next_tasks, barriers, meta)
 
 
+def stored_form(graph: GraphSpec, cp: Checkpoint) -> Checkpoint:
+    """``cp`` as a checkpoint store keeps it: without the values of :class:`UntrackedValue` channels, nor
+    their keys in the dict arguments of its ``Send`` tasks (LangGraph's: never checkpointed); ``cp`` itself
+    when the graph has no such channel."""
+    untracked = graph.schema.untracked
+    if not untracked:
+        return cp
+    kept = {key: value for key, value in cp.channel_values.items() if key not in untracked}
+    return dataclasses.replace(cp, channel_values=kept, next_tasks=_tracked_sends(untracked, cp.next_tasks))
+
+
+def stored_writes(graph: GraphSpec, writes: TaskWrites) -> TaskWrites:
+    """A task's ``writes`` as they are saved as pending writes: without writes to :class:`UntrackedValue`
+    channels, nor their keys in its ``Send`` arguments (as :func:`stored_form`)."""
+    untracked = graph.schema.untracked
+    if not untracked:
+        return writes
+    kept = [(key, value) for key, value in writes.writes if key not in untracked]
+    return dataclasses.replace(writes, writes=kept, goto=_tracked_sends(untracked, writes.goto))
+
+
+def _tracked_sends(untracked: frozenset[str], tasks: list[PendingTask]) -> list[PendingTask]:
+    """``tasks`` with the untracked keys taken out of each ``Send``'s dict argument."""
+    return [
+        PendingTask(t.node, t.send, {k: v for k, v in t.arg.items() if k not in untracked})
+        if t.send and isinstance(t.arg, dict)
+        else t
+        for t in tasks
+    ]
+
+
 def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskWrites]:
     """A step's task results in the order their writes apply, LangGraph's: the tasks edges triggered by
     node name, then the ``Send`` tasks in the order they were sent. ``results`` are in task order, one per
@@ -410,7 +490,7 @@ def write_order(cp: Checkpoint, results: Sequence[TaskWrites]) -> Sequence[TaskW
         return results
     keyed = []
     for index, (pending, result) in enumerate(zip(cp.next_tasks, results, strict=True)):
-        if pending.node != result.node or not result.task_id:
+        if not ran_as(pending.node, result.node) or not result.task_id:  # a handled task: as its node's
             return results
         keyed.append(((1, index, "") if pending.send else (0, 0, pending.node), result))
     return [result for _, result in sorted(keyed, key=lambda pair: pair[0])]
@@ -437,9 +517,7 @@ def apply_input(
     writes = graph.schema.writes_of(START, input, strict=strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
-    goto = [
-        p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, graph.schema.view(values))
-    ]
+    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, values)]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": "input", "step": step, "writes": [START]}

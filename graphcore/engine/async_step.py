@@ -29,18 +29,21 @@ from graphcore.engine.algo import (
     call_node,
     call_router,
     destinations,
+    node_run,
     normalise,
     paused_writes,
-    route_view,
+    route_values,
     router_errors,
     task_setup,
 )
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec, NodeSpec
-from graphcore.engine.config import RunConfig, task_context
+from graphcore.engine.config import RunConfig, TryInfo, task_context
+from graphcore.engine.handlers import handler_task
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
+from graphcore.engine.retry import asleep
 from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import Step, Tries, passes_through
 from graphcore.errors import Cancelled, NodeTimeoutError
@@ -144,7 +147,12 @@ async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites |
             raise
         return tries.failure(exc)  # the node raised it itself: its failure, as LangGraph's NodeCancelledError
     except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
-        return exc if passes_through(exc) else tries.failure(exc)
+        if passes_through(exc):
+            return exc
+        handling = None if exc is tries.hook_error else handler_task(step, task, exc, tries.tries)
+        if handling is None:
+            return tries.failure(exc)
+        return await _outcome(*handling, watch)  # the handler's writes are the task's (engine.handlers)
     if step.done is not None:
         try:
             step.done(result)
@@ -194,68 +202,79 @@ class _Tries(Tries):
         return result
 
     async def once(self) -> TaskWrites:
-        """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
-        token = self.try_token()
-        self.tries += 1
+        """One try; past the node's timeout (or idle timeout), its token is cancelled and
+        :class:`NodeTimeoutError` raised."""
+        token = self.begin_try()
         current = asyncio.current_task()
         assert current is not None  # a coroutine of _run_all's gather
         if self.watch is not None:
             self.watch.running[current] = token
-        late = [False]  # set once the try is abandoned: its stream chunks are dropped
+        late: list[NodeTimeoutError | None] = [None]  # set once the try is abandoned: its chunks are dropped
         timer = self._timer(current, token, late)
         try:
             result = await self._attempt(token, late)
         except asyncio.CancelledError:
-            if late[0] or (self.watch is not None and current in self.watch.fired):
+            if late[0] is not None or (self.watch is not None and current in self.watch.fired):
                 current.uncancel()  # ours, handled here: the task goes on (to its error, or a retry)
                 raise self._stopped(token, late) from None
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            if timer:
+                timer[0].cancel()
             if self.watch is not None:
                 self.watch.running.pop(current, None)
                 self.watch.fired.discard(current)
-        if late[0]:  # the node caught its cancellation and returned after its timeout: the result is late
+        if late[0] is not None:  # the node caught its cancellation and returned after its timeout: late
             raise self._stopped(token, late)
         return result
 
     def _timer(
-        self, current: asyncio.Task[Any], token: CancelToken, late: list[bool]
-    ) -> asyncio.TimerHandle | None:
-        """At the node's timeout: the token is set, then the task cancelled (the node sees both)."""
-        timeout_s = self.spec.timeout_s
-        if timeout_s is None:
-            return None
+        self, current: asyncio.Task[Any], token: CancelToken, late: list[NodeTimeoutError | None]
+    ) -> list[asyncio.TimerHandle]:
+        """The pending check of the node's timeouts (empty without one): when the try is overdue, the token is
+        set, then the task cancelled (the node sees both); until then the check comes again."""
+        if not self.timed:
+            return []
+        cap_at = self.cap_at()
+        loop = asyncio.get_running_loop()
+        pending: list[asyncio.TimerHandle] = []
 
-        def expire() -> None:
-            late[0] = True
-            token.cancel(f"node {self.task.node!r} timed out after {timeout_s:g} s")
+        def check() -> None:
+            error, wait_s = self.overdue(cap_at)
+            if error is None:
+                pending[0] = loop.call_later(wait_s, check)
+                return
+            late[0] = error
+            token.cancel(error.reason)
             if self.watch is not None:
                 self.watch.fired.add(current)  # cancelled here, not again by the watch
             current.cancel()
 
-        return asyncio.get_running_loop().call_later(timeout_s, expire)
+        pending.append(loop.call_later(self.overdue(cap_at)[1], check))
+        return pending
 
-    def _stopped(self, token: CancelToken, late: list[bool]) -> BaseException:
+    def _stopped(self, token: CancelToken, late: list[NodeTimeoutError | None]) -> BaseException:
         """The error of a try stopped by its timeout or by a cancel."""
-        if late[0]:
-            assert self.spec.timeout_s is not None
-            return NodeTimeoutError(self.task.node, self.spec.timeout_s)
-        return Cancelled(token.reason)
+        return late[0] if late[0] is not None else Cancelled(token.reason)
 
-    async def _attempt(self, token: CancelToken, late: list[bool]) -> TaskWrites:
+    async def _attempt(self, token: CancelToken, late: list[NodeTimeoutError | None]) -> TaskWrites:
         def emit(chunk: Any) -> None:
-            if not late[0]:
+            if late[0] is None:
+                self.wrote()
                 self.step.writer(self.task, chunk)
 
-        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token, self.attempt)
         if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
             return await aretried(lambda: arun_task(*args))
         return await arun_task(*args)
 
     async def _sleep(self, seconds: float) -> None:
-        """The pause between two tries; a cancel ends it at once, and the task with its last error."""
+        """The pause between two tries: ``asyncio.sleep`` as LangGraph's when nothing but the awaiting
+        task can cancel the run (a root run in process); else a cancel of the task's token ends it at
+        once, and the task with its last error."""
+        if self.step.cancel is None:
+            await asleep(seconds)
+            return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         while not self.cancel.cancelled and (left := deadline - loop.time()) > 0:
@@ -271,6 +290,7 @@ async def arun_task(
     config: RunConfig,
     writer: Callable[[Any], None],
     cancel: CancelToken | None = None,
+    attempt: TryInfo | None = None,
 ) -> TaskWrites:
     """:func:`graphcore.engine.algo.run_task` for an async task: the node's and the routers' coroutines are
     awaited; a sync node (one with an async router) runs off the loop as a sync task's try does, in graphq's
@@ -281,14 +301,15 @@ async def arun_task(
         InvalidUpdateError: the node returned something that is not a valid update.
         Cancelled: ``cancel`` was set before the node started.
     """
-    ctx = task_setup(graph, cp, task, config, writer, cancel)
-    with task_context(ctx):
+    ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
+    with node_run(ctx, task.input) as shown, task_context(ctx):
         try:
             spec = graph.nodes[task.node]
             if task.node in graph.async_nodes:
                 output = await call_node(spec, task, ctx.config)
             else:
                 output = await asyncio.wrap_future(_off_loop(spec, task, ctx.config))
+            shown(output)
             writes, goto = normalise(graph, task.node, output)
             goto += await _aroutes(graph, task.node, cp, writes)
         except GraphInterrupt as paused:
@@ -300,7 +321,7 @@ def _off_loop(spec: NodeSpec, task: Task, config: RunConfig) -> Future[Any]:
     """A sync node's call started off the loop as a sync task's try runs: in graphq's pool of this depth,
     or, when the node has a timeout, in a thread of its own (one stuck past its timeout holds no pool
     thread)."""
-    if spec.timeout_s is None:
+    if spec.timeout_s is None and spec.idle is None:
         return in_pool(call_node, spec, task, config)
     return start_thread(lambda: call_node(spec, task, config), f"graphq-node-{task.node}", deeper=True)
 
@@ -312,11 +333,11 @@ async def _aroutes(
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    view = route_view(graph, node, cp.channel_values, writes)
+    local = route_values(graph, node, cp.channel_values, writes)
     out: list[PendingTask] = []
     for branch in branches:
         with router_errors(branch):
-            chosen = call_router(graph, branch, view)
+            chosen = call_router(graph, branch, local)
             if inspect.isawaitable(chosen):
                 chosen = await chosen
         out += destinations(graph, branch, chosen)

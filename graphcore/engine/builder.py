@@ -13,12 +13,12 @@ from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine import params
 from graphcore.engine.cache import CachePolicy, check_cache, check_policy
 from graphcore.engine.checkpointer import check_checkpointer, check_store
-from graphcore.engine.compiled import Branch, NodeSpec
+from graphcore.engine.compiled import DEFAULT_ERROR_HANDLER, ERROR_HANDLER_PREFIX, Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.retry import NodeRetry, RetryPolicies, RetryPolicy
 from graphcore.engine.schema import StateSchema
 from graphcore.engine.subgraph import SubgraphNode
-from graphcore.engine.timeouts import Timeout, timeout_seconds
+from graphcore.engine.timeouts import IdleTimeout, Timeout, node_timeouts
 from graphcore.engine.validate import validate
 from graphcore.errors import ConfigError, InvalidGraphError
 from graphcore.types import END, START
@@ -53,15 +53,16 @@ def _as_node(fn: Any) -> Any:
 
 
 def _named(name: str | Node, fn: Node | None) -> tuple[str, Node]:
-    """``add_node``'s (name, function): ``add_node(fn)`` takes a compiled graph's name or a function's
-    ``__name__``."""
+    """``add_node``'s (name, function): ``add_node(fn)`` takes a compiled graph's name, a function's
+    ``__name__`` or else (a callable object) its class's name, as LangGraph's."""
     name, fn = _as_node(name), _as_node(fn)
     if isinstance(name, str):
         if fn is None:
             raise InvalidGraphError(f"add_node({name!r}) needs the node's function")
         return name, fn
     fn = name
-    found = getattr(fn, "name" if isinstance(fn, CompiledGraph) else "__name__", None)
+    # a callable object without __name__ goes by its class's name, as LangGraph's
+    found = fn.name if isinstance(fn, CompiledGraph) else getattr(fn, "__name__", type(fn).__name__)
     if not isinstance(found, str) or not found or found == "<lambda>":
         raise InvalidGraphError(f"add_node({fn!r}): name the node (add_node(name, fn)); it has no name")
     return found, fn
@@ -93,11 +94,8 @@ def _check_node_options(name: str, retry: object, settings: object, error_handle
 def _check_retry(where: str, retry: object, error_handler: object) -> None:
     if retry is not None and not isinstance(retry, RetryPolicy | RetryPolicies):
         raise ConfigError(f"{where}: retry must be a RetryPolicy (got {type(retry).__name__})")
-    if error_handler is not None:
-        raise ConfigError(
-            f"{where}: error_handler is not supported by graphq yet; catch the error in the node, or route "
-            "on a failed run with a retry policy"
-        )
+    if error_handler is not None and not callable(_as_node(error_handler)):
+        raise ConfigError(f"{where}: error_handler must be a function (got {type(error_handler).__name__})")
 
 
 def _own_copy(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -149,8 +147,12 @@ class StateGraph:
         self.edges: list[tuple[str, str]] = []
         self.joins: list[tuple[tuple[str, ...], str]] = []
         self.branches: list[Branch] = []
-        self.node_defaults: tuple[NodeRetry | None, float | None] = (None, None)
-        """``set_node_defaults``'s retry policy and timeout (seconds), for nodes without their own."""
+        self.node_defaults: tuple[NodeRetry | None, float | None, IdleTimeout | None] = (None, None, None)
+        """``set_node_defaults``'s retry policy, timeout (seconds) and idle timeout, for nodes without their
+        own."""
+        self.error_handlers: dict[str, Callable[..., Any]] = {}
+        """Error-handler node name → its function: ``__error_handler__<node>`` for ``add_node``'s,
+        ``__default_error_handler__`` for ``set_node_defaults``'s (LangGraph's names)."""
         self.cache_default: CachePolicy[Any] | None = None
         """``set_node_defaults``'s cache policy, for nodes without their own."""
 
@@ -161,7 +163,7 @@ class StateGraph:
         *,
         timeout: Timeout = None,
         settings: Mapping[str, Any] | None = None,
-        destinations: Sequence[str] = (),
+        destinations: Sequence[str] | Mapping[str, str] = (),
         retry: RetryPolicy | None = None,
         defer: bool = False,
         metadata: Mapping[str, Any] | None = None,
@@ -171,7 +173,8 @@ class StateGraph:
         error_handler: object = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
-        ``__name__``) or the compiled graph (its name), as LangGraph's ``StateGraph.add_node`` does.
+        ``__name__``), the compiled graph (its name) or a callable object's class, as LangGraph's
+        ``StateGraph.add_node`` does.
 
         Args:
             name: unique node name (or the node's function, named after it).
@@ -182,16 +185,18 @@ class StateGraph:
                 ``fn(state, cfg)``: a second positional parameter of another name gets the config; see
                 :mod:`graphcore.engine.params`).
             timeout: node timeout in seconds, per try (G10), or None; also LangGraph's ``timedelta`` or
-                ``TimeoutPolicy(run_timeout=...)``. A node still running after that many seconds fails its
-                step with :class:`~graphcore.errors.NodeTimeoutError` and sees its cancel token set. None
-                takes :meth:`set_node_defaults`'s.
+                ``TimeoutPolicy(run_timeout=..., idle_timeout=..., refresh_on=...)``
+                (:mod:`graphcore.engine.timeouts`). A try still running after that many seconds (or without
+                progress for ``idle_timeout`` seconds) fails with :class:`~graphcore.errors.NodeTimeoutError`
+                and sees its cancel token set. None takes :meth:`set_node_defaults`'s.
             settings: the node's settings, a dict of JSON values (R9), copied here. The node reads them
                 with :func:`~graphcore.engine.config.get_node_settings` or from its config,
                 ``config.configurable["__graphq_node_settings"]`` (always there, ``{}`` when none were
                 given); the workflow catalog shows them. Checked at :meth:`compile`: at most
                 ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` bytes of compact JSON.
-            destinations: nodes reachable only through ``Command(goto=...)`` from this node; by default
-                the names of ``fn``'s return annotation ``Command[Literal["a", "b"]]``, if it has one.
+            destinations: nodes reachable only through ``Command(goto=...)`` from this node, or a mapping
+                node → label (the label drawn on its edge, as LangGraph's); by default the names of
+                ``fn``'s return annotation ``Command[Literal["a", "b"]]``, if it has one.
             retry: the node's retry policy (G9); None takes :meth:`set_node_defaults`'s, else tries it once.
             defer: run the node only when nothing else is pending (LangGraph's deferred nodes, for joins of
                 branches of different lengths; see :mod:`graphcore.engine.defer`).
@@ -204,15 +209,21 @@ class StateGraph:
             cache_policy: how the node's results are cached under ``compile(cache=...)`` (a
                 :class:`~graphcore.engine.cache.CachePolicy`: ``key_func``, ``ttl``); None takes
                 :meth:`set_node_defaults`'s. Unused without a cache, as in LangGraph.
-            error_handler: LangGraph's node error handler: not supported (a ConfigError when given).
+            error_handler: runs when the node fails (after its retries) with an ``Exception``, as
+                LangGraph's: ``handler(state, error)`` gets the node's input and, in a parameter named
+                ``error``, the :class:`~graphcore.errors.NodeError` the run would have raised (``.node``,
+                ``.error``: the node's exception). It runs in the same super-step as the node
+                ``__error_handler__<name>``; its update (a dict, a ``Command``, None) is the task's writes,
+                and the node's own edges are not followed (only the handler's ``Command(goto=...)``). If it
+                raises, the run fails with its error. The task's writes are committed once, with the
+                handler's result: a run continued after a crash before then runs the node again.
 
         Raises:
             InvalidGraphError: the name is reserved, already used, or contains ':'; no function is given, or
                 one to be named after has no name (a lambda).
-            ConfigError: ``timeout`` is not above 0 (or a ``TimeoutPolicy`` has an ``idle_timeout``),
-                ``retry`` is not a :class:`RetryPolicy`, ``settings`` is not a mapping, or an
-                ``error_handler`` is given; ``cache_policy`` is not a ``CachePolicy`` or its ``ttl`` is
-                below 0.
+            ConfigError: ``timeout`` is not above 0 (or a ``TimeoutPolicy`` has an unknown ``refresh_on``),
+                ``retry`` is not a :class:`RetryPolicy`, ``settings`` is not a mapping, or ``error_handler``
+                is not a function; ``cache_policy`` is not a ``CachePolicy`` or its ``ttl`` is below 0.
         """
         name, fn = _named(name, fn)
         if name in (START, END) or ":" in name or not name:
@@ -221,7 +232,8 @@ class StateGraph:
             raise InvalidGraphError(f"node {name!r} is already in the graph")
         tries = _one_retry(name, retry, retry_policy)
         _check_node_options(name, tries, settings, error_handler)
-        timeout_s = timeout_seconds(f"node {name!r}", timeout)
+        timeout_s, idle = node_timeouts(f"node {name!r}", timeout)
+        handler = self._add_error_handler(f"{ERROR_HANDLER_PREFIX}{name}", error_handler)
         if isinstance(fn, CompiledGraph):
             fn = SubgraphNode(fn, self.schema)
         goes = tuple(destinations) or params.command_destinations(fn)
@@ -240,9 +252,21 @@ class StateGraph:
             injects=params.injected(fn),
             defer=defer,
             metadata=dict(metadata or {}),
+            labels=dict(destinations) if isinstance(destinations, Mapping) else {},
+            error_handler=handler,
+            idle=idle,
             cache_policy=check_policy(f"node {name!r}", cache_policy),
         )
         return self
+
+    def _add_error_handler(self, name: str, handler: object) -> str | None:
+        """Keep ``handler`` (if given) as error-handler node ``name``; returns the name, or None."""
+        if handler is None:
+            return None
+        if name in self.nodes or (name in self.error_handlers and name != DEFAULT_ERROR_HANDLER):
+            raise InvalidGraphError(f"error handler node {name!r} is already in the graph")
+        self.error_handlers[name] = cast("Callable[..., Any]", _as_node(handler))
+        return name
 
     def set_node_defaults(
         self,
@@ -260,18 +284,22 @@ class StateGraph:
             retry_policy: the retry policy of nodes added without one (one policy, or a list as
                 ``add_node``'s).
             cache_policy: the cache policy of nodes added without one (used under ``compile(cache=...)``).
-            error_handler: LangGraph's default error handler: not supported (a ConfigError when given).
+            error_handler: the error handler of nodes added without one (``add_node``'s
+                ``error_handler``), node ``__default_error_handler__``; it handles no error handler's error.
             timeout: the timeout of nodes added without one: seconds, a ``timedelta`` or a
-                ``TimeoutPolicy(run_timeout=...)``.
+                ``TimeoutPolicy``.
 
         Raises:
             ConfigError: as :meth:`add_node` for these options.
         """
         retry = _one_retry("(defaults)", None, retry_policy)
         _check_retry("set_node_defaults", retry, error_handler)
-        timeout_s = timeout_seconds("set_node_defaults", timeout)
-        old_retry, old_timeout = self.node_defaults
-        self.node_defaults = (retry or old_retry, timeout_s or old_timeout)
+        timeout_s, idle = node_timeouts("set_node_defaults", timeout)
+        old_retry, old_timeout, old_idle = self.node_defaults
+        if timeout is None:
+            timeout_s, idle = old_timeout, old_idle
+        self.node_defaults = (retry or old_retry, timeout_s, idle)
+        self._add_error_handler(DEFAULT_ERROR_HANDLER, error_handler)
         self.cache_default = check_policy("set_node_defaults", cache_policy) or self.cache_default
         return self
 
@@ -312,7 +340,9 @@ class StateGraph:
         """After ``source`` runs, ``router`` chooses where to go (see :class:`Branch`): a node name, END, a
         ``Send`` or a list of them; ``path_map`` (a mapping or a list of names) is by default read from the
         router's return annotation ``Literal["a", "b"]``, as LangGraph does. A router taking ``config`` or
-        ``writer`` gets them (:mod:`graphcore.engine.params`).
+        ``writer`` gets them (:mod:`graphcore.engine.params`). A router whose first parameter is annotated
+        with a TypedDict, pydantic model or dataclass is passed that schema's keys (a dict, or a model
+        instance), as LangGraph's; its keys are channels of the graph, like a node input schema's.
 
         Raises:
             InvalidGraphError: a router from START takes ``config``, ``writer`` or ``runtime`` (graphq runs
@@ -328,7 +358,10 @@ class StateGraph:
                 f"the router from START takes {', '.join(injects)}: graphq runs routers from START before "
                 "any task, with no task config, stream writer or runtime; route from a first node instead"
             )
-        self.branches.append(Branch(source, router, path_map, injects))
+        reads = params.input_schema_of(router)
+        if reads is not None:
+            self.schema = self.schema.including(reads)
+        self.branches.append(Branch(source, router, path_map, injects, reads))
         return self
 
     def set_entry_point(self, node: str) -> StateGraph:
@@ -424,20 +457,56 @@ class StateGraph:
         return graph
 
     def _with_node_defaults(self) -> StateGraph:
-        """This builder, or a shallow copy whose nodes without a retry policy, timeout or cache policy have
-        :meth:`set_node_defaults`'s."""
-        retry, timeout_s = self.node_defaults
+        """This builder, or a shallow copy whose nodes without a retry policy, timeout, error handler or cache
+        policy have :meth:`set_node_defaults`'s, and which has the error-handler nodes (retry and timeout
+        defaults apply to them too, as in LangGraph)."""
+        retry, timeout_s, idle = self.node_defaults
         cache = self.cache_default
-        if retry is None and timeout_s is None and cache is None:
+        if retry is None and timeout_s is None and idle is None and not self.error_handlers and cache is None:
             return self
+        fallback = DEFAULT_ERROR_HANDLER if DEFAULT_ERROR_HANDLER in self.error_handlers else None
         parts = copy.copy(self)
-        parts.nodes = {
-            name: dataclasses.replace(
-                spec,
-                retry=spec.retry or retry,
-                timeout_s=spec.timeout_s if spec.timeout_s is not None else timeout_s,
-                cache_policy=spec.cache_policy or cache,
-            )
-            for name, spec in self.nodes.items()
-        }
+        parts.nodes = {}
+        for name, spec in self.nodes.items():  # a node's own handler just before it, as LangGraph adds it
+            if ERROR_HANDLER_PREFIX + name in self.error_handlers:
+                parts.nodes[ERROR_HANDLER_PREFIX + name] = self._handler_spec(ERROR_HANDLER_PREFIX + name)
+            parts.nodes[name] = _defaulted(spec, retry, timeout_s, idle, fallback, cache)
+        if fallback is not None:
+            parts.nodes[fallback] = self._handler_spec(fallback)
         return parts
+
+    def _handler_spec(self, name: str) -> NodeSpec:
+        """Error-handler node ``name``: its function, with :meth:`set_node_defaults`'s retry policy and
+        timeouts (as LangGraph gives them to handlers)."""
+        retry, timeout_s, idle = self.node_defaults
+        fn = self.error_handlers[name]
+        return NodeSpec(
+            name,
+            fn,
+            params.takes_positional_config(fn, params.HANDLER_INJECTED),
+            timeout_s,
+            retry=retry,
+            injects=params.injected(fn, params.HANDLER_INJECTED),
+            idle=idle,
+        )
+
+
+def _defaulted(
+    spec: NodeSpec,
+    retry: NodeRetry | None,
+    timeout_s: float | None,
+    idle: IdleTimeout | None,
+    handler: str | None,
+    cache: CachePolicy[Any] | None = None,
+) -> NodeSpec:
+    """``spec`` with the defaults it does not set itself: a node's own timeout (a cap or an idle timeout)
+    replaces the default one whole, as in LangGraph."""
+    own_timeout = spec.timeout_s is not None or spec.idle is not None
+    return dataclasses.replace(
+        spec,
+        retry=spec.retry or retry,
+        timeout_s=spec.timeout_s if own_timeout else timeout_s,
+        idle=spec.idle if own_timeout else idle,
+        error_handler=spec.error_handler or handler,
+        cache_policy=spec.cache_policy or cache,
+    )

@@ -68,9 +68,9 @@ def check_checkpointer(value: Any) -> CheckpointStore | bool | None:
     missing = [m for m in _STORE_METHODS if not callable(getattr(value, m, None))]
     if missing:
         raise CheckpointerError(
-            f"compile(checkpointer=...): got {kind}, which is not a checkpoint store (no "
-            f"{', '.join(missing)}); accepted: a graphq checkpoint store such as graphcore.InMemorySaver(), "
-            "True, False or None"
+            "Invalid checkpointer provided. Expected a graphq checkpoint store (such as "
+            f"graphcore.InMemorySaver()), True, False, or None. Received {kind}, which is not a checkpoint "
+            f"store (no {', '.join(missing)})"
         )
     store: CheckpointStore = value
     return store

@@ -18,13 +18,33 @@ from graphcore.engine.loops import is_async_callable
 from graphcore.engine.retry import NodeRetry
 from graphcore.engine.runtime import coerce_context
 from graphcore.engine.schema import StateSchema, context_json_schema, json_schema
+from graphcore.engine.timeouts import IdleTimeout
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
 
 if TYPE_CHECKING:
     from graphcore.engine.cache import CachePolicy
 
-__all__ = ["Branch", "GraphParts", "GraphSpec", "NodeSpec"]
+__all__ = [
+    "DEFAULT_ERROR_HANDLER",
+    "ERROR_HANDLER_PREFIX",
+    "Branch",
+    "GraphParts",
+    "GraphSpec",
+    "NodeSpec",
+    "ran_as",
+]
+
+ERROR_HANDLER_PREFIX = "__error_handler__"
+"""``add_node(name, ..., error_handler=h)`` makes ``h`` node ``__error_handler__<name>`` (LangGraph's)."""
+DEFAULT_ERROR_HANDLER = "__default_error_handler__"
+"""The node of ``set_node_defaults(error_handler=...)`` (LangGraph's name)."""
+
+
+def ran_as(node: str, ran: str) -> bool:
+    """Whether a task of ``node`` that finished as node ``ran`` (its writes' node) is that node's task: the
+    node itself, or its error handler (:mod:`graphcore.engine.handlers`)."""
+    return ran == node or ran in (DEFAULT_ERROR_HANDLER, ERROR_HANDLER_PREFIX + node)
 
 
 @dataclass(frozen=True)
@@ -38,6 +58,7 @@ class NodeSpec:
         timeout_s: node timeout in seconds, per try (enforced by :mod:`graphcore.engine.step`, G10), or None.
         settings: JSON-serialisable per-node settings, passed through untouched.
         destinations: nodes this node may reach through ``Command(goto=...)``, for reachability checks.
+        labels: destination → the label its drawn edge carries (``add_node(destinations={node: label})``).
         retry: how the node is tried again after an error (G9): a policy, LangGraph's list of them, or
             None for a single try.
         reads: the node's input schema (the keys it sees, :meth:`StateSchema.reader_of`); None for the
@@ -46,6 +67,10 @@ class NodeSpec:
             :mod:`graphcore.engine.params`), read once at ``add_node``.
         defer: the node runs only when nothing else is pending (:mod:`graphcore.engine.defer`).
         metadata: added to the ``metadata`` of the node's task config.
+        idle: the node's idle timeout (``TimeoutPolicy(idle_timeout=...)``, :mod:`graphcore.engine.timeouts`),
+            or None.
+        error_handler: the node that runs when this one fails (``add_node(..., error_handler=...)``;
+            :mod:`graphcore.engine.handlers`), or None.
         cache_policy: how the node's results are cached when the graph has a cache
             (:mod:`graphcore.engine.cache`); None: not cached.
     """
@@ -61,6 +86,9 @@ class NodeSpec:
     injects: tuple[str, ...] = ()
     defer: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    error_handler: str | None = None
+    idle: IdleTimeout | None = None
     cache_policy: CachePolicy[Any] | None = None
 
 
@@ -77,6 +105,9 @@ class Branch:
     path_map: Mapping[Hashable, str] | None = None
     injects: tuple[str, ...] = ()
     """The parameters ``router`` takes by keyword (``config``, ``writer``; :mod:`graphcore.engine.params`)."""
+    reads: type[Any] | None = None
+    """The router's own input schema (the TypedDict, pydantic model or dataclass annotating its first
+    parameter; its keys are channels, private ones too): what it is passed. None: the state schema."""
 
     @property
     def name(self) -> str:

@@ -14,21 +14,24 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graphcore.engine.cancel import CancelToken
+from graphcore.engine.timeouts import Progress
 from graphcore.errors import ArgumentTypeError, ConfigError, OutsideRunError
 from graphcore.settings import explain, get_settings
 
 __all__ = [
     "ACCEPTED",
     "ANSWERS_KEY",
+    "NODE_ERROR_KEY",
     "NODE_SETTINGS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
     "RunConfig",
     "Scope",
     "TaskContext",
+    "TryInfo",
     "current_scope",
     "current_task",
     "current_task_or_none",
@@ -41,6 +44,7 @@ __all__ = [
     "passed_on",
     "run_scope",
     "task_context",
+    "with_handler",
 ]
 
 RESERVED_PREFIX = "__graphq_"
@@ -50,6 +54,11 @@ RESUME_KEY = f"{RESERVED_PREFIX}resume"
 
 ANSWERS_KEY = f"{RESERVED_PREFIX}answers"
 """``configurable`` key carrying every answer given for a step (interrupt id → value), for subgraphs."""
+
+NODE_ERROR_KEY = f"{RESERVED_PREFIX}node_error"
+"""``configurable`` key carrying, into an error handler's task, the failure it handles (a
+:class:`~graphcore.errors.NodeError`; :mod:`graphcore.engine.handlers`), as LangGraph's
+``__pregel_node_error``."""
 
 NODE_SETTINGS_KEY = f"{RESERVED_PREFIX}node_settings"
 """``configurable`` key carrying the running node's settings (``add_node(..., settings=...)``, R9), ``{}``
@@ -104,6 +113,10 @@ class RunConfig(BaseModel):
         context: the run's context (LangGraph's ``invoke(..., context=...)``, read by nodes through a
             ``runtime`` parameter or ``get_runtime()``; :mod:`graphcore.engine.runtime`), inherited by graphs
             invoked inside a node; a queued run stores it as JSON with its config. None: no context.
+        stream_mode: a queued run's events beyond those every run records: ``["messages"]`` (or
+            ``"messages"``) records the LLM tokens of the chat models its nodes call and the messages they
+            write (:mod:`worker.messages`); ``[]`` none. In process, ``stream(stream_mode=...)`` decides and
+            this option is not used.
 
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
     ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,
@@ -134,7 +147,14 @@ class RunConfig(BaseModel):
     max_concurrency: int | None = Field(default=None, ge=1)
     durability: Literal["sync", "async", "exit"] | None = None
     context: Any = None
+    stream_mode: list[Literal["messages"]] = Field(default_factory=list)
     callbacks: Any = Field(default=None, exclude=True)
+
+    @field_validator("stream_mode", mode="before")
+    @classmethod
+    def _one_mode(cls, value: Any) -> Any:
+        """A single mode as a list of one (``"messages"``, as ``stream(stream_mode=...)`` takes it)."""
+        return [value] if isinstance(value, str) else value
 
     def __getitem__(self, key: str) -> Any:
         """Read the config as LangGraph's dict: ``configurable`` (with ``thread_id``, ``checkpoint_id`` and
@@ -432,6 +452,41 @@ def _validated(merged: Mapping[str, Any]) -> RunConfig:
     return cfg
 
 
+def _no_heartbeat() -> None:
+    """The heartbeat of a try without an idle timeout: nothing waits on it."""
+
+
+@dataclass(frozen=True)
+class TryInfo:
+    """One try of a task, as its node sees it.
+
+    Attributes:
+        number: the try's number (1 for the first; more under a retry policy).
+        first_at: when the task's first try started, Unix time in seconds (None when not known).
+        progress: the try's progress against its node's idle timeout, or None without one.
+    """
+
+    number: int = 1
+    first_at: float | None = None
+    progress: Progress | None = None
+
+    @property
+    def heartbeat(self) -> Callable[[], None]:
+        """``runtime.heartbeat``: records progress for the node's idle timeout (a no-op without one)."""
+        return _no_heartbeat if self.progress is None else self.progress.heartbeat
+
+
+def with_handler(cfg: RunConfig, handler: Any) -> RunConfig:
+    """``cfg`` with the LangChain callback ``handler`` added to its callbacks (None, a list, or a callback
+    manager, which is copied), inherited by the LangChain calls under it."""
+    callbacks = cfg.callbacks
+    if callbacks is None or isinstance(callbacks, list):
+        return cfg.model_copy(update={"callbacks": [*(callbacks or []), handler]})
+    manager = callbacks.copy()  # a LangChain callback manager
+    manager.add_handler(handler, inherit=True)
+    return cfg.model_copy(update={"callbacks": manager})
+
+
 @dataclass
 class TaskContext:
     """What a running node can see: its config (with idempotency key), the stream writer, its cancel token
@@ -455,6 +510,12 @@ class TaskContext:
     callers: frozenset[Hashable] = frozenset()
     """Who (thread, asyncio task) called ``interrupt()`` or invoked a graph in this task
     (:mod:`graphcore.engine.nested`): a task that pauses must have had one."""
+    checkpoint_id: str = ""
+    """The id of the checkpoint the task's super-step starts from."""
+    try_: TryInfo = field(default_factory=lambda: TryInfo())
+    """The running try (``runtime.execution_info``, ``runtime.heartbeat``)."""
+    runtime: Any = None
+    """The try's :class:`~graphcore.engine.runtime.Runtime`, once built (``runtime_of``)."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""
@@ -510,6 +571,8 @@ class Scope:
     thread_id: str
     ns: str = ""
     memory: Any = None
+    control: Any = None
+    """The run's :class:`~graphcore.engine.runtime.RunControl` (``runtime.control``), or None."""
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("graphq_scope", default=None)

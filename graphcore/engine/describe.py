@@ -41,8 +41,9 @@ def subgraph_of(spec: NodeSpec) -> GraphSpec | None:
 
 class EdgePart(NamedTuple):
     """One edge of a graph as built: ``kind`` is ``"edge"``, ``"conditional"``, ``"join"`` or
-    ``"command"``; ``targets`` None when only a router knows them; ``labels`` the ``path_map`` keys (as
-    strings) beside ``targets`` for a conditional edge with one, else None; ``router`` its function."""
+    ``"command"``; ``targets`` None when only a router knows them; ``labels`` beside ``targets``: the
+    ``path_map`` keys (as strings) of a conditional edge with one, a command edge's labels
+    (``add_node(destinations={node: label})``, else the node's name), else None; ``router`` its function."""
 
     kind: str
     sources: list[str]
@@ -94,7 +95,9 @@ def edge_parts(graph: GraphSpec) -> list[EdgePart]:
             edges.append(EdgePart("conditional", [source], b.destinations(), labels, b.router))
     edges += [EdgePart("join", list(sources), [target]) for _, sources, target in graph.joins]
     edges += [
-        EdgePart("command", [n.name], list(n.destinations)) for n in graph.nodes.values() if n.destinations
+        EdgePart("command", [n.name], list(n.destinations), [n.labels.get(d, d) for d in n.destinations])
+        for n in graph.nodes.values()
+        if n.destinations
     ]
     return edges
 

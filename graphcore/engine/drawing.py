@@ -9,7 +9,9 @@ and draw them with ``draw_mermaid()``. Here the nodes and edges come from the gr
 * edges: plain edges and joins (not conditional), a conditional edge's ``path_map`` targets (conditional,
   ``data`` the path_map key when it differs from the target), a node's ``Command`` destinations
   (conditional); only edges from nodes those edges reach from START, sorted by (source, target, conditional,
-  data). A router without a path_map draws no edge (only the router knows its targets). Edges to END are
+  data). A router without a path_map draws no edge (only the router knows its targets). A deferred node
+  gets LangGraph's implicit conditional edges from the nodes of the step before it runs
+  (:func:`_deferred_edges`). Edges to END are
   drawn for conditional ones; otherwise every node that is a target but no source gets one to END;
 * ``xray``: a subgraph node is replaced by the subgraph's own nodes, ids prefixed ``node:`` (``True``: all
   levels, an int: that many levels).
@@ -228,6 +230,31 @@ def _edge_set(graph: GraphSpec) -> set[Edge]:
     return found
 
 
+def _deferred_edges(graph: GraphSpec, edges: set[Edge]) -> set[Edge]:
+    """LangGraph's implicit edges into a deferred node: walking the graph step by step (each step's nodes
+    go to all their targets), a deferred node waits until no other node is pending, then runs after the
+    last step's nodes; when none of them goes to it, LangGraph draws a conditional edge from each."""
+    deferred = {name for name, spec in graph.nodes.items() if spec.defer}
+    if not deferred:
+        return set()
+    targets: dict[str, set[str]] = {}
+    for e in edges:
+        targets.setdefault(e.source, set()).add(e.target)
+    implicit: set[Edge] = set()
+    step, waiting = targets.get(START, set()) - {END}, set[str]()
+    seen: set[tuple[frozenset[str], frozenset[str]]] = set()
+    while step and (frozenset(step), frozenset(waiting)) not in seen:  # a loop ends the walk
+        seen.add((frozenset(step), frozenset(waiting)))
+        reached = {t for node in step for t in targets.get(node, ())} - {END}
+        waiting |= reached & deferred
+        following = reached - deferred
+        if not following and waiting:  # the deferred nodes run now, after this step's nodes
+            implicit |= {Edge(src, node, None, True) for node in waiting - reached for src in step}
+            following, waiting = waiting, set()
+        step = following
+    return implicit
+
+
 def _reached(edges: set[Edge]) -> list[Edge]:
     """The edges from nodes reachable from START, sorted as LangGraph sorts them."""
     seen, stack = set(), [START]
@@ -261,7 +288,8 @@ def draw(graph: GraphSpec, xray: int | bool = False) -> DrawableGraph:
     for spec in graph.nodes.values():
         data = subgraph_of(spec) or spec.fn
         nodes[spec.name] = Node(spec.name, spec.name, data, _metadata(spec, before, after))
-    edges = _reached(_edge_set(graph))
+    found = _edge_set(graph)
+    edges = _reached(found | _deferred_edges(graph, found))
     edges += _end_edges(edges)
     if any(e.target == END for e in edges):
         nodes[END] = Node(END, END, None, None)

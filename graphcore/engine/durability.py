@@ -80,6 +80,14 @@ class ExitStore:
     ) -> tuple[Mapping[str, TaskWrites], Mapping[str, str]]:
         return self.store.get_writes_and_errors(thread_id, checkpoint_id, ns=ns)
 
+    def as_saved(self, thread_id: str, checkpoint: Checkpoint, *, ns: str = "") -> Checkpoint:
+        """``checkpoint`` as it will be saved, for the stream's checkpoint events: its parent the checkpoint
+        the run started after (or the one written last), never one held back and then dropped."""
+        held = self.held.get((thread_id, ns))
+        if held is None or held[1] == checkpoint.parent_id:
+            return checkpoint
+        return dataclasses.replace(checkpoint, parent_id=held[1])
+
     def flush(self) -> None:
         """Write each namespace's newest held checkpoint, parented to where the run started."""
         for thread_id, ns in list(self.held):

@@ -8,6 +8,7 @@ RQ step job calls, one super-step per job. The compiled graph's data is
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from functools import partial
@@ -18,7 +19,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
-from graphcore.engine.algo import apply_input, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
 from graphcore.engine.batch import BatchMethods
 from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
 from graphcore.engine.cache import CacheMethods
@@ -30,6 +31,7 @@ from graphcore.engine.config import (
     RESUME_KEY,
     RunConfig,
     Scope,
+    TaskContext,
     current_scope,
     current_task_or_none,
     merge_config,
@@ -43,11 +45,11 @@ from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_in
 from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
 from graphcore.engine.run_start import check_thread, empty_input, nothing_to_resume
-from graphcore.engine.runtime import with_context
+from graphcore.engine.runtime import RunControl, with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import StepResult, arun_step, has_async_tasks, run_step
-from graphcore.errors import CheckpointNotFoundError, ConfigError, StepLimitError
+from graphcore.errors import CheckpointNotFoundError, ConfigError, GraphDrained, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
@@ -126,6 +128,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         context: Any = None,
         print_mode: str | Sequence[str] = (),
         version: str = "v1",
+        control: RunControl | None = None,
     ) -> Any:
         """Run the graph to the end in this process and return the final state values.
 
@@ -144,6 +147,9 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             subgraphs, debug, print_mode, version: as :meth:`stream`.
             context: the run's context (LangGraph's; nodes read it through a ``runtime`` parameter or
                 ``get_runtime()``, :mod:`graphcore.engine.runtime`); graphs invoked inside nodes inherit it.
+            control: a :class:`~graphcore.engine.runtime.RunControl` to drain the run with (LangGraph's):
+                once drained, no further super-step starts and :class:`GraphDrained` is raised. None: the
+                run has its own (``runtime.control``); a graph invoked inside a node has its parent's.
 
         Returns:
             Channel name → value after the last super-step, narrowed to the output schema's keys (None
@@ -165,6 +171,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             ThreadRequiredError: (a ``ValueError``) the graph has a checkpointer and ``config`` no thread id.
             EmptyInputError: ``input`` is None and there is nothing to continue (no checkpointer, or a thread
                 without a checkpoint), as LangGraph's.
+            GraphDrained: ``control`` was asked to drain; the super-steps before are committed.
         """
         config = with_context(config, context)
         final: Any = None
@@ -181,10 +188,11 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
                 print_mode=print_mode,
+                control=control,
             )
             return list(chunks)
         logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
-        for events, cp, paused in self._run(input, config, logged, durability, call):
+        for events, cp, paused in self._run(input, config, logged, durability, call, control=control):
             streaming.log_events(events, modes=logged or ())
             final = self._result(cp, paused)
         return final
@@ -207,6 +215,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         context: Any = None,
         print_mode: str | Sequence[str] = (),
         version: str = "v1",
+        control: RunControl | None = None,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen (C6), as LangGraph's ``stream``.
 
@@ -227,18 +236,18 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         step in flight. The ``checkpoints``
         payloads are those ``graphq runs watch`` prints for a queued run. A stop at a breakpoint is one
         ``updates`` event ``{"__interrupt__": ()}``, as LangGraph's. ``interrupt_before``,
-        ``interrupt_after``, ``durability`` and ``context``: as :meth:`invoke`.
+        ``interrupt_after``, ``durability``, ``context`` and ``control``: as :meth:`invoke`.
 
         Raises:
             ValueError: an unknown stream mode.
-            StepLimitError, NodeError, InvalidUpdateError: as :meth:`invoke`.
+            StepLimitError, NodeError, InvalidUpdateError, GraphDrained: as :meth:`invoke`.
         """
         config = with_context(config, context)
         modes = streaming.check_modes(stream_mode)
         streaming.check_version(version)
         call = (interrupt_before, interrupt_after)
         yield from streaming.stream_run(
-            lambda run_modes: self._run(input, config, run_modes, durability, call),
+            lambda run_modes: self._run(input, config, run_modes, durability, call, control=control),
             modes,
             single=isinstance(stream_mode, str),
             subgraphs=subgraphs,
@@ -290,6 +299,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         context: Any = None,
         print_mode: str | Sequence[str] = (),
         version: str = "v1",
+        control: RunControl | None = None,
     ) -> Any:
         """:meth:`invoke`'s run, each super-step awaited on the running loop (:func:`aio.drive`); takes
         :meth:`invoke`'s arguments (``stream_mode`` is ``"values"``, nothing is logged: see
@@ -297,7 +307,9 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         config = with_context(config, context)
         streaming.check_version(version)
         call = (interrupt_before, interrupt_after)
-        last = await aio.drive(self._run(input, config, None, durability, call, on_loop=True))
+        last = await aio.drive(
+            self._run(input, config, None, durability, call, on_loop=True, control=control)
+        )
         return None if last is None else self._result(last[1], last[2])
 
     def astream(
@@ -309,6 +321,31 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         """
         return aio.astream(self.stream, input, config, **kwargs)
 
+    def astream_events(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """LangChain's event stream of a run, as LangGraph's ``astream_events`` (needs langchain-core; v2
+        events, or LangChain's deprecated v1 with ``version="v1"``):
+        ``{"event", "name", "run_id", "parent_ids", "tags", "metadata", "data"}`` dicts —
+        ``on_chain_start``/``on_chain_stream``/``on_chain_end`` of the graph (its input, each ``updates``
+        chunk, the final state) and of each node (``metadata["langgraph_node"]``, ``langgraph_step``; tag
+        ``graph:step:<n>``), and the events of the LangChain calls in nodes (``on_chat_model_stream`` with
+        each token's ``AIMessageChunk`` as ``data["chunk"]``, ...). ``kwargs``: LangChain's filters
+        (``include_names``, ``include_types``, ``include_tags``, ``exclude_*``).
+
+        Raises:
+            ImportError: langchain-core is not installed.
+            TypeError: another keyword argument, named.
+        """
+        from graphcore.engine.lc_runs import astream_events
+
+        return astream_events(self, input, config, version, kwargs)
+
     def _run(
         self,
         input: Any,
@@ -318,10 +355,12 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         breaks: tuple[Sequence[str] | str | None, Sequence[str] | str | None] = (None, None),
         *,
         on_loop: bool = False,
+        control: RunControl | None = None,
     ) -> Generator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]], Any, None]:
         """The run's steps (:meth:`_execute`). ``breaks``: the call's ``interrupt_before`` and
-        ``interrupt_after``; ``on_loop``: driven by :func:`aio.drive`."""
+        ``interrupt_after``; ``on_loop``: driven by :func:`aio.drive`; ``control``: :meth:`invoke`'s."""
         cfg, scope = self._placement(config)
+        scope = dataclasses.replace(scope, control=control or scope.control or RunControl())
         stops = self.breakpoints.with_call(*breaks, self.nodes)
         if stops and current_task_or_none() is not None:
             raise ConfigError(NESTED_BREAKPOINTS)
@@ -349,7 +388,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             inside = parent is not None and task is not None
             store = store_of(self.checkpointer, inside)
             memory = parent.memory if inside and parent is not None else self.store
-            return cfg, Scope(store, cfg.thread_id or "", "", memory)
+            control = parent.control if inside and parent is not None else None
+            return cfg, Scope(store, cfg.thread_id or "", "", memory, control)
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
         outer = {
             "configurable": inherited,
@@ -359,11 +399,11 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         given = merge_config(outer, passed_on(config))
         cfg = self.config_for(given, wrap=False)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
-            return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory)
+            return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory, parent.control)
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
         return cfg.model_copy(update={"thread_id": parent.thread_id, "run_id": task.config.run_id}), Scope(
-            parent.store, parent.thread_id, ns, parent.memory
+            parent.store, parent.thread_id, ns, parent.memory, parent.control
         )
 
     def _execute(
@@ -403,12 +443,15 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             if stops and stops.stop(cp, passing and steps == 0):
                 yield self._stopped(modes), cp, []
                 return
+            _raise_if_drained(scope, task)  # after the breakpoints, as LangGraph's
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
             shown = streaming.step_view(self, modes, cp, finished, shows)  # live: results as tasks finish
             resumed = with_resume(cfg, resume, answers)
-            saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished))  # each task's writes as it ends
+            saver = TaskSaver(
+                scope, cp, len(cp.next_tasks) - len(finished), self
+            )  # each task's writes as it ends
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
             if on_loop:  # awaited by the driver on the caller's loop, which sends the result back
                 outcome = yield self._step_call(scope, cp, saver, step)  # type: ignore[misc]
@@ -487,20 +530,29 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         self._save(scope, cp)
         return cp, {}, {}
 
-    @staticmethod
-    def _save(scope: Scope, cp: Checkpoint) -> None:
+    def _save(self, scope: Scope, cp: Checkpoint) -> None:
         if scope.store is not None:
-            scope.store.put(scope.thread_id, cp, ns=scope.ns)
+            scope.store.put(scope.thread_id, stored_form(self, cp), ns=scope.ns)
 
-    @staticmethod
-    def _save_writes(scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
+    def _save_writes(self, scope: Scope, cp: Checkpoint, results: Sequence[TaskWrites]) -> None:
         if scope.store is not None:
             for result in results:
-                scope.store.put_writes(scope.thread_id, cp.id, result, ns=scope.ns)
+                scope.store.put_writes(scope.thread_id, cp.id, stored_writes(self, result), ns=scope.ns)
 
 
 _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}
 """The keyword arguments of ``invoke`` (and ``ainvoke``)."""
+
+
+def _raise_if_drained(scope: Scope, task: TaskContext | None) -> None:
+    """Raise :class:`GraphDrained` when the run's :class:`RunControl` was asked to drain; a graph invoked
+    inside a node (``task``) runs on: its parent's run stops at its own next super-step.
+
+    Raises:
+        GraphDrained: naming the drain's reason.
+    """
+    if task is None and scope.control is not None and scope.control.drain_requested:
+        raise GraphDrained(scope.control.drain_reason or "shutdown")
 
 
 def _with_messages_handler(
@@ -512,21 +564,8 @@ def _with_messages_handler(
     put = streaming.messages_sink(modes)
     callbacks = cfg.callbacks
     if put is None or any(
-        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler) for h in _handlers(callbacks)
+        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler)
+        for h in messages_stream.handlers(callbacks)
     ):
         return cfg, None
-    shows = messages_stream.MessagesHandler(put)
-    callback = messages_stream.langchain_callback(shows)
-    if callback is None:
-        return cfg, shows
-    if callbacks is None or isinstance(callbacks, list):
-        return cfg.model_copy(update={"callbacks": [*(callbacks or []), callback]}), shows
-    manager = callbacks.copy()  # a LangChain callback manager
-    manager.add_handler(callback, inherit=True)
-    return cfg.model_copy(update={"callbacks": manager}), shows
-
-
-def _handlers(callbacks: Any) -> list[Any]:
-    if callbacks is None:
-        return []
-    return list(callbacks) if isinstance(callbacks, list) else list(getattr(callbacks, "handlers", []))
+    return messages_stream.listening(cfg, put)

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
 from graphcore.checkpoints import serde
-from graphcore.engine.channels import LastValue, ReducerChannel
+from graphcore.engine.channels import AnyChannel, LastValue, ReducerChannel
 from graphcore.engine.schema import ROOT, StateSchema, fields_of
 from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
 from graphcore.messages import coerce_message, is_add_messages
@@ -279,7 +279,7 @@ def _stored(adapter: TypeAdapter[Any], item: Any, where: str) -> tuple[bool, Any
     return True, Overwrite(result) if isinstance(item, Overwrite) else result
 
 
-def _is_checked(channel: LastValue | ReducerChannel | None) -> bool:
+def _is_checked(channel: AnyChannel | None) -> bool:
     """Plain channels and ``operator.add`` reducers have writes of the declared type."""
     return isinstance(channel, LastValue) or (
         isinstance(channel, ReducerChannel) and channel.reducer is operator.add

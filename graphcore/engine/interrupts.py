@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from graphcore.engine.config import TaskContext, current_task
 from graphcore.engine.nested import caller, refusal
-from graphcore.errors import ConfigError, InvalidUpdateError
+from graphcore.errors import AmbiguousAnswerError, ConfigError, InvalidUpdateError
 from graphcore.types import Interrupt, TaskWrites
 
 __all__ = [
@@ -221,8 +221,9 @@ def match_answer(pending: list[Interrupt], answer: Any, request_id: str | None) 
         request_id: answer this request only.
 
     Raises:
-        InvalidUpdateError: nothing is pending; the id is unknown; several requests are pending and the
-            answer is not keyed by their ids (the message lists them).
+        InvalidUpdateError: nothing is pending; the id is unknown.
+        AmbiguousAnswerError: several requests are pending and the answer is not keyed by their ids (the
+            message lists them); an ``InvalidUpdateError`` and, as LangGraph's, a ``RuntimeError``.
     """
     ids = [i.id for i in pending]
     if not ids:
@@ -241,7 +242,8 @@ def match_answer(pending: list[Interrupt], answer: Any, request_id: str | None) 
         raise InvalidUpdateError(f"unknown request id(s) {unknown}; pending: {ids}")
     if len(ids) == 1:
         return {ids[0]: answer}
-    raise InvalidUpdateError(
+    raise AmbiguousAnswerError(
+        "When there are multiple pending interrupts, you must specify the interrupt id when resuming: "
         f"{len(ids)} requests are pending; answer with a map of request id to value, or name one with "
         f"--request: {ids}"
     )

@@ -65,6 +65,17 @@ class CallerLoop:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nothing runs on it any more
                 self.loop.call_soon_threadsafe(task.cancel)
 
+    async def stop(self) -> None:
+        """:meth:`cancel`, awaited on the caller's loop: it returns once the async tasks running for the
+        caller have ended (their nodes' ``except asyncio.CancelledError`` and ``finally`` blocks have run),
+        as LangGraph's ``ainvoke`` and ``astream`` return only then. A task that had not started yet never
+        runs its node."""
+        self.cancel()
+        with self._lock:
+            running = list(self._running)
+        if running:
+            await asyncio.wait(running)
+
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the caller's loop (in a copy of this thread's context) and wait for it here.
 

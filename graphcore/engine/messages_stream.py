@@ -24,9 +24,10 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from graphcore.engine.config import RunConfig, with_handler
 from graphcore.types import TaskWrites
 
-__all__ = ["MessagesHandler", "known_ids", "langchain_callback", "written"]
+__all__ = ["MessagesHandler", "handlers", "known_ids", "langchain_callback", "listening", "written"]
 
 Put = Callable[[tuple[Any, dict[str, Any]]], None]
 
@@ -56,6 +57,25 @@ def langchain_callback(shows: MessagesHandler) -> Any | None:
     except ImportError:
         return None
     return LangChainMessages(shows)
+
+
+def listening(cfg: RunConfig, put: Put) -> tuple[RunConfig, MessagesHandler]:
+    """``cfg`` with the :func:`langchain_callback` of a new handler sending each ``(message, metadata)`` to
+    ``put`` added to its callbacks (a list, or a LangChain callback manager: inherited by the calls inside
+    nodes), and that handler. Without langchain-core ``cfg`` is returned as it is (only written messages
+    are shown)."""
+    shows = MessagesHandler(put)
+    callback = langchain_callback(shows)
+    if callback is None:
+        return cfg, shows
+    return with_handler(cfg, callback), shows
+
+
+def handlers(callbacks: Any) -> list[Any]:
+    """The handlers of a config's ``callbacks`` (a list, a LangChain callback manager or None)."""
+    if callbacks is None:
+        return []
+    return list(callbacks) if isinstance(callbacks, list) else list(getattr(callbacks, "handlers", []))
 
 
 def _messages_in(value: Any) -> list[Any]:

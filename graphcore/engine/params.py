@@ -9,6 +9,8 @@
   one), as LangGraph's.
 * ``runtime``: gets the run's :class:`~graphcore.engine.runtime.Runtime` (``runtime.context``,
   ``runtime.stream_writer``), as LangGraph's.
+* ``error``, in an error handler only (``add_node(..., error_handler=...)``): the
+  :class:`~graphcore.errors.NodeError` of the node it handles (LangGraph's ``error: NodeError``).
 * graphq's own form: a second required positional parameter of any other name gets the config
   (``fn(state, cfg)``), passed positionally; LangGraph would not fill it.
 
@@ -28,12 +30,13 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from graphcore.engine.config import current_task
+from graphcore.engine.config import NODE_ERROR_KEY, current_task
 from graphcore.engine.runtime import run_store, runtime_of
 from graphcore.engine.schema import is_schema
 from graphcore.types import Command
 
 __all__ = [
+    "HANDLER_INJECTED",
     "INJECTED",
     "command_destinations",
     "injected",
@@ -45,6 +48,8 @@ __all__ = [
 
 INJECTED = ("config", "writer", "store", "runtime")
 """The parameter names filled by keyword, in LangGraph's order."""
+HANDLER_INJECTED = (*INJECTED, "error")
+"""An error handler's (:mod:`graphcore.engine.handlers`): also ``error``, the node's failure."""
 
 _KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 _POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -64,6 +69,7 @@ def keyword_args(names: Sequence[str], config: Any = None) -> dict[str, Any]:
         "writer": lambda: task.stream_writer,
         "store": run_store,
         "runtime": lambda: runtime_of(task),
+        "error": lambda: task.config.configurable.get(NODE_ERROR_KEY),
     }
     return {name: values[name]() for name in names}
 
@@ -75,16 +81,17 @@ def _signature(fn: Callable[..., Any]) -> list[inspect.Parameter] | None:
         return None
 
 
-def injected(fn: Callable[..., Any]) -> tuple[str, ...]:
-    """The :data:`INJECTED` names ``fn`` takes by keyword, e.g. ``("config", "writer")``."""
+def injected(fn: Callable[..., Any], names: Sequence[str] = INJECTED) -> tuple[str, ...]:
+    """The ``names`` (:data:`INJECTED`, or :data:`HANDLER_INJECTED` for an error handler) ``fn`` takes by
+    keyword, e.g. ``("config", "writer")``."""
     params = _signature(fn) or []
-    return tuple(n for n in INJECTED if any(p.name == n and p.kind in _KEYWORD_KINDS for p in params))
+    return tuple(n for n in names if any(p.name == n and p.kind in _KEYWORD_KINDS for p in params))
 
 
-def takes_positional_config(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` has a second required positional parameter not named as an injected one (graphq's
+def takes_positional_config(fn: Callable[..., Any], names: Sequence[str] = INJECTED) -> bool:
+    """Whether ``fn`` has a second required positional parameter not named as one of ``names`` (graphq's
     ``fn(state, cfg)``)."""
-    params, keywords = _signature(fn) or [], injected(fn)
+    params, keywords = _signature(fn) or [], injected(fn, names)
     return any(
         p.kind in _POSITIONAL_KINDS and p.default is p.empty and p.name not in keywords for p in params[1:]
     )

@@ -12,8 +12,9 @@ failures), while programming errors stay permanent: see :func:`default_retry_on`
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass
 from typing import TypeAlias
 
@@ -27,7 +28,7 @@ from tenacity import (
 )
 from tenacity.wait import wait_base
 
-from graphcore.errors import Cancelled, ConfigError, ParentCommand, PermanentError
+from graphcore.errors import Cancelled, ConfigError, ParentCommand, PermanentError, RetryOnError
 
 __all__ = ["NodeRetry", "RetryOn", "RetryPolicies", "RetryPolicy", "default_retry_on"]
 
@@ -72,22 +73,35 @@ def default_retry_on(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not isinstance(exc, _NOT_RETRIED)
 
 
-def _matches(retry_on: RetryOn, exc: BaseException) -> bool:
-    if isinstance(retry_on, type | tuple):
+def _matches(retry_on: object, exc: BaseException) -> bool:
+    """Whether ``retry_on`` accepts ``exc``, read when a node fails, as LangGraph reads it.
+
+    Raises:
+        RetryOnError: ``retry_on`` is no exception class, list or tuple of them, or callable.
+    """
+    if isinstance(retry_on, Sequence) and not isinstance(retry_on, str):
+        if all(isinstance(c, type) and issubclass(c, BaseException) for c in retry_on):
+            return isinstance(exc, tuple(retry_on))
+    elif isinstance(retry_on, type) and issubclass(retry_on, BaseException):
         return isinstance(exc, retry_on)
-    return bool(retry_on(exc))
-
-
-def _check_retry_on(retry_on: object) -> None:
-    classes = retry_on if isinstance(retry_on, tuple) else (retry_on,)
-    if isinstance(retry_on, type | tuple):
-        if all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
-            return
-    elif callable(retry_on):
-        return
-    raise ConfigError(
-        f"RetryPolicy.retry_on must be an exception class, a tuple of them, or a predicate (got {retry_on!r})"
+    elif callable(retry_on) and not isinstance(retry_on, type):
+        return bool(retry_on(exc))
+    raise RetryOnError(
+        "retry_on must be an Exception class, a list or tuple of Exception classes, or a callable "
+        f"(got {retry_on!r})"
     )
+
+
+def sleep(seconds: float) -> None:
+    """A pause between two tries of a sync node, through ``time.sleep`` as LangGraph's (looked up at each
+    call: a program or test that patches ``time.sleep`` sees the pauses)."""
+    time.sleep(seconds)
+
+
+async def asleep(seconds: float) -> None:
+    """A pause between two tries of an async node, through ``asyncio.sleep`` as LangGraph's (looked up at
+    each call, as :func:`sleep`)."""
+    await asyncio.sleep(seconds)
 
 
 @dataclass(frozen=True)
@@ -95,21 +109,22 @@ class RetryPolicy:
     """How often and how patiently a node is tried again after an error (G9).
 
     Attributes:
-        initial_interval_s: pause before the second try, in seconds (above 0).
+        initial_interval_s: pause before the second try, in seconds (0 or more: 0 tries again at once).
         backoff_factor: each further pause is this many times the previous one (at least 1).
-        max_interval_s: upper bound of a pause before jitter, in seconds (above 0).
+        max_interval_s: upper bound of a pause before jitter, in seconds (0 or more).
         max_attempts: tries in all, the first one included (at least 1; 1 means no retry).
         jitter: add a random pause of 0 to 1 s to each wait, so that many failing tasks do not retry in step.
         retry_on: the errors to retry: an exception class, a tuple (or list) of classes, or a predicate; by
             default :func:`default_retry_on`. Errors that are not ``Exception`` (``Cancelled``,
             ``KeyboardInterrupt``, ``SystemExit``) and a node's ``Command(graph=Command.PARENT)`` are never
-            retried, whatever it says.
+            retried, whatever it says. It is read when the node fails, as LangGraph reads it: anything
+            else then fails the run with :class:`~graphcore.errors.RetryOnError` (a ``TypeError``).
 
     LangGraph's field names are accepted too (``RetryPolicy(initial_interval=0.1, max_interval=5)``, keyword
     only; the positional order is LangGraph's): they set ``initial_interval_s`` and ``max_interval_s``.
 
     Raises:
-        ConfigError: a field is out of range; the message names the field.
+        ConfigError: a field is out of range (a negative interval); the message names the field.
     """
 
     initial_interval_s: float = 0.5
@@ -133,15 +148,18 @@ class RetryPolicy:
             raise ConfigError(f"RetryPolicy.max_attempts must be at least 1 (got {self.max_attempts})")
         for name in ("initial_interval_s", "max_interval_s"):
             value = getattr(self, name)
-            if not value > 0:  # also rejects NaN
-                raise ConfigError(f"RetryPolicy.{name} must be above 0 s (got {value})")
+            if not value >= 0:  # also rejects NaN
+                raise ConfigError(f"RetryPolicy.{name} must be 0 s or more (got {value})")
         if not self.backoff_factor >= 1:
             raise ConfigError(f"RetryPolicy.backoff_factor must be at least 1 (got {self.backoff_factor})")
-        _check_retry_on(self.retry_on)
 
     def should_retry(self, exc: BaseException) -> bool:
         """Whether ``exc`` is worth another try under this policy (attempts left aside): never a
-        :class:`~graphcore.errors.ParentCommand` (a ``Command.PARENT`` on its way up, as LangGraph's)."""
+        :class:`~graphcore.errors.ParentCommand` (a ``Command.PARENT`` on its way up, as LangGraph's).
+
+        Raises:
+            RetryOnError: ``retry_on`` is of no accepted kind.
+        """
         return (
             isinstance(exc, Exception) and not isinstance(exc, ParentCommand) and _matches(self.retry_on, exc)
         )

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import stored_writes
+from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import Scope
 from graphcore.engine.durability import ExitStore
 from graphcore.engine.tries import TaskDone
@@ -36,12 +38,13 @@ class TaskSaver:
         scope: where the run checkpoints (its store, thread and namespace).
         cp: the checkpoint the step starts from (the writes are saved under its id).
         running: how many tasks the step runs (those not replayed from pending writes).
+        graph: the running graph (its untracked channels are not saved: :func:`stored_writes`).
     """
 
-    def __init__(self, scope: Scope, cp: Checkpoint, running: int) -> None:
+    def __init__(self, scope: Scope, cp: Checkpoint, running: int, graph: GraphSpec) -> None:
         store = scope.store
         self.on = store is not None and running > 1 and not isinstance(store, ExitStore)
-        self.scope, self.cp = scope, cp
+        self.scope, self.cp, self.graph = scope, cp, graph
         self.saved: set[str] = set()
         """Ids of the tasks whose writes this saver stored (added from the tasks' threads)."""
 
@@ -72,5 +75,5 @@ class TaskSaver:
     def _save(self, result: TaskWrites) -> None:
         store, scope = self.scope.store, self.scope
         assert store is not None  # self.on
-        store.put_writes(scope.thread_id, self.cp.id, result, ns=scope.ns)
+        store.put_writes(scope.thread_id, self.cp.id, stored_writes(self.graph, result), ns=scope.ns)
         self.saved.add(result.task_id)

@@ -27,7 +27,16 @@ import typing_extensions
 from pydantic import BaseModel, RootModel, TypeAdapter, create_model
 
 from graphcore.checkpoints import serde
-from graphcore.engine.channels import MISSING, LastValue, ReducerChannel, channel_for, overwrite_of
+from graphcore.engine.channels import (
+    MISSING,
+    AnyChannel,
+    LastValue,
+    ReducerChannel,
+    UntrackedValue,
+    channel_for,
+    is_channel_meta,
+    overwrite_of,
+)
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.types import START
 
@@ -46,7 +55,7 @@ __all__ = [
 ROOT = "__root__"
 """The one channel of a root-channel state (``StateGraph(int)``, ``StateGraph(Annotated[list, add])``)."""
 
-Channels = Mapping[str, LastValue | ReducerChannel]
+Channels = Mapping[str, AnyChannel]
 
 
 def stored_values(values: Mapping[str, Any]) -> Any:
@@ -194,7 +203,7 @@ class StateSchema:
                 two schemas declare one key with different reducers.
         """
         inputs, outputs = input_schema or schema, output_schema or schema
-        channels: dict[str, LastValue | ReducerChannel] = {}
+        channels: dict[str, AnyChannel] = {}
         for each in dict.fromkeys((schema, inputs, outputs, *extra)):
             _merge(channels, each, _channels_of(each))
             serde.allow_types(each)
@@ -252,6 +261,11 @@ class StateSchema:
         model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
         return Reader(None if keys >= set(self.channels) else keys, model)
 
+    @functools.cached_property
+    def untracked(self) -> frozenset[str]:
+        """The keys of :class:`UntrackedValue` channels: never stored in a checkpoint."""
+        return frozenset(key for key, ch in self.channels.items() if isinstance(ch, UntrackedValue))
+
     def is_reducer(self, key: str) -> bool:
         """Whether channel ``key`` folds its writes with a reducer (the checkpoint layout stores such lists
         as append-only logs)."""
@@ -295,9 +309,15 @@ class StateSchema:
         return ordered if len(ordered) == len(values) else {**ordered, **values}
 
     def update_of(self, writes: Sequence[tuple[str, Any]]) -> Any:
-        """An ``updates`` stream event's payload for one task: its writes as a dict, or the root update."""
+        """An ``updates`` stream event's payload for one task, as LangGraph's: its writes as a dict, or,
+        when a key is written more than once (a node's list of Commands), a list of one-key dicts in write
+        order; for a root-channel state the value written, or a list of the values when there are several."""
         if self.root:
-            return next((value for _, value in writes), None)
+            values = [value for _, value in writes]
+            return values[0] if len(values) == 1 else values
+        keys = [key for key, _ in writes]
+        if len(set(keys)) < len(keys):
+            return [{key: value} for key, value in writes]
         return dict(writes)
 
     def writes_of(self, node: str, update: Any, *, strict: bool = True) -> list[tuple[str, Any]]:
@@ -396,7 +416,7 @@ def _has_fields(schema: Any) -> bool:
     return isinstance(schema, type) and bool(getattr(schema, "__annotations__", None))
 
 
-def _channels_of(schema: type[Any]) -> dict[str, LastValue | ReducerChannel]:
+def _channels_of(schema: type[Any]) -> dict[str, AnyChannel]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return _pydantic_channels(schema)
     if typing_extensions.is_typeddict(schema) or _has_fields(schema):  # also a dataclass, a plain class
@@ -405,7 +425,7 @@ def _channels_of(schema: type[Any]) -> dict[str, LastValue | ReducerChannel]:
     return {ROOT: channel_for(schema)}
 
 
-def _merge(channels: dict[str, LastValue | ReducerChannel], schema: type[Any], new: Channels) -> None:
+def _merge(channels: dict[str, AnyChannel], schema: type[Any], new: Channels) -> None:
     """Add ``schema``'s channels; a key already declared keeps its channel (a plain redeclaration is
     fine, a different reducer is refused), as LangGraph's ``StateGraph`` does."""
     for key, channel in new.items():
@@ -418,13 +438,13 @@ def _merge(channels: dict[str, LastValue | ReducerChannel], schema: type[Any], n
             )
 
 
-def _pydantic_channels(model: type[BaseModel]) -> dict[str, LastValue | ReducerChannel]:
+def _pydantic_channels(model: type[BaseModel]) -> dict[str, AnyChannel]:
     """A model's channels from its fields' annotations alone, as LangGraph reads a TypedDict's: a reducer
     channel starts from ``T()`` and a field's default is no channel value (it fills the model a node
     receives)."""
-    channels: dict[str, LastValue | ReducerChannel] = {}
+    channels: dict[str, AnyChannel] = {}
     for name, info in model.model_fields.items():
-        reducers = [m for m in info.metadata if callable(m)]
-        annotation = typing.Annotated[info.annotation, reducers[-1]] if reducers else info.annotation
+        marks = [m for m in info.metadata if is_channel_meta(m)]
+        annotation = typing.Annotated[info.annotation, marks[-1]] if marks else info.annotation
         channels[name] = channel_for(annotation)
     return channels

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, cast
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.saver import matching, older_than
-from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork
+from graphcore.engine.algo import apply_input, apply_updates, apply_writes, fork, stored_form
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
@@ -382,7 +382,7 @@ def _updated(
     for step in supersteps:
         updates = [StateUpdate(*u) for u in step]
         head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns)
-        at.store.put(at.thread_id, head, ns=at.ns)
+        at.store.put(at.thread_id, stored_form(at.graph, head), ns=at.ns)
     assert head is not None
     return _config(at.thread_id, at.given_ns, head.id) or {}
 
@@ -475,7 +475,8 @@ def last_writer(
     store: CheckpointStore, graph: GraphSpec, thread_id: str, head: Checkpoint | None, ns: str = ""
 ) -> str:
     """The node an update without ``as_node`` is attributed to (LangGraph's rule): the one that wrote
-    last, looking back from ``head`` past input and fork checkpoints; START when no node has run.
+    last, looking back from ``head`` past fork checkpoints; START when that is a run's input (the
+    checkpoint before a run's first node, the thread's later runs too) or no node has run.
 
     Raises:
         InvalidUpdateError: the last step that ran nodes ran several
@@ -483,7 +484,10 @@ def last_writer(
     """
     cp = head
     while cp is not None:
-        nodes = list(dict.fromkeys(n for n in cp.metadata.get("writes", []) if n in graph.nodes))
+        writes = cp.metadata.get("writes", [])
+        if START in writes:  # a run's input: the values act as input again, as LangGraph's
+            return START
+        nodes = list(dict.fromkeys(n for n in writes if n in graph.nodes))
         if len(nodes) == 1:
             return str(nodes[0])
         if nodes:

@@ -18,10 +18,11 @@ from graphcore.engine.cache import cached_writes, remember
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig
+from graphcore.engine.handlers import handler_task
 from graphcore.engine.nested import retried
+from graphcore.engine.retry import sleep
 from graphcore.engine.threads import in_pool, start_thread
 from graphcore.engine.tries import RetryHook, Step, TaskDone, Tries, Writer, passes_through
-from graphcore.errors import NodeTimeoutError
 from graphcore.types import PendingTask, TaskWrites
 
 __all__ = ["RetryHook", "StepResult", "arun_step", "has_async_tasks", "run_step"]
@@ -50,17 +51,31 @@ class StepResult:
 
 def _call(step: Step, task: Task) -> TaskWrites:
     """Run ``task`` to its writes; raises what it fails with (:meth:`Tries.failure`), or graphq's own control
-    flow (:func:`passes_through`) unchanged."""
+    flow (:func:`passes_through`) unchanged. A failure its node's error handler takes is handled
+    (:mod:`graphcore.engine.handlers`): the handler's writes are the task's."""
     tries = _Tries(step, task)
     try:
         result = tries.run()
     except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
         if passes_through(exc):
             raise
-        raise tries.failure(exc)  # noqa: B904  (a NodeError has exc as its cause already)
+        handling = None if exc is tries.hook_error else handler_task(step, task, exc, tries.tries)
+        if handling is None:
+            raise tries.failure(exc)  # noqa: B904  (a NodeError has exc as its cause already)
+        return _handle(*handling)
     if step.done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
         step.done(result)
     return result
+
+
+def _handle(step: Step, task: Task) -> TaskWrites:
+    """The writes of the error handler's ``task`` (run on an event loop when the handler is async)."""
+    if task.node not in step.graph.async_tasks:
+        return _call(step, task)
+    outcome = run_async_tasks(step, [task])[task.id]
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 class _Tries(Tries):
@@ -77,32 +92,40 @@ class _Tries(Tries):
         return result
 
     def once(self) -> TaskWrites:
-        """One try; past the node's timeout, its token is cancelled and :class:`NodeTimeoutError` raised."""
-        token = self.try_token()
-        self.tries += 1
-        timeout_s = self.spec.timeout_s
-        if timeout_s is None:
+        """One try; past the node's timeout (or idle timeout), its token is cancelled and
+        :class:`NodeTimeoutError` raised."""
+        token = self.begin_try()
+        if not self.timed:
             return self._attempt(token, None)
+        cap_at = self.cap_at()
         late = threading.Event()  # set once the try is abandoned: its stream chunks are dropped
         future = start_thread(lambda: self._attempt(token, late), f"graphq-node-{self.task.node}")
-        if not wait([future], timeout=timeout_s).done:
-            late.set()
-            token.cancel(f"node {self.task.node!r} timed out after {timeout_s:g} s")
-            raise NodeTimeoutError(self.task.node, timeout_s)
-        return future.result()
+        while True:
+            error, wait_s = self.overdue(cap_at)
+            if error is not None:
+                late.set()
+                token.cancel(error.reason)
+                raise error
+            if wait([future], timeout=wait_s).done:
+                return future.result()
 
     def _attempt(self, token: CancelToken, late: threading.Event | None) -> TaskWrites:
         def emit(chunk: Any) -> None:
             if late is None or not late.is_set():
+                self.wrote()
                 self.step.writer(self.task, chunk)
 
-        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token)
+        args = (self.step.graph, self.step.cp, self.task, self.step.config, emit, token, self.attempt)
         if self.last_error is not None:  # a retry: the graphs the node invokes start afresh (LangGraph's)
             return retried(run_task, *args)
         return run_task(*args)
 
     def _sleep(self, seconds: float) -> None:
-        if self.cancel.wait(seconds) and self.last_error is not None:
+        """The pause between two tries: ``time.sleep`` as LangGraph's when nothing can cancel the run
+        (a root run in process); else a wait on the task's token, which a cancel cuts short."""
+        if self.step.cancel is None:
+            sleep(seconds)
+        elif self.cancel.wait(seconds) and self.last_error is not None:
             raise self.last_error  # cancelled while waiting: no more tries, the task ends with its last error
 
 

@@ -39,6 +39,7 @@ from graphcore.engine.config import (
     current_task_or_none,
     run_scope,
 )
+from graphcore.engine.durability import ExitStore
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
@@ -224,6 +225,8 @@ def _debug(cp_step: int, kind: str, payload: Any) -> Event:
 def _checkpoint_events(graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, scope: Scope) -> list[Event]:
     if scope.store is None or not _wants(modes, "checkpoints", "debug"):
         return []  # LangGraph: no checkpointer, no checkpoint events
+    if isinstance(scope.store, ExitStore):  # durability="exit": name no checkpoint that is never saved
+        cp = scope.store.as_saved(scope.thread_id, cp, ns=scope.ns)
     payload = checkpoint_payload(cp, scope.thread_id, scope.ns, graph)
     events: list[Event] = [("checkpoints", payload)] if "checkpoints" in modes else []
     return events + ([_debug(cp.step, "checkpoint", payload)] if "debug" in modes else [])

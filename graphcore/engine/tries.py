@@ -8,6 +8,8 @@ between tries short; a node without one runs its single try with the task's toke
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,9 +20,10 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import Task
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
-from graphcore.engine.config import RunConfig
+from graphcore.engine.config import RunConfig, TryInfo
 from graphcore.engine.interrupts import GraphInterrupt
-from graphcore.errors import Cancelled, ColdStop, GraphqError, node_error
+from graphcore.engine.timeouts import Progress
+from graphcore.errors import Cancelled, ColdStop, GraphqError, NodeTimeoutError, node_error
 from graphcore.types import TaskWrites
 
 __all__ = ["RetryHook", "Step", "TaskDone", "Tries", "Writer", "passes_through"]
@@ -56,14 +59,53 @@ class Tries:
         self.hook_error: BaseException | None = None
         self.tries = 0
         """Tries started so far (each ``once`` counts one)."""
+        self.first_try_at: float | None = None
+        self.progress: Progress | None = None
+        """The current try's progress, for an idle timeout (None without one)."""
 
     def retry_on(self, exc: BaseException) -> bool:
         """Whether a try that failed with ``exc`` is tried again (never once the task is cancelled)."""
         return self.spec.retry is not None and not self.cancel.cancelled and self.spec.retry.should_retry(exc)
 
-    def try_token(self) -> CancelToken:
-        """The cancel token of the next try (see the module docstring)."""
+    def begin_try(self) -> CancelToken:
+        """Count the next try (:attr:`tries`, :attr:`first_try_at`) and start its :class:`Progress` when the
+        node has an idle timeout; returns its cancel token (see the module docstring)."""
+        self.tries += 1
+        if self.first_try_at is None:
+            self.first_try_at = time.time()
+        self.progress = None if self.spec.idle is None else Progress(self.spec.idle)
         return self.cancel if self.spec.retry is None else CancelToken(parent=self.cancel)
+
+    @property
+    def attempt(self) -> TryInfo:
+        """The current try as its node sees it (``runtime.execution_info``, ``runtime.heartbeat``)."""
+        return TryInfo(self.tries, self.first_try_at, self.progress)
+
+    @property
+    def timed(self) -> bool:
+        """Whether a try has a timeout to watch (a cap or an idle timeout)."""
+        return self.spec.timeout_s is not None or self.spec.idle is not None
+
+    def wrote(self) -> None:
+        """The try wrote a chunk to its stream (progress, :class:`Progress`)."""
+        if self.progress is not None:
+            self.progress.wrote()
+
+    def overdue(self, cap_at: float | None) -> tuple[NodeTimeoutError | None, float]:
+        """Whether the try is past its cap (``cap_at``, monotonic s) or idle timeout: the error then, else
+        None and the seconds to wait before asking again (inf: nothing to wait for)."""
+        now = time.monotonic()
+        cap_left = math.inf if cap_at is None else cap_at - now
+        idle_left = math.inf if self.progress is None else self.progress.left_s()
+        if cap_left <= 0 and self.spec.timeout_s is not None:
+            return NodeTimeoutError(self.task.node, self.spec.timeout_s), 0.0
+        if idle_left <= 0 and self.spec.idle is not None:
+            return NodeTimeoutError(self.task.node, self.spec.idle.seconds, "idle"), 0.0
+        return None, min(cap_left, idle_left)
+
+    def cap_at(self) -> float | None:
+        """When the try started now passes its cap (monotonic s), None without one."""
+        return None if self.spec.timeout_s is None else time.monotonic() + self.spec.timeout_s
 
     def before_sleep(self, state: RetryCallState) -> None:
         """tenacity's hook before a pause between tries: records the error, calls the step's ``on_retry``."""

@@ -85,10 +85,14 @@ def check_node_settings(node: str, settings: Mapping[str, Any], limit: int | Non
     return text
 
 
+_UNKNOWN_SOURCE = "Found edge starting at unknown node"
+"""LangGraph's words for an edge (plain, join or conditional) from a node the graph does not have."""
+
+
 def _check_edges(graph: GraphParts, known: set[str]) -> None:
     for source, target in graph.edges:
         if source != START and source not in known:
-            raise InvalidGraphError(f"edge {source!r} -> {target!r}: unknown source node {source!r}")
+            raise InvalidGraphError(f"{_UNKNOWN_SOURCE} {source!r} (edge {source!r} -> {target!r})")
         if target == START:
             raise InvalidGraphError(f"edge {source!r} -> START: START cannot be a target")
         if target != END and target not in known:
@@ -99,7 +103,7 @@ def _check_joins(graph: GraphParts, known: set[str]) -> None:
     for sources, target in graph.joins:
         unknown = [s for s in sources if s not in known]
         if unknown:
-            raise InvalidGraphError(f"join {list(sources)} -> {target!r}: unknown source node {unknown[0]!r}")
+            raise InvalidGraphError(f"{_UNKNOWN_SOURCE} {unknown[0]!r} (join {list(sources)} -> {target!r})")
         if target not in known and target != END:
             raise InvalidGraphError(f"join {list(sources)} -> {target!r}: edge to nowhere")
 
@@ -111,7 +115,7 @@ def _check_dynamic(graph: GraphParts, known: set[str]) -> None:
             raise InvalidGraphError(f"node {spec.name!r}: destination {bad[0]!r} is not a node")
     for branch in graph.branches:
         if branch.source != START and branch.source not in known:
-            raise InvalidGraphError(f"conditional edge from unknown node {branch.source!r}")
+            raise InvalidGraphError(f"{_UNKNOWN_SOURCE} {branch.source!r} (a conditional edge)")
         bad = [d for d in branch.destinations() or [] if d != END and d not in known]
         if bad:
             raise InvalidGraphError(

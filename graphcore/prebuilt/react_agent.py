@@ -1,24 +1,51 @@
 """``create_react_agent``: LangGraph's prebuilt tool-calling agent (``langgraph.prebuilt``), for a LangChain
 chat model and tools.
 
-The graph has LangGraph's two nodes: ``agent`` calls the model on the conversation (after the prompt) and
-appends its reply; when the reply has tool calls, ``tools`` (a :class:`~graphcore.prebuilt.ToolNode`) runs
-them and the agent is called again, otherwise the run ends. It runs in process and on the workers (the
-messages are stored as any state's).
+The graph has LangGraph's nodes: ``agent`` calls the model on the conversation (after the prompt) and
+appends its reply (named after the agent); when the reply has tool calls, ``tools`` (a
+:class:`~graphcore.prebuilt.ToolNode`) runs them and the agent is called again, otherwise the run ends.
+Optional nodes as LangGraph's: ``pre_model_hook`` before each model call (its ``llm_input_messages`` are
+the model's input without changing the state), ``post_model_hook`` after it, and
+``generate_structured_response`` at the end (``response_format``: the model's structured output in the
+state's ``structured_response``). A tool with ``return_direct`` ends the run after it. It runs in process
+and on the workers (the messages are stored as any state's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, create_model
+from typing_extensions import TypedDict
 
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.executor import CompiledGraph
-from graphcore.messages import MessagesState, SystemMessage
-from graphcore.prebuilt.tool_node import ToolNode, tools_condition
+from graphcore.errors import ConfigError
+from graphcore.messages import AnyMessage, MessagesState, SystemMessage
+from graphcore.prebuilt.tool_node import ToolNode
 from graphcore.types import END, START
 
 __all__ = ["create_react_agent"]
+
+PRE, AGENT, POST, TOOLS, STRUCTURED = (
+    "pre_model_hook",
+    "agent",
+    "post_model_hook",
+    "tools",
+    "generate_structured_response",
+)
+
+
+def _structured_state(response_format: Any) -> type[Any]:
+    """The default state with ``response_format``: the messages and ``structured_response``, annotated
+    with the format's class when it is a pydantic model (so a queued run may store it)."""
+    schema = response_format[1] if isinstance(response_format, tuple) else response_format
+    kind = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else Any
+    messages = get_type_hints(MessagesState, include_extras=True)["messages"]
+    fields = {"messages": messages, "structured_response": kind}
+    state: type[Any] = TypedDict("AgentStateWithStructuredResponse", fields)  # type: ignore[misc]
+    return state
 
 
 def _prompted(prompt: Any) -> Callable[[Any], Any]:
@@ -38,8 +65,76 @@ def _prompted(prompt: Any) -> Callable[[Any], Any]:
     )
 
 
+def _get(state: Any, key: str) -> Any:
+    return state.get(key) if isinstance(state, dict) else getattr(state, key, None)
+
+
 def _messages(state: Any) -> list[Any]:
-    return list(state["messages"] if isinstance(state, dict) else state.messages)
+    return list(_get(state, "messages"))
+
+
+def _with_messages(state: Any, messages: list[Any]) -> Any:
+    """``state`` (a dict or a model) with ``messages`` as its messages."""
+    if isinstance(state, dict):
+        return {**state, "messages": messages}
+    return state.model_copy(update={"messages": messages})
+
+
+def _check_options(model: Any, version: str, store: Any, deprecated: dict[str, Any]) -> None:
+    """Refuse what graphq's agent does not take.
+
+    Raises:
+        ConfigError: a model name (``"provider:model"``) or a function choosing the model, a ``store``, an
+            unknown keyword (LangGraph's deprecated ``config_schema`` included), each named.
+        ValueError: ``version`` is not ``"v1"`` or ``"v2"`` (LangGraph's error).
+    """
+    if deprecated:
+        raise ConfigError(f"create_react_agent: unknown keyword argument(s) {sorted(deprecated)}")
+    if version not in ("v1", "v2"):
+        raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
+    if isinstance(model, str):
+        raise ConfigError(
+            f"create_react_agent: model {model!r}: a model name needs langchain's init_chat_model; pass the "
+            "chat model object"
+        )
+    if not callable(getattr(model, "invoke", None)):
+        raise ConfigError(
+            "create_react_agent: model: a function choosing the model per call is not supported; pass the "
+            f"chat model object (got {model!r})"
+        )
+    if store is not None:
+        raise ConfigError("create_react_agent: store: graphq's compile takes no store; give none")
+
+
+def _bound(model: Any, tools: list[Any]) -> Any:
+    """``model`` bound to ``tools`` (``bind_tools``), unless it has none, is bound already or has no
+    ``bind_tools``."""
+    already = "tools" in (getattr(model, "kwargs", None) or {})
+    if not tools or already or not callable(getattr(model, "bind_tools", None)):
+        return model
+    return model.bind_tools(tools)
+
+
+def _chat_model(model: Any) -> Any:
+    """The chat model inside a bound model (``RunnableBinding.bound``)."""
+    while "tools" in (getattr(model, "kwargs", None) or {}) and hasattr(model, "bound"):
+        model = model.bound
+    return model
+
+
+def _with_llm_input(state_schema: type[Any]) -> type[Any]:
+    """The ``agent`` node's input with a pre-model hook: the state and ``llm_input_messages`` (a channel of
+    the node's own, not in the run's result)."""
+    if isinstance(state_schema, type) and issubclass(state_schema, BaseModel):
+        made: type[Any] = create_model(
+            "CallModelInputSchema", llm_input_messages=(list[AnyMessage], ...), __base__=state_schema
+        )
+        return made
+
+    class CallModelInputSchema(state_schema):  # type: ignore[misc]
+        llm_input_messages: list[AnyMessage]
+
+    return CallModelInputSchema
 
 
 def create_react_agent(
@@ -47,23 +142,44 @@ def create_react_agent(
     tools: Sequence[Any] | ToolNode,
     *,
     prompt: Any = None,
+    response_format: Any = None,
+    pre_model_hook: Any = None,
+    post_model_hook: Any = None,
     state_schema: type[Any] | None = None,
+    context_schema: type[Any] | None = None,
     checkpointer: Any = None,
+    store: Any = None,
     interrupt_before: list[str] | None = None,
     interrupt_after: list[str] | None = None,
     debug: bool = False,
+    version: str = "v2",
     name: str | None = None,
+    **deprecated_kwargs: Any,
 ) -> CompiledGraph:
-    """A tool-calling agent graph, as LangGraph's ``create_react_agent`` (its common arguments).
+    """A tool-calling agent graph, as LangGraph's ``create_react_agent``.
 
     Args:
         model: a LangChain chat model (``model.invoke(messages)`` returns an AI message); with tools, it is
-            bound to them with ``model.bind_tools(tools)`` when it has that method.
-        tools: the tools (see :class:`~graphcore.prebuilt.ToolNode`), or a ToolNode.
+            bound to them with ``model.bind_tools(tools)`` unless bound already.
+        tools: the tools (see :class:`~graphcore.prebuilt.ToolNode`; dicts are the model's built-in tools,
+            only bound), or a ToolNode. None of them: the graph is the model call alone.
         prompt: None; a string or a ``SystemMessage`` put before the messages; a function of the state
             returning the model's input; or a LangChain ``Runnable`` (a prompt template) invoked with it.
-        state_schema: the state (default :class:`~graphcore.messages.MessagesState`); it needs ``messages``.
-        checkpointer, interrupt_before, interrupt_after, debug, name: as ``StateGraph.compile``'s.
+        response_format: a schema (pydantic class, TypedDict, JSON schema) or ``(system prompt, schema)``:
+            after the loop, ``model.with_structured_output(schema)`` is called on the messages (after that
+            prompt) and its answer is the state's ``structured_response``.
+        pre_model_hook: a node (function or Runnable) run before each model call; its update's
+            ``llm_input_messages`` are the model's input instead of the state's messages.
+        post_model_hook: a node run after each model call; then pending tool calls go to ``tools``, a last
+            tool message back to the model, otherwise the run ends (or makes its structured response).
+        state_schema: the state (default :class:`~graphcore.messages.MessagesState`, with
+            ``structured_response`` when ``response_format`` is given); it needs ``messages``.
+        context_schema: the run context's schema (``StateGraph``'s).
+        checkpointer, interrupt_before, interrupt_after, debug, name: as ``StateGraph.compile``'s; ``name``
+            also names the model's replies (``AIMessage.name``), as LangGraph's.
+        version: ``"v1"`` or ``"v2"``: LangGraph's tool node runs all calls in one task (v1) or one task
+            per call (v2); graphq's ToolNode runs each call as its own task in both.
+        store: LangGraph's long-term store: not supported (ConfigError when given).
 
     Returns:
         The compiled graph: ``invoke({"messages": [...]})`` returns ``{"messages": [...]}`` (with the
@@ -71,25 +187,45 @@ def create_react_agent(
 
     Raises:
         TypeError: ``prompt`` is none of those; a tool is neither a function nor a tool object.
+        ValueError: ``version`` is neither ``"v1"`` nor ``"v2"``.
+        ConfigError: ``model`` is a name or a function, ``store`` is given, or an unknown keyword.
     """
-    tool_node = tools if isinstance(tools, ToolNode) else ToolNode(tools)
-    bound = model
-    if tool_node.tools_by_name and callable(getattr(model, "bind_tools", None)):
-        bound = model.bind_tools(tool_node.tools)
+    _check_options(model, version, store, deprecated_kwargs)
+    if isinstance(tools, ToolNode):
+        tool_node, builtin = tools, []
+    else:  # dicts are the model's built-in tools: bound, not run
+        tool_node = ToolNode([t for t in tools if not isinstance(t, dict)])
+        builtin = [t for t in tools if isinstance(t, dict)]
+    bound = _bound(model, [*tool_node.tools, *builtin])
     model_input = _prompted(prompt)
+    schema = state_schema or (
+        _structured_state(response_format) if response_format is not None else MessagesState
+    )
 
     def agent(state: Any) -> dict[str, Any]:
-        return {"messages": [bound.invoke(model_input(state))]}
+        llm_input = _get(state, "llm_input_messages") if pre_model_hook is not None else None
+        if llm_input:  # the model's input, not the state's messages
+            state = _with_messages(state, llm_input)
+        reply = bound.invoke(model_input(state))  # hears the run's callbacks (the task's context)
+        reply.name = name
+        return {"messages": [reply]}
 
-    builder = StateGraph(state_schema or MessagesState)
-    builder.add_node("agent", agent)
-    builder.add_edge(START, "agent")
-    if tool_node.tools_by_name:
-        builder.add_node("tools", tool_node)
-        builder.add_conditional_edges("agent", tools_condition, ["tools", END])
-        builder.add_edge("tools", "agent")
-    else:
-        builder.add_edge("agent", END)
+    def structured(state: Any) -> dict[str, Any]:
+        messages, schema_of = _messages(state), response_format
+        if isinstance(response_format, tuple):
+            system, schema_of = response_format
+            messages = [SystemMessage(system), *messages]
+        answer = _chat_model(model).with_structured_output(schema_of).invoke(messages)
+        return {"structured_response": answer}
+
+    builder = StateGraph(schema, context_schema)
+    builder.add_node(AGENT, agent, input_schema=_with_llm_input(schema) if pre_model_hook else None)
+    entry = _hooked(builder, pre_model_hook)
+    done = STRUCTURED if response_format is not None else END
+    if response_format is not None:
+        builder.add_node(STRUCTURED, structured)
+        builder.add_edge(STRUCTURED, END)
+    _loop(builder, tool_node, entry, done, post_model_hook)
     options: dict[str, Any] = {"name": name} if name is not None else {}
     return builder.compile(
         checkpointer=checkpointer,
@@ -98,3 +234,81 @@ def create_react_agent(
         debug=debug,
         **options,
     )
+
+
+def _hooked(builder: StateGraph, pre_model_hook: Any) -> str:
+    """Start at ``agent``, or at the pre-model hook before it; returns the loop's entry node."""
+    entry = AGENT
+    if pre_model_hook is not None:
+        builder.add_node(PRE, pre_model_hook)
+        builder.add_edge(PRE, AGENT)
+        entry = PRE
+    builder.add_edge(START, entry)
+    return entry
+
+
+def _loop(builder: StateGraph, tool_node: ToolNode, entry: str, done: str, post_model_hook: Any) -> None:
+    """The edges after the model call (through the post-model hook if any): to ``tools`` and back to
+    ``entry`` (or to END after a ``return_direct`` tool), else to ``done``."""
+    calling = bool(tool_node.tools_by_name)
+    if calling:
+        direct = {t.name for t in tool_node.tools if getattr(t, "return_direct", False)}
+        builder.add_node(TOOLS, tool_node)
+        if direct:
+            builder.add_conditional_edges(TOOLS, _after_tools(direct, entry), [entry, END])
+        else:
+            builder.add_edge(TOOLS, entry)
+    if post_model_hook is not None:
+        builder.add_node(POST, post_model_hook)
+        builder.add_edge(AGENT, POST)
+        targets = [entry, TOOLS, done] if calling else [done]
+        builder.add_conditional_edges(POST, _after_post_hook(entry, done, calling), targets)
+    elif calling:
+        builder.add_conditional_edges(AGENT, _after_model(done), [TOOLS, done])
+    else:
+        builder.add_edge(AGENT, done)
+
+
+def _after_model(done: str) -> Callable[[Any], str]:
+    """The router after ``agent``: ``tools`` when the reply calls tools, else ``done``."""
+
+    def route(state: Any) -> str:
+        return TOOLS if getattr(_messages(state)[-1], "tool_calls", None) else done
+
+    return route
+
+
+def _after_post_hook(entry: str, done: str, calling: bool) -> Callable[[Any], str]:
+    """The router after ``post_model_hook`` (LangGraph's): ``tools`` while the last AI message has calls
+    with no tool message yet, back to ``entry`` after a tool message, else ``done``."""
+
+    def route(state: Any) -> str:
+        messages = _messages(state)
+        if not calling:
+            return done
+        answered = {m.tool_call_id for m in messages if getattr(m, "type", None) == "tool"}
+        last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
+        calls = getattr(last_ai, "tool_calls", None) or []
+        if any(call["id"] not in answered for call in calls):
+            return TOOLS
+        if getattr(messages[-1], "type", None) == "tool":
+            return entry
+        return done
+
+    return route
+
+
+def _after_tools(direct: set[str], entry: str) -> Callable[[Any], str]:
+    """The router after ``tools`` when some tools return directly: END after one of them, else ``entry``."""
+
+    def route(state: Any) -> str:
+        messages = _messages(state)
+        for message in reversed(messages):
+            if getattr(message, "type", None) != "tool":
+                calls = getattr(message, "tool_calls", None) or []
+                return END if any(call["name"] in direct for call in calls) else entry
+            if message.name in direct:
+                return END
+        return entry
+
+    return route

@@ -24,8 +24,12 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "interrupt",
         ),
     ),
+    "langgraph.channels": ("graphcore", ("DeltaChannel", "UntrackedValue")),
     "langgraph.config": ("graphcore", ("get_config", "get_store", "get_stream_writer")),
-    "langgraph.runtime": ("graphcore", ("Runtime", "get_runtime")),
+    "langgraph.runtime": (
+        "graphcore",
+        ("ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"),
+    ),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
     "langgraph.cache.memory": ("graphcore", ("InMemoryCache",)),
     "langgraph.checkpoint.base": ("graphcore", ("CheckpointTuple",)),
@@ -46,7 +50,14 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "langgraph.errors": (
         "graphcore",
-        ("EmptyInputError", "GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"),
+        (
+            "EmptyInputError",
+            "GraphDrained",
+            "GraphRecursionError",
+            "InvalidUpdateError",
+            "NodeError",
+            "NodeTimeoutError",
+        ),
     ),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (

@@ -3,6 +3,7 @@ hears the run's ``config["callbacks"]`` (passed the node's config or not: LangCh
 ``Runnable`` is a node, ``ToolNode`` runs LangChain tools. Each case runs with LangGraph's imports and with
 graphq's; the messages are langchain-core's on both sides."""
 
+import asyncio
 import operator
 from typing import Annotated, Any
 
@@ -210,3 +211,129 @@ def test_create_react_agent_loops_between_the_model_and_the_tools(lg: Imports) -
     ]
     assert heard.heard[0] == ("start", ["Be brief.", "weather?"])
     assert {"agent", "tools"} <= set(agent.get_graph().nodes)
+
+
+def _events_graph(lg: Imports) -> Any:
+    """``chat`` (a chat model streaming "hello world") then ``plain`` (writes a message)."""
+
+    def chat(state: Any) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([AIMessage("hello world", id="m1")]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def plain(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage("plain", id="w1")]}
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_node("plain", plain)
+    builder.add_edge(lg.START, "chat")
+    builder.add_edge("chat", "plain")
+    return builder.compile()
+
+
+async def _collect(events: Any) -> list[dict[str, Any]]:
+    return [event async for event in events]
+
+
+def test_astream_events_reports_the_graph_its_nodes_and_the_model_tokens(lg: Imports) -> None:
+    """LangGraph: ``astream_events(version="v2")`` is LangChain's event stream: the graph's chain run (its
+    input, each ``updates`` chunk, the final state), each node's (``langgraph_node`` in its metadata, tag
+    ``graph:step:<n>``, what it returned), and the model's events inside its node's run, one
+    ``on_chat_model_stream`` per token."""
+    graph = _events_graph(lg)
+    question = {"messages": [HumanMessage("hi", id="h1")]}
+    events = asyncio.run(_collect(graph.astream_events(question, version="v2")))
+    root = events[0]["run_id"]
+    shape = [
+        (e["event"], "<graph>" if e["run_id"] == root else e["name"], e["metadata"].get("langgraph_node"))
+        for e in events
+    ]
+    assert shape == [
+        ("on_chain_start", "<graph>", None),
+        ("on_chain_start", "chat", "chat"),
+        ("on_chat_model_start", "GenericFakeChatModel", "chat"),
+        ("on_chat_model_stream", "GenericFakeChatModel", "chat"),
+        ("on_chat_model_stream", "GenericFakeChatModel", "chat"),
+        ("on_chat_model_stream", "GenericFakeChatModel", "chat"),
+        ("on_chat_model_end", "GenericFakeChatModel", "chat"),
+        ("on_chain_stream", "chat", "chat"),
+        ("on_chain_end", "chat", "chat"),
+        ("on_chain_stream", "<graph>", None),
+        ("on_chain_start", "plain", "plain"),
+        ("on_chain_stream", "plain", "plain"),
+        ("on_chain_end", "plain", "plain"),
+        ("on_chain_stream", "<graph>", None),
+        ("on_chain_end", "<graph>", None),
+    ]
+    assert [len(e["parent_ids"]) for e in events][:3] == [0, 1, 2]  # graph > node > model
+    assert [e["data"]["chunk"].content for e in events if e["event"] == "on_chat_model_stream"] == [
+        "hello",
+        " ",
+        "world",
+    ]
+    node_runs = [e for e in events if e["event"] == "on_chain_start" and e["run_id"] != root]
+    assert [(e["tags"], e["metadata"]["langgraph_step"]) for e in node_runs] == [
+        (["graph:step:1"], 1),
+        (["graph:step:2"], 2),
+    ]
+    assert events[0]["data"]["input"] == question
+    updates = [e["data"]["chunk"] for e in events if e["event"] == "on_chain_stream" and e["run_id"] == root]
+    assert [list(chunk) for chunk in updates] == [["chat"], ["plain"]]
+    assert updates[1] == {"plain": {"messages": [AIMessage("plain", id="w1")]}}
+    final = events[-1]["data"]["output"]
+    assert [(m.type, m.content) for m in final["messages"]] == [
+        ("human", "hi"),
+        ("ai", "hello world"),
+        ("ai", "plain"),
+    ]
+
+
+def test_astream_events_as_langgraphs_docs_filter_it(lg: Imports) -> None:
+    """LangGraph's docs: the tokens of one node's model, by ``event["event"] == "on_chat_model_stream"``
+    and ``event["metadata"]["langgraph_node"]``; and LangChain's ``include_types`` filter."""
+    graph = _events_graph(lg)
+    question = {"messages": [HumanMessage("hi", id="h1")]}
+
+    async def tokens() -> list[str]:
+        out = []
+        async for event in graph.astream_events(question, version="v2"):
+            if event["event"] == "on_chat_model_stream" and event["metadata"]["langgraph_node"] == "chat":
+                out.append(event["data"]["chunk"].content)
+        return out
+
+    assert asyncio.run(tokens()) == ["hello", " ", "world"]
+    models = asyncio.run(_collect(graph.astream_events(question, version="v2", include_types=["chat_model"])))
+    assert [e["event"] for e in models] == ["on_chat_model_start"] + ["on_chat_model_stream"] * 3 + [
+        "on_chat_model_end"
+    ]
+
+
+def test_astream_events_reports_an_async_node_and_its_model(lg: Imports) -> None:
+    """LangGraph: an ``async def`` node's run and its model's ``ainvoke`` tokens, inside the node's run."""
+
+    async def chat(state: Any) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([AIMessage("a b", id="m1")]))
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_edge(lg.START, "chat")
+    events = asyncio.run(
+        _collect(builder.compile().astream_events({"messages": [("user", "hi")]}, version="v2"))
+    )
+    chat_run = next(e["run_id"] for e in events if e["event"] == "on_chain_start" and e["name"] == "chat")
+    tokens = [e for e in events if e["event"] == "on_chat_model_stream"]
+    assert [e["data"]["chunk"].content for e in tokens] == ["a", " ", "b"]
+    assert all(e["parent_ids"][-1] == chat_run for e in tokens)
+
+
+def test_astream_events_refuses_an_unknown_keyword() -> None:
+    from graphcore import START, StateGraph
+
+    builder = StateGraph(dict)
+    builder.add_node("a", lambda s: s)
+    builder.add_edge(START, "a")
+    with pytest.raises(
+        TypeError, match=r"astream_events\(\) got unexpected keyword argument\(s\) \['stream_mode'\]"
+    ):
+        builder.compile().astream_events({}, stream_mode="values")

@@ -87,19 +87,3 @@ def test_set_node_defaults_retry_policy_yields_to_a_nodes_own(lg: Imports) -> No
     with pytest.raises(ValueError, match="b failure 1"):
         _run(builder.compile())
     assert calls == {"a": 3, "b": 1}
-
-
-def test_error_handler_is_refused_by_graphq(lg: Imports) -> None:
-    """graphq has no node error handlers yet: add_node / set_node_defaults refuse one, naming it (LangGraph
-    runs the handler when the node fails)."""
-    if lg.is_langgraph:
-        pytest.skip("LangGraph runs error handlers; graphq refuses them")
-    from graphcore.errors import ConfigError
-
-    builder = lg.StateGraph(State)
-    with pytest.raises(ConfigError, match=r"node 'a': error_handler is not supported by graphq yet"):
-        builder.add_node("a", _quick, error_handler=_quick)
-    with pytest.raises(ConfigError, match=r"set_node_defaults: error_handler is not supported by graphq yet"):
-        builder.set_node_defaults(error_handler=_quick)
-    with pytest.raises(ConfigError, match=r"idle_timeout=...\) is not supported by graphq"):
-        builder.add_node("b", _quick, timeout=lg.TimeoutPolicy(idle_timeout=1.0))

@@ -469,17 +469,16 @@ def test_the_async_state_api(lg: Imports) -> None:
 @pytest.mark.parametrize("bad", ["memory", 3, object()], ids=["str", "int", "object"])
 def test_compile_refuses_what_is_not_a_checkpointer(lg: Imports, bad: Any) -> None:
     """LangGraph: compile(checkpointer=...) with something that is not a saver, True, False or None raises
-    TypeError."""
+    TypeError, its message starting with LangGraph's words (graphq's then names the type given)."""
     builder = lg.StateGraph(State)
     builder.add_node("a", lambda s: {"items": ["a"]})
     builder.add_edge(lg.START, "a")
     with pytest.raises(TypeError) as caught:
         builder.compile(checkpointer=bad)
+    assert str(caught.value).startswith("Invalid checkpointer provided. Expected ")
     if not lg.is_langgraph:
         kind = f"{type(bad).__module__}.{type(bad).__qualname__}"
-        assert str(caught.value).startswith(
-            f"compile(checkpointer=...): got {kind}, which is not a checkpoint"
-        )
+        assert f"Received {kind}, which is not a checkpoint store" in str(caught.value)
 
 
 def test_langgraphs_own_saver_is_refused_by_graphq(lg: Imports) -> None:

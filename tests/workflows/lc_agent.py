@@ -4,7 +4,9 @@ with an artifact, a ``StructuredTool``) run by graphq's ``ToolNode``, and a Lang
 (prompt | model | parser) as the node that writes the summary. ``lc_agent`` runs in process and on the
 workers; the model's script is picked by how many AI messages the state holds, so every process that runs
 a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto);
-``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools."""
+``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools;
+``lc_tokens`` a chat model streaming its reply, then a node writing messages (``stream_mode="messages"``);
+``lc_react_hooks`` the agent with a pre- and a post-model hook and a structured response."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ import operator
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel, GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
 
 from graphcore import END, START, Command, MessagesState, StateGraph
 from graphcore.prebuilt import ToolNode, create_react_agent, tools_condition
@@ -127,4 +130,63 @@ class ScriptedModel(ToolCallingFakeModel):
 
 lc_react = create_react_agent(
     ScriptedModel(responses=SCRIPT), TOOLS, prompt="You add and look things up.", name="lc_react"
+)
+
+
+def chat(state: MessagesState) -> dict[str, Any]:
+    """Streams its reply token by token (``invoke`` streams under a ``messages`` handler)."""
+    model = GenericFakeChatModel(messages=iter([AIMessage("hello big world", id="m1")]))
+    return {"messages": [model.invoke(state["messages"])]}
+
+
+def plain(state: MessagesState) -> dict[str, Any]:
+    """Writes a new message and one already in the state (shown once, by id)."""
+    return {"messages": [AIMessage("plain", id="w1"), state["messages"][0]]}
+
+
+def build_tokens(graph: type[StateGraph] = StateGraph, start: Any = START) -> StateGraph:
+    """``chat`` then ``plain``; ``graph`` and ``start`` from either side of the import map."""
+    builder = graph(MessagesState)
+    builder.add_node("chat", chat)
+    builder.add_node("plain", plain)
+    builder.add_edge(start, "chat")
+    builder.add_edge("chat", "plain")
+    return builder
+
+
+lc_tokens = build_tokens().compile(name="lc_tokens")
+
+
+class Answer(BaseModel):
+    """``lc_react_hooks``'s structured response."""
+
+    text: str
+    tools: int
+
+
+class StructuredModel(ScriptedModel):
+    """The scripted model with ``with_structured_output``: an :class:`Answer` of the last reply and the
+    number of tool messages, the same in every process."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
+        def answer(messages: list[BaseMessage]) -> Any:
+            return schema(text=messages[-1].content, tools=sum(1 for m in messages if m.type == "tool"))
+
+        return RunnableLambda(answer)
+
+
+def last_two(state: MessagesState) -> dict[str, Any]:
+    """A pre-model hook: the model sees the messages of this turn only (from the last human message)."""
+    messages = state["messages"]
+    start = max(i for i, m in enumerate(messages) if m.type == "human")
+    return {"llm_input_messages": messages[start:]}
+
+
+lc_react_hooks = create_react_agent(
+    StructuredModel(responses=SCRIPT),
+    TOOLS,
+    pre_model_hook=last_two,
+    post_model_hook=lambda state: {},
+    response_format=("Answer in the form.", Answer),
+    name="lc_react_hooks",
 )

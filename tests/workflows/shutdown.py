@@ -9,7 +9,9 @@ each does what its input says for its node (``{"first": {"sleep": 1.5}}``):
 - ``gil_sleep``: seconds blocked in C holding the GIL (libc ``sleep`` called through ``ctypes.PyDLL``),
 - ``until_cancel``: seconds of waiting on the cancel token (stops with ``Cancelled`` when it is set),
 - ``returns_on_cancel``: seconds of waiting on the cancel token, then a normal return (a node that stops
-  early and returns what it has, logging ``<node> cut short``).
+  early and returns what it has, logging ``<node> cut short``),
+- ``until_drain``: seconds of polling ``get_runtime().drain_requested`` (LangGraph's ``RunControl``; the
+  worker's, drained by SIGTERM), logging ``<node> saw drain: <reason>`` when it turns true.
 
 ``timed`` has one node with ``timeout=1`` that does the same with its ``node`` input; ``pair`` two parallel
 nodes, ``left`` and ``right``, that both do what its ``node`` input says. A test reads the
@@ -29,7 +31,7 @@ from typing import Annotated, Any, TypedDict
 
 from rq import Queue
 
-from graphcore import START, StateGraph, get_cancel_token
+from graphcore import START, StateGraph, get_cancel_token, get_runtime
 from tests.workers import worker_env
 
 DRAIN_S = 1.0
@@ -127,10 +129,23 @@ def behave(name: str, plan: dict[str, float]) -> None:
         token = get_cancel_token()
         token.wait(plan["until_cancel"])
         token.raise_if_cancelled()
+    if "until_drain" in plan:
+        _until_drain(name, plan["until_drain"])
     if "returns_on_cancel" in plan and get_cancel_token().wait(plan["returns_on_cancel"]):
         _log(f"{name} cut short")
         return
     _log(f"{name} end")
+
+
+def _until_drain(name: str, seconds: float) -> None:
+    """Poll the runtime's drain request every 20 ms for up to ``seconds``; log it once seen."""
+    end = time.monotonic() + seconds
+    runtime = get_runtime()
+    while time.monotonic() < end:
+        if runtime.drain_requested:
+            _log(f"{name} saw drain: {runtime.drain_reason}")
+            return
+        time.sleep(0.02)
 
 
 def _sleep_in_c(libc: ctypes.CDLL, seconds: float) -> None:
