@@ -300,3 +300,29 @@ def test_a_bad_cache_policy_or_cache_is_refused_naming_it(policy: str, message: 
     assert str(bad_cache.value) == (
         "compile(cache=...) takes a cache such as graphcore.InMemoryCache() (get, set, clear); got object"
     )
+
+
+def test_a_failure_an_error_handler_took_is_not_cached(lg: Imports) -> None:
+    """LangGraph: the node failed, its handler's writes are not the node's result: the next run with the
+    same input runs the node again (which then succeeds and is cached)."""
+    calls: Counter[str] = Counter()
+
+    def flaky(state: State) -> dict[str, Any]:
+        calls["flaky"] += 1
+        if calls["flaky"] == 1:
+            raise ValueError("first try")
+        return {"answer": "ok"}
+
+    def handler(state: State) -> dict[str, Any]:
+        calls["handler"] += 1
+        return {"answer": "handled"}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("flaky", flaky, cache_policy=lg.CachePolicy(), error_handler=handler)
+    builder.add_edge(lg.START, "flaky")
+    graph = builder.compile(cache=lg.InMemoryCache())
+    assert [graph.invoke({"query": "q"})["answer"] for _ in range(3)] == ["handled", "ok", "ok"]
+    assert calls == {"flaky": 2, "handler": 1}
+    assert list(graph.stream({"query": "q"})) == [
+        {"flaky": {"answer": "ok"}, "__metadata__": {"cached": True}}
+    ]
