@@ -134,6 +134,20 @@ class Interrupt:
         return f"Interrupt(value={self.value!r}, id={self.id!r})"
 
 
+@dataclass(frozen=True)
+class Stop:
+    """Where a run stopped at a static breakpoint (:mod:`graphcore.engine.breakpoints`).
+
+    Attributes:
+        when: ``"before"`` (the next step's tasks include ``nodes``) or ``"after"`` (the step just run ran
+            them).
+        nodes: the breakpoint nodes concerned, in task order.
+    """
+
+    when: Literal["before", "after"]
+    nodes: tuple[str, ...]
+
+
 @dataclass
 class TaskWrites:
     """What one finished task produced; persisted as the task's pending writes (I2).
@@ -146,6 +160,9 @@ class TaskWrites:
         interrupts: set when the node paused in ``interrupt()`` (then there are no writes): the task is not
             finished and runs again once answered.
         resume: for a paused task, the answers its earlier ``interrupt()`` calls already consumed, in order.
+        stopped: set when a graph the node ran stopped at one of its static breakpoints (then there are no
+            writes): the task is not finished, its parent stops too, and nothing of it is stored (it runs
+            again when the run goes on, and that graph passes the breakpoint).
         cached: the writes came from the node's cache (:mod:`graphcore.engine.cache`), the node did not run.
     """
 
@@ -155,4 +172,5 @@ class TaskWrites:
     goto: list[PendingTask] = field(default_factory=list)
     interrupts: list[Interrupt] = field(default_factory=list)
     resume: list[Any] = field(default_factory=list)
+    stopped: Stop | None = None
     cached: bool = False

@@ -18,7 +18,6 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.checkpoints.memory import InMemoryCheckpointStore
-from graphcore.engine.breakpoints import NESTED_BREAKPOINTS
 from graphcore.engine.config import RunConfig, merge_config
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError, StepLimitError
@@ -68,16 +67,6 @@ def test_a_stop_after_saves_the_step_that_ran_the_node() -> None:
     head = store.get("t")
     assert head is not None
     assert (head.metadata["writes"], [t.node for t in head.next_tasks]) == (["a"], ["b"])
-
-
-def test_a_graph_with_breakpoints_inside_a_node_is_refused() -> None:
-    inner = chain("i").compile(interrupt_before=["i"])
-    outer = StateGraph(State)
-    outer.add_node("call", lambda s: {"items": inner.invoke({"items": []})["items"]})
-    outer.add_edge(START, "call")
-    with pytest.raises(ConfigError) as caught:
-        outer.compile().invoke({"items": []})
-    assert str(caught.value) == NESTED_BREAKPOINTS
 
 
 def test_durability_exit_parents_the_last_checkpoint_to_where_the_run_started() -> None:
@@ -213,6 +202,22 @@ def test_a_queued_run_stops_before_the_node_and_resume_lets_it_go_on(client: Cli
     assert done.breakpoint == {"when": "before", "nodes": ["b"], "checkpoint_id": head, "continued": True}
     stops = [e.data for e in read_events(client.kv, "t", run_id) if e.mode == "interrupt"]
     assert stops == [{"requests": [], "breakpoint": {"when": "before", "nodes": ["b"]}}]
+
+
+def test_a_subgraphs_breakpoint_stops_a_queued_run_and_resume_goes_on_past_it(client: Client) -> None:
+    """The subgraph stops before its node ``b``: the run waits at that breakpoint with the parent's step
+    uncommitted and nothing of the subgraph node kept; after resume the subgraph goes on past it (``a`` does
+    not run again) and the run ends with LangGraph's value."""
+    run_id = client.enqueue("subgraph_stops", {"items": []}, thread_id="t")
+    work(client)
+    head = stopped_at(client, run_id, "before", ["b"])
+    cp = client.get_state("t")
+    assert ([t.node for t in cp.next_tasks], cp.channel_values) == (["sub"], {"items": ["pre"]})
+    assert client.checkpoints.get_writes("t", head) == {}
+    client.resume(run_id)
+    work(client)
+    done = ended(client, run_id)
+    assert (done.status, done.result) == (RunStatus.COMPLETED, {"items": ["pre", "pre", "a", "b", "post"]})
 
 
 def test_a_queued_run_stops_after_the_node(client: Client) -> None:

@@ -55,6 +55,33 @@ def test_an_interrupt_in_a_subgraph_without_checkpoints_fails_the_run(client: Cl
     )
 
 
+def test_a_run_from_an_earlier_checkpoint_runs_the_subgraph_on_its_state_of_then(client: Client) -> None:
+    """A run enqueued from the second turn's checkpoint (a fork) finds the subgraph as it was then (one turn
+    seen, LangGraph's replay), not its latest (three); the next turn goes on from that branch."""
+    outs = [run(client, "stateful-counter", "t1") for _ in range(3)]
+    assert outs == [(RunStatus.COMPLETED, {"out": f"seen {n}"}) for n in range(3)]
+    before_sub = [cp for cp in client.checkpoints.list("t1") if [t.node for t in cp.next_tasks] == ["sub"]]
+    config = {"checkpoint_id": before_sub[1].id}
+    (record,) = client.wait(
+        [client.enqueue("stateful-counter", None, thread_id="t1", config=config)], timeout_s=30
+    )
+    assert (record.status, record.result) == (RunStatus.COMPLETED, {"out": "seen 1"})
+    assert run(client, "stateful-counter", "t1") == (RunStatus.COMPLETED, {"out": "seen 2"})
+
+
+def test_an_answer_resumes_a_subgraph_with_its_own_saver(client: Client) -> None:
+    """Its question is answered by id and it goes on at the node that asked, with the state ``first`` left
+    (its checkpoints are in the run's thread, not in a saver of the worker's)."""
+    run_id = client.enqueue("own-saver-asker", {"out": ""}, thread_id="t")
+    (paused,) = client.wait([run_id], timeout_s=30)
+    assert paused.status == RunStatus.AWAITING_INPUT
+    (request,) = client.requests(run_id)
+    assert request.value == "which?"
+    client.answer(run_id, {request.id: "yes"})
+    (done,) = client.wait([run_id], timeout_s=30)
+    assert (done.status, done.result) == (RunStatus.COMPLETED, {"out": "yes:1"})
+
+
 def test_deleting_the_thread_removes_the_stateful_subgraphs_checkpoints(client: Client) -> None:
     run(client, "stateful-counter", "t1")
     assert client.kv.exists(keys.history("t1", "sub"))

@@ -8,6 +8,11 @@ its slot and lease given back, the checkpoint kept — with no request to answer
 (``graphq runs resume RUN``) lets the same run go on: it marks the stop ``continued`` and enqueues the step
 again, which then passes that breakpoint.
 
+A graph a task runs (a subgraph node, ``inner.invoke(...)``) that stops at one of its own breakpoints stops
+the step the same way (:mod:`graphcore.engine.breakpoints`): the run hash's ``breakpoint`` names that
+graph's nodes, the task's result is not kept, and after ``resume`` the task runs again and its graph goes on
+past the breakpoint.
+
 The first step of a run without input (a run that continues its thread: ``resume`` of an ended run, a second
 answer's branch) passes the breakpoints as well, as ``invoke(None, config)`` does in process; so does a step
 with pending writes (it started before: an answer to one of its nodes' requests goes on into it).

@@ -40,6 +40,8 @@ from graphcore.backend.runs import (
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
+from graphcore.engine.breakpoints import stop_of
+from graphcore.engine.checkpointer import replay_of
 from graphcore.engine.config import RunConfig, Scope, run_scope
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
@@ -287,7 +289,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    with run_scope(Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN)):
+    replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at)  # a run back in time
+    scope = Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay)
+    with run_scope(scope):
         outcome = run_step(
             graph,
             cp,
@@ -338,10 +342,10 @@ def _step_end(
             raise error
         fail_run(ctx, run, lease, error, task.node)
         return f"failed: {type(error).__name__}"
-    if any(r.interrupts for r in outcome.results):
-        return pause(
-            ctx, run, lease, cp, [stored_writes(graph, r) for r in outcome.results], persisted=persisted
-        )
+    stop = stop_of(outcome.results)  # a graph a task ran stopped at its breakpoint
+    if stop is not None or any(r.interrupts for r in outcome.results):
+        stored = [stored_writes(graph, r) for r in outcome.results]
+        return pause(ctx, run, lease, cp, stored, persisted=persisted, stop=stop)
     new = stored_form(graph, apply_writes(graph, cp, outcome.results, {"run_id": run.id}))
     try:
         return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)

@@ -45,10 +45,12 @@ def pause(
 ) -> str:
     """A node asked a human (G6): keep every task's outcome as pending writes, then AwaitingInput, unless a
     cancel request arrived during the step (X1): then the run ends Canceled, nobody is asked. With ``stop``
-    (and no ``results``) the run stopped at a static breakpoint instead (:mod:`worker.breakpoints`)."""
+    the run stopped at a static breakpoint instead (:mod:`worker.breakpoints`): its own (no ``results``), or
+    one of a graph a task ran (that task's result is not kept: it runs again when the run goes on)."""
     if not persisted:
         for tw in results:
-            put_writes(ctx, run, cp, lease, tw)
+            if tw.stopped is None:
+                put_writes(ctx, run, cp, lease, tw)
     if _cancel_requested(ctx, run):
         end_run(ctx, run, lease, RunStatus.CANCELED, _PAUSE_CANCEL)
         return "canceled: a cancel request arrived during the step"

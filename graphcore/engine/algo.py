@@ -22,6 +22,7 @@ from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
 from graphcore.checkpoints.model import task_id as task_id  # kept importable from here
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import MISSING
+from graphcore.engine.checkpointer import task_ns
 from graphcore.engine.compiled import Branch, GraphSpec, NodeSpec, ran_as
 from graphcore.engine.config import (
     ANSWERS_KEY,
@@ -31,6 +32,7 @@ from graphcore.engine.config import (
     RunConfig,
     TaskContext,
     TryInfo,
+    progress_callbacks,
     task_context,
 )
 from graphcore.engine.defer import HELD, hold
@@ -39,7 +41,6 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
-from graphcore.engine.timeouts import progress_callbacks
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -246,8 +247,9 @@ def route_values(
 def task_config(
     config: RunConfig, step: int, task: Task, settings: Mapping[str, Any] | None = None
 ) -> RunConfig:
-    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1) and the
-    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9)."""
+    """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1), the
+    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9) and the task's ``checkpoint_ns``
+    (``graph_ns|node:task_id``, LangGraph's value in a node's config)."""
     run = config.run_id or ""
     extra = {
         f"{RESERVED_PREFIX}run_id": run,
@@ -259,7 +261,8 @@ def task_config(
         NODE_SETTINGS_KEY: settings if settings is not None else {},
     }
     visible = {k: v for k, v in config.configurable.items() if k not in (RESUME_KEY, ANSWERS_KEY)}
-    return config.model_copy(update={"configurable": {**visible, **extra}})
+    ns = task_ns(config.checkpoint_ns, task.node, task.id)
+    return config.model_copy(update={"configurable": {**visible, **extra}, "checkpoint_ns": ns})
 
 
 def run_task(
@@ -365,7 +368,8 @@ def call_node(spec: NodeSpec, task: Task, cfg: RunConfig) -> Any:
 
 def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskWrites:
     """The task's record when its node paused in ``interrupt()``: no writes, the open requests, and the
-    answers it had consumed before its own first unanswered call.
+    answers it had consumed before its own first unanswered call; or, when a graph it ran stopped at a
+    static breakpoint, where it stopped.
 
     Raises:
         ConcurrentInterruptError: the task paused having asked from several threads or asyncio tasks.
@@ -375,7 +379,8 @@ def paused_writes(task: Task, ctx: TaskContext, paused: GraphInterrupt) -> TaskW
         raise error
     own = [r.index for r in paused.records if r.task_id == task.id]
     consumed = ctx.resume[: own[0] if own else ctx.interrupt_calls]  # a nested graph's pause: all it used
-    return TaskWrites(task.id, task.node, interrupts=list(paused.records), resume=consumed)
+    records = list(paused.records)
+    return TaskWrites(task.id, task.node, interrupts=records, resume=consumed, stopped=paused.stop)
 
 
 def _fire_joins(

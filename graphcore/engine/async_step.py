@@ -153,7 +153,7 @@ async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites |
         if handling is None:
             return tries.failure(exc)
         return await _outcome(*handling, watch)  # the handler's writes are the task's (engine.handlers)
-    if step.done is not None:
+    if step.done is not None and result.stopped is None:  # a stopped task did not end: nothing to keep
         try:
             step.done(result)
         except Exception as exc:  # persistence errors (e.g. a dropped Redis connection), unwrapped

@@ -8,6 +8,9 @@ Semantics follow LangGraph 1.x:
 * The first super-step of a run that continues a thread (no input: ``invoke(None, config)``, an answer
   ``Command(resume=...)``) passes the breakpoint it stopped at: it does not stop there again.
 * Per call (``invoke(..., interrupt_before=[...])``) the given list replaces the compiled one.
+* A graph run inside a node (a subgraph node, ``inner.invoke(...)``) that stops at one of its breakpoints
+  stops its node, and so its parent run, at the root too (the stop is shown there as ``{"__interrupt__":
+  ()}``); when the run goes on, the node runs again and its graph, continuing where it stopped, passes it.
 
 Both loops use :meth:`Breakpoints.stop`: the in-process executor before each super-step (and once after the
 last), the step job before the step it runs (an ``interrupt_after`` stop is seen on the checkpoint the
@@ -22,8 +25,9 @@ from typing import Literal
 
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import InvalidGraphError
+from graphcore.types import Stop, TaskWrites
 
-__all__ = ["ALL", "NESTED_BREAKPOINTS", "NO_BREAKPOINTS", "Breakpoints", "Stop", "nodes_of"]
+__all__ = ["ALL", "NO_BREAKPOINTS", "Breakpoints", "Stop", "nodes_of", "stop_of"]
 
 ALL = "*"
 """Every node."""
@@ -48,20 +52,6 @@ def nodes_of(value: Sequence[str] | str | None, nodes: Collection[str], what: st
     if unknown:
         raise InvalidGraphError(f"{what}: unknown node(s) {unknown}; nodes: {sorted(nodes)}")
     return names
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Where a run stopped at a breakpoint.
-
-    Attributes:
-        when: ``"before"`` (the next step's tasks include ``nodes``) or ``"after"`` (the step just run ran
-            them).
-        nodes: the breakpoint nodes concerned, in task order.
-    """
-
-    when: Literal["before", "after"]
-    nodes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -113,12 +103,11 @@ class Breakpoints:
 
 NO_BREAKPOINTS = Breakpoints()
 
-NESTED_BREAKPOINTS = (
-    "static breakpoints (interrupt_before / interrupt_after) of a graph that runs inside a node are not "
-    "supported; compile the subgraph without them, set them on the parent graph, or call interrupt() in the "
-    "subgraph's node"
-)
-"""Why a graph with breakpoints refuses to run inside a node (LangGraph would pause the parent there)."""
+
+def stop_of(results: Sequence[TaskWrites]) -> Stop | None:
+    """Where a graph that one of a step's tasks ran stopped at a breakpoint (the first such task's), None
+    when none did: the step stops there."""
+    return next((r.stopped for r in results if r.stopped is not None), None)
 
 
 def _matching(nodes: Nodes, names: Sequence[str]) -> tuple[str, ...]:

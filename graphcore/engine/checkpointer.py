@@ -3,7 +3,8 @@
 As LangGraph's ``compile(checkpointer=...)``:
 
 * a store (:class:`~graphcore.checkpoints.protocol.CheckpointStore`, e.g. ``InMemorySaver()``): the graph
-  checkpoints there, in its own thread;
+  checkpoints there, in its own thread; run inside a task without a thread of its own (a subgraph node), it
+  checkpoints in its parent's store as a ``None`` one does (LangGraph lends a subgraph its parent's saver);
 * ``None`` (the default): a subgraph's state lives in its parent's store, per parent task (namespace
   ``parent_ns|node:task_id``): each turn of the parent starts it afresh;
 * ``True``: a stateful subgraph: it keeps its state across the parent's turns on one thread, in the
@@ -20,6 +21,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
+from graphcore.engine.config import Replay
 from graphcore.errors import CheckpointerError, InvalidGraphError, NoCheckpointerError
 from graphcore.types import TaskWrites
 
@@ -27,6 +29,8 @@ __all__ = [
     "NO_CHECKPOINTS",
     "check_checkpointer",
     "check_store",
+    "replay_of",
+    "replayed_head",
     "resumes",
     "stateful_ns",
     "store_of",
@@ -123,6 +127,42 @@ def resumes(
         return False
     asked = [i.id for tw in finished.values() for i in tw.interrupts]
     return not asked or any(i in answers for i in asked)
+
+
+def replay_of(
+    store: CheckpointStore,
+    thread_id: str,
+    checkpoint_id: str | None,
+    since: str,
+    at: Mapping[str, str] | None = None,
+) -> Replay | None:
+    """The :class:`Replay` of a run of ``thread_id`` started at ``since`` (ISO-8601 UTC) from its checkpoint
+    ``checkpoint_id``: back to that checkpoint, or to its parent when an ``update_state`` or a fork made it
+    (LangGraph's rule: their subgraph checkpoints are those of the checkpoint they branch from); ``at``: the
+    subgraph checkpoints named by id (:attr:`Replay.at`). None when no checkpoint id is given or there is
+    no such checkpoint."""
+    if checkpoint_id is None:
+        return None
+    chosen = store.get(thread_id, checkpoint_id)
+    if chosen is not None and chosen.source in ("update", "fork") and chosen.parent_id is not None:
+        chosen = store.get(thread_id, chosen.parent_id) or chosen
+    named = {k: v for k, v in (at or {}).items() if k}
+    return None if chosen is None else Replay(chosen.created_at, since, named)
+
+
+def replayed_head(
+    store: CheckpointStore, thread_id: str, ns: str, replay: Replay
+) -> tuple[Checkpoint | None, bool]:
+    """Where a ``checkpointer=True`` subgraph in namespace ``ns`` goes on in a time-travelling run, and
+    whether it forks there: its latest checkpoint made by the run itself (since ``replay.since``); else the
+    checkpoint the run names for it (:attr:`Replay.at`: forked, so its tasks run again); else its latest of
+    the past the run went back to (before ``replay.before``); None when it has none (it starts afresh).
+    Checkpoints in between belong to the future the run branched away from."""
+    history = store.list(thread_id, ns=ns)  # newest first
+    own = next((cp for cp in history if cp.created_at >= replay.since), None)
+    if own is None and ns in replay.at:
+        return store.get(thread_id, replay.at[ns], ns=ns), True
+    return own or next((cp for cp in history if cp.created_at < replay.before), None), False
 
 
 class _NoCheckpoints:

@@ -28,6 +28,7 @@ __all__ = [
     "NODE_SETTINGS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
+    "Replay",
     "RunConfig",
     "Scope",
     "TaskContext",
@@ -42,6 +43,8 @@ __all__ = [
     "merge_config",
     "outside_any_task",
     "passed_on",
+    "progress_callbacks",
+    "replays_snapshot",
     "run_scope",
     "task_context",
     "with_handler",
@@ -282,10 +285,21 @@ def outside_any_task(cfg: RunConfig) -> RunConfig:
     """The config of a run started outside any task (not nested), by LangGraph's rule: a given
     ``checkpoint_ns`` is dropped, and with it ``checkpoint_id``, so the run checkpoints in the thread's root
     namespace and goes on from its latest checkpoint (LangGraph resets both for a root run; only a graph
-    running inside a task has a namespace, given by that task)."""
+    running inside a task has a namespace, given by that task). A subgraph snapshot's config names the
+    root's checkpoint in its ``checkpoint_map``: the run goes back there (:func:`replays_snapshot`)."""
     if not cfg.checkpoint_ns:
         return cfg
-    return cfg.model_copy(update={"checkpoint_ns": "", "checkpoint_id": None})
+    root = replays_snapshot(cfg)
+    return cfg.model_copy(update={"checkpoint_ns": "", "checkpoint_id": root})
+
+
+def replays_snapshot(cfg: RunConfig) -> str | None:
+    """The root checkpoint id in ``cfg``'s ``checkpoint_map`` (a subgraph snapshot's config, LangGraph's):
+    a root run given it replays from there, forking the thread even at its latest checkpoint, unless it
+    answers; None without one."""
+    known = cfg.configurable.get("checkpoint_map")
+    root = known.get("") if isinstance(known, Mapping) else None
+    return str(root) if root else None
 
 
 _DEFAULTS = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()}
@@ -487,6 +501,18 @@ def with_handler(cfg: RunConfig, handler: Any) -> RunConfig:
     return cfg.model_copy(update={"callbacks": manager})
 
 
+def progress_callbacks(cfg: RunConfig, progress: Progress) -> RunConfig:
+    """``cfg`` (a try's config) whose LangChain calls report progress
+    to ``progress`` (``refresh_on="auto"``, with langchain-core installed), else ``cfg``."""
+    if progress.idle.refresh_on != "auto":
+        return cfg
+    try:
+        from graphcore.engine.langchain_progress import ProgressHandler
+    except ImportError:
+        return cfg
+    return with_handler(cfg, ProgressHandler(progress))
+
+
 @dataclass
 class TaskContext:
     """What a running node can see: its config (with idempotency key), the stream writer, its cancel token
@@ -565,6 +591,8 @@ class Scope:
         memory: the run's long-term store (``compile(store=...)``; on the queue the workers' Redis store),
             which ``get_store()``, ``runtime.store`` and a node's ``store`` parameter give; None without one.
             A graph invoked inside a node uses its parent's (LangGraph's rule).
+        replay: set when the run travels back in its thread: where its stateful subgraphs start from; the
+            graphs its tasks run in its thread inherit it.
     """
 
     store: Any
@@ -573,6 +601,26 @@ class Scope:
     memory: Any = None
     control: Any = None
     """The run's :class:`~graphcore.engine.runtime.RunControl` (``runtime.control``), or None."""
+    replay: Replay | None = None
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A run that goes on from an earlier checkpoint of its thread (LangGraph's time travel: replay, or a
+    fork by ``update_state``): a ``checkpointer=True`` subgraph runs on its state as of that checkpoint, not
+    on its latest (:func:`graphcore.engine.checkpointer.replayed_head`).
+
+    Attributes:
+        before: ``created_at`` of the checkpoint the run goes back to (ISO-8601 UTC): a subgraph checkpoint
+            created before it is of that past.
+        since: when the run started (ISO-8601 UTC): a subgraph checkpoint created since is the run's own.
+        at: namespace → checkpoint id of the subgraphs the run goes back to by id (a subgraph snapshot's
+            config's ``checkpoint_map``): such a subgraph goes on from a fork of that checkpoint.
+    """
+
+    before: str
+    since: str
+    at: Mapping[str, str] = field(default_factory=dict)
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("graphq_scope", default=None)

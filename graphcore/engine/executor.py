@@ -21,9 +21,9 @@ from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
 from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
 from graphcore.engine.batch import BatchMethods
-from graphcore.engine.breakpoints import NESTED_BREAKPOINTS, NO_BREAKPOINTS, Breakpoints
+from graphcore.engine.breakpoints import NO_BREAKPOINTS, Breakpoints, Stop, stop_of
 from graphcore.engine.cache import CacheMethods
-from graphcore.engine.checkpointer import resumes, stateful_ns, store_of
+from graphcore.engine.checkpointer import replay_of, replayed_head, resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
@@ -37,6 +37,7 @@ from graphcore.engine.config import (
     merge_config,
     outside_any_task,
     passed_on,
+    replays_snapshot,
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
@@ -49,7 +50,7 @@ from graphcore.engine.runtime import RunControl, with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import StepResult, arun_step, has_async_tasks, run_step
-from graphcore.errors import CheckpointNotFoundError, ConfigError, GraphDrained, StepLimitError
+from graphcore.errors import CheckpointNotFoundError, GraphDrained, StepLimitError
 from graphcore.types import Command, Interrupt, TaskWrites
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
@@ -362,8 +363,6 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         cfg, scope = self._placement(config)
         scope = dataclasses.replace(scope, control=control or scope.control or RunControl())
         stops = self.breakpoints.with_call(*breaks, self.nodes)
-        if stops and current_task_or_none() is not None:
-            raise ConfigError(NESTED_BREAKPOINTS)
         with durable(scope, check_durability(durability) or cfg.durability) as scope:
             yield from streaming.relay(
                 modes, scope, lambda m: self._execute(input, cfg, m, scope, stops, on_loop=on_loop)
@@ -378,7 +377,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         ``parent_ns|node:task_id`` (also when given the node's own config: :func:`passed_on`).
         """
         parent, task = current_scope(), current_task_or_none()
-        if self.checkpointer not in (None, True) or parent is None or task is None:
+        if parent is None or task is None or self.checkpointer is False or self._own_thread(config):
             cfg = self.config_for(config, wrap=False)  # LangGraph's errors in process
             if task is None:  # a root run: no namespace, and a checkpointer needs a thread (LangGraph's)
                 cfg = outside_any_task(cfg)
@@ -402,9 +401,18 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory, parent.control)
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
-        return cfg.model_copy(update={"thread_id": parent.thread_id, "run_id": task.config.run_id}), Scope(
-            parent.store, parent.thread_id, ns, parent.memory, parent.control
+        ids = {"thread_id": parent.thread_id, "run_id": task.config.run_id, "checkpoint_ns": ns}
+        return cfg.model_copy(update=ids), Scope(
+            parent.store, parent.thread_id, ns, parent.memory, parent.control, parent.replay
         )
+
+    def _own_thread(self, config: Mapping[str, Any] | RunConfig | None) -> bool:
+        """Whether this graph, invoked inside a task, checkpoints in its own store: it has one and ``config``
+        names a thread. Without a thread it is placed in its parent's thread as a subgraph of
+        ``checkpointer=None`` is, as LangGraph lends a subgraph its parent's saver."""
+        if self.checkpointer in (None, True, False):
+            return False
+        return merge_config(self.defaults, passed_on(config)).thread_id is not None
 
     def _execute(
         self,
@@ -424,7 +432,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         limit = cfg.step_limit()
         meta = {"run_id": cfg.run_id}
         since = Checkpoint.now() if modes else ""
-        cp, finished, answers = self._start(cfg, input, meta, scope)
+        scope = _travelling(scope, cfg, input)
+        cp, finished, answers, passing = self._start(cfg, input, meta, scope)
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
@@ -435,13 +444,13 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         task = current_task_or_none()
         cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
         steps = 0
-        passing = input is None or (isinstance(input, Command) and input.resume is not None)  # goes on
         while cp.next_tasks:
             raise_if_abandoned()  # the ainvoke awaiting it was cancelled: no further super-step
             if steps >= limit:
                 raise step_limit_error(limit, cp)
-            if stops and stops.stop(cp, passing and steps == 0):
-                yield self._stopped(modes), cp, []
+            stop = stops.stop(cp, passing and steps == 0) if stops else None
+            if stop is not None:
+                yield from self._stop_at(stop, modes, cp, scope)
                 return
             _raise_if_drained(scope, task)  # after the breakpoints, as LangGraph's
             custom: list[tuple[str, Any]] = []
@@ -468,21 +477,23 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 raise raised(outcome.error)
             finished, answers = {}, {}
             paused = [i for r in outcome.results for i in r.interrupts]
-            if paused:  # the step does not commit: its finished tasks wait as pending writes (I2)
+            stopped = stop_of(outcome.results)
+            if paused or stopped:  # the step does not commit: its finished tasks wait as pending writes (I2)
                 self._save_writes(scope, cp, saver.unsaved(outcome.results))
                 view = streaming.paused_view(self, cp, outcome.results)
                 events = streaming.paused_events(self, modes, custom, outcome.results, cp, view, shown)
                 yield events, view, paused
                 if scope.ns:  # a graph a node invoked: the node pauses with it (LangGraph's nested graphs)
-                    raise GraphInterrupt(*paused)
+                    raise GraphInterrupt(*paused, stop=stopped)
                 return
             cp = apply_writes(self, cp, outcome.results, meta)
             self._save(scope, cp)
             steps += 1
             events = streaming.step_events(self, modes, custom, outcome.results, cp, scope, shown, labels)
             yield events, cp, []
-        if stops and stops.stop(cp, passing and steps == 0):  # interrupt_after on the last super-step
-            yield self._stopped(modes), cp, []
+        stop = stops.stop(cp, passing and steps == 0) if stops else None  # interrupt_after on the last step
+        if stop is not None:
+            yield from self._stop_at(stop, modes, cp, scope)
 
     def _step_call(
         self, scope: Scope, cp: Checkpoint, saver: TaskSaver, step: partial[StepResult]
@@ -493,17 +504,33 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         return aio.StepCall(scope, awaited, has_async_tasks(self, cp.next_tasks))
 
     @staticmethod
-    def _stopped(modes: Sequence[str] | None) -> list[tuple[str, Any]]:
-        """The events of a stop at a breakpoint: ``{"__interrupt__": ()}`` in ``updates`` (LangGraph's)."""
-        return [("updates", {INTERRUPT_KEY: ()})] if modes and "updates" in modes else []
+    def _stop_at(
+        stop: Stop, modes: Sequence[str] | None, cp: Checkpoint, scope: Scope
+    ) -> Iterator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]]]:
+        """A stop at a static breakpoint before the step after ``cp`` (or after the last): its events;
+        for a graph a node runs in its parent's thread, the node stops with it and so does its parent
+        (LangGraph's), which shows the stop.
+
+        Raises:
+            GraphInterrupt: carrying ``stop``, for a graph run inside a node (``scope.ns``).
+        """
+        if scope.ns:
+            raise GraphInterrupt(stop=stop)
+        yield streaming.stopped_events(modes), cp, []
 
     def _start(
         self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope
-    ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, Any]]:
+    ) -> tuple[Checkpoint, dict[str, TaskWrites], dict[str, Any], bool]:
         """Where a run starts (C2, C3, G6): the scope's head (to resume or continue), a fork, or a new
-        input checkpoint. Returns the checkpoint, the pending writes of its step and the answers given."""
+        input checkpoint. Returns the checkpoint, the pending writes of its step, the answers given, and
+        whether the run goes on from there (without input, with an answer, or a graph run inside a node that
+        continues where it stopped): its first step passes the static breakpoints (LangGraph's)."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
+        answering = isinstance(input, Command) and input.resume is not None
+        forks = forks or (not scope.ns and replays_snapshot(cfg) is not None and not answering)
+        if scope.ns and self.checkpointer is True and scope.replay is not None and store is not None:
+            parent, forks = replayed_head(store, scope.thread_id, scope.ns, scope.replay)  # its state then
         if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
             parent = None
         if forks and parent is not None:
@@ -515,20 +542,20 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             given = task.answers if task is not None else {}
             answers = carried_answers(parent, finished, given)
             if resumes(self.checkpointer, parent, finished, given):
-                return parent, finished, answers
+                return parent, finished, answers, True
         if isinstance(input, Command) and input.resume is not None:
             if store is None or parent is None:
                 raise nothing_to_resume(store is not None, scope.thread_id)
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
-            return parent, finished, match_answer(asked, input.resume, None)
+            return parent, finished, match_answer(asked, input.resume, None), True
         if input is None and store is not None and parent is not None:
-            return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}
+            return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}, True
         if input is None:  # nothing to continue (LangGraph's EmptyInputError)
             raise empty_input(store is not None, scope.thread_id)
         cp = apply_input(self, parent, input, meta)
         self._save(scope, cp)
-        return cp, {}, {}
+        return cp, {}, {}, False
 
     def _save(self, scope: Scope, cp: Checkpoint) -> None:
         if scope.store is not None:
@@ -538,6 +565,18 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         if scope.store is not None:
             for result in results:
                 scope.store.put_writes(scope.thread_id, cp.id, stored_writes(self, result), ns=scope.ns)
+
+
+def _travelling(scope: Scope, cfg: RunConfig, input: Any) -> Scope:
+    """``scope`` of a root run, with its :class:`Replay` when it goes on from a checkpoint given by id
+    without answering (LangGraph's time travel: ``invoke(None | input, config_with_checkpoint_id)``)."""
+    answering = isinstance(input, Command) and input.resume is not None
+    if scope.ns or scope.store is None or answering:
+        return scope
+    named = cfg.configurable.get("checkpoint_map")  # a subgraph snapshot's config names its checkpoints
+    at = named if isinstance(named, Mapping) else None
+    replay = replay_of(scope.store, scope.thread_id, cfg.checkpoint_id, Checkpoint.now(), at)
+    return scope if replay is None else dataclasses.replace(scope, replay=replay)
 
 
 _INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}

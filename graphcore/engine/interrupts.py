@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from graphcore.engine.breakpoints import Stop
 from graphcore.engine.config import TaskContext, current_task
 from graphcore.engine.nested import caller, refusal
 from graphcore.errors import AmbiguousAnswerError, ConfigError, InvalidUpdateError
@@ -40,12 +41,15 @@ __all__ = [
 
 
 class GraphInterrupt(BaseException):
-    """Raised by :func:`interrupt` to pause the node (a BaseException: ``except Exception`` cannot eat it)."""
+    """Raised by :func:`interrupt` to pause the node (a BaseException: ``except Exception`` cannot eat it);
+    also by a graph run inside a node that stopped at a static breakpoint (``stop``, no records)."""
 
-    def __init__(self, *records: Interrupt) -> None:
+    def __init__(self, *records: Interrupt, stop: Stop | None = None) -> None:
         super().__init__(", ".join(r.id for r in records))
         self.records = records
         """The open requests: one from ``interrupt()``, or every open request of a paused subgraph."""
+        self.stop = stop
+        """Where a graph the node ran stopped at a breakpoint (its parent stops too), else None."""
 
 
 RequestStatus = Literal["open", "answered", "unanswered"]

@@ -69,8 +69,9 @@ class TaskSaver:
         return saving
 
     def unsaved(self, results: Sequence[TaskWrites]) -> list[TaskWrites]:
-        """``results`` without those this saver stored already (what a paused or failed step still saves)."""
-        return [r for r in results if r.task_id not in self.saved]
+        """``results`` without those this saver stored already (what a paused or failed step still saves),
+        nor those of tasks stopped at a breakpoint of a graph they ran (they did not end)."""
+        return [r for r in results if r.task_id not in self.saved and r.stopped is None]
 
     def _save(self, result: TaskWrites) -> None:
         store, scope = self.scope.store, self.scope

@@ -12,6 +12,7 @@ of a paused step (their pending writes), not for committed ones.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
@@ -39,6 +40,7 @@ __all__ = [
     "get_state_history",
     "last_writer",
     "request_ahead",
+    "subgraph_config",
     "update_checkpoint",
     "update_state",
 ]
@@ -59,7 +61,8 @@ class PregelTask(NamedTuple):
             node raised, e.g. ``"KeyError('x')"`` (LangGraph's value read back from its checkpointer); else
             None.
         interrupts: the requests the task paused on (:class:`~graphcore.types.Interrupt`), in call order.
-        state: for a subgraph node: the config of the subgraph's checkpoints
+        state: for a subgraph node (or a node whose function names a compiled graph it invokes): the config
+            of the subgraph's checkpoints
             (``{"configurable": {"thread_id", "checkpoint_ns"}}``), or with ``get_state(subgraphs=True)``
             its :class:`StateSnapshot`; None for other nodes and ``checkpointer=False`` subgraphs.
         result: the task's writes (channel → value) when it finished in a paused step; else None.
@@ -121,6 +124,8 @@ class _At:
     ns: str
     given_ns: str
     checkpoint_id: str | None
+    parents: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Namespace → checkpoint id of the graphs it runs in (a subgraph's config's ``checkpoint_map``)."""
 
 
 def _store(graph: GraphSpec, what: str) -> CheckpointStore:
@@ -134,9 +139,21 @@ def _store(graph: GraphSpec, what: str) -> CheckpointStore:
 
 
 def _subgraph(graph: GraphSpec, node: str) -> GraphSpec | None:
+    """The graph ``node`` runs: its subgraph, or else a compiled graph its function refers to (by a global
+    or closure name: ``inner.invoke(...)`` in its body), as LangGraph finds one; None when there is none or
+    it keeps no checkpoints (``checkpointer=False``)."""
     spec = graph.nodes.get(node)
-    inner = getattr(spec.fn, "graph", None) if spec is not None else None
-    return inner if isinstance(inner, GraphSpec) else None
+    if spec is None:
+        return None
+    inner = getattr(spec.fn, "graph", None)
+    if isinstance(inner, GraphSpec):
+        return inner
+    fn = inspect.unwrap(spec.fn)
+    if not inspect.isfunction(fn):
+        return None
+    names = inspect.getclosurevars(fn)
+    found = (v for v in (*names.nonlocals.values(), *names.globals.values()) if isinstance(v, GraphSpec))
+    return next((g for g in found if g.checkpointer is not False), None)
 
 
 def _address(graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, what: str) -> _At:
@@ -161,28 +178,38 @@ def _address(graph: GraphSpec, config: Mapping[str, Any] | RunConfig | None, wha
             raise ConfigError(f"{what}: checkpoint_ns {given!r} names no subgraph node ({part!r})")
         target = inner
     ns = stateful_ns(given) if target.checkpointer is True else given
-    return _At(store, target, str(thread), ns, given, conf.get("checkpoint_id"))
+    known = conf.get("checkpoint_map")
+    named = known.items() if given and isinstance(known, Mapping) else ()
+    parents = {str(k): str(v) for k, v in named if k != given}
+    return _At(store, target, str(thread), ns, given, conf.get("checkpoint_id"), parents)
 
 
-_ID_KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id")
+_ID_KEYS = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
 
 
 def _ids(config: Mapping[str, Any] | RunConfig | None) -> dict[str, Any]:
-    """``thread_id``, ``checkpoint_ns`` and ``checkpoint_id`` of ``config`` (each None when not given): its
-    ``configurable`` keys, else graphq's options of those names (a mapping's top-level keys, a
-    :class:`RunConfig`'s fields)."""
+    """``thread_id``, ``checkpoint_ns``, ``checkpoint_id`` and ``checkpoint_map`` of ``config`` (each None
+    when not given): its ``configurable`` keys, else graphq's options of those names (a mapping's top-level
+    keys, a :class:`RunConfig`'s fields)."""
     if isinstance(config, RunConfig):
         view = config["configurable"]  # LangGraph's view: the options under their configurable names
-        return {k: view[k] for k in _ID_KEYS}
+        return {k: view.get(k) for k in _ID_KEYS}
     data = dict(config or {})
     conf = dict(data.get("configurable") or {})
     return {k: conf.get(k) or data.get(k) for k in _ID_KEYS}
 
 
-def _config(thread: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+def _config(
+    thread: str, ns: str, checkpoint_id: str | None, parents: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """A snapshot's config; a subgraph's (``ns``) also has LangGraph's ``checkpoint_map``: namespace →
+    checkpoint id of the graphs it runs in (``parents``) and of itself."""
     if checkpoint_id is None:
         return None
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+    if ns:
+        conf["checkpoint_map"] = {**(parents or {}), ns: checkpoint_id}
+    return {"configurable": conf}
 
 
 def _empty(config: Mapping[str, Any] | RunConfig | None) -> StateSnapshot:
@@ -190,15 +217,26 @@ def _empty(config: Mapping[str, Any] | RunConfig | None) -> StateSnapshot:
     return StateSnapshot({}, (), given, None, None, None, (), ())
 
 
+def subgraph_config(graph: GraphSpec, thread_id: str, ns: str, node: str, tid: str) -> dict[str, Any] | None:
+    """The ``state`` of task ``tid`` of ``node`` in ``graph`` (checkpointing in ``ns`` of ``thread_id``), as a
+    snapshot's tasks and the ``checkpoints``/``debug`` streams show it without recursing (LangGraph's):
+    ``{"configurable": {"thread_id", "checkpoint_ns": "ns|node:tid"}}`` when the node runs a graph that
+    keeps checkpoints, else None."""
+    inner = _subgraph(graph, node)
+    if inner is None or inner.checkpointer is False:
+        return None
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": task_ns(ns, node, tid)}}
+
+
 def _task_state(
     at: _At, cp: Checkpoint, node: str, tid: str, recurse: bool, parents: Mapping[str, str]
 ) -> Any:
+    shallow = subgraph_config(at.graph, at.thread_id, at.given_ns, node, tid)
+    if shallow is None or not recurse:
+        return shallow
     inner = _subgraph(at.graph, node)
-    if inner is None or inner.checkpointer is False:
-        return None
+    assert inner is not None  # shallow
     child = task_ns(at.given_ns, node, tid)
-    if not recurse:
-        return {"configurable": {"thread_id": at.thread_id, "checkpoint_ns": child}}
     ns = stateful_ns(child) if inner.checkpointer is True else child
     sub = dataclasses.replace(at, graph=inner, ns=ns, given_ns=ns, checkpoint_id=None)  # LangGraph's
     head = at.store.get(at.thread_id, ns=ns)
@@ -239,10 +277,10 @@ def _snapshot(
     return StateSnapshot(
         values,
         tuple(t.name for t in tasks if t.id not in finished_ids),
-        _config(at.thread_id, at.given_ns, cp.id) or {},
+        _config(at.thread_id, at.given_ns, cp.id, parents) or {},
         {**cp.metadata, "parents": dict(parents)},
         cp.created_at,
-        _config(at.thread_id, at.given_ns, cp.parent_id),
+        _config(at.thread_id, at.given_ns, cp.parent_id, parents),
         tuple(tasks),
         tuple(i for t in tasks for i in t.interrupts),
     )
@@ -264,7 +302,7 @@ def get_state(
     cp = at.store.get(at.thread_id, at.checkpoint_id, ns=at.ns)
     if cp is None:
         return _empty(config)
-    return _snapshot(at, cp, live=at.checkpoint_id is None, recurse=subgraphs, parents={})
+    return _snapshot(at, cp, live=at.checkpoint_id is None, recurse=subgraphs, parents=at.parents)
 
 
 def get_state_history(
@@ -296,7 +334,7 @@ def get_state_history(
     if before is not None:
         cps = older_than(cps, _address(graph, before, "get_state_history(before=...)").checkpoint_id)
     for cp in cps[:limit] if filter is None else matching(cps, filter, limit):
-        yield _snapshot(at, cp, live=False, recurse=False, parents={})
+        yield _snapshot(at, cp, live=False, recurse=False, parents=at.parents)
 
 
 def request_ahead(cp: Checkpoint) -> list[Interrupt]:
@@ -384,7 +422,7 @@ def _updated(
         head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns)
         at.store.put(at.thread_id, stored_form(at.graph, head), ns=at.ns)
     assert head is not None
-    return _config(at.thread_id, at.given_ns, head.id) or {}
+    return _config(at.thread_id, at.given_ns, head.id, at.parents) or {}
 
 
 def update_checkpoint(

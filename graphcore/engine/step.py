@@ -63,8 +63,8 @@ def _call(step: Step, task: Task) -> TaskWrites:
         if handling is None:
             raise tries.failure(exc)  # noqa: B904  (a NodeError has exc as its cause already)
         return _handle(*handling)
-    if step.done is not None:  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
-        step.done(result)
+    if step.done is not None and result.stopped is None:  # a stopped task did not end: nothing to keep
+        step.done(result)  # persistence errors (e.g. a dropped Redis connection) propagate unwrapped
     return result
 
 

@@ -41,6 +41,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.durability import ExitStore
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
+from graphcore.engine.snapshot import subgraph_config
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
 from graphcore.types import Interrupt, TaskWrites
@@ -63,6 +64,7 @@ __all__ = [
     "start_events",
     "step_events",
     "step_view",
+    "stopped_events",
     "stream_run",
     "task_labels",
     "task_payload",
@@ -206,10 +208,16 @@ def relay(modes: Sequence[str] | None, scope: Scope, run: Callable[[Sequence[str
 
 
 def _namespace(parent: tuple[str, ...], task: TaskContext, scope: Scope) -> tuple[str, ...]:
+    """The stream namespace of the graph ``task`` runs in ``scope``, below its parent's (``parent``):
+    ``(*parent, "node:task_id")``, then its call index; for a ``checkpointer=True`` subgraph its checkpoint
+    namespace without task ids (``("node",)``, ``("outer", "node")``), as LangGraph's."""
     base = f"{task.node}:{task.task_id}"
     outer = current_scope()
     depth = len(outer.ns.split("|")) if outer is not None and outer.ns else 0
-    below = scope.ns.split("|")[depth:] if scope.ns else []
+    parts = scope.ns.split("|") if scope.ns else []
+    below = parts[depth:]
+    if below[:1] == [task.node]:  # stateful: no task id in its namespace
+        return tuple(parts[depth - len(parent) :])
     return (*parent, base, *(below[1:] if below[:1] == [base] else []))
 
 
@@ -249,6 +257,8 @@ def _result_events(
     graph: GraphSpec, modes: Sequence[str], r: TaskWrites, step: int, values: Any
 ) -> list[Event]:
     events: list[Event] = []
+    if r.stopped is not None:  # a graph it ran stopped at a breakpoint: shown once for the step
+        return events
     if r.interrupts:
         paused = tuple(r.interrupts)
         events += [("updates", {INTERRUPT_KEY: paused})] if "updates" in modes else []
@@ -473,7 +483,7 @@ def paused_view(graph: GraphSpec, cp: Checkpoint, results: Sequence[TaskWrites])
     """``cp`` with the writes of a paused step's finished tasks applied, unsaved: the state ``invoke``
     returns and the last ``values`` event shows on a pause, as LangGraph's (its pending writes applied).
     ``cp`` itself when no finished task wrote, or when their writes conflict (the error comes on resume)."""
-    done = [r for r in results if not r.interrupts]
+    done = [r for r in results if not r.interrupts and r.stopped is None]
     if not any(r.writes for r in done):
         return cp
     try:
@@ -503,7 +513,13 @@ def paused_events(
         events += _result_events(graph, modes, r, cp.step + 1, state)
     if "values" in modes and view is not cp:
         events.append(("values", graph.schema.values_of(view.channel_values)))
-    return events
+    return events + (stopped_events(modes) if any(r.stopped for r in results) else [])
+
+
+def stopped_events(modes: Sequence[str] | None) -> list[Event]:
+    """The events of a stop at a static breakpoint, the run's own or one of a graph a task ran: one
+    ``updates`` chunk ``{"__interrupt__": ()}`` (LangGraph's)."""
+    return [("updates", {INTERRUPT_KEY: ()})] if modes and "updates" in modes else []
 
 
 def update_payload(graph: GraphSpec, r: TaskWrites) -> dict[str, Any]:
@@ -571,7 +587,7 @@ def checkpoint_payload(
     a parent), ``values`` (as ``graph``'s schema shows them: the value itself for a root-channel state;
     without ``graph`` the channel values), ``metadata`` (``source``, ``step``, ``parents``; graphq's
     ``run_id``, ``writes``), ``next`` (node names) and ``tasks`` (``{"id", "name", "interrupts": (),
-    "state": None}`` each)."""
+    "state"}`` each: with ``graph``, a subgraph task's config, :func:`subgraph_config`; else None)."""
     return {
         "config": _config(thread_id, ns, cp.id),
         "parent_config": _config(thread_id, ns, cp.parent_id),
@@ -579,10 +595,15 @@ def checkpoint_payload(
         "metadata": {"parents": {}, **cp.metadata},
         "next": [t.node for t in cp.next_tasks],
         "tasks": [
-            {"id": task_id(cp.id, i, t.node), "name": t.node, "interrupts": (), "state": None}
+            _task_entry(graph, thread_id, ns, t.node, task_id(cp.id, i, t.node))
             for i, t in enumerate(cp.next_tasks)
         ],
     }
+
+
+def _task_entry(graph: GraphSpec | None, thread_id: str, ns: str, node: str, tid: str) -> dict[str, Any]:
+    state = None if graph is None else subgraph_config(graph, thread_id, ns, node, tid)
+    return {"id": tid, "name": node, "interrupts": (), "state": state}
 
 
 def logged_modes(debug: bool, print_mode: str | Sequence[str] = ()) -> tuple[str, ...] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Literal
 
 from graphcore.errors import ConfigError
 
@@ -26,7 +26,6 @@ __all__ = [
     "Timeout",
     "TimeoutPolicy",
     "node_timeouts",
-    "progress_callbacks",
     "timeout_seconds",
 ]
 
@@ -75,20 +74,6 @@ class Progress:
     def left_s(self) -> float:
         """Seconds until the try is idle for too long (0 or less: it is)."""
         return self.last + self.idle.seconds - time.monotonic()
-
-
-def progress_callbacks(cfg: Any, progress: Progress) -> Any:
-    """``cfg`` (a try's :class:`~graphcore.engine.config.RunConfig`) whose LangChain calls report progress
-    to ``progress`` (``refresh_on="auto"``, with langchain-core installed), else ``cfg``."""
-    if progress.idle.refresh_on != "auto":
-        return cfg
-    try:
-        from graphcore.engine.langchain_progress import ProgressHandler
-    except ImportError:
-        return cfg
-    from graphcore.engine.config import with_handler
-
-    return with_handler(cfg, ProgressHandler(progress))
 
 
 def node_timeouts(where: str, value: Timeout) -> tuple[float | None, IdleTimeout | None]:

@@ -216,3 +216,95 @@ def test_ainvoke_stops_at_a_breakpoint_and_goes_on(lg: Imports) -> None:
         return first, await app.ainvoke(None, thread())
 
     assert asyncio.run(both()) == ({"items": ["x", "a"]}, {"items": ["x", "a", "b"]})
+
+
+def _with_stopping_subgraph(lg: Imports, runs: list[str], checkpointer: Any, **stops: Any) -> Any:
+    """START → pre → sub → post, ``sub`` a subgraph a → b compiled with ``checkpointer`` and ``stops``;
+    every node appends its name to ``runs`` as it runs."""
+
+    def node(name: str) -> Any:
+        def run(state: State) -> dict[str, Any]:
+            runs.append(name)
+            return {"items": [name]}
+
+        return run
+
+    inner = lg.StateGraph(State)
+    inner.add_node("a", node("a"))
+    inner.add_node("b", node("b"))
+    inner.add_edge(lg.START, "a")
+    inner.add_edge("a", "b")
+    outer = lg.StateGraph(State)
+    outer.add_node("pre", node("pre"))
+    outer.add_node("sub", inner.compile(checkpointer=checkpointer, **stops))
+    outer.add_node("post", node("post"))
+    outer.add_edge(lg.START, "pre")
+    outer.add_edge("pre", "sub")
+    outer.add_edge("sub", "post")
+    return outer.compile(checkpointer=lg.InMemorySaver())
+
+
+@pytest.mark.parametrize("checkpointer", [None, True])
+@pytest.mark.parametrize("stops", [{"interrupt_before": ["b"]}, {"interrupt_after": ["a"]}])
+def test_a_subgraphs_breakpoint_stops_the_parent_and_invoke_none_goes_on(
+    lg: Imports, checkpointer: Any, stops: dict[str, Any]
+) -> None:
+    """LangGraph: the subgraph stops between a and b, and so does its parent (its updates stream ends with
+    {"__interrupt__": ()}, its snapshot waits on ``sub`` with no interrupt, the subgraph's on ``b``);
+    invoke(None, config) goes on past the breakpoint without running ``a`` again."""
+    runs: list[str] = []
+    app = _with_stopping_subgraph(lg, runs, checkpointer, **stops)
+    first = list(app.stream({"items": []}, thread(), stream_mode="updates"))
+    assert first == [{"pre": {"items": ["pre"]}}, {"__interrupt__": ()}]
+    snap = app.get_state(thread(), subgraphs=True)
+    (task,) = snap.tasks
+    assert (snap.values, snap.next, task.name, task.interrupts) == ({"items": ["pre"]}, ("sub",), "sub", ())
+    assert (task.state.values, task.state.next) == ({"items": ["pre", "a"]}, ("b",))
+    assert app.invoke(None, thread()) == {"items": ["pre", "pre", "a", "b", "post"]}
+    assert runs == ["pre", "a", "b", "post"]
+
+
+def test_new_input_stops_a_stateful_subgraph_again(lg: Imports) -> None:
+    """LangGraph: a new turn of the parent is a new turn of a ``checkpointer=True`` subgraph: it stops at its
+    breakpoint again (invoke returns the state so far, with no __interrupt__ key)."""
+    runs: list[str] = []
+    app = _with_stopping_subgraph(lg, runs, True, interrupt_before=["b"])
+    app.invoke({"items": []}, thread())
+    app.invoke(None, thread())
+    assert app.invoke({"items": ["2"]}, thread()) == {"items": ["pre", "pre", "a", "b", "post", "2", "pre"]}
+    assert runs == ["pre", "a", "b", "post", "pre", "a"]
+
+
+def test_a_subgraphs_stop_keeps_its_siblings_writes(lg: Imports) -> None:
+    """LangGraph: a task beside the stopped subgraph finishes; the stream shows its update, the state with
+    it, then the stop; going on, it does not run again."""
+    runs: list[str] = []
+    inner = chain(lg, "a", "b").compile(interrupt_before=["b"])
+    outer = lg.StateGraph(State)
+    outer.add_node("sub", inner)
+    outer.add_node("side", lambda s: runs.append("side") or {"items": ["side"]})
+    outer.add_edge(lg.START, "sub")
+    outer.add_edge(lg.START, "side")
+    app = outer.compile(checkpointer=lg.InMemorySaver())
+    assert list(app.stream({"items": []}, thread(), stream_mode=["updates", "values"])) == [
+        ("values", {"items": []}),
+        ("updates", {"side": {"items": ["side"]}}),
+        ("values", {"items": ["side"]}),
+        ("updates", {"__interrupt__": ()}),
+    ]
+    assert app.invoke(None, thread()) == {"items": ["side", "a", "b"]}
+    assert runs == ["side"]
+
+
+def test_a_graph_invoked_in_a_node_stops_its_parent_at_its_breakpoint(lg: Imports) -> None:
+    """LangGraph: ``inner.invoke(...)`` in a node stops at the inner graph's breakpoint and the parent stops
+    with it (invoke returns the state before the node); invoke(None, config) runs the node again and the
+    inner graph goes on past its breakpoint."""
+    inner = chain(lg, "a", "b").compile(interrupt_before=["b"])
+    outer = lg.StateGraph(State)
+    outer.add_node("node", lambda s: {"items": inner.invoke({"items": ["n"]})["items"]})
+    outer.add_edge(lg.START, "node")
+    app = outer.compile(checkpointer=lg.InMemorySaver())
+    assert app.invoke({"items": []}, thread()) == {"items": []}
+    assert app.get_state(thread()).next == ("node",)
+    assert app.invoke(None, thread()) == {"items": ["n", "a", "b"]}

@@ -54,3 +54,10 @@ _reads.add_edge(START, "read")
 reads_config = _reads.compile(name="reads_config")
 
 three_steps = _chain("a", "b", "c").compile(name="three_steps")
+
+_outer = _chain("pre")
+_outer.add_node("sub", _chain("a", "b").compile(interrupt_before=["b"]))
+_outer.add_node("post", _append("post"))
+_outer.add_edge("pre", "sub")
+_outer.add_edge("sub", "post")
+subgraph_stops = _outer.compile(name="subgraph_stops")
