@@ -234,12 +234,12 @@ def cached_writes(graph: GraphSpec, tasks: Sequence[Any]) -> dict[str, TaskWrite
 
 
 def remember(graph: GraphSpec, tasks: Sequence[Any], outcomes: Mapping[str, Any]) -> None:
-    """Store the writes of those of ``tasks`` that ran and finished (not paused, not failed, not handled by
-    an error handler, not cached) under their cache keys."""
+    """Store the writes of those of ``tasks`` that ran and finished (not paused nor stopped at a subgraph's
+    breakpoint, not failed, not handled by an error handler, not cached) under their cache keys."""
     pairs: dict[FullKey, tuple[Any, float | None]] = {}
     for task in tasks:
         result = outcomes.get(task.id)
-        if not isinstance(result, TaskWrites) or result.cached or result.interrupts:
+        if not isinstance(result, TaskWrites) or result.cached or result.interrupts or result.stopped:
             continue
         if result.node != task.node:  # its error handler's writes: the node failed (LangGraph caches none)
             continue

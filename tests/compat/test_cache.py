@@ -7,8 +7,9 @@ are reused without running the node, the ``updates`` stream marks them ``{"__met
 from __future__ import annotations
 
 import asyncio
+import operator
 from collections import Counter
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -325,4 +326,28 @@ def test_a_failure_an_error_handler_took_is_not_cached(lg: Imports) -> None:
     assert calls == {"flaky": 2, "handler": 1}
     assert list(graph.stream({"query": "q"})) == [
         {"flaky": {"answer": "ok"}, "__metadata__": {"cached": True}}
+    ]
+
+
+def test_a_subgraph_node_stopped_at_a_breakpoint_is_not_cached(lg: Imports) -> None:
+    """LangGraph: a cached subgraph node that stopped at its graph's breakpoint has no result yet; resumed, it
+    finishes, and that result is what a later run with the same input reuses."""
+
+    class Log(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    inner = lg.StateGraph(Log)
+    inner.add_node("a", lambda s: {"log": ["a"]})
+    inner.add_node("b", lambda s: {"log": ["b"]})
+    inner.add_edge(lg.START, "a")
+    inner.add_edge("a", "b")
+    outer = lg.StateGraph(Log)
+    outer.add_node("sub", inner.compile(interrupt_before=["b"]), cache_policy=lg.CachePolicy())
+    outer.add_edge(lg.START, "sub")
+    graph = outer.compile(checkpointer=lg.InMemorySaver(), cache=lg.InMemoryCache())
+    first = {"configurable": {"thread_id": "1"}}
+    assert graph.invoke({"log": []}, first) == {"log": []}
+    assert graph.invoke(None, first) == {"log": ["a", "b"]}
+    assert list(graph.stream({"log": []}, {"configurable": {"thread_id": "2"}})) == [
+        {"sub": {"log": ["a", "b"]}, "__metadata__": {"cached": True}}
     ]
