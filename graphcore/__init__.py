@@ -16,6 +16,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.interrupts import interrupt
+from graphcore.engine.messages_stream import push_message
 from graphcore.engine.retry import RetryPolicy
 from graphcore.engine.runtime import (
     ExecutionInfo,
@@ -42,6 +43,7 @@ from graphcore.errors import (
     SerializationError,
     StepLimitError,
 )
+from graphcore.managed import IsLastStep, RemainingSteps
 from graphcore.messages import (
     REMOVE_ALL_MESSAGES,
     MessagesState,
@@ -89,6 +91,7 @@ __all__ = [
     "InvalidGraphError",
     "InvalidNamespaceError",
     "InvalidUpdateError",
+    "IsLastStep",
     "Item",
     "ListNamespacesOp",
     "MatchCondition",
@@ -101,6 +104,7 @@ __all__ = [
     "ParentCommand",
     "PregelTask",
     "PutOp",
+    "RemainingSteps",
     "RemoveMessage",
     "RetryPolicy",
     "RunConfig",
@@ -126,4 +130,5 @@ __all__ = [
     "get_store",
     "get_stream_writer",
     "interrupt",
+    "push_message",
 ]

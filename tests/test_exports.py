@@ -34,6 +34,7 @@ def test_graphcore_exports() -> None:
         "InvalidGraphError",
         "InvalidNamespaceError",
         "InvalidUpdateError",
+        "IsLastStep",
         "Item",
         "ListNamespacesOp",
         "MatchCondition",
@@ -46,6 +47,7 @@ def test_graphcore_exports() -> None:
         "ParentCommand",
         "PregelTask",
         "PutOp",
+        "RemainingSteps",
         "RemoveMessage",
         "RetryPolicy",
         "RunConfig",
@@ -71,6 +73,7 @@ def test_graphcore_exports() -> None:
         "get_store",
         "get_stream_writer",
         "interrupt",
+        "push_message",
     }
     for name in graphcore.__all__:
         assert hasattr(graphcore, name), name

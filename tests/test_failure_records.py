@@ -44,8 +44,8 @@ CASES = [
         "InvalidUpdateError",
         None,
         0,
-        "channel 'n' received 2 writes in one super-step (from also, ok); it keeps one value per step — give "
-        "it a reducer with Annotated[T, reducer]",
+        "At key 'n': Can receive only one value per step (2 writes in one super-step, from also, ok). Use an "
+        "Annotated key to handle multiple values: Annotated[T, reducer]",
     ),
     (
         "err-reducer",

@@ -21,10 +21,10 @@ from graphcore import START, MessagesState, StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
-from graphcore.checkpoints.model import Checkpoint
+from graphcore.checkpoints.model import Checkpoint, task_id
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
-from graphcore.types import TaskWrites
+from graphcore.types import PendingTask, TaskWrites
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workers import burst, graphq, work, worker_env
 from tests.workflows.lc_agent import Answer, build_tokens, lc_agent, lc_react, lc_react_hooks, lc_tokens
@@ -192,7 +192,9 @@ builder = StateGraph(MessagesState)
 builder.add_node("w", lambda s: {"messages": [AIMessage("x", id="a")]})
 builder.add_edge(START, "w")
 for message, metadata in builder.compile().stream({"messages": [("user", "hi")]}, stream_mode="messages"):
-    print(type(message).__module__, message.type, message.content, message.id, sorted(metadata.items()))
+    shown = {k: v for k, v in metadata.items() if k != "langgraph_checkpoint_ns"}
+    print(type(message).__module__, message.type, message.content, message.id, sorted(shown.items()))
+    print(metadata["langgraph_checkpoint_ns"].split(":")[0])
 print("langchain_core.messages" in sys.modules)
 """
 
@@ -203,7 +205,10 @@ def test_without_langchain_core_messages_mode_shows_the_written_messages() -> No
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "graphcore.lite_messages ai x a [('langgraph_node', 'w'), ('langgraph_step', 1)]",
+        "graphcore.lite_messages ai x a [('langgraph_node', 'w'), "
+        "('langgraph_path', ('__pregel_pull', 'w')), ('langgraph_step', 1), "
+        "('langgraph_triggers', ('branch:to:w',)), ('ls_integration', 'langgraph')]",
+        "w",
         "False",
     ]
 
@@ -389,14 +394,19 @@ def test_a_queued_steps_messages_are_sent_in_batches() -> None:
     sent: list[list[tuple[str, int, Any]]] = []
     clock = Ticks()
     cp = Checkpoint(
-        id="c", parent_id=None, step=3, channel_values={"messages": [HumanMessage("hi", id="h1")]}
+        id="c",
+        parent_id=None,
+        step=3,
+        channel_values={"messages": [HumanMessage("hi", id="h1")]},
+        next_tasks=[PendingTask("chat")],
     )
     step = StepMessages(sent.append, cp, clock)
     for n in range(2 * MAX_BATCH + 50):
         step.shows.show(AIMessageChunk(str(n), id="m1"), {"langgraph_node": "chat"}, dedupe=False)
     assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH]
+    chat = task_id("c", 0, "chat")
     written = TaskWrites(
-        "t1", "chat", [("messages", [AIMessage("done", id="m2"), HumanMessage("hi", id="h1")])]
+        chat, "chat", [("messages", [AIMessage("done", id="m2"), HumanMessage("hi", id="h1")])]
     )
     step.task_done(written)
     assert [len(batch) for batch in sent] == [MAX_BATCH, MAX_BATCH, 51]
@@ -405,7 +415,14 @@ def test_a_queued_steps_messages_are_sent_in_batches() -> None:
         "messages",
         4,
         "done",
-        {"langgraph_node": "chat", "langgraph_step": 5},
+        {
+            "ls_integration": "langgraph",
+            "langgraph_step": 5,
+            "langgraph_node": "chat",
+            "langgraph_triggers": ("branch:to:chat",),
+            "langgraph_path": ("__pregel_pull", "chat"),
+            "langgraph_checkpoint_ns": f"chat:{chat}",
+        },
     )
     clock.now += INTERVAL_S
     step.shows.show(AIMessageChunk("late", id="m3"), {"langgraph_node": "chat"}, dedupe=False)

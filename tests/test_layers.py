@@ -2,7 +2,7 @@
 and function-local imports included — points down the layers, and no modules import each other in a loop.
 
 Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``,
-``lite_messages``) <
+``lite_messages``, ``managed``) <
 ``graphcore.checkpoints`` < ``graphcore.engine`` < ``graphcore.backend`` < ``graphcore`` (the package face)
 < ``worker``, ``scheduler`` < ``cli``. ``examples`` may use everything but ``cli``.
 """
@@ -23,6 +23,7 @@ FOUNDATION = (
     "graphcore.keys",
     "graphcore.messages",
     "graphcore.lite_messages",
+    "graphcore.managed",
 )
 
 # layer name -> the layers it may import (besides itself)

@@ -42,7 +42,7 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input, apply_writes, fork, stored_form, stored_writes
 from graphcore.engine.breakpoints import stop_of
 from graphcore.engine.checkpointer import replay_of
-from graphcore.engine.config import RunConfig, Scope, run_scope
+from graphcore.engine.config import RunConfig, Scope, run_scope, with_remaining_steps
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import RetryHook, StepResult, run_step
@@ -295,7 +295,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         outcome = run_step(
             graph,
             cp,
-            with_resume(cfg, resume, answers),
+            with_remaining_steps(with_resume(cfg, resume, answers), run.step),
             finished=finished,
             on_task_done=timed,
             writer=emit,
@@ -464,7 +464,8 @@ def _head(
         run.head = parent.id
         return parent, True
     lease.step_number = -1 if parent is None else parent.step + 1  # an error here is the input step's
-    cp = stored_form(graph, apply_input(graph, parent, run.input, {"run_id": run.id}))
+    applied = apply_input(graph, parent, run.input, {"run_id": run.id}, remaining=cfg.step_limit() + 1)
+    cp = stored_form(graph, applied)
     _commit_start(ctx, run, lease, cp, may_append=parent is not None)
     return cp, False
 

@@ -24,6 +24,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.config import RunConfig
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, listening, written
+from graphcore.engine.task_metadata import step_metadata
 from graphcore.types import TaskWrites
 
 __all__ = ["INTERVAL_S", "MAX_BATCH", "StepMessages", "step_messages"]
@@ -52,6 +53,7 @@ class StepMessages:
     def __init__(self, send: Send, cp: Checkpoint, clock: Callable[[], float] = time.monotonic) -> None:
         self.send, self.step, self.clock = send, cp.step + 1, clock
         self.known = known_ids(cp.channel_values)
+        self.tasks = step_metadata(cp, "")  # a queued run is a root graph
         self.shows = MessagesHandler(self.put)
         self.buffer: list[tuple[str, int, Any]] = []
         self.last = clock()
@@ -66,9 +68,9 @@ class StepMessages:
                 self._flush()
 
     def task_done(self, result: TaskWrites) -> None:
-        """A task finished: show the messages it wrote (LangGraph's ``langgraph_step`` of the step's tasks is
-        the checkpoint's step + 2 here, as in process), then send what waits."""
-        written(self.shows, result, self.known, self.step + 1)
+        """A task finished: show the messages it wrote (with the metadata they have in process), then send
+        what waits."""
+        written(self.shows, result, self.known, self.tasks)
         self.flush()
 
     def flush(self) -> None:

@@ -29,10 +29,12 @@ from graphcore.engine.config import (
     NODE_SETTINGS_KEY,
     RESERVED_PREFIX,
     RESUME_KEY,
+    TASK_METADATA_KEY,
     RunConfig,
     TaskContext,
     TryInfo,
     progress_callbacks,
+    remaining_steps,
     task_context,
 )
 from graphcore.engine.defer import HELD, hold
@@ -41,6 +43,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
+from graphcore.engine.task_metadata import PULL, langgraph_metadata, task_paths
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -52,6 +55,7 @@ __all__ = [
     "fork",
     "prepare_tasks",
     "run_task",
+    "with_pushed",
 ]
 
 
@@ -64,25 +68,31 @@ class Task:
         node: the node to run.
         input: the state view, or the Send's argument.
         index: position in the step; writes apply in this order.
+        path: LangGraph's ``langgraph_path`` of the task (:func:`~graphcore.engine.task_metadata.task_paths`).
     """
 
     id: str
     node: str
     input: Any
     index: int
+    path: tuple[Any, ...] = ()
 
 
-def prepare_tasks(graph: GraphSpec, cp: Checkpoint) -> list[Task]:
+def prepare_tasks(graph: GraphSpec, cp: Checkpoint, remaining: int | None = None) -> list[Task]:
     """The tasks of the super-step that follows ``cp``, in order.
 
     Each state-triggered task gets its own view of the state, so a node that assigns into its input does
-    not change what a parallel sibling reads (G3).
+    not change what a parallel sibling reads (G3). With ``remaining`` (the super-steps the run may still
+    take, this one included) the view holds the schema's managed values (:mod:`graphcore.managed`).
     """
     tasks = []
-    for index, pending in enumerate(cp.next_tasks):
+    values = (
+        cp.channel_values if remaining is None else graph.schema.with_managed(cp.channel_values, remaining)
+    )
+    for index, (pending, path) in enumerate(zip(cp.next_tasks, task_paths(cp), strict=True)):
         reads = None if pending.send else graph.nodes[pending.node].reads
-        arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(cp.channel_values)
-        tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index))
+        arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(values)
+        tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index, path))
     return tasks
 
 
@@ -225,6 +235,17 @@ def normalise(
     return graph.schema.writes_of(node, output, strict=strict), []
 
 
+def with_pushed(graph: GraphSpec, ctx: TaskContext, writes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """A task's ``writes`` after those of its node's ``push_message()`` calls (LangGraph's order); a
+    key that is no channel is dropped with a warning, as in a returned update."""
+    if not ctx.pushed:
+        return writes
+    pushed = [
+        w for key, value in ctx.pushed for w in graph.schema.writes_of(ctx.node, {key: value}, strict=False)
+    ]
+    return [*pushed, *writes]
+
+
 def _routes(
     graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
 ) -> list[PendingTask]:
@@ -248,9 +269,11 @@ def task_config(
     config: RunConfig, step: int, task: Task, settings: Mapping[str, Any] | None = None
 ) -> RunConfig:
     """``config`` with the task's reserved keys (run, thread, step, task, idempotency key; I1), the
-    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9) and the task's ``checkpoint_ns``
-    (``graph_ns|node:task_id``, LangGraph's value in a node's config)."""
+    node's ``settings`` (``NODE_SETTINGS_KEY``, ``{}`` when None; R9), the task's ``checkpoint_ns``
+    (``graph_ns|node:task_id``, LangGraph's value in a node's config) and its LangGraph metadata
+    (``TASK_METADATA_KEY``)."""
     run = config.run_id or ""
+    ns = task_ns(config.checkpoint_ns, task.node, task.id)
     extra = {
         f"{RESERVED_PREFIX}run_id": run,
         f"{RESERVED_PREFIX}thread_id": config.thread_id,
@@ -259,9 +282,9 @@ def task_config(
         f"{RESERVED_PREFIX}node": task.node,
         f"{RESERVED_PREFIX}idempotency_key": f"{run}:{step}:{task.id}",
         NODE_SETTINGS_KEY: settings if settings is not None else {},
+        TASK_METADATA_KEY: langgraph_metadata(task.node, step + 1, task.path or (PULL, task.node), ns),
     }
     visible = {k: v for k, v in config.configurable.items() if k not in (RESUME_KEY, ANSWERS_KEY)}
-    ns = task_ns(config.checkpoint_ns, task.node, task.id)
     return config.model_copy(update={"configurable": {**visible, **extra}, "checkpoint_ns": ns})
 
 
@@ -297,7 +320,9 @@ def run_task(
             output = call_node(graph.nodes[task.node], task, ctx.config)
             shown(output)
             writes, goto = normalise(graph, task.node, output)
-            goto += _routes(graph, task.node, cp.channel_values, writes)
+            writes = with_pushed(graph, ctx, writes)
+            values = graph.schema.with_managed(cp.channel_values, remaining_steps(config))
+            goto += _routes(graph, task.node, values, writes)
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
@@ -508,9 +533,11 @@ def apply_input(
     metadata: Mapping[str, Any],
     *,
     strict: bool = False,
+    remaining: int | None = None,
 ) -> Checkpoint:
     """The input checkpoint of a run: ``input`` applied through the reducers onto ``parent``'s state (or a
-    fresh thread's defaults), with the entry nodes scheduled (edges and routers from START).
+    fresh thread's defaults), with the entry nodes scheduled (edges and routers from START; with
+    ``remaining``, the run's super-steps plus the input's, they read the managed values as LangGraph's).
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
     them at enqueue), or refused when ``strict`` (``update_state(..., as_node=START)``).
@@ -522,7 +549,8 @@ def apply_input(
     writes = graph.schema.writes_of(START, input, strict=strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
-    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, values)]
+    seen = values if remaining is None else graph.schema.with_managed(values, remaining)
+    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, seen)]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": "input", "step": step, "writes": [START]}

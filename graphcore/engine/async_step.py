@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -35,10 +35,11 @@ from graphcore.engine.algo import (
     route_values,
     router_errors,
     task_setup,
+    with_pushed,
 )
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec, NodeSpec
-from graphcore.engine.config import RunConfig, TryInfo, task_context
+from graphcore.engine.config import RunConfig, TryInfo, remaining_steps, task_context
 from graphcore.engine.handlers import handler_task
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
@@ -311,7 +312,9 @@ async def arun_task(
                 output = await asyncio.wrap_future(_off_loop(spec, task, ctx.config))
             shown(output)
             writes, goto = normalise(graph, task.node, output)
-            goto += await _aroutes(graph, task.node, cp, writes)
+            writes = with_pushed(graph, ctx, writes)
+            values = graph.schema.with_managed(cp.channel_values, remaining_steps(ctx.config))
+            goto += await _aroutes(graph, task.node, values, writes)
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
@@ -327,13 +330,14 @@ def _off_loop(spec: NodeSpec, task: Task, config: RunConfig) -> Future[Any]:
 
 
 async def _aroutes(
-    graph: GraphSpec, node: str, cp: Checkpoint, writes: Sequence[tuple[str, Any]]
+    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
 ) -> list[PendingTask]:
-    """``node``'s conditional edges, each router awaited when it is async."""
+    """``node``'s conditional edges on ``values`` (the state before the step, with its managed values),
+    each router awaited when it is async."""
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    local = route_values(graph, node, cp.channel_values, writes)
+    local = route_values(graph, node, values, writes)
     out: list[PendingTask] = []
     for branch in branches:
         with router_errors(branch):

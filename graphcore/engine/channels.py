@@ -19,12 +19,13 @@ Channels are stateless descriptors: values live in checkpoints, so the same grap
 from __future__ import annotations
 
 import collections.abc
+import inspect
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from graphcore.errors import InvalidUpdateError
+from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.messages import RemoveMessage, add_messages  # re-exported; their home is graphcore.messages
 from graphcore.types import Overwrite
 
@@ -94,8 +95,9 @@ class LastValue:
         if len(writes) > 1:
             nodes = ", ".join(node for node, _ in writes)
             raise InvalidUpdateError(
-                f"channel {key!r} received {len(writes)} writes in one super-step (from {nodes}); "
-                "it keeps one value per step — give it a reducer with Annotated[T, reducer]"
+                f"At key {key!r}: Can receive only one value per step ({len(writes)} writes in one "
+                f"super-step, from {nodes}). Use an Annotated key to handle multiple values: "
+                "Annotated[T, reducer]"
             )
         value = writes[0][1]
         return value.value if isinstance(value, Overwrite) else value
@@ -253,29 +255,48 @@ def is_channel_meta(meta: Any) -> bool:
     return callable(meta) or isinstance(meta, DeltaChannel | UntrackedValue)
 
 
-def channel_for(annotation: Any) -> AnyChannel:
-    """Build the channel for one state key from its type annotation.
+def channel_for(annotation: Any, key: str = "") -> AnyChannel:
+    """Build the channel for state key ``key`` from its type annotation.
 
     ``Annotated[T, reducer]`` (the last callable in the metadata) gives a :class:`ReducerChannel` starting
     from ``T()`` when ``T`` is a builtin container or number; ``Annotated[T, DeltaChannel(reducer)]`` a
     :class:`DeltaChannel`; ``Annotated[T, UntrackedValue]`` an :class:`UntrackedValue`; anything else a
     :class:`LastValue`. ``Required[...]`` / ``NotRequired[...]`` around it are looked through.
+
+    Raises:
+        InvalidGraphError: (a ValueError) the reducer does not take two positional arguments (LangGraph's
+            "Invalid reducer signature" text, naming the key).
     """
     annotation = _unwrap_required(annotation)
     if typing.get_origin(annotation) is typing.Annotated:
         base, *meta = typing.get_args(annotation)
         marks = [m for m in meta if is_channel_meta(m)]
         if marks:
-            return _channel_of(base, marks[-1])
+            return _channel_of(base, marks[-1], key)
     return LastValue()
 
 
-def _channel_of(base: Any, mark: Any) -> AnyChannel:
-    """The channel ``Annotated[base, mark]`` declares (``mark``: :func:`is_channel_meta`)."""
+def _channel_of(base: Any, mark: Any, key: str) -> AnyChannel:
+    """The channel ``Annotated[base, mark]`` declares for ``key`` (``mark``: :func:`is_channel_meta`)."""
     if mark is UntrackedValue:
         return UntrackedValue(base)
     if isinstance(mark, UntrackedValue):
         return mark
     if isinstance(mark, DeltaChannel):
         return mark.typed(base)
+    _check_reducer(mark, key)
     return ReducerChannel(mark, _factory_for(base))
+
+
+def _check_reducer(reducer: Callable[..., Any], key: str) -> None:
+    """Refuse a reducer that does not take exactly two positional arguments (LangGraph's rule); one whose
+    signature Python cannot read (some builtins) is taken as it is."""
+    try:
+        sig = inspect.signature(reducer)
+    except (TypeError, ValueError):
+        return
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if sum(p.kind in positional for p in sig.parameters.values()) != 2:
+        raise InvalidGraphError(
+            f"Invalid reducer signature. Expected (a, b) -> c. Got {sig} (state key {key!r})"
+        )

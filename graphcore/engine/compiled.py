@@ -252,11 +252,11 @@ class GraphSpec:
         Raises:
             pydantic.errors.PydanticUserError: a ``typing.TypedDict`` on Python < 3.12, as in LangGraph.
         """
-        return json_schema(self.schema.input_schema, self._titled("Input"))
+        return json_schema(self.schema.input_schema, self.get_name("Input"))
 
     def get_output_jsonschema(self, config: Any = None) -> dict[str, Any]:
         """The JSON schema of the graph's output schema, as :meth:`get_input_jsonschema`."""
-        return json_schema(self.schema.output_schema, self._titled("Output"))
+        return json_schema(self.schema.output_schema, self.get_name("Output"))
 
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         """The JSON schema of the context schema, None without one, as LangGraph's.
@@ -266,11 +266,14 @@ class GraphSpec:
         """
         return context_json_schema(self.context_schema)
 
-    def _titled(self, suffix: str) -> str:
-        """LangGraph's ``get_name(suffix)``: the graph's name (``"LangGraph"`` when none was given) and
-        ``suffix``, joined by ``_`` in lower case after a lower-case name."""
-        name = self.name if self.named else "LangGraph"
-        return name + suffix if name[:1].isupper() else f"{name}_{suffix.lower()}"
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        """LangGraph's (LangChain's) ``get_name``: ``name``, else the graph's name (``"LangGraph"`` when
+        ``compile`` was given none, LangGraph's default), with ``suffix`` appended: title-cased after a
+        name starting upper-case, else after ``_`` in lower case."""
+        base = name or (self.name if self.named else "LangGraph")
+        if not suffix:
+            return base
+        return base + suffix.title() if base[:1].isupper() else f"{base}_{suffix.lower()}"
 
     def config_for(self, config: Mapping[str, Any] | RunConfig | None, *, wrap: bool = True) -> RunConfig:
         """The run config: this graph's defaults merged with ``config`` (C4), with ids filled in (and a dict

@@ -26,8 +26,10 @@ __all__ = [
     "ANSWERS_KEY",
     "NODE_ERROR_KEY",
     "NODE_SETTINGS_KEY",
+    "REMAINING_STEPS_KEY",
     "RESERVED_PREFIX",
     "RESUME_KEY",
+    "TASK_METADATA_KEY",
     "Replay",
     "RunConfig",
     "Scope",
@@ -44,10 +46,12 @@ __all__ = [
     "outside_any_task",
     "passed_on",
     "progress_callbacks",
+    "remaining_steps",
     "replays_snapshot",
     "run_scope",
     "task_context",
     "with_handler",
+    "with_remaining_steps",
 ]
 
 RESERVED_PREFIX = "__graphq_"
@@ -62,6 +66,14 @@ NODE_ERROR_KEY = f"{RESERVED_PREFIX}node_error"
 """``configurable`` key carrying, into an error handler's task, the failure it handles (a
 :class:`~graphcore.errors.NodeError`; :mod:`graphcore.engine.handlers`), as LangGraph's
 ``__pregel_node_error``."""
+
+TASK_METADATA_KEY = f"{RESERVED_PREFIX}task_metadata"
+"""``configurable`` key carrying a task's LangGraph metadata (:mod:`graphcore.engine.task_metadata`), shown in
+its ``config["metadata"]``."""
+
+REMAINING_STEPS_KEY = f"{RESERVED_PREFIX}remaining_steps"
+"""``configurable`` key carrying the super-steps the run may still take, the running one included (the
+managed values of :mod:`graphcore.managed`); set for each super-step by whatever runs it."""
 
 NODE_SETTINGS_KEY = f"{RESERVED_PREFIX}node_settings"
 """``configurable`` key carrying the running node's settings (``add_node(..., settings=...)``, R9), ``{}``
@@ -161,9 +173,10 @@ class RunConfig(BaseModel):
 
     def __getitem__(self, key: str) -> Any:
         """Read the config as LangGraph's dict: ``configurable`` (with ``thread_id``, ``checkpoint_id`` and
-        ``checkpoint_ns``), ``tags``, ``metadata`` (inside a node also ``langgraph_node`` and
-        ``langgraph_step``, LangGraph's step number), ``recursion_limit`` (``max_super_steps`` + 1, when set),
-        ``run_id``, ``run_name``, ``max_concurrency``, ``callbacks``, or any option by name.
+        ``checkpoint_ns``: inside a node the task's namespace), ``tags``, ``metadata`` (inside a node also
+        the task's ``langgraph_*`` keys, :mod:`graphcore.engine.task_metadata`), ``recursion_limit``
+        (``max_super_steps`` + 1, when set), ``run_id``, ``run_name``, ``max_concurrency``, ``callbacks``,
+        or any option by name.
 
         Raises:
             KeyError: none of those.
@@ -239,6 +252,20 @@ class RunConfig(BaseModel):
     def step_limit(self) -> int:
         """The effective ``max_super_steps`` (at least 1: the option's range and the setting's)."""
         return self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
+
+
+def with_remaining_steps(cfg: RunConfig, taken: int) -> RunConfig:
+    """``cfg`` for the run's next super-step after ``taken`` super-steps (0 before its first): it carries
+    the super-steps left, that one included (``max_super_steps - taken``, :data:`REMAINING_STEPS_KEY`)."""
+    left = cfg.step_limit() - taken
+    return cfg.model_copy(update={"configurable": {**cfg.configurable, REMAINING_STEPS_KEY: left}})
+
+
+def remaining_steps(cfg: RunConfig) -> int:
+    """The super-steps the run may still take, the running one included (:func:`with_remaining_steps`);
+    the whole ``max_super_steps`` where no super-step set it (routers of ``update_state``)."""
+    left = cfg.configurable.get(REMAINING_STEPS_KEY)
+    return cfg.step_limit() if left is None else int(left)
 
 
 def merge_config(
@@ -425,13 +452,11 @@ def _langgraph_view(cfg: RunConfig, key: str) -> Any:
     """``cfg[key]``: see :meth:`RunConfig.__getitem__`."""
     if key == "configurable":
         ids = {"thread_id": cfg.thread_id, "checkpoint_id": cfg.checkpoint_id}
-        return {**cfg.configurable, **ids, "checkpoint_ns": cfg.checkpoint_ns}
+        task = cfg.configurable.get(TASK_METADATA_KEY)  # in a task: its own namespace, as LangGraph's
+        ns = task["langgraph_checkpoint_ns"] if task is not None else cfg.checkpoint_ns
+        return {**cfg.configurable, **ids, "checkpoint_ns": ns}
     if key == "metadata":
-        node = cfg.configurable.get(f"{RESERVED_PREFIX}node")
-        if node is None:
-            return dict(cfg.metadata)
-        step = cfg.configurable[f"{RESERVED_PREFIX}step"] + 1  # LangGraph counts a loop checkpoint first
-        return {**cfg.metadata, "langgraph_node": node, "langgraph_step": step}
+        return {**cfg.metadata, **cfg.configurable.get(TASK_METADATA_KEY, {})}
     if key == "recursion_limit":  # as LangGraph's, only when the run sets it
         if cfg.max_super_steps is None:
             raise KeyError(key)
@@ -519,8 +544,9 @@ class TaskContext:
     and the answers to its ``interrupt()`` calls.
 
     ``config.configurable`` holds ``__graphq_run_id``, ``__graphq_thread_id``, ``__graphq_step``,
-    ``__graphq_task_id``, ``__graphq_node``, ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1)
-    and ``__graphq_node_settings`` (the node's settings, :data:`NODE_SETTINGS_KEY`).
+    ``__graphq_task_id``, ``__graphq_node``, ``__graphq_idempotency_key`` = ``"<run>:<step>:<task>"`` (I1),
+    ``__graphq_node_settings`` (the node's settings, :data:`NODE_SETTINGS_KEY`) and ``__graphq_task_metadata``
+    (its LangGraph metadata, :data:`TASK_METADATA_KEY`).
     """
 
     config: RunConfig
@@ -542,6 +568,9 @@ class TaskContext:
     """The running try (``runtime.execution_info``, ``runtime.heartbeat``)."""
     runtime: Any = None
     """The try's :class:`~graphcore.engine.runtime.Runtime`, once built (``runtime_of``)."""
+    pushed: list[tuple[str, Any]] = field(default_factory=list)
+    """The ``(state key, message)`` writes of the node's ``push_message()`` calls, in order (written before
+    what it returns)."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""

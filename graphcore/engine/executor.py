@@ -38,6 +38,7 @@ from graphcore.engine.config import (
     outside_any_task,
     passed_on,
     replays_snapshot,
+    with_remaining_steps,
 )
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
@@ -456,11 +457,9 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
-            shown = streaming.step_view(self, modes, cp, finished, shows)  # live: results as tasks finish
-            resumed = with_resume(cfg, resume, answers)
-            saver = TaskSaver(
-                scope, cp, len(cp.next_tasks) - len(finished), self
-            )  # each task's writes as it ends
+            shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns)  # live: as tasks finish
+            resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps)
+            saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished), self)
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
             if on_loop:  # awaited by the driver on the caller's loop, which sends the result back
                 outcome = yield self._step_call(scope, cp, saver, step)  # type: ignore[misc]
@@ -553,7 +552,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             return parent, dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}, True
         if input is None:  # nothing to continue (LangGraph's EmptyInputError)
             raise empty_input(store is not None, scope.thread_id)
-        cp = apply_input(self, parent, input, meta)
+        cp = apply_input(self, parent, input, meta, remaining=cfg.step_limit() + 1)
         self._save(scope, cp)
         return cp, {}, {}, False
 
@@ -597,14 +596,21 @@ def _raise_if_drained(scope: Scope, task: TaskContext | None) -> None:
 def _with_messages_handler(
     cfg: RunConfig, modes: Sequence[str] | None
 ) -> tuple[RunConfig, messages_stream.MessagesHandler | None]:
-    """``cfg`` with a ``messages`` LangChain callback in its callbacks when the run streams ``messages`` (and
-    none is there yet: a graph invoked in a node shares its parent's), and the handler of the run's
-    ``messages`` events."""
+    """``cfg`` with a ``messages`` LangChain callback in its callbacks when the run streams ``messages``, and
+    the handler of the run's ``messages`` events. A graph invoked in a node whose events are streamed
+    (``subgraphs=True``) keeps its parent's callback and shows its nodes' written messages under its own
+    namespace, each id once across both (LangGraph's)."""
     put = streaming.messages_sink(modes)
-    callbacks = cfg.callbacks
-    if put is None or any(
-        isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler)
-        for h in messages_stream.handlers(callbacks)
-    ):
+    if put is None:
         return cfg, None
+    parent = next(
+        (
+            h.shows
+            for h in messages_stream.handlers(cfg.callbacks)
+            if isinstance(getattr(h, "shows", None), messages_stream.MessagesHandler)
+        ),
+        None,
+    )
+    if parent is not None:
+        return cfg, parent.sharing(put)
     return messages_stream.listening(cfg, put)

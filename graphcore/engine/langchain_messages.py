@@ -36,9 +36,11 @@ class LangChainMessages(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Remember the run's metadata when it is a node's model call not tagged ``nostream``."""
+        """Remember the run's metadata when it is a node's model call not tagged ``nostream``, with its tags
+        (but LangChain's ``seq:step:*``) as ``tags`` when it has some (LangGraph's)."""
         if metadata is not None and "langgraph_node" in metadata and "nostream" not in (tags or []):
-            self.runs[run_id] = metadata
+            shown = [t for t in tags or [] if not t.startswith("seq:step")]
+            self.runs[run_id] = {**metadata, "tags": shown} if shown else metadata
 
     def on_llm_new_token(self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any) -> None:
         """Show a token's message chunk."""

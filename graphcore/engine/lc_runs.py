@@ -47,7 +47,7 @@ class GraphRunnable(Runnable[Any, Any]):
 
     def __init__(self, graph: Any, given: Any) -> None:
         self.graph, self.given = graph, dict(given or {})
-        self.name = graph.name
+        self.name = graph.get_name()  # "LangGraph" for a graph compiled without a name, as LangGraph's
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return self.graph.invoke(input, self._config(None), **kwargs)

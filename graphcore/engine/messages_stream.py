@@ -12,8 +12,10 @@ callbacks; its nodes' LangChain calls hear it through the node's config (or Lang
   shows its whole reply once, at its end.
 * The messages a node writes (its update's values that are messages, or lists of them) that were neither
   streamed nor in the state before its super-step, as the node finishes (before its ``updates`` event),
-  with ``{"langgraph_node", "langgraph_step"}``. Only the streamed graph's own nodes' writes are shown this
-  way; a graph invoked in a node shows its messages when that node writes them.
+  with LangGraph's metadata of a node's output (``ls_integration`` and the task's ``langgraph_*`` keys,
+  :mod:`graphcore.engine.task_metadata`). The nodes of a graph invoked in a node show theirs too when the
+  stream has ``subgraphs=True`` (under that graph's namespace); without it, only when that node writes
+  them.
 
 Each message is shown once (by id). Without langchain-core only the written messages are shown.
 """
@@ -24,10 +26,19 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from graphcore.engine.config import RunConfig, with_handler
+from graphcore.engine.config import RunConfig, current_task, with_handler
+from graphcore.messages import coerce_message
 from graphcore.types import TaskWrites
 
-__all__ = ["MessagesHandler", "handlers", "known_ids", "langchain_callback", "listening", "written"]
+__all__ = [
+    "MessagesHandler",
+    "handlers",
+    "known_ids",
+    "langchain_callback",
+    "listening",
+    "push_message",
+    "written",
+]
 
 Put = Callable[[tuple[Any, dict[str, Any]]], None]
 
@@ -38,6 +49,12 @@ class MessagesHandler:
     def __init__(self, put: Put) -> None:
         self.put = put
         self.seen: set[str] = set()
+
+    def sharing(self, put: Put) -> MessagesHandler:
+        """A handler sending to ``put`` that shares this one's shown ids (a message is shown once)."""
+        other = MessagesHandler(put)
+        other.seen = self.seen
+        return other
 
     def show(self, message: Any, metadata: dict[str, Any], dedupe: bool) -> None:
         """Stream ``message`` with ``metadata``, once per id when ``dedupe``."""
@@ -71,6 +88,36 @@ def listening(cfg: RunConfig, put: Put) -> tuple[RunConfig, MessagesHandler]:
     return with_handler(cfg, callback), shows
 
 
+def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
+    """Show ``message`` in the run's ``messages`` stream now, with the task's metadata (LangGraph's
+    ``langgraph.graph.message.push_message``), and write it to ``state_key`` as the node's write (before
+    what the node returns; not when ``state_key`` is None).
+
+    Args:
+        message: a message, or what ``add_messages`` reads as one (a string, a ``(role, content)`` pair,
+            a dict); it must have an id.
+        state_key: the state key written, ``"messages"`` by default.
+
+    Returns:
+        The message.
+
+    Raises:
+        ValueError: the message has no id ("Message ID is required", LangGraph's text).
+        OutsideRunError: called outside a running node.
+    """
+    task = current_task("push_message")
+    message = coerce_message(message)
+    if message.id is None:
+        raise ValueError("Message ID is required")
+    for handler in handlers(task.config.callbacks):
+        shows = getattr(handler, "shows", None)
+        if isinstance(shows, MessagesHandler):
+            shows.show(message, task.config["metadata"], dedupe=False)
+    if state_key:
+        task.pushed.append((state_key, message))
+    return message
+
+
 def handlers(callbacks: Any) -> list[Any]:
     """The handlers of a config's ``callbacks`` (a list, a LangChain callback manager or None)."""
     if callbacks is None:
@@ -88,10 +135,14 @@ def known_ids(values: Mapping[str, Any]) -> set[str]:
     return {m.id for value in values.values() for m in _messages_in(value) if getattr(m, "id", None)}
 
 
-def written(show: MessagesHandler, result: TaskWrites, known: Collection[str], step: int) -> None:
+def written(
+    show: MessagesHandler, result: TaskWrites, known: Collection[str], tasks: Mapping[str, Mapping[str, Any]]
+) -> None:
     """Show the messages a finished task wrote that are neither ``known`` (in the state before its
-    super-step) nor shown yet; one without an id gets ``str(uuid4())``, kept in the state (LangGraph's)."""
-    metadata = {"langgraph_node": result.node, "langgraph_step": step}
+    super-step) nor shown yet; one without an id gets ``str(uuid4())``, kept in the state (LangGraph's).
+    Their metadata is LangGraph's for a node's output: ``ls_integration`` ``"langgraph"`` and the task's
+    ``langgraph_*`` keys, ``tasks[result.task_id]`` (:func:`graphcore.engine.task_metadata.step_metadata`)."""
+    metadata = {"ls_integration": "langgraph", **tasks[result.task_id]}
     for _, value in result.writes:
         for message in _messages_in(value):
             if message.id is None:

@@ -34,10 +34,10 @@ from graphcore.engine.channels import (
     ReducerChannel,
     UntrackedValue,
     channel_for,
-    is_channel_meta,
     overwrite_of,
 )
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
+from graphcore.managed import ManagedValue, managed_of
 from graphcore.types import START
 
 log = logging.getLogger(__name__)
@@ -178,6 +178,8 @@ class StateSchema:
         input_schema: the schema the graph's input is checked against (the state schema by default).
         output_schema: the schema the result is narrowed to (the state schema by default).
         extra: the further schemas whose keys are channels (nodes' input schemas), in the order added.
+        managed: key → managed value kind (``RemainingSteps``, ``IsLastStep``: :mod:`graphcore.managed`):
+            keys nodes read but no channel holds.
     """
 
     schema: type[Any]
@@ -185,6 +187,7 @@ class StateSchema:
     input_schema: type[Any]
     output_schema: type[Any]
     extra: tuple[type[Any], ...] = ()
+    managed: Mapping[str, type[ManagedValue]] = field(default_factory=dict)
     _readers: dict[Any, Reader] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
@@ -204,15 +207,18 @@ class StateSchema:
         """
         inputs, outputs = input_schema or schema, output_schema or schema
         channels: dict[str, AnyChannel] = {}
+        managed: dict[str, type[ManagedValue]] = {}
         for each in dict.fromkeys((schema, inputs, outputs, *extra)):
-            _merge(channels, each, _channels_of(each))
+            annotations = _annotations(each)
+            managed.update({k: m for k, a in annotations.items() if (m := managed_of(a)) is not None})
+            _merge(channels, each, {k: channel_for(a, k) for k, a in annotations.items() if k not in managed})
             serde.allow_types(each)
         if (ROOT in channels) and len(channels) > 1:
             raise InvalidGraphError(
                 f"state schema {schema!r}: a root-channel state (a type without fields) and keyed schemas "
                 f"({inputs!r}, {outputs!r}) cannot be mixed"
             )
-        return cls(schema, channels, inputs, outputs, tuple(extra))
+        return cls(schema, channels, inputs, outputs, tuple(extra), managed)
 
     def including(self, schema: type[Any]) -> StateSchema:
         """This schema with ``schema``'s keys as channels too (a node's input schema).
@@ -231,8 +237,15 @@ class StateSchema:
 
     @functools.cached_property
     def input_keys(self) -> frozenset[str]:
-        """The keys the graph's input may set."""
-        return _keys(self.input_schema)
+        """The keys the graph's input may set (not the managed ones)."""
+        return _keys(self.input_schema) - set(self.managed)
+
+    def with_managed(self, values: Mapping[str, Any], remaining: int) -> Mapping[str, Any]:
+        """``values`` with each managed key's value in a super-step that leaves ``remaining`` super-steps
+        to the run (this one included); ``values`` itself when the schema has no managed key."""
+        if not self.managed:
+            return values
+        return {**values, **{key: kind.get(remaining) for key, kind in self.managed.items()}}
 
     @functools.cached_property
     def state_keys(self) -> frozenset[str]:
@@ -416,13 +429,18 @@ def _has_fields(schema: Any) -> bool:
     return isinstance(schema, type) and bool(getattr(schema, "__annotations__", None))
 
 
-def _channels_of(schema: type[Any]) -> dict[str, AnyChannel]:
+def _annotations(schema: type[Any]) -> dict[str, Any]:
+    """Key → annotation of a schema's keys, in declaration order (with their ``Annotated`` metadata; a
+    pydantic field's metadata put back around its type), or ``{ROOT: schema}`` for a root-channel type."""
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return _pydantic_channels(schema)
+        return {
+            name: typing.Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+            for name, info in schema.model_fields.items()
+        }
     if typing_extensions.is_typeddict(schema) or _has_fields(schema):  # also a dataclass, a plain class
         hints = typing.get_type_hints(schema, include_extras=True)
-        return {key: channel_for(hints[key]) for key in _key_list(schema)}
-    return {ROOT: channel_for(schema)}
+        return {key: hints[key] for key in _key_list(schema)}
+    return {ROOT: schema}
 
 
 def _merge(channels: dict[str, AnyChannel], schema: type[Any], new: Channels) -> None:
@@ -436,15 +454,3 @@ def _merge(channels: dict[str, AnyChannel], schema: type[Any], new: Channels) ->
                 f"schema {getattr(schema, '__name__', schema)!r} declares channel {key!r} with a different "
                 "reducer than an earlier schema of the graph"
             )
-
-
-def _pydantic_channels(model: type[BaseModel]) -> dict[str, AnyChannel]:
-    """A model's channels from its fields' annotations alone, as LangGraph reads a TypedDict's: a reducer
-    channel starts from ``T()`` and a field's default is no channel value (it fills the model a node
-    receives)."""
-    channels: dict[str, AnyChannel] = {}
-    for name, info in model.model_fields.items():
-        marks = [m for m in info.metadata if is_channel_meta(m)]
-        annotation = typing.Annotated[info.annotation, marks[-1]] if marks else info.annotation
-        channels[name] = channel_for(annotation)
-    return channels

@@ -17,7 +17,7 @@ from graphcore.engine.async_step import arun_tasks, run_async_tasks
 from graphcore.engine.cache import cached_writes, remember
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
-from graphcore.engine.config import RunConfig
+from graphcore.engine.config import RunConfig, remaining_steps
 from graphcore.engine.handlers import handler_task
 from graphcore.engine.nested import retried
 from graphcore.engine.retry import sleep
@@ -234,7 +234,7 @@ def _plan(
     ``on_task_done`` here, as a task that finished)."""
     finished = finished or {}
     step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
-    tasks = prepare_tasks(graph, cp)
+    tasks = prepare_tasks(graph, cp, remaining_steps(config))
     todo = [t for t in tasks if t.id not in finished]
     hits = cached_writes(graph, todo) if graph.cache is not None else {}
     for hit in hits.values():

@@ -42,6 +42,7 @@ from graphcore.engine.config import (
 from graphcore.engine.durability import ExitStore
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
 from graphcore.engine.snapshot import subgraph_config
+from graphcore.engine.task_metadata import step_metadata
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
 from graphcore.types import Interrupt, TaskWrites
@@ -329,6 +330,7 @@ class StepView:
         cp: Checkpoint,
         replayed: Collection[str],
         shows: MessagesHandler | None = None,
+        ns: str = "",
     ):
         self.graph, self.modes, self.cp, self.replayed = graph, modes, cp, replayed
         wanted = _wants(modes, "updates", "tasks", "debug")
@@ -339,13 +341,14 @@ class StepView:
         )
         self.shows = shows  # the run's `messages` handler: a task's written messages, as it finishes
         self.known = known_ids(cp.channel_values) if shows is not None else set()
+        self.tasks = step_metadata(cp, ns) if shows is not None else {}
         self.live = self.sink is not None or self.parts is not None or shows is not None
 
     def finished(self, r: TaskWrites) -> None:
         """A task finished (or paused): the messages it wrote (``messages`` mode), then its result events,
         to the sink or to :func:`run_shown`."""
-        if self.shows is not None:  # LangGraph's langgraph_step of the step's tasks is cp.step + 2 here
-            written(self.shows, r, self.known, self.cp.step + 2)
+        if self.shows is not None:
+            written(self.shows, r, self.known, self.tasks)
         if self.sink is None and self.parts is None:
             return
         state = self.graph.schema.values_of(self.cp.channel_values) if r.interrupts else None
@@ -369,10 +372,11 @@ def step_view(
     cp: Checkpoint,
     replayed: Collection[str],
     shows: MessagesHandler | None = None,
+    ns: str = "",
 ) -> StepView | None:
     """A :class:`StepView` for the step after ``cp``, None when the run streams nothing (``invoke``);
-    ``shows``: the run's ``messages`` handler, if it streams them."""
-    return StepView(graph, modes, cp, replayed, shows) if modes else None
+    ``shows``: the run's ``messages`` handler, if it streams them; ``ns``: the graph's namespace."""
+    return StepView(graph, modes, cp, replayed, shows, ns) if modes else None
 
 
 R = TypeVar("R")

@@ -17,11 +17,12 @@ from graphcore.prebuilt.agent import (
     spend,
     terminate_requested,
 )
-from graphcore.prebuilt.react_agent import create_react_agent
+from graphcore.prebuilt.react_agent import AgentState, create_react_agent
 from graphcore.prebuilt.tool_node import ToolNode, tools_condition
 
 __all__ = [
     "AgentLoopState",
+    "AgentState",
     "Condition",
     "Decision",
     "Spent",

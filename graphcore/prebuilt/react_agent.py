@@ -14,7 +14,7 @@ and on the workers (the messages are stored as any state's).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, get_type_hints
+from typing import Any, NotRequired, get_type_hints
 
 from pydantic import BaseModel, create_model
 from typing_extensions import TypedDict
@@ -22,11 +22,23 @@ from typing_extensions import TypedDict
 from graphcore.engine.builder import StateGraph
 from graphcore.engine.executor import CompiledGraph
 from graphcore.errors import ConfigError
-from graphcore.messages import AnyMessage, MessagesState, SystemMessage
+from graphcore.managed import RemainingSteps
+from graphcore.messages import AIMessage, AnyMessage, MessagesState, SystemMessage
 from graphcore.prebuilt.tool_node import ToolNode
 from graphcore.types import END, START
 
-__all__ = ["create_react_agent"]
+__all__ = ["AgentState", "create_react_agent"]
+
+NEED_MORE_STEPS = "Sorry, need more steps to process this request."
+"""The agent's last reply when the run has no super-steps left for the tool calls of the model's reply."""
+
+
+class AgentState(MessagesState):
+    """The agent's default state, as LangGraph's: the conversation and ``remaining_steps`` (a managed
+    value, :mod:`graphcore.managed`: never stored, not in the result)."""
+
+    remaining_steps: NotRequired[RemainingSteps]
+
 
 PRE, AGENT, POST, TOOLS, STRUCTURED = (
     "pre_model_hook",
@@ -42,8 +54,7 @@ def _structured_state(response_format: Any) -> type[Any]:
     with the format's class when it is a pydantic model (so a queued run may store it)."""
     schema = response_format[1] if isinstance(response_format, tuple) else response_format
     kind = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else Any
-    messages = get_type_hints(MessagesState, include_extras=True)["messages"]
-    fields = {"messages": messages, "structured_response": kind}
+    fields = {**get_type_hints(AgentState, include_extras=True), "structured_response": kind}
     state: type[Any] = TypedDict("AgentStateWithStructuredResponse", fields)  # type: ignore[misc]
     return state
 
@@ -78,6 +89,23 @@ def _with_messages(state: Any, messages: list[Any]) -> Any:
     if isinstance(state, dict):
         return {**state, "messages": messages}
     return state.model_copy(update={"messages": messages})
+
+
+def _returning_directly(tool_node: ToolNode) -> set[str]:
+    """The names of ``tool_node``'s tools that end the run after them (``return_direct``)."""
+    return {t.name for t in tool_node.tools if getattr(t, "return_direct", False)}
+
+
+def _more_steps_needed(state: Any, reply: Any, direct: set[str]) -> bool:
+    """Whether the run has too few super-steps left for ``reply``'s tool calls (LangGraph's rule): fewer
+    than 2 to run the tools and call the model again, none at all to run tools that all return directly.
+    False when the state has no ``remaining_steps``."""
+    remaining = _get(state, "remaining_steps")
+    calls = getattr(reply, "tool_calls", None) or []
+    if remaining is None or not isinstance(reply, AIMessage):
+        return False
+    all_direct = all(call["name"] in direct for call in calls)
+    return (remaining < 1 and all_direct) or (remaining < 2 and bool(calls))
 
 
 def _check_options(model: Any, version: str, store: Any, deprecated: dict[str, Any]) -> None:
@@ -172,8 +200,12 @@ def create_react_agent(
             ``llm_input_messages`` are the model's input instead of the state's messages.
         post_model_hook: a node run after each model call; then pending tool calls go to ``tools``, a last
             tool message back to the model, otherwise the run ends (or makes its structured response).
-        state_schema: the state (default :class:`~graphcore.messages.MessagesState`, with
-            ``structured_response`` when ``response_format`` is given); it needs ``messages``.
+        state_schema: the state (default :class:`AgentState`: ``messages`` and ``remaining_steps``, with
+            ``structured_response`` when ``response_format`` is given); it needs ``messages``. With
+            ``remaining_steps`` (:data:`~graphcore.managed.RemainingSteps`), a reply calling tools when
+            fewer than 2 super-steps are left becomes an AI message "Sorry, need more steps to process this
+            request." (the reply's id) and the run ends, as LangGraph's, instead of failing with
+            StepLimitError.
         context_schema: the run context's schema (``StateGraph``'s).
         checkpointer, interrupt_before, interrupt_after, debug, name: as ``StateGraph.compile``'s; ``name``
             also names the model's replies (``AIMessage.name``), as LangGraph's.
@@ -199,8 +231,9 @@ def create_react_agent(
     bound = _bound(model, [*tool_node.tools, *builtin])
     model_input = _prompted(prompt)
     schema = state_schema or (
-        _structured_state(response_format) if response_format is not None else MessagesState
+        _structured_state(response_format) if response_format is not None else AgentState
     )
+    direct = _returning_directly(tool_node)
 
     def agent(state: Any) -> dict[str, Any]:
         llm_input = _get(state, "llm_input_messages") if pre_model_hook is not None else None
@@ -208,6 +241,8 @@ def create_react_agent(
             state = _with_messages(state, llm_input)
         reply = bound.invoke(model_input(state))  # hears the run's callbacks (the task's context)
         reply.name = name
+        if _more_steps_needed(state, reply, direct):
+            return {"messages": [AIMessage(NEED_MORE_STEPS, id=reply.id)]}
         return {"messages": [reply]}
 
     def structured(state: Any) -> dict[str, Any]:
@@ -252,7 +287,7 @@ def _loop(builder: StateGraph, tool_node: ToolNode, entry: str, done: str, post_
     ``entry`` (or to END after a ``return_direct`` tool), else to ``done``."""
     calling = bool(tool_node.tools_by_name)
     if calling:
-        direct = {t.name for t in tool_node.tools if getattr(t, "return_direct", False)}
+        direct = _returning_directly(tool_node)
         builder.add_node(TOOLS, tool_node)
         if direct:
             builder.add_conditional_edges(TOOLS, _after_tools(direct, entry), [entry, END])

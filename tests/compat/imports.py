@@ -7,7 +7,7 @@ from __future__ import annotations
 
 IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.graph": ("graphcore", ("StateGraph", "START", "END", "MessagesState", "add_messages")),
-    "langgraph.graph.message": ("graphcore", ("REMOVE_ALL_MESSAGES",)),
+    "langgraph.graph.message": ("graphcore", ("REMOVE_ALL_MESSAGES", "push_message")),
     "langgraph.types": (
         "graphcore",
         (
@@ -59,6 +59,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "NodeTimeoutError",
         ),
     ),
+    "langgraph.managed": ("graphcore", ("IsLastStep", "RemainingSteps")),
     "langgraph.prebuilt": ("graphcore.prebuilt", ("ToolNode", "create_react_agent", "tools_condition")),
     "langchain_core.messages": (
         "graphcore.messages",

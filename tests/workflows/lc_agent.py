@@ -6,7 +6,8 @@ workers; the model's script is picked by how many AI messages the state holds, s
 a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (its update and goto);
 ``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools;
 ``lc_tokens`` a chat model streaming its reply, then a node writing messages (``stream_mode="messages"``);
-``lc_react_hooks`` the agent with a pre- and a post-model hook and a structured response."""
+``lc_react_hooks`` the agent with a pre- and a post-model hook and a structured response; ``lc_pushed`` a node
+that pushes two messages (``push_message``) and returns a third."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
-from graphcore import END, START, Command, MessagesState, StateGraph
+from graphcore import END, START, Command, MessagesState, StateGraph, push_message
 from graphcore.prebuilt import ToolNode, create_react_agent, tools_condition
 
 
@@ -190,3 +191,16 @@ lc_react_hooks = create_react_agent(
     response_format=("Answer in the form.", Answer),
     name="lc_react_hooks",
 )
+
+
+def pushing(state: MessagesState) -> dict[str, Any]:
+    """Pushes two messages, then returns a third."""
+    push_message(AIMessage("First", id="p1"))
+    push_message(AIMessage("Second", id="p2"))
+    return {"messages": [AIMessage("Third", id="p3")]}
+
+
+_p = StateGraph(MessagesState)
+_p.add_node("pushing", pushing)
+_p.add_edge(START, "pushing")
+lc_pushed = _p.compile(name="lc_pushed")

@@ -1,0 +1,177 @@
+"""Managed values (issue 23): ``RemainingSteps`` and ``IsLastStep`` state keys, computed for each super-step
+from the run's limit (LangGraph's ``recursion_limit`` R, graphq's ``max_super_steps`` R - 1) and never
+stored; with them ``create_react_agent`` answers "Sorry, need more steps..." where the limit would stop
+the run. Each case runs with LangGraph's imports and with graphq's, and the queued cases give the same."""
+
+import operator
+from typing import Annotated
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from tests.compat.conftest import Imports
+from tests.workers import work
+from tests.workflows.lc_agent import ToolCallingFakeModel
+from tests.workflows.managed import build, build_entry
+
+pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+
+REGISTRY = Registry.load(["tests.workflows.managed", "tests.workflows.lc_agent"])
+
+COUNTED_AT_5 = [[4, False], [3, False], [2, False], [1, True]]
+"""What the loop records under LangGraph's ``recursion_limit=5`` (graphq's ``max_super_steps=4``)."""
+
+SORRY = "Sorry, need more steps to process this request."
+
+
+def test_remaining_steps_count_down_to_the_last_step(lg: Imports) -> None:
+    """LangGraph: the k-th super-step of a call sees ``remaining_steps`` R - k and ``is_last_step`` only
+    when that is 1; a router reads them too (the loop ends at the last step, no recursion error)."""
+    graph = build(lg).compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 5}
+    assert graph.invoke({"seen": []}, config) == {"seen": COUNTED_AT_5}
+    assert graph.invoke({"seen": []}, config) == {"seen": COUNTED_AT_5 * 2}  # each call counts afresh
+
+
+@pytest.mark.parametrize(("limit", "seen"), [(5, ["big"]), (4, ["small"])])
+def test_a_router_from_start_sees_the_input_steps_count(lg: Imports, limit: int, seen: list[str]) -> None:
+    """LangGraph: a router from START (the input's step, before the first super-step) sees
+    ``remaining_steps`` R."""
+    graph = build_entry(lg).compile()
+    assert graph.invoke({"seen": []}, {"recursion_limit": limit}) == {"seen": seen}
+
+
+def test_managed_values_are_never_stored_nor_streamed(lg: Imports) -> None:
+    """LangGraph: a managed key is no channel: not in the saved state, the ``values`` events or the
+    result; an input giving one is ignored."""
+    graph = build(lg).compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 3}
+    given = {"seen": [], "remaining_steps": 99, "is_last_step": True}
+    assert list(graph.stream(given, config, stream_mode="values")) == [
+        {"seen": []},
+        {"seen": [[2, False]]},
+        {"seen": [[2, False], [1, True]]},
+    ]
+    assert graph.get_state(config).values == {"seen": [[2, False], [1, True]]}
+
+
+def test_a_pydantic_state_gets_the_remaining_steps(lg: Imports) -> None:
+    """LangGraph: a model field annotated ``RemainingSteps`` (its default unused) holds the steps left."""
+
+    class Model(BaseModel):
+        seen: Annotated[list[int], operator.add] = []
+        remaining_steps: lg.RemainingSteps = 25  # type: ignore[name-defined]
+
+    builder = lg.StateGraph(Model)
+    builder.add_node("n", lambda state: {"seen": [state.remaining_steps]})
+    builder.add_edge(lg.START, "n")
+    assert builder.compile().invoke({"seen": []}, {"recursion_limit": 7}) == {"seen": [6]}
+
+
+def test_a_node_with_an_input_schema_reads_them(lg: Imports) -> None:
+    """LangGraph: a node whose own input schema declares the managed key reads it."""
+
+    class State(TypedDict):
+        seen: Annotated[list[int], operator.add]
+
+    class Reads(TypedDict):
+        remaining_steps: lg.RemainingSteps  # type: ignore[name-defined]
+
+    builder = lg.StateGraph(State)
+    builder.add_node("n", lambda state: {"seen": [state["remaining_steps"]]}, input_schema=Reads)
+    builder.add_edge(lg.START, "n")
+    assert builder.compile().invoke({"seen": []}, {"recursion_limit": 4}) == {"seen": [3]}
+
+
+def always_calls_a_tool() -> ToolCallingFakeModel:
+    calls = [{"name": "lookup", "args": {"city": "sf"}, "id": "c1"}]
+    return ToolCallingFakeModel(responses=[AIMessage("", id=f"a{n}", tool_calls=calls) for n in (1, 2, 3)])
+
+
+def lookup(city: str) -> str:
+    """Look a city's weather up."""
+    return f"sunny in {city}"
+
+
+def test_the_react_agent_says_it_needs_more_steps(lg: Imports) -> None:
+    """LangGraph: when fewer than 2 super-steps are left for a reply that calls tools, the agent's reply is
+    "Sorry, need more steps..." (the reply's id, no tool calls) and the run ends instead of failing."""
+    agent = lg.create_react_agent(always_calls_a_tool(), [lookup])
+    out = agent.invoke({"messages": [HumanMessage("weather?", id="h1")]}, {"recursion_limit": 4})
+    assert [(m.type, m.content, m.id, getattr(m, "tool_calls", None)) for m in out["messages"]] == [
+        ("human", "weather?", "h1", None),
+        ("ai", "", "a1", [{"name": "lookup", "args": {"city": "sf"}, "id": "c1", "type": "tool_call"}]),
+        ("tool", "sunny in sf", out["messages"][2].id, None),
+        ("ai", SORRY, "a2", []),
+    ]
+    assert list(out) == ["messages"]
+
+
+def test_a_queued_run_counts_down_from_its_limit(client: Client) -> None:
+    """On the queue the run option ``max_super_steps`` (LangGraph's ``recursion_limit`` R - 1) is the
+    budget: the same values as in process, and none stored."""
+    run_id = client.enqueue("managed_loop", {"seen": []}, config={"max_super_steps": 4})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": COUNTED_AT_5}
+
+
+@pytest.mark.parametrize(("steps", "seen"), [(4, ["big"]), (3, ["small"])])
+def test_a_queued_runs_router_from_start_sees_its_count(client: Client, steps: int, seen: list[str]) -> None:
+    """On the queue a router from START sees ``max_super_steps`` + 1, as in process."""
+    run_id = client.enqueue("managed_entry", {"seen": []}, config={"max_super_steps": steps})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": seen}
+
+
+def test_a_queued_react_agent_says_it_needs_more_steps(client: Client) -> None:
+    """graphq's ``create_react_agent`` on the queue, its run allowed one super-step
+    (``recursion_limit`` 2): the model's tool-calling reply becomes the "need more steps" answer."""
+    question = {"messages": [HumanMessage("2+3?", id="h1")]}
+    run_id = client.enqueue("lc_react", question, config={"recursion_limit": 2})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    assert [
+        (m.type, m.content, m.tool_calls if m.type == "ai" else None) for m in run.result["messages"]
+    ] == [
+        ("human", "2+3?", None),
+        ("ai", SORRY, []),
+    ]
+    assert list(run.result) == ["messages"]
+
+
+def test_a_resumed_call_counts_from_the_same_budget(lg: Imports) -> None:
+    """A call that answers an interrupt (README, "Deliberate differences"): LangGraph's counts from R + 1
+    and runs until ``remaining_steps`` is 0, R + 2 super-steps; graphq's has the budget of any call, R - 1
+    super-steps, the last seeing 1. Both end with the recursion error."""
+
+    class State(TypedDict):
+        seen: Annotated[list[int], operator.add]
+        remaining_steps: lg.RemainingSteps  # type: ignore[name-defined]
+
+    def ask_once(state: State) -> dict[str, list[int]]:
+        if not state["seen"]:
+            lg.interrupt("go on?")
+        return {"seen": [state["remaining_steps"]]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("n", ask_once)
+    builder.add_edge(lg.START, "n")
+    builder.add_edge("n", "n")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 4}
+    graph.invoke({"seen": []}, config)
+    with pytest.raises(lg.GraphRecursionError):
+        graph.invoke(lg.Command(resume="yes"), config)
+    expected = [5, 4, 3, 2, 1, 0] if lg.is_langgraph else [3, 2, 1]
+    assert graph.get_state(config).values == {"seen": expected}
