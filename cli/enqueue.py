@@ -19,6 +19,7 @@ from cli.records import at_step, print_waiting, request_json
 from graphcore.backend.client import Client, RunRequest, check_options, check_request, queue_config
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
+from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, PermanentError
 
@@ -317,7 +318,8 @@ def enqueue(
     requests = _with_config(
         _requests(workflow, input_text, input_file, thread, tenant, checkpoint), config_text
     )
-    app.workflow(workflow)  # before any Redis starts, unless the name is unknown here (the catalog's hint)
+    # before any Redis starts, unless the name is unknown here (the catalog's hint); the queue does not cache
+    refuse_on_queue(app.workflow(workflow))
     checked = _checked(app.registry, requests)
     client = app.client()
     _check_forks(client, requests)

@@ -33,6 +33,7 @@ from graphcore.backend.events import Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import Multitask
+from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.registry import Registry
 from graphcore.errors import GraphqError, PermanentError
 from worker.housekeeping import reap_now
@@ -328,7 +329,7 @@ def run(
     reject), 3 waiting for input, 130 interrupted (Ctrl-C; checkpoints kept).
     """
     request = RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant)
-    app.registry.get(workflow)
+    refuse_on_queue(app.registry.get(workflow))  # a graph with a node cache: the queue does not cache
     check_ids(thread, tenant)
     try:  # before any Redis is started or data dir made
         check_request(app.registry, request)

@@ -4,6 +4,7 @@ from graphcore.checkpoints.memory import InMemorySaver, MemorySaver
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.saver import CheckpointTuple
 from graphcore.engine.builder import StateGraph
+from graphcore.engine.cache import CachePolicy, InMemoryCache
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import DeltaChannel, UntrackedValue
 from graphcore.engine.config import (
@@ -69,6 +70,7 @@ __all__ = [
     "REMOVE_ALL_MESSAGES",
     "START",
     "BaseStore",
+    "CachePolicy",
     "CancelToken",
     "Checkpoint",
     "CheckpointTuple",
@@ -82,6 +84,7 @@ __all__ = [
     "GraphDrained",
     "GraphRecursionError",
     "GraphqError",
+    "InMemoryCache",
     "InMemorySaver",
     "InMemoryStore",
     "Interrupt",

@@ -28,6 +28,7 @@ A LangGraph program that imports its messages from ``langchain_core.messages`` a
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
 
@@ -272,7 +273,7 @@ def _is_removal(message: Any) -> bool:
     return bool(message.type == "remove")
 
 
-def add_messages(left: Any, right: Any) -> list[Any]:
+def add_messages(left: Any = None, right: Any = None, *, format: str | None = None) -> Any:
     """Reducer for a message list, as LangGraph 1.x's ``add_messages``: appends, replaces by id, removes.
 
     Each side is a list or one message; items are read by :func:`coerce_message` (strings, ``(role,
@@ -283,19 +284,72 @@ def add_messages(left: Any, right: Any) -> list[Any]:
     ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` drops everything before it, left and right: the result is the
     messages after it.
 
+    ``add_messages(format="langchain-openai")`` (no messages given) is the reducer that returns its result
+    in OpenAI's message format, as LangGraph's: each message's content a string or ``text`` /
+    ``image_url`` blocks, tool results as their own ``ToolMessage`` (langchain-core's
+    ``convert_to_openai_messages``, then back to messages). It needs langchain-core.
+
     Args:
         left: the current messages.
         right: the update: one message or a list.
+        format: None (messages as they are) or ``"langchain-openai"``.
 
     Returns:
         A new list; ``left`` is not modified. When ``right`` only appends, the result starts with ``left``'s
-        items unchanged (the stores then write only the new items, I4).
+        items unchanged (the stores then write only the new items, I4). With neither ``left`` nor ``right``:
+        the reducer taking ``format`` (``functools.partial``).
 
     Raises:
         InvalidUpdateError: (a ValueError, as LangGraph raises) removing an id that is not present, or an
             item that is not a message (see :func:`coerce_message`); a stored dict without role and content
             (graphq's form before LangGraph's messages) is named with how to convert the thread.
+        ValueError: only one of ``left`` and ``right`` given; an unknown ``format``.
+        ImportError: ``format="langchain-openai"`` without langchain-core installed.
     """
+    if left is None and right is None:
+        _check_format(format)
+        return functools.partial(add_messages, format=format)
+    if left is None or right is None:
+        given = "left" if left is not None else "right"
+        raise ValueError(f"add_messages: give both 'left' and 'right' (only {given!r} was given)")
+    _check_format(format)
+    merged = _merged(left, right)
+    if format is None:
+        return merged
+    from langchain_core.messages import convert_to_messages, convert_to_openai_messages
+
+    return convert_to_messages(convert_to_openai_messages(merged))
+
+
+def is_add_messages(reducer: Any) -> bool:
+    """Whether ``reducer`` is :func:`add_messages`, with or without a ``format``."""
+    return reducer is add_messages or (
+        isinstance(reducer, functools.partial) and reducer.func is add_messages
+    )
+
+
+FORMATS = ("langchain-openai",)
+"""The ``format`` values :func:`add_messages` takes (besides None)."""
+
+
+def _check_format(format: str | None) -> None:
+    """Raises:
+    ValueError: ``format`` is not None nor one of :data:`FORMATS`.
+    ImportError: ``"langchain-openai"`` without langchain-core.
+    """
+    if format is None:
+        return
+    if format not in FORMATS:
+        raise ValueError(f"add_messages: unknown format={format!r}; expected one of {list(FORMATS)} or None")
+    if not LANGCHAIN:
+        raise ImportError(
+            f"add_messages(format={format!r}) needs langchain-core (its convert_to_openai_messages): "
+            "pip install graphq[langchain]"
+        )
+
+
+def _merged(left: Any, right: Any) -> list[Any]:
+    """:func:`add_messages` of ``left`` and ``right``, unformatted."""
     lefts = [_with_id(m) for m in _stored(left)]
     rights = [_with_id(m) for m in _coerced(right)]
     cut = [i for i, m in enumerate(rights) if _is_removal(m) and m.id == REMOVE_ALL_MESSAGES]

@@ -163,6 +163,7 @@ class TaskWrites:
         stopped: set when a graph the node ran stopped at one of its static breakpoints (then there are no
             writes): the task is not finished, its parent stops too, and nothing of it is stored (it runs
             again when the run goes on, and that graph passes the breakpoint).
+        cached: the writes came from the node's cache (:mod:`graphcore.engine.cache`), the node did not run.
     """
 
     task_id: str
@@ -172,3 +173,4 @@ class TaskWrites:
     interrupts: list[Interrupt] = field(default_factory=list)
     resume: list[Any] = field(default_factory=list)
     stopped: Stop | None = None
+    cached: bool = False

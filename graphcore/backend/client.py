@@ -6,6 +6,7 @@ Enqueueing needs a :class:`StepQueue` (the worker package provides the RQ one, s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -37,6 +38,7 @@ from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, s
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
+from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.config import ACCEPTED, RunConfig, merge_config
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.inputs import check_nesting, check_size, check_types
@@ -53,7 +55,7 @@ from graphcore.errors import (
     RunNotFoundError,
 )
 from graphcore.settings import get_settings
-from graphcore.types import START, Interrupt
+from graphcore.types import START, Command, Interrupt
 
 __all__ = [
     "MAX_LIMIT",
@@ -301,13 +303,15 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
         UnknownWorkflowError: no such workflow.
         SerializationError: the config nests more than :data:`~graphcore.engine.inputs.MAX_NESTING`
             levels deep.
-        ConfigError: a bad option, id or timeout; ``run_id`` in the config (the queue names each run:
-            ``client.enqueue`` returns the id, ``graphq enqueue`` prints it); ``checkpoint_id`` while this
-            process keeps no checkpoint history; two thread ids that differ; a malformed
-            ``continued_from_run_id``.
+        ConfigError: a workflow compiled with ``cache=`` (queued runs do not cache node results,
+            :mod:`graphcore.engine.cache`); a bad option, id or timeout; ``run_id`` in the config (the
+            queue names each run: ``client.enqueue`` returns the id, ``graphq enqueue`` prints it);
+            ``checkpoint_id`` while this process keeps no checkpoint history; two thread ids that differ; a
+            malformed ``continued_from_run_id``.
     """
     _check_fields(req)
     graph = registry.get(req.workflow)
+    refuse_on_queue(graph)
     check_nesting(req.config, "config")
     given = queue_config(req.config)
     cfg = graph.config_for(given)
@@ -1142,6 +1146,8 @@ class Client:
 
         Args:
             workflow: the thread's workflow (its channels and edges apply the update).
+            values: what ``as_node`` returns: a dict of state updates, or a :class:`~graphcore.types.Command`
+                (its ``update`` written, its ``goto`` the next tasks, as LangGraph's).
             as_node: the node the update is attributed to, by the in-process rule (LangGraph's,
                 :func:`graphcore.engine.snapshot.update_checkpoint`): None → the node that wrote last
                 (START when none has: the values act as input; refused as ambiguous after a parallel step).
@@ -1158,7 +1164,7 @@ class Client:
                 step that ran nodes ran several (ambiguous).
             InputTypeError, SerializationError: a value of the wrong type for its key, or nested too
                 deeply, as :meth:`enqueue` refuses an input (:func:`~graphcore.engine.inputs.check_types`,
-                paths ``values.<key>``); nothing is written.
+                paths ``values.<key>``, a Command's ``values.update.<key>``); nothing is written.
             ArgumentTypeError, ConfigError: ``workflow``, ``thread_id`` or ``as_node`` of the wrong type, a
                 malformed thread id.
         """
@@ -1183,7 +1189,7 @@ class Client:
         store = RedisCheckpointStore(self.kv, graph.schema)
         writer = as_node if as_node is not None else last_writer(store, graph, thread_id, head)
         if writer == START or writer in graph.nodes:  # else update_checkpoint refuses it, or ends the step
-            values = check_types(graph.schema, values, "values", writer)
+            values = _checked_update(graph, values, writer)
         cp = update_checkpoint(store, graph, thread_id, head, [StateUpdate(values, writer)])
         owner = head.metadata.get("run_id")
         if not store.history and owner:  # the head goes (R5): its run's result is read from nowhere else
@@ -1275,3 +1281,12 @@ class Client:
 def _ended_already(run: RunRecord) -> CancelReply:
     """The reply to a cancel of ``run``, which had ended already."""
     return CancelReply(f"run {run.id} is already {run.status.value}; nothing changed", changed=False)
+
+
+def _checked_update(graph: CompiledGraph, values: Any, writer: str) -> Any:
+    """``values`` for ``update_state`` as ``writer``, type-checked as an input is
+    (:func:`~graphcore.engine.inputs.check_types`); a Command's ``update`` is, under ``values.update``."""
+    if isinstance(values, Command):
+        update = check_types(graph.schema, values.update, "values.update", writer)
+        return dataclasses.replace(values, update=update)
+    return check_types(graph.schema, values, "values", writer)

@@ -197,39 +197,47 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
     return out
 
 
-def _command_writes(graph: GraphSpec, node: str, update: Any) -> list[tuple[str, Any]]:
+def _command_writes(graph: GraphSpec, node: str, update: Any, strict: bool) -> list[tuple[str, Any]]:
     """A ``Command(update=...)``'s writes: ``(key, value)`` pairs in their order (a key may repeat), as
     LangGraph's ``_update_as_tuples`` reads a list of them, else :meth:`StateSchema.writes_of`."""
     pairs = isinstance(update, list | tuple) and bool(update) and not graph.schema.root
     if pairs and all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in update):
-        return [w for key, value in update for w in graph.schema.writes_of(node, {key: value}, strict=False)]
-    return graph.schema.writes_of(node, update, strict=False)
+        return [w for key, value in update for w in graph.schema.writes_of(node, {key: value}, strict=strict)]
+    return graph.schema.writes_of(node, update, strict=strict)
 
 
-def normalise(graph: GraphSpec, node: str, output: Any) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
+def normalise(
+    graph: GraphSpec, node: str, output: Any, *, strict: bool = False
+) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
     """A node's output as (writes, dynamic destinations). A list or tuple holding a Command (LangGraph's,
     e.g. ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates (for a
     root-channel state, values). A Command's ``update`` is a dict, a model, or ``(key, value)`` pairs in
     order, as LangGraph's. Keys that are no channel are ignored with a warning, as LangGraph ignores them
-    (:meth:`StateSchema.writes_of`)."""
+    (:meth:`StateSchema.writes_of`), or refused when ``strict`` (``update_state``). A Command's ``resume`` is
+    not a write: it is ignored.
+
+    Raises:
+        InvalidUpdateError: a ``goto`` to a node the graph does not have; unknown keys when ``strict``.
+        ParentCommand: a ``Command(graph=Command.PARENT)`` (for the graph that runs this one).
+    """
     if type(output) in (list, tuple) and any(isinstance(item, Command) for item in output):
         writes: list[tuple[str, Any]] = []
         gotos: list[PendingTask] = []
         for item in output:
-            more, going = normalise(graph, node, item)
+            more, going = normalise(graph, node, item, strict=strict)
             writes += more
             gotos += going
         return writes, gotos
     if isinstance(output, Command):
         if output.graph is not None:  # Command.PARENT: for the graph that runs this one
             raise for_parent(node, output)
-        writes = _command_writes(graph, node, output.update)
+        writes = _command_writes(graph, node, output.update, strict)
         gotos = [_goto(t) for t in _as_list(output.goto)]
         unknown = [t.node for t in gotos if t.node != END and t.node not in graph.nodes]
         if unknown:
             raise InvalidUpdateError(f"node {node!r} returned Command(goto=...) to unknown node(s) {unknown}")
         return writes, gotos
-    return graph.schema.writes_of(node, output, strict=False), []
+    return graph.schema.writes_of(node, output, strict=strict), []
 
 
 def with_pushed(graph: GraphSpec, ctx: TaskContext, writes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
@@ -643,19 +651,21 @@ def apply_updates(
     graph: GraphSpec, parent: Checkpoint, updates: Sequence[tuple[str, Any]], metadata: Mapping[str, Any]
 ) -> Checkpoint:
     """A checkpoint as if each node ``as_node`` had returned its ``values`` in the step after ``parent``
-    (C3 ``update_state``; several at once are LangGraph's ``bulk_update_state`` super-step): the values go
-    through the reducers, their writes apply together in order, the next tasks follow each node's edges and
-    routers.
+    (C3 ``update_state``; several at once are LangGraph's ``bulk_update_state`` super-step): the values (a
+    node's return value: a dict, a model, a ``Command`` with ``update`` and ``goto``) go through the
+    reducers, their writes apply together in order, the next tasks follow each node's edges, routers and
+    ``goto``.
 
     Raises:
-        InvalidUpdateError: unknown node or keys, or conflicting writes.
+        InvalidUpdateError: unknown node or keys, a ``goto`` to an unknown node, or conflicting writes.
+        ParentCommand: a ``Command(graph=Command.PARENT)``.
     """
     results = []
     for as_node, values in updates:
         if as_node not in graph.nodes:
             raise InvalidUpdateError(f"update_state: no node {as_node!r}; nodes: {sorted(graph.nodes)}")
-        writes = graph.schema.writes_of(as_node, values)
-        goto = _routes(graph, as_node, parent.channel_values, writes)
+        writes, goto = normalise(graph, as_node, values, strict=True)  # a Command: its update and goto
+        goto += _routes(graph, as_node, parent.channel_values, writes)
         results.append(TaskWrites("", as_node, writes, goto))
     cp = apply_writes(graph, parent, results, metadata)
     cp.metadata["source"] = "update"

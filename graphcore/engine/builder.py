@@ -11,6 +11,7 @@ from typing import Any, cast
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine import params
+from graphcore.engine.cache import CachePolicy, check_cache, check_policy
 from graphcore.engine.checkpointer import check_checkpointer, check_store
 from graphcore.engine.compiled import DEFAULT_ERROR_HANDLER, ERROR_HANDLER_PREFIX, Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph
@@ -152,6 +153,8 @@ class StateGraph:
         self.error_handlers: dict[str, Callable[..., Any]] = {}
         """Error-handler node name → its function: ``__error_handler__<node>`` for ``add_node``'s,
         ``__default_error_handler__`` for ``set_node_defaults``'s (LangGraph's names)."""
+        self.cache_default: CachePolicy[Any] | None = None
+        """``set_node_defaults``'s cache policy, for nodes without their own."""
 
     def add_node(
         self,
@@ -166,7 +169,7 @@ class StateGraph:
         metadata: Mapping[str, Any] | None = None,
         input_schema: type[Any] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        cache_policy: object = None,
+        cache_policy: CachePolicy[Any] | None = None,
         error_handler: object = None,
     ) -> StateGraph:
         """Add node ``name`` running ``fn``; ``add_node(fn)`` names the node after the function (its
@@ -203,8 +206,9 @@ class StateGraph:
                 one, else the state schema.
             retry_policy: LangGraph's name for ``retry``; also a list of policies, as LangGraph's: an error
                 is retried under the first whose ``retry_on`` accepts it (:class:`RetryPolicies`).
-            cache_policy: LangGraph's node cache policy: accepted and unused (LangGraph uses it only with
-                ``compile(cache=...)``, which graphq does not have).
+            cache_policy: how the node's results are cached under ``compile(cache=...)`` (a
+                :class:`~graphcore.engine.cache.CachePolicy`: ``key_func``, ``ttl``); None takes
+                :meth:`set_node_defaults`'s. Unused without a cache, as in LangGraph.
             error_handler: runs when the node fails (after its retries) with an ``Exception``, as
                 LangGraph's: ``handler(state, error)`` gets the node's input and, in a parameter named
                 ``error``, the :class:`~graphcore.errors.NodeError` the run would have raised (``.node``,
@@ -219,7 +223,7 @@ class StateGraph:
                 one to be named after has no name (a lambda).
             ConfigError: ``timeout`` is not above 0 (or a ``TimeoutPolicy`` has an unknown ``refresh_on``),
                 ``retry`` is not a :class:`RetryPolicy`, ``settings`` is not a mapping, or ``error_handler``
-                is not a function.
+                is not a function; ``cache_policy`` is not a ``CachePolicy`` or its ``ttl`` is below 0.
         """
         name, fn = _named(name, fn)
         if name in (START, END) or ":" in name or not name:
@@ -251,6 +255,7 @@ class StateGraph:
             labels=dict(destinations) if isinstance(destinations, Mapping) else {},
             error_handler=handler,
             idle=idle,
+            cache_policy=check_policy(f"node {name!r}", cache_policy),
         )
         return self
 
@@ -267,7 +272,7 @@ class StateGraph:
         self,
         *,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        cache_policy: object = None,
+        cache_policy: CachePolicy[Any] | None = None,
         error_handler: object = None,
         timeout: Timeout = None,
     ) -> StateGraph:
@@ -278,7 +283,7 @@ class StateGraph:
         Args:
             retry_policy: the retry policy of nodes added without one (one policy, or a list as
                 ``add_node``'s).
-            cache_policy: accepted and unused, as ``add_node``'s.
+            cache_policy: the cache policy of nodes added without one (used under ``compile(cache=...)``).
             error_handler: the error handler of nodes added without one (``add_node``'s
                 ``error_handler``), node ``__default_error_handler__``; it handles no error handler's error.
             timeout: the timeout of nodes added without one: seconds, a ``timedelta`` or a
@@ -295,6 +300,7 @@ class StateGraph:
             timeout_s, idle = old_timeout, old_idle
         self.node_defaults = (retry or old_retry, timeout_s, idle)
         self._add_error_handler(DEFAULT_ERROR_HANDLER, error_handler)
+        self.cache_default = check_policy("set_node_defaults", cache_policy) or self.cache_default
         return self
 
     def add_sequence(self, nodes: Sequence[Node | tuple[str, Node]]) -> StateGraph:
@@ -397,6 +403,7 @@ class StateGraph:
         interrupt_after: Sequence[str] | str | None = None,
         debug: bool = False,
         store: BaseStore | None = None,
+        cache: Any = None,
     ) -> CompiledGraph:
         """Validate the graph and freeze it; the arguments are LangGraph's ``compile`` arguments (the
         checkpointer may be given positionally) plus graphq's ``config``.
@@ -417,6 +424,9 @@ class StateGraph:
                 reach through ``get_store()``, ``runtime.store`` or a ``store`` parameter. On the queue,
                 ``graphq worker`` gives every graph the workers' Redis store instead, with this store's
                 ``index`` and ``ttl`` settings (:mod:`graphcore.backend.redis_store`).
+            cache: where the results of nodes with a ``cache_policy`` are cached (LangGraph's ``cache``:
+                ``InMemoryCache()``; :mod:`graphcore.engine.cache`), in process only: a queued run of a graph
+                with a cache is refused at enqueue.
 
         Raises:
             InvalidGraphError: unknown node in an edge, no entry, edge to nowhere; a breakpoint naming no
@@ -425,6 +435,7 @@ class StateGraph:
             CheckpointerError: ``checkpointer`` is not a graphq checkpoint store, True, False or None (a
                 ``TypeError``; a LangGraph checkpointer is refused, naming graphq's ``InMemorySaver``);
                 ``store`` is not a graphq store or None (a LangGraph store is refused likewise).
+            TypeError: ``cache`` has no ``get``, ``set`` and ``clear``.
             ConfigError: a node's settings hold a value that is not JSON (naming the node and the path) or
                 are longer than ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (naming the node, the size and the limit);
                 an option of ``config`` is unknown, of the wrong type or out of its range (naming the
@@ -442,14 +453,16 @@ class StateGraph:
         )
         graph.named = name is not None
         graph.store = check_store(store)
+        graph.cache = check_cache(cache)
         return graph
 
     def _with_node_defaults(self) -> StateGraph:
-        """This builder, or a shallow copy whose nodes without a retry policy, timeout or error handler have
-        :meth:`set_node_defaults`'s, and which has the error-handler nodes (retry and timeout defaults apply
-        to them too, as in LangGraph)."""
+        """This builder, or a shallow copy whose nodes without a retry policy, timeout, error handler or cache
+        policy have :meth:`set_node_defaults`'s, and which has the error-handler nodes (retry and timeout
+        defaults apply to them too, as in LangGraph)."""
         retry, timeout_s, idle = self.node_defaults
-        if retry is None and timeout_s is None and idle is None and not self.error_handlers:
+        cache = self.cache_default
+        if retry is None and timeout_s is None and idle is None and not self.error_handlers and cache is None:
             return self
         fallback = DEFAULT_ERROR_HANDLER if DEFAULT_ERROR_HANDLER in self.error_handlers else None
         parts = copy.copy(self)
@@ -457,7 +470,7 @@ class StateGraph:
         for name, spec in self.nodes.items():  # a node's own handler just before it, as LangGraph adds it
             if ERROR_HANDLER_PREFIX + name in self.error_handlers:
                 parts.nodes[ERROR_HANDLER_PREFIX + name] = self._handler_spec(ERROR_HANDLER_PREFIX + name)
-            parts.nodes[name] = _defaulted(spec, retry, timeout_s, idle, fallback)
+            parts.nodes[name] = _defaulted(spec, retry, timeout_s, idle, fallback, cache)
         if fallback is not None:
             parts.nodes[fallback] = self._handler_spec(fallback)
         return parts
@@ -484,6 +497,7 @@ def _defaulted(
     timeout_s: float | None,
     idle: IdleTimeout | None,
     handler: str | None,
+    cache: CachePolicy[Any] | None = None,
 ) -> NodeSpec:
     """``spec`` with the defaults it does not set itself: a node's own timeout (a cap or an idle timeout)
     replaces the default one whole, as in LangGraph."""
@@ -494,4 +508,5 @@ def _defaulted(
         timeout_s=spec.timeout_s if own_timeout else timeout_s,
         idle=spec.idle if own_timeout else idle,
         error_handler=spec.error_handler or handler,
+        cache_policy=spec.cache_policy or cache,
     )

@@ -7,7 +7,7 @@ import copy as copying
 import uuid
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
@@ -21,6 +21,9 @@ from graphcore.engine.schema import StateSchema, context_json_schema, json_schem
 from graphcore.engine.timeouts import IdleTimeout
 from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
+
+if TYPE_CHECKING:
+    from graphcore.engine.cache import CachePolicy
 
 __all__ = [
     "DEFAULT_ERROR_HANDLER",
@@ -68,6 +71,8 @@ class NodeSpec:
             or None.
         error_handler: the node that runs when this one fails (``add_node(..., error_handler=...)``;
             :mod:`graphcore.engine.handlers`), or None.
+        cache_policy: how the node's results are cached when the graph has a cache
+            (:mod:`graphcore.engine.cache`); None: not cached.
     """
 
     name: str
@@ -84,6 +89,7 @@ class NodeSpec:
     labels: Mapping[str, str] = field(default_factory=dict)
     error_handler: str | None = None
     idle: IdleTimeout | None = None
+    cache_policy: CachePolicy[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,8 @@ class GraphSpec:
         self.checkpointer = checkpointer
         self.store: BaseStore | None = None
         """The long-term store (``compile(store=...)``; :mod:`graphcore.checkpoints.store_base`)."""
+        self.cache: Any = None
+        """The node result cache (``compile(cache=...)``; :mod:`graphcore.engine.cache`), or None."""
         self.breakpoints = Breakpoints(
             nodes_of(interrupt_before, self.nodes, "interrupt_before"),
             nodes_of(interrupt_after, self.nodes, "interrupt_after"),

@@ -29,7 +29,9 @@ from graphcore.engine.algo import (
     stored_form,
     stored_writes,
 )
+from graphcore.engine.batch import BatchMethods
 from graphcore.engine.breakpoints import NO_BREAKPOINTS, Breakpoints, Stop, stop_of
+from graphcore.engine.cache import CacheMethods
 from graphcore.engine.checkpointer import replay_of, replayed_head, resumes, stateful_ns, store_of
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
@@ -120,7 +122,7 @@ def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
     )
 
 
-class CompiledGraph(StateMethods, DrawMethods, GraphSpec):
+class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, GraphSpec):
     """A validated graph, ready to run in-process (``invoke``, ``stream``) or on the queue (its data,
     :class:`~graphcore.engine.compiled.GraphSpec`, is what the step job reads)."""
 

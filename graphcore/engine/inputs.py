@@ -40,7 +40,7 @@ from graphcore.checkpoints import serde
 from graphcore.engine.channels import AnyChannel, LastValue, ReducerChannel
 from graphcore.engine.schema import ROOT, StateSchema, fields_of
 from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
-from graphcore.messages import add_messages, coerce_message
+from graphcore.messages import coerce_message, is_add_messages
 from graphcore.settings import get_settings
 from graphcore.types import START, Overwrite
 
@@ -251,12 +251,13 @@ def _fold(channel: ReducerChannel, key: str, write: Any, where: str) -> None:
     messages it is given); any error of the reducer is the input's."""
     try:
         given = copy.deepcopy(write)
-        if channel.reducer is add_messages and not isinstance(given, Overwrite):
+        if is_add_messages(channel.reducer) and not isinstance(given, Overwrite):
             items = given if isinstance(given, list) else [given]
             given = [m for m in map(coerce_message, items) if m.type != "remove"]
         channel.update(key, channel.initial(), [(START, given)])
     except Exception as exc:
-        name = getattr(channel.reducer, "__name__", repr(channel.reducer))
+        reducer = channel.reducer
+        name = "add_messages" if is_add_messages(reducer) else getattr(reducer, "__name__", repr(reducer))
         raise InputTypeError(where, f"{name} refused it: {' '.join(str(exc).split())}") from None
 
 

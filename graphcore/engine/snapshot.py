@@ -419,9 +419,9 @@ def _updated(
 ) -> dict[str, Any]:
     at = _address(graph, config, what)
     if not supersteps:
-        raise InvalidUpdateError(f"{what}: no supersteps given")
+        raise InvalidUpdateError(f"{what}: No supersteps provided")  # LangGraph's words
     if any(len(step) == 0 for step in supersteps):
-        raise InvalidUpdateError(f"{what}: a superstep has no updates")
+        raise InvalidUpdateError(f"{what}: No updates provided (a superstep is empty)")
     head = at.store.get(at.thread_id, at.checkpoint_id, ns=at.ns)
     if head is None and at.checkpoint_id is not None:
         raise CheckpointNotFoundError(f"thread {at.thread_id!r} has no checkpoint {at.checkpoint_id!r}")

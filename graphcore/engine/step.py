@@ -14,6 +14,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import Task, prepare_tasks, run_task
 from graphcore.engine.async_step import arun_tasks, run_async_tasks
+from graphcore.engine.cache import cached_writes, remember
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig, remaining_steps
@@ -166,6 +167,7 @@ def run_step(
         outcomes.update(run_async_tasks(step, todo, lambda task: _call(step, task)))
     else:
         outcomes.update(_run_sync(step, todo))
+    remember(graph, todo, outcomes)
     return _collect(tasks, outcomes)
 
 
@@ -213,6 +215,7 @@ async def arun_step(
         outcomes.update(await arun_tasks(step, todo, lambda task: _call(step, task)))
     elif todo:
         outcomes.update(await asyncio.wrap_future(start_thread(lambda: _run_sync(step, todo), "graphq-step")))
+    remember(graph, todo, outcomes)
     return _collect(tasks, outcomes)
 
 
@@ -226,12 +229,18 @@ def _plan(
     cancel: CancelToken | None,
     on_retry: RetryHook | None,
 ) -> tuple[Step, list[Task], list[Task], dict[str, TaskWrites | Exception]]:
-    """What a step shares, its tasks, those still to run (not in ``finished``) and the outcomes known."""
+    """What a step shares, its tasks, those still to run (not in ``finished``, nor found in the graph's
+    cache: :mod:`graphcore.engine.cache`) and the outcomes known (a cache hit is passed to
+    ``on_task_done`` here, as a task that finished)."""
     finished = finished or {}
     step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
     tasks = prepare_tasks(graph, cp, remaining_steps(config))
     todo = [t for t in tasks if t.id not in finished]
-    return step, tasks, todo, dict(finished)
+    hits = cached_writes(graph, todo) if graph.cache is not None else {}
+    for hit in hits.values():
+        if step.done is not None:
+            step.done(hit)
+    return step, tasks, [t for t in todo if t.id not in hits], {**finished, **hits}
 
 
 def _submit(step: Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:

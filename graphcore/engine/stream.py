@@ -266,9 +266,10 @@ def _result_events(
         if "values" in modes:  # the state and the task's interrupts (only those for a root-channel state)
             state = values if isinstance(values, dict) else {}
             events.append(("values", {**state, INTERRUPT_KEY: paused}))
-    elif "updates" in modes:
-        events.append(("updates", update_payload(graph, r)))
-    if _wants(modes, "tasks", "debug"):
+    elif "updates" in modes:  # a cached task's is marked so, as LangGraph's
+        cached = {"__metadata__": {"cached": True}} if r.cached else {}
+        events.append(("updates", {**update_payload(graph, r), **cached}))
+    if _wants(modes, "tasks", "debug") and not r.cached:
         payload = task_payload(r)
         events += [("tasks", payload)] if "tasks" in modes else []
         events += [_debug(step, "task_result", payload)] if "debug" in modes else []

@@ -11,6 +11,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.types": (
         "graphcore",
         (
+            "CachePolicy",
             "Command",
             "Interrupt",
             "Overwrite",
@@ -30,6 +31,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
         ("ExecutionInfo", "RunControl", "Runtime", "ServerInfo", "get_runtime"),
     ),
     "langgraph.checkpoint.memory": ("graphcore", ("InMemorySaver", "MemorySaver")),
+    "langgraph.cache.memory": ("graphcore", ("InMemoryCache",)),
     "langgraph.checkpoint.base": ("graphcore", ("CheckpointTuple",)),
     "langgraph.store.memory": ("graphcore", ("InMemoryStore",)),
     "langgraph.store.base": (

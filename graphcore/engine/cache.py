@@ -1,0 +1,300 @@
+"""Node result caching, as LangGraph 1.x's: ``add_node(..., cache_policy=CachePolicy(...))`` with
+``compile(cache=InMemoryCache())``.
+
+A task of a node with a cache policy (its own, or :meth:`~graphcore.StateGraph.set_node_defaults`'s) looks
+up its writes under a key made from its input by the policy's ``key_func``: on a hit the node does not run,
+its cached writes (state updates and next tasks) apply as if it had, and the ``updates`` stream marks the
+chunk ``"__metadata__": {"cached": True}`` (no ``tasks`` result event, as LangGraph's). A task that
+finished (not one that failed or paused) stores its writes for ``ttl`` seconds (None: no expiry). Entries
+are per node: namespace ``("__pregel_ns_writes", "<module>.<qualname>" of the node's function, node)``,
+which ``clear_cache(nodes)`` drops.
+
+Cached values are serialised with graphq's checkpoint serde (no pickle): a hit gives copies. The default
+key is a digest of the input in a canonical form (mapping keys sorted), serialised the same way.
+
+Queued runs do not cache: ``client.enqueue`` refuses a workflow compiled with ``cache=``
+(:func:`refuse_on_queue`): each step may run on another worker, with its own memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import decode_writes, encode_writes
+from graphcore.engine.compiled import GraphSpec
+from graphcore.engine.describe import subgraph_of
+from graphcore.errors import ConfigError, SerializationError
+from graphcore.types import TaskWrites
+
+__all__ = [
+    "CACHE_NS_WRITES",
+    "CacheMethods",
+    "CachePolicy",
+    "InMemoryCache",
+    "check_cache",
+    "default_cache_key",
+    "refuse_on_queue",
+]
+
+CACHE_NS_WRITES = "__pregel_ns_writes"
+"""The first part of a node's cache namespace (LangGraph's)."""
+
+Namespace = tuple[str, ...]
+FullKey = tuple[Namespace, str]
+KeyFunc = TypeVar("KeyFunc", bound=Callable[..., str | bytes])
+
+
+def _canonical(value: Any, depth: int = 10) -> Any:
+    """``value`` with mappings as key-sorted pairs and sets sorted, so equal inputs give equal keys."""
+    if depth <= 0:
+        return value
+    if isinstance(value, Mapping):
+        pairs = ((k, _canonical(v, depth - 1)) for k, v in value.items())
+        return tuple(sorted(pairs, key=lambda pair: repr(pair[0])))
+    if isinstance(value, list | tuple):
+        return tuple(_canonical(v, depth - 1) for v in value)
+    if isinstance(value, set | frozenset):
+        return tuple(sorted((_canonical(v, depth - 1) for v in value), key=repr))
+    return value
+
+
+def default_cache_key(*args: Any, **kwargs: Any) -> bytes:
+    """The cache key of a node's input (``CachePolicy``'s default ``key_func``): the arguments in a
+    canonical form (mapping keys sorted), serialised by graphq's checkpoint serde (LangGraph pickles them).
+
+    Raises:
+        SerializationError: a value the serde does not store (a class it does not allow); give the policy a
+            ``key_func`` of your own.
+    """
+    return serde.dumps((_canonical(args), _canonical(kwargs)), path="cache key")
+
+
+@dataclass(frozen=True)
+class CachePolicy(Generic[KeyFunc]):
+    """How a node's results are cached (LangGraph's ``CachePolicy``).
+
+    Attributes:
+        key_func: the node's input → a ``str`` or ``bytes`` key; equal keys share a cached result.
+        ttl: seconds an entry lives; None: until the cache is cleared.
+    """
+
+    key_func: KeyFunc = default_cache_key  # type: ignore[assignment]
+    ttl: float | None = None
+
+
+class InMemoryCache:
+    """A cache in this process's memory (LangGraph's ``InMemoryCache`` API: ``get``, ``set``, ``clear`` and
+    their ``a``-forms), thread-safe. Values are stored serialised (graphq's checkpoint serde), so each
+    ``get`` returns a copy."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Namespace, dict[str, tuple[bytes, float | None]]] = {}
+        self._lock = threading.RLock()
+
+    def get(self, keys: Sequence[FullKey]) -> dict[FullKey, Any]:
+        """The values of ``keys`` (``(namespace, key)`` pairs) that are cached and not expired."""
+        now = _now()
+        found: dict[FullKey, Any] = {}
+        with self._lock:
+            for ns, key in keys:
+                entry = self._entries.get(tuple(ns), {}).get(key)
+                if entry is None:
+                    continue
+                data, expiry = entry
+                if expiry is None or now < expiry:
+                    found[(tuple(ns), key)] = serde.loads(data)
+                else:
+                    del self._entries[tuple(ns)][key]
+        return found
+
+    def set(self, pairs: Mapping[FullKey, tuple[Any, float | None]]) -> None:
+        """Store each ``(namespace, key) → (value, ttl)``: ``ttl`` seconds (None: no expiry).
+
+        Raises:
+            SerializationError: a value graphq's serde does not store.
+        """
+        now = _now()
+        with self._lock:
+            for (ns, key), (value, ttl) in pairs.items():
+                expiry = None if ttl is None else now + ttl
+                self._entries.setdefault(tuple(ns), {})[key] = (serde.dumps(value, path="cache"), expiry)
+
+    def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        """Drop the entries of ``namespaces``; None: every entry."""
+        with self._lock:
+            if namespaces is None:
+                self._entries.clear()
+            for ns in namespaces or ():
+                self._entries.pop(tuple(ns), None)
+
+    async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, Any]:
+        """See :meth:`get`."""
+        return self.get(keys)
+
+    async def aset(self, pairs: Mapping[FullKey, tuple[Any, float | None]]) -> None:
+        """See :meth:`set`."""
+        self.set(pairs)
+
+    async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        """See :meth:`clear`."""
+        self.clear(namespaces)
+
+
+def _now() -> float:
+    return datetime.datetime.now(datetime.UTC).timestamp()
+
+
+def check_cache(cache: Any) -> Any:
+    """``compile(cache=...)``: None, or an object with the cache API (``get``, ``set``, ``clear``: graphq's
+    :class:`InMemoryCache`, or LangGraph's caches).
+
+    Raises:
+        TypeError: anything else, naming ``graphcore.InMemoryCache()``.
+    """
+    if cache is None or all(callable(getattr(cache, m, None)) for m in ("get", "set", "clear")):
+        return cache
+    raise TypeError(
+        f"compile(cache=...) takes a cache such as graphcore.InMemoryCache() (get, set, clear); got "
+        f"{type(cache).__name__}"
+    )
+
+
+def check_policy(where: str, policy: Any) -> CachePolicy[Any] | None:
+    """A node's ``cache_policy``: None or a :class:`CachePolicy` (or LangGraph's: its ``key_func`` and
+    ``ttl`` are read).
+
+    Raises:
+        ConfigError: anything else, or a ``ttl`` that is not None nor a number ≥ 0.
+    """
+    if policy is None:
+        return None
+    key_func, ttl = getattr(policy, "key_func", None), getattr(policy, "ttl", "missing")
+    if not callable(key_func) or ttl == "missing":
+        raise ConfigError(f"{where}: cache_policy must be a CachePolicy (got {policy!r})")
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl < 0):
+        raise ConfigError(f"{where}: CachePolicy.ttl must be None or seconds ≥ 0 (got {ttl!r})")
+    return policy if isinstance(policy, CachePolicy) else CachePolicy(key_func, ttl)
+
+
+def _namespace(graph: GraphSpec, node: str) -> Namespace:
+    fn = graph.nodes[node].fn
+    target = fn if hasattr(fn, "__qualname__") else type(fn)
+    module = getattr(target, "__module__", None)
+    ident = f"{module}.{target.__qualname__}" if module else "__dynamic__"
+    return (CACHE_NS_WRITES, ident, node)
+
+
+def task_key(graph: GraphSpec, node: str, input: Any) -> tuple[FullKey, float | None] | None:
+    """The cache key of a task of ``node`` on ``input`` and its ttl; None when the graph has no cache or
+    the node no policy.
+
+    Raises:
+        ConfigError: the policy's ``key_func`` returned neither ``str`` nor ``bytes``.
+        SerializationError: the default ``key_func`` met a value graphq's serde does not store; the message
+            names the node and the way out (a ``key_func`` of one's own).
+        Exception: what a ``key_func`` of one's own raised.
+    """
+    policy = graph.nodes[node].cache_policy
+    if graph.cache is None or policy is None:
+        return None
+    try:
+        made = policy.key_func(input)
+    except SerializationError as exc:
+        reason = str(exc)[len(exc.path) + 2 :]
+        raise SerializationError(
+            f"node {node!r}: {exc.path}", f"{reason}; give its CachePolicy a key_func of your own"
+        ) from None
+    if not isinstance(made, str | bytes):
+        raise ConfigError(f"node {node!r}: CachePolicy.key_func must return str or bytes (got {made!r})")
+    digest = hashlib.blake2b(made.encode() if isinstance(made, str) else made, digest_size=16).hexdigest()
+    return (_namespace(graph, node), digest), policy.ttl
+
+
+def cached_writes(graph: GraphSpec, tasks: Sequence[Any]) -> dict[str, TaskWrites]:
+    """Task id → the cached writes of each of ``tasks`` (prepared tasks) that has a cache entry, marked
+    ``cached``."""
+    keys = {task.id: task_key(graph, task.node, task.input) for task in tasks}
+    wanted = {key[0]: tid for tid, key in keys.items() if key is not None}
+    if not wanted:
+        return {}
+    found = graph.cache.get(list(wanted))
+    hits: dict[str, TaskWrites] = {}
+    for key, data in found.items():
+        tid = wanted[(tuple(key[0]), key[1])]
+        hit = decode_writes(data)
+        hits[tid] = dataclasses.replace(hit, task_id=tid, cached=True)
+    return hits
+
+
+def remember(graph: GraphSpec, tasks: Sequence[Any], outcomes: Mapping[str, Any]) -> None:
+    """Store the writes of those of ``tasks`` that ran and finished (not paused nor stopped at a subgraph's
+    breakpoint, not failed, not handled by an error handler, not cached) under their cache keys."""
+    pairs: dict[FullKey, tuple[Any, float | None]] = {}
+    for task in tasks:
+        result = outcomes.get(task.id)
+        if not isinstance(result, TaskWrites) or result.cached or result.interrupts or result.stopped:
+            continue
+        if result.node != task.node:  # its error handler's writes: the node failed (LangGraph caches none)
+            continue
+        key = task_key(graph, task.node, task.input)
+        if key is not None:
+            pairs[key[0]] = (encode_writes(dataclasses.replace(result, task_id="")), key[1])
+    if pairs:
+        graph.cache.set(pairs)
+
+
+def refuse_on_queue(graph: GraphSpec) -> None:
+    """Raises:
+    ConfigError: ``graph``, or a subgraph it runs as a node (at any depth), was compiled with ``cache=``:
+        queued runs do not cache node results.
+    """
+    cached = _with_cache(graph)
+    if cached is None:
+        return
+    which = (
+        f"workflow {graph.name!r}"
+        if cached is graph
+        else f"subgraph {cached.name!r} of workflow {graph.name!r}"
+    )
+    raise ConfigError(
+        f"{which} was compiled with cache=...: queued runs do not cache node results (each step may run on "
+        "another worker); compile the queue's graph without cache="
+    )
+
+
+def _with_cache(graph: GraphSpec) -> GraphSpec | None:
+    """``graph`` when it has a cache, else the first subgraph node's graph (depth first) that has one."""
+    if graph.cache is not None:
+        return graph
+    for spec in graph.nodes.values():
+        inner = subgraph_of(spec)
+        found = _with_cache(inner) if inner is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+class CacheMethods:
+    """``clear_cache`` / ``aclear_cache`` of a compiled graph (LangGraph's)."""
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Drop the cached results of ``nodes`` (None: every node's).
+
+        Raises:
+            ValueError: the graph has no cache (LangGraph's "No cache is set for this graph").
+        """
+        graph: GraphSpec = self  # type: ignore[assignment]
+        if graph.cache is None:
+            raise ValueError(f"graph {graph.name!r} has no cache (compile(cache=InMemoryCache())) to clear")
+        graph.cache.clear([_namespace(graph, n) for n in nodes or graph.nodes if n in graph.nodes])
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """See :meth:`clear_cache`."""
+        self.clear_cache(nodes)
