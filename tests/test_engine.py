@@ -611,10 +611,12 @@ def test_limit_below_one_is_a_config_error(limit: int) -> None:
     assert str(err.value) == f"run option max_super_steps: must be 1 ≤ value (got {limit})"
 
 
-def test_default_limit_is_50(fresh_settings: pytest.MonkeyPatch) -> None:
-    assert loop_to(50).invoke({}) == {"x": 50, "log": []}
-    with pytest.raises(StepLimitError, match="max_super_steps=50"):
-        loop_to(51).invoke({})
+def test_default_limit_is_langgraphs(fresh_settings: pytest.MonkeyPatch) -> None:
+    """LangGraph 1.x's default recursion_limit 10007 allows 10006 super-steps; so does graphq's default."""
+    assert get_settings().max_super_steps == 10_006
+    assert loop_to(10_006).invoke({}) == {"x": 10_006, "log": []}
+    with pytest.raises(StepLimitError, match="max_super_steps=10006"):
+        loop_to(10_007).invoke({})
 
 
 def test_limit_from_environment(fresh_settings: pytest.MonkeyPatch) -> None:

@@ -141,7 +141,7 @@ def test_a_node_reads_the_recursion_limit(lg: Imports) -> None:
 
 def test_without_a_recursion_limit_a_node_reads_none(lg: Imports) -> None:
     """LangGraph: a run that sets no recursion_limit has none in its nodes' config (the default applies:
-    LangGraph's 25, graphq's GRAPHQ_MAX_SUPER_STEPS)."""
+    LangGraph's 10007, graphq's GRAPHQ_MAX_SUPER_STEPS 10006, the same bound)."""
     app, seen = reading(lg, lambda c: c.get("recursion_limit"))
     app.invoke({"items": []}, {"configurable": {"thread_id": "1"}})
     assert seen["value"] is None

@@ -17,7 +17,7 @@ from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
 from tests.workers import work
 from tests.workflows.lc_agent import ToolCallingFakeModel
-from tests.workflows.managed import build, build_entry
+from tests.workflows.managed import build, build_entry, build_reader
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
@@ -110,6 +110,22 @@ def test_the_react_agent_says_it_needs_more_steps(lg: Imports) -> None:
         ("ai", SORRY, "a2", []),
     ]
     assert list(out) == ["messages"]
+
+
+def test_without_a_limit_the_first_step_has_langgraphs_default_budget(lg: Imports) -> None:
+    """LangGraph 1.x's default ``recursion_limit`` is 10007: a run's first super-step has 10006 steps left
+    (graphq's default ``GRAPHQ_MAX_SUPER_STEPS``, the same bound)."""
+    graph = build_reader(lg).compile()
+    assert graph.invoke({"seen": []}) == {"seen": [10006]}
+
+
+def test_a_queued_run_without_a_limit_has_the_same_default_budget(client: Client) -> None:
+    """On the queue too: no ``max_super_steps`` in the run's config, LangGraph's default budget."""
+    run_id = client.enqueue("managed_reader", {"seen": []})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": [10006]}
 
 
 def test_a_queued_run_counts_down_from_its_limit(client: Client) -> None:

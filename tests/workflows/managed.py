@@ -1,6 +1,7 @@
 """Managed values on the queue (issue 23): ``managed_loop`` loops on one node until ``is_last_step``,
 recording ``[remaining_steps, is_last_step]`` of each super-step; neither key is stored. ``managed_entry``
-routes from START on ``remaining_steps``: to ``big`` with 5 or more, else to ``small``."""
+routes from START on ``remaining_steps``: to ``big`` with 5 or more, else to ``small``. ``managed_reader``
+records the ``remaining_steps`` of its one node."""
 
 from __future__ import annotations
 
@@ -46,5 +47,16 @@ def build_entry(lg: Any) -> Any:
     return builder
 
 
+def build_reader(lg: Any) -> Any:
+    """A one-node graph recording the ``remaining_steps`` its node sees (either side, as :func:`build`)."""
+    fields = {"seen": Annotated[list[Any], operator.add], "remaining_steps": lg.RemainingSteps}
+    State = TypedDict("State", fields)  # type: ignore[operator]
+    builder = lg.StateGraph(State)
+    builder.add_node("read", lambda state: {"seen": [state["remaining_steps"]]})
+    builder.add_edge(lg.START, "read")
+    return builder
+
+
 managed_loop = build(graphcore).compile(name="managed_loop")
+managed_reader = build_reader(graphcore).compile(name="managed_reader")
 managed_entry = build_entry(graphcore).compile(name="managed_entry")
