@@ -89,7 +89,8 @@ class Settings(BaseSettings):
         default=10_006,
         ge=1,
         le=1_000_000,
-        description="Super-step budget per run (C1); LangGraph 1.x's default recursion_limit 10007 allows 10006.",
+        description="Super-step budget per run (C1); LangGraph 1.x's default recursion_limit 10007 allows "
+        "10006.",
     )
     max_input_bytes: int = Field(
         default=1_048_576,

@@ -98,7 +98,7 @@ class RunConfig(BaseModel):
         metadata: free-form JSON values, merged key by key (later wins).
         configurable: values nodes read through ``get_config()``, merged key by key.
         max_super_steps: super-step budget of this run (C1), at least 1; None → ``GRAPHQ_MAX_SUPER_STEPS``
-            (default 50).
+            (default 10006, LangGraph 1.x's default ``recursion_limit`` 10007).
         resume_if_exists: start from the thread's latest checkpoint when it has one (C2): the input goes
             through the reducers and execution starts again at the entry node; False starts from empty.
         checkpoint_id: start from this checkpoint of the thread instead of its latest (C3): a fork, recorded
