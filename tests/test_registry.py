@@ -67,6 +67,37 @@ def test_two_graphs_with_one_name_are_refused(tmp_path: Path, monkeypatch: pytes
     )
 
 
+def test_two_modules_with_one_workflow_name_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both modules' unnamed ``graph`` registered as 'graph' and the later module won silently (found by a
+    new-user trial: tutorials all call their graph ``graph``); now the second is refused, naming both."""
+    first, second = _module(tmp_path, monkeypatch, "flows_one"), _module(tmp_path, monkeypatch, "flows_two")
+    with pytest.raises(ConfigError) as caught:
+        Registry.load([first, second])
+    assert str(caught.value) == (
+        "workflow modules 'flows_one' and 'flows_two' both define a workflow named 'subgraph'; give one of "
+        "them another compile(name=...)"
+    )
+
+
+def test_a_module_re_exporting_anothers_graph_is_fine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _module(tmp_path, monkeypatch, "flows_origin")
+    (tmp_path / "flows_reexport.py").write_text("from flows_origin import graph\n")
+    registry = Registry.load([first, "flows_reexport"])
+    assert registry.get("graph").invoke({"n": 0}) == {"n": 1}
+
+
+def test_a_module_replacing_an_entry_point_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    module = _module(tmp_path, monkeypatch, "flows_mine", 'mine = build(5).compile(name="approval")')
+    with caplog.at_level("WARNING", logger="graphq.workflows"):
+        registry = Registry.load([module])
+    assert registry.get("approval").invoke({"n": 0}) == {"n": 5}
+    assert [r.getMessage() for r in caplog.records] == [
+        "workflow 'approval' of module 'flows_mine' replaces the installed entry point of that name"
+    ]
+
+
 def test_private_and_subgraph_only_graphs_are_not_workflows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

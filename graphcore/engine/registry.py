@@ -16,6 +16,7 @@ so that a bad entry fails at startup.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -23,6 +24,8 @@ from typing import Any
 from graphcore.checkpoints import serde
 from graphcore.engine.executor import CompiledGraph
 from graphcore.errors import ConfigError, UnknownWorkflowError
+
+log = logging.getLogger("graphq.workflows")
 
 __all__ = ["ENTRY_POINT_GROUP", "Registry", "entry_graph", "subgraph_only"]
 
@@ -73,6 +76,34 @@ def _module_graphs(module: Any) -> dict[str, CompiledGraph]:
     return found
 
 
+def _add_module(graphs: dict[str, CompiledGraph], owners: dict[str, str], name: str) -> None:
+    """Import workflow module ``name`` and add its graphs to ``graphs`` (``owners``: the module of each
+    name added so far).
+
+    Raises:
+        ConfigError: the module cannot be imported, or defines a graph whose name another module took.
+    """
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:
+        raise ConfigError(f"cannot import workflow module {name!r}: {type(exc).__name__}: {exc}") from exc
+    for workflow, graph in _module_graphs(module).items():
+        other = graphs.get(workflow)
+        if workflow in owners and other is not graph:
+            raise ConfigError(
+                f"workflow modules {owners[workflow]!r} and {name!r} both define a workflow named "
+                f"{workflow!r}; give one of them another compile(name=...)"
+            )
+        if workflow not in owners and other is not None and other is not graph:
+            log.warning(
+                "workflow %r of module %r replaces the installed entry point of that name",
+                workflow,
+                name,
+            )
+        graphs[workflow] = graph
+        owners.setdefault(workflow, name)
+
+
 def entry_graph(ep: EntryPoint) -> CompiledGraph:
     """The workflow an entry point names (``name = "package.module:attr"``), named ``name`` when compiled
     without a name.
@@ -105,28 +136,21 @@ class Registry:
 
     @classmethod
     def load(cls, modules: Iterable[str] = ()) -> Registry:
-        """Load entry points, then ``modules`` (later definitions of a name win), and the classes named by
-        ``GRAPHQ_SERDE_ALLOWED_CLASSES``.
+        """Load entry points, then ``modules``, and the classes named by ``GRAPHQ_SERDE_ALLOWED_CLASSES``. A
+        module's graph replaces an installed entry point's of the same name (a warning says so).
 
         Raises:
             ConfigError: a module cannot be imported, an entry point is not a compiled graph or names a
-                subgraph (:func:`entry_graph`), two graphs of a module have one name, or an entry of
-                ``GRAPHQ_SERDE_ALLOWED_CLASSES`` is bad.
+                subgraph (:func:`entry_graph`), two graphs of the modules have one name (two modules
+                exporting the same graph object is fine), or an entry of ``GRAPHQ_SERDE_ALLOWED_CLASSES``
+                is bad.
         """
         serde.allow_configured_classes()
-        graphs: dict[str, CompiledGraph] = {}
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            graphs[ep.name] = entry_graph(ep)
+        graphs = {ep.name: entry_graph(ep) for ep in entry_points(group=ENTRY_POINT_GROUP)}
+        owners: dict[str, str] = {}  # workflow name -> the module that defined it
         for name in (m.strip() for m in modules):
-            if not name:
-                continue
-            try:
-                module = importlib.import_module(name)
-            except Exception as exc:
-                raise ConfigError(
-                    f"cannot import workflow module {name!r}: {type(exc).__name__}: {exc}"
-                ) from exc
-            graphs.update(_module_graphs(module))
+            if name:
+                _add_module(graphs, owners, name)
         return cls(graphs)
 
     def add(self, graph: CompiledGraph) -> None:
