@@ -67,7 +67,9 @@ def test_two_graphs_with_one_name_are_refused(tmp_path: Path, monkeypatch: pytes
     )
 
 
-def test_two_modules_with_one_workflow_name_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_modules_with_one_workflow_name_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Both modules' unnamed ``graph`` registered as 'graph' and the later module won silently (found by a
     new-user trial: tutorials all call their graph ``graph``); now the second is refused, naming both."""
     first, second = _module(tmp_path, monkeypatch, "flows_one"), _module(tmp_path, monkeypatch, "flows_two")
@@ -79,7 +81,9 @@ def test_two_modules_with_one_workflow_name_are_refused(tmp_path: Path, monkeypa
     )
 
 
-def test_a_module_re_exporting_anothers_graph_is_fine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_module_re_exporting_anothers_graph_is_fine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = _module(tmp_path, monkeypatch, "flows_origin")
     (tmp_path / "flows_reexport.py").write_text("from flows_origin import graph\n")
     registry = Registry.load([first, "flows_reexport"])
