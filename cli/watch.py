@@ -388,7 +388,9 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
     """
     client = _watch_client(app)
     bars = StepBars(err_console())
-    watcher = Watch(client, client.get_run(run_id), frozenset(modes), after, output, bars=bars)
+    run = client.get_run(run_id)
+    _check_messages_recorded(run, modes)
+    watcher = Watch(client, run, frozenset(modes), after, output, bars=bars)
     try:
         while True:
             status = watcher.follow()
@@ -399,6 +401,25 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
     finally:
         bars.close()
     _end(record, status, watcher.after, watcher.retried(client.thread_step, record))
+
+
+def _check_messages_recorded(run: RunRecord, modes: Sequence[str]) -> None:
+    """Refuse ``--mode messages`` alone for a run that records no ``messages`` events (it was enqueued
+    without the run option ``stream_mode``); with other modes, say so on stderr.
+
+    Raises:
+        CliError: only ``messages`` was asked for (exit 2).
+    """
+    stream_mode = run.config.get("stream_mode") or []
+    if "messages" not in modes or "messages" in stream_mode:
+        return
+    why = (
+        f"run {run.id} records no messages events: it was enqueued without the run option stream_mode "
+        """["messages"] (graphq enqueue --config '{"stream_mode": ["messages"]}')"""
+    )
+    if set(modes) == {"messages"}:
+        fail(f"--mode messages: {why}")
+    click.echo(f"note: {why}", err=True)
 
 
 _CONTINUED = (RunStatus.FAILED, RunStatus.CANCELED)

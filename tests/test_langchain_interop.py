@@ -253,13 +253,13 @@ def test_a_queued_run_records_messages_events_as_langgraph_streams_them(
     events = list(read_events(client.kv, run_id, run_id))
     pairs = [event.data for event in events if event.mode == "messages"]
     assert _shown(pairs) == expected
-    assert [event.step for event in events if event.mode == "messages"] == [0, 0, 0, 0, 0, 1]  # as updates
+    assert [event.step for event in events if event.mode == "messages"] == [1, 1, 1, 1, 1, 2]  # as updates
     assert pairs[0][1]["ls_provider"] == "genericfakechatmodel"
     lines = _watched(redis_url, run_id, "messages", "updates")
-    assert [(line["mode"], line["step"]) for line in lines] == [("messages", 0)] * 5 + [
-        ("updates", 0),
-        ("messages", 1),
+    assert [(line["mode"], line["step"]) for line in lines] == [("messages", 1)] * 5 + [
         ("updates", 1),
+        ("messages", 2),
+        ("updates", 2),
     ]
     shown = [line["data"] for line in lines if line["mode"] == "messages"]
     assert [(m["content"], m["id"], meta["langgraph_node"]) for m, meta in shown] == [
@@ -276,6 +276,17 @@ def test_a_queued_run_without_the_option_records_no_messages_events(client: Clie
     assert client.get_run(run_id).status == RunStatus.COMPLETED
     modes = [event.mode for event in read_events(client.kv, run_id, run_id)]
     assert modes == ["status", "values", "updates", "values", "updates", "values", "status"]
+    # A watch of its messages alone would print nothing and exit 0 (found by the new-user trial): refused.
+    alone = invoke("tests.workflows.lc_agent", redis_url, "runs", "watch", run_id, "--mode", "messages")
+    assert error_line(ok(alone, 2)) == (
+        f"error: --mode messages: run {run_id} records no messages events: it was enqueued without the run "
+        """option stream_mode ["messages"] (graphq enqueue --config '{"stream_mode": ["messages"]}')"""
+    )
+    both = ok(
+        invoke("tests.workflows.lc_agent", redis_url, "runs", "watch", run_id, "-m", "messages", "-m", "status")
+    )
+    assert both.stderr.startswith(f"note: run {run_id} records no messages events")
+    assert [line.split()[3] for line in both.stdout.splitlines()] == ["status", "status"]
 
 
 def test_a_bad_stream_mode_option_is_refused_at_enqueue(client: Client, redis_url: str) -> None:
@@ -417,7 +428,7 @@ def test_a_queued_steps_messages_are_sent_in_batches() -> None:
         "done",
         {
             "ls_integration": "langgraph",
-            "langgraph_step": 5,
+            "langgraph_step": 4,  # the step of the checkpoint the task makes, as the event's
             "langgraph_node": "chat",
             "langgraph_triggers": ("branch:to:chat",),
             "langgraph_path": ("__pregel_pull", "chat"),
