@@ -282,9 +282,8 @@ def test_a_queued_run_without_the_option_records_no_messages_events(client: Clie
         f"error: --mode messages: run {run_id} records no messages events: it was enqueued without the run "
         """option stream_mode ["messages"] (graphq enqueue --config '{"stream_mode": ["messages"]}')"""
     )
-    both = ok(
-        invoke("tests.workflows.lc_agent", redis_url, "runs", "watch", run_id, "-m", "messages", "-m", "status")
-    )
+    modes = ["-m", "messages", "-m", "status"]
+    both = ok(invoke("tests.workflows.lc_agent", redis_url, "runs", "watch", run_id, *modes))
     assert both.stderr.startswith(f"note: run {run_id} records no messages events")
     assert [line.split()[3] for line in both.stdout.splitlines()] == ["status", "status"]
 
