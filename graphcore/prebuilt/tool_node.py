@@ -66,8 +66,8 @@ class InjectedState(InjectedToolArg):
 
     ``state: Annotated[dict, InjectedState]`` gets the whole state (the node's input: a dict, a model, or
     ``{messages_key: list}`` when the ToolNode was given a list); ``messages: Annotated[list,
-    InjectedState("messages")]`` gets that key. A key the state lacks fails the node with KeyError
-    (AttributeError for a model).
+    InjectedState("messages")]`` gets that key. A key the state lacks leaves a parameter with a default
+    to its default, and otherwise fails the node with KeyError (AttributeError for a model).
 
     Args:
         field: the state key to give, or None for the whole state.
@@ -128,6 +128,19 @@ def _injections(tool: Any) -> dict[str, _Injection]:
     hints.update(_hints(schema) if isinstance(schema, type) else {})
     found = {name: _injection(hint) for name, hint in hints.items()}
     return {name: how for name, how in found.items() if how is not None}
+
+
+def _defaulted(tool: Any) -> set[str]:
+    """The parameters of ``tool`` (as :func:`_injections` reads it) that have a default."""
+    schema = getattr(tool, "args_schema", None)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return {name for name, f in schema.model_fields.items() if not f.is_required()}
+    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.default is not p.empty}
 
 
 def _injected_value(how: _Injection, state: Any, messages_key: str) -> Any:
@@ -217,6 +230,9 @@ class _Tool:
     def __init__(self, tool: Any) -> None:
         self.injected = _injections(tool)
         """The parameters the ToolNode fills (:class:`InjectedState`, :class:`InjectedStore`), by name."""
+        self.defaulted = _defaulted(tool) if self.injected else set()
+        """The parameters with a default: an ``InjectedState(key)`` one is left out when the state lacks
+        the key."""
         invoke = getattr(tool, "invoke", None)
         if isinstance(getattr(tool, "name", None), str) and callable(invoke):
             self.name: str = tool.name
@@ -428,16 +444,23 @@ class ToolNode:
         return ToolMessage(_content(output), name=name, tool_call_id=call_id)
 
     def _injected_args(self, tool: _Tool, args: Mapping[str, Any]) -> dict[str, Any]:
-        """The call's ``args`` with the injected parameters filled (a value the model gave them dropped).
+        """The call's ``args`` with the injected parameters filled (a value the model gave them dropped;
+        an ``InjectedState(key)`` parameter with a default left out when the state lacks the key).
 
         Raises:
             ValueError: an ``InjectedStore`` parameter and no store.
-            KeyError / AttributeError: an ``InjectedState(key)`` parameter and no such key in the state.
+            KeyError / AttributeError: an ``InjectedState(key)`` parameter without a default, and no such
+                key in the state.
         """
         state = _STATE.get(None)
-        given = {k: v for k, v in args.items() if k not in tool.injected}
-        filled = {k: _injected_value(how, state, self.messages_key) for k, how in tool.injected.items()}
-        return {**given, **filled}
+        filled = {k: v for k, v in args.items() if k not in tool.injected}
+        for name, how in tool.injected.items():
+            try:
+                filled[name] = _injected_value(how, state, self.messages_key)
+            except (KeyError, AttributeError):
+                if name not in tool.defaulted:
+                    raise
+        return filled
 
     def _handled(self, exc: Exception) -> str | None:
         """The error content for ``exc`` when ``handle_tool_errors`` handles it, else None."""

@@ -124,3 +124,28 @@ def test_graphq_tool_node_fills_langgraphs_markers() -> None:
         ("tool", "> hi", "c2"),
         ("tool", "{'city': 'paris'}", "c3"),
     ]
+
+
+def test_a_missing_key_is_the_default_or_a_key_error(lg: Imports) -> None:
+    """LangGraph: ``InjectedState("topic")`` of a state without ``topic`` leaves the parameter's default;
+    without a default the run fails with KeyError naming the key."""
+
+    @tool
+    def topic(topic: Annotated[str, lg.InjectedState("topic")] = "none") -> str:
+        """The topic."""
+        return f"topic {topic}"
+
+    @tool
+    def strict(topic: Annotated[str, lg.InjectedState("topic")]) -> str:
+        """The topic, required."""
+        return f"topic {topic}"
+
+    builder = lg.StateGraph(lg.MessagesState)
+    builder.add_node("tools", lg.ToolNode([topic, strict]))
+    builder.add_edge(lg.START, "tools")
+    graph = builder.compile()
+    call = {"name": "topic", "args": {"topic": "forged"}, "id": "t1"}
+    out = graph.invoke({"messages": [AIMessage("", tool_calls=[call], id="a1")]})
+    assert shown(out["messages"])[1:] == [("tool", "topic none", "t1")]
+    with pytest.raises(KeyError, match="'topic'"):
+        graph.invoke({"messages": [AIMessage("", tool_calls=[{**call, "name": "strict"}], id="a1")]})
