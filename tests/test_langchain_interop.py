@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+import redis
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
@@ -20,6 +21,7 @@ from langchain_core.runnables import RunnableLambda
 from graphcore import START, MessagesState, StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
+from graphcore.backend.redis_store import RedisStore
 from graphcore.backend.runs import RunStatus
 from graphcore.checkpoints.model import Checkpoint, task_id
 from graphcore.engine.registry import Registry
@@ -125,6 +127,26 @@ def test_create_react_agent_runs_in_process_and_on_the_queue(client: Client) -> 
             ("tool", "HI"),
             ("ai", "2 + 3 = 5; sunny in sf"),
         ]
+
+
+def test_injected_state_and_store_are_filled_on_the_queue(client: Client, redis_client: redis.Redis) -> None:
+    """On a burst worker, create_react_agent's tools get the state, its ``messages`` key (not the model's
+    forged value) and the workers' Redis store, as LangGraph's do in process
+    (tests/compat/test_injected.py)."""
+    RedisStore(redis_client).put(("users", "ann"), "city", {"city": "paris"})
+    run_id = client.enqueue("lc_injected", {"messages": [HumanMessage("hi", id="h1")]})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result is not None
+    assert [(m.type, m.content) for m in run.result["messages"]] == [
+        ("human", "hi"),
+        ("ai", ""),
+        ("tool", "2 messages, keys ['messages', 'remaining_steps']"),
+        ("tool", "> hi"),
+        ("tool", "{'city': 'paris'}"),
+        ("ai", "ok"),
+    ]
 
 
 def test_a_runnable_is_a_node_named_after_it() -> None:

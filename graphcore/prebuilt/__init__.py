@@ -1,5 +1,6 @@
-"""Prebuilt pieces for agent loops: LangGraph's ``ToolNode``, ``tools_condition`` and ``create_react_agent``
-(as in ``langgraph.prebuilt``) and graphq's agent-loop state, reducers and routers (DESIGN G8)."""
+"""Prebuilt pieces for agent loops: LangGraph's ``ToolNode``, ``tools_condition``, ``create_react_agent``,
+``InjectedState`` and ``InjectedStore`` (as in ``langgraph.prebuilt``) and graphq's agent-loop state,
+reducers and routers (DESIGN G8)."""
 
 from graphcore.prebuilt.agent import (
     AgentLoopState,
@@ -18,13 +19,15 @@ from graphcore.prebuilt.agent import (
     terminate_requested,
 )
 from graphcore.prebuilt.react_agent import AgentState, create_react_agent
-from graphcore.prebuilt.tool_node import ToolNode, tools_condition
+from graphcore.prebuilt.tool_node import InjectedState, InjectedStore, ToolNode, tools_condition
 
 __all__ = [
     "AgentLoopState",
     "AgentState",
     "Condition",
     "Decision",
+    "InjectedState",
+    "InjectedStore",
     "Spent",
     "ToolNode",
     "budget_exhausted",

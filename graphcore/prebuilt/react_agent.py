@@ -108,12 +108,12 @@ def _more_steps_needed(state: Any, reply: Any, direct: set[str]) -> bool:
     return (remaining < 1 and all_direct) or (remaining < 2 and bool(calls))
 
 
-def _check_options(model: Any, version: str, store: Any, deprecated: dict[str, Any]) -> None:
+def _check_options(model: Any, version: str, deprecated: dict[str, Any]) -> None:
     """Refuse what graphq's agent does not take.
 
     Raises:
-        ConfigError: a model name (``"provider:model"``) or a function choosing the model, a ``store``, an
-            unknown keyword (LangGraph's deprecated ``config_schema`` included), each named.
+        ConfigError: a model name (``"provider:model"``) or a function choosing the model, an unknown
+            keyword (LangGraph's deprecated ``config_schema`` included), each named.
         ValueError: ``version`` is not ``"v1"`` or ``"v2"`` (LangGraph's error).
     """
     if deprecated:
@@ -130,8 +130,6 @@ def _check_options(model: Any, version: str, store: Any, deprecated: dict[str, A
             "create_react_agent: model: a function choosing the model per call is not supported; pass the "
             f"chat model object (got {model!r})"
         )
-    if store is not None:
-        raise ConfigError("create_react_agent: store: graphq's compile takes no store; give none")
 
 
 def _bound(model: Any, tools: list[Any]) -> Any:
@@ -211,7 +209,8 @@ def create_react_agent(
             also names the model's replies (``AIMessage.name``), as LangGraph's.
         version: ``"v1"`` or ``"v2"``: LangGraph's tool node runs all calls in one task (v1) or one task
             per call (v2); graphq's ToolNode runs each call as its own task in both.
-        store: LangGraph's long-term store: not supported (ConfigError when given).
+        store: the long-term store (``StateGraph.compile``'s): what ``get_store()`` and an
+            ``InjectedStore`` tool argument get.
 
     Returns:
         The compiled graph: ``invoke({"messages": [...]})`` returns ``{"messages": [...]}`` (with the
@@ -220,9 +219,9 @@ def create_react_agent(
     Raises:
         TypeError: ``prompt`` is none of those; a tool is neither a function nor a tool object.
         ValueError: ``version`` is neither ``"v1"`` nor ``"v2"``.
-        ConfigError: ``model`` is a name or a function, ``store`` is given, or an unknown keyword.
+        ConfigError: ``model`` is a name or a function, or an unknown keyword.
     """
-    _check_options(model, version, store, deprecated_kwargs)
+    _check_options(model, version, deprecated_kwargs)
     if isinstance(tools, ToolNode):
         tool_node, builtin = tools, []
     else:  # dicts are the model's built-in tools: bound, not run
@@ -264,6 +263,7 @@ def create_react_agent(
     options: dict[str, Any] = {"name": name} if name is not None else {}
     return builder.compile(
         checkpointer=checkpointer,
+        store=store,
         interrupt_before=interrupt_before,
         interrupt_after=interrupt_after,
         debug=debug,

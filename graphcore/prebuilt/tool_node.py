@@ -5,16 +5,22 @@ graph (one ``Send`` per call), so they run in parallel, each may call ``interrup
 one request per asking call; answered calls go on, finished ones are not run again), and on the queue a
 call that finished survives a crash of its siblings' worker as pending writes. Its results are
 :class:`~graphcore.messages.ToolMessage` objects in the order of the calls.
+
+A tool parameter annotated ``Annotated[dict, InjectedState]`` (the graph's state), ``Annotated[list,
+InjectedState("messages")]`` (one key of it) or ``Annotated[Any, InjectedStore()]`` (the run's long-term
+store) is filled by the ToolNode, as LangGraph's: the model never sees it (a LangChain tool leaves it out of
+its schema) and a value the model gives for it is dropped.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import BaseModel, ValidationError, create_model
 from typing_extensions import TypedDict
@@ -23,11 +29,23 @@ from graphcore.engine.builder import StateGraph
 from graphcore.engine.executor import INTERRUPT_KEY
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
+from graphcore.engine.runtime import run_store
 from graphcore.errors import NodeError
 from graphcore.messages import ToolCall, ToolMessage
 from graphcore.types import END, START, Command, Send
 
-__all__ = ["ToolNode", "tools_condition"]
+if TYPE_CHECKING:
+    from langchain_core.tools import InjectedToolArg
+else:
+    try:  # so that a LangChain tool leaves an injected parameter out of the model's schema
+        from langchain_core.tools import InjectedToolArg
+    except ImportError:
+
+        class InjectedToolArg:
+            """langchain-core's marker of a tool parameter the model does not give (langchain-core absent)."""
+
+
+__all__ = ["InjectedState", "InjectedStore", "ToolNode", "tools_condition"]
 
 INVALID_TOOL = "Error: {name} is not a valid tool, try one of [{names}]."
 INVALID_ARGS = (
@@ -38,6 +56,114 @@ TOOL_ERROR = "Error: {error!r}\n Please fix your mistakes."
 """Error contents, worded as LangGraph's ``ToolNode`` words them."""
 
 ErrorHandling: TypeAlias = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
+
+_STATE: contextvars.ContextVar[Any] = contextvars.ContextVar("graphq_tool_node_state")
+"""The state the running ToolNode was given: what its calls' ``InjectedState`` parameters get."""
+
+
+class InjectedState(InjectedToolArg):
+    """Marks a tool parameter the :class:`ToolNode` fills with the graph's state (LangGraph's).
+
+    ``state: Annotated[dict, InjectedState]`` gets the whole state (the node's input: a dict, a model, or
+    ``{messages_key: list}`` when the ToolNode was given a list); ``messages: Annotated[list,
+    InjectedState("messages")]`` gets that key. A key the state lacks leaves a parameter with a default
+    to its default, and otherwise fails the node with KeyError (AttributeError for a model).
+
+    Args:
+        field: the state key to give, or None for the whole state.
+    """
+
+    def __init__(self, field: str | None = None) -> None:
+        self.field = field
+
+
+class InjectedStore(InjectedToolArg):
+    """Marks a tool parameter the :class:`ToolNode` fills with the run's long-term store (LangGraph's):
+    ``store: Annotated[Any, InjectedStore()]`` gets the graph's ``compile(store=...)``, on the queue the
+    workers' Redis store. Calling such a tool in a graph without a store raises ValueError."""
+
+
+_Injection: TypeAlias = tuple[Literal["state", "store"], str | None]
+"""What a tool parameter is filled with: ``("state", key or None)`` or ``("store", None)``."""
+
+
+def _marker(meta: Any) -> _Injection | None:
+    """The injection an ``Annotated`` metadata item asks for (graphq's or LangGraph's markers, matched by
+    class name), or None."""
+    cls = meta if isinstance(meta, type) else type(meta)
+    names = {c.__name__ for c in cls.__mro__}
+    if "InjectedStore" in names:
+        return ("store", None)
+    if "InjectedState" in names:
+        return ("state", None if isinstance(meta, type) else getattr(meta, "field", None))
+    return None
+
+
+def _injection(hint: Any) -> _Injection | None:
+    """The injection a parameter's annotation asks for: an ``Annotated`` marker, also inside a union."""
+    origin = typing.get_origin(hint)
+    if origin is Annotated:
+        found = [m for m in map(_marker, hint.__metadata__) if m is not None]
+        return found[0] if found else _injection(typing.get_args(hint)[0])
+    if origin is Union or isinstance(hint, types.UnionType):
+        found = [m for m in map(_injection, typing.get_args(hint)) if m is not None]
+        return found[0] if found else None
+    return None
+
+
+def _hints(obj: Any) -> dict[str, Any]:
+    """``obj``'s annotations with their ``Annotated`` extras (none when they do not resolve)."""
+    try:
+        return typing.get_type_hints(obj, include_extras=True)
+    except Exception:
+        return {}
+
+
+def _injections(tool: Any) -> dict[str, _Injection]:
+    """The parameters of ``tool`` (a function, or a LangChain tool's function and ``args_schema``) that
+    the ToolNode fills, by name."""
+    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool
+    schema = getattr(tool, "args_schema", None)
+    hints = _hints(func) if callable(func) else {}
+    hints.update(_hints(schema) if isinstance(schema, type) else {})
+    found = {name: _injection(hint) for name, hint in hints.items()}
+    return {name: how for name, how in found.items() if how is not None}
+
+
+def _defaulted(tool: Any) -> set[str]:
+    """The parameters of ``tool`` (as :func:`_injections` reads it) that have a default."""
+    schema = getattr(tool, "args_schema", None)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return {name for name, f in schema.model_fields.items() if not f.is_required()}
+    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.default is not p.empty}
+
+
+def _injected_value(how: _Injection, state: Any, messages_key: str) -> Any:
+    """The value of one injected parameter (see :class:`InjectedState`, :class:`InjectedStore`).
+
+    Raises:
+        ValueError: a store is asked for and the graph has none.
+        KeyError / AttributeError: the state lacks the asked key.
+    """
+    kind, key = how
+    if kind == "store":
+        store = run_store()
+        if store is None:
+            raise ValueError(
+                "Cannot inject store into tools with InjectedStore annotations - please compile your graph "
+                "with a store."
+            )
+        return store
+    if isinstance(state, list):
+        state = {messages_key: state}
+    if key is None:
+        return state
+    return state[key] if isinstance(state, Mapping) else getattr(state, key)
 
 
 def _last_messages(state: Any, messages_key: str) -> list[Any]:
@@ -102,6 +228,11 @@ class _Tool:
     ToolMessage (with the call's id, an ``artifact``, an injected tool call id...)."""
 
     def __init__(self, tool: Any) -> None:
+        self.injected = _injections(tool)
+        """The parameters the ToolNode fills (:class:`InjectedState`, :class:`InjectedStore`), by name."""
+        self.defaulted = _defaulted(tool) if self.injected else set()
+        """The parameters with a default: an ``InjectedState(key)`` one is left out when the state lacks
+        the key."""
         invoke = getattr(tool, "invoke", None)
         if isinstance(getattr(tool, "name", None), str) and callable(invoke):
             self.name: str = tool.name
@@ -113,8 +244,13 @@ class _Tool:
         if not callable(tool) or not getattr(tool, "__name__", None):
             raise TypeError(f"a tool is a named function or has .name and .invoke(args); got {tool!r}")
         self.name = tool.__name__
-        model = _args_model(tool)
-        self.run = lambda call: tool(**_validated(model, call.get("args", {})))
+        model = _args_model(tool, skip=set(self.injected))
+        self.run = lambda call: tool(**self._plain_args(model, call.get("args", {})))
+
+    def _plain_args(self, model: type[BaseModel], args: dict[str, Any]) -> dict[str, Any]:
+        """A plain function's keyword arguments: the model's, validated; the injected ones as they are."""
+        given = {k: v for k, v in args.items() if k not in self.injected}
+        return {**_validated(model, given), **{k: v for k, v in args.items() if k in self.injected}}
 
 
 def _is_langchain_tool(tool: Any) -> bool:
@@ -124,15 +260,15 @@ def _is_langchain_tool(tool: Any) -> bool:
     )
 
 
-def _args_model(fn: Callable[..., Any]) -> type[BaseModel]:
-    """A pydantic model of ``fn``'s keyword parameters (``Any`` where unannotated)."""
+def _args_model(fn: Callable[..., Any], skip: set[str]) -> type[BaseModel]:
+    """A pydantic model of ``fn``'s keyword parameters (``Any`` where unannotated), but those in ``skip``."""
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # an annotation that does not resolve: leave that argument unchecked
         hints = {}
     fields: dict[str, Any] = {}
     for p in inspect.signature(fn).parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in skip:
             continue
         fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
     return create_model(f"{fn.__name__}_args", **fields)
@@ -237,7 +373,11 @@ class ToolNode:
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         if last_ai is None:
             raise ValueError("no AIMessage found in the input")
-        results = self._run_calls([dict(c) for c in getattr(last_ai, "tool_calls", [])])
+        token = _STATE.set(state)
+        try:
+            results = self._run_calls([dict(c) for c in getattr(last_ai, "tool_calls", [])])
+        finally:
+            _STATE.reset(token)
         if any(isinstance(r, Command) for r in results):  # LangGraph's: each call's Command or messages
             return [r if isinstance(r, Command) else self._update([r], state) for r in results]
         return self._update(results, state)
@@ -282,6 +422,8 @@ class ToolNode:
         if tool is None:
             content = INVALID_TOOL.format(name=name, names=", ".join(self.tools_by_name))
             return ToolMessage(content, name=name, tool_call_id=call_id, status="error")
+        if tool.injected:
+            args = self._injected_args(tool, args)
         try:
             output = tool.run({"name": name, "args": args, "id": call_id})
             if inspect.isawaitable(output):  # an async def tool: awaited on graphq's loop for this thread
@@ -300,6 +442,25 @@ class ToolNode:
         if isinstance(output, ToolMessage):
             return output.model_copy(update={"content": _content(output.content)})
         return ToolMessage(_content(output), name=name, tool_call_id=call_id)
+
+    def _injected_args(self, tool: _Tool, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's ``args`` with the injected parameters filled (a value the model gave them dropped;
+        an ``InjectedState(key)`` parameter with a default left out when the state lacks the key).
+
+        Raises:
+            ValueError: an ``InjectedStore`` parameter and no store.
+            KeyError / AttributeError: an ``InjectedState(key)`` parameter without a default, and no such
+                key in the state.
+        """
+        state = _STATE.get(None)
+        filled = {k: v for k, v in args.items() if k not in tool.injected}
+        for name, how in tool.injected.items():
+            try:
+                filled[name] = _injected_value(how, state, self.messages_key)
+            except (KeyError, AttributeError):
+                if name not in tool.defaulted:
+                    raise
+        return filled
 
     def _handled(self, exc: Exception) -> str | None:
         """The error content for ``exc`` when ``handle_tool_errors`` handles it, else None."""

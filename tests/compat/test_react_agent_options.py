@@ -1,7 +1,8 @@
 """``create_react_agent``'s options (issue 23, section 3): prompt forms, ``name``, ``response_format``,
 ``pre_model_hook`` / ``post_model_hook``, ``return_direct`` tools, ``version``, ``context_schema``,
-``interrupt_before``; each case runs with ``langgraph.prebuilt``'s and with graphq's. What graphq does not
-take (a model name, a store, an unknown keyword) is refused with a ConfigError naming it."""
+``interrupt_before``, ``store``; each case runs with ``langgraph.prebuilt``'s and with graphq's. What graphq
+does not take (a model name, a function choosing the model, an unknown keyword) is refused with a
+ConfigError naming it."""
 
 from __future__ import annotations
 
@@ -252,12 +253,33 @@ def test_interrupt_before_tools_pauses_the_agent(lg: Imports) -> None:
     assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai"]
 
 
+def test_store_is_the_graphs_store(lg: Imports) -> None:
+    """LangGraph: ``store=`` is given to ``compile``: the agent's ``store`` and its tools' ``get_store()``."""
+    store = lg.InMemoryStore()
+    store.put(("user",), "city", {"city": "paris"})
+
+    @tool
+    def favourite() -> str:
+        """Read the user's favourite city from the store."""
+        return str(lg.get_store().get(("user",), "city").value["city"])
+
+    calls = AIMessage("", id="a1", tool_calls=[{"name": "favourite", "args": {}, "id": "c1"}])
+    agent = lg.create_react_agent(model(calls, AIMessage("done", id="a2")), [favourite], store=store)
+    out = agent.invoke(QUESTION)
+    assert agent.store is store
+    assert shown(out["messages"]) == [
+        ("human", "weather?", None),
+        ("ai", "", None),
+        ("tool", "paris", "favourite"),
+        ("ai", "done", None),
+    ]
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"model": "openai:gpt-4o"}, "create_react_agent: model 'openai:gpt-4o': a model name needs"),
         ({"model": lambda state, runtime: None}, "create_react_agent: model: a function choosing the model"),
-        ({"store": object()}, "create_react_agent: store: graphq's compile takes no store; give none"),
         ({"config_schema": dict}, r"create_react_agent: unknown keyword argument\(s\) \['config_schema'\]"),
     ],
 )

@@ -7,7 +7,9 @@ a step answers the same. ``lc_command`` runs a tool that returns a ``Command`` (
 ``lc_react`` is graphq's ``create_react_agent`` of a scripted fake chat model and the same tools;
 ``lc_tokens`` a chat model streaming its reply, then a node writing messages (``stream_mode="messages"``);
 ``lc_react_hooks`` the agent with a pre- and a post-model hook and a structured response; ``lc_pushed`` a node
-that pushes two messages (``push_message``) and returns a third."""
+that pushes two messages (``push_message``) and returns a third; ``lc_injected`` the agent with tools given
+the state, one key of it (``InjectedState``) and the store (``InjectedStore``: the workers' Redis store on
+the queue)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
 from graphcore import END, START, Command, MessagesState, StateGraph, push_message
-from graphcore.prebuilt import ToolNode, create_react_agent, tools_condition
+from graphcore.prebuilt import InjectedState, InjectedStore, ToolNode, create_react_agent, tools_condition
 
 
 class ToolCallingFakeModel(FakeMessagesListChatModel):
@@ -204,3 +206,34 @@ _p = StateGraph(MessagesState)
 _p.add_node("pushing", pushing)
 _p.add_edge(START, "pushing")
 lc_pushed = _p.compile(name="lc_pushed")
+
+
+@tool
+def count(state: Annotated[dict[str, Any], InjectedState]) -> str:
+    """Count the messages."""
+    return f"{len(state['messages'])} messages, keys {sorted(state)}"
+
+
+@tool
+def first(prefix: str, messages: Annotated[list[Any], InjectedState("messages")]) -> str:
+    """The first message's text."""
+    return f"{prefix}{messages[0].content}"
+
+
+@tool
+def recall(user: str, store: Annotated[Any, InjectedStore()]) -> str:
+    """A user's favourite city."""
+    item = store.get(("users", user), "city")
+    return str(item.value if item else None)
+
+
+INJECTED_CALLS = [
+    {"name": "count", "args": {}, "id": "c1"},
+    {"name": "first", "args": {"prefix": "> ", "messages": ["forged"]}, "id": "c2"},
+    {"name": "recall", "args": {"user": "ann"}, "id": "c3"},
+]
+lc_injected = create_react_agent(
+    ScriptedModel(responses=[AIMessage("", tool_calls=INJECTED_CALLS), AIMessage("ok")]),
+    [count, first, recall],
+    name="lc_injected",
+)
