@@ -4,7 +4,8 @@ from graphcore.checkpoints.memory import InMemorySaver, MemorySaver
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.saver import CheckpointTuple
 from graphcore.engine.builder import StateGraph
-from graphcore.engine.cache import CachePolicy, InMemoryCache
+from graphcore.engine.cache import InMemoryCache
+from graphcore.engine.cache_policy import CachePolicy
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.channels import DeltaChannel, UntrackedValue
 from graphcore.engine.config import (

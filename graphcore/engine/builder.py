@@ -11,7 +11,8 @@ from typing import Any, cast
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.checkpoints.store_base import BaseStore
 from graphcore.engine import params
-from graphcore.engine.cache import CachePolicy, check_cache, check_policy
+from graphcore.engine.cache import check_cache
+from graphcore.engine.cache_policy import CachePolicy, check_policy
 from graphcore.engine.checkpointer import check_checkpointer, check_store
 from graphcore.engine.compiled import DEFAULT_ERROR_HANDLER, ERROR_HANDLER_PREFIX, Branch, NodeSpec
 from graphcore.engine.executor import CompiledGraph

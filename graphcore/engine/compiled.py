@@ -23,7 +23,7 @@ from graphcore.errors import ConfigError, InvalidUpdateError
 from graphcore.types import START, PendingTask
 
 if TYPE_CHECKING:
-    from graphcore.engine.cache import CachePolicy
+    from graphcore.engine.cache_policy import CachePolicy
 
 __all__ = [
     "DEFAULT_ERROR_HANDLER",
