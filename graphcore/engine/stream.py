@@ -334,6 +334,7 @@ class StepView:
         replayed: Collection[str],
         shows: MessagesHandler | None = None,
         ns: str = "",
+        metadata: Mapping[str, Any] | None = None,
     ):
         self.graph, self.modes, self.cp, self.replayed = graph, modes, cp, replayed
         wanted = _wants(modes, "updates", "tasks", "debug")
@@ -344,7 +345,8 @@ class StepView:
         )
         self.shows = shows  # the run's `messages` handler: a task's written messages, as it finishes
         self.known = known_ids(cp.channel_values) if shows is not None else set()
-        self.tasks = step_metadata(cp, ns) if shows is not None else {}
+        tasks = step_metadata(cp, ns) if shows is not None else {}
+        self.tasks = {tid: {**(metadata or {}), **labels} for tid, labels in tasks.items()}
         self.live = self.sink is not None or self.parts is not None or shows is not None
 
     def finished(self, r: TaskWrites) -> None:
@@ -376,10 +378,13 @@ def step_view(
     replayed: Collection[str],
     shows: MessagesHandler | None = None,
     ns: str = "",
+    metadata: Mapping[str, Any] | None = None,
 ) -> StepView | None:
     """A :class:`StepView` for the step after ``cp``, None when the run streams nothing (``invoke``);
-    ``shows``: the run's ``messages`` handler, if it streams them; ``ns``: the graph's namespace."""
-    return StepView(graph, modes, cp, replayed, shows, ns) if modes else None
+    ``shows``: the run's ``messages`` handler, if it streams them; ``ns``: the graph's namespace;
+    ``metadata``: the run config's, shown with each task's in the metadata of the messages it writes
+    (LangGraph's)."""
+    return StepView(graph, modes, cp, replayed, shows, ns, metadata) if modes else None
 
 
 R = TypeVar("R")
