@@ -50,6 +50,7 @@ __all__ = [
     "last_writer",
     "request_ahead",
     "subgraph_config",
+    "task_result",
     "update_checkpoint",
     "update_state",
 ]
@@ -254,6 +255,16 @@ def _task_state(
     return _snapshot(sub, head, live=True, recurse=True, parents={**parents, at.ns: cp.id})
 
 
+def task_result(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """A finished task's writes as LangGraph shows its ``result`` (``tasks[i].result``, the ``tasks``
+    stream): channel → value written, ``{"$writes": [...]}`` (in order) for a channel written several
+    times."""
+    grouped: dict[str, list[Any]] = {}
+    for key, value in writes:
+        grouped.setdefault(key, []).append(value)
+    return {key: values[0] if len(values) == 1 else {"$writes": values} for key, values in grouped.items()}
+
+
 def _snapshot(
     at: _At, cp: Checkpoint, *, live: bool, recurse: bool, parents: Mapping[str, str]
 ) -> StateSnapshot:
@@ -274,7 +285,7 @@ def _snapshot(
         pushes += pending.send
         state = _task_state(at, cp, pending.node, tid, recurse, parents)
         asked = tuple(tw.interrupts) if tw is not None else ()
-        result = dict(tw.writes) if tw is not None and ok else None
+        result = task_result(tw.writes) if tw is not None and ok else None
         error = errors.get(tid)  # it failed (LangGraph's: kept when a later try wrote, as in the history)
         tasks.append(PregelTask(tid, pending.node, path, error, asked, state, result))
         if ok and tw is not None:

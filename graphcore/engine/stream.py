@@ -41,7 +41,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.durability import ExitStore
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
-from graphcore.engine.snapshot import subgraph_config
+from graphcore.engine.snapshot import subgraph_config, task_result
 from graphcore.engine.task_metadata import step_metadata
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
@@ -573,15 +573,8 @@ def task_payload(tw: TaskWrites) -> dict[str, Any]:
     """A finished (or paused) task as the ``tasks`` mode shows it (LangGraph's): id, node name, error
     (None: a failed task raises instead), result (channel → value written; ``{"$writes": [...]}`` for a
     channel written several times), interrupts (``[{"value", "id"}]``)."""
-    result: dict[str, Any] = {}
-    for key, value in tw.writes:
-        if key in result:
-            before = result[key]
-            many = isinstance(before, dict) and isinstance(before.get("$writes"), list)
-            result[key] = {"$writes": [*(before["$writes"] if many else [before]), value]}
-        else:
-            result[key] = value
     interrupts = [{"value": i.value, "id": i.id} for i in tw.interrupts]
+    result = task_result(tw.writes)
     return {"id": tw.task_id, "name": tw.node, "error": None, "result": result, "interrupts": interrupts}
 
 
