@@ -586,7 +586,7 @@ def apply_input(
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     seen = values if remaining is None else graph.schema.with_managed(values, remaining)
     goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, seen)]
-    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
+    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto + _input_goto(graph, input))], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": source, "step": step, "writes": [START]}
     return Checkpoint(
@@ -600,6 +600,21 @@ def apply_input(
         barriers,
         meta,
     )
+
+
+def _input_goto(graph: GraphSpec, input: Any) -> list[PendingTask]:
+    """The tasks an input ``Command(goto=...)`` adds to the entry nodes (LangGraph's).
+
+    Raises:
+        InvalidUpdateError: a goto to a node the graph does not have, named.
+    """
+    if not isinstance(input, Command):
+        return []
+    targets = _as_list(input.goto)
+    unknown = [t for t in targets if (t.node if isinstance(t, Send) else t) not in graph.nodes]
+    if unknown:
+        raise InvalidUpdateError(f"input Command(goto=...) to unknown node(s) {unknown}")
+    return [_goto(t) for t in targets]
 
 
 def input_checkpoint(
