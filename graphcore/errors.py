@@ -309,27 +309,40 @@ def node_error(node: str, error: BaseException, router: str | None = None, attem
 
 
 class NodeTimeoutError(PermanentError):
-    """A node's try ran longer than the ``timeout`` set on ``add_node`` (G10), or went its ``idle_timeout``
-    without progress; its task's cancel token was set.
+    """A node's try ran longer than the ``timeout`` set on ``add_node`` (G10) or on the task's ``Send``, or
+    went its ``idle_timeout`` without progress; its task's cancel token was set.
 
     Attributes:
         node: the node's name.
-        timeout_s: the timeout it exceeded, in seconds.
+        timeout_s: the timeout it exceeded, in seconds (LangGraph's ``timeout``, also readable as that).
         kind: ``"run"`` (the cap on a try) or ``"idle"`` (no progress), as LangGraph's.
+        run_timeout: the try's cap in seconds, None without one (LangGraph's).
+        idle_timeout: the try's idle timeout in seconds, None without one (LangGraph's).
         reason: what the try's cancel token says (the message without where it was set).
     """
 
-    def __init__(self, node: str, timeout_s: float, kind: str = "run") -> None:
+    def __init__(
+        self,
+        node: str,
+        timeout_s: float,
+        kind: str = "run",
+        *,
+        run_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        set_on: str = "add_node",
+    ) -> None:
         shown = f"{timeout_s:g}"  # as it was set: timeout=1, not 1.0
         if kind == "idle":
             self.reason = f"node {node!r} made no progress for {shown} s"
-            super().__init__(f"{self.reason} (TimeoutPolicy(idle_timeout={shown}) set on add_node)")
+            super().__init__(f"{self.reason} (TimeoutPolicy(idle_timeout={shown}) set on {set_on})")
         else:
             self.reason = f"node {node!r} timed out after {shown} s"
-            super().__init__(f"{self.reason} (timeout={shown} set on add_node)")
+            super().__init__(f"{self.reason} (timeout={shown} set on {set_on})")
         self.node = node
-        self.timeout_s = timeout_s
+        self.timeout_s = self.timeout = timeout_s
         self.kind = kind
+        self.run_timeout = timeout_s if kind == "run" else run_timeout
+        self.idle_timeout = timeout_s if kind == "idle" else idle_timeout
 
 
 class UnknownWorkflowError(PermanentError):

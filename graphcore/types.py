@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-__all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
+__all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send", "TimeoutPolicy"]
 
 START = "__start__"
 """Virtual source node: edges from START pick the entry node(s)."""
@@ -19,15 +20,40 @@ END = "__end__"
 
 
 @dataclass(frozen=True)
+class TimeoutPolicy:
+    """LangGraph's ``TimeoutPolicy``: ``run_timeout`` caps each try of a node, ``idle_timeout`` ends a try
+    that makes no progress for that long (seconds or a ``timedelta``, see :mod:`graphcore.engine.timeouts`);
+    ``refresh_on`` says what progress is: ``"auto"`` (stream writes and heartbeats) or ``"heartbeat"``.
+    """
+
+    run_timeout: float | timedelta | None = None
+    idle_timeout: float | timedelta | None = None
+    refresh_on: Literal["auto", "heartbeat"] = "auto"
+
+
+@dataclass(frozen=True)
 class Send:
     """Schedule one task of ``node`` in the next super-step with ``arg`` as its input (G4, map-reduce).
 
     Each Send is its own task, even when several name the same node; the node receives ``arg`` instead of
-    the graph state.
+    the graph state. ``timeout`` (keyword only), as LangGraph's: this task's timeout instead of the node's,
+    as a :class:`TimeoutPolicy` (seconds or a ``timedelta`` are its ``run_timeout``); it is stored with the
+    task, so a queued run keeps it. Its values are checked when the Send is scheduled
+    (:class:`~graphcore.errors.ConfigError` naming the node).
     """
 
     node: str
     arg: Any
+    timeout: TimeoutPolicy | float | timedelta | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not isinstance(self.timeout, TimeoutPolicy):
+            object.__setattr__(self, "timeout", TimeoutPolicy(run_timeout=self.timeout))
+
+    def __repr__(self) -> str:
+        """LangGraph's: ``Send(node='a', arg=1)``, with ``timeout=...`` when set."""
+        shown = "" if self.timeout is None else f", timeout={self.timeout!r}"
+        return f"Send(node={self.node!r}, arg={self.arg!r}{shown})"
 
 
 if TYPE_CHECKING:
@@ -93,11 +119,13 @@ class PendingTask:
         node: the node to run.
         send: True when the task came from a :class:`Send`; the node then receives ``arg``.
         arg: the Send's payload (None for state-triggered tasks).
+        timeout: the Send's timeout, used instead of the node's (None: the node's).
     """
 
     node: str
     send: bool = False
     arg: Any = None
+    timeout: TimeoutPolicy | float | timedelta | None = None
 
 
 @dataclass(frozen=True)

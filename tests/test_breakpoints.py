@@ -304,7 +304,12 @@ def test_the_queue_takes_langgraphs_config(client: Client) -> None:
     work(client)
     done = ended(client, run_id)
     assert (done.thread_id, done.result) == ("t-9", {"items": ["t-9/ada/5/['n']"]})
-    assert done.config == {"configurable": {"user": "ada"}, "tags": ["n"], "max_super_steps": 4}
+    assert done.config == {  # thread_id copied into the metadata, as LangGraph's ensure_config does
+        "configurable": {"user": "ada"},
+        "metadata": {"thread_id": "t-9"},
+        "tags": ["n"],
+        "max_super_steps": 4,
+    }
     limited = client.enqueue("three_steps", {"items": []}, config={"recursion_limit": 3})
     work(client)
     failed = ended(client, limited)

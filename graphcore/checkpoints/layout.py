@@ -233,6 +233,13 @@ def prune(
     return dropped
 
 
+def _task_entry(task: PendingTask, arg: Any) -> list[Any]:
+    """A scheduled task as stored: ``[node, send, arg]``, and its Send's timeout when it has one (entries
+    written before Sends had timeouts have three items)."""
+    entry = [task.node, task.send, arg]
+    return entry if task.timeout is None else [*entry, task.timeout]
+
+
 def _record_bytes(cp: Checkpoint, refs: dict[str, Ref]) -> bytes:
     fields = {
         "v": FORMAT_VERSION,
@@ -244,7 +251,7 @@ def _record_bytes(cp: Checkpoint, refs: dict[str, Ref]) -> bytes:
         "channel_versions": cp.channel_versions,
         "versions_seen": cp.versions_seen,
         "barriers": cp.barriers,
-        "next_tasks": [[t.node, t.send, t.arg] for t in cp.next_tasks],
+        "next_tasks": [_task_entry(t, t.arg) for t in cp.next_tasks],
         "refs": refs,
     }
     return serde.dumps(fields, path="checkpoint")
@@ -277,7 +284,7 @@ def to_checkpoint(record: Record, values: dict[str, Any]) -> Checkpoint:
         channel_values=values,
         channel_versions=f["channel_versions"],
         versions_seen=f["versions_seen"],
-        next_tasks=[PendingTask(n, s, a) for n, s, a in f["next_tasks"]],
+        next_tasks=[PendingTask(*entry) for entry in f["next_tasks"]],
         barriers=f["barriers"],
         metadata=f["metadata"],
         created_at=f["created_at"],
@@ -288,7 +295,7 @@ def to_checkpoint(record: Record, values: dict[str, Any]) -> Checkpoint:
 def encode_writes(tw: TaskWrites) -> bytes:
     """Serialise a task's pending writes; errors name the state path of the bad value."""
     writes = [[key, serde.dumps(value, path=f"state.{key}")] for key, value in tw.writes]
-    goto = [[t.node, t.send, serde.dumps(t.arg, path=f"send.{t.node}")] for t in tw.goto]
+    goto = [_task_entry(t, serde.dumps(t.arg, path=f"send.{t.node}")) for t in tw.goto]
     interrupts = [serde.dumps(i, path=f"interrupt.{tw.node}") for i in tw.interrupts]
     resume = serde.dumps(tw.resume, path=f"resume.{tw.node}")
     return serde.dumps([tw.task_id, tw.node, writes, goto, interrupts, resume], path="writes")
@@ -301,7 +308,7 @@ def decode_writes(data: bytes) -> TaskWrites:
         task_id,
         node,
         [(k, serde.loads(v)) for k, v in writes],
-        [PendingTask(n, s, serde.loads(a)) for n, s, a in goto],
+        [PendingTask(n, s, serde.loads(a), *timeout) for n, s, a, *timeout in goto],
         [serde.loads(i) for i in interrupts],
         serde.loads(resume),
     )

@@ -99,7 +99,7 @@ from pydantic import BaseModel
 from graphcore import messages
 from graphcore.errors import ConfigError, SerializationError
 from graphcore.settings import class_entries, get_settings
-from graphcore.types import Command, Interrupt, Overwrite, Send
+from graphcore.types import Command, Interrupt, Overwrite, Send, TimeoutPolicy
 
 __all__ = [
     "ALLOWED_CLASSES_SETTING",
@@ -868,7 +868,7 @@ def loads(data: bytes) -> Any:
 
 
 # graphq's own values found in pending writes and events (a Command: a tool's, in ToolNode's inner graph)
-allow_classes(Interrupt, Overwrite, Command, Send)
+allow_classes(Interrupt, Overwrite, Command, Send, TimeoutPolicy)
 # Messages graphq stored before code 14: its own classes as pydantic models (code 12), by their old names.
 _MODELS.update(
     (("graphcore.messages", name), messages.MESSAGE_CLASSES[kind])

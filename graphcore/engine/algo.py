@@ -44,6 +44,7 @@ from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
 from graphcore.engine.task_metadata import PULL, langgraph_metadata, task_paths
+from graphcore.engine.timeouts import IdleTimeout, Timeout, node_timeouts
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
@@ -60,6 +61,7 @@ __all__ = [
     "prepare_tasks",
     "run_task",
     "start_run",
+    "task_spec",
     "with_pushed",
 ]
 
@@ -74,6 +76,7 @@ class Task:
         input: the state view, or the Send's argument.
         index: position in the step; writes apply in this order.
         path: LangGraph's ``langgraph_path`` of the task (:func:`~graphcore.engine.task_metadata.task_paths`).
+        timeout: its Send's timeout, used instead of the node's (None: the node's; :func:`task_spec`).
     """
 
     id: str
@@ -81,6 +84,25 @@ class Task:
     input: Any
     index: int
     path: tuple[Any, ...] = ()
+    timeout: Timeout = None
+
+
+def task_spec(graph: GraphSpec, task: Task) -> NodeSpec:
+    """The node of ``task`` as the task runs it: with its Send's timeout instead of the node's, if any."""
+    spec = graph.nodes[task.node]
+    if task.timeout is None:
+        return spec
+    timeout_s, idle = send_timeouts(task.node, task.timeout)
+    return dataclasses.replace(spec, timeout_s=timeout_s, idle=idle)
+
+
+def send_timeouts(node: str, timeout: Timeout) -> tuple[float | None, IdleTimeout | None]:
+    """A Send's ``timeout`` to ``node`` as :func:`~graphcore.engine.timeouts.node_timeouts` gives it.
+
+    Raises:
+        ConfigError: a timeout LangGraph's ``TimeoutPolicy`` refuses; the message names the Send's node.
+    """
+    return node_timeouts(f"Send(node={node!r}, timeout=...)", timeout)
 
 
 def prepare_tasks(graph: GraphSpec, cp: Checkpoint, remaining: int | None = None) -> list[Task]:
@@ -97,7 +119,9 @@ def prepare_tasks(graph: GraphSpec, cp: Checkpoint, remaining: int | None = None
     for index, (pending, path) in enumerate(zip(cp.next_tasks, task_paths(cp), strict=True)):
         reads = None if pending.send else graph.nodes[pending.node].reads
         arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(values)
-        tasks.append(Task(task_id(cp.id, index, pending.node), pending.node, arg, index, path))
+        tasks.append(
+            Task(task_id(cp.id, index, pending.node), pending.node, arg, index, path, pending.timeout)
+        )
     return tasks
 
 
@@ -130,7 +154,9 @@ def _apply(
 
 def _goto(target: str | Send) -> PendingTask:
     if isinstance(target, Send):
-        return PendingTask(target.node, send=True, arg=target.arg)
+        if target.timeout is not None:
+            send_timeouts(target.node, target.timeout)  # bad values fail where the Send is scheduled
+        return PendingTask(target.node, send=True, arg=target.arg, timeout=target.timeout)
     return PendingTask(target)
 
 
@@ -511,7 +537,7 @@ def _tracked_sends(untracked: frozenset[str], tasks: list[PendingTask]) -> list[
     """``tasks`` with the untracked keys taken out of each ``Send``'s dict argument (and of an input
     checkpoint's ``__start__`` task's input)."""
     return [
-        PendingTask(t.node, t.send, {k: v for k, v in t.arg.items() if k not in untracked})
+        dataclasses.replace(t, arg={k: v for k, v in t.arg.items() if k not in untracked})
         if (t.send or t.node == START) and isinstance(t.arg, dict)
         else t
         for t in tasks
@@ -560,7 +586,7 @@ def apply_input(
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     seen = values if remaining is None else graph.schema.with_managed(values, remaining)
     goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, seen)]
-    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto)], {})
+    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto + _input_goto(graph, input))], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": source, "step": step, "writes": [START]}
     return Checkpoint(
@@ -574,6 +600,21 @@ def apply_input(
         barriers,
         meta,
     )
+
+
+def _input_goto(graph: GraphSpec, input: Any) -> list[PendingTask]:
+    """The tasks an input ``Command(goto=...)`` adds to the entry nodes (LangGraph's).
+
+    Raises:
+        InvalidUpdateError: a goto to a node the graph does not have, named.
+    """
+    if not isinstance(input, Command):
+        return []
+    targets = _as_list(input.goto)
+    unknown = [t for t in targets if (t.node if isinstance(t, Send) else t) not in graph.nodes]
+    if unknown:
+        raise InvalidUpdateError(f"input Command(goto=...) to unknown node(s) {unknown}")
+    return [_goto(t) for t in targets]
 
 
 def input_checkpoint(

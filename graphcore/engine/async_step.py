@@ -35,6 +35,7 @@ from graphcore.engine.algo import (
     route_values,
     router_errors,
     task_setup,
+    task_spec,
     with_pushed,
 )
 from graphcore.engine.cancel import CancelToken
@@ -305,7 +306,7 @@ async def arun_task(
     ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
     with node_run(ctx, task.input) as shown, task_context(ctx):
         try:
-            spec = graph.nodes[task.node]
+            spec = task_spec(graph, task)
             if task.node in graph.async_nodes:
                 output = await call_node(spec, task, ctx.config)
             else:

@@ -433,6 +433,7 @@ def _graphq_keys(layer: Mapping[str, Any]) -> dict[str, Any]:
     """
     data = dict(layer)
     conf = data.get("configurable")
+    _propagate_to_metadata(data, conf)
     if isinstance(conf, Mapping) and not set(_LANGGRAPH_CONFIGURABLE).isdisjoint(conf):
         data["configurable"] = conf = dict(conf)
         for key in _LANGGRAPH_CONFIGURABLE:
@@ -442,6 +443,30 @@ def _graphq_keys(layer: Mapping[str, Any]) -> dict[str, Any]:
     if "recursion_limit" in data:
         data["max_super_steps"] = _steps_of(data.pop("recursion_limit"), data.get("max_super_steps"))
     return data
+
+
+PROPAGATED_TO_METADATA = (
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "task_id",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+)
+"""The ``configurable`` keys LangGraph copies into the config's ``metadata`` (so into a node's
+``config["metadata"]`` and the ``messages`` stream's metadata) when set and not in it already."""
+
+
+def _propagate_to_metadata(data: dict[str, Any], conf: Any) -> None:
+    """Copy the :data:`PROPAGATED_TO_METADATA` keys of ``conf`` (a layer's ``configurable``) that are set into
+    the layer's ``metadata``, a key the metadata has kept (LangGraph's ``ensure_config``)."""
+    metadata = data.get("metadata")
+    if not isinstance(conf, Mapping) or not (metadata is None or isinstance(metadata, Mapping)):
+        return  # a bad type is refused by merge_config, naming the option
+    copied = {k: conf[k] for k in PROPAGATED_TO_METADATA if conf.get(k)}
+    if copied:
+        data["metadata"] = {**copied, **(metadata or {})}
 
 
 def _lift(data: dict[str, Any], key: str, value: Any) -> None:

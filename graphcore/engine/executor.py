@@ -468,7 +468,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
-            shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns)  # live: as tasks finish
+            shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns, cfg.metadata)  # live
             resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished), self)
             step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)

@@ -40,6 +40,12 @@ FILTERS = frozenset(
 )
 """LangChain's ``astream_events`` filters."""
 
+RUN_KEYWORDS = frozenset(
+    {"stream_mode", "subgraphs", "durability", "interrupt_before", "interrupt_after", "debug", "context"}
+)
+"""The graph's ``astream`` keywords ``astream_events`` passes on to the run, as LangChain's does for
+LangGraph's: ``stream_mode`` (and ``subgraphs``) shape the graph's ``on_chain_stream`` chunks."""
+
 
 class GraphRunnable(Runnable[Any, Any]):
     """A compiled graph as a LangChain ``Runnable`` for LangChain's event stream: its ``astream`` is the
@@ -55,7 +61,9 @@ class GraphRunnable(Runnable[Any, Any]):
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """The graph's ``updates`` chunks, as its chain run's chunks; the run ends with the final state."""
+        """The graph's chunks of ``kwargs["stream_mode"]`` (``"updates"`` when not given), shaped as the
+        graph's ``astream`` yields them, as its chain run's chunks; the run ends with the final state.
+        ``kwargs``: :data:`RUN_KEYWORDS`."""
         config = ensure_config(config)
         manager = get_async_callback_manager_for_config(config)
         run = await manager.on_chain_start(
@@ -63,15 +71,21 @@ class GraphRunnable(Runnable[Any, Any]):
         )
         final: dict[str, Any] = {}
 
+        requested = kwargs.pop("stream_mode", "updates")
+        several = not isinstance(requested, str)
+        modes = list(requested) if several else [requested]
+        subgraphs = bool(kwargs.get("subgraphs"))
+
         async def chunks() -> AsyncIterator[Any]:
-            modes = ["updates", "values"]
-            async for mode, chunk in self.graph.astream(
-                input, self._config(run.get_child()), stream_mode=modes
+            async for item in self.graph.astream(
+                input, self._config(run.get_child()), stream_mode=["values", *modes], **kwargs
             ):
-                if mode == "values":
+                ns, (mode, chunk) = (item[0], item[1:]) if subgraphs else ((), item)
+                if mode == "values" and not ns:
                     final["output"] = chunk
-                else:
-                    yield chunk
+                if mode in modes:
+                    shaped = (mode, chunk) if several else (chunk,)
+                    yield (ns, *shaped) if subgraphs else shaped if several else chunk
 
         stream = chunks()
         tap = next((h for h in run.handlers if isinstance(h, _StreamingCallbackHandler)), None)
@@ -94,16 +108,18 @@ def astream_events(
     graph: Any, input: Any, config: Any, version: str, kwargs: dict[str, Any]
 ) -> AsyncIterator[dict[str, Any]]:
     """LangChain's event stream (``version`` ``"v2"``, or its deprecated ``"v1"``) of ``graph``'s run (see
-    the module docstring); ``kwargs``: LangChain's ``astream_events`` filters.
+    the module docstring); ``kwargs``: LangChain's ``astream_events`` filters and the graph's
+    :data:`RUN_KEYWORDS`.
 
     Raises:
-        TypeError: a keyword argument that is not one of :data:`FILTERS`, named.
+        TypeError: a keyword argument that is not one of :data:`FILTERS` or :data:`RUN_KEYWORDS`, named.
         NotImplementedError: LangChain's, for another ``version`` (when iterated).
     """
-    unknown = sorted(set(kwargs) - FILTERS)
+    unknown = sorted(set(kwargs) - FILTERS - RUN_KEYWORDS)
     if unknown:
         raise TypeError(
-            f"astream_events() got unexpected keyword argument(s) {unknown}; takes {sorted(FILTERS)}"
+            f"astream_events() got unexpected keyword argument(s) {unknown}; "
+            f"takes {sorted(FILTERS | RUN_KEYWORDS)}"
         )
     given = dict(config or {})
     root = {k: given[k] for k in _ROOT_OPTIONS if k in given}

@@ -140,8 +140,9 @@ def written(
 ) -> None:
     """Show the messages a finished task wrote that are neither ``known`` (in the state before its
     super-step) nor shown yet; one without an id gets ``str(uuid4())``, kept in the state (LangGraph's).
-    Their metadata is LangGraph's for a node's output: ``ls_integration`` ``"langgraph"`` and the task's
-    ``langgraph_*`` keys, ``tasks[result.task_id]`` (:func:`graphcore.engine.task_metadata.step_metadata`)."""
+    Their metadata is LangGraph's for a node's output: ``ls_integration`` ``"langgraph"`` and
+    ``tasks[result.task_id]`` (the run config's metadata and the task's ``langgraph_*`` keys,
+    :func:`graphcore.engine.task_metadata.step_metadata`)."""
     metadata = {"ls_integration": "langgraph", **tasks[result.task_id]}
     for _, value in result.writes:
         for message in _messages_in(value):

@@ -27,6 +27,7 @@ from graphcore.engine.algo import (
     fork,
     input_checkpoint,
     is_input,
+    normalise,
     stored_form,
 )
 from graphcore.engine.algo import task_id as task_id_of
@@ -49,6 +50,7 @@ __all__ = [
     "last_writer",
     "request_ahead",
     "subgraph_config",
+    "task_result",
     "update_checkpoint",
     "update_state",
 ]
@@ -253,6 +255,16 @@ def _task_state(
     return _snapshot(sub, head, live=True, recurse=True, parents={**parents, at.ns: cp.id})
 
 
+def task_result(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """A finished task's writes as LangGraph shows its ``result`` (``tasks[i].result``, the ``tasks``
+    stream): channel → value written, ``{"$writes": [...]}`` (in order) for a channel written several
+    times."""
+    grouped: dict[str, list[Any]] = {}
+    for key, value in writes:
+        grouped.setdefault(key, []).append(value)
+    return {key: values[0] if len(values) == 1 else {"$writes": values} for key, values in grouped.items()}
+
+
 def _snapshot(
     at: _At, cp: Checkpoint, *, live: bool, recurse: bool, parents: Mapping[str, str]
 ) -> StateSnapshot:
@@ -273,7 +285,7 @@ def _snapshot(
         pushes += pending.send
         state = _task_state(at, cp, pending.node, tid, recurse, parents)
         asked = tuple(tw.interrupts) if tw is not None else ()
-        result = dict(tw.writes) if tw is not None and ok else None
+        result = task_result(tw.writes) if tw is not None and ok else None
         error = errors.get(tid)  # it failed (LangGraph's: kept when a later try wrote, as in the history)
         tasks.append(PregelTask(tid, pending.node, path, error, asked, state, result))
         if ok and tw is not None:
@@ -397,7 +409,10 @@ def bulk_update_state(
     starts from the thread's latest checkpoint, or ``configurable.checkpoint_id`` (then the thread forks
     there), or a fresh thread. ``as_node`` rules, as LangGraph's: None → the node that wrote last (START on a
     fresh thread or before any node ran: the values then act as input); START → as input, the entry nodes
-    next; ``(None, END)`` → the paused step ends: its finished tasks' writes apply, the others are dropped.
+    next; ``(None, END)`` → the paused step ends: its finished tasks' writes apply, the others are dropped;
+    ``"__copy__"`` → a copy of the checkpoint, and with a list of updates as its values, those updates on
+    the copy as the next super-step. An update as a node (or START) that the checkpoint schedules is stored
+    as that task's writes (the history's ``tasks[i].result``), unless the task has writes already.
 
     Returns:
         The config of the last checkpoint written.
@@ -427,12 +442,66 @@ def _updated(
         raise CheckpointNotFoundError(f"thread {at.thread_id!r} has no checkpoint {at.checkpoint_id!r}")
     cfg = config if isinstance(config, RunConfig) else merge_config(config)
     copied = {k: v for k, v in checkpoint_metadata(cfg).items() if k != "run_id"}  # LangGraph's savers'
-    for step in supersteps:
-        updates = [StateUpdate(*u) for u in step]
-        head = update_checkpoint(at.store, at.graph, at.thread_id, head, updates, at.ns, copied)
+    for step in _with_copies(supersteps):
+        base = head
+        head = update_checkpoint(at.store, at.graph, at.thread_id, head, step, at.ns, copied)
         at.store.put(at.thread_id, stored_form(at.graph, head), ns=at.ns)
+        if base is not None:
+            _keep_results(at, base, step)
     assert head is not None
     return _config(at.thread_id, at.given_ns, head.id, at.parents) or {}
+
+
+def _with_copies(
+    supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]],
+) -> Iterator[list[StateUpdate]]:
+    """``supersteps`` as lists of updates, a copy given updates (``[StateUpdate([...], "__copy__")]``)
+    as two: the copy, then those updates on it, grouped by node in the order the nodes first appear
+    (LangGraph's ``bulk_update_state``).
+
+    Raises:
+        InvalidUpdateError: an item of a copy's updates that is not an update.
+    """
+    for step in supersteps:
+        updates = [StateUpdate(*u) for u in step]
+        values = updates[0].values
+        if len(updates) > 1 or updates[0].as_node != AS_COPY or not isinstance(values, list) or not values:
+            yield updates
+            continue
+        yield [StateUpdate(None, AS_COPY)]
+        grouped: dict[Any, list[StateUpdate]] = {}
+        for item in values:
+            if not isinstance(item, Sequence) or isinstance(item, str):
+                raise InvalidUpdateError(
+                    f"update_state: invalid update item {item!r} when copying a checkpoint"
+                )
+            update = StateUpdate(*item)
+            grouped.setdefault(update.as_node, []).append(update)
+        yield [update for group in grouped.values() for update in group]
+
+
+def _keep_results(at: _At, base: Checkpoint, updates: Sequence[StateUpdate]) -> None:
+    """Store each update given ``as_node`` (a node, or START) as the writes of the task of that node
+    ``base`` schedules (the first such task for the node's first update, ...; or the update's ``task_id``),
+    so the history shows them as the task's ``result``, as LangGraph's; a task that has writes keeps them."""
+    finished = at.store.get_writes(at.thread_id, base.id, ns=at.ns)
+    open_ids: dict[str, list[str]] = {}
+    for index, pending in enumerate(base.next_tasks):
+        tid = task_id_of(base.id, index, pending.node)
+        if tid not in finished:
+            open_ids.setdefault(pending.node, []).append(tid)
+    for update in updates:
+        node = update.as_node
+        ids = open_ids.get(node or "", [])
+        if not ids or (update.task_id is not None and update.task_id not in ids):
+            continue
+        tid = update.task_id or ids[0]
+        ids.remove(tid)
+        if node == START:
+            writes = at.graph.schema.writes_of(START, update.values, strict=True)
+        else:
+            writes = normalise(at.graph, str(node), update.values, strict=True)[0]
+        at.store.put_writes(at.thread_id, base.id, TaskWrites(tid, str(node), writes), ns=at.ns)
 
 
 def update_checkpoint(
@@ -467,7 +536,7 @@ def update_checkpoint(
     if as_node == END and first.values is None:
         cp = apply_writes(graph, base, _finished(store, thread_id, base, ns), meta)
     elif as_node in (START, AS_INPUT):
-        if as_node == AS_INPUT and not first.values:
+        if as_node == AS_INPUT and first.values is None:
             raise InvalidUpdateError(
                 f"update_state: as_node {AS_INPUT!r} needs input values (got {first.values!r})"
             )

@@ -41,7 +41,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.durability import ExitStore
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
-from graphcore.engine.snapshot import subgraph_config
+from graphcore.engine.snapshot import subgraph_config, task_result
 from graphcore.engine.task_metadata import step_metadata
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
@@ -334,6 +334,7 @@ class StepView:
         replayed: Collection[str],
         shows: MessagesHandler | None = None,
         ns: str = "",
+        metadata: Mapping[str, Any] | None = None,
     ):
         self.graph, self.modes, self.cp, self.replayed = graph, modes, cp, replayed
         wanted = _wants(modes, "updates", "tasks", "debug")
@@ -344,7 +345,8 @@ class StepView:
         )
         self.shows = shows  # the run's `messages` handler: a task's written messages, as it finishes
         self.known = known_ids(cp.channel_values) if shows is not None else set()
-        self.tasks = step_metadata(cp, ns) if shows is not None else {}
+        tasks = step_metadata(cp, ns) if shows is not None else {}
+        self.tasks = {tid: {**(metadata or {}), **labels} for tid, labels in tasks.items()}
         self.live = self.sink is not None or self.parts is not None or shows is not None
 
     def finished(self, r: TaskWrites) -> None:
@@ -376,10 +378,13 @@ def step_view(
     replayed: Collection[str],
     shows: MessagesHandler | None = None,
     ns: str = "",
+    metadata: Mapping[str, Any] | None = None,
 ) -> StepView | None:
     """A :class:`StepView` for the step after ``cp``, None when the run streams nothing (``invoke``);
-    ``shows``: the run's ``messages`` handler, if it streams them; ``ns``: the graph's namespace."""
-    return StepView(graph, modes, cp, replayed, shows, ns) if modes else None
+    ``shows``: the run's ``messages`` handler, if it streams them; ``ns``: the graph's namespace;
+    ``metadata``: the run config's, shown with each task's in the metadata of the messages it writes
+    (LangGraph's)."""
+    return StepView(graph, modes, cp, replayed, shows, ns, metadata) if modes else None
 
 
 R = TypeVar("R")
@@ -568,15 +573,8 @@ def task_payload(tw: TaskWrites) -> dict[str, Any]:
     """A finished (or paused) task as the ``tasks`` mode shows it (LangGraph's): id, node name, error
     (None: a failed task raises instead), result (channel → value written; ``{"$writes": [...]}`` for a
     channel written several times), interrupts (``[{"value", "id"}]``)."""
-    result: dict[str, Any] = {}
-    for key, value in tw.writes:
-        if key in result:
-            before = result[key]
-            many = isinstance(before, dict) and isinstance(before.get("$writes"), list)
-            result[key] = {"$writes": [*(before["$writes"] if many else [before]), value]}
-        else:
-            result[key] = value
     interrupts = [{"value": i.value, "id": i.id} for i in tw.interrupts]
+    result = task_result(tw.writes)
     return {"id": tw.task_id, "name": tw.node, "error": None, "result": result, "interrupts": interrupts}
 
 

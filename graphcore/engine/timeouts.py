@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Literal
 
 from graphcore.errors import ConfigError
+from graphcore.types import TimeoutPolicy
 
 __all__ = [
     "IdleTimeout",
@@ -28,18 +29,6 @@ __all__ = [
     "node_timeouts",
     "timeout_seconds",
 ]
-
-
-@dataclass(frozen=True)
-class TimeoutPolicy:
-    """LangGraph's ``TimeoutPolicy``: ``run_timeout`` caps each try of a node, ``idle_timeout`` ends a try
-    that makes no progress for that long (seconds or a ``timedelta``, see the module docstring);
-    ``refresh_on`` says what progress is: ``"auto"`` (stream writes and heartbeats) or ``"heartbeat"``.
-    """
-
-    run_timeout: float | timedelta | None = None
-    idle_timeout: float | timedelta | None = None
-    refresh_on: Literal["auto", "heartbeat"] = "auto"
 
 
 Timeout = float | timedelta | TimeoutPolicy | None

@@ -17,7 +17,7 @@ from typing import Any
 from tenacity import RetryCallState
 
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import Task
+from graphcore.engine.algo import Task, task_spec
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig, TryInfo
@@ -53,7 +53,7 @@ class Tries:
     def __init__(self, step: Step, task: Task) -> None:
         self.step = step
         self.task = task
-        self.spec = step.graph.nodes[task.node]
+        self.spec = task_spec(step.graph, task)
         self.cancel = CancelToken(parent=step.cancel)
         self.last_error: BaseException | None = None
         self.hook_error: BaseException | None = None
@@ -97,10 +97,12 @@ class Tries:
         now = time.monotonic()
         cap_left = math.inf if cap_at is None else cap_at - now
         idle_left = math.inf if self.progress is None else self.progress.left_s()
-        if cap_left <= 0 and self.spec.timeout_s is not None:
-            return NodeTimeoutError(self.task.node, self.spec.timeout_s), 0.0
-        if idle_left <= 0 and self.spec.idle is not None:
-            return NodeTimeoutError(self.task.node, self.spec.idle.seconds, "idle"), 0.0
+        run_s, idle_s = self.spec.timeout_s, None if self.spec.idle is None else self.spec.idle.seconds
+        set_on = "add_node" if self.task.timeout is None else "Send"
+        if cap_left <= 0 and run_s is not None:
+            return NodeTimeoutError(self.task.node, run_s, idle_timeout=idle_s, set_on=set_on), 0.0
+        if idle_left <= 0 and idle_s is not None:
+            return NodeTimeoutError(self.task.node, idle_s, "idle", run_timeout=run_s, set_on=set_on), 0.0
         return None, min(cap_left, idle_left)
 
     def cap_at(self) -> float | None:

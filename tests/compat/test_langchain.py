@@ -334,6 +334,6 @@ def test_astream_events_refuses_an_unknown_keyword() -> None:
     builder.add_node("a", lambda s: s)
     builder.add_edge(START, "a")
     with pytest.raises(
-        TypeError, match=r"astream_events\(\) got unexpected keyword argument\(s\) \['stream_mode'\]"
+        TypeError, match=r"astream_events\(\) got unexpected keyword argument\(s\) \['bogus'\]"
     ):
-        builder.compile().astream_events({}, stream_mode="values")
+        builder.compile().astream_events({}, bogus="values")

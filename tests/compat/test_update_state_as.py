@@ -85,3 +85,93 @@ def test_as_copy_of_a_thread_without_checkpoints_is_refused(lg: Imports) -> None
     graph = _chain(lg)
     with pytest.raises(lg.InvalidUpdateError):
         graph.update_state({"configurable": {"thread_id": "none"}}, None, as_node="__copy__")
+
+
+class Named(TypedDict):
+    name: Annotated[str, lambda a, b: " > ".join([a, b]) if a else b]
+
+
+def _fan_out(lg: Imports) -> Any:
+    """LangGraph's test_fork_and_update_task_results graph: one (and a Send to two), two, three."""
+    builder = lg.StateGraph(Named)
+    builder.add_node("one", lambda s: lg.Command(goto=[lg.Send("two", {})], update={"name": "one"}))
+    builder.add_node("two", lambda s: {"name": "two"})
+    builder.add_node("three", lambda s: {"name": "three"})
+    builder.add_edge(lg.START, "one")
+    builder.add_edge("one", "two")
+    builder.add_edge("two", "three")
+    return builder.compile(checkpointer=lg.InMemorySaver())
+
+
+def _tree(history: list[Any]) -> list[Any]:
+    """Each snapshot of ``history`` (newest first) as (values, source, step, [(task, result)], the position
+    of its parent in ``history``)."""
+    ids = [s.config["configurable"]["checkpoint_id"] for s in history]
+    return [
+        (
+            s.values,
+            s.metadata["source"],
+            s.metadata["step"],
+            [(t.name, t.result) for t in s.tasks],
+            ids.index(s.parent_config["configurable"]["checkpoint_id"]) if s.parent_config else None,
+        )
+        for s in history
+    ]
+
+
+FORKED_ONE = [
+    ({"name": "start > one* > two > three"}, "loop", 4, [], 1),
+    ({"name": "start > one* > two"}, "loop", 3, [("three", {"name": "three"})], 2),
+    ({"name": "start > one*"}, "update", 2, [("two", {"name": "two"})], 3),
+    ({"name": "start"}, "fork", 1, [("one", {"name": "one*"})], 8),
+    ({"name": "start > one > two > two > three"}, "loop", 3, [], 5),
+    ({"name": "start > one > two > two"}, "loop", 2, [("three", {"name": "three"})], 6),
+    ({"name": "start > one"}, "loop", 1, [("two", {"name": "two"}), ("two", {"name": "two"})], 7),
+    ({"name": "start"}, "loop", 0, [("one", {"name": "one"})], 8),
+    ({"name": ""}, "input", -1, [("__start__", {"name": "start"})], None),
+]
+"""The thread after forking the checkpoint before ``one`` with ``one``'s result replaced (LangGraph's)."""
+
+
+@pytest.mark.parametrize("form", ["update_state", "bulk_update_state"])
+def test_as_copy_with_updates_forks_and_applies_them(lg: Imports, form: str) -> None:
+    """LangGraph (test_fork_and_update_task_results): ``update_state(config, [StateUpdate(...)],
+    "__copy__")`` is ``bulk_update_state`` of the copy, then those updates on it; each update is the
+    result of the copy's task of its node, and the run goes on from there."""
+    graph, config = _fan_out(lg), {"configurable": {"thread_id": "1"}}
+    graph.invoke({"name": "start"}, config)
+    before_one = list(graph.get_state_history(config))[3]
+    update = lg.StateUpdate(values={"name": "one*"}, as_node="one")
+    if form == "update_state":
+        forked = graph.update_state(before_one.config, [update], "__copy__")
+    else:
+        forked = graph.bulk_update_state(before_one.config, [[lg.StateUpdate(None, "__copy__")], [update]])
+    assert graph.invoke(None, forked) == {"name": "start > one* > two > three"}
+    assert _tree(list(graph.get_state_history(config))) == FORKED_ONE
+
+
+def test_supersteps_fill_in_task_results(lg: Imports) -> None:
+    """LangGraph (test_supersteps_populate_task_results): ``{}`` as ``__input__`` is an input checkpoint;
+    the next super-steps' updates are the results of the tasks they stand for."""
+
+    class Pair(TypedDict):
+        num: int
+        text: str
+
+    builder = lg.StateGraph(Pair)
+    builder.add_node("double", lambda s: {"num": s["num"] * 2, "text": s["text"] * 2})
+    builder.add_edge(lg.START, "double")
+    graph, config = builder.compile(checkpointer=lg.InMemorySaver()), {"configurable": {"thread_id": "b"}}
+    graph.bulk_update_state(
+        config,
+        [
+            [lg.StateUpdate(values={}, as_node="__input__")],
+            [lg.StateUpdate(values={"num": 1, "text": "one"}, as_node="__start__")],
+            [lg.StateUpdate(values={"num": 2, "text": "oneone"}, as_node="double")],
+        ],
+    )
+    assert _tree(list(graph.get_state_history(config))) == [
+        ({"num": 2, "text": "oneone"}, "update", 1, [], 1),
+        ({"num": 1, "text": "one"}, "update", 0, [("double", {"num": 2, "text": "oneone"})], 2),
+        ({}, "input", -1, [("__start__", {"num": 1, "text": "one"})], None),
+    ]
