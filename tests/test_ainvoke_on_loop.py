@@ -355,6 +355,7 @@ def _cancel_during_a_sync_step(parallel: bool) -> tuple[list[str], Any]:
         with pytest.raises(asyncio.CancelledError):
             await running  # at once, not at the step's end
         release.set()
+        await until(lambda: len(log) == 1 + parallel)  # the sync node's thread is no asyncio task
         await _settled()
 
     asyncio.run(main())
