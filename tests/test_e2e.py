@@ -77,17 +77,6 @@ def test_batch_on_two_burst_worker_processes(
     assert redis_client.llen("rq:queue:graphq:fanout") == 0
 
 
-@pytest.mark.parametrize("concurrency", ["1", "2"])
-def test_worker_stops_on_sigterm(
-    env: dict[str, str], procs: Procs, redis_client: redis.Redis, concurrency: str
-) -> None:
-    worker = procs.start("worker", "--concurrency", concurrency, env=env)
-    wait_until_idle(redis_client, int(concurrency))
-    worker.send_signal(signal.SIGTERM)
-    assert worker.wait(10) == 0, procs.logged(worker)
-    assert redis_client.scard("rq:workers") == 0
-
-
 def test_workers_exit_when_their_parent_is_sigkilled(
     env: dict[str, str], procs: Procs, redis_client: redis.Redis
 ) -> None:
