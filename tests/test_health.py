@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 import redis
-from click.testing import CliRunner
 
-from cli.main import main
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.engine.registry import Registry
+from tests.cli_helpers import run_in_process
 from tests.workers import Procs, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
 from worker.health import publish_status, served, statuses
@@ -43,9 +42,8 @@ def _status_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def probe(env: dict[str, str], *args: str) -> tuple[int, str]:
     """``graphq health ARGS`` in-process (click's runner), with ``env``'s ``GRAPHQ_*`` settings only: exit
     code and output. The status files are read from this test's directory (``_status_dir``)."""
-    settings = {k: env.get(k) for k in {*os.environ, *env} if k.startswith("GRAPHQ_")}
-    result = CliRunner().invoke(main, ["health", *args], env=settings, catch_exceptions=False)
-    return result.exit_code, (result.stdout + result.stderr).strip()
+    result = run_in_process("health", *args, env=env)
+    return result.returncode, (result.stdout + result.stderr).strip()
 
 
 def probe_process(env: dict[str, str], *args: str) -> tuple[int, str]:
