@@ -15,7 +15,8 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError
-from tests.workers import Procs, Start, graphq, worker_env
+from tests.cli_helpers import run_in_process
+from tests.workers import Procs, Start, worker_env
 from tests.workflows import schemas
 
 REGISTRY = Registry(
@@ -105,7 +106,7 @@ def test_graphq_runs_show_prints_the_result_as_invoke_returns_it(
     client.wait(ids, timeout_s=30)
     shown = []
     for run_id in ids:
-        done = graphq("runs", "show", run_id, "-o", "json", env=env)
+        done = run_in_process("runs", "show", run_id, "-o", "json", env=env)
         assert done.returncode == 0, done.stderr
         shown.append(json.loads(done.stdout)["result"])
     assert shown == [{"answer": "['secret']:cba"}, 10]
@@ -119,7 +120,7 @@ def test_graphq_runs_watch_shows_a_root_states_values(
     start()
     run_id = client.enqueue("root-int", 4)
     client.wait([run_id], timeout_s=30)
-    done = graphq("runs", "watch", run_id, "-m", "values", "-o", "json", env=env)
+    done = run_in_process("runs", "watch", run_id, "-m", "values", "-o", "json", env=env)
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["data"] for line in done.stdout.splitlines()] == [4, 5, 10]
     assert list(schemas.root_int.stream(4, stream_mode="values")) == [4, 5, 10]
