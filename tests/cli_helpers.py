@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from click.testing import CliRunner, Result
@@ -32,6 +34,15 @@ def invoke(workflows: str, url: str, *args: str) -> Result:
     return CliRunner().invoke(
         main, ["--redis-url", url, "--workflows", workflows, *args], env=clean, catch_exceptions=False
     )
+
+
+def run_in_process(*args: str, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """``graphq ARGS`` in-process, as :func:`tests.workers.graphq` runs it as a process: its exit code,
+    stdout and stderr, with the ``GRAPHQ_*`` settings of ``env`` (this process's others cleared)."""
+    settings = {k: env.get(k) for k in {*os.environ, *env} if k.startswith("GRAPHQ_")}
+    with process_state_restored():
+        result = CliRunner().invoke(main, list(args), env=settings, catch_exceptions=False)
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
 def ok(result: Result, code: int = 0) -> Result:

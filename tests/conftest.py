@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``tests.workflows`` imports from any working directory (see _private_cwd)
     sys.path.insert(0, str(ROOT))
 
-from tests.workers import Beats, Procs, Start, rq_states, wait_for  # noqa: E402  (needs ROOT on sys.path)
+from tests.workers import Beats, Procs, Start, rq_states, wait_for, worker_env  # noqa: E402  (needs ROOT on sys.path)
 from worker.liveness import Heartbeat  # noqa: E402
 from worker.queue import RQStepQueue  # noqa: E402
 
@@ -147,6 +147,21 @@ def procs(tmp_path: Path) -> Iterator[Procs]:
     its own process group; every one is killed at the end."""
     with Procs(tmp_path) as started:
         yield started
+
+
+@pytest.fixture(scope="module")
+def module_worker(
+    request: pytest.FixtureRequest, redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen[bytes]]:
+    """One ``graphq worker`` for all the tests of a module (one start-up, not one a test), on the session's
+    Redis with the module's ``WORKFLOWS`` (modules, comma-separated); killed after the module's last test.
+
+    The flush before each test leaves it working: it takes each test's step jobs. It is not for a test that
+    reads a worker's output, RQ's or graphq's worker registries, or files the workflows write in the test's
+    directory (``GRAPHQ_TEST_DIR``): there earlier tests' traces, or none, would show.
+    """
+    with Procs(tmp_path_factory.mktemp("module-worker")) as procs:
+        yield procs.start("worker", env=worker_env(redis_server.url, request.module.WORKFLOWS))
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ def client_for(kv: redis.Redis, url: str, **limits: int) -> Client:
     return Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=url, **limits)))
 
 
+@pytest.mark.chaos  # make test: the limits in tests/test_admission.py, and the SIGKILL case below
 def test_limits_hold_over_300_runs_on_4_worker_processes(
     redis_client: redis.Redis, redis_url: str, procs: Procs
 ) -> None:

@@ -23,8 +23,9 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError, StepLimitError
 from graphcore.settings import Settings
 from graphcore.types import Command
+from tests.cli_helpers import run_in_process
 from tests.test_reaper import lapse
-from tests.workers import ended, graphq, wait_for, work, worker_env
+from tests.workers import ended, wait_for, work, worker_env
 from worker.lease import Lease
 from worker.reaper import Reaper
 
@@ -323,20 +324,22 @@ def test_a_worker_stops_at_a_breakpoint_and_graphq_runs_resume_goes_on(
     client: Client, worker: subprocess.Popen[bytes], env: dict[str, str]
 ) -> None:
     config = json.dumps({"configurable": {"thread_id": "cli-1"}, "recursion_limit": 10})
-    done = graphq("enqueue", "stops_before", "--input", '{"items": ["x"]}', "--config", config, env=env)
+    done = run_in_process(
+        "enqueue", "stops_before", "--input", '{"items": ["x"]}', "--config", config, env=env
+    )
     assert done.returncode == 0, done.stderr
     run_id = done.stdout.strip()
     wait_for(lambda: client.get_run(run_id).status == RunStatus.AWAITING_INPUT, what="the stop")
     stopped_at(client, run_id, "before", ["b"])
     assert client.get_run(run_id).thread_id == "cli-1"
-    shown = graphq("runs", "show", run_id, env=env)
+    shown = run_in_process("runs", "show", run_id, env=env)
     hint = f"run {run_id} stopped at a breakpoint (before ['b']); let it go on with:\n"
     hint += f"  graphq runs resume {run_id}\n"
     assert shown.stdout.endswith(hint), shown.stdout
-    resumed = graphq("runs", "resume", run_id, env=env)
+    resumed = run_in_process("runs", "resume", run_id, env=env)
     assert (resumed.returncode, resumed.stdout) == (0, f"{run_id}\n"), resumed.stderr
     assert ended(client, run_id).result == {"items": ["x", "a", "b", "c"]}
-    bad = graphq("enqueue", "stops_before", "--config", "[1]", env=env)
+    bad = run_in_process("enqueue", "stops_before", "--config", "[1]", env=env)
     assert (bad.returncode, bad.stderr.strip()) == (
         2,
         "error: --config: must be a JSON object of run options (got list)",

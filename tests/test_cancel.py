@@ -16,6 +16,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from tests.workers import wait_for as wait_until
 from tests.workers import worker_env
+from tests.workflows.hitl import SLOW_TICKS
 
 REGISTRY = Registry.load(["tests.workflows.hitl"])
 
@@ -74,8 +75,8 @@ def test_cooperative_cancel_stops_before_the_next_step_and_keeps_checkpoints(
     assert client.cancel(run_id) == f"run {run_id} is already canceled; nothing changed"
     # X4: the thread continues from its last checkpoint in a new run.
     again = client.resume(run_id)
-    wait_for(client, again, RunStatus.COMPLETED, timeout_s=90)  # 40 steps of 0.3 s
-    assert client.get_run(again).result == {"ticks": list(range(1, 41))}
+    wait_for(client, again, RunStatus.COMPLETED, timeout_s=90)  # SLOW_TICKS steps of 0.3 s
+    assert client.get_run(again).result == {"ticks": list(range(1, SLOW_TICKS + 1))}
 
 
 def test_interrupting_cancel_reaches_the_running_node(

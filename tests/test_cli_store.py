@@ -1,5 +1,6 @@
-"""``graphq store``: namespaces, get, put, delete and search on the workers' Redis store, as real
-subprocesses; bad input exits 2 with one line."""
+"""``graphq store``: namespaces, get, put, delete and search on the workers' Redis store, in-process
+(click's runner: the same command as the console script), and a put and get through real subprocesses; bad
+input exits 2 with one line."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import json
 
 import pytest
 import redis
+from click.testing import Result
 
 from graphcore.backend.redis_store import RedisStore
 from graphcore.engine.inputs import TOO_DEEP
+from tests.cli_helpers import invoke
 from tests.workers import graphq, worker_env
 from tests.workflows.memory import embed
 
@@ -21,10 +24,29 @@ def env(redis_url: str) -> dict[str, str]:
     return worker_env(redis_url, "tests.workflows.memory")
 
 
+def store(*args: str, env: dict[str, str]) -> Result:
+    """``graphq store ARGS`` in-process, on ``env``'s Redis and workflows."""
+    return invoke(env["GRAPHQ_WORKFLOWS"], env["GRAPHQ_REDIS_URL"], "store", *args)
+
+
 def ok(*args: str, env: dict[str, str]) -> str:
-    done = graphq("store", *args, env=env)
-    assert done.returncode == 0, done.stderr
+    done = store(*args, env=env)
+    assert done.exit_code == 0, done.stderr
     return done.stdout
+
+
+def test_a_put_and_a_get_through_graphq_subprocesses(env: dict[str, str]) -> None:
+    put = graphq("store", "put", "users.alice", "prefs", "--value", '{"food": "pizza"}', env=env)
+    assert (put.returncode, put.stdout, put.stderr) == (0, "put users.alice prefs\n", "")
+    got = graphq("store", "get", "users.alice", "prefs", env=env)
+    assert (got.returncode, json.loads(got.stdout), got.stderr) == (0, {"food": "pizza"}, "")
+    bad = graphq("store", "get", "users..alice", "k", env=env)
+    assert (bad.returncode, bad.stdout, bad.stderr) == (
+        2,
+        "",
+        "error: NAMESPACE: 'users..alice' has an empty label (write labels joined by '.', e.g. "
+        "users.alice)\n",
+    )
 
 
 def test_put_get_search_namespaces_delete(env: dict[str, str], redis_client: redis.Redis) -> None:
@@ -111,8 +133,8 @@ def test_search_by_query_with_a_workflows_index(env: dict[str, str], redis_clien
     ],
 )
 def test_bad_input_exits_2_with_one_line(env: dict[str, str], args: list[str], message: str) -> None:
-    done = graphq("store", *args, env=env)
-    assert done.returncode == 2, (done.stdout, done.stderr)
+    done = store(*args, env=env)
+    assert done.exit_code == 2, (done.stdout, done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert message in done.stderr
     assert done.stdout == ""

@@ -1,4 +1,5 @@
-"""`graphq health` (O2): exit codes and the line saying why, with real workers and a Redis that is down."""
+"""`graphq health` (O2): exit codes and the line saying why, with real workers and a Redis that is down.
+The probes run in-process (click's runner) but for a few run as processes, as Kubernetes runs them."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.engine.registry import Registry
+from tests.cli_helpers import run_in_process
 from tests.workers import Procs, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
 from worker.health import publish_status, served, statuses
@@ -38,6 +40,14 @@ def _status_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def probe(env: dict[str, str], *args: str) -> tuple[int, str]:
+    """``graphq health ARGS`` in-process (click's runner), with ``env``'s ``GRAPHQ_*`` settings only: exit
+    code and output. The status files are read from this test's directory (``_status_dir``)."""
+    result = run_in_process("health", *args, env=env)
+    return result.returncode, (result.stdout + result.stderr).strip()
+
+
+def probe_process(env: dict[str, str], *args: str) -> tuple[int, str]:
+    """``graphq health ARGS`` as a process (what a Kubernetes probe runs): exit code and output."""
     result = graphq("health", *args, env=env)
     return result.returncode, (result.stdout + result.stderr).strip()
 
@@ -48,7 +58,7 @@ def test_redis_down_is_exit_1_with_one_line_and_no_password(tmp_path: Path) -> N
         port = s.getsockname()[1]
     env = worker_env(f"redis://:hunter2@127.0.0.1:{port}/0", WORKFLOWS, tmp_path, TMPDIR=str(tmp_path))
     for args in ((), ("--worker", "--ready"), ("--scheduler", "--ready")):
-        code, said = probe(env, *args)
+        code, said = probe_process(env, *args)
         assert code == 1
         assert len(said.splitlines()) == 1, said
         assert said.startswith(f"error: unhealthy: Redis unreachable at redis://:***@127.0.0.1:{port}/0: ")
@@ -73,14 +83,14 @@ def test_worker_live_and_ready_then_draining_then_gone(
     proc = procs.start("worker", env=env)
     wait_for(lambda: probe(env, "--worker", "--ready")[0] == 0, what="the worker to be ready")
     assert probe(env, "--worker") == (0, "ok: worker")
-    assert probe(env, "--worker", "--ready") == (0, "ok: worker ready")
+    assert probe_process(env, "--worker", "--ready") == (0, "ok: worker ready")
     [status] = statuses("worker")
     assert (status.pid, status.draining, len(status.children)) == (proc.pid, False, 1)
     client.enqueue("two-steps", {"first": {"sleep": 4}})
     wait_for(lambda: started(tmp_path, "first"), what="the slow step to start")
     proc.send_signal(signal.SIGTERM)
     wait_for(lambda: statuses("worker")[0].draining, what="the status to say draining")
-    assert probe(env, "--worker", "--ready") == (
+    assert probe_process(env, "--worker", "--ready") == (
         1,
         f"error: unhealthy: the worker (pid {proc.pid}) is draining (SIGTERM received)",
     )

@@ -96,12 +96,13 @@ def test_sigkill_mid_step_is_continued_from_the_latest_checkpoint(
     assert [r.id for r in client.chain(successor.id)] == [run_id, successor.id]
 
 
-@pytest.mark.parametrize("attempts", [0, 1, 2])
+@pytest.mark.parametrize("attempts", [0, 1, pytest.param(2, marks=pytest.mark.chaos)])  # 2: make chaos
 def test_max_resume_attempts_bounds_the_chain(
     client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: Path, attempts: int
 ) -> None:
-    """A node that kills its own worker every time: chains of 1, 2 and 3 runs; the last stays failed naming
-    the setting; `enqueue --wait` follows the chain, exits 1 and reports the chain's last run."""
+    """A node that kills its own worker every time: chains of 1, 2 and 3 runs (3: make chaos); the last
+    stays failed naming the setting; `enqueue --wait` follows the chain, exits 1 and reports the chain's
+    last run."""
     env = crash_env(redis_url, GRAPHQ_MAX_RESUME_ATTEMPTS=str(attempts))
     with Procs(tmp_path, env) as procs:
         procs.start("reaper")

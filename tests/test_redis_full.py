@@ -257,6 +257,7 @@ def test_a_step_whose_end_cannot_be_written_leaves_its_lease_to_the_reaper(
     assert (continuation.continued_from_run_id, continuation.status) == (run_id, RunStatus.QUEUED)
 
 
+@pytest.mark.chaos  # make test: the commits refused, the dequeue refused and the start-up tests above
 def test_runs_in_flight_through_4s_of_a_full_redis_all_complete(
     client: Client, redis_client: redis.Redis, start: Start, procs: Procs
 ) -> None:

@@ -2,7 +2,7 @@
 (also two racing: one goes on, the other gets the refusal, no extra run), a stale resume reaching a later
 stop, a run waiting in ``interrupt()`` (answer continues it), a completed run whose thread has nothing left
 to run; and the hints ``graphq runs watch`` / ``requests`` give at a breakpoint. Real Redis; the CLI
-against a ``graphq worker`` subprocess."""
+(in-process) against a ``graphq worker`` subprocess."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
-from tests.workers import ended, graphq, wait_for, work, worker_env
+from tests.cli_helpers import run_in_process
+from tests.workers import ended, wait_for, work, worker_env
 
 REGISTRY = Registry.load(["tests.workflows.breakpoints"])
 
@@ -144,34 +145,36 @@ def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
 def test_the_cli_points_a_breakpoint_to_resume_and_a_request_to_answer(
     client: Client, worker: subprocess.Popen[bytes], env: dict[str, str]
 ) -> None:
-    run_id = graphq("enqueue", "asks_after_a_stop", "--input", '{"items": []}', env=env).stdout.strip()
+    run_id = run_in_process(
+        "enqueue", "asks_after_a_stop", "--input", '{"items": []}', env=env
+    ).stdout.strip()
     wait_for(lambda: client.get_run(run_id).status == RunStatus.AWAITING_INPUT, what="the stop")
-    watched = graphq("runs", "watch", run_id, "-o", "json", env=env)
+    watched = run_in_process("runs", "watch", run_id, "-o", "json", env=env)
     after = json.loads(watched.stdout.splitlines()[-1])["id"]
     assert (watched.returncode, watched.stderr.splitlines()[-1]) == (
         3,
         f"run {run_id} stopped at a breakpoint (before ['b']); let it go on with `graphq runs resume "
         f"{run_id}`, then follow it with `graphq runs watch {run_id} --after {after}`",
     )
-    listed = graphq("runs", "requests", run_id, env=env)
+    listed = run_in_process("runs", "requests", run_id, env=env)
     assert (listed.returncode, listed.stdout, listed.stderr) == (
         0,
         "",
         f"run {run_id} stopped at a breakpoint (before ['b']), with no open requests; let it go on with "
         f"`graphq runs resume {run_id}`\n",
     )
-    assert graphq("runs", "resume", run_id, env=env).stdout == f"{run_id}\n"
+    assert run_in_process("runs", "resume", run_id, env=env).stdout == f"{run_id}\n"
     wait_for(lambda: client.requests(run_id), what="the request")
-    refused = graphq("runs", "resume", run_id, env=env)
+    refused = run_in_process("runs", "resume", run_id, env=env)
     assert (refused.returncode, refused.stdout, refused.stderr) == (
         2,
         "",
         f"error: run {run_id} is awaiting_input: it waits for an answer to its request, not a resume; answer "
         f"it (graphq runs answer {run_id} --value JSON; its requests: graphq runs requests {run_id})\n",
     )
-    assert graphq("runs", "answer", run_id, "--value", '"yes"', env=env).returncode == 0
+    assert run_in_process("runs", "answer", run_id, "--value", '"yes"', env=env).returncode == 0
     assert ended(client, run_id).result == {"items": ["a", "b:yes"]}
-    empty = graphq("runs", "resume", run_id, env=env)
+    empty = run_in_process("runs", "resume", run_id, env=env)
     thread = client.get_run(run_id).thread_id
     assert (empty.returncode, empty.stdout, empty.stderr) == (
         2,

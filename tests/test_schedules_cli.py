@@ -288,6 +288,7 @@ def _tokens(kv: redis.Redis) -> dict[str, bytes]:
     return found
 
 
+@pytest.mark.chaos  # make test: test_schedules.py's racing schedulers and the pass lock's own token
 def test_b18_two_scheduler_processes_a_pass_longer_than_the_lock(
     procs: Procs,
     client: Client,

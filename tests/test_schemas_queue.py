@@ -15,7 +15,8 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError
-from tests.workers import Procs, Start, graphq, worker_env
+from tests.cli_helpers import run_in_process
+from tests.workers import Procs, Start, worker_env
 from tests.workflows import schemas
 
 REGISTRY = Registry(
@@ -72,65 +73,38 @@ def test_in_process(workflow: str, input: Any, config: dict[str, Any], expected:
     assert REGISTRY.get(workflow).invoke(input, config) == expected
 
 
-def test_on_a_worker(client: Client, start: Start) -> None:
-    """Every case run by a worker subprocess: its result is invoke's (the output schema's keys, the root
-    value)."""
-    start()
+def test_on_a_worker(client: Client, start: Start, procs: Procs, env: dict[str, str]) -> None:
+    """Every case run by one worker subprocess (one start-up for what five tests checked on five):
+
+    - its result is invoke's (the output schema's keys, the root value);
+    - a node key that is no channel: the run completes without it, as in process (and as in LangGraph),
+      and the worker logs the warning naming the node and the key;
+    - ``graphq runs show RUN -o json`` (the workflows loaded) shows the output schema's keys and a root
+      state's value, as ``invoke`` returns them;
+    - ``graphq runs watch RUN -m values -o json`` of the root int run: each values line is the value (the
+      input's 4, then 5, then 10), as the in-process values stream;
+    - the thread's state holds every channel (the private ``secret`` too); the result only ``answer``.
+    """
+    worker = start()
     ids = [client.enqueue(workflow, input, config=config) for workflow, input, config, _ in CASES]
     runs = client.wait(ids, timeout_s=30)
     assert [r.status for r in runs] == [RunStatus.COMPLETED] * len(CASES)
     assert [r.result for r in runs] == [expected for *_, expected in CASES]
-
-
-def test_a_node_key_that_is_no_channel_is_logged_by_the_worker(
-    client: Client, start: Start, procs: Procs
-) -> None:
-    """A queued run whose node returns a key that is no channel completes without it, as in process (and as
-    in LangGraph); the worker logs the warning naming the node and the key."""
-    worker = start()
-    (run,) = client.wait([client.enqueue("misspelt", {"log": []})], timeout_s=30)
-    assert (run.status, run.result) == (RunStatus.COMPLETED, {"log": ["typo"]})
-    assert "node 'typo' wrote unknown state key(s) ['lgo']; known keys: ['log']: ignored" in procs.logged(
-        worker
-    )
-
-
-def test_graphq_runs_show_prints_the_result_as_invoke_returns_it(
-    client: Client, start: Start, env: dict[str, str]
-) -> None:
-    """``graphq runs show RUN -o json`` (the workflows loaded) shows the output schema's keys and a root
-    state's value, as ``invoke`` returns them."""
-    start()
-    ids = [client.enqueue("narrowed", {"question": "abc"}), client.enqueue("root-int", 4)]
-    client.wait(ids, timeout_s=30)
+    warning = "node 'typo' wrote unknown state key(s) ['lgo']; known keys: ['log']: ignored"
+    assert procs.logged(worker).count(warning) == 1  # one misspelt case
+    root_int, narrowed = runs[1], runs[2]
+    assert (root_int.id, narrowed.id) == (ids[1], ids[2])
     shown = []
-    for run_id in ids:
-        done = graphq("runs", "show", run_id, "-o", "json", env=env)
+    for run in (narrowed, root_int):
+        done = run_in_process("runs", "show", run.id, "-o", "json", env=env)
         assert done.returncode == 0, done.stderr
         shown.append(json.loads(done.stdout)["result"])
     assert shown == [{"answer": "['secret']:cba"}, 10]
-
-
-def test_graphq_runs_watch_shows_a_root_states_values(
-    client: Client, start: Start, env: dict[str, str]
-) -> None:
-    """``graphq runs watch RUN -m values -o json`` of a root int run: each values line is the value (the
-    input's 4, then 5, then 10), as the in-process values stream."""
-    start()
-    run_id = client.enqueue("root-int", 4)
-    client.wait([run_id], timeout_s=30)
-    done = graphq("runs", "watch", run_id, "-m", "values", "-o", "json", env=env)
+    done = run_in_process("runs", "watch", root_int.id, "-m", "values", "-o", "json", env=env)
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["data"] for line in done.stdout.splitlines()] == [4, 5, 10]
     assert list(schemas.root_int.stream(4, stream_mode="values")) == [4, 5, 10]
-
-
-def test_the_state_keeps_private_channels_on_the_queue(client: Client, start: Start) -> None:
-    """The thread's state holds every channel (the private ``secret`` too); the result only ``answer``."""
-    start()
-    run_id = client.enqueue("narrowed", {"question": "abc"})
-    (run,) = client.wait([run_id], timeout_s=30)
-    assert client.get_state(run.thread_id).channel_values == {
+    assert client.get_state(narrowed.thread_id).channel_values == {
         "question": "abc",
         "notes": "question",
         "secret": "cba",

@@ -216,11 +216,13 @@ def test_sigint_stops_an_idle_worker_at_once_with_status_0(start: Start) -> None
     assert worker.wait(15) == 0
 
 
-def test_sigint_stops_idle_worker_processes_themselves_not_by_the_kill(start: Start) -> None:
+@pytest.mark.parametrize("pools", [1, pytest.param(3, marks=pytest.mark.chaos)])
+def test_sigint_stops_idle_worker_processes_themselves_not_by_the_kill(start: Start, pools: int) -> None:
     """At Ctrl-C the supervisor sent each idle child SIGUSR2 (give up your step) right behind its SIGTERM:
     5 times in 8 a child's main thread slept on in its pop until the kill, the give-up grace later (here
-    10 s). Idle children get only the SIGTERM now, and stop by themselves. Three pools of two."""
-    for _ in range(3):
+    10 s). Idle children get only the SIGTERM now, and stop by themselves. Pools of two: one in make test,
+    three in make chaos."""
+    for _ in range(pools):
         worker = start(processes=2, **LONG_GRACE)
         worker.send_signal(signal.SIGINT)
         assert worker.wait(8) == 0
@@ -306,6 +308,7 @@ def test_gil_sleep_really_holds_the_gil(tmp_path: Path, monkeypatch: pytest.Monk
     assert during <= 1
 
 
+@pytest.mark.chaos  # make test: the GIL-holding node above, test_worker's duplicate step job
 def test_b17_a_long_c_level_node_runs_once_while_its_worker_lives(
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis, redis_url: str
 ) -> None:
@@ -388,6 +391,7 @@ def test_shutdown_settings_defaults() -> None:
     assert (s.drain_timeout_s, s.kill_grace_s) == (20.0, 10.0)
 
 
+@pytest.mark.chaos  # make test: one step drained, one given up, an idle pool stopped (test_e2e)
 def test_sigterm_to_a_worker_pool_drains_every_process(
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
 ) -> None:

@@ -33,11 +33,15 @@ def env(redis_url: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("processes", [1, 2])
-def test_sigterm_stops_an_idle_worker_within_seconds(start: Start, processes: int) -> None:
+def test_sigterm_stops_an_idle_worker_within_seconds(
+    start: Start, procs: Procs, redis_client: redis.Redis, processes: int
+) -> None:
+    """Also the idle case of test_e2e's stop (merged here): within its 10 s, and out of RQ's registry."""
     worker = start(processes=processes)
     time.sleep(2 * POLL_S)  # the command threads are in their reads
     worker.send_signal(signal.SIGTERM)
-    assert worker.wait(STOP_BOUND_S) == 0
+    assert worker.wait(10) == 0, procs.logged(worker)
+    assert redis_client.scard("rq:workers") == 0
 
 
 def test_a_burst_worker_on_empty_queues_exits_within_seconds(env: dict[str, str]) -> None:

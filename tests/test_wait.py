@@ -1,5 +1,6 @@
 """Waiting stops at a run that waits for input: ``Client.wait`` and ``graphq enqueue --wait`` (exit 3, with
-the open requests and how to answer them, as ``graphq run`` prints them), with a ``graphq worker`` process."""
+the open requests and how to answer them, as ``graphq run`` prints them), with one ``graphq worker`` process
+that the tests share."""
 
 from __future__ import annotations
 
@@ -13,17 +14,17 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from tests.workers import graphq, worker_env
 
-MODULE = "tests.workflows.hitl"
-REGISTRY = Registry.load([MODULE])
+WORKFLOWS = "tests.workflows.hitl"
+REGISTRY = Registry.load([WORKFLOWS])
 
 
 @pytest.fixture
 def env(redis_url: str) -> dict[str, str]:
-    return worker_env(redis_url, MODULE)
+    return worker_env(redis_url, WORKFLOWS)
 
 
 def test_client_wait_returns_at_each_pause_and_at_the_end(
-    client: Client, worker: subprocess.Popen[bytes]
+    client: Client, module_worker: subprocess.Popen[bytes]
 ) -> None:
     run_id = client.enqueue("asking", {"topic": "tea"})
     [paused] = client.wait([run_id], timeout_s=20)
@@ -42,7 +43,7 @@ def test_client_wait_returns_at_each_pause_and_at_the_end(
 
 
 def test_enqueue_wait_exits_3_with_the_open_request_and_the_answer_command(
-    client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
+    client: Client, env: dict[str, str], module_worker: subprocess.Popen[bytes]
 ) -> None:
     done = graphq("enqueue", "asking", "--input", '{"topic": "tea"}', "--wait", env=env, timeout=30)
     assert done.returncode == 3, done.stderr
@@ -59,7 +60,7 @@ def test_enqueue_wait_exits_3_with_the_open_request_and_the_answer_command(
 
 
 def test_enqueue_wait_on_a_run_with_two_requests_lists_both(
-    client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
+    client: Client, env: dict[str, str], module_worker: subprocess.Popen[bytes]
 ) -> None:
     done = graphq("enqueue", "reviewing", "--input", '{"items": ["a", "b"]}', "--wait", env=env, timeout=30)
     assert done.returncode == 3, done.stderr
@@ -79,7 +80,7 @@ def test_enqueue_wait_on_a_run_with_two_requests_lists_both(
 
 
 def test_enqueue_wait_json_gives_the_record_with_its_requests(
-    client: Client, env: dict[str, str], worker: subprocess.Popen[bytes]
+    client: Client, env: dict[str, str], module_worker: subprocess.Popen[bytes]
 ) -> None:
     done = graphq(
         "enqueue", "asking", "--input", '{"topic": "tea"}', "--wait", "--output", "json", env=env, timeout=30

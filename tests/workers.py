@@ -5,6 +5,7 @@ waiting for what they do. The fixtures built on them (``client``, ``procs``, ``w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -35,6 +36,7 @@ __all__ = [
     "burst",
     "ended",
     "graphq",
+    "group_runs",
     "job_as_rq_reads_it",
     "line_count",
     "refusing_writes",
@@ -208,14 +210,30 @@ class Procs:
 
     def close(self) -> None:
         """Stop the restart loops first (a worker started after the kills would live on into the next
-        test, on the same Redis), then SIGKILL every process group that is still there."""
+        test, on the same Redis), then SIGKILL every process group, and wait until none of their processes
+        runs. A group whose first process ended may hold others (the worker processes of a supervisor that
+        a test killed): they were left blocked in their pops, and took the next test's jobs."""
         self._stop.set()
         for loop in self._loops:
             loop.join(10)
         for proc in self.procs:
-            if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+        for pgid in [proc.pid for proc in self.procs]:
+            wait_for(lambda pgid=pgid: not group_runs(pgid), 10, f"the processes of group {pgid} to end")
+
+
+def group_runs(pgid: int) -> bool:
+    """Whether a process of process group ``pgid`` runs (a zombie, ended but not yet reaped, does not)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        if state != "Z" and int(group) == pgid:
+            return True
+    return False
 
 
 def job_as_rq_reads_it(fields: dict[bytes, bytes]) -> dict[bytes, bytes]:

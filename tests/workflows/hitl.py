@@ -150,6 +150,10 @@ _o.add_edge(START, "sign_off")
 ordering = _o.compile(name="ordering")
 
 
+SLOW_TICKS = 20
+"""Super-steps of ``slow-loop`` (0.3 s each): a cancel after its second step lands with 5 s to spare."""
+
+
 class Slow(TypedDict, total=False):
     ticks: Annotated[list[int], operator.add]
     stopped: str
@@ -163,7 +167,7 @@ def slow_tick(state: Slow) -> dict[str, Any]:
 
 
 def slow_more(state: Slow) -> str:
-    return "slow_tick" if len(state["ticks"]) < 40 else END
+    return "slow_tick" if len(state["ticks"]) < SLOW_TICKS else END
 
 
 _s = StateGraph(Slow)
