@@ -43,8 +43,13 @@ class _SlowExit:
     takes that long to end once its interpreter is finalizing (its signal handlers already put back to the
     defaults), as a worker whose teardown outlasts the drain timeout does."""
 
+    def __init__(self) -> None:
+        # Bound now: at finalization this module's globals (time, os) may already be gone, and a __del__
+        # that raises is skipped silently (importing langchain-core's tools changed the teardown order).
+        self.sleep, self.seconds = time.sleep, float(os.environ["GRAPHQ_TEST_SLOW_EXIT_S"])
+
     def __del__(self) -> None:
-        time.sleep(float(os.environ["GRAPHQ_TEST_SLOW_EXIT_S"]))
+        self.sleep(self.seconds)
 
 
 if os.environ.get("GRAPHQ_TEST_SLOW_EXIT_S") and multiprocessing.parent_process() is not None:
