@@ -2,6 +2,8 @@
 ``InjectedState`` and ``InjectedStore`` (as in ``langgraph.prebuilt``) and graphq's agent-loop state,
 reducers and routers (DESIGN G8)."""
 
+from typing import Any
+
 from graphcore.prebuilt.agent import (
     AgentLoopState,
     Condition,
@@ -19,7 +21,7 @@ from graphcore.prebuilt.agent import (
     terminate_requested,
 )
 from graphcore.prebuilt.react_agent import AgentState, create_react_agent
-from graphcore.prebuilt.tool_node import InjectedState, InjectedStore, ToolNode, tools_condition
+from graphcore.prebuilt.tool_node import ToolNode, tools_condition
 
 __all__ = [
     "AgentLoopState",
@@ -43,3 +45,13 @@ __all__ = [
     "terminate_requested",
     "tools_condition",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``InjectedState`` and ``InjectedStore``, imported on first use (:mod:`graphcore.prebuilt.injected`
+    imports langchain-core's tools, which costs every worker start-up about 0.3 s otherwise)."""
+    if name in ("InjectedState", "InjectedStore"):
+        from graphcore.prebuilt import injected
+
+        return getattr(injected, name)
+    raise AttributeError(f"module 'graphcore.prebuilt' has no attribute {name!r}")

@@ -20,7 +20,7 @@ import json
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
+from typing import Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import BaseModel, ValidationError, create_model
 from typing_extensions import TypedDict
@@ -34,18 +34,7 @@ from graphcore.errors import NodeError
 from graphcore.messages import ToolCall, ToolMessage
 from graphcore.types import END, START, Command, Send
 
-if TYPE_CHECKING:
-    from langchain_core.tools import InjectedToolArg
-else:
-    try:  # so that a LangChain tool leaves an injected parameter out of the model's schema
-        from langchain_core.tools import InjectedToolArg
-    except ImportError:
-
-        class InjectedToolArg:
-            """langchain-core's marker of a tool parameter the model does not give (langchain-core absent)."""
-
-
-__all__ = ["InjectedState", "InjectedStore", "ToolNode", "tools_condition"]
+__all__ = ["ToolNode", "tools_condition"]
 
 INVALID_TOOL = "Error: {name} is not a valid tool, try one of [{names}]."
 INVALID_ARGS = (
@@ -59,28 +48,6 @@ ErrorHandling: TypeAlias = bool | str | Callable[..., str] | type[Exception] | t
 
 _STATE: contextvars.ContextVar[Any] = contextvars.ContextVar("graphq_tool_node_state")
 """The state the running ToolNode was given: what its calls' ``InjectedState`` parameters get."""
-
-
-class InjectedState(InjectedToolArg):
-    """Marks a tool parameter the :class:`ToolNode` fills with the graph's state (LangGraph's).
-
-    ``state: Annotated[dict, InjectedState]`` gets the whole state (the node's input: a dict, a model, or
-    ``{messages_key: list}`` when the ToolNode was given a list); ``messages: Annotated[list,
-    InjectedState("messages")]`` gets that key. A key the state lacks leaves a parameter with a default
-    to its default, and otherwise fails the node with KeyError (AttributeError for a model).
-
-    Args:
-        field: the state key to give, or None for the whole state.
-    """
-
-    def __init__(self, field: str | None = None) -> None:
-        self.field = field
-
-
-class InjectedStore(InjectedToolArg):
-    """Marks a tool parameter the :class:`ToolNode` fills with the run's long-term store (LangGraph's):
-    ``store: Annotated[Any, InjectedStore()]`` gets the graph's ``compile(store=...)``, on the queue the
-    workers' Redis store. Calling such a tool in a graph without a store raises ValueError."""
 
 
 _Injection: TypeAlias = tuple[Literal["state", "store"], str | None]
@@ -144,7 +111,7 @@ def _defaulted(tool: Any) -> set[str]:
 
 
 def _injected_value(how: _Injection, state: Any, messages_key: str) -> Any:
-    """The value of one injected parameter (see :class:`InjectedState`, :class:`InjectedStore`).
+    """The value of one injected parameter (see ``InjectedState``, ``InjectedStore``).
 
     Raises:
         ValueError: a store is asked for and the graph has none.
@@ -229,7 +196,7 @@ class _Tool:
 
     def __init__(self, tool: Any) -> None:
         self.injected = _injections(tool)
-        """The parameters the ToolNode fills (:class:`InjectedState`, :class:`InjectedStore`), by name."""
+        """The parameters the ToolNode fills (``InjectedState``, ``InjectedStore``), by name."""
         self.defaulted = _defaulted(tool) if self.injected else set()
         """The parameters with a default: an ``InjectedState(key)`` one is left out when the state lacks
         the key."""
