@@ -100,18 +100,24 @@ class PendingTask:
     arg: Any = None
 
 
+DEFAULT_INTERRUPT_ID = "placeholder-id"
+"""The id of an ``Interrupt`` built without one (LangGraph's)."""
+
+
 @dataclass(frozen=True)
 class Interrupt:
     """A pause requested by ``interrupt(value)`` inside a node: a question for a human (G6, R16).
 
-    As LangGraph's: built as ``Interrupt(value=..., id=...)`` (by keyword: graphq's first field is ``id``),
-    equal when ``value`` and ``id`` are, printed as ``Interrupt(value=..., id='...')``, and not hashable.
-    graphq's own fields (from ``node`` on) do not take part in ``==`` or the repr.
+    As LangGraph's: built as ``Interrupt(value, id=...)`` (``value`` first, positional or by keyword; ``id``
+    defaults to LangGraph's ``"placeholder-id"``), equal when ``value`` and ``id`` are, printed as
+    ``Interrupt(value=..., id='...')``, and not hashable. graphq's own fields (from ``node`` on) do not take
+    part in ``==`` or the repr. Stored by field name (:mod:`graphcore.checkpoints.serde`), so the order of
+    the fields is not part of the stored form.
 
     Attributes:
+        value: the payload shown to the human (allow-listed types).
         id: 16 hex digits, sha1 of (task id, call index): unique per call site of a task and stable when the
             node re-runs from the same checkpoint.
-        value: the payload shown to the human (allow-listed types).
         node: the node that asked.
         task_id: the task that asked.
         index: which ``interrupt()`` call of the task, counting from 0.
@@ -120,8 +126,8 @@ class Interrupt:
             the workflow's ``request_timeout_s``, counted from ``created_at``; R13), None without one.
     """
 
-    id: str = field(repr=False)
     value: Any = field(repr=False)
+    id: str = field(default=DEFAULT_INTERRUPT_ID, repr=False)
     node: str = field(default="", compare=False, repr=False)
     task_id: str = field(default="", compare=False, repr=False)
     index: int = field(default=0, compare=False, repr=False)
