@@ -63,7 +63,7 @@ from graphcore.store import (
     SearchItem,
     SearchOp,
 )
-from graphcore.types import END, START, Command, Interrupt, Overwrite, Send
+from graphcore.types import END, START, Command, GraphOutput, Interrupt, Overwrite, Send
 
 __all__ = [
     "END",
@@ -82,6 +82,7 @@ __all__ = [
     "ExecutionInfo",
     "GetOp",
     "GraphDrained",
+    "GraphOutput",
     "GraphRecursionError",
     "GraphqError",
     "InMemoryCache",

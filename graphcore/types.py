@@ -5,11 +5,12 @@ Names and meaning follow LangGraph's public API (``langgraph.types``) so that gr
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-__all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send"]
+__all__ = ["END", "START", "Command", "GraphOutput", "Interrupt", "Overwrite", "Send"]
 
 START = "__start__"
 """Virtual source node: edges from START pick the entry node(s)."""
@@ -138,6 +139,54 @@ class Interrupt:
 
     def __repr__(self) -> str:
         return f"Interrupt(value={self.value!r}, id={self.id!r})"
+
+
+@dataclass(frozen=True)
+class GraphOutput:
+    """What ``invoke``/``ainvoke`` return with ``version="v2"``, as LangGraph's.
+
+    Attributes:
+        value: the run's result: the final state (narrowed to the output schema; a model instance for a
+            pydantic or dataclass output schema), the root value, or None.
+        interrupts: the open requests of a run that paused in ``interrupt()``, in task order; () otherwise.
+    """
+
+    value: Any
+    interrupts: tuple[Interrupt, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated (as in LangGraph): ``result["__interrupt__"]`` is ``interrupts``, another key reads
+        ``value``'s key or attribute.
+
+        Raises:
+            KeyError: ``value`` has no such key or attribute."""
+        _deprecated_access("result[key]")
+        if key == "__interrupt__":
+            return self.interrupts
+        if isinstance(self.value, dict):
+            return self.value[key]
+        try:
+            return getattr(self.value, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        """Deprecated (as in LangGraph): whether ``__getitem__`` would find ``key``."""
+        _deprecated_access("key in result")
+        if key == "__interrupt__":
+            return bool(self.interrupts)
+        if isinstance(self.value, dict):
+            return key in self.value
+        return isinstance(key, str) and hasattr(self.value, key)
+
+
+def _deprecated_access(form: str) -> None:
+    warnings.warn(
+        f"Accessing GraphOutput via `{form}` is deprecated. Use `result.value` to access the output value "
+        "directly, or `result.interrupts` for interrupts.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass(frozen=True)

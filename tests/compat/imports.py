@@ -13,6 +13,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "CachePolicy",
             "Command",
+            "GraphOutput",
             "Interrupt",
             "Overwrite",
             "RetryPolicy",
