@@ -12,7 +12,14 @@ import pytest
 from pydantic import BaseModel
 
 from graphcore import StateGraph
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
+from tests.workers import work
+from tests.workflows.stream_v2 import build as build_v2_caller
+
+REGISTRY = Registry.load(["tests.workflows.stream_v2"])
 
 
 class State(TypedDict):
@@ -179,3 +186,27 @@ def test_graphq_refuses_an_unknown_version(version: str) -> None:
     with pytest.raises(ValueError) as invoke_error:
         graph.invoke({"items": []}, version=version)
     assert str(stream_error.value) == str(invoke_error.value) == message
+
+
+# --- inside a node, in process and on the queue ---
+
+CALLED = [
+    [{"seen": ["inner"]}, []],
+    {"type": "values", "ns": None, "data": {"seen": []}, "interrupts": ()},
+    {"type": "updates", "ns": None, "data": {"add": {"seen": ["inner"]}}},
+    {"type": "values", "ns": None, "data": {"seen": ["inner"]}, "interrupts": ()},
+]
+"""What ``v2_caller``'s node records: the inner graph's GraphOutput (value, interrupts) and its v2 parts."""
+
+
+def test_a_node_gets_v2_shapes_from_a_graph_it_runs(lg: Imports) -> None:
+    assert build_v2_caller(lg).compile().invoke({"seen": []}) == {"seen": CALLED}
+
+
+def test_a_queued_node_gets_v2_shapes_from_a_graph_it_runs(client: Client) -> None:
+    """On the queue the node runs on a worker: the same parts in the run's result."""
+    run_id = client.enqueue("v2_caller", {"seen": []})
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": CALLED}
