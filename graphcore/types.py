@@ -8,9 +8,27 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict, TypeVar
 
-__all__ = ["END", "START", "Command", "GraphOutput", "Interrupt", "Overwrite", "Send"]
+from typing_extensions import TypeAliasType
+
+__all__ = [
+    "END",
+    "START",
+    "CheckpointStreamPart",
+    "Command",
+    "CustomStreamPart",
+    "DebugStreamPart",
+    "GraphOutput",
+    "Interrupt",
+    "MessagesStreamPart",
+    "Overwrite",
+    "Send",
+    "StreamPart",
+    "TasksStreamPart",
+    "UpdatesStreamPart",
+    "ValuesStreamPart",
+]
 
 START = "__start__"
 """Virtual source node: edges from START pick the entry node(s)."""
@@ -141,8 +159,12 @@ class Interrupt:
         return f"Interrupt(value={self.value!r}, id={self.id!r})"
 
 
+OutputT = TypeVar("OutputT")
+StateT = TypeVar("StateT")
+
+
 @dataclass(frozen=True)
-class GraphOutput:
+class GraphOutput(Generic[OutputT]):
     """What ``invoke``/``ainvoke`` return with ``version="v2"``, as LangGraph's.
 
     Attributes:
@@ -151,7 +173,7 @@ class GraphOutput:
         interrupts: the open requests of a run that paused in ``interrupt()``, in task order; () otherwise.
     """
 
-    value: Any
+    value: OutputT
     interrupts: tuple[Interrupt, ...] = ()
 
     def __getitem__(self, key: str) -> Any:
@@ -178,6 +200,77 @@ class GraphOutput:
         if isinstance(self.value, dict):
             return key in self.value
         return isinstance(key, str) and hasattr(self.value, key)
+
+
+class ValuesStreamPart(TypedDict, Generic[OutputT]):
+    """A ``values`` part of ``stream(..., version="v2")``: the state, the open requests apart."""
+
+    type: Literal["values"]
+    ns: tuple[str, ...]
+    data: OutputT
+    interrupts: tuple[Interrupt, ...]
+
+
+class UpdatesStreamPart(TypedDict):
+    """An ``updates`` part: ``{node: update}`` (or ``{"__interrupt__": (Interrupt, ...)}``)."""
+
+    type: Literal["updates"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class MessagesStreamPart(TypedDict):
+    """A ``messages`` part: ``(message, metadata)``."""
+
+    type: Literal["messages"]
+    ns: tuple[str, ...]
+    data: tuple[Any, dict[str, Any]]
+
+
+class CustomStreamPart(TypedDict):
+    """A ``custom`` part: what a node gave its stream writer."""
+
+    type: Literal["custom"]
+    ns: tuple[str, ...]
+    data: Any
+
+
+class CheckpointStreamPart(TypedDict, Generic[StateT]):
+    """A ``checkpoints`` part: the checkpoint's payload (``values`` of the state's class)."""
+
+    type: Literal["checkpoints"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class TasksStreamPart(TypedDict):
+    """A ``tasks`` part: a task's start or its result."""
+
+    type: Literal["tasks"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class DebugStreamPart(TypedDict, Generic[StateT]):
+    """A ``debug`` part: ``{"step", "timestamp", "type", "payload"}``."""
+
+    type: Literal["debug"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+StreamPart = TypeAliasType(
+    "StreamPart",
+    ValuesStreamPart[OutputT]
+    | UpdatesStreamPart
+    | MessagesStreamPart
+    | CustomStreamPart
+    | CheckpointStreamPart[StateT]
+    | TasksStreamPart
+    | DebugStreamPart[StateT],
+    type_params=(StateT, OutputT),
+)
+"""A part of ``stream(..., version="v2")``, as LangGraph's: tell them apart by ``part["type"]``."""
 
 
 def _deprecated_access(form: str) -> None:

@@ -210,3 +210,23 @@ def test_a_queued_node_gets_v2_shapes_from_a_graph_it_runs(client: Client) -> No
     run = client.get_run(run_id)
     assert run.status == RunStatus.COMPLETED, run.error
     assert run.result == {"seen": CALLED}
+
+
+def test_each_part_has_the_keys_of_its_typed_dict(lg: Imports) -> None:
+    """LangGraph exports a TypedDict per part type and ``StreamPart``, their union (generic in state and
+    output): a program's annotations import them; each part has its TypedDict's keys."""
+    kinds = {
+        "values": lg.ValuesStreamPart,
+        "updates": lg.UpdatesStreamPart,
+        "custom": lg.CustomStreamPart,
+        "checkpoints": lg.CheckpointStreamPart,
+        "tasks": lg.TasksStreamPart,
+        "debug": lg.DebugStreamPart,
+        "messages": lg.MessagesStreamPart,
+    }
+    modes = ["values", "updates", "custom", "checkpoints", "tasks", "debug"]
+    parts = list(asking(lg).stream({"items": []}, thread(), stream_mode=modes, version="v2"))
+    assert sorted({p["type"] for p in parts}) == ["checkpoints", "debug", "tasks", "updates", "values"]
+    assert all(set(p) == set(kinds[p["type"]].__annotations__) for p in parts)
+    assert set(lg.MessagesStreamPart.__annotations__) == {"type", "ns", "data"}
+    assert lg.StreamPart[State, State].__origin__ is lg.StreamPart
