@@ -5,12 +5,32 @@ Names and meaning follow LangGraph's public API (``langgraph.types``) so that gr
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict, TypeVar
 
-__all__ = ["END", "START", "Command", "Interrupt", "Overwrite", "Send", "TimeoutPolicy"]
+from typing_extensions import TypeAliasType
+
+__all__ = [
+    "END",
+    "START",
+    "CheckpointStreamPart",
+    "Command",
+    "CustomStreamPart",
+    "DebugStreamPart",
+    "GraphOutput",
+    "Interrupt",
+    "MessagesStreamPart",
+    "Overwrite",
+    "Send",
+    "StreamPart",
+    "TasksStreamPart",
+    "TimeoutPolicy",
+    "UpdatesStreamPart",
+    "ValuesStreamPart",
+]
 
 START = "__start__"
 """Virtual source node: edges from START pick the entry node(s)."""
@@ -128,18 +148,24 @@ class PendingTask:
     timeout: TimeoutPolicy | float | timedelta | None = None
 
 
+DEFAULT_INTERRUPT_ID = "placeholder-id"
+"""The id of an ``Interrupt`` built without one (LangGraph's)."""
+
+
 @dataclass(frozen=True)
 class Interrupt:
     """A pause requested by ``interrupt(value)`` inside a node: a question for a human (G6, R16).
 
-    As LangGraph's: built as ``Interrupt(value=..., id=...)`` (by keyword: graphq's first field is ``id``),
-    equal when ``value`` and ``id`` are, printed as ``Interrupt(value=..., id='...')``, and not hashable.
-    graphq's own fields (from ``node`` on) do not take part in ``==`` or the repr.
+    As LangGraph's: built as ``Interrupt(value, id=...)`` (``value`` first, positional or by keyword; ``id``
+    defaults to LangGraph's ``"placeholder-id"``), equal when ``value`` and ``id`` are, printed as
+    ``Interrupt(value=..., id='...')``, and not hashable. graphq's own fields (from ``node`` on) do not take
+    part in ``==`` or the repr. Stored by field name (:mod:`graphcore.checkpoints.serde`), so the order of
+    the fields is not part of the stored form.
 
     Attributes:
+        value: the payload shown to the human (allow-listed types).
         id: 16 hex digits, sha1 of (task id, call index): unique per call site of a task and stable when the
             node re-runs from the same checkpoint.
-        value: the payload shown to the human (allow-listed types).
         node: the node that asked.
         task_id: the task that asked.
         index: which ``interrupt()`` call of the task, counting from 0.
@@ -148,8 +174,8 @@ class Interrupt:
             the workflow's ``request_timeout_s``, counted from ``created_at``; R13), None without one.
     """
 
-    id: str = field(repr=False)
     value: Any = field(repr=False)
+    id: str = field(default=DEFAULT_INTERRUPT_ID, repr=False)
     node: str = field(default="", compare=False, repr=False)
     task_id: str = field(default="", compare=False, repr=False)
     index: int = field(default=0, compare=False, repr=False)
@@ -160,6 +186,129 @@ class Interrupt:
 
     def __repr__(self) -> str:
         return f"Interrupt(value={self.value!r}, id={self.id!r})"
+
+
+OutputT = TypeVar("OutputT")
+StateT = TypeVar("StateT")
+
+
+@dataclass(frozen=True)
+class GraphOutput(Generic[OutputT]):
+    """What ``invoke``/``ainvoke`` return with ``version="v2"``, as LangGraph's.
+
+    Attributes:
+        value: the run's result: the final state (narrowed to the output schema; a model instance for a
+            pydantic or dataclass output schema), the root value, or None.
+        interrupts: the open requests of a run that paused in ``interrupt()``, in task order; () otherwise.
+    """
+
+    value: OutputT
+    interrupts: tuple[Interrupt, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated (as in LangGraph): ``result["__interrupt__"]`` is ``interrupts``, another key reads
+        ``value``'s key or attribute.
+
+        Raises:
+            KeyError: ``value`` has no such key or attribute."""
+        _deprecated_access("result[key]")
+        if key == "__interrupt__":
+            return self.interrupts
+        if isinstance(self.value, dict):
+            return self.value[key]
+        try:
+            return getattr(self.value, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        """Deprecated (as in LangGraph): whether ``__getitem__`` would find ``key``."""
+        _deprecated_access("key in result")
+        if key == "__interrupt__":
+            return bool(self.interrupts)
+        if isinstance(self.value, dict):
+            return key in self.value
+        return isinstance(key, str) and hasattr(self.value, key)
+
+
+class ValuesStreamPart(TypedDict, Generic[OutputT]):
+    """A ``values`` part of ``stream(..., version="v2")``: the state, the open requests apart."""
+
+    type: Literal["values"]
+    ns: tuple[str, ...]
+    data: OutputT
+    interrupts: tuple[Interrupt, ...]
+
+
+class UpdatesStreamPart(TypedDict):
+    """An ``updates`` part: ``{node: update}`` (or ``{"__interrupt__": (Interrupt, ...)}``)."""
+
+    type: Literal["updates"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class MessagesStreamPart(TypedDict):
+    """A ``messages`` part: ``(message, metadata)``."""
+
+    type: Literal["messages"]
+    ns: tuple[str, ...]
+    data: tuple[Any, dict[str, Any]]
+
+
+class CustomStreamPart(TypedDict):
+    """A ``custom`` part: what a node gave its stream writer."""
+
+    type: Literal["custom"]
+    ns: tuple[str, ...]
+    data: Any
+
+
+class CheckpointStreamPart(TypedDict, Generic[StateT]):
+    """A ``checkpoints`` part: the checkpoint's payload (``values`` of the state's class)."""
+
+    type: Literal["checkpoints"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class TasksStreamPart(TypedDict):
+    """A ``tasks`` part: a task's start or its result."""
+
+    type: Literal["tasks"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class DebugStreamPart(TypedDict, Generic[StateT]):
+    """A ``debug`` part: ``{"step", "timestamp", "type", "payload"}``."""
+
+    type: Literal["debug"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+StreamPart = TypeAliasType(
+    "StreamPart",
+    ValuesStreamPart[OutputT]
+    | UpdatesStreamPart
+    | MessagesStreamPart
+    | CustomStreamPart
+    | CheckpointStreamPart[StateT]
+    | TasksStreamPart
+    | DebugStreamPart[StateT],
+    type_params=(StateT, OutputT),
+)
+"""A part of ``stream(..., version="v2")``, as LangGraph's: tell them apart by ``part["type"]``."""
+
+
+def _deprecated_access(form: str) -> None:
+    warnings.warn(
+        f"Accessing GraphOutput via `{form}` is deprecated. Use `result.value` to access the output value "
+        "directly, or `result.interrupts` for interrupts.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass(frozen=True)

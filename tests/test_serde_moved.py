@@ -97,3 +97,28 @@ def test_only_the_moved_name_is_an_alias() -> None:
     with pytest.raises(SerializationError) as info:
         serde.loads(_stored(_old_dataclass("graphcore.engine.channels", "Overwrite", {"value": 1})))
     assert "class graphcore.engine.channels:Overwrite (a dataclass) is not allowed" in str(info.value)
+
+
+# An Interrupt as ``serde.dumps`` wrote it before ``value`` became its first field (issue 23): stored by
+# field name, so the new field order loads it unchanged. Hex of the old code's output, not rebuilt with dumps.
+OLD_DUMPED_INTERRUPT = bytes.fromhex(
+    "01c78b0d93af6772617068636f72652e7479706573a9496e7465727275707487a26964b030313233343536373839616263646566"
+    "a576616c756581a171a36f6b3fa46e6f6465a361736ba77461736b5f6964a3742d31a5696e64657802aa637265617465645f6174"
+    "b9323032362d30312d30315430303a30303a30302b30303a3030ab646561646c696e655f6d7305"
+)
+
+
+def test_an_interrupt_dumped_before_value_came_first_loads_with_every_field() -> None:
+    loaded = serde.loads(OLD_DUMPED_INTERRUPT)
+    assert type(loaded) is Interrupt
+    assert dataclasses.asdict(loaded) == {
+        "value": {"q": "ok?"},
+        "id": "0123456789abcdef",
+        "node": "ask",
+        "task_id": "t-1",
+        "index": 2,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "deadline_ms": 5,
+    }
+    assert loaded == Interrupt({"q": "ok?"}, id="0123456789abcdef")
+    assert serde.loads(serde.dumps(loaded)) == loaded

@@ -62,7 +62,7 @@ from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import StepResult, arun_step, has_async_tasks, run_step
 from graphcore.errors import CheckpointNotFoundError, GraphDrained, StepLimitError
-from graphcore.types import Command, Interrupt, TaskWrites
+from graphcore.types import Command, GraphOutput, Interrupt, TaskWrites
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
 
@@ -156,7 +156,10 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 :mod:`graphcore.engine.durability`); None → the config's ``durability``, else ``"sync"``.
             stream_mode: ``"values"`` (the default) returns the final state; another mode or a list of modes
                 returns the list of what :meth:`stream` yields with it, as LangGraph's ``invoke``.
-            subgraphs, debug, print_mode, version: as :meth:`stream`.
+            subgraphs, debug, print_mode: as :meth:`stream`.
+            version: ``"v1"`` (the default) or ``"v2"``: a :class:`~graphcore.types.GraphOutput` (``value``,
+                ``interrupts``) instead of the state, or with another ``stream_mode`` the list of v2 stream
+                parts, as LangGraph's.
             context: the run's context (LangGraph's; nodes read it through a ``runtime`` parameter or
                 ``get_runtime()``, :mod:`graphcore.engine.runtime`); graphs invoked inside nodes inherit it.
             control: a :class:`~graphcore.engine.runtime.RunControl` to drain the run with (LangGraph's):
@@ -179,7 +182,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             InvalidUpdateError: a node's writes were invalid or conflicting, or a router sent to a node the
                 graph does not have.
             InvalidGraphError: a breakpoint names an unknown node.
-            ValueError: an unknown ``durability``.
+            ValueError: an unknown ``durability`` or ``version``.
             ThreadRequiredError: (a ``ValueError``) the graph has a checkpointer and ``config`` no thread id.
             EmptyInputError: ``input`` is None and there is nothing to continue (no checkpointer, or a thread
                 without a checkpoint), as LangGraph's.
@@ -200,17 +203,24 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
                 print_mode=print_mode,
+                version=version,
                 control=control,
             )
             return list(chunks)
         logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
         for events, cp, paused in self._run(input, config, logged, durability, call, control=control):
             streaming.log_events(events, modes=logged or ())
-            final = self._result(cp, paused)
+            final = self._result(cp, paused, version)
         return final
 
-    def _result(self, cp: Checkpoint, paused: list[Interrupt]) -> Any:
-        """What ``invoke`` returns when its run ends at ``cp``, paused on ``paused``."""
+    def _result(self, cp: Checkpoint, paused: list[Interrupt], version: str = "v1") -> Any:
+        """What ``invoke`` returns when its run ends at ``cp``, paused on ``paused``: for ``version="v2"``
+        a :class:`GraphOutput` of the same."""
+        if version == "v2":
+            value = self.schema.result(cp.channel_values)
+            if isinstance(value, dict):
+                value = self.schema.v2_coercion(self.schema.output_schema)(value)
+            return GraphOutput(value, tuple(paused))
         return self.schema.result(cp.channel_values, {INTERRUPT_KEY: paused} if paused else None)
 
     def stream(
@@ -243,20 +253,26 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         payload)`` with the events of graphs run as nodes or invoked inside nodes, as they happen (namespace
         ``("node:task_id", ...)``, ``()`` for this graph). ``debug=True`` (or ``compile(debug=True)``) logs
         the ``updates`` and ``values`` events at DEBUG on the logger ``graphq.debug`` (LangGraph prints
-        them), and so does ``print_mode`` (modes to log without streaming them). ``version``: ``"v1"`` only
-        (LangGraph's ``"v2"`` stream parts are refused). Breaking out of the loop stops the run after the
+        them), and so does ``print_mode`` (modes to log without streaming them). ``version="v2"`` yields
+        LangGraph's v2 stream parts instead, whatever the modes and ``subgraphs``: ``{"type": mode, "ns":
+        namespace, "data": payload}``, a ``values`` part with ``"interrupts"`` (the open requests, moved out
+        of the state) and its data a model instance for a pydantic or dataclass output schema
+        (:func:`graphcore.engine.stream.stream_part`). Breaking out of the loop stops the run after the
         step in flight. The ``checkpoints``
         payloads are those ``graphq runs watch`` prints for a queued run. A stop at a breakpoint is one
         ``updates`` event ``{"__interrupt__": ()}``, as LangGraph's. ``interrupt_before``,
         ``interrupt_after``, ``durability``, ``context`` and ``control``: as :meth:`invoke`.
 
         Raises:
-            ValueError: an unknown stream mode.
+            ValueError: an unknown stream mode or ``version``.
             StepLimitError, NodeError, InvalidUpdateError, GraphDrained: as :meth:`invoke`.
         """
         config = with_context(config, context)
         modes = streaming.check_modes(stream_mode)
-        streaming.check_version(version)
+        schema = self.schema
+        part = streaming.v2_parts(
+            version, schema.v2_coercion(schema.output_schema), schema.v2_coercion(schema.schema)
+        )
         call = (interrupt_before, interrupt_after)
         yield from streaming.stream_run(
             lambda run_modes: self._run(input, config, run_modes, durability, call, control=control),
@@ -264,6 +280,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             single=isinstance(stream_mode, str),
             subgraphs=subgraphs,
             logged=streaming.logged_modes(self.debug if debug is None else debug, print_mode) or (),
+            part=part,
         )
 
     async def ainvoke(
@@ -322,7 +339,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         last = await aio.drive(
             self._run(input, config, None, durability, call, on_loop=True, control=control)
         )
-        return None if last is None else self._result(last[1], last[2])
+        return None if last is None else self._result(last[1], last[2], version)
 
     def astream(
         self, input: Any, config: Mapping[str, Any] | RunConfig | None = None, **kwargs: Any

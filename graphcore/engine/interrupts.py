@@ -165,7 +165,7 @@ def interrupt(value: Any, timeout_s: float | None = None) -> Any:
         return ctx.answers[iid]
     now = datetime.now(UTC)
     deadline = None if timeout is None else round(now.timestamp() * 1000 + timeout * 1000)
-    raise GraphInterrupt(Interrupt(iid, value, ctx.node, task_id, index, now.isoformat(), deadline))
+    raise GraphInterrupt(Interrupt(value, iid, ctx.node, task_id, index, now.isoformat(), deadline))
 
 
 def _timeout(ctx: TaskContext, timeout_s: Any) -> float | None:

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import logging
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,6 +310,16 @@ class StateSchema:
             return {**(out if isinstance(out, dict) and not self.root else {}), **extra}
         return out
 
+    def v2_coercion(self, schema: type[Any]) -> Callable[[Any], Any]:
+        """How ``version="v2"`` shows state values of ``schema`` (the output or the state schema), as
+        LangGraph's: a dict made into ``schema(**values)`` for a pydantic model or a dataclass; as it is for
+        another schema or a root-channel state."""
+        if self.root or not isinstance(schema, type):
+            return _as_is
+        if issubclass(schema, BaseModel) or dataclasses.is_dataclass(schema):
+            return lambda values: schema(**values)
+        return _as_is
+
     def values_of(self, values: Mapping[str, Any]) -> Any:
         """A ``values`` stream event (and a snapshot's values): every channel's value (a dict) in channel
         declaration order, as LangGraph's, or the root value."""
@@ -395,6 +405,10 @@ class StateSchema:
         raise InvalidUpdateError(
             f"the input has key(s) {outside} outside the graph's input schema {name}; its keys: {known}"
         )
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def _model_update(model: BaseModel) -> dict[str, Any]:

@@ -365,7 +365,7 @@ def request_ahead(cp: Checkpoint) -> list[Interrupt]:
         return []
     node = cp.next_tasks[0].node
     tid = task_id_of(cp.id, 0, node)
-    return [Interrupt(interrupt_id(tid, 0), None, node, tid, 0, cp.created_at)]
+    return [Interrupt(None, interrupt_id(tid, 0), node, tid, 0, cp.created_at)]
 
 
 def carried_answers(

@@ -45,7 +45,7 @@ from graphcore.engine.snapshot import subgraph_config, task_result
 from graphcore.engine.task_metadata import step_metadata
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError
-from graphcore.types import Interrupt, TaskWrites
+from graphcore.types import START, Interrupt, TaskWrites
 
 __all__ = [
     "INTERRUPT_KEY",
@@ -66,11 +66,13 @@ __all__ = [
     "step_events",
     "step_view",
     "stopped_events",
+    "stream_part",
     "stream_run",
     "task_labels",
     "task_payload",
     "task_start_payload",
     "update_payload",
+    "v2_parts",
 ]
 
 STREAM_MODES = ("values", "updates", "custom", "messages", "tasks", "checkpoints", "debug")
@@ -632,17 +634,65 @@ def log_events(events: Sequence[Event], ns: tuple[str, ...] = (), modes: Sequenc
             log.debug("%s %s: %r", list(ns), mode, payload)
 
 
+VERSIONS = ("v1", "v2")
+"""The chunk shapes of ``stream`` and ``invoke`` (LangGraph's): v1 tuples, v2 typed dicts."""
+
+Part = Callable[[tuple[str, ...], str, Any], dict[str, Any]]
+"""Makes a v2 stream part of ``(namespace, mode, payload)``."""
+
+
 def check_version(version: str) -> None:
     """Check ``stream``'s and ``invoke``'s ``version``.
 
     Raises:
-        ValueError: not ``"v1"`` (LangGraph's ``"v2"`` stream parts are not supported).
+        ValueError: not ``"v1"`` or ``"v2"``.
     """
-    if version != "v1":
-        raise ValueError(
-            f"version={version!r} is not supported: graphq streams LangGraph's v1 chunks (mode, namespace "
-            "and payload as tuples); leave version at 'v1'"
-        )
+    if version not in VERSIONS:
+        raise ValueError(f"version={version!r} is unknown: use 'v1' (tuples) or 'v2' (stream parts)")
+
+
+def v2_parts(version: str, output: Callable[[Any], Any], state: Callable[[Any], Any]) -> Part | None:
+    """How ``stream`` shapes its chunks for ``version``: None for v1's tuples, else a maker of LangGraph's v2
+    stream parts (:func:`stream_part`) that coerces ``values`` data with ``output`` and the state values of
+    ``checkpoints``/``debug`` checkpoint payloads with ``state``.
+
+    Raises:
+        ValueError: an unknown ``version``.
+    """
+    check_version(version)
+    if version == "v1":
+        return None
+    return lambda ns, mode, payload: stream_part(ns, mode, payload, output, state)
+
+
+def stream_part(
+    ns: tuple[str, ...], mode: str, payload: Any, output: Callable[[Any], Any], state: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """LangGraph's v2 stream part of one v1 event: ``{"type": mode, "ns": namespace, "data": payload}``; a
+    ``values`` part moves ``"__interrupt__"`` out of the state into ``"interrupts"`` (a tuple, () for none)
+    and its dict data goes through ``output``; a ``checkpoints`` or ``debug`` checkpoint payload's
+    ``values`` go through ``state`` except at the input's checkpoint (``next`` holds ``__start__``)."""
+    if mode == "values":
+        interrupts: tuple[Interrupt, ...] = ()
+        if isinstance(payload, dict):
+            interrupts = tuple(payload.get(INTERRUPT_KEY, ()))
+            payload = output({k: v for k, v in payload.items() if k != INTERRUPT_KEY})
+        return {"type": mode, "ns": ns, "data": payload, "interrupts": interrupts}
+    if mode in ("checkpoints", "debug"):
+        payload = _coerced_checkpoint(payload, state)
+    return {"type": mode, "ns": ns, "data": payload}
+
+
+def _coerced_checkpoint(payload: Any, state: Callable[[Any], Any]) -> Any:
+    """A copy of a ``checkpoints`` payload (or a ``debug`` checkpoint event) whose ``values`` went through
+    ``state``; other payloads as they are."""
+    if not isinstance(payload, dict):
+        return payload
+    if payload.get("type") == "checkpoint" and isinstance(payload.get("payload"), dict):
+        return {**payload, "payload": _coerced_checkpoint(payload["payload"], state)}
+    if isinstance(payload.get("values"), dict) and START not in payload.get("next", ()):
+        return {**payload, "values": state(payload["values"])}
+    return payload
 
 
 class _Failed:
@@ -660,9 +710,11 @@ def stream_run(
     single: bool,
     subgraphs: bool,
     logged: Sequence[str] = (),
+    part: Part | None = None,
 ) -> Iterator[Any]:
     """The events of a run as ``stream`` yields them: the payload (one mode), ``(mode, payload)`` (a list of
-    modes), ``(namespace, payload)`` / ``(namespace, mode, payload)`` with ``subgraphs=True``.
+    modes), ``(namespace, payload)`` / ``(namespace, mode, payload)`` with ``subgraphs=True``; with ``part``
+    (``version="v2"``, :func:`v2_parts`), what it makes of ``(namespace, mode, payload)``.
 
     ``open_run(modes)`` starts the run. The events of the ``logged`` modes are also logged at DEBUG on the
     logger ``graphq.debug`` (``[namespace] mode: payload``), whether streamed or not.
@@ -677,7 +729,9 @@ def stream_run(
             log_events([(mode, payload)], ns, logged)
         if mode not in wanted:
             continue
-        if subgraphs:
+        if part is not None:
+            yield part(ns, mode, payload)
+        elif subgraphs:
             yield (ns, payload) if single else (ns, mode, payload)
         else:
             yield payload if single else (mode, payload)

@@ -663,20 +663,9 @@ def test_print_mode_leaves_results_unchanged(
 
 
 def test_version_v2_stream_parts(lg: Imports) -> None:
-    """LangGraph 1.2: ``version="v2"`` streams ``{"type", "ns", "data"}`` parts; graphq refuses it (v1 chunks
-    only)."""
-    graph = a_then_b(lg)
-    if lg.is_langgraph:
-        parts = list(graph.stream({"items": []}, version="v2"))
-        assert parts[0] == {"type": "updates", "ns": (), "data": {"a": {"items": ["a"], "n": 1}}}
-        return
-    for call in (
-        lambda: list(graph.stream({"items": []}, version="v2")),
-        lambda: graph.invoke({}, version="v2"),
-    ):
-        with pytest.raises(ValueError) as err:
-            call()
-        assert str(err.value) == (
-            "version='v2' is not supported: graphq streams LangGraph's v1 chunks (mode, namespace and "
-            "payload as tuples); leave version at 'v1'"
-        )
+    """LangGraph 1.2: ``version="v2"`` streams ``{"type", "ns", "data"}`` parts (more: test_stream_v2.py)."""
+    parts = list(a_then_b(lg).stream({"items": []}, version="v2"))
+    assert parts == [
+        {"type": "updates", "ns": (), "data": {"a": {"items": ["a"], "n": 1}}},
+        {"type": "updates", "ns": (), "data": {"b": {"items": ["b"]}}},
+    ]
