@@ -111,7 +111,7 @@ def test_kept_while_another_run_of_the_thread_waits_then_removed_by_the_last(
         "hist": 1,
         "ch": 2,  # topic, count
         "log": 1,  # log (first's appends)
-        "writes": 8,  # each committed step's task writes (first's 6, asker's input), asker's paused step
+        "writes": 3,  # each run's input (its __start__ task's writes), asker's paused step
         "run": 2,
         "events": 2,
         "runs": 1,

@@ -170,7 +170,7 @@ def test_tasks_that_return_after_a_give_up_leave_no_pending_writes(
     """Two parallel tasks that return early once the drain timeout sets their cancel tokens: neither's
     writes are kept as pending writes (they were: the continuation then took them for finished, I2)."""
     worker = start()
-    run_id = client.enqueue("pair", {"node": {"returns_on_cancel": 30}})
+    run_id = client.enqueue("shutdown-pair", {"node": {"returns_on_cancel": 30}})
     wait_for(lambda: started(tmp_path, "left") and started(tmp_path, "right"), what="both tasks to start")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(30) == 1

@@ -140,7 +140,6 @@ def commit_step(
     cp: Checkpoint,
     results: list[TaskWrites],
     pending: bool,
-    persisted: bool = False,
 ) -> str:
     """Commit super-step ``run.step``: its checkpoint, the run's progress, events, the next job (R2, R3).
     The last step completes the run, unless a cancel request arrived meanwhile: then it ends Canceled, its
@@ -148,16 +147,16 @@ def commit_step(
 
     The step's ``updates`` events (one per task, in task order) are appended here, with the commit: a queued
     run's watchers see a step's tasks together, not each as it finishes (in process, ``stream`` yields each
-    as it finishes). ``pending``: the step has pending writes (or answers) to drop with the commit; with
-    history they are kept instead, and the tasks' writes join them (``persisted``: they are all stored
-    already), so that ``parent``'s snapshot shows each task's result (LangGraph's ``tasks[i].result``).
+    as it finishes). ``pending``: the step has pending writes (or answers) to drop with the commit (they are
+    in the checkpoint now). Unlike in process, the tasks' writes are not kept as ``parent``'s pending writes:
+    a queued thread's snapshot of a committed step shows no ``tasks[i].result`` (the README's differences).
     """
     events: list[tuple[str, int, Any]] = [("updates", cp.step, update_payload(graph, r)) for r in results]
     events.append(("values", cp.step, {"checkpoint_id": cp.id}))
     fields = {"head": cp.id, "step": str(run.step + 1)}
-    history = ctx.store(run.workflow).history
-    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending and not history)
-    extra.kept_writes = () if persisted or not history else results
+    # A committed step's task writes are not kept (its pending writes are dropped): they would double a
+    # thread's Redis memory for append-heavy state (P2); so a queued thread's committed tasks show no result.
+    extra = StepCommit(fields, ["partial"] if pending else [], events, True, pending)
     if cp.next_tasks:
         extra.next_job = ctx.queue.prepare(run, run.step + 1)
     else:
@@ -169,6 +168,7 @@ def commit_step(
     may_append = parent.id == run.head and parent.source != "fork"
     job = get_current_job()
     job = job if isinstance(job, StepJob) else None
+    history = ctx.store(run.workflow).history
     if job is not None and job.records_success() and extra.next_job is not None and history:
         return _commit_on_success(ctx, job, run, lease, cp, extra, may_append=may_append, writes_of=parent.id)
     verdict = commit(

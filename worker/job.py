@@ -358,7 +358,7 @@ def _step_end(
     meta = checkpoint_metadata(_attempt(ctx, graph, run).cfg, run.id)
     new = stored_form(graph, apply_writes(graph, cp, outcome.results, meta))
     try:
-        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted, persisted)
+        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
     except SerializationError as exc:
         node = _unstorable(outcome.results)
         if node is None:  # not a node's writes (a reducer's result): the error names where in the state
