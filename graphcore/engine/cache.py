@@ -38,6 +38,7 @@ __all__ = [
     "CacheMethods",
     "CachePolicy",
     "InMemoryCache",
+    "StepCache",
     "check_cache",
     "default_cache_key",
     "refuse_on_queue",
@@ -161,37 +162,43 @@ def task_key(graph: GraphSpec, node: str, input: Any) -> tuple[FullKey, float | 
     return (_namespace(graph, node), digest), policy.ttl
 
 
-def cached_writes(graph: GraphSpec, tasks: Sequence[Any]) -> dict[str, TaskWrites]:
-    """Task id → the cached writes of each of ``tasks`` (prepared tasks) that has a cache entry, marked
-    ``cached``."""
-    keys = {task.id: task_key(graph, task.node, task.input) for task in tasks}
-    wanted = {key[0]: tid for tid, key in keys.items() if key is not None}
-    if not wanted:
-        return {}
-    found = graph.cache.get(list(wanted))
-    hits: dict[str, TaskWrites] = {}
-    for key, data in found.items():
-        tid = wanted[(tuple(key[0]), key[1])]
-        hit = decode_writes(data)
-        hits[tid] = dataclasses.replace(hit, task_id=tid, cached=True)
-    return hits
+class StepCache:
+    """The cache entries of one super-step's tasks (prepared tasks): each task's key is made once, from its
+    input before its node runs (a node may change its input in place; LangGraph keys before the run too).
 
+    Attributes:
+        keys: task id → ``(full key, ttl)`` of each task whose node has a cache policy.
+    """
 
-def remember(graph: GraphSpec, tasks: Sequence[Any], outcomes: Mapping[str, Any]) -> None:
-    """Store the writes of those of ``tasks`` that ran and finished (not paused nor stopped at a subgraph's
-    breakpoint, not failed, not handled by an error handler, not cached) under their cache keys."""
-    pairs: dict[FullKey, tuple[Any, float | None]] = {}
-    for task in tasks:
-        result = outcomes.get(task.id)
-        if not isinstance(result, TaskWrites) or result.cached or result.interrupts or result.stopped:
-            continue
-        if result.node != task.node:  # its error handler's writes: the node failed (LangGraph caches none)
-            continue
-        key = task_key(graph, task.node, task.input)
-        if key is not None:
+    def __init__(self, graph: GraphSpec, tasks: Sequence[Any]) -> None:
+        self.graph = graph
+        made = {task.id: task_key(graph, task.node, task.input) for task in tasks}
+        self.keys = {tid: key for tid, key in made.items() if key is not None}
+
+    def hits(self) -> dict[str, TaskWrites]:
+        """Task id → the cached writes of each task that has a cache entry, marked ``cached``."""
+        if not self.keys:
+            return {}
+        wanted = {key: tid for tid, (key, _) in self.keys.items()}
+        hits: dict[str, TaskWrites] = {}
+        for key, data in self.graph.cache.get(list(wanted)).items():
+            tid = wanted[(tuple(key[0]), key[1])]
+            hits[tid] = dataclasses.replace(decode_writes(data), task_id=tid, cached=True)
+        return hits
+
+    def remember(self, tasks: Sequence[Any], outcomes: Mapping[str, Any]) -> None:
+        """Store the writes of those of ``tasks`` that ran and finished (not paused nor stopped at a
+        subgraph's breakpoint, not failed, not handled by an error handler, not cached) under their keys."""
+        pairs: dict[FullKey, tuple[Any, float | None]] = {}
+        for task in tasks:
+            result, key = outcomes.get(task.id), self.keys.get(task.id)
+            if key is None or not isinstance(result, TaskWrites) or result.cached or result.interrupts:
+                continue
+            if result.stopped or result.node != task.node:  # an error handler's writes: the node failed
+                continue
             pairs[key[0]] = (encode_writes(dataclasses.replace(result, task_id="")), key[1])
-    if pairs:
-        graph.cache.set(pairs)
+        if pairs:
+            self.graph.cache.set(pairs)
 
 
 def refuse_on_queue(graph: GraphSpec) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import Task, prepare_tasks, run_task
 from graphcore.engine.async_step import arun_tasks, run_async_tasks
-from graphcore.engine.cache import cached_writes, remember
+from graphcore.engine.cache import StepCache
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig, remaining_steps
@@ -167,7 +167,8 @@ def run_step(
         outcomes.update(run_async_tasks(step, todo, lambda task: _call(step, task)))
     else:
         outcomes.update(_run_sync(step, todo))
-    remember(graph, todo, outcomes)
+    if step.cache is not None:
+        step.cache.remember(todo, outcomes)
     return _collect(tasks, outcomes)
 
 
@@ -215,7 +216,8 @@ async def arun_step(
         outcomes.update(await arun_tasks(step, todo, lambda task: _call(step, task)))
     elif todo:
         outcomes.update(await asyncio.wrap_future(start_thread(lambda: _run_sync(step, todo), "graphq-step")))
-    remember(graph, todo, outcomes)
+    if step.cache is not None:
+        step.cache.remember(todo, outcomes)
     return _collect(tasks, outcomes)
 
 
@@ -233,10 +235,12 @@ def _plan(
     cache: :mod:`graphcore.engine.cache`) and the outcomes known (a cache hit is passed to
     ``on_task_done`` here, as a task that finished)."""
     finished = finished or {}
-    step = Step(graph, cp, config, writer or (lambda task, chunk: None), on_task_done, cancel, on_retry)
     tasks = prepare_tasks(graph, cp, remaining_steps(config))
     todo = [t for t in tasks if t.id not in finished]
-    hits = cached_writes(graph, todo) if graph.cache is not None else {}
+    cache = StepCache(graph, todo) if graph.cache is not None else None
+    write = writer or (lambda task, chunk: None)
+    step = Step(graph, cp, config, write, on_task_done, cancel, on_retry, cache)
+    hits = cache.hits() if cache is not None else {}
     for hit in hits.values():
         if step.done is not None:
             step.done(hit)

@@ -45,6 +45,8 @@ class Step:
     done: TaskDone | None
     cancel: CancelToken | None
     on_retry: RetryHook | None
+    cache: Any = None
+    """The step's :class:`~graphcore.engine.cache.StepCache` when the graph caches node results."""
 
 
 class Tries:

@@ -351,3 +351,21 @@ def test_a_subgraph_node_stopped_at_a_breakpoint_is_not_cached(lg: Imports) -> N
     assert list(graph.stream({"log": []}, {"configurable": {"thread_id": "2"}})) == [
         {"sub": {"log": ["a", "b"]}, "__metadata__": {"cached": True}}
     ]
+
+
+def test_the_key_is_made_from_the_input_before_the_node_runs(lg: Imports) -> None:
+    """A node that changes its input in place: the entry is stored under the key of the input it was given
+    (graphq made the key again after the run, so the same input never hit)."""
+    calls: Counter[str] = Counter()
+
+    def rewrite(state: State) -> dict[str, Any]:
+        calls["rewrite"] += 1
+        state["query"] = "changed"  # the node's input is its own copy
+        return {"answer": "done"}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("rewrite", rewrite, cache_policy=lg.CachePolicy())
+    builder.add_edge(lg.START, "rewrite")
+    graph = builder.compile(cache=lg.InMemoryCache())
+    assert [graph.invoke({"query": "sf"}) for _ in range(2)] == [{"query": "sf", "answer": "done"}] * 2
+    assert calls == Counter({"rewrite": 1})
