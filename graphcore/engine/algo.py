@@ -278,21 +278,32 @@ def with_pushed(graph: GraphSpec, ctx: TaskContext, writes: list[tuple[str, Any]
 
 
 def _routes(
-    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
+    graph: GraphSpec,
+    node: str,
+    values: Mapping[str, Any],
+    writes: Sequence[tuple[str, Any]],
+    remaining: int | None = None,
 ) -> list[PendingTask]:
-    """Evaluate ``node``'s conditional edges on the state as the node sees it after its own writes."""
+    """Evaluate ``node``'s conditional edges on the state as the node sees it after its own writes (with the
+    managed values of a super-step leaving ``remaining`` steps, when given)."""
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    local = route_values(graph, node, values, writes)
+    local = route_values(graph, node, values, writes, remaining)
     return [pending for branch in branches for pending in _route(graph, branch, local)]
 
 
 def route_values(
-    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
+    graph: GraphSpec,
+    node: str,
+    values: Mapping[str, Any],
+    writes: Sequence[tuple[str, Any]],
+    remaining: int | None = None,
 ) -> dict[str, Any]:
-    """The channel values ``node``'s routers see: ``values`` with the node's own ``writes`` applied."""
-    local, _ = _apply(graph, values, [(key, (node, value)) for key, value in writes])
+    """The channel values ``node``'s routers see: ``values`` with the node's own ``writes`` applied, and the
+    managed values of a super-step leaving ``remaining`` steps (``StateSchema.with_managed``) when given."""
+    base = values if remaining is None else graph.schema.with_managed(values, remaining)
+    local, _ = _apply(graph, base, [(key, (node, value)) for key, value in writes])
     return local
 
 
@@ -352,8 +363,7 @@ def run_task(
             shown(output)
             writes, goto = normalise(graph, task.node, output)
             writes = with_pushed(graph, ctx, writes)
-            values = graph.schema.with_managed(cp.channel_values, remaining_steps(config))
-            goto += _routes(graph, task.node, values, writes)
+            goto += _routes(graph, task.node, cp.channel_values, writes, remaining_steps(config))
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)

@@ -314,8 +314,7 @@ async def arun_task(
             shown(output)
             writes, goto = normalise(graph, task.node, output)
             writes = with_pushed(graph, ctx, writes)
-            values = graph.schema.with_managed(cp.channel_values, remaining_steps(ctx.config))
-            goto += await _aroutes(graph, task.node, values, writes)
+            goto += await _aroutes(graph, task.node, cp.channel_values, writes, remaining_steps(ctx.config))
         except GraphInterrupt as paused:
             return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
@@ -331,14 +330,14 @@ def _off_loop(spec: NodeSpec, task: Task, config: RunConfig) -> Future[Any]:
 
 
 async def _aroutes(
-    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]]
+    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]], remaining: int
 ) -> list[PendingTask]:
-    """``node``'s conditional edges on ``values`` (the state before the step, with its managed values),
-    each router awaited when it is async."""
+    """``node``'s conditional edges on ``values`` (the state before the step; with the managed values of a
+    super-step leaving ``remaining`` steps), each router awaited when it is async."""
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
-    local = route_values(graph, node, values, writes)
+    local = route_values(graph, node, values, writes, remaining)
     out: list[PendingTask] = []
     for branch in branches:
         with router_errors(branch):

@@ -40,4 +40,4 @@ def handler_task(step: Step, task: Task, exc: BaseException, tries: int) -> tupl
     config = step.config.model_copy(
         update={"configurable": {**step.config.configurable, NODE_ERROR_KEY: error}}
     )
-    return dataclasses.replace(step, config=config), Task(task.id, handler, task.input, task.index)
+    return dataclasses.replace(step, config=config), dataclasses.replace(task, node=handler, timeout=None)
