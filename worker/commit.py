@@ -72,8 +72,9 @@ class StepCommit:
         drop_writes: delete the step's pending writes and answers (they are in the checkpoint now).
         before: ``(id, plan)`` of a checkpoint written just before this one, in the same call: a run's
             input checkpoint (LangGraph's, ``next == ("__start__",)``), whose child this commit writes.
-        kept_writes: task writes of the step that made the checkpoint not stored yet; with history the
-            commit keeps them as its parent's pending writes (that snapshot's ``tasks[i].result``).
+        kept_writes: a run's input as its ``__start__`` task's writes (the first step job's commit of the
+            input applied); with history the commit keeps them as the input checkpoint's pending writes (that
+            snapshot's ``tasks[0].result``). A committed step's task writes are not kept (P2).
         completes: set when the commit ends the run (see :class:`Completion`).
         next_job: the next step's RQ job, enqueued by the commit (None: the run has no next step, or the
             commit starts the run and its first step's job is queued already).

@@ -207,7 +207,7 @@ def _commit_on_success(
     success, right after this function returns (:class:`worker.commit.CommitAhead`, P1): the same script,
     fenced the same way, and the lease the commit's until its reply (:meth:`Lease.commit_later`). Returns
     the job's outcome if the commit applies; :func:`_committed_on_success` handles the reply."""
-    plan = _plan(ctx, run, cp, may_append, (), extra.kept_writes)
+    plan = _plan(ctx, run, cp, may_append, ())  # a step's task writes are not kept (commit_step)
     call = ctx.commit.args(
         run.thread_id, run.id, writes_of, lease, run.step, cp.id, plan, extra, run.thread_ttl_s
     )

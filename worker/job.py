@@ -514,4 +514,9 @@ def _commit_start(
         plan = store.plan_put(run.thread_id, before, may_append=False)
         store.stored(before, plan)  # in the cache before the write: cp's plan reuses its refs (O(change))
         extra.before = (before.id, plan)
-    commit(ctx, run, lease, cp, extra, may_append=may_append, writes_of=cp.id)
+    try:
+        commit(ctx, run, lease, cp, extra, may_append=may_append, writes_of=cp.id)
+    except BaseException:
+        if before is not None:
+            store.forget(before.id)  # not written: no read may find it in the cache
+        raise

@@ -131,6 +131,12 @@ class KVCheckpointStore:
                     return True
         return False
 
+    def forget(self, checkpoint_id: str) -> None:
+        """Drop ``checkpoint_id`` from this process's cache: it was put there ahead of a write that then
+        failed (a log tip it advanced stays ahead: the next plan's append guard then writes a new generation,
+        never over another's items)."""
+        self._recent.pop(checkpoint_id, None)
+
     def stored(self, cp: Checkpoint, plan: Plan) -> None:
         """Record that ``cp`` was committed with ``plan`` (call after the write succeeded)."""
         if plan.prune is not None and cp.parent_id is not None:
