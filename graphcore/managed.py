@@ -15,6 +15,8 @@ from __future__ import annotations
 import typing
 from typing import Annotated, Any
 
+from graphcore.types import unwrap_required
+
 __all__ = [
     "IsLastStep",
     "IsLastStepManager",
@@ -61,8 +63,7 @@ IsLastStep = Annotated[bool, IsLastStepManager]
 def managed_of(annotation: Any) -> type[ManagedValue] | None:
     """The managed value kind of a state key's annotation (``RemainingSteps``, ``IsLastStep``, also inside
     ``NotRequired[...]`` / ``Required[...]``), or None for a channel."""
-    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
-        annotation = typing.get_args(annotation)[0]
+    annotation = unwrap_required(annotation)
     if typing.get_origin(annotation) is not Annotated:
         return None
     return next(

@@ -5,6 +5,7 @@ Names and meaning follow LangGraph's public API (``langgraph.types``) so that gr
 
 from __future__ import annotations
 
+import typing
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -30,6 +31,7 @@ __all__ = [
     "TimeoutPolicy",
     "UpdatesStreamPart",
     "ValuesStreamPart",
+    "unwrap_required",
 ]
 
 START = "__start__"
@@ -351,3 +353,11 @@ class TaskWrites:
     resume: list[Any] = field(default_factory=list)
     stopped: Stop | None = None
     cached: bool = False
+
+
+def unwrap_required(annotation: Any) -> Any:
+    """``Required[T]`` / ``NotRequired[T]`` (TypedDict key markers, nested too) → ``T``; anything else
+    unchanged."""
+    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
+        annotation = typing.get_args(annotation)[0]
+    return annotation

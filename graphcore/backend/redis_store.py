@@ -154,7 +154,7 @@ class RedisStore(BaseStore):
         ]
         return [r for r in records if r is not None and not r.expired(now)]
 
-    def _touch(self, records: list[Record], now: datetime) -> None:
+    def _touch(self, records: list[Record]) -> None:
         def touch() -> None:
             pipe = self.kv.pipeline(transaction=True)
             for record in records:

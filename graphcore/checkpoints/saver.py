@@ -238,9 +238,11 @@ def list_tuples(
             if left is not None and left <= 0:
                 return
             checkpoint_id = None if conf is None else conf.get("checkpoint_id")
-            cps = store.list(thread_id, ns=ns, limit=None if filter or before or checkpoint_id else left)
-            if checkpoint_id is not None:
-                cps = [c for c in cps if c.id == checkpoint_id]
+            if checkpoint_id is not None:  # that one checkpoint, read alone (not the whole thread)
+                named = store.get(thread_id, str(checkpoint_id), ns=ns)
+                cps = [] if named is None else [named]
+            else:
+                cps = store.list(thread_id, ns=ns, limit=None if filter or before else left)
             cps = matching(older_than(cps, older), filter or {}, left)
             left = None if left is None else left - len(cps)
             yield from (_tuple(store, thread_id, ns, cp) for cp in cps)

@@ -636,7 +636,7 @@ class BaseStore(ABC):
         """Every live record whose namespace starts with ``prefix``."""
 
     @abstractmethod
-    def _touch(self, records: list[Record], now: datetime) -> None:
+    def _touch(self, records: list[Record]) -> None:
         """Start the TTL of ``records`` (each has a ``ttl``) again from ``now``."""
 
     # -- batch ---------------------------------------------------------------------------------------
@@ -725,7 +725,7 @@ class BaseStore(ABC):
         if refresh_ttl and timed:
             for record in timed:
                 record.expires_at = now + timedelta(minutes=cast(float, record.ttl))
-            self._touch(timed, now)
+            self._touch(timed)
 
     def _get(self, op: GetOp, now: datetime) -> Item | None:
         record = self._load(tuple(op.namespace), op.key, now)

@@ -61,7 +61,7 @@ class InMemoryStore(BaseStore):
             namespaces = [ns for ns in list(self._items) if ns[: len(prefix)] == prefix]
             return [copy.deepcopy(r) for ns in namespaces for r in self._live(ns, now).values()]
 
-    def _touch(self, records: list[Record], now: datetime) -> None:
+    def _touch(self, records: list[Record]) -> None:
         with self._lock:
             for record in records:
                 kept = self._items.get(record.namespace, {}).get(record.key)

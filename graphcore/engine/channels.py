@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from graphcore.errors import InvalidGraphError, InvalidUpdateError
 from graphcore.messages import RemoveMessage, add_messages  # re-exported; their home is graphcore.messages
-from graphcore.types import Overwrite
+from graphcore.types import Overwrite, unwrap_required
 
 __all__ = [
     "MISSING",
@@ -238,13 +238,6 @@ def _factory_for(tp: Any) -> Callable[[], Any] | None:
     return typing.cast(Callable[[], Any], origin)
 
 
-def _unwrap_required(annotation: Any) -> Any:
-    """``Required[T]`` / ``NotRequired[T]`` (TypedDict key markers) → ``T``; anything else unchanged."""
-    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
-        annotation = typing.get_args(annotation)[0]
-    return annotation
-
-
 AnyChannel = LastValue | ReducerChannel | UntrackedValue
 """A state key's channel (:class:`DeltaChannel` is a :class:`ReducerChannel`)."""
 
@@ -267,7 +260,7 @@ def channel_for(annotation: Any, key: str = "") -> AnyChannel:
         InvalidGraphError: (a ValueError) the reducer does not take two positional arguments (LangGraph's
             "Invalid reducer signature" text, naming the key).
     """
-    annotation = _unwrap_required(annotation)
+    annotation = unwrap_required(annotation)
     if typing.get_origin(annotation) is typing.Annotated:
         base, *meta = typing.get_args(annotation)
         marks = [m for m in meta if is_channel_meta(m)]

@@ -42,7 +42,7 @@ from graphcore.engine.schema import ROOT, StateSchema, fields_of
 from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
 from graphcore.messages import coerce_message, is_add_messages
 from graphcore.settings import get_settings
-from graphcore.types import START, Overwrite
+from graphcore.types import START, Overwrite, unwrap_required
 
 __all__ = [
     "MAX_NESTING",
@@ -354,8 +354,7 @@ def _type_error(error: Any, root: str) -> InputTypeError:
 
 def _declared(annotation: Any) -> Any:
     """The type an input value must have: Required/NotRequired looked through, a reducer dropped."""
-    while typing.get_origin(annotation) in (typing.Required, typing.NotRequired):
-        annotation = typing.get_args(annotation)[0]
+    annotation = unwrap_required(annotation)
     if typing.get_origin(annotation) is typing.Annotated:
         base, *meta = typing.get_args(annotation)
         rest = [m for m in meta if not callable(m)]
