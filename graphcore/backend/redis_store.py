@@ -113,11 +113,15 @@ class RedisStore(BaseStore):
         index = keys.store_namespaces()
         if prefix:
             dotted = ".".join(prefix)
-            exact = retry_transient(self.kv.zrangebylex, index, f"[{dotted}", f"[{dotted}")
-            under = retry_transient(
-                self.kv.zrangebylex, index, f"[{dotted}.".encode(), b"[" + f"{dotted}.".encode() + _HIGH
-            )
-            candidates = [_text(n) for n in [*exact, *under]]
+
+            def ranges() -> list[Any]:  # the namespace itself, and those under it: one round trip
+                pipe = self.kv.pipeline(transaction=False)
+                pipe.zrangebylex(index, f"[{dotted}", f"[{dotted}")
+                pipe.zrangebylex(index, f"[{dotted}.".encode(), b"[" + f"{dotted}.".encode() + _HIGH)
+                exact, under = pipe.execute()
+                return [*exact, *under]
+
+            candidates = [_text(n) for n in retry_transient(ranges)]
         else:
             candidates = [_text(n) for n in retry_transient(self.kv.zrange, index, 0, -1)]
         if not candidates:
