@@ -1,6 +1,6 @@
 """Every design id the code and the docs use (I1, R18, K3, P6b, ...) is defined in ``docs/design/``, every
 relative link in ``docs/`` reaches its file and anchor, and nothing points outside the repository (the ids
-pointed at ``../shared/DESIGN.md``, a page in the team's workspace, not in the repository: issue 24)."""
+used to point at ``../shared/DESIGN.md``, a page in the team's workspace, not in the repository)."""
 
 from __future__ import annotations
 
