@@ -14,8 +14,9 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
+import redis
 
-from graphcore import NodeError
+from graphcore import NodeError, keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
@@ -150,12 +151,16 @@ def test_a_queued_run_is_handled_as_in_process(client: Client) -> None:
     )
 
 
-def test_a_graphq_worker_runs_the_handler(client: Client, redis_url: str) -> None:
-    """On a ``graphq worker --burst`` subprocess (the handler is code on the worker)."""
+def test_a_graphq_worker_runs_the_handler(client: Client, redis_client: redis.Redis, redis_url: str) -> None:
+    """On a ``graphq worker --burst`` subprocess (the handler is code on the worker). The node's failure,
+    saved before the handler ran, is dropped with the step's commit (no pending writes are left of it)."""
     run_id = client.enqueue("handlers_goto", {"log": []})
     burst(worker_env(redis_url, "tests.workflows.error_handlers"))
     run = client.get_run(run_id)
     assert (run.status, run.result) == (RunStatus.COMPLETED, EXPECTED["goto"])
+    history = client.get_history(run.thread_id)
+    kept = [(c.step, redis_client.hlen(keys.pending_writes(run.thread_id, "", c.id))) for c in history]
+    assert kept == [(2, 0), (1, 0), (0, 0), (-1, 1)]  # the input checkpoint keeps its input's writes
 
 
 def test_an_error_handler_that_is_no_function_is_refused_naming_the_node() -> None:
