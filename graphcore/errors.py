@@ -222,7 +222,9 @@ class NodeError(PermanentError):
 
     Attributes:
         node: the node's name (``"__start__"`` for a router of START).
-        error: the exception the node (or router) raised.
+        error: the exception the node (or router) raised; in an error handler of a continued run that
+            runs only the handler, the text of that exception saved before the handler first ran
+            (``"KeyError('x')"``, as LangGraph's).
 
     Its message also names the router that raised, and the node's tries when it had several (kept in
     underscored attributes: the combined type must not shadow fields of the node's own error class).
@@ -231,7 +233,9 @@ class NodeError(PermanentError):
     _router: str | None = None
     _attempts: int = 1
 
-    def __init__(self, node: str, error: BaseException, router: str | None = None, attempts: int = 1) -> None:
+    def __init__(
+        self, node: str, error: BaseException | str, router: str | None = None, attempts: int = 1
+    ) -> None:
         super().__init__(_node_message(node, error, router, attempts))
         self.node = node
         self.error = error
@@ -256,9 +260,11 @@ def where(node: str, router: str | None = None) -> str:
     return f"router {router!r} after {'START' if node == '__start__' else f'node {node!r}'}"
 
 
-def _node_message(node: str, error: BaseException, router: str | None, attempts: int) -> str:
-    text = str(error)
+def _node_message(node: str, error: BaseException | str, router: str | None, attempts: int) -> str:
     tries = f" (after {attempts} attempts)" if attempts > 1 else ""
+    if isinstance(error, str):  # a saved failure's text: its type is in it (``KeyError('x')``)
+        return f"{where(node, router)} raised {error}{tries}"
+    text = str(error)
     return f"{where(node, router)} raised {type(error).__name__}{': ' if text else ''}{text}{tries}"
 
 

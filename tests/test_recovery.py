@@ -247,3 +247,19 @@ def test_graphq_reaper_holds_the_lock_and_gives_it_back_on_sigterm(
     os.killpg(reaper.pid, signal.SIGTERM)
     assert reaper.wait(20) == 0
     assert redis_client.exists(keys.reaper_lock()) == 0
+
+
+def test_a_worker_killed_while_the_handler_runs_leaves_the_node_done(
+    client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """Error handlers (issue 23): on the queue the node's failure is saved, fenced by the lease, before its
+    handler runs. The handler SIGKILLs its ``graphq worker`` on its first run; the run's continuation (the
+    reaper's, on the restarted worker) runs only the handler, which gets the saved text. Before, the node
+    ran again (``fails`` 2) and the handler got the exception (``KeyError``, ``'boom'``)."""
+    run_id = client.enqueue("handlerkill", {})
+    with Procs(tmp_path, crash_env(redis_url)) as procs:
+        procs.keep_one_worker()
+        [final] = client.wait([run_id], timeout_s=BOUND_S + SLACK_S + 30)
+    assert (final.status, final.continued_from_run_id) == (RunStatus.COMPLETED, run_id)
+    assert final.result == {"trail": ["first", "fails", "str", "KeyError('boom')"]}
+    assert executions(redis_client) == {"first": 1, "fails": 1, "handler": 2}

@@ -53,6 +53,7 @@ from graphcore.engine.breakpoints import stop_of
 from graphcore.engine.checkpointer import replay_of
 from graphcore.engine.config import RunConfig, Scope, checkpoint_metadata, run_scope, with_remaining_steps
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
+from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import RetryHook, StepResult, run_step
 from graphcore.errors import (
@@ -267,13 +268,12 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         return "completed: nothing to run"
     _check_step(graph, run, cfg, cp)
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
-    if pending:
-        finished = dict(ctx.store(run.workflow).get_writes(run.thread_id, cp.id))
-    stop = stop_at(graph, run, cp, finished or {})
+    finished, handled = _earlier(ctx, run, cp) if pending else (finished or {}, {})
+    stop = stop_at(graph, run, cp, finished)
     if stop is not None:  # a static breakpoint: pause before running anything
         return pause(ctx, run, lease, cp, [], persisted=True, stop=stop)
     answers = step_answers(ctx, run, cp) if pending else {}
-    finished, resume = resume_plan(finished or {}, answers)
+    finished, resume = resume_plan(finished, answers)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
     progress = step_progress(
         cp.step + 1, len(cp.next_tasks), len(finished), lambda *event: append_event(ctx, run, lease, *event)
@@ -285,6 +285,12 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         put_writes(ctx, run, cp, lease, stored_writes(graph, tw))
         if progress is not None:
             progress.task_done()
+
+    saved_failures: list[str] = []
+
+    def save_failure(record: TaskWrites) -> None:  # a failure its error handler takes, fenced, before it runs
+        put_writes(ctx, run, cp, lease, record)
+        saved_failures.append(record.task_id)
 
     def emit(task: Any, chunk: Any) -> None:  # a node's stream write waits out a Redis outage
         append_event(ctx, run, lease, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
@@ -310,10 +316,23 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             writer=emit,
             cancel=lease.cancel,
             on_retry=_retry_events(ctx, run, lease, cp.step + 1),
+            handled=handled,
+            on_handled=save_failure,
         )
     if messages is not None:
         messages.flush()
+    pending = pending or bool(saved_failures)  # the commit drops the failure records too
     return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=persisting)
+
+
+def _earlier(
+    ctx: WorkerContext, run: RunRecord, cp: Checkpoint
+) -> tuple[dict[str, TaskWrites], dict[str, str]]:
+    """What earlier attempts of the step after ``cp`` left: the pending writes of its tasks that finished
+    (task id → writes, I2), and the failures saved before their error handlers ran (task id → text: only
+    the handlers run again, :mod:`graphcore.engine.handlers`); one read."""
+    written, errors = ctx.store(run.workflow).get_writes_and_errors(run.thread_id, cp.id)
+    return dict(written), handled_of(errors)
 
 
 def _hooks(*hooks: Callable[[TaskWrites], None] | None) -> Callable[[TaskWrites], None] | None:

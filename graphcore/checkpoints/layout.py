@@ -45,6 +45,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "Append",
     "ChannelKinds",
+    "HandledFailure",
     "Plan",
     "Prune",
     "Record",
@@ -319,11 +320,25 @@ FAILED_PREFIX = "!failed:"
 task's id, so the entry marks no task finished."""
 
 
-def failure_entry(task_id: str, node: str, error: str) -> TaskWrites:
+HANDLED = "handled"
+"""The write marking a :func:`failure_entry` whose failure went to the node's error handler."""
+
+
+class HandledFailure(str):
+    """The error text of a :func:`failure_entry` made with ``handled=True`` (a ``str``, so it reads as any
+    failure's text): the node's error handler took that failure, so a continued run runs only the handler
+    (:mod:`graphcore.engine.handlers`)."""
+
+    __slots__ = ()
+
+
+def failure_entry(task_id: str, node: str, error: str, *, handled: bool = False) -> TaskWrites:
     """The pending-writes entry recording that task ``task_id`` (of node ``node``) failed with ``error``
     (its text, e.g. ``"KeyError('x')"``); stored with ``put_writes`` like a task's writes, so it is fenced
-    and dropped with them."""
-    return TaskWrites(FAILED_PREFIX + task_id, node, [("error", error)])
+    and dropped with them. ``handled``: the failure went to the node's error handler (saved before the
+    handler runs, as LangGraph saves its ``__error__`` and ``__error_source_node__`` writes)."""
+    marks = [(HANDLED, True)] if handled else []
+    return TaskWrites(FAILED_PREFIX + task_id, node, [("error", error), *marks])
 
 
 def decode_writes_map(raw: Mapping[bytes, bytes]) -> dict[str, TaskWrites]:
@@ -333,13 +348,15 @@ def decode_writes_map(raw: Mapping[bytes, bytes]) -> dict[str, TaskWrites]:
 
 def decode_writes_and_errors(raw: Mapping[bytes, bytes]) -> tuple[dict[str, TaskWrites], dict[str, str]]:
     """:func:`decode_writes_map`, and task id → the error text of each task that failed (its
-    :func:`failure_entry`)."""
+    :func:`failure_entry`; a :class:`HandledFailure` for one its node's error handler took)."""
     writes: dict[str, TaskWrites] = {}
     errors: dict[str, str] = {}
     for blob in raw.values():
         tw = decode_writes(blob)
         if tw.task_id.startswith(FAILED_PREFIX):
-            errors[tw.task_id[len(FAILED_PREFIX) :]] = str(tw.writes[0][1])
+            text = str(tw.writes[0][1])
+            handled = dict(tw.writes).get(HANDLED) is True
+            errors[tw.task_id[len(FAILED_PREFIX) :]] = HandledFailure(text) if handled else text
         else:
             writes[tw.task_id] = tw
     return writes, errors

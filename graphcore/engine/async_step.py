@@ -41,7 +41,7 @@ from graphcore.engine.algo import (
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec, NodeSpec
 from graphcore.engine.config import RunConfig, TryInfo, remaining_steps, task_context
-from graphcore.engine.handlers import handler_task
+from graphcore.engine.handlers import handler_task, saved_handling
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import aretried
@@ -140,6 +140,9 @@ async def _pooled(call: Callable[[Task], TaskWrites], task: Task) -> TaskWrites 
 
 async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites | BaseException:
     """One task's writes, or what it failed with (never raised: the step collects them in task order)."""
+    saved = saved_handling(step, task)
+    if saved is not None:  # its failure was saved before its handler ran: only the handler runs again
+        return await _outcome(*saved, watch)
     tries = _Tries(step, task, watch)
     try:
         result = await tries.run()
@@ -151,7 +154,10 @@ async def _outcome(step: Step, task: Task, watch: _Watch | None) -> TaskWrites |
     except BaseException as exc:  # SystemExit, KeyboardInterrupt a node raised fail its task too
         if passes_through(exc):
             return exc
-        handling = None if exc is tries.hook_error else handler_task(step, task, exc, tries.tries)
+        try:
+            handling = None if exc is tries.hook_error else handler_task(step, task, exc, tries.tries)
+        except Exception as saving:  # saving the failure first failed (e.g. Redis), unwrapped as step.done's
+            return saving
         if handling is None:
             return tries.failure(exc)
         return await _outcome(*handling, watch)  # the handler's writes are the task's (engine.handlers)

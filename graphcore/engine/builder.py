@@ -216,8 +216,10 @@ class StateGraph:
                 ``.error``: the node's exception). It runs in the same super-step as the node
                 ``__error_handler__<name>``; its update (a dict, a ``Command``, None) is the task's writes,
                 and the node's own edges are not followed (only the handler's ``Command(goto=...)``). If it
-                raises, the run fails with its error. The task's writes are committed once, with the
-                handler's result: a run continued after a crash before then runs the node again.
+                raises, the run fails with its error. The node's failure is saved (a pending write of the
+                step) before the handler runs: a run continued after the handler failed, or after a crash
+                while it ran, runs only the handler, whose ``error.error`` is then the saved text
+                (``"KeyError('x')"``), as LangGraph's.
 
         Raises:
             InvalidGraphError: the name is reserved, already used, or contains ':'; no function is given, or

@@ -53,6 +53,7 @@ from graphcore.engine.config import (
 from graphcore.engine.drawing import DrawMethods
 from graphcore.engine.durability import check_durability, durable
 from graphcore.engine.failures import failure_entries, raised
+from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
 from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
@@ -470,6 +471,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             self, modes, made, scope, since=since, input=input, done=finished, labels=labels
         )
         yield start, cp, []
+        handled = self._handled(scope, cp) if passing else {}
         task = current_task_or_none()
         cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
         steps = 0
@@ -488,21 +490,31 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns, cfg.metadata)  # live
             resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished), self)
-            step = partial(run_step, self, cp, resumed, finished=finished, writer=writer, cancel=cancel)
+            step = partial(
+                run_step,
+                self,
+                cp,
+                resumed,
+                finished=finished,
+                writer=writer,
+                cancel=cancel,
+                handled=handled,
+                on_handled=saver.handled,
+            )
             if on_loop:  # awaited by the driver on the caller's loop, which sends the result back
                 outcome = yield self._step_call(scope, cp, saver, step)  # type: ignore[misc]
             else:  # under run_scope
                 outcome = yield from streaming.run_shown(shown, cp, scope, saver.step(step))
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
                 unsaved = saver.unsaved(outcome.results)
-                self._save_writes(scope, cp, [*unsaved, *failure_entries(outcome.failed)])
+                self._save_writes(scope, cp, [*unsaved, *failure_entries(self, outcome.failed)])
                 if modes:  # what finished, and the failure, as LangGraph streams them before raising
                     failed = streaming.failed_events(
                         self, modes, custom, outcome.results, cp, outcome.error, shown
                     )
                     yield failed, cp, []
                 raise raised(outcome.error)
-            finished, answers = {}, {}
+            finished, answers, handled = {}, {}, {}
             paused = [i for r in outcome.results for i in r.interrupts]
             stopped = stop_of(outcome.results)
             if paused or stopped:  # the step does not commit: its finished tasks wait as pending writes (I2)
@@ -607,6 +619,15 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         self._save(scope, first)
         self._save(scope, cp, input_writes(self, first))
         return [first, cp], {}, {}, False
+
+    @staticmethod
+    def _handled(scope: Scope, cp: Checkpoint) -> dict[str, str]:
+        """Task id → saved failure text of each task of the step after ``cp`` whose error handler took its
+        failure in an earlier run (:mod:`graphcore.engine.handlers`): a run going on from ``cp`` runs only
+        those handlers."""
+        if scope.store is None:
+            return {}
+        return handled_of(scope.store.get_writes_and_errors(scope.thread_id, cp.id, ns=scope.ns)[1])
 
     def _save(self, scope: Scope, cp: Checkpoint, writes: Sequence[TaskWrites] = ()) -> None:
         """Store ``cp`` (and the task ``writes`` that made it, as its parent's pending writes) in the

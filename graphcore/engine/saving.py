@@ -47,6 +47,8 @@ class TaskSaver:
         self.scope, self.cp, self.graph = scope, cp, graph
         self.saved: set[str] = set()
         """Ids of the tasks whose writes this saver stored (added from the tasks' threads)."""
+        self.held: list[TaskWrites] = []
+        """Failure records (:meth:`handled`) kept for :meth:`unsaved` under ``durability="exit"``."""
 
     def step(self, step: Callable[..., R]) -> Callable[..., R]:
         """``step`` (``run_step`` or ``arun_step`` with its other arguments bound, called as
@@ -68,10 +70,22 @@ class TaskSaver:
 
         return saving
 
+    def handled(self, record: TaskWrites) -> None:
+        """Save ``record``, a task's failure its node's error handler takes, before the handler runs
+        (:mod:`graphcore.engine.handlers`, the step's ``on_handled``): at once when the run has a store;
+        under ``durability="exit"`` with the step's writes when it fails or pauses (:meth:`unsaved`), as
+        LangGraph saves a run's writes then."""
+        store, scope = self.scope.store, self.scope
+        if isinstance(store, ExitStore):
+            self.held.append(record)
+        elif store is not None:
+            store.put_writes(scope.thread_id, self.cp.id, record, ns=scope.ns)
+
     def unsaved(self, results: Sequence[TaskWrites]) -> list[TaskWrites]:
         """``results`` without those this saver stored already (what a paused or failed step still saves),
-        nor those of tasks stopped at a breakpoint of a graph they ran (they did not end)."""
-        return [r for r in results if r.task_id not in self.saved and r.stopped is None]
+        nor those of tasks stopped at a breakpoint of a graph they ran (they did not end); then the failure
+        records :meth:`handled` kept."""
+        return [*(r for r in results if r.task_id not in self.saved and r.stopped is None), *self.held]
 
     def _save(self, result: TaskWrites) -> None:
         store, scope = self.scope.store, self.scope

@@ -18,7 +18,7 @@ from graphcore.engine.cache import StepCache
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig, remaining_steps
-from graphcore.engine.handlers import handler_task
+from graphcore.engine.handlers import handler_task, saved_handling
 from graphcore.engine.nested import retried
 from graphcore.engine.retry import sleep
 from graphcore.engine.threads import in_pool, start_thread
@@ -52,7 +52,11 @@ class StepResult:
 def _call(step: Step, task: Task) -> TaskWrites:
     """Run ``task`` to its writes; raises what it fails with (:meth:`Tries.failure`), or graphq's own control
     flow (:func:`passes_through`) unchanged. A failure its node's error handler takes is handled
-    (:mod:`graphcore.engine.handlers`): the handler's writes are the task's."""
+    (:mod:`graphcore.engine.handlers`): the handler's writes are the task's; a failure saved in an earlier
+    attempt goes to the handler without running the node again."""
+    saved = saved_handling(step, task)
+    if saved is not None:
+        return _handle(*saved)
     tries = _Tries(step, task)
     try:
         result = tries.run()
@@ -139,6 +143,8 @@ def run_step(
     writer: Writer | None = None,
     cancel: CancelToken | None = None,
     on_retry: RetryHook | None = None,
+    handled: Mapping[str, str] | None = None,
+    on_handled: TaskDone | None = None,
 ) -> StepResult:
     """Run the tasks of the super-step after ``cp``.
 
@@ -154,6 +160,10 @@ def run_step(
         on_retry: called (from the task's thread) before each pause between two tries of a node with a
             retry policy, with the task, the number of the try that failed (1 for the first), its error and
             the pause in seconds.
+        handled: task id → the failure text saved for a task whose node's error handler took its failure
+            in an earlier attempt: only the handler runs (:mod:`graphcore.engine.handlers`).
+        on_handled: saves a task's failure record (a ``failure_entry`` with ``handled``) before its error
+            handler runs; what it raises fails the task unchanged.
 
     Returns:
         The writes of all tasks in order, and the first error (in task order) if any task failed. Tasks
@@ -161,7 +171,9 @@ def run_step(
         past its timeout (G10) fails with :class:`NodeTimeoutError`; its thread may go on running (Python
         cannot stop a thread) but its late result and stream chunks are ignored.
     """
-    step, tasks, todo, outcomes = _plan(graph, cp, config, finished, on_task_done, writer, cancel, on_retry)
+    step, tasks, todo, outcomes = _plan(
+        graph, cp, config, finished, on_task_done, writer, cancel, on_retry, handled, on_handled
+    )
     if has_async_tasks(graph, todo):
         # on one event loop (graphcore.engine.async_step), the sync ones in the pool: one max_concurrency
         outcomes.update(run_async_tasks(step, todo, lambda task: _call(step, task)))
@@ -204,6 +216,8 @@ async def arun_step(
     writer: Writer | None = None,
     cancel: CancelToken | None = None,
     on_retry: RetryHook | None = None,
+    handled: Mapping[str, str] | None = None,
+    on_handled: TaskDone | None = None,
 ) -> StepResult:
     """:func:`run_step` awaited on the running event loop (``ainvoke`` driven on the caller's loop,
     :mod:`graphcore.engine.aio`): the same arguments, result and errors, and no node ever runs on the loop's
@@ -211,7 +225,9 @@ async def arun_step(
     its sync tasks in graphq's pool); a step of sync tasks only runs as :func:`run_step` runs it, in a thread
     of its own (as the threaded ``ainvoke`` does: concurrent runs never wait for each other's pool places).
     """
-    step, tasks, todo, outcomes = _plan(graph, cp, config, finished, on_task_done, writer, cancel, on_retry)
+    step, tasks, todo, outcomes = _plan(
+        graph, cp, config, finished, on_task_done, writer, cancel, on_retry, handled, on_handled
+    )
     if has_async_tasks(graph, todo):
         outcomes.update(await arun_tasks(step, todo, lambda task: _call(step, task)))
     elif todo:
@@ -230,6 +246,8 @@ def _plan(
     writer: Writer | None,
     cancel: CancelToken | None,
     on_retry: RetryHook | None,
+    handled: Mapping[str, str] | None,
+    on_handled: TaskDone | None,
 ) -> tuple[Step, list[Task], list[Task], dict[str, TaskWrites | Exception]]:
     """What a step shares, its tasks, those still to run (not in ``finished``, nor found in the graph's
     cache: :mod:`graphcore.engine.cache`) and the outcomes known (a cache hit is passed to
@@ -239,7 +257,7 @@ def _plan(
     todo = [t for t in tasks if t.id not in finished]
     cache = StepCache(graph, todo) if graph.cache is not None else None
     write = writer or (lambda task, chunk: None)
-    step = Step(graph, cp, config, write, on_task_done, cancel, on_retry, cache)
+    step = Step(graph, cp, config, write, on_task_done, cancel, on_retry, cache, handled or {}, on_handled)
     hits = cache.hits() if cache is not None else {}
     for hit in hits.values():
         if step.done is not None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import RetryCallState
@@ -47,6 +47,11 @@ class Step:
     on_retry: RetryHook | None
     cache: Any = None
     """The step's :class:`~graphcore.engine.cache.StepCache` when the graph caches node results."""
+    handled: Mapping[str, str] = field(default_factory=dict)
+    """Task id → the failure text saved for a task whose node's error handler took its failure in an
+    earlier attempt: only the handler runs (:mod:`graphcore.engine.handlers`)."""
+    on_handled: TaskDone | None = None
+    """Saves a task's failure record (a ``failure_entry`` with ``handled``) before its error handler runs."""
 
 
 class Tries:

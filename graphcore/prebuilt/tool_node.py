@@ -362,6 +362,7 @@ class ToolNode:
         try:
             final = self._calls.invoke({"calls": calls})
         except NodeError as exc:  # the tool's own error, once: the ToolNode's task wraps it again
+            assert isinstance(exc.error, BaseException)  # only an error handler's may be a saved text
             raise exc.error from None
         paused = final.get(INTERRUPT_KEY)
         if paused:

@@ -14,8 +14,9 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
+import redis
 
-from graphcore import NodeError
+from graphcore import NodeError, keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
@@ -150,12 +151,16 @@ def test_a_queued_run_is_handled_as_in_process(client: Client) -> None:
     )
 
 
-def test_a_graphq_worker_runs_the_handler(client: Client, redis_url: str) -> None:
-    """On a ``graphq worker --burst`` subprocess (the handler is code on the worker)."""
+def test_a_graphq_worker_runs_the_handler(client: Client, redis_client: redis.Redis, redis_url: str) -> None:
+    """On a ``graphq worker --burst`` subprocess (the handler is code on the worker). The node's failure,
+    saved before the handler ran, is dropped with the step's commit (no pending writes are left of it)."""
     run_id = client.enqueue("handlers_goto", {"log": []})
     burst(worker_env(redis_url, "tests.workflows.error_handlers"))
     run = client.get_run(run_id)
     assert (run.status, run.result) == (RunStatus.COMPLETED, EXPECTED["goto"])
+    history = client.get_history(run.thread_id)
+    kept = [(c.step, redis_client.hlen(keys.pending_writes(run.thread_id, "", c.id))) for c in history]
+    assert kept == [(2, 0), (1, 0), (0, 0), (-1, 1)]  # the input checkpoint keeps its input's writes
 
 
 def test_an_error_handler_that_is_no_function_is_refused_naming_the_node() -> None:
@@ -171,29 +176,59 @@ def test_an_error_handler_that_is_no_function_is_refused_naming_the_node() -> No
         builder.set_node_defaults(error_handler="h")
 
 
-def test_a_run_continued_after_its_handler_failed_runs_the_node_again(lg: Imports) -> None:
-    """What is committed (the README's differences): LangGraph saves the node's failure before its handler
-    runs, so a run continued after the handler failed runs the handler alone; graphq commits the task once,
-    with the handler's result, so the node runs again."""
-    calls: list[str] = []
+def _failing_once(lg: Imports, calls: list[str], kind: str) -> Any:
+    """A graph whose node ``a`` always fails (``KeyError('boom')``) and whose handler fails on its first call
+    (both ``kind``: sync or async); the handler logs what it was given (``error.node``, the type and text of
+    ``error.error``), then ``b`` runs no more (a handler's task does not follow its node's edges)."""
 
     def fails(state: State) -> dict[str, Any]:
         calls.append("a")
         raise KeyError("boom")
 
-    def handler(state: State) -> dict[str, Any]:
+    def handler(state: State, error: NodeError) -> dict[str, Any]:
         calls.append("handler")
         if calls.count("handler") == 1:
             raise ValueError("handler failed once")
-        return {"log": ["handled"]}
+        return {"log": [error.node, type(error.error).__name__, str(error.error)]}
+
+    async def afails(state: State) -> dict[str, Any]:
+        return fails(state)
+
+    async def ahandler(state: State, error: NodeError) -> dict[str, Any]:
+        return handler(state, error)
 
     builder = lg.StateGraph(State)
-    builder.add_node("a", fails, error_handler=handler)
+    if kind == "sync":
+        builder.add_node("a", fails, error_handler=handler)
+    else:
+        builder.add_node("a", afails, error_handler=ahandler)
+    builder.add_node("b", error_handlers.b)
     builder.add_edge(lg.START, "a")
-    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    builder.add_edge("a", "b")
+    return builder.compile(checkpointer=lg.InMemorySaver())
+
+
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_run_continued_after_its_handler_failed_runs_only_the_handler(
+    lg: Imports, kind: str, durability: str
+) -> None:
+    """LangGraph saves the node's failure before its handler runs (its text, ``repr``): the state shows it
+    while the run is failed, and a run continued after the handler failed runs the handler alone, which gets
+    that text as ``error.error``. Before, graphq committed the task once, with the handler's result: the
+    continued run ran the node again (calls ``a, handler, a, handler``) and its handler got the exception."""
+    calls: list[str] = []
+    graph = _failing_once(lg, calls, kind)
     config = {"configurable": {"thread_id": "t"}}
+
+    def invoke(given: Any) -> Any:
+        if kind == "sync":
+            return graph.invoke(given, config, durability=durability)
+        return asyncio.run(graph.ainvoke(given, config, durability=durability))
+
     with pytest.raises(ValueError, match="handler failed once"):
-        graph.invoke({"log": []}, config)
-    assert graph.invoke(None, config) == {"log": ["handled"]}
-    expected = ["a", "handler", "handler"] if lg.is_langgraph else ["a", "handler", "a", "handler"]
-    assert calls == expected
+        invoke({"log": []})
+    snapshot = graph.get_state(config)  # the node's failure (before: the handler's, ValueError(...))
+    assert [(t.name, t.error) for t in snapshot.tasks] == [("a", "KeyError('boom')")]
+    assert invoke(None) == {"log": ["a", "str", "KeyError('boom')"]}
+    assert calls == ["a", "handler", "handler"]

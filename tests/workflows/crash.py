@@ -10,6 +10,9 @@ Executions are counted in the hash ``graphq-test:executions`` (field = node or t
 - ``crashonce``: ``first`` → ``doom``, which kills its worker on its first execution only.
 - ``longnode``: ``first`` → ``long``, which sleeps 60 s on its first execution (the test kills its worker
   meanwhile), then returns at once.
+- ``handlerkill``: ``first`` → ``fails``, which raises ``KeyError('boom')``; its error handler kills its
+  worker on its first execution only, then writes what it was given (``error.node``, the type and text of
+  ``error.error``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Annotated, Any, TypedDict
 
 import redis
 
-from graphcore import END, START, Send, StateGraph
+from graphcore import END, START, NodeError, Send, StateGraph
 from graphcore.settings import get_settings
 from tests.workers import worker_env
 
@@ -155,3 +158,23 @@ def _line(name: str, second: str, fn: Any) -> Any:
 suicide = _line("suicide", "doom", doom_always)
 crashonce = _line("crashonce", "doom", doom_once)
 longnode = _line("longnode", "long", long_once)
+
+
+def fails(state: Line) -> dict[str, Any]:
+    count("fails")
+    raise KeyError("boom")
+
+
+def kill_once_then_handle(state: Line, error: NodeError) -> dict[str, Any]:
+    if count("handler") == 1:
+        _kill_own_worker()
+    return {"trail": [error.node, type(error.error).__name__, str(error.error)]}
+
+
+_h = StateGraph(Line)
+_h.add_node("first", first)
+_h.add_node("fails", fails, error_handler=kill_once_then_handle)
+_h.add_edge(START, "first")
+_h.add_edge("first", "fails")
+_h.add_edge("fails", END)
+handlerkill = _h.compile(name="handlerkill")
