@@ -209,7 +209,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             return list(chunks)
         logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
         for events, cp, paused in self._run(input, config, logged, durability, call, control=control):
-            streaming.log_events(events, modes=logged or ())
+            streaming.show_events(events, modes=logged or ())
             final = self._result(cp, paused, version)
         return final
 
@@ -251,9 +251,11 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         wrapped in ``{"step", "timestamp", "type", "payload"}``). One mode yields its payloads; a list yields
         ``(mode, payload)``; ``subgraphs=True`` yields ``(namespace, payload)`` / ``(namespace, mode,
         payload)`` with the events of graphs run as nodes or invoked inside nodes, as they happen (namespace
-        ``("node:task_id", ...)``, ``()`` for this graph). ``debug=True`` (or ``compile(debug=True)``) logs
-        the ``updates`` and ``values`` events at DEBUG on the logger ``graphq.debug`` (LangGraph prints
-        them), and so does ``print_mode`` (modes to log without streaming them). ``version="v2"`` yields
+        ``("node:task_id", ...)``, ``()`` for this graph). ``debug=True`` (or ``compile(debug=True)``) prints
+        the ``updates`` and ``values`` events to stdout as LangGraph's (``[mode] payload``; in a queue
+        worker's step job they are logged at DEBUG on ``graphq.debug``:
+        :func:`graphcore.engine.stream.show_events`), and so does ``print_mode`` for its modes (printed
+        whether streamed or not; ``debug=True`` replaces it). ``version="v2"`` yields
         LangGraph's v2 stream parts instead, whatever the modes and ``subgraphs``: ``{"type": mode, "ns":
         namespace, "data": payload}``, a ``values`` part with ``"interrupts"`` (the open requests, moved out
         of the state) and its data a model instance for a pydantic or dataclass output schema
@@ -331,7 +333,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         control: RunControl | None = None,
     ) -> Any:
         """:meth:`invoke`'s run, each super-step awaited on the running loop (:func:`aio.drive`); takes
-        :meth:`invoke`'s arguments (``stream_mode`` is ``"values"``, nothing is logged: see
+        :meth:`invoke`'s arguments (``stream_mode`` is ``"values"``, nothing is printed: see
         :meth:`_drives_on_loop`, and ``subgraphs`` does nothing then, as under ``invoke``)."""
         config = with_context(config, context)
         streaming.check_version(version)
