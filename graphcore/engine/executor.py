@@ -56,7 +56,7 @@ from graphcore.engine.failures import failure_entries, raised
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
 from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
-from graphcore.engine.run_start import check_thread, empty_input, nothing_to_resume
+from graphcore.engine.run_start import check_thread, empty_input, nothing_to_resume, unasked
 from graphcore.engine.runtime import RunControl, with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
@@ -463,7 +463,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         meta = checkpoint_metadata(cfg)
         since = Checkpoint.now() if modes else ""
         scope = _travelling(scope, cfg, input)
-        made, finished, answers, passing = self._start(cfg, input, meta, scope)
+        made, finished, answers, passing, input = self._start(cfg, input, meta, scope)
         cp = made[-1]
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
@@ -549,13 +549,15 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
 
     def _start(
         self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope
-    ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool]:
+    ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool, Any]:
         """Where a run starts (C2, C3, G6): the scope's head (to resume or continue), a fork, or a new
         input checkpoint and the input applied after it (LangGraph's two). Returns the checkpoints up to
         the one the first step runs from (the last; those before it this run wrote), the pending writes of
-        its step, the answers given, and whether the run goes on from there (without input, with an
-        answer, or a graph run inside a node that continues where it stopped): its first step passes the
-        static breakpoints (LangGraph's)."""
+        its step, the answers given, whether the run goes on from there (without input, with an answer, or
+        a graph run inside a node that continues where it stopped): its first step passes the static
+        breakpoints (LangGraph's); and the input the run started with: ``input``, or for a
+        ``Command(resume=...)`` no interrupt waits for (a fresh thread, or its run ended) what
+        :func:`~graphcore.engine.run_start.unasked` makes of it (the answer dropped, with a warning)."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         answering = isinstance(input, Command) and input.resume is not None
@@ -575,14 +577,17 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             given = task.answers if task is not None else {}
             answers = carried_answers(parent, finished, given)
             if resumes(self.checkpointer, parent, finished, given) and not is_input(parent):
-                return [parent], finished, answers, True
+                return [parent], finished, answers, True, input
         if isinstance(input, Command) and input.resume is not None:
-            if store is None or parent is None:
-                raise nothing_to_resume(store is not None, scope.thread_id)
+            if store is None:
+                raise nothing_to_resume()
+            if parent is None or not parent.next_tasks:  # nobody asked: LangGraph drops the answer
+                input = unasked(input, scope.thread_id, fresh=parent is None)
+                return (*self._begin(cfg, input, meta, scope, parent, made), input)
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
-            return [parent], finished, match_answer(asked, input.resume, None), True
-        return self._begin(cfg, input, meta, scope, parent, made)
+            return [parent], finished, match_answer(asked, input.resume, None), True, input
+        return (*self._begin(cfg, input, meta, scope, parent, made), input)
 
     def _begin(
         self,
