@@ -577,7 +577,7 @@ def task_payload(tw: TaskWrites) -> dict[str, Any]:
     """A finished (or paused) task as the ``tasks`` mode shows it (LangGraph's): id, node name, error
     (None: a failed task raises instead), result (channel → value written; ``{"$writes": [...]}`` for a
     channel written several times), interrupts (``[{"value", "id"}]``)."""
-    interrupts = [{"value": i.value, "id": i.id} for i in tw.interrupts]
+    interrupts = [{"value": i.value, "id": i.id, "response_schema": i.response_schema} for i in tw.interrupts]
     result = task_result(tw.writes)
     return {"id": tw.task_id, "name": tw.node, "error": None, "result": result, "interrupts": interrupts}
 

@@ -416,11 +416,10 @@ def test_interrupts_compare_by_value_and_id(lg: Imports) -> None:
 
 
 def test_an_interrupt_prints_its_value_and_id(lg: Imports) -> None:
-    """LangGraph: ``repr(Interrupt)`` shows ``value`` and ``id`` (1.2 adds ``response_schema=None``)."""
+    """LangGraph 1.2: ``repr(Interrupt)`` shows ``value``, ``id`` and ``response_schema``."""
     graph = chain(lg, ("ask", asking("ok?")), checkpointer=lg.InMemorySaver())
     (request,) = graph.invoke({"items": []}, thread())["__interrupt__"]
-    tail = ", response_schema=None)" if lg.is_langgraph else ")"
-    assert repr(request) == f"Interrupt(value='ok?', id='{request.id}'{tail}"
+    assert repr(request) == f"Interrupt(value='ok?', id='{request.id}', response_schema=None)"
 
 
 # --- subgraphs=True ---
