@@ -107,3 +107,24 @@ def test_a_subgraphs_events_print_with_its_namespace(lg: Imports, capsys: pytest
         f"{BOLD}[updates]{PLAIN} {YELLOW}[graph=('child:<id>',)]{PLAIN} {{'b': {{'items': ['b']}}}}",
         f"{BOLD}[updates]{PLAIN} {{'child': {{'items': ['a', 'b'], 'n': 1}}}}",
     ]
+
+
+def test_a_pause_prints_its_interrupts(lg: Imports, capsys: pytest.CaptureFixture[str]) -> None:
+    """LangGraph: a run that pauses in ``interrupt()`` under ``debug=True`` prints the ``__interrupt__``
+    update and the state with its requests, each ``Interrupt`` as its repr."""
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"items": [lg.interrupt("ok?")]}
+
+    builder = lg.StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(lg.START, "ask")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    out = graph.invoke({"items": []}, {"configurable": {"thread_id": "t"}}, debug=True)
+    assert [i.value for i in out["__interrupt__"]] == ["ok?"]
+    asked = "(Interrupt(value='ok?', id='<id>', response_schema=None),)"
+    assert [re.sub(r"id='[0-9a-f]+'", "id='<id>'", line) for line in printed(capsys)] == [
+        f"{BOLD}[values]{PLAIN} {{'items': []}}",
+        f"{BOLD}[updates]{PLAIN} {{'__interrupt__': {asked}}}",
+        f"{BOLD}[values]{PLAIN} {{'items': [], '__interrupt__': {asked}}}",
+    ]
