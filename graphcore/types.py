@@ -158,11 +158,12 @@ DEFAULT_INTERRUPT_ID = "placeholder-id"
 class Interrupt:
     """A pause requested by ``interrupt(value)`` inside a node: a question for a human (G6, R16).
 
-    As LangGraph's: built as ``Interrupt(value, id=...)`` (``value`` first, positional or by keyword; ``id``
-    defaults to LangGraph's ``"placeholder-id"``), equal when ``value`` and ``id`` are, printed as
-    ``Interrupt(value=..., id='...')``, and not hashable. graphq's own fields (from ``node`` on) do not take
-    part in ``==`` or the repr. Stored by field name (:mod:`graphcore.checkpoints.serde`), so the order of
-    the fields is not part of the stored form.
+    As LangGraph 1.2's: built as ``Interrupt(value, id=..., response_schema=...)`` (``value`` first,
+    positional or by keyword; ``id`` defaults to LangGraph's ``"placeholder-id"``; ``response_schema`` by
+    keyword only), equal when ``value``, ``id`` and ``response_schema`` are, printed as
+    ``Interrupt(value=..., id='...', response_schema=...)``, and not hashable. graphq's own fields (``node``
+    to ``deadline_ms``) do not take part in ``==`` or the repr. Stored by field name
+    (:mod:`graphcore.checkpoints.serde`), so the order of the fields is not part of the stored form.
 
     Attributes:
         value: the payload shown to the human (allow-listed types).
@@ -174,6 +175,9 @@ class Interrupt:
         created_at: ISO-8601 UTC time of the first time this call site paused.
         deadline_ms: when the request expires, ms since the epoch (``interrupt(value, timeout_s=...)`` or
             the workflow's ``request_timeout_s``, counted from ``created_at``; R13), None without one.
+        response_schema: the JSON Schema (a dict) of the answer the asker expects, from
+            ``interrupt(value, response_schema=...)`` (a class given there is stored as its JSON Schema);
+            None without one. A class given here directly is kept as it is, but cannot be stored.
     """
 
     value: Any = field(repr=False)
@@ -183,11 +187,12 @@ class Interrupt:
     index: int = field(default=0, compare=False, repr=False)
     created_at: str = field(default="", compare=False, repr=False)
     deadline_ms: int | None = field(default=None, compare=False, repr=False)
+    response_schema: dict[str, Any] | type | None = field(default=None, kw_only=True, repr=False)
 
     __hash__: ClassVar[None] = None  # type: ignore[assignment]  # unhashable, as LangGraph's
 
     def __repr__(self) -> str:
-        return f"Interrupt(value={self.value!r}, id={self.id!r})"
+        return f"Interrupt(value={self.value!r}, id={self.id!r}, response_schema={self.response_schema!r})"
 
 
 OutputT = TypeVar("OutputT")

@@ -91,6 +91,7 @@ def test_two_sequential_requests_are_answered_one_after_the_other(redis_url: str
             "index": 0,
             "created_at": first.created_at,
             "deadline_ms": None,
+            "response_schema": None,
             "deadline": None,
         }
     ]
@@ -236,6 +237,7 @@ def test_run_output_json_of_a_paused_run_holds_its_requests(redis_url: str, clie
             "index": 0,
             "created_at": request.created_at,
             "deadline_ms": None,
+            "response_schema": None,
             "deadline": None,
         }
     ]

@@ -108,6 +108,7 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
             "again_of": None,
             "deadline": None,
             "deadline_ms": None,
+            "response_schema": None,
         },
         {
             "id": second.id,
@@ -122,6 +123,7 @@ def test_requests_all_lists_open_and_answered_requests_with_their_answers(
             "again_of": None,
             "deadline": None,
             "deadline_ms": None,
+            "response_schema": None,
         },
     ]
     table = ok(graphq(redis_url, "runs", "requests", run_id, "--all")).stdout.splitlines()

@@ -51,7 +51,14 @@ from graphcore.engine.algo import (
 )
 from graphcore.engine.breakpoints import stop_of
 from graphcore.engine.checkpointer import replay_of
-from graphcore.engine.config import RunConfig, Scope, checkpoint_metadata, run_scope, with_remaining_steps
+from graphcore.engine.config import (
+    RunConfig,
+    Scope,
+    checkpoint_metadata,
+    run_scope,
+    with_remaining_steps,
+    worker_step,
+)
 from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
@@ -306,7 +313,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
     replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at)  # a run back in time
     scope = Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay)
-    with run_scope(scope):
+    with run_scope(scope), worker_step():
         outcome = run_step(
             graph,
             cp,

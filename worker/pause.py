@@ -17,7 +17,7 @@ from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.breakpoints import Stop as Breakpoint
-from graphcore.engine.interrupts import interrupt_id
+from graphcore.engine.interrupts import interrupt_id, schema_fields
 from graphcore.types import TaskWrites
 from worker.breakpoints import stopped
 from worker.context import WorkerContext
@@ -55,7 +55,7 @@ def pause(
         end_run(ctx, run, lease, RunStatus.CANCELED, _PAUSE_CANCEL)
         return "canceled: a cancel request arrived during the step"
     requests = [
-        {"id": i.id, "node": i.node, "value": i.value, "created_at": i.created_at}
+        {"id": i.id, "node": i.node, "value": i.value, "created_at": i.created_at, **schema_fields(i)}
         for r in results
         for i in r.interrupts
     ]
@@ -121,6 +121,7 @@ def _record_requests(
                 "node": i.node,
                 "value": i.value,
                 **deadline_fields(i.deadline_ms),
+                **schema_fields(i),
             },
             path="request",
         )

@@ -42,7 +42,13 @@ from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.config import ACCEPTED, RunConfig, merge_config
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.inputs import check_nesting, check_size, check_types
-from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord, RequestStatus, match_answer
+from graphcore.engine.interrupts import (
+    NotAwaitingInputError,
+    RequestRecord,
+    RequestStatus,
+    match_answer,
+    schema_fields,
+)
 from graphcore.engine.registry import Registry
 from graphcore.engine.schema import stored_values
 from graphcore.engine.snapshot import StateUpdate, last_writer, update_checkpoint
@@ -171,7 +177,8 @@ def _named(requests: Sequence[RunRequest], records: Sequence[RunRecord]) -> list
 def _answered(raw: bytes | None, request: Interrupt, answer: Any) -> dict[str, Any]:
     """The request record (as the worker wrote it; a bare one for a request made inside a subgraph, which
     the worker does not record) with its answer."""
-    record = serde.loads(raw) if raw is not None else {"node": request.node, "value": request.value}
+    bare = {"node": request.node, "value": request.value, **schema_fields(request)}
+    record = serde.loads(raw) if raw is not None else bare
     return {**record, "created_at": request.created_at, "answer": answer, "answered_at": now_iso()}
 
 
@@ -775,6 +782,7 @@ class Client:
                 again_of=rec.get("again_of"),
                 deadline=rec.get("deadline"),
                 deadline_ms=rec.get("deadline_ms"),
+                response_schema=rec.get("response_schema"),
             )
             found.append((_order(record, rec.get("task"), rec.get("call")), record))
         head_step = step_after(run.head)
@@ -790,6 +798,7 @@ class Client:
                     run.head,
                     asked.created_at,
                     **deadline_fields(asked.deadline_ms),
+                    response_schema=asked.response_schema,
                 )
                 found.append((_order(record, None, asked.index), record))
         return [record for _, record in sorted(found, key=lambda pair: pair[0])]

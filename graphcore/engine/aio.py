@@ -6,7 +6,7 @@ graphq's super-step loop (``CompiledGraph._execute``) is a generator shared by e
 * **On the caller's loop** (:func:`drive`), when no part of the run waits on I/O or on the caller's loop
   from the loop's own thread: a root run (not a graph invoked inside a task) of a graph with async nodes or
   routers (none routing from START: the input's routing runs in the step loop's own code), without a
-  checkpointer or with graphq's in-memory one, ``stream_mode="values"`` and nothing logged (``debug``,
+  checkpointer or with graphq's in-memory one, ``stream_mode="values"`` and nothing printed (``debug``,
   ``print_mode``). The step loop's own code (applying the input and each step's writes, reducers, the
   in-memory saves) runs on the loop's thread, as LangGraph's does under ``ainvoke``; it yields each
   super-step as a :class:`StepCall`, which the driver runs as an asyncio task of its own

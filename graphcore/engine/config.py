@@ -44,6 +44,7 @@ __all__ = [
     "get_node_settings",
     "get_stream_writer",
     "merge_config",
+    "on_worker",
     "outside_any_task",
     "passed_on",
     "progress_callbacks",
@@ -53,6 +54,7 @@ __all__ = [
     "task_context",
     "with_handler",
     "with_remaining_steps",
+    "worker_step",
 ]
 
 RESERVED_PREFIX = "__graphq_"
@@ -722,6 +724,21 @@ class _Current:
 def run_scope(scope: Scope) -> AbstractContextManager[None]:
     """Make ``scope`` current for the block (and the tasks started inside it)."""
     return _Current(_scope, scope)
+
+
+_worker: contextvars.ContextVar[bool] = contextvars.ContextVar("graphq_on_worker", default=False)
+
+
+def worker_step() -> AbstractContextManager[None]:
+    """Mark the block (and the tasks and graphs run inside it) as a queue worker's step job: what
+    ``debug=True`` and ``print_mode`` show is logged there, not printed (a worker's stdout is not the
+    user's; :func:`graphcore.engine.stream.show_events`)."""
+    return _Current(_worker, True)
+
+
+def on_worker() -> bool:
+    """Whether the code runs in a queue worker's step job (:func:`worker_step`)."""
+    return _worker.get()
 
 
 def current_scope() -> Scope | None:

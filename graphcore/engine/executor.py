@@ -57,7 +57,7 @@ from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import GraphInterrupt, match_answer, pending_interrupts, resume_plan
 from graphcore.engine.loops import raise_if_abandoned
 from graphcore.engine.nested import call_namespace, fresh_calls
-from graphcore.engine.run_start import check_thread, empty_input, nothing_to_resume
+from graphcore.engine.run_start import check_thread, empty_input, nothing_to_resume, unasked
 from graphcore.engine.runtime import RunControl, with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
@@ -210,7 +210,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             return list(chunks)
         logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
         for events, cp, paused in self._run(input, config, logged, durability, call, control=control):
-            streaming.log_events(events, modes=logged or ())
+            streaming.show_events(events, modes=logged or ())
             final = self._result(cp, paused, version)
         return final
 
@@ -252,9 +252,11 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         wrapped in ``{"step", "timestamp", "type", "payload"}``). One mode yields its payloads; a list yields
         ``(mode, payload)``; ``subgraphs=True`` yields ``(namespace, payload)`` / ``(namespace, mode,
         payload)`` with the events of graphs run as nodes or invoked inside nodes, as they happen (namespace
-        ``("node:task_id", ...)``, ``()`` for this graph). ``debug=True`` (or ``compile(debug=True)``) logs
-        the ``updates`` and ``values`` events at DEBUG on the logger ``graphq.debug`` (LangGraph prints
-        them), and so does ``print_mode`` (modes to log without streaming them). ``version="v2"`` yields
+        ``("node:task_id", ...)``, ``()`` for this graph). ``debug=True`` (or ``compile(debug=True)``) prints
+        the ``updates`` and ``values`` events to stdout as LangGraph's (``[mode] payload``; in a queue
+        worker's step job they are logged at DEBUG on ``graphq.debug``:
+        :func:`graphcore.engine.stream.show_events`), and so does ``print_mode`` for its modes (printed
+        whether streamed or not; ``debug=True`` replaces it). ``version="v2"`` yields
         LangGraph's v2 stream parts instead, whatever the modes and ``subgraphs``: ``{"type": mode, "ns":
         namespace, "data": payload}``, a ``values`` part with ``"interrupts"`` (the open requests, moved out
         of the state) and its data a model instance for a pydantic or dataclass output schema
@@ -332,7 +334,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         control: RunControl | None = None,
     ) -> Any:
         """:meth:`invoke`'s run, each super-step awaited on the running loop (:func:`aio.drive`); takes
-        :meth:`invoke`'s arguments (``stream_mode`` is ``"values"``, nothing is logged: see
+        :meth:`invoke`'s arguments (``stream_mode`` is ``"values"``, nothing is printed: see
         :meth:`_drives_on_loop`, and ``subgraphs`` does nothing then, as under ``invoke``)."""
         config = with_context(config, context)
         streaming.check_version(version)
@@ -462,7 +464,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         meta = checkpoint_metadata(cfg)
         since = Checkpoint.now() if modes else ""
         scope = _travelling(scope, cfg, input)
-        made, finished, answers, passing = self._start(cfg, input, meta, scope)
+        made, finished, answers, passing, input = self._start(cfg, input, meta, scope)
         cp = made[-1]
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
@@ -559,13 +561,15 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
 
     def _start(
         self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope
-    ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool]:
+    ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool, Any]:
         """Where a run starts (C2, C3, G6): the scope's head (to resume or continue), a fork, or a new
         input checkpoint and the input applied after it (LangGraph's two). Returns the checkpoints up to
         the one the first step runs from (the last; those before it this run wrote), the pending writes of
-        its step, the answers given, and whether the run goes on from there (without input, with an
-        answer, or a graph run inside a node that continues where it stopped): its first step passes the
-        static breakpoints (LangGraph's)."""
+        its step, the answers given, whether the run goes on from there (without input, with an answer, or
+        a graph run inside a node that continues where it stopped): its first step passes the static
+        breakpoints (LangGraph's); and the input the run started with: ``input``, or for a
+        ``Command(resume=...)`` no interrupt waits for (a fresh thread, or its run ended) what
+        :func:`~graphcore.engine.run_start.unasked` makes of it (the answer dropped, with a warning)."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         answering = isinstance(input, Command) and input.resume is not None
@@ -585,14 +589,17 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             given = task.answers if task is not None else {}
             answers = carried_answers(parent, finished, given)
             if resumes(self.checkpointer, parent, finished, given) and not is_input(parent):
-                return [parent], finished, answers, True
+                return [parent], finished, answers, True, input
         if isinstance(input, Command) and input.resume is not None:
-            if store is None or parent is None:
-                raise nothing_to_resume(store is not None, scope.thread_id)
+            if store is None:
+                raise nothing_to_resume()
+            if parent is None or not parent.next_tasks:  # nobody asked: LangGraph drops the answer
+                input = unasked(input, scope.thread_id, fresh=parent is None)
+                return (*self._begin(cfg, input, meta, scope, parent, made), input)
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
-            return [parent], finished, match_answer(asked, input.resume, None), True
-        return self._begin(cfg, input, meta, scope, parent, made)
+            return [parent], finished, match_answer(asked, input.resume, None), True, input
+        return (*self._begin(cfg, input, meta, scope, parent, made), input)
 
     def _begin(
         self,

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from pydantic import TypeAdapter
+from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+
 from graphcore.engine.breakpoints import Stop
 from graphcore.engine.config import TaskContext, current_task
 from graphcore.engine.nested import caller, refusal
@@ -37,6 +40,7 @@ __all__ = [
     "match_answer",
     "pending_interrupts",
     "resume_plan",
+    "schema_fields",
 ]
 
 
@@ -75,6 +79,8 @@ class RequestRecord:
         again_of: for the request that starts a branch run (a second answer), the run that first made it.
         deadline: when it expires unanswered, ISO-8601 UTC (R13; None: no deadline).
         deadline_ms: the same, ms since the epoch.
+        response_schema: the JSON Schema of the answer expected (``interrupt(response_schema=...)``), None
+            without one.
     """
 
     id: str
@@ -89,6 +95,7 @@ class RequestRecord:
     again_of: str | None = None
     deadline: str | None = None
     deadline_ms: int | None = None
+    response_schema: dict[str, Any] | type | None = None
 
 
 class NotAwaitingInputError(InvalidUpdateError):
@@ -131,7 +138,9 @@ def interrupt_id(task_id: str, index: int) -> str:
     return hashlib.sha1(f"{task_id}|interrupt|{index}".encode()).hexdigest()[:16]
 
 
-def interrupt(value: Any, timeout_s: float | None = None) -> Any:
+def interrupt(
+    value: Any, timeout_s: float | None = None, *, response_schema: Any = None
+) -> Any:
     """Pause the running node and ask a human; returns the answer once one is given.
 
     Args:
@@ -139,9 +148,14 @@ def interrupt(value: Any, timeout_s: float | None = None) -> Any:
         timeout_s: seconds (> 0) the request stays open from when it is first asked; unanswered by then,
             the run ends Canceled at the next request-expiry scan (R13, ``RequestExpired``). None: the
             workflow's ``request_timeout_s`` (a run option), else no deadline. Only runs on workers expire.
+        response_schema: the answer expected, as LangGraph's (keyword only): a JSON Schema dict, shown as
+            it is and not checked; or a type pydantic validates (a pydantic model, a dataclass, a
+            ``TypedDict``, ``list[int]``, ...): the request shows its JSON Schema (what is stored with it,
+            on the queue too: never the class) and the answer is validated and converted. None: no schema.
 
     Returns:
-        The answer to this call site (several calls in one node are matched by order).
+        The answer to this call site (several calls in one node are matched by order); with a type as
+        ``response_schema``, the answer validated by it (a model instance for a model).
 
     Raises:
         GraphInterrupt: no answer yet; graphq catches it and pauses the run (AwaitingInput).
@@ -149,23 +163,61 @@ def interrupt(value: Any, timeout_s: float | None = None) -> Any:
         ConcurrentInterruptError: another thread (or asyncio task) of the same task already called
             ``interrupt()`` or invoked a graph: answers are matched by call order, which threads do not keep
             (LangGraph would risk giving one thread's answer to the other).
-        ConfigError: ``timeout_s`` is not a number of seconds > 0.
+        ConfigError: ``timeout_s`` is not a number of seconds > 0, or ``response_schema`` is neither a dict
+            nor a type pydantic can validate.
+        pydantic.ValidationError: the answer does not match a type ``response_schema`` (the node fails with
+            it; its request stays open, so it can be answered again, as LangGraph's).
     """
     ctx = current_task("interrupt")
     timeout = _timeout(ctx, timeout_s)
+    adapter = _adapter(response_schema)
     index = ctx.next_interrupt(caller(ctx))
     error = refusal(ctx)
     if error is not None:  # a second thread asks: its answer could be another's (nested.py)
         raise error
     if index < len(ctx.resume):
-        return ctx.resume[index]
+        return _validated(adapter, ctx.resume[index])
     task_id = ctx.task_id
     iid = interrupt_id(task_id, index)
     if iid in ctx.answers:  # answered before the task first ran (a branch started by a second answer)
-        return ctx.answers[iid]
+        return _validated(adapter, ctx.answers[iid])
     now = datetime.now(UTC)
     deadline = None if timeout is None else round(now.timestamp() * 1000 + timeout * 1000)
-    raise GraphInterrupt(Interrupt(value, iid, ctx.node, task_id, index, now.isoformat(), deadline))
+    schema = response_schema if adapter is None else adapter.json_schema()
+    asked = Interrupt(value, iid, ctx.node, task_id, index, now.isoformat(), deadline, response_schema=schema)
+    raise GraphInterrupt(asked)
+
+
+def _adapter(response_schema: Any) -> TypeAdapter[Any] | None:
+    """The validator of ``interrupt(response_schema=...)``: None for no schema or a JSON Schema dict.
+
+    Raises:
+        ConfigError: ``response_schema`` is neither a dict nor a type pydantic can validate.
+    """
+    if response_schema is None or isinstance(response_schema, dict):
+        return None
+    try:
+        return TypeAdapter(response_schema)
+    except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+        raise ConfigError(
+            f"interrupt(response_schema=...): must be a JSON Schema dict or a type pydantic validates "
+            f"(a model, a dataclass, a TypedDict); got {response_schema!r} ({type(exc).__name__})"
+        ) from None
+
+
+def _validated(adapter: TypeAdapter[Any] | None, answer: Any) -> Any:
+    """``answer`` validated by ``adapter`` (as it is without one).
+
+    Raises:
+        pydantic.ValidationError: it does not match.
+    """
+    return answer if adapter is None else adapter.validate_python(answer)
+
+
+def schema_fields(asked: Interrupt) -> dict[str, Any]:
+    """The ``response_schema`` field of a request's stored record and ``interrupt`` event on the queue (the
+    JSON Schema ``interrupt()`` was given, or made of the type it was given); ``{}`` without one."""
+    return {} if asked.response_schema is None else {"response_schema": asked.response_schema}
 
 
 def _timeout(ctx: TaskContext, timeout_s: Any) -> float | None:

@@ -1,5 +1,6 @@
 """What an in-process run refuses before it starts, as LangGraph's loop does: a graph with a checkpointer run
-without a thread, no input with nothing to continue, an answer with nothing waiting for it.
+without a thread, no input with nothing to continue, an answer without a checkpointer; and what a run does
+with an answer nothing waits for (it warns and drops it, as LangGraph drops it).
 
 :meth:`CompiledGraph._placement <graphcore.engine.executor.CompiledGraph._placement>` and ``_start`` call
 these; a queued run always has a thread (the client makes one) and is not checked here.
@@ -7,14 +8,16 @@ these; a queued run always has a thread (the client makes one) and is not checke
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from graphcore.engine.config import RunConfig
-from graphcore.errors import EmptyInputError, InvalidUpdateError, NoCheckpointerError, ThreadRequiredError
-from graphcore.types import START
+from graphcore.errors import EmptyInputError, NoCheckpointerError, ThreadRequiredError
+from graphcore.types import START, Command
 
-__all__ = ["check_thread", "empty_input", "nothing_to_resume"]
+__all__ = ["check_thread", "empty_input", "nothing_to_resume", "unasked"]
 
 
 def check_thread(
@@ -51,16 +54,28 @@ def empty_input(has_store: bool, thread: str) -> EmptyInputError:
     )
 
 
-def nothing_to_resume(has_store: bool, thread: str) -> NoCheckpointerError | InvalidUpdateError:
-    """The error for ``Command(resume=...)`` without a checkpointer (a ``RuntimeError``, as LangGraph's, and
-    a ``ValueError``) or on a thread without a checkpoint (graphq stays stricter than LangGraph, which runs
-    the graph from its start and drops the answer): the message says which is missing."""
-    if not has_store:
-        return NoCheckpointerError(
-            "Command(resume=...) needs a checkpointer: compile(checkpointer=InMemorySaver()) and run on a "
-            "thread, config={'configurable': {'thread_id': '<id>'}}"
-        )
-    return InvalidUpdateError(
-        f"Command(resume=...): thread {thread!r} has no checkpoint, so no interrupt waits for an answer; "
-        "start the run with its input first"
+def nothing_to_resume() -> NoCheckpointerError:
+    """The error for ``Command(resume=...)`` without a checkpointer: a ``RuntimeError``, as LangGraph's, and
+    a ``ValueError``; the message says what to add."""
+    return NoCheckpointerError(
+        "Command(resume=...) needs a checkpointer: compile(checkpointer=InMemorySaver()) and run on a "
+        "thread, config={'configurable': {'thread_id': '<id>'}}"
     )
+
+
+def unasked(command: Command[Any], thread: str, fresh: bool) -> Any:
+    """What a run given ``Command(resume=...)`` on a thread where no interrupt waits for an answer (a fresh
+    thread, or one whose run ended) starts with instead, as LangGraph's: the command without its answer,
+    or when it holds nothing else ``{}`` (a fresh thread: the graph runs from its start) or None (an ended
+    thread: nothing runs, the state is returned). Warns (``UserWarning``) that the answer is dropped."""
+    why = "has no checkpoint, so the graph runs from its start" if fresh else "has ended, so nothing runs"
+    warnings.warn(
+        f"Command(resume=...) on thread {thread!r}: no interrupt waits for an answer, the answer is dropped "
+        f"(the thread {why})",
+        UserWarning,
+        stacklevel=2,
+    )
+    rest = dataclasses.replace(command, resume=None)
+    if rest.update is not None or rest.goto:
+        return rest
+    return {} if fresh else None

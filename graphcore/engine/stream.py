@@ -37,6 +37,7 @@ from graphcore.engine.config import (
     TaskContext,
     current_scope,
     current_task_or_none,
+    on_worker,
     run_scope,
 )
 from graphcore.engine.durability import ExitStore
@@ -55,13 +56,14 @@ __all__ = [
     "check_version",
     "checkpoint_payload",
     "custom_writer",
+    "debug_text",
     "failed_events",
-    "log_events",
     "logged_modes",
     "paused_events",
     "paused_view",
     "relay",
     "run_shown",
+    "show_events",
     "start_events",
     "step_events",
     "step_view",
@@ -81,7 +83,7 @@ INTERRUPT_KEY = "__interrupt__"
 """Key of the open requests in ``invoke``'s result and in ``updates``/``values`` events when a run pauses."""
 
 DEBUG_MODES = ("updates", "values")
-"""What ``debug=True`` logs (LangGraph prints these two modes' events)."""
+"""What ``debug=True`` prints (LangGraph's: these two modes' events)."""
 
 log = logging.getLogger("graphq.debug")
 
@@ -575,7 +577,7 @@ def task_payload(tw: TaskWrites) -> dict[str, Any]:
     """A finished (or paused) task as the ``tasks`` mode shows it (LangGraph's): id, node name, error
     (None: a failed task raises instead), result (channel → value written; ``{"$writes": [...]}`` for a
     channel written several times), interrupts (``[{"value", "id"}]``)."""
-    interrupts = [{"value": i.value, "id": i.id} for i in tw.interrupts]
+    interrupts = [{"value": i.value, "id": i.id, "response_schema": i.response_schema} for i in tw.interrupts]
     result = task_result(tw.writes)
     return {"id": tw.task_id, "name": tw.node, "error": None, "result": result, "interrupts": interrupts}
 
@@ -615,23 +617,44 @@ def _task_entry(graph: GraphSpec | None, thread_id: str, ns: str, node: str, tid
 
 
 def logged_modes(debug: bool, print_mode: str | Sequence[str] = ()) -> tuple[str, ...] | None:
-    """The modes a run logs: ``print_mode``'s, and ``updates`` and ``values`` with ``debug=True`` (as
-    LangGraph prints them); None for none.
+    """The modes a run prints (:func:`show_events`): ``updates`` and ``values`` with ``debug=True``, else
+    ``print_mode``'s (LangGraph's: ``debug=True`` replaces ``print_mode``); None for none.
 
     Raises:
         ValueError: ``print_mode`` names an unknown mode.
     """
-    printed = check_modes(print_mode) if print_mode else []
-    modes = tuple(dict.fromkeys((*printed, *(DEBUG_MODES if debug else ()))))
-    return modes or None
+    printed = tuple(dict.fromkeys(check_modes(print_mode))) if print_mode else ()
+    return (DEBUG_MODES if debug else printed) or None
 
 
-def log_events(events: Sequence[Event], ns: tuple[str, ...] = (), modes: Sequence[str] = DEBUG_MODES) -> None:
-    """Log the events of ``modes`` at DEBUG on ``graphq.debug`` (what ``debug=True`` and ``print_mode``
-    do), as ``[namespace] mode: payload``."""
+_BOLD, _YELLOW, _PLAIN = "\033[1m", "\033[1;30;33m", "\033[0m"
+"""LangGraph's ANSI codes for a printed event: the mode in bold, a subgraph's namespace yellow."""
+
+
+def debug_text(mode: str, payload: Any, ns: tuple[str, ...] = (), *, colour: bool = True) -> str:
+    """One event as ``debug=True`` and ``print_mode`` show it, LangGraph's printed line: ``[mode] payload``
+    (the payload's repr), ``[mode] [graph=('node:<task id>',)] payload`` for an event of a graph run
+    inside a task (``subgraphs=True``). ``colour``: LangGraph's ANSI codes (mode bold, namespace yellow),
+    printed whether or not stdout is a terminal, as LangGraph's; the logger's lines have none."""
+    label, where = f"[{mode}]", f"[graph={ns}]" if ns else ""
+    if colour:
+        label, where = f"{_BOLD}{label}{_PLAIN}", f"{_YELLOW}{where}{_PLAIN}" if where else ""
+    return " ".join(part for part in (label, where, repr(payload)) if part)
+
+
+def show_events(
+    events: Sequence[Event], ns: tuple[str, ...] = (), modes: Sequence[str] = DEBUG_MODES
+) -> None:
+    """Show the events of ``modes`` (what ``debug=True`` and ``print_mode`` do) as :func:`debug_text`:
+    printed to stdout, as LangGraph's; in a queue worker's step job (``on_worker()``,
+    :mod:`graphcore.engine.config`) logged at DEBUG on the logger ``graphq.debug``, without colour."""
     for mode, payload in events:
-        if mode in modes:
-            log.debug("%s %s: %r", list(ns), mode, payload)
+        if mode not in modes:
+            continue
+        if on_worker():
+            log.debug("%s", debug_text(mode, payload, ns, colour=False))
+        else:
+            print(debug_text(mode, payload, ns))
 
 
 VERSIONS = ("v1", "v2")
@@ -716,8 +739,8 @@ def stream_run(
     modes), ``(namespace, payload)`` / ``(namespace, mode, payload)`` with ``subgraphs=True``; with ``part``
     (``version="v2"``, :func:`v2_parts`), what it makes of ``(namespace, mode, payload)``.
 
-    ``open_run(modes)`` starts the run. The events of the ``logged`` modes are also logged at DEBUG on the
-    logger ``graphq.debug`` (``[namespace] mode: payload``), whether streamed or not.
+    ``open_run(modes)`` starts the run. The events of the ``logged`` modes are also printed (on a queue
+    worker logged, :func:`show_events`), whether streamed or not.
     """
     wanted = tuple(modes)
     run_modes = tuple(dict.fromkeys((*wanted, *logged)))
@@ -726,7 +749,7 @@ def stream_run(
     events = _live(open_run, run_modes, subgraphs, outer) if live else _inline(open_run, run_modes)
     for ns, mode, payload in events:
         if logged:
-            log_events([(mode, payload)], ns, logged)
+            show_events([(mode, payload)], ns, logged)
         if mode not in wanted:
             continue
         if part is not None:

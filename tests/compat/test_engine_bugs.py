@@ -4,8 +4,10 @@ gives too (or, where graphq deliberately refuses, each side's own result)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import operator
+import re
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -583,25 +585,40 @@ def test_sends_of_parallel_nodes_run_in_their_senders_name_order(lg: Imports) ->
 # -- answers that nothing waits for -------------------------------------------------------------------------
 
 
+def dropped(lg: Imports, thread: str, why: str) -> Any:
+    """graphq's warning that ``Command(resume=...)`` on ``thread`` answers nothing; LangGraph warns not."""
+    if lg.is_langgraph:
+        return contextlib.nullcontext()
+    text = f"Command(resume=...) on thread '{thread}': no interrupt waits for an answer, the answer is "
+    text += "dropped"
+    return pytest.warns(UserWarning, match=rf"^{re.escape(text)} \(the thread {why}\)$")
+
+
 def test_a_resume_on_a_thread_that_waits_for_no_answer(lg: Imports) -> None:
-    """LangGraph: ``Command(resume=...)`` on a thread whose run ended runs nothing and returns its state, and
-    on a fresh thread runs the graph from its start. graphq (a deliberate difference): both are refused
-    with ``InvalidUpdateError`` (a ``ValueError``) saying what is missing, since the answer would be
-    dropped."""
+    """LangGraph: ``Command(resume=...)`` on a thread whose run ended runs nothing and returns its state (no
+    checkpoint written), and on a fresh thread runs the graph from its start, as an empty input would; the
+    answer is dropped. graphq does the same and warns, naming the thread."""
     builder = lg.StateGraph(State)
     builder.add_node("a", lambda s: {"items": ["a"]})
     builder.add_edge(lg.START, "a")
     graph = builder.compile(checkpointer=_saver(lg))
     assert graph.invoke({"items": []}, _thread()) == {"items": ["a"]}
-    if lg.is_langgraph:
+    with dropped(lg, "t", "has ended, so nothing runs"):
         assert graph.invoke(lg.Command(resume="late"), _thread()) == {"items": ["a"]}
+    modes = ["updates", "values"]
+    with dropped(lg, "t", "has ended, so nothing runs"):
+        assert list(graph.stream(lg.Command(resume="late"), _thread(), stream_mode=modes)) == [
+            ("values", {"items": ["a"]})
+        ]
+    assert len(list(graph.get_state_history(_thread()))) == 3
+    with dropped(lg, "fresh", "has no checkpoint, so the graph runs from its start"):
         assert graph.invoke(lg.Command(resume="late"), _thread("fresh")) == {"items": ["a"]}
-        return
-    with pytest.raises(lg.InvalidUpdateError, match=r"^the run has no pending request to answer$"):
-        graph.invoke(lg.Command(resume="late"), _thread())
-    with pytest.raises(
-        ValueError,
-        match=r"^Command\(resume=\.\.\.\): thread 'fresh' has no checkpoint, so no interrupt waits for an "
-        r"answer; start the run with its input first$",
-    ):
-        graph.invoke(lg.Command(resume="late"), _thread("fresh"))
+    history = graph.get_state_history(_thread("fresh"))
+    assert [(s.metadata["source"], s.metadata["step"], s.next) for s in history] == [
+        ("loop", 1, ()),
+        ("loop", 0, ("a",)),
+        ("input", -1, ("__start__",)),
+    ]
+    with dropped(lg, "fresh2", "has no checkpoint, so the graph runs from its start"):
+        chunks = list(graph.stream(lg.Command(resume="late"), _thread("fresh2"), stream_mode=modes))
+    assert chunks == [("updates", {"a": {"items": ["a"]}}), ("values", {"items": ["a"]})]

@@ -4,7 +4,6 @@ chunks. Chunks holding random ids (task, checkpoint, interrupt ids) are compared
 
 from __future__ import annotations
 
-import logging
 import operator
 import threading
 import time
@@ -417,11 +416,10 @@ def test_interrupts_compare_by_value_and_id(lg: Imports) -> None:
 
 
 def test_an_interrupt_prints_its_value_and_id(lg: Imports) -> None:
-    """LangGraph: ``repr(Interrupt)`` shows ``value`` and ``id`` (1.2 adds ``response_schema=None``)."""
+    """LangGraph 1.2: ``repr(Interrupt)`` shows ``value``, ``id`` and ``response_schema``."""
     graph = chain(lg, ("ask", asking("ok?")), checkpointer=lg.InMemorySaver())
     (request,) = graph.invoke({"items": []}, thread())["__interrupt__"]
-    tail = ", response_schema=None)" if lg.is_langgraph else ")"
-    assert repr(request) == f"Interrupt(value='ok?', id='{request.id}'{tail}"
+    assert repr(request) == f"Interrupt(value='ok?', id='{request.id}', response_schema=None)"
 
 
 # --- subgraphs=True ---
@@ -614,52 +612,6 @@ def test_invoke_with_updates_and_subgraphs(lg: Imports) -> None:
     chunks = builder.compile().invoke({"text": ""}, stream_mode="updates", subgraphs=True)
     assert [c[1] for c in chunks] == [{"x": {"text": "x"}}, {"child": {"text": "x"}}]
     assert chunks[0][0][0].startswith("child:") and chunks[1][0] == ()
-
-
-def test_debug_leaves_results_unchanged(lg: Imports, caplog: pytest.LogCaptureFixture) -> None:
-    """LangGraph: ``debug=True`` (per call or at compile) prints the updates and values as the run goes and
-    changes no result; graphq logs them at DEBUG on ``graphq.debug``."""
-    caplog.set_level(logging.DEBUG, logger="graphq.debug")
-    graph = a_then_b(lg)
-    assert graph.invoke({"items": []}, debug=True) == {"items": ["a", "b"], "n": 1}
-    assert list(graph.stream({"items": []}, debug=True)) == [
-        {"a": {"items": ["a"], "n": 1}},
-        {"b": {"items": ["b"]}},
-    ]
-    builder = lg.StateGraph(State)
-    builder.add_node("a", lambda s: {"n": 3})
-    builder.add_edge(lg.START, "a")
-    assert builder.compile(debug=True).invoke({"items": []}) == {"items": [], "n": 3}
-    if not lg.is_langgraph:
-        logged = [r.getMessage() for r in caplog.records if r.name == "graphq.debug"]
-        assert logged[:3] == [
-            "[] values: {'items': []}",
-            "[] updates: {'a': {'items': ['a'], 'n': 1}}",
-            "[] values: {'items': ['a'], 'n': 1}",
-        ]
-
-
-def test_print_mode_leaves_results_unchanged(
-    lg: Imports, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """LangGraph: ``print_mode`` prints the events of its modes as the run goes (to stdout) and changes no
-    result; graphq logs them at DEBUG on ``graphq.debug``."""
-    caplog.set_level(logging.DEBUG, logger="graphq.debug")
-    graph = a_then_b(lg)
-    assert graph.invoke({"items": []}, print_mode="updates") == {"items": ["a", "b"], "n": 1}
-    assert list(graph.stream({"items": []}, stream_mode="values", print_mode=["updates"])) == [
-        {"items": []},
-        {"items": ["a"], "n": 1},
-        {"items": ["a", "b"], "n": 1},
-    ]
-    if lg.is_langgraph:
-        assert "{'a': {'items': ['a'], 'n': 1}}" in capsys.readouterr().out
-    else:
-        logged = [r.getMessage() for r in caplog.records if r.name == "graphq.debug"]
-        assert (
-            logged
-            == ["[] updates: {'a': {'items': ['a'], 'n': 1}}", "[] updates: {'b': {'items': ['b']}}"] * 2
-        )
 
 
 def test_version_v2_stream_parts(lg: Imports) -> None:

@@ -1,0 +1,105 @@
+"""``interrupt(value, response_schema=...)`` on the queue (issue 23): the request is stored with the JSON
+Schema of its answer (a type given to ``interrupt()`` is stored as its JSON Schema, never as the class), the
+open request, the request record and the ``interrupt`` event carry it, and the answer is validated by the
+type when the asking node runs again. A ``response_schema`` that is neither is refused, naming it."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from pydantic import BaseModel
+
+from graphcore import START, StateGraph, interrupt
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError
+from tests.workers import work
+
+
+class Items(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+
+
+class Decision(BaseModel):
+    ok: bool
+    note: str = ""
+
+
+SCHEMA = {
+    "properties": {
+        "ok": {"title": "Ok", "type": "boolean"},
+        "note": {"default": "", "title": "Note", "type": "string"},
+    },
+    "required": ["ok"],
+    "title": "Decision",
+    "type": "object",
+}
+
+
+def ask(state: Items) -> dict[str, Any]:
+    return {"items": [repr(interrupt("ok?", response_schema=Decision))]}
+
+
+def _asking(schema_node: Any, name: str) -> Any:
+    builder = StateGraph(Items)
+    builder.add_node("ask", schema_node)
+    builder.add_edge(START, "ask")
+    return builder.compile(name=name)
+
+
+REGISTRY = Registry({"schema-ask": _asking(ask, "schema-ask")})
+
+
+def test_a_queued_request_keeps_its_response_schema_and_the_answer_is_validated(client: Client) -> None:
+    run_id = client.enqueue("schema-ask", {"items": []}, thread_id="q")
+    work(client)
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    (asked,) = client.requests(run_id)
+    assert (asked.value, asked.response_schema) == ("ok?", SCHEMA)
+    (record,) = client.run_requests(run_id)
+    assert (record.status, record.response_schema) == ("open", SCHEMA)
+    (event,) = [e.data for e in read_events(client.kv, "q", run_id) if e.mode == "interrupt"]
+    assert [r["response_schema"] for r in event["requests"]] == [SCHEMA]
+    client.answer(run_id, {"ok": True, "note": "fine"})
+    work(client)
+    done = client.get_run(run_id)
+    assert (done.status, done.result) == (RunStatus.COMPLETED, {"items": ["Decision(ok=True, note='fine')"]})
+    (record,) = client.run_requests(run_id)
+    assert (record.status, record.response_schema) == ("answered", SCHEMA)
+
+
+def test_a_response_schema_that_is_no_schema_is_refused_naming_it() -> None:
+    def bad(state: Items) -> dict[str, Any]:
+        return {"items": [interrupt("ok?", response_schema=42)]}
+
+    graph = _asking(bad, "schema-bad")
+    with pytest.raises(ConfigError) as info:
+        graph.invoke({"items": []})
+    assert str(info.value) == (
+        "interrupt(response_schema=...): must be a JSON Schema dict or a type pydantic validates (a model, a "
+        "dataclass, a TypedDict); got 42 (PydanticSchemaGenerationError)"
+    )
+
+
+def test_a_wrong_answer_fails_the_queued_run_and_the_request_can_be_answered_again(client: Client) -> None:
+    """In process the call that answers wrongly raises and the request stays open (LangGraph's); a queued
+    answer is checked when the asking node runs again on a worker, after ``answer`` returned: the run fails
+    naming the ValidationError, and ``answer_again`` answers the request on a new branch."""
+    run_id = client.enqueue("schema-ask", {"items": []}, thread_id="q")
+    work(client)
+    (asked,) = client.requests(run_id)
+    client.answer(run_id, {"ok": "maybe"})
+    work(client)
+    failed = client.get_run(run_id)
+    assert failed.status == RunStatus.FAILED and failed.error is not None
+    assert (failed.error.type, failed.error.node) == ("NodeError", "ask")
+    lines = failed.error.message.splitlines()
+    assert lines[:2] == ["node 'ask' raised ValidationError: 1 validation error for Decision", "ok"]
+    branch = client.answer_again(run_id, asked.id, {"ok": True})
+    work(client)
+    done = client.get_run(branch)
+    assert (done.status, done.result) == (RunStatus.COMPLETED, {"items": ["Decision(ok=True, note='')"]})
