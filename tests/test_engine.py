@@ -775,9 +775,12 @@ def test_stream_several_modes_yields_tagged_pairs() -> None:
     ]
 
 
-def test_unknown_stream_mode_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"unknown stream mode\(s\) \['bogus'\]"):
-        list(_pair_chain().stream({"x": 0}, stream_mode=["values", "bogus"]))
+def test_an_unknown_stream_mode_yields_nothing_with_a_warning() -> None:
+    """As LangGraph's: the unknown mode yields nothing, the known one its chunks
+    (tests/compat/test_stream.py)."""
+    with pytest.warns(UserWarning, match=r"^unknown stream mode\(s\) \['bogus'\] yield nothing; known: "):
+        chunks = list(_pair_chain().stream({"x": 0}, stream_mode=["values", "bogus"]))
+    assert chunks == [("values", {"x": 0}), ("values", {"x": 1}), ("values", {"x": 1, "y": 10})]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import threading
 import time
@@ -244,18 +245,52 @@ def test_durability_exit_writes_only_the_last_checkpoint(lg: Imports) -> None:
     assert counts["sync"] == (4, True)  # the input checkpoint, the input applied, one per super-step
 
 
-def test_an_unknown_durability(lg: Imports) -> None:
-    """LangGraph: an unknown durability is not checked (the run goes on); graphq refuses it with a
-    ValueError naming the allowed values (a deliberate difference)."""
-    app = chain(lg, 1, lg.InMemorySaver())
+def test_an_unknown_durability_acts_as_async(lg: Imports) -> None:
+    """LangGraph: an unknown durability is not checked: it acts as "async" (a checkpoint per super-step);
+    graphq does the same and warns, naming the value."""
+    app = chain(lg, 2, lg.InMemorySaver())
     config = {"configurable": {"thread_id": "1"}}
-    if lg.is_langgraph:
-        assert app.invoke({"items": []}, config, durability="bogus") == {"items": ["n0"]}
-        return
-    with pytest.raises(
-        ValueError, match=r"^durability must be one of \['sync', 'async', 'exit'\] \(got 'bogus'\)$"
-    ):
-        app.invoke({"items": []}, config, durability="bogus")
+    warned = (
+        r"^durability='bogus' is not one of \['sync', 'async', 'exit'\]; the run writes its checkpoints as"
+    )
+    with lg.graphq_warns(warned):
+        assert app.invoke({"items": []}, config, durability="bogus") == {"items": ["n0", "n1"]}
+    assert len(list(app.get_state_history(config))) == 4  # the input, the input applied, one per super-step
+
+
+def test_an_unknown_keyword_argument_is_ignored(lg: Imports) -> None:
+    """LangGraph: invoke, stream, ainvoke and astream take other keyword arguments into **kwargs and ignore
+    them (``interupt_before=`` misspelt: no breakpoint); graphq does the same and warns, naming them."""
+    app = chain(lg, 2, lg.InMemorySaver())
+
+    def warned(call: str) -> str:
+        return rf"^{call}\(\) ignores unknown keyword argument\(s\) \['bogus', 'interupt_before'\]$"
+
+    extra = {"interupt_before": ["n1"], "bogus": 1}
+    with lg.graphq_warns(warned("invoke")):
+        assert app.invoke({"items": []}, {"configurable": {"thread_id": "1"}}, **extra) == {
+            "items": ["n0", "n1"]
+        }
+    with lg.graphq_warns(warned("stream")):
+        assert list(app.stream({"items": []}, {"configurable": {"thread_id": "2"}}, **extra)) == [
+            {"n0": {"items": ["n0"]}},
+            {"n1": {"items": ["n1"]}},
+        ]
+    with lg.graphq_warns(warned("invoke")):
+        assert asyncio.run(app.ainvoke({"items": []}, {"configurable": {"thread_id": "3"}}, **extra)) == {
+            "items": ["n0", "n1"]
+        }
+
+    async def streamed() -> list[Any]:
+        return [
+            chunk
+            async for chunk in app.astream(
+                {"items": []}, {"configurable": {"thread_id": "4"}}, stream_mode="values", **extra
+            )
+        ]
+
+    with lg.graphq_warns(warned("stream")):
+        assert asyncio.run(streamed()) == [{"items": []}, {"items": ["n0"]}, {"items": ["n0", "n1"]}]
 
 
 def test_configurable_checkpoint_id_replays_from_that_checkpoint(lg: Imports) -> None:
