@@ -604,11 +604,19 @@ def test_n_plus_one_steps_fail_naming_the_setting() -> None:
     assert "['n3']" in str(info.value)
 
 
-@pytest.mark.parametrize("limit", [0, -1])
-def test_limit_below_one_is_a_config_error(limit: int) -> None:
+def test_limit_zero_runs_no_super_step() -> None:
+    """0 is LangGraph's recursion_limit 1: the run fails before its first super-step."""
+    with pytest.raises(StepLimitError) as info:
+        log_chain(1).invoke({}, {"max_super_steps": 0})
+    assert str(info.value).startswith(
+        "run needs more than max_super_steps=0 super-steps (next tasks: ['n0'])"
+    )
+
+
+def test_limit_below_zero_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as err:
-        log_chain(1).invoke({}, {"max_super_steps": limit})
-    assert str(err.value) == f"run option max_super_steps: must be 1 ≤ value (got {limit})"
+        log_chain(1).invoke({}, {"max_super_steps": -1})
+    assert str(err.value) == "run option max_super_steps: must be 0 ≤ value (got -1)"
 
 
 def test_default_limit_is_langgraphs(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -705,7 +713,7 @@ def test_unknown_run_option_is_rejected() -> None:
         ),
         ({"run_timeout_s": 0}, "run_timeout_s: must be 0 < value (got 0)"),
         ({"run_timeout_s": -1.5}, "run_timeout_s: must be 0 < value (got -1.5)"),
-        ({"max_super_steps": 0}, "max_super_steps: must be 1 ≤ value (got 0)"),
+        ({"max_super_steps": -1}, "max_super_steps: must be 0 ≤ value (got -1)"),
         (
             {"max_concurrent_runs": "two"},
             "max_concurrent_runs: Input should be a valid integer, unable to parse string as an integer "

@@ -172,9 +172,9 @@ def test_an_unknown_durability_is_refused_at_enqueue(client: Client, redis_url: 
     [
         (("--config", '{"bogus": 1}'), f"error: --config: unknown run option(s) ['bogus']; known: {KNOWN}"),
         (
-            ("--config", '{"recursion_limit": 1}'),
-            "error: --config: run option recursion_limit: must be an integer ≥ 2 (LangGraph's "
-            "recursion_limit R allows R - 1 super-steps, graphq's max_super_steps; 1 allows none) (got 1)",
+            ("--config", '{"recursion_limit": 0}'),
+            "error: --config: run option recursion_limit: must be an integer ≥ 1 (LangGraph's "
+            "recursion_limit R allows R - 1 super-steps, graphq's max_super_steps) (got 0)",
         ),
         (
             ("--config", '{"run_timeout_s": 1e9}'),

@@ -118,10 +118,6 @@ def test_recursion_limit_bounds_the_super_steps(lg: Imports, steps: int, limit: 
             "items": [f"n{i}" for i in range(steps)]
         }
         return
-    if not lg.is_langgraph and limit < 2:
-        with pytest.raises(Exception, match=r"recursion_limit: must be an integer ≥ 2"):
-            app.invoke({"items": []}, {"recursion_limit": limit})
-        return
     with pytest.raises(lg.GraphRecursionError) as caught:
         app.invoke({"items": []}, {"recursion_limit": limit})
     assert isinstance(caught.value, RecursionError)
@@ -131,6 +127,39 @@ def test_recursion_limit_bounds_the_super_steps(lg: Imports, steps: int, limit: 
         )
     else:
         assert str(caught.value).startswith(f"run needs more than max_super_steps={limit - 1} super-steps")
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_a_run_reaching_its_recursion_limit(lg: Imports, limit: int) -> None:
+    """LangGraph: recursion_limit R (1 too: it is accepted, not refused up front) fails a run of R super-steps
+    with GraphRecursionError, raised by the run after its input is applied. LangGraph runs the R-th
+    super-step before raising (the Deliberate differences row "a run reaching its recursion_limit R");
+    graphq raises before it: its budget, max_super_steps R - 1, lets no further super-step start."""
+    ran: list[str] = []
+    builder = lg.StateGraph(State)
+    previous = lg.START
+    for name in [f"n{i}" for i in range(limit)]:
+        builder.add_node(name, lambda s, name=name: ran.append(name) or {"items": [name]})
+        builder.add_edge(previous, name)
+        previous = name
+    app = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "1"}, "recursion_limit": limit}
+    chunks: list[Any] = []
+    with pytest.raises(lg.GraphRecursionError) as caught:
+        chunks.extend(app.stream({"items": ["x"]}, config, stream_mode="values"))
+    assert isinstance(caught.value, RecursionError)
+    steps = limit if lg.is_langgraph else limit - 1
+    names = [f"n{i}" for i in range(steps)]
+    assert ran == names
+    assert chunks == [{"items": ["x", *names[:i]]} for i in range(steps + 1)]
+    state = app.get_state(config)
+    assert (state.values, state.next) == ({"items": ["x", *names]}, () if lg.is_langgraph else (f"n{steps}",))
+    if not lg.is_langgraph:
+        assert str(caught.value) == (
+            f"run needs more than max_super_steps={limit - 1} super-steps (next tasks: ['n{steps}']); raise "
+            f"it with the run option max_super_steps (or LangGraph's recursion_limit, {limit} now) or "
+            "GRAPHQ_MAX_SUPER_STEPS"
+        )
 
 
 def test_a_node_reads_the_recursion_limit(lg: Imports) -> None:
@@ -176,7 +205,7 @@ def test_a_recursion_limit_below_one_is_refused(lg: Imports) -> None:
         assert isinstance(caught.value, ValueError)
         assert str(caught.value) == "recursion_limit must be at least 1"
     else:
-        assert str(caught.value).startswith("run option recursion_limit: must be an integer ≥ 2")
+        assert str(caught.value).startswith("run option recursion_limit: must be an integer ≥ 1")
 
 
 def fan_out(lg: Imports, peak: list[int]) -> Any:
