@@ -357,7 +357,8 @@ def test_two_overwrites_in_one_step_conflict() -> None:
 
 def test_write_to_unknown_key_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     """A node's keys that are no channel are dropped, as LangGraph drops them, and logged; its other keys
-    are written. ``update_state`` as that node still refuses them."""
+    are written. ``update_state`` as that node drops them too, with a UserWarning (tests/compat/test_state.py;
+    the queue's ``client.update_state`` refuses them)."""
     graph = chain(S, ("writer", lambda s: {"x": 2, "nope": 1}), checkpointer=InMemoryCheckpointStore())
     config = {"configurable": {"thread_id": "t"}}
     with caplog.at_level(logging.WARNING, logger="graphcore.engine.schema"):
@@ -365,20 +366,22 @@ def test_write_to_unknown_key_is_ignored_with_a_warning(caplog: pytest.LogCaptur
     assert [r.getMessage() for r in caplog.records] == [
         "node 'writer' wrote unknown state key(s) ['nope']; known keys: ['x', 'y', 'log']: ignored"
     ]
-    with pytest.raises(InvalidUpdateError, match=r"^node 'writer' wrote unknown state key\(s\) \['nope'\]"):
-        graph.update_state(config, {"nope": 2}, as_node="writer")
+    with pytest.warns(UserWarning, match=r"^node 'writer' wrote unknown state key\(s\) \['nope'\]; known "):
+        graph.update_state(config, {"nope": 2, "x": 3}, as_node="writer")
+    assert graph.get_state(config).values == {"x": 3, "log": []}
 
 
-def test_input_with_unknown_key_is_dropped_but_refused_as_a_state_update() -> None:
+def test_input_with_unknown_key_is_dropped_also_as_a_state_update() -> None:
     """In process the input's unknown keys are dropped, as LangGraph drops them (the queue refuses them at
-    enqueue); ``update_state(..., as_node=START)`` still refuses them, as any state update."""
+    enqueue); ``update_state(..., as_node=START)`` drops them too, with a UserWarning."""
     graph = chain(S, ("a", lambda s: {"log": sorted(s)}), checkpointer=InMemoryCheckpointStore())
     assert graph.invoke({"x": 1, "nope": 1}, {"configurable": {"thread_id": "t"}}) == {
         "x": 1,
         "log": ["log", "x"],
     }
-    with pytest.raises(InvalidUpdateError, match=r"^the input has unknown state key\(s\) \['nope'\]"):
-        graph.update_state({"configurable": {"thread_id": "t"}}, {"nope": 2}, as_node=START)
+    with pytest.warns(UserWarning, match=r"^the input has unknown state key\(s\) \['nope'\]; known keys: "):
+        graph.update_state({"configurable": {"thread_id": "t"}}, {"nope": 2, "x": 5}, as_node=START)
+    assert graph.get_state({"configurable": {"thread_id": "t"}}).values == {"x": 5, "log": ["log", "x"]}
 
 
 def test_node_returning_non_mapping_is_rejected() -> None:
