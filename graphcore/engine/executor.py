@@ -190,6 +190,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 without a checkpoint), as LangGraph's.
             GraphDrained: ``control`` was asked to drain; the super-steps before are committed.
         """
+        ignore_unknown("invoke", kwargs)
+        config = with_context(config, context)
         if stream_mode != "values":
             chunks = self.stream(
                 input,
@@ -203,12 +205,9 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 print_mode=print_mode,
                 version=version,
                 control=control,
-                **kwargs,
             )
             return list(chunks)
-        config = with_context(config, context)
         final: Any = None
-        ignore_unknown("invoke", kwargs)
         streaming.check_version(version)
         durability = check_durability(durability)
         call = self.breakpoints.with_call(interrupt_before, interrupt_after, self.nodes)

@@ -8,6 +8,7 @@ import operator
 import threading
 import time
 import uuid
+import warnings
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -320,6 +321,21 @@ def test_an_unknown_keyword_argument_is_ignored(lg: Imports) -> None:
 
     with lg.graphq_warns(warned("stream")):
         assert asyncio.run(streamed()) == [{"items": []}, {"items": ["n0"]}, {"items": ["n0", "n1"]}]
+
+
+def test_invoke_with_another_stream_mode_keeps_the_context_and_warns_once(lg: Imports) -> None:
+    """LangGraph: invoke(..., stream_mode="updates") returns the chunks, its nodes reading the call's
+    context; an unknown keyword is ignored (graphq warns once, naming invoke)."""
+    builder = lg.StateGraph(State)
+    builder.add_node("n", lambda s: {"items": [lg.get_runtime().context["user"]]})
+    builder.add_edge(lg.START, "n")
+    app = builder.compile()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = app.invoke({"items": []}, context={"user": "ann"}, stream_mode="updates", bogus=1)
+    assert out == [{"n": {"items": ["ann"]}}]
+    expected = [] if lg.is_langgraph else ["invoke() ignores unknown keyword argument(s) ['bogus']"]
+    assert [str(w.message) for w in caught] == expected
 
 
 def test_configurable_checkpoint_id_replays_from_that_checkpoint(lg: Imports) -> None:
