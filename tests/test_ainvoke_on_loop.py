@@ -203,12 +203,15 @@ def test_cancelling_the_caller_cancels_the_node_and_starts_no_further_step() -> 
     assert events == ["started", "cancelled"]
 
 
-def test_an_unknown_keyword_is_refused_as_by_invoke() -> None:
+def test_an_unknown_keyword_is_ignored_with_a_warning_as_by_invoke() -> None:
+    """An async graph's ``ainvoke`` with an unknown keyword runs as ``invoke`` does (LangGraph ignores it):
+    the same warning, the same result."""
     graph = _chain(("a", _recorder("a", [])))
-    with pytest.raises(TypeError, match="unexpected keyword argument 'stream_modes'"):
-        asyncio.run(graph.ainvoke({"items": []}, stream_modes="values"))
-    with pytest.raises(TypeError, match="unexpected keyword argument 'stream_modes'"):
-        graph.invoke({"items": []}, stream_modes="values")
+    warned = r"^invoke\(\) ignores unknown keyword argument\(s\) \['stream_modes'\]$"
+    with pytest.warns(UserWarning, match=warned):
+        assert asyncio.run(graph.ainvoke({"items": []}, stream_modes="values")) == {"items": ["a"]}
+    with pytest.warns(UserWarning, match=warned):
+        assert graph.invoke({"items": []}, stream_modes="values") == {"items": ["a"]}
 
 
 def test_debug_none_takes_the_graphs_own_setting() -> None:

@@ -145,8 +145,8 @@ def test_run_config_takes_langgraphs_keys() -> None:
         ),
         (
             [{"recursion_limit": "5"}],
-            "run option recursion_limit: must be an integer ≥ 2 (LangGraph's recursion_limit R allows R - 1 "
-            "super-steps, graphq's max_super_steps; 1 allows none) (got '5')",
+            "run option recursion_limit: must be an integer ≥ 1 (LangGraph's recursion_limit R allows R - 1 "
+            "super-steps, graphq's max_super_steps) (got '5')",
         ),
         (
             [{"durability": "later"}],
@@ -318,6 +318,24 @@ def test_the_queue_takes_langgraphs_config(client: Client) -> None:
     assert failed.error.type == StepLimitError.__name__
     with pytest.raises(ConfigError, match=r"^thread_id 'a' and the config's thread_id 'b' differ$"):
         client.enqueue("three_steps", {}, thread_id="a", config={"configurable": {"thread_id": "b"}})
+
+
+def test_a_queued_run_with_recursion_limit_one_fails_at_its_first_super_step(client: Client) -> None:
+    """As in process (tests/compat/test_config.py): recursion_limit 1 is accepted at enqueue (max_super_steps
+    0) and the run fails with GraphRecursionError (StepLimitError) before its first super-step runs a node:
+    its thread holds the input applied, the first node next."""
+    run_id = client.enqueue("three_steps", {"items": ["x"]}, thread_id="rl1", config={"recursion_limit": 1})
+    assert client.get_run(run_id).config["max_super_steps"] == 0
+    work(client)
+    failed = ended(client, run_id)
+    assert failed.status == RunStatus.FAILED and failed.error is not None
+    assert (failed.error.type, failed.error.message) == (
+        StepLimitError.__name__,
+        "run needs more than max_super_steps=0 super-steps (next tasks: ['a']); raise it with the run option "
+        "max_super_steps (or LangGraph's recursion_limit, 1 now) or GRAPHQ_MAX_SUPER_STEPS",
+    )
+    head = client.get_state("rl1")
+    assert (head.channel_values, [t.node for t in head.next_tasks]) == ({"items": ["x"]}, ["a"])
 
 
 def test_a_worker_stops_at_a_breakpoint_and_graphq_runs_resume_goes_on(

@@ -357,7 +357,8 @@ def test_two_overwrites_in_one_step_conflict() -> None:
 
 def test_write_to_unknown_key_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     """A node's keys that are no channel are dropped, as LangGraph drops them, and logged; its other keys
-    are written. ``update_state`` as that node still refuses them."""
+    are written. ``update_state`` as that node drops them too, with a UserWarning (tests/compat/test_state.py;
+    the queue's ``client.update_state`` refuses them)."""
     graph = chain(S, ("writer", lambda s: {"x": 2, "nope": 1}), checkpointer=InMemoryCheckpointStore())
     config = {"configurable": {"thread_id": "t"}}
     with caplog.at_level(logging.WARNING, logger="graphcore.engine.schema"):
@@ -365,20 +366,22 @@ def test_write_to_unknown_key_is_ignored_with_a_warning(caplog: pytest.LogCaptur
     assert [r.getMessage() for r in caplog.records] == [
         "node 'writer' wrote unknown state key(s) ['nope']; known keys: ['x', 'y', 'log']: ignored"
     ]
-    with pytest.raises(InvalidUpdateError, match=r"^node 'writer' wrote unknown state key\(s\) \['nope'\]"):
-        graph.update_state(config, {"nope": 2}, as_node="writer")
+    with pytest.warns(UserWarning, match=r"^node 'writer' wrote unknown state key\(s\) \['nope'\]; known "):
+        graph.update_state(config, {"nope": 2, "x": 3}, as_node="writer")
+    assert graph.get_state(config).values == {"x": 3, "log": []}
 
 
-def test_input_with_unknown_key_is_dropped_but_refused_as_a_state_update() -> None:
+def test_input_with_unknown_key_is_dropped_also_as_a_state_update() -> None:
     """In process the input's unknown keys are dropped, as LangGraph drops them (the queue refuses them at
-    enqueue); ``update_state(..., as_node=START)`` still refuses them, as any state update."""
+    enqueue); ``update_state(..., as_node=START)`` drops them too, with a UserWarning."""
     graph = chain(S, ("a", lambda s: {"log": sorted(s)}), checkpointer=InMemoryCheckpointStore())
     assert graph.invoke({"x": 1, "nope": 1}, {"configurable": {"thread_id": "t"}}) == {
         "x": 1,
         "log": ["log", "x"],
     }
-    with pytest.raises(InvalidUpdateError, match=r"^the input has unknown state key\(s\) \['nope'\]"):
-        graph.update_state({"configurable": {"thread_id": "t"}}, {"nope": 2}, as_node=START)
+    with pytest.warns(UserWarning, match=r"^the input has unknown state key\(s\) \['nope'\]; known keys: "):
+        graph.update_state({"configurable": {"thread_id": "t"}}, {"nope": 2, "x": 5}, as_node=START)
+    assert graph.get_state({"configurable": {"thread_id": "t"}}).values == {"x": 5, "log": ["log", "x"]}
 
 
 def test_node_returning_non_mapping_is_rejected() -> None:
@@ -604,11 +607,19 @@ def test_n_plus_one_steps_fail_naming_the_setting() -> None:
     assert "['n3']" in str(info.value)
 
 
-@pytest.mark.parametrize("limit", [0, -1])
-def test_limit_below_one_is_a_config_error(limit: int) -> None:
+def test_limit_zero_runs_no_super_step() -> None:
+    """0 is LangGraph's recursion_limit 1: the run fails before its first super-step."""
+    with pytest.raises(StepLimitError) as info:
+        log_chain(1).invoke({}, {"max_super_steps": 0})
+    assert str(info.value).startswith(
+        "run needs more than max_super_steps=0 super-steps (next tasks: ['n0'])"
+    )
+
+
+def test_limit_below_zero_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as err:
-        log_chain(1).invoke({}, {"max_super_steps": limit})
-    assert str(err.value) == f"run option max_super_steps: must be 1 ≤ value (got {limit})"
+        log_chain(1).invoke({}, {"max_super_steps": -1})
+    assert str(err.value) == "run option max_super_steps: must be 0 ≤ value (got -1)"
 
 
 def test_default_limit_is_langgraphs(fresh_settings: pytest.MonkeyPatch) -> None:
@@ -705,7 +716,7 @@ def test_unknown_run_option_is_rejected() -> None:
         ),
         ({"run_timeout_s": 0}, "run_timeout_s: must be 0 < value (got 0)"),
         ({"run_timeout_s": -1.5}, "run_timeout_s: must be 0 < value (got -1.5)"),
-        ({"max_super_steps": 0}, "max_super_steps: must be 1 ≤ value (got 0)"),
+        ({"max_super_steps": -1}, "max_super_steps: must be 0 ≤ value (got -1)"),
         (
             {"max_concurrent_runs": "two"},
             "max_concurrent_runs: Input should be a valid integer, unable to parse string as an integer "
@@ -775,9 +786,12 @@ def test_stream_several_modes_yields_tagged_pairs() -> None:
     ]
 
 
-def test_unknown_stream_mode_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"unknown stream mode\(s\) \['bogus'\]"):
-        list(_pair_chain().stream({"x": 0}, stream_mode=["values", "bogus"]))
+def test_an_unknown_stream_mode_yields_nothing_with_a_warning() -> None:
+    """As LangGraph's: the unknown mode yields nothing, the known one its chunks
+    (tests/compat/test_stream.py)."""
+    with pytest.warns(UserWarning, match=r"^unknown stream mode\(s\) \['bogus'\] yield nothing; known: "):
+        chunks = list(_pair_chain().stream({"x": 0}, stream_mode=["values", "bogus"]))
+    assert chunks == [("values", {"x": 0}), ("values", {"x": 1}), ("values", {"x": 1, "y": 10})]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -208,6 +208,24 @@ def test_update_state_as_a_node_then_continue(client: Client) -> None:
         client.update_state("looping", "edit", {"until": 9}, as_node="nope")
 
 
+def test_update_state_with_keys_outside_the_schema_is_refused_on_the_queue(client: Client) -> None:
+    """In process they are ignored with a warning (LangGraph ignores them); the queue's update refuses them
+    (as node or as START), naming them, and writes nothing."""
+    client.enqueue("looping", {"until": 2}, thread_id="keys")
+    work(client)
+    head = client.get_state("keys").id
+    with pytest.raises(InvalidUpdateError) as as_node:
+        client.update_state("looping", "keys", {"until": 4, "untill": 5}, as_node="tick")
+    with pytest.raises(InvalidUpdateError) as as_input:
+        client.update_state("looping", "keys", {"untill": 5}, as_node="__start__")
+    known = "known keys: ['turns', 'count', 'until']"
+    assert (str(as_node.value), str(as_input.value)) == (
+        f"node 'tick' wrote unknown state key(s) ['untill']; {known}",
+        f"the input has unknown state key(s) ['untill']; {known}",
+    )
+    assert client.get_state("keys").id == head
+
+
 def test_update_state_without_as_node_takes_the_last_writer(client: Client) -> None:
     """As in process (LangGraph's rule): the node that wrote last, here the looping run's last tick."""
     client.enqueue("looping", {"until": 2}, thread_id="last")

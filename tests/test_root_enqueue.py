@@ -155,14 +155,26 @@ def test_a_run_id_in_the_config_is_refused(client: Client, redis_url: str) -> No
     assert client.list_runs() == []
 
 
+def test_an_unknown_durability_is_refused_at_enqueue(client: Client, redis_url: str) -> None:
+    """In process an unknown durability acts as "async" (LangGraph's); the queue refuses it at enqueue,
+    naming the option and the values it takes."""
+    message = "run option durability: Input should be 'sync', 'async' or 'exit' (got 'bogus')"
+    line = refused(redis_url, "enqueue", "root-join", "-i", '["x"]', "--config", '{"durability": "bogus"}')
+    assert line == f"error: --config: {message}"
+    with pytest.raises(ConfigError) as caught:
+        client.enqueue("root-join", ["x"], config={"durability": "bogus"})
+    assert str(caught.value) == message
+    assert client.list_runs() == []
+
+
 @pytest.mark.parametrize(
     ("args", "line"),
     [
         (("--config", '{"bogus": 1}'), f"error: --config: unknown run option(s) ['bogus']; known: {KNOWN}"),
         (
-            ("--config", '{"recursion_limit": 1}'),
-            "error: --config: run option recursion_limit: must be an integer ≥ 2 (LangGraph's "
-            "recursion_limit R allows R - 1 super-steps, graphq's max_super_steps; 1 allows none) (got 1)",
+            ("--config", '{"recursion_limit": 0}'),
+            "error: --config: run option recursion_limit: must be an integer ≥ 1 (LangGraph's "
+            "recursion_limit R allows R - 1 super-steps, graphq's max_super_steps) (got 0)",
         ),
         (
             ("--config", '{"run_timeout_s": 1e9}'),

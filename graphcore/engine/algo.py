@@ -43,6 +43,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
+from graphcore.engine.schema import Strictness
 from graphcore.engine.task_metadata import PULL, langgraph_metadata, task_paths
 from graphcore.engine.timeouts import IdleTimeout, Timeout, node_timeouts
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
@@ -223,7 +224,7 @@ def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingT
     return out
 
 
-def _command_writes(graph: GraphSpec, node: str, update: Any, strict: bool) -> list[tuple[str, Any]]:
+def _command_writes(graph: GraphSpec, node: str, update: Any, strict: Strictness) -> list[tuple[str, Any]]:
     """A ``Command(update=...)``'s writes: ``(key, value)`` pairs in their order (a key may repeat), as
     LangGraph's ``_update_as_tuples`` reads a list of them, else :meth:`StateSchema.writes_of`."""
     pairs = isinstance(update, list | tuple) and bool(update) and not graph.schema.root
@@ -233,13 +234,13 @@ def _command_writes(graph: GraphSpec, node: str, update: Any, strict: bool) -> l
 
 
 def normalise(
-    graph: GraphSpec, node: str, output: Any, *, strict: bool = False
+    graph: GraphSpec, node: str, output: Any, *, strict: Strictness = False
 ) -> tuple[list[tuple[str, Any]], list[PendingTask]]:
     """A node's output as (writes, dynamic destinations). A list or tuple holding a Command (LangGraph's,
     e.g. ``ToolNode``'s when a tool returned one) is each of its items in turn: Commands and updates (for a
     root-channel state, values). A Command's ``update`` is a dict, a model, or ``(key, value)`` pairs in
     order, as LangGraph's. Keys that are no channel are ignored with a warning, as LangGraph ignores them
-    (:meth:`StateSchema.writes_of`), or refused when ``strict`` (``update_state``). A Command's ``resume`` is
+    (:meth:`StateSchema.writes_of`), or as ``strict`` says (``update_state``). A Command's ``resume`` is
     not a write: it is ignored.
 
     Raises:
@@ -574,7 +575,7 @@ def apply_input(
     input: Any,
     metadata: Mapping[str, Any],
     *,
-    strict: bool = False,
+    strict: Strictness = False,
     source: str = "input",
     remaining: int | None = None,
 ) -> Checkpoint:
@@ -585,7 +586,8 @@ def apply_input(
     ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)`` writes it as ``update``.
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
-    them at enqueue), or refused when ``strict`` (``update_state(..., as_node=START)``).
+    them at enqueue), or as ``strict`` says (``update_state(..., as_node=START)``:
+    :meth:`StateSchema.writes_of`).
 
     Raises:
         InvalidUpdateError: the input is not a mapping, or has keys outside the input schema when ``strict``.
@@ -699,23 +701,28 @@ def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:
 
 
 def apply_updates(
-    graph: GraphSpec, parent: Checkpoint, updates: Sequence[tuple[str, Any]], metadata: Mapping[str, Any]
+    graph: GraphSpec,
+    parent: Checkpoint,
+    updates: Sequence[tuple[str, Any]],
+    metadata: Mapping[str, Any],
+    strict: Strictness = True,
 ) -> Checkpoint:
     """A checkpoint as if each node ``as_node`` had returned its ``values`` in the step after ``parent``
     (C3 ``update_state``; several at once are LangGraph's ``bulk_update_state`` super-step): the values (a
     node's return value: a dict, a model, a ``Command`` with ``update`` and ``goto``) go through the
     reducers, their writes apply together in order, the next tasks follow each node's edges, routers and
-    ``goto``.
+    ``goto``. Unknown keys: as ``strict`` says (:meth:`StateSchema.writes_of`).
 
     Raises:
-        InvalidUpdateError: unknown node or keys, a ``goto`` to an unknown node, or conflicting writes.
+        InvalidUpdateError: unknown node, unknown keys when ``strict`` is True, a ``goto`` to an unknown
+            node, or conflicting writes.
         ParentCommand: a ``Command(graph=Command.PARENT)``.
     """
     results = []
     for as_node, values in updates:
         if as_node not in graph.nodes:
             raise InvalidUpdateError(f"update_state: no node {as_node!r}; nodes: {sorted(graph.nodes)}")
-        writes, goto = normalise(graph, as_node, values, strict=True)  # a Command: its update and goto
+        writes, goto = normalise(graph, as_node, values, strict=strict)  # a Command: its update and goto
         goto += _routes(graph, as_node, parent.channel_values, writes)
         results.append(TaskWrites("", as_node, writes, goto))
     cp = apply_writes(graph, parent, results, metadata)

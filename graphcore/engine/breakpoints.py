@@ -7,7 +7,8 @@ Semantics follow LangGraph 1.x:
   node); ``interrupt_after``: after a super-step that ran one of them.
 * The first super-step of a run that continues a thread (no input: ``invoke(None, config)``, an answer
   ``Command(resume=...)``) passes the breakpoint it stopped at: it does not stop there again.
-* Per call (``invoke(..., interrupt_before=[...])``) the given list replaces the compiled one.
+* Per call (``invoke(..., interrupt_before=[...])``) the given list replaces the compiled one; a name there
+  that is no node is ignored (with a UserWarning). At ``compile`` it is refused (InvalidGraphError).
 * A graph run inside a node (a subgraph node, ``inner.invoke(...)``) that stops at one of its breakpoints
   stops its node, and so its parent run, at the root too (the stop is shown there as ``{"__interrupt__":
   ()}``); when the run goes on, the node runs again and its graph, continuing where it stopped, passes it.
@@ -19,6 +20,7 @@ step after it starts from: the nodes its step ran are in its metadata ``writes``
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -36,12 +38,15 @@ Nodes = tuple[str, ...] | Literal["*"]
 """Breakpoint nodes: names, or ``"*"``."""
 
 
-def nodes_of(value: Sequence[str] | str | None, nodes: Collection[str], what: str) -> Nodes:
+def nodes_of(
+    value: Sequence[str] | str | None, nodes: Collection[str], what: str, *, strict: bool = True
+) -> Nodes:
     """``interrupt_before`` / ``interrupt_after`` as given (names, one name, ``"*"`` or None) as a tuple of
-    node names or ``"*"``.
+    node names or ``"*"``. A name that is no node of the graph is refused when ``strict`` (``compile``, as
+    LangGraph's), else left out with a UserWarning (a call's, which LangGraph ignores).
 
     Raises:
-        InvalidGraphError: a name that is not a node of the graph (naming ``what`` and the names).
+        InvalidGraphError: an unknown name when ``strict`` (naming ``what`` and the names).
     """
     if value is None:
         return ()
@@ -49,9 +54,15 @@ def nodes_of(value: Sequence[str] | str | None, nodes: Collection[str], what: st
         return "*"
     names = (value,) if isinstance(value, str) else tuple(value)
     unknown = [n for n in names if n not in nodes]
-    if unknown:
+    if unknown and strict:
         raise InvalidGraphError(f"{what}: unknown node(s) {unknown}; nodes: {sorted(nodes)}")
-    return names
+    if unknown:
+        warnings.warn(
+            f"{what}: unknown node(s) {unknown} never stop the run; nodes: {sorted(nodes)}",
+            UserWarning,
+            stacklevel=4,
+        )
+    return tuple(n for n in names if n in nodes)
 
 
 @dataclass(frozen=True)
@@ -89,16 +100,13 @@ class Breakpoints:
         self, before: Sequence[str] | str | None, after: Sequence[str] | str | None, nodes: Collection[str]
     ) -> Breakpoints:
         """These breakpoints with a call's own (``invoke(..., interrupt_before=...)``), which replace them
-        when given (as LangGraph's do).
-
-        Raises:
-            InvalidGraphError: an unknown node name.
-        """
+        when given (as LangGraph's do); an unknown node name is ignored, as LangGraph's, with a
+        UserWarning."""
         if not before and not after:
             return self
         return Breakpoints(
-            nodes_of(before, nodes, "interrupt_before") if before else self.before,
-            nodes_of(after, nodes, "interrupt_after") if after else self.after,
+            nodes_of(before, nodes, "interrupt_before", strict=False) if before else self.before,
+            nodes_of(after, nodes, "interrupt_after", strict=False) if after else self.after,
         )
 
 

@@ -99,8 +99,10 @@ class RunConfig(BaseModel):
         tags: free-form labels, merged as an ordered union with defaults.
         metadata: free-form JSON values, merged key by key (later wins).
         configurable: values nodes read through ``get_config()``, merged key by key.
-        max_super_steps: super-step budget of this run (C1), at least 1; None → ``GRAPHQ_MAX_SUPER_STEPS``
-            (default 10006, LangGraph 1.x's default ``recursion_limit`` 10007).
+        max_super_steps: super-step budget of this run (C1), at least 0; None → ``GRAPHQ_MAX_SUPER_STEPS``
+            (default 10006, LangGraph 1.x's default ``recursion_limit`` 10007). 0 (LangGraph's
+            ``recursion_limit`` 1) lets no super-step run: a run with a task to run fails at its first
+            super-step (:class:`~graphcore.errors.StepLimitError`, LangGraph's ``GraphRecursionError``).
         resume_if_exists: start from the thread's latest checkpoint when it has one (C2): the input goes
             through the reducers and execution starts again at the entry node; False starts from empty.
         checkpoint_id: start from this checkpoint of the thread instead of its latest (C3): a fork, recorded
@@ -152,7 +154,7 @@ class RunConfig(BaseModel):
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     configurable: dict[str, Any] = Field(default_factory=dict)
-    max_super_steps: int | None = Field(default=None, ge=1)
+    max_super_steps: int | None = Field(default=None, ge=0)
     resume_if_exists: bool = True
     checkpoint_id: str | None = None
     run_timeout_s: float | None = Field(default=None, gt=0)
@@ -431,7 +433,8 @@ def _graphq_keys(layer: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         ConfigError: a thread id (or checkpoint id, namespace) given twice with two values; a
-            ``recursion_limit`` that is not an integer ≥ 2 or contradicts ``max_super_steps``.
+            ``recursion_limit`` that is not an integer ≥ 1 (LangGraph's ValueError) or contradicts
+            ``max_super_steps``.
     """
     data = dict(layer)
     conf = data.get("configurable")
@@ -484,11 +487,12 @@ def _lift(data: dict[str, Any], key: str, value: Any) -> None:
 
 
 def _steps_of(limit: Any, max_super_steps: Any) -> Any:
-    """``max_super_steps`` for LangGraph's ``recursion_limit`` (R allows R - 1 super-steps)."""
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 2:
+    """``max_super_steps`` for LangGraph's ``recursion_limit`` (R allows R - 1 super-steps; 1 allows none:
+    the run fails at its first super-step, as LangGraph's)."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ConfigError(
-            "run option recursion_limit: must be an integer ≥ 2 (LangGraph's recursion_limit R allows R - 1 "
-            f"super-steps, graphq's max_super_steps; 1 allows none) (got {limit!r})"
+            "run option recursion_limit: must be an integer ≥ 1 (LangGraph's recursion_limit R allows R - 1 "
+            f"super-steps, graphq's max_super_steps) (got {limit!r})"
         )
     if max_super_steps is not None and max_super_steps != limit - 1:
         raise ConfigError(

@@ -9,13 +9,17 @@
   the checkpoint the run started after (None on a new thread), as LangGraph's is. A run stopped in the
   middle (its process dies) leaves nothing of its own behind.
 
+Any other value of the argument acts as ``"async"``, as LangGraph's, with a UserWarning naming it.
+
 On the queue every super-step is committed whatever the option says: a step job hands the run over to the
-next one through its checkpoint (R2, R3). The option is accepted there and kept in the run's config.
+next one through its checkpoint (R2, R3). The option is accepted there and kept in the run's config; an
+unknown value is refused at enqueue (ConfigError).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -32,14 +36,17 @@ DURABILITY = ("sync", "async", "exit")
 
 
 def check_durability(value: Any) -> str | None:
-    """``value`` when it is one of :data:`DURABILITY` (or None).
-
-    Raises:
-        ValueError: any other value (as an unknown stream mode), naming the allowed ones.
-    """
-    if value is not None and value not in DURABILITY:
-        raise ValueError(f"durability must be one of {list(DURABILITY)} (got {value!r})")
-    return value  # type: ignore[no-any-return]
+    """``value`` when it is one of :data:`DURABILITY` (or None); any other value acts as ``"async"``, as
+    LangGraph's does (it does not check it), with a UserWarning naming it: a typo must not pass unseen."""
+    if value is None or value in DURABILITY:
+        return value  # type: ignore[no-any-return]
+    warnings.warn(
+        f"durability={value!r} is not one of {list(DURABILITY)}; the run writes its checkpoints as with "
+        "'async'",
+        UserWarning,
+        stacklevel=3,
+    )
+    return "async"
 
 
 class ExitStore:

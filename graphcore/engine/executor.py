@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import warnings
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -142,6 +143,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         print_mode: str | Sequence[str] = (),
         version: str = "v1",
         control: RunControl | None = None,
+        **kwargs: Any,
     ) -> Any:
         """Run the graph to the end in this process and return the final state values.
 
@@ -166,6 +168,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             control: a :class:`~graphcore.engine.runtime.RunControl` to drain the run with (LangGraph's):
                 once drained, no further super-step starts and :class:`GraphDrained` is raised. None: the
                 run has its own (``runtime.control``); a graph invoked inside a node has its parent's.
+            kwargs: any other keyword argument is ignored, as LangGraph's ``invoke`` ignores it, with a
+                UserWarning naming it (:func:`ignore_unknown`).
 
         Returns:
             Channel name → value after the last super-step, narrowed to the output schema's keys (None
@@ -182,17 +186,13 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 propagate (on the queue it fails the run like any node error).
             InvalidUpdateError: a node's writes were invalid or conflicting, or a router sent to a node the
                 graph does not have.
-            InvalidGraphError: a breakpoint names an unknown node.
-            ValueError: an unknown ``durability`` or ``version``.
             ThreadRequiredError: (a ``ValueError``) the graph has a checkpointer and ``config`` no thread id.
             EmptyInputError: ``input`` is None and there is nothing to continue (no checkpointer, or a thread
                 without a checkpoint), as LangGraph's.
             GraphDrained: ``control`` was asked to drain; the super-steps before are committed.
         """
+        ignore_unknown("invoke", kwargs)
         config = with_context(config, context)
-        final: Any = None
-        call = (interrupt_before, interrupt_after)
-        streaming.check_version(version)
         if stream_mode != "values":
             chunks = self.stream(
                 input,
@@ -208,6 +208,10 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 control=control,
             )
             return list(chunks)
+        final: Any = None
+        streaming.check_version(version)
+        durability = check_durability(durability)
+        call = self.breakpoints.with_call(interrupt_before, interrupt_after, self.nodes)
         logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
         for events, cp, paused in self._run(input, config, logged, durability, call, control=control):
             streaming.show_events(events, modes=logged or ())
@@ -239,6 +243,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         print_mode: str | Sequence[str] = (),
         version: str = "v1",
         control: RunControl | None = None,
+        **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph, yielding events as they happen (C6), as LangGraph's ``stream``.
 
@@ -264,19 +269,22 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         step in flight. The ``checkpoints``
         payloads are those ``graphq runs watch`` prints for a queued run. A stop at a breakpoint is one
         ``updates`` event ``{"__interrupt__": ()}``, as LangGraph's. ``interrupt_before``,
-        ``interrupt_after``, ``durability``, ``context`` and ``control``: as :meth:`invoke`.
+        ``interrupt_after``, ``durability``, ``context``, ``control`` and other keyword arguments: as
+        :meth:`invoke`. An unknown stream mode yields nothing, as LangGraph's, with a UserWarning naming it.
 
         Raises:
-            ValueError: an unknown stream mode or ``version``.
             StepLimitError, NodeError, InvalidUpdateError, GraphDrained: as :meth:`invoke`.
         """
         config = with_context(config, context)
+        ignore_unknown("stream", kwargs)
         modes = streaming.check_modes(stream_mode)
+        streaming.check_version(version)
+        durability = check_durability(durability)
         schema = self.schema
         part = streaming.v2_parts(
             version, schema.v2_coercion(schema.output_schema), schema.v2_coercion(schema.schema)
         )
-        call = (interrupt_before, interrupt_after)
+        call = self.breakpoints.with_call(interrupt_before, interrupt_after, self.nodes)
         yield from streaming.stream_run(
             lambda run_modes: self._run(input, config, run_modes, durability, call, control=control),
             modes,
@@ -302,8 +310,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
 
     def _drives_on_loop(self, kwargs: Mapping[str, Any]) -> bool:
         """Whether ``ainvoke(**kwargs)`` runs its steps on the caller's loop (:func:`aio.drive`): the rule is
-        in :mod:`graphcore.engine.aio` (an unknown keyword goes the threaded way, where ``invoke`` refuses
-        it)."""
+        in :mod:`graphcore.engine.aio` (an unknown keyword goes the threaded way, where ``invoke`` warns of
+        it and ignores it)."""
         debug = kwargs.get("debug")
         return (
             bool(self.async_tasks)
@@ -338,7 +346,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         :meth:`_drives_on_loop`, and ``subgraphs`` does nothing then, as under ``invoke``)."""
         config = with_context(config, context)
         streaming.check_version(version)
-        call = (interrupt_before, interrupt_after)
+        durability = check_durability(durability)
+        call = self.breakpoints.with_call(interrupt_before, interrupt_after, self.nodes)
         last = await aio.drive(
             self._run(input, config, None, durability, call, on_loop=True, control=control)
         )
@@ -384,17 +393,17 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         config: Mapping[str, Any] | RunConfig | None,
         modes: Sequence[str] | None,
         durability: str | None = None,
-        breaks: tuple[Sequence[str] | str | None, Sequence[str] | str | None] = (None, None),
+        stops: Breakpoints = NO_BREAKPOINTS,
         *,
         on_loop: bool = False,
         control: RunControl | None = None,
     ) -> Generator[tuple[list[tuple[str, Any]], Checkpoint, list[Interrupt]], Any, None]:
-        """The run's steps (:meth:`_execute`). ``breaks``: the call's ``interrupt_before`` and
-        ``interrupt_after``; ``on_loop``: driven by :func:`aio.drive`; ``control``: :meth:`invoke`'s."""
+        """The run's steps (:meth:`_execute`). ``durability``: the call's, checked (:func:`check_durability`);
+        ``stops``: the run's breakpoints, the call's own applied (:meth:`Breakpoints.with_call`);
+        ``on_loop``: driven by :func:`aio.drive`; ``control``: :meth:`invoke`'s."""
         cfg, scope = self._placement(config)
         scope = dataclasses.replace(scope, control=control or scope.control or RunControl())
-        stops = self.breakpoints.with_call(*breaks, self.nodes)
-        with durable(scope, check_durability(durability) or cfg.durability) as scope:
+        with durable(scope, durability or cfg.durability) as scope:
             yield from streaming.relay(
                 modes, scope, lambda m: self._execute(input, cfg, m, scope, stops, on_loop=on_loop)
             )
@@ -661,8 +670,22 @@ def _travelling(scope: Scope, cfg: RunConfig, input: Any) -> Scope:
     return scope if replay is None else dataclasses.replace(scope, replay=replay)
 
 
-_INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {"self", "input", "config"}
+_INVOKE_KEYWORDS = frozenset(inspect.signature(CompiledGraph.invoke).parameters) - {
+    "self",
+    "input",
+    "config",
+    "kwargs",
+}
 """The keyword arguments of ``invoke`` (and ``ainvoke``)."""
+
+
+def ignore_unknown(call: str, kwargs: Mapping[str, Any]) -> None:
+    """Warn (a UserWarning) of the keyword arguments ``call`` (``invoke``, ``stream``) does not know, which it
+    ignores, as LangGraph's take them into ``**kwargs``: a misspelt option must not pass unseen."""
+    if kwargs:
+        warnings.warn(
+            f"{call}() ignores unknown keyword argument(s) {sorted(kwargs)}", UserWarning, stacklevel=3
+        )
 
 
 def _raise_if_drained(scope: Scope, task: TaskContext | None) -> None:

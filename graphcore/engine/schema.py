@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import logging
 import typing
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "ROOT",
     "Reader",
     "StateSchema",
+    "Strictness",
     "context_json_schema",
     "is_schema",
     "json_schema",
@@ -343,7 +345,7 @@ class StateSchema:
             return [{key: value} for key, value in writes]
         return dict(writes)
 
-    def writes_of(self, node: str, update: Any, *, strict: bool = True) -> list[tuple[str, Any]]:
+    def writes_of(self, node: str, update: Any, *, strict: Strictness = True) -> list[tuple[str, Any]]:
         """Normalise a node's state update (or the input, ``node == START``) into ``(channel, value)``
         writes.
 
@@ -353,9 +355,11 @@ class StateSchema:
                 neither set nor None by default, as LangGraph's), a dataclass instance (each field), or None
                 (no writes); for a root-channel
                 state, the value itself (None: no write).
-            strict: refuse unknown keys (the queue's enqueue, ``update_state``); False drops them as
-                LangGraph does when a run applies them: input keys outside the input schema silently, a
-                node's keys that are no channel with a warning on the logger ``graphcore.engine.schema``.
+            strict: what becomes of unknown keys (:data:`Strictness`): True refuses them (the queue's
+                enqueue and ``update_state``); ``"warn"`` drops them with a UserWarning (``update_state`` in
+                process, as LangGraph drops them); False drops them as LangGraph does when a run applies
+                them: input keys outside the input schema silently, a node's keys that are no channel with a
+                warning on the logger ``graphcore.engine.schema``.
 
         Raises:
             InvalidUpdateError: unknown keys when ``strict`` (for the input: keys outside the input
@@ -377,15 +381,14 @@ class StateSchema:
                 else f"node {node!r} returned {kind}; expected a dict of state updates, a Command or None"
             )
         if node == START:
-            if strict:
-                self._check_input_keys(update)
+            outside = self._outside_input(update) if strict else None
+            if outside:
+                _unknown_keys(outside, strict)
             return self._overwrites({k: v for k, v in update.items() if k in self.input_keys})
         unknown = [k for k in update if k not in self.channels]
         if unknown:
-            message = f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {list(self.channels)}"
-            if strict:
-                raise InvalidUpdateError(message)
-            log.warning("%s: ignored", message)
+            known = list(self.channels)
+            _unknown_keys(f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {known}", strict)
             return self._overwrites({k: v for k, v in update.items() if k in self.channels})
         return self._overwrites(update)
 
@@ -393,18 +396,37 @@ class StateSchema:
         """``update``'s writes, the JSON form of an ``Overwrite`` to a reducer channel made one."""
         return [(k, overwrite_of(v) if self.is_reducer(k) else v) for k, v in update.items()]
 
-    def _check_input_keys(self, update: Mapping[str, Any]) -> None:
+    def _outside_input(self, update: Mapping[str, Any]) -> str | None:
+        """What is wrong with ``update``'s keys outside the input schema, None when it has none."""
         allowed = self.input_keys
         outside = [k for k in update if k not in allowed]
         if not outside:
-            return
+            return None
         known = [k for k in self.channels if k in allowed]
         if self.input_schema is self.schema:
-            raise InvalidUpdateError(f"the input has unknown state key(s) {outside}; known keys: {known}")
+            return f"the input has unknown state key(s) {outside}; known keys: {known}"
         name = getattr(self.input_schema, "__name__", repr(self.input_schema))
-        raise InvalidUpdateError(
-            f"the input has key(s) {outside} outside the graph's input schema {name}; its keys: {known}"
-        )
+        return f"the input has key(s) {outside} outside the graph's input schema {name}; its keys: {known}"
+
+
+Strictness = bool | typing.Literal["warn"]
+"""What :meth:`StateSchema.writes_of` does with unknown keys: True refuses them, ``"warn"`` drops them with
+a UserWarning, False drops them (a node's with a log warning)."""
+
+
+def _unknown_keys(message: str, strict: Strictness) -> None:
+    """Unknown keys that ``message`` describes, by ``strict``: refused, warned of, or logged (all but refused
+    are then dropped).
+
+    Raises:
+        InvalidUpdateError: ``strict`` is True.
+    """
+    if strict == "warn":
+        warnings.warn(f"{message}: ignored", UserWarning, stacklevel=2)
+    elif strict:
+        raise InvalidUpdateError(message)
+    else:
+        log.warning("%s: ignored", message)
 
 
 def _as_is(value: Any) -> Any:

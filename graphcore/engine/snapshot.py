@@ -35,6 +35,7 @@ from graphcore.engine.checkpointer import stateful_ns, task_ns
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import RunConfig, checkpoint_metadata, merge_config
 from graphcore.engine.interrupts import interrupt_id, pending_interrupts
+from graphcore.engine.schema import Strictness
 from graphcore.errors import CheckpointNotFoundError, ConfigError, InvalidUpdateError, NoCheckpointerError
 from graphcore.types import END, START, Interrupt, TaskWrites
 
@@ -444,7 +445,7 @@ def _updated(
     copied = {k: v for k, v in checkpoint_metadata(cfg).items() if k != "run_id"}  # LangGraph's savers'
     for step in _with_copies(supersteps):
         base = head
-        head = update_checkpoint(at.store, at.graph, at.thread_id, head, step, at.ns, copied)
+        head = update_checkpoint(at.store, at.graph, at.thread_id, head, step, at.ns, copied, strict=False)
         at.store.put(at.thread_id, stored_form(at.graph, head), ns=at.ns)
         if base is not None:
             _keep_results(at, base, step)
@@ -512,16 +513,23 @@ def update_checkpoint(
     updates: Sequence[StateUpdate],
     ns: str = "",
     copied: Mapping[str, Any] | None = None,
+    *,
+    strict: bool = True,
 ) -> Checkpoint:
     """The checkpoint one super-step of ``updates`` makes on ``head`` (None: a fresh thread), not written
     (the one rule for ``update_state`` in process and on the queue, LangGraph's): ``as_node`` None → the
     node that wrote last (:func:`last_writer`); START → the values act as input; ``(None, END)`` → the
     paused step ends with its finished tasks' writes (read from ``store``). Metadata: ``source: update``,
     ``run_id`` None, and ``copied`` (the update's config keys, as a run's: :func:`checkpoint_metadata`).
+    Keys outside the schema (the input schema for START) are refused when ``strict`` (the queue's
+    ``client.update_state``); otherwise ignored with a UserWarning naming them (in process, as LangGraph
+    ignores them).
 
     Raises:
-        InvalidUpdateError: an ambiguous update; several updates without ``as_node``; an unknown node or key.
+        InvalidUpdateError: an ambiguous update; several updates without ``as_node``; an unknown node; an
+            unknown key when ``strict``.
     """
+    keys: Strictness = True if strict else "warn"
     meta = {"run_id": None, **(copied or {})}
     base = head or Checkpoint(new_checkpoint_id(), None, -1, graph.schema.initial_values())
     if len(updates) > 1 and any(u.as_node in (None, START, END, AS_INPUT, AS_COPY) for u in updates):
@@ -541,12 +549,12 @@ def update_checkpoint(
                 f"update_state: as_node {AS_INPUT!r} needs input values (got {first.values!r})"
             )
         if as_node == AS_INPUT:  # a run's input checkpoint (step -1 on a fresh thread): the run applies it
-            graph.schema.writes_of(START, first.values, strict=True)  # refused now, not when the run starts
+            graph.schema.writes_of(START, first.values, strict=keys)  # refused now, not when the run starts
             cp, source = input_checkpoint(graph, head, first.values, meta), "input"
         else:
-            cp = apply_input(graph, base, first.values, meta, strict=True)
+            cp = apply_input(graph, base, first.values, meta, strict=keys)
     else:
-        cp = apply_updates(graph, base, [(u.as_node or as_node or "", u.values) for u in updates], meta)
+        cp = apply_updates(graph, base, [(u.as_node or as_node or "", u.values) for u in updates], meta, keys)
     cp.metadata["source"] = source
     return cp if head is not None else dataclasses.replace(cp, parent_id=None)
 

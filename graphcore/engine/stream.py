@@ -22,6 +22,7 @@ import contextvars
 import logging
 import queue
 import threading
+import warnings
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass
@@ -95,16 +96,17 @@ Run = Iterator[tuple[list[Event], Checkpoint, list[Interrupt]]]
 
 
 def check_modes(stream_mode: str | Sequence[str]) -> list[str]:
-    """``stream_mode`` as a list of modes.
-
-    Raises:
-        ValueError: an unknown mode.
-    """
+    """``stream_mode`` as a list of modes, without the unknown ones: LangGraph accepts an unknown mode and
+    yields nothing for it; graphq does the same and warns (a UserWarning naming the modes)."""
     modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
     bad = [m for m in modes if m not in STREAM_MODES]
     if bad:
-        raise ValueError(f"unknown stream mode(s) {bad}; known: {list(STREAM_MODES)}")
-    return modes
+        warnings.warn(
+            f"unknown stream mode(s) {bad} yield nothing; known: {list(STREAM_MODES)}",
+            UserWarning,
+            stacklevel=3,
+        )
+    return [m for m in modes if m in STREAM_MODES]
 
 
 @dataclass(frozen=True)
@@ -618,10 +620,8 @@ def _task_entry(graph: GraphSpec | None, thread_id: str, ns: str, node: str, tid
 
 def logged_modes(debug: bool, print_mode: str | Sequence[str] = ()) -> tuple[str, ...] | None:
     """The modes a run prints (:func:`show_events`): ``updates`` and ``values`` with ``debug=True``, else
-    ``print_mode``'s (LangGraph's: ``debug=True`` replaces ``print_mode``); None for none.
-
-    Raises:
-        ValueError: ``print_mode`` names an unknown mode.
+    ``print_mode``'s (LangGraph's: ``debug=True`` replaces ``print_mode``); None for none. An unknown mode of
+    ``print_mode`` is left out, with a warning (:func:`check_modes`).
     """
     printed = tuple(dict.fromkeys(check_modes(print_mode))) if print_mode else ()
     return (DEBUG_MODES if debug else printed) or None
@@ -665,25 +665,23 @@ Part = Callable[[tuple[str, ...], str, Any], dict[str, Any]]
 
 
 def check_version(version: str) -> None:
-    """Check ``stream``'s and ``invoke``'s ``version``.
-
-    Raises:
-        ValueError: not ``"v1"`` or ``"v2"``.
-    """
+    """Check ``stream``'s and ``invoke``'s ``version``: any value but ``"v2"`` gives v1's shapes, as
+    LangGraph's does; one that is not ``"v1"`` either is named in a UserWarning."""
     if version not in VERSIONS:
-        raise ValueError(f"version={version!r} is unknown: use 'v1' (tuples) or 'v2' (stream parts)")
+        warnings.warn(
+            f"version={version!r} is not 'v1' (tuples) or 'v2' (stream parts); the run gives v1's",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def v2_parts(version: str, output: Callable[[Any], Any], state: Callable[[Any], Any]) -> Part | None:
     """How ``stream`` shapes its chunks for ``version``: None for v1's tuples, else a maker of LangGraph's v2
     stream parts (:func:`stream_part`) that coerces ``values`` data with ``output`` and the state values of
-    ``checkpoints``/``debug`` checkpoint payloads with ``state``.
-
-    Raises:
-        ValueError: an unknown ``version``.
+    ``checkpoints``/``debug`` checkpoint payloads with ``state``. Any ``version`` but ``"v2"`` is v1's
+    (:func:`check_version` warns of an unknown one).
     """
-    check_version(version)
-    if version == "v1":
+    if version != "v2":
         return None
     return lambda ns, mode, payload: stream_part(ns, mode, payload, output, state)
 

@@ -7,7 +7,9 @@ run is skipped when LangGraph is not installed (it is in the ``test`` extra that
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,6 +30,16 @@ class Imports:
     @property
     def is_langgraph(self) -> bool:
         return self.side == "langgraph"
+
+    @contextlib.contextmanager
+    def graphq_warns(self, match: str) -> Iterator[None]:
+        """Where graphq warns of what LangGraph takes silently (a typo it accepts): on graphq's side a
+        UserWarning whose message matches ``match``; on LangGraph's nothing is asserted."""
+        if self.is_langgraph:
+            yield
+            return
+        with pytest.warns(UserWarning, match=match):
+            yield
 
     def __getattr__(self, name: str) -> Any:
         if name not in NAMES:

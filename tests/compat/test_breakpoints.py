@@ -167,15 +167,20 @@ def test_a_node_that_asks_after_a_breakpoint_pauses_and_resumes(lg: Imports) -> 
     assert app.invoke(lg.Command(resume="yes"), thread()) == {"items": ["x", "a", "b:yes"]}
 
 
-def test_an_unknown_node_given_per_call(lg: Imports) -> None:
-    """LangGraph: an unknown node in a call's interrupt_before is not checked (the run goes through);
-    graphq refuses it as at compile time (a deliberate difference: a typo would never stop)."""
-    app = chain(lg, "a").compile(checkpointer=lg.InMemorySaver())
-    if lg.is_langgraph:
-        assert app.invoke({"items": []}, thread(), interrupt_before=["zz"]) == {"items": ["a"]}
-        return
-    with pytest.raises(ValueError, match=r"^interrupt_before: unknown node\(s\) \['zz'\]; nodes: \['a'\]$"):
-        app.invoke({"items": []}, thread(), interrupt_before=["zz"])
+def test_an_unknown_node_given_per_call_is_ignored(lg: Imports) -> None:
+    """LangGraph: an unknown node in a call's interrupt_before/interrupt_after is not checked: the call's
+    list still replaces the compiled one, its known nodes stop the run, the unknown one never does; graphq
+    does the same and warns, naming it."""
+    app = chain(lg, "a", "b").compile(checkpointer=lg.InMemorySaver(), interrupt_before=["b"])
+    with lg.graphq_warns(
+        r"^interrupt_before: unknown node\(s\) \['zz'\] never stop the run; nodes: \['a', 'b'\]$"
+    ):
+        assert app.invoke({"items": []}, thread("1"), interrupt_before=["zz"]) == {"items": ["a", "b"]}
+    with lg.graphq_warns(
+        r"^interrupt_after: unknown node\(s\) \['zz'\] never stop the run; nodes: \['a', 'b'\]$"
+    ):
+        assert app.invoke({"items": []}, thread("2"), interrupt_after=["zz", "a"]) == {"items": ["a"]}
+    assert app.get_state(thread("2")).next == ("b",)
 
 
 def test_get_state_names_the_node_a_run_stopped_before(lg: Imports) -> None:

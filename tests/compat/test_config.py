@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import threading
 import time
 import uuid
+import warnings
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -117,10 +119,6 @@ def test_recursion_limit_bounds_the_super_steps(lg: Imports, steps: int, limit: 
             "items": [f"n{i}" for i in range(steps)]
         }
         return
-    if not lg.is_langgraph and limit < 2:
-        with pytest.raises(Exception, match=r"recursion_limit: must be an integer ≥ 2"):
-            app.invoke({"items": []}, {"recursion_limit": limit})
-        return
     with pytest.raises(lg.GraphRecursionError) as caught:
         app.invoke({"items": []}, {"recursion_limit": limit})
     assert isinstance(caught.value, RecursionError)
@@ -130,6 +128,39 @@ def test_recursion_limit_bounds_the_super_steps(lg: Imports, steps: int, limit: 
         )
     else:
         assert str(caught.value).startswith(f"run needs more than max_super_steps={limit - 1} super-steps")
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_a_run_reaching_its_recursion_limit(lg: Imports, limit: int) -> None:
+    """LangGraph: recursion_limit R (1 too: it is accepted, not refused up front) fails a run of R super-steps
+    with GraphRecursionError, raised by the run after its input is applied. LangGraph runs the R-th
+    super-step before raising (the Deliberate differences row "a run reaching its recursion_limit R");
+    graphq raises before it: its budget, max_super_steps R - 1, lets no further super-step start."""
+    ran: list[str] = []
+    builder = lg.StateGraph(State)
+    previous = lg.START
+    for name in [f"n{i}" for i in range(limit)]:
+        builder.add_node(name, lambda s, name=name: ran.append(name) or {"items": [name]})
+        builder.add_edge(previous, name)
+        previous = name
+    app = builder.compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "1"}, "recursion_limit": limit}
+    chunks: list[Any] = []
+    with pytest.raises(lg.GraphRecursionError) as caught:
+        chunks.extend(app.stream({"items": ["x"]}, config, stream_mode="values"))
+    assert isinstance(caught.value, RecursionError)
+    steps = limit if lg.is_langgraph else limit - 1
+    names = [f"n{i}" for i in range(steps)]
+    assert ran == names
+    assert chunks == [{"items": ["x", *names[:i]]} for i in range(steps + 1)]
+    state = app.get_state(config)
+    assert (state.values, state.next) == ({"items": ["x", *names]}, () if lg.is_langgraph else (f"n{steps}",))
+    if not lg.is_langgraph:
+        assert str(caught.value) == (
+            f"run needs more than max_super_steps={limit - 1} super-steps (next tasks: ['n{steps}']); raise "
+            f"it with the run option max_super_steps (or LangGraph's recursion_limit, {limit} now) or "
+            "GRAPHQ_MAX_SUPER_STEPS"
+        )
 
 
 def test_a_node_reads_the_recursion_limit(lg: Imports) -> None:
@@ -175,7 +206,7 @@ def test_a_recursion_limit_below_one_is_refused(lg: Imports) -> None:
         assert isinstance(caught.value, ValueError)
         assert str(caught.value) == "recursion_limit must be at least 1"
     else:
-        assert str(caught.value).startswith("run option recursion_limit: must be an integer ≥ 2")
+        assert str(caught.value).startswith("run option recursion_limit: must be an integer ≥ 1")
 
 
 def fan_out(lg: Imports, peak: list[int]) -> Any:
@@ -244,18 +275,67 @@ def test_durability_exit_writes_only_the_last_checkpoint(lg: Imports) -> None:
     assert counts["sync"] == (4, True)  # the input checkpoint, the input applied, one per super-step
 
 
-def test_an_unknown_durability(lg: Imports) -> None:
-    """LangGraph: an unknown durability is not checked (the run goes on); graphq refuses it with a
-    ValueError naming the allowed values (a deliberate difference)."""
-    app = chain(lg, 1, lg.InMemorySaver())
+def test_an_unknown_durability_acts_as_async(lg: Imports) -> None:
+    """LangGraph: an unknown durability is not checked: it acts as "async" (a checkpoint per super-step);
+    graphq does the same and warns, naming the value."""
+    app = chain(lg, 2, lg.InMemorySaver())
     config = {"configurable": {"thread_id": "1"}}
-    if lg.is_langgraph:
-        assert app.invoke({"items": []}, config, durability="bogus") == {"items": ["n0"]}
-        return
-    with pytest.raises(
-        ValueError, match=r"^durability must be one of \['sync', 'async', 'exit'\] \(got 'bogus'\)$"
-    ):
-        app.invoke({"items": []}, config, durability="bogus")
+    warned = (
+        r"^durability='bogus' is not one of \['sync', 'async', 'exit'\]; the run writes its checkpoints as"
+    )
+    with lg.graphq_warns(warned):
+        assert app.invoke({"items": []}, config, durability="bogus") == {"items": ["n0", "n1"]}
+    assert len(list(app.get_state_history(config))) == 4  # the input, the input applied, one per super-step
+
+
+def test_an_unknown_keyword_argument_is_ignored(lg: Imports) -> None:
+    """LangGraph: invoke, stream, ainvoke and astream take other keyword arguments into **kwargs and ignore
+    them (``interupt_before=`` misspelt: no breakpoint); graphq does the same and warns, naming them."""
+    app = chain(lg, 2, lg.InMemorySaver())
+
+    def warned(call: str) -> str:
+        return rf"^{call}\(\) ignores unknown keyword argument\(s\) \['bogus', 'interupt_before'\]$"
+
+    extra = {"interupt_before": ["n1"], "bogus": 1}
+    with lg.graphq_warns(warned("invoke")):
+        assert app.invoke({"items": []}, {"configurable": {"thread_id": "1"}}, **extra) == {
+            "items": ["n0", "n1"]
+        }
+    with lg.graphq_warns(warned("stream")):
+        assert list(app.stream({"items": []}, {"configurable": {"thread_id": "2"}}, **extra)) == [
+            {"n0": {"items": ["n0"]}},
+            {"n1": {"items": ["n1"]}},
+        ]
+    with lg.graphq_warns(warned("invoke")):
+        assert asyncio.run(app.ainvoke({"items": []}, {"configurable": {"thread_id": "3"}}, **extra)) == {
+            "items": ["n0", "n1"]
+        }
+
+    async def streamed() -> list[Any]:
+        return [
+            chunk
+            async for chunk in app.astream(
+                {"items": []}, {"configurable": {"thread_id": "4"}}, stream_mode="values", **extra
+            )
+        ]
+
+    with lg.graphq_warns(warned("stream")):
+        assert asyncio.run(streamed()) == [{"items": []}, {"items": ["n0"]}, {"items": ["n0", "n1"]}]
+
+
+def test_invoke_with_another_stream_mode_keeps_the_context_and_warns_once(lg: Imports) -> None:
+    """LangGraph: invoke(..., stream_mode="updates") returns the chunks, its nodes reading the call's
+    context; an unknown keyword is ignored (graphq warns once, naming invoke)."""
+    builder = lg.StateGraph(State)
+    builder.add_node("n", lambda s: {"items": [lg.get_runtime().context["user"]]})
+    builder.add_edge(lg.START, "n")
+    app = builder.compile()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = app.invoke({"items": []}, context={"user": "ann"}, stream_mode="updates", bogus=1)
+    assert out == [{"n": {"items": ["ann"]}}]
+    expected = [] if lg.is_langgraph else ["invoke() ignores unknown keyword argument(s) ['bogus']"]
+    assert [str(w.message) for w in caught] == expected
 
 
 def test_configurable_checkpoint_id_replays_from_that_checkpoint(lg: Imports) -> None:

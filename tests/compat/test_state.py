@@ -346,6 +346,37 @@ def test_update_state_with_an_unknown_node_is_refused(lg: Imports) -> None:
         graph.update_state(thread(), {"items": ["u"]}, as_node="nope")
 
 
+@pytest.mark.parametrize(
+    ("as_node", "values", "warned", "expected"),
+    [
+        ("a", {"items": ["u"], "itmes": ["?"]}, "node 'a' wrote", ({"items": ["x", "a", "b", "u"]}, ("b",))),
+        (None, {"items": ["u"], "itmes": ["?"]}, "node 'b' wrote", ({"items": ["x", "a", "b", "u"]}, ())),
+        (
+            "__start__",
+            {"items": ["u"], "itmes": ["?"]},
+            "the input has",
+            ({"items": ["x", "a", "b", "u"]}, ("a",)),
+        ),
+        ("a", "command", "node 'a' wrote", ({"items": ["x", "a", "b", "u"]}, ("b",))),
+    ],
+    ids=["as-node", "last-writer", "as-start", "command"],
+)
+def test_update_state_ignores_keys_outside_the_schema(
+    lg: Imports, as_node: str | None, values: Any, warned: str, expected: Any
+) -> None:
+    """LangGraph: an update's keys that are no state key are ignored (as a node's, as START's, in a Command's
+    update); the others apply. graphq ignores them too, with a warning naming them (the queue's
+    client.update_state refuses them: tests/test_hitl.py)."""
+    graph = chain(lg)
+    graph.invoke({"items": ["x"]}, thread())
+    if values == "command":
+        values = lg.Command(update={"items": ["u"], "itmes": ["?"]})
+    with lg.graphq_warns(rf"^{warned} unknown state key\(s\) \['itmes'\]; known keys: \['items'\]: ignored$"):
+        graph.update_state(thread(), values, as_node=as_node)
+    snap = graph.get_state(thread())
+    assert (snap.values, snap.next) == expected
+
+
 def test_update_state_after_a_parallel_step_needs_as_node(lg: Imports) -> None:
     """LangGraph: when the last step ran several nodes, update_state without as_node is ambiguous
     (InvalidUpdateError)."""

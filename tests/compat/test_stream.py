@@ -291,14 +291,20 @@ def test_messages_mode_without_a_model(lg: Imports) -> None:
     assert list(a_then_b(lg).stream({"items": []}, stream_mode="messages")) == []
 
 
-def test_an_unknown_mode(lg: Imports) -> None:
-    """LangGraph: an unknown stream mode yields nothing; graphq refuses it (a typo would stream nothing)."""
+def test_an_unknown_mode_yields_nothing(lg: Imports) -> None:
+    """LangGraph: an unknown stream mode is accepted and yields nothing, alone, next to a known mode (whose
+    chunks keep their ``(mode, payload)`` shape) and under ``invoke``; graphq warns, naming it."""
     graph = a_then_b(lg)
-    if lg.is_langgraph:
+    warned = r"^unknown stream mode\(s\) \['valus'\] yield nothing; known: \['values', 'updates', "
+    with lg.graphq_warns(warned):
         assert list(graph.stream({"items": []}, stream_mode="valus")) == []
-        return
-    with pytest.raises(ValueError, match=r"^unknown stream mode\(s\) \['valus'\]; known: \['values', "):
-        list(graph.stream({"items": []}, stream_mode="valus"))
+    with lg.graphq_warns(warned):
+        assert list(graph.stream({"items": []}, stream_mode=["valus", "updates"])) == [
+            ("updates", {"a": {"items": ["a"], "n": 1}}),
+            ("updates", {"b": {"items": ["b"]}}),
+        ]
+    with lg.graphq_warns(warned):
+        assert graph.invoke({"items": []}, stream_mode="valus") == []
 
 
 @pytest.mark.parametrize("modes", ["updates", ["updates", "custom"]])

@@ -11,7 +11,6 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from pydantic import BaseModel
 
-from graphcore import StateGraph
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
@@ -174,18 +173,27 @@ def test_an_async_graph_awaited_on_the_loop_returns_a_graph_output(lg: Imports) 
 
 
 @pytest.mark.parametrize("version", ["v3", "V2", ""])
-def test_graphq_refuses_an_unknown_version(version: str) -> None:
-    """graphq only (README, Deliberate differences): LangGraph treats an unknown version as v1."""
-    g = StateGraph(State)
+def test_an_unknown_version_is_v1(lg: Imports, version: str) -> None:
+    """LangGraph: a version other than "v2" gives v1's shapes (stream's payloads, invoke's state), also
+    under ainvoke of an async graph; graphq does the same and warns, naming the value."""
+    g = lg.StateGraph(State)
     g.add_node("node", lambda state: {"items": ["x"]})
-    g.add_edge("__start__", "node")
+    g.add_edge(lg.START, "node")
     graph = g.compile()
-    message = f"version={version!r} is unknown: use 'v1' (tuples) or 'v2' (stream parts)"
-    with pytest.raises(ValueError) as stream_error:
-        list(graph.stream({"items": []}, version=version))
-    with pytest.raises(ValueError) as invoke_error:
-        graph.invoke({"items": []}, version=version)
-    assert str(stream_error.value) == str(invoke_error.value) == message
+    warned = rf"^version={version!r} is not 'v1' \(tuples\) or 'v2' \(stream parts\); the run gives v1's$"
+    with lg.graphq_warns(warned):
+        assert list(graph.stream({"items": []}, version=version)) == [{"node": {"items": ["x"]}}]
+    with lg.graphq_warns(warned):
+        assert graph.invoke({"items": []}, version=version) == {"items": ["x"]}
+
+    async def node(state: State) -> dict[str, Any]:
+        return {"items": ["y"]}
+
+    a = lg.StateGraph(State)
+    a.add_node("node", node)
+    a.add_edge(lg.START, "node")
+    with lg.graphq_warns(warned):
+        assert asyncio.run(a.compile().ainvoke({"items": []}, version=version)) == {"items": ["y"]}
 
 
 # --- inside a node, in process and on the queue ---
