@@ -63,7 +63,7 @@ class Recorder(BaseCallbackHandler):
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
     ) -> None:
         original = getattr(error, "error", error)  # graphq's NodeError carries the node's exception (README)
-        self._record("on_chain_error", None, run_id, parent_run_id, kw, repr(original))
+        self._record("on_chain_error", None, run_id, parent_run_id, kw, type(original).__name__)
 
     def on_chat_model_start(
         self, serialized: Any, messages: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
@@ -149,8 +149,8 @@ def _expected_until_boom() -> list[tuple[Any, ...]]:
         ("on_chain_end", None, 4, 3, ["seq:step:1", "t0"], {}, {"seen": ["hi", "inner"]}),
         ("on_chain_end", None, 3, 0, ["graph:step:2", "t0"], {}, {"seen": ["hi", "inner"]}),
         ("on_chain_start", "boom", 6, 0, ["graph:step:3", "t0"], boom, {"seen": ["hi", "hi", "inner"]}),
-        ("on_chain_error", None, 6, 0, ["graph:step:3", "t0"], {}, "ValueError('boom')"),
-        ("on_chain_error", None, 0, None, ["t0"], {}, "ValueError('boom')"),
+        ("on_chain_error", None, 6, 0, ["graph:step:3", "t0"], {}, "ValueError"),
+        ("on_chain_error", None, 0, None, ["t0"], {}, "ValueError"),
     ]
 
 
@@ -217,4 +217,46 @@ def test_an_async_node_and_its_model_under_ainvoke(lg: Imports) -> None:
         ("on_llm_end", None, 2, 1, ["seq:step:1"], "hey"),
         ("on_chain_end", None, 1, 0, ["graph:step:1"], {"seen": ["hey"]}),
         ("on_chain_end", None, 0, None, [], {"seen": ["hey"]}),
+    ]
+
+
+def test_a_pause_ends_the_node_run_with_an_error_and_the_graph_run_with_the_state(lg: Imports) -> None:
+    """LangGraph: a node (here in a subgraph) that pauses in ``interrupt()`` ends its run, the subgraph's and
+    the subgraph node's with ``on_chain_error`` (``GraphInterrupt``); the graph's run ends with the state;
+    the resuming call is a new graph run whose node runs end with what they return."""
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"seen": [lg.interrupt("name?")]}
+
+    inner = lg.StateGraph(State)
+    inner.add_node("ask", ask)
+    inner.add_edge(lg.START, "ask")
+    builder = lg.StateGraph(State)
+    builder.add_node("sub", inner.compile())
+    builder.add_edge(lg.START, "sub")
+    graph = builder.compile(checkpointer=lg.InMemorySaver())
+    recorder = Recorder()
+    config = {"callbacks": [recorder], "configurable": {"thread_id": "t1"}}
+    graph.invoke({"seen": []}, config)
+    assert [(e[0], e[1], e[2], e[3], e[6]) for e in recorder.events] == [
+        ("on_chain_start", "LangGraph", 0, None, {"seen": []}),
+        ("on_chain_start", "sub", 1, 0, {"seen": []}),
+        ("on_chain_start", "LangGraph", 2, 1, {"seen": []}),
+        ("on_chain_start", "ask", 3, 2, {"seen": []}),
+        ("on_chain_error", None, 3, 2, "GraphInterrupt"),
+        ("on_chain_error", None, 2, 1, "GraphInterrupt"),
+        ("on_chain_error", None, 1, 0, "GraphInterrupt"),
+        ("on_chain_end", None, 0, None, {"seen": []}),
+    ]
+    recorder.events.clear()
+    assert graph.invoke(lg.Command(resume="ada"), config) == {"seen": ["ada"]}
+    assert [(e[0], e[1], e[2] - 4, None if e[3] is None else e[3] - 4, e[6]) for e in recorder.events] == [
+        ("on_chain_start", "LangGraph", 0, None, lg.Command(resume="ada")),
+        ("on_chain_start", "sub", 1, 0, {"seen": []}),
+        ("on_chain_start", "LangGraph", 2, 1, {"seen": []}),
+        ("on_chain_start", "ask", 3, 2, {"seen": []}),
+        ("on_chain_end", None, 3, 2, {"seen": ["ada"]}),
+        ("on_chain_end", None, 2, 1, {"seen": ["ada"]}),
+        ("on_chain_end", None, 1, 0, {"seen": ["ada"]}),
+        ("on_chain_end", None, 0, None, {"seen": ["ada"]}),
     ]
