@@ -235,6 +235,33 @@ def test_without_langchain_core_messages_mode_shows_the_written_messages() -> No
     ]
 
 
+WITHOUT_LANGCHAIN_CALLBACKS = """
+import sys
+sys.modules["langchain_core"] = None
+from typing_extensions import TypedDict
+from graphcore import START, StateGraph
+class State(TypedDict):
+    x: int
+builder = StateGraph(State)
+builder.add_node("a", lambda s: {"x": s["x"] + 1})
+builder.add_edge(START, "a")
+print(builder.compile().invoke({"x": 1}, {"callbacks": []}))
+print(sorted(m for m in sys.modules if m.startswith(("langchain", "graphcore.engine.lc_runs"))))
+"""
+
+
+def test_without_langchain_core_a_run_with_callbacks_runs_and_imports_nothing_of_it() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LANGCHAIN_CALLBACKS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["{'x': 2}", "['langchain_core']"]  # the None placed above
+
+
 TOKENS_INPUT = {"messages": [HumanMessage("hi", id="h1")]}
 
 

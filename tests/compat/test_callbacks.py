@@ -260,3 +260,33 @@ def test_a_pause_ends_the_node_run_with_an_error_and_the_graph_run_with_the_stat
         ("on_chain_end", None, 1, 0, {"seen": ["ada"]}),
         ("on_chain_end", None, 0, None, {"seen": ["ada"]}),
     ]
+
+
+def test_astream_events_reports_the_same_runs(lg: Imports) -> None:
+    """LangGraph: ``astream_events`` is made of the same runs (one mechanism): the subgraph's own run inside
+    its node's, the model's inside its node's, with the same tags."""
+
+    async def events() -> list[tuple[Any, ...]]:
+        ids: dict[str, int] = {}
+        shown = []
+        async for e in _graph(lg).astream_events({"seen": []}, {"tags": ["t0"]}, version="v2"):
+            run = ids.setdefault(e["run_id"], len(ids))
+            if not e["event"].endswith("_stream"):
+                parents = [ids[p] for p in e["parent_ids"]]
+                shown.append((e["event"], e["name"], run, parents, sorted(e["tags"])))
+        return shown
+
+    assert asyncio.run(events()) == [
+        ("on_chain_start", "LangGraph", 0, [], ["t0"]),
+        ("on_chain_start", "chat", 1, [0], ["graph:step:1", "t0"]),
+        ("on_chat_model_start", "GenericFakeChatModel", 2, [0, 1], ["seq:step:1", "t0"]),
+        ("on_chat_model_end", "GenericFakeChatModel", 2, [0, 1], ["seq:step:1", "t0"]),
+        ("on_chain_end", "chat", 1, [0], ["graph:step:1", "t0"]),
+        ("on_chain_start", "sub", 3, [0], ["graph:step:2", "t0"]),
+        ("on_chain_start", "LangGraph", 4, [0, 3], ["seq:step:1", "t0"]),
+        ("on_chain_start", "inner", 5, [0, 3, 4], ["graph:step:1", "t0"]),
+        ("on_chain_end", "inner", 5, [0, 3, 4], ["graph:step:1", "t0"]),
+        ("on_chain_end", "LangGraph", 4, [0, 3], ["seq:step:1", "t0"]),
+        ("on_chain_end", "sub", 3, [0], ["graph:step:2", "t0"]),
+        ("on_chain_end", "LangGraph", 0, [], ["t0"]),
+    ]
