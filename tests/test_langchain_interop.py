@@ -235,6 +235,33 @@ def test_without_langchain_core_messages_mode_shows_the_written_messages() -> No
     ]
 
 
+WITHOUT_LANGCHAIN_CALLBACKS = """
+import sys
+sys.modules["langchain_core"] = None
+from typing_extensions import TypedDict
+from graphcore import START, StateGraph
+class State(TypedDict):
+    x: int
+builder = StateGraph(State)
+builder.add_node("a", lambda s: {"x": s["x"] + 1})
+builder.add_edge(START, "a")
+print(builder.compile().invoke({"x": 1}, {"callbacks": []}))
+print(sorted(m for m in sys.modules if m.startswith(("langchain", "graphcore.engine.lc_runs"))))
+"""
+
+
+def test_without_langchain_core_a_run_with_callbacks_runs_and_imports_nothing_of_it() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_LANGCHAIN_CALLBACKS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["{'x': 2}", "['langchain_core']"]  # the None placed above
+
+
 TOKENS_INPUT = {"messages": [HumanMessage("hi", id="h1")]}
 
 
@@ -395,18 +422,20 @@ class ChainRuns(BaseCallbackHandler):
         self.runs.append(("model", self.names.get(parent_run_id) if parent_run_id else None))
 
 
-def test_a_graph_called_in_a_langchain_run_reports_its_node_runs() -> None:
-    """A graph invoked with the config of a LangChain run (a ``RunnableLambda`` passing its config on): each
-    node's chain run is a child of that run (not the graph's own run: that one only under
-    ``astream_events``), and the model called in a node is a child of the node's run."""
+def test_a_graph_called_in_a_langchain_run_reports_its_run_and_its_node_runs() -> None:
+    """A graph invoked with the config of a LangChain run (a ``RunnableLambda`` passing its config on): the
+    graph's chain run is a child of that run, each node's a child of the graph's, and the model called in a
+    node is a child of the node's run, as LangGraph's; without a LangChain run around it the graph's run is
+    the root."""
     graph = build_tokens().compile()
     heard = ChainRuns()
     chain = RunnableLambda(lambda x, config: graph.invoke(x, config), name="outer")
     chain.invoke(TOKENS_INPUT, {"callbacks": [heard]})
-    assert heard.runs == [("outer", None), ("chat", "outer"), ("model", "chat"), ("plain", "outer")]
+    graph_runs = [("chat", "LangGraph"), ("model", "chat"), ("plain", "LangGraph")]
+    assert heard.runs == [("outer", None), ("LangGraph", "outer"), *graph_runs]
     plain = ChainRuns()
-    graph.invoke(TOKENS_INPUT, {"callbacks": [plain]})  # no LangChain run around it: no node runs
-    assert plain.runs == [("model", None)]
+    graph.invoke(TOKENS_INPUT, {"callbacks": [plain]})
+    assert plain.runs == [("LangGraph", None), *graph_runs]
 
 
 class Ticks:

@@ -358,15 +358,15 @@ def run_task(
         Cancelled: the task's cancel token was set before the node started.
     """
     ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
-    with node_run(ctx, task.input) as shown, task_context(ctx):
-        try:
+    try:  # the node's run hears the pause (on_chain_error), as LangGraph's
+        with node_run(ctx, task.input) as shown, task_context(ctx):
             output = call_node(graph.nodes[task.node], task, ctx.config)
             shown(output)
             writes, goto = normalise(graph, task.node, output)
             writes = with_pushed(graph, ctx, writes)
             goto += _routes(graph, task.node, cp.channel_values, writes, remaining_steps(config))
-        except GraphInterrupt as paused:
-            return paused_writes(task, ctx, paused)
+    except GraphInterrupt as paused:
+        return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
 
 

@@ -310,8 +310,8 @@ async def arun_task(
         Cancelled: ``cancel`` was set before the node started.
     """
     ctx = task_setup(graph, cp, task, config, writer, cancel, attempt)
-    with node_run(ctx, task.input) as shown, task_context(ctx):
-        try:
+    try:  # the node's run hears the pause (on_chain_error), as LangGraph's
+        with node_run(ctx, task.input) as shown, task_context(ctx):
             spec = task_spec(graph, task)
             if task.node in graph.async_nodes:
                 output = await call_node(spec, task, ctx.config)
@@ -321,8 +321,8 @@ async def arun_task(
             writes, goto = normalise(graph, task.node, output)
             writes = with_pushed(graph, ctx, writes)
             goto += await _aroutes(graph, task.node, cp.channel_values, writes, remaining_steps(ctx.config))
-        except GraphInterrupt as paused:
-            return paused_writes(task, ctx, paused)
+    except GraphInterrupt as paused:
+        return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto)
 
 

@@ -141,8 +141,9 @@ class RunConfig(BaseModel):
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
     ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,
     ``recursion_limit`` R sets ``max_super_steps`` R - 1 (LangGraph's limit R allows R - 1 super-steps), and
-    ``callbacks`` (LangChain callback handlers, a list or a callback manager) reach the LangChain calls made
-    inside nodes (:func:`task_context`); they are never stored (a queued run refuses them). A config also
+    ``callbacks`` (LangChain callback handlers, a list or a callback manager) hear the graph's chain run, its
+    nodes' runs (:mod:`graphcore.engine.lc_runs`) and the LangChain calls made inside nodes
+    (:func:`task_context`); they are never stored (a queued run refuses them). A config also
     reads like LangGraph's dict (``config["configurable"]
     ["thread_id"]``, ``config.get("metadata", {})``, ``config["tags"]``; see :meth:`__getitem__`).
     """

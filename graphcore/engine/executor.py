@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import warnings
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any
 
@@ -403,10 +404,31 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         ``on_loop``: driven by :func:`aio.drive`; ``control``: :meth:`invoke`'s."""
         cfg, scope = self._placement(config)
         scope = dataclasses.replace(scope, control=control or scope.control or RunControl())
-        with durable(scope, durability or cfg.durability) as scope:
-            yield from streaming.relay(
-                modes, scope, lambda m: self._execute(input, cfg, m, scope, stops, on_loop=on_loop)
-            )
+        with (
+            durable(scope, durability or cfg.durability) as scope,
+            self._chain_run(input, cfg) as (cfg, reached),
+        ):
+
+            def steps(m: Sequence[str] | None) -> Generator[Any, Any, None]:
+                run = self._execute(input, cfg, m, scope, stops, on_loop=on_loop)
+                return run if reached is None else _reaching(run, reached)
+
+            yield from streaming.relay(modes, scope, steps)
+
+    def _chain_run(
+        self, input: Any, cfg: RunConfig
+    ) -> AbstractContextManager[tuple[RunConfig, Callable[[Checkpoint], None] | None]]:
+        """The run's LangChain chain run (:func:`graphcore.engine.lc_runs.graph_run`) when ``cfg`` has
+        callbacks and langchain-core is installed: ``cfg`` with its callbacks the run's, and the function to
+        tell each checkpoint reached; else ``(cfg, None)``, reporting nothing."""
+        if cfg.callbacks is not None:
+            try:
+                from graphcore.engine.lc_runs import graph_run
+            except ImportError:
+                pass
+            else:
+                return graph_run(self, input, cfg, current_task_or_none())
+        return nullcontext((cfg, None))
 
     def _placement(self, config: Mapping[str, Any] | RunConfig | None) -> tuple[RunConfig, Scope]:
         """The run's config and where it checkpoints (G7).
@@ -686,6 +708,25 @@ def ignore_unknown(call: str, kwargs: Mapping[str, Any]) -> None:
         warnings.warn(
             f"{call}() ignores unknown keyword argument(s) {sorted(kwargs)}", UserWarning, stacklevel=3
         )
+
+
+def _reaching(
+    run: Generator[Any, Any, None], reached: Callable[[Checkpoint], None]
+) -> Generator[Any, Any, None]:
+    """``run`` (a graph's steps), telling ``reached`` each checkpoint it yields; what a driver sends
+    (:func:`aio.drive`) goes on to ``run``, and closing this closes ``run``."""
+    sent: Any = None
+    try:
+        while True:
+            try:
+                item = run.send(sent)
+            except StopIteration:
+                return
+            if isinstance(item, tuple):  # (events, checkpoint, interrupts); not a driver's step call
+                reached(item[1])
+            sent = yield item
+    finally:
+        run.close()
 
 
 def _raise_if_drained(scope: Scope, task: TaskContext | None) -> None:

@@ -1,17 +1,20 @@
-"""LangChain chain runs of a graph and of its nodes, as LangGraph reports them to LangChain's callbacks: what
-``astream_events`` (LangChain's v2 event stream) is made of.
+"""LangChain chain runs of a graph and of its nodes, as LangGraph reports them to LangChain's callbacks
+(``config["callbacks"]`` of ``invoke``, ``stream``, ``ainvoke``, ``astream``) and what ``astream_events``
+(LangChain's v2 event stream) is made of: one mechanism for both.
 
-* :func:`astream_events`: the graph's run (``on_chain_start`` with its input, ``on_chain_stream`` with each
-  ``updates`` chunk, ``on_chain_end`` with the final state), through LangChain's own event stream, so the
-  events, their filters (``include_names``, ``include_types``, ``include_tags`` and the ``exclude_*``) and
-  the events of the LangChain calls inside nodes (``on_chat_model_stream``, ...) are LangChain's.
+* :func:`graph_run`: the graph's run (``on_chain_start`` with its input, ``on_chain_end`` with the final
+  state, ``on_chain_error``), when the run has callbacks; a graph invoked inside a node (a subgraph) has its
+  own run, a child of the node's.
 * :func:`node_run`: a node's run (``on_chain_start`` with the task's input, ``on_chain_stream`` and
   ``on_chain_end`` with what the node returned, ``on_chain_error``; tagged ``graph:step:<n>``, with the
-  task's ``langgraph_*`` metadata), when the task's callbacks are a LangChain callback manager of a parent
-  run (the graph runs inside a LangChain run: its ``astream_events``, or a chain that calls it). The
-  LangChain calls in the node are children of the node's run.
+  task's ``langgraph_*`` metadata), a child of the graph's run. The LangChain calls in the node are
+  children of the node's run (tagged ``seq:step:1``, as LangGraph's).
+* :func:`astream_events`: LangChain's own event stream of the graph's ``astream`` (:class:`GraphRunnable`),
+  so the events, their filters (``include_names``, ``include_types``, ``include_tags`` and the
+  ``exclude_*``) and the events of the LangChain calls inside nodes (``on_chat_model_stream``, ...) are
+  LangChain's; the graph's chunks are its run's ``on_chain_stream`` events.
 
-Imported only when langchain-core is installed and used.
+Imported only when langchain-core is installed and a run has callbacks.
 """
 
 from __future__ import annotations
@@ -19,16 +22,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackManager, CallbackManager
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
-from langchain_core.runnables.config import get_async_callback_manager_for_config
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 
-from graphcore.engine.config import TaskContext
+from graphcore.engine.config import RunConfig, TaskContext
+from graphcore.engine.messages_stream import handlers
 
-__all__ = ["GraphRunnable", "astream_events", "node_run"]
+__all__ = ["GraphRunnable", "astream_events", "graph_run", "node_run"]
 
 _ROOT_OPTIONS = ("callbacks", "tags", "metadata", "run_name", "run_id")
 """The options of the caller's config that belong to the graph's chain run; the graph's own run takes the
@@ -49,59 +53,35 @@ LangGraph's: ``stream_mode`` (and ``subgraphs``) shape the graph's ``on_chain_st
 
 class GraphRunnable(Runnable[Any, Any]):
     """A compiled graph as a LangChain ``Runnable`` for LangChain's event stream: its ``astream`` is the
-    graph's run, reported as one chain run."""
+    graph's ``astream``, whose chain run (:func:`graph_run`) the event stream hears."""
 
     def __init__(self, graph: Any, given: Any) -> None:
         self.graph, self.given = graph, dict(given or {})
         self.name = graph.get_name()  # "LangGraph" for a graph compiled without a name, as LangGraph's
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self.graph.invoke(input, self._config(None), **kwargs)
+        return self.graph.invoke(input, self._config(ensure_config(config)), **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """The graph's chunks of ``kwargs["stream_mode"]`` (``"updates"`` when not given), shaped as the
-        graph's ``astream`` yields them, as its chain run's chunks; the run ends with the final state.
-        ``kwargs``: :data:`RUN_KEYWORDS`."""
+        """The graph's ``astream`` chunks (``stream_mode`` ``"updates"`` when not given), also as its chain
+        run's ``on_chain_stream`` chunks. ``kwargs``: :data:`RUN_KEYWORDS`."""
         config = ensure_config(config)
-        manager = get_async_callback_manager_for_config(config)
-        run = await manager.on_chain_start(
-            None, input, name=config.get("run_name") or self.get_name(), run_id=config.pop("run_id", None)
+        run_id = config.pop("run_id", None) or uuid.uuid4()
+        kwargs.setdefault("stream_mode", "updates")
+        stream = self.graph.astream(input, {**self._config(config), "run_id": run_id}, **kwargs)
+        tap = next(
+            (h for h in handlers(config.get("callbacks")) if isinstance(h, _StreamingCallbackHandler)), None
         )
-        final: dict[str, Any] = {}
+        async for chunk in stream if tap is None else tap.tap_output_aiter(run_id, stream):
+            yield chunk
 
-        requested = kwargs.pop("stream_mode", "updates")
-        several = not isinstance(requested, str)
-        modes = list(requested) if several else [requested]
-        subgraphs = bool(kwargs.get("subgraphs"))
-
-        async def chunks() -> AsyncIterator[Any]:
-            async for item in self.graph.astream(
-                input, self._config(run.get_child()), stream_mode=["values", *modes], **kwargs
-            ):
-                ns, (mode, chunk) = (item[0], item[1:]) if subgraphs else ((), item)
-                if mode == "values" and not ns:
-                    final["output"] = chunk
-                if mode in modes:
-                    shaped = (mode, chunk) if several else (chunk,)
-                    yield (ns, *shaped) if subgraphs else shaped if several else chunk
-
-        stream = chunks()
-        tap = next((h for h in run.handlers if isinstance(h, _StreamingCallbackHandler)), None)
-        if tap is not None:
-            stream = tap.tap_output_aiter(run.run_id, stream)
-        try:
-            async for chunk in stream:
-                yield chunk
-        except BaseException as exc:
-            await run.on_chain_error(exc)
-            raise
-        await run.on_chain_end(final.get("output"))
-
-    def _config(self, callbacks: Any) -> dict[str, Any]:
-        given = {k: v for k, v in self.given.items() if k not in ("callbacks", "run_name", "run_id")}
-        return {**given, "callbacks": callbacks} if callbacks is not None else given
+    def _config(self, config: RunnableConfig) -> dict[str, Any]:
+        """The graph's config: the options given to ``astream_events`` but the chain run's, which are
+        LangChain's (``config``)."""
+        given = {k: v for k, v in self.given.items() if k not in _ROOT_OPTIONS}
+        return {**given, **{k: config[k] for k in _ROOT_OPTIONS if config.get(k)}}  # type: ignore[literal-required]
 
 
 def astream_events(
@@ -130,6 +110,53 @@ def astream_events(
 
 
 @contextmanager
+def graph_run(
+    graph: Any, input: Any, cfg: RunConfig, task: TaskContext | None
+) -> Iterator[tuple[RunConfig, Callable[[Any], None]]]:
+    """The graph's chain run around its run, as LangGraph reports it to ``cfg.callbacks`` (see the module
+    docstring): ``on_chain_start`` with ``input`` (named ``cfg.run_name``, else the graph's name; with
+    ``cfg``'s tags and metadata, and ``ls_integration: "langgraph"``), then ``on_chain_end`` with the final
+    state, or ``on_chain_error`` with what the run raised.
+
+    ``task``: the task the graph is invoked in (its run inherits the task's tags and metadata, as LangChain
+    passes a config on); None for a root run, whose chain run id is ``cfg.run_id`` when that is a UUID.
+    Yields ``cfg`` whose callbacks are the run's children (its nodes' runs, :func:`node_run`), and
+    ``reached(checkpoint)``, to call with each checkpoint the run reaches: the last one's state is the
+    run's output."""
+    outer = _passed_on(task)
+    manager = CallbackManager.configure(
+        cfg.callbacks,
+        inheritable_tags=[*outer.get("tags", []), *cfg.tags],
+        inheritable_metadata={**outer.get("metadata", {}), **cfg["metadata"]},
+    )
+    if "ls_integration" not in manager.metadata:
+        manager.add_metadata({"ls_integration": "langgraph"})
+    run = manager.on_chain_start(
+        None, input, name=cfg.run_name or graph.get_name(), run_id=_uuid(cfg.run_id) if task is None else None
+    )
+    last: list[Any] = [None]
+    try:
+        yield cfg.model_copy(update={"callbacks": run.get_child()}), partial(last.__setitem__, 0)
+    except BaseException as exc:
+        run.on_chain_error(exc)
+        raise
+    run.on_chain_end(None if last[0] is None else graph.schema.result(last[0].channel_values))
+
+
+def _passed_on(task: TaskContext | None) -> dict[str, Any]:
+    """``task``'s config as LangChain passes it on to a call (``ensure_config``); empty for no task."""
+    return {} if task is None else dict(ensure_config(cast(RunnableConfig, dict(task.config))))
+
+
+def _uuid(run_id: str | None) -> uuid.UUID | None:
+    """``run_id`` as a UUID; None when it is not one (a run id of graphq's may be any string)."""
+    try:
+        return uuid.UUID(run_id) if run_id else None
+    except ValueError:
+        return None
+
+
+@contextmanager
 def node_run(ctx: TaskContext, input: Any) -> Iterator[Callable[[Any], None]]:
     """The node's chain run around its call (see the module docstring); yields ``shown(output)``, to call
     with what the node returned. Nothing is reported when the task's callbacks belong to no parent run."""
@@ -142,13 +169,13 @@ def node_run(ctx: TaskContext, input: Any) -> Iterator[Callable[[Any], None]]:
         handlers=parent.handlers,
         inheritable_handlers=parent.inheritable_handlers,
         parent_run_id=parent.parent_run_id,
-        tags=[*parent.tags, f"graph:step:{metadata.get('langgraph_step')}"],
+        tags=sorted({*parent.tags, f"graph:step:{metadata.get('langgraph_step')}"}),
         inheritable_tags=parent.inheritable_tags,
         metadata={**parent.metadata, **metadata},
         inheritable_metadata=parent.inheritable_metadata,
     )
     run = manager.on_chain_start(None, input, name=ctx.node, run_id=uuid.uuid4())
-    ctx.config = ctx.config.model_copy(update={"callbacks": run.get_child()})
+    ctx.config = ctx.config.model_copy(update={"callbacks": run.get_child("seq:step:1")})  # LangGraph's tag
     outputs: list[Any] = []
 
     def shown(output: Any) -> None:
