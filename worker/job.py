@@ -312,7 +312,9 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
     replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at)  # a run back in time
-    scope = Scope(subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay)
+    scope = Scope(
+        subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay, run_id=run.id
+    )
     with run_scope(scope), worker_step():
         outcome = run_step(
             graph,

@@ -677,6 +677,10 @@ class Scope:
             A graph invoked inside a node uses its parent's (LangGraph's rule).
         replay: set when the run travels back in its thread: where its stateful subgraphs start from; the
             graphs its tasks run in its thread inherit it.
+        run_id: the run id its nodes see in ``runtime.execution_info``: the one the graph's caller gave (a
+            config's ``run_id``; on the queue, the queued run's), None when the caller gave none (LangGraph's;
+            graphq's own id is still in the checkpoints' metadata). A graph a node runs sees only the one its
+            own call gives (LangChain's child configs carry none).
     """
 
     store: Any
@@ -686,6 +690,7 @@ class Scope:
     control: Any = None
     """The run's :class:`~graphcore.engine.runtime.RunControl` (``runtime.control``), or None."""
     replay: Replay | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -450,7 +450,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             store = store_of(self.checkpointer, inside)
             memory = parent.memory if inside and parent is not None else self.store
             control = parent.control if inside and parent is not None else None
-            return cfg, Scope(store, cfg.thread_id or "", "", memory, control)
+            return cfg, Scope(store, cfg.thread_id or "", "", memory, control, run_id=self._named_run(config))
         inherited = {k: v for k, v in task.config.configurable.items() if not k.startswith(RESERVED_PREFIX)}
         outer = {
             "configurable": inherited,
@@ -459,14 +459,22 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         }
         given = merge_config(outer, passed_on(config))
         cfg = self.config_for(given, wrap=False)
+        named = given.run_id  # the call's own: the node's run id is not passed on (passed_on)
         if given.thread_id is not None:  # an explicit thread: that thread's own lineage
-            return cfg, Scope(parent.store, cfg.thread_id or "", "", parent.memory, parent.control)
+            own = Scope(parent.store, cfg.thread_id or "", "", parent.memory, parent.control, run_id=named)
+            return cfg, own
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
         ids = {"thread_id": parent.thread_id, "run_id": task.config.run_id, "checkpoint_ns": ns}
         return cfg.model_copy(update=ids), Scope(
-            parent.store, parent.thread_id, ns, parent.memory, parent.control, parent.replay
+            parent.store, parent.thread_id, ns, parent.memory, parent.control, parent.replay, named
         )
+
+    def _named_run(self, config: Mapping[str, Any] | RunConfig | None) -> str | None:
+        """The run id the caller gave this call (``config``'s ``run_id``, else the graph's defaults'; a
+        node's own config passed on gives none, :func:`passed_on`), None when none: what its nodes see in
+        ``runtime.execution_info`` (LangGraph's)."""
+        return merge_config(self.defaults, passed_on(config)).run_id
 
     def _own_thread(self, config: Mapping[str, Any] | RunConfig | None) -> bool:
         """Whether this graph, invoked inside a task, checkpoints in its own store: it has one and ``config``

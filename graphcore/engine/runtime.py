@@ -56,7 +56,8 @@ class ExecutionInfo:
             graph invoked inside a node).
         task_id: the task's id (graphq's: 16 hex digits).
         thread_id: the run's thread, None for a run without one (no checkpointer).
-        run_id: the run's id (graphq gives every run one).
+        run_id: the id the run's caller gave it (a config's ``run_id``; a queued run's id), None when it
+            gave none (LangGraph's; :attr:`~graphcore.engine.config.Scope.run_id`).
         node_attempt: the number of this try (1 for the first; more under a retry policy).
         node_first_attempt_time: when the task's first try started, Unix time in seconds.
     """
@@ -255,7 +256,7 @@ def _execution_info(task: TaskContext, scope: Scope | None) -> ExecutionInfo:
         checkpoint_ns=f"{ns}|{own}" if ns else own,
         task_id=task.task_id,
         thread_id=task.config.thread_id if has_checkpoints else None,
-        run_id=task.config.run_id,
+        run_id=None if scope is None else scope.run_id,
         node_attempt=task.try_.number,
         node_first_attempt_time=task.try_.first_at,
     )

@@ -14,9 +14,16 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
+from tests.workers import work
+from tests.workflows import run_info
 
 RUN_ID = "00000000-0000-4000-8000-000000000001"
+OTHER_RUN_ID = "00000000-0000-4000-8000-000000000002"
+REGISTRY = Registry.load(["tests.workflows.run_info"])
 
 
 class State(TypedDict):
@@ -191,22 +198,30 @@ def test_ainvoke_drains_too(lg: Imports) -> None:
     assert graph.get_state(config).next == ("b",)
 
 
-def test_execution_info_run_id_without_one_in_the_config(lg: Imports) -> None:
-    """The README's differences: LangGraph gives None; graphq names every run, and gives that id (the one
-    its checkpoints' metadata holds)."""
-    seen: list[Any] = []
-
-    def a(state: State, runtime: lg.Runtime) -> dict[str, Any]:  # type: ignore[name-defined]
-        seen.append(runtime.execution_info.run_id)
-        return {}
-
-    builder = lg.StateGraph(State)
-    builder.add_node("a", a)
-    builder.add_edge(lg.START, "a")
-    saver = lg.InMemorySaver()
-    graph = builder.compile(checkpointer=saver)
+def test_execution_info_run_id_is_the_one_the_caller_gave(lg: Imports) -> None:
+    """LangGraph: ``runtime.execution_info.run_id`` is the config's ``run_id``, None when the call gives none
+    (graphq still names the run in its checkpoints' metadata); a call that answers an interrupt shows its
+    own; a graph a node invokes sees none (a child config carries no ``run_id``)."""
+    graph = run_info.build(lg).compile(checkpointer=lg.InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"log": []}, config)
-    expected = None if lg.is_langgraph else saver.list("t")[0].metadata["run_id"]  # graphq's stored record
-    assert seen == [expected]
-    assert lg.is_langgraph or (isinstance(expected, str) and len(expected) == 32)
+    graph.invoke({"seen": []}, config)
+    assert graph.invoke(lg.Command(resume="yes"), config) == {
+        "seen": [["a", None], ["b", None], ["inner", None]]
+    }
+    named = {"configurable": {"thread_id": "u"}, "run_id": RUN_ID}
+    graph.invoke({"seen": []}, named)
+    assert graph.invoke(lg.Command(resume="yes"), {**named, "run_id": OTHER_RUN_ID}) == {
+        "seen": [["a", RUN_ID], ["b", OTHER_RUN_ID], ["inner", None]]
+    }
+
+
+def test_a_queued_runs_nodes_see_its_id(client: Client) -> None:
+    """On the queue (README, "Deliberate differences") the queue names every run: its nodes see that id,
+    after an answer too; a graph a node invokes sees none, as in process."""
+    run_id = client.enqueue("run_info", {"seen": []})
+    work(client)
+    client.answer(run_id, "yes")
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": [["a", run_id], ["b", run_id], ["inner", None]]}
