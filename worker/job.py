@@ -40,6 +40,7 @@ from graphcore.backend.runs import (
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import (
+    StartTask,
     applied_input,
     apply_writes,
     fork,
@@ -268,7 +269,15 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         end_run(ctx, run, lease, RunStatus.CANCELED, timeout)
         return "canceled: run timeout"
     _mark_running(ctx, run, lease, cfg)
-    cp, continued = _head(ctx, graph, run, lease, cfg)
+    run_key = keys.run(run.thread_id, run.id)
+    subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
+    # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
+    replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at)  # a run back in time
+    scope = Scope(
+        subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay, run_id=run.id
+    )
+    with run_scope(scope):  # the routers from START run in the input's __start__ task
+        cp, continued = _head(ctx, graph, run, lease, cfg)
     lease.step_number = cp.step + 1  # the step this job runs: where an error is recorded (fail_run)
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
         end_completed(ctx, run, lease, cp.step)
@@ -308,13 +317,6 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     persisting = len(cp.next_tasks) > 1
     on_done = _hooks(messages.task_done if messages is not None else None, persist if persisting else None)
     timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
-    run_key = keys.run(run.thread_id, run.id)
-    subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
-    # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at)  # a run back in time
-    scope = Scope(
-        subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay, run_id=run.id
-    )
     with run_scope(scope), worker_step():
         outcome = run_step(
             graph,
@@ -503,7 +505,8 @@ def _head(
         seed_answers(ctx, run, lease, parent)
     remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
     if run.input is None and parent is not None and is_input(parent):  # its input not applied yet
-        cp = stored_form(graph, applied_input(graph, parent, meta, remaining))
+        entry = _start_task(ctx, run, lease, cfg, parent.step + 1)
+        cp = stored_form(graph, applied_input(graph, parent, meta, remaining, entry))
         writes = [stored_writes(graph, w) for w in input_writes(graph, parent)]
         _commit_start(ctx, run, lease, cp, may_append=True, writes=writes)
         return cp, False
@@ -512,11 +515,24 @@ def _head(
         run.head = parent.id
         return parent, True
     lease.step_number = 0 if parent is None else parent.step + 2  # an error here is the input applied's
-    first, applied = start_run(graph, parent, run.input, meta, remaining)
+    entry = _start_task(ctx, run, lease, cfg, lease.step_number)
+    first, applied = start_run(graph, parent, run.input, meta, remaining, entry)
     first, cp = stored_form(graph, first), stored_form(graph, applied)
     writes = [stored_writes(graph, w) for w in input_writes(graph, first)]
     _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first, writes=writes)
     return cp, False
+
+
+def _start_task(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig, step: int) -> StartTask:
+    """What the routers from START get when this job applies the run's input (LangGraph runs them in the
+    ``__start__`` task, :func:`~graphcore.engine.algo.start_routes`): the run's config, and a stream writer
+    whose chunks go into the run's events as ``custom`` events of ``step`` (the input applied's), as a
+    node's do."""
+
+    def emit(task: Any, chunk: Any) -> None:
+        append_event(ctx, run, lease, "custom", step, {"node": task.node, "chunk": chunk})
+
+    return StartTask(cfg, emit)
 
 
 def _commit_start(

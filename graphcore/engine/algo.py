@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint, new_checkpoint_id
@@ -50,6 +51,7 @@ from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 __all__ = [
+    "StartTask",
     "Task",
     "applied_input",
     "apply_input",
@@ -61,6 +63,7 @@ __all__ = [
     "is_input",
     "prepare_tasks",
     "run_task",
+    "start_routes",
     "start_run",
     "task_spec",
     "with_pushed",
@@ -578,11 +581,13 @@ def apply_input(
     strict: Strictness = False,
     source: str = "input",
     remaining: int | None = None,
+    start: StartTask | None = None,
 ) -> Checkpoint:
     """``input`` applied through the reducers onto ``parent``'s state (or a fresh thread's defaults), with
     the entry nodes scheduled (edges and routers from START; with ``remaining``, the run's super-steps plus
-    the input's, they read the managed values as LangGraph's): step ``parent.step + 1`` (-1 without a
-    parent), metadata ``source`` as given. A run's first checkpoint after its input checkpoint is this with
+    the input's, they read the managed values as LangGraph's; with ``start``, they run in the input's
+    ``__start__`` task, :func:`start_routes`): step ``parent.step + 1`` (-1 without a parent), metadata
+    ``source`` as given. A run's first checkpoint after its input checkpoint is this with
     ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)`` writes it as ``update``.
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
@@ -597,7 +602,7 @@ def apply_input(
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     seen = values if remaining is None else graph.schema.with_managed(values, remaining)
-    goto = [p for b in graph.branches_from.get(START, ()) for p in _route(graph, b, seen)]
+    goto = start_routes(graph, parent, seen, start)
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto + _input_goto(graph, input))], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": source, "step": step, "writes": [START]}
@@ -612,6 +617,39 @@ def apply_input(
         barriers,
         meta,
     )
+
+
+@dataclass(frozen=True)
+class StartTask:
+    """What the routers from START are given when a run applies its input (LangGraph runs them in the
+    ``__start__`` task): the run's config and the ``(task, chunk)`` sink of its ``custom`` stream."""
+
+    config: RunConfig
+    writer: Callable[[Task, Any], None]
+
+
+HIDDEN_TAG = "langsmith:hidden"
+"""The tag LangGraph gives the ``__start__`` task's config (its run is hidden in LangSmith)."""
+
+
+def start_routes(
+    graph: GraphSpec, cp: Checkpoint | None, values: Mapping[str, Any], start: StartTask | None
+) -> list[PendingTask]:
+    """The tasks the routers from START choose on ``values``, the input of input checkpoint ``cp`` applied.
+    With ``start`` they run in that checkpoint's ``__start__`` task, as LangGraph's: a router's ``config``
+    (and ``get_config()``) is the run's config of a task ``__start__`` of step ``cp.step + 1`` (its
+    ``langgraph_*`` metadata, ``checkpoint_ns`` ``__start__:<task id>``, the tag ``langsmith:hidden``), its
+    ``writer`` (and ``get_stream_writer()``) emits ``custom`` chunks through ``start.writer``; without
+    ``start`` (``update_state(..., as_node=START)``) they run outside any task."""
+    branches = graph.branches_from.get(START, ())
+    if not branches or start is None or cp is None:
+        return [p for b in branches for p in _route(graph, b, values)]
+    task = Task(task_id(cp.id, 0, START), START, None, 0, (PULL, START))
+    cfg = task_config(start.config, cp.step + 1, task)
+    cfg = cfg.model_copy(update={"tags": [*cfg.tags, HIDDEN_TAG]})
+    ctx = TaskContext(cfg, partial(start.writer, task), task_id=task.id, node=START, checkpoint_id=cp.id)
+    with task_context(ctx):
+        return [p for b in branches for p in _route(graph, b, values)]
 
 
 def _input_goto(graph: GraphSpec, input: Any) -> list[PendingTask]:
@@ -662,16 +700,17 @@ def start_run(
     input: Any,
     metadata: Mapping[str, Any],
     remaining: int | None = None,
+    start: StartTask | None = None,
 ) -> tuple[Checkpoint, Checkpoint]:
     """The two checkpoints a run with ``input`` writes before its first super-step, LangGraph's: the input
     checkpoint (:func:`input_checkpoint`, step ``s``) and the input applied (``source: loop``, step ``s +
-    1``, the entry nodes next; ``remaining`` as in :func:`apply_input`).
+    1``, the entry nodes next; ``remaining`` and ``start`` as in :func:`apply_input`).
 
     Raises:
         InvalidUpdateError: the input is not a mapping of the input schema's keys (see :func:`apply_input`).
     """
     first = input_checkpoint(graph, parent, input, metadata)
-    return first, apply_input(graph, first, input, metadata, source="loop", remaining=remaining)
+    return first, apply_input(graph, first, input, metadata, source="loop", remaining=remaining, start=start)
 
 
 def input_writes(graph: GraphSpec, cp: Checkpoint) -> list[TaskWrites]:
@@ -682,12 +721,17 @@ def input_writes(graph: GraphSpec, cp: Checkpoint) -> list[TaskWrites]:
 
 
 def applied_input(
-    graph: GraphSpec, cp: Checkpoint, metadata: Mapping[str, Any], remaining: int | None = None
+    graph: GraphSpec,
+    cp: Checkpoint,
+    metadata: Mapping[str, Any],
+    remaining: int | None = None,
+    start: StartTask | None = None,
 ) -> Checkpoint:
     """The input of input checkpoint ``cp`` (:func:`is_input`) applied: the checkpoint after it
     (``source: loop``), as a run that goes on from ``cp`` (``invoke(None, ...)``) writes it (``remaining``
-    as in :func:`apply_input`)."""
-    return apply_input(graph, cp, cp.next_tasks[0].arg, metadata, source="loop", remaining=remaining)
+    and ``start`` as in :func:`apply_input`)."""
+    arg = cp.next_tasks[0].arg
+    return apply_input(graph, cp, arg, metadata, source="loop", remaining=remaining, start=start)
 
 
 def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:

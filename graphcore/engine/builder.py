@@ -343,24 +343,17 @@ class StateGraph:
         """After ``source`` runs, ``router`` chooses where to go (see :class:`Branch`): a node name, END, a
         ``Send`` or a list of them; ``path_map`` (a mapping or a list of names) is by default read from the
         router's return annotation ``Literal["a", "b"]``, as LangGraph does. A router taking ``config`` or
-        ``writer`` gets them (:mod:`graphcore.engine.params`). A router whose first parameter is annotated
-        with a TypedDict, pydantic model or dataclass is passed that schema's keys (a dict, or a model
-        instance), as LangGraph's; its keys are channels of the graph, like a node input schema's.
-
-        Raises:
-            InvalidGraphError: a router from START takes ``config``, ``writer`` or ``runtime`` (graphq runs
-                it outside any task).
+        ``writer`` gets them (:mod:`graphcore.engine.params`); a router from START gets those of the run's
+        ``__start__`` task, which applies the input (:func:`~graphcore.engine.algo.start_routes`). A router
+        whose first parameter is annotated with a TypedDict, pydantic model or dataclass is passed that
+        schema's keys (a dict, or a model instance), as LangGraph's; its keys are channels of the graph,
+        like a node input schema's.
         """
         if path_map is None:
             path_map = params.literal_returns(router)
         if path_map is not None and not isinstance(path_map, Mapping):
             path_map = {name: name for name in path_map}
         injects = params.injected(router)
-        if source == START and injects:
-            raise InvalidGraphError(
-                f"the router from START takes {', '.join(injects)}: graphq runs routers from START before "
-                "any task, with no task config, stream writer or runtime; route from a first node instead"
-            )
         reads = params.input_schema_of(router)
         if reads is not None:
             self.schema = self.schema.including(reads)
@@ -376,11 +369,7 @@ class StateGraph:
         router: Callable[[Any], Any],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
-        """Shorthand for ``add_conditional_edges(START, router, path_map)``, as LangGraph's.
-
-        Raises:
-            InvalidGraphError: as :meth:`add_conditional_edges` from START.
-        """
+        """Shorthand for ``add_conditional_edges(START, router, path_map)``, as LangGraph's."""
         return self.add_conditional_edges(START, router, path_map)
 
     def set_finish_point(self, node: str) -> StateGraph:

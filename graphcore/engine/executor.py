@@ -22,6 +22,7 @@ from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
 from graphcore.engine.algo import (
+    StartTask,
     applied_input,
     apply_writes,
     fork,
@@ -50,6 +51,7 @@ from graphcore.engine.config import (
     outside_any_task,
     passed_on,
     replays_snapshot,
+    run_scope,
     with_remaining_steps,
 )
 from graphcore.engine.drawing import DrawMethods
@@ -503,13 +505,16 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         meta = checkpoint_metadata(cfg)
         since = Checkpoint.now() if modes else ""
         scope = _travelling(scope, cfg, input)
-        made, finished, answers, passing, input = self._start(cfg, input, meta, scope)
+        routed: list[tuple[str, Any]] = []  # the routers from START's custom chunks, when not live
+        entry = StartTask(cfg, streaming.custom_writer(modes, routed))
+        with run_scope(scope):
+            made, finished, answers, passing, input = self._start(cfg, input, meta, scope, entry)
         cp = made[-1]
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
-            self, modes, made, scope, since=since, input=input, done=finished, labels=labels
+            self, modes, made, scope, since=since, input=input, done=finished, labels=labels, custom=routed
         )
         yield start, cp, []
         handled = self._handled(scope, cp) if passing else {}
@@ -599,7 +604,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         yield streaming.stopped_events(modes), cp, []
 
     def _start(
-        self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope
+        self, cfg: RunConfig, input: Any, meta: Mapping[str, Any], scope: Scope, entry: StartTask
     ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool, Any]:
         """Where a run starts (C2, C3, G6): the scope's head (to resume or continue), a fork, or a new
         input checkpoint and the input applied after it (LangGraph's two). Returns the checkpoints up to
@@ -608,7 +613,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         a graph run inside a node that continues where it stopped): its first step passes the static
         breakpoints (LangGraph's); and the input the run started with: ``input``, or for a
         ``Command(resume=...)`` no interrupt waits for (a fresh thread, or its run ended) what
-        :func:`~graphcore.engine.run_start.unasked` makes of it (the answer dropped, with a warning)."""
+        :func:`~graphcore.engine.run_start.unasked` makes of it (the answer dropped, with a warning).
+        ``entry``: what the routers from START get when the input is applied."""
         store = scope.store
         parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         answering = isinstance(input, Command) and input.resume is not None
@@ -634,11 +640,11 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 raise nothing_to_resume()
             if parent is None or not parent.next_tasks:  # nobody asked: LangGraph drops the answer
                 input = unasked(input, scope.thread_id, fresh=parent is None)
-                return (*self._begin(cfg, input, meta, scope, parent, made), input)
+                return (*self._begin(cfg, input, meta, scope, parent, made, entry), input)
             finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
             return [parent], finished, match_answer(asked, input.resume, None), True, input
-        return (*self._begin(cfg, input, meta, scope, parent, made), input)
+        return (*self._begin(cfg, input, meta, scope, parent, made, entry), input)
 
     def _begin(
         self,
@@ -648,20 +654,21 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         scope: Scope,
         parent: Checkpoint | None,
         made: list[Checkpoint],
+        entry: StartTask,
     ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool]:
         """:meth:`_start` for a run that answers nothing: it goes on from ``parent`` (its input applied
         first when it is an input checkpoint), or starts with ``input`` (``made``: the fork made first)."""
         store = scope.store
         remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
         if input is None and store is not None and parent is not None and is_input(parent):
-            cp = applied_input(self, parent, meta, remaining)  # input not applied yet (update_state, a fork)
+            cp = applied_input(self, parent, meta, remaining, entry)  # not applied yet (update_state, a fork)
             self._save(scope, cp, input_writes(self, parent))
             return [*made, cp], {}, {}, False
         if input is None and store is not None and parent is not None:
             return [parent], dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}, True
         if input is None:  # nothing to continue (LangGraph's EmptyInputError)
             raise empty_input(store is not None, scope.thread_id)
-        first, cp = start_run(self, parent, input, meta, remaining)
+        first, cp = start_run(self, parent, input, meta, remaining, entry)
         self._save(scope, first)
         self._save(scope, cp, input_writes(self, first))
         return [first, cp], {}, {}, False

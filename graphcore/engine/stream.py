@@ -292,17 +292,19 @@ def start_events(
     input: Any,
     done: Mapping[str, TaskWrites],
     labels: Mapping[str, Any] | None = None,
+    custom: Sequence[Event] = (),
 ) -> list[Event]:
-    """The events before a run's first step, ``made[-1]`` the checkpoint it runs from: ``values`` (the
-    input state when the input wrote, as LangGraph's; on a resume the current state), the checkpoints of
-    ``made`` this run wrote (created since ``since``, an ISO time: the input checkpoint and the input
-    applied, or a fork), the start of the step's tasks (all of them, on a resume too: LangGraph's), then
-    an ``updates`` chunk ``{node: update, "__metadata__": {"cached": True}}`` per task that finished before
-    (``done``: its pending writes, which are replayed, not run; no ``tasks`` result for it, as LangGraph's).
-    ``labels``: :func:`task_labels`."""
+    """The events before a run's first step, ``made[-1]`` the checkpoint it runs from: the ``custom``
+    chunks buffered while the input was applied (its routers from START wrote them: first, as LangGraph's),
+    ``values`` (the input state when the input wrote, as LangGraph's; on a resume the current state), the
+    checkpoints of ``made`` this run wrote (created since ``since``, an ISO time: the input checkpoint and
+    the input applied, or a fork), the start of the step's tasks (all of them, on a resume too:
+    LangGraph's), then an ``updates`` chunk ``{node: update, "__metadata__": {"cached": True}}`` per task
+    that finished before (``done``: its pending writes, which are replayed, not run; no ``tasks`` result
+    for it, as LangGraph's). ``labels``: :func:`task_labels`."""
     if not modes:
         return []
-    events: list[Event] = []
+    events: list[Event] = [e for e in custom if "custom" in modes]
     cp = made[-1]
     fresh = cp.created_at >= since
     if "values" in modes and (not fresh or not isinstance(input, Mapping) or input):

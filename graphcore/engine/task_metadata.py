@@ -4,9 +4,10 @@ carry (in process and on the queue; :mod:`graphcore.engine.messages_stream`, :mo
 
 The keys: ``langgraph_step`` (the step of the checkpoint the task makes: LangGraph's), ``langgraph_node``,
 ``langgraph_triggers`` (``("branch:to:<node>",)`` for a task of an edge, ``("__pregel_push",)`` for a
-``Send``), ``langgraph_path`` (``("__pregel_pull", node)``, or ``("__pregel_push", i, False)`` for the
-step's i-th ``Send``) and ``langgraph_checkpoint_ns`` (the task's namespace, ``node:task_id`` below its
-graph's, as the namespace of a graph the task invokes).
+``Send``, ``("__start__",)`` for the input's ``__start__`` task), ``langgraph_path``
+(``("__pregel_pull", node)``, or ``("__pregel_push", i, False)`` for the step's i-th ``Send``) and
+``langgraph_checkpoint_ns`` (the task's namespace, ``node:task_id`` below its graph's, as the namespace of
+a graph the task invokes).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from graphcore.checkpoints.model import Checkpoint, task_id
 from graphcore.engine.checkpointer import task_ns
+from graphcore.types import START
 
 __all__ = ["PULL", "PUSH", "langgraph_metadata", "step_metadata", "task_paths"]
 
@@ -41,7 +43,7 @@ def task_paths(cp: Checkpoint) -> list[tuple[Any, ...]]:
 def langgraph_metadata(node: str, step: int, path: tuple[Any, ...], ns: str) -> dict[str, Any]:
     """The ``langgraph_*`` metadata of a task of ``node`` with LangGraph's step number ``step``, its
     ``path`` (:func:`task_paths`) and its namespace ``ns``."""
-    triggers = (PUSH,) if path[0] == PUSH else (f"branch:to:{node}",)
+    triggers = (PUSH,) if path[0] == PUSH else (START,) if node == START else (f"branch:to:{node}",)
     return {
         "langgraph_step": step,
         "langgraph_node": node,

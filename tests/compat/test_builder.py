@@ -10,7 +10,15 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
+from tests.workers import work
+from tests.workflows import start_router
+
+REGISTRY = Registry.load(["tests.workflows.start_router"])
 
 
 class Log(TypedDict):
@@ -226,25 +234,86 @@ def test_a_second_positional_parameter_of_another_name(lg: Imports) -> None:
         assert graph.invoke({"log": []}, {"configurable": {"user": "cy"}}) == {"log": ["cy"]}
 
 
-def test_a_router_from_start_taking_config(lg: Imports) -> None:
-    """LangGraph: a router from START may take config; graphq refuses it when the edge is added (it runs
-    routers from START before any task)."""
+def test_a_router_from_start_runs_in_the_start_task(lg: Imports) -> None:
+    """LangGraph: a router from START runs in the input's ``__start__`` task: its ``config`` is that task's
+    (the run's metadata, tags and ``configurable``, the task's ``langgraph_*`` keys of the input's step, the
+    tag ``langsmith:hidden``) and the chunks of its ``writer`` come first in the ``custom`` stream."""
+    start_router.SEEN.clear()
+    graph = start_router.build(lg).compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t", "go": 1}, "metadata": {"team": "red"}, "tags": ["mine"]}
+    assert list(graph.stream({"log": []}, config, stream_mode=["custom", "values"])) == [
+        ("custom", {"route": "a"}),
+        ("values", {"log": []}),
+        ("values", {"log": ["a"]}),
+    ]
+    again = {"configurable": {"thread_id": "t"}}
+    assert list(graph.stream({"log": ["x"]}, again, stream_mode="custom", version="v2")) == [
+        {"type": "custom", "ns": (), "data": {"route": "b"}}
+    ]
+    seen = start_router.SEEN
+    assert seen == [start_seen(0, "t", go=1, team="red", tags=("mine",)), start_seen(3, "t")]
 
-    def route(state: Log, config) -> str:
-        return "a" if config["configurable"].get("go") else lg.END
 
-    builder = lg.StateGraph(Log)
-    builder.add_node("a", _say("a"))
-    if lg.is_langgraph:
-        builder.add_conditional_edges(lg.START, route)
-        assert builder.compile().invoke({"log": []}, {"configurable": {"go": 1}}) == {"log": ["a"]}
-    else:
-        with pytest.raises(ValueError) as info:
-            builder.add_conditional_edges(lg.START, route)
-        assert str(info.value) == (
-            "the router from START takes config: graphq runs routers from START before any task, with no "
-            "task config, stream writer or runtime; route from a first node instead"
-        )
+def start_seen(
+    step: int, thread: str, go: int | None = None, tags: tuple[str, ...] = (), **metadata: Any
+) -> dict[str, Any]:
+    """What :func:`tests.workflows.start_router.shown` gives for the config of the ``__start__`` task of
+    step ``step``."""
+    return {
+        "metadata": {
+            **metadata,
+            "thread_id": thread,
+            "langgraph_step": step,
+            "langgraph_node": "__start__",
+            "langgraph_triggers": ("__start__",),
+            "langgraph_path": ("__pregel_pull", "__start__"),
+            "langgraph_checkpoint_ns": "__start__:<id>",
+        },
+        "tags": [*tags, "langsmith:hidden"],
+        "configurable": {"thread_id": thread, "go": go, "ns": "__start__:<id>"},
+    }
+
+
+def test_a_router_from_start_reads_get_config_and_get_stream_writer(lg: Imports) -> None:
+    """LangGraph: ``get_config()`` and ``get_stream_writer()`` work in a router from START too; in a
+    subgraph its chunks show under the subgraph's namespace."""
+
+    def route(state: Log) -> str:
+        lg.get_stream_writer()({"node": lg.get_config()["metadata"]["langgraph_node"]})
+        return "a"
+
+    inner = lg.StateGraph(Log)
+    inner.add_node("a", _say("a"))
+    inner.add_conditional_edges(lg.START, route, ["a"])
+    outer = lg.StateGraph(Log)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(lg.START, "sub")
+    graph = outer.compile()
+    chunks = list(graph.stream({"log": []}, stream_mode="custom", subgraphs=True))
+    assert [(ns[0].partition(":")[0], chunk) for ns, chunk in chunks] == [("sub", {"node": "__start__"})]
+    assert graph.invoke({"log": []}, stream_mode="custom") == []
+
+
+def test_a_queued_runs_router_from_start_writes_into_its_events(client: Client) -> None:
+    """On the queue the first step job applies the input: the router from START gets the run's config and
+    its chunks are the run's ``custom`` events of the input's step, before its ``values`` event."""
+    start_router.SEEN.clear()
+    run_id = client.enqueue(
+        "start_router", {"log": []}, thread_id="q", config={"configurable": {"go": 1}, "tags": ["mine"]}
+    )
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"log": ["a"]}
+    events = [(e.mode, e.step, e.data) for e in read_events(client.kv, "q", run_id) if e.step == 0]
+    assert events[:2] == [
+        ("custom", 0, {"node": "__start__", "chunk": {"route": "a"}}),
+        ("values", 0, events[1][2]),
+    ]
+    expected = start_seen(0, "q", go=1, tags=("mine",))
+    del expected["metadata"]["thread_id"]  # as a queued run's nodes see it: its configurable has no thread
+    seen = start_router.SEEN
+    assert seen == [expected]
 
 
 def test_node_metadata_is_in_the_config_metadata(lg: Imports) -> None:
