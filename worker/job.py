@@ -55,6 +55,7 @@ from graphcore.engine.checkpointer import replay_of
 from graphcore.engine.config import (
     RunConfig,
     Scope,
+    budget_from,
     checkpoint_metadata,
     run_scope,
     with_remaining_steps,
@@ -321,7 +322,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         outcome = run_step(
             graph,
             cp,
-            with_remaining_steps(with_resume(cfg, resume, answers), run.step),
+            with_remaining_steps(with_resume(cfg, resume, answers), run.step + run.budget_from),
             finished=finished,
             on_task_done=timed,
             writer=emit,
@@ -414,8 +415,8 @@ def _check_step(graph: CompiledGraph, run: RunRecord, cfg: RunConfig, cp: Checkp
     ``max_super_steps`` (C1)."""
     graph.check_tasks(run.thread_id, cp.id, cp.next_tasks)
     limit = cfg.step_limit()
-    if run.step >= limit:
-        raise step_limit_error(limit, cp)
+    if run.step + run.budget_from >= limit:
+        raise step_limit_error(limit, cp, run.budget_from)
 
 
 def _timed_out(attempt: _Attempt) -> RunError | None:
@@ -505,13 +506,16 @@ def _head(
         seed_answers(ctx, run, lease, parent)
     remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
     if run.input is None and parent is not None and is_input(parent):  # its input not applied yet
+        run.budget_from = budget_from(False, False)  # no input checkpoint spent (LangGraph's)
         entry = _start_task(ctx, run, lease, cfg, parent.step + 1)
-        cp = stored_form(graph, applied_input(graph, parent, meta, remaining, entry))
+        cp = stored_form(graph, applied_input(graph, parent, meta, remaining - run.budget_from, entry))
         writes = [stored_writes(graph, w) for w in input_writes(graph, parent)]
         _commit_start(ctx, run, lease, cp, may_append=True, writes=writes)
         return cp, False
     if run.input is None and parent is not None:
-        fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), {"head": parent.id}))
+        run.budget_from = budget_from(False, True)  # it goes on without input: LangGraph's count
+        head = {"head": parent.id, "budget_from": str(run.budget_from)}
+        fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), head))
         run.head = parent.id
         return parent, True
     lease.step_number = 0 if parent is None else parent.step + 2  # an error here is the input applied's
@@ -549,7 +553,8 @@ def _commit_start(
     first step job makes no round trip more for it); without history (R5) it is not kept (``cp`` replaces
     the thread's previous head as its parent). ``writes``: the input's, kept with ``cp`` (its ``__start__``
     task's result)."""
-    extra = StepCommit(run_fields={"head": cp.id}, events=[("values", cp.step, {"checkpoint_id": cp.id})])
+    fields = {"head": cp.id, "budget_from": str(run.budget_from)}
+    extra = StepCommit(run_fields=fields, events=[("values", cp.step, {"checkpoint_id": cp.id})])
     extra.kept_writes = writes
     store = ctx.store(run.workflow)
     if before is not None and not store.history:

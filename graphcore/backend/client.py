@@ -39,7 +39,7 @@ from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.cache import refuse_on_queue
-from graphcore.engine.config import ACCEPTED, RunConfig, merge_config
+from graphcore.engine.config import ACCEPTED, GOES_ON, RunConfig, merge_config
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.inputs import check_nesting, check_size, check_types
 from graphcore.engine.interrupts import (
@@ -996,7 +996,9 @@ class Client:
                 pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
             if notes:
                 pipe.hset(requests_key, mapping=notes)
-            pipe.hset(run_key, mapping={**fields, "status": RunStatus.QUEUED.value})  # Running once taken
+            goes_on = str(run.step + GOES_ON)  # counted as LangGraph counts a call without input
+            queued = {"status": RunStatus.QUEUED.value, "budget_from": goes_on}  # Running once taken
+            pipe.hset(run_key, mapping={**fields, **queued})
             if deadline is not None:  # answered in time: out of the request-deadline index (R13)
                 pipe.hdel(run_key, DEADLINE_FIELD)
                 pipe.zrem(keys.request_deadlines(), keys.lease_member(run.thread_id, run.id))

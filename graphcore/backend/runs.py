@@ -126,6 +126,12 @@ class RunRecord(BaseModel):
     """The run timeout fixed when the run was created, seconds (R15): its option, else its workflow's,
     else ``GRAPHQ_RUN_TIMEOUT_S`` of the process that enqueued it (a batch job's setting holds on every
     worker); continuations keep it. None in records written before it was stored (:func:`run_timeout_s`)."""
+    budget_from: int = 0
+    """Where the super-steps of the run's current call count from, in the run's steps: its step ``n`` has
+    taken ``n + budget_from`` of its ``max_super_steps`` (:func:`graphcore.engine.config.budget_from`). 0
+    for a run that applies its input; -2 (-1 when it applies an input checkpoint's input) for one that goes
+    on from its thread's checkpoint without input, and the step it goes on at minus 2 after an answer or a
+    resume past a breakpoint, as LangGraph counts a call without input from ``recursion_limit + 1``."""
     thread_ttl_s: float | None = None
     """The thread TTL fixed when the run was created, seconds (K3): its workflow's or its own option, else
     ``GRAPHQ_THREAD_TTL_S`` of the process that enqueued it (the lower of the two); None = keep the thread.
@@ -192,6 +198,7 @@ class RunRecord(BaseModel):
             preset_answers=serde.loads(f["preset_answers"]) if "preset_answers" in f else {},
             run_timeout_s=float(text["run_timeout_s"]) if text.get("run_timeout_s") else None,
             thread_ttl_s=float(text["thread_ttl_s"]) if text.get("thread_ttl_s") else None,
+            budget_from=int(text.get("budget_from") or 0),
         )
 
 

@@ -24,6 +24,7 @@ from graphcore.settings import explain, get_settings
 __all__ = [
     "ACCEPTED",
     "ANSWERS_KEY",
+    "GOES_ON",
     "NODE_ERROR_KEY",
     "NODE_SETTINGS_KEY",
     "REMAINING_STEPS_KEY",
@@ -35,6 +36,7 @@ __all__ = [
     "Scope",
     "TaskContext",
     "TryInfo",
+    "budget_from",
     "checkpoint_metadata",
     "current_scope",
     "current_task",
@@ -258,6 +260,24 @@ class RunConfig(BaseModel):
     def step_limit(self) -> int:
         """The effective ``max_super_steps`` (at least 1: the option's range and the setting's)."""
         return self.max_super_steps if self.max_super_steps is not None else get_settings().max_super_steps
+
+
+GOES_ON = -2
+"""Where the super-steps of a call that goes on from a checkpoint without input count from (an answer,
+``invoke(None)``, a resume past a breakpoint, a subgraph that goes on where it stopped): LangGraph counts
+such a call from ``recursion_limit + 1`` (its step counter starts after the checkpoint, and no input
+checkpoint nor ``__start__`` step is spent), so it may take 2 super-steps more than a call with input."""
+
+
+def budget_from(given_input: bool, goes_on: bool) -> int:
+    """Where a call's super-steps count from (:func:`with_remaining_steps` is given ``taken + this``), as
+    LangGraph counts them: 0 for a call that applies its input (its first super-step sees
+    ``remaining_steps`` ``max_super_steps``); :data:`GOES_ON` for one that ``goes_on`` from a checkpoint
+    without input; -1 for one that applies an input checkpoint's input without giving one (its
+    ``__start__`` step is spent, not its input checkpoint's)."""
+    if goes_on:
+        return GOES_ON
+    return 0 if given_input else -1
 
 
 def with_remaining_steps(cfg: RunConfig, taken: int) -> RunConfig:

@@ -44,6 +44,7 @@ from graphcore.engine.config import (
     RunConfig,
     Scope,
     TaskContext,
+    budget_from,
     checkpoint_metadata,
     current_scope,
     current_task_or_none,
@@ -117,12 +118,14 @@ def continued_run(cfg: RunConfig, start: Checkpoint) -> tuple[RunConfig, dict[st
     return cfg, checkpoint_metadata(cfg)
 
 
-def step_limit_error(limit: int, cp: Checkpoint) -> StepLimitError:
-    """The error for a run that still has tasks after ``limit`` super-steps (C1)."""
+def step_limit_error(limit: int, cp: Checkpoint, counted_from: int = 0) -> StepLimitError:
+    """The error for a run that still has tasks after ``limit`` super-steps (C1), counted from
+    ``counted_from`` (:func:`~graphcore.engine.config.budget_from`: a call without input takes more)."""
     pending = [t.node for t in cp.next_tasks]
+    more = f" ({limit - counted_from} in a call without input)" if counted_from else ""
     return StepLimitError(
-        f"run needs more than max_super_steps={limit} super-steps (next tasks: {pending}); raise it with "
-        f"the run option max_super_steps (or LangGraph's recursion_limit, {limit + 1} now) or "
+        f"run needs more than max_super_steps={limit} super-steps{more} (next tasks: {pending}); raise "
+        f"it with the run option max_super_steps (or LangGraph's recursion_limit, {limit + 1} now) or "
         "GRAPHQ_MAX_SUPER_STEPS"
     )
 
@@ -510,6 +513,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         with run_scope(scope):
             made, finished, answers, passing, input = self._start(cfg, input, meta, scope, entry)
         cp = made[-1]
+        counted_from = budget_from(input is not None, passing)  # LangGraph's count of such a call
         cfg, meta = continued_run(cfg, cp)
         cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
@@ -523,8 +527,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         steps = 0
         while cp.next_tasks:
             raise_if_abandoned()  # the ainvoke awaiting it was cancelled: no further super-step
-            if steps >= limit:
-                raise step_limit_error(limit, cp)
+            if steps + counted_from >= limit:
+                raise step_limit_error(limit, cp, counted_from)
             stop = stops.stop(cp, passing and steps == 0) if stops else None
             if stop is not None:
                 yield from self._stop_at(stop, modes, cp, scope)
@@ -534,7 +538,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             writer = streaming.custom_writer(modes, custom)
             finished, resume = resume_plan(finished, answers)
             shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns, cfg.metadata)  # live
-            resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps)
+            resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps + counted_from)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished), self)
             step = partial(
                 run_step,
@@ -661,7 +665,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         store = scope.store
         remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
         if input is None and store is not None and parent is not None and is_input(parent):
-            cp = applied_input(self, parent, meta, remaining, entry)  # not applied yet (update_state, a fork)
+            left = remaining - budget_from(False, False)  # no input checkpoint spent (LangGraph's)
+            cp = applied_input(self, parent, meta, left, entry)  # not applied yet: update_state, a fork
             self._save(scope, cp, input_writes(self, parent))
             return [*made, cp], {}, {}, False
         if input is None and store is not None and parent is not None:

@@ -4,7 +4,7 @@ stored; with them ``create_react_agent`` answers "Sorry, need more steps..." whe
 the run. Each case runs with LangGraph's imports and with graphq's, and the queued cases give the same."""
 
 import operator
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -17,7 +17,7 @@ from graphcore.engine.registry import Registry
 from tests.compat.conftest import Imports
 from tests.workers import work
 from tests.workflows.lc_agent import ToolCallingFakeModel
-from tests.workflows.managed import build, build_entry, build_reader
+from tests.workflows.managed import build, build_asking, build_entry, build_reader
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
@@ -166,10 +166,24 @@ def test_a_queued_react_agent_says_it_needs_more_steps(client: Client) -> None:
     assert list(run.result) == ["messages"]
 
 
-def test_a_resumed_call_counts_from_the_same_budget(lg: Imports) -> None:
-    """A call that answers an interrupt (README, "Deliberate differences"): LangGraph's counts from R + 1
-    and runs until ``remaining_steps`` is 0, R + 2 super-steps; graphq's has the budget of any call, R - 1
-    super-steps, the last seeing 1. Both end with the recursion error."""
+def test_a_call_that_answers_counts_from_the_limit_plus_one(lg: Imports) -> None:
+    """LangGraph: a call that answers an interrupt (``Command(resume=...)``) spends no input checkpoint nor
+    ``__start__`` step: its first super-step sees ``remaining_steps`` R + 1, its last 1 (``is_last_step``),
+    R + 1 super-steps; the call before counted as any first call."""
+    graph = build_asking(lg).compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 4}
+    assert graph.invoke({"seen": []}, config)["seen"] == []
+    assert graph.invoke(lg.Command(resume="yes"), config) == {"seen": ANSWERED_AT_4}
+    assert graph.invoke({"seen": []}, config) == {"seen": [*ANSWERED_AT_4, [3, False], [2, False], [1, True]]}
+
+
+ANSWERED_AT_4 = [[5, False], [4, False], [3, False], [2, False], [1, True]]
+"""What the loop records in the call that answers, under ``recursion_limit=4`` (``max_super_steps=3``)."""
+
+
+def test_a_call_that_answers_runs_out_of_steps_after_the_limit_plus_one(lg: Imports) -> None:
+    """LangGraph: an endless loop in a call that answers runs R + 1 super-steps (the first seeing R + 1, the
+    last 1) and ends with the recursion error, naming the limit."""
 
     class State(TypedDict):
         seen: Annotated[list[int], operator.add]
@@ -187,7 +201,64 @@ def test_a_resumed_call_counts_from_the_same_budget(lg: Imports) -> None:
     graph = builder.compile(checkpointer=lg.InMemorySaver())
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 4}
     graph.invoke({"seen": []}, config)
-    with pytest.raises(lg.GraphRecursionError):
+    with pytest.raises(lg.GraphRecursionError) as caught:
         graph.invoke(lg.Command(resume="yes"), config)
-    expected = [5, 4, 3, 2, 1, 0] if lg.is_langgraph else [3, 2, 1]
-    assert graph.get_state(config).values == {"seen": expected}
+    seen = graph.get_state(config).values["seen"]
+    assert seen[:5] == [5, 4, 3, 2, 1]  # LangGraph then runs one seeing 0 before it raises, as in any call
+    if not lg.is_langgraph:
+        assert str(caught.value).startswith(
+            "run needs more than max_super_steps=3 super-steps (5 in a call without input) "
+            "(next tasks: ['n'])"
+        )
+
+
+def test_a_call_past_a_breakpoint_counts_from_the_limit_plus_one(lg: Imports) -> None:
+    """LangGraph: ``invoke(None)`` past a static breakpoint goes on without input: it counts from R + 1."""
+    graph = build(lg).compile(checkpointer=lg.InMemorySaver(), interrupt_before=["count"])
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 4}
+    assert graph.invoke({"seen": []}, config) == {"seen": []}
+    assert graph.invoke(None, config) == {"seen": [[5, False]]}  # it stops before the next `count` again
+
+
+@pytest.mark.parametrize(("build_it", "seen"), [(build_reader, [4]), (build_entry, ["big"])])
+def test_a_call_applying_a_stored_input_counts_from_the_limit_plus_one(
+    lg: Imports, build_it: Any, seen: list[Any]
+) -> None:
+    """LangGraph: ``invoke(None)`` on an input checkpoint (``update_state(..., as_node="__input__")``) spends
+    its ``__start__`` step but no input checkpoint: a router from START sees R + 1, the first node R."""
+    graph = build_it(lg).compile(checkpointer=lg.InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 4}
+    graph.update_state(config, {"seen": []}, as_node="__input__")
+    assert graph.invoke(None, config) == {"seen": seen}
+
+
+@pytest.mark.parametrize(
+    ("workflow", "seen"), [("managed_reader", [3, 4]), ("managed_entry", ["small", "big"])]
+)
+def test_a_queued_run_applying_a_stored_input_counts_as_in_process(
+    client: Client, workflow: str, seen: list[Any]
+) -> None:
+    """On the queue a run without input on a thread whose head is an input checkpoint (written by
+    ``update_state`` after a first run) counts as in process."""
+    config = {"max_super_steps": 3}
+    client.enqueue(workflow, {"seen": []}, thread_id="q", config=config)
+    work(client)
+    client.update_state(workflow, "q", {"seen": []}, as_node="__input__")
+    run_id = client.enqueue(workflow, None, thread_id="q", config=config)
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": seen}  # the first run's, then this one's
+
+
+def test_a_queued_run_counts_the_steps_after_an_answer_from_the_limit_plus_one(client: Client) -> None:
+    """On the queue an answer continues the run: its steps from there count as LangGraph's call that
+    answers does (from ``max_super_steps`` + 3, its R + 1)."""
+    run_id = client.enqueue("managed_asking", {"seen": []}, thread_id="q", config={"max_super_steps": 3})
+    work(client)
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    client.answer(run_id, "yes")
+    work(client)
+    run = client.get_run(run_id)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.result == {"seen": ANSWERED_AT_4}

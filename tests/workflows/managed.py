@@ -1,7 +1,8 @@
 """Managed values on the queue (issue 23): ``managed_loop`` loops on one node until ``is_last_step``,
 recording ``[remaining_steps, is_last_step]`` of each super-step; neither key is stored. ``managed_entry``
 routes from START on ``remaining_steps``: to ``big`` with 5 or more, else to ``small``. ``managed_reader``
-records the ``remaining_steps`` of its one node."""
+records the ``remaining_steps`` of its one node. ``managed_asking`` is ``managed_loop`` asking first
+(``interrupt()``), so the call that answers counts the loop."""
 
 from __future__ import annotations
 
@@ -57,6 +58,29 @@ def build_reader(lg: Any) -> Any:
     return builder
 
 
+def build_asking(lg: Any) -> Any:
+    """:func:`build`'s loop whose node first asks (``interrupt()``) before it records anything: the call that
+    answers counts the loop's super-steps (either side, as :func:`build`)."""
+    fields = {
+        "seen": Annotated[list[Any], operator.add],
+        "remaining_steps": lg.RemainingSteps,
+        "is_last_step": lg.IsLastStep,
+    }
+    Counted = TypedDict("Counted", fields)  # type: ignore[operator]
+
+    def count(state: dict[str, Any]) -> dict[str, Any]:
+        if not state["seen"]:
+            lg.interrupt("go on?")
+        return {"seen": [[state["remaining_steps"], state["is_last_step"]]]}
+
+    builder = lg.StateGraph(Counted)
+    builder.add_node("count", count)
+    builder.add_edge(lg.START, "count")
+    builder.add_conditional_edges("count", lambda state: lg.END if state["is_last_step"] else "count")
+    return builder
+
+
 managed_loop = build(graphcore).compile(name="managed_loop")
+managed_asking = build_asking(graphcore).compile(name="managed_asking")
 managed_reader = build_reader(graphcore).compile(name="managed_reader")
 managed_entry = build_entry(graphcore).compile(name="managed_entry")
