@@ -4,7 +4,9 @@
 ``remaining_steps: RemainingSteps`` is the number of super-steps the run may still take, this one included:
 a node of the run's k-th super-step (k from 1, counted per ``invoke``/``stream`` call in process and per
 run on the queue) sees ``max_super_steps + 1 - k`` (LangGraph's ``recursion_limit - k``), so the last
-allowed super-step sees 1. ``is_last_step: IsLastStep`` is True in that last super-step.
+allowed super-step sees 1. ``is_last_step: IsLastStep`` is True in that last super-step. A call that
+applies no input (an answer, on the queue the steps after one; ``invoke(None)``) counts from 2 more, as
+LangGraph's (:func:`graphcore.engine.config.budget_from`).
 
 A managed key is no channel: nodes and routers read it, but it is never checkpointed, a write to it is
 ignored, and it is in neither the run's result nor its ``values`` events.
