@@ -461,6 +461,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             "configurable": inherited,
             "context": task.config.context,
             "callbacks": task.config.callbacks,
+            "max_super_steps": task.config.max_super_steps,  # LangGraph's child config keeps recursion_limit
         }
         given = merge_config(outer, passed_on(config))
         cfg = self.config_for(given, wrap=False)

@@ -212,6 +212,29 @@ def test_a_call_that_answers_runs_out_of_steps_after_the_limit_plus_one(lg: Impo
         )
 
 
+def test_a_subgraph_counts_with_its_parents_limit(lg: Imports) -> None:
+    """LangGraph: a graph invoked in a node, or run as a node, counts its own super-steps with its parent's
+    ``recursion_limit``; one that goes on where it asked, in the call that answers, counts from R + 1."""
+
+    class State(TypedDict):
+        seen: Annotated[list[Any], operator.add]
+
+    reader, asking = build_reader(lg).compile(), build_asking(lg).compile()
+    invoking = lg.StateGraph(State)
+    invoking.add_node("read", lambda state: {"seen": reader.invoke({"seen": []})["seen"]})
+    invoking.add_node("ask", lambda state: {"seen": asking.invoke({"seen": []})["seen"]})
+    invoking.add_edge(lg.START, "read")
+    invoking.add_edge("read", "ask")
+    as_node = lg.StateGraph(State)
+    as_node.add_node("ask", asking)
+    as_node.add_edge(lg.START, "ask")
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 4}
+    for builder, first in ((invoking, [3]), (as_node, [])):
+        graph = builder.compile(checkpointer=lg.InMemorySaver())
+        assert graph.invoke({"seen": []}, config)["seen"] == first
+        assert graph.invoke(lg.Command(resume="yes"), config) == {"seen": [*first, *ANSWERED_AT_4]}
+
+
 def test_a_call_past_a_breakpoint_counts_from_the_limit_plus_one(lg: Imports) -> None:
     """LangGraph: ``invoke(None)`` past a static breakpoint goes on without input: it counts from R + 1."""
     graph = build(lg).compile(checkpointer=lg.InMemorySaver(), interrupt_before=["count"])
