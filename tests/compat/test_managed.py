@@ -274,6 +274,18 @@ def test_a_queued_run_applying_a_stored_input_counts_as_in_process(
     assert run.result == {"seen": seen}  # the first run's, then this one's
 
 
+def test_a_queued_run_let_past_a_breakpoint_counts_from_the_limit_plus_one(client: Client) -> None:
+    """On the queue a resume past a breakpoint continues the run: its step counts as LangGraph's
+    ``invoke(None)`` does, then the run stops before the next ``count`` again."""
+    run_id = client.enqueue("managed_stops", {"seen": []}, thread_id="q", config={"max_super_steps": 3})
+    work(client)
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    assert client.resume(run_id) == run_id
+    work(client)
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    assert client.get_state("q").channel_values == {"seen": [[5, False]]}
+
+
 def test_a_queued_run_counts_the_steps_after_an_answer_from_the_limit_plus_one(client: Client) -> None:
     """On the queue an answer continues the run: its steps from there count as LangGraph's call that
     answers does (from ``max_super_steps`` + 3, its R + 1)."""

@@ -2,7 +2,8 @@
 recording ``[remaining_steps, is_last_step]`` of each super-step; neither key is stored. ``managed_entry``
 routes from START on ``remaining_steps``: to ``big`` with 5 or more, else to ``small``. ``managed_reader``
 records the ``remaining_steps`` of its one node. ``managed_asking`` is ``managed_loop`` asking first
-(``interrupt()``), so the call that answers counts the loop."""
+(``interrupt()``), so the call that answers counts the loop; ``managed_stops`` is ``managed_loop`` stopping
+before each of its super-steps (``interrupt_before``)."""
 
 from __future__ import annotations
 
@@ -82,5 +83,6 @@ def build_asking(lg: Any) -> Any:
 
 managed_loop = build(graphcore).compile(name="managed_loop")
 managed_asking = build_asking(graphcore).compile(name="managed_asking")
+managed_stops = build(graphcore).compile(name="managed_stops", interrupt_before=["count"])
 managed_reader = build_reader(graphcore).compile(name="managed_reader")
 managed_entry = build_entry(graphcore).compile(name="managed_entry")
