@@ -7,6 +7,10 @@ permanent and fails fast. The shape follows Temporal's ``ApplicationError(non_re
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+from types import FrameType
 from typing import Any
 
 __all__ = [
@@ -19,6 +23,7 @@ __all__ = [
     "ColdStop",
     "ConfigError",
     "ConfigKeyError",
+    "ConfigValueError",
     "DisabledError",
     "EmptyInputError",
     "GraphDrained",
@@ -141,6 +146,11 @@ class ConfigKeyError(ConfigError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class ConfigValueError(ConfigError, ValueError):
+    """A run option's value is out of its range (``recursion_limit=0``). Also a ``ValueError``, as
+    LangGraph raises for it."""
 
 
 class ThreadRequiredError(ConfigError, ValueError):
@@ -407,3 +417,18 @@ class ColdStop(SystemExit):
     run in process by :func:`worker.process.run_worker`), raised by its signal handler wherever the main
     thread is, possibly inside a node. Never the node's failure: the step is left as a killed worker's is, to
     crash recovery (its lease lapses, R18). A ``SystemExit``, as RQ's own."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+"""graphcore's folder: warnings point past its frames (:func:`warn_caller`)."""
+
+
+def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """Issue ``warnings.warn(message, category)`` pointing at the first frame outside graphcore: the user's
+    line that called ``invoke``, ``stream``, ``update_state``, ... (Python 3.12's ``skip_file_prefixes``, done
+    by walking the stack so that it works on 3.11 too)."""
+    level = 2
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

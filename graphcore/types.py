@@ -6,13 +6,14 @@ Names and meaning follow LangGraph's public API (``langgraph.types``) so that gr
 from __future__ import annotations
 
 import typing
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypedDict, TypeVar
 
 from typing_extensions import TypeAliasType
+
+from graphcore.errors import warn_caller
 
 __all__ = [
     "END",
@@ -310,11 +311,10 @@ StreamPart = TypeAliasType(
 
 
 def _deprecated_access(form: str) -> None:
-    warnings.warn(
+    warn_caller(
         f"Accessing GraphOutput via `{form}` is deprecated. Use `result.value` to access the output value "
         "directly, or `result.interrupts` for interrupts.",
         DeprecationWarning,
-        stacklevel=3,
     )
 
 

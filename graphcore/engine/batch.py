@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
 from graphcore.engine.config import RunConfig
+from graphcore.errors import warn_caller
 
 __all__ = ["BatchMethods", "configs_for"]
 
@@ -40,9 +40,7 @@ def configs_for(config: Config | Sequence[Config], count: int) -> list[Config]:
             )
         return list(config)
     if count > 1 and _run_id(config) is not None:
-        warnings.warn(
-            "Provided run_id be used only for the first element of the batch.", RuntimeWarning, stacklevel=3
-        )
+        warn_caller("Provided run_id be used only for the first element of the batch.", RuntimeWarning)
         return [config] + [_without_run_id(config)] * (count - 1)
     return [config] * count
 

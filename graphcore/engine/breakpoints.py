@@ -20,13 +20,12 @@ step after it starts from: the nodes its step ran are in its metadata ``writes``
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.errors import InvalidGraphError
+from graphcore.errors import InvalidGraphError, warn_caller
 from graphcore.types import START, Stop, TaskWrites
 
 __all__ = ["ALL", "NO_BREAKPOINTS", "Breakpoints", "Stop", "nodes_of", "stop_of"]
@@ -57,11 +56,7 @@ def nodes_of(
     if unknown and strict:
         raise InvalidGraphError(f"{what}: unknown node(s) {unknown}; nodes: {sorted(nodes)}")
     if unknown:
-        warnings.warn(
-            f"{what}: unknown node(s) {unknown} never stop the run; nodes: {sorted(nodes)}",
-            UserWarning,
-            stacklevel=4,
-        )
+        warn_caller(f"{what}: unknown node(s) {unknown} never stop the run; nodes: {sorted(nodes)}")
     return tuple(n for n in names if n in nodes)
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.timeouts import Progress
-from graphcore.errors import ArgumentTypeError, ConfigError, OutsideRunError
+from graphcore.errors import ArgumentTypeError, ConfigError, ConfigValueError, OutsideRunError
 from graphcore.settings import explain, get_settings
 
 __all__ = [
@@ -511,7 +511,7 @@ def _steps_of(limit: Any, max_super_steps: Any) -> Any:
     """``max_super_steps`` for LangGraph's ``recursion_limit`` (R allows R - 1 super-steps; 1 allows none:
     the run fails at its first super-step, as LangGraph's)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise ConfigError(
+        raise ConfigValueError(
             "run option recursion_limit: must be an integer ≥ 1 (LangGraph's recursion_limit R allows R - 1 "
             f"super-steps, graphq's max_super_steps) (got {limit!r})"
         )

@@ -19,7 +19,6 @@ unknown value is refused at enqueue (ConfigError).
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine.config import Scope
+from graphcore.errors import warn_caller
 from graphcore.types import TaskWrites
 
 __all__ = ["DURABILITY", "ExitStore", "check_durability", "durable"]
@@ -40,11 +40,9 @@ def check_durability(value: Any) -> str | None:
     LangGraph's does (it does not check it), with a UserWarning naming it: a typo must not pass unseen."""
     if value is None or value in DURABILITY:
         return value  # type: ignore[no-any-return]
-    warnings.warn(
+    warn_caller(
         f"durability={value!r} is not one of {list(DURABILITY)}; the run writes its checkpoints as with "
-        "'async'",
-        UserWarning,
-        stacklevel=3,
+        "'async'"
     )
     return "async"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
@@ -67,7 +66,7 @@ from graphcore.engine.runtime import RunControl, with_context
 from graphcore.engine.saving import TaskSaver
 from graphcore.engine.snapshot import StateMethods, carried_answers, request_ahead
 from graphcore.engine.step import StepResult, arun_step, has_async_tasks, run_step
-from graphcore.errors import CheckpointNotFoundError, GraphDrained, StepLimitError
+from graphcore.errors import CheckpointNotFoundError, GraphDrained, StepLimitError, warn_caller
 from graphcore.types import Command, GraphOutput, Interrupt, TaskWrites
 
 __all__ = ["INTERRUPT_KEY", "STREAM_MODES", "CompiledGraph", "start_point", "step_limit_error", "with_resume"]
@@ -726,9 +725,7 @@ def ignore_unknown(call: str, kwargs: Mapping[str, Any]) -> None:
     """Warn (a UserWarning) of the keyword arguments ``call`` (``invoke``, ``stream``) does not know, which it
     ignores, as LangGraph's take them into ``**kwargs``: a misspelt option must not pass unseen."""
     if kwargs:
-        warnings.warn(
-            f"{call}() ignores unknown keyword argument(s) {sorted(kwargs)}", UserWarning, stacklevel=3
-        )
+        warn_caller(f"{call}() ignores unknown keyword argument(s) {sorted(kwargs)}")
 
 
 def _reaching(

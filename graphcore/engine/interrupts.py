@@ -138,9 +138,7 @@ def interrupt_id(task_id: str, index: int) -> str:
     return hashlib.sha1(f"{task_id}|interrupt|{index}".encode()).hexdigest()[:16]
 
 
-def interrupt(
-    value: Any, timeout_s: float | None = None, *, response_schema: Any = None
-) -> Any:
+def interrupt(value: Any, timeout_s: float | None = None, *, response_schema: Any = None) -> Any:
     """Pause the running node and ask a human; returns the answer once one is given.
 
     Args:

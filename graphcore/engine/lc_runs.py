@@ -31,6 +31,7 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 
 from graphcore.engine.config import RunConfig, TaskContext
 from graphcore.engine.messages_stream import handlers
+from graphcore.errors import warn_caller
 
 __all__ = ["GraphRunnable", "astream_events", "graph_run", "node_run"]
 
@@ -91,16 +92,15 @@ def astream_events(
     the module docstring); ``kwargs``: LangChain's ``astream_events`` filters and the graph's
     :data:`RUN_KEYWORDS`.
 
+    Another keyword argument is ignored, as LangGraph's, with a UserWarning naming it.
+
     Raises:
-        TypeError: a keyword argument that is not one of :data:`FILTERS` or :data:`RUN_KEYWORDS`, named.
         NotImplementedError: LangChain's, for another ``version`` (when iterated).
     """
     unknown = sorted(set(kwargs) - FILTERS - RUN_KEYWORDS)
-    if unknown:
-        raise TypeError(
-            f"astream_events() got unexpected keyword argument(s) {unknown}; "
-            f"takes {sorted(FILTERS | RUN_KEYWORDS)}"
-        )
+    if unknown:  # LangGraph passes them on to astream, which ignores them
+        warn_caller(f"astream_events() ignores unknown keyword argument(s) {unknown}")
+        kwargs = {k: v for k, v in kwargs.items() if k not in unknown}
     given = dict(config or {})
     root = {k: given[k] for k in _ROOT_OPTIONS if k in given}
     runnable = GraphRunnable(graph, given)

@@ -9,12 +9,11 @@ these; a queued run always has a thread (the client makes one) and is not checke
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from graphcore.engine.config import RunConfig
-from graphcore.errors import EmptyInputError, NoCheckpointerError, ThreadRequiredError
+from graphcore.errors import EmptyInputError, NoCheckpointerError, ThreadRequiredError, warn_caller
 from graphcore.types import START, Command
 
 __all__ = ["check_thread", "empty_input", "nothing_to_resume", "unasked"]
@@ -69,11 +68,9 @@ def unasked(command: Command[Any], thread: str, fresh: bool) -> Any:
     or when it holds nothing else ``{}`` (a fresh thread: the graph runs from its start) or None (an ended
     thread: nothing runs, the state is returned). Warns (``UserWarning``) that the answer is dropped."""
     why = "has no checkpoint, so the graph runs from its start" if fresh else "has ended, so nothing runs"
-    warnings.warn(
+    warn_caller(
         f"Command(resume=...) on thread {thread!r}: no interrupt waits for an answer, the answer is dropped "
-        f"(the thread {why})",
-        UserWarning,
-        stacklevel=2,
+        f"(the thread {why})"
     )
     rest = dataclasses.replace(command, resume=None)
     if rest.update is not None or rest.goto:

@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import logging
 import typing
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +36,7 @@ from graphcore.engine.channels import (
     channel_for,
     overwrite_of,
 )
-from graphcore.errors import InvalidGraphError, InvalidUpdateError
+from graphcore.errors import InvalidGraphError, InvalidUpdateError, warn_caller
 from graphcore.managed import ManagedValue, managed_of
 from graphcore.types import START
 
@@ -422,7 +421,7 @@ def _unknown_keys(message: str, strict: Strictness) -> None:
         InvalidUpdateError: ``strict`` is True.
     """
     if strict == "warn":
-        warnings.warn(f"{message}: ignored", UserWarning, stacklevel=2)
+        warn_caller(f"update_state: {message}: ignored")
     elif strict:
         raise InvalidUpdateError(message)
     else:

@@ -22,7 +22,6 @@ import contextvars
 import logging
 import queue
 import threading
-import warnings
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
 from graphcore.engine.snapshot import subgraph_config, task_result
 from graphcore.engine.task_metadata import step_metadata
 from graphcore.engine.threads import start_thread
-from graphcore.errors import GraphqError
+from graphcore.errors import GraphqError, warn_caller
 from graphcore.types import START, Interrupt, TaskWrites
 
 __all__ = [
@@ -101,11 +100,7 @@ def check_modes(stream_mode: str | Sequence[str]) -> list[str]:
     modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
     bad = [m for m in modes if m not in STREAM_MODES]
     if bad:
-        warnings.warn(
-            f"unknown stream mode(s) {bad} yield nothing; known: {list(STREAM_MODES)}",
-            UserWarning,
-            stacklevel=3,
-        )
+        warn_caller(f"unknown stream mode(s) {bad} yield nothing; known: {list(STREAM_MODES)}")
     return [m for m in modes if m in STREAM_MODES]
 
 
@@ -670,11 +665,7 @@ def check_version(version: str) -> None:
     """Check ``stream``'s and ``invoke``'s ``version``: any value but ``"v2"`` gives v1's shapes, as
     LangGraph's does; one that is not ``"v1"`` either is named in a UserWarning."""
     if version not in VERSIONS:
-        warnings.warn(
-            f"version={version!r} is not 'v1' (tuples) or 'v2' (stream parts); the run gives v1's",
-            UserWarning,
-            stacklevel=3,
-        )
+        warn_caller(f"version={version!r} is not 'v1' (tuples) or 'v2' (stream parts); the run gives v1's")
 
 
 def v2_parts(version: str, output: Callable[[Any], Any], state: Callable[[Any], Any]) -> Part | None:
