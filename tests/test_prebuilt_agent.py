@@ -17,6 +17,7 @@ from graphcore.prebuilt import (
     Spent,
     ToolNode,
     budget_exhausted,
+    create_react_agent,
     first_of,
     has_tool_calls,
     is_final_answer,
@@ -36,6 +37,7 @@ def approve(action: str) -> str:
 
 
 def quick(x: str) -> str:
+    """Answer ``x`` at once."""
     RUNS["quick"] += 1
     return x
 
@@ -82,6 +84,30 @@ def test_parallel_calls_interrupt_each_with_its_own_request_and_finished_calls_d
         ("tool", "ship: ok-ship", "c2"),
     ]
     assert RUNS == {"pay": 2, "quick": 1, "ship": 2}  # the finished call kept its result (pending writes)
+
+
+def test_a_v1_agents_tools_task_asks_once_per_asking_call() -> None:
+    """``create_react_agent(version="v1")`` runs all calls in one ``tools`` task (LangGraph's v1), whose
+    ToolNode runs them as tasks of its inner graph: each asking call is its own request (LangGraph's v1
+    surfaces only the first), answered by id, and the finished call is not run again."""
+    from tests.workflows.lc_agent import ToolCallingFakeModel
+
+    RUNS.clear()
+    ai = calls(("approve", {"action": "pay"}), ("quick", {"x": "z"}), ("approve", {"action": "ship"}))
+    model = ToolCallingFakeModel(responses=[ai, AIMessage("done")])
+    agent = create_react_agent(model, [approve, quick], version="v1", checkpointer=InMemoryCheckpointStore())
+    config = {"configurable": {"thread_id": "v1"}}
+    asks = agent.invoke({"messages": [HumanMessage("go")]}, config)["__interrupt__"]
+    assert sorted(i.value["approve"] for i in asks) == ["pay", "ship"]
+    assert agent.get_state(config).next == ("tools",)
+    out = agent.invoke(Command(resume={i.id: f"ok-{i.value['approve']}" for i in asks}), config)
+    assert [(m.type, m.content) for m in out["messages"][2:]] == [
+        ("tool", "pay: ok-pay"),
+        ("tool", "z"),
+        ("tool", "ship: ok-ship"),
+        ("ai", "done"),
+    ]
+    assert RUNS == {"pay": 2, "quick": 1, "ship": 2}
 
 
 def test_a_langchain_style_tool_object_is_invoked_with_the_args() -> None:

@@ -24,8 +24,8 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.errors import ConfigError
 from graphcore.managed import RemainingSteps
 from graphcore.messages import AIMessage, AnyMessage, MessagesState, SystemMessage
-from graphcore.prebuilt.tool_node import ToolNode
-from graphcore.types import END, START
+from graphcore.prebuilt.tool_node import CALL_WITH_CONTEXT, ToolNode
+from graphcore.types import END, START, Send
 
 __all__ = ["AgentState", "create_react_agent"]
 
@@ -207,8 +207,11 @@ def create_react_agent(
         context_schema: the run context's schema (``StateGraph``'s).
         checkpointer, interrupt_before, interrupt_after, debug, name: as ``StateGraph.compile``'s; ``name``
             also names the model's replies (``AIMessage.name``), as LangGraph's.
-        version: ``"v1"`` or ``"v2"``: LangGraph's tool node runs all calls in one task (v1) or one task
-            per call (v2); graphq's ToolNode runs each call as its own task in both.
+        version: ``"v1"`` or ``"v2"``, as LangGraph's: with v2 (the default) the router after the model
+            sends one ``tools`` task per tool call (``Send("tools", {"__type": "tool_call_with_context",
+            "tool_call": call, "state": state})``), so a step with 2 calls has 2 ``tools`` tasks; with v1 one
+            ``tools`` task runs all the calls of the last AI message. After a ``post_model_hook`` the calls
+            not answered yet are sent one per task in both, as LangGraph's.
         store: the long-term store (``StateGraph.compile``'s): what ``get_store()`` and an
             ``InjectedStore`` tool argument get.
 
@@ -259,7 +262,7 @@ def create_react_agent(
     if response_format is not None:
         builder.add_node(STRUCTURED, structured)
         builder.add_edge(STRUCTURED, END)
-    _loop(builder, tool_node, entry, done, post_model_hook)
+    _loop(builder, tool_node, entry, done, post_model_hook, per_call=version == "v2")
     options: dict[str, Any] = {"name": name} if name is not None else {}
     return builder.compile(
         checkpointer=checkpointer,
@@ -282,9 +285,12 @@ def _hooked(builder: StateGraph, pre_model_hook: Any) -> str:
     return entry
 
 
-def _loop(builder: StateGraph, tool_node: ToolNode, entry: str, done: str, post_model_hook: Any) -> None:
-    """The edges after the model call (through the post-model hook if any): to ``tools`` and back to
-    ``entry`` (or to END after a ``return_direct`` tool), else to ``done``."""
+def _loop(
+    builder: StateGraph, tool_node: ToolNode, entry: str, done: str, post_model_hook: Any, per_call: bool
+) -> None:
+    """The edges after the model call (through the post-model hook if any): to ``tools`` (one task per
+    tool call when ``per_call``, v2) and back to ``entry`` (or to END after a ``return_direct`` tool), else
+    to ``done``."""
     calling = bool(tool_node.tools_by_name)
     if calling:
         direct = _returning_directly(tool_node)
@@ -299,33 +305,43 @@ def _loop(builder: StateGraph, tool_node: ToolNode, entry: str, done: str, post_
         targets = [entry, TOOLS, done] if calling else [done]
         builder.add_conditional_edges(POST, _after_post_hook(entry, done, calling), targets)
     elif calling:
-        builder.add_conditional_edges(AGENT, _after_model(done), [TOOLS, done])
+        builder.add_conditional_edges(AGENT, _after_model(done, per_call), [TOOLS, done])
     else:
         builder.add_edge(AGENT, done)
 
 
-def _after_model(done: str) -> Callable[[Any], str]:
-    """The router after ``agent``: ``tools`` when the reply calls tools, else ``done``."""
+def _per_call(calls: list[Any], state: Any) -> list[Send]:
+    """One ``tools`` task per tool call, each given its call and the state (LangGraph's
+    ``ToolCallWithContext``, what :class:`~graphcore.prebuilt.ToolNode` takes as one call's input)."""
+    return [Send(TOOLS, {"__type": CALL_WITH_CONTEXT, "tool_call": call, "state": state}) for call in calls]
 
-    def route(state: Any) -> str:
-        return TOOLS if getattr(_messages(state)[-1], "tool_calls", None) else done
+
+def _after_model(done: str, per_call: bool) -> Callable[[Any], str | list[Send]]:
+    """The router after ``agent``: ``tools`` when the reply calls tools (one ``Send`` per call when
+    ``per_call``), else ``done``."""
+
+    def route(state: Any) -> str | list[Send]:
+        calls = getattr(_messages(state)[-1], "tool_calls", None)
+        if not calls:
+            return done
+        return _per_call(calls, state) if per_call else TOOLS
 
     return route
 
 
-def _after_post_hook(entry: str, done: str, calling: bool) -> Callable[[Any], str]:
-    """The router after ``post_model_hook`` (LangGraph's): ``tools`` while the last AI message has calls
-    with no tool message yet, back to ``entry`` after a tool message, else ``done``."""
+def _after_post_hook(entry: str, done: str, calling: bool) -> Callable[[Any], str | list[Send]]:
+    """The router after ``post_model_hook`` (LangGraph's): one ``tools`` task per call of the last AI
+    message with no tool message yet, back to ``entry`` after a tool message, else ``done``."""
 
-    def route(state: Any) -> str:
+    def route(state: Any) -> str | list[Send]:
         messages = _messages(state)
         if not calling:
             return done
         answered = {m.tool_call_id for m in messages if getattr(m, "type", None) == "tool"}
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
-        calls = getattr(last_ai, "tool_calls", None) or []
-        if any(call["id"] not in answered for call in calls):
-            return TOOLS
+        pending = [call for call in getattr(last_ai, "tool_calls", None) or [] if call["id"] not in answered]
+        if pending:
+            return _per_call(pending, state)
         if getattr(messages[-1], "type", None) == "tool":
             return entry
         return done

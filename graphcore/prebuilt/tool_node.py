@@ -4,7 +4,9 @@
 graph (one ``Send`` per call), so they run in parallel, each may call ``interrupt()`` (the run pauses with
 one request per asking call; answered calls go on, finished ones are not run again), and on the queue a
 call that finished survives a crash of its siblings' worker as pending writes. Its results are
-:class:`~graphcore.messages.ToolMessage` objects in the order of the calls.
+:class:`~graphcore.messages.ToolMessage` objects in the order of the calls. Given one call with its state
+(LangGraph's ``ToolCallWithContext``, what ``create_react_agent`` sends each ``tools`` task), it runs that
+call in its own task, with no inner graph: the graph's tasks are the calls.
 
 A tool parameter annotated ``Annotated[dict, InjectedState]`` (the graph's state), ``Annotated[list,
 InjectedState("messages")]`` (one key of it) or ``Annotated[Any, InjectedStore()]`` (the run's long-term
@@ -35,6 +37,10 @@ from graphcore.messages import ToolCall, ToolMessage
 from graphcore.types import END, START, Command, Send
 
 __all__ = ["ToolNode", "tools_condition"]
+
+CALL_WITH_CONTEXT = "tool_call_with_context"
+"""The ``__type`` of one tool call's input, ``{"__type": CALL_WITH_CONTEXT, "tool_call": call, "state":
+state}`` (LangGraph's ``ToolCallWithContext``): what ``create_react_agent`` sends each ``tools`` task."""
 
 INVALID_TOOL = "Error: {name} is not a valid tool, try one of [{names}]."
 INVALID_ARGS = (
@@ -277,7 +283,10 @@ class ToolNode:
     Given a state (a dict or model with messages under ``messages_key``), it finds the last AI message and
     runs each of its tool calls as its own task, in parallel; the update is ``{messages_key: [ToolMessage,
     ...]}`` in call order, each with the call's ``tool_call_id`` and the tool's ``name``. Given a list of
-    messages, the result is the list of tool messages.
+    messages, the result is the list of tool messages. Given one call, ``{"__type":
+    "tool_call_with_context", "tool_call": call, "state": state}`` (LangGraph's ``ToolCallWithContext``, a
+    ``Send`` payload of ``create_react_agent``), it runs that call in this task (its ``InjectedState``
+    parameters get ``state``); the update is ``{messages_key: [its ToolMessage]}``, or ``[its Command]``.
 
     Tools: plain functions (name = ``__name__``; the call's ``args`` are validated against the signature
     with pydantic, lax as langchain-core's, and passed by keyword; an ``async def`` tool is awaited, under
@@ -336,6 +345,8 @@ class ToolNode:
             ValueError: no messages, or no AI message among them.
             GraphInterrupt: a tool asked a human (the node pauses).
         """
+        if isinstance(state, Mapping) and state.get("__type") == CALL_WITH_CONTEXT:
+            return self._run_one(state["tool_call"], state["state"])
         messages = _last_messages(state, self.messages_key)
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         if last_ai is None:
@@ -355,6 +366,18 @@ class ToolNode:
         return {self.messages_key: results, **(_outcome(results) if self.record_outcome else {})}
 
     invoke = __call__
+
+    def _run_one(self, call: Mapping[str, Any], state: Any) -> Any:
+        """Run one tool call in this task (no inner graph), its ``InjectedState`` parameters given
+        ``state``: the update ``{messages_key: [its ToolMessage]}``, or ``[its Command]`` (LangGraph's)."""
+        token = _STATE.set(state)
+        try:
+            result = self.run_call(call)
+        finally:
+            _STATE.reset(token)
+        if isinstance(result, tuple):
+            return [result[1]]
+        return {self.messages_key: [result], **(_outcome([result]) if self.record_outcome else {})}
 
     def _run_calls(self, calls: list[dict[str, Any]]) -> list[Any]:
         if not calls:
