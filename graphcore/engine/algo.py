@@ -51,12 +51,14 @@ from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 __all__ = [
+    "COMMAND_TASK_ID",
     "StartTask",
     "Task",
     "applied_input",
     "apply_input",
     "apply_updates",
     "apply_writes",
+    "command_entry",
     "fork",
     "input_checkpoint",
     "input_writes",
@@ -66,8 +68,17 @@ __all__ = [
     "start_routes",
     "start_run",
     "task_spec",
+    "with_command",
     "with_pushed",
 ]
+
+COMMAND_TASK_ID = "!command"
+"""The task id under which a run's input ``Command(update=..., goto=...)`` is saved as a pending write of
+the checkpoint it goes on from (LangGraph's ``NULL_TASK_ID``; :func:`command_entry`): never a task's id, so
+it marks no task finished."""
+
+COMMAND_WRITER = "__input__"
+"""The writer an input ``Command``'s update is attributed to (LangGraph's ``INPUT``), in its messages."""
 
 
 @dataclass(frozen=True)
@@ -598,7 +609,7 @@ def apply_input(
         InvalidUpdateError: the input is not a mapping, or has keys outside the input schema when ``strict``.
     """
     base = parent.channel_values if parent is not None else graph.schema.initial_values()
-    writes = graph.schema.writes_of(START, input, strict=strict)
+    writes = input_update(graph, input, strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     seen = values if remaining is None else graph.schema.with_managed(values, remaining)
@@ -650,6 +661,59 @@ def start_routes(
     ctx = TaskContext(cfg, partial(start.writer, task), task_id=task.id, node=START, checkpoint_id=cp.id)
     with task_context(ctx):
         return [p for b in branches for p in _route(graph, b, values)]
+
+
+def input_update(graph: GraphSpec, input: Any, strict: Strictness = False) -> list[tuple[str, Any]]:
+    """The channel writes of a run's ``input``: a ``Command``'s ``update`` (any channel, as a node's
+    Command writes it), else the input's keys of the input schema (:meth:`StateSchema.writes_of`)."""
+    if isinstance(input, Command):
+        return _command_writes(graph, COMMAND_WRITER, input.update, strict)
+    return graph.schema.writes_of(START, input, strict=strict)
+
+
+def command_entry(graph: GraphSpec, command: Command[Any], earlier: TaskWrites | None = None) -> TaskWrites:
+    """The pending write (task id :data:`COMMAND_TASK_ID`) of an input ``command`` given to a thread that
+    has a checkpoint: its update's writes and its goto's tasks, after those of ``earlier`` (the entry of
+    commands given before at the same checkpoint, kept: nothing given is lost).
+
+    Raises:
+        InvalidUpdateError: the update is not a dict of state updates, or a goto names a node the graph
+            does not have.
+    """
+    writes = input_update(graph, command)
+    goto = _input_goto(graph, command)
+    if earlier is not None:
+        writes, goto = [*earlier.writes, *writes], [*earlier.goto, *goto]
+    return TaskWrites(COMMAND_TASK_ID, COMMAND_WRITER, writes, goto)
+
+
+def with_command(
+    graph: GraphSpec, cp: Checkpoint, pending: Mapping[str, TaskWrites], *, goto: bool = True
+) -> tuple[Checkpoint, dict[str, TaskWrites]]:
+    """``cp`` as a run going on from it sees it, and the pending writes of its step's tasks (``pending``
+    without the input command's entry). With an entry (:func:`command_entry`): ``cp`` under the SAME id
+    (its tasks' ids, and so their pending writes and open requests, stay valid) with the command's update
+    applied through the reducers (versions bumped) and its goto's tasks added after its next tasks (a
+    node already next runs once; not with ``goto=False``: a snapshot shows only the update, as LangGraph's
+    ``get_state``); the next checkpoint committed from it holds them, as LangGraph applies its null task's
+    writes before the step. ``cp`` itself without one.
+
+    Raises:
+        InvalidUpdateError: a reducer refused the update's value.
+    """
+    entry = pending.get(COMMAND_TASK_ID)
+    rest = {tid: tw for tid, tw in pending.items() if tid != COMMAND_TASK_ID}
+    if entry is None:
+        return cp, rest
+    values, changed = _apply(graph, cp.channel_values, [(k, (entry.node, v)) for k, v in entry.writes])
+    tasks = list(cp.next_tasks)
+    for going in entry.goto if goto else ():
+        if going.send or going.node not in {t.node for t in tasks if not t.send}:
+            tasks.append(going)
+    view = dataclasses.replace(
+        cp, channel_values=values, channel_versions=_bumped(cp.channel_versions, changed), next_tasks=tasks
+    )
+    return view, rest
 
 
 def _input_goto(graph: GraphSpec, input: Any) -> list[PendingTask]:
@@ -716,7 +780,7 @@ def start_run(
 def input_writes(graph: GraphSpec, cp: Checkpoint) -> list[TaskWrites]:
     """The writes of input checkpoint ``cp``'s ``__start__`` task (:func:`is_input`): its input as the
     channel writes it makes, kept with the checkpoint after it (``tasks[0].result``, LangGraph's)."""
-    writes = graph.schema.writes_of(START, cp.next_tasks[0].arg, strict=False)  # as the run applies it
+    writes = input_update(graph, cp.next_tasks[0].arg)  # as the run applies it
     return [TaskWrites(task_id(cp.id, 0, START), START, writes)]
 
 
