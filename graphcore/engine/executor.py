@@ -156,7 +156,10 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         """Run the graph to the end in this process and return the final state values.
 
         Args:
-            input: the input update (a dict, or a model of the state schema).
+            input: the input update (a dict, or a model of the state schema); or a ``Command``: on a thread
+                with a checkpoint the run goes on from it (its ``update`` applied first, its ``goto``'s nodes
+                added to the step, its ``resume`` the answer; kept with that checkpoint, so ``get_state``
+                shows the update), on a fresh thread its ``update`` is the input, as LangGraph's.
             config: run options (see :class:`RunConfig`; LangGraph's config dict is accepted as it is).
             interrupt_before: static breakpoints of this call (node names or ``"*"``), replacing the
                 compiled ones when given: the run stops before a super-step that runs one of them and
