@@ -593,13 +593,15 @@ def apply_input(
     source: str = "input",
     remaining: int | None = None,
     start: StartTask | None = None,
+    goto: Sequence[PendingTask] = (),
 ) -> Checkpoint:
     """``input`` applied through the reducers onto ``parent``'s state (or a fresh thread's defaults), with
     the entry nodes scheduled (edges and routers from START; with ``remaining``, the run's super-steps plus
     the input's, they read the managed values as LangGraph's; with ``start``, they run in the input's
-    ``__start__`` task, :func:`start_routes`): step ``parent.step + 1`` (-1 without a parent), metadata
-    ``source`` as given. A run's first checkpoint after its input checkpoint is this with
-    ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)`` writes it as ``update``.
+    ``__start__`` task, :func:`start_routes`) and ``goto``'s tasks beside them: step ``parent.step + 1``
+    (-1 without a parent), metadata ``source`` as given. A run's first checkpoint after its input
+    checkpoint is this with ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)``
+    writes it as ``update``.
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
     them at enqueue), or as ``strict`` says (``update_state(..., as_node=START)``:
@@ -613,8 +615,9 @@ def apply_input(
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     seen = values if remaining is None else graph.schema.with_managed(values, remaining)
-    goto = start_routes(graph, parent, seen, start)
-    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto + _input_goto(graph, input))], {})
+    routed = start_routes(graph, parent, seen, start)
+    going = [*routed, *_input_goto(graph, input), *goto]
+    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], going)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": source, "step": step, "writes": [START]}
     return Checkpoint(
@@ -754,8 +757,9 @@ def input_checkpoint(
 
 
 def is_input(cp: Checkpoint) -> bool:
-    """Whether ``cp`` is an input checkpoint whose input is not applied yet (its one task: ``__start__``)."""
-    return len(cp.next_tasks) == 1 and cp.next_tasks[0].node == START
+    """Whether ``cp`` is an input checkpoint whose input is not applied yet (its one task: ``__start__``; an
+    input ``Command``'s goto may add more to it as a run sees it: :func:`with_command`)."""
+    return bool(cp.next_tasks) and cp.next_tasks[0].node == START
 
 
 def start_run(
@@ -793,9 +797,10 @@ def applied_input(
 ) -> Checkpoint:
     """The input of input checkpoint ``cp`` (:func:`is_input`) applied: the checkpoint after it
     (``source: loop``), as a run that goes on from ``cp`` (``invoke(None, ...)``) writes it (``remaining``
-    and ``start`` as in :func:`apply_input`)."""
-    arg = cp.next_tasks[0].arg
-    return apply_input(graph, cp, arg, metadata, source="loop", remaining=remaining, start=start)
+    and ``start`` as in :func:`apply_input`); ``cp``'s other next tasks (an input Command's goto) run beside
+    the entry nodes."""
+    arg, goto = cp.next_tasks[0].arg, cp.next_tasks[1:]
+    return apply_input(graph, cp, arg, metadata, source="loop", remaining=remaining, start=start, goto=goto)
 
 
 def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:

@@ -199,3 +199,25 @@ def test_an_update_on_a_fresh_thread_is_applied_once() -> None:
         (0, "loop", {"log": ["u"]}),
         (-1, "input", {"log": []}),
     ]
+
+
+def test_a_goto_at_an_input_checkpoint_runs_beside_the_entry_nodes() -> None:
+    """graphq (a deliberate difference, README): ``Command(goto="c")`` on a thread whose last checkpoint is
+    a run's input not applied yet (``update_state(..., as_node="__input__")``): the input is applied and c
+    runs in the first super-step beside the entry node a (LangGraph runs c with its ``__start__`` task,
+    before a: ``['i', 'c', 'a']``)."""
+    gq = Imports("graphq")
+    builder = gq.StateGraph(State)
+    builder.add_node("a", lambda state: {"log": ["a"]})
+    builder.add_node("c", lambda state: {"log": ["c"]})
+    builder.add_edge(gq.START, "a")
+    builder.add_edge("a", gq.END)
+    builder.add_edge("c", gq.END)
+    graph, config = builder.compile(checkpointer=gq.InMemorySaver()), {"configurable": {"thread_id": "1"}}
+    graph.update_state(config, {"log": ["i"]}, as_node="__input__")
+    assert graph.invoke(gq.Command(goto="c"), config) == {"log": ["i", "a", "c"]}
+    assert [(step, source, next_) for step, source, next_, _ in _history(graph, config)] == [
+        (1, "loop", ()),
+        (0, "loop", ("a", "c")),
+        (-1, "input", ("__start__",)),
+    ]
