@@ -44,7 +44,7 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
-from graphcore.engine.schema import Strictness
+from graphcore.engine.schema import COMMAND_WRITER, Strictness
 from graphcore.engine.task_metadata import PULL, langgraph_metadata, task_paths
 from graphcore.engine.timeouts import IdleTimeout, Timeout, node_timeouts
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
@@ -76,9 +76,6 @@ COMMAND_TASK_ID = "!command"
 """The task id under which a run's input ``Command(update=..., goto=...)`` is saved as a pending write of
 the checkpoint it goes on from (LangGraph's ``NULL_TASK_ID``; :func:`command_entry`): never a task's id, so
 it marks no task finished."""
-
-COMMAND_WRITER = "__input__"
-"""The writer an input ``Command``'s update is attributed to (LangGraph's ``INPUT``), in its messages."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@ import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
+import pytest
+
+from graphcore import InvalidUpdateError
 from tests.compat.conftest import Imports
 
 
@@ -221,3 +224,19 @@ def test_a_goto_at_an_input_checkpoint_runs_beside_the_entry_nodes() -> None:
         (0, "loop", ("a", "c")),
         (-1, "input", ("__start__",)),
     ]
+
+
+def test_a_malformed_input_command_is_refused_and_nothing_is_saved() -> None:
+    """graphq (a deliberate difference, README): an input Command whose goto names no node, or whose update
+    is not a dict of state updates, is refused (LangGraph ignores it with a warning); nothing of it is
+    kept, so the answer given next goes on as if it had not been given."""
+    gq = Imports("graphq")
+    graph, config = _paused(gq)
+    with pytest.raises(InvalidUpdateError) as no_node:
+        graph.invoke(gq.Command(update={"log": ["u"]}, goto="nope"), config)
+    assert str(no_node.value) == "input Command(goto=...) to unknown node(s) ['nope']"
+    with pytest.raises(InvalidUpdateError) as no_dict:
+        graph.invoke(gq.Command(update=5, goto="c"), config)
+    assert str(no_dict.value) == "the input Command's update is a int; expected a dict of state updates"
+    assert graph.get_state(config).values == {"log": ["a"]}
+    assert graph.invoke(gq.Command(resume="x"), config) == {"log": ["a", "b:x"]}
