@@ -49,6 +49,7 @@ from graphcore.engine.algo import (
     start_run,
     stored_form,
     stored_writes,
+    with_command,
 )
 from graphcore.engine.breakpoints import stop_of
 from graphcore.engine.checkpointer import replay_of
@@ -286,6 +287,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     _check_step(graph, run, cfg, cp)
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
     finished, handled = _earlier(ctx, run, cp) if pending else (finished or {}, {})
+    cp, finished = with_command(graph, cp, finished)  # an input Command given in process (LangGraph's)
     stop = stop_at(graph, run, cp, finished)
     if stop is not None:  # a static breakpoint: pause before running anything
         return pause(ctx, run, lease, cp, [], persisted=True, stop=stop)

@@ -44,19 +44,21 @@ from graphcore.engine.loops import run_coroutine
 from graphcore.engine.nested import refusal
 from graphcore.engine.params import keyword_args
 from graphcore.engine.parent import for_parent, taking_commands
-from graphcore.engine.schema import Strictness
+from graphcore.engine.schema import COMMAND_WRITER, Strictness
 from graphcore.engine.task_metadata import PULL, langgraph_metadata, task_paths
 from graphcore.engine.timeouts import IdleTimeout, Timeout, node_timeouts
 from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 __all__ = [
+    "COMMAND_TASK_ID",
     "StartTask",
     "Task",
     "applied_input",
     "apply_input",
     "apply_updates",
     "apply_writes",
+    "command_entry",
     "fork",
     "input_checkpoint",
     "input_writes",
@@ -66,8 +68,14 @@ __all__ = [
     "start_routes",
     "start_run",
     "task_spec",
+    "with_command",
     "with_pushed",
 ]
+
+COMMAND_TASK_ID = "!command"
+"""The task id under which a run's input ``Command(update=..., goto=...)`` is saved as a pending write of
+the checkpoint it goes on from (LangGraph's ``NULL_TASK_ID``; :func:`command_entry`): never a task's id, so
+it marks no task finished."""
 
 
 @dataclass(frozen=True)
@@ -582,13 +590,15 @@ def apply_input(
     source: str = "input",
     remaining: int | None = None,
     start: StartTask | None = None,
+    goto: Sequence[PendingTask] = (),
 ) -> Checkpoint:
     """``input`` applied through the reducers onto ``parent``'s state (or a fresh thread's defaults), with
     the entry nodes scheduled (edges and routers from START; with ``remaining``, the run's super-steps plus
     the input's, they read the managed values as LangGraph's; with ``start``, they run in the input's
-    ``__start__`` task, :func:`start_routes`): step ``parent.step + 1`` (-1 without a parent), metadata
-    ``source`` as given. A run's first checkpoint after its input checkpoint is this with
-    ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)`` writes it as ``update``.
+    ``__start__`` task, :func:`start_routes`) and ``goto``'s tasks beside them: step ``parent.step + 1``
+    (-1 without a parent), metadata ``source`` as given. A run's first checkpoint after its input
+    checkpoint is this with ``source: loop`` (:func:`start_run`); ``update_state(..., as_node=START)``
+    writes it as ``update``.
 
     Keys outside the input schema are dropped, as LangGraph drops them (a queued run's input was refused
     them at enqueue), or as ``strict`` says (``update_state(..., as_node=START)``:
@@ -598,12 +608,13 @@ def apply_input(
         InvalidUpdateError: the input is not a mapping, or has keys outside the input schema when ``strict``.
     """
     base = parent.channel_values if parent is not None else graph.schema.initial_values()
-    writes = graph.schema.writes_of(START, input, strict=strict)
+    writes = input_update(graph, input, strict)
     values, changed = _apply(graph, base, [(key, (START, value)) for key, value in writes])
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     seen = values if remaining is None else graph.schema.with_managed(values, remaining)
-    goto = start_routes(graph, parent, seen, start)
-    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], goto + _input_goto(graph, input))], {})
+    routed = start_routes(graph, parent, seen, start)
+    going = [*routed, *_input_goto(graph, input), *goto]
+    next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], going)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": source, "step": step, "writes": [START]}
     return Checkpoint(
@@ -652,6 +663,59 @@ def start_routes(
         return [p for b in branches for p in _route(graph, b, values)]
 
 
+def input_update(graph: GraphSpec, input: Any, strict: Strictness = False) -> list[tuple[str, Any]]:
+    """The channel writes of a run's ``input``: a ``Command``'s ``update`` (any channel, as a node's
+    Command writes it), else the input's keys of the input schema (:meth:`StateSchema.writes_of`)."""
+    if isinstance(input, Command):
+        return _command_writes(graph, COMMAND_WRITER, input.update, strict)
+    return graph.schema.writes_of(START, input, strict=strict)
+
+
+def command_entry(graph: GraphSpec, command: Command[Any], earlier: TaskWrites | None = None) -> TaskWrites:
+    """The pending write (task id :data:`COMMAND_TASK_ID`) of an input ``command`` given to a thread that
+    has a checkpoint: its update's writes and its goto's tasks, after those of ``earlier`` (the entry of
+    commands given before at the same checkpoint, kept: nothing given is lost).
+
+    Raises:
+        InvalidUpdateError: the update is not a dict of state updates, or a goto names a node the graph
+            does not have.
+    """
+    writes = input_update(graph, command)
+    goto = _input_goto(graph, command)
+    if earlier is not None:
+        writes, goto = [*earlier.writes, *writes], [*earlier.goto, *goto]
+    return TaskWrites(COMMAND_TASK_ID, COMMAND_WRITER, writes, goto)
+
+
+def with_command(
+    graph: GraphSpec, cp: Checkpoint, pending: Mapping[str, TaskWrites], *, goto: bool = True
+) -> tuple[Checkpoint, dict[str, TaskWrites]]:
+    """``cp`` as a run going on from it sees it, and the pending writes of its step's tasks (``pending``
+    without the input command's entry). With an entry (:func:`command_entry`): ``cp`` under the SAME id
+    (its tasks' ids, and so their pending writes and open requests, stay valid) with the command's update
+    applied through the reducers (versions bumped) and its goto's tasks added after its next tasks (a
+    node already next runs once; not with ``goto=False``: a snapshot shows only the update, as LangGraph's
+    ``get_state``); the next checkpoint committed from it holds them, as LangGraph applies its null task's
+    writes before the step. ``cp`` itself without one.
+
+    Raises:
+        InvalidUpdateError: a reducer refused the update's value.
+    """
+    entry = pending.get(COMMAND_TASK_ID)
+    rest = {tid: tw for tid, tw in pending.items() if tid != COMMAND_TASK_ID}
+    if entry is None:
+        return cp, rest
+    values, changed = _apply(graph, cp.channel_values, [(k, (entry.node, v)) for k, v in entry.writes])
+    tasks = list(cp.next_tasks)
+    for going in entry.goto if goto else ():
+        if going.send or going.node not in {t.node for t in tasks if not t.send}:
+            tasks.append(going)
+    view = dataclasses.replace(
+        cp, channel_values=values, channel_versions=_bumped(cp.channel_versions, changed), next_tasks=tasks
+    )
+    return view, rest
+
+
 def _input_goto(graph: GraphSpec, input: Any) -> list[PendingTask]:
     """The tasks an input ``Command(goto=...)`` adds to the entry nodes (LangGraph's).
 
@@ -690,8 +754,9 @@ def input_checkpoint(
 
 
 def is_input(cp: Checkpoint) -> bool:
-    """Whether ``cp`` is an input checkpoint whose input is not applied yet (its one task: ``__start__``)."""
-    return len(cp.next_tasks) == 1 and cp.next_tasks[0].node == START
+    """Whether ``cp`` is an input checkpoint whose input is not applied yet (its one task: ``__start__``; an
+    input ``Command``'s goto may add more to it as a run sees it: :func:`with_command`)."""
+    return bool(cp.next_tasks) and cp.next_tasks[0].node == START
 
 
 def start_run(
@@ -716,7 +781,7 @@ def start_run(
 def input_writes(graph: GraphSpec, cp: Checkpoint) -> list[TaskWrites]:
     """The writes of input checkpoint ``cp``'s ``__start__`` task (:func:`is_input`): its input as the
     channel writes it makes, kept with the checkpoint after it (``tasks[0].result``, LangGraph's)."""
-    writes = graph.schema.writes_of(START, cp.next_tasks[0].arg, strict=False)  # as the run applies it
+    writes = input_update(graph, cp.next_tasks[0].arg)  # as the run applies it
     return [TaskWrites(task_id(cp.id, 0, START), START, writes)]
 
 
@@ -729,9 +794,10 @@ def applied_input(
 ) -> Checkpoint:
     """The input of input checkpoint ``cp`` (:func:`is_input`) applied: the checkpoint after it
     (``source: loop``), as a run that goes on from ``cp`` (``invoke(None, ...)``) writes it (``remaining``
-    and ``start`` as in :func:`apply_input`)."""
-    arg = cp.next_tasks[0].arg
-    return apply_input(graph, cp, arg, metadata, source="loop", remaining=remaining, start=start)
+    and ``start`` as in :func:`apply_input`); ``cp``'s other next tasks (an input Command's goto) run beside
+    the entry nodes."""
+    arg, goto = cp.next_tasks[0].arg, cp.next_tasks[1:]
+    return apply_input(graph, cp, arg, metadata, source="loop", remaining=remaining, start=start, goto=goto)
 
 
 def fork(cp: Checkpoint, metadata: Mapping[str, Any]) -> Checkpoint:

@@ -21,15 +21,18 @@ from graphcore.checkpoints.protocol import CheckpointStore
 from graphcore.engine import aio, messages_stream
 from graphcore.engine import stream as streaming
 from graphcore.engine.algo import (
+    COMMAND_TASK_ID,
     StartTask,
     applied_input,
     apply_writes,
+    command_entry,
     fork,
     input_writes,
     is_input,
     start_run,
     stored_form,
     stored_writes,
+    with_command,
 )
 from graphcore.engine.batch import BatchMethods
 from graphcore.engine.breakpoints import NO_BREAKPOINTS, Breakpoints, Stop, stop_of
@@ -153,7 +156,10 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         """Run the graph to the end in this process and return the final state values.
 
         Args:
-            input: the input update (a dict, or a model of the state schema).
+            input: the input update (a dict, or a model of the state schema); or a ``Command``: on a thread
+                with a checkpoint the run goes on from it (its ``update`` applied first, its ``goto``'s nodes
+                added to the step, its ``resume`` the answer; kept with that checkpoint, so ``get_state``
+                shows the update), on a fresh thread its ``update`` is the input, as LangGraph's.
             config: run options (see :class:`RunConfig`; LangGraph's config dict is accepted as it is).
             interrupt_before: static breakpoints of this call (node names or ``"*"``), replacing the
                 compiled ones when given: the run stops before a super-step that runs one of them and
@@ -524,6 +530,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         handled = self._handled(scope, cp) if passing else {}
         task = current_task_or_none()
         cancel = task.cancel_token if task is not None else None  # a subgraph stops with its parent (X3)
+        again = passing and isinstance(input, Command) and input.resume is None  # paused tasks ask again
         steps = 0
         while cp.next_tasks:
             raise_if_abandoned()  # the ainvoke awaiting it was cancelled: no further super-step
@@ -536,7 +543,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             _raise_if_drained(scope, task)  # after the breakpoints, as LangGraph's
             custom: list[tuple[str, Any]] = []
             writer = streaming.custom_writer(modes, custom)
-            finished, resume = resume_plan(finished, answers)
+            finished, resume = resume_plan(finished, answers, again=again and steps == 0)
             shown = streaming.step_view(self, modes, cp, finished, shows, scope.ns, cfg.metadata)  # live
             resumed = with_remaining_steps(with_resume(cfg, resume, answers), steps + counted_from)
             saver = TaskSaver(scope, cp, len(cp.next_tasks) - len(finished), self)
@@ -639,16 +646,38 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             answers = carried_answers(parent, finished, given)
             if resumes(self.checkpointer, parent, finished, given) and not is_input(parent):
                 return [parent], finished, answers, True, input
-        if isinstance(input, Command) and input.resume is not None:
-            if store is None:
-                raise nothing_to_resume()
-            if parent is None or not parent.next_tasks:  # nobody asked: LangGraph drops the answer
-                input = unasked(input, scope.thread_id, fresh=parent is None)
-                return (*self._begin(cfg, input, meta, scope, parent, made, entry), input)
-            finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
+        if answering and store is None:
+            raise nothing_to_resume()
+        if answering and (parent is None or not parent.next_tasks):  # nobody asked: LangGraph drops it
+            input, answering = unasked(input, scope.thread_id, fresh=parent is None), False
+        finished = {}
+        if store is not None and parent is not None:  # its pending writes, an input Command applied
+            parent, finished = self._commanded(scope, parent, input)
+        if answering and parent is not None:
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
             return [parent], finished, match_answer(asked, input.resume, None), True, input
-        return (*self._begin(cfg, input, meta, scope, parent, made, entry), input)
+        applied = None if isinstance(input, Command) and parent is not None else input  # a Command goes on
+        return (*self._begin(cfg, applied, meta, scope, parent, made, entry, finished), input)
+
+    def _commanded(
+        self, scope: Scope, head: Checkpoint, input: Any
+    ) -> tuple[Checkpoint, dict[str, TaskWrites]]:
+        """``head`` as a run going on from it sees it, and its step's pending writes
+        (:func:`~graphcore.engine.algo.with_command`). An input ``Command`` holding an ``update`` or a
+        ``goto`` (answering or not) is saved first as ``head``'s pending write (:func:`command_entry`,
+        after those of commands given there before): a later continuation and ``get_state`` apply it too.
+
+        Raises:
+            InvalidUpdateError: the command's update or goto is invalid (nothing is saved).
+        """
+        assert scope.store is not None
+        pending = dict(scope.store.get_writes(scope.thread_id, head.id, ns=scope.ns))
+        if isinstance(input, Command) and (input.update is not None or input.goto):
+            entry = command_entry(self, input, pending.get(COMMAND_TASK_ID))
+            with_command(self, head, {COMMAND_TASK_ID: entry})  # a reducer's refusal: before saving
+            self._save_writes(scope, head, [entry])
+            pending[COMMAND_TASK_ID] = entry
+        return with_command(self, head, pending)
 
     def _begin(
         self,
@@ -659,9 +688,11 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         parent: Checkpoint | None,
         made: list[Checkpoint],
         entry: StartTask,
+        finished: Mapping[str, TaskWrites],
     ) -> tuple[list[Checkpoint], dict[str, TaskWrites], dict[str, Any], bool]:
         """:meth:`_start` for a run that answers nothing: it goes on from ``parent`` (its input applied
-        first when it is an input checkpoint), or starts with ``input`` (``made``: the fork made first)."""
+        first when it is an input checkpoint; ``finished``: its step's pending writes), or starts with
+        ``input`` (``made``: the fork made first)."""
         store = scope.store
         remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
         if input is None and store is not None and parent is not None and is_input(parent):
@@ -670,7 +701,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             self._save(scope, cp, input_writes(self, parent))
             return [*made, cp], {}, {}, False
         if input is None and store is not None and parent is not None:
-            return [parent], dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns)), {}, True
+            return [parent], dict(finished), {}, True
         if input is None:  # nothing to continue (LangGraph's EmptyInputError)
             raise empty_input(store is not None, scope.thread_id)
         first, cp = start_run(self, parent, input, meta, remaining, entry)

@@ -234,13 +234,15 @@ def pending_interrupts(finished: Mapping[str, TaskWrites]) -> list[Interrupt]:
 
 
 def resume_plan(
-    finished: Mapping[str, TaskWrites], answers: Mapping[str, Any]
+    finished: Mapping[str, TaskWrites], answers: Mapping[str, Any], *, again: bool = False
 ) -> tuple[dict[str, TaskWrites], dict[str, list[Any]]]:
     """Which paused tasks run again, and with which answers.
 
     Args:
         finished: the step's pending writes (finished tasks, and paused tasks holding interrupts).
         answers: interrupt id → answer.
+        again: every paused task runs again, answered or not (a run given ``Command(update=...)`` or
+            ``Command(goto=...)`` without an answer, LangGraph's: the task sees the update and asks again).
 
     Returns:
         ``(finished, resume)``: ``finished`` without the paused tasks that now have an answer (so they run
@@ -251,7 +253,7 @@ def resume_plan(
     keep: dict[str, TaskWrites] = {}
     resume: dict[str, list[Any]] = {}
     for task_id, tw in finished.items():
-        if not any(i.id in answers for i in tw.interrupts):
+        if not (again and tw.interrupts) and not any(i.id in answers for i in tw.interrupts):
             keep[task_id] = tw  # finished, or still waiting for an answer
             continue
         resume[task_id] = _answers_in_order(task_id, list(tw.resume), answers)

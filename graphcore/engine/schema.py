@@ -43,6 +43,7 @@ from graphcore.types import START
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "COMMAND_WRITER",
     "ROOT",
     "Reader",
     "StateSchema",
@@ -373,12 +374,7 @@ class StateSchema:
         fields = fields_of(update)
         update = update if fields is None else fields
         if not isinstance(update, Mapping):
-            kind = type(update).__name__
-            raise InvalidUpdateError(
-                f"the input is a {kind}; expected a dict of state updates"
-                if node == START
-                else f"node {node!r} returned {kind}; expected a dict of state updates, a Command or None"
-            )
+            raise InvalidUpdateError(_shape_error(node, type(update).__name__))
         if node == START:
             outside = self._outside_input(update) if strict else None
             if outside:
@@ -489,3 +485,16 @@ def _merge(channels: dict[str, AnyChannel], schema: type[Any], new: Channels) ->
                 f"schema {getattr(schema, '__name__', schema)!r} declares channel {key!r} with a different "
                 "reducer than an earlier schema of the graph"
             )
+
+
+COMMAND_WRITER = "__input__"
+"""The writer of an input ``Command``'s update (LangGraph's ``INPUT``), in messages."""
+
+
+def _shape_error(node: str, kind: str) -> str:
+    """The message for an update of type ``kind`` (no mapping) written by ``node``."""
+    if node == START:
+        return f"the input is a {kind}; expected a dict of state updates"
+    if node == COMMAND_WRITER:
+        return f"the input Command's update is a {kind}; expected a dict of state updates"
+    return f"node {node!r} returned {kind}; expected a dict of state updates, a Command or None"

@@ -29,6 +29,7 @@ from graphcore.engine.algo import (
     is_input,
     normalise,
     stored_form,
+    with_command,
 )
 from graphcore.engine.algo import task_id as task_id_of
 from graphcore.engine.checkpointer import stateful_ns, task_ns
@@ -271,10 +272,8 @@ def _snapshot(
 ) -> StateSnapshot:
     """The snapshot of ``cp``; ``live`` (the latest, read without a checkpoint id) counts the tasks that
     finished in a paused step as done, as LangGraph's ``get_state`` does."""
-    finished: Mapping[str, TaskWrites] = {}
-    errors: Mapping[str, str] = {}
-    if cp.next_tasks:
-        finished, errors = at.store.get_writes_and_errors(at.thread_id, cp.id, ns=at.ns)
+    finished, errors = at.store.get_writes_and_errors(at.thread_id, cp.id, ns=at.ns)
+    cp, finished = with_command(at.graph, cp, finished, goto=False)  # an input Command's update
     tasks: list[PregelTask] = []
     done: list[TaskWrites] = []
     pushes = 0
