@@ -701,6 +701,9 @@ class Scope:
             config's ``run_id``; on the queue, the queued run's), None when the caller gave none (LangGraph's;
             graphq's own id is still in the checkpoints' metadata). A graph a node runs sees only the one its
             own call gives (LangChain's child configs carry none).
+        parents: namespace → checkpoint id of the graphs it runs in (``{}`` at the root; a subgraph's holds
+            its parent's and the checkpoint its task ran from): LangGraph's ``parents`` metadata and, with
+            its own, the ``checkpoint_map`` of its checkpoints' configs.
     """
 
     store: Any
@@ -711,6 +714,7 @@ class Scope:
     """The run's :class:`~graphcore.engine.runtime.RunControl` (``runtime.control``), or None."""
     replay: Replay | None = None
     run_id: str | None = None
+    parents: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

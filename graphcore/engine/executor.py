@@ -472,8 +472,9 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
         ids = {"thread_id": parent.thread_id, "run_id": task.config.run_id, "checkpoint_ns": ns}
+        parents = {**parent.parents, parent.ns: task.checkpoint_id}  # LangGraph's checkpoint_map
         return cfg.model_copy(update=ids), Scope(
-            parent.store, parent.thread_id, ns, parent.memory, parent.control, parent.replay, named
+            parent.store, parent.thread_id, ns, parent.memory, parent.control, parent.replay, named, parents
         )
 
     def _named_run(self, config: Mapping[str, Any] | RunConfig | None) -> str | None:
