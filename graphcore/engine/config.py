@@ -301,12 +301,18 @@ _NOT_COPIED = frozenset(
 """Config keys LangGraph never copies into a checkpoint's metadata."""
 
 
-def checkpoint_metadata(cfg: RunConfig, run_id: str | None = None) -> dict[str, Any]:
+def checkpoint_metadata(
+    cfg: RunConfig, run_id: str | None = None, parents: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The metadata every checkpoint of a run carries besides ``source``, ``step`` and ``writes``: graphq's
-    ``run_id`` (``run_id``, else ``cfg.run_id``), then, as LangGraph's savers copy them, the run config's
-    ``metadata`` keys and then its ``configurable`` keys whose values are a str, int, float or bool (not
-    the keys LangGraph leaves out, nor those starting with ``__``; a key already present is kept)."""
+    ``run_id`` (``run_id``, else ``cfg.run_id``); a subgraph's ``parents`` (namespace → checkpoint id of
+    the graphs it runs in, :attr:`Scope.parents`; stored as LangGraph's, left out when empty); then, as
+    LangGraph's savers copy them, the run config's ``metadata`` keys and then its ``configurable`` keys
+    whose values are a str, int, float or bool (not the keys LangGraph leaves out, nor those starting with
+    ``__``; a key already present is kept)."""
     meta: dict[str, Any] = {"run_id": run_id or cfg.run_id}
+    if parents:
+        meta["parents"] = dict(parents)
     for layer in (cfg.metadata, cfg.configurable):
         for key, value in layer.items():
             if key in meta or key in _NOT_COPIED or key.startswith("__"):

@@ -107,15 +107,18 @@ def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]], answers: Mappin
     return cfg.model_copy(update={"configurable": {**cfg.configurable, **extra}})
 
 
-def continued_run(cfg: RunConfig, start: Checkpoint) -> tuple[RunConfig, dict[str, Any]]:
-    """``cfg`` and the checkpoint metadata of a run that starts at ``start``: a run that continues a
+def continued_run(
+    cfg: RunConfig, start: Checkpoint, parents: Mapping[str, str] | None = None
+) -> tuple[RunConfig, dict[str, Any]]:
+    """``cfg`` and the checkpoint metadata (with the graph's ``parents``, a subgraph's:
+    :func:`checkpoint_metadata`) of a run that starts at ``start``: a run that continues a
     checkpoint's step (``Command(resume=...)``, or ``invoke(None)`` after a failure) is that checkpoint's run
     again and keeps its run id, so its tasks' idempotency keys (``"<run>:<step>:<task>"``, I1) are the same
     on every resume, as on the queue."""
     run = start.metadata.get("run_id") or cfg.run_id
     if run != cfg.run_id:
         cfg = cfg.model_copy(update={"run_id": run})
-    return cfg, checkpoint_metadata(cfg)
+    return cfg, checkpoint_metadata(cfg, parents=parents)
 
 
 def step_limit_error(limit: int, cp: Checkpoint, counted_from: int = 0) -> StepLimitError:
@@ -507,7 +510,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         :class:`aio.StepCall` for the driver (:func:`aio.drive`) to await, which sends its result back.
         """
         limit = cfg.step_limit()
-        meta = checkpoint_metadata(cfg)
+        meta = checkpoint_metadata(cfg, parents=scope.parents)
         since = Checkpoint.now() if modes else ""
         scope = _travelling(scope, cfg, input)
         routed: list[tuple[str, Any]] = []  # the routers from START's custom chunks, when not live
@@ -516,7 +519,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             made, finished, answers, passing, input = self._start(cfg, input, meta, scope, entry)
         cp = made[-1]
         counted_from = budget_from(input is not None, passing)  # LangGraph's count of such a call
-        cfg, meta = continued_run(cfg, cp)
+        cfg, meta = continued_run(cfg, cp, scope.parents)
         cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(

@@ -273,7 +273,11 @@ def _snapshot(
     at: _At, cp: Checkpoint, *, live: bool, recurse: bool, parents: Mapping[str, str]
 ) -> StateSnapshot:
     """The snapshot of ``cp``; ``live`` (the latest, read without a checkpoint id) counts the tasks that
-    finished in a paused step as done, as LangGraph's ``get_state`` does."""
+    finished in a paused step as done, as LangGraph's ``get_state`` does. ``parents`` (namespace →
+    checkpoint id of the graphs it runs in) are those ``cp`` stored when it has them (a subgraph's,
+    LangGraph's metadata), else those given (a config's ``checkpoint_map``, the graphs a recursing snapshot
+    went through)."""
+    parents = cp.metadata.get("parents") or parents
     finished: Mapping[str, TaskWrites] = {}
     errors: Mapping[str, str] = {}
     if cp.next_tasks:

@@ -137,3 +137,25 @@ def test_a_subgraphs_history_from_a_streamed_config_names_its_parents(lg: Import
         "": root,
         ns: _ids(streamed["parent_config"]),
     }
+
+
+@pytest.mark.parametrize("checkpointer", [None, True])
+def test_a_subgraphs_history_from_its_task_state_names_its_parents(lg: Imports, checkpointer: Any) -> None:
+    """LangGraph: get_state_history(a task's ``state`` config: thread and namespace, no ``checkpoint_map``)
+    lists each subgraph checkpoint with the parents it was written under: the root checkpoint its task ran
+    from (per turn, for a ``checkpointer=True`` subgraph that keeps its namespace across turns)."""
+    graph = _graph(lg, [], checkpointer)
+    graph.invoke({"topic": "owls"}, THREAD)
+    graph.invoke({"topic": "cats"}, THREAD)
+    turns = [s for s in graph.get_state_history(THREAD) if s.next == ("writer",)]
+    roots = [s.config["configurable"]["checkpoint_id"] for s in turns]
+    (task,) = turns[0].tasks
+    history = list(graph.get_state_history(task.state))
+    steps, written_under = (
+        ([6, 5, 4, 3, 2, 1, 0, -1], roots[0:1] * 4 + roots[1:2] * 4)
+        if checkpointer
+        else ([2, 1, 0, -1], roots[0:1] * 4)
+    )
+    assert [s.metadata["step"] for s in history] == steps
+    assert [s.metadata["parents"] for s in history] == [{"": root} for root in written_under]
+    assert [s.config["configurable"]["checkpoint_map"][""] for s in history] == written_under
