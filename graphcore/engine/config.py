@@ -46,6 +46,7 @@ __all__ = [
     "get_node_settings",
     "get_stream_writer",
     "merge_config",
+    "named_checkpoints",
     "on_worker",
     "outside_any_task",
     "passed_on",
@@ -378,9 +379,15 @@ def replays_snapshot(cfg: RunConfig) -> str | None:
     """The root checkpoint id in ``cfg``'s ``checkpoint_map`` (a subgraph snapshot's config, LangGraph's):
     a root run given it replays from there, forking the thread even at its latest checkpoint, unless it
     answers; None without one."""
-    known = cfg.configurable.get("checkpoint_map")
-    root = known.get("") if isinstance(known, Mapping) else None
+    root = (named_checkpoints(cfg) or {}).get("")
     return str(root) if root else None
+
+
+def named_checkpoints(cfg: RunConfig) -> Mapping[str, str] | None:
+    """``cfg``'s ``checkpoint_map`` (a subgraph snapshot's or checkpoint event's config, LangGraph's):
+    namespace → checkpoint id of the graphs it names (``""`` the root's), None without one."""
+    known = cfg.configurable.get("checkpoint_map")
+    return known if isinstance(known, Mapping) else None
 
 
 _DEFAULTS = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()}

@@ -49,6 +49,7 @@ from graphcore.engine.config import (
     current_scope,
     current_task_or_none,
     merge_config,
+    named_checkpoints,
     outside_any_task,
     passed_on,
     replays_snapshot,
@@ -77,25 +78,28 @@ INTERRUPT_KEY = streaming.INTERRUPT_KEY
 
 
 def start_point(
-    store: CheckpointStore | None, thread: str, cfg: RunConfig, ns: str = ""
+    store: CheckpointStore | None, thread: str, cfg: RunConfig, ns: str = "", *, answering: bool = False
 ) -> tuple[Checkpoint | None, bool]:
     """The checkpoint a new run of ``thread`` starts from, and whether starting there forks the thread.
 
     ``cfg.checkpoint_id`` picks one (C3): a fork unless it is the thread's latest; otherwise the latest,
-    when ``cfg.resume_if_exists`` (C2); None for a fresh start.
+    when ``cfg.resume_if_exists`` (C2); None for a fresh start. A root run given a subgraph's config (its
+    ``checkpoint_map`` names the root's checkpoint, :func:`replays_snapshot`) forks even at the latest,
+    unless it is ``answering`` the open question there (LangGraph's replay).
 
     Raises:
         CheckpointNotFoundError: the thread has no checkpoint ``cfg.checkpoint_id``.
     """
     if store is None:
         return None, False
+    replays = not ns and replays_snapshot(cfg) is not None and not answering
     if cfg.checkpoint_id is None or ns:
-        return (store.get(thread, ns=ns) if cfg.resume_if_exists or ns else None), False
+        return (store.get(thread, ns=ns) if cfg.resume_if_exists or ns else None), replays
     chosen = store.get(thread, cfg.checkpoint_id)
     if chosen is None:
         raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoint {cfg.checkpoint_id!r}")
     latest = store.get(thread)
-    return chosen, latest is not None and latest.id != chosen.id
+    return chosen, replays or (latest is not None and latest.id != chosen.id)
 
 
 def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]], answers: Mapping[str, Any]) -> RunConfig:
@@ -625,9 +629,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         :func:`~graphcore.engine.run_start.unasked` makes of it (the answer dropped, with a warning).
         ``entry``: what the routers from START get when the input is applied."""
         store = scope.store
-        parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         answering = isinstance(input, Command) and input.resume is not None
-        forks = forks or (not scope.ns and replays_snapshot(cfg) is not None and not answering)
+        parent, forks = start_point(store, scope.thread_id, cfg, scope.ns, answering=answering)
         if scope.ns and self.checkpointer is True and scope.replay is not None and store is not None:
             parent, forks = replayed_head(store, scope.thread_id, scope.ns, scope.replay)  # its state then
         if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
@@ -711,8 +714,7 @@ def _travelling(scope: Scope, cfg: RunConfig, input: Any) -> Scope:
     answering = isinstance(input, Command) and input.resume is not None
     if scope.ns or scope.store is None or answering:
         return scope
-    named = cfg.configurable.get("checkpoint_map")  # a subgraph snapshot's config names its checkpoints
-    at = named if isinstance(named, Mapping) else None
+    at = named_checkpoints(cfg)  # a subgraph snapshot's config names its checkpoints
     replay = replay_of(scope.store, scope.thread_id, cfg.checkpoint_id, Checkpoint.now(), at)
     return scope if replay is None else dataclasses.replace(scope, replay=replay)
 
