@@ -159,3 +159,29 @@ def test_a_subgraphs_history_from_its_task_state_names_its_parents(lg: Imports, 
     assert [s.metadata["step"] for s in history] == steps
     assert [s.metadata["parents"] for s in history] == [{"": root} for root in written_under]
     assert [s.config["configurable"]["checkpoint_map"][""] for s in history] == written_under
+
+
+def test_a_nested_subgraphs_events_name_every_graph_above_it(lg: Imports) -> None:
+    """LangGraph: a subgraph two levels down names the root's checkpoint and its parent subgraph's (the one
+    its task ran from) in ``parents``, and with its own in ``checkpoint_map``."""
+
+    def chain(name: str, child: Any = None) -> Any:
+        builder = lg.StateGraph(State)
+        builder.add_node("a", child if child is not None else lambda s: {"steps": [name]})
+        builder.add_edge(lg.START, "a")
+        return builder
+
+    top = chain("top", chain("mid", chain("in").compile()).compile()).compile(checkpointer=lg.InMemorySaver())
+    events = list(top.stream({"steps": []}, THREAD, stream_mode="checkpoints", subgraphs=True))
+    (root,) = [
+        _ids(e["config"]) for ns, e in events if not ns and e["next"] == ["a"] and e["metadata"]["step"] == 0
+    ]
+    (mid_ns,) = {ns[0] for ns, _ in events if ns}
+    (mid,) = [_ids(e["config"]) for ns, e in events if ns == (mid_ns,) and e["metadata"]["step"] == 0]
+    deepest = [e for ns, e in events if len(ns) == 2]
+    assert [e["metadata"]["parents"] for e in deepest] == [{"": root, mid_ns: mid}] * 3
+    inner_ns = deepest[0]["config"]["configurable"]["checkpoint_ns"]
+    assert inner_ns.startswith(f"{mid_ns}|a:")
+    assert [e["config"]["configurable"]["checkpoint_map"] for e in deepest] == [
+        {"": root, mid_ns: mid, inner_ns: _ids(e["config"])} for e in deepest
+    ]
