@@ -58,6 +58,7 @@ from graphcore.engine.config import (
     Scope,
     budget_from,
     checkpoint_metadata,
+    named_checkpoints,
     run_scope,
     with_remaining_steps,
     worker_step,
@@ -274,7 +275,8 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     run_key = keys.run(run.thread_id, run.id)
     subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at)  # a run back in time
+    named = named_checkpoints(cfg)  # a subgraph's config names its checkpoints (LangGraph's checkpoint_map)
+    replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at, named)  # back in time
     scope = Scope(
         subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay, run_id=run.id
     )
@@ -499,7 +501,7 @@ def _head(
         if cp is None:
             raise GraphqError(f"run {run.id}: head checkpoint {run.head} is missing")
         return cp, False
-    parent, forks = start_point(store, run.thread_id, cfg)
+    parent, forks = start_point(store, run.thread_id, cfg, answering=bool(run.preset_answers))
     meta = checkpoint_metadata(cfg, run.id)
     if forks and parent is not None:
         parent = fork(parent, meta)

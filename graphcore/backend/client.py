@@ -39,7 +39,7 @@ from graphcore.checkpoints import serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.cache import refuse_on_queue
-from graphcore.engine.config import ACCEPTED, GOES_ON, RunConfig, merge_config
+from graphcore.engine.config import ACCEPTED, GOES_ON, RunConfig, merge_config, outside_any_task
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.inputs import check_nesting, check_size, check_types
 from graphcore.engine.interrupts import (
@@ -78,7 +78,9 @@ __all__ = [
 QUEUE_OPTIONS: tuple[str, ...] = tuple(k for k in ACCEPTED if k not in ("run_id", "checkpoint_ns"))
 """The run options a queued run's config may set, as an unknown option's message lists them: the in-process
 ones but ``run_id`` (refused: the queue names each run) and ``checkpoint_ns`` (a queued run is a root run,
-whose namespace is ``""``; tolerated, as LangGraph's configs carry it)."""
+whose namespace is ``""``; tolerated, as LangGraph's configs carry it: as in process, a namespace drops
+the ``checkpoint_id`` with it, and a subgraph's config forks at the root checkpoint of its
+``checkpoint_map``, :func:`~graphcore.engine.config.outside_any_task`)."""
 
 
 MAX_LIMIT = 100_000
@@ -321,7 +323,7 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
     refuse_on_queue(graph)
     check_nesting(req.config, "config")
     given = queue_config(req.config)
-    cfg = graph.config_for(given)
+    cfg = outside_any_task(graph.config_for(given))  # a subgraph's config: its checkpoint_map's root
     cfg.run_timeout()
     cfg.check_request_timeout()
     cfg.thread_ttl()

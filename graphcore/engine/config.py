@@ -46,6 +46,7 @@ __all__ = [
     "get_node_settings",
     "get_stream_writer",
     "merge_config",
+    "named_checkpoints",
     "on_worker",
     "outside_any_task",
     "passed_on",
@@ -301,12 +302,18 @@ _NOT_COPIED = frozenset(
 """Config keys LangGraph never copies into a checkpoint's metadata."""
 
 
-def checkpoint_metadata(cfg: RunConfig, run_id: str | None = None) -> dict[str, Any]:
+def checkpoint_metadata(
+    cfg: RunConfig, run_id: str | None = None, parents: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The metadata every checkpoint of a run carries besides ``source``, ``step`` and ``writes``: graphq's
-    ``run_id`` (``run_id``, else ``cfg.run_id``), then, as LangGraph's savers copy them, the run config's
-    ``metadata`` keys and then its ``configurable`` keys whose values are a str, int, float or bool (not
-    the keys LangGraph leaves out, nor those starting with ``__``; a key already present is kept)."""
+    ``run_id`` (``run_id``, else ``cfg.run_id``); a subgraph's ``parents`` (namespace → checkpoint id of
+    the graphs it runs in, :attr:`Scope.parents`; stored as LangGraph's, left out when empty); then, as
+    LangGraph's savers copy them, the run config's ``metadata`` keys and then its ``configurable`` keys
+    whose values are a str, int, float or bool (not the keys LangGraph leaves out, nor those starting with
+    ``__``; a key already present is kept)."""
     meta: dict[str, Any] = {"run_id": run_id or cfg.run_id}
+    if parents:
+        meta["parents"] = dict(parents)
     for layer in (cfg.metadata, cfg.configurable):
         for key, value in layer.items():
             if key in meta or key in _NOT_COPIED or key.startswith("__"):
@@ -372,9 +379,15 @@ def replays_snapshot(cfg: RunConfig) -> str | None:
     """The root checkpoint id in ``cfg``'s ``checkpoint_map`` (a subgraph snapshot's config, LangGraph's):
     a root run given it replays from there, forking the thread even at its latest checkpoint, unless it
     answers; None without one."""
-    known = cfg.configurable.get("checkpoint_map")
-    root = known.get("") if isinstance(known, Mapping) else None
+    root = (named_checkpoints(cfg) or {}).get("")
     return str(root) if root else None
+
+
+def named_checkpoints(cfg: RunConfig) -> Mapping[str, str] | None:
+    """``cfg``'s ``checkpoint_map`` (a subgraph snapshot's or checkpoint event's config, LangGraph's):
+    namespace → checkpoint id of the graphs it names (``""`` the root's), None without one."""
+    known = cfg.configurable.get("checkpoint_map")
+    return known if isinstance(known, Mapping) else None
 
 
 _DEFAULTS = {k: f.get_default(call_default_factory=True) for k, f in RunConfig.model_fields.items()}
@@ -701,6 +714,9 @@ class Scope:
             config's ``run_id``; on the queue, the queued run's), None when the caller gave none (LangGraph's;
             graphq's own id is still in the checkpoints' metadata). A graph a node runs sees only the one its
             own call gives (LangChain's child configs carry none).
+        parents: namespace → checkpoint id of the graphs it runs in (``{}`` at the root; a subgraph's holds
+            its parent's and the checkpoint its task ran from): LangGraph's ``parents`` metadata and, with
+            its own, the ``checkpoint_map`` of its checkpoints' configs.
     """
 
     store: Any
@@ -711,6 +727,7 @@ class Scope:
     """The run's :class:`~graphcore.engine.runtime.RunControl` (``runtime.control``), or None."""
     replay: Replay | None = None
     run_id: str | None = None
+    parents: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

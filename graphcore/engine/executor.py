@@ -51,6 +51,7 @@ from graphcore.engine.config import (
     current_scope,
     current_task_or_none,
     merge_config,
+    named_checkpoints,
     outside_any_task,
     passed_on,
     replays_snapshot,
@@ -79,25 +80,28 @@ INTERRUPT_KEY = streaming.INTERRUPT_KEY
 
 
 def start_point(
-    store: CheckpointStore | None, thread: str, cfg: RunConfig, ns: str = ""
+    store: CheckpointStore | None, thread: str, cfg: RunConfig, ns: str = "", *, answering: bool = False
 ) -> tuple[Checkpoint | None, bool]:
     """The checkpoint a new run of ``thread`` starts from, and whether starting there forks the thread.
 
     ``cfg.checkpoint_id`` picks one (C3): a fork unless it is the thread's latest; otherwise the latest,
-    when ``cfg.resume_if_exists`` (C2); None for a fresh start.
+    when ``cfg.resume_if_exists`` (C2); None for a fresh start. A root run given a subgraph's config (its
+    ``checkpoint_map`` names the root's checkpoint, :func:`replays_snapshot`) forks even at the latest,
+    unless it is ``answering`` the open question there (LangGraph's replay).
 
     Raises:
         CheckpointNotFoundError: the thread has no checkpoint ``cfg.checkpoint_id``.
     """
     if store is None:
         return None, False
+    replays = not ns and replays_snapshot(cfg) is not None and not answering
     if cfg.checkpoint_id is None or ns:
-        return (store.get(thread, ns=ns) if cfg.resume_if_exists or ns else None), False
+        return (store.get(thread, ns=ns) if cfg.resume_if_exists or ns else None), replays
     chosen = store.get(thread, cfg.checkpoint_id)
     if chosen is None:
         raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoint {cfg.checkpoint_id!r}")
     latest = store.get(thread)
-    return chosen, latest is not None and latest.id != chosen.id
+    return chosen, replays or (latest is not None and latest.id != chosen.id)
 
 
 def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]], answers: Mapping[str, Any]) -> RunConfig:
@@ -109,15 +113,18 @@ def with_resume(cfg: RunConfig, resume: Mapping[str, list[Any]], answers: Mappin
     return cfg.model_copy(update={"configurable": {**cfg.configurable, **extra}})
 
 
-def continued_run(cfg: RunConfig, start: Checkpoint) -> tuple[RunConfig, dict[str, Any]]:
-    """``cfg`` and the checkpoint metadata of a run that starts at ``start``: a run that continues a
+def continued_run(
+    cfg: RunConfig, start: Checkpoint, parents: Mapping[str, str] | None = None
+) -> tuple[RunConfig, dict[str, Any]]:
+    """``cfg`` and the checkpoint metadata (with the graph's ``parents``, a subgraph's:
+    :func:`checkpoint_metadata`) of a run that starts at ``start``: a run that continues a
     checkpoint's step (``Command(resume=...)``, or ``invoke(None)`` after a failure) is that checkpoint's run
     again and keeps its run id, so its tasks' idempotency keys (``"<run>:<step>:<task>"``, I1) are the same
     on every resume, as on the queue."""
     run = start.metadata.get("run_id") or cfg.run_id
     if run != cfg.run_id:
         cfg = cfg.model_copy(update={"run_id": run})
-    return cfg, checkpoint_metadata(cfg)
+    return cfg, checkpoint_metadata(cfg, parents=parents)
 
 
 def step_limit_error(limit: int, cp: Checkpoint, counted_from: int = 0) -> StepLimitError:
@@ -477,8 +484,9 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         ns = call_namespace(parent.ns, task)  # parent_ns|node:task_id, then ...|1 for its second call
         ns = stateful_ns(ns) if self.checkpointer is True else ns  # keeps its state across turns
         ids = {"thread_id": parent.thread_id, "run_id": task.config.run_id, "checkpoint_ns": ns}
+        parents = {**parent.parents, parent.ns: task.checkpoint_id}  # LangGraph's checkpoint_map
         return cfg.model_copy(update=ids), Scope(
-            parent.store, parent.thread_id, ns, parent.memory, parent.control, parent.replay, named
+            parent.store, parent.thread_id, ns, parent.memory, parent.control, parent.replay, named, parents
         )
 
     def _named_run(self, config: Mapping[str, Any] | RunConfig | None) -> str | None:
@@ -511,7 +519,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         :class:`aio.StepCall` for the driver (:func:`aio.drive`) to await, which sends its result back.
         """
         limit = cfg.step_limit()
-        meta = checkpoint_metadata(cfg)
+        meta = checkpoint_metadata(cfg, parents=scope.parents)
         since = Checkpoint.now() if modes else ""
         scope = _travelling(scope, cfg, input)
         routed: list[tuple[str, Any]] = []  # the routers from START's custom chunks, when not live
@@ -520,7 +528,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             made, finished, answers, passing, input = self._start(cfg, input, meta, scope, entry)
         cp = made[-1]
         counted_from = budget_from(input is not None, passing)  # LangGraph's count of such a call
-        cfg, meta = continued_run(cfg, cp)
+        cfg, meta = continued_run(cfg, cp, scope.parents)
         cfg, shows = _with_messages_handler(cfg, modes)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
@@ -627,9 +635,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         :func:`~graphcore.engine.run_start.unasked` makes of it (the answer dropped, with a warning).
         ``entry``: what the routers from START get when the input is applied."""
         store = scope.store
-        parent, forks = start_point(store, scope.thread_id, cfg, scope.ns)
         answering = isinstance(input, Command) and input.resume is not None
-        forks = forks or (not scope.ns and replays_snapshot(cfg) is not None and not answering)
+        parent, forks = start_point(store, scope.thread_id, cfg, scope.ns, answering=answering)
         if scope.ns and self.checkpointer is True and scope.replay is not None and store is not None:
             parent, forks = replayed_head(store, scope.thread_id, scope.ns, scope.replay)  # its state then
         if scope.ns and self.checkpointer is None and fresh_calls():  # a retried try's calls start again
@@ -737,8 +744,7 @@ def _travelling(scope: Scope, cfg: RunConfig, input: Any) -> Scope:
     answering = isinstance(input, Command) and input.resume is not None
     if scope.ns or scope.store is None or answering:
         return scope
-    named = cfg.configurable.get("checkpoint_map")  # a subgraph snapshot's config names its checkpoints
-    at = named if isinstance(named, Mapping) else None
+    at = named_checkpoints(cfg)  # a subgraph snapshot's config names its checkpoints
     replay = replay_of(scope.store, scope.thread_id, cfg.checkpoint_id, Checkpoint.now(), at)
     return scope if replay is None else dataclasses.replace(scope, replay=replay)
 

@@ -47,6 +47,7 @@ __all__ = [
     "StateUpdate",
     "bulk_update_state",
     "carried_answers",
+    "checkpoint_config",
     "get_state",
     "get_state_history",
     "last_writer",
@@ -211,11 +212,13 @@ def _ids(config: Mapping[str, Any] | RunConfig | None) -> dict[str, Any]:
     return {k: conf.get(k) or data.get(k) for k in _ID_KEYS}
 
 
-def _config(
+def checkpoint_config(
     thread: str, ns: str, checkpoint_id: str | None, parents: Mapping[str, str] | None = None
 ) -> dict[str, Any] | None:
-    """A snapshot's config; a subgraph's (``ns``) also has LangGraph's ``checkpoint_map``: namespace →
-    checkpoint id of the graphs it runs in (``parents``) and of itself."""
+    """The config of checkpoint ``checkpoint_id`` (a snapshot's, a ``checkpoints`` event's):
+    ``{"configurable": {"thread_id", "checkpoint_ns", "checkpoint_id"}}``, None without an id; a
+    subgraph's (``ns``) also has LangGraph's ``checkpoint_map``: namespace → checkpoint id of the graphs it
+    runs in (``parents``) and of itself, which ``invoke(None, config)`` goes back to."""
     if checkpoint_id is None:
         return None
     conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
@@ -271,7 +274,11 @@ def _snapshot(
     at: _At, cp: Checkpoint, *, live: bool, recurse: bool, parents: Mapping[str, str]
 ) -> StateSnapshot:
     """The snapshot of ``cp``; ``live`` (the latest, read without a checkpoint id) counts the tasks that
-    finished in a paused step as done, as LangGraph's ``get_state`` does."""
+    finished in a paused step as done, as LangGraph's ``get_state`` does. ``parents`` (namespace →
+    checkpoint id of the graphs it runs in) are those ``cp`` stored when it has them (a subgraph's,
+    LangGraph's metadata), else those given (a config's ``checkpoint_map``, the graphs a recursing snapshot
+    went through)."""
+    parents = cp.metadata.get("parents") or parents
     finished, errors = at.store.get_writes_and_errors(at.thread_id, cp.id, ns=at.ns)
     cp, finished = with_command(at.graph, cp, finished, goto=False)  # an input Command's update
     tasks: list[PregelTask] = []
@@ -297,10 +304,10 @@ def _snapshot(
     return StateSnapshot(
         values,
         tuple(t.name for t in tasks if t.id not in finished_ids),
-        _config(at.thread_id, at.given_ns, cp.id, parents) or {},
+        checkpoint_config(at.thread_id, at.given_ns, cp.id, parents) or {},
         shown_metadata(cp.metadata, dict(parents)),
         cp.created_at,
-        _config(at.thread_id, at.given_ns, cp.parent_id, parents),
+        checkpoint_config(at.thread_id, at.given_ns, cp.parent_id, parents),
         tuple(tasks),
         tuple(i for t in tasks for i in t.interrupts),
     )
@@ -449,7 +456,7 @@ def _updated(
         if base is not None:
             _keep_results(at, base, step)
     assert head is not None
-    return _config(at.thread_id, at.given_ns, head.id, at.parents) or {}
+    return checkpoint_config(at.thread_id, at.given_ns, head.id, at.parents) or {}
 
 
 def _with_copies(

@@ -42,7 +42,7 @@ from graphcore.engine.config import (
 )
 from graphcore.engine.durability import ExitStore
 from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
-from graphcore.engine.snapshot import subgraph_config, task_result
+from graphcore.engine.snapshot import checkpoint_config, subgraph_config, task_result
 from graphcore.engine.task_metadata import step_metadata
 from graphcore.engine.threads import start_thread
 from graphcore.errors import GraphqError, warn_caller
@@ -237,7 +237,7 @@ def _checkpoint_events(graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, s
         return []  # LangGraph: no checkpointer, no checkpoint events
     if isinstance(scope.store, ExitStore):  # durability="exit": name no checkpoint that is never saved
         cp = scope.store.as_saved(scope.thread_id, cp, ns=scope.ns)
-    payload = checkpoint_payload(cp, scope.thread_id, scope.ns, graph)
+    payload = checkpoint_payload(cp, scope.thread_id, scope.ns, graph, scope.parents)
     events: list[Event] = [("checkpoints", payload)] if "checkpoints" in modes else []
     return events + ([_debug(cp.step, "checkpoint", payload)] if "debug" in modes else [])
 
@@ -581,27 +581,26 @@ def task_payload(tw: TaskWrites) -> dict[str, Any]:
     return {"id": tw.task_id, "name": tw.node, "error": None, "result": result, "interrupts": interrupts}
 
 
-def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
-    if checkpoint_id is None:
-        return None
-    return {"configurable": {"checkpoint_ns": ns, "thread_id": thread_id, "checkpoint_id": checkpoint_id}}
-
-
 def checkpoint_payload(
-    cp: Checkpoint, thread_id: str, ns: str = "", graph: GraphSpec | None = None
+    cp: Checkpoint,
+    thread_id: str,
+    ns: str = "",
+    graph: GraphSpec | None = None,
+    parents: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A saved checkpoint as the ``checkpoints`` mode shows it (LangGraph's): ``config`` and
-    ``parent_config`` (``{"configurable": {"checkpoint_ns", "thread_id", "checkpoint_id"}}``, None without
-    a parent), ``values`` (as ``graph``'s schema shows them: the value itself for a root-channel state;
-    without ``graph`` the channel values), ``metadata`` (``source``, ``step``, ``parents``:
-    :func:`~graphcore.checkpoints.model.shown_metadata`), ``next`` (node names) and ``tasks`` (``{"id",
-    "name", "interrupts": (), "state"}`` each: with ``graph``, a subgraph task's config,
+    ``parent_config`` (:func:`checkpoint_config`: ``{"configurable": {"thread_id", "checkpoint_ns",
+    "checkpoint_id"}}``, a subgraph's with its ``checkpoint_map``; None without a parent), ``values`` (as
+    ``graph``'s schema shows them: the value itself for a root-channel state; without ``graph`` the channel
+    values), ``metadata`` (``source``, ``step``, ``parents``: namespace → checkpoint id of the graphs it
+    runs in, :func:`~graphcore.checkpoints.model.shown_metadata`), ``next`` (node names) and ``tasks``
+    (``{"id", "name", "interrupts": (), "state"}`` each: with ``graph``, a subgraph task's config,
     :func:`subgraph_config`; else None)."""
     return {
-        "config": _config(thread_id, ns, cp.id),
-        "parent_config": _config(thread_id, ns, cp.parent_id),
+        "config": checkpoint_config(thread_id, ns, cp.id, parents),
+        "parent_config": checkpoint_config(thread_id, ns, cp.parent_id, parents),
         "values": dict(cp.channel_values) if graph is None else graph.schema.values_of(cp.channel_values),
-        "metadata": shown_metadata(cp.metadata, {}, copied=False),
+        "metadata": shown_metadata(cp.metadata, dict(parents or {}), copied=False),
         "next": [t.node for t in cp.next_tasks],
         "tasks": [
             _task_entry(graph, thread_id, ns, t.node, task_id(cp.id, i, t.node))

@@ -1,0 +1,152 @@
+"""A queued run's subgraph checkpoints name their parents as LangGraph's in-process ones do
+(tests/compat/test_streamed_subgraph_checkpoints.py): read through a graph on the workers' Redis store, the
+history of a subgraph's namespace has metadata ``parents`` (the root checkpoint its task ran from) and the
+``checkpoint_map`` of its configs."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import redis
+
+from graphcore import START, StateGraph, interrupt
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
+from graphcore.backend.store import RedisCheckpointStore
+from graphcore.engine.registry import Registry
+from tests.workers import work
+
+
+class State(TypedDict, total=False):
+    topic: str
+    steps: Annotated[list[str], operator.add]
+
+
+def _builder() -> StateGraph:
+    """START → plan → writer (a subgraph of sub_a → sub_b) → polish."""
+    inner = StateGraph(State)
+    inner.add_node("sub_a", lambda s: {"steps": ["sub_a"]})
+    inner.add_node("sub_b", lambda s: {"steps": ["sub_b"]})
+    inner.add_edge(START, "sub_a")
+    inner.add_edge("sub_a", "sub_b")
+    outer = StateGraph(State)
+    outer.add_node("plan", lambda s: {"steps": ["plan"]})
+    outer.add_node("writer", inner.compile())
+    outer.add_node("polish", lambda s: {"steps": ["polish"]})
+    outer.add_edge(START, "plan")
+    outer.add_edge("plan", "writer")
+    outer.add_edge("writer", "polish")
+    return outer
+
+
+WRITER = _builder().compile(name="sp-writer")
+REGISTRY = Registry({WRITER.name: WRITER})
+THREAD = {"configurable": {"thread_id": "q"}}
+
+
+def test_a_queued_subgraphs_history_names_its_parents(client: Client, redis_client: redis.Redis) -> None:
+    run_id = client.enqueue("sp-writer", {"topic": "owls"}, thread_id="q")
+    work(client)
+    (record,) = client.wait([run_id], timeout_s=30)
+    assert record.status == RunStatus.COMPLETED
+    reader = _builder().compile(
+        name="sp-writer", checkpointer=RedisCheckpointStore(redis_client, WRITER.schema)
+    )
+    (writing,) = [s for s in reader.get_state_history(THREAD) if s.next == ("writer",)]
+    root = writing.config["configurable"]["checkpoint_id"]
+    (task,) = writing.tasks
+    ns = f"writer:{task.id}"
+    history = list(reader.get_state_history(task.state))
+    assert [(s.metadata["step"], s.metadata["parents"]) for s in history] == [
+        (2, {"": root}),
+        (1, {"": root}),
+        (0, {"": root}),
+        (-1, {"": root}),
+    ]
+    assert [s.config["configurable"]["checkpoint_map"] for s in history] == [
+        {"": root, ns: s.config["configurable"]["checkpoint_id"]} for s in history
+    ]
+
+
+def test_a_run_enqueued_with_a_subgraphs_config_forks_at_its_root_checkpoint(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    """As ``invoke(None, subgraph_config)`` in process (LangGraph's): the run forks the thread at the root
+    checkpoint of the config's ``checkpoint_map`` (a ``fork`` checkpoint) and runs from there again."""
+    first = client.enqueue("sp-writer", {"topic": "owls"}, thread_id="q")
+    work(client)
+    reader = _builder().compile(
+        name="sp-writer", checkpointer=RedisCheckpointStore(redis_client, WRITER.schema)
+    )
+    (writing,) = [s for s in reader.get_state_history(THREAD) if s.next == ("writer",)]
+    (sub,) = [s for s in reader.get_state_history(writing.tasks[0].state) if s.next == ("sub_b",)]
+    second = client.enqueue("sp-writer", None, thread_id="q", config=sub.config)
+    work(client)
+    done = client.wait([first, second], timeout_s=30)
+    steps = ["plan", "plan", "sub_a", "sub_b", "polish"]
+    assert [(r.status, r.result) for r in done] == [
+        (RunStatus.COMPLETED, {"topic": "owls", "steps": steps})
+    ] * 2
+    history = [(s.metadata["step"], s.metadata["source"], s.next) for s in reader.get_state_history(THREAD)]
+    assert history[:4] == [
+        (4, "loop", ()),
+        (3, "loop", ("polish",)),
+        (2, "fork", ("writer",)),
+        (3, "loop", ()),
+    ]
+
+
+RAN: list[str] = []
+
+
+def _asking() -> StateGraph:
+    """START → sub, a ``checkpointer=True`` subgraph of before → ask (``interrupt('ok?')``)."""
+
+    def before(state: State) -> dict[str, Any]:
+        RAN.append("before")
+        return {"steps": ["before"]}
+
+    def ask(state: State) -> dict[str, Any]:
+        RAN.append("ask")
+        return {"steps": [f"ask:{interrupt('ok?')}"]}
+
+    inner = StateGraph(State)
+    inner.add_node("before", before)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "before")
+    inner.add_edge("before", "ask")
+    outer = StateGraph(State)
+    outer.add_node("sub", inner.compile(checkpointer=True))
+    outer.add_edge(START, "sub")
+    return outer
+
+
+ASKING = _asking().compile(name="sp-asking")
+REGISTRY.add(ASKING)
+
+
+def test_a_stateful_subgraph_goes_on_from_the_checkpoint_its_config_names(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    """As in process (tests/compat/test_checkpoint_ns.py): a run enqueued with a paused ``checkpointer=True``
+    subgraph's snapshot config goes on from the subgraph checkpoint its ``checkpoint_map`` names: only
+    ``ask`` runs again, and asks again (the paused run is canceled first: the thread is busy while it
+    waits)."""
+    RAN.clear()
+    first = client.enqueue("sp-asking", {"steps": []}, thread_id="a")
+    work(client)
+    reader = _asking().compile(
+        name="sp-asking", checkpointer=RedisCheckpointStore(redis_client, ASKING.schema)
+    )
+    sub = reader.get_state({"configurable": {"thread_id": "a"}}, subgraphs=True).tasks[0].state
+    client.cancel(first)
+    second = client.enqueue("sp-asking", None, thread_id="a", config=sub.config)
+    work(client)
+    assert client.get_run(second).status == RunStatus.AWAITING_INPUT
+    assert [r.value for r in client.requests(second)] == ["ok?"]
+    assert RAN == ["before", "ask", "ask"]
+    client.answer(second, "yes")
+    work(client)
+    (done,) = client.wait([second], timeout_s=30)
+    assert (done.status, done.result) == (RunStatus.COMPLETED, {"steps": ["before", "ask:yes"]})
