@@ -518,8 +518,9 @@ def _head(
         fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), head))
         run.head = parent.id
         return parent, True
-    _runs_step(lease, 0 if parent is None else parent.step + 2)  # an error here is the input applied's
-    entry = _start_task(ctx, run, lease, cfg, lease.step_number)
+    applies = 0 if parent is None else parent.step + 2  # the input applied's step: an error here is its
+    _runs_step(lease, applies)
+    entry = _start_task(ctx, run, lease, cfg, applies)
     first, applied = start_run(graph, parent, run.input, meta, remaining, entry)
     first, cp = stored_form(graph, first), stored_form(graph, applied)
     writes = [stored_writes(graph, w) for w in input_writes(graph, first)]
