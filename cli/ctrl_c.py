@@ -4,8 +4,10 @@ The first Ctrl-C (SIGINT, or SIGTERM) says at once on stderr what happens, cance
 ``interrupt`` (:meth:`graphcore.backend.client.Client.cancel`: the running nodes' cancel tokens are set, the
 step in flight ends and is committed, the run ends Canceled with its checkpoints kept) and lets the
 in-process worker take no further job; the command then ends with exit 130, naming ``graphq runs resume``.
-A second one ends the process at once (exit 130): the step in flight is cut, and the run, left Running, is
-crash recovery's (its lease lapses and a reaper acts on it), as with a killed worker.
+A second one ends the process at once (exit 130), saying how the run is left (read from Redis as it stops):
+when its step was in flight here, that step is cut and the run, left Running, is crash recovery's (its lease
+lapses and a reaper acts on it), as with a killed worker; when the run had already ended (or no step of it
+was in flight here), the line says so, as the last line of a first Ctrl-C does.
 """
 
 from __future__ import annotations
@@ -18,18 +20,22 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
+import redis
 from rich.console import Console
 from rq import SimpleWorker
 
 from cli.errors import EXIT_INTERRUPTED
+from graphcore import keys
 from graphcore.backend.client import Client
-from graphcore.backend.runs import RunRecord
+from graphcore.backend.runs import RunRecord, RunStatus
 
-__all__ = ["CtrlC"]
+__all__ = ["CtrlC", "how_left"]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CANCEL_WAIT_S = 10.0
 """How long the command waits for its cancel request (Redis calls, retried) before it reads the run."""
+_READ_TIMEOUT_S = 2.0
+"""How long a second Ctrl-C waits for Redis to read how the run is left (one try, no retry)."""
 
 
 class CtrlC:
@@ -39,10 +45,17 @@ class CtrlC:
         client: the command's client (the cancel request goes through it, from a thread of its own).
         run: the run the command works.
         console: where the first Ctrl-C's line goes (stderr).
+        url: the Redis URL of ``client``: a second Ctrl-C reads the run on a connection of its own (the
+            interrupted frame may hold the lock of the client's connection pool).
     """
 
-    def __init__(self, client: Client, run: RunRecord, console: Console) -> None:
+    def __init__(self, client: Client, run: RunRecord, console: Console, url: str) -> None:
         self.client, self.run, self.console = client, run, console
+        self._reader: Any = redis.Redis.from_url(
+            url, socket_timeout=_READ_TIMEOUT_S, socket_connect_timeout=_READ_TIMEOUT_S
+        )  # connects at its first command
+        self.in_flight: str | None = None
+        """The run whose step the in-process worker executes now (None between jobs)."""
         self.stop = threading.Event()
         """Set at the first Ctrl-C: the in-process worker takes no further job."""
         self.asked = False
@@ -64,11 +77,18 @@ class CtrlC:
     def worker_class(self) -> type[SimpleWorker]:
         """The in-process worker's class: RQ's ``SimpleWorker`` that leaves this command's signal handlers
         in place and takes no job once :attr:`stop` is set."""
-        stop = self.stop
+        stop, ctrl_c = self.stop, self
 
         class ForegroundWorker(SimpleWorker):
             def _install_signal_handlers(self) -> None:
                 """None: Ctrl-C is this command's (:class:`CtrlC`), not RQ's warm and cold shutdown."""
+
+            def execute_job(self, job: Any, queue: Any) -> None:
+                ctrl_c.in_flight = job.args[0] if job.args else None  # step_job(run_id, thread_id, step)
+                try:
+                    super().execute_job(job, queue)
+                finally:
+                    ctrl_c.in_flight = None
 
             def dequeue_job_and_maintain_ttl(
                 self, timeout: int | None, max_idle_time: int | None = None
@@ -118,15 +138,47 @@ class CtrlC:
             return False
 
     def _exit_now(self) -> None:
-        """End the process now (no Redis call, no lock: only a write to stderr)."""
+        """End the process now, saying how the run is left (one read on this handler's own connection; no
+        lock of the interrupted frame: only a write to stderr)."""
+        try:
+            record = RunRecord.from_hash(self._reader.hgetall(keys.run(self.run.thread_id, self.run.id)))
+        except Exception as exc:
+            left = (
+                f"run {self.run.id} could not be read ({type(exc).__name__}: {exc}); see `graphq runs show`"
+            )
+        else:
+            cut = self.in_flight == self.run.id and not record.terminal
+            left = self._cut() if cut else how_left(record, self.asked)
+        with contextlib.suppress(OSError):
+            os.write(2, f"error: interrupted again: stopped at once; {left}\n".encode())
+        os._exit(EXIT_INTERRUPTED)  # not sys.exit: the interpreter would wait for the node threads
+
+    def _cut(self) -> str:
+        """How the run is left when its step in flight here is cut."""
         then = "ends it canceled (checkpoints kept; `graphq runs resume` continues it)"
         if not self.asked:
             then = "continues it"
-        message = (
-            f"error: interrupted again: stopped at once; run {self.run.id} is left running, its step in "
-            f"flight cut: once its lease lapses (GRAPHQ_LEASE_TTL_S), crash recovery {then}: the reaper of "
-            f"any worker on this Redis (on the local data: the next `graphq run {self.run.workflow}`)\n"
+        return (
+            f"run {self.run.id} is left running, its step in flight cut: once its lease lapses "
+            f"(GRAPHQ_LEASE_TTL_S), crash recovery {then}: the reaper of any worker on this Redis (on the "
+            f"local data: the next `graphq run {self.run.workflow}`)"
         )
-        with contextlib.suppress(OSError):
-            os.write(2, message.encode())
-        os._exit(EXIT_INTERRUPTED)  # not sys.exit: the interpreter would wait for the node threads
+
+
+def how_left(record: RunRecord, asked: bool) -> str:
+    """How ``record``'s run is left when a command working it stops at Ctrl-C with no step of it in flight
+    in this process, and how it goes on; ``asked``: whether its cancel request was recorded."""
+    where = f"run {record.id} is {record.status.value} after {record.step} step(s)"
+    if record.status == RunStatus.CANCELED:
+        return f"{where}, checkpoints kept; `graphq runs resume {record.id}` continues it"
+    if record.terminal:
+        return f"{where} (it ended in the step in flight)"
+    if asked:  # another worker holds its step (a configured Redis), or its next step waits in the queue
+        return (
+            f"{where}; cancel requested: the worker holding or taking its step ends it canceled after "
+            "that step"
+        )
+    return (
+        f"{where}; its checkpoints and next step job are kept, and any worker on this Redis "
+        f"continues it (on the local data: the next `graphq run {record.workflow}`)"
+    )

@@ -31,6 +31,7 @@ __all__ = [
     "record_json",
     "request_json",
     "request_record_json",
+    "schema_text",
 ]
 
 
@@ -63,10 +64,26 @@ def deadline_iso(deadline_ms: int | None) -> str | None:
     return None if deadline_ms is None else iso_ms(deadline_ms)
 
 
+def schema_text(schema: Any) -> str:
+    """The answer a request expects (its ``response_schema``, a JSON Schema) on one line: the schema's title,
+    else its type, then its required fields: ``Decision (required: ok, note)``; "" without a schema."""
+    if schema is None:
+        return ""
+    if not isinstance(schema, dict):  # a type (an in-process Interrupt keeps the one given)
+        return str(getattr(schema, "__name__", schema))
+    name = schema.get("title") or schema.get("type") or "JSON Schema"
+    if isinstance(name, list):  # "type": ["string", "null"]
+        name = " or ".join(map(str, name))
+    required = schema.get("required") or []
+    return f"{name} (required: {', '.join(map(str, required))})" if required else str(name)
+
+
 def print_requests(requests: Sequence[Interrupt]) -> None:
     """The open requests as a table: id, node, created (UTC), value (compact JSON, cut when long); with a
-    deadline (UTC) column after created when one of them has a deadline (R13)."""
+    deadline (UTC) column after created when one of them has a deadline (R13), and an expects column (the
+    answer expected, :func:`schema_text`) when one of them has a ``response_schema``."""
     timed = any(r.deadline_ms is not None for r in requests)
+    typed = any(r.response_schema is not None for r in requests)
     rows = [
         (
             r.id,
@@ -74,10 +91,18 @@ def print_requests(requests: Sequence[Interrupt]) -> None:
             when(r.created_at),
             *_if(timed, when(deadline_iso(r.deadline_ms))),
             to_json(r.value, indent=None),
+            *_if(typed, schema_text(r.response_schema)),
         )
         for r in requests
     ]
-    headers = ("request", "node", "created (UTC)", *_if(timed, "deadline (UTC)"), "value")
+    headers = (
+        "request",
+        "node",
+        "created (UTC)",
+        *_if(timed, "deadline (UTC)"),
+        "value",
+        *_if(typed, "expects"),
+    )
     print_table(headers, rows, no_wrap=("request", "created (UTC)", "deadline (UTC)"))
 
 
@@ -88,9 +113,11 @@ def _if(shown: bool, cell: str) -> tuple[str, ...]:
 
 def print_all_requests(records: Sequence[RequestRecord]) -> None:
     """Every request a run made as a table: id, step, node, status, value and answer (compact JSON, cut
-    when long), with a deadline (UTC) column after status when one of them has a deadline (R13); the
+    when long), with a deadline (UTC) column after status when one of them has a deadline (R13) and an
+    expects column before the answer (:func:`schema_text`) when one of them has a ``response_schema``; the
     request a branch run answers again says so."""
     timed = any(r.deadline is not None for r in records)
+    typed = any(r.response_schema is not None for r in records)
     rows = [
         (
             r.id,
@@ -99,11 +126,21 @@ def print_all_requests(records: Sequence[RequestRecord]) -> None:
             r.status if r.again_of is None else f"{r.status} (again)",
             *_if(timed, when(r.deadline)),
             to_json(r.value, indent=None),
+            *_if(typed, schema_text(r.response_schema)),
             "" if r.status != "answered" else to_json(r.answer, indent=None),
         )
         for r in records
     ]
-    headers = ("request", "step", "node", "status", *_if(timed, "deadline (UTC)"), "value", "answer")
+    headers = (
+        "request",
+        "step",
+        "node",
+        "status",
+        *_if(timed, "deadline (UTC)"),
+        "value",
+        *_if(typed, "expects"),
+        "answer",
+    )
     print_table(headers, rows, no_wrap=("request", "deadline (UTC)"))
 
 
@@ -139,7 +176,7 @@ def again_command(run_id: str, request_id: str = "ID") -> str:
 
 def print_waiting(record: RunRecord, requests: Sequence[Interrupt], step: int | None) -> None:
     """Say that a run waits for input in thread step ``step``: its open requests (id, node, value cut when
-    long) and how to answer them."""
+    long, and under it the answer it expects when it has a ``response_schema``) and how to answer them."""
     count = f"{len(requests)} open request" + ("" if len(requests) == 1 else "s")
     at = "" if step is None else f" at step {step}"
     if print_resume_hint(record, at):  # a static breakpoint: nothing to answer
@@ -147,6 +184,8 @@ def print_waiting(record: RunRecord, requests: Sequence[Interrupt], step: int | 
     click.echo(f"run {record.id} is waiting for input{at} ({count}):")
     for r in requests:
         click.echo(f"  {r.id}  {r.node}  {clip(to_json(r.value, indent=None))}")
+        if r.response_schema is not None:
+            click.echo(f"    expects: {schema_text(r.response_schema)}")
     print_answer_hint(record.id, requests)
 
 

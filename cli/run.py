@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from cli.context import AppContext
-from cli.ctrl_c import CtrlC
+from cli.ctrl_c import CtrlC, how_left
 from cli.enqueue import multitask_option
 from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
 from cli.inputs import check_ids, make_data_dir, parse_input
@@ -195,7 +195,7 @@ def follow_and_work(
     url = app.url(local=True)
     follower = _Follower(connect(url), run, console, time.monotonic() if started is None else started, after)
     follower.start()
-    ctrl_c = CtrlC(client, run, console)
+    ctrl_c = CtrlC(client, run, console, url)
     try:
         with ctrl_c.installed():
             interrupted = _drive(app, client, url, run, ctrl_c)
@@ -206,26 +206,8 @@ def follow_and_work(
         follower.finish()
     record = client.get_run(run.id)
     if interrupted:
-        fail(_interrupted(record, ctrl_c.asked), EXIT_INTERRUPTED)
+        fail(f"interrupted: {how_left(record, ctrl_c.asked)}", EXIT_INTERRUPTED)
     return record
-
-
-def _interrupted(record: RunRecord, asked: bool) -> str:
-    """The last line of a command stopped by Ctrl-C: how the run is left, and how it goes on."""
-    where = f"run {record.id} is {record.status.value} after {record.step} step(s)"
-    if record.status == RunStatus.CANCELED:
-        return f"interrupted: {where}, checkpoints kept; `graphq runs resume {record.id}` continues it"
-    if record.terminal:
-        return f"interrupted: {where} (it ended in the step in flight)"
-    if asked:  # another worker holds its step (a configured Redis)
-        return (
-            f"interrupted: {where}; cancel requested: the worker holding its step ends it canceled after "
-            "that step"
-        )
-    return (
-        f"interrupted: {where}; its checkpoints and next step job are kept, and any worker on this Redis "
-        f"continues it (on the local data: the next `graphq run {record.workflow}`)"
-    )
 
 
 def _print_json(client: Client, record: RunRecord, waiting: bool) -> None:

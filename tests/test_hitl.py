@@ -208,6 +208,20 @@ def test_update_state_as_a_node_then_continue(client: Client) -> None:
         client.update_state("looping", "edit", {"until": 9}, as_node="nope")
 
 
+def test_update_state_naming_another_workflow_than_the_threads_is_refused(client: Client) -> None:
+    """It wrote a checkpoint whose next task the thread's workflow lacks (only a later fork refused it)."""
+    run_id = client.enqueue("looping", {"until": 2}, thread_id="cross")
+    work(client)
+    history = [cp.id for cp in client.get_history("cross")]
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.update_state("pair", "cross", {"items": ["u"]}, as_node="right")
+    assert str(refused.value) == (
+        f"update_state: thread 'cross' is a thread of workflow 'looping' (its newest run {run_id}), not of "
+        "'pair'; nothing written"
+    )
+    assert [cp.id for cp in client.get_history("cross")] == history
+
+
 def test_update_state_with_keys_outside_the_schema_is_refused_on_the_queue(client: Client) -> None:
     """In process they are ignored with a warning (LangGraph ignores them); the queue's update refuses them
     (as node or as START), naming them, and writes nothing."""

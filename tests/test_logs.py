@@ -66,8 +66,28 @@ def test_worker_json_lines_carry_the_step_context_and_no_password(
         "failing",
         failed,
     )
-    assert (entry["thread"], entry["step"], entry["tenant"]) == ("t-logs", 1, "beta")
+    assert (entry["thread"], entry["step"], entry["tenant"]) == ("t-logs", 2, "beta")  # the thread's step
     assert entry["time"].endswith("+00:00")
+
+
+def test_the_step_of_a_line_is_the_threads_step_in_a_run_that_continues_its_thread(
+    client: Client, redis_url: str, tmp_path: Path
+) -> None:
+    """The step of a step job's lines was the run's own count (``failed at step 2 ... step=0`` for a
+    resumed run, ``step=1`` for a new one): it is the thread's, as in ``graphq state --history``."""
+    failed = client.enqueue("failing", {"n": 1}, thread_id="t-steps")
+    env = worker_env(redis_url, "tests.workflows.basic", tmp_path)
+    assert graphq("worker", "--burst", env=env, timeout=60).returncode == 0
+    resumed = client.resume(failed)
+    result = graphq("worker", "--burst", env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert client.thread_step(client.get_run(resumed)) == 2
+    [line] = [line for line in result.stderr.splitlines() if f"run {resumed} failed" in line]
+    assert line.endswith(
+        f"WARNING graphq.runs: run {resumed} failed at step 2: node 'explode' raised RuntimeError: kaboom at "
+        "node explode "
+        f"[workflow=failing run={resumed} thread=t-steps step=2 tenant=default]"
+    ), line
 
 
 def test_cli_text_lines_redact_a_password_in_any_url(secret_url: str) -> None:
@@ -188,7 +208,8 @@ def test_with_json_every_line_of_a_worker_is_json_and_rq_lines_name_the_job(
     )
     about_jobs = [e for e in entries if e["logger"].startswith("rq") and f"graphq-{failed}-" in e["message"]]
     assert len(about_jobs) >= 2  # the job's start and its end, for each of its 2 steps
-    assert {(e["run"], e["step"]) for e in about_jobs} == {(failed, 0), (failed, 1)}
+    assert {e["run"] for e in about_jobs} == {failed}
+    assert [e for e in about_jobs if "step" in e] == []  # a job id counts the run's steps, not the thread's
 
 
 def test_the_banner_names_the_queues_by_their_configured_prefix(redis_url: str, tmp_path: Path) -> None:

@@ -163,3 +163,27 @@ def test_run_help_and_readme_say_what_ctrl_c_does(env: dict[str, str]) -> None:
     readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
     assert "the first Ctrl-C says so at once on stderr and cancels the run after its step in flight" in readme
     assert "A second Ctrl-C exits 130 at once, cutting the step: the run stays running until crash" in readme
+
+
+def test_second_ctrl_c_after_the_run_ended_says_it_ended(
+    procs: Procs, tmp_path: Path, env: dict[str, str], redis_url: str
+) -> None:
+    """The second Ctrl-C's line said the run was left running with its step cut even when the first one had
+    ended it canceled already (the process was still stopping): it now reads how the run is left. Here
+    the in-process worker holds another run's ``slow`` step (enqueued first: its jobs come first) while
+    the first Ctrl-C cancels ``graphq run``'s own run between its steps (on a configured Redis)."""
+    env = env | {"GRAPHQ_REDIS_URL": redis_url}
+    other = graphq("enqueue", "held", "--input", '{"heed": false}', env=env)
+    assert other.returncode == 0, other.stderr
+    proc, run_id, _ = started_run(procs, tmp_path, env, heed=True)
+    assert show(other.stdout.strip(), env)["status"] == "running"  # its slow step holds the worker
+    assert show(run_id, env)["step"] == 1  # between its steps
+    ctrl_c(proc)
+    wait_for(lambda: show(run_id, env)["status"] == "canceled", 20, "the run to end canceled")
+    assert proc.poll() is None  # the other run's step still holds the process
+    ctrl_c(proc)
+    assert proc.wait(10) == 130, procs.logged(proc)
+    assert procs.logged(proc).splitlines()[-1] == (
+        f"error: interrupted again: stopped at once; run {run_id} is canceled after 1 step(s), checkpoints "
+        f"kept; `graphq runs resume {run_id}` continues it"
+    )

@@ -100,14 +100,14 @@ log = logging.getLogger("graphq.step")
 
 
 def step_job(run_id: str, thread_id: str, step: int) -> str:
-    """Run super-step ``step`` of ``run_id``; returns a short outcome for RQ's result. Its log lines carry
-    the run, thread, step, workflow and tenant (:mod:`worker.logs`); it is counted and timed
-    (:func:`worker.metrics.step_done`).
+    """Run super-step ``step`` of ``run_id`` (the run's own count); returns a short outcome for RQ's result.
+    Its log lines carry the run, thread, workflow and tenant, and the thread's step once its head checkpoint
+    is read (:mod:`worker.logs`); it is counted and timed (:func:`worker.metrics.step_done`).
 
     A job whose run is gone (its thread expired or was deleted while the job waited) is skipped, not failed.
     """
     started = time.perf_counter()
-    fields, token = logs.bind(run=run_id, thread=thread_id, step=step)
+    fields, token = logs.bind(run=run_id, thread=thread_id)  # the thread's step once known: _runs_step
     result = None
     try:
         result = _step_job(run_id, thread_id, step, fields)
@@ -282,7 +282,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     )
     with run_scope(scope):  # the routers from START run in the input's __start__ task
         cp, continued = _head(ctx, graph, run, lease, cfg)
-    lease.step_number = cp.step + 1  # the step this job runs: where an error is recorded (fail_run)
+    _runs_step(lease, cp.step + 1)
     if not cp.next_tasks:  # continuing a thread that has nothing left to run
         end_completed(ctx, run, lease, cp.step)
         return "completed: nothing to run"
@@ -522,13 +522,21 @@ def _head(
         fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), head))
         run.head = parent.id
         return parent, True
-    lease.step_number = 0 if parent is None else parent.step + 2  # an error here is the input applied's
-    entry = _start_task(ctx, run, lease, cfg, lease.step_number)
+    applies = 0 if parent is None else parent.step + 2  # the input applied's step: an error here is its
+    _runs_step(lease, applies)
+    entry = _start_task(ctx, run, lease, cfg, applies)
     first, applied = start_run(graph, parent, run.input, meta, remaining, entry)
     first, cp = stored_form(graph, first), stored_form(graph, applied)
     writes = [stored_writes(graph, w) for w in input_writes(graph, first)]
     _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first, writes=writes)
     return cp, False
+
+
+def _runs_step(lease: Lease, step: int) -> None:
+    """The thread's super-step this job runs is ``step``: on its lease (where an error is recorded,
+    :func:`~worker.endings.fail_run`) and in its log lines (:func:`worker.logs.at_step`)."""
+    lease.step_number = step
+    logs.at_step(step)
 
 
 def _start_task(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig, step: int) -> StartTask:

@@ -1,10 +1,12 @@
 """Log lines (O4): each carries the workflow, run, thread, step and tenant where known, as text or JSON,
 and never a password.
 
-The step job binds its run, thread and step (then workflow and tenant, once the run is read) for its
-duration (:func:`bind`, a context variable: the node threads of the step see it too, the engine runs them
-in a copy of the job's context). :func:`configure` installs one stderr handler on the root logger (RQ's
-loggers then add none of their own) whose format is ``GRAPHQ_LOG_FORMAT``:
+The step job binds its run and thread (then workflow and tenant, once the run is read, and the step, the
+thread's as in ``graphq state --history``, once its head checkpoint is: :func:`at_step`) for its duration
+(:func:`bind`, a context variable: the node threads of the step see it too, the engine runs them in a copy
+of the job's context). RQ's lines about a step job get its run from the job's id. :func:`configure`
+installs one stderr handler on the root logger (RQ's loggers then add none of their own) whose format is
+``GRAPHQ_LOG_FORMAT``:
 
 - ``text``: ``2026-12-01 14:00:00,123 WARNING graphq.step: message [workflow=w run=r thread=t step=2
   tenant=a]`` (the bracket lists only what is known);
@@ -41,6 +43,7 @@ __all__ = [
     "TextFormatter",
     "about",
     "announce",
+    "at_step",
     "bind",
     "configure",
     "json_line",
@@ -68,6 +71,14 @@ def bind(**fields: Any) -> tuple[dict[str, Any], contextvars.Token[dict[str, Any
     dictionary (add to it as more becomes known) and the token for :func:`unbind`."""
     current = dict(fields)
     return current, _context.set(current)
+
+
+def at_step(step: int) -> None:
+    """Give this context's log lines (bound by :func:`bind`) the thread's super-step ``step``, numbered like
+    its checkpoints (``graphq state --history``), once it is known; a no-op where nothing is bound."""
+    fields = _context.get()
+    if fields is not None:
+        fields["step"] = step
 
 
 def unbind(token: contextvars.Token[dict[str, Any] | None]) -> None:
@@ -122,12 +133,12 @@ def _context_of(record: logging.LogRecord) -> dict[str, Any]:
     known = {**(_context.get() or {}), **getattr(record, _EXTRA, {})}
     if "run" not in known and record.name.startswith("rq"):  # RQ's lines about a job name its id
         job = _RQ_JOB.search(record.getMessage())
-        if job is not None:
-            known = {"run": job.group(1), "step": int(job.group(2)), **known}
+        if job is not None:  # its number is the run's count of steps, not the thread's step: not given
+            known = {"run": job.group(1), **known}
     return {name: known[name] for name in FIELDS if known.get(name) not in (None, "")}
 
 
-_RQ_JOB = re.compile(r"\bgraphq-([0-9a-f]{32})-(\d+)\b")
+_RQ_JOB = re.compile(r"\bgraphq-([0-9a-f]{32})-\d+\b")
 """A step job's id, ``graphq-<run>-<step>`` (:func:`worker.queue.job_id`), in a line RQ logs about it."""
 
 

@@ -1171,7 +1171,8 @@ class Client:
 
         Raises:
             CheckpointNotFoundError: the thread has no checkpoint.
-            InvalidUpdateError: a run of the thread is queued or running (I3), or awaiting input (its
+            InvalidUpdateError: the thread's newest run is of another workflow (the message names it),
+                a run of the thread is queued or running (I3), or awaiting input (its
                 answer would continue from the checkpoint that asked, leaving the update behind: answer or
                 cancel it first), or the node or keys are unknown, or ``as_node`` is None and the last
                 step that ran nodes ran several (ambiguous).
@@ -1185,6 +1186,11 @@ class Client:
         _expect("as_node", as_node, (str, type(None)), "a node name (str) or None")
         graph = self.registry.get(workflow)
         runs = self.thread_runs(thread_id)
+        if runs and runs[-1].workflow != workflow:  # its channels and edges would apply another's checkpoint
+            raise InvalidUpdateError(
+                f"update_state: thread {thread_id!r} is a thread of workflow {runs[-1].workflow!r} (its "
+                f"newest run {runs[-1].id}), not of {workflow!r}; nothing written"
+            )
         busy = [r.id for r in runs if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)]
         if busy:
             raise InvalidUpdateError(
