@@ -77,7 +77,7 @@ def _no_stray_threads() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[EmbeddedRedis]:
     """A private redis-server (no append-only file) for the whole session; fails, never skips, without one.
-    Under pytest-xdist (``make test``: ``-n 2``) each worker process has a session, and a server, of its own."""
+    Under pytest-xdist (``make test``: ``-n 2``) each worker process has a session, and a server, its own."""
     server = EmbeddedRedis(appendonly=False)
     try:
         server.start()
