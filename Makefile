@@ -18,9 +18,11 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/graphq run code-inventory
 
-## The tests, on a private redis-server started by the fixture.
+## The tests in two pytest processes (pytest-xdist, whole files to each), each on a private redis-server
+## started by its session fixture. Run serially, the suite used under half of one core (its tests mostly wait
+## on worker subprocesses): two at once use the two cores of a 2-core machine.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 ## The tests beside two busy-loop processes (a loaded laptop or CI runner): no test may assume a speed.
 test-loaded: $(STAMP)

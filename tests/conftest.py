@@ -76,7 +76,8 @@ def _no_stray_threads() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[EmbeddedRedis]:
-    """A private redis-server (no append-only file) for the whole session; fails, never skips, without one."""
+    """A private redis-server (no append-only file) for the whole session; fails, never skips, without one.
+    Under pytest-xdist (``make test``: ``-n 2``) each worker process has a session, and a server, its own."""
     server = EmbeddedRedis(appendonly=False)
     try:
         server.start()
@@ -90,7 +91,7 @@ def redis_server() -> Iterator[EmbeddedRedis]:
 
 @pytest.fixture
 def redis_url(redis_server: EmbeddedRedis) -> str:
-    """The session server's URL (db 0), flushed before the test (tests run serially)."""
+    """The session server's URL (db 0), flushed before the test (the tests of a session run serially)."""
     url = redis_server.url
     client = connect(url, attempts=3, max_wait_s=0.5)
     try:

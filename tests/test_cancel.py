@@ -51,19 +51,37 @@ def test_cancel_a_queued_run_and_a_completed_one(client: Client, redis_client: r
     assert type(client.cancel(run_id)) is str  # a node may keep it in its state (serde takes no str subclass)
 
 
+def holding_a_later_step(client: Client, redis_client: redis.Redis, run_id: str, lease_key: str) -> bool:
+    """Two steps of ``run_id`` committed and a worker holding a later one (a step's commit frees the lease
+    until the next job claims it)."""
+    leased = redis_client.exists(lease_key)
+    return client.get_run(run_id).step >= 2 and bool(leased)
+
+
+def cancel_a_held_step(client: Client, redis_client: redis.Redis, attempts: int = 5) -> str:
+    """Enqueue ``slow-loop`` and cancel it while a worker holds its third step or a later one; returns the
+    run's id. Seeing the lease and cancelling are two calls: on a loaded machine the step may commit, freeing
+    the lease, in between, and the cancel then ends the run at once ("canceled"); a new run is tried then."""
+    replies = []
+    for _ in range(attempts):
+        run_id = client.enqueue("slow-loop", {})
+        wait_for(client, run_id, RunStatus.RUNNING)
+        held = keys.lease(client.get_run(run_id).thread_id, run_id)
+        wait_until(
+            lambda run_id=run_id, held=held: holding_a_later_step(client, redis_client, run_id, held),
+            30,
+            "two committed steps and a worker holding the next",
+        )
+        replies.append(client.cancel(run_id))
+        if replies[-1] == "cancel requested: the run stops before its next super-step":
+            return run_id
+    raise AssertionError(f"no cancel reached a held step in {attempts} runs: {replies}")
+
+
 def test_cooperative_cancel_stops_before_the_next_step_and_keeps_checkpoints(
     client: Client, worker: subprocess.Popen[bytes], redis_client: redis.Redis
 ) -> None:
-    run_id = client.enqueue("slow-loop", {})
-    wait_for(client, run_id, RunStatus.RUNNING)
-    run = client.get_run(run_id)
-
-    def holding_a_later_step() -> bool:  # a step's commit frees the lease until the next job claims it
-        leased = redis_client.exists(keys.lease(run.thread_id, run_id))
-        return client.get_run(run_id).step >= 2 and bool(leased)
-
-    wait_until(holding_a_later_step, 30, "two committed steps and a worker holding the next")
-    assert client.cancel(run_id) == "cancel requested: the run stops before its next super-step"
+    run_id = cancel_a_held_step(client, redis_client)
     wait_for(client, run_id, RunStatus.CANCELED, timeout_s=20)
     run = client.get_run(run_id)
     history = client.get_history(run.thread_id)
