@@ -407,14 +407,25 @@ def test_graphqs_own_stored_values_load() -> None:
         "node",
         writes=[("messages", RemoveMessage("m1")), ("total", Overwrite(3))],
         goto=[PendingTask("other", True, {"x": 1})],
-        interrupts=[Interrupt({"q": "ok?"}, "0123456789abcdef", "node", "task-1", 0, "2026-01-01T00:00", 5)],
+        interrupts=[
+            Interrupt(
+                {"q": "ok?"},
+                "0123456789abcdef",
+                "node",
+                "task-1",
+                0,
+                "2026-01-01T00:00",
+                5,
+                response_schema={"type": "string"},
+            )
+        ],
         resume=["yes"],
     )
     loaded = decode_writes(encode_writes(tw))
     assert loaded == tw
     # Interrupt compares by value and id only (LangGraph's): its other fields must load back too
     assert [dataclasses.astuple(i) for i in loaded.interrupts] == [
-        ({"q": "ok?"}, "0123456789abcdef", "node", "task-1", 0, "2026-01-01T00:00", 5)
+        ({"q": "ok?"}, "0123456789abcdef", "node", "task-1", 0, "2026-01-01T00:00", 5, {"type": "string"})
     ]
 
 
