@@ -1,5 +1,5 @@
 """Prebuilt pieces for agent loops: LangGraph's ``ToolNode``, ``tools_condition``, ``create_react_agent``,
-``InjectedState``, ``InjectedStore`` and ``ToolRuntime`` (as in ``langgraph.prebuilt``)
+``InjectedState``, ``InjectedStore``, ``ToolRuntime`` and ``ValidationNode`` (as in ``langgraph.prebuilt``)
 and graphq's agent-loop state, reducers and routers (DESIGN G8)."""
 
 from typing import Any
@@ -22,6 +22,7 @@ from graphcore.prebuilt.agent import (
 )
 from graphcore.prebuilt.react_agent import AgentState, create_react_agent
 from graphcore.prebuilt.tool_node import ToolNode, tools_condition
+from graphcore.prebuilt.validation import ValidationNode
 
 __all__ = [
     "AgentLoopState",
@@ -33,6 +34,7 @@ __all__ = [
     "Spent",
     "ToolNode",
     "ToolRuntime",
+    "ValidationNode",
     "budget_exhausted",
     "create_react_agent",
     "decision_of",

@@ -76,6 +76,7 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
             "InjectedStore",
             "ToolNode",
             "ToolRuntime",
+            "ValidationNode",
             "create_react_agent",
             "tools_condition",
         ),
