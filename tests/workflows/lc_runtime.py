@@ -1,7 +1,8 @@
-"""``create_react_agent`` whose tool takes a ``ToolRuntime`` (tests/test_tool_runtime_queue.py): the
-``lc-runtime`` workflow. The model calls ``note(text="buy tea")``, then answers ``ok``; ``note`` reads the
-run's context (``Ctx``) and the store (the workers' Redis store on the queue), writes a note under the
-call's id, and streams a custom chunk."""
+"""A tool that takes a ``ToolRuntime`` (tests/test_tool_runtime_queue.py): ``note`` reads the run's context
+(``Ctx``) and the store (the workers' Redis store on the queue), writes a note under the call's id, and
+streams a custom chunk. ``lc-runtime``: ``create_react_agent`` whose model calls ``note(text="buy tea")``,
+then answers ``ok`` (one ``tools`` task per call); ``lc-runtime-node``: a ``ToolNode`` given the messages
+(the calls of their last AI message run in an inner graph)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from graphcore.prebuilt import ToolRuntime, create_react_agent
+from graphcore import END, START, MessagesState, StateGraph
+from graphcore.prebuilt import ToolNode, ToolRuntime, create_react_agent
 from tests.workflows.lc_agent import ScriptedModel
 
 
@@ -37,3 +39,9 @@ lc_runtime = create_react_agent(
     context_schema=Ctx,
     name="lc-runtime",
 )
+
+node_builder = StateGraph(MessagesState, context_schema=Ctx)
+node_builder.add_node("tools", ToolNode([note]))
+node_builder.add_edge(START, "tools")
+node_builder.add_edge("tools", END)
+lc_runtime_node = node_builder.compile(name="lc-runtime-node")
