@@ -67,9 +67,11 @@ _GIVEN: contextvars.ContextVar[_Given] = contextvars.ContextVar("graphq_tool_nod
 """What the running ToolNode task was given: what its calls' injected parameters get."""
 
 
-_Injection: TypeAlias = tuple[Literal["state", "store", "runtime"], str | None]
+_Injection: TypeAlias = tuple[Literal["state", "store", "runtime"], Any]
 """What a tool parameter is filled with: ``("state", key or None)``, ``("store", None)`` or ``("runtime",
-None)`` (a :class:`~graphcore.prebuilt.injected.ToolRuntime`)."""
+class)``: a ToolRuntime of the class the parameter's annotation names (graphq's
+:class:`~graphcore.prebuilt.injected.ToolRuntime`, or LangGraph's for a tool written with it; None:
+graphq's)."""
 
 
 def _marker(meta: Any) -> _Injection | None:
@@ -79,7 +81,7 @@ def _marker(meta: Any) -> _Injection | None:
     cls = cls if isinstance(cls, type) else type(cls)
     names = {c.__name__ for c in cls.__mro__}
     if "ToolRuntime" in names:
-        return ("runtime", None)
+        return ("runtime", cls)
     if "InjectedStore" in names:
         return ("store", None)
     if "InjectedState" in names:
@@ -120,7 +122,7 @@ def _injections(tool: Any) -> dict[str, _Injection]:
     hints = _hints(func) if callable(func) else {}
     hints.update(_hints(schema) if isinstance(schema, type) else {})
     found = {name: _injection(hint) for name, hint in hints.items()}
-    if "runtime" in hints or "runtime" in _parameters(func):
+    if found.get("runtime") is None and ("runtime" in hints or "runtime" in _parameters(func)):
         found["runtime"] = ("runtime", None)
     return {name: how for name, how in found.items() if how is not None}
 
@@ -486,7 +488,7 @@ class ToolNode:
         filled = {k: v for k, v in args.items() if k not in tool.injected}
         for name, how in tool.injected.items():
             if how[0] == "runtime":
-                filled[name] = self._tool_runtime(given, call_id)
+                filled[name] = self._tool_runtime(given, call_id, how[1])
                 continue
             try:
                 filled[name] = _injected_value(how, given, self.messages_key)
@@ -495,13 +497,14 @@ class ToolNode:
                     raise
         return filled
 
-    def _tool_runtime(self, given: _Given, call_id: str) -> Any:
-        """The :class:`~graphcore.prebuilt.injected.ToolRuntime` of one call (imported here: it imports
-        langchain-core, which a tool that asks for it has imported already)."""
+    def _tool_runtime(self, given: _Given, call_id: str, cls: type[Any] | None) -> Any:
+        """The ToolRuntime of one call, of class ``cls`` (LangGraph's has the same fields) or graphq's
+        :class:`~graphcore.prebuilt.injected.ToolRuntime` (imported here: it imports langchain-core, which a
+        tool that asks for it has imported already)."""
         from graphcore.prebuilt.injected import ToolRuntime
 
         runtime = given.runtime
-        return ToolRuntime(
+        return (cls or ToolRuntime)(
             state=given.state,
             context=runtime.context,
             config=given.config,

@@ -177,6 +177,23 @@ def test_a_parameter_named_runtime_gets_it(lg: Imports) -> None:
     assert [m.content for m in out[1:]] == ["1 ToolRuntime n1"]
 
 
+def test_graphq_tool_node_fills_langgraphs_tool_runtime() -> None:
+    """A tool written with ``langgraph.prebuilt``'s ToolRuntime (as LangChain 1.x's ``langchain.tools``
+    exports it) gets one of that class from graphq's ToolNode, with the same values (before, graphq's class:
+    the call became an error ToolMessage "runtime: Input should be ... an instance of ToolRuntime")."""
+    langgraph_side, graphq_side = Imports("langgraph"), Imports("graphq")
+    pytest.importorskip("langgraph")
+
+    @tool
+    def peek(x: int, runtime: langgraph_side.ToolRuntime) -> str:  # type: ignore[name-defined]
+        """Peek at the runtime."""
+        return f"{x} {type(runtime).__module__} {runtime.tool_call_id} {len(runtime.state)}"
+
+    calls = [{"name": "peek", "args": {"x": 1}, "id": "p1"}]
+    out = list_graph(graphq_side, [peek]).invoke([AIMessage("", tool_calls=calls, id="a1")])
+    assert [(m.content, m.status) for m in out[1:]] == [("1 langgraph.prebuilt.tool_node p1 1", "success")]
+
+
 class Topic(TypedDict):
     messages: Any
     topic: str
