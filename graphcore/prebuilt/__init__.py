@@ -1,6 +1,6 @@
 """Prebuilt pieces for agent loops: LangGraph's ``ToolNode``, ``tools_condition``, ``create_react_agent``,
-``InjectedState`` and ``InjectedStore`` (as in ``langgraph.prebuilt``) and graphq's agent-loop state,
-reducers and routers (DESIGN G8)."""
+``InjectedState``, ``InjectedStore``, ``ToolRuntime`` and ``ValidationNode`` (as in ``langgraph.prebuilt``)
+and graphq's agent-loop state, reducers and routers (DESIGN G8)."""
 
 from typing import Any
 
@@ -22,6 +22,7 @@ from graphcore.prebuilt.agent import (
 )
 from graphcore.prebuilt.react_agent import AgentState, create_react_agent
 from graphcore.prebuilt.tool_node import ToolNode, tools_condition
+from graphcore.prebuilt.validation import ValidationNode
 
 __all__ = [
     "AgentLoopState",
@@ -32,6 +33,8 @@ __all__ = [
     "InjectedStore",
     "Spent",
     "ToolNode",
+    "ToolRuntime",
+    "ValidationNode",
     "budget_exhausted",
     "create_react_agent",
     "decision_of",
@@ -48,9 +51,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``InjectedState`` and ``InjectedStore``, imported on first use (:mod:`graphcore.prebuilt.injected`
-    imports langchain-core's tools, which costs every worker start-up about 0.3 s otherwise)."""
-    if name in ("InjectedState", "InjectedStore"):
+    """``InjectedState``, ``InjectedStore`` and ``ToolRuntime``, imported on first use
+    (:mod:`graphcore.prebuilt.injected` imports langchain-core's tools, which costs every worker start-up
+    about 0.3 s otherwise)."""
+    if name in ("InjectedState", "InjectedStore", "ToolRuntime"):
         from graphcore.prebuilt import injected
 
         return getattr(injected, name)

@@ -9,9 +9,10 @@ call that finished survives a crash of its siblings' worker as pending writes. I
 call in its own task, with no inner graph: the graph's tasks are the calls.
 
 A tool parameter annotated ``Annotated[dict, InjectedState]`` (the graph's state), ``Annotated[list,
-InjectedState("messages")]`` (one key of it) or ``Annotated[Any, InjectedStore()]`` (the run's long-term
-store) is filled by the ToolNode, as LangGraph's: the model never sees it (a LangChain tool leaves it out of
-its schema) and a value the model gives for it is dropped.
+InjectedState("messages")]`` (one key of it), ``Annotated[Any, InjectedStore()]`` (the run's long-term
+store) or ``ToolRuntime`` (all of these and more, see :class:`~graphcore.prebuilt.injected.ToolRuntime`;
+also any parameter named ``runtime``) is filled by the ToolNode, as LangGraph's: the model never sees it (a
+LangChain tool leaves it out of its schema) and a value the model gives for it is dropped.
 """
 
 from __future__ import annotations
@@ -22,16 +23,17 @@ import json
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias, Union
+from typing import Annotated, Any, Literal, NamedTuple, TypeAlias, Union
 
 from pydantic import BaseModel, ValidationError, create_model
 from typing_extensions import TypedDict
 
 from graphcore.engine.builder import StateGraph
+from graphcore.engine.config import current_task_or_none
 from graphcore.engine.executor import INTERRUPT_KEY
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
-from graphcore.engine.runtime import run_store
+from graphcore.engine.runtime import Runtime, runtime_of
 from graphcore.errors import NodeError
 from graphcore.messages import ToolCall, ToolMessage
 from graphcore.types import END, START, Command, Send
@@ -52,19 +54,34 @@ TOOL_ERROR = "Error: {error!r}\n Please fix your mistakes."
 
 ErrorHandling: TypeAlias = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
 
-_STATE: contextvars.ContextVar[Any] = contextvars.ContextVar("graphq_tool_node_state")
-"""The state the running ToolNode was given: what its calls' ``InjectedState`` parameters get."""
+
+class _Given(NamedTuple):
+    """What the running ToolNode task was given: its input state, its runtime and config."""
+
+    state: Any
+    runtime: Runtime[Any]
+    config: Any
 
 
-_Injection: TypeAlias = tuple[Literal["state", "store"], str | None]
-"""What a tool parameter is filled with: ``("state", key or None)`` or ``("store", None)``."""
+_GIVEN: contextvars.ContextVar[_Given] = contextvars.ContextVar("graphq_tool_node_given")
+"""What the running ToolNode task was given: what its calls' injected parameters get."""
+
+
+_Injection: TypeAlias = tuple[Literal["state", "store", "runtime"], Any]
+"""What a tool parameter is filled with: ``("state", key or None)``, ``("store", None)`` or ``("runtime",
+class)``: a ToolRuntime of the class the parameter's annotation names (graphq's
+:class:`~graphcore.prebuilt.injected.ToolRuntime`, or LangGraph's for a tool written with it; None:
+graphq's)."""
 
 
 def _marker(meta: Any) -> _Injection | None:
-    """The injection an ``Annotated`` metadata item asks for (graphq's or LangGraph's markers, matched by
-    class name), or None."""
-    cls = meta if isinstance(meta, type) else type(meta)
+    """The injection an ``Annotated`` metadata item or a parameter's type asks for (graphq's or LangGraph's
+    markers, matched by class name; ``ToolRuntime[C, S]`` by its origin), or None."""
+    cls = typing.get_origin(meta) or meta
+    cls = cls if isinstance(cls, type) else type(cls)
     names = {c.__name__ for c in cls.__mro__}
+    if "ToolRuntime" in names:
+        return ("runtime", cls)
     if "InjectedStore" in names:
         return ("store", None)
     if "InjectedState" in names:
@@ -73,7 +90,11 @@ def _marker(meta: Any) -> _Injection | None:
 
 
 def _injection(hint: Any) -> _Injection | None:
-    """The injection a parameter's annotation asks for: an ``Annotated`` marker, also inside a union."""
+    """The injection a parameter's annotation asks for: ``ToolRuntime`` as the type, or an ``Annotated``
+    marker, also inside a union."""
+    found_type = _marker(hint)
+    if found_type is not None and found_type[0] == "runtime":
+        return found_type
     origin = typing.get_origin(hint)
     if origin is Annotated:
         found = [m for m in map(_marker, hint.__metadata__) if m is not None]
@@ -94,13 +115,24 @@ def _hints(obj: Any) -> dict[str, Any]:
 
 def _injections(tool: Any) -> dict[str, _Injection]:
     """The parameters of ``tool`` (a function, or a LangChain tool's function and ``args_schema``) that
-    the ToolNode fills, by name."""
+    the ToolNode fills, by name; a parameter named ``runtime`` gets the ToolRuntime whatever its type
+    (LangGraph's)."""
     func = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool
     schema = getattr(tool, "args_schema", None)
     hints = _hints(func) if callable(func) else {}
     hints.update(_hints(schema) if isinstance(schema, type) else {})
     found = {name: _injection(hint) for name, hint in hints.items()}
+    if found.get("runtime") is None and ("runtime" in hints or "runtime" in _parameters(func)):
+        found["runtime"] = ("runtime", None)
     return {name: how for name, how in found.items() if how is not None}
+
+
+def _parameters(func: Any) -> Mapping[str, inspect.Parameter]:
+    """``func``'s parameters by name; none when it has no signature."""
+    try:
+        return inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return {}
 
 
 def _defaulted(tool: Any) -> set[str]:
@@ -109,23 +141,29 @@ def _defaulted(tool: Any) -> set[str]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return {name for name, f in schema.model_fields.items() if not f.is_required()}
     func = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return set()
-    return {p.name for p in params if p.default is not p.empty}
+    return {p.name for p in _parameters(func).values() if p.default is not p.empty}
 
 
-def _injected_value(how: _Injection, state: Any, messages_key: str) -> Any:
-    """The value of one injected parameter (see ``InjectedState``, ``InjectedStore``).
+def _given(state: Any) -> _Given:
+    """What the running task gives its calls: ``state``, the task's runtime and config (outside a run a
+    runtime with nothing set and no config)."""
+    task = current_task_or_none()
+    if task is None:
+        return _Given(state, Runtime(), None)
+    return _Given(state, runtime_of(task), task.config)
+
+
+def _injected_value(how: _Injection, given: _Given, messages_key: str) -> Any:
+    """The value of one injected ``InjectedState`` or ``InjectedStore`` parameter.
 
     Raises:
         ValueError: a store is asked for and the graph has none.
         KeyError / AttributeError: the state lacks the asked key.
     """
     kind, key = how
+    state = given.state
     if kind == "store":
-        store = run_store()
+        store = given.runtime.store
         if store is None:
             raise ValueError(
                 "Cannot inject store into tools with InjectedStore annotations - please compile your graph "
@@ -210,6 +248,8 @@ class _Tool:
         if isinstance(getattr(tool, "name", None), str) and callable(invoke):
             self.name: str = tool.name
             if _is_langchain_tool(tool):
+                if getattr(tool, "func", None) is None and getattr(tool, "coroutine", None) is not None:
+                    invoke = tool.ainvoke  # an async-only tool: its coroutine is awaited (run_call)
                 self.run: Callable[[dict[str, Any]], Any] = lambda call: invoke({**call, "type": "tool_call"})
             else:
                 self.run = lambda call: invoke(call.get("args", {}))
@@ -233,8 +273,9 @@ def _is_langchain_tool(tool: Any) -> bool:
     )
 
 
-def _args_model(fn: Callable[..., Any], skip: set[str]) -> type[BaseModel]:
-    """A pydantic model of ``fn``'s keyword parameters (``Any`` where unannotated), but those in ``skip``."""
+def _args_model(fn: Callable[..., Any], skip: set[str], name: str | None = None) -> type[BaseModel]:
+    """A pydantic model of ``fn``'s keyword parameters (``Any`` where unannotated), but those in ``skip``,
+    named ``name`` (``<fn name>_args`` by default)."""
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # an annotation that does not resolve: leave that argument unchecked
@@ -244,7 +285,7 @@ def _args_model(fn: Callable[..., Any], skip: set[str]) -> type[BaseModel]:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in skip:
             continue
         fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
-    return create_model(f"{fn.__name__}_args", **fields)
+    return create_model(name or f"{fn.__name__}_args", **fields)
 
 
 def _validated(model: type[BaseModel], args: dict[str, Any]) -> dict[str, Any]:
@@ -351,11 +392,11 @@ class ToolNode:
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         if last_ai is None:
             raise ValueError("no AIMessage found in the input")
-        token = _STATE.set(state)
+        token = _GIVEN.set(_given(state))
         try:
             results = self._run_calls([dict(c) for c in getattr(last_ai, "tool_calls", [])])
         finally:
-            _STATE.reset(token)
+            _GIVEN.reset(token)
         if any(isinstance(r, Command) for r in results):  # LangGraph's: each call's Command or messages
             return [r if isinstance(r, Command) else self._update([r], state) for r in results]
         return self._update(results, state)
@@ -370,11 +411,11 @@ class ToolNode:
     def _run_one(self, call: Mapping[str, Any], state: Any) -> Any:
         """Run one tool call in this task (no inner graph), its ``InjectedState`` parameters given
         ``state``: the update ``{messages_key: [its ToolMessage]}``, or ``[its Command]`` (LangGraph's)."""
-        token = _STATE.set(state)
+        token = _GIVEN.set(_given(state))
         try:
             result = self.run_call(call)
         finally:
-            _STATE.reset(token)
+            _GIVEN.reset(token)
         if isinstance(result, tuple):
             return [result[1]]
         return {self.messages_key: [result], **(_outcome([result]) if self.record_outcome else {})}
@@ -414,7 +455,7 @@ class ToolNode:
             content = INVALID_TOOL.format(name=name, names=", ".join(self.tools_by_name))
             return ToolMessage(content, name=name, tool_call_id=call_id, status="error")
         if tool.injected:
-            args = self._injected_args(tool, args)
+            args = self._injected_args(tool, args, call_id)
         try:
             output = tool.run({"name": name, "args": args, "id": call_id})
             if inspect.isawaitable(output):  # an async def tool: awaited on graphq's loop for this thread
@@ -434,7 +475,7 @@ class ToolNode:
             return output.model_copy(update={"content": _content(output.content)})
         return ToolMessage(_content(output), name=name, tool_call_id=call_id)
 
-    def _injected_args(self, tool: _Tool, args: Mapping[str, Any]) -> dict[str, Any]:
+    def _injected_args(self, tool: _Tool, args: Mapping[str, Any], call_id: str) -> dict[str, Any]:
         """The call's ``args`` with the injected parameters filled (a value the model gave them dropped;
         an ``InjectedState(key)`` parameter with a default left out when the state lacks the key).
 
@@ -443,15 +484,37 @@ class ToolNode:
             KeyError / AttributeError: an ``InjectedState(key)`` parameter without a default, and no such
                 key in the state.
         """
-        state = _STATE.get(None)
+        given = _GIVEN.get(None) or _given(None)
         filled = {k: v for k, v in args.items() if k not in tool.injected}
         for name, how in tool.injected.items():
+            if how[0] == "runtime":
+                filled[name] = self._tool_runtime(given, call_id, how[1])
+                continue
             try:
-                filled[name] = _injected_value(how, state, self.messages_key)
+                filled[name] = _injected_value(how, given, self.messages_key)
             except (KeyError, AttributeError):
                 if name not in tool.defaulted:
                     raise
         return filled
+
+    def _tool_runtime(self, given: _Given, call_id: str, cls: type[Any] | None) -> Any:
+        """The ToolRuntime of one call, of class ``cls`` (LangGraph's has the same fields) or graphq's
+        :class:`~graphcore.prebuilt.injected.ToolRuntime` (imported here: it imports langchain-core, which a
+        tool that asks for it has imported already)."""
+        from graphcore.prebuilt.injected import ToolRuntime
+
+        runtime = given.runtime
+        return (cls or ToolRuntime)(
+            state=given.state,
+            context=runtime.context,
+            config=given.config,
+            stream_writer=runtime.stream_writer,
+            tool_call_id=call_id,
+            store=runtime.store,
+            tools=list(self.tools),
+            execution_info=runtime.execution_info,
+            server_info=runtime.server_info,
+        )
 
     def _handled(self, exc: Exception) -> str | None:
         """The error content for ``exc`` when ``handle_tool_errors`` handles it, else None."""

@@ -71,7 +71,15 @@ IMPORT_MAP: dict[str, tuple[str, tuple[str, ...]]] = {
     "langgraph.managed": ("graphcore", ("IsLastStep", "RemainingSteps")),
     "langgraph.prebuilt": (
         "graphcore.prebuilt",
-        ("InjectedState", "InjectedStore", "ToolNode", "create_react_agent", "tools_condition"),
+        (
+            "InjectedState",
+            "InjectedStore",
+            "ToolNode",
+            "ToolRuntime",
+            "ValidationNode",
+            "create_react_agent",
+            "tools_condition",
+        ),
     ),
     "langchain_core.messages": (
         "graphcore.messages",
