@@ -99,8 +99,7 @@ def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
         print_json([request_json(r) for r in open_requests])
     elif not open_requests and (stop := at_breakpoint(record)):
         click.echo(
-            f"{stop}, with no open requests; let it go on with "
-            f"`{graphq_prefix()} runs resume {run_id}`",
+            f"{stop}, with no open requests; let it go on with `{graphq_prefix()} runs resume {run_id}`",
             err=True,
         )
     elif not open_requests:

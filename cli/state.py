@@ -150,9 +150,7 @@ def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) 
 @click.option(
     "--checkpoint", "-c", "checkpoint_id", metavar="ID", help="Show this checkpoint, not the newest."
 )
-@click.option(
-    "--limit", "-n", type=LIMIT, metavar="N", help="With --history: at most this many."
-)
+@click.option("--limit", "-n", type=LIMIT, metavar="N", help="With --history: at most this many.")
 @output_option
 @click.pass_obj
 def state(

@@ -53,6 +53,7 @@ class BoundedCommands(SimpleWorker):
             pubsub.close()  # the thread closed it as it ended; a second close is a no-op
         self.pubsub_thread = None
 
+
 def _stop_flag(thread: Any) -> None:
     """Tell redis-py's ``PubSubWorkerThread`` to stop without waiting for it. Its ``stop()`` only clears
     the flag up to redis-py 8.1; from 8.2 it joins, for at most ``timeout`` seconds."""

@@ -93,4 +93,3 @@ class OutlastOutages(SimpleWorker):
             if not is_transient(exc):
                 raise
             log.warning("worker %s: Redis unavailable at shutdown, not recording its end: %s", self.name, exc)
-

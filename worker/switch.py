@@ -38,6 +38,7 @@ POLL_S = 1.0
 RECHECK_S = 0.05
 """A job dequeued longer than this after the last look at the switch is looked at again, seconds."""
 
+
 class KillSwitch(SimpleWorker):
     """The mixin (before the worker class in the MRO): graphq's kill switch as RQ's suspension."""
 
@@ -94,4 +95,3 @@ def _put_back(kv: Any, queue: Any, job_id: str) -> None:
         pipe.lrem(queue.intermediate_queue_key, 1, job_id)
         pipe.lpush(queue.key, job_id)
         pipe.execute()
-

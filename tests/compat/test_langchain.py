@@ -340,4 +340,3 @@ def test_astream_events_ignores_an_unknown_keyword(lg: Imports) -> None:
     with lg.graphq_warns(r"^astream_events\(\) ignores unknown keyword argument\(s\) \['bogus'\]$"):
         got = asyncio.run(events())
     assert got[0] == "on_chain_start" and got[-1] == "on_chain_end"
-
