@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from langchain_core.tools import tool as lc_tool
 
-from graphcore import END, START, Command, MessagesState, StateGraph, interrupt
+from graphcore import END, START, Command, InMemorySaver, MessagesState, StateGraph, interrupt
 from graphcore.checkpoints import InMemoryCheckpointStore, serde
 from graphcore.messages import AIMessage, HumanMessage, ToolMessage
 from graphcore.prebuilt import (
     AgentLoopState,
+    InjectedState,
     Spent,
     ToolNode,
     budget_exhausted,
@@ -26,6 +28,7 @@ from graphcore.prebuilt import (
     spend,
     terminate_requested,
 )
+from tests.workflows.lc_agent import ToolCallingFakeModel
 
 RUNS: Counter[str] = Counter()
 
@@ -257,3 +260,37 @@ def test_an_agent_loop_stops_when_its_budget_runs_out() -> None:
     assert (out["iterations"], out["tokens_left"], out["last_result"]) == (3, -20, "t1")
     assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai", "tool", "ai"]
     assert out["decision"] == {"action": "call_tools", "names": ["quick"], "answer": None}
+
+
+
+@lc_tool
+def plain(x: str) -> str:
+    """Echo x."""
+    return x
+
+
+@lc_tool
+def reading(x: str, state: Annotated[dict[str, Any], InjectedState]) -> str:
+    """Count the messages."""
+    return f"{x}:{len(state['messages'])}"
+
+
+def _stored_states(*tools: Any) -> list[Any]:
+    """The ``state`` of each per-call ``tools`` task stored with the step-1 checkpoint of an agent whose
+    model calls each of ``tools`` once."""
+    calls = [{"name": t.name, "args": {"x": t.name}, "id": f"c-{t.name}"} for t in tools]
+    model = ToolCallingFakeModel(responses=[AIMessage("", id="a1", tool_calls=calls), AIMessage("ok")])
+    saver = InMemorySaver()
+    app = create_react_agent(model, list(tools), checkpointer=saver)
+    app.invoke({"messages": [HumanMessage("go", id="h")]}, {"configurable": {"thread_id": "t"}})
+    step1 = next(cp for cp in saver.list("t") if cp.step == 1)
+    return [task.arg["state"] for task in step1.next_tasks]
+
+
+def test_a_per_call_tools_task_stores_the_state_only_when_a_tool_injects_it() -> None:
+    """create_react_agent v2 sends one ``tools`` task per call. LangGraph copies the whole state into each
+    task's input; graphq gives it only when a tool has it injected (``InjectedState``, ``ToolRuntime``), so
+    a stored tools step costs its calls, not N copies of the conversation (O(change))."""
+    assert _stored_states(plain, plain) == [None, None]
+    states = _stored_states(plain, reading)
+    assert [[m.id for m in s["messages"]] for s in states] == [["h", "a1"], ["h", "a1"]]

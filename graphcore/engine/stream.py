@@ -648,7 +648,8 @@ def show_events(
         if mode not in modes:
             continue
         if on_worker():
-            log.debug("%s", debug_text(mode, payload, ns, colour=False))
+            if log.isEnabledFor(logging.DEBUG):  # the payload's repr is the whole state: made only if shown
+                log.debug("%s", debug_text(mode, payload, ns, colour=False))
         else:
             print(debug_text(mode, payload, ns))
 

@@ -262,7 +262,8 @@ def create_react_agent(
     if response_format is not None:
         builder.add_node(STRUCTURED, structured)
         builder.add_edge(STRUCTURED, END)
-    _loop(builder, tool_node, entry, done, post_model_hook, per_call=version == "v2")
+    per_call = version == "v2" and not tool_node.record_outcome  # one task's outcome, not the last task's
+    _loop(builder, tool_node, entry, done, post_model_hook, per_call)
     options: dict[str, Any] = {"name": name} if name is not None else {}
     return builder.compile(
         checkpointer=checkpointer,
@@ -303,20 +304,24 @@ def _loop(
         builder.add_node(POST, post_model_hook)
         builder.add_edge(AGENT, POST)
         targets = [entry, TOOLS, done] if calling else [done]
-        builder.add_conditional_edges(POST, _after_post_hook(entry, done, calling), targets)
+        builder.add_conditional_edges(POST, _after_post_hook(tool_node, entry, done), targets)
     elif calling:
-        builder.add_conditional_edges(AGENT, _after_model(done, per_call), [TOOLS, done])
+        builder.add_conditional_edges(AGENT, _after_model(tool_node, done, per_call), [TOOLS, done])
     else:
         builder.add_edge(AGENT, done)
 
 
-def _per_call(calls: list[Any], state: Any) -> list[Send]:
-    """One ``tools`` task per tool call, each given its call and the state (LangGraph's
-    ``ToolCallWithContext``, what :class:`~graphcore.prebuilt.ToolNode` takes as one call's input)."""
-    return [Send(TOOLS, {"__type": CALL_WITH_CONTEXT, "tool_call": call, "state": state}) for call in calls]
+def _per_call(tool_node: ToolNode, calls: list[Any], state: Any) -> list[Send]:
+    """One ``tools`` task per tool call, each given its call (LangGraph's ``ToolCallWithContext``, what
+    :class:`~graphcore.prebuilt.ToolNode` takes as one call's input) and the state when a tool has it
+    injected (``InjectedState``, ``ToolRuntime``); else None: a task's input is stored with the checkpoint
+    that schedules it, and N copies of a long conversation would make each tools step O(history), not
+    O(change) (LangGraph always copies it)."""
+    given = state if tool_node.needs_state else None
+    return [Send(TOOLS, {"__type": CALL_WITH_CONTEXT, "tool_call": call, "state": given}) for call in calls]
 
 
-def _after_model(done: str, per_call: bool) -> Callable[[Any], str | list[Send]]:
+def _after_model(tool_node: ToolNode, done: str, per_call: bool) -> Callable[[Any], str | list[Send]]:
     """The router after ``agent``: ``tools`` when the reply calls tools (one ``Send`` per call when
     ``per_call``), else ``done``."""
 
@@ -324,24 +329,24 @@ def _after_model(done: str, per_call: bool) -> Callable[[Any], str | list[Send]]
         calls = getattr(_messages(state)[-1], "tool_calls", None)
         if not calls:
             return done
-        return _per_call(calls, state) if per_call else TOOLS
+        return _per_call(tool_node, calls, state) if per_call else TOOLS
 
     return route
 
 
-def _after_post_hook(entry: str, done: str, calling: bool) -> Callable[[Any], str | list[Send]]:
+def _after_post_hook(tool_node: ToolNode, entry: str, done: str) -> Callable[[Any], str | list[Send]]:
     """The router after ``post_model_hook`` (LangGraph's): one ``tools`` task per call of the last AI
     message with no tool message yet, back to ``entry`` after a tool message, else ``done``."""
 
     def route(state: Any) -> str | list[Send]:
         messages = _messages(state)
-        if not calling:
+        if not tool_node.tools_by_name:
             return done
         answered = {m.tool_call_id for m in messages if getattr(m, "type", None) == "tool"}
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         pending = [call for call in getattr(last_ai, "tool_calls", None) or [] if call["id"] not in answered]
         if pending:
-            return _per_call(pending, state)
+            return _per_call(tool_node, pending, state)
         if getattr(messages[-1], "type", None) == "tool":
             return entry
         return done

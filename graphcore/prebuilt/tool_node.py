@@ -22,7 +22,8 @@ import inspect
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal, NamedTuple, TypeAlias, Union
 
 from pydantic import BaseModel, ValidationError, create_model
@@ -151,6 +152,17 @@ def _given(state: Any) -> _Given:
     if task is None:
         return _Given(state, Runtime(), None)
     return _Given(state, runtime_of(task), task.config)
+
+
+@contextmanager
+def _giving(state: Any) -> Iterator[None]:
+    """While the body runs, the task's calls are given ``state`` (:func:`_given`) for their injected
+    parameters."""
+    token = _GIVEN.set(_given(state))
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)
 
 
 def _injected_value(how: _Injection, given: _Given, messages_key: str) -> Any:
@@ -373,6 +385,8 @@ class ToolNode:
         self.messages_key = messages_key
         self._handling = handle_tool_errors
         self.record_outcome = record_outcome
+        kinds = {kind for t in self.tools_by_name.values() for kind, _ in t.injected.values()}
+        self.needs_state = bool(kinds & {"state", "runtime"})  # a call's task needs the state sent with it
         inner = StateGraph(_ToolCalls)
         inner.add_node(name, self._call_task)
         inner.add_conditional_edges(START, self._fan_out, [name])
@@ -392,11 +406,8 @@ class ToolNode:
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         if last_ai is None:
             raise ValueError("no AIMessage found in the input")
-        token = _GIVEN.set(_given(state))
-        try:
+        with _giving(state):
             results = self._run_calls([dict(c) for c in getattr(last_ai, "tool_calls", [])])
-        finally:
-            _GIVEN.reset(token)
         if any(isinstance(r, Command) for r in results):  # LangGraph's: each call's Command or messages
             return [r if isinstance(r, Command) else self._update([r], state) for r in results]
         return self._update(results, state)
@@ -411,14 +422,9 @@ class ToolNode:
     def _run_one(self, call: Mapping[str, Any], state: Any) -> Any:
         """Run one tool call in this task (no inner graph), its ``InjectedState`` parameters given
         ``state``: the update ``{messages_key: [its ToolMessage]}``, or ``[its Command]`` (LangGraph's)."""
-        token = _GIVEN.set(_given(state))
-        try:
+        with _giving(state):
             result = self.run_call(call)
-        finally:
-            _GIVEN.reset(token)
-        if isinstance(result, tuple):
-            return [result[1]]
-        return {self.messages_key: [result], **(_outcome([result]) if self.record_outcome else {})}
+        return [result[1]] if isinstance(result, tuple) else self._update([result], None)
 
     def _run_calls(self, calls: list[dict[str, Any]]) -> list[Any]:
         if not calls:
