@@ -998,7 +998,7 @@ class Client:
                 pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
             if notes:
                 pipe.hset(requests_key, mapping=notes)
-            goes_on = str(run.step + GOES_ON)  # counted as LangGraph counts a call without input
+            goes_on = str(GOES_ON - run.step)  # its step run.step counts as a call without input starts
             queued = {"status": RunStatus.QUEUED.value, "budget_from": goes_on}  # Running once taken
             pipe.hset(run_key, mapping={**fields, **queued})
             if deadline is not None:  # answered in time: out of the request-deadline index (R13)

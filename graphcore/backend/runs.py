@@ -130,8 +130,9 @@ class RunRecord(BaseModel):
     """Where the super-steps of the run's current call count from, in the run's steps: its step ``n`` has
     taken ``n + budget_from`` of its ``max_super_steps`` (:func:`graphcore.engine.config.budget_from`). 0
     for a run that applies its input; -2 (-1 when it applies an input checkpoint's input) for one that goes
-    on from its thread's checkpoint without input, and the step it goes on at minus 2 after an answer or a
-    resume past a breakpoint, as LangGraph counts a call without input from ``recursion_limit + 1``."""
+    on from its thread's checkpoint without input, and -2 minus the step it goes on at after an answer or
+    a resume past a breakpoint (that step then counts as a first one), as LangGraph counts a call without
+    input from ``recursion_limit + 1``."""
     thread_ttl_s: float | None = None
     """The thread TTL fixed when the run was created, seconds (K3): its workflow's or its own option, else
     ``GRAPHQ_THREAD_TTL_S`` of the process that enqueued it (the lower of the two); None = keep the thread.

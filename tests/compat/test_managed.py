@@ -284,6 +284,11 @@ def test_a_queued_run_let_past_a_breakpoint_counts_from_the_limit_plus_one(clien
     work(client)
     assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
     assert client.get_state("q").channel_values == {"seen": [[5, False]]}
+    for _ in range(2):  # later resumes go on at run steps 1 and 2: each counts from the limit plus one too
+        client.resume(run_id)
+        work(client)
+        assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    assert client.get_state("q").channel_values == {"seen": [[5, False]] * 3}  # LangGraph's invoke(None)s
 
 
 def test_a_queued_run_counts_the_steps_after_an_answer_from_the_limit_plus_one(client: Client) -> None:
