@@ -572,7 +572,8 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
                 outcome = yield from streaming.run_shown(shown, cp, scope, saver.step(step))
             if outcome.error is not None:  # the finished tasks keep their writes: they do not run again (I2)
                 unsaved = saver.unsaved(outcome.results)
-                self._save_writes(scope, cp, [*unsaved, *failure_entries(self, outcome.failed)])
+                records = failure_entries(outcome.failed, kept=saver.handled_ids | handled.keys())
+                self._save_writes(scope, cp, [*unsaved, *records])
                 if modes:  # what finished, and the failure, as LangGraph streams them before raising
                     failed = streaming.failed_events(
                         self, modes, custom, outcome.results, cp, outcome.error, shown

@@ -9,11 +9,10 @@ not graphq's :class:`~graphcore.errors.NodeError` around it).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from graphcore.checkpoints.layout import failure_entry
 from graphcore.engine.algo import Task
-from graphcore.engine.compiled import GraphSpec
 from graphcore.errors import NodeError
 from graphcore.types import TaskWrites
 
@@ -28,21 +27,12 @@ def failure_text(error: BaseException) -> str:
     return repr(error)
 
 
-def failure_entries(graph: GraphSpec, failed: Sequence[tuple[Task, Exception]]) -> list[TaskWrites]:
-    """The pending-writes entries recording each ``(task, error)`` of a failed step of ``graph``; none for a
-    task whose error handler failed: the node's failure, saved before the handler ran
-    (:mod:`graphcore.engine.handlers`), stays its record, as LangGraph's."""
-    return [
-        failure_entry(task.id, task.node, failure_text(error))
-        for task, error in failed
-        if not _handler_failed(graph, task, error)
-    ]
-
-
-def _handler_failed(graph: GraphSpec, task: Task, error: Exception) -> bool:
-    """Whether ``error`` is the failure of ``task``'s error handler (a node that has one fails through it)."""
-    handler = graph.nodes[task.node].error_handler
-    return handler is not None and isinstance(error, NodeError) and error.node == handler
+def failure_entries(failed: Sequence[tuple[Task, Exception]], kept: Collection[str]) -> list[TaskWrites]:
+    """The pending-writes entries recording each ``(task, error)`` of a failed step; none for a task in
+    ``kept`` (ids of the tasks whose node's failure an error handler took, saved before the handler ran:
+    :mod:`graphcore.engine.handlers`), whose record stays the node's failure, as LangGraph's, whatever the
+    handler raised (the error it was given names the node too)."""
+    return [failure_entry(t.id, t.node, failure_text(error)) for t, error in failed if t.id not in kept]
 
 
 def raised(error: Exception) -> BaseException:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from graphcore.checkpoints.layout import FAILED_PREFIX
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import stored_writes
 from graphcore.engine.compiled import GraphSpec
@@ -49,6 +50,8 @@ class TaskSaver:
         """Ids of the tasks whose writes this saver stored (added from the tasks' threads)."""
         self.held: list[TaskWrites] = []
         """Failure records (:meth:`handled`) kept for :meth:`unsaved` under ``durability="exit"``."""
+        self.handled_ids: set[str] = set()
+        """Ids of the tasks whose failure an error handler took (:meth:`handled`): their record stays it."""
 
     def step(self, step: Callable[..., R]) -> Callable[..., R]:
         """``step`` (``run_step`` or ``arun_step`` with its other arguments bound, called as
@@ -76,6 +79,7 @@ class TaskSaver:
         under ``durability="exit"`` with the step's writes when it fails or pauses (:meth:`unsaved`), as
         LangGraph saves a run's writes then."""
         store, scope = self.scope.store, self.scope
+        self.handled_ids.add(record.task_id.removeprefix(FAILED_PREFIX))  # the failed task's own id
         if isinstance(store, ExitStore):
             self.held.append(record)
         elif store is not None:
