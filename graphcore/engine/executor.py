@@ -647,20 +647,25 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             parent = fork(parent, meta)
             self._save(scope, parent)
             made.append(parent)
+        pending = (
+            {}
+            if store is None or parent is None
+            else store.get_writes(scope.thread_id, parent.id, ns=scope.ns)
+        )
         if scope.ns and store is not None and parent is not None:  # a subgraph again in its task: go on
-            finished = dict(store.get_writes(scope.thread_id, parent.id, ns=scope.ns))
+            view, finished = with_command(self, parent, pending)  # with a Command given in an earlier call
             task = current_task_or_none()
             given = task.answers if task is not None else {}
-            answers = carried_answers(parent, finished, given)
-            if resumes(self.checkpointer, parent, finished, given) and not is_input(parent):
-                return [parent], finished, answers, True, input
+            answers = carried_answers(view, finished, given)
+            if resumes(self.checkpointer, view, finished, given) and not is_input(view):
+                return [view], finished, answers, True, input
         if answering and store is None:
             raise nothing_to_resume()
         if answering and (parent is None or not parent.next_tasks):  # nobody asked: LangGraph drops it
             input, answering = unasked(input, scope.thread_id, fresh=parent is None), False
         finished = {}
         if store is not None and parent is not None:  # its pending writes, an input Command applied
-            parent, finished = self._commanded(scope, parent, input)
+            parent, finished = self._commanded(scope, parent, input, pending)
         if answering and parent is not None:
             asked = pending_interrupts(finished) or request_ahead(parent)  # none open: update_state moved on
             return [parent], finished, match_answer(asked, input.resume, None), True, input
@@ -668,24 +673,23 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         return (*self._begin(cfg, applied, meta, scope, parent, made, entry, finished), input)
 
     def _commanded(
-        self, scope: Scope, head: Checkpoint, input: Any
+        self, scope: Scope, head: Checkpoint, input: Any, pending: Mapping[str, TaskWrites]
     ) -> tuple[Checkpoint, dict[str, TaskWrites]]:
-        """``head`` as a run going on from it sees it, and its step's pending writes
-        (:func:`~graphcore.engine.algo.with_command`). An input ``Command`` holding an ``update`` or a
-        ``goto`` (answering or not) is saved first as ``head``'s pending write (:func:`command_entry`,
-        after those of commands given there before): a later continuation and ``get_state`` apply it too.
+        """``head`` as a run going on from it sees it, and its step's pending writes (``pending``, as
+        stored; :func:`~graphcore.engine.algo.with_command`). An input ``Command`` holding an ``update`` or
+        a ``goto`` (answering or not) is saved as ``head``'s pending write (:func:`command_entry`, after
+        those of commands given there before) once it applies: a later continuation and ``get_state`` apply
+        it too.
 
         Raises:
             InvalidUpdateError: the command's update or goto is invalid (nothing is saved).
         """
-        assert scope.store is not None
-        pending = dict(scope.store.get_writes(scope.thread_id, head.id, ns=scope.ns))
-        if isinstance(input, Command) and (input.update is not None or input.goto):
-            entry = command_entry(self, input, pending.get(COMMAND_TASK_ID))
-            with_command(self, head, {COMMAND_TASK_ID: entry})  # a reducer's refusal: before saving
-            self._save_writes(scope, head, [entry])
-            pending[COMMAND_TASK_ID] = entry
-        return with_command(self, head, pending)
+        if not (isinstance(input, Command) and (input.update is not None or input.goto)):
+            return with_command(self, head, pending)
+        entry = command_entry(self, input, pending.get(COMMAND_TASK_ID))
+        seen = with_command(self, head, {**pending, COMMAND_TASK_ID: entry})  # a reducer's refusal: unsaved
+        self._save_writes(scope, head, [entry])
+        return seen
 
     def _begin(
         self,

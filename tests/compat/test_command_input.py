@@ -204,6 +204,37 @@ def test_an_update_on_a_fresh_thread_is_applied_once() -> None:
     ]
 
 
+def test_a_stateful_subgraph_given_a_command_goes_on_to_answer_it_on_each_turn() -> None:
+    """graphq: a ``checkpointer=True`` subgraph invoked in a node with ``Command(update=..., goto="ask")``
+    whose ``ask`` pauses; each turn of the parent is answered and the subgraph goes on from the command's
+    view. Before, the second turn's answer was never matched (the view the command makes was not where the
+    subgraph looked for its open question): it asked the same question forever. (LangGraph applies such an
+    update once per call that reaches it: ``['u', 'u', 'u', 'ans:x']``.)"""
+    gq = Imports("graphq")
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"log": [f"ans:{gq.interrupt('q')}"]}
+
+    inner = gq.StateGraph(State)
+    inner.add_node("ask", ask)
+    inner.add_edge(gq.START, "ask")
+    sub = inner.compile(checkpointer=True)
+
+    def outer(state: State) -> dict[str, Any]:
+        return {"log": [str(sub.invoke(gq.Command(update={"log": ["u"]}, goto="ask"))["log"])]}
+
+    builder = gq.StateGraph(State)
+    builder.add_node("outer", outer)
+    builder.add_edge(gq.START, "outer")
+    graph, config = builder.compile(checkpointer=gq.InMemorySaver()), {"configurable": {"thread_id": "t"}}
+    assert [i.value for i in graph.invoke({"log": []}, config)["__interrupt__"]] == ["q"]
+    assert graph.invoke(gq.Command(resume="x"), config) == {"log": ["['u', 'ans:x']"]}
+    assert [i.value for i in graph.invoke({"log": []}, config)["__interrupt__"]] == ["q"]
+    assert graph.invoke(gq.Command(resume="y"), config) == {
+        "log": ["['u', 'ans:x']", "['u', 'ans:x', 'u', 'ans:y']"]
+    }
+
+
 def test_a_goto_at_an_input_checkpoint_runs_beside_the_entry_nodes() -> None:
     """graphq (a deliberate difference, README): ``Command(goto="c")`` on a thread whose last checkpoint is
     a run's input not applied yet (``update_state(..., as_node="__input__")``): the input is applied and c
