@@ -149,6 +149,11 @@ class CtrlC:
         else:
             cut = self.in_flight == self.run.id and not record.terminal
             left = self._cut() if cut else how_left(record, self.asked)
+            if self.in_flight not in (None, self.run.id):  # another run's step, run by this process
+                left += (
+                    f"; run {self.in_flight}'s step in flight here was cut: crash recovery continues it once "
+                    "its lease lapses"
+                )
         with contextlib.suppress(OSError):
             os.write(2, f"error: interrupted again: stopped at once; {left}\n".encode())
         os._exit(EXIT_INTERRUPTED)  # not sys.exit: the interpreter would wait for the node threads

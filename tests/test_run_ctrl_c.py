@@ -171,7 +171,8 @@ def test_second_ctrl_c_after_the_run_ended_says_it_ended(
     """The second Ctrl-C's line said the run was left running with its step cut even when the first one had
     ended it canceled already (the process was still stopping): it now reads how the run is left. Here
     the in-process worker holds another run's ``slow`` step (enqueued first: its jobs come first) while
-    the first Ctrl-C cancels ``graphq run``'s own run between its steps (on a configured Redis)."""
+    the first Ctrl-C cancels ``graphq run``'s own run between its steps (on a configured Redis); the line
+    also says the other run's step was cut (it was not said)."""
     env = env | {"GRAPHQ_REDIS_URL": redis_url}
     other = graphq("enqueue", "held", "--input", '{"heed": false}', env=env)
     assert other.returncode == 0, other.stderr
@@ -185,5 +186,6 @@ def test_second_ctrl_c_after_the_run_ended_says_it_ended(
     assert proc.wait(10) == 130, procs.logged(proc)
     assert procs.logged(proc).splitlines()[-1] == (
         f"error: interrupted again: stopped at once; run {run_id} is canceled after 1 step(s), checkpoints "
-        f"kept; `graphq runs resume {run_id}` continues it"
+        f"kept; `graphq runs resume {run_id}` continues it; run {other.stdout.strip()}'s step in flight here "
+        "was cut: crash recovery continues it once its lease lapses"
     )

@@ -307,14 +307,12 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         if progress is not None:
             progress.task_done()
 
-    saved_failures: list[str] = []
+    saved_failures = False
 
     def save_failure(record: TaskWrites) -> None:  # a failure its error handler takes, fenced, before it runs
+        nonlocal saved_failures
         put_writes(ctx, run, cp, lease, record)
-        saved_failures.append(record.task_id)
-
-    def emit(task: Any, chunk: Any) -> None:  # a node's stream write waits out a Redis outage
-        append_event(ctx, run, lease, "custom", cp.step + 1, {"node": task.node, "chunk": chunk})
+        saved_failures = True
 
     lease.limit(*_deadline(graph, attempt, cp))
     cfg, messages = step_messages(cfg, cp, lambda events: append_events(ctx, run, lease, events))
@@ -329,7 +327,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             with_remaining_steps(with_resume(cfg, resume, answers), run.step + run.budget_from),
             finished=finished,
             on_task_done=timed,
-            writer=emit,
+            writer=_custom_writer(ctx, run, lease, cp.step + 1),
             cancel=lease.cancel,
             on_retry=_retry_events(ctx, run, lease, cp.step + 1),
             handled=handled,
@@ -337,7 +335,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         )
     if messages is not None:
         messages.flush()
-    pending = pending or bool(saved_failures)  # the commit drops the failure records too
+    pending = pending or saved_failures  # the commit drops the failure records too
     return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=persisting)
 
 
@@ -544,11 +542,17 @@ def _start_task(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig
     ``__start__`` task, :func:`~graphcore.engine.algo.start_routes`): the run's config, and a stream writer
     whose chunks go into the run's events as ``custom`` events of ``step`` (the input applied's), as a
     node's do."""
+    return StartTask(cfg, _custom_writer(ctx, run, lease, step))
+
+
+def _custom_writer(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> Callable[[Any, Any], None]:
+    """The stream writer of the tasks of the thread's super-step ``step``: each chunk a ``custom`` event of
+    the run (fenced by ``lease``; it waits out a Redis outage), with the writing task's node."""
 
     def emit(task: Any, chunk: Any) -> None:
         append_event(ctx, run, lease, "custom", step, {"node": task.node, "chunk": chunk})
 
-    return StartTask(cfg, emit)
+    return emit
 
 
 def _commit_start(
