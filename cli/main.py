@@ -102,6 +102,8 @@ def _configure_logging(verbose: bool, redis_url: str | None) -> None:
     log_format = "json" if os.environ.get("GRAPHQ_LOG_FORMAT", "").strip().lower() == "json" else "text"
     configure(logging.INFO if verbose else logging.WARNING, log_format, redis_url)
     logging.getLogger("graphcore.backend.connection").setLevel(logging.INFO if verbose else logging.ERROR)
+    # a workflow module's compile notices (a node no edge reaches) are its author's, not every command's
+    logging.getLogger("graphcore.engine.validate").setLevel(logging.WARNING if verbose else logging.ERROR)
 
 
 main.add_command(run)
