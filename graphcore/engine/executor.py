@@ -227,14 +227,21 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             )
             return list(chunks)
         final: Any = None
-        streaming.check_version(version)
-        durability = check_durability(durability)
-        call = self.breakpoints.with_call(interrupt_before, interrupt_after, self.nodes)
+        durability, call = self._checked(version, durability, interrupt_before, interrupt_after)
         logged = streaming.logged_modes(self.debug if debug is None else debug, print_mode)
         for events, cp, paused in self._run(input, config, logged, durability, call, control=control):
             streaming.show_events(events, modes=logged or ())
             final = self._result(cp, paused, version)
         return final
+
+    def _checked(
+        self, version: str, durability: str | None, before: Sequence[str] | None, after: Sequence[str] | None
+    ) -> tuple[str | None, Breakpoints]:
+        """A call's options as its run takes them: ``version`` checked, ``durability``
+        (:func:`check_durability`), and the graph's breakpoints with the call's ``interrupt_before`` /
+        ``interrupt_after`` applied (:meth:`Breakpoints.with_call`); an unknown value warns (UserWarning)."""
+        streaming.check_version(version)
+        return check_durability(durability), self.breakpoints.with_call(before, after, self.nodes)
 
     def _result(self, cp: Checkpoint, paused: list[Interrupt], version: str = "v1") -> Any:
         """What ``invoke`` returns when its run ends at ``cp``, paused on ``paused``: for ``version="v2"``
@@ -296,13 +303,11 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         config = with_context(config, context)
         ignore_unknown("stream", kwargs)
         modes = streaming.check_modes(stream_mode)
-        streaming.check_version(version)
-        durability = check_durability(durability)
+        durability, call = self._checked(version, durability, interrupt_before, interrupt_after)
         schema = self.schema
         part = streaming.v2_parts(
             version, schema.v2_coercion(schema.output_schema), schema.v2_coercion(schema.schema)
         )
-        call = self.breakpoints.with_call(interrupt_before, interrupt_after, self.nodes)
         yield from streaming.stream_run(
             lambda run_modes: self._run(input, config, run_modes, durability, call, control=control),
             modes,
@@ -363,9 +368,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         :meth:`invoke`'s arguments (``stream_mode`` is ``"values"``, nothing is printed: see
         :meth:`_drives_on_loop`, and ``subgraphs`` does nothing then, as under ``invoke``)."""
         config = with_context(config, context)
-        streaming.check_version(version)
-        durability = check_durability(durability)
-        call = self.breakpoints.with_call(interrupt_before, interrupt_after, self.nodes)
+        durability, call = self._checked(version, durability, interrupt_before, interrupt_after)
         last = await aio.drive(
             self._run(input, config, None, durability, call, on_loop=True, control=control)
         )
