@@ -35,7 +35,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_a_node_reached_only_by_an_undeclared_command(lg: Imports, caplog: pytest.LogCaptureFixture) -> None:
     """LangGraph: a node reached only by an unannotated Command(goto="b") compiles and runs ({'x': 3});
     graphq logs a warning at compile."""
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
         graph = _to_b(lg, "none").compile()
     assert graph.invoke({"x": 0}) == {"x": 3}
     if not lg.is_langgraph:
@@ -64,7 +64,7 @@ def test_a_declared_command_target_compiles_and_runs(
 ) -> None:
     """LangGraph: add_node(..., destinations=("b",)) or ``-> Command[Literal["b"]]`` declares the target
     (graphq: no warning)."""
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
         assert _to_b(lg, how).compile().invoke({"x": 0}) == {"x": 3}
     assert _warnings(caplog) == []
 
@@ -76,7 +76,7 @@ def test_an_orphan_node(lg: Imports, caplog: pytest.LogCaptureFixture) -> None:
     builder.add_node("orphan", lambda s: {"x": 2})
     builder.add_node("island", lambda s: {"x": 2})
     builder.add_edge(lg.START, "a")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="graphcore.engine.validate"):
         assert builder.compile().invoke({"x": 0}) == {"x": 1}
     if not lg.is_langgraph:
         assert _warnings(caplog) == [
