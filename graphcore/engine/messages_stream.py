@@ -40,29 +40,41 @@ __all__ = [
     "written",
 ]
 
-Put = Callable[[tuple[Any, dict[str, Any]]], None]
+Put = Callable[[tuple[str, ...], tuple[Any, dict[str, Any]]], None]
+"""Sends one ``(message, metadata)`` pair under a namespace below the handler's graph (``()``: its own)."""
 
 
 class MessagesHandler:
-    """What the run's ``messages`` events need to know: where they go and the ids already shown."""
+    """What the run's ``messages`` events need to know: where they go, the ids already shown, the
+    checkpoint namespace of the run's graph (``graph_ns``, ``""`` at the root) and whether the stream shows
+    its subgraphs' events (``subgraphs``)."""
 
-    def __init__(self, put: Put) -> None:
-        self.put = put
+    def __init__(self, put: Put, graph_ns: str = "", subgraphs: bool = False) -> None:
+        self.put, self.graph_ns, self.subgraphs = put, graph_ns, subgraphs
         self.seen: set[str] = set()
 
     def sharing(self, put: Put) -> MessagesHandler:
         """A handler sending to ``put`` that shares this one's shown ids (a message is shown once)."""
-        other = MessagesHandler(put)
+        other = MessagesHandler(put, self.graph_ns, self.subgraphs)
         other.seen = self.seen
         return other
 
-    def show(self, message: Any, metadata: dict[str, Any], dedupe: bool) -> None:
-        """Stream ``message`` with ``metadata``, once per id when ``dedupe``."""
+    def show(self, message: Any, metadata: dict[str, Any], dedupe: bool, ns: tuple[str, ...] = ()) -> None:
+        """Stream ``message`` with ``metadata`` under namespace ``ns``, once per id when ``dedupe``."""
         if dedupe and message.id is not None and message.id in self.seen:
             return
         if message.id is not None:
             self.seen.add(message.id)
-        self.put((message, metadata))
+        self.put(ns, (message, metadata))
+
+    def namespace(self, metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The stream namespace of a model called in the task whose ``langgraph_checkpoint_ns`` is in
+        ``metadata``: its graph's checkpoint namespace below the run's graph (``()`` for the run's own
+        nodes, ``("sub:<task id>",)`` for the nodes of a graph run in task ``sub``), as LangGraph's; None
+        when the stream does not show it (a subgraph's, without ``subgraphs=True``)."""
+        parts = str(metadata.get("langgraph_checkpoint_ns", "")).split("|")[:-1]
+        below = tuple(parts[len(self.graph_ns.split("|")) if self.graph_ns else 0 :])
+        return below if below == () or self.subgraphs else None
 
 
 def langchain_callback(shows: MessagesHandler) -> Any | None:
@@ -76,12 +88,14 @@ def langchain_callback(shows: MessagesHandler) -> Any | None:
     return LangChainMessages(shows)
 
 
-def listening(cfg: RunConfig, put: Put) -> tuple[RunConfig, MessagesHandler]:
+def listening(
+    cfg: RunConfig, put: Put, graph_ns: str = "", subgraphs: bool = False
+) -> tuple[RunConfig, MessagesHandler]:
     """``cfg`` with the :func:`langchain_callback` of a new handler sending each ``(message, metadata)`` to
     ``put`` added to its callbacks (a list, or a LangChain callback manager: inherited by the calls inside
-    nodes), and that handler. Without langchain-core ``cfg`` is returned as it is (only written messages
-    are shown)."""
-    shows = MessagesHandler(put)
+    nodes), and that handler (``graph_ns``, ``subgraphs``: see :class:`MessagesHandler`). Without
+    langchain-core ``cfg`` is returned as it is (only written messages are shown)."""
+    shows = MessagesHandler(put, graph_ns, subgraphs)
     callback = langchain_callback(shows)
     if callback is None:
         return cfg, shows
