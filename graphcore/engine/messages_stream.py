@@ -103,7 +103,8 @@ def listening(
 
 
 def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
-    """Show ``message`` in the run's ``messages`` stream now, with the task's metadata (LangGraph's
+    """Show ``message`` in the run's ``messages`` stream now, with the task's metadata, under the task's
+    graph's namespace (in a subgraph only with ``subgraphs=True``; LangGraph's
     ``langgraph.graph.message.push_message``), and write it to ``state_key`` as the node's write (before
     what the node returns; not when ``state_key`` is None).
 
@@ -123,10 +124,11 @@ def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
     message = coerce_message(message)
     if message.id is None:
         raise ValueError("Message ID is required")
+    metadata = task.config["metadata"]
     for handler in handlers(task.config.callbacks):
         shows = getattr(handler, "shows", None)
-        if isinstance(shows, MessagesHandler):
-            shows.show(message, task.config["metadata"], dedupe=False)
+        if isinstance(shows, MessagesHandler) and (ns := shows.namespace(metadata)) is not None:
+            shows.show(message, metadata, dedupe=False, ns=ns)
     if state_key:
         task.pushed.append((state_key, message))
     return message

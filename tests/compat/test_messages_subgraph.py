@@ -168,3 +168,25 @@ def test_a_queued_run_records_what_a_stream_without_subgraphs_shows(client: Clie
     assert client.get_run(run_id).status == RunStatus.COMPLETED
     events = read_events(client.kv, run_id, run_id)
     assert [_pair((), *event.data) for event in events if event.mode == "messages"] == expected
+
+
+@pytest.mark.parametrize("subgraphs", [True, False])
+def test_push_message_in_a_subgraph_goes_under_its_namespace(lg: Imports, subgraphs: bool) -> None:
+    """LangGraph: ``push_message`` in a subgraph's node shows the message under the subgraph's namespace
+    with ``subgraphs=True``; without it, only the ``sub`` node's write of it is shown, at the top."""
+
+    def pushing(state: Any) -> Any:
+        lg.push_message(lg.AIMessage("pushed", id="p1"))
+        return {}
+
+    inner = lg.StateGraph(lg.MessagesState)
+    inner.add_node("p", pushing)
+    inner.add_edge(lg.START, "p")
+    outer = lg.StateGraph(lg.MessagesState)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(lg.START, "sub")
+    items = outer.compile().stream({"messages": []}, stream_mode="messages", subgraphs=subgraphs)
+    pairs = [_pair(item[0], *item[1]) if subgraphs else _pair((), *item) for item in items]
+    assert [(ns, content, md["langgraph_node"]) for ns, _, content, md in pairs] == (
+        [(("sub:<id>",), "pushed", "p")] if subgraphs else [((), "pushed", "sub")]
+    )
