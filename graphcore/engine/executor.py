@@ -815,11 +815,13 @@ def _with_messages_handler(
     the handler of the run's ``messages`` events (``graph_ns``: the graph's checkpoint namespace). A graph
     invoked in a node whose events are streamed (``subgraphs=True``) keeps its parent's callback (its
     models' tokens go under its namespace) and shows its nodes' written messages under its own namespace,
-    each id once across both (LangGraph's)."""
+    each id once across both (LangGraph's). A graph streamed in a node (``inner.stream(...)``) adds its own
+    callback: its stream shows its models' tokens, and the enclosing stream's callback still hears them and
+    is shown its nodes' written messages."""
     sink = streaming.messages_sink(modes)
     if sink is None:
         return cfg, None
-    put, subgraphs = sink
+    put, subgraphs, relayed = sink
     parent = next(
         (
             h.shows
@@ -828,6 +830,6 @@ def _with_messages_handler(
         ),
         None,
     )
-    if parent is not None:
+    if parent is not None and relayed:
         return cfg, parent.sharing(put)
-    return messages_stream.listening(cfg, put, graph_ns, subgraphs)
+    return messages_stream.listening(cfg, put, graph_ns, subgraphs, also=parent)

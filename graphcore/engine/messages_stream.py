@@ -46,18 +46,28 @@ Put = Callable[[tuple[str, ...], tuple[Any, dict[str, Any]]], None]
 
 class MessagesHandler:
     """What the run's ``messages`` events need to know: where they go, the ids already shown, the
-    checkpoint namespace of the run's graph (``graph_ns``, ``""`` at the root) and whether the stream shows
-    its subgraphs' events (``subgraphs``)."""
+    checkpoint namespace of the run's graph (``graph_ns``, ``""`` at the root), whether the stream shows
+    its subgraphs' events (``subgraphs``) and, for a graph streamed in a node (``inner.stream(...)``), the
+    handler of the enclosing stream (``also``), which is shown the messages its nodes write too."""
 
-    def __init__(self, put: Put, graph_ns: str = "", subgraphs: bool = False) -> None:
-        self.put, self.graph_ns, self.subgraphs = put, graph_ns, subgraphs
+    def __init__(
+        self, put: Put, graph_ns: str = "", subgraphs: bool = False, also: MessagesHandler | None = None
+    ) -> None:
+        self.put, self.graph_ns, self.subgraphs, self.also = put, graph_ns, subgraphs, also
         self.seen: set[str] = set()
 
     def sharing(self, put: Put) -> MessagesHandler:
         """A handler sending to ``put`` that shares this one's shown ids (a message is shown once)."""
-        other = MessagesHandler(put, self.graph_ns, self.subgraphs)
+        other = MessagesHandler(put, self.graph_ns, self.subgraphs, self.also)
         other.seen = self.seen
         return other
+
+    def show_written(self, message: Any, metadata: dict[str, Any], ns: tuple[str, ...] = ()) -> None:
+        """Stream a message a node wrote once per id, and to the enclosing stream's handler under the
+        namespace it shows it at (:meth:`namespace`), if it shows it."""
+        self.show(message, metadata, dedupe=True, ns=ns)
+        if self.also is not None and (outer := self.also.namespace(metadata)) is not None:
+            self.also.show_written(message, metadata, outer)
 
     def show(self, message: Any, metadata: dict[str, Any], dedupe: bool, ns: tuple[str, ...] = ()) -> None:
         """Stream ``message`` with ``metadata`` under namespace ``ns``, once per id when ``dedupe``."""
@@ -89,13 +99,13 @@ def langchain_callback(shows: MessagesHandler) -> Any | None:
 
 
 def listening(
-    cfg: RunConfig, put: Put, graph_ns: str = "", subgraphs: bool = False
+    cfg: RunConfig, put: Put, graph_ns: str = "", subgraphs: bool = False, also: MessagesHandler | None = None
 ) -> tuple[RunConfig, MessagesHandler]:
     """``cfg`` with the :func:`langchain_callback` of a new handler sending each ``(message, metadata)`` to
     ``put`` added to its callbacks (a list, or a LangChain callback manager: inherited by the calls inside
-    nodes), and that handler (``graph_ns``, ``subgraphs``: see :class:`MessagesHandler`). Without
+    nodes), and that handler (``graph_ns``, ``subgraphs``, ``also``: see :class:`MessagesHandler`). Without
     langchain-core ``cfg`` is returned as it is (only written messages are shown)."""
-    shows = MessagesHandler(put, graph_ns, subgraphs)
+    shows = MessagesHandler(put, graph_ns, subgraphs, also)
     callback = langchain_callback(shows)
     if callback is None:
         return cfg, shows
@@ -165,4 +175,4 @@ def written(
             if message.id is None:
                 message.id = str(uuid.uuid4())
             if message.id not in known:
-                show.show(message, metadata, dedupe=True)
+                show.show_written(message, metadata)

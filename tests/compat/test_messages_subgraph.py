@@ -78,18 +78,22 @@ def build(lg: Imports, form: str) -> Any:
     return outer.compile()
 
 
-def shown(lg: Imports, form: str, subgraphs: bool, run_async: bool) -> list[tuple[Any, ...]]:
-    graph, given = build(lg, form), {"messages": [("user", "q")]}
+def collect(graph: Any, given: Any, subgraphs: bool, run_async: bool) -> list[tuple[Any, ...]]:
+    """The normalised pairs of ``graph``'s ``stream`` (``astream`` when ``run_async``) of messages."""
     kwargs: dict[str, Any] = {"stream_mode": "messages", "subgraphs": subgraphs}
     if run_async:
 
-        async def collect() -> list[Any]:
+        async def items_of() -> list[Any]:
             return [item async for item in graph.astream(given, **kwargs)]
 
-        items = asyncio.run(collect())
+        items = asyncio.run(items_of())
     else:
         items = list(graph.stream(given, **kwargs))
     return [_pair(item[0], *item[1]) if subgraphs else _pair((), *item) for item in items]
+
+
+def shown(lg: Imports, form: str, subgraphs: bool, run_async: bool) -> list[tuple[Any, ...]]:
+    return collect(build(lg, form), {"messages": [("user", "q")]}, subgraphs, run_async)
 
 
 @pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
@@ -185,8 +189,40 @@ def test_push_message_in_a_subgraph_goes_under_its_namespace(lg: Imports, subgra
     outer = lg.StateGraph(lg.MessagesState)
     outer.add_node("sub", inner.compile())
     outer.add_edge(lg.START, "sub")
-    items = outer.compile().stream({"messages": []}, stream_mode="messages", subgraphs=subgraphs)
-    pairs = [_pair(item[0], *item[1]) if subgraphs else _pair((), *item) for item in items]
+    pairs = collect(outer.compile(), {"messages": []}, subgraphs, run_async=False)
     assert [(ns, content, md["langgraph_node"]) for ns, _, content, md in pairs] == (
         [(("sub:<id>",), "pushed", "p")] if subgraphs else [((), "pushed", "sub")]
+    )
+
+
+@pytest.mark.parametrize("run_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("subgraphs", [True, False])
+def test_a_graph_streamed_in_a_node_shows_its_messages_to_both_streams(
+    lg: Imports, subgraphs: bool, run_async: bool
+) -> None:
+    """LangGraph: a node streaming a graph with ``stream_mode="messages"`` gets its model's tokens and its
+    nodes' written messages; the enclosing stream shows them under ``("sub:<task id>",)`` with
+    ``subgraphs=True``, and nothing of them without it."""
+    model = GenericFakeChatModel(messages=iter(["a b"]))
+    inner = lg.StateGraph(lg.MessagesState)
+    inner.add_node("n", lambda state: {"messages": [model.invoke(state["messages"])]})
+    inner.add_node("w", lambda state: {"messages": [lg.AIMessage("w", id="w1")]})
+    inner.add_edge(lg.START, "n")
+    inner.add_edge("n", "w")
+    sub = inner.compile()
+    seen: list[str] = []
+
+    def node(state: Any) -> Any:
+        seen.extend(message.content for message, _ in sub.stream(state, stream_mode="messages"))
+        return {}
+
+    outer = lg.StateGraph(lg.MessagesState)
+    outer.add_node("sub", node)
+    outer.add_edge(lg.START, "sub")
+    pairs = collect(outer.compile(), {"messages": [("user", "q")]}, subgraphs, run_async)
+    assert seen == ["a", " ", "b", "w"]
+    assert [(ns, content, md["langgraph_node"]) for ns, _, content, md in pairs] == (
+        [(("sub:<id>",), text, node) for text, node in (("a", "n"), (" ", "n"), ("b", "n"), ("w", "w"))]
+        if subgraphs
+        else []
     )
