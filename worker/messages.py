@@ -60,8 +60,10 @@ class StepMessages:
         self._lock = threading.Lock()
         self._broken = False
 
-    def put(self, pair: tuple[Any, dict[str, Any]]) -> None:
-        """Buffer one ``(message, metadata)`` pair (from a node's thread); send the buffer when it is due."""
+    def put(self, ns: tuple[str, ...], pair: tuple[Any, dict[str, Any]]) -> None:
+        """Buffer one ``(message, metadata)`` pair (from a node's thread; ``ns`` is always ``()``: a queued
+        run shows its own nodes' messages, not its subgraphs', as a stream without ``subgraphs=True``);
+        send the buffer when it is due."""
         with self._lock:
             self.buffer.append(("messages", self.step, list(pair)))
             if len(self.buffer) >= MAX_BATCH or self.clock() - self.last >= INTERVAL_S:

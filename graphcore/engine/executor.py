@@ -37,7 +37,7 @@ from graphcore.engine.algo import (
 from graphcore.engine.batch import BatchMethods
 from graphcore.engine.breakpoints import NO_BREAKPOINTS, Breakpoints, Stop, stop_of
 from graphcore.engine.cache import CacheMethods
-from graphcore.engine.checkpointer import replay_of, replayed_head, resumes, stateful_ns, store_of
+from graphcore.engine.checkpointer import replay_of, replayed_head, resumes, stateful_ns, store_of, task_ns
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.config import (
     ANSWERS_KEY,
@@ -477,6 +477,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             "context": task.config.context,
             "callbacks": task.config.callbacks,
             "max_super_steps": task.config.max_super_steps,  # LangGraph's child config keeps recursion_limit
+            "metadata": _inherited_metadata(task, parent.ns),
         }
         given = merge_config(outer, passed_on(config))
         cfg = self.config_for(given, wrap=False)
@@ -532,7 +533,7 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         cp = made[-1]
         counted_from = budget_from(input is not None, passing)  # LangGraph's count of such a call
         cfg, meta = continued_run(cfg, cp, scope.parents)
-        cfg, shows = _with_messages_handler(cfg, modes)
+        cfg, shows = _with_messages_handler(cfg, modes, scope.ns)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
             self, modes, made, scope, since=since, input=input, done=finished, labels=labels, custom=routed
@@ -803,16 +804,27 @@ def _raise_if_drained(scope: Scope, task: TaskContext | None) -> None:
         raise GraphDrained(scope.control.drain_reason or "shutdown")
 
 
+def _inherited_metadata(task: TaskContext, parent_ns: str) -> dict[str, Any]:
+    """The metadata a graph invoked in ``task`` (of a graph in namespace ``parent_ns``) inherits, as
+    LangChain's child config: the task's run metadata, with ``checkpoint_ns`` the namespace of the
+    outermost such task (``sub:<task id>``, kept when already there; LangGraph's)."""
+    return {"checkpoint_ns": task_ns(parent_ns, task.node, task.task_id), **task.config.metadata}
+
+
 def _with_messages_handler(
-    cfg: RunConfig, modes: Sequence[str] | None
+    cfg: RunConfig, modes: Sequence[str] | None, graph_ns: str
 ) -> tuple[RunConfig, messages_stream.MessagesHandler | None]:
     """``cfg`` with a ``messages`` LangChain callback in its callbacks when the run streams ``messages``, and
-    the handler of the run's ``messages`` events. A graph invoked in a node whose events are streamed
-    (``subgraphs=True``) keeps its parent's callback and shows its nodes' written messages under its own
-    namespace, each id once across both (LangGraph's)."""
-    put = streaming.messages_sink(modes)
-    if put is None:
+    the handler of the run's ``messages`` events (``graph_ns``: the graph's checkpoint namespace). A graph
+    invoked in a node whose events are streamed (``subgraphs=True``) keeps its parent's callback (its
+    models' tokens go under its namespace) and shows its nodes' written messages under its own namespace,
+    each id once across both (LangGraph's). A graph streamed in a node (``inner.stream(...)``) adds its own
+    callback: its stream shows its models' tokens, and the enclosing stream's callback still hears them and
+    is shown its nodes' written messages."""
+    sink = streaming.messages_sink(modes)
+    if sink is None:
         return cfg, None
+    put, subgraphs, relayed = sink
     parent = next(
         (
             h.shows
@@ -821,6 +833,6 @@ def _with_messages_handler(
         ),
         None,
     )
-    if parent is not None:
+    if parent is not None and relayed:
         return cfg, parent.sharing(put)
-    return messages_stream.listening(cfg, put)
+    return messages_stream.listening(cfg, put, graph_ns, subgraphs, also=parent)

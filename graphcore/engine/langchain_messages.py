@@ -24,7 +24,7 @@ class LangChainMessages(BaseCallbackHandler):
     def __init__(self, shows: Any) -> None:
         super().__init__()
         self.shows = shows
-        self.runs: dict[UUID, dict[str, Any]] = {}
+        self.runs: dict[UUID, tuple[tuple[str, ...], dict[str, Any]]] = {}
 
     def on_chat_model_start(
         self,
@@ -36,26 +36,30 @@ class LangChainMessages(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Remember the run's metadata when it is a node's model call not tagged ``nostream``, with its tags
-        (but LangChain's ``seq:step:*``) as ``tags`` when it has some (LangGraph's)."""
-        if metadata is not None and "langgraph_node" in metadata and "nostream" not in (tags or []):
+        """Remember the run's namespace and metadata when it is a node's model call not tagged ``nostream``
+        that the stream shows (``shows.namespace``: a subgraph's only with ``subgraphs=True``), with its
+        tags (but LangChain's ``seq:step:*``) as ``tags`` when it has some (LangGraph's)."""
+        if metadata is None or "langgraph_node" not in metadata or "nostream" in (tags or []):
+            return
+        ns = self.shows.namespace(metadata)
+        if ns is not None:
             shown = [t for t in tags or [] if not t.startswith("seq:step")]
-            self.runs[run_id] = {**metadata, "tags": shown} if shown else metadata
+            self.runs[run_id] = ns, ({**metadata, "tags": shown} if shown else metadata)
 
     def on_llm_new_token(self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any) -> None:
         """Show a token's message chunk."""
-        metadata = self.runs.get(run_id)
-        if metadata is not None and isinstance(chunk, ChatGenerationChunk):
-            self.shows.show(chunk.message, metadata, dedupe=False)
+        run = self.runs.get(run_id)
+        if run is not None and isinstance(chunk, ChatGenerationChunk):
+            self.shows.show(chunk.message, run[1], dedupe=False, ns=run[0])
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Show the reply unless its tokens were shown (same id)."""
-        metadata = self.runs.pop(run_id, None)
-        if metadata is None:
+        run = self.runs.pop(run_id, None)
+        if run is None:
             return
         for message in [getattr(g, "message", None) for gs in response.generations for g in gs]:
             if message is not None:
-                self.shows.show(message, metadata, dedupe=True)
+                self.shows.show(message, run[1], dedupe=True, ns=run[0])
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self.runs.pop(run_id, None)

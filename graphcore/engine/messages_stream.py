@@ -40,29 +40,51 @@ __all__ = [
     "written",
 ]
 
-Put = Callable[[tuple[Any, dict[str, Any]]], None]
+Put = Callable[[tuple[str, ...], tuple[Any, dict[str, Any]]], None]
+"""Sends one ``(message, metadata)`` pair under a namespace below the handler's graph (``()``: its own)."""
 
 
 class MessagesHandler:
-    """What the run's ``messages`` events need to know: where they go and the ids already shown."""
+    """What the run's ``messages`` events need to know: where they go, the ids already shown, the
+    checkpoint namespace of the run's graph (``graph_ns``, ``""`` at the root), whether the stream shows
+    its subgraphs' events (``subgraphs``) and, for a graph streamed in a node (``inner.stream(...)``), the
+    handler of the enclosing stream (``also``), which is shown the messages its nodes write too."""
 
-    def __init__(self, put: Put) -> None:
-        self.put = put
+    def __init__(
+        self, put: Put, graph_ns: str = "", subgraphs: bool = False, also: MessagesHandler | None = None
+    ) -> None:
+        self.put, self.graph_ns, self.subgraphs, self.also = put, graph_ns, subgraphs, also
         self.seen: set[str] = set()
 
     def sharing(self, put: Put) -> MessagesHandler:
         """A handler sending to ``put`` that shares this one's shown ids (a message is shown once)."""
-        other = MessagesHandler(put)
+        other = MessagesHandler(put, self.graph_ns, self.subgraphs, self.also)
         other.seen = self.seen
         return other
 
-    def show(self, message: Any, metadata: dict[str, Any], dedupe: bool) -> None:
-        """Stream ``message`` with ``metadata``, once per id when ``dedupe``."""
+    def show_written(self, message: Any, metadata: dict[str, Any], ns: tuple[str, ...] = ()) -> None:
+        """Stream a message a node wrote once per id, and to the enclosing stream's handler under the
+        namespace it shows it at (:meth:`namespace`), if it shows it."""
+        self.show(message, metadata, dedupe=True, ns=ns)
+        if self.also is not None and (outer := self.also.namespace(metadata)) is not None:
+            self.also.show_written(message, metadata, outer)
+
+    def show(self, message: Any, metadata: dict[str, Any], dedupe: bool, ns: tuple[str, ...] = ()) -> None:
+        """Stream ``message`` with ``metadata`` under namespace ``ns``, once per id when ``dedupe``."""
         if dedupe and message.id is not None and message.id in self.seen:
             return
         if message.id is not None:
             self.seen.add(message.id)
-        self.put((message, metadata))
+        self.put(ns, (message, metadata))
+
+    def namespace(self, metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The stream namespace of a model called in the task whose ``langgraph_checkpoint_ns`` is in
+        ``metadata``: its graph's checkpoint namespace below the run's graph (``()`` for the run's own
+        nodes, ``("sub:<task id>",)`` for the nodes of a graph run in task ``sub``), as LangGraph's; None
+        when the stream does not show it (a subgraph's, without ``subgraphs=True``)."""
+        parts = str(metadata.get("langgraph_checkpoint_ns", "")).split("|")[:-1]
+        below = tuple(parts[len(self.graph_ns.split("|")) if self.graph_ns else 0 :])
+        return below if below == () or self.subgraphs else None
 
 
 def langchain_callback(shows: MessagesHandler) -> Any | None:
@@ -76,12 +98,14 @@ def langchain_callback(shows: MessagesHandler) -> Any | None:
     return LangChainMessages(shows)
 
 
-def listening(cfg: RunConfig, put: Put) -> tuple[RunConfig, MessagesHandler]:
+def listening(
+    cfg: RunConfig, put: Put, graph_ns: str = "", subgraphs: bool = False, also: MessagesHandler | None = None
+) -> tuple[RunConfig, MessagesHandler]:
     """``cfg`` with the :func:`langchain_callback` of a new handler sending each ``(message, metadata)`` to
     ``put`` added to its callbacks (a list, or a LangChain callback manager: inherited by the calls inside
-    nodes), and that handler. Without langchain-core ``cfg`` is returned as it is (only written messages
-    are shown)."""
-    shows = MessagesHandler(put)
+    nodes), and that handler (``graph_ns``, ``subgraphs``, ``also``: see :class:`MessagesHandler`). Without
+    langchain-core ``cfg`` is returned as it is (only written messages are shown)."""
+    shows = MessagesHandler(put, graph_ns, subgraphs, also)
     callback = langchain_callback(shows)
     if callback is None:
         return cfg, shows
@@ -89,7 +113,8 @@ def listening(cfg: RunConfig, put: Put) -> tuple[RunConfig, MessagesHandler]:
 
 
 def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
-    """Show ``message`` in the run's ``messages`` stream now, with the task's metadata (LangGraph's
+    """Show ``message`` in the run's ``messages`` stream now, with the task's metadata, under the task's
+    graph's namespace (in a subgraph only with ``subgraphs=True``; LangGraph's
     ``langgraph.graph.message.push_message``), and write it to ``state_key`` as the node's write (before
     what the node returns; not when ``state_key`` is None).
 
@@ -109,10 +134,11 @@ def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
     message = coerce_message(message)
     if message.id is None:
         raise ValueError("Message ID is required")
+    metadata = task.config["metadata"]
     for handler in handlers(task.config.callbacks):
         shows = getattr(handler, "shows", None)
-        if isinstance(shows, MessagesHandler):
-            shows.show(message, task.config["metadata"], dedupe=False)
+        if isinstance(shows, MessagesHandler) and (ns := shows.namespace(metadata)) is not None:
+            shows.show(message, metadata, dedupe=False, ns=ns)
     if state_key:
         task.pushed.append((state_key, message))
     return message
@@ -149,4 +175,4 @@ def written(
             if message.id is None:
                 message.id = str(uuid.uuid4())
             if message.id not in known:
-                show.show(message, metadata, dedupe=True)
+                show.show_written(message, metadata)

@@ -41,7 +41,7 @@ from graphcore.engine.config import (
     run_scope,
 )
 from graphcore.engine.durability import ExitStore
-from graphcore.engine.messages_stream import MessagesHandler, known_ids, written
+from graphcore.engine.messages_stream import MessagesHandler, Put, known_ids, written
 from graphcore.engine.snapshot import checkpoint_config, subgraph_config, task_result
 from graphcore.engine.task_metadata import step_metadata
 from graphcore.engine.threads import start_thread
@@ -174,16 +174,18 @@ def custom_writer(modes: Sequence[str] | None, buffer: list[Event]) -> Callable[
     return lambda task, chunk: buffer.append(("custom", chunk))
 
 
-def messages_sink(modes: Sequence[str] | None) -> Callable[[Any], None] | None:
-    """Where a run's ``messages`` events go, straight to the consumer (they are live), or None when the
-    run does not stream them (:mod:`graphcore.engine.messages_stream`)."""
+def messages_sink(modes: Sequence[str] | None) -> tuple[Put, bool, bool] | None:
+    """Where a run's ``messages`` events go, straight to the consumer (they are live), under the run's
+    namespace and the one given below it; whether the stream shows subgraphs; whether the run is relayed
+    to an enclosing stream (a graph run in a task of a ``subgraphs=True`` stream, not a stream of its own).
+    None when the run does not stream them (:mod:`graphcore.engine.messages_stream`)."""
     sink = _sink.get()
     if modes is None or "messages" not in modes or sink is None or sink.put is None:
         return None
     if "messages" not in sink.modes:
         return None
     put, ns = sink.put, sink.ns
-    return lambda pair: put((ns, "messages", pair))
+    return (lambda below, pair: put(((*ns, *below), "messages", pair))), sink.subgraphs, ns != ()
 
 
 def relay(modes: Sequence[str] | None, scope: Scope, run: Callable[[Sequence[str] | None], Run]) -> Run:

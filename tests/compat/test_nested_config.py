@@ -4,6 +4,7 @@ code): the inner graph runs as the node's child, as without the config, and the 
 from __future__ import annotations
 
 import operator
+import re
 from typing import Annotated, Any, TypedDict
 
 from tests.compat.conftest import Imports
@@ -54,3 +55,31 @@ def test_an_inner_question_asked_under_the_nodes_config_pauses_the_parent(lg: Im
     paused = graph.invoke({"items": ["in"]}, config)
     assert [i.value for i in paused["__interrupt__"]] == ["q"]
     assert graph.invoke(lg.Command(resume="yes"), config) == {"items": ["in", "x", "i:yes"]}
+
+
+def test_a_subgraphs_nodes_and_checkpoints_inherit_the_runs_metadata(lg: Imports) -> None:
+    """LangGraph: a subgraph's node sees the run's metadata, ``thread_id`` and ``checkpoint_ns`` (the ``sub``
+    task's namespace) in ``config["metadata"]``, and the subgraph's checkpoints carry the run's metadata."""
+    seen: list[dict[str, Any]] = []
+
+    def i(state: State) -> dict[str, Any]:
+        seen.append(dict(lg.get_config()["metadata"]))
+        return {"items": ["i"]}
+
+    inner = lg.StateGraph(State)
+    inner.add_node("i", i)
+    inner.add_edge(lg.START, "i")
+    builder = lg.StateGraph(State)
+    builder.add_node("sub", inner.compile())
+    builder.add_edge(lg.START, "sub")
+    saver = lg.InMemorySaver()
+    builder.compile(checkpointer=saver).invoke(
+        {"items": []}, {"configurable": {"thread_id": "1"}, "metadata": {"u": 1}}
+    )
+    [metadata] = seen
+    sub_ns = metadata["langgraph_checkpoint_ns"].split("|")[0]
+    assert re.fullmatch(r"sub:[0-9a-f-]+", sub_ns)
+    keys = ("u", "thread_id", "checkpoint_ns")
+    assert {k: metadata.get(k) for k in keys} == {"u": 1, "thread_id": "1", "checkpoint_ns": sub_ns}
+    stored = [c.metadata for c in saver.list(None) if c.config["configurable"]["checkpoint_ns"] == sub_ns]
+    assert [(m["source"], m.get("u")) for m in stored] == [("loop", 1), ("loop", 1), ("input", 1)]

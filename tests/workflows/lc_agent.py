@@ -160,6 +160,17 @@ def build_tokens(graph: type[StateGraph] = StateGraph, start: Any = START) -> St
 lc_tokens = build_tokens().compile(name="lc_tokens")
 
 
+def build_sub_tokens(graph: type[StateGraph] = StateGraph, start: Any = START) -> StateGraph:
+    """One node ``sub``: :func:`build_tokens`'s graph, compiled, as a subgraph."""
+    builder = graph(MessagesState)
+    builder.add_node("sub", build_tokens(graph, start).compile())
+    builder.add_edge(start, "sub")
+    return builder
+
+
+lc_sub_tokens = build_sub_tokens().compile(name="lc_sub_tokens")
+
+
 class Answer(BaseModel):
     """``lc_react_hooks``'s structured response."""
 
