@@ -47,7 +47,12 @@ def test_listed_subgraph_checkpoints_name_the_root_checkpoint_in_parents(lg: Imp
     graph.invoke({"steps": []}, THREAD)
     roots, subs, ns = _ids(saver)
     writing = roots[1].config["configurable"]["checkpoint_id"]  # step 1: the writer's task runs from it
-    assert [(t.metadata["step"], t.metadata["parents"]) for t in roots] == [(2, {}), (1, {}), (0, {}), (-1, {})]
+    assert [(t.metadata["step"], t.metadata["parents"]) for t in roots] == [
+        (2, {}),
+        (1, {}),
+        (0, {}),
+        (-1, {}),
+    ]
     assert [(t.metadata["step"], t.metadata["source"], t.metadata["parents"]) for t in subs] == [
         (2, "loop", {"": writing}),
         (1, "loop", {"": writing}),
