@@ -78,3 +78,31 @@ def test_get_tuple_of_a_subgraph_checkpoint_names_the_root_checkpoint(lg: Import
         wanted = subs[2] if "checkpoint_id" in named["configurable"] else subs[0]
         assert (found.config, found.metadata["parents"]) == (wanted.config, {"": writing})
     assert saver.get_tuple(THREAD).metadata["parents"] == {}
+
+
+def test_a_listed_subgraph_config_forks_only_through_get_state(lg: Imports) -> None:
+    """LangGraph: ``invoke(None, <listed config>)`` returns the thread's state and writes nothing (no
+    ``checkpoint_map``); ``get_state(<listed config>).config`` has the ``checkpoint_map`` with which
+    ``invoke(None, config)`` forks the root checkpoint the subgraph ran from."""
+    graph, saver = _graph(lg)
+    graph.invoke({"steps": []}, THREAD)
+    _, subs, ns = _ids(saver)
+    at_sub_b = subs[1]  # the subgraph's step 1: sub_b next
+    final = {"steps": ["plan", "plan", "sub_a", "sub_b"]}
+    assert graph.invoke(None, at_sub_b.config) == final
+    assert len(list(saver.list(THREAD))) == 8
+    config = graph.get_state(at_sub_b.config).config
+    assert (config["configurable"]["checkpoint_map"], graph.get_state(at_sub_b.config).next) == (
+        {"": at_sub_b.metadata["parents"][""], ns: at_sub_b.checkpoint["id"]},
+        ("sub_b",),
+    )
+    assert graph.invoke(None, config) == final
+    history = [(s.metadata["step"], s.metadata["source"], s.next) for s in graph.get_state_history(THREAD)]
+    assert history == [
+        (3, "loop", ()),
+        (2, "fork", ("writer",)),
+        (2, "loop", ()),
+        (1, "loop", ("writer",)),
+        (0, "loop", ("plan",)),
+        (-1, "input", ("__start__",)),
+    ]
