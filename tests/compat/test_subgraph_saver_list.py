@@ -106,3 +106,16 @@ def test_a_listed_subgraph_config_forks_only_through_get_state(lg: Imports) -> N
         (0, "loop", ("plan",)),
         (-1, "input", ("__start__",)),
     ]
+
+
+def test_put_of_a_listed_subgraph_checkpoint_keeps_its_parents(lg: Imports) -> None:
+    """LangGraph: a tuple copied to another saver with ``put`` reads back with the ``parents`` it had."""
+    graph, saver = _graph(lg)
+    graph.invoke({"steps": []}, THREAD)
+    roots, subs, ns = _ids(saver)
+    copy = lg.InMemorySaver()
+    to = {"configurable": {"thread_id": "copy", "checkpoint_ns": ns}}
+    stored = copy.put(to, subs[1].checkpoint, dict(subs[1].metadata), {})
+    assert copy.get_tuple(stored).metadata["parents"] == {
+        "": roots[1].config["configurable"]["checkpoint_id"]
+    }
