@@ -29,8 +29,11 @@ from graphcore import keys
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import connect, is_transient, redis_retrying
 from graphcore.backend.events import EVENTS_MAXLEN, Event, read_events
+from graphcore.backend.retention import step_namespaces
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints import serde
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.schema import stored_values
 from graphcore.engine.stream import checkpoint_payload
 from graphcore.errors import CheckpointNotFoundError
 
@@ -208,11 +211,40 @@ class Watch:
             missing = {"checkpoint_id": checkpoint_id, "error": "checkpoint not found"}
             return [Line(event.id, mode, event.step, missing) for mode in wanted]
         values = self.client.shown_values(self.run.thread_id, cp, self.run.workflow)  # root state: the value
+        lines = self._earlier_checkpoint_lines(event, cp) if "checkpoints" in wanted else []
         payloads = {
             "checkpoints": checkpoint_payload(cp, self.run.thread_id) | {"values": values},
             "values": values,
         }
-        return [Line(event.id, mode, event.step, payloads[mode]) for mode in wanted]
+        return lines + [Line(event.id, mode, event.step, payloads[mode]) for mode in wanted]
+
+    def _earlier_checkpoint_lines(self, event: Event, cp: Checkpoint) -> list[Line]:
+        """The ``checkpoints`` lines LangGraph's ``stream_mode="checkpoints"`` (``subgraphs=True``) gives
+        before root checkpoint ``cp``, read from the store (no event holds them): the run's input checkpoint
+        (step -1 on a new thread) when ``cp`` is its input applied, else the checkpoints of the subgraphs
+        the step's tasks ran, namespace by namespace (level by level, each oldest first). Checkpoints
+        removed meanwhile are not shown."""
+        thread = self.run.thread_id
+        parent = self.client.checkpoints.get(thread, cp.parent_id) if cp.parent_id else None
+        if parent is None:
+            return []
+        meta = parent.metadata
+        if meta.get("source") == "input" and meta.get("run_id") == self.run.id:
+            values = self.client.shown_values(thread, parent, self.run.workflow)
+            return [Line(event.id, "checkpoints", parent.step, self._payload(parent, "", values))]
+        return [
+            Line(
+                event.id, "checkpoints", event.step, self._payload(sub, ns, stored_values(sub.channel_values))
+            )
+            for ns in step_namespaces(self.client.kv, thread, parent)
+            for sub in reversed(self.client.checkpoints.list(thread, ns=ns))
+        ]
+
+    def _payload(self, cp: Checkpoint, ns: str, values: Any) -> dict[str, Any]:
+        """``cp`` (in namespace ``ns``) as a ``checkpoints`` line shows it: with its stored ``parents`` and
+        ``values`` as given."""
+        payload = checkpoint_payload(cp, self.run.thread_id, ns, parents=cp.metadata.get("parents"))
+        return payload | {"values": values}
 
     def _settled(self) -> RunStatus | None:
         """After a read found nothing new: the run's status if it has ended or paused with every event up to
@@ -363,8 +395,9 @@ def watch(app: AppContext, run_id: str, modes: Sequence[str], after: str, output
     Modes:
       status       running, completed, failed (with the error), canceled, awaiting_input
       values       the state after each super-step (read from its checkpoint)
-      checkpoints  each checkpoint as graph.stream shows it: config, parent_config, values,
-                   metadata (source, step), next nodes, tasks
+      checkpoints  each checkpoint as graph.stream(subgraphs=True) shows it: config, parent_config,
+                   values, metadata (source, step, parents), next nodes, tasks; the input
+                   checkpoint first, a step's subgraph checkpoints before its root checkpoint
       updates      {node: writes} of each finished task (null when it wrote nothing)
       tasks        {"node", "writes"} of each finished task
       custom       {"node", "chunk"} written with get_stream_writer()

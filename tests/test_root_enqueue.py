@@ -63,8 +63,8 @@ def test_a_root_states_thread_shows_the_value(client: Client, start: Start, redi
     )
     lines = [json.loads(line) for line in watched.stdout.splitlines()]
     checkpoints = [e["data"]["values"] for e in lines if e["mode"] == "checkpoints"]
-    assert checkpoints == [["x"], ["x", "r1", 1], FINAL]
-    assert [e["data"] for e in lines if e["mode"] == "values"] == checkpoints
+    assert checkpoints == [[], ["x"], ["x", "r1", 1], FINAL]  # the input checkpoint's first (LangGraph's)
+    assert [e["data"] for e in lines if e["mode"] == "values"] == checkpoints[1:]
     first = client.get_history("rt1")[-1].id  # the input checkpoint: r1 and r2 next
     config = {"configurable": {"thread_id": "rt1", "checkpoint_id": first}}
     [fork] = client.wait([client.enqueue("root-join", None, config=config)], timeout_s=30)

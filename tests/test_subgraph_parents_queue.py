@@ -150,3 +150,39 @@ def test_a_stateful_subgraph_goes_on_from_the_checkpoint_its_config_names(
     work(client)
     (done,) = client.wait([second], timeout_s=30)
     assert (done.status, done.result) == (RunStatus.COMPLETED, {"steps": ["before", "ask:yes"]})
+
+
+def test_a_queued_subgraphs_checkpoints_listed_from_redis_fork_the_run(
+    client: Client, redis_client: redis.Redis
+) -> None:
+    """Through the saver API on the workers' Redis store, a subgraph checkpoint's metadata names the root
+    checkpoint its task ran from (``parents``, LangGraph's); its listed config, given to ``get_state``, gives
+    the config with ``checkpoint_map`` (as LangGraph's) that an enqueued run forks from."""
+    first = client.enqueue("sp-writer", {"topic": "owls"}, thread_id="q")
+    work(client)
+    listed = list(client.checkpoints.list(THREAD))
+    roots = [t for t in listed if not t.config["configurable"]["checkpoint_ns"]]
+    subs = [t for t in listed if t.config["configurable"]["checkpoint_ns"]]
+    writing = roots[2].config["configurable"]["checkpoint_id"]
+    assert [(t.metadata["step"], t.metadata["parents"]) for t in roots] == [(s, {}) for s in (3, 2, 1, 0, -1)]
+    assert [(t.metadata["step"], t.metadata["parents"]) for t in subs] == [
+        (s, {"": writing}) for s in (2, 1, 0, -1)
+    ]
+    assert [sorted(t.config["configurable"]) for t in subs] == [
+        ["checkpoint_id", "checkpoint_ns", "thread_id"]
+    ] * 4
+    reader = _builder().compile(
+        name="sp-writer", checkpointer=RedisCheckpointStore(redis_client, WRITER.schema)
+    )
+    at_sub_b = reader.get_state(subs[1].config).config  # step 1 of the subgraph: sub_b next
+    ns = subs[1].config["configurable"]["checkpoint_ns"]
+    assert at_sub_b["configurable"]["checkpoint_map"] == {"": writing, ns: subs[1].checkpoint["id"]}
+    second = client.enqueue("sp-writer", None, thread_id="q", config=at_sub_b)
+    work(client)
+    done = client.wait([first, second], timeout_s=30)
+    steps = ["plan", "plan", "sub_a", "sub_b", "polish"]
+    assert [(r.status, r.result) for r in done] == [
+        (RunStatus.COMPLETED, {"topic": "owls", "steps": steps})
+    ] * 2
+    history = [(s.metadata["step"], s.metadata["source"], s.next) for s in reader.get_state_history(THREAD)]
+    assert history[:3] == [(4, "loop", ()), (3, "loop", ("polish",)), (2, "fork", ("writer",))]

@@ -29,7 +29,14 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.checkpointer import stateful_ns, task_ns
 
-__all__ = ["checkpoint_keys", "keep_result", "namespaces", "remove_after_completion", "subgraph_keys"]
+__all__ = [
+    "checkpoint_keys",
+    "keep_result",
+    "namespaces",
+    "remove_after_completion",
+    "step_namespaces",
+    "subgraph_keys",
+]
 
 log = logging.getLogger("graphq.retention")
 
@@ -131,8 +138,20 @@ def subgraph_keys(kv: Any, thread_id: str, cp: Checkpoint, ns: str = "") -> list
     """The checkpoint keys of the subgraphs that the tasks of the step after ``cp`` (in namespace ``ns``)
     ran, nested ones included: once that step is committed without history (R5), nothing reads them again.
     One round trip when no task ran a subgraph."""
-    candidates = [task_ns(ns, t.node, task_id(cp.id, i, t.node)) for i, t in enumerate(cp.next_tasks)]
-    return _walk(kv, thread_id, _existing(kv, thread_id, candidates))
+    return _walk(kv, thread_id, _existing(kv, thread_id, _task_namespaces(cp, ns)))
+
+
+def step_namespaces(kv: Any, thread_id: str, cp: Checkpoint, ns: str = "") -> list[str]:
+    """The namespaces of the subgraphs that the tasks of the step after ``cp`` (in namespace ``ns``) ran
+    and that still have checkpoints, nested ones included, level by level (``node:task_id``, then
+    ``node:task_id|inner:task_id``, ...); not ``checkpointer=True`` subgraphs' (they span steps)."""
+    level = _existing(kv, thread_id, _task_namespaces(cp, ns))
+    return [found for found, _ in _levels(kv, thread_id, level, stateful=False)]
+
+
+def _task_namespaces(cp: Checkpoint, ns: str) -> list[str]:
+    """The namespace each task of the step after ``cp`` runs a subgraph in, if it runs one."""
+    return [task_ns(ns, t.node, task_id(cp.id, i, t.node)) for i, t in enumerate(cp.next_tasks)]
 
 
 def _remove_once(kv: Any, thread_id: str, run_id: str) -> str:

@@ -65,8 +65,9 @@ class CheckpointTuple(NamedTuple):
         checkpoint: ``{"v", "id", "ts", "channel_values", "channel_versions", "versions_seen",
             "updated_channels"}`` (LangGraph's keys; ``updated_channels`` is None: graphq does not record it),
             plus graphq's ``next_tasks`` and ``barriers``.
-        metadata: ``source`` (input | loop | update | fork), ``step``, ``parents`` (``{}``), and graphq's
-            ``run_id`` and ``writes``.
+        metadata: ``source`` (input | loop | update | fork), ``step``, ``parents`` (namespace → checkpoint
+            id of the graphs it runs in: a subgraph checkpoint's ``{"": <root checkpoint id>}``, a root
+            checkpoint's ``{}``), and graphq's ``run_id`` and ``writes``.
         parent_config: the config of the checkpoint it came from; None for a thread's first.
         pending_writes: ``(task_id, channel, value)`` of the tasks of the next super-step that finished,
             asked (``__interrupt__``, with their answers so far as ``__resume__``) or failed
@@ -205,8 +206,9 @@ def matching(cps: list[Checkpoint], filter: Mapping[str, Any], limit: int | None
 
 
 def _metadata(cp: Checkpoint) -> dict[str, Any]:
-    """``cp``'s metadata as a saver and ``get_state_history`` show it: with ``parents`` (``{}``)."""
-    return {**cp.metadata, "parents": {}}
+    """``cp``'s metadata as a saver and ``get_state_history`` show it: with ``parents`` (namespace →
+    checkpoint id of the graphs it runs in, as stored: a subgraph's; ``{}`` for a root checkpoint's)."""
+    return {**cp.metadata, "parents": dict(cp.metadata.get("parents") or {})}
 
 
 def list_tuples(
@@ -288,7 +290,7 @@ def _from_dict(
         },
         next_tasks=list(checkpoint.get("next_tasks") or []),
         barriers={key: list(sources) for key, sources in (checkpoint.get("barriers") or {}).items()},
-        metadata={k: v for k, v in metadata.items() if k != "parents"},
+        metadata={k: v for k, v in metadata.items() if k != "parents" or v},  # stored as a run stores it
         created_at=str(checkpoint.get("ts") or Checkpoint.now()),
     )
 
