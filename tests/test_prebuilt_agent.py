@@ -262,7 +262,6 @@ def test_an_agent_loop_stops_when_its_budget_runs_out() -> None:
     assert out["decision"] == {"action": "call_tools", "names": ["quick"], "answer": None}
 
 
-
 @lc_tool
 def plain(x: str) -> str:
     """Echo x."""
