@@ -39,9 +39,10 @@ chaos: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphcore worker scheduler cli examples tests bench
+	$(VENV)/bin/ruff format --check graphcore worker scheduler cli examples tests bench
 	$(VENV)/bin/mypy
 
-## Benchmarks (P1–P5), printed as ratios against baselines measured in the same run.
+## Benchmarks (P1–P7), printed as ratios against baselines measured in the same run.
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m bench
