@@ -136,6 +136,19 @@ def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
     "a new run branches off the thread where the request was made, with this answer; the first "
     "branch stays in the history. Prints the new run's id.",
 )
+@click.option(
+    "--update",
+    "update_text",
+    metavar="JSON|@FILE",
+    help="State updates applied with the answer, before the answered step runs again (a JSON object, "
+    "through the reducers): LangGraph's Command(resume=..., update=...).",
+)
+@click.option(
+    "--goto",
+    multiple=True,
+    metavar="NODE",
+    help="A node the answered step runs too (repeatable): LangGraph's Command(resume=..., goto=...).",
+)
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @output_option
 @click.pass_obj
@@ -145,6 +158,8 @@ def answer(
     value_text: str,
     request_id: str | None,
     again: bool,
+    update_text: str | None,
+    goto: tuple[str, ...],
     wait: bool,
     output: str,
 ) -> None:
@@ -160,10 +175,15 @@ def answer(
       graphq runs answer RUN --value '{"decision": "no", "note": "over budget"}'
       graphq runs answer RUN --request ID --value @answer.json
       graphq runs answer RUN --request ID --value '"no"' --again    # a second answer: a new branch
+      graphq runs answer RUN --value '"yes"' --update '{"amount": 50}' --goto audit   # edit and answer
+
+    With --update and --goto the answer is LangGraph's Command(resume=..., update=..., goto=...): the
+    update and the goto are saved with the answer, and the answered step applies them.
 
     Exit codes: 0 answered (with --wait: completed), 1 failed or canceled, 2 bad input (malformed JSON,
-    unknown request id, several requests open and the answer not keyed by their ids, a run not waiting
-    for input: nothing is changed), 3 waiting for input again, 130 interrupted (Ctrl-C: the run is
+    unknown request id, an --update key the state lacks, a --goto node the workflow lacks, several
+    requests open and the answer not keyed by their ids, a run not waiting for input: nothing is
+    changed), 3 waiting for input again, 130 interrupted (Ctrl-C: the run is
     canceled after its step in flight, as in `graphq run --help`).
     """
     value = parse_input(value_text, "--value")
@@ -171,6 +191,9 @@ def answer(
         check_answer(value)
     except PermanentError as exc:
         fail(f"--value: {exc}")
+    update = None if update_text is None else parse_input(update_text, "--update")
+    if again and (update is not None or goto):
+        fail("--update and --goto go with a first answer, not with --again (a branch of the thread)")
     if again:
         _answer_again(app, run_id, request_id, value, wait, output)
         return
@@ -185,7 +208,7 @@ def answer(
             client.kv.get(keys.switch()), app.settings.enabled, what=f"run {run_id} is not answered:"
         )
     try:
-        answered = client.answer(run_id, value, request_id)
+        answered = client.answer(run_id, value, request_id, update=update, goto=list(goto))
     except NotAwaitingInputError as exc:
         fail(_again_hint(exc, client.keeps_history()))
     if here:

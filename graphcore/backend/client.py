@@ -36,8 +36,9 @@ from graphcore.backend.threads import (
 )
 from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
 from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import task_id
+from graphcore.engine.algo import COMMAND_TASK_ID, command_entry, stored_writes, task_id, with_command
 from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.config import ACCEPTED, GOES_ON, RunConfig, merge_config, outside_any_task
 from graphcore.engine.executor import CompiledGraph
@@ -825,12 +826,24 @@ class Client:
             return None
         return cp.step if record.status == RunStatus.COMPLETED else cp.step + 1
 
-    def answer(self, run_id: str, value: Any, request_id: str | None = None) -> list[str]:
-        """Answer a run's open request(s) and continue it (G6, R16).
+    def answer(
+        self,
+        run_id: str,
+        value: Any,
+        request_id: str | None = None,
+        *,
+        update: dict[str, Any] | None = None,
+        goto: Any = (),
+    ) -> list[str]:
+        """Answer a run's open request(s) and continue it (G6, R16); with ``update``/``goto``, LangGraph's
+        ``invoke(Command(resume=value, update=update, goto=goto), config)``.
 
         Args:
             value: the answer; with several open requests, a mapping of request id → answer.
             request_id: answer only this request.
+            update: state updates applied before the answered step runs again (through the reducers, as
+                an input ``Command``'s): saved with the answer as the head checkpoint's pending write.
+            goto: node name(s) or ``Send`` packets the answered step runs too.
 
         Returns:
             The ids of the requests answered. Requests left unanswered stay open; the run pauses again.
@@ -841,7 +854,9 @@ class Client:
                 got there first while this one was being stored (the error lists the requests it made that
                 were answered: :meth:`answer_again` answers one again). Nothing is written.
             InvalidUpdateError: unknown request id; several requests open and the answer is not keyed by
-                their ids (the message lists them). Nothing is written.
+                their ids (the message lists them); ``update`` has unknown keys or a value a reducer
+                refuses, ``goto`` names a node the workflow lacks (the in-process errors). Nothing is
+                written.
             SerializationError: the answer holds a value outside the allow-list, or nests more than
                 :data:`~graphcore.engine.inputs.MAX_NESTING` levels deep.
             InputTooLargeError: the answer is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
@@ -863,7 +878,8 @@ class Client:
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
         check_size("answer", sum(len(b) for b in blobs.values()))
         asked = {i.id: i for i in pending}
-        self._continue(run, blobs, {iid: (asked[iid], v) for iid, v in answers.items()})
+        given = {iid: (asked[iid], v) for iid, v in answers.items()}
+        self._continue(run, blobs, given, command=Command(update=update, goto=goto))
         return list(answers)
 
     def answer_again(self, run_id: str, request_id: str, value: Any) -> str:
@@ -955,13 +971,15 @@ class Client:
         blobs: Mapping[str, bytes],
         given: Mapping[str, tuple[Interrupt, Any]],
         fields: Mapping[str, str] | None = None,
+        command: Command[Any] | None = None,
     ) -> None:
         """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS); note
         each answer in the run's request records (``given``: request id → (request, answer)); ``fields``:
-        run hash fields written with it (a breakpoint passed)."""
+        run hash fields written with it (a breakpoint passed); ``command``: its update/goto saved with
+        them as the head's pending write (:meth:`_command_write`)."""
         while True:
             try:
-                return self._continue_once(run, blobs, given, fields or {})
+                return self._continue_once(run, blobs, given, fields or {}, command)
             except WatchError:  # the run changed meanwhile (another answer, a cancel): look again
                 continue
 
@@ -971,12 +989,15 @@ class Client:
         blobs: Mapping[str, bytes],
         given: Mapping[str, tuple[Interrupt, Any]],
         fields: Mapping[str, str],
+        command: Command[Any] | None,
     ) -> None:
-        """One optimistic try of :meth:`_continue` (raises ``WatchError`` when the run changed)."""
+        """One optimistic try of :meth:`_continue` (raises ``WatchError`` when the run changed, or the
+        head's pending writes, which a command's entry goes after)."""
         run_key = keys.run(run.thread_id, run.id)
         requests_key = keys.requests(run.thread_id, run.id)
+        pending_key = keys.pending_writes(run.thread_id, "", run.head or "")
         with self.kv.pipeline(transaction=True) as pipe:
-            pipe.watch(run_key)
+            pipe.watch(run_key, pending_key)
             status, deadline, mark = pipe.hmget(run_key, ["status", DEADLINE_FIELD, "breakpoint"])
             passing = "breakpoint" in fields  # a resume: only from the very stop it read (not a later one)
             waiting = status == RunStatus.AWAITING_INPUT.value.encode()
@@ -993,7 +1014,10 @@ class Client:
                 iid: serde.dumps(_answered(recorded[iid], request, answer), path="request")
                 for iid, (request, answer) in given.items()
             }
+            commanded = self._command_write(run, command)
             pipe.multi()
+            if commanded:
+                pipe.hset(pending_key, mapping=commanded)
             if blobs:
                 pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
             if notes:
@@ -1007,8 +1031,27 @@ class Client:
             assert self.queue is not None
             stage_admit(pipe, self.kv, self.queue, run)  # its slot went with the pause: wait for one (R8)
             answers_key = keys.answers(run.thread_id, "", run.head or "")
-            stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key)  # a use (K3)
+            stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key, pending_key)  # K3
             pipe.execute()
+
+    def _command_write(self, run: RunRecord, command: Command[Any] | None) -> dict[str, bytes]:
+        """The pending write (task id :data:`COMMAND_TASK_ID` → encoded writes) that saves ``command``'s
+        update and goto at ``run``'s head, after the entry of commands given there before, as the in-process
+        loop saves an input ``Command`` (:func:`command_entry`); checked as there, a reducer's refusal
+        too. Empty when ``command`` has neither.
+
+        Raises:
+            InvalidUpdateError: unknown keys, a value a reducer refuses, a goto to an unknown node.
+            SerializationError: a value outside the allow-list.
+        """
+        if command is None or (command.update is None and not command.goto):
+            return {}
+        graph = self.registry.get(run.workflow)
+        head = self.get_state(run.thread_id, run.head)
+        pending = self.checkpoints.get_writes(run.thread_id, head.id)
+        entry = command_entry(graph, command, pending.get(COMMAND_TASK_ID), strict=True)
+        with_command(graph, head, {**pending, COMMAND_TASK_ID: entry})  # a reducer's refusal: unsaved
+        return {COMMAND_TASK_ID: encode_writes(stored_writes(graph, entry))}
 
     def _passed_already(self, run: RunRecord) -> InvalidUpdateError:
         """The refusal of a resume of ``run``'s breakpoint that another resume (or a cancel) got to first."""
