@@ -148,3 +148,54 @@ def test_runs_answer_update_and_goto(client: Client, redis_url: str) -> None:
     done = graphq("runs", "answer", run.id, "--value", '"yes"', "--update", '{"amount": 50}', env=env)
     assert done.returncode == 0, done.stderr
     assert _worked(client, run.id).result == {"amount": 50, "log": ["assess 120", "ask 50: yes", "pay 50"]}
+
+
+def _stopped(client: Client) -> RunRecord:
+    """A run of ``cmd-approval-bp`` answered, then stopped at its breakpoint before ``pay``."""
+    run = _paused(client, "cmd-approval-bp")
+    client.answer(run.id, "ok")
+    run = _worked(client, run.id)
+    assert (run.status, run.breakpoint) == (
+        RunStatus.AWAITING_INPUT,
+        {"when": "before", "nodes": ["pay"], "checkpoint_id": run.head, "continued": False},
+    )
+    return run
+
+
+def test_a_resume_with_update_and_goto_at_a_breakpoint_is_langgraphs_command(client: Client) -> None:
+    graph = _in_process(interrupt_before=["pay"])
+    graph.invoke({"amount": 120, "log": []}, CONFIG)
+    graph.invoke(LG.Command(resume="ok"), CONFIG)
+    expected = graph.invoke(LG.Command(update={"amount": 4}, goto="audit"), CONFIG)
+    run = _stopped(client)
+    assert client.resume(run.id, update={"amount": 4}, goto="audit") == run.id
+    done = _worked(client, run.id)
+    assert expected == {"amount": 4, "log": ["assess 120", "ask 120: ok", "audit 4", "pay 4"]}
+    assert (done.status, done.result) == (RunStatus.COMPLETED, expected)
+    history = _history(graph.get_state_history(CONFIG))
+    assert history[1] == (2, ("pay",), {"amount": 4, "log": ["assess 120", "ask 120: ok"]})
+    history[1] = (2, ("pay",), {"amount": 120, "log": ["assess 120", "ask 120: ok"]})  # as in the first test
+    assert _queue_history(client, "t") == history
+
+
+def test_runs_resume_update_at_a_breakpoint_and_its_refusals(client: Client, redis_url: str) -> None:
+    env = worker_env(redis_url, "tests.test_command_queue")
+    run = _stopped(client)
+    bad = graphq("runs", "resume", run.id, "--update", '{"amont": 4}', env=env)
+    known = "known keys: ['amount', 'log']"
+    assert (bad.returncode, bad.stderr) == (
+        2,
+        f"error: node '__input__' wrote unknown state key(s) ['amont']; {known}\n",
+    )
+    assert client.get_run(run.id).breakpoint == run.breakpoint  # not let past
+    ok = graphq("runs", "resume", run.id, "--update", '{"amount": 4}', env=env)
+    assert ok.returncode == 0, ok.stderr
+    done = _worked(client, run.id)
+    assert done.result == {"amount": 4, "log": ["assess 120", "ask 120: ok", "pay 4"]}
+    ended = graphq("runs", "resume", run.id, "--goto", "audit", env=env)
+    assert (ended.returncode, ended.stderr) == (
+        2,
+        f"error: update/goto: run {run.id} is completed, not stopped at a breakpoint; give them to its "
+        "thread as the input of a new run: client.enqueue('cmd-approval-bp', Command(update=..., "
+        "goto=...), thread_id='t')\n",
+    )

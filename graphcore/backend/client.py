@@ -1024,6 +1024,8 @@ class Client:
                 pipe.hset(requests_key, mapping=notes)
             goes_on = str(GOES_ON - run.step)  # its step run.step counts as a call without input starts
             queued = {"status": RunStatus.QUEUED.value, "budget_from": goes_on}  # Running once taken
+            if commanded:  # the step job reads its pending writes (the command's), as after a crash
+                queued["partial"] = "1"
             pipe.hset(run_key, mapping={**fields, **queued})
             if deadline is not None:  # answered in time: out of the request-deadline index (R13)
                 pipe.hdel(run_key, DEADLINE_FIELD)
@@ -1119,7 +1121,7 @@ class Client:
             )
         return CancelReply("cancel requested: the run stops before its next super-step")
 
-    def resume(self, run_id: str) -> str:
+    def resume(self, run_id: str, *, update: dict[str, Any] | None = None, goto: Any = ()) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
         tenant and options, no input (a run that ended before it began, e.g. canceled while queued, gives
         its own input: it never applied it), ``continued_from_run_id`` set. A failed step runs again (its
@@ -1128,7 +1130,10 @@ class Client:
 
         A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
         :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
-        ``invoke(None, config)`` does (:mod:`worker.breakpoints`); its own id is returned.
+        ``invoke(None, config)`` does (:mod:`worker.breakpoints`); its own id is returned. With ``update``
+        and ``goto`` it is LangGraph's ``invoke(Command(update=update, goto=goto), config)`` there: they are
+        saved with the resume as the head checkpoint's pending write (as :meth:`answer` saves them), and
+        the step it goes on with applies them (the update through the reducers, the goto's nodes run too).
 
         Returns:
             The id of the run that goes on: the new run's, or the stopped run's own.
@@ -1140,14 +1145,23 @@ class Client:
                 :meth:`answer` continues it), or it was continued already (a chain goes on from its last
                 run, which the message names), or it completed and its thread has nothing left to run (its
                 latest checkpoint has no next tasks: the new run would be empty). Each message names the run
-                (:mod:`graphcore.backend.resuming`).
+                (:mod:`graphcore.backend.resuming`). ``update`` or ``goto`` given for a run not stopped at a
+                breakpoint (an ended run's thread takes them as ``enqueue``'s input ``Command``), or invalid
+                (the errors of :meth:`answer`); nothing is written.
         """
+        command: Command[Any] = Command(update=update, goto=goto)
         run = self.runs.get(run_id)
         if at_breakpoint(run):
-            return self._pass_breakpoint(run)
+            return self._pass_breakpoint(run, command)
         if not run.terminal:
             asked = len(self.requests(run_id)) if run.status == RunStatus.AWAITING_INPUT else 0
             raise not_ended(run, asked)
+        if update is not None or goto:
+            raise InvalidUpdateError(
+                f"update/goto: run {run_id} is {run.status.value}, not stopped at a breakpoint; give them to "
+                f"its thread as the input of a new run: client.enqueue({run.workflow!r}, "
+                f"Command(update=..., goto=...), thread_id={run.thread_id!r})"
+            )
         if run.continued_by_run_id:
             raise self._continued_already(run)
         head = self.checkpoints.get(run.thread_id) if run.status == RunStatus.COMPLETED else None
@@ -1181,18 +1195,19 @@ class Client:
             f"from its last run, {last.id} ({last.status.value}): resume that one"
         )
 
-    def _pass_breakpoint(self, run: RunRecord) -> str:
-        """Let ``run``, stopped at a breakpoint, go on (its step enqueued again, the stop marked continued).
+    def _pass_breakpoint(self, run: RunRecord, command: Command[Any]) -> str:
+        """Let ``run``, stopped at a breakpoint, go on (its step enqueued again, the stop marked continued),
+        ``command``'s update and goto saved with it (:meth:`_command_write`).
 
         Raises:
             ConfigError: this client has no step queue.
             InvalidUpdateError: another resume let it go on first, or a cancel ended it (checked in the
-                transaction that lets it go: of two racing resumes one goes on).
+                transaction that lets it go: of two racing resumes one goes on); ``command`` is invalid.
         """
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         passed = json.dumps({**(run.breakpoint or {}), "continued": True})
-        self._continue(run, {}, {}, {"breakpoint": passed})
+        self._continue(run, {}, {}, {"breakpoint": passed}, command)
         return run.id
 
     def update_state(
