@@ -199,3 +199,107 @@ def test_runs_resume_update_at_a_breakpoint_and_its_refusals(client: Client, red
         "thread as the input of a new run: client.enqueue('cmd-approval-bp', Command(update=..., "
         "goto=...), thread_id='t')\n",
     )
+
+
+def _ended(client: Client) -> RunRecord:
+    run = _paused(client)
+    client.answer(run.id, "ok")
+    run = _worked(client, run.id)
+    assert run.result == {"amount": 120, "log": ["assess 120", "ask 120: ok", "pay 120"]}
+    return run
+
+
+@pytest.mark.parametrize(
+    ("command", "result"),
+    [
+        ({"update": {"amount": 9}}, {"amount": 9, "log": ["assess 120", "ask 120: ok", "pay 120"]}),
+        ({"goto": "audit"}, {"amount": 120, "log": ["assess 120", "ask 120: ok", "pay 120", "audit 120"]}),
+        (
+            {"update": {"amount": 9}, "goto": "audit"},
+            {"amount": 9, "log": ["assess 120", "ask 120: ok", "pay 120", "audit 9"]},
+        ),
+    ],
+)
+def test_a_command_enqueued_on_an_ended_thread_is_langgraphs(
+    client: Client, command: dict[str, Any], result: dict[str, Any]
+) -> None:
+    graph = _in_process()
+    graph.invoke({"amount": 120, "log": []}, CONFIG)
+    graph.invoke(LG.Command(resume="ok"), CONFIG)
+    expected = graph.invoke(LG.Command(**command), CONFIG)
+    first = _ended(client)
+    run = client.enqueue("cmd-approval", GQ.Command(**command), thread_id="t")
+    done = _worked(client, run)
+    assert expected == result
+    assert (done.status, done.input, done.result) == (RunStatus.COMPLETED, None, expected)
+    history = _history(graph.get_state_history(CONFIG))
+    if "goto" not in command:  # nothing ran: the head holds the update as a pending write, shown in process
+        assert history[0] == (3, (), result)
+        history[0] = (3, (), first.result)
+    else:  # the queued commit drops it from the head it went on from (as in the first test)
+        assert history[1] == (3, (), {**first.result, **command.get("update", {})})
+        history[1] = (3, (), first.result)
+    assert _queue_history(client, "t") == history
+
+
+def _runs_and_head(client: Client, thread: str = "t") -> tuple[list[str], str, bool]:
+    head = client.get_state(thread).id
+    entry = client.kv.hexists(keys.pending_writes(thread, "", head), COMMAND_TASK_ID)
+    return [r.id for r in client.thread_runs(thread)], head, bool(entry)
+
+
+def test_an_enqueued_command_with_resume_names_client_answer(client: Client) -> None:
+    run = _paused(client)
+    before = _runs_and_head(client)
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.enqueue("cmd-approval", GQ.Command(resume="yes", update={"amount": 5}), thread_id="t")
+    assert str(refused.value) == (
+        "input Command(resume=...): on the queue an answer goes to the run that asked: "
+        "client.answer(run_id, value, update=..., goto=...) (graphq runs answer RUN --value JSON)"
+    )
+    assert _runs_and_head(client) == before == ([run.id], run.head, False)
+
+
+def test_an_enqueued_command_or_update_state_on_a_paused_thread_names_client_answer(client: Client) -> None:
+    run = _paused(client)
+    before = _runs_and_head(client)
+    told = (
+        f"thread 't' has run {run.id} awaiting input; give the update with its answer: "
+        f"client.answer({run.id!r}, value, update=..., goto=...) (graphq runs answer {run.id} --value JSON "
+        f"--update JSON), or cancel it (graphq runs cancel {run.id})"
+    )
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.enqueue("cmd-approval", GQ.Command(update={"amount": 5}), thread_id="t")
+    assert str(refused.value) == f"input Command(update=..., goto=...): {told}"
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.update_state("cmd-approval", "t", {"amount": 5})
+    assert str(refused.value) == told
+    assert _runs_and_head(client) == before == ([run.id], run.head, False)
+
+
+def test_an_enqueued_command_or_update_state_at_a_breakpoint_names_client_resume(client: Client) -> None:
+    run = _stopped(client)
+    before = _runs_and_head(client)
+    told = (
+        f"thread 't' has run {run.id} stopped at a breakpoint (before ['pay']); give the update with its "
+        f"resume: client.resume({run.id!r}, update=..., goto=...) (graphq runs resume {run.id} --update "
+        f"JSON), or cancel it (graphq runs cancel {run.id})"
+    )
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.enqueue("cmd-approval-bp", GQ.Command(goto="audit"), thread_id="t")
+    assert str(refused.value) == f"input Command(update=..., goto=...): {told}"
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.update_state("cmd-approval-bp", "t", {"amount": 5})
+    assert str(refused.value) == told
+    assert _runs_and_head(client) == before == ([run.id], run.head, False)
+
+
+def test_an_enqueued_command_on_a_thread_without_a_checkpoint_is_refused(client: Client) -> None:
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.enqueue("cmd-approval", GQ.Command(update={"amount": 5}), thread_id="new")
+    assert str(refused.value) == (
+        "input Command(update=..., goto=...): on the queue it goes on from the head of a thread with a "
+        "checkpoint, and thread 'new' has none (or a checkpoint_id is given); give the thread_id of such a "
+        "thread, and no checkpoint_id"
+    )
+    assert client.thread_runs("new") == []

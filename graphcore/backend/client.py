@@ -595,8 +595,68 @@ class Client:
     def enqueue(
         self, workflow: str, input: Any = None, multitask: Multitask = "enqueue", **options: Any
     ) -> str:
-        """Enqueue one run; ``options`` are :class:`RunRequest` fields. Returns the run id."""
-        return self.enqueue_many([RunRequest(workflow, input, **options)], multitask)[0]
+        """Enqueue one run; ``options`` are :class:`RunRequest` fields. Returns the run id.
+
+        An input ``Command(update=..., goto=...)`` is LangGraph's ``invoke(Command(...), config)`` on a
+        thread whose runs have ended: the command is saved as the pending write of the thread's head
+        checkpoint (as in process), in the transaction that enqueues a run going on from there (input None).
+
+        Raises:
+            The errors of :meth:`enqueue_many`; for a ``Command`` input, :class:`InvalidUpdateError` when it
+                has ``resume`` (an answer goes to the run that asked: :meth:`answer`), when a run of the
+                thread is queued or running, or awaits an answer or stopped at a breakpoint (:meth:`answer`
+                or :meth:`resume` take the update there), when the thread has no checkpoint, or a fork is
+                asked (``checkpoint_id``), and the errors of :meth:`answer`'s ``update``/``goto``; nothing
+                is written.
+        """
+        request = RunRequest(workflow, None if isinstance(input, Command) else input, **options)
+        if isinstance(input, Command):
+            return self._enqueue_command(request, input, multitask)
+        return self.enqueue_many([request], multitask)[0]
+
+    def _enqueue_command(self, request: RunRequest, command: Command[Any], multitask: Multitask) -> str:
+        """:meth:`enqueue` of a run going on from its thread's head with ``command``'s update and goto
+        saved there (its entry written only while the thread has no active run and that head is its head).
+        """
+        if command.resume is not None:
+            raise InvalidUpdateError(
+                "input Command(resume=...): on the queue an answer goes to the run that asked: "
+                "client.answer(run_id, value, update=..., goto=...) (graphq runs answer RUN --value JSON)"
+            )
+        _, cfg, _, thread = check_options(self.registry, request)
+        runs = self._thread_of_workflow(request.workflow, thread, "input Command")
+        for run in sorted(runs, key=lambda r: r.status == RunStatus.AWAITING_INPUT):  # active ones first
+            if not run.terminal:
+                raise InvalidUpdateError(f"input Command(update=..., goto=...): {_taking_updates(run)}")
+        head = self.checkpoints.get(thread)
+        if head is None or cfg.checkpoint_id is not None:
+            raise InvalidUpdateError(
+                f"input Command(update=..., goto=...): on the queue it goes on from the head of a thread "
+                f"with a checkpoint, and thread {thread!r} has none (or a checkpoint_id is given); give the "
+                "thread_id of such a thread, and no checkpoint_id"
+            )
+        commanded = self._command_write(request.workflow, thread, head.id, command)
+        pending_key, history = keys.pending_writes(thread, "", head.id), keys.history(thread, "")
+
+        def save(pipe: Any) -> None:
+            if commanded:
+                pipe.hset(pending_key, mapping=commanded)
+                stage_add(pipe, thread, pending_key)  # its thread's TTL (K3)
+
+        same = Guard(  # the entry only on the head the run goes on from, with no run ahead of it
+            [keys.thread_active(thread), history, pending_key],
+            lambda pipe: (
+                pipe.get(keys.thread_active(thread)) is None and pipe.lindex(history, -1) == head.id.encode()
+            ),
+            save,
+        )
+        ids = self.enqueue_guarded([request], same, multitask)
+        if ids is None:
+            raise InvalidUpdateError(
+                f"input Command(update=..., goto=...): thread {thread!r} got a run or a checkpoint while "
+                "the command was being saved; nothing written, give it again"
+            )
+        return ids[0]
 
     def get_run(self, run_id: str) -> RunRecord:
         """The run record; a Completed run's ``result`` is the state values of its last checkpoint, as
@@ -1014,7 +1074,7 @@ class Client:
                 iid: serde.dumps(_answered(recorded[iid], request, answer), path="request")
                 for iid, (request, answer) in given.items()
             }
-            commanded = self._command_write(run, command)
+            commanded = self._command_write(run.workflow, run.thread_id, run.head, command)
             pipe.multi()
             if commanded:
                 pipe.hset(pending_key, mapping=commanded)
@@ -1036,11 +1096,14 @@ class Client:
             stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key, pending_key)  # K3
             pipe.execute()
 
-    def _command_write(self, run: RunRecord, command: Command[Any] | None) -> dict[str, bytes]:
+    def _command_write(
+        self, workflow: str, thread_id: str, head_id: str | None, command: Command[Any] | None
+    ) -> dict[str, bytes]:
         """The pending write (task id :data:`COMMAND_TASK_ID` → encoded writes) that saves ``command``'s
-        update and goto at ``run``'s head, after the entry of commands given there before, as the in-process
-        loop saves an input ``Command`` (:func:`command_entry`); checked as there, a reducer's refusal
-        too. Empty when ``command`` has neither.
+        update and goto at checkpoint ``head_id`` of ``workflow``'s thread ``thread_id``, after the entry
+        of commands given there before, as the in-process loop saves an input ``Command``
+        (:func:`command_entry`); checked as there (a reducer's refusal too), unknown keys refused as
+        :meth:`update_state` refuses them. Empty when ``command`` has neither.
 
         Raises:
             InvalidUpdateError: unknown keys, a value a reducer refuses, a goto to an unknown node.
@@ -1048,9 +1111,9 @@ class Client:
         """
         if command is None or (command.update is None and not command.goto):
             return {}
-        graph = self.registry.get(run.workflow)
-        head = self.get_state(run.thread_id, run.head)
-        pending = self.checkpoints.get_writes(run.thread_id, head.id)
+        graph = self.registry.get(workflow)
+        head = self.get_state(thread_id, head_id)
+        pending = self.checkpoints.get_writes(thread_id, head.id)
         entry = command_entry(graph, command, pending.get(COMMAND_TASK_ID), strict=True)
         with_command(graph, head, {**pending, COMMAND_TASK_ID: entry})  # a reducer's refusal: unsaved
         return {COMMAND_TASK_ID: encode_writes(stored_writes(graph, entry))}
@@ -1195,7 +1258,7 @@ class Client:
             f"from its last run, {last.id} ({last.status.value}): resume that one"
         )
 
-    def _pass_breakpoint(self, run: RunRecord, command: Command[Any]) -> str:
+    def _pass_breakpoint(self, run: RunRecord, command: Command[Any] | None = None) -> str:
         """Let ``run``, stopped at a breakpoint, go on (its step enqueued again, the stop marked continued),
         ``command``'s update and goto saved with it (:meth:`_command_write`).
 
@@ -1243,25 +1306,12 @@ class Client:
         _expect("workflow", workflow, str, "a workflow name (str)")
         _expect("as_node", as_node, (str, type(None)), "a node name (str) or None")
         graph = self.registry.get(workflow)
-        runs = self.thread_runs(thread_id)
-        if runs and runs[-1].workflow != workflow:  # its channels and edges would apply another's checkpoint
-            raise InvalidUpdateError(
-                f"update_state: thread {thread_id!r} is a thread of workflow {runs[-1].workflow!r} (its "
-                f"newest run {runs[-1].id}), not of {workflow!r}; nothing written"
-            )
-        busy = [r.id for r in runs if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)]
-        if busy:
-            raise InvalidUpdateError(
-                f"thread {thread_id!r} has an active run {busy[0]}; update it once it ends"
-            )
-        waiting = [r.id for r in runs if r.status == RunStatus.AWAITING_INPUT]
-        if waiting:
-            # Its answer continues from the checkpoint that asked, not from a newer head: refuse rather
-            # than write an update that the answered run would silently leave behind.
-            raise InvalidUpdateError(
-                f"thread {thread_id!r} has run {waiting[0]} awaiting input; answer it (graphq runs answer "
-                f"{waiting[0]}) or cancel it (graphq runs cancel {waiting[0]}), then update the state"
-            )
+        runs = self._thread_of_workflow(workflow, thread_id, "update_state")
+        # A paused run goes on from the checkpoint it paused at, not from a newer head: refuse rather than
+        # write an update that it would silently leave behind (its answer or resume takes one).
+        for run in sorted(runs, key=lambda r: r.status == RunStatus.AWAITING_INPUT):  # active ones first
+            if not run.terminal:
+                raise InvalidUpdateError(_taking_updates(run))
         head = self.get_state(thread_id)
         store = RedisCheckpointStore(self.kv, graph.schema)
         writer = as_node if as_node is not None else last_writer(store, graph, thread_id, head)
@@ -1273,6 +1323,21 @@ class Client:
             keep_result(self.kv, thread_id, owner, head.id, head.channel_values)
         store.put(thread_id, cp)
         return cp
+
+    def _thread_of_workflow(self, workflow: str, thread_id: str, what: str) -> list[RunRecord]:
+        """The runs of ``thread_id``, oldest first, when its newest run is of ``workflow`` (or it has none):
+        its channels and edges apply the thread's checkpoints.
+
+        Raises:
+            InvalidUpdateError: it is a thread of another workflow (the message names it, and ``what``).
+        """
+        runs = self.thread_runs(thread_id)
+        if runs and runs[-1].workflow != workflow:
+            raise InvalidUpdateError(
+                f"{what}: thread {thread_id!r} is a thread of workflow {runs[-1].workflow!r} (its "
+                f"newest run {runs[-1].id}), not of {workflow!r}; nothing written"
+            )
+        return runs
 
     def delete_thread(self, thread_id: str, force: bool = False) -> Deleted:
         """Remove every key of ``thread_id`` and its entries in shared indexes now (K3), in one transaction
@@ -1358,6 +1423,25 @@ class Client:
 def _ended_already(run: RunRecord) -> CancelReply:
     """The reply to a cancel of ``run``, which had ended already."""
     return CancelReply(f"run {run.id} is already {run.status.value}; nothing changed", changed=False)
+
+
+def _taking_updates(run: RunRecord) -> str:
+    """Why the thread of ``run`` (not ended) takes no state update now, and what takes one: the answer of a
+    run awaiting one, the resume of a run stopped at a breakpoint."""
+    thread, rid = run.thread_id, run.id
+    if stop := at_breakpoint(run):
+        return (
+            f"thread {thread!r} has {stop}; give the update with its resume: client.resume({rid!r}, "
+            f"update=..., goto=...) (graphq runs resume {rid} --update JSON), or cancel it (graphq runs "
+            f"cancel {rid})"
+        )
+    if run.status == RunStatus.AWAITING_INPUT:
+        return (
+            f"thread {thread!r} has run {rid} awaiting input; give the update with its answer: "
+            f"client.answer({rid!r}, value, update=..., goto=...) (graphq runs answer {rid} --value JSON "
+            f"--update JSON), or cancel it (graphq runs cancel {rid})"
+        )
+    return f"thread {thread!r} has an active run {rid}; update it once it ends"
 
 
 def _checked_update(graph: CompiledGraph, values: Any, writer: str) -> Any:
