@@ -144,6 +144,11 @@ def test_runs_answer_update_and_goto(client: Client, redis_url: str) -> None:
     bad = graphq("runs", "answer", run.id, "--value", '"yes"', "--update", '{"amount": ', env=env)
     assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
     assert bad.stderr.startswith("error: --update: ")
+    again = graphq("runs", "answer", run.id, "--value", '"no"', "--goto", "audit", "--again", env=env)
+    assert (again.returncode, again.stderr) == (
+        2,
+        "error: --update and --goto go with a first answer, not with --again (a branch of the thread)\n",
+    )
     _unchanged(client, run)
     done = graphq("runs", "answer", run.id, "--value", '"yes"', "--update", '{"amount": 50}', env=env)
     assert done.returncode == 0, done.stderr
