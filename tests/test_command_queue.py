@@ -16,8 +16,10 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.engine.algo import COMMAND_TASK_ID
+from graphcore.engine.inputs import InputTooLargeError, InputTypeError
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
+from graphcore.settings import get_settings
 from tests.compat.conftest import Imports
 from tests.workers import graphq, work, worker_env
 
@@ -308,3 +310,27 @@ def test_an_enqueued_command_on_a_thread_without_a_checkpoint_is_refused(client:
         "thread, and no checkpoint_id"
     )
     assert client.thread_runs("new") == []
+
+
+def test_an_answers_update_of_the_wrong_type_or_too_large_is_refused_and_writes_nothing(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _paused(client)
+    with pytest.raises(InputTypeError) as refused:
+        client.answer(run.id, "yes", update={"amount": "x"})
+    assert str(refused.value) == "update.amount: Input should be a valid integer (got 'x')"
+    monkeypatch.setenv("GRAPHQ_MAX_INPUT_BYTES", "1000")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(InputTooLargeError) as large:
+            client.answer(run.id, "yes", update={"log": ["x" * 2000]})
+    finally:
+        monkeypatch.delenv("GRAPHQ_MAX_INPUT_BYTES")
+        get_settings.cache_clear()
+    assert str(large.value).startswith("update is ")
+    assert (
+        str(large.value)
+        .split(" bytes serialized, ")[1]
+        .startswith("above the limit GRAPHQ_MAX_INPUT_BYTES=1000")
+    )
+    _unchanged(client, run)

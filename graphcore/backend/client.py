@@ -51,7 +51,7 @@ from graphcore.engine.interrupts import (
     schema_fields,
 )
 from graphcore.engine.registry import Registry
-from graphcore.engine.schema import stored_values
+from graphcore.engine.schema import COMMAND_WRITER, stored_values
 from graphcore.engine.snapshot import StateUpdate, last_writer, update_checkpoint
 from graphcore.errors import (
     ArgumentTypeError,
@@ -1107,16 +1107,24 @@ class Client:
 
         Raises:
             InvalidUpdateError: unknown keys, a value a reducer refuses, a goto to an unknown node.
-            SerializationError: a value outside the allow-list.
+            InputTypeError: a value of the wrong type for its key, as :meth:`enqueue` refuses an input
+                (:func:`~graphcore.engine.inputs.check_types`, paths ``update.<key>``).
+            SerializationError: a value outside the allow-list, or nested too deeply.
+            InputTooLargeError: the update is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
         """
         if command is None or (command.update is None and not command.goto):
             return {}
         graph = self.registry.get(workflow)
+        if command.update is not None:
+            update = check_types(graph.schema, command.update, "update", COMMAND_WRITER)
+            command = dataclasses.replace(command, update=update)
         head = self.get_state(thread_id, head_id)
         pending = self.checkpoints.get_writes(thread_id, head.id)
         entry = command_entry(graph, command, pending.get(COMMAND_TASK_ID), strict=True)
         with_command(graph, head, {**pending, COMMAND_TASK_ID: entry})  # a reducer's refusal: unsaved
-        return {COMMAND_TASK_ID: encode_writes(stored_writes(graph, entry))}
+        encoded = encode_writes(stored_writes(graph, entry))
+        check_size("update", len(encoded))
+        return {COMMAND_TASK_ID: encoded}
 
     def _passed_already(self, run: RunRecord) -> InvalidUpdateError:
         """The refusal of a resume of ``run``'s breakpoint that another resume (or a cancel) got to first."""
