@@ -334,3 +334,16 @@ def test_an_answers_update_of_the_wrong_type_or_too_large_is_refused_and_writes_
         .startswith("above the limit GRAPHQ_MAX_INPUT_BYTES=1000")
     )
     _unchanged(client, run)
+
+
+def test_an_enqueued_command_on_a_thread_with_a_queued_run_is_refused(client: Client) -> None:
+    _ended(client)
+    queued = client.enqueue("cmd-approval", {"amount": 7}, thread_id="t")
+    before = _runs_and_head(client)
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.enqueue("cmd-approval", GQ.Command(goto="audit"), thread_id="t")
+    assert str(refused.value) == (
+        f"input Command(update=..., goto=...): thread 't' has an active run {queued}; update it once it ends"
+    )
+    assert _runs_and_head(client) == before
+    assert before[0][-1] == queued and not before[2]
