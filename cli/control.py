@@ -112,6 +112,21 @@ def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
         print_requests(open_requests)
 
 
+_update_option = click.option(
+    "--update",
+    "update_text",
+    metavar="JSON|@FILE",
+    help="State updates applied before the step it goes on with runs (a JSON object, through the "
+    "reducers): LangGraph's Command(update=...).",
+)
+_goto_option = click.option(
+    "--goto",
+    multiple=True,
+    metavar="NODE",
+    help="A node the step it goes on with runs too (repeatable): LangGraph's Command(goto=...).",
+)
+
+
 @click.command("answer", short_help="Answer a paused run's open request(s).")
 @click.argument("run_id", metavar="RUN")
 @click.option(
@@ -136,6 +151,8 @@ def requests(app: AppContext, run_id: str, every: bool, output: str) -> None:
     "a new run branches off the thread where the request was made, with this answer; the first "
     "branch stays in the history. Prints the new run's id.",
 )
+@_update_option
+@_goto_option
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @output_option
 @click.pass_obj
@@ -145,6 +162,8 @@ def answer(
     value_text: str,
     request_id: str | None,
     again: bool,
+    update_text: str | None,
+    goto: tuple[str, ...],
     wait: bool,
     output: str,
 ) -> None:
@@ -160,10 +179,15 @@ def answer(
       graphq runs answer RUN --value '{"decision": "no", "note": "over budget"}'
       graphq runs answer RUN --request ID --value @answer.json
       graphq runs answer RUN --request ID --value '"no"' --again    # a second answer: a new branch
+      graphq runs answer RUN --value '"yes"' --update '{"amount": 50}' --goto audit   # edit and answer
+
+    With --update and --goto the answer is LangGraph's Command(resume=..., update=..., goto=...): the
+    update and the goto are saved with the answer, and the answered step applies them.
 
     Exit codes: 0 answered (with --wait: completed), 1 failed or canceled, 2 bad input (malformed JSON,
-    unknown request id, several requests open and the answer not keyed by their ids, a run not waiting
-    for input: nothing is changed), 3 waiting for input again, 130 interrupted (Ctrl-C: the run is
+    unknown request id, an --update key the state lacks, a --goto node the workflow lacks, several
+    requests open and the answer not keyed by their ids, a run not waiting for input: nothing is
+    changed), 3 waiting for input again, 130 interrupted (Ctrl-C: the run is
     canceled after its step in flight, as in `graphq run --help`).
     """
     value = parse_input(value_text, "--value")
@@ -171,6 +195,9 @@ def answer(
         check_answer(value)
     except PermanentError as exc:
         fail(f"--value: {exc}")
+    update = None if update_text is None else parse_input(update_text, "--update")
+    if again and (update is not None or goto):
+        fail("--update and --goto go with a first answer, not with --again (a branch of the thread)")
     if again:
         _answer_again(app, run_id, request_id, value, wait, output)
         return
@@ -185,7 +212,7 @@ def answer(
             client.kv.get(keys.switch()), app.settings.enabled, what=f"run {run_id} is not answered:"
         )
     try:
-        answered = client.answer(run_id, value, request_id)
+        answered = client.answer(run_id, value, request_id, update=update, goto=list(goto))
     except NotAwaitingInputError as exc:
         fail(_again_hint(exc, client.keeps_history()))
     if here:
@@ -228,10 +255,14 @@ def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
 
 @click.command("resume", short_help="Continue an ended run's thread in a new run, or a stopped run.")
 @click.argument("run_id", metavar="RUN")
+@_update_option
+@_goto_option
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @output_option
 @click.pass_obj
-def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
+def resume(
+    app: AppContext, run_id: str, update_text: str | None, goto: tuple[str, ...], wait: bool, output: str
+) -> None:
     """Continue RUN: an ended run's thread in a new run, from its latest checkpoint (a failed or canceled
     run; a completed one only when its thread has tasks left), or a run stopped at a static breakpoint,
     itself, past that breakpoint.
@@ -248,13 +279,18 @@ def resume(app: AppContext, run_id: str, wait: bool, output: str) -> None:
     printed (LangGraph's invoke(None, config)); a second resume of the same stop is refused, also when
     two race. A run waiting in interrupt() is continued by `graphq runs answer`, not by resume.
 
+    With --update and --goto (a run stopped at a breakpoint only) the resume is LangGraph's
+    invoke(Command(update=..., goto=...)) there: the step it goes on with applies them.
+
     Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 refused (the run is
     unknown, queued or running, waits for an answer, went on past its breakpoint already, or its thread
-    has nothing left to run), 3 waiting for input, 130 interrupted (Ctrl-C: the run is canceled after
+    has nothing left to run; an invalid --update or --goto, or one for a run not stopped at a
+    breakpoint: nothing is changed), 3 waiting for input, 130 interrupted (Ctrl-C: the run is canceled after
     its step in flight, as in `graphq run --help`).
     """
+    update = None if update_text is None else parse_input(update_text, "--update")
     client = app.client(local=True)
-    new_id = client.resume(run_id)
+    new_id = client.resume(run_id, update=update, goto=list(goto))
     thread = client.get_run(new_id).thread_id
     note = f"run {new_id} continues run {run_id} on thread {thread}"
     if new_id == run_id:

@@ -84,8 +84,9 @@ def test_update_state_is_refused_while_a_run_of_the_thread_awaits_input(client: 
     with pytest.raises(InvalidUpdateError) as caught:
         client.update_state("asking", "asked", {"topic": "coffee"}, as_node="ask_twice")
     assert str(caught.value) == (
-        f"thread 'asked' has run {run_id} awaiting input; answer it (graphq runs answer {run_id}) or "
-        f"cancel it (graphq runs cancel {run_id}), then update the state"
+        f"thread 'asked' has run {run_id} awaiting input; give the update with its answer: "
+        f"client.answer({run_id!r}, value, update=..., goto=...) (graphq runs answer {run_id} --value JSON "
+        f"--update JSON), or cancel it (graphq runs cancel {run_id})"
     )
     assert client.get_state("asked").id == head.id  # nothing written
     client.answer(run_id, "yes")

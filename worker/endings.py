@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Mapping
+from typing import Any
 
 from graphcore.backend.connection import outlast
-from graphcore.backend.retention import remove_after_completion
+from graphcore.backend.retention import keep_result, remove_after_completion
 from graphcore.backend.runs import RunError, RunRecord, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints.model import Checkpoint
@@ -63,11 +65,16 @@ def release_thread(ctx: WorkerContext, run: RunRecord) -> None:
     outlast(hand_over, ctx.kv, ctx.runs, ctx.queue, run.thread_id, run.id)
 
 
-def end_completed(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> None:
+def end_completed(
+    ctx: WorkerContext, run: RunRecord, lease: Lease, step: int, values: Mapping[str, Any] | None = None
+) -> None:
     """Complete a run that has no step to run (its result is the values of the head checkpoint, of thread
-    step ``step``)."""
+    step ``step``; or ``values``, the head's channel values with an input Command's update applied, which
+    no checkpoint holds: kept as the run's result, as in process ``invoke`` returns them)."""
     done = [("status", step, {"status": "completed"})]
     if set_status(ctx, run, lease, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
+        if values is not None and run.head is not None:
+            outlast(keep_result, ctx.kv, run.thread_id, run.id, run.head, values)
         release_thread(ctx, run)
         after_completion(ctx, run, None)
 

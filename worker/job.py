@@ -283,13 +283,14 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     with run_scope(scope):  # the routers from START run in the input's __start__ task
         cp, continued = _head(ctx, graph, run, lease, cfg)
     _runs_step(lease, cp.step + 1)
-    if not cp.next_tasks:  # continuing a thread that has nothing left to run
-        end_completed(ctx, run, lease, cp.step)
-        return "completed: nothing to run"
-    _check_step(graph, run, cfg, cp)
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
     finished, handled = _earlier(ctx, run, cp) if pending else (finished or {}, {})
-    cp, finished = with_command(graph, cp, finished)  # an input Command given in process (LangGraph's)
+    head = cp
+    cp, finished = with_command(graph, cp, finished)  # an input Command's update and goto (LangGraph's)
+    if not cp.next_tasks:  # continuing a thread that has nothing left to run (a Command's update shows)
+        end_completed(ctx, run, lease, cp.step, None if cp is head else cp.channel_values)
+        return "completed: nothing to run"
+    _check_step(graph, run, cfg, cp)
     stop = stop_at(graph, run, cp, finished)
     if stop is not None:  # a static breakpoint: pause before running anything
         return pause(ctx, run, lease, cp, [], persisted=True, stop=stop)

@@ -36,8 +36,9 @@ from graphcore.backend.threads import (
 )
 from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
 from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import task_id
+from graphcore.engine.algo import COMMAND_TASK_ID, command_entry, stored_writes, task_id, with_command
 from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.config import ACCEPTED, GOES_ON, RunConfig, merge_config, outside_any_task
 from graphcore.engine.executor import CompiledGraph
@@ -50,7 +51,7 @@ from graphcore.engine.interrupts import (
     schema_fields,
 )
 from graphcore.engine.registry import Registry
-from graphcore.engine.schema import stored_values
+from graphcore.engine.schema import COMMAND_WRITER, stored_values
 from graphcore.engine.snapshot import StateUpdate, last_writer, update_checkpoint
 from graphcore.errors import (
     ArgumentTypeError,
@@ -594,8 +595,68 @@ class Client:
     def enqueue(
         self, workflow: str, input: Any = None, multitask: Multitask = "enqueue", **options: Any
     ) -> str:
-        """Enqueue one run; ``options`` are :class:`RunRequest` fields. Returns the run id."""
-        return self.enqueue_many([RunRequest(workflow, input, **options)], multitask)[0]
+        """Enqueue one run; ``options`` are :class:`RunRequest` fields. Returns the run id.
+
+        An input ``Command(update=..., goto=...)`` is LangGraph's ``invoke(Command(...), config)`` on a
+        thread whose runs have ended: the command is saved as the pending write of the thread's head
+        checkpoint (as in process), in the transaction that enqueues a run going on from there (input None).
+
+        Raises:
+            The errors of :meth:`enqueue_many`; for a ``Command`` input, :class:`InvalidUpdateError` when it
+                has ``resume`` (an answer goes to the run that asked: :meth:`answer`), when a run of the
+                thread is queued or running, or awaits an answer or stopped at a breakpoint (:meth:`answer`
+                or :meth:`resume` take the update there), when the thread has no checkpoint, or a fork is
+                asked (``checkpoint_id``), and the errors of :meth:`answer`'s ``update``/``goto``; nothing
+                is written.
+        """
+        request = RunRequest(workflow, None if isinstance(input, Command) else input, **options)
+        if isinstance(input, Command):
+            return self._enqueue_command(request, input, multitask)
+        return self.enqueue_many([request], multitask)[0]
+
+    def _enqueue_command(self, request: RunRequest, command: Command[Any], multitask: Multitask) -> str:
+        """:meth:`enqueue` of a run going on from its thread's head with ``command``'s update and goto
+        saved there (its entry written only while the thread has no active run and that head is its head).
+        """
+        if command.resume is not None:
+            raise InvalidUpdateError(
+                "input Command(resume=...): on the queue an answer goes to the run that asked: "
+                "client.answer(run_id, value, update=..., goto=...) (graphq runs answer RUN --value JSON)"
+            )
+        _, cfg, _, thread = check_options(self.registry, request)
+        runs = self._thread_of_workflow(request.workflow, thread, "input Command")
+        for run in sorted(runs, key=lambda r: r.status == RunStatus.AWAITING_INPUT):  # active ones first
+            if not run.terminal:
+                raise InvalidUpdateError(f"input Command(update=..., goto=...): {_taking_updates(run)}")
+        head = self.checkpoints.get(thread)
+        if head is None or cfg.checkpoint_id is not None:
+            raise InvalidUpdateError(
+                f"input Command(update=..., goto=...): on the queue it goes on from the head of a thread "
+                f"with a checkpoint, and thread {thread!r} has none (or a checkpoint_id is given); give the "
+                "thread_id of such a thread, and no checkpoint_id"
+            )
+        commanded = self._command_write(request.workflow, thread, head.id, command)
+        pending_key, history = keys.pending_writes(thread, "", head.id), keys.history(thread, "")
+
+        def save(pipe: Any) -> None:
+            if commanded:
+                pipe.hset(pending_key, mapping=commanded)
+                stage_add(pipe, thread, pending_key)  # its thread's TTL (K3)
+
+        same = Guard(  # the entry only on the head the run goes on from, with no run ahead of it
+            [keys.thread_active(thread), history, pending_key],
+            lambda pipe: (
+                pipe.get(keys.thread_active(thread)) is None and pipe.lindex(history, -1) == head.id.encode()
+            ),
+            save,
+        )
+        ids = self.enqueue_guarded([request], same, multitask)
+        if ids is None:
+            raise InvalidUpdateError(
+                f"input Command(update=..., goto=...): thread {thread!r} got a run or a checkpoint while "
+                "the command was being saved; nothing written, give it again"
+            )
+        return ids[0]
 
     def get_run(self, run_id: str) -> RunRecord:
         """The run record; a Completed run's ``result`` is the state values of its last checkpoint, as
@@ -825,12 +886,24 @@ class Client:
             return None
         return cp.step if record.status == RunStatus.COMPLETED else cp.step + 1
 
-    def answer(self, run_id: str, value: Any, request_id: str | None = None) -> list[str]:
-        """Answer a run's open request(s) and continue it (G6, R16).
+    def answer(
+        self,
+        run_id: str,
+        value: Any,
+        request_id: str | None = None,
+        *,
+        update: dict[str, Any] | None = None,
+        goto: Any = (),
+    ) -> list[str]:
+        """Answer a run's open request(s) and continue it (G6, R16); with ``update``/``goto``, LangGraph's
+        ``invoke(Command(resume=value, update=update, goto=goto), config)``.
 
         Args:
             value: the answer; with several open requests, a mapping of request id → answer.
             request_id: answer only this request.
+            update: state updates applied before the answered step runs again (through the reducers, as
+                an input ``Command``'s): saved with the answer as the head checkpoint's pending write.
+            goto: node name(s) or ``Send`` packets the answered step runs too.
 
         Returns:
             The ids of the requests answered. Requests left unanswered stay open; the run pauses again.
@@ -841,7 +914,9 @@ class Client:
                 got there first while this one was being stored (the error lists the requests it made that
                 were answered: :meth:`answer_again` answers one again). Nothing is written.
             InvalidUpdateError: unknown request id; several requests open and the answer is not keyed by
-                their ids (the message lists them). Nothing is written.
+                their ids (the message lists them); ``update`` has unknown keys or a value a reducer
+                refuses, ``goto`` names a node the workflow lacks (the in-process errors). Nothing is
+                written.
             SerializationError: the answer holds a value outside the allow-list, or nests more than
                 :data:`~graphcore.engine.inputs.MAX_NESTING` levels deep.
             InputTooLargeError: the answer is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
@@ -863,7 +938,8 @@ class Client:
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
         check_size("answer", sum(len(b) for b in blobs.values()))
         asked = {i.id: i for i in pending}
-        self._continue(run, blobs, {iid: (asked[iid], v) for iid, v in answers.items()})
+        given = {iid: (asked[iid], v) for iid, v in answers.items()}
+        self._continue(run, blobs, given, command=Command(update=update, goto=goto))
         return list(answers)
 
     def answer_again(self, run_id: str, request_id: str, value: Any) -> str:
@@ -955,13 +1031,15 @@ class Client:
         blobs: Mapping[str, bytes],
         given: Mapping[str, tuple[Interrupt, Any]],
         fields: Mapping[str, str] | None = None,
+        command: Command[Any] | None = None,
     ) -> None:
         """Store the answers and re-enqueue the paused step, if the run is still awaiting input (CAS); note
         each answer in the run's request records (``given``: request id → (request, answer)); ``fields``:
-        run hash fields written with it (a breakpoint passed)."""
+        run hash fields written with it (a breakpoint passed); ``command``: its update/goto saved with
+        them as the head's pending write (:meth:`_command_write`)."""
         while True:
             try:
-                return self._continue_once(run, blobs, given, fields or {})
+                return self._continue_once(run, blobs, given, fields or {}, command)
             except WatchError:  # the run changed meanwhile (another answer, a cancel): look again
                 continue
 
@@ -971,12 +1049,15 @@ class Client:
         blobs: Mapping[str, bytes],
         given: Mapping[str, tuple[Interrupt, Any]],
         fields: Mapping[str, str],
+        command: Command[Any] | None,
     ) -> None:
-        """One optimistic try of :meth:`_continue` (raises ``WatchError`` when the run changed)."""
+        """One optimistic try of :meth:`_continue` (raises ``WatchError`` when the run changed, or the
+        head's pending writes, which a command's entry goes after)."""
         run_key = keys.run(run.thread_id, run.id)
         requests_key = keys.requests(run.thread_id, run.id)
+        pending_key = keys.pending_writes(run.thread_id, "", run.head or "")
         with self.kv.pipeline(transaction=True) as pipe:
-            pipe.watch(run_key)
+            pipe.watch(run_key, pending_key)
             status, deadline, mark = pipe.hmget(run_key, ["status", DEADLINE_FIELD, "breakpoint"])
             passing = "breakpoint" in fields  # a resume: only from the very stop it read (not a later one)
             waiting = status == RunStatus.AWAITING_INPUT.value.encode()
@@ -993,13 +1074,18 @@ class Client:
                 iid: serde.dumps(_answered(recorded[iid], request, answer), path="request")
                 for iid, (request, answer) in given.items()
             }
+            commanded = self._command_write(run.workflow, run.thread_id, run.head, command)
             pipe.multi()
+            if commanded:
+                pipe.hset(pending_key, mapping=commanded)
             if blobs:
                 pipe.hset(keys.answers(run.thread_id, "", run.head or ""), mapping=dict(blobs))
             if notes:
                 pipe.hset(requests_key, mapping=notes)
             goes_on = str(GOES_ON - run.step)  # its step run.step counts as a call without input starts
             queued = {"status": RunStatus.QUEUED.value, "budget_from": goes_on}  # Running once taken
+            if commanded:  # the step job reads its pending writes (the command's), as after a crash
+                queued["partial"] = "1"
             pipe.hset(run_key, mapping={**fields, **queued})
             if deadline is not None:  # answered in time: out of the request-deadline index (R13)
                 pipe.hdel(run_key, DEADLINE_FIELD)
@@ -1007,8 +1093,38 @@ class Client:
             assert self.queue is not None
             stage_admit(pipe, self.kv, self.queue, run)  # its slot went with the pause: wait for one (R8)
             answers_key = keys.answers(run.thread_id, "", run.head or "")
-            stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key)  # a use (K3)
+            stage_use(pipe, run.thread_id, run.thread_ttl_s, answers_key, requests_key, pending_key)  # K3
             pipe.execute()
+
+    def _command_write(
+        self, workflow: str, thread_id: str, head_id: str | None, command: Command[Any] | None
+    ) -> dict[str, bytes]:
+        """The pending write (task id :data:`COMMAND_TASK_ID` → encoded writes) that saves ``command``'s
+        update and goto at checkpoint ``head_id`` of ``workflow``'s thread ``thread_id``, after the entry
+        of commands given there before, as the in-process loop saves an input ``Command``
+        (:func:`command_entry`); checked as there (a reducer's refusal too), unknown keys refused as
+        :meth:`update_state` refuses them. Empty when ``command`` has neither.
+
+        Raises:
+            InvalidUpdateError: unknown keys, a value a reducer refuses, a goto to an unknown node.
+            InputTypeError: a value of the wrong type for its key, as :meth:`enqueue` refuses an input
+                (:func:`~graphcore.engine.inputs.check_types`, paths ``update.<key>``).
+            SerializationError: a value outside the allow-list, or nested too deeply.
+            InputTooLargeError: the update is larger than ``GRAPHQ_MAX_INPUT_BYTES`` serialized.
+        """
+        if command is None or (command.update is None and not command.goto):
+            return {}
+        graph = self.registry.get(workflow)
+        if command.update is not None:
+            update = check_types(graph.schema, command.update, "update", COMMAND_WRITER)
+            command = dataclasses.replace(command, update=update)
+        head = self.get_state(thread_id, head_id)
+        pending = self.checkpoints.get_writes(thread_id, head.id)
+        entry = command_entry(graph, command, pending.get(COMMAND_TASK_ID), strict=True)
+        with_command(graph, head, {**pending, COMMAND_TASK_ID: entry})  # a reducer's refusal: unsaved
+        encoded = encode_writes(stored_writes(graph, entry))
+        check_size("update", len(encoded))
+        return {COMMAND_TASK_ID: encoded}
 
     def _passed_already(self, run: RunRecord) -> InvalidUpdateError:
         """The refusal of a resume of ``run``'s breakpoint that another resume (or a cancel) got to first."""
@@ -1076,7 +1192,7 @@ class Client:
             )
         return CancelReply("cancel requested: the run stops before its next super-step")
 
-    def resume(self, run_id: str) -> str:
+    def resume(self, run_id: str, *, update: dict[str, Any] | None = None, goto: Any = ()) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
         tenant and options, no input (a run that ended before it began, e.g. canceled while queued, gives
         its own input: it never applied it), ``continued_from_run_id`` set. A failed step runs again (its
@@ -1085,7 +1201,10 @@ class Client:
 
         A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
         :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
-        ``invoke(None, config)`` does (:mod:`worker.breakpoints`); its own id is returned.
+        ``invoke(None, config)`` does (:mod:`worker.breakpoints`); its own id is returned. With ``update``
+        and ``goto`` it is LangGraph's ``invoke(Command(update=update, goto=goto), config)`` there: they are
+        saved with the resume as the head checkpoint's pending write (as :meth:`answer` saves them), and
+        the step it goes on with applies them (the update through the reducers, the goto's nodes run too).
 
         Returns:
             The id of the run that goes on: the new run's, or the stopped run's own.
@@ -1097,14 +1216,23 @@ class Client:
                 :meth:`answer` continues it), or it was continued already (a chain goes on from its last
                 run, which the message names), or it completed and its thread has nothing left to run (its
                 latest checkpoint has no next tasks: the new run would be empty). Each message names the run
-                (:mod:`graphcore.backend.resuming`).
+                (:mod:`graphcore.backend.resuming`). ``update`` or ``goto`` given for a run not stopped at a
+                breakpoint (an ended run's thread takes them as ``enqueue``'s input ``Command``), or invalid
+                (the errors of :meth:`answer`); nothing is written.
         """
+        command: Command[Any] = Command(update=update, goto=goto)
         run = self.runs.get(run_id)
         if at_breakpoint(run):
-            return self._pass_breakpoint(run)
+            return self._pass_breakpoint(run, command)
         if not run.terminal:
             asked = len(self.requests(run_id)) if run.status == RunStatus.AWAITING_INPUT else 0
             raise not_ended(run, asked)
+        if update is not None or goto:
+            raise InvalidUpdateError(
+                f"update/goto: run {run_id} is {run.status.value}, not stopped at a breakpoint; give them to "
+                f"its thread as the input of a new run: client.enqueue({run.workflow!r}, "
+                f"Command(update=..., goto=...), thread_id={run.thread_id!r})"
+            )
         if run.continued_by_run_id:
             raise self._continued_already(run)
         head = self.checkpoints.get(run.thread_id) if run.status == RunStatus.COMPLETED else None
@@ -1138,18 +1266,19 @@ class Client:
             f"from its last run, {last.id} ({last.status.value}): resume that one"
         )
 
-    def _pass_breakpoint(self, run: RunRecord) -> str:
-        """Let ``run``, stopped at a breakpoint, go on (its step enqueued again, the stop marked continued).
+    def _pass_breakpoint(self, run: RunRecord, command: Command[Any] | None = None) -> str:
+        """Let ``run``, stopped at a breakpoint, go on (its step enqueued again, the stop marked continued),
+        ``command``'s update and goto saved with it (:meth:`_command_write`).
 
         Raises:
             ConfigError: this client has no step queue.
             InvalidUpdateError: another resume let it go on first, or a cancel ended it (checked in the
-                transaction that lets it go: of two racing resumes one goes on).
+                transaction that lets it go: of two racing resumes one goes on); ``command`` is invalid.
         """
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
         passed = json.dumps({**(run.breakpoint or {}), "continued": True})
-        self._continue(run, {}, {}, {"breakpoint": passed})
+        self._continue(run, {}, {}, {"breakpoint": passed}, command)
         return run.id
 
     def update_state(
@@ -1185,25 +1314,12 @@ class Client:
         _expect("workflow", workflow, str, "a workflow name (str)")
         _expect("as_node", as_node, (str, type(None)), "a node name (str) or None")
         graph = self.registry.get(workflow)
-        runs = self.thread_runs(thread_id)
-        if runs and runs[-1].workflow != workflow:  # its channels and edges would apply another's checkpoint
-            raise InvalidUpdateError(
-                f"update_state: thread {thread_id!r} is a thread of workflow {runs[-1].workflow!r} (its "
-                f"newest run {runs[-1].id}), not of {workflow!r}; nothing written"
-            )
-        busy = [r.id for r in runs if r.status in (RunStatus.QUEUED, RunStatus.RUNNING)]
-        if busy:
-            raise InvalidUpdateError(
-                f"thread {thread_id!r} has an active run {busy[0]}; update it once it ends"
-            )
-        waiting = [r.id for r in runs if r.status == RunStatus.AWAITING_INPUT]
-        if waiting:
-            # Its answer continues from the checkpoint that asked, not from a newer head: refuse rather
-            # than write an update that the answered run would silently leave behind.
-            raise InvalidUpdateError(
-                f"thread {thread_id!r} has run {waiting[0]} awaiting input; answer it (graphq runs answer "
-                f"{waiting[0]}) or cancel it (graphq runs cancel {waiting[0]}), then update the state"
-            )
+        runs = self._thread_of_workflow(workflow, thread_id, "update_state")
+        # A paused run goes on from the checkpoint it paused at, not from a newer head: refuse rather than
+        # write an update that it would silently leave behind (its answer or resume takes one).
+        for run in sorted(runs, key=lambda r: r.status == RunStatus.AWAITING_INPUT):  # active ones first
+            if not run.terminal:
+                raise InvalidUpdateError(_taking_updates(run))
         head = self.get_state(thread_id)
         store = RedisCheckpointStore(self.kv, graph.schema)
         writer = as_node if as_node is not None else last_writer(store, graph, thread_id, head)
@@ -1215,6 +1331,21 @@ class Client:
             keep_result(self.kv, thread_id, owner, head.id, head.channel_values)
         store.put(thread_id, cp)
         return cp
+
+    def _thread_of_workflow(self, workflow: str, thread_id: str, what: str) -> list[RunRecord]:
+        """The runs of ``thread_id``, oldest first, when its newest run is of ``workflow`` (or it has none):
+        its channels and edges apply the thread's checkpoints.
+
+        Raises:
+            InvalidUpdateError: it is a thread of another workflow (the message names it, and ``what``).
+        """
+        runs = self.thread_runs(thread_id)
+        if runs and runs[-1].workflow != workflow:
+            raise InvalidUpdateError(
+                f"{what}: thread {thread_id!r} is a thread of workflow {runs[-1].workflow!r} (its "
+                f"newest run {runs[-1].id}), not of {workflow!r}; nothing written"
+            )
+        return runs
 
     def delete_thread(self, thread_id: str, force: bool = False) -> Deleted:
         """Remove every key of ``thread_id`` and its entries in shared indexes now (K3), in one transaction
@@ -1300,6 +1431,25 @@ class Client:
 def _ended_already(run: RunRecord) -> CancelReply:
     """The reply to a cancel of ``run``, which had ended already."""
     return CancelReply(f"run {run.id} is already {run.status.value}; nothing changed", changed=False)
+
+
+def _taking_updates(run: RunRecord) -> str:
+    """Why the thread of ``run`` (not ended) takes no state update now, and what takes one: the answer of a
+    run awaiting one, the resume of a run stopped at a breakpoint."""
+    thread, rid = run.thread_id, run.id
+    if stop := at_breakpoint(run):
+        return (
+            f"thread {thread!r} has {stop}; give the update with its resume: client.resume({rid!r}, "
+            f"update=..., goto=...) (graphq runs resume {rid} --update JSON), or cancel it (graphq runs "
+            f"cancel {rid})"
+        )
+    if run.status == RunStatus.AWAITING_INPUT:
+        return (
+            f"thread {thread!r} has run {rid} awaiting input; give the update with its answer: "
+            f"client.answer({rid!r}, value, update=..., goto=...) (graphq runs answer {rid} --value JSON "
+            f"--update JSON), or cancel it (graphq runs cancel {rid})"
+        )
+    return f"thread {thread!r} has an active run {rid}; update it once it ends"
 
 
 def _checked_update(graph: CompiledGraph, values: Any, writer: str) -> Any:

@@ -671,16 +671,19 @@ def input_update(graph: GraphSpec, input: Any, strict: Strictness = False) -> li
     return graph.schema.writes_of(START, input, strict=strict)
 
 
-def command_entry(graph: GraphSpec, command: Command[Any], earlier: TaskWrites | None = None) -> TaskWrites:
+def command_entry(
+    graph: GraphSpec, command: Command[Any], earlier: TaskWrites | None = None, strict: Strictness = False
+) -> TaskWrites:
     """The pending write (task id :data:`COMMAND_TASK_ID`) of an input ``command`` given to a thread that
     has a checkpoint: its update's writes and its goto's tasks, after those of ``earlier`` (the entry of
-    commands given before at the same checkpoint, kept: nothing given is lost).
+    commands given before at the same checkpoint, kept: nothing given is lost). ``strict``: what becomes
+    of the update's unknown keys (:data:`~graphcore.engine.schema.Strictness`; True on the queue).
 
     Raises:
         InvalidUpdateError: the update is not a dict of state updates, or a goto names a node the graph
-            does not have.
+            does not have; unknown keys when ``strict``.
     """
-    writes = input_update(graph, command)
+    writes = input_update(graph, command, strict)
     goto = _input_goto(graph, command)
     if earlier is not None:
         writes, goto = [*earlier.writes, *writes], [*earlier.goto, *goto]
