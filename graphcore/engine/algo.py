@@ -47,7 +47,7 @@ from graphcore.engine.parent import for_parent, taking_commands
 from graphcore.engine.schema import COMMAND_WRITER, Strictness
 from graphcore.engine.task_metadata import PULL, langgraph_metadata, task_paths
 from graphcore.engine.timeouts import IdleTimeout, Timeout, node_timeouts
-from graphcore.errors import GraphqError, InvalidUpdateError, node_error, where
+from graphcore.errors import GraphqError, InvalidUpdateError, node_error, warn_caller, where
 from graphcore.types import END, START, Command, PendingTask, Send, TaskWrites
 
 __all__ = [
@@ -613,7 +613,7 @@ def apply_input(
     versions = _bumped(parent.channel_versions if parent is not None else {}, changed)
     seen = values if remaining is None else graph.schema.with_managed(values, remaining)
     routed = start_routes(graph, parent, seen, start)
-    going = [*routed, *_input_goto(graph, input), *goto]
+    going = [*routed, *_input_goto(graph, input, strict), *goto]
     next_tasks, barriers = _schedule(graph, [TaskWrites("", START, [], going)], {})
     step = parent.step + 1 if parent is not None else -1
     meta = {**metadata, "source": source, "step": step, "writes": [START]}
@@ -684,7 +684,7 @@ def command_entry(
             does not have; unknown keys when ``strict``.
     """
     writes = input_update(graph, command, strict)
-    goto = _input_goto(graph, command)
+    goto = _input_goto(graph, command, strict)
     if earlier is not None:
         writes, goto = [*earlier.writes, *writes], [*earlier.goto, *goto]
     return TaskWrites(COMMAND_TASK_ID, COMMAND_WRITER, writes, goto)
@@ -719,19 +719,24 @@ def with_command(
     return view, rest
 
 
-def _input_goto(graph: GraphSpec, input: Any) -> list[PendingTask]:
-    """The tasks an input ``Command(goto=...)`` adds to the entry nodes (LangGraph's).
+def _input_goto(graph: GraphSpec, input: Any, strict: Strictness = False) -> list[PendingTask]:
+    """The tasks an input ``Command(goto=...)`` adds to the entry nodes (LangGraph's). A target the graph
+    does not have is dropped with a UserWarning naming it, as LangGraph drops it (with a logged warning);
+    refused when ``strict`` is True (the queue's client: a typo must not reach a durable run).
 
     Raises:
-        InvalidUpdateError: a goto to a node the graph does not have, named.
+        InvalidUpdateError: a goto to a node the graph does not have, named, when ``strict`` is True.
     """
     if not isinstance(input, Command):
         return []
     targets = _as_list(input.goto)
     unknown = [t for t in targets if (t.node if isinstance(t, Send) else t) not in graph.nodes]
     if unknown:
-        raise InvalidUpdateError(f"input Command(goto=...) to unknown node(s) {unknown}")
-    return [_goto(t) for t in targets]
+        message = f"input Command(goto=...) to unknown node(s) {unknown}"
+        if strict is True:
+            raise InvalidUpdateError(message)
+        warn_caller(f"{message}: ignored")
+    return [_goto(t) for t in targets if t not in unknown]
 
 
 def input_checkpoint(

@@ -257,15 +257,23 @@ def test_a_goto_at_an_input_checkpoint_runs_beside_the_entry_nodes() -> None:
     ]
 
 
+def test_a_goto_to_no_node_is_ignored_and_the_update_applies(lg: Imports) -> None:
+    """LangGraph: an input Command's goto to a node the graph does not have is dropped (a logged warning)
+    and its update applies: the paused question is asked again on the updated state. graphq does the same
+    and warns (UserWarning); it refused the whole command before. The queue's client refuses it
+    (tests/test_command_queue.py)."""
+    graph, config = _paused(lg)
+    with lg.graphq_warns(r"^input Command\(goto=\.\.\.\) to unknown node\(s\) \['nope'\]: ignored$"):
+        result = graph.invoke(lg.Command(update={"log": ["u"]}, goto="nope"), config)
+    assert _shown(result) == {"log": ["a", "u"], "__interrupt__": ["q2"]}
+
+
 def test_a_malformed_input_command_is_refused_and_nothing_is_saved() -> None:
-    """graphq (a deliberate difference, README): an input Command whose goto names no node, or whose update
-    is not a dict of state updates, is refused (LangGraph ignores it with a warning); nothing of it is
-    kept, so the answer given next goes on as if it had not been given."""
+    """graphq (a deliberate difference, README): an input Command whose update is not a dict of state
+    updates is refused (LangGraph ignores it with a warning); nothing of it is kept, so the answer given
+    next goes on as if it had not been given."""
     gq = Imports("graphq")
     graph, config = _paused(gq)
-    with pytest.raises(InvalidUpdateError) as no_node:
-        graph.invoke(gq.Command(update={"log": ["u"]}, goto="nope"), config)
-    assert str(no_node.value) == "input Command(goto=...) to unknown node(s) ['nope']"
     with pytest.raises(InvalidUpdateError) as no_dict:
         graph.invoke(gq.Command(update=5, goto="c"), config)
     assert str(no_dict.value) == "the input Command's update is a int; expected a dict of state updates"
