@@ -87,6 +87,7 @@ def _add_module(graphs: dict[str, CompiledGraph], owners: dict[str, str], name: 
         module = importlib.import_module(name)
     except Exception as exc:
         raise ConfigError(f"cannot import workflow module {name!r}: {type(exc).__name__}: {exc}") from exc
+    _refuse_langgraph(module)
     for workflow, graph in _module_graphs(module).items():
         other = graphs.get(workflow)
         if workflow in owners and other is not graph:
@@ -102,6 +103,26 @@ def _add_module(graphs: dict[str, CompiledGraph], owners: dict[str, str], name: 
             )
         graphs[workflow] = graph
         owners.setdefault(workflow, name)
+
+
+def _refuse_langgraph(module: Any) -> None:
+    """Refuse a workflow module holding graphs compiled by LangGraph itself (its imports not changed): the
+    workers cannot run them, and without a word the module would just have no workflows.
+
+    Raises:
+        ConfigError: naming the module, its LangGraph graphs and where the import map is.
+    """
+    foreign = sorted(k for k, value in vars(module).items() if not k.startswith("_") and _pregel(value))
+    if foreign:
+        raise ConfigError(
+            f"workflow module {module.__name__!r}: {foreign} compiled by LangGraph, not graphq: change the "
+            "module's imports to graphq's (README, 'Coming from LangGraph': from graphcore import StateGraph)"
+        )
+
+
+def _pregel(value: Any) -> bool:
+    """Whether ``value`` is a graph LangGraph compiled (a ``langgraph`` ``Pregel``: its class or a base)."""
+    return any(c.__name__ == "Pregel" and c.__module__.startswith("langgraph.") for c in type(value).__mro__)
 
 
 def entry_graph(ep: EntryPoint) -> CompiledGraph:
