@@ -122,7 +122,7 @@ def _unchanged(client: Client, run: RunRecord) -> None:
         (
             {"amont": 5},
             (),
-            "node '__input__' wrote unknown state key(s) ['amont']; known keys: ['amount', 'log']",
+            "the input Command's update has unknown state key(s) ['amont']; known keys: ['amount', 'log']",
         ),
         (None, "nope", "input Command(goto=...) to unknown node(s) ['nope']"),
         (3, (), "the input Command's update is a int; expected a dict of state updates"),
@@ -192,7 +192,7 @@ def test_runs_resume_update_at_a_breakpoint_and_its_refusals(client: Client, red
     known = "known keys: ['amount', 'log']"
     assert (bad.returncode, bad.stderr) == (
         2,
-        f"error: node '__input__' wrote unknown state key(s) ['amont']; {known}\n",
+        f"error: the input Command's update has unknown state key(s) ['amont']; {known}\n",
     )
     assert client.get_run(run.id).breakpoint == run.breakpoint  # not let past
     ok = graphq("runs", "resume", run.id, "--update", '{"amount": 4}', env=env)

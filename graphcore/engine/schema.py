@@ -383,7 +383,8 @@ class StateSchema:
         unknown = [k for k in update if k not in self.channels]
         if unknown:
             known = list(self.channels)
-            _unknown_keys(f"node {node!r} wrote unknown state key(s) {unknown}; known keys: {known}", strict)
+            who = "the input Command's update has" if node == COMMAND_WRITER else f"node {node!r} wrote"
+            _unknown_keys(f"{who} unknown state key(s) {unknown}; known keys: {known}", strict)
             return self._overwrites({k: v for k, v in update.items() if k in self.channels})
         return self._overwrites(update)
 
