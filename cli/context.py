@@ -17,7 +17,7 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, GraphqError, UnknownWorkflowError
 from graphcore.settings import Settings, get_settings
-from worker.queue import RQStepQueue
+from graphq.worker.queue import RQStepQueue
 
 __all__ = ["SERVER_URL_FILE", "AppContext", "export_env"]
 

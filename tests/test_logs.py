@@ -19,9 +19,9 @@ import redis
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
+from graphq.worker import logs
 from tests.workers import Procs, ended, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
-from worker import logs
 
 REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.shutdown"])
 PASSWORD = "s3cret-Pw_4xyz"  # 14 characters: long enough to be masked outside a URL too
