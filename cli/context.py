@@ -80,7 +80,7 @@ class AppContext:
         """
         if self._registry is None:
             if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.append(os.getcwd())  # last: a user's worker.py or cli.py must not shadow graphq
+                sys.path.append(os.getcwd())  # last: a user's module must not shadow graphq's
             self._registry = Registry.load(self.settings.workflows.split(","))
         return self._registry
 
