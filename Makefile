@@ -38,8 +38,8 @@ chaos: $(STAMP)
 	$(PY) -m bench.chaos --signal term
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check graphcore worker scheduler cli examples tests bench
-	$(VENV)/bin/ruff format --check graphcore worker scheduler cli examples tests bench
+	$(VENV)/bin/ruff check graphcore graphq worker scheduler cli examples tests bench
+	$(VENV)/bin/ruff format --check graphcore graphq worker scheduler cli examples tests bench
 	$(VENV)/bin/mypy
 
 ## Benchmarks (P1–P7), printed as ratios against baselines measured in the same run.

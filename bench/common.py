@@ -29,7 +29,7 @@ from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from worker.context import WorkerContext, set_context
+from graphq.worker.context import WorkerContext, set_context
 
 __all__ = [
     "Row",
@@ -138,7 +138,8 @@ class TimedWorker(SimpleWorker):
 
 
 def install_context(kv: Any, settings: Settings, graphs: Sequence[CompiledGraph]) -> None:
-    """Make this process a graphq worker for ``graphs`` (what ``worker.process.run_worker`` does first)."""
+    """Make this process a graphq worker for ``graphs`` (what ``graphq.worker.process.run_worker`` does
+    first)."""
     set_context(WorkerContext.build(kv, settings, Registry({g.name: g for g in graphs})))
 
 
@@ -183,7 +184,7 @@ def start_worker(env: dict[str, str], *args: str, log: Path | None = None) -> su
     is discarded."""
     with log.open("ab") if log is not None else open(os.devnull, "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker", *args],
+            [sys.executable, "-m", "graphq.cli", "worker", *args],
             env=env,
             cwd=ROOT,
             stdout=out,

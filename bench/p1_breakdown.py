@@ -23,7 +23,7 @@ from rq.serializers import JSONSerializer
 
 from bench import p1_step_overhead as p1
 from bench.common import private_redis
-from worker.queue import StepJob, queue_name
+from graphq.worker.queue import StepJob, queue_name
 
 BURST = 100
 TOP = 8

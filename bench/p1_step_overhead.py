@@ -45,8 +45,8 @@ from graphcore.backend.client import Client
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from worker import metrics
-from worker.queue import RQStepQueue, StepJob, queue_name
+from graphq.worker import metrics
+from graphq.worker.queue import RQStepQueue, StepJob, queue_name
 
 STEPS = 300
 WARMUP_STEPS = 60

@@ -30,7 +30,7 @@ from graphcore.backend.client import Client
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from worker.queue import RQStepQueue, queue_name
+from graphq.worker.queue import RQStepQueue, queue_name
 
 STEPS = 2000
 ITEM_BYTES = 1024

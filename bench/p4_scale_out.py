@@ -19,7 +19,7 @@ from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import TERMINAL, RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from worker.queue import RQStepQueue
+from graphq.worker.queue import RQStepQueue
 
 PROCESSES = (1, 2, 4, 8)
 STEPS = 20

@@ -22,7 +22,7 @@ from graphcore import END, START, StateGraph
 from graphcore.backend.client import Client
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
-from worker.queue import RQStepQueue
+from graphq.worker.queue import RQStepQueue
 
 TARGET = 1.0
 BOUND_S = 30.0

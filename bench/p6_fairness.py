@@ -35,7 +35,7 @@ from graphcore.backend import admission
 from graphcore.backend.client import Client, RunRequest
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
-from worker.queue import RQStepQueue
+from graphq.worker.queue import RQStepQueue
 
 TENANTS = 20
 RUNS = 2000

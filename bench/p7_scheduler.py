@@ -1,7 +1,8 @@
 """P7 scheduler: 1,000 schedules firing every minute, 2 scheduler replicas racing on one Redis, simulated
 clocks (K1).
 
-Two :class:`scheduler.loop.Scheduler` instances, each with its own connection, tick at once (threads) at
+Two :class:`graphq.scheduler.loop.Scheduler` instances, each with its own connection, tick at once (threads)
+at
 every simulated minute, the second's clock 0.5 s ahead of the first's; the pass lock decides which makes
 the pass (``GRAPHQ_SCHEDULER_LOCK_TTL_S`` = 1 s real, so that the holder changes when one stalls). Every
 fire creates its run (the client's run creation: run record, indexes, admission, the RQ job); no worker
@@ -10,7 +11,7 @@ executes them. Checked after: runs per (schedule, fire time) = 1, by the fire hi
 Fire lag: from a fire's due time on the simulated clock (the driver's, not B's skewed one) to its run
 being created (the EXEC of its batch of 200): the real time of the pass up to then. The replicas tick as a
 fire falls due, as ``Scheduler.run`` does for fires at whole seconds (it ticks just after each whole
-interval: :func:`scheduler.loop.to_next_tick`). ``P7 ratio = p99 lag / 1 s``, target 1.
+interval: :func:`graphq.scheduler.loop.to_next_tick`). ``P7 ratio = p99 lag / 1 s``, target 1.
 
 The day is shortened: a simulated day of every-minute fires for 1,000 schedules is 1,440,000 runs (about
 2 KB of Redis each with their RQ jobs: some 3 GB, and tens of minutes of claims on this 2-core machine), so
@@ -33,10 +34,10 @@ from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from scheduler.api import Schedules
-from scheduler.loop import Scheduler
-from scheduler.schedules import ScheduleStore
-from worker.queue import RQStepQueue
+from graphq.scheduler.api import Schedules
+from graphq.scheduler.loop import Scheduler
+from graphq.scheduler.schedules import ScheduleStore
+from graphq.worker.queue import RQStepQueue
 
 SCHEDULES = 1000
 MINUTES = 30

@@ -1,5 +1,5 @@
-"""``python -m cli``: the same as the ``graphq`` console script."""
+"""``python -m graphq.cli``: the same as the ``graphq`` console script."""
 
-from cli.main import main
+from graphq.cli.main import main
 
 main(prog_name="graphq")

@@ -1,7 +1,7 @@
 """The types of the CLI's numeric options, each bounded on both sides: a negative, zero (where it means
 nothing), huge or NaN value exits 2 with one line naming the option and its range, e.g. ``graphq runs list:
 Invalid value for '--limit' / '-n': 0 is not in the range 1<=x<=100000`` (click's message, one line by
-:mod:`cli.errors`)."""
+:mod:`graphq.cli.errors`)."""
 
 from __future__ import annotations
 

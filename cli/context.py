@@ -17,7 +17,7 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, GraphqError, UnknownWorkflowError
 from graphcore.settings import Settings, get_settings
-from worker.queue import RQStepQueue
+from graphq.worker.queue import RQStepQueue
 
 __all__ = ["SERVER_URL_FILE", "AppContext", "export_env"]
 
@@ -80,7 +80,7 @@ class AppContext:
         """
         if self._registry is None:
             if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.append(os.getcwd())  # last: a user's worker.py or cli.py must not shadow graphq
+                sys.path.append(os.getcwd())  # last: a user's module must not shadow graphq's
             self._registry = Registry.load(self.settings.workflows.split(","))
         return self._registry
 

@@ -13,20 +13,6 @@ from typing import Any
 
 import click
 
-from cli.context import AppContext
-from cli.errors import fail
-from cli.inputs import parse_input
-from cli.output import err_console, output_option, print_json
-from cli.records import (
-    again_command,
-    graphq_prefix,
-    print_all_requests,
-    print_requests,
-    record_json,
-    request_json,
-    request_record_json,
-)
-from cli.run import follow_and_work, last_event_id, redis_line, report
 from graphcore import keys
 from graphcore.backend import switch
 from graphcore.backend.client import Client, at_breakpoint
@@ -35,6 +21,20 @@ from graphcore.backend.switch import refuse_if_off
 from graphcore.engine.inputs import check_answer
 from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.errors import PermanentError
+from graphq.cli.context import AppContext
+from graphq.cli.errors import fail
+from graphq.cli.inputs import parse_input
+from graphq.cli.output import err_console, output_option, print_json
+from graphq.cli.records import (
+    again_command,
+    graphq_prefix,
+    print_all_requests,
+    print_requests,
+    record_json,
+    request_json,
+    request_record_json,
+)
+from graphq.cli.run import follow_and_work, last_event_id, redis_line, report
 
 __all__ = ["answer", "cancel", "requests", "resume"]
 

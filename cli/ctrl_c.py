@@ -24,10 +24,10 @@ import redis
 from rich.console import Console
 from rq import SimpleWorker
 
-from cli.errors import EXIT_INTERRUPTED
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord, RunStatus
+from graphq.cli.errors import EXIT_INTERRUPTED
 
 __all__ = ["CtrlC", "how_left"]
 

@@ -9,19 +9,19 @@ from typing import Any, TypeVar, cast
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli.bounds import WAIT_S
-from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
-from cli.inputs import check_ids, parse_input, read_batch
-from cli.output import err_console, output_option, print_json
-from cli.progress import ProgressFollower, StepBars, step_columns
-from cli.records import at_step, print_waiting, request_json
 from graphcore.backend.client import Client, RunRequest, check_options, check_request, queue_config
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
 from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, PermanentError
+from graphq.cli.bounds import WAIT_S
+from graphq.cli.context import AppContext
+from graphq.cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
+from graphq.cli.inputs import check_ids, parse_input, read_batch
+from graphq.cli.output import err_console, output_option, print_json
+from graphq.cli.progress import ProgressFollower, StepBars, step_columns
+from graphq.cli.records import at_step, print_waiting, request_json
 
 __all__ = ["enqueue", "multitask_option", "wait_for_runs"]
 

@@ -16,7 +16,7 @@ import redis.exceptions as rex
 
 from graphcore.backend.connection import REDIS_FULL, refuses_writes
 from graphcore.errors import GraphqError, PermanentError
-from worker.logs import json_line
+from graphq.worker.logs import json_line
 
 __all__ = [
     "EXIT_FAILURE",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 import redis
 
-from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, fail
-from worker.health import check
+from graphq.cli.context import AppContext
+from graphq.cli.errors import EXIT_FAILURE, fail
+from graphq.worker.health import check
 
 __all__ = ["health"]
 

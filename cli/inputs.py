@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cli.errors import fail
 from graphcore import keys
 from graphcore.engine.inputs import MAX_NESTING, TOO_DEEP, nesting_problem
 from graphcore.errors import ConfigError
+from graphq.cli.errors import fail
 
 __all__ = ["BATCH_KEYS", "BatchLine", "check_ids", "loads", "make_data_dir", "parse_input", "read_batch"]
 

@@ -29,23 +29,23 @@ import os
 
 import click
 
-from cli.context import AppContext
-from cli.enqueue import enqueue
-from cli.errors import GraphqGroup, fail
-from cli.health import health
-from cli.output import mask_output
-from cli.run import run
-from cli.runs import runs
-from cli.schedules import scheduler, schedules
-from cli.state import state
-from cli.store import store
-from cli.switch import disable, enable, enabled
-from cli.tenants import tenants
-from cli.threads import threads
-from cli.worker import worker
-from cli.workers import reaper, workers
-from cli.workflows import workflows
-from worker.logs import configure
+from graphq.cli.context import AppContext
+from graphq.cli.enqueue import enqueue
+from graphq.cli.errors import GraphqGroup, fail
+from graphq.cli.health import health
+from graphq.cli.output import mask_output
+from graphq.cli.run import run
+from graphq.cli.runs import runs
+from graphq.cli.schedules import scheduler, schedules
+from graphq.cli.state import state
+from graphq.cli.store import store
+from graphq.cli.switch import disable, enable, enabled
+from graphq.cli.tenants import tenants
+from graphq.cli.threads import threads
+from graphq.cli.worker import worker
+from graphq.cli.workers import reaper, workers
+from graphq.cli.workflows import workflows
+from graphq.worker.logs import configure
 
 __all__ = ["main"]
 
@@ -97,7 +97,8 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
 
 
 def _configure_logging(verbose: bool, redis_url: str | None) -> None:
-    """Warnings on stderr, as ``GRAPHQ_LOG_FORMAT`` says (text or json; :mod:`worker.logs`), with the Redis
+    """Warnings on stderr, as ``GRAPHQ_LOG_FORMAT`` says (text or json; :mod:`graphq.worker.logs`), with the
+    Redis
     password masked; Redis retry notices only with ``--verbose`` (the final error says it all)."""
     log_format = "json" if os.environ.get("GRAPHQ_LOG_FORMAT", "").strip().lower() == "json" else "text"
     configure(logging.INFO if verbose else logging.WARNING, log_format, redis_url)

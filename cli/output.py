@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from worker.logs import redact_urls
+from graphq.worker.logs import redact_urls
 
 __all__ = [
     "CELL_LIMIT",
@@ -64,7 +64,7 @@ def err_console() -> Console:
 
 class _Masked:
     """A text stream writing through another with every URL's password masked
-    (:func:`worker.logs.redact_urls`).
+    (:func:`graphq.worker.logs.redact_urls`).
 
     It has no ``buffer``: click then writes text to it, not bytes past it."""
 

@@ -10,13 +10,13 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from cli.output import clip, print_table, to_json, when
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import redact_url
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunRecord
 from graphcore.engine.interrupts import RequestRecord
 from graphcore.types import Interrupt
+from graphq.cli.output import clip, print_table, to_json, when
 
 __all__ = [
     "again_command",

@@ -17,15 +17,6 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from cli.context import AppContext
-from cli.ctrl_c import CtrlC, how_left
-from cli.enqueue import multitask_option
-from cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
-from cli.inputs import check_ids, make_data_dir, parse_input
-from cli.output import err_console, output_option, print_json, to_json
-from cli.progress import StepBars
-from cli.records import at_step, print_waiting, record_json, request_json
-from cli.state import tasks_text
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest, check_request
 from graphcore.backend.connection import connect, redact_url
@@ -36,8 +27,17 @@ from graphcore.backend.threads import Multitask
 from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.registry import Registry
 from graphcore.errors import GraphqError, PermanentError
-from worker.housekeeping import reap_now
-from worker.process import run_worker
+from graphq.cli.context import AppContext
+from graphq.cli.ctrl_c import CtrlC, how_left
+from graphq.cli.enqueue import multitask_option
+from graphq.cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
+from graphq.cli.inputs import check_ids, make_data_dir, parse_input
+from graphq.cli.output import err_console, output_option, print_json, to_json
+from graphq.cli.progress import StepBars
+from graphq.cli.records import at_step, print_waiting, record_json, request_json
+from graphq.cli.state import tasks_text
+from graphq.worker.housekeeping import reap_now
+from graphq.worker.process import run_worker
 
 __all__ = ["follow_and_work", "last_event_id", "redis_line", "report", "run"]
 
@@ -185,7 +185,7 @@ def follow_and_work(
     """Work ``run``'s steps in this process, printing progress from its events after ``after``, until it
     ends or waits for input; returns its final record.
 
-    Ctrl-C (or SIGTERM): see :mod:`cli.ctrl_c` (the run is canceled after its step in flight; a second
+    Ctrl-C (or SIGTERM): see :mod:`graphq.cli.ctrl_c` (the run is canceled after its step in flight; a second
     Ctrl-C exits at once).
 
     Raises:

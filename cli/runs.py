@@ -1,5 +1,6 @@
-"""``graphq runs``: run records (``list``, ``show``), a run's events (``watch``, see :mod:`cli.watch`) and
-steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`cli.control`)."""
+"""``graphq runs``: run records (``list``, ``show``), a run's events (``watch``, see :mod:`graphq.cli.watch`)
+and
+steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`graphq.cli.control`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,17 @@ from typing import Any
 
 import click
 
-from cli.bounds import LIMIT
-from cli.context import AppContext
-from cli.control import answer, cancel, requests, resume
-from cli.inputs import check_ids
-from cli.output import output_option, print_json, print_table, short, when
-from cli.records import (
+from graphcore.backend.admission import waiting_deadline_ms
+from graphcore.backend.client import Client
+from graphcore.backend.reaper import iso_ms
+from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
+from graphcore.types import Interrupt
+from graphq.cli.bounds import LIMIT
+from graphq.cli.context import AppContext
+from graphq.cli.control import answer, cancel, requests, resume
+from graphq.cli.inputs import check_ids
+from graphq.cli.output import output_option, print_json, print_table, short, when
+from graphq.cli.records import (
     again_command,
     print_all_requests,
     print_answer_hint,
@@ -22,13 +28,8 @@ from cli.records import (
     request_json,
     request_record_json,
 )
-from cli.watch import watch
-from graphcore.backend.admission import waiting_deadline_ms
-from graphcore.backend.client import Client
-from graphcore.backend.reaper import iso_ms
-from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
-from graphcore.types import Interrupt
-from scheduler.schedules import ScheduleStore
+from graphq.cli.watch import watch
+from graphq.scheduler.schedules import ScheduleStore
 
 __all__ = ["record_json", "runs"]
 

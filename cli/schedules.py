@@ -13,20 +13,20 @@ from typing import Any
 
 import click
 
-from cli.bounds import LIMIT, PORT
-from cli.context import AppContext
-from cli.errors import fail
-from cli.inputs import check_ids, parse_input
-from cli.output import output_option, print_json, print_table, short
 from graphcore import keys
 from graphcore.backend.connection import redact_url
 from graphcore.engine.inputs import InputTooLargeError
 from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
-from scheduler.api import Schedules, check_schedule, due_time
-from scheduler.cron import Cron, parse_zone
-from scheduler.hooks import clock_from_env
-from scheduler.loop import Scheduler, live_schedulers, not_loaded
-from scheduler.schedules import (
+from graphq.cli.bounds import LIMIT, PORT
+from graphq.cli.context import AppContext
+from graphq.cli.errors import fail
+from graphq.cli.inputs import check_ids, parse_input
+from graphq.cli.output import output_option, print_json, print_table, short
+from graphq.scheduler.api import Schedules, check_schedule, due_time
+from graphq.scheduler.cron import Cron, parse_zone
+from graphq.scheduler.hooks import clock_from_env
+from graphq.scheduler.loop import Scheduler, live_schedulers, not_loaded
+from graphq.scheduler.schedules import (
     CATCHUP,
     OVERLAP,
     Fire,
@@ -36,10 +36,10 @@ from scheduler.schedules import (
     parse_time,
     problem_text,
 )
-from worker.health import publish_status
-from worker.housekeeping import start_housekeeping
-from worker.logs import announce
-from worker.metrics import cluster_collector, serve
+from graphq.worker.health import publish_status
+from graphq.worker.housekeeping import start_housekeeping
+from graphq.worker.logs import announce
+from graphq.worker.metrics import cluster_collector, serve
 
 __all__ = ["scheduler", "schedules"]
 
@@ -210,7 +210,8 @@ def update(app: AppContext, /, name: str, **opts: Any) -> None:
 
 def _schedule_json(schedule: Schedule, api: Schedules, live: list[dict[str, Any]]) -> dict[str, Any]:
     """The schedule's fields, state and next fire; ``problem`` (else None) when it cannot be planned here,
-    or when a live scheduler (``live``: :func:`~scheduler.loop.live_schedulers`) cannot load its workflow."""
+    or when a live scheduler (``live``: :func:`~graphq.scheduler.loop.live_schedulers`) cannot load its
+    workflow."""
     state = api.state(schedule.name)
     try:
         upcoming = api.next_due(schedule.name)

@@ -8,14 +8,14 @@ from typing import Any
 
 import click
 
-from cli.bounds import LIMIT
-from cli.context import AppContext
-from cli.output import output_option, print_json, print_table, when
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import CheckpointNotFoundError
+from graphq.cli.bounds import LIMIT
+from graphq.cli.context import AppContext
+from graphq.cli.output import output_option, print_json, print_table, when
 
 __all__ = ["branches", "checkpoint_json", "state", "tasks_text"]
 

@@ -11,13 +11,13 @@ from typing import Any, TypeVar
 
 import click
 
-from cli.bounds import LIMIT, FiniteFloatRange
-from cli.context import AppContext
-from cli.errors import fail
-from cli.inputs import loads
-from cli.output import output_option, print_json, print_table, short
 from graphcore.backend.redis_store import RedisStore
 from graphcore.checkpoints.store_base import MAX_TTL_MINUTES, Item
+from graphq.cli.bounds import LIMIT, FiniteFloatRange
+from graphq.cli.context import AppContext
+from graphq.cli.errors import fail
+from graphq.cli.inputs import loads
+from graphq.cli.output import output_option, print_json, print_table, short
 
 __all__ = ["store"]
 

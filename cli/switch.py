@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from cli.context import AppContext
-from cli.output import output_option, print_json
 from graphcore.backend import switch
+from graphq.cli.context import AppContext
+from graphq.cli.output import output_option, print_json
 
 __all__ = ["disable", "enable", "enabled"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import click
 
-from cli.context import AppContext
-from cli.output import output_option, print_json, print_table
 from graphcore.backend.admission import effective_limits
 from graphcore.backend.admission import tenants as tenant_rows
 from graphcore.backend.reaper import server_ms
+from graphq.cli.context import AppContext
+from graphq.cli.output import output_option, print_json, print_table
 
 __all__ = ["tenants"]
 

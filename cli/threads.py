@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from cli.context import AppContext
-from cli.errors import fail
 from graphcore import keys
+from graphq.cli.context import AppContext
+from graphq.cli.errors import fail
 
 __all__ = ["threads"]
 

@@ -20,11 +20,6 @@ import redis.exceptions as rex
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
-from cli.output import FORMATS, err_console, to_json
-from cli.progress import StepBars
-from cli.records import graphq_prefix
 from graphcore import keys
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import connect, is_transient, redis_retrying
@@ -36,6 +31,11 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.schema import stored_values
 from graphcore.engine.stream import checkpoint_payload
 from graphcore.errors import CheckpointNotFoundError
+from graphq.cli.context import AppContext
+from graphq.cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
+from graphq.cli.output import FORMATS, err_console, to_json
+from graphq.cli.progress import StepBars
+from graphq.cli.records import graphq_prefix
 
 __all__ = ["MODES", "Line", "Watch", "watch"]
 
@@ -52,7 +52,8 @@ MODES = (
     "progress",
 )
 """What ``--mode`` selects; ``values``/``checkpoints`` expand checkpoint ids, ``tasks`` comes from updates;
-``progress`` is printed only when asked for (a terminal shows it as live bars, see :mod:`cli.progress`)."""
+``progress`` is printed only when asked for (a terminal shows it as live bars, see
+:mod:`graphq.cli.progress`)."""
 
 _BLOCK_MS = 1000
 _COUNT = 500

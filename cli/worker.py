@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from cli.bounds import PORT
-from cli.context import AppContext
-from cli.errors import EXIT_FAILURE, fail
 from graphcore.backend.connection import redact_url
 from graphcore.errors import ConfigError
-from worker.logs import announce
-from worker.queue import queue_name
-from worker.supervisor import supervise
+from graphq.cli.bounds import PORT
+from graphq.cli.context import AppContext
+from graphq.cli.errors import EXIT_FAILURE, fail
+from graphq.worker.logs import announce
+from graphq.worker.queue import queue_name
+from graphq.worker.supervisor import supervise
 
 __all__ = ["worker"]
 

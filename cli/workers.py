@@ -10,12 +10,12 @@ from types import FrameType
 
 import click
 
-from cli.context import AppContext
-from cli.output import output_option, print_json, print_table, when
 from graphcore.backend.connection import redact_url
 from graphcore.backend.reaper import iso_ms, server_ms
 from graphcore.backend.workers import WorkerRecord, live_workers
-from worker.housekeeping import loops, start_housekeeping
+from graphq.cli.context import AppContext
+from graphq.cli.output import output_option, print_json, print_table, when
+from graphq.worker.housekeeping import loops, start_housekeeping
 
 __all__ = ["reaper", "workers"]
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import click
 
-from cli.context import AppContext
-from cli.output import err_console, output_option, print_json, print_table, short, when
 from graphcore.backend.catalog import CatalogEntry, read_catalog
 from graphcore.backend.reaper import iso_ms
 from graphcore.engine.describe import describe, version_of
 from graphcore.engine.validate import canonical_json
 from graphcore.errors import ConfigError, UnknownWorkflowError
+from graphq.cli.context import AppContext
+from graphq.cli.output import err_console, output_option, print_json, print_table, short, when
 
 __all__ = ["workflows"]
 

@@ -12,11 +12,11 @@ answer says "question 2").
 
 In process::
 
-    python -m examples.memory_agent
+    python -m graphq.examples.memory_agent
 
 On the workers the thread is the memory (the checkpointer is graphq's Redis store there)::
 
-    GRAPHQ_WORKFLOWS=examples.memory_agent graphq worker &
+    GRAPHQ_WORKFLOWS=graphq.examples.memory_agent graphq worker &
     graphq enqueue memory-agent --thread 1 \\
       --input '{"messages": [{"role": "user", "content": "what is the weather in sf"}]}'
     graphq enqueue memory-agent --thread 1 \\

@@ -62,7 +62,7 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:catalog:W:seen         zset   version hash -> when a worker last published it (ms)
     graphq:catalog:W:workers      zset   catalog_member(VERSION, WORKER) -> when published (ms); read
                                          through the worker registry's liveness (a dead worker drops out)
-    graphq:schedules              hash   schedule name -> the schedule (JSON, scheduler.schedules), K1
+    graphq:schedules              hash   schedule name -> the schedule (JSON, graphq.scheduler.schedules), K1
     graphq:schedule:NAME:state    string JSON {cursor, last_run, last_thread, buffered}: the newest fire
                                          handled (ms), the schedule's latest run, a fire kept waiting
     graphq:schedule:NAME:fires    list   fire history, newest first (JSON each), capped
@@ -344,7 +344,7 @@ def reaper_lock() -> str:
 
 def housekeeping_lock(name: str) -> str:
     """The owner token of the one active instance of housekeeping loop ``name`` (``reaper``,
-    ``request-expiry``, ``retention``; :mod:`worker.housekeeping`), an owner-token lock
+    ``request-expiry``, ``retention``; :mod:`graphq.worker.housekeeping`), an owner-token lock
     (:class:`graphcore.backend.locks.OwnerLock`)."""
     return f"{PREFIX}:{name}:lock"
 
@@ -358,7 +358,7 @@ def request_deadlines() -> str:
 
 
 def schedules() -> str:
-    """Hash schedule name → the schedule's definition (JSON of ``scheduler.schedules.Schedule``)."""
+    """Hash schedule name → the schedule's definition (JSON of ``graphq.scheduler.schedules.Schedule``)."""
     return f"{PREFIX}:schedules"
 
 

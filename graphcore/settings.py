@@ -43,7 +43,8 @@ OTHER_VARIABLES = frozenset(
     {"GRAPHQ_REDIS_SERVER", "GRAPHQ_SCHEDULER_TEST_CLOCK", "GRAPHQ_SCHEDULER_TEST_PASS_DELAY"}
 )
 """``GRAPHQ_*`` variables graphq reads that are not settings (the embedded server's binary,
-:mod:`graphcore.backend.embedded`; the scheduler's test hooks, :mod:`scheduler.hooks`): not warned about."""
+:mod:`graphcore.backend.embedded`; the scheduler's test hooks, :mod:`graphq.scheduler.hooks`): not warned
+about."""
 
 OTHER_PREFIXES = ("GRAPHQ_TEST_",)
 """Prefixes of ``GRAPHQ_*`` variables that are not settings either (the test suite's workflows read them)."""

@@ -3,6 +3,7 @@ zone, each (schedule, fire time) claimed once whatever the number of scheduler r
 
 Modules: ``cron`` (fire times), ``schedules`` (the model and its Redis store), ``plan`` (what a pass does
 with one schedule: overlap and catch-up), ``claim`` (the atomic claim with the run's creation), ``loop``
-(:class:`scheduler.loop.Scheduler` and its pass), ``api`` (:class:`scheduler.api.Schedules`, the Python face
+(:class:`graphq.scheduler.loop.Scheduler` and its pass), ``api`` (:class:`graphq.scheduler.api.Schedules`,
+the Python face
 of ``graphq schedules``).
 """

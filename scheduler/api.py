@@ -1,6 +1,6 @@
 """The Python face of schedules (K1): :class:`Schedules`, what ``graphq schedules ...`` calls.
 
-from scheduler import Schedules
+from graphq.scheduler import Schedules
 schedules = Schedules(client)            # a graphcore Client with a step queue
 schedules.add("nightly", workflow="etl", cron="0 2 * * *", tz="Europe/Paris")
 schedules.next("nightly", 5)             # the next 5 fire times (UTC)
@@ -18,9 +18,9 @@ from graphcore import keys
 from graphcore.backend.client import Client, RunRequest, check_request
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, RunNotFoundError
-from scheduler.claim import Batch, commit, run_request
-from scheduler.plan import Decision, jitter_ms, manual
-from scheduler.schedules import (
+from graphq.scheduler.claim import Batch, commit, run_request
+from graphq.scheduler.plan import Decision, jitter_ms, manual
+from graphq.scheduler.schedules import (
     Fire,
     Schedule,
     ScheduleState,
@@ -49,7 +49,8 @@ class Schedules:
         return datetime.fromtimestamp(self.clock(), UTC)
 
     def add(self, name: str, *, workflow: str, cron: str, **options: Any) -> Schedule:
-        """Add a schedule; ``options`` are :class:`~scheduler.schedules.Schedule` fields (``tz``, ``input``,
+        """Add a schedule; ``options`` are :class:`~graphq.scheduler.schedules.Schedule` fields (``tz``,
+        ``input``,
         ``tenant``, ``thread``, ``overlap``, ``catchup``, ``catchup_window_s``, ``jitter_s``, ``start``,
         ``end``). Its first fire is the first after now (or after ``start``).
 

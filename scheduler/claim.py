@@ -6,7 +6,7 @@ creation (:meth:`graphcore.backend.client.Client.enqueue_guarded`, the path ever
 schedules' state keys WATCHed, checked unchanged since the pass read them, and ``claim_fire.lua`` staged
 for each fire (a compare-and-set of the schedule's cursor, the history entry, the run's schedule fields).
 EXEC applies the claims and the runs together, or nothing when another replica claimed first; the run id
-is derived from (schedule, fire time) (:meth:`scheduler.schedules.Schedule.run_id`).
+is derived from (schedule, fire time) (:meth:`graphq.scheduler.schedules.Schedule.run_id`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from graphcore import keys
 from graphcore.backend.client import Client, Guard, RunRequest
 from graphcore.backend.lua import stage
 from graphcore.settings import get_settings
-from scheduler.plan import Decision, iso
-from scheduler.schedules import Fire, Schedule, entry_json
+from graphq.scheduler.plan import Decision, iso
+from graphq.scheduler.schedules import Fire, Schedule, entry_json
 
 __all__ = ["Batch", "Claimed", "batches", "commit", "run_request"]
 

@@ -3,7 +3,7 @@
 ``GRAPHQ_SCHEDULER_TEST_CLOCK=SIM,REAL,SPEED[,SKEW]``: the scheduler's clock runs from epoch ``SIM`` at
 real epoch ``REAL``, ``SPEED`` times as fast, ``SKEW`` seconds off (two processes given the same anchor
 share a simulated clock; a skew makes one run ahead). ``GRAPHQ_SCHEDULER_TEST_PASS_DELAY=N:S``: see
-:data:`scheduler.loop.DELAY_HOOK`.
+:data:`graphq.scheduler.loop.DELAY_HOOK`.
 """
 
 from __future__ import annotations

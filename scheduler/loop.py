@@ -4,7 +4,8 @@ Each tick reads the schedules, writes this instance's heartbeat (``keys.schedule
 time-to-live, indexed in ``keys.schedulers()``: the workflows it can load, the schedules whose workflow it
 cannot) and, while it holds the pass lock (an owner-token lock, :class:`graphcore.backend.locks.OwnerLock`,
 renewed between batches), makes a pass: read the states of the schedules, plan each
-(:func:`scheduler.plan.plan`), claim the fires in batches (:func:`scheduler.claim.commit`). The lock only
+(:func:`graphq.scheduler.plan.plan`), claim the fires in batches (:func:`graphq.scheduler.claim.commit`). The
+lock only
 saves work: two replicas whose passes overlap (a pass longer than the lock's TTL, skewed clocks) still claim
 each fire once, because each claim is checked against the state the pass read.
 """
@@ -32,10 +33,10 @@ from graphcore.backend.runs import TERMINAL, RunStatus
 from graphcore.backend.switch import refuse_if_off
 from graphcore.errors import ConfigError, DisabledError, PermanentError, TransientError
 from graphcore.settings import Settings
-from scheduler.claim import Batch, Claimed, batches, commit, run_request
-from scheduler.plan import Decision, iso, plan
-from scheduler.schedules import Schedule, ScheduleState, ScheduleStore, problem_text
-from worker.metrics import schedule_fired
+from graphq.scheduler.claim import Batch, Claimed, batches, commit, run_request
+from graphq.scheduler.plan import Decision, iso, plan
+from graphq.scheduler.schedules import Schedule, ScheduleState, ScheduleStore, problem_text
+from graphq.worker.metrics import schedule_fired
 
 __all__ = [
     "BATCH",
@@ -376,7 +377,8 @@ class Scheduler:
         return not last.terminal
 
     def _record(self, result: PassResult) -> None:
-        """Count the fires by outcome, with lags (:func:`worker.metrics.schedule_fired`); log the pass."""
+        """Count the fires by outcome, with lags (:func:`graphq.worker.metrics.schedule_fired`); log the
+        pass."""
         for claimed in result.claimed:
             schedule_fired(claimed.decision.outcome, claimed.lag_s)
         if result.refused:

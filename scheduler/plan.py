@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from scheduler.schedules import Schedule, ScheduleState
+from graphq.scheduler.schedules import Schedule, ScheduleState
 
 __all__ = ["Decision", "iso", "jitter_ms", "manual", "plan"]
 
@@ -46,7 +46,7 @@ class Decision:
     ``fire_ms``), ``buffered`` (the fire kept waiting), or ``manual`` (``schedules trigger``).
 
     Attributes:
-        outcome: what the history records (see :data:`scheduler.schedules.OUTCOMES`).
+        outcome: what the history records (see :data:`graphq.scheduler.schedules.OUTCOMES`).
         run: whether the fire starts a run.
         buffer: whether the fire is kept waiting (``buffer_one``).
         due_ms: when the fire was due (its time plus its jitter), ms.

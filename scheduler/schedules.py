@@ -18,7 +18,7 @@ from redis.exceptions import WatchError
 
 from graphcore import keys
 from graphcore.errors import ConfigError, PermanentError
-from scheduler.cron import Cron, in_gap, local_instant, parse_zone
+from graphq.scheduler.cron import Cron, in_gap, local_instant, parse_zone
 
 __all__ = [
     "CATCHUP",

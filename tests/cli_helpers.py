@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from click.testing import CliRunner, Result
 
-from cli.main import main
+from graphq.cli.main import main
 
 
 @contextmanager

@@ -20,11 +20,11 @@ from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.lease import Lease
+from graphq.worker.process import run_worker
+from graphq.worker.queue import RQStepQueue, step_job_id
+from graphq.worker.reaper import Reaper
 from tests.workers import Beats, job_as_rq_reads_it, wait_for
-from worker.lease import Lease
-from worker.process import run_worker
-from worker.queue import RQStepQueue, step_job_id
-from worker.reaper import Reaper
 
 REGISTRY = Registry.load(["tests.workflows.admission"])
 QUEUE = "rq:queue:graphq:tick"

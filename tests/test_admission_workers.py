@@ -18,9 +18,9 @@ from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.queue import RQStepQueue
 from tests.workers import Procs, wait_for
 from tests.workflows.crash import crash_env, executions
-from worker.queue import RQStepQueue
 
 MODULES = "tests.workflows.admission,tests.workflows.crash"
 REGISTRY = Registry.load(MODULES.split(","))

@@ -10,11 +10,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from examples.react_agent import FakeWeatherModel, graph
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from graphq.examples.react_agent import FakeWeatherModel, graph
 from tests.workers import ROOT, burst, graphq, worker_env
 
 MODULE = "tests.workflows.agent_tools"
@@ -85,7 +85,7 @@ def test_it_is_registered_as_the_react_agent_workflow() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][
         "graphq.workflows"
     ]
-    assert declared["react-agent"] == "examples.react_agent:graph"
+    assert declared["react-agent"] == "graphq.examples.react_agent:graph"
     (ep,) = [ep for ep in entry_points(group="graphq.workflows") if ep.name == "react-agent"]
     assert ep.load() is graph and graph.name == "react-agent"
 

@@ -23,11 +23,11 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError, StepLimitError
 from graphcore.settings import Settings
 from graphcore.types import Command
+from graphq.worker.lease import Lease
+from graphq.worker.reaper import Reaper
 from tests.cli_helpers import run_in_process
 from tests.test_reaper import lapse
 from tests.workers import ended, wait_for, work, worker_env
-from worker.lease import Lease
-from worker.reaper import Reaper
 
 REGISTRY = Registry.load(["tests.workflows.breakpoints"])
 

@@ -31,12 +31,12 @@ import pytest
 import yaml
 from rq import Queue
 
-from cli.main import main as graphq_cli
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.settings import Settings
+from graphq.cli.main import main as graphq_cli
+from graphq.worker.queue import queue_name
 from tests.envs import clean_env
 from tests.workers import SCRIPT, Procs, wait_for
-from worker.queue import queue_name
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "graphq"
 RELEASE, NAMESPACE = "demo", "jobs"

@@ -14,7 +14,7 @@ import yaml
 
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings
-from scheduler.loop import check_settings
+from graphq.scheduler.loop import check_settings
 from tests.test_chart import CHART, FULL, URL, chart, render, render_error, schema_error
 
 __all__ = ["chart"]  # the module-scoped fixture, shared with test_chart

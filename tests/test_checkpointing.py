@@ -23,13 +23,13 @@ from graphcore.engine.algo import apply_input
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings, load_settings
+from graphq.worker.process import run_worker
+from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import invoke, ok
 from tests.workers import Beats, Procs
 from tests.workflows import hitl
 from tests.workflows.crash import crash_env, executions
 from tests.workflows.retention import five_steps
-from worker.process import run_worker
-from worker.queue import RQStepQueue
 
 FLOWS = "tests.workflows.retention,tests.workflows.hitl,tests.workflows.subgraphs"
 REGISTRY = Registry.load(FLOWS.split(","))

@@ -20,9 +20,9 @@ import redis
 from click.testing import CliRunner, Result
 from pydantic import BaseModel
 
-from cli.main import main
-from cli.output import jsonable, to_json
 from graphcore import keys
+from graphq.cli.main import main
+from graphq.cli.output import jsonable, to_json
 
 WORKFLOWS = "tests.workflows.basic"
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")

@@ -17,7 +17,7 @@ REJECTED_LOG = ["assessed 120 for ana", "rejected by a human", "told ana no"]
 
 
 def graphq(url: str, *args: str) -> Result:
-    return ok(invoke("examples.approval", url, *args))
+    return ok(invoke("graphq.examples.approval", url, *args))
 
 
 def work(url: str) -> None:

@@ -17,17 +17,17 @@ import pytest
 import redis
 from click.testing import Result
 
-from examples.approval import build_graph, format_result, parse_answer
 from graphcore import Command, NodeError, keys
 from graphcore.backend.client import Client
 from graphcore.checkpoints import InMemoryCheckpointStore
 from graphcore.engine.executor import INTERRUPT_KEY
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.examples.approval import build_graph, format_result, parse_answer
+from graphq.worker.process import run_worker
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.envs import clean_env
 from tests.workflows import hitl
-from worker.process import run_worker
 
 WORKFLOWS = "tests.workflows.hitl"
 REGISTRY = Registry.load([WORKFLOWS])

@@ -13,8 +13,8 @@ import pytest
 import redis
 from click.testing import CliRunner, Result
 
-from cli.main import main
 from graphcore.backend.embedded import EmbeddedRedis
+from graphq.cli.main import main
 
 PASSWORD = "s3cret-pw"
 

@@ -10,8 +10,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cli.bounds import FiniteFloatRange
-from cli.main import main
+from graphq.cli.bounds import FiniteFloatRange
+from graphq.cli.main import main
 from tests.cli_helpers import error_line, invoke
 
 APPROVAL = '{"amount": 1, "requester": "a"}'
@@ -29,7 +29,9 @@ ID_RULE = "is invalid: use 1-200 characters without braces, ':', '*', spaces or 
 )
 def test_enqueue_and_run_name_the_bad_option(redis_url: str, args: list[str], line: str) -> None:
     for command in ("enqueue", "run"):
-        result = invoke("examples.approval", redis_url, command, "approval", "--input", APPROVAL, *args)
+        result = invoke(
+            "graphq.examples.approval", redis_url, command, "approval", "--input", APPROVAL, *args
+        )
         assert result.exit_code == 2
         assert error_line(result) == line
 
@@ -61,7 +63,7 @@ def test_a_data_dir_that_cannot_be_made_is_a_one_line_error(tmp_path: Path) -> N
     ],
 )
 def test_json_without_nan_or_infinity(redis_url: str, text: str, reason: str) -> None:
-    result = invoke("examples.approval", redis_url, "enqueue", "approval", "--input", text)
+    result = invoke("graphq.examples.approval", redis_url, "enqueue", "approval", "--input", text)
     assert result.exit_code == 2
     assert error_line(result) == f"error: --input: {reason}"
 
@@ -126,7 +128,7 @@ def test_a_group_without_its_command_shows_its_help(group: list[str]) -> None:
 
 
 def test_runs_list_refuses_a_tenant_no_run_can_have(redis_url: str) -> None:
-    result = invoke("examples.approval", redis_url, "runs", "list", "--tenant", "a b")
+    result = invoke("graphq.examples.approval", redis_url, "runs", "list", "--tenant", "a b")
     assert result.exit_code == 2
     assert error_line(result) == f"error: --tenant: tenant 'a b' {ID_RULE}"
 

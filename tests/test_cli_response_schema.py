@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.records import schema_text
 from graphcore.backend.client import Client
 from graphcore.engine.registry import Registry
+from graphq.cli.records import schema_text
 from tests.cli_helpers import invoke, ok, process_state_restored
 from tests.workers import Procs, worker_env
 

@@ -10,16 +10,16 @@ from datetime import datetime, timedelta
 import pytest
 import redis
 
-from cli.tenants import waited
 from graphcore.backend import published
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import CANCEL_ERROR, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.cli.tenants import waited
+from graphq.worker.lease import Lease
+from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import error_line, invoke, ok
-from worker.lease import Lease
-from worker.queue import RQStepQueue
 
 MODULE = "tests.workflows.admission"
 REGISTRY = Registry.load([MODULE])

@@ -23,10 +23,10 @@ from graphcore.backend.connection import connect
 from graphcore.backend.events import EVENTS_MAXLEN, encode_event, read_events
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.process import run_worker
+from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.envs import clean_env
-from worker.process import run_worker
-from worker.queue import RQStepQueue
 
 WORKFLOWS = "tests.workflows.basic,tests.workflows.hitl"
 REGISTRY = Registry.load(WORKFLOWS.split(","))
@@ -94,7 +94,7 @@ def watch_process(url: str, run_id: str) -> subprocess.Popen[str]:
     """``graphq runs watch RUN -o json`` in a subprocess (GRAPHQ_* env cleared)."""
     env = clean_env(PYTHONUNBUFFERED="1")
     return subprocess.Popen(
-        [sys.executable, "-m", "cli", "--redis-url", url, "runs", "watch", run_id, "-o", "json"],
+        [sys.executable, "-m", "graphq.cli", "--redis-url", url, "runs", "watch", run_id, "-o", "json"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

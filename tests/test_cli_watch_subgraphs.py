@@ -11,9 +11,9 @@ from typing import Any
 from graphcore import InMemorySaver
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.process import run_worker
 from tests.cli_helpers import invoke, ok
 from tests.workflows.watched_subgraph import builder
-from worker.process import run_worker
 
 WORKFLOWS = "tests.workflows.watched_subgraph"
 

@@ -21,8 +21,8 @@ from graphcore.engine.inputs import InputTypeError
 from graphcore.engine.registry import Registry
 from graphcore.errors import ArgumentTypeError, ConfigError, RunNotFoundError
 from graphcore.settings import Settings
-from worker.process import run_worker
-from worker.queue import connect_client
+from graphq.worker.process import run_worker
+from graphq.worker.queue import connect_client
 
 REGISTRY = Registry.load(["tests.workflows.typed"])
 ID_RULE = "is invalid: use 1-200 characters without braces, ':', '*', spaces or control characters"

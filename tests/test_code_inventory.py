@@ -10,8 +10,8 @@ from typing import Any
 import msgpack
 import pytest
 
-from examples.code_inventory import describe_error, format_report, graph, inventory_module
 from graphcore import NodeError
+from graphq.examples.code_inventory import describe_error, format_report, graph, inventory_module
 
 SHAPES = '''"""Shapes."""
 

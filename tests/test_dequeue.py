@@ -1,4 +1,4 @@
-"""StopAwareQueue (worker.dequeue): a stop ends a worker's pop without dropping a job, on a real Redis.
+"""StopAwareQueue (graphq.worker.dequeue): a stop ends a worker's pop without dropping a job, on a real Redis.
 
 RQ's warm shutdown raised out of the pop: a job popped just before (BLPOP: out of every list; BLMOVE: left in
 the intermediate list) was dropped. Here the stop and a job's arrival race on purpose, many times: the job is
@@ -19,7 +19,7 @@ from rq import Queue
 from rq.exceptions import DequeueTimeout
 
 from graphcore.backend.embedded import EmbeddedRedis
-from worker.dequeue import StopAwareQueue
+from graphq.worker.dequeue import StopAwareQueue
 
 QUEUES = ["rq:queue:graphq:a", "rq:queue:graphq:b"]
 INTERMEDIATE = "rq:queue:graphq:a:intermediate"
@@ -195,7 +195,9 @@ def test_a_stop_then_redis_failing_under_the_pop_ends_the_dequeue_at_once(
     """The stop lands while the pop waits and Redis fails before CLIENT UNBLOCK gets through: the pop's error
     ends the dequeue (SystemExit) instead of RQ's retry loop, whose heartbeat waits for Redis without bound
     (the worker ended only at the drain timeout, 20 s)."""
-    monkeypatch.setattr("worker.dequeue._BlockingConnection.unblock", lambda self: False)  # never through
+    monkeypatch.setattr(
+        "graphq.worker.dequeue._BlockingConnection.unblock", lambda self: False
+    )  # never through
     server = EmbeddedRedis(appendonly=False).start()
     try:
         kv = redis.Redis.from_url(server.url)

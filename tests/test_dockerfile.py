@@ -50,7 +50,7 @@ def test_entrypoint_is_the_graphq_console_script() -> None:
     (entrypoint,) = [c for c in final_stage() if c.cmd == "ENTRYPOINT"]
     assert entrypoint.json and entrypoint.value == ("graphq",)
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["graphq"] == "cli.main:main"
+    assert scripts["graphq"] == "graphq.cli.main:main"
     env = " ".join(v for c in final_stage() if c.cmd == "ENV" for v in c.value)
     assert "/opt/graphq/bin" in env  # the virtualenv's graphq is on PATH (probes run `graphq health`)
     assert "PYTHONDONTWRITEBYTECODE" in env  # nothing written next to the code: read-only root file system
@@ -74,4 +74,5 @@ def test_the_chart_runs_the_image_of_this_version() -> None:
 def test_build_context_leaves_out_local_state() -> None:
     ignored = set((ROOT / ".dockerignore").read_text().split())
     assert {".git", ".venv", ".graphq", "**/__pycache__", "tests"} <= ignored
-    assert not {"graphcore", "worker", "cli", "examples", "pyproject.toml", "README.md"} & ignored
+    assert not {"graphcore", "graphq", "worker", "scheduler", "cli", "examples", "pyproject.toml"} & ignored
+    assert "README.md" not in ignored

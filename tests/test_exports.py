@@ -5,6 +5,7 @@ from __future__ import annotations
 import graphcore
 import graphcore.backend.store
 import graphcore.checkpoints
+import graphq
 
 
 def test_graphcore_exports() -> None:
@@ -102,3 +103,34 @@ def test_store_exports() -> None:
         "plan_argv",
         "stage_prune",
     }
+
+
+def test_graphq_exports() -> None:
+    """The public face for client code (issue 24): what the README's client snippet imports, the run
+    statuses, the settings and the errors a client call raises."""
+    assert set(graphq.__all__) == {
+        "CheckpointNotFoundError",
+        "Client",
+        "ConfigError",
+        "GraphqError",
+        "InputTooLargeError",
+        "InputTypeError",
+        "InvalidUpdateError",
+        "NotAwaitingInputError",
+        "PermanentError",
+        "RedisUnavailableError",
+        "Registry",
+        "RunExistsError",
+        "RunNotFoundError",
+        "RunRecord",
+        "RunStatus",
+        "SerializationError",
+        "Settings",
+        "ThreadActiveError",
+        "TransientError",
+        "UnknownWorkflowError",
+        "connect_client",
+        "get_settings",
+    }
+    for name in graphq.__all__:
+        assert hasattr(graphq, name), name

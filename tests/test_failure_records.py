@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from cli.output import clip
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import NodeError
+from graphq.cli.output import clip
 from tests.cli_helpers import invoke, ok
 from tests.workers import work
 from tests.workflows import run_errors

@@ -14,10 +14,10 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
+from graphq.worker.process import run_worker
+from graphq.worker.queue import RQStepQueue
+from graphq.worker.reaper import Reaper
 from tests.workers import Procs, line_count, wait_for, worker_env
-from worker.process import run_worker
-from worker.queue import RQStepQueue
-from worker.reaper import Reaper
 
 REGISTRY = Registry.load(["tests.workflows.faults"])
 

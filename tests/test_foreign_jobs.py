@@ -3,7 +3,9 @@ can write to Redis must not be able to make workers run code (found by a fresh-u
 
 from __future__ import annotations
 
+import json
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -12,10 +14,12 @@ from rq import Callback, Queue
 from rq.registry import FailedJobRegistry
 from rq.serializers import JSONSerializer
 
+from graphcore.backend.client import Client
+from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from worker.process import run_worker
-from worker.queue import STEP_FUNC, StepJob
+from graphq.worker.process import run_worker
+from graphq.worker.queue import STEP_FUNC, StepJob
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -48,4 +52,24 @@ def test_a_foreign_job_is_failed_without_importing_its_module(
     job = StepJob.fetch(evil.id, connection=redis_client, serializer=JSONSerializer)
     assert f"names '{module}.boom'; graphq workers run only {STEP_FUNC} (not imported)" in (
         job.latest_result().exc_string or ""  # type: ignore[union-attr]
+    )
+
+
+def test_a_step_job_stored_by_an_earlier_release_still_runs(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """Issue 24: the step job was ``worker.job.step_job`` before the packages moved under ``graphq``; a job
+    hash stored then, still queued at the upgrade, runs its step (it is not failed as a foreign job)."""
+    run_id = client.enqueue("counter", {"limit": 2})
+    [job_key] = [k for k in redis_client.keys("rq:job:*") if b":" not in k[len("rq:job:") :]]
+    data = json.loads(zlib.decompress(redis_client.hget(job_key, "data")))  # type: ignore[arg-type]
+    assert data[0] == STEP_FUNC
+    data[0] = "worker.job.step_job"
+    redis_client.hset(job_key, "data", zlib.compress(json.dumps(data).encode()))
+    assert run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=redis_client)
+    run = client.get_run(run_id)
+    assert (run.status, run.step, run.result) == (
+        RunStatus.COMPLETED,
+        2,
+        {"limit": 2, "n": 2, "log": ["bump1", "bump2"]},
     )

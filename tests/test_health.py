@@ -19,10 +19,10 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.engine.registry import Registry
+from graphq.worker.health import publish_status, served, statuses
 from tests.cli_helpers import run_in_process
 from tests.workers import Procs, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
-from worker.health import publish_status, served, statuses
 
 WORKFLOWS = "tests.workflows.shutdown"
 REGISTRY = Registry.load([WORKFLOWS])

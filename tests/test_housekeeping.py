@@ -11,8 +11,8 @@ import redis
 from graphcore import keys
 from graphcore.backend.locks import OwnerLock
 from graphcore.settings import Settings
+from graphq.worker.housekeeping import Loop, loops, run_loop, start_housekeeping
 from tests.workers import wait_for
-from worker.housekeeping import Loop, loops, run_loop, start_housekeeping
 
 KEY = keys.housekeeping_lock("test")
 

@@ -13,7 +13,6 @@ import pytest
 import redis
 from click.testing import CliRunner, Result
 
-from cli.main import main
 from graphcore.backend.client import Client
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.checkpoints import serde
@@ -21,10 +20,11 @@ from graphcore.engine.inputs import InputTooLargeError, InputTypeError
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError, SerializationError
 from graphcore.settings import Settings, load_settings
+from graphq.cli.main import main
+from graphq.worker.process import run_worker
+from graphq.worker.queue import connect_client
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workflows.typed import Color
-from worker.process import run_worker
-from worker.queue import connect_client
 
 WORKFLOWS = "tests.workflows.typed,tests.workflows.hitl"
 REGISTRY = Registry.load(WORKFLOWS.split(","))

@@ -16,10 +16,10 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from graphcore.messages import HumanMessage, RemoveMessage
 from graphcore.settings import Settings
+from graphq.worker.process import run_worker
+from graphq.worker.queue import connect_client
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workflows import reducer_inputs
-from worker.process import run_worker
-from worker.queue import connect_client
 
 WORKFLOWS = "tests.workflows.reducer_inputs"
 REGISTRY = Registry.load([WORKFLOWS])

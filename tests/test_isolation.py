@@ -26,7 +26,7 @@ def test_each_test_runs_in_an_empty_directory_with_its_own_data_dir() -> None:
 
 def test_a_subprocess_in_the_repository_root_does_not_see_its_local_data() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "cli", "runs", "list"],
+        [sys.executable, "-m", "graphq.cli", "runs", "list"],
         env=clean_env(),
         cwd=ROOT,
         capture_output=True,

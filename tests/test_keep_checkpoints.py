@@ -19,12 +19,12 @@ from graphcore.backend.retention import checkpoint_keys, remove_after_completion
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings, load_settings
+from graphq.worker.process import run_worker
+from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import invoke
 from tests.workers import Start, ended, wait_for
 from tests.workflows import hitl
 from tests.workflows.shutdown import shutdown_env, started
-from worker.process import run_worker
-from worker.queue import RQStepQueue
 
 FLOWS = "tests.workflows.retention,tests.workflows.hitl,tests.workflows.subgraphs,tests.workflows.shutdown"
 REGISTRY = Registry.load(FLOWS.split(","))

@@ -4,7 +4,8 @@ and function-local imports included — points down the layers, and no modules i
 Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``,
 ``lite_messages``, ``managed``) <
 ``graphcore.checkpoints`` < ``graphcore.engine`` < ``graphcore.backend`` < ``graphcore`` (the package face)
-< ``worker``, ``scheduler`` < ``cli``. ``examples`` may use everything but ``cli``.
+< ``graphq.worker``, ``graphq.scheduler`` < ``graphq.cli``. ``graphq.examples`` may use everything but
+``graphq.cli``; ``graphq`` (the package face for client code) the layers up to ``graphq.worker``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("graphcore", "worker", "scheduler", "cli", "examples")
+# package -> its folder (graphq's subpackages are the repository's top-level folders, graphq/<name> links)
+PACKAGES = {
+    "graphcore": "graphcore",
+    "graphq.worker": "worker",
+    "graphq.scheduler": "scheduler",
+    "graphq.cli": "cli",
+    "graphq.examples": "examples",
+}
 FOUNDATION = (
     "graphcore.errors",
     "graphcore.types",
@@ -37,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "scheduler": {"foundation", "checkpoints", "engine", "backend", "face", "worker"},
     "cli": {"foundation", "checkpoints", "engine", "backend", "face", "worker", "scheduler"},
     "examples": {"foundation", "checkpoints", "engine", "backend", "face", "worker"},
+    "public": {"foundation", "checkpoints", "engine", "backend", "face", "worker"},
 }
 
 
@@ -47,15 +56,16 @@ def layer(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "graphcore":
         return parts[1] if len(parts) > 1 and parts[1] in ("checkpoints", "engine", "backend") else "face"
-    return parts[0]
+    assert parts[0] == "graphq", module
+    return parts[1] if len(parts) > 1 else "public"
 
 
 def modules() -> dict[str, Path]:
     """Every first-party module name → its file."""
-    found = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    found = {"graphq": ROOT / "graphq" / "__init__.py"}
+    for package, folder in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = [package, *path.relative_to(ROOT / folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts.pop()
             found[".".join(parts)] = path
@@ -83,7 +93,7 @@ GRAPH = {name: imports(path, name, modules()) for name, path in modules().items(
 
 def test_the_layer_map_knows_every_module() -> None:
     assert {layer(m) for m in GRAPH} <= set(ALLOWED)
-    assert {"graphcore.engine.algo", "graphcore.checkpoints.serde", "graphcore.backend.client"} <= set(GRAPH)
+    assert {"graphcore.engine.algo", "graphcore.backend.client", "graphq", "graphq.worker.job"} <= set(GRAPH)
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
@@ -129,3 +139,4 @@ def test_the_checks_can_fail() -> None:
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert layer("graphcore.backend.client") not in ALLOWED[layer("graphcore.engine.algo")]
     assert layer("graphcore.keys") == "foundation" and layer("graphcore") == "face"
+    assert (layer("graphq"), layer("graphq.cli.main")) == ("public", "cli")

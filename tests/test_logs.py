@@ -19,9 +19,9 @@ import redis
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
+from graphq.worker import logs
 from tests.workers import Procs, ended, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
-from worker import logs
 
 REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.shutdown"])
 PASSWORD = "s3cret-Pw_4xyz"  # 14 characters: long enough to be masked outside a URL too
@@ -244,7 +244,7 @@ def test_announce_is_a_json_line_or_the_text_as_it_is(capsys: pytest.CaptureFixt
 def test_a_crash_with_json_is_one_json_line_with_the_traceback(redis_url: str, tmp_path: Path) -> None:
     code = (
         "import logging, threading\n"
-        "from worker import logs\n"
+        "from graphq.worker import logs\n"
         "logs.configure(logging.WARNING, 'json')\n"
         "t = threading.Thread(target=lambda: 1 / 0); t.start(); t.join()\n"
         "raise RuntimeError('kaboom redis://:pw1@h:1/0')\n"

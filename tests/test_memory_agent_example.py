@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from examples.memory_agent import FakeWeatherChat, agent, get_weather
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
+from graphq.examples.memory_agent import FakeWeatherChat, agent, get_weather
 from tests.workers import ROOT, burst, graphq, worker_env
 
-REGISTRY = Registry.load(["examples.memory_agent"])
+REGISTRY = Registry.load(["graphq.examples.memory_agent"])
 QUESTIONS = ["what is the weather in sf", "what about new york?"]
 
 
@@ -72,7 +72,11 @@ def test_in_process_it_is_langgraphs(expected: list[list[tuple[str, Any, Any, An
 
 def test_as_a_script_it_prints_the_second_answer() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "examples.memory_agent"], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "graphq.examples.memory_agent"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert (
@@ -83,7 +87,7 @@ def test_as_a_script_it_prints_the_second_answer() -> None:
 def test_on_a_worker_subprocess_the_thread_is_the_memory(
     client: Client, redis_url: str, expected: list[list[tuple[str, Any, Any, Any]]]
 ) -> None:
-    env = worker_env(redis_url, "examples.memory_agent")
+    env = worker_env(redis_url, "graphq.examples.memory_agent")
     results = []
     for question in QUESTIONS:
         payload = json.dumps({"messages": [{"role": "user", "content": question}]})

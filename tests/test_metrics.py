@@ -21,9 +21,9 @@ from graphcore.backend.client import Client
 from graphcore.backend.connection import outlast
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
+from graphq.worker import metrics
 from tests.workers import Procs, ended, graphq, wait_for, worker_env
 from tests.workflows.shutdown import started
-from worker import metrics
 
 WORKFLOWS = "tests.workflows.basic,tests.workflows.shutdown"
 REGISTRY = Registry.load(WORKFLOWS.split(","))

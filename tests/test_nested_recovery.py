@@ -24,10 +24,10 @@ from graphcore.checkpoints.layout import decode_writes
 from graphcore.engine.registry import Registry
 from graphcore.messages import HumanMessage
 from graphcore.settings import Settings
+from graphq.worker.queue import RQStepQueue
+from graphq.worker.reaper import Reaper
 from tests.workers import Procs, line_count, wait_for, worker_env
 from tests.workflows import nested_kill
-from worker.queue import RQStepQueue
-from worker.reaper import Reaper
 
 REGISTRY = Registry.load(["tests.workflows.nested_kill"])
 

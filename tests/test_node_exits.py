@@ -20,8 +20,8 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.queue import RQStepQueue
 from tests.workers import ROOT, Start, ended, graphq, wait_for, worker_env
-from worker.queue import RQStepQueue
 
 FLOWS = "tests.workflows.run_errors"
 REGISTRY = Registry.load([FLOWS])
@@ -97,7 +97,7 @@ def test_graphq_run_prints_one_error_line(env: dict[str, str]) -> None:
     assert errors[0].endswith(" failed at step 1: NodeError: node 'bail' raised SystemExit: 3")
 
 
-_IN_PROCESS = "from worker.process import run_worker; run_worker()"
+_IN_PROCESS = "from graphq.worker.process import run_worker; run_worker()"
 """A worker in this process, with RQ's own signal handlers (as a program embedding graphq runs one)."""
 
 

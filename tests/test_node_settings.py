@@ -15,10 +15,10 @@ from graphcore import get_node_settings
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, OutsideRunError
 from graphcore.settings import Settings, get_settings
+from graphq.worker.process import run_worker
 from tests.envs import clean_env
 from tests.workers import Procs, graphq
 from tests.workflows.catalog import SETTINGS, SIZE, catalog_env, configured_graph, fetch_graph
-from worker.process import run_worker
 
 EXPECTED_RESULT = {"seen": SETTINGS, "via_config": SETTINGS, "plain_seen": {}}
 
@@ -32,7 +32,7 @@ def test_node_reads_its_settings_in_process() -> None:
 
 def test_node_reads_its_settings_on_the_queue(redis_client: redis.Redis, redis_url: str) -> None:
     from graphcore.backend.client import Client
-    from worker.queue import RQStepQueue
+    from graphq.worker.queue import RQStepQueue
 
     registry = Registry({"configured": configured_graph})
     settings = Settings(redis_url=redis_url)

@@ -12,8 +12,8 @@ from graphcore.backend.client import QUEUE_OPTIONS, Client, RunRequest
 from graphcore.engine.config import ACCEPTED, merge_config
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
+from graphq.worker.queue import connect_client
 from tests.cli_helpers import error_line, invoke, ok
-from worker.queue import connect_client
 
 WORKFLOWS = "tests.workflows.reducer_inputs"
 REGISTRY = Registry.load([WORKFLOWS])

@@ -19,11 +19,11 @@ from graphcore.backend.events import read_events
 from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.context import WorkerContext, set_context
+from graphq.worker.job import step_job
+from graphq.worker.lease import Lease
+from graphq.worker.queue import RQStepQueue
 from tests.workers import Procs, worker_env
-from worker.context import WorkerContext, set_context
-from worker.job import step_job
-from worker.lease import Lease
-from worker.queue import RQStepQueue
 
 REGISTRY = Registry.load(["tests.workflows.outage"])
 RUNS, STEPS, SLEEP_S = 4, 12, 0.1

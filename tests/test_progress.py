@@ -11,15 +11,15 @@ import pytest
 import redis
 from click.testing import CliRunner, Result
 
-from cli.main import main
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.cli.main import main
+from graphq.worker.process import run_worker
+from graphq.worker.progress import StepProgress
 from tests.cli_helpers import ok, process_state_restored
 from tests.workers import Procs, worker_env
-from worker.process import run_worker
-from worker.progress import StepProgress
 
 WORKFLOWS = "tests.workflows.wide,tests.workflows.basic"
 REGISTRY = Registry.load(WORKFLOWS.split(","))

@@ -17,12 +17,12 @@ from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from graphcore.settings import Settings
+from graphq.worker.lease import Lease
+from graphq.worker.process import run_worker
+from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.workers import work
 from tests.workflows import hitl
-from worker.lease import Lease
-from worker.process import run_worker
-from worker.queue import RQStepQueue
 
 REGISTRY = Registry.load(["tests.workflows.hitl"])
 

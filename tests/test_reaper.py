@@ -18,13 +18,13 @@ from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker import lease
+from graphq.worker.lease import Lease
+from graphq.worker.liveness import Heartbeat
+from graphq.worker.process import run_worker
+from graphq.worker.reaper import Reaper
 from tests.cli_helpers import invoke, ok, process_state_restored
 from tests.workers import Beats
-from worker import lease
-from worker.lease import Lease
-from worker.liveness import Heartbeat
-from worker.process import run_worker
-from worker.reaper import Reaper
 
 MODULE = "tests.workflows.crash"
 REGISTRY = Registry.load([MODULE])
@@ -439,8 +439,8 @@ def test_a_continuation_keeps_the_schedule_and_fire_time_of_the_run_it_continues
     run (it named the failed run, and the list missed the running continuation)."""
     from datetime import UTC, datetime
 
-    from scheduler.api import Schedules
-    from scheduler.loop import Scheduler
+    from graphq.scheduler.api import Schedules
+    from graphq.scheduler.loop import Scheduler
 
     added, fired = (datetime(2026, 3, 7, 0, 0, s, tzinfo=UTC).timestamp() for s in (30, 59))
     Schedules(client, lambda: added).add("nightly", workflow="suicide", cron="* * * * *", input={})

@@ -23,6 +23,11 @@ from graphcore.backend.connection import REDIS_FULL, FailureStreak, is_transient
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.context import WorkerContext, set_context
+from graphq.worker.dequeue import StopAwareQueue
+from graphq.worker.job import step_job
+from graphq.worker.queue import RQStepQueue, StepJob
+from graphq.worker.reaper import Reaper
 from tests.workers import (
     Procs,
     Start,
@@ -34,11 +39,6 @@ from tests.workers import (
     worker_children,
     worker_env,
 )
-from worker.context import WorkerContext, set_context
-from worker.dequeue import StopAwareQueue
-from worker.job import step_job
-from worker.queue import RQStepQueue, StepJob
-from worker.reaper import Reaper
 
 REGISTRY = Registry.load(["tests.workflows.full"])
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cli.main import main
+from graphq.cli.main import main
 
 SENTENCE = (
     "continue RUN: an ended run's thread in a new run, from its latest checkpoint (a failed or canceled "

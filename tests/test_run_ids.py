@@ -18,10 +18,10 @@ from graphcore.backend.client import Client, RunRequest
 from graphcore.engine.registry import Registry
 from graphcore.errors import RunExistsError
 from graphcore.settings import Settings
-from scheduler.api import Schedules
-from scheduler.loop import Scheduler
+from graphq.scheduler.api import Schedules
+from graphq.scheduler.loop import Scheduler
+from graphq.worker.queue import RQStepQueue
 from tests.workers import work
-from worker.queue import RQStepQueue
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 

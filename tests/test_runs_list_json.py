@@ -10,9 +10,9 @@ import redis
 from graphcore.backend.runs import RunRecord
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.process import run_worker
+from graphq.worker.queue import connect_client
 from tests.cli_helpers import invoke, ok
-from worker.process import run_worker
-from worker.queue import connect_client
 
 WORKFLOWS = "tests.workflows.reducer_inputs"
 REGISTRY = Registry.load([WORKFLOWS])

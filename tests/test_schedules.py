@@ -19,10 +19,10 @@ from graphcore.backend.runs import RunFilter, RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, DisabledError, UnknownWorkflowError
 from graphcore.settings import Settings
-from scheduler.api import Schedules
-from scheduler.claim import batches, commit
-from scheduler.loop import Scheduler
-from scheduler.schedules import ScheduleNotFoundError, TriggerSkippedError
+from graphq.scheduler.api import Schedules
+from graphq.scheduler.claim import batches, commit
+from graphq.scheduler.loop import Scheduler
+from graphq.scheduler.schedules import ScheduleNotFoundError, TriggerSkippedError
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -232,7 +232,7 @@ def test_catchup_window_bounds_what_is_caught_up(client: Client, clock: Clock, s
 def test_jitter_delays_each_fire_by_its_fixed_offset(
     client: Client, clock: Clock, schedules: Schedules
 ) -> None:
-    from scheduler.plan import jitter_ms
+    from graphq.scheduler.plan import jitter_ms
 
     schedule = schedules.add("j", workflow="counter", cron="* * * * *", jitter_s=30)
     fire_ms = int(ts("2026-03-07T00:01:00") * 1000)
@@ -423,7 +423,7 @@ def test_a_fire_the_client_refuses_is_recorded_missed_with_why(
     """A schedule whose workflow this scheduler does not have (added by a process that had it): its fires
     are recorded missed with the reason, under their fire time (not the time plus their jitter); the other
     schedules' fires in the same batch start."""
-    from scheduler.schedules import Schedule, ScheduleStore
+    from graphq.scheduler.schedules import Schedule, ScheduleStore
 
     created = datetime.fromtimestamp(clock(), UTC)
     gone = Schedule.build(name="gone", workflow="retired", cron="* * * * *", jitter_s=30, created_at=created)
@@ -459,7 +459,7 @@ def test_a_stored_schedule_this_scheduler_cannot_read_stops_only_itself(
 def test_ticks_fall_just_after_whole_intervals() -> None:
     """A fire at a whole second is found as it falls due, not up to an interval later: the loop sleeps to
     the next whole multiple of the interval (real time), 2 ms past it."""
-    from scheduler.loop import TICK_MARGIN_S, to_next_tick
+    from graphq.scheduler.loop import TICK_MARGIN_S, to_next_tick
 
     assert TICK_MARGIN_S == 0.002
     assert to_next_tick(1.0, 1_000.25) == pytest.approx(0.752, abs=1e-9)
@@ -696,7 +696,7 @@ def test_a_jittered_fire_still_to_come_is_the_next_and_its_lag_leaves_the_jitter
 ) -> None:
     """With 50 s of jitter, between the 00:02 fire's time and its due time (plus its offset) ``next_due``
     gives that fire, not 00:03 (show skipped it); its history lag is counted from the due time."""
-    from scheduler.plan import jitter_ms
+    from graphq.scheduler.plan import jitter_ms
 
     schedule = schedules.add("j", workflow="counter", cron="* * * * *", jitter_s=50, overlap="allow")
     fire_ms = int(ts("2026-03-07T00:02:00") * 1000)
@@ -725,7 +725,7 @@ def test_catchup_latest_starts_one_run_for_the_missed_fires_and_the_next_on_time
 ) -> None:
     """The example of the README and ``schedules add --help``: grace 10 s, no scheduler from 14:32:30 to
     14:35:50: 14:33 and 14:34 missed, 14:35 caught-up at 14:35:50, 14:36 started on time."""
-    from cli.schedules import add
+    from graphq.cli.schedules import add
 
     assert "14:35 starts at 14:35:50 (caught-up) and 14:36\n      on time, back to back" in (add.help or "")
     clock.at("2026-03-07T14:32:00")

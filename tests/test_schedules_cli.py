@@ -23,7 +23,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.backend.runs import RunFilter
 from graphcore.engine.registry import Registry
-from scheduler.api import Schedules
+from graphq.scheduler.api import Schedules
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workers import Procs, wait_for, worker_env
 

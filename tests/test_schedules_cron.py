@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from graphcore.errors import ConfigError
-from scheduler.cron import Cron
-from scheduler.schedules import parse_duration, parse_time
+from graphq.scheduler.cron import Cron
+from graphq.scheduler.schedules import parse_duration, parse_time
 
 NY = ZoneInfo("America/New_York")
 

@@ -18,8 +18,8 @@ import redis
 from graphcore.backend.client import Client
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from scheduler.api import Schedules
-from scheduler.loop import Scheduler, live_schedulers
+from graphq.scheduler.api import Schedules
+from graphq.scheduler.loop import Scheduler, live_schedulers
 from tests.cli_helpers import invoke, ok
 from tests.envs import clean_env
 from tests.test_schedules_cli import http_status

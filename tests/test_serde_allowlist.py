@@ -35,9 +35,9 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, SerializationError
 from graphcore.settings import Settings, get_settings, load_settings
 from graphcore.types import Interrupt, Overwrite, PendingTask, TaskWrites
+from graphq.worker.queue import RQStepQueue
 from tests.envs import clean_env
 from tests.workflows.hitl import Order
-from worker.queue import RQStepQueue
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -590,7 +590,7 @@ def test_a_reading_process_needs_the_workflow_to_show_its_classes(
 
     def show(*options: str) -> subprocess.CompletedProcess[str]:
         env = clean_env(GRAPHQ_REDIS_URL=redis_url)
-        argv = [sys.executable, "-m", "cli", *options, "runs", "show", run_id, "--output", "json"]
+        argv = [sys.executable, "-m", "graphq.cli", *options, "runs", "show", run_id, "--output", "json"]
         return subprocess.run(
             argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
         )

@@ -26,13 +26,13 @@ from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
+from graphq.worker.queue import RQStepQueue, step_job_id
 from tests.workers import Procs, Start, ended, rq_states, wait_for, worker_children
 from tests.workflows.shutdown import DRAIN_S, behave, log_lines, shutdown_env, started
-from worker.queue import RQStepQueue, step_job_id
 
 REGISTRY = Registry.load(["tests.workflows.shutdown"])
 GIVE_UP_GRACE_S = 2.0
-"""worker.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
+"""graphq.worker.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
 LONG_GRACE = {"GRAPHQ_TEST_GIVE_UP_GRACE_S": "10"}
 """A supervisor that waits 10 s before SIGKILL (tests/workflows/shutdown.py): a child that closes its run
 itself is seen to do so well before."""

@@ -12,8 +12,8 @@ from graphcore.backend.events import read_events
 from graphcore.engine.registry import Registry
 from graphcore.engine.stream import checkpoint_payload
 from graphcore.settings import Settings
+from graphq.worker.process import run_worker
 from tests.workflows.streams import quiet
-from worker.process import run_worker
 
 REGISTRY = Registry.load(["tests.workflows.streams"])
 

@@ -23,11 +23,11 @@ from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.errors import DisabledError
 from graphcore.settings import Settings, get_settings
+from graphq.worker.queue import RQStepQueue, step_job_id
 from tests.cli_helpers import invoke, ok
 from tests.envs import clean_env
 from tests.workers import SCRIPT, Start, graphq, rq_states, wait_for, worker_env
 from tests.workflows.shutdown import log_lines
-from worker.queue import RQStepQueue, step_job_id
 
 FLOWS = "tests.workflows.shutdown"
 REGISTRY = Registry.load([FLOWS])

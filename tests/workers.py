@@ -23,9 +23,9 @@ import redis
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord
 from graphcore.settings import Settings
+from graphq.worker.liveness import Heartbeat
+from graphq.worker.process import run_worker
 from tests.envs import clean_env
-from worker.liveness import Heartbeat
-from worker.process import run_worker
 
 __all__ = [
     "GRAPHQ",
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
-GRAPHQ = [sys.executable, "-m", "cli"]
+GRAPHQ = [sys.executable, "-m", "graphq.cli"]
 SCRIPT = Path(sys.executable).with_name("graphq")
 """The console script: it imports ``tests.workflows`` because the CLI puts the cwd on sys.path."""
 
@@ -169,7 +169,8 @@ class Procs:
         self, *args: str, env: dict[str, str] | None = None, script: bool = False, **settings: str
     ) -> subprocess.Popen[bytes]:
         """Start ``graphq ARGS`` in the background with ``env`` (else the default) and ``settings`` over it;
-        ``script``: through the installed console script (when there is one) rather than ``python -m cli``."""
+        ``script``: through the installed console script (when there is one) rather than ``python -m
+        graphq.cli``."""
         base = env if env is not None else self.env
         assert base is not None, "Procs.start needs an environment"
         path = self.log_dir / f"{args[0] if args else 'graphq'}-{len(self.procs)}.log"

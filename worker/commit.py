@@ -3,7 +3,8 @@ step's RQ job.
 
 The script checks the fence — this worker's lease token, the run's step, a non-terminal status — and only
 then writes the checkpoint, advances the run, appends the step's events and enqueues the job of the next
-step (the job hash exactly as RQ's enqueue writes it, built by RQ: :meth:`worker.queue.RQStepQueue.prepare`).
+step (the job hash exactly as RQ's enqueue writes it, built by RQ:
+:meth:`graphq.worker.queue.RQStepQueue.prepare`).
 When the fence refuses, nothing is written, no job either. One call per commit, no WATCH: in a round trip
 of its own (a commit that also prunes the thread's previous head, without history, R5, sends the prune
 beside it in one MULTI, and a step job's carries RQ's end-of-execution heartbeat of the job), or, for a
@@ -29,7 +30,7 @@ from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.types import TaskWrites
-from worker.ride import keep_reply
+from graphq.worker.ride import keep_reply
 
 __all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
 
@@ -175,7 +176,7 @@ class CommitScript:
         """EVALSHA the script; with ``stage_rest``, inside a MULTI together with what ``stage_rest(pipe)``
         queues (the prune of a commit without history). ``ride(pipe)`` queues more commands, outside the
         script, that go in the same round trip whatever its verdict (RQ's end-of-execution heartbeat,
-        :meth:`worker.queue.StepJob.heartbeat_ahead`).
+        :meth:`graphq.worker.queue.StepJob.heartbeat_ahead`).
 
         Returns:
             ``"ok"``; ``"canceled"`` when a completing commit ended its run Canceled (a cancel request was
@@ -237,7 +238,7 @@ def commit_verdict(reply: Any, what: str) -> str:
 @dataclass
 class CommitAhead:
     """A commit sent in the pipeline in which RQ records a step job's success (``Job._handle_success``,
-    :class:`worker.queue.StepJob`), so that it costs no round trip of its own (P1): the commit script's
+    :class:`graphq.worker.queue.StepJob`), so that it costs no round trip of its own (P1): the commit script's
     call, and what to do with its reply. RQ's pipeline is a MULTI: the commit and RQ's record of the job's
     end are written together. A pipeline that fails before its reply (an outage, which RQ's bookkeeping
     outlasts, or a ``WatchError``) sends the commit again with the next one; a commit applied before a lost
@@ -254,7 +255,7 @@ class CommitAhead:
     replied: bool = False
 
     def stage(self, pipe: Any) -> None:
-        """Queue the commit on ``pipe`` and keep its reply (:func:`worker.ride.keep_reply`)."""
+        """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.ride.keep_reply`)."""
         index = len(pipe.command_stack)
         pipe.evalsha(self.commit.sha, len(self.script_keys), *self.script_keys, *self.argv)
         keep_reply(pipe, index, self._reply)

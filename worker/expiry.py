@@ -1,4 +1,5 @@
-"""The request-expiry scan (R13, K2): a housekeeping loop (:mod:`worker.housekeeping`) that closes the runs
+"""The request-expiry scan (R13, K2): a housekeeping loop (:mod:`graphq.worker.housekeeping`) that closes the
+runs
 whose human request passed its deadline.
 
 Every ``GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S`` the active instance reads at most
@@ -21,9 +22,9 @@ from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunStore
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
-from worker import logs
-from worker.metrics import requests_expired
-from worker.queue import RQStepQueue
+from graphq.worker import logs
+from graphq.worker.metrics import requests_expired
+from graphq.worker.queue import RQStepQueue
 
 __all__ = ["RequestExpiry"]
 

@@ -17,7 +17,7 @@ import threading
 from collections import Counter
 
 from graphcore.errors import LeaseLostError
-from worker import metrics
+from graphq.worker import metrics
 
 __all__ = ["KINDS", "REFUSED", "RefusedWriteError", "RefusedWrites", "refused"]
 

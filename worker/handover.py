@@ -23,9 +23,9 @@ from graphcore.backend.reaper import Lapsed, reap
 from graphcore.backend.runs import RunError, RunStatus, RunStore, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
-from worker import logs, metrics
-from worker.queue import RQStepQueue
-from worker.reaper import Reaper
+from graphq.worker import logs, metrics
+from graphq.worker.queue import RQStepQueue
+from graphq.worker.reaper import Reaper
 
 __all__ = ["Stop", "abandon", "lapse", "queue_continuation"]
 

@@ -7,12 +7,15 @@ Flow of ``step_job(run, thread, k)``:
 3. Step 0 only: apply the input and commit the input checkpoint (so that task ids are stable, I2).
 4. Load the head checkpoint and the pending writes of tasks that finished in an earlier attempt (I2).
 5. Run the remaining tasks; persist each task's writes as it finishes, fenced by the lease token.
-6. Commit (:mod:`worker.committing`, the script :mod:`worker.commit`): one Lua compare-and-set on (run,
+6. Commit (:mod:`graphq.worker.committing`, the script :mod:`graphq.worker.commit`): one Lua compare-and-set
+   on (run,
    step, lease token) writes the checkpoint, advances the run, appends events and enqueues the job of step
    ``k+1`` (I1, R3).
 
-A step that asks a human pauses the run instead (:mod:`worker.pause`); one that fails or is canceled ends it
-(:mod:`worker.endings`); every other write of the step is fenced by its lease (:mod:`worker.fenced_writes`).
+A step that asks a human pauses the run instead (:mod:`graphq.worker.pause`); one that fails or is canceled
+ends it
+(:mod:`graphq.worker.endings`); every other write of the step is fenced by its lease
+(:mod:`graphq.worker.fenced_writes`).
 """
 
 from __future__ import annotations
@@ -77,22 +80,22 @@ from graphcore.errors import (
     SerializationError,
 )
 from graphcore.types import TaskWrites
-from worker import logs, metrics
-from worker.breakpoints import stop_at
-from worker.claim import CANCEL_ERROR_JSON, ClaimAhead
-from worker.commit import CommitAhead, StepCommit
-from worker.committing import commit, commit_step
-from worker.context import DRAIN, WorkerContext, get_context
-from worker.endings import after_head, end_completed, end_run, fail_run, release_thread
-from worker.fence import RefusedWriteError
-from worker.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
-from worker.handover import Stop, abandon
-from worker.lease import Lease, retire_if_stuck
-from worker.messages import step_messages
-from worker.pause import pause, seed_answers, step_answers
-from worker.progress import step_progress
-from worker.queue import StepJob
-from worker.substore import FencedStore
+from graphq.worker import logs, metrics
+from graphq.worker.breakpoints import stop_at
+from graphq.worker.claim import CANCEL_ERROR_JSON, ClaimAhead
+from graphq.worker.commit import CommitAhead, StepCommit
+from graphq.worker.committing import commit, commit_step
+from graphq.worker.context import DRAIN, WorkerContext, get_context
+from graphq.worker.endings import after_head, end_completed, end_run, fail_run, release_thread
+from graphq.worker.fence import RefusedWriteError
+from graphq.worker.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
+from graphq.worker.handover import Stop, abandon
+from graphq.worker.lease import Lease, retire_if_stuck
+from graphq.worker.messages import step_messages
+from graphq.worker.pause import pause, seed_answers, step_answers
+from graphq.worker.progress import step_progress
+from graphq.worker.queue import StepJob
+from graphq.worker.substore import FencedStore
 
 __all__ = ["step_job"]
 
@@ -102,7 +105,7 @@ log = logging.getLogger("graphq.step")
 def step_job(run_id: str, thread_id: str, step: int) -> str:
     """Run super-step ``step`` of ``run_id`` (the run's own count); returns a short outcome for RQ's result.
     Its log lines carry the run, thread, workflow and tenant, and the thread's step once its head checkpoint
-    is read (:mod:`worker.logs`); it is counted and timed (:func:`worker.metrics.step_done`).
+    is read (:mod:`graphq.worker.logs`); it is counted and timed (:func:`graphq.worker.metrics.step_done`).
 
     A job whose run is gone (its thread expired or was deleted while the job waited) is skipped, not failed.
     """
@@ -201,7 +204,7 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
 ) -> tuple[Lease | None, tuple[int, dict[bytes, bytes]] | None]:
-    """The lease and reply of the claim sent in RQ's start pipeline for this job (:mod:`worker.claim`):
+    """The lease and reply of the claim sent in RQ's start pipeline for this job (:mod:`graphq.worker.claim`):
     ``(None, None)`` when there was none; ``(lease, None)`` when it has no usable reply (claim again with
     that lease's token)."""
     job = get_current_job()
@@ -533,7 +536,7 @@ def _head(
 
 def _runs_step(lease: Lease, step: int) -> None:
     """The thread's super-step this job runs is ``step``: on its lease (where an error is recorded,
-    :func:`~worker.endings.fail_run`) and in its log lines (:func:`worker.logs.at_step`)."""
+    :func:`~graphq.worker.endings.fail_run`) and in its log lines (:func:`graphq.worker.logs.at_step`)."""
     lease.step_number = step
     logs.at_step(step)
 

@@ -23,8 +23,8 @@ from graphcore.backend.connection import FailureStreak
 from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
-from worker import logs, metrics
-from worker.handover import Stop
+from graphq.worker import logs, metrics
+from graphq.worker.handover import Stop
 
 __all__ = ["Lease", "LeaseListener", "held", "renew", "retire_if_stuck", "set_listener"]
 
@@ -77,7 +77,7 @@ class Lease:
         """The thread step being run, once :meth:`limit` was called."""
 
     def about(self) -> dict[str, Any]:
-        """``extra=`` for a log line about this lease's step (:func:`worker.logs.about`)."""
+        """``extra=`` for a log line about this lease's step (:func:`graphq.worker.logs.about`)."""
         return logs.about(run=self.run_id, thread=self.thread_id, step=self.step)
 
     def claim(
@@ -102,7 +102,8 @@ class Lease:
     def claim_call(
         self, step: int, now: str, cancel_error: str, worker_id: str
     ) -> tuple[list[str], list[str | bytes | int]]:
-        """KEYS and ARGV of :meth:`claim`'s script (also sent ahead, :mod:`worker.claim`); sets ``step``."""
+        """KEYS and ARGV of :meth:`claim`'s script (also sent ahead, :mod:`graphq.worker.claim`); sets
+        ``step``."""
         self.step = step
         member = keys.step_member(self.thread_id, self.run_id, step)
         argv: list[str | bytes | int] = [self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT]
@@ -162,7 +163,8 @@ class Lease:
 
     def commit_later(self) -> None:
         """The step's commit goes in the pipeline in which RQ records the job's success, after the step
-        job's function returns (:class:`worker.commit.CommitAhead`). Until :meth:`settle`: the keeper stops
+        job's function returns (:class:`graphq.worker.commit.CommitAhead`). Until :meth:`settle`: the keeper
+        stops
         renewing the lease once the step's ``with`` block ends (a worker that never sends the commit lets it
         lapse, R18), the supervising process still has it as held (a child that dies meanwhile has its
         lease lapsed at once; a give-up still finds the step), the commit's deletion of the key is no loss,
@@ -293,7 +295,7 @@ def _keeper(kv: Any, interval_s: float) -> _Keeper:
 
 class LeaseListener(Protocol):
     """Told when this process takes and gives back a lease, and of its deadline: the supervising parent
-    process of ``graphq worker`` renews leases from outside this process (:mod:`worker.supervisor`)."""
+    process of ``graphq worker`` renews leases from outside this process (:mod:`graphq.worker.supervisor`)."""
 
     def held(self, lease: Lease) -> None: ...
 

@@ -139,7 +139,8 @@ def _context_of(record: logging.LogRecord) -> dict[str, Any]:
 
 
 _RQ_JOB = re.compile(r"\bgraphq-([0-9a-f]{32})-\d+\b")
-"""A step job's id, ``graphq-<run>-<step>`` (:func:`worker.queue.job_id`), in a line RQ logs about it."""
+"""A step job's id, ``graphq-<run>-<step>`` (:func:`graphq.worker.queue.job_id`), in a line RQ logs about
+it."""
 
 
 class TextFormatter(logging.Formatter):

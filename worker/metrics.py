@@ -40,8 +40,8 @@ from graphcore.backend.connection import on_retry
 from graphcore.backend.reaper import server_ms
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings
-from worker.health import pid_alive
-from worker.queue import queue_name
+from graphq.worker.health import pid_alive
+from graphq.worker.queue import queue_name
 
 __all__ = [
     "METRICS",
@@ -239,7 +239,7 @@ def lease_lost() -> None:
 
 
 def fenced_write_refused(kind: str) -> None:
-    """Record a write the fence refused (``kind``: one of :data:`worker.fence.KINDS`)."""
+    """Record a write the fence refused (``kind``: one of :data:`graphq.worker.fence.KINDS`)."""
     _inc("graphq_fenced_writes_rejected", kind)
 
 

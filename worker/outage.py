@@ -5,7 +5,8 @@ in its loop — the heartbeat after a job, maintenance, suspension checks, the b
 and after it runs — lets a ``ConnectionError`` reach the loop's catch-all, which logs "found an unhandled
 exception, quitting" and stops the worker. A 3 s Redis restart therefore ended every busy worker.
 
-:class:`OutlastOutages`, mixed into the worker class by :func:`worker.process.graphq_worker`, retries each of
+:class:`OutlastOutages`, mixed into the worker class by :func:`graphq.worker.process.graphq_worker`, retries
+each of
 those Redis calls for as long as Redis is away (capped backoff, ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``), and the
 dequeue backoff is capped the same way, so that a worker carries on at most that long after Redis is back. The
 step job itself retries its own writes the same way; they are fenced by the step's lease, so a step whose
@@ -22,7 +23,7 @@ from rq import SimpleWorker
 
 from graphcore.backend.connection import is_transient, outlast
 from graphcore.settings import get_settings
-from worker.queue import StepJob
+from graphq.worker.queue import StepJob
 
 __all__ = ["OutlastOutages"]
 

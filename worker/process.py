@@ -1,5 +1,5 @@
 """A worker process: an RQ ``SimpleWorker`` taking step jobs (``graphq worker`` runs N of them under a
-supervising process, :mod:`worker.supervisor`)."""
+supervising process, :mod:`graphq.worker.supervisor`)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from graphcore.backend.connection import connect, outlast
 from graphcore.engine.registry import Registry
 from graphcore.errors import ColdStop, ConfigError
 from graphcore.settings import Settings, get_settings
-from worker.commands import BoundedCommands
-from worker.context import WorkerContext, set_context
-from worker.liveness import new_worker_id, start_liveness
-from worker.outage import OutlastOutages
-from worker.queue import StepJob
-from worker.switch import KillSwitch
+from graphq.worker.commands import BoundedCommands
+from graphq.worker.context import WorkerContext, set_context
+from graphq.worker.liveness import new_worker_id, start_liveness
+from graphq.worker.outage import OutlastOutages
+from graphq.worker.queue import StepJob
+from graphq.worker.switch import KillSwitch
 
 __all__ = ["ColdStops", "graphq_worker", "run_worker"]
 
@@ -39,7 +39,8 @@ def run_worker(
 
     It listens on the queue of every workflow in ``registry`` (one queue per workflow), and publishes them
     in the workflow catalog once its heartbeat is written (:func:`graphcore.backend.catalog.publish`).
-    ``worker_class``: the RQ worker class (``graphq worker`` runs :class:`worker.supervisor.SupervisedWorker`
+    ``worker_class``: the RQ worker class (``graphq worker`` runs
+    :class:`graphq.worker.supervisor.SupervisedWorker`
     children under a supervising parent).
 
     Returns:
@@ -77,9 +78,9 @@ def run_worker(
 
 def graphq_worker(worker_class: type[SimpleWorker]) -> type[SimpleWorker]:
     """``worker_class`` (``SimpleWorker`` or a subclass) with graphq's mixins before it in the MRO: RQ's
-    Redis calls outlive outages (:class:`worker.outage.OutlastOutages`), the kill switch is obeyed (R6,
-    :class:`worker.switch.KillSwitch`), RQ's command thread stops within seconds
-    (:class:`worker.commands.BoundedCommands`), and its cold stop is told from a node's ``SystemExit``
+    Redis calls outlive outages (:class:`graphq.worker.outage.OutlastOutages`), the kill switch is obeyed (R6,
+    :class:`graphq.worker.switch.KillSwitch`), RQ's command thread stops within seconds
+    (:class:`graphq.worker.commands.BoundedCommands`), and its cold stop is told from a node's ``SystemExit``
     (:class:`ColdStops`)."""
     if issubclass(worker_class, OutlastOutages):
         return worker_class

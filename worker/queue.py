@@ -26,9 +26,10 @@ from graphcore.errors import PermanentError
 from graphcore.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from worker.commit import CommitAhead
+    from graphq.worker.commit import CommitAhead
 
 __all__ = [
+    "FORMER_STEP_FUNCS",
     "STEP_FUNC",
     "ForeignJobError",
     "RQStepQueue",
@@ -40,8 +41,12 @@ __all__ = [
 
 log = logging.getLogger("graphq.step")
 
-STEP_FUNC = "worker.job.step_job"
+STEP_FUNC = "graphq.worker.job.step_job"
 """Import path of the step job function that workers run."""
+
+FORMER_STEP_FUNCS = frozenset({"worker.job.step_job"})
+"""Import paths of the step job function in earlier releases (before ``worker`` became ``graphq.worker``):
+a job hash stored by one, still queued at an upgrade, names it and runs as :data:`STEP_FUNC`."""
 
 
 class ForeignJobError(PermanentError):
@@ -58,8 +63,9 @@ class StepJob(Job):
     """
 
     claim_ahead: ClassVar[Callable[[Any, Any, str], Any] | None] = None
-    """Set by :func:`worker.context.set_context`: ``(job, pipeline, worker_name) -> claim or None`` queues
-    the step's claim on the pipeline in which RQ records the job's start (:mod:`worker.claim`)."""
+    """Set by :func:`graphq.worker.context.set_context`: ``(job, pipeline, worker_name) -> claim or None``
+    queues
+    the step's claim on the pipeline in which RQ records the job's start (:mod:`graphq.worker.claim`)."""
 
     _heartbeat_sent = False
     """Whether RQ's end-of-execution heartbeat of this job was sent ahead (:meth:`heartbeat_ahead`)."""
@@ -78,7 +84,8 @@ class StepJob(Job):
             self.claim = StepJob.claim_ahead(self, pipeline, worker_name)
 
     def heartbeat_ahead(self, pipeline: Any) -> None:
-        """Queue on ``pipeline`` (the one that carries the step's commit, :mod:`worker.commit`) the heartbeat
+        """Queue on ``pipeline`` (the one that carries the step's commit, :mod:`graphq.worker.commit`) the
+        heartbeat
         that RQ's worker writes once the job's execution ends (``handle_execution_ended``), so that write
         costs no round trip of its own (P1), as the claim rides RQ's start pipeline. RQ's own call of
         :meth:`heartbeat` after the job then writes nothing; its ``save`` of the finished (or failed) job
@@ -101,7 +108,7 @@ class StepJob(Job):
     def send_unsent_commit(self) -> None:
         """After RQ ended the job: a commit still waiting for RQ's success pipeline (RQ's bookkeeping of the
         job failed before it, or recorded a failure instead) goes now, in a round trip of its own, so that
-        the step's work is not lost. Called by graphq's worker class (:mod:`worker.outage`)."""
+        the step's work is not lost. Called by graphq's worker class (:mod:`graphq.worker.outage`)."""
         ahead = self.commit_ahead
         if ahead is not None and not ahead.replied:
             log.warning("job %s: RQ ended it without sending the step's commit; sending it now", self.id)
@@ -149,6 +156,12 @@ class StepJob(Job):
             self.last_heartbeat = timestamp
             return
         super().heartbeat(timestamp, ttl, pipeline=pipeline, xx=xx)
+
+    def _deserialize_data(self) -> None:
+        """RQ's read of the job's data, with a :data:`FORMER_STEP_FUNCS` name read as :data:`STEP_FUNC`."""
+        super()._deserialize_data()  # type: ignore[no-untyped-call]
+        if self._func_name in FORMER_STEP_FUNCS:
+            self._func_name = STEP_FUNC
 
     @property
     def func(self) -> Any:
@@ -231,7 +244,8 @@ class RQStepQueue:
         """The job of ``run``'s step ``step`` (default ``run.step``; a commit prepares the job of the step
         after it without copying the record) as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
         reads it, for the scripts that write it: admission, when it admits the run (R8), and the commit of
-        the step before (:mod:`worker.commit`): the job hash, its id pushed on the workflow's queue, the queue
+        the step before (:mod:`graphq.worker.commit`): the job hash, its id pushed on the workflow's queue,
+        the queue
         in RQ's set, the job in the index of unclaimed step jobs.
 
         The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow (a

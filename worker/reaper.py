@@ -1,6 +1,6 @@
 """The reaper loop (R18, R14, R10): finds steps whose worker died and hands their runs on.
 
-It is a housekeeping loop (:mod:`worker.housekeeping`), run in every worker supervisor (or bare worker
+It is a housekeeping loop (:mod:`graphq.worker.housekeeping`), run in every worker supervisor (or bare worker
 process), in ``graphq reaper`` and in ``graphq scheduler``; only the instance holding the reaper lock
 (:func:`graphcore.keys.reaper_lock`) acts. Every ``GRAPHQ_REAPER_INTERVAL_S`` the active one:
 
@@ -53,8 +53,8 @@ from graphcore.backend.threads import hand_over
 from graphcore.backend.workers import dead_workers, drop_worker
 from graphcore.errors import RunNotFoundError
 from graphcore.settings import Settings
-from worker import logs, metrics
-from worker.queue import RQStepQueue, step_job_id
+from graphq.worker import logs, metrics
+from graphq.worker.queue import RQStepQueue, step_job_id
 
 __all__ = ["Reaper", "lock_ttl_s"]
 

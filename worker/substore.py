@@ -15,7 +15,7 @@ from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.layout import Plan, encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.types import TaskWrites
-from worker.fence import refused
+from graphq.worker.fence import refused
 
 __all__ = ["FencedStore"]
 
@@ -25,7 +25,8 @@ class FencedStore(RedisCheckpointStore):
     unless the lease ``lease_key`` still holds ``token``.
 
     Raises (from its writes):
-        LeaseLostError: the fence refused; nothing was written (logged and counted, :mod:`worker.fence`).
+        LeaseLostError: the fence refused; nothing was written (logged and counted,
+        :mod:`graphq.worker.fence`).
     """
 
     def __init__(

@@ -59,7 +59,8 @@ SEP = "\0"
 @dataclass(frozen=True)
 class PreparedJob:
     """What RQ's enqueue of a step job writes, built with RQ's own ``Job`` and ``Queue`` (by the worker
-    package, :meth:`worker.queue.RQStepQueue.prepare`), for the scripts that write it: admission, when it
+    package, :meth:`graphq.worker.queue.RQStepQueue.prepare`), for the scripts that write it: admission, when
+    it
     admits a run, and a step's commit (``commit_step.lua``), for the next step.
 
     Attributes:
@@ -133,7 +134,7 @@ def _call(kv: Any, script_keys: list[str], args: list[Any]) -> list[Any]:
 
 def execute(pipe: Any, kv: Any) -> list[Any]:
     """``pipe.execute()`` (``kv`` unused): an admission call needs nothing more since it is an EVAL; kept
-    for the callers that still go through it (``worker.reaper``).
+    for the callers that still go through it (``graphq.worker.reaper``).
 
     Raises:
         WatchError: a watched key changed (nothing was written).

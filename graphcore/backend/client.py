@@ -1,7 +1,7 @@
 """The Python client: the one way into graphq for batch pipelines, the CLI and tests.
 
 Enqueueing needs a :class:`StepQueue` (the worker package provides the RQ one, see
-``worker.queue.connect_client``); reading runs and state needs only Redis.
+``graphq.worker.queue.connect_client``); reading runs and state needs only Redis.
 """
 
 from __future__ import annotations
@@ -531,7 +531,7 @@ class Client:
         _expect("guard", guard, (Guard, type(None)), "a Guard or None")
         refuse_if_off(None, get_settings().enabled)
         if self.queue is None:
-            raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
+            raise ConfigError("this client has no step queue; build it with graphq.connect_client()")
         if multitask not in MULTITASK_POLICIES:
             raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
         records = [self._record(r) for r in requests]
@@ -924,7 +924,7 @@ class Client:
         _expect("request_id", request_id, (str, type(None)), "a str or None")
         check_nesting(value, "answer")
         if self.queue is None:
-            raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
+            raise ConfigError("this client has no step queue; build it with graphq.connect_client()")
         run = self.runs.get(run_id)
         if run.status != RunStatus.AWAITING_INPUT or run.head is None:
             raise self._not_awaiting(run_id)
@@ -1201,7 +1201,8 @@ class Client:
 
         A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
         :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
-        ``invoke(None, config)`` does (:mod:`worker.breakpoints`); its own id is returned. With ``update``
+        ``invoke(None, config)`` does (:mod:`graphq.worker.breakpoints`); its own id is returned. With
+        ``update``
         and ``goto`` it is LangGraph's ``invoke(Command(update=update, goto=goto), config)`` there: they are
         saved with the resume as the head checkpoint's pending write (as :meth:`answer` saves them), and
         the step it goes on with applies them (the update through the reducers, the goto's nodes run too).
@@ -1276,7 +1277,7 @@ class Client:
                 transaction that lets it go: of two racing resumes one goes on); ``command`` is invalid.
         """
         if self.queue is None:
-            raise ConfigError("this client has no step queue; build it with worker.queue.connect_client()")
+            raise ConfigError("this client has no step queue; build it with graphq.connect_client()")
         passed = json.dumps({**(run.breakpoint or {}), "continued": True})
         self._continue(run, {}, {}, {"breakpoint": passed}, command)
         return run.id

@@ -161,7 +161,8 @@ class FailureStreak:
     Args:
         log: the logger of the lines.
         what: the call, as the lines name it (``worker w1 heartbeat``).
-        about: returns the ``extra=`` of the lines (log context, :mod:`worker.logs`), when one is logged.
+        about: returns the ``extra=`` of the lines (log context, :mod:`graphq.worker.logs`), when one is
+        logged.
     """
 
     def __init__(

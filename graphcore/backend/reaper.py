@@ -1,6 +1,7 @@
 """The reaper's Redis side (R18, R14, R10): the lapsed leases, and the one script that acts on each.
 
-The loop that drives it (:mod:`worker.reaper`) is a housekeeping loop (:mod:`worker.housekeeping`); one
+The loop that drives it (:mod:`graphq.worker.reaper`) is a housekeeping loop
+(:mod:`graphq.worker.housekeeping`); one
 instance at a time acts, through the loop's owner-token lock (:class:`graphcore.backend.locks.OwnerLock` on
 :func:`graphcore.keys.reaper_lock`). Lapsed leases are read from the lease index (a sorted set of deadlines
 kept by the claim, the renewals, the release and the commit), never by a SCAN. :func:`reap` acts on one of
@@ -174,7 +175,8 @@ def reap(
     get ``gone``.
 
     ``closing`` and ``status``: the error and status the interrupted run is closed with instead of
-    ``WorkerLost`` / Failed (a step its worker gave up at a shutdown, :mod:`worker.handover`: Canceled)."""
+    ``WorkerLost`` / Failed (a step its worker gave up at a shutdown, :mod:`graphq.worker.handover`:
+    Canceled)."""
     thread, run_id = lapsed.thread_id, lapsed.run_id
     raw = kv.hmget(keys.run(thread, run_id), ["worker", "step", "head", "attempt", "config"])
     worker, step_raw, head_raw, attempt_raw, config_raw = (None if v is None else v.decode() for v in raw)

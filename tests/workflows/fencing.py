@@ -26,7 +26,7 @@ from graphcore import START, Send, StateGraph, get_cancel_token, get_config
 from graphcore.backend.client import Client
 from graphcore.engine.interrupts import interrupt
 from graphcore.engine.registry import Registry
-from worker.queue import RQStepQueue
+from graphq.worker.queue import RQStepQueue
 
 
 class Last(TypedDict, total=False):

@@ -1,6 +1,6 @@
 -- Claim one fire of a schedule (K1): compare-and-set the schedule's state, record the fire in its history
 -- and, when the fire starts a run, mark the run with the schedule. Staged by the scheduler in the MULTI that
--- also creates the run (scheduler.claim: the client's run creation, the state key WATCHed), so that the
+-- also creates the run (graphq.scheduler.claim: the client's run creation, the state key WATCHed), so that the
 -- claim and the run apply together or not at all. That WATCH is what makes each (schedule, fire time) start
 -- one run: the check here only keeps the state and the history from being claimed twice (a 0 does not undo
 -- the rest of its MULTI: a caller that did not WATCH would still create the run).
