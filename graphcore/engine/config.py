@@ -659,6 +659,9 @@ class TaskContext:
     pushed: list[tuple[str, Any]] = field(default_factory=list)
     """The ``(state key, message)`` writes of the node's ``push_message()`` calls, in order (written before
     what it returns)."""
+    from_subgraph: bool = False
+    """The node's output is the ``Command(graph=Command.PARENT)`` a graph it ran sent up
+    (:mod:`graphcore.engine.parent`)."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""
