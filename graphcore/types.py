@@ -348,6 +348,9 @@ class TaskWrites:
             writes): the task is not finished, its parent stops too, and nothing of it is stored (it runs
             again when the run goes on, and that graph passes the breakpoint).
         cached: the writes came from the node's cache (:mod:`graphcore.engine.cache`), the node did not run.
+        from_subgraph: the writes are the update of a ``Command(graph=Command.PARENT)`` that a graph the
+            node ran sent up (:mod:`graphcore.engine.parent`); LangGraph's node run failed with it, so the
+            ``messages`` stream shows none of them. Not stored.
     """
 
     task_id: str
@@ -358,6 +361,7 @@ class TaskWrites:
     resume: list[Any] = field(default_factory=list)
     stopped: Stop | None = None
     cached: bool = False
+    from_subgraph: bool = False
 
 
 def unwrap_required(annotation: Any) -> Any:

@@ -378,7 +378,7 @@ def run_task(
             goto += _routes(graph, task.node, cp.channel_values, writes, remaining_steps(config))
     except GraphInterrupt as paused:
         return paused_writes(task, ctx, paused)
-    return TaskWrites(task.id, task.node, writes, goto)
+    return TaskWrites(task.id, task.node, writes, goto, from_subgraph=ctx.from_subgraph)
 
 
 def node_run(ctx: TaskContext, input: Any) -> AbstractContextManager[Callable[[Any], None]]:

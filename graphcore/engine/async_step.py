@@ -323,7 +323,7 @@ async def arun_task(
             goto += await _aroutes(graph, task.node, cp.channel_values, writes, remaining_steps(ctx.config))
     except GraphInterrupt as paused:
         return paused_writes(task, ctx, paused)
-    return TaskWrites(task.id, task.node, writes, goto)
+    return TaskWrites(task.id, task.node, writes, goto, from_subgraph=ctx.from_subgraph)
 
 
 def _off_loop(spec: NodeSpec, task: Task, config: RunConfig) -> Future[Any]:

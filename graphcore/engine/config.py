@@ -54,6 +54,7 @@ __all__ = [
     "remaining_steps",
     "replays_snapshot",
     "run_scope",
+    "steps_left",
     "task_context",
     "with_handler",
     "with_remaining_steps",
@@ -284,9 +285,15 @@ def budget_from(given_input: bool, goes_on: bool) -> int:
 
 def with_remaining_steps(cfg: RunConfig, taken: int) -> RunConfig:
     """``cfg`` for the run's next super-step after ``taken`` super-steps (0 before its first): it carries
-    the super-steps left, that one included (``max_super_steps - taken``, :data:`REMAINING_STEPS_KEY`)."""
-    left = cfg.step_limit() - taken
+    the super-steps left, that one included (:func:`steps_left`, :data:`REMAINING_STEPS_KEY`)."""
+    left = steps_left(cfg, taken)
     return cfg.model_copy(update={"configurable": {**cfg.configurable, REMAINING_STEPS_KEY: left}})
+
+
+def steps_left(cfg: RunConfig, taken: int) -> int:
+    """The super-steps the run may still take after ``taken`` super-steps, the next one included
+    (``max_super_steps - taken``): its ``remaining_steps``."""
+    return cfg.step_limit() - taken
 
 
 def remaining_steps(cfg: RunConfig) -> int:
@@ -660,6 +667,9 @@ class TaskContext:
     pushed: list[tuple[str, Any]] = field(default_factory=list)
     """The ``(state key, message)`` writes of the node's ``push_message()`` calls, in order (written before
     what it returns)."""
+    from_subgraph: bool = False
+    """The node's output is the ``Command(graph=Command.PARENT)`` a graph it ran sent up
+    (:mod:`graphcore.engine.parent`)."""
 
     def next_interrupt(self, caller: Hashable = None) -> int:
         """The index of this ``interrupt()`` call within the task (0, 1, ...), recording ``caller``."""

@@ -56,6 +56,7 @@ from graphcore.engine.config import (
     passed_on,
     replays_snapshot,
     run_scope,
+    steps_left,
     with_remaining_steps,
 )
 from graphcore.engine.drawing import DrawMethods
@@ -536,7 +537,16 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
         cfg, shows = _with_messages_handler(cfg, modes, scope.ns)
         labels = streaming.task_labels(cfg) if modes else None  # the tasks' metadata in `tasks` events
         start = streaming.start_events(
-            self, modes, made, scope, since=since, input=input, done=finished, labels=labels, custom=routed
+            self,
+            modes,
+            made,
+            scope,
+            since=since,
+            input=input,
+            done=finished,
+            labels=labels,
+            custom=routed,
+            remaining=steps_left(cfg, counted_from),
         )
         yield start, cp, []
         handled = self._handled(scope, cp) if passing else {}
@@ -598,7 +608,10 @@ class CompiledGraph(StateMethods, DrawMethods, BatchMethods, CacheMethods, Graph
             cp = apply_writes(self, cp, outcome.results, meta)
             self._save(scope, cp, outcome.results)
             steps += 1
-            events = streaming.step_events(self, modes, custom, outcome.results, cp, scope, shown, labels)
+            left = steps_left(cfg, steps + counted_from)  # the next step's (its tasks' managed values)
+            events = streaming.step_events(
+                self, modes, custom, outcome.results, cp, scope, shown, labels, remaining=left
+            )
             yield events, cp, []
         stop = stops.stop(cp, passing and steps == 0) if stops else None  # interrupt_after on the last step
         if stop is not None:

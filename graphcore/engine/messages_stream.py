@@ -15,7 +15,8 @@ callbacks; its nodes' LangChain calls hear it through the node's config (or Lang
   with LangGraph's metadata of a node's output (``ls_integration`` and the task's ``langgraph_*`` keys,
   :mod:`graphcore.engine.task_metadata`). The nodes of a graph invoked in a node show theirs too when the
   stream has ``subgraphs=True`` (under that graph's namespace); without it, only when that node writes
-  them.
+  them. A node whose output is the ``Command(graph=Command.PARENT)`` of a graph it ran shows none of the
+  messages it writes (LangGraph's node run fails with that command).
 
 Each message is shown once (by id). Without langchain-core only the written messages are shown.
 """
@@ -168,7 +169,10 @@ def written(
     super-step) nor shown yet; one without an id gets ``str(uuid4())``, kept in the state (LangGraph's).
     Their metadata is LangGraph's for a node's output: ``ls_integration`` ``"langgraph"`` and
     ``tasks[result.task_id]`` (the run config's metadata and the task's ``langgraph_*`` keys,
-    :func:`graphcore.engine.task_metadata.step_metadata`)."""
+    :func:`graphcore.engine.task_metadata.step_metadata`). A task whose writes are a command a graph it
+    ran sent up with ``Command.PARENT`` shows none (LangGraph's node run failed with it)."""
+    if result.from_subgraph:
+        return
     metadata = {"ls_integration": "langgraph", **tasks[result.task_id]}
     for _, value in result.writes:
         for message in _messages_in(value):

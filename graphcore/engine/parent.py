@@ -6,6 +6,9 @@ ran that graph (a subgraph node, or a node calling ``invoke``) takes the command
 update goes through the parent's reducers, ``goto`` names the parent's nodes (and the node's static edges
 and routers still apply), as LangGraph's. One level only: the parent's own node gets an ordinary Command.
 A root graph has no parent: the error reaches the caller (or fails the queued run).
+
+The node's run failed with that command in LangGraph: the ``messages`` stream shows none of the messages
+its update writes (the task's :attr:`~graphcore.types.TaskWrites.from_subgraph`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from graphcore.engine.config import current_task_or_none
 from graphcore.errors import InvalidUpdateError, ParentCommand
 from graphcore.types import Command
 
@@ -38,7 +42,7 @@ def taking_commands(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         out = call(*args, **kwargs)
     except ParentCommand as up:
-        return dataclasses.replace(up.command, graph=None)
+        return _taken(up)
     return _taking(out) if inspect.iscoroutine(out) else out
 
 
@@ -46,4 +50,12 @@ async def _taking(coro: Coroutine[Any, Any, Any]) -> Any:
     try:
         return await coro
     except ParentCommand as up:
-        return dataclasses.replace(up.command, graph=None)
+        return _taken(up)
+
+
+def _taken(up: ParentCommand) -> Command[Any]:
+    """The command ``up`` carries, as the running node's output; the task is marked as taking it."""
+    task = current_task_or_none()
+    if task is not None:
+        task.from_subgraph = True
+    return dataclasses.replace(up.command, graph=None)

@@ -245,12 +245,18 @@ def _checkpoint_events(graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, s
 
 
 def _start_events(
-    graph: GraphSpec, modes: Sequence[str], cp: Checkpoint, labels: Mapping[str, Any] | None = None
+    graph: GraphSpec,
+    modes: Sequence[str],
+    cp: Checkpoint,
+    labels: Mapping[str, Any] | None,
+    remaining: int | None,
 ) -> list[Event]:
+    """The start of the tasks of the step after ``cp``; their input holds the schema's managed values of a
+    step leaving ``remaining`` super-steps, as the nodes see them (LangGraph's)."""
     if not cp.next_tasks or not _wants(modes, "tasks", "debug"):
         return []
     events: list[Event] = []
-    for task in prepare_tasks(graph, cp):
+    for task in prepare_tasks(graph, cp, remaining):
         payload = task_start_payload(graph, task, cp, _task_metadata(labels, graph.nodes[task.node].metadata))
         events += [("tasks", payload)] if "tasks" in modes else []
         events += [_debug(cp.step + 1, "task", payload)] if "debug" in modes else []
@@ -290,26 +296,30 @@ def start_events(
     done: Mapping[str, TaskWrites],
     labels: Mapping[str, Any] | None = None,
     custom: Sequence[Event] = (),
+    remaining: int | None = None,
 ) -> list[Event]:
-    """The events before a run's first step, ``made[-1]`` the checkpoint it runs from: the ``custom``
-    chunks buffered while the input was applied (its routers from START wrote them: first, as LangGraph's),
-    ``values`` (the input state when the input wrote, as LangGraph's; on a resume the current state), the
-    checkpoints of ``made`` this run wrote (created since ``since``, an ISO time: the input checkpoint and
-    the input applied, or a fork), the start of the step's tasks (all of them, on a resume too:
-    LangGraph's), then an ``updates`` chunk ``{node: update, "__metadata__": {"cached": True}}`` per task
-    that finished before (``done``: its pending writes, which are replayed, not run; no ``tasks`` result
-    for it, as LangGraph's). ``labels``: :func:`task_labels`."""
+    """The events before a run's first step, ``made[-1]`` the checkpoint it runs from, in LangGraph's
+    order: the ``custom`` chunks buffered while the input was applied (its routers from START wrote them),
+    the checkpoints of ``made`` this run wrote (created since ``since``, an ISO time: the input checkpoint
+    and the input applied, or a fork) with ``values`` (the input state when the input wrote; on a resume
+    the current state) just before ``made[-1]``'s, the start of the step's tasks (all of them, on a resume
+    too; their input with the managed values of a step leaving ``remaining`` super-steps), then an
+    ``updates`` chunk ``{node: update, "__metadata__": {"cached": True}}`` per task that finished before
+    (``done``: its pending writes, which are replayed, not run; no ``tasks`` result for it, as
+    LangGraph's). ``labels``: :func:`task_labels`."""
     if not modes:
         return []
     events: list[Event] = [e for e in custom if "custom" in modes]
     cp = made[-1]
     fresh = cp.created_at >= since
-    if "values" in modes and (not fresh or not isinstance(input, Mapping) or input):
-        events.append(("values", graph.schema.values_of(cp.channel_values)))
-    for made_cp in made:
+    for made_cp in made[:-1]:
         if made_cp.created_at >= since:
             events += _checkpoint_events(graph, modes, made_cp, scope)
-    events += _start_events(graph, modes, cp, labels)
+    if "values" in modes and (not fresh or not isinstance(input, Mapping) or input):
+        events.append(("values", graph.schema.values_of(cp.channel_values)))
+    if fresh:
+        events += _checkpoint_events(graph, modes, cp, scope)
+    events += _start_events(graph, modes, cp, labels, remaining)
     if "updates" in modes:
         replayed = [r for r in done.values() if not r.interrupts]
         cached = {"__metadata__": {"cached": True}}
@@ -452,10 +462,12 @@ def step_events(
     scope: Scope,
     view: StepView | None = None,
     labels: Mapping[str, Any] | None = None,
+    remaining: int | None = None,
 ) -> list[Event]:
     """The events of a committed step, ``cp`` its new checkpoint: buffered ``custom`` chunks, each task's
     ``updates`` and ``tasks`` result (those ``view`` has not shown), ``values`` when a task wrote, the
-    checkpoint, the next tasks' start (``labels``: :func:`task_labels`)."""
+    checkpoint, the next tasks' start (``labels``: :func:`task_labels`; their input with the managed values
+    of a step leaving ``remaining`` super-steps)."""
     if not modes:
         return []
     events = [e for e in custom if "custom" in modes]
@@ -463,7 +475,8 @@ def step_events(
         events += _result_events(graph, modes, r, cp.step, None)
     if "values" in modes and any(r.writes for r in results):
         events.append(("values", graph.schema.values_of(cp.channel_values)))
-    return events + _checkpoint_events(graph, modes, cp, scope) + _start_events(graph, modes, cp, labels)
+    events += _checkpoint_events(graph, modes, cp, scope)
+    return events + _start_events(graph, modes, cp, labels, remaining)
 
 
 def failed_events(
