@@ -290,3 +290,104 @@ def test_astream_events_reports_the_same_runs(lg: Imports) -> None:
         ("on_chain_end", "sub", 3, [0], ["graph:step:2", "t0"]),
         ("on_chain_end", "LangGraph", 0, [], ["t0"]),
     ]
+
+
+def _route(state: State) -> str:
+    return "b" if len(state["seen"]) < 2 else "__end__"
+
+
+def _fan(state: State) -> list[str]:
+    return ["c"]
+
+
+def _stop(state: State) -> str:
+    return "__end__"
+
+
+def _routed(lg: Imports, route: Any = _route) -> Any:
+    """``a`` → ``route`` (to ``b``); ``b`` → ``c`` (an edge), ``_fan`` (to ``c``, a list) and ``_stop``
+    (``b``'s routers come after that edge's write in LangGraph's sequence)."""
+    builder = lg.StateGraph(State)
+    for name in "abc":
+        builder.add_node(name, lambda state, name=name: {"seen": [name]})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("b", "c")
+    builder.add_conditional_edges("a", route)
+    builder.add_conditional_edges("b", _fan, ["c"])
+    builder.add_conditional_edges("b", _stop)
+    return builder.compile()
+
+
+def _expected_routed(route: str = "_route") -> list[tuple[Any, ...]]:
+    """LangGraph's sequence for ``_routed`` run with tags ``["t0"]`` and metadata ``{"k": 1}``: each
+    router's run (named as its function, with what it is passed and what it returned) is a child of its
+    node's run, tagged ``seq:step:<k>`` (after the node, its writes, and one write per edge to a node)."""
+    graph_md = {"ls_integration": "langgraph", "k": 1}
+    a = _node_md("a", 1, "a", ("branch:to:a",))
+    b = _node_md("b", 2, "b", ("branch:to:b",))
+    c = _node_md("c", 3, "c", ("branch:to:c",))
+    return [
+        ("on_chain_start", "LangGraph", 0, None, ["t0"], graph_md, {"seen": []}),
+        ("on_chain_start", "a", 1, 0, ["graph:step:1", "t0"], a, {"seen": []}),
+        ("on_chain_start", route, 2, 1, ["seq:step:3", "t0"], a, {"seen": ["a"]}),
+        ("on_chain_end", None, 2, 1, ["seq:step:3", "t0"], {}, "b"),
+        ("on_chain_end", None, 1, 0, ["graph:step:1", "t0"], {}, {"seen": ["a"]}),
+        ("on_chain_start", "b", 3, 0, ["graph:step:2", "t0"], b, {"seen": ["a"]}),
+        ("on_chain_start", "_fan", 4, 3, ["seq:step:4", "t0"], b, {"seen": ["a", "b"]}),
+        ("on_chain_end", None, 4, 3, ["seq:step:4", "t0"], {}, ["c"]),
+        ("on_chain_start", "_stop", 5, 3, ["seq:step:5", "t0"], b, {"seen": ["a", "b"]}),
+        ("on_chain_end", None, 5, 3, ["seq:step:5", "t0"], {}, "__end__"),
+        ("on_chain_end", None, 3, 0, ["graph:step:2", "t0"], {}, {"seen": ["b"]}),
+        ("on_chain_start", "c", 6, 0, ["graph:step:3", "t0"], c, {"seen": ["a", "b"]}),
+        ("on_chain_end", None, 6, 0, ["graph:step:3", "t0"], {}, {"seen": ["c"]}),
+        ("on_chain_end", None, 0, None, ["t0"], {}, {"seen": ["a", "b", "c"]}),
+    ]
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_each_router_call_is_a_run_in_its_node_run(lg: Imports, call: str) -> None:
+    """LangGraph: a conditional edge's router is a chain run, child of the run of the node it routes."""
+    recorder = Recorder()
+    CALLS[call](_routed(lg), {"callbacks": [recorder], "tags": ["t0"], "metadata": {"k": 1}})
+    assert recorder.events == _expected_routed()
+
+
+def test_an_async_router_under_ainvoke_is_a_run_too(lg: Imports) -> None:
+    """LangGraph: an ``async def`` router's run, as a sync one's."""
+
+    async def aroute(state: State) -> str:
+        return _route(state)
+
+    recorder = Recorder()
+    config = {"callbacks": [recorder], "tags": ["t0"], "metadata": {"k": 1}}
+    asyncio.run(_routed(lg, aroute).ainvoke({"seen": []}, config))
+    assert recorder.events == _expected_routed("aroute")
+
+
+def test_a_router_that_raises_ends_its_run_with_the_error_and_its_model_call_is_its_child(
+    lg: Imports,
+) -> None:
+    """LangGraph: a LangChain call in a router is a child of the router's run; a router that raises ends its
+    run, its node's and the graph's with ``on_chain_error``."""
+
+    def route(state: State) -> str:
+        GenericFakeChatModel(messages=iter([AIMessage("hm")])).invoke("where?")
+        raise KeyError("lost")
+
+    builder = lg.StateGraph(State)
+    builder.add_node("a", lambda state: {"seen": ["a"]})
+    builder.add_edge(lg.START, "a")
+    builder.add_conditional_edges("a", route)
+    recorder = Recorder()
+    with pytest.raises(KeyError):
+        builder.compile().invoke({"seen": []}, {"callbacks": [recorder]})
+    assert [(e[0], e[1], e[2], e[3], e[4], e[6]) for e in recorder.events] == [
+        ("on_chain_start", "LangGraph", 0, None, [], {"seen": []}),
+        ("on_chain_start", "a", 1, 0, ["graph:step:1"], {"seen": []}),
+        ("on_chain_start", "route", 2, 1, ["seq:step:3"], {"seen": ["a"]}),
+        ("on_chat_model_start", None, 3, 2, [], ["where?"]),
+        ("on_llm_end", None, 3, 2, [], "hm"),
+        ("on_chain_error", None, 2, 1, ["seq:step:3"], "KeyError"),
+        ("on_chain_error", None, 1, 0, ["graph:step:1"], "KeyError"),
+        ("on_chain_error", None, 0, None, [], "KeyError"),
+    ]
