@@ -6,6 +6,7 @@ LangGraph's imports and with graphq's; LangGraph's sequence is the expected valu
 
 import asyncio
 import operator
+import warnings
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -390,4 +391,101 @@ def test_a_router_that_raises_ends_its_run_with_the_error_and_its_model_call_is_
         ("on_chain_error", None, 2, 1, ["seq:step:3"], "KeyError"),
         ("on_chain_error", None, 1, 0, ["graph:step:1"], "KeyError"),
         ("on_chain_error", None, 0, None, [], "KeyError"),
+    ]
+
+
+class _ToolCallingFake(GenericFakeChatModel):
+    """A fake chat model an agent can bind tools to (it replies with its messages all the same)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> "_ToolCallingFake":
+        return self
+
+
+def _weather(city: str) -> str:
+    """The weather of a city."""
+    return f"{city}: sunny"
+
+
+def _shown(data: Any) -> Any:
+    """``data`` with each message as ``(type, content, name)`` and each Send as ``("Send", node)`` (their
+    ids differ between runs)."""
+    if hasattr(data, "type") and hasattr(data, "content"):
+        return (data.type, data.content, data.name)
+    if type(data).__name__ == "Send":
+        return ("Send", data.node)
+    if isinstance(data, dict):
+        return {k: _shown(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_shown(v) for v in data]
+    return data
+
+
+def test_create_react_agent_reports_its_model_call_and_its_router(lg: Imports) -> None:
+    """LangGraph: in the ``agent`` node's run, ``call_model`` (the node's input and update), beside it the
+    prompt piped into the model (``RunnableSequence``: ``Prompt``, then the model), and the router
+    ``should_continue``; the ``tools`` node's run per tool call."""
+    model = _ToolCallingFake(
+        messages=iter(
+            [
+                AIMessage("", tool_calls=[{"name": "_weather", "args": {"city": "sf"}, "id": "c1"}]),
+                AIMessage("done"),
+            ]
+        )
+    )
+    with warnings.catch_warnings():  # LangGraph's: create_react_agent moved to langchain.agents
+        warnings.simplefilter("ignore")
+        agent = lg.create_react_agent(model, [_weather], prompt="Be brief.", name="bot")
+    recorder = Recorder()
+    out = agent.invoke({"messages": [("user", "hi")]}, {"callbacks": [recorder]})
+    assert [m.content for m in out["messages"]] == ["hi", "", "sf: sunny", "done"]
+    user, system = ("human", "hi", None), ("system", "Be brief.", None)
+    asked, said, answer = ("ai", "", "bot"), ("tool", "sf: sunny", "_weather"), ("ai", "done", "bot")
+    first = {"messages": [user], "remaining_steps": 10006}
+    second = {"messages": [user, asked, said], "remaining_steps": 10004}
+    call = {"name": "_weather", "args": {"city": "sf"}, "id": "c1", "type": "tool_call"}
+    events = [(e[0], e[1], e[2], e[3], e[4], _shown(e[6])) for e in recorder.events]
+    events[13][5].pop("state")  # None on graphq's side: README, "Deliberate differences"
+    assert events == [
+        ("on_chain_start", "bot", 0, None, [], {"messages": [["user", "hi"]]}),
+        ("on_chain_start", "agent", 1, 0, ["graph:step:1"], first),
+        ("on_chain_start", "call_model", 2, 1, ["seq:step:1"], first),
+        ("on_chain_start", "RunnableSequence", 3, 1, ["seq:step:1"], first),
+        ("on_chain_start", "Prompt", 4, 3, ["seq:step:1"], first),
+        ("on_chain_end", None, 4, 3, ["seq:step:1"], [system, user]),
+        ("on_chat_model_start", None, 5, 3, ["seq:step:2"], ["Be brief.", "hi"]),
+        ("on_llm_end", None, 5, 3, ["seq:step:2"], ""),
+        ("on_chain_end", None, 3, 1, ["seq:step:1"], asked),
+        ("on_chain_end", None, 2, 1, ["seq:step:1"], {"messages": [asked]}),
+        ("on_chain_start", "should_continue", 6, 1, ["seq:step:3"], {**first, "messages": [user, asked]}),
+        ("on_chain_end", None, 6, 1, ["seq:step:3"], [("Send", "tools")]),
+        ("on_chain_end", None, 1, 0, ["graph:step:1"], {"messages": [asked]}),
+        (
+            "on_chain_start",
+            "tools",
+            7,
+            0,
+            ["graph:step:2"],
+            {"__type": "tool_call_with_context", "tool_call": call},
+        ),
+        ("on_chain_end", None, 7, 0, ["graph:step:2"], {"messages": [said]}),
+        ("on_chain_start", "agent", 8, 0, ["graph:step:3"], second),
+        ("on_chain_start", "call_model", 9, 8, ["seq:step:1"], second),
+        ("on_chain_start", "RunnableSequence", 10, 8, ["seq:step:1"], second),
+        ("on_chain_start", "Prompt", 11, 10, ["seq:step:1"], second),
+        ("on_chain_end", None, 11, 10, ["seq:step:1"], [system, user, asked, said]),
+        ("on_chat_model_start", None, 12, 10, ["seq:step:2"], ["Be brief.", "hi", "", "sf: sunny"]),
+        ("on_llm_end", None, 12, 10, ["seq:step:2"], "done"),
+        ("on_chain_end", None, 10, 8, ["seq:step:1"], answer),
+        ("on_chain_end", None, 9, 8, ["seq:step:1"], {"messages": [answer]}),
+        (
+            "on_chain_start",
+            "should_continue",
+            13,
+            8,
+            ["seq:step:3"],
+            {**second, "messages": [*second["messages"], answer]},
+        ),
+        ("on_chain_end", None, 13, 8, ["seq:step:3"], "__end__"),
+        ("on_chain_end", None, 8, 0, ["graph:step:3"], {"messages": [answer]}),
+        ("on_chain_end", None, 0, None, [], {"messages": [user, asked, said, answer]}),
     ]
