@@ -178,10 +178,15 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def call_router(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> Any:
-    """What ``branch``'s router returns for the channel ``values``, seen through its own input schema
-    (:attr:`Branch.reads`, else the state schema's): a coroutine for an async router."""
-    state = graph.schema.reader_of(branch.reads).view(values)
+def router_input(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> Any:
+    """What ``branch``'s router is passed for the channel ``values``: them seen through its own input schema
+    (:attr:`Branch.reads`, else the state schema's)."""
+    return graph.schema.reader_of(branch.reads).view(values)
+
+
+def call_router(branch: Branch, state: Any) -> Any:
+    """What ``branch``'s router returns for ``state`` (:func:`router_input`): a coroutine for an async
+    router."""
     if branch.injects:  # config / writer parameters (graphcore.engine.params)
         return branch.router(state, **keyword_args(branch.injects))
     return branch.router(state)
@@ -201,11 +206,18 @@ def router_errors(branch: Branch) -> Iterator[None]:
         raise node_error(branch.source, exc, router=branch.name) from exc
 
 
-def _route(graph: GraphSpec, branch: Branch, values: Mapping[str, Any]) -> list[PendingTask]:
+def _route(
+    graph: GraphSpec, branch: Branch, values: Mapping[str, Any], ctx: TaskContext | None = None
+) -> list[PendingTask]:
+    """The tasks ``branch``'s router chooses on ``values``; in task ``ctx`` (the router's node's), the
+    router's call is reported to the task's callbacks (:func:`router_run`)."""
     with router_errors(branch):
-        chosen = call_router(graph, branch, values)
-        if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
-            chosen = run_coroutine(chosen)
+        state = router_input(graph, branch, values)
+        with router_run(ctx, graph, branch, state) as shown:
+            chosen = call_router(branch, state)
+            if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
+                chosen = run_coroutine(chosen)
+            shown(chosen)
     return destinations(graph, branch, chosen)
 
 
@@ -295,14 +307,16 @@ def _routes(
     values: Mapping[str, Any],
     writes: Sequence[tuple[str, Any]],
     remaining: int | None = None,
+    ctx: TaskContext | None = None,
 ) -> list[PendingTask]:
     """Evaluate ``node``'s conditional edges on the state as the node sees it after its own writes (with the
-    managed values of a super-step leaving ``remaining`` steps, when given)."""
+    managed values of a super-step leaving ``remaining`` steps, when given), in the node's task ``ctx``
+    when given."""
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
     local = route_values(graph, node, values, writes, remaining)
-    return [pending for branch in branches for pending in _route(graph, branch, local)]
+    return [pending for branch in branches for pending in _route(graph, branch, local, ctx)]
 
 
 def route_values(
@@ -375,7 +389,7 @@ def run_task(
             shown(output)
             writes, goto = normalise(graph, task.node, output)
             writes = with_pushed(graph, ctx, writes)
-            goto += _routes(graph, task.node, cp.channel_values, writes, remaining_steps(config))
+            goto += _routes(graph, task.node, cp.channel_values, writes, remaining_steps(config), ctx)
     except GraphInterrupt as paused:
         return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto, from_subgraph=ctx.from_subgraph)
@@ -384,14 +398,30 @@ def run_task(
 def node_run(ctx: TaskContext, input: Any) -> AbstractContextManager[Callable[[Any], None]]:
     """The node's LangChain chain run around its call (:func:`graphcore.engine.lc_runs.node_run`) when the
     task has callbacks and langchain-core is installed; else a block that reports nothing."""
-    if ctx.config.callbacks is not None:
-        try:
-            from graphcore.engine.lc_runs import node_run as chain_run
-        except ImportError:
-            pass
-        else:
-            return chain_run(ctx, input)
-    return nullcontext(_unreported)
+    runs = _lc_runs(ctx)
+    return nullcontext(_unreported) if runs is None else runs.node_run(ctx, input)
+
+
+def router_run(
+    ctx: TaskContext | None, graph: GraphSpec, branch: Branch, state: Any
+) -> AbstractContextManager[Callable[[Any], None]]:
+    """A router's LangChain chain run around its call on ``state`` (:func:`graphcore.engine.lc_runs.
+    router_run`) when its node's task ``ctx`` has callbacks and langchain-core is installed; else a block
+    that reports nothing."""
+    runs = _lc_runs(ctx)
+    return nullcontext(_unreported) if runs is None else runs.router_run(ctx, graph, branch, state)
+
+
+def _lc_runs(ctx: TaskContext | None) -> Any:
+    """:mod:`graphcore.engine.lc_runs` when task ``ctx`` has callbacks and langchain-core is installed;
+    else None (imported only then: no cost for a run without callbacks)."""
+    if ctx is None or ctx.config.callbacks is None:
+        return None
+    try:
+        from graphcore.engine import lc_runs
+    except ImportError:
+        return None
+    return lc_runs
 
 
 def _unreported(output: Any) -> None:

@@ -34,13 +34,15 @@ from graphcore.engine.algo import (
     paused_writes,
     route_values,
     router_errors,
+    router_input,
+    router_run,
     task_setup,
     task_spec,
     with_pushed,
 )
 from graphcore.engine.cancel import CancelToken
 from graphcore.engine.compiled import GraphSpec, NodeSpec
-from graphcore.engine.config import RunConfig, TryInfo, remaining_steps, task_context
+from graphcore.engine.config import RunConfig, TaskContext, TryInfo, remaining_steps, task_context
 from graphcore.engine.handlers import handler_task, saved_handling
 from graphcore.engine.interrupts import GraphInterrupt
 from graphcore.engine.loops import run_coroutine
@@ -320,7 +322,8 @@ async def arun_task(
             shown(output)
             writes, goto = normalise(graph, task.node, output)
             writes = with_pushed(graph, ctx, writes)
-            goto += await _aroutes(graph, task.node, cp.channel_values, writes, remaining_steps(ctx.config))
+            remaining = remaining_steps(ctx.config)
+            goto += await _aroutes(graph, task.node, cp.channel_values, writes, remaining, ctx)
     except GraphInterrupt as paused:
         return paused_writes(task, ctx, paused)
     return TaskWrites(task.id, task.node, writes, goto, from_subgraph=ctx.from_subgraph)
@@ -336,10 +339,16 @@ def _off_loop(spec: NodeSpec, task: Task, config: RunConfig) -> Future[Any]:
 
 
 async def _aroutes(
-    graph: GraphSpec, node: str, values: Mapping[str, Any], writes: Sequence[tuple[str, Any]], remaining: int
+    graph: GraphSpec,
+    node: str,
+    values: Mapping[str, Any],
+    writes: Sequence[tuple[str, Any]],
+    remaining: int,
+    ctx: TaskContext,
 ) -> list[PendingTask]:
     """``node``'s conditional edges on ``values`` (the state before the step; with the managed values of a
-    super-step leaving ``remaining`` steps), each router awaited when it is async."""
+    super-step leaving ``remaining`` steps), each router awaited when it is async, and its call reported to
+    the callbacks of the node's task ``ctx`` (:func:`~graphcore.engine.algo.router_run`)."""
     branches = graph.branches_from.get(node, ())
     if not branches:
         return []
@@ -347,8 +356,11 @@ async def _aroutes(
     out: list[PendingTask] = []
     for branch in branches:
         with router_errors(branch):
-            chosen = call_router(graph, branch, local)
-            if inspect.isawaitable(chosen):
-                chosen = await chosen
+            state = router_input(graph, branch, local)
+            with router_run(ctx, graph, branch, state) as shown:
+                chosen = call_router(branch, state)
+                if inspect.isawaitable(chosen):
+                    chosen = await chosen
+                shown(chosen)
         out += destinations(graph, branch, chosen)
     return out

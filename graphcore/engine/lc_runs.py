@@ -9,6 +9,10 @@
   ``on_chain_end`` with what the node returned, ``on_chain_error``; tagged ``graph:step:<n>``, with the
   task's ``langgraph_*`` metadata), a child of the graph's run. The LangChain calls in the node are
   children of the node's run (tagged ``seq:step:1``, as LangGraph's).
+* :func:`router_run`: a conditional edge's router's run (``on_chain_start`` with what the router is
+  passed, ``on_chain_end`` with what it returned, ``on_chain_error``; named as the router), a child of
+  its node's run tagged ``seq:step:<k>`` as LangGraph's; the LangChain calls in the router are its
+  children.
 * :func:`astream_events`: LangChain's own event stream of the graph's ``astream`` (:class:`GraphRunnable`),
   so the events, their filters (``include_names``, ``include_types``, ``include_tags`` and the
   ``exclude_*``) and the events of the LangChain calls inside nodes (``on_chat_model_stream``, ...) are
@@ -29,11 +33,13 @@ from langchain_core.callbacks import BaseCallbackManager, CallbackManager
 from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.tracers._streaming import _StreamingCallbackHandler
 
-from graphcore.engine.config import RunConfig, TaskContext
+from graphcore.engine.compiled import Branch, GraphSpec
+from graphcore.engine.config import RunConfig, TaskContext, task_context
 from graphcore.engine.messages_stream import handlers
 from graphcore.errors import warn_caller
+from graphcore.types import END
 
-__all__ = ["GraphRunnable", "astream_events", "graph_run", "node_run"]
+__all__ = ["GraphRunnable", "astream_events", "graph_run", "node_run", "router_run"]
 
 _ROOT_OPTIONS = ("callbacks", "tags", "metadata", "run_name", "run_id")
 """The options of the caller's config that belong to the graph's chain run; the graph's own run takes the
@@ -164,7 +170,7 @@ def node_run(ctx: TaskContext, input: Any) -> Iterator[Callable[[Any], None]]:
     if not isinstance(parent, BaseCallbackManager) or parent.parent_run_id is None:
         yield lambda output: None
         return
-    metadata = {k: v for k, v in ctx.config["metadata"].items() if k.startswith("langgraph_")}
+    metadata = _task_metadata(ctx)
     manager = CallbackManager(
         handlers=parent.handlers,
         inheritable_handlers=parent.inheritable_handlers,
@@ -191,3 +197,58 @@ def node_run(ctx: TaskContext, input: Any) -> Iterator[Callable[[Any], None]]:
         run.on_chain_error(exc)
         raise
     run.on_chain_end(outputs[-1] if outputs else None, inputs=input)
+
+
+@contextmanager
+def router_run(
+    ctx: TaskContext, graph: GraphSpec, branch: Branch, state: Any
+) -> Iterator[Callable[[Any], None]]:
+    """The chain run of ``branch``'s router around its call on ``state`` (see the module docstring), in the
+    node's run (:func:`node_run`) of task ``ctx``; yields ``shown(chosen)``, to call with what the router
+    returned. Nothing is reported outside a node's run."""
+    parent = ctx.config.callbacks
+    if not isinstance(parent, BaseCallbackManager) or parent.parent_run_id is None:
+        yield lambda chosen: None
+        return
+    metadata = {**parent.inheritable_metadata, **_task_metadata(ctx)}
+    manager = CallbackManager(  # what the node's run's get_child(f"seq:step:{k}") gives
+        handlers=parent.inheritable_handlers,
+        inheritable_handlers=parent.inheritable_handlers,
+        parent_run_id=parent.parent_run_id,
+        tags=[*parent.inheritable_tags, f"seq:step:{_seq_step(graph, branch)}"],
+        inheritable_tags=parent.inheritable_tags,
+        metadata=metadata,
+        inheritable_metadata=metadata,
+    )
+    run = manager.on_chain_start(None, state, name=branch.name, run_id=uuid.uuid4())
+    node_config = ctx.config
+    ctx.config = node_config.model_copy(update={"callbacks": run.get_child()})  # the router's calls
+    chosen: list[Any] = []
+    try:
+        with task_context(ctx):  # LangChain's current config too, for calls not passed the config
+            yield chosen.append
+    except BaseException as exc:
+        run.on_chain_error(exc)
+        raise
+    finally:
+        ctx.config = node_config
+    run.on_chain_end(chosen[-1] if chosen else None, inputs=state)
+
+
+def _task_metadata(ctx: TaskContext) -> dict[str, Any]:
+    """The task's ``langgraph_*`` metadata, as LangGraph gives it to its node's run and routers' runs."""
+    return {k: v for k, v in ctx.config["metadata"].items() if k.startswith("langgraph_")}
+
+
+def _seq_step(graph: GraphSpec, branch: Branch) -> int:
+    """The step of ``branch``'s router in LangGraph's sequence of its node: the node (1), its state writes
+    (2), a write per edge from the node to a node (a plain edge or a join) then its routers, in order."""
+    node = branch.source
+    edges = [target for target in graph.edges_from.get(node, ()) if target != END]
+    routers = graph.branches_from[node]
+    return (
+        3
+        + len(edges)
+        + len(graph.joins_from.get(node, ()))
+        + next(i for i, b in enumerate(routers) if b is branch)
+    )

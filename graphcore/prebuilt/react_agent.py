@@ -14,6 +14,7 @@ and on the workers (the messages are stored as any state's).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, NotRequired, get_type_hints
 
 from pydantic import BaseModel, create_model
@@ -132,6 +133,40 @@ def _check_options(model: Any, version: str, deprecated: dict[str, Any]) -> None
         )
 
 
+def _agent_node(
+    respond: Callable[[Any, Callable[[Any], Any]], dict[str, Any]],
+    prompt: Any,
+    model_input: Callable[[Any], Any],
+    bound: Any,
+) -> Callable[[Any], dict[str, Any]]:
+    """The ``agent`` node: ``respond(state, reply_of)``, where ``reply_of(state)`` is ``bound``'s reply to
+    ``model_input(state)``. With a LangChain model, as LangGraph's agent runs it, so callbacks hear the same
+    runs in the node's: ``call_model`` (the node's input and update) and beside it the prompt (a runnable
+    named ``Prompt``, or the prompt Runnable) piped into the model (a ``RunnableSequence``)."""
+
+    def plain(state: Any) -> dict[str, Any]:
+        return respond(state, lambda given: bound.invoke(model_input(given)))
+
+    try:
+        from langchain_core.runnables import Runnable, RunnableLambda, ensure_config
+    except ImportError:
+        return plain
+    if not isinstance(bound, Runnable):
+        return plain
+    chain = (prompt if isinstance(prompt, Runnable) else RunnableLambda(model_input, name="Prompt")) | bound
+
+    def agent(state: Any) -> dict[str, Any]:
+        reply_of = partial(chain.invoke, config=ensure_config())  # the node's config, as LangGraph's
+
+        def call_model(state: Any) -> dict[str, Any]:
+            return respond(state, reply_of)
+
+        update: dict[str, Any] = RunnableLambda(call_model).invoke(state)
+        return update
+
+    return agent
+
+
 def _bound(model: Any, tools: list[Any]) -> Any:
     """``model`` bound to ``tools`` (``bind_tools``), unless it has none, is bound already or has no
     ``bind_tools``."""
@@ -237,15 +272,17 @@ def create_react_agent(
     )
     direct = _returning_directly(tool_node)
 
-    def agent(state: Any) -> dict[str, Any]:
+    def respond(state: Any, reply_of: Callable[[Any], Any]) -> dict[str, Any]:
         llm_input = _get(state, "llm_input_messages") if pre_model_hook is not None else None
         if llm_input:  # the model's input, not the state's messages
             state = _with_messages(state, llm_input)
-        reply = bound.invoke(model_input(state))  # hears the run's callbacks (the task's context)
+        reply = reply_of(state)  # hears the run's callbacks (the task's context)
         reply.name = name
         if _more_steps_needed(state, reply, direct):
             return {"messages": [AIMessage(NEED_MORE_STEPS, id=reply.id)]}
         return {"messages": [reply]}
+
+    agent = _agent_node(respond, prompt, model_input, bound)
 
     def structured(state: Any) -> dict[str, Any]:
         messages, schema_of = _messages(state), response_format
@@ -325,20 +362,20 @@ def _after_model(tool_node: ToolNode, done: str, per_call: bool) -> Callable[[An
     """The router after ``agent``: ``tools`` when the reply calls tools (one ``Send`` per call when
     ``per_call``), else ``done``."""
 
-    def route(state: Any) -> str | list[Send]:
+    def should_continue(state: Any) -> str | list[Send]:
         calls = getattr(_messages(state)[-1], "tool_calls", None)
         if not calls:
             return done
         return _per_call(tool_node, calls, state) if per_call else TOOLS
 
-    return route
+    return should_continue
 
 
 def _after_post_hook(tool_node: ToolNode, entry: str, done: str) -> Callable[[Any], str | list[Send]]:
     """The router after ``post_model_hook`` (LangGraph's): one ``tools`` task per call of the last AI
     message with no tool message yet, back to ``entry`` after a tool message, else ``done``."""
 
-    def route(state: Any) -> str | list[Send]:
+    def post_model_hook_router(state: Any) -> str | list[Send]:
         messages = _messages(state)
         if not tool_node.tools_by_name:
             return done
@@ -351,13 +388,13 @@ def _after_post_hook(tool_node: ToolNode, entry: str, done: str) -> Callable[[An
             return entry
         return done
 
-    return route
+    return post_model_hook_router
 
 
 def _after_tools(direct: set[str], entry: str) -> Callable[[Any], str]:
     """The router after ``tools`` when some tools return directly: END after one of them, else ``entry``."""
 
-    def route(state: Any) -> str:
+    def route_tool_responses(state: Any) -> str:
         messages = _messages(state)
         for message in reversed(messages):
             if getattr(message, "type", None) != "tool":
@@ -367,4 +404,4 @@ def _after_tools(direct: set[str], entry: str) -> Callable[[Any], str]:
                 return END
         return entry
 
-    return route
+    return route_tool_responses

@@ -6,6 +6,7 @@ LangGraph's imports and with graphq's; LangGraph's sequence is the expected valu
 
 import asyncio
 import operator
+import warnings
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -289,4 +290,202 @@ def test_astream_events_reports_the_same_runs(lg: Imports) -> None:
         ("on_chain_end", "LangGraph", 4, [0, 3], ["seq:step:1", "t0"]),
         ("on_chain_end", "sub", 3, [0], ["graph:step:2", "t0"]),
         ("on_chain_end", "LangGraph", 0, [], ["t0"]),
+    ]
+
+
+def _route(state: State) -> str:
+    return "b" if len(state["seen"]) < 2 else "__end__"
+
+
+def _fan(state: State) -> list[str]:
+    return ["c"]
+
+
+def _stop(state: State) -> str:
+    return "__end__"
+
+
+def _routed(lg: Imports, route: Any = _route) -> Any:
+    """``a`` → ``route`` (to ``b``); ``b`` → ``c`` (an edge), ``_fan`` (to ``c``, a list) and ``_stop``
+    (``b``'s routers come after that edge's write in LangGraph's sequence)."""
+    builder = lg.StateGraph(State)
+    for name in "abc":
+        builder.add_node(name, lambda state, name=name: {"seen": [name]})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("b", "c")
+    builder.add_conditional_edges("a", route)
+    builder.add_conditional_edges("b", _fan, ["c"])
+    builder.add_conditional_edges("b", _stop)
+    return builder.compile()
+
+
+def _expected_routed(route: str = "_route") -> list[tuple[Any, ...]]:
+    """LangGraph's sequence for ``_routed`` run with tags ``["t0"]`` and metadata ``{"k": 1}``: each
+    router's run (named as its function, with what it is passed and what it returned) is a child of its
+    node's run, tagged ``seq:step:<k>`` (after the node, its writes, and one write per edge to a node)."""
+    graph_md = {"ls_integration": "langgraph", "k": 1}
+    a = _node_md("a", 1, "a", ("branch:to:a",))
+    b = _node_md("b", 2, "b", ("branch:to:b",))
+    c = _node_md("c", 3, "c", ("branch:to:c",))
+    return [
+        ("on_chain_start", "LangGraph", 0, None, ["t0"], graph_md, {"seen": []}),
+        ("on_chain_start", "a", 1, 0, ["graph:step:1", "t0"], a, {"seen": []}),
+        ("on_chain_start", route, 2, 1, ["seq:step:3", "t0"], a, {"seen": ["a"]}),
+        ("on_chain_end", None, 2, 1, ["seq:step:3", "t0"], {}, "b"),
+        ("on_chain_end", None, 1, 0, ["graph:step:1", "t0"], {}, {"seen": ["a"]}),
+        ("on_chain_start", "b", 3, 0, ["graph:step:2", "t0"], b, {"seen": ["a"]}),
+        ("on_chain_start", "_fan", 4, 3, ["seq:step:4", "t0"], b, {"seen": ["a", "b"]}),
+        ("on_chain_end", None, 4, 3, ["seq:step:4", "t0"], {}, ["c"]),
+        ("on_chain_start", "_stop", 5, 3, ["seq:step:5", "t0"], b, {"seen": ["a", "b"]}),
+        ("on_chain_end", None, 5, 3, ["seq:step:5", "t0"], {}, "__end__"),
+        ("on_chain_end", None, 3, 0, ["graph:step:2", "t0"], {}, {"seen": ["b"]}),
+        ("on_chain_start", "c", 6, 0, ["graph:step:3", "t0"], c, {"seen": ["a", "b"]}),
+        ("on_chain_end", None, 6, 0, ["graph:step:3", "t0"], {}, {"seen": ["c"]}),
+        ("on_chain_end", None, 0, None, ["t0"], {}, {"seen": ["a", "b", "c"]}),
+    ]
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_each_router_call_is_a_run_in_its_node_run(lg: Imports, call: str) -> None:
+    """LangGraph: a conditional edge's router is a chain run, child of the run of the node it routes."""
+    recorder = Recorder()
+    CALLS[call](_routed(lg), {"callbacks": [recorder], "tags": ["t0"], "metadata": {"k": 1}})
+    assert recorder.events == _expected_routed()
+
+
+def test_an_async_router_under_ainvoke_is_a_run_too(lg: Imports) -> None:
+    """LangGraph: an ``async def`` router's run, as a sync one's."""
+
+    async def aroute(state: State) -> str:
+        return _route(state)
+
+    recorder = Recorder()
+    config = {"callbacks": [recorder], "tags": ["t0"], "metadata": {"k": 1}}
+    asyncio.run(_routed(lg, aroute).ainvoke({"seen": []}, config))
+    assert recorder.events == _expected_routed("aroute")
+
+
+def test_a_router_that_raises_ends_its_run_with_the_error_and_its_model_call_is_its_child(
+    lg: Imports,
+) -> None:
+    """LangGraph: a LangChain call in a router is a child of the router's run; a router that raises ends its
+    run, its node's and the graph's with ``on_chain_error``."""
+
+    def route(state: State) -> str:
+        GenericFakeChatModel(messages=iter([AIMessage("hm")])).invoke("where?")
+        raise KeyError("lost")
+
+    builder = lg.StateGraph(State)
+    builder.add_node("a", lambda state: {"seen": ["a"]})
+    builder.add_edge(lg.START, "a")
+    builder.add_conditional_edges("a", route)
+    recorder = Recorder()
+    with pytest.raises(KeyError):
+        builder.compile().invoke({"seen": []}, {"callbacks": [recorder]})
+    assert [(e[0], e[1], e[2], e[3], e[4], e[6]) for e in recorder.events] == [
+        ("on_chain_start", "LangGraph", 0, None, [], {"seen": []}),
+        ("on_chain_start", "a", 1, 0, ["graph:step:1"], {"seen": []}),
+        ("on_chain_start", "route", 2, 1, ["seq:step:3"], {"seen": ["a"]}),
+        ("on_chat_model_start", None, 3, 2, [], ["where?"]),
+        ("on_llm_end", None, 3, 2, [], "hm"),
+        ("on_chain_error", None, 2, 1, ["seq:step:3"], "KeyError"),
+        ("on_chain_error", None, 1, 0, ["graph:step:1"], "KeyError"),
+        ("on_chain_error", None, 0, None, [], "KeyError"),
+    ]
+
+
+class _ToolCallingFake(GenericFakeChatModel):
+    """A fake chat model an agent can bind tools to (it replies with its messages all the same)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> "_ToolCallingFake":
+        return self
+
+
+def _weather(city: str) -> str:
+    """The weather of a city."""
+    return f"{city}: sunny"
+
+
+def _shown(data: Any) -> Any:
+    """``data`` with each message as ``(type, content, name)`` and each Send as ``("Send", node)`` (their
+    ids differ between runs)."""
+    if hasattr(data, "type") and hasattr(data, "content"):
+        return (data.type, data.content, data.name)
+    if type(data).__name__ == "Send":
+        return ("Send", data.node)
+    if isinstance(data, dict):
+        return {k: _shown(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_shown(v) for v in data]
+    return data
+
+
+def test_create_react_agent_reports_its_model_call_and_its_router(lg: Imports) -> None:
+    """LangGraph: in the ``agent`` node's run, ``call_model`` (the node's input and update), beside it the
+    prompt piped into the model (``RunnableSequence``: ``Prompt``, then the model), and the router
+    ``should_continue``; the ``tools`` node's run per tool call."""
+    model = _ToolCallingFake(
+        messages=iter(
+            [
+                AIMessage("", tool_calls=[{"name": "_weather", "args": {"city": "sf"}, "id": "c1"}]),
+                AIMessage("done"),
+            ]
+        )
+    )
+    with warnings.catch_warnings():  # LangGraph's: create_react_agent moved to langchain.agents
+        warnings.simplefilter("ignore")
+        agent = lg.create_react_agent(model, [_weather], prompt="Be brief.", name="bot")
+    recorder = Recorder()
+    out = agent.invoke({"messages": [("user", "hi")]}, {"callbacks": [recorder]})
+    assert [m.content for m in out["messages"]] == ["hi", "", "sf: sunny", "done"]
+    user, system = ("human", "hi", None), ("system", "Be brief.", None)
+    asked, said, answer = ("ai", "", "bot"), ("tool", "sf: sunny", "_weather"), ("ai", "done", "bot")
+    first = {"messages": [user], "remaining_steps": 10006}
+    second = {"messages": [user, asked, said], "remaining_steps": 10004}
+    call = {"name": "_weather", "args": {"city": "sf"}, "id": "c1", "type": "tool_call"}
+    events = [(e[0], e[1], e[2], e[3], e[4], _shown(e[6])) for e in recorder.events]
+    events[13][5].pop("state")  # None on graphq's side: README, "Deliberate differences"
+    assert events == [
+        ("on_chain_start", "bot", 0, None, [], {"messages": [["user", "hi"]]}),
+        ("on_chain_start", "agent", 1, 0, ["graph:step:1"], first),
+        ("on_chain_start", "call_model", 2, 1, ["seq:step:1"], first),
+        ("on_chain_start", "RunnableSequence", 3, 1, ["seq:step:1"], first),
+        ("on_chain_start", "Prompt", 4, 3, ["seq:step:1"], first),
+        ("on_chain_end", None, 4, 3, ["seq:step:1"], [system, user]),
+        ("on_chat_model_start", None, 5, 3, ["seq:step:2"], ["Be brief.", "hi"]),
+        ("on_llm_end", None, 5, 3, ["seq:step:2"], ""),
+        ("on_chain_end", None, 3, 1, ["seq:step:1"], asked),
+        ("on_chain_end", None, 2, 1, ["seq:step:1"], {"messages": [asked]}),
+        ("on_chain_start", "should_continue", 6, 1, ["seq:step:3"], {**first, "messages": [user, asked]}),
+        ("on_chain_end", None, 6, 1, ["seq:step:3"], [("Send", "tools")]),
+        ("on_chain_end", None, 1, 0, ["graph:step:1"], {"messages": [asked]}),
+        (
+            "on_chain_start",
+            "tools",
+            7,
+            0,
+            ["graph:step:2"],
+            {"__type": "tool_call_with_context", "tool_call": call},
+        ),
+        ("on_chain_end", None, 7, 0, ["graph:step:2"], {"messages": [said]}),
+        ("on_chain_start", "agent", 8, 0, ["graph:step:3"], second),
+        ("on_chain_start", "call_model", 9, 8, ["seq:step:1"], second),
+        ("on_chain_start", "RunnableSequence", 10, 8, ["seq:step:1"], second),
+        ("on_chain_start", "Prompt", 11, 10, ["seq:step:1"], second),
+        ("on_chain_end", None, 11, 10, ["seq:step:1"], [system, user, asked, said]),
+        ("on_chat_model_start", None, 12, 10, ["seq:step:2"], ["Be brief.", "hi", "", "sf: sunny"]),
+        ("on_llm_end", None, 12, 10, ["seq:step:2"], "done"),
+        ("on_chain_end", None, 10, 8, ["seq:step:1"], answer),
+        ("on_chain_end", None, 9, 8, ["seq:step:1"], {"messages": [answer]}),
+        (
+            "on_chain_start",
+            "should_continue",
+            13,
+            8,
+            ["seq:step:3"],
+            {**second, "messages": [*second["messages"], answer]},
+        ),
+        ("on_chain_end", None, 13, 8, ["seq:step:3"], "__end__"),
+        ("on_chain_end", None, 8, 0, ["graph:step:3"], {"messages": [answer]}),
+        ("on_chain_end", None, 0, None, [], {"messages": [user, asked, said, answer]}),
     ]
