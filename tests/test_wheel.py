@@ -10,6 +10,7 @@ pip from the package index (or pip's cache), as ``pip install graphq`` does.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -47,10 +48,13 @@ def fresh_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv (``python -m venv``, no system site-packages) with the wheel built from this
-    checkout installed in it."""
+    """A fresh virtualenv (``python -m venv``, no system site-packages) with the wheel built from a copy of
+    this checkout (its sources, not an earlier build's leftovers) installed in it."""
     base = tmp_path_factory.mktemp("wheel")
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", base / "dist", ROOT, env=fresh_env())
+    source = base / "src"  # a copy: a build writes build/ and *.egg-info, and packs what an old build/ held
+    skipped = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".graphq")
+    shutil.copytree(ROOT, source, symlinks=True, ignore=skipped)
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", base / "dist", source, env=fresh_env())
     [wheel] = (base / "dist").glob("graphq-*.whl")
     run(sys.executable, "-m", "venv", base / "venv")
     run(base / "venv/bin/python", "-m", "pip", "install", "-q", wheel, env=fresh_env())
