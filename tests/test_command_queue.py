@@ -347,3 +347,21 @@ def test_an_enqueued_command_on_a_thread_with_a_queued_run_is_refused(client: Cl
     )
     assert _runs_and_head(client) == before
     assert before[0][-1] == queued and not before[2]
+
+
+def test_an_input_command_on_a_thread_ending_at_an_unapplied_input_is_refused(client: Client) -> None:
+    """A thread whose head is a run's input not applied yet (``update_state(..., as_node="__input__")``): the
+    worker applies that input first, so an input Command's entry saved there would be lost (it was: the
+    update and goto never applied). Refused, naming what to do; nothing written."""
+    _ended(client)
+    client.update_state("cmd-approval", "t", {"amount": 7}, as_node="__input__")
+    before = [cp.id for cp in client.get_history("t")]
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.enqueue("cmd-approval", GQ.Command(update={"amount": 99}, goto="audit"), thread_id="t")
+    assert str(refused.value) == (
+        "input Command(update=..., goto=...): thread 't' ends at a run's input not applied yet "
+        "(update_state(..., as_node='__input__')); run it first: client.enqueue('cmd-approval', None, "
+        "thread_id=...)"
+    )
+    assert [cp.id for cp in client.get_history("t")] == before
+    assert client.checkpoints.get_writes("t", before[0]) == {}

@@ -38,7 +38,14 @@ from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, s
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.algo import COMMAND_TASK_ID, command_entry, stored_writes, task_id, with_command
+from graphcore.engine.algo import (
+    COMMAND_TASK_ID,
+    command_entry,
+    is_input,
+    stored_writes,
+    task_id,
+    with_command,
+)
 from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.config import ACCEPTED, GOES_ON, RunConfig, merge_config, outside_any_task
 from graphcore.engine.executor import CompiledGraph
@@ -635,6 +642,12 @@ class Client:
                 f"with a checkpoint, and thread {thread!r} has none (or a checkpoint_id is given); give the "
                 "thread_id of such a thread, and no checkpoint_id"
             )
+        if is_input(head):  # the worker applies that input first, without the entry: it would be lost
+            raise InvalidUpdateError(
+                f"input Command(update=..., goto=...): thread {thread!r} ends at a run's input not applied "
+                f"yet (update_state(..., as_node='__input__')); run it first: "
+                f"client.enqueue({request.workflow!r}, None, thread_id=...)"
+            )
         commanded = self._command_write(request.workflow, thread, head.id, command)
         pending_key, history = keys.pending_writes(thread, "", head.id), keys.history(thread, "")
 
@@ -1202,8 +1215,8 @@ class Client:
         A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
         :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
         ``invoke(None, config)`` does (:mod:`graphq.worker.breakpoints`); its own id is returned. With
-        ``update``
-        and ``goto`` it is LangGraph's ``invoke(Command(update=update, goto=goto), config)`` there: they are
+        ``update`` and ``goto`` it is LangGraph's ``invoke(Command(update=update, goto=goto), config)`` there:
+        they are
         saved with the resume as the head checkpoint's pending write (as :meth:`answer` saves them), and
         the step it goes on with applies them (the update through the reducers, the goto's nodes run too).
 
