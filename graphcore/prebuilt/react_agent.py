@@ -156,7 +156,10 @@ def _agent_node(
     chain = (prompt if isinstance(prompt, Runnable) else RunnableLambda(model_input, name="Prompt")) | bound
 
     def agent(state: Any) -> dict[str, Any]:
-        reply_of = partial(chain.invoke, config=ensure_config())  # the node's config, as LangGraph's
+        config = ensure_config()  # the node's config, as LangGraph's
+        if not config.get("callbacks"):  # nobody hears the runs (no handler, no messages stream): no chain
+            return plain(state)
+        reply_of = partial(chain.invoke, config=config)
 
         def call_model(state: Any) -> dict[str, Any]:
             return respond(state, reply_of)
@@ -382,8 +385,8 @@ def _after_post_hook(tool_node: ToolNode, entry: str, done: str) -> Callable[[An
         answered = {m.tool_call_id for m in messages if getattr(m, "type", None) == "tool"}
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         pending = [call for call in getattr(last_ai, "tool_calls", None) or [] if call["id"] not in answered]
-        if pending:
-            return _per_call(tool_node, pending, state)
+        if pending:  # LangGraph sends them in both versions; one task keeps record_outcome's last error
+            return TOOLS if tool_node.record_outcome else _per_call(tool_node, pending, state)
         if getattr(messages[-1], "type", None) == "tool":
             return entry
         return done
