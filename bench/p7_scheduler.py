@@ -2,8 +2,7 @@
 clocks (K1).
 
 Two :class:`graphq.scheduler.loop.Scheduler` instances, each with its own connection, tick at once (threads)
-at
-every simulated minute, the second's clock 0.5 s ahead of the first's; the pass lock decides which makes
+at every simulated minute, the second's clock 0.5 s ahead of the first's; the pass lock decides which makes
 the pass (``GRAPHQ_SCHEDULER_LOCK_TTL_S`` = 1 s real, so that the holder changes when one stalls). Every
 fire creates its run (the client's run creation: run record, indexes, admission, the RQ job); no worker
 executes them. Checked after: runs per (schedule, fire time) = 1, by the fire history and by the runs.

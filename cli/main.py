@@ -98,8 +98,7 @@ def main(ctx: click.Context, redis_url: str | None, workflows: str | None, verbo
 
 def _configure_logging(verbose: bool, redis_url: str | None) -> None:
     """Warnings on stderr, as ``GRAPHQ_LOG_FORMAT`` says (text or json; :mod:`graphq.worker.logs`), with the
-    Redis
-    password masked; Redis retry notices only with ``--verbose`` (the final error says it all)."""
+    Redis password masked; Redis retry notices only with ``--verbose`` (the final error says it all)."""
     log_format = "json" if os.environ.get("GRAPHQ_LOG_FORMAT", "").strip().lower() == "json" else "text"
     configure(logging.INFO if verbose else logging.WARNING, log_format, redis_url)
     logging.getLogger("graphcore.backend.connection").setLevel(logging.INFO if verbose else logging.ERROR)

@@ -1,6 +1,5 @@
 """``graphq runs``: run records (``list``, ``show``), a run's events (``watch``, see :mod:`graphq.cli.watch`)
-and
-steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`graphq.cli.control`)."""
+and steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`graphq.cli.control`)."""
 
 from __future__ import annotations
 

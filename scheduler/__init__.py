@@ -4,6 +4,5 @@ zone, each (schedule, fire time) claimed once whatever the number of scheduler r
 Modules: ``cron`` (fire times), ``schedules`` (the model and its Redis store), ``plan`` (what a pass does
 with one schedule: overlap and catch-up), ``claim`` (the atomic claim with the run's creation), ``loop``
 (:class:`graphq.scheduler.loop.Scheduler` and its pass), ``api`` (:class:`graphq.scheduler.api.Schedules`,
-the Python face
-of ``graphq schedules``).
+the Python face of ``graphq schedules``).
 """

@@ -5,9 +5,8 @@ time-to-live, indexed in ``keys.schedulers()``: the workflows it can load, the s
 cannot) and, while it holds the pass lock (an owner-token lock, :class:`graphcore.backend.locks.OwnerLock`,
 renewed between batches), makes a pass: read the states of the schedules, plan each
 (:func:`graphq.scheduler.plan.plan`), claim the fires in batches (:func:`graphq.scheduler.claim.commit`). The
-lock only
-saves work: two replicas whose passes overlap (a pass longer than the lock's TTL, skewed clocks) still claim
-each fire once, because each claim is checked against the state the pass read.
+lock only saves work: two replicas whose passes overlap (a pass longer than the lock's TTL, skewed clocks)
+still claim each fire once, because each claim is checked against the state the pass read.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """The step's claim rides in the pipeline RQ runs as a job starts (graphq.worker.claim, P1): one round trip
-less
-per step, and a claim that could not ride (script cache flushed) is made again by the step job. RQ's
+less per step, and a claim that could not ride (script cache flushed) is made again by the step job. RQ's
 end-of-execution heartbeat of the job goes with the step's commit: in RQ's success pipeline, or in the
 commit's own round trip (StepJob.heartbeat_ahead)."""
 

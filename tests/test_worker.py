@@ -160,8 +160,8 @@ def test_a_given_up_step_closed_again_after_a_lost_reply_hands_the_thread_over(
     client: Client, redis_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The close of a step given up (a drain, a deadline: graphq.worker.handover.abandon) whose reply an
-    outage
-    swallowed, retried: the close counts as made (abandon_step.lua finds its own status, end and error),
+    outage swallowed, retried: the close counts as made (abandon_step.lua finds its own status, end and
+    error),
     so the thread goes on to its next run at once, not when the reaper looks at busy threads (a lease TTL
     later)."""
     first = client.enqueue("counter", {"limit": 3}, thread_id="given-up")

@@ -3,8 +3,7 @@
 RQ's worker writes a job's start (its status, worker and heartbeat) in one MULTI pipeline just before it
 calls the job (``Job.prepare_for_execution``). :class:`graphq.worker.queue.StepJob` adds the step's claim
 (``claim_step.lua``, see :meth:`graphq.worker.lease.Lease.claim`) to that pipeline, so the claim costs no
-round trip
-of its own (nor, most often, does the commit: :class:`graphq.worker.commit.CommitAhead`).
+round trip of its own (nor, most often, does the commit: :class:`graphq.worker.commit.CommitAhead`).
 
 The claim's reply is kept on the job (:class:`ClaimAhead`). The step job uses it when it is a reply;
 anything else (the script not loaded after a Redis restart, a pipeline that never ran, a job started
@@ -54,8 +53,7 @@ def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> 
     """Queue the claim of ``job``'s step on RQ's start ``pipeline`` (a MULTI pipeline of redis-py).
 
     The claim's reply is kept on the returned object (:func:`graphq.worker.ride.keep_reply`). Returns None
-    for a
-    job whose arguments are not a step job's ``(run_id, thread_id, step)``.
+    for a job whose arguments are not a step job's ``(run_id, thread_id, step)``.
     """
     args = tuple(job.args or ())
     if len(args) != 3 or not isinstance(args[2], int):

@@ -23,8 +23,7 @@ __all__ = ["DRAIN", "WorkerContext", "get_context", "set_context"]
 DRAIN = RunControl()
 """The ``runtime.control`` of every step this process runs: drained once the worker is asked to stop
 (SIGTERM, :class:`graphq.worker.supervisor.SupervisedWorker`), so a node can see ``runtime.drain_requested``;
-the
-run's next super-step then waits for another worker."""
+the run's next super-step then waits for another worker."""
 
 
 @dataclass

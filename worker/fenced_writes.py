@@ -60,8 +60,7 @@ def append_events(
     """Append ``events`` (``(mode, step, data)`` each) of the step to the run's stream in one script call
     (one round trip), only while this worker holds the lease (I1; retried through a Redis outage). A refused
     call is counted (in the run hash and :data:`graphq.worker.fence.REFUSED`); the node goes on (its writes
-    and
-    commit will be refused too)."""
+    and commit will be refused too)."""
     args: list[Any] = [lease.token]
     for mode, step, data in events:
         fields = encode_event(mode, step, data)

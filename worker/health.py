@@ -19,8 +19,8 @@ worker processes is alive. A Redis outage of any length then restarts no pod: th
 is back and their loops go on (issue 8). Readiness (``ready``) adds what needs Redis: it answers PING, the
 process's heartbeat key (if it names one) exists and its record (JSON) names no ``problem`` (the
 scheduler's: schedules whose workflow it cannot load, :func:`graphq.scheduler.loop.cannot_load`), (workers)
-at least
-one of its worker processes has a fresh heartbeat in the worker registry (:mod:`graphcore.backend.workers`,
+at least one of its worker processes has a fresh heartbeat in the worker registry
+(:mod:`graphcore.backend.workers`,
 by host and pid), and it is not draining. Without a role the probe is Redis's PING alone. Liveness does not
 look at the problem: a restart would not load the workflow.
 """

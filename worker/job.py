@@ -13,8 +13,7 @@ Flow of ``step_job(run, thread, k)``:
    ``k+1`` (I1, R3).
 
 A step that asks a human pauses the run instead (:mod:`graphq.worker.pause`); one that fails or is canceled
-ends it
-(:mod:`graphq.worker.endings`); every other write of the step is fenced by its lease
+ends it (:mod:`graphq.worker.endings`); every other write of the step is fenced by its lease
 (:mod:`graphq.worker.fenced_writes`).
 """
 

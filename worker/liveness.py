@@ -116,8 +116,7 @@ def renew_worker(kv: Any, worker_id: str, ttl_s: float) -> bool:
 REAPER_HERE = True
 """Whether a worker process runs the housekeeping loops (the reaper, the request-expiry scan, ...:
 :mod:`graphq.worker.housekeeping`): False in the children of ``graphq worker``, whose supervising parent runs
-them
-(a child that dies holding the reaper lock would stall reaping for the lock's time-to-live, just when its
+them (a child that dies holding the reaper lock would stall reaping for the lock's time-to-live, just when its
 own run needs the reaper)."""
 
 

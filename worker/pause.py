@@ -46,8 +46,8 @@ def pause(
     """A node asked a human (G6): keep every task's outcome as pending writes, then AwaitingInput, unless a
     cancel request arrived during the step (X1): then the run ends Canceled, nobody is asked. With ``stop``
     the run stopped at a static breakpoint instead (:mod:`graphq.worker.breakpoints`): its own (no
-    ``results``), or
-    one of a graph a task ran (that task's result is not kept: it runs again when the run goes on)."""
+    ``results``), or one of a graph a task ran (that task's result is not kept: it runs again when the run
+    goes on)."""
     if not persisted:
         for tw in results:
             if tw.stopped is None:

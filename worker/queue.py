@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from graphq.worker.commit import CommitAhead
 
 __all__ = [
-    "FORMER_STEP_FUNCS",
     "STEP_FUNC",
     "ForeignJobError",
     "RQStepQueue",
@@ -64,8 +63,8 @@ class StepJob(Job):
 
     claim_ahead: ClassVar[Callable[[Any, Any, str], Any] | None] = None
     """Set by :func:`graphq.worker.context.set_context`: ``(job, pipeline, worker_name) -> claim or None``
-    queues
-    the step's claim on the pipeline in which RQ records the job's start (:mod:`graphq.worker.claim`)."""
+    queues the step's claim on the pipeline in which RQ records the job's start
+    (:mod:`graphq.worker.claim`)."""
 
     _heartbeat_sent = False
     """Whether RQ's end-of-execution heartbeat of this job was sent ahead (:meth:`heartbeat_ahead`)."""
@@ -85,11 +84,10 @@ class StepJob(Job):
 
     def heartbeat_ahead(self, pipeline: Any) -> None:
         """Queue on ``pipeline`` (the one that carries the step's commit, :mod:`graphq.worker.commit`) the
-        heartbeat
-        that RQ's worker writes once the job's execution ends (``handle_execution_ended``), so that write
-        costs no round trip of its own (P1), as the claim rides RQ's start pipeline. RQ's own call of
-        :meth:`heartbeat` after the job then writes nothing; its ``save`` of the finished (or failed) job
-        writes ``last_heartbeat`` again, with RQ's timestamp, as for any job."""
+        heartbeat that RQ's worker writes once the job's execution ends (``handle_execution_ended``), so
+        that write costs no round trip of its own (P1), as the claim rides RQ's start pipeline. RQ's own
+        call of :meth:`heartbeat` after the job then writes nothing; its ``save`` of the finished (or
+        failed) job writes ``last_heartbeat`` again, with RQ's timestamp, as for any job."""
         super().heartbeat(rq_now(), self.success_callback_timeout, pipeline=pipeline)
         self._heartbeat_sent = True
 
@@ -245,8 +243,7 @@ class RQStepQueue:
         after it without copying the record) as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
         reads it, for the scripts that write it: admission, when it admits the run (R8), and the commit of
         the step before (:mod:`graphq.worker.commit`): the job hash, its id pushed on the workflow's queue,
-        the queue
-        in RQ's set, the job in the index of unclaimed step jobs.
+        the queue in RQ's set, the job in the index of unclaimed step jobs.
 
         The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow (a
         step's commit prepares a job on its hot path, P1); each job then gets its own id, arguments

@@ -4,8 +4,7 @@ RQ writes a job's start in one pipeline (``Job.prepare_for_execution``) and its 
 (``Job._handle_success``). A step job queues its claim on the first (:mod:`graphq.worker.claim`) and, when it
 can,
 its commit on the second (:class:`graphq.worker.commit.CommitAhead`), so that neither costs a round trip of
-its
-own. :func:`keep_reply` hands such a command's reply to its owner without changing what RQ sees.
+its own. :func:`keep_reply` hands such a command's reply to its owner without changing what RQ sees.
 """
 
 from __future__ import annotations

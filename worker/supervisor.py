@@ -32,8 +32,7 @@ Exit status: 0 when every step in flight finished; 1 when one had to be given up
 stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
 a second after the first SIGTERM, whatever its nodes do; RQ's warm shutdown, which waits without bound, is
 not relied on. Closing a run is fenced by the step's lease token (:func:`graphq.worker.handover.abandon`), so
-when
-a child and the parent both try, one closes it.
+when a child and the parent both try, one closes it.
 """
 
 from __future__ import annotations
@@ -113,8 +112,7 @@ def cold_stop() -> Stop:
 
 class _Channel:
     """The child's side of the pipe: a :class:`~graphq.worker.lease.LeaseListener` (the step job's thread
-    calls
-    it; a lock keeps messages whole)."""
+    calls it; a lock keeps messages whole)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn

@@ -60,8 +60,7 @@ SEP = "\0"
 class PreparedJob:
     """What RQ's enqueue of a step job writes, built with RQ's own ``Job`` and ``Queue`` (by the worker
     package, :meth:`graphq.worker.queue.RQStepQueue.prepare`), for the scripts that write it: admission, when
-    it
-    admits a run, and a step's commit (``commit_step.lua``), for the next step.
+    it admits a run, and a step's commit (``commit_step.lua``), for the next step.
 
     Attributes:
         job_key: the job's hash (``rq:job:<id>``).

@@ -10,8 +10,7 @@ scored by that deadline) — nothing is written when no request has a deadline. 
 cancel and the run's end (``set_status.lua``) take it out again.
 
 The scan (:mod:`graphq.worker.expiry`) reads the due entries with one ZRANGEBYSCORE ... LIMIT (:func:`due`)
-and
-closes each run with :func:`expire`: ``set_status.lua`` sets Canceled only while the run is AwaitingInput
+and closes each run with :func:`expire`: ``set_status.lua`` sets Canceled only while the run is AwaitingInput
 with the same :data:`DEADLINE_FIELD` (still waiting for that request, past its deadline), so an answer
 racing the scan either wins (the run continues; the scan changes nothing) or loses (the answer is refused,
 naming the expiry: :func:`expired_note`).

@@ -140,8 +140,7 @@ class RunConfig(BaseModel):
         stream_mode: a queued run's events beyond those every run records: ``["messages"]`` (or
             ``"messages"``) records the LLM tokens of the chat models its nodes call and the messages they
             write (:mod:`graphq.worker.messages`); ``[]`` none. In process, ``stream(stream_mode=...)``
-            decides and
-            this option is not used.
+            decides and this option is not used.
 
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
     ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,

@@ -4,8 +4,8 @@ The step job persists each task's writes as it finishes (``run_step``'s ``on_tas
 process does the same when it has a store and its step runs more than one task: at the root, and inside a
 node (a subgraph node, ``inner.invoke(...)``, ToolNode's calls), whose store on the queue is the step job's
 fenced sub-store (:mod:`graphq.worker.substore`). So a worker killed mid-step leaves the finished tasks'
-writes
-behind, and when the step job runs that node again its graph replays them instead of running them again.
+writes behind, and when the step job runs that node again its graph replays them instead of running them
+again.
 
 Nothing is saved per task for a step of one task (a crash runs it again anyway: its writes are saved when
 it pauses or fails, as before), nor under ``durability="exit"`` (LangGraph saves a task's writes then only
