@@ -365,3 +365,30 @@ def test_an_input_command_on_a_thread_ending_at_an_unapplied_input_is_refused(cl
     )
     assert [cp.id for cp in client.get_history("t")] == before
     assert client.checkpoints.get_writes("t", before[0]) == {}
+
+
+def test_a_command_given_meanwhile_is_not_overwritten(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two clients give a Command at one ended thread's head: the second one's entry merges the commands
+    given before it; one given after it read them and before it saves must not be overwritten (it was: the
+    entry was read before the transaction watched it). The later save is refused, the other kept."""
+    _ended(client)
+    head = client.get_state("t")
+    pending_key = keys.pending_writes("t", "", head.id)
+    write = Client._command_write
+
+    def racing(self: Client, *args: Any) -> dict[str, bytes]:
+        mine = write(self, *args)
+        client.kv.hset(pending_key, COMMAND_TASK_ID, b"another client's entry")  # lands before the save
+        return mine
+
+    monkeypatch.setattr(Client, "_command_write", racing)
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.enqueue("cmd-approval", GQ.Command(update={"amount": 99}), thread_id="t")
+    assert str(refused.value) == (
+        "input Command(update=..., goto=...): thread 't' got a run, a checkpoint or another command while "
+        "the command was being saved; nothing written, give it again"
+    )
+    assert client.kv.hget(pending_key, COMMAND_TASK_ID) == b"another client's entry"
+    assert client.kv.get(keys.thread_active("t")) is None  # no run enqueued

@@ -648,26 +648,26 @@ class Client:
                 f"yet (update_state(..., as_node='__input__')); run it first: "
                 f"client.enqueue({request.workflow!r}, None, thread_id=...)"
             )
-        commanded = self._command_write(request.workflow, thread, head.id, command)
         pending_key, history = keys.pending_writes(thread, "", head.id), keys.history(thread, "")
+        earlier = self.kv.hget(pending_key, COMMAND_TASK_ID)  # the commands given there before, merged in
+        commanded = self._command_write(request.workflow, thread, head.id, command)
 
         def save(pipe: Any) -> None:
             if commanded:
                 pipe.hset(pending_key, mapping=commanded)
                 stage_add(pipe, thread, pending_key)  # its thread's TTL (K3)
 
-        same = Guard(  # the entry only on the head the run goes on from, with no run ahead of it
-            [keys.thread_active(thread), history, pending_key],
-            lambda pipe: (
-                pipe.get(keys.thread_active(thread)) is None and pipe.lindex(history, -1) == head.id.encode()
-            ),
-            save,
-        )
+        def unchanged(pipe: Any) -> bool:  # the head, no run ahead, and no command given meanwhile
+            active, last = pipe.get(keys.thread_active(thread)), pipe.lindex(history, -1)
+            given = pipe.hget(pending_key, COMMAND_TASK_ID)
+            return active is None and last == head.id.encode() and given == earlier
+
+        same = Guard([keys.thread_active(thread), history, pending_key], unchanged, save)
         ids = self.enqueue_guarded([request], same, multitask)
         if ids is None:
             raise InvalidUpdateError(
-                f"input Command(update=..., goto=...): thread {thread!r} got a run or a checkpoint while "
-                "the command was being saved; nothing written, give it again"
+                f"input Command(update=..., goto=...): thread {thread!r} got a run, a checkpoint or another "
+                "command while the command was being saved; nothing written, give it again"
             )
         return ids[0]
 
