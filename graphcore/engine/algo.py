@@ -211,14 +211,26 @@ def _route(
 ) -> list[PendingTask]:
     """The tasks ``branch``'s router chooses on ``values``; in task ``ctx`` (the router's node's), the
     router's call is reported to the task's callbacks (:func:`router_run`)."""
+    with routing(ctx, graph, branch, values) as (state, shown):
+        chosen = call_router(branch, state)
+        if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
+            chosen = run_coroutine(chosen)
+        shown(chosen)
+    return destinations(graph, branch, chosen)
+
+
+@contextmanager
+def routing(
+    ctx: TaskContext | None, graph: GraphSpec, branch: Branch, values: Mapping[str, Any]
+) -> Iterator[tuple[Any, Callable[[Any], None]]]:
+    """Around one call of ``branch``'s router on the channel ``values`` (sync or awaited): yields what the
+    router is passed (:func:`router_input`) and ``shown(chosen)``, to call with what it returned; its
+    errors leave as :func:`router_errors` says, and the call is reported to the callbacks of its node's
+    task ``ctx`` (:func:`router_run`)."""
     with router_errors(branch):
         state = router_input(graph, branch, values)
         with router_run(ctx, graph, branch, state) as shown:
-            chosen = call_router(branch, state)
-            if graph.async_routers and inspect.isawaitable(chosen):  # outside a task (START, update_state)
-                chosen = run_coroutine(chosen)
-            shown(chosen)
-    return destinations(graph, branch, chosen)
+            yield state, shown
 
 
 def destinations(graph: GraphSpec, branch: Branch, chosen: Any) -> list[PendingTask]:

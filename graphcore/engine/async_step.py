@@ -33,9 +33,7 @@ from graphcore.engine.algo import (
     normalise,
     paused_writes,
     route_values,
-    router_errors,
-    router_input,
-    router_run,
+    routing,
     task_setup,
     task_spec,
     with_pushed,
@@ -355,12 +353,10 @@ async def _aroutes(
     local = route_values(graph, node, values, writes, remaining)
     out: list[PendingTask] = []
     for branch in branches:
-        with router_errors(branch):
-            state = router_input(graph, branch, local)
-            with router_run(ctx, graph, branch, state) as shown:
-                chosen = call_router(branch, state)
-                if inspect.isawaitable(chosen):
-                    chosen = await chosen
-                shown(chosen)
+        with routing(ctx, graph, branch, local) as (state, shown):
+            chosen = call_router(branch, state)
+            if inspect.isawaitable(chosen):
+                chosen = await chosen
+            shown(chosen)
         out += destinations(graph, branch, chosen)
     return out
