@@ -631,10 +631,7 @@ class Client:
                 "client.answer(run_id, value, update=..., goto=...) (graphq runs answer RUN --value JSON)"
             )
         _, cfg, _, thread = check_options(self.registry, request)
-        runs = self._thread_of_workflow(request.workflow, thread, "input Command")
-        for run in sorted(runs, key=lambda r: r.status == RunStatus.AWAITING_INPUT):  # active ones first
-            if not run.terminal:
-                raise InvalidUpdateError(f"input Command(update=..., goto=...): {_taking_updates(run)}")
+        self._idle_thread_of(request.workflow, thread, "input Command(update=..., goto=...): ")
         head = self.checkpoints.get(thread)
         if head is None or cfg.checkpoint_id is not None:
             raise InvalidUpdateError(
@@ -1328,12 +1325,9 @@ class Client:
         _expect("workflow", workflow, str, "a workflow name (str)")
         _expect("as_node", as_node, (str, type(None)), "a node name (str) or None")
         graph = self.registry.get(workflow)
-        runs = self._thread_of_workflow(workflow, thread_id, "update_state")
         # A paused run goes on from the checkpoint it paused at, not from a newer head: refuse rather than
         # write an update that it would silently leave behind (its answer or resume takes one).
-        for run in sorted(runs, key=lambda r: r.status == RunStatus.AWAITING_INPUT):  # active ones first
-            if not run.terminal:
-                raise InvalidUpdateError(_taking_updates(run))
+        self._idle_thread_of(workflow, thread_id)
         head = self.get_state(thread_id)
         store = RedisCheckpointStore(self.kv, graph.schema)
         writer = as_node if as_node is not None else last_writer(store, graph, thread_id, head)
@@ -1346,20 +1340,24 @@ class Client:
         store.put(thread_id, cp)
         return cp
 
-    def _thread_of_workflow(self, workflow: str, thread_id: str, what: str) -> list[RunRecord]:
-        """The runs of ``thread_id``, oldest first, when its newest run is of ``workflow`` (or it has none):
-        its channels and edges apply the thread's checkpoints.
+    def _idle_thread_of(self, workflow: str, thread_id: str, prefix: str = "") -> None:
+        """Check that ``thread_id`` is a thread of ``workflow`` (its newest run's, or it has none: its
+        channels and edges apply the thread's checkpoints) with no active run, before a write at its head.
 
         Raises:
-            InvalidUpdateError: it is a thread of another workflow (the message names it, and ``what``).
+            InvalidUpdateError: it is a thread of another workflow, or a run of it is queued, running or
+                paused (which takes an update through its answer or resume); the message, after ``prefix``,
+                names it.
         """
         runs = self.thread_runs(thread_id)
         if runs and runs[-1].workflow != workflow:
             raise InvalidUpdateError(
-                f"{what}: thread {thread_id!r} is a thread of workflow {runs[-1].workflow!r} (its "
-                f"newest run {runs[-1].id}), not of {workflow!r}; nothing written"
+                f"{prefix or 'update_state: '}thread {thread_id!r} is a thread of workflow "
+                f"{runs[-1].workflow!r} (its newest run {runs[-1].id}), not of {workflow!r}; nothing written"
             )
-        return runs
+        for run in sorted(runs, key=lambda r: r.status == RunStatus.AWAITING_INPUT):  # active ones first
+            if not run.terminal:
+                raise InvalidUpdateError(f"{prefix}{_taking_updates(run)}")
 
     def delete_thread(self, thread_id: str, force: bool = False) -> Deleted:
         """Remove every key of ``thread_id`` and its entries in shared indexes now (K3), in one transaction
