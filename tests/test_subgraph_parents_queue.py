@@ -5,8 +5,7 @@ history of a subgraph's namespace has metadata ``parents`` (the root checkpoint 
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import redis
 
@@ -16,31 +15,9 @@ from graphcore.backend.runs import RunStatus
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.engine.registry import Registry
 from tests.workers import work
+from tests.workflows.watched_subgraph import State, builder  # START → plan → writer (sub_a → sub_b) → polish
 
-
-class State(TypedDict, total=False):
-    topic: str
-    steps: Annotated[list[str], operator.add]
-
-
-def _builder() -> StateGraph:
-    """START → plan → writer (a subgraph of sub_a → sub_b) → polish."""
-    inner = StateGraph(State)
-    inner.add_node("sub_a", lambda s: {"steps": ["sub_a"]})
-    inner.add_node("sub_b", lambda s: {"steps": ["sub_b"]})
-    inner.add_edge(START, "sub_a")
-    inner.add_edge("sub_a", "sub_b")
-    outer = StateGraph(State)
-    outer.add_node("plan", lambda s: {"steps": ["plan"]})
-    outer.add_node("writer", inner.compile())
-    outer.add_node("polish", lambda s: {"steps": ["polish"]})
-    outer.add_edge(START, "plan")
-    outer.add_edge("plan", "writer")
-    outer.add_edge("writer", "polish")
-    return outer
-
-
-WRITER = _builder().compile(name="sp-writer")
+WRITER = builder().compile(name="sp-writer")
 REGISTRY = Registry({WRITER.name: WRITER})
 THREAD = {"configurable": {"thread_id": "q"}}
 
@@ -50,7 +27,7 @@ def test_a_queued_subgraphs_history_names_its_parents(client: Client, redis_clie
     work(client)
     (record,) = client.wait([run_id], timeout_s=30)
     assert record.status == RunStatus.COMPLETED
-    reader = _builder().compile(
+    reader = builder().compile(
         name="sp-writer", checkpointer=RedisCheckpointStore(redis_client, WRITER.schema)
     )
     (writing,) = [s for s in reader.get_state_history(THREAD) if s.next == ("writer",)]
@@ -76,7 +53,7 @@ def test_a_run_enqueued_with_a_subgraphs_config_forks_at_its_root_checkpoint(
     checkpoint of the config's ``checkpoint_map`` (a ``fork`` checkpoint) and runs from there again."""
     first = client.enqueue("sp-writer", {"topic": "owls"}, thread_id="q")
     work(client)
-    reader = _builder().compile(
+    reader = builder().compile(
         name="sp-writer", checkpointer=RedisCheckpointStore(redis_client, WRITER.schema)
     )
     (writing,) = [s for s in reader.get_state_history(THREAD) if s.next == ("writer",)]
@@ -171,7 +148,7 @@ def test_a_queued_subgraphs_checkpoints_listed_from_redis_fork_the_run(
     assert [sorted(t.config["configurable"]) for t in subs] == [
         ["checkpoint_id", "checkpoint_ns", "thread_id"]
     ] * 4
-    reader = _builder().compile(
+    reader = builder().compile(
         name="sp-writer", checkpointer=RedisCheckpointStore(redis_client, WRITER.schema)
     )
     at_sub_b = reader.get_state(subs[1].config).config  # step 1 of the subgraph: sub_b next
