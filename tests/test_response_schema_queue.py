@@ -5,11 +5,9 @@ type when the asking node runs again. A ``response_schema`` that is neither is r
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from graphcore import START, StateGraph, interrupt
 from graphcore.backend.client import Client
@@ -18,30 +16,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from tests.workers import work
-
-
-class Items(TypedDict, total=False):
-    items: Annotated[list[str], operator.add]
-
-
-class Decision(BaseModel):
-    ok: bool
-    note: str = ""
-
-
-SCHEMA = {
-    "properties": {
-        "ok": {"title": "Ok", "type": "boolean"},
-        "note": {"default": "", "title": "Note", "type": "string"},
-    },
-    "required": ["ok"],
-    "title": "Decision",
-    "type": "object",
-}
-
-
-def ask(state: Items) -> dict[str, Any]:
-    return {"items": [repr(interrupt("ok?", response_schema=Decision))]}
+from tests.workflows.schema_ask import DECISION_SCHEMA, Items, ask
 
 
 def _asking(schema_node: Any, name: str) -> Any:
@@ -59,17 +34,17 @@ def test_a_queued_request_keeps_its_response_schema_and_the_answer_is_validated(
     work(client)
     assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
     (asked,) = client.requests(run_id)
-    assert (asked.value, asked.response_schema) == ("ok?", SCHEMA)
+    assert (asked.value, asked.response_schema) == ("ok?", DECISION_SCHEMA)
     (record,) = client.run_requests(run_id)
-    assert (record.status, record.response_schema) == ("open", SCHEMA)
+    assert (record.status, record.response_schema) == ("open", DECISION_SCHEMA)
     (event,) = [e.data for e in read_events(client.kv, "q", run_id) if e.mode == "interrupt"]
-    assert [r["response_schema"] for r in event["requests"]] == [SCHEMA]
+    assert [r["response_schema"] for r in event["requests"]] == [DECISION_SCHEMA]
     client.answer(run_id, {"ok": True, "note": "fine"})
     work(client)
     done = client.get_run(run_id)
     assert (done.status, done.result) == (RunStatus.COMPLETED, {"items": ["Decision(ok=True, note='fine')"]})
     (record,) = client.run_requests(run_id)
-    assert (record.status, record.response_schema) == ("answered", SCHEMA)
+    assert (record.status, record.response_schema) == ("answered", DECISION_SCHEMA)
 
 
 def test_a_response_schema_that_is_no_schema_is_refused_naming_it() -> None:

@@ -9,29 +9,14 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from tests.compat.conftest import Imports
+from tests.workflows.schema_ask import DECISION_SCHEMA, Decision
 
 
 class State(TypedDict):
     items: Annotated[list[Any], operator.add]
-
-
-class Decision(BaseModel):
-    ok: bool
-    note: str = ""
-
-
-DECISION_SCHEMA = {
-    "properties": {
-        "ok": {"title": "Ok", "type": "boolean"},
-        "note": {"default": "", "title": "Note", "type": "string"},
-    },
-    "required": ["ok"],
-    "title": "Decision",
-    "type": "object",
-}
 
 
 def thread(name: str = "t") -> dict[str, Any]:

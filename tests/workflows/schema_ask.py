@@ -24,6 +24,18 @@ class Decision(BaseModel):
     note: str = ""
 
 
+DECISION_SCHEMA = {
+    "properties": {
+        "ok": {"title": "Ok", "type": "boolean"},
+        "note": {"default": "", "title": "Note", "type": "string"},
+    },
+    "required": ["ok"],
+    "title": "Decision",
+    "type": "object",
+}
+""":class:`Decision`'s JSON Schema, as pydantic makes it: what a request stores and shows."""
+
+
 def ask(state: Items) -> dict[str, Any]:
     return {"items": [repr(interrupt("ok?", response_schema=Decision))]}
 
