@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import warnings
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
@@ -504,10 +505,12 @@ def _keep_results(at: _At, base: Checkpoint, updates: Sequence[StateUpdate]) -> 
             continue
         tid = update.task_id or ids[0]
         ids.remove(tid)
-        if node == START:
-            writes = at.graph.schema.writes_of(START, update.values, strict=True)
-        else:
-            writes = normalise(at.graph, str(node), update.values, strict=True)[0]
+        with warnings.catch_warnings():  # its unknown keys were warned of as it was applied: dropped here
+            warnings.simplefilter("ignore", UserWarning)
+            if node == START:
+                writes = at.graph.schema.writes_of(START, update.values, strict="warn")
+            else:
+                writes = normalise(at.graph, str(node), update.values, strict="warn")[0]
         at.store.put_writes(at.thread_id, base.id, TaskWrites(tid, str(node), writes), ns=at.ns)
 
 

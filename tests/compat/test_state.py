@@ -686,3 +686,19 @@ def test_a_paused_subgraphs_snapshot_names_its_parents_checkpoint(lg: Imports) -
         ns = "sub" if checkpointer else f"sub:{parent.tasks[0].id}"
         assert inner.config["configurable"]["checkpoint_ns"] == ns
         assert (inner.values, inner.next) == ({"out": "", "seen": ["pre"]}, ("ask",))
+
+
+def test_an_update_as_the_next_node_with_an_unknown_key_is_kept(lg: Imports) -> None:
+    """LangGraph: ``update_state(..., as_node="a")`` on a thread stopped before ``a``, with a key that is no
+    channel, ignores the key and keeps the update (a new checkpoint). graphq stored the checkpoint, then
+    refused the same values as the stopped task's result (InvalidUpdateError after the write)."""
+    builder = lg.StateGraph(State)
+    builder.add_node("a", lambda state: {"items": ["a"]})
+    builder.add_edge(lg.START, "a")
+    builder.add_edge("a", lg.END)
+    graph = builder.compile(checkpointer=lg.InMemorySaver(), interrupt_before=["a"])
+    graph.invoke({"items": []}, thread())
+    with lg.graphq_warns(r"^update_state: node 'a' wrote unknown state key\(s\) \['typo'\]"):
+        graph.update_state(thread(), {"items": ["u"], "typo": 2}, as_node="a")
+    assert graph.get_state(thread()).values == {"items": ["u"]}
+    assert len(list(graph.get_state_history(thread()))) == 3
