@@ -321,7 +321,7 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
     cfg, messages = step_messages(cfg, cp, lambda events: append_events(ctx, run, lease, events))
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     persisting = len(cp.next_tasks) > 1
-    on_done = _hooks(messages.task_done if messages is not None else None, persist if persisting else None)
+    on_done = _hooks(persist if persisting else None, messages.task_done if messages is not None else None)
     timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
     with run_scope(scope), worker_step():
         outcome = run_step(

@@ -11,6 +11,7 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 for i = 2, #ARGV, 3 do
-  run_event(KEYS[3], KEYS[2], ARGV[i], ARGV[i + 1], ARGV[i + 2])
+  xadd_event(KEYS[3], ARGV[i], ARGV[i + 1], ARGV[i + 2])
 end
+inherit_expiry(KEYS[3], KEYS[2])  -- once for the batch (a message batch holds up to 200 events)
 return 1
