@@ -23,7 +23,7 @@ import json
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Annotated, Any, Literal, NamedTuple, TypeAlias, Union
 
 from pydantic import BaseModel, ValidationError, create_model
@@ -387,6 +387,7 @@ class ToolNode:
         self.record_outcome = record_outcome
         kinds = {kind for t in self.tools_by_name.values() for kind, _ in t.injected.values()}
         self.needs_state = bool(kinds & {"state", "runtime"})  # a call's task needs the state sent with it
+        self._injects = bool(kinds)  # some call's parameters are filled from the task (_giving)
         inner = StateGraph(_ToolCalls)
         inner.add_node(name, self._call_task)
         inner.add_conditional_edges(START, self._fan_out, [name])
@@ -406,7 +407,7 @@ class ToolNode:
         last_ai = next((m for m in reversed(messages) if getattr(m, "type", None) == "ai"), None)
         if last_ai is None:
             raise ValueError("no AIMessage found in the input")
-        with _giving(state):
+        with _giving(state) if self._injects else nullcontext():
             results = self._run_calls([dict(c) for c in getattr(last_ai, "tool_calls", [])])
         if any(isinstance(r, Command) for r in results):  # LangGraph's: each call's Command or messages
             return [r if isinstance(r, Command) else self._update([r], state) for r in results]
@@ -422,7 +423,7 @@ class ToolNode:
     def _run_one(self, call: Mapping[str, Any], state: Any) -> Any:
         """Run one tool call in this task (no inner graph), its ``InjectedState`` parameters given
         ``state``: the update ``{messages_key: [its ToolMessage]}``, or ``[its Command]`` (LangGraph's)."""
-        with _giving(state):
+        with _giving(state) if self._injects else nullcontext():
             result = self.run_call(call)
         return [result[1]] if isinstance(result, tuple) else self._update([result], None)
 
