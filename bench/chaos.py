@@ -49,8 +49,8 @@ from graphcore.engine.config import get_config
 from graphcore.engine.registry import Registry
 from graphcore.errors import RunNotFoundError
 from graphcore.settings import Settings, get_settings
+from graphq.worker.housekeeping.reaper import REAPED_LOG, REQUEUED_LOG
 from graphq.worker.queue import RQStepQueue
-from graphq.worker.reaper import REAPED_LOG, REQUEUED_LOG
 
 STEPS = 5
 EXECUTIONS = "chaos:executions"

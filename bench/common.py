@@ -29,7 +29,7 @@ from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.context import WorkerContext, set_context
+from graphq.worker.step.context import WorkerContext, set_context
 
 __all__ = [
     "Row",
@@ -138,8 +138,8 @@ class TimedWorker(SimpleWorker):
 
 
 def install_context(kv: Any, settings: Settings, graphs: Sequence[CompiledGraph]) -> None:
-    """Make this process a graphq worker for ``graphs`` (what ``graphq.worker.process.run_worker`` does
-    first)."""
+    """Make this process a graphq worker for ``graphs`` (what ``graphq.worker.process.rq_worker.run_worker``
+    does first)."""
     set_context(WorkerContext.build(kv, settings, Registry({g.name: g for g in graphs})))
 
 

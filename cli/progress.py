@@ -1,7 +1,7 @@
 """Live progress inside wide super-steps, on a terminal: one rich bar per running step of several tasks —
 finished/total tasks, rate, elapsed — fed by the ``progress`` events the step job writes
-(:mod:`graphq.worker.progress`: when the step's tasks start, then throttled as they finish, and at the last
-one).
+(:mod:`graphq.worker.step.progress`: when the step's tasks start, then throttled as they finish, and at the
+last one).
 
 ``graphq run``, ``graphq enqueue --wait`` and ``graphq runs watch`` show them on stderr when stderr is a
 terminal; elsewhere (pipes, files, tests) nothing is shown, and the commands print what they printed before:

@@ -36,8 +36,8 @@ from graphq.cli.output import err_console, output_option, print_json, to_json
 from graphq.cli.progress import StepBars
 from graphq.cli.records import at_step, print_waiting, record_json, request_json
 from graphq.cli.state import tasks_text
-from graphq.worker.housekeeping import reap_now
-from graphq.worker.process import run_worker
+from graphq.worker.housekeeping.loops import reap_now
+from graphq.worker.process.rq_worker import run_worker
 
 __all__ = ["follow_and_work", "last_event_id", "redis_line", "report", "run"]
 

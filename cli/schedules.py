@@ -37,7 +37,7 @@ from graphq.scheduler.schedules import (
     problem_text,
 )
 from graphq.worker.health import publish_status
-from graphq.worker.housekeeping import start_housekeeping
+from graphq.worker.housekeeping.loops import start_housekeeping
 from graphq.worker.logs import announce
 from graphq.worker.metrics import cluster_collector, serve
 

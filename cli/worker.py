@@ -10,8 +10,8 @@ from graphq.cli.bounds import PORT
 from graphq.cli.context import AppContext
 from graphq.cli.errors import EXIT_FAILURE, fail
 from graphq.worker.logs import announce
+from graphq.worker.process.supervisor import supervise
 from graphq.worker.queue import queue_name
-from graphq.worker.supervisor import supervise
 
 __all__ = ["worker"]
 

@@ -15,7 +15,7 @@ from graphcore.backend.reaper import iso_ms, server_ms
 from graphcore.backend.workers import WorkerRecord, live_workers
 from graphq.cli.context import AppContext
 from graphq.cli.output import output_option, print_json, print_table, when
-from graphq.worker.housekeeping import loops, start_housekeeping
+from graphq.worker.housekeeping.loops import loops, start_housekeeping
 
 __all__ = ["reaper", "workers"]
 

@@ -414,9 +414,9 @@ class Cancelled(BaseException):
 
 class ColdStop(SystemExit):
     """A worker process stopping at once on a signal (RQ's cold stop: the second Ctrl-C or SIGTERM to a worker
-    run in process by :func:`graphq.worker.process.run_worker`), raised by its signal handler wherever the
-    main thread is, possibly inside a node. Never the node's failure: the step is left as a killed worker's
-    is, to crash recovery (its lease lapses, R18). A ``SystemExit``, as RQ's own."""
+    run in process by :func:`graphq.worker.process.rq_worker.run_worker`), raised by its signal handler
+    wherever the main thread is, possibly inside a node. Never the node's failure: the step is left as a
+    killed worker's is, to crash recovery (its lease lapses, R18). A ``SystemExit``, as RQ's own."""
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

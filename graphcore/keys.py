@@ -344,7 +344,7 @@ def reaper_lock() -> str:
 
 def housekeeping_lock(name: str) -> str:
     """The owner token of the one active instance of housekeeping loop ``name`` (``reaper``,
-    ``request-expiry``, ``retention``; :mod:`graphq.worker.housekeeping`), an owner-token lock
+    ``request-expiry``, ``retention``; :mod:`graphq.worker.housekeeping.loops`), an owner-token lock
     (:class:`graphcore.backend.locks.OwnerLock`)."""
     return f"{PREFIX}:{name}:lock"
 

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # ``tests.workflows`` imports from any working directory (see _private_cwd)
     sys.path.insert(0, str(ROOT))
 
-from graphq.worker.liveness import Heartbeat  # noqa: E402
+from graphq.worker.process.liveness import Heartbeat  # noqa: E402
 from graphq.worker.queue import RQStepQueue  # noqa: E402
 from tests.workers import Beats, Procs, Start, rq_states, wait_for, worker_env  # noqa: E402  (needs ROOT on sys.path)
 

@@ -20,10 +20,10 @@ from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.lease import Lease
-from graphq.worker.process import run_worker
+from graphq.worker.housekeeping.reaper import Reaper
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue, step_job_id
-from graphq.worker.reaper import Reaper
+from graphq.worker.step.lease import Lease
 from tests.workers import Beats, job_as_rq_reads_it, wait_for
 
 REGISTRY = Registry.load(["tests.workflows.admission"])

@@ -23,8 +23,8 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError, StepLimitError
 from graphcore.settings import Settings
 from graphcore.types import Command
-from graphq.worker.lease import Lease
-from graphq.worker.reaper import Reaper
+from graphq.worker.housekeeping.reaper import Reaper
+from graphq.worker.step.lease import Lease
 from tests.cli_helpers import run_in_process
 from tests.test_reaper import lapse
 from tests.workers import ended, wait_for, work, worker_env

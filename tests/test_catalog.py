@@ -23,7 +23,7 @@ from graphcore.engine.describe import describe, version_of
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from tests.cli_helpers import error_line, invoke, ok
 from tests.envs import clean_env
 from tests.workers import ROOT, Procs, graphq

@@ -23,7 +23,7 @@ from graphcore.engine.algo import apply_input
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings, load_settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import invoke, ok
 from tests.workers import Beats, Procs

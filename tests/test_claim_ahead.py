@@ -1,5 +1,5 @@
-"""The step's claim rides in the pipeline RQ runs as a job starts (graphq.worker.claim, P1): one round trip
-less per step, and a claim that could not ride (script cache flushed) is made again by the step job. RQ's
+"""The step's claim rides in the pipeline RQ runs as a job starts (graphq.worker.step.claim, P1): one round
+trip less per step, and a claim that could not ride (script cache flushed) is made again by the step job. RQ's
 end-of-execution heartbeat of the job goes with the step's commit: in RQ's success pipeline, or in the
 commit's own round trip (StepJob.heartbeat_ahead)."""
 
@@ -20,10 +20,10 @@ from graphcore.backend.lua import source
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.claim import claim_ahead
-from graphq.worker.lease import Lease
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import STEP_FUNC, RQStepQueue, StepJob, step_job_id
+from graphq.worker.step.claim import claim_ahead
+from graphq.worker.step.lease import Lease
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 

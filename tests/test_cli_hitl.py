@@ -24,7 +24,7 @@ from graphcore.engine.executor import INTERRUPT_KEY
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.examples.approval import build_graph, format_result, parse_answer
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.envs import clean_env
 from tests.workflows import hitl

@@ -18,7 +18,7 @@ from graphcore.backend.client import Client
 from graphcore.engine.interrupts import NotAwaitingInputError, RequestRecord
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import connect_client
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.workflows import hitl

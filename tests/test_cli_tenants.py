@@ -17,8 +17,8 @@ from graphcore.backend.runs import CANCEL_ERROR, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.cli.tenants import waited
-from graphq.worker.lease import Lease
 from graphq.worker.queue import RQStepQueue
+from graphq.worker.step.lease import Lease
 from tests.cli_helpers import error_line, invoke, ok
 
 MODULE = "tests.workflows.admission"

@@ -23,7 +23,7 @@ from graphcore.backend.connection import connect
 from graphcore.backend.events import EVENTS_MAXLEN, encode_event, read_events
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.envs import clean_env

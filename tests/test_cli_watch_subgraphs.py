@@ -11,7 +11,7 @@ from typing import Any
 from graphcore import InMemorySaver
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from tests.cli_helpers import invoke, ok
 from tests.workflows.watched_subgraph import builder
 

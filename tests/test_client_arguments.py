@@ -21,7 +21,7 @@ from graphcore.engine.inputs import InputTypeError
 from graphcore.engine.registry import Registry
 from graphcore.errors import ArgumentTypeError, ConfigError, RunNotFoundError
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import connect_client
 
 REGISTRY = Registry.load(["tests.workflows.typed"])

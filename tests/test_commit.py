@@ -1,4 +1,5 @@
-"""The commit of a super-step enqueues the next step's job in the same script (graphq.worker.commit, I1, R3,
+"""The commit of a super-step enqueues the next step's job in the same script (graphq.worker.step.commit, I1,
+R3,
 P1):
 the job is RQ's own, field for field, and a commit the fence refuses enqueues nothing."""
 
@@ -8,7 +9,7 @@ import pytest
 import redis
 from rq.job import Job
 
-import graphq.worker.committing
+import graphq.worker.step.committing
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord, RunStatus
@@ -18,11 +19,11 @@ from graphcore.engine.algo import apply_input
 from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
-from graphq.worker.commit import CommitScript, StepCommit
-from graphq.worker.context import WorkerContext, set_context
-from graphq.worker.job import step_job
-from graphq.worker.lease import Lease
 from graphq.worker.queue import RQStepQueue, queue_name, step_job_id
+from graphq.worker.step.commit import CommitScript, StepCommit
+from graphq.worker.step.context import WorkerContext, set_context
+from graphq.worker.step.job import step_job
+from graphq.worker.step.lease import Lease
 from tests.workers import job_as_rq_reads_it
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
@@ -205,7 +206,7 @@ def test_a_commit_planned_again_after_an_append_conflict_pushes_one_job(
 ) -> None:
     """The append guard refuses the first plan (a log grew on another branch): nothing written, the commit
     is planned again without appends and applies, with one job for the next step."""
-    plan = graphq.worker.committing._plan
+    plan = graphq.worker.step.committing._plan
     tried: list[bool] = []
 
     def racing(
@@ -219,7 +220,7 @@ def test_a_commit_planned_again_after_an_append_conflict_pushes_one_job(
 
     run_id = client.enqueue("counter", {"limit": 3})
     assert committing(ctx, run_id, 0) == "committed step 1"
-    monkeypatch.setattr(graphq.worker.committing, "_plan", racing)
+    monkeypatch.setattr(graphq.worker.step.committing, "_plan", racing)
     assert committing(ctx, run_id, 1) == "committed step 2"
     assert tried == [True, False]
     assert queued(ctx.kv, ctx.settings) == [step_job_id(run_id, 2).encode()]

@@ -1,8 +1,8 @@
 """A step that has a next one commits in the pipeline in which RQ records the job's success
-(graphq.worker.commit CommitAhead, P1): the same fenced script, no round trip of its own. Its reply is handled
-there: a refusal is logged, counted and written as the job's result; a commit whose script is gone (Redis
-restarted) or whose log append conflicts is made again in a round trip of its own; a pipeline whose reply was
-lost is
+(graphq.worker.step.commit CommitAhead, P1): the same fenced script, no round trip of its own. Its reply is
+handled there: a refusal is logged, counted and written as the job's result; a commit whose script is gone
+(Redis restarted) or whose log append conflicts is made again in a round trip of its own; a pipeline whose
+reply was lost is
 sent again by RQ's outage-proof bookkeeping, and the commit recognises itself."""
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.worker import metrics
-from graphq.worker.fence import REFUSED
-from graphq.worker.lease import set_listener
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import StepJob, step_job_id
+from graphq.worker.step.fence import REFUSED
+from graphq.worker.step.lease import set_listener
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 Hook = Callable[[StepJob, Any], None]

@@ -1,4 +1,5 @@
-"""StopAwareQueue (graphq.worker.dequeue): a stop ends a worker's pop without dropping a job, on a real Redis.
+"""StopAwareQueue (graphq.worker.process.dequeue): a stop ends a worker's pop without dropping a job, on a
+real Redis.
 
 RQ's warm shutdown raised out of the pop: a job popped just before (BLPOP: out of every list; BLMOVE: left in
 the intermediate list) was dropped. Here the stop and a job's arrival race on purpose, many times: the job is
@@ -19,7 +20,7 @@ from rq import Queue
 from rq.exceptions import DequeueTimeout
 
 from graphcore.backend.embedded import EmbeddedRedis
-from graphq.worker.dequeue import StopAwareQueue
+from graphq.worker.process.dequeue import StopAwareQueue
 
 QUEUES = ["rq:queue:graphq:a", "rq:queue:graphq:b"]
 INTERMEDIATE = "rq:queue:graphq:a:intermediate"
@@ -196,7 +197,7 @@ def test_a_stop_then_redis_failing_under_the_pop_ends_the_dequeue_at_once(
     ends the dequeue (SystemExit) instead of RQ's retry loop, whose heartbeat waits for Redis without bound
     (the worker ended only at the drain timeout, 20 s)."""
     monkeypatch.setattr(
-        "graphq.worker.dequeue._BlockingConnection.unblock", lambda self: False
+        "graphq.worker.process.dequeue._BlockingConnection.unblock", lambda self: False
     )  # never through
     server = EmbeddedRedis(appendonly=False).start()
     try:

@@ -24,7 +24,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings
 from graphq.worker import logs
-from graphq.worker.expiry import RequestExpiry
+from graphq.worker.housekeeping.expiry import RequestExpiry
 from tests.cli_helpers import invoke, ok, process_state_restored
 from tests.workers import Start, wait_for, work, worker_env
 from tests.workflows import expiry

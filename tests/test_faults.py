@@ -14,9 +14,9 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings
-from graphq.worker.process import run_worker
+from graphq.worker.housekeeping.reaper import Reaper
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
-from graphq.worker.reaper import Reaper
 from tests.workers import Procs, line_count, wait_for, worker_env
 
 REGISTRY = Registry.load(["tests.workflows.faults"])

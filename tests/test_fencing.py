@@ -21,14 +21,14 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
-from graphq.worker.context import WorkerContext
-from graphq.worker.endings import end_run
-from graphq.worker.fence import REFUSED
-from graphq.worker.fenced_writes import append_event, fenced_hset, put_writes
-from graphq.worker.job import _mark_running
-from graphq.worker.lease import Lease
-from graphq.worker.pause import seed_answers
 from graphq.worker.queue import RQStepQueue
+from graphq.worker.step.context import WorkerContext
+from graphq.worker.step.endings import end_run
+from graphq.worker.step.fence import REFUSED
+from graphq.worker.step.fenced_writes import append_event, fenced_hset, put_writes
+from graphq.worker.step.job import _mark_running
+from graphq.worker.step.lease import Lease
+from graphq.worker.step.pause import seed_answers
 from tests.workers import Procs, line_count, wait_for, worker_env
 
 REGISTRY = Registry.load(["tests.workflows.fencing"])
@@ -169,7 +169,7 @@ def test_every_write_of_a_step_job_is_refused_without_the_lease(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
     """Each write a step job makes, called while another worker holds the lease: refused, nothing written,
-    each refusal counted in the run hash and in the process (graphq.worker.fence.REFUSED)."""
+    each refusal counted in the run hash and in the process (graphq.worker.step.fence.REFUSED)."""
     settings = Settings(redis_url=redis_url)
     client = Client(redis_client, REGISTRY, RQStepQueue(redis_client, settings))
     run_id = client.enqueue("zombie", {"names": ["a"]}, thread_id="w")

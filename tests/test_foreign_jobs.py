@@ -18,7 +18,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import STEP_FUNC, StepJob
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
@@ -55,16 +55,18 @@ def test_a_foreign_job_is_failed_without_importing_its_module(
     )
 
 
+@pytest.mark.parametrize("former", ["worker.job.step_job", "graphq.worker.job.step_job"])
 def test_a_step_job_stored_by_an_earlier_release_still_runs(
-    client: Client, redis_client: redis.Redis, redis_url: str
+    client: Client, redis_client: redis.Redis, redis_url: str, former: str
 ) -> None:
-    """Issue 24: the step job was ``worker.job.step_job`` before the packages moved under ``graphq``; a job
-    hash stored then, still queued at the upgrade, runs its step (it is not failed as a foreign job)."""
+    """Issue 24: the step job was ``worker.job.step_job`` before the packages moved under ``graphq``, then
+    ``graphq.worker.job.step_job`` before it moved into ``graphq.worker.step``; a job hash stored then, still
+    queued at the upgrade, runs its step (it is not failed as a foreign job)."""
     run_id = client.enqueue("counter", {"limit": 2})
     [job_key] = [k for k in redis_client.keys("rq:job:*") if b":" not in k[len("rq:job:") :]]
     data = json.loads(zlib.decompress(redis_client.hget(job_key, "data")))  # type: ignore[arg-type]
     assert data[0] == STEP_FUNC
-    data[0] = "worker.job.step_job"
+    data[0] = former
     redis_client.hset(job_key, "data", zlib.compress(json.dumps(data).encode()))
     assert run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=redis_client)
     run = client.get_run(run_id)

@@ -11,7 +11,7 @@ import redis
 from graphcore import keys
 from graphcore.backend.locks import OwnerLock
 from graphcore.settings import Settings
-from graphq.worker.housekeeping import Loop, loops, run_loop, start_housekeeping
+from graphq.worker.housekeeping.loops import Loop, loops, run_loop, start_housekeeping
 from tests.workers import wait_for
 
 KEY = keys.housekeeping_lock("test")

@@ -21,7 +21,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, InvalidUpdateError, SerializationError
 from graphcore.settings import Settings, load_settings
 from graphq.cli.main import main
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import connect_client
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workflows.typed import Color

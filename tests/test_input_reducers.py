@@ -16,7 +16,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from graphcore.messages import HumanMessage, RemoveMessage
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import connect_client
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workflows import reducer_inputs

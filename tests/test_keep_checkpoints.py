@@ -19,7 +19,7 @@ from graphcore.backend.retention import checkpoint_keys, remove_after_completion
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings, load_settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import invoke
 from tests.workers import Start, ended, wait_for

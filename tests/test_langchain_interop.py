@@ -27,7 +27,7 @@ from graphcore.checkpoints.model import Checkpoint, task_id
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.types import PendingTask, TaskWrites
-from graphq.worker.messages import INTERVAL_S, MAX_BATCH, StepMessages
+from graphq.worker.step.messages import INTERVAL_S, MAX_BATCH, StepMessages
 from tests.cli_helpers import error_line, invoke, ok
 from tests.workers import burst, graphq, work, worker_env
 from tests.workflows.lc_agent import Answer, build_tokens, lc_agent, lc_react, lc_react_hooks, lc_tokens
@@ -449,9 +449,9 @@ class Ticks:
 
 
 def test_a_queued_steps_messages_are_sent_in_batches() -> None:
-    """The batching of a queued step's ``messages`` events (graphq.worker.messages): with the clock still, one
-    call per MAX_BATCH pairs and the rest at the task's end (its written message first); once INTERVAL_S
-    has passed, the next pair goes at once."""
+    """The batching of a queued step's ``messages`` events (graphq.worker.step.messages): with the clock
+    still, one call per MAX_BATCH pairs and the rest at the task's end (its written message first); once
+    INTERVAL_S has passed, the next pair goes at once."""
     sent: list[list[tuple[str, int, Any]]] = []
     clock = Ticks()
     cp = Checkpoint(

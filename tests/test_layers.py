@@ -93,7 +93,8 @@ GRAPH = {name: imports(path, name, modules()) for name, path in modules().items(
 
 def test_the_layer_map_knows_every_module() -> None:
     assert {layer(m) for m in GRAPH} <= set(ALLOWED)
-    assert {"graphcore.engine.algo", "graphcore.backend.client", "graphq", "graphq.worker.job"} <= set(GRAPH)
+    known = {"graphcore.engine.algo", "graphcore.backend.client", "graphq", "graphq.worker.step.job"}
+    assert known <= set(GRAPH)
 
 
 @pytest.mark.parametrize("module", sorted(GRAPH))
@@ -140,3 +141,35 @@ def test_the_checks_can_fail() -> None:
     assert layer("graphcore.backend.client") not in ALLOWED[layer("graphcore.engine.algo")]
     assert layer("graphcore.keys") == "foundation" and layer("graphcore") == "face"
     assert (layer("graphq"), layer("graphq.cli.main")) == ("public", "cli")
+
+
+# graphq.worker's role folders (issue 24), bottom up: what all three share (the queue, logs, metrics, health)
+# < the housekeeping loops < the step job < the worker process and its supervisor.
+WORKER_ROLES: dict[str, set[str]] = {
+    "shared": set(),
+    "housekeeping": {"shared"},
+    "step": {"shared", "housekeeping"},
+    "process": {"shared", "housekeeping", "step"},
+}
+
+
+def role(module: str) -> str:
+    """The role folder of a ``graphq.worker`` module ("shared" for the modules at its top)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[2] in WORKER_ROLES else "shared"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if m.startswith("graphq.worker.")))
+def test_worker_roles_import_down(module: str) -> None:
+    mine = role(module)
+    targets = [t for t in GRAPH[module] if t.startswith("graphq.worker.")]
+    upward = sorted(t for t in targets if role(t) != mine and role(t) not in WORKER_ROLES[mine])
+    assert upward == [], f"{module} ({mine}) imports a higher role of graphq.worker: {upward}"
+
+
+def test_worker_roles_are_known() -> None:
+    assert (role("graphq.worker.queue"), role("graphq.worker.step.job")) == ("shared", "step")
+    assert (role("graphq.worker.process.supervisor"), role("graphq.worker.housekeeping.reaper")) == (
+        "process",
+        "housekeeping",
+    )

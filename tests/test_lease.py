@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 import redis
 
-import graphq.worker.lease
+import graphq.worker.step.lease
 from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.commit import CommitScript
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
+from graphq.worker.step.commit import CommitScript
 
 REGISTRY = Registry.load(["tests.workflows.leases", "tests.workflows.basic"])
 FAST_KEEPER = {"heartbeat_interval_s": 0.05, "lease_ttl_s": 5.0}
@@ -83,7 +83,7 @@ def test_a_keeper_tick_between_the_commit_and_the_step_end_is_not_a_loss(
         self: CommitScript, script_keys: list[str], argv: list[Any], what: str, *rest: Any
     ) -> str:
         verdict = commit(self, script_keys, argv, what, *rest)
-        keeper = graphq.worker.lease._keeper(self.kv, FAST_KEEPER["heartbeat_interval_s"])
+        keeper = graphq.worker.step.lease._keeper(self.kv, FAST_KEEPER["heartbeat_interval_s"])
         for lease in [x for x in list(keeper.leases) if x.key == script_keys[1]]:
             keeper._tick(lease)
             ticks.append(lease in keeper.leases)

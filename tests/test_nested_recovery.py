@@ -24,8 +24,8 @@ from graphcore.checkpoints.layout import decode_writes
 from graphcore.engine.registry import Registry
 from graphcore.messages import HumanMessage
 from graphcore.settings import Settings
+from graphq.worker.housekeeping.reaper import Reaper
 from graphq.worker.queue import RQStepQueue
-from graphq.worker.reaper import Reaper
 from tests.workers import Procs, line_count, wait_for, worker_env
 from tests.workflows import nested_kill
 

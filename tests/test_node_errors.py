@@ -14,7 +14,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import node_error
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 
 REGISTRY = Registry.load(["tests.workflows.node_errors"])
 

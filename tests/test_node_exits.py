@@ -97,7 +97,7 @@ def test_graphq_run_prints_one_error_line(env: dict[str, str]) -> None:
     assert errors[0].endswith(" failed at step 1: NodeError: node 'bail' raised SystemExit: 3")
 
 
-_IN_PROCESS = "from graphq.worker.process import run_worker; run_worker()"
+_IN_PROCESS = "from graphq.worker.process.rq_worker import run_worker; run_worker()"
 """A worker in this process, with RQ's own signal handlers (as a program embedding graphq runs one)."""
 
 

@@ -15,7 +15,7 @@ from graphcore import get_node_settings
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, OutsideRunError
 from graphcore.settings import Settings, get_settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from tests.envs import clean_env
 from tests.workers import Procs, graphq
 from tests.workflows.catalog import SETTINGS, SIZE, catalog_env, configured_graph, fetch_graph

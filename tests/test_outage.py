@@ -19,10 +19,10 @@ from graphcore.backend.events import read_events
 from graphcore.backend.runs import CANCEL_ERROR, RunRecord, RunStatus, now_iso
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.context import WorkerContext, set_context
-from graphq.worker.job import step_job
-from graphq.worker.lease import Lease
 from graphq.worker.queue import RQStepQueue
+from graphq.worker.step.context import WorkerContext, set_context
+from graphq.worker.step.job import step_job
+from graphq.worker.step.lease import Lease
 from tests.workers import Procs, worker_env
 
 REGISTRY = Registry.load(["tests.workflows.outage"])

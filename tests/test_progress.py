@@ -16,8 +16,8 @@ from graphcore.backend.events import read_events
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.cli.main import main
-from graphq.worker.process import run_worker
-from graphq.worker.progress import StepProgress
+from graphq.worker.process.rq_worker import run_worker
+from graphq.worker.step.progress import StepProgress
 from tests.cli_helpers import ok, process_state_restored
 from tests.workers import Procs, worker_env
 

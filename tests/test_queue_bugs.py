@@ -17,9 +17,9 @@ from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
 from graphcore.settings import Settings
-from graphq.worker.lease import Lease
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
+from graphq.worker.step.lease import Lease
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
 from tests.workers import work
 from tests.workflows import hitl

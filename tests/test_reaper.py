@@ -18,11 +18,11 @@ from graphcore.backend.runs import CANCEL_ERROR, RunStatus, now_iso
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker import lease
-from graphq.worker.lease import Lease
-from graphq.worker.liveness import Heartbeat
-from graphq.worker.process import run_worker
-from graphq.worker.reaper import Reaper
+from graphq.worker.housekeeping.reaper import Reaper
+from graphq.worker.process.liveness import Heartbeat
+from graphq.worker.process.rq_worker import run_worker
+from graphq.worker.step import lease
+from graphq.worker.step.lease import Lease
 from tests.cli_helpers import invoke, ok, process_state_restored
 from tests.workers import Beats
 

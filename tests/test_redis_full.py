@@ -23,11 +23,11 @@ from graphcore.backend.connection import REDIS_FULL, FailureStreak, is_transient
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.context import WorkerContext, set_context
-from graphq.worker.dequeue import StopAwareQueue
-from graphq.worker.job import step_job
+from graphq.worker.housekeeping.reaper import Reaper
+from graphq.worker.process.dequeue import StopAwareQueue
 from graphq.worker.queue import RQStepQueue, StepJob
-from graphq.worker.reaper import Reaper
+from graphq.worker.step.context import WorkerContext, set_context
+from graphq.worker.step.job import step_job
 from tests.workers import (
     Procs,
     Start,

@@ -10,7 +10,7 @@ import redis
 from graphcore.backend.runs import RunRecord
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import connect_client
 from tests.cli_helpers import invoke, ok
 

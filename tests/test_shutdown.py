@@ -32,7 +32,7 @@ from tests.workflows.shutdown import DRAIN_S, behave, log_lines, shutdown_env, s
 
 REGISTRY = Registry.load(["tests.workflows.shutdown"])
 GIVE_UP_GRACE_S = 2.0
-"""graphq.worker.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
+"""graphq.worker.process.supervisor._GIVE_UP_GRACE_S: from asking a child to give its step up to SIGKILL."""
 LONG_GRACE = {"GRAPHQ_TEST_GIVE_UP_GRACE_S": "10"}
 """A supervisor that waits 10 s before SIGKILL (tests/workflows/shutdown.py): a child that closes its run
 itself is seen to do so well before."""

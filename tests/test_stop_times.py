@@ -18,8 +18,8 @@ import pytest
 import redis
 from rq import SimpleWorker
 
-from graphq.worker.commands import JOIN_S, POLL_S
-from graphq.worker.process import graphq_worker
+from graphq.worker.process.commands import JOIN_S, POLL_S
+from graphq.worker.process.rq_worker import graphq_worker
 from tests.envs import clean_env
 from tests.workers import Procs, Start, graphq, wait_for, worker_env
 
@@ -62,7 +62,7 @@ def test_the_command_thread_stops_within_its_bound_while_it_reads(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
     """In process: the worker's RQ command thread, waiting in its read, is stopped by ``unsubscribe``
-    within :data:`graphq.worker.commands.JOIN_S`, and its connection is closed (the channel has no
+    within :data:`graphq.worker.process.commands.JOIN_S`, and its connection is closed (the channel has no
     subscriber)."""
     worker_class = graphq_worker(SimpleWorker)
     worker = worker_class(["graphq:counter"], connection=redis_client)

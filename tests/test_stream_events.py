@@ -12,7 +12,7 @@ from graphcore.backend.events import read_events
 from graphcore.engine.registry import Registry
 from graphcore.engine.stream import checkpoint_payload
 from graphcore.settings import Settings
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
 from tests.workflows.streams import quiet
 
 REGISTRY = Registry.load(["tests.workflows.streams"])

@@ -16,7 +16,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError
-from graphq.worker.substore import FencedStore
+from graphq.worker.step.substore import FencedStore
 from tests.test_store import SCHEMA, child
 from tests.workers import Procs, burst, line_count, wait_for, work, worker_env
 from tests.workflows import subgraphs

@@ -25,9 +25,9 @@ from graphcore.backend.ttl import ThreadActiveError, sweep
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings, get_settings, load_settings
-from graphq.worker.lease import Lease
+from graphq.worker.housekeeping.reaper import Reaper
 from graphq.worker.queue import RQStepQueue, step_job_id
-from graphq.worker.reaper import Reaper
+from graphq.worker.step.lease import Lease
 from tests.cli_helpers import invoke
 from tests.workers import Start, ended, wait_for, work, worker_env
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import redis
 
-import graphq.worker.handover
-import graphq.worker.job
+import graphq.worker.step.handover
+import graphq.worker.step.job
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
@@ -19,15 +19,15 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import InvalidUpdateError, LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
-from graphq.worker.claim import CANCEL_ERROR_JSON
-from graphq.worker.committing import commit_step
-from graphq.worker.context import WorkerContext, get_context, set_context
-from graphq.worker.fence import refused
-from graphq.worker.fenced_writes import put_writes
-from graphq.worker.handover import Stop, abandon
-from graphq.worker.job import step_job
-from graphq.worker.lease import Lease
-from graphq.worker.process import run_worker
+from graphq.worker.process.rq_worker import run_worker
+from graphq.worker.step.claim import CANCEL_ERROR_JSON
+from graphq.worker.step.committing import commit_step
+from graphq.worker.step.context import WorkerContext, get_context, set_context
+from graphq.worker.step.fence import refused
+from graphq.worker.step.fenced_writes import put_writes
+from graphq.worker.step.handover import Stop, abandon
+from graphq.worker.step.job import step_job
+from graphq.worker.step.lease import Lease
 from tests.workflows import recovery
 
 REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.recovery"])
@@ -159,7 +159,7 @@ def test_a_duplicate_job_leaves_a_cancel_to_the_worker_that_holds_the_step(
 def test_a_given_up_step_closed_again_after_a_lost_reply_hands_the_thread_over(
     client: Client, redis_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The close of a step given up (a drain, a deadline: graphq.worker.handover.abandon) whose reply an
+    """The close of a step given up (a drain, a deadline: graphq.worker.step.handover.abandon) whose reply an
     outage swallowed, retried: the close counts as made (abandon_step.lua finds its own status, end and
     error),
     so the thread goes on to its next run at once, not when the reaper looks at busy threads (a lease TTL
@@ -168,7 +168,7 @@ def test_a_given_up_step_closed_again_after_a_lost_reply_hands_the_thread_over(
     second = client.enqueue("counter", {"limit": 1}, thread_id="given-up")  # waits for the thread (I3)
     lease = Lease(redis_client, "given-up", first, 30, 10)
     assert lease.claim(0, now_iso(), CANCEL_ERROR_JSON)[0] == 3
-    close = graphq.worker.handover.script(redis_client, "abandon_step")
+    close = graphq.worker.step.handover.script(redis_client, "abandon_step")
     lost: list[bool] = []
 
     def reply_lost(**call: Any) -> Any:
@@ -178,7 +178,7 @@ def test_a_given_up_step_closed_again_after_a_lost_reply_hands_the_thread_over(
             raise redis.ConnectionError("the reply was lost")
         return reply
 
-    monkeypatch.setattr(graphq.worker.handover, "script", lambda kv, name: reply_lost)
+    monkeypatch.setattr(graphq.worker.step.handover, "script", lambda kv, name: reply_lost)
     stop = Stop(RunStatus.FAILED, RunError(type="NodeTimeoutError", message="node 'bump' timed out"))
     assert abandon(redis_client, Settings(), "given-up", first, lease.token, stop, 0) is True
     run = client.get_run(first)
@@ -298,14 +298,14 @@ def test_a_refused_commit_is_logged_once(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A write refused by the fence is logged where it is refused (graphq.worker.fence), not again by
+    """A write refused by the fence is logged where it is refused (graphq.worker.step.fence), not again by
     step_job."""
     run_id = client.enqueue("counter", {"limit": 1})
 
     def zombie(*_: Any) -> str:
         raise refused("commit", run_id, 0, "the commit")
 
-    monkeypatch.setattr(graphq.worker.job, "_attempts", zombie)
+    monkeypatch.setattr(graphq.worker.step.job, "_attempts", zombie)
     with caplog.at_level(logging.WARNING):
         work(redis_client, redis_url)
     warnings = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]

@@ -23,8 +23,8 @@ import redis
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord
 from graphcore.settings import Settings
-from graphq.worker.liveness import Heartbeat
-from graphq.worker.process import run_worker
+from graphq.worker.process.liveness import Heartbeat
+from graphq.worker.process.rq_worker import run_worker
 from tests.envs import clean_env
 
 __all__ = [

@@ -239,7 +239,7 @@ def lease_lost() -> None:
 
 
 def fenced_write_refused(kind: str) -> None:
-    """Record a write the fence refused (``kind``: one of :data:`graphq.worker.fence.KINDS`)."""
+    """Record a write the fence refused (``kind``: one of :data:`graphq.worker.step.fence.KINDS`)."""
     _inc("graphq_fenced_writes_rejected", kind)
 
 

@@ -7,7 +7,7 @@ import math
 import time
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from rq import Queue
 from rq.job import Job, JobStatus
@@ -25,9 +25,6 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
 from graphcore.settings import Settings, get_settings
 
-if TYPE_CHECKING:
-    from graphq.worker.commit import CommitAhead
-
 __all__ = [
     "STEP_FUNC",
     "ForeignJobError",
@@ -40,12 +37,23 @@ __all__ = [
 
 log = logging.getLogger("graphq.step")
 
-STEP_FUNC = "graphq.worker.job.step_job"
+STEP_FUNC = "graphq.worker.step.job.step_job"
 """Import path of the step job function that workers run."""
 
-FORMER_STEP_FUNCS = frozenset({"worker.job.step_job"})
-"""Import paths of the step job function in earlier releases (before ``worker`` became ``graphq.worker``):
-a job hash stored by one, still queued at an upgrade, names it and runs as :data:`STEP_FUNC`."""
+FORMER_STEP_FUNCS = frozenset({"worker.job.step_job", "graphq.worker.job.step_job"})
+"""Import paths of the step job function in earlier releases (before ``worker`` became ``graphq.worker``,
+and before the step job moved into ``graphq.worker.step``): a job hash stored by one, still queued at an
+upgrade, names it and runs as :data:`STEP_FUNC`."""
+
+
+class CommitAhead(Protocol):
+    """A step's commit waiting for RQ's success pipeline (:class:`graphq.worker.step.commit.CommitAhead`)."""
+
+    replied: bool
+
+    def stage(self, pipe: Any) -> None: ...
+
+    def send(self) -> None: ...
 
 
 class ForeignJobError(PermanentError):
@@ -62,9 +70,9 @@ class StepJob(Job):
     """
 
     claim_ahead: ClassVar[Callable[[Any, Any, str], Any] | None] = None
-    """Set by :func:`graphq.worker.context.set_context`: ``(job, pipeline, worker_name) -> claim or None``
-    queues the step's claim on the pipeline in which RQ records the job's start
-    (:mod:`graphq.worker.claim`)."""
+    """Set by :func:`graphq.worker.step.context.set_context`: ``(job, pipeline, worker_name) -> claim or
+    None`` queues the step's claim on the pipeline in which RQ records the job's start
+    (:mod:`graphq.worker.step.claim`)."""
 
     _heartbeat_sent = False
     """Whether RQ's end-of-execution heartbeat of this job was sent ahead (:meth:`heartbeat_ahead`)."""
@@ -83,8 +91,8 @@ class StepJob(Job):
             self.claim = StepJob.claim_ahead(self, pipeline, worker_name)
 
     def heartbeat_ahead(self, pipeline: Any) -> None:
-        """Queue on ``pipeline`` (the one that carries the step's commit, :mod:`graphq.worker.commit`) the
-        heartbeat that RQ's worker writes once the job's execution ends (``handle_execution_ended``), so
+        """Queue on ``pipeline`` (the one that carries the step's commit, :mod:`graphq.worker.step.commit`)
+        the heartbeat that RQ's worker writes once the job's execution ends (``handle_execution_ended``), so
         that write costs no round trip of its own (P1), as the claim rides RQ's start pipeline. RQ's own
         call of :meth:`heartbeat` after the job then writes nothing; its ``save`` of the finished (or
         failed) job writes ``last_heartbeat`` again, with RQ's timestamp, as for any job."""
@@ -106,7 +114,7 @@ class StepJob(Job):
     def send_unsent_commit(self) -> None:
         """After RQ ended the job: a commit still waiting for RQ's success pipeline (RQ's bookkeeping of the
         job failed before it, or recorded a failure instead) goes now, in a round trip of its own, so that
-        the step's work is not lost. Called by graphq's worker class (:mod:`graphq.worker.outage`)."""
+        the step's work is not lost. Called by graphq's worker class (:mod:`graphq.worker.process.outage`)."""
         ahead = self.commit_ahead
         if ahead is not None and not ahead.replied:
             log.warning("job %s: RQ ended it without sending the step's commit; sending it now", self.id)
@@ -242,8 +250,8 @@ class RQStepQueue:
         """The job of ``run``'s step ``step`` (default ``run.step``; a commit prepares the job of the step
         after it without copying the record) as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
         reads it, for the scripts that write it: admission, when it admits the run (R8), and the commit of
-        the step before (:mod:`graphq.worker.commit`): the job hash, its id pushed on the workflow's queue,
-        the queue in RQ's set, the job in the index of unclaimed step jobs.
+        the step before (:mod:`graphq.worker.step.commit`): the job hash, its id pushed on the workflow's
+        queue, the queue in RQ's set, the job in the index of unclaimed step jobs.
 
         The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow (a
         step's commit prepares a job on its hot path, P1); each job then gets its own id, arguments

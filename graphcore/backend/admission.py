@@ -133,7 +133,7 @@ def _call(kv: Any, script_keys: list[str], args: list[Any]) -> list[Any]:
 
 def execute(pipe: Any, kv: Any) -> list[Any]:
     """``pipe.execute()`` (``kv`` unused): an admission call needs nothing more since it is an EVAL; kept
-    for the callers that still go through it (``graphq.worker.reaper``).
+    for the callers that still go through it (``graphq.worker.housekeeping.reaper``).
 
     Raises:
         WatchError: a watched key changed (nothing was written).

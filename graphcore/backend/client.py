@@ -1211,7 +1211,7 @@ class Client:
 
         A run stopped at a static breakpoint (``interrupt_before``/``interrupt_after``: awaiting input with
         :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
-        ``invoke(None, config)`` does (:mod:`graphq.worker.breakpoints`); its own id is returned. With
+        ``invoke(None, config)`` does (:mod:`graphq.worker.step.breakpoints`); its own id is returned. With
         ``update`` and ``goto`` it is LangGraph's ``invoke(Command(update=update, goto=goto), config)`` there:
         they are
         saved with the resume as the head checkpoint's pending write (as :meth:`answer` saves them), and

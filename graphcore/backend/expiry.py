@@ -9,11 +9,11 @@ request: deadline, id, step) and adds the run to the deadline index (:func:`grap
 scored by that deadline) — nothing is written when no request has a deadline. The answer (its MULTI), a
 cancel and the run's end (``set_status.lua``) take it out again.
 
-The scan (:mod:`graphq.worker.expiry`) reads the due entries with one ZRANGEBYSCORE ... LIMIT (:func:`due`)
-and closes each run with :func:`expire`: ``set_status.lua`` sets Canceled only while the run is AwaitingInput
-with the same :data:`DEADLINE_FIELD` (still waiting for that request, past its deadline), so an answer
-racing the scan either wins (the run continues; the scan changes nothing) or loses (the answer is refused,
-naming the expiry: :func:`expired_note`).
+The scan (:mod:`graphq.worker.housekeeping.expiry`) reads the due entries with one ZRANGEBYSCORE ... LIMIT
+(:func:`due`) and closes each run with :func:`expire`: ``set_status.lua`` sets Canceled only while the run is
+AwaitingInput with the same :data:`DEADLINE_FIELD` (still waiting for that request, past its deadline), so an
+answer racing the scan either wins (the run continues; the scan changes nothing) or loses (the answer is
+refused, naming the expiry: :func:`expired_note`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The reaper's Redis side (R18, R14, R10): the lapsed leases, and the one script that acts on each.
 
-The loop that drives it (:mod:`graphq.worker.reaper`) is a housekeeping loop
-(:mod:`graphq.worker.housekeeping`); one
+The loop that drives it (:mod:`graphq.worker.housekeeping.reaper`) is a housekeeping loop
+(:mod:`graphq.worker.housekeeping.loops`); one
 instance at a time acts, through the loop's owner-token lock (:class:`graphcore.backend.locks.OwnerLock` on
 :func:`graphcore.keys.reaper_lock`). Lapsed leases are read from the lease index (a sorted set of deadlines
 kept by the claim, the renewals, the release and the commit), never by a SCAN. :func:`reap` acts on one of
@@ -175,7 +175,7 @@ def reap(
     get ``gone``.
 
     ``closing`` and ``status``: the error and status the interrupted run is closed with instead of
-    ``WorkerLost`` / Failed (a step its worker gave up at a shutdown, :mod:`graphq.worker.handover`:
+    ``WorkerLost`` / Failed (a step its worker gave up at a shutdown, :mod:`graphq.worker.step.handover`:
     Canceled)."""
     thread, run_id = lapsed.thread_id, lapsed.run_id
     raw = kv.hmget(keys.run(thread, run_id), ["worker", "step", "head", "attempt", "config"])

@@ -4,8 +4,8 @@ The switch is cluster-wide and dynamic: one key (:func:`graphcore.keys.switch`, 
 ``graphq disable`` sets and ``graphq enable`` deletes, together with RQ's own suspension key in the same
 transaction. A client reads it inside the optimistic transaction that creates runs (its ``WATCH``, in the
 same round trip as the threads' active runs), so no run is created after ``disable`` returned. A worker
-reads it before each job (:mod:`graphq.worker.switch`). ``GRAPHQ_ENABLED=false`` turns one process off on its
-own: its clients refuse new runs and its workers take no step, whatever the key says.
+reads it before each job (:mod:`graphq.worker.process.switch`). ``GRAPHQ_ENABLED=false`` turns one process off
+on its own: its clients refuse new runs and its workers take no step, whatever the key says.
 """
 
 from __future__ import annotations

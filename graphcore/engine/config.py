@@ -139,7 +139,7 @@ class RunConfig(BaseModel):
             invoked inside a node; a queued run stores it as JSON with its config. None: no context.
         stream_mode: a queued run's events beyond those every run records: ``["messages"]`` (or
             ``"messages"``) records the LLM tokens of the chat models its nodes call and the messages they
-            write (:mod:`graphq.worker.messages`); ``[]`` none. In process, ``stream(stream_mode=...)``
+            write (:mod:`graphq.worker.step.messages`); ``[]`` none. In process, ``stream(stream_mode=...)``
             decides and this option is not used.
 
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys

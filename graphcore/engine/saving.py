@@ -3,7 +3,7 @@
 The step job persists each task's writes as it finishes (``run_step``'s ``on_task_done``). A graph run in
 process does the same when it has a store and its step runs more than one task: at the root, and inside a
 node (a subgraph node, ``inner.invoke(...)``, ToolNode's calls), whose store on the queue is the step job's
-fenced sub-store (:mod:`graphq.worker.substore`). So a worker killed mid-step leaves the finished tasks'
+fenced sub-store (:mod:`graphq.worker.step.substore`). So a worker killed mid-step leaves the finished tasks'
 writes behind, and when the step job runs that node again its graph replays them instead of running them
 again.
 

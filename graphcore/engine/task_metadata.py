@@ -1,6 +1,7 @@
 """LangGraph's metadata of a task's run: what a node's ``config["metadata"]`` holds besides the run's own
 metadata, what LangChain gives the chat models a node calls, and what ``stream_mode="messages"`` pairs
-carry (in process and on the queue; :mod:`graphcore.engine.messages_stream`, :mod:`graphq.worker.messages`).
+carry (in process and on the queue; :mod:`graphcore.engine.messages_stream`,
+:mod:`graphq.worker.step.messages`).
 
 The keys: ``langgraph_step`` (the step of the checkpoint the task makes: LangGraph's), ``langgraph_node``,
 ``langgraph_triggers`` (``("branch:to:<node>",)`` for a task of an edge, ``("__pregel_push",)`` for a

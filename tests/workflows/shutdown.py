@@ -76,9 +76,9 @@ if os.environ.get("GRAPHQ_TEST_GIVE_UP_GRACE_S") and multiprocessing.parent_proc
     # The supervising `graphq worker` (it loads the workflows too) waits this long, not 2 s, between asking a
     # child to give its step up and SIGKILL: a test then tells "closed its run itself" from "was killed"
     # with a wide margin.
-    import graphq.worker.supervisor
+    import graphq.worker.process.supervisor
 
-    graphq.worker.supervisor._GIVE_UP_GRACE_S = float(os.environ["GRAPHQ_TEST_GIVE_UP_GRACE_S"])
+    graphq.worker.process.supervisor._GIVE_UP_GRACE_S = float(os.environ["GRAPHQ_TEST_GIVE_UP_GRACE_S"])
 
 
 class Plan(TypedDict, total=False):

@@ -1,5 +1,5 @@
 """A worker process: an RQ ``SimpleWorker`` taking step jobs (``graphq worker`` runs N of them under a
-supervising process, :mod:`graphq.worker.supervisor`)."""
+supervising process, :mod:`graphq.worker.process.supervisor`)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from graphcore.backend.connection import connect, outlast
 from graphcore.engine.registry import Registry
 from graphcore.errors import ColdStop, ConfigError
 from graphcore.settings import Settings, get_settings
-from graphq.worker.commands import BoundedCommands
-from graphq.worker.context import WorkerContext, set_context
-from graphq.worker.liveness import new_worker_id, start_liveness
-from graphq.worker.outage import OutlastOutages
+from graphq.worker.process.commands import BoundedCommands
+from graphq.worker.process.liveness import new_worker_id, start_liveness
+from graphq.worker.process.outage import OutlastOutages
+from graphq.worker.process.switch import KillSwitch
 from graphq.worker.queue import StepJob
-from graphq.worker.switch import KillSwitch
+from graphq.worker.step.context import WorkerContext, set_context
 
 __all__ = ["ColdStops", "graphq_worker", "run_worker"]
 
@@ -40,7 +40,7 @@ def run_worker(
     It listens on the queue of every workflow in ``registry`` (one queue per workflow), and publishes them
     in the workflow catalog once its heartbeat is written (:func:`graphcore.backend.catalog.publish`).
     ``worker_class``: the RQ worker class (``graphq worker`` runs
-    :class:`graphq.worker.supervisor.SupervisedWorker`
+    :class:`graphq.worker.process.supervisor.SupervisedWorker`
     children under a supervising parent).
 
     Returns:
@@ -78,10 +78,10 @@ def run_worker(
 
 def graphq_worker(worker_class: type[SimpleWorker]) -> type[SimpleWorker]:
     """``worker_class`` (``SimpleWorker`` or a subclass) with graphq's mixins before it in the MRO: RQ's
-    Redis calls outlive outages (:class:`graphq.worker.outage.OutlastOutages`), the kill switch is obeyed (R6,
-    :class:`graphq.worker.switch.KillSwitch`), RQ's command thread stops within seconds
-    (:class:`graphq.worker.commands.BoundedCommands`), and its cold stop is told from a node's ``SystemExit``
-    (:class:`ColdStops`)."""
+    Redis calls outlive outages (:class:`graphq.worker.process.outage.OutlastOutages`), the kill switch is
+    obeyed (R6, :class:`graphq.worker.process.switch.KillSwitch`), RQ's command thread stops within seconds
+    (:class:`graphq.worker.process.commands.BoundedCommands`), and its cold stop is told from a node's
+    ``SystemExit`` (:class:`ColdStops`)."""
     if issubclass(worker_class, OutlastOutages):
         return worker_class
     bases = (OutlastOutages, KillSwitch, BoundedCommands, ColdStops, worker_class)

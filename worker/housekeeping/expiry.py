@@ -1,5 +1,5 @@
-"""The request-expiry scan (R13, K2): a housekeeping loop (:mod:`graphq.worker.housekeeping`) that closes the
-runs whose human request passed its deadline.
+"""The request-expiry scan (R13, K2): a housekeeping loop (:mod:`graphq.worker.housekeeping.loops`) that
+closes the runs whose human request passed its deadline.
 
 Every ``GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S`` the active instance reads at most
 ``GRAPHQ_MAX_REQUEST_EXPIRATIONS_PER_SCAN`` due runs from the deadline index (a backlog drains over several

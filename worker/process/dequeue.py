@@ -25,7 +25,7 @@ ends the dequeue too: nothing is held, and RQ's retry loop would wait for Redis 
 
 Between pops, while the worker holds no job (:meth:`StopAwareQueue.may_end_by_raising`: RQ's heartbeat, its
 sleep before retrying when Redis is away), the worker may end its dequeue at once by raising
-(:class:`graphq.worker.supervisor.SupervisedWorker` does).
+(:class:`graphq.worker.process.supervisor.SupervisedWorker` does).
 """
 
 from __future__ import annotations

@@ -7,14 +7,15 @@ Flow of ``step_job(run, thread, k)``:
 3. Step 0 only: apply the input and commit the input checkpoint (so that task ids are stable, I2).
 4. Load the head checkpoint and the pending writes of tasks that finished in an earlier attempt (I2).
 5. Run the remaining tasks; persist each task's writes as it finishes, fenced by the lease token.
-6. Commit (:mod:`graphq.worker.committing`, the script :mod:`graphq.worker.commit`): one Lua compare-and-set
+6. Commit (:mod:`graphq.worker.step.committing`, the script :mod:`graphq.worker.step.commit`): one Lua
+compare-and-set
    on (run,
    step, lease token) writes the checkpoint, advances the run, appends events and enqueues the job of step
    ``k+1`` (I1, R3).
 
-A step that asks a human pauses the run instead (:mod:`graphq.worker.pause`); one that fails or is canceled
-ends it (:mod:`graphq.worker.endings`); every other write of the step is fenced by its lease
-(:mod:`graphq.worker.fenced_writes`).
+A step that asks a human pauses the run instead (:mod:`graphq.worker.step.pause`); one that fails or is
+canceled ends it (:mod:`graphq.worker.step.endings`); every other write of the step is fenced by its lease
+(:mod:`graphq.worker.step.fenced_writes`).
 """
 
 from __future__ import annotations
@@ -80,21 +81,21 @@ from graphcore.errors import (
 )
 from graphcore.types import TaskWrites
 from graphq.worker import logs, metrics
-from graphq.worker.breakpoints import stop_at
-from graphq.worker.claim import CANCEL_ERROR_JSON, ClaimAhead
-from graphq.worker.commit import CommitAhead, StepCommit
-from graphq.worker.committing import commit, commit_step
-from graphq.worker.context import DRAIN, WorkerContext, get_context
-from graphq.worker.endings import after_head, end_completed, end_run, fail_run, release_thread
-from graphq.worker.fence import RefusedWriteError
-from graphq.worker.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
-from graphq.worker.handover import Stop, abandon
-from graphq.worker.lease import Lease, retire_if_stuck
-from graphq.worker.messages import step_messages
-from graphq.worker.pause import pause, seed_answers, step_answers
-from graphq.worker.progress import step_progress
 from graphq.worker.queue import StepJob
-from graphq.worker.substore import FencedStore
+from graphq.worker.step.breakpoints import stop_at
+from graphq.worker.step.claim import CANCEL_ERROR_JSON, ClaimAhead
+from graphq.worker.step.commit import CommitAhead, StepCommit
+from graphq.worker.step.committing import commit, commit_step
+from graphq.worker.step.context import DRAIN, WorkerContext, get_context
+from graphq.worker.step.endings import after_head, end_completed, end_run, fail_run, release_thread
+from graphq.worker.step.fence import RefusedWriteError
+from graphq.worker.step.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
+from graphq.worker.step.handover import Stop, abandon
+from graphq.worker.step.lease import Lease, retire_if_stuck
+from graphq.worker.step.messages import step_messages
+from graphq.worker.step.pause import pause, seed_answers, step_answers
+from graphq.worker.step.progress import step_progress
+from graphq.worker.step.substore import FencedStore
 
 __all__ = ["step_job"]
 
@@ -126,7 +127,8 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
 
 def _commit_ahead_of(job: Any) -> CommitAhead | None:
     """The commit ``job`` (the current RQ job) sends in RQ's success pipeline, if any."""
-    return job.commit_ahead if isinstance(job, StepJob) else None
+    ahead = job.commit_ahead if isinstance(job, StepJob) else None
+    return ahead if isinstance(ahead, CommitAhead) else None
 
 
 def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) -> str:
@@ -203,9 +205,9 @@ def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, b
 def _claimed_ahead(
     run_id: str, thread_id: str, step: int
 ) -> tuple[Lease | None, tuple[int, dict[bytes, bytes]] | None]:
-    """The lease and reply of the claim sent in RQ's start pipeline for this job (:mod:`graphq.worker.claim`):
-    ``(None, None)`` when there was none; ``(lease, None)`` when it has no usable reply (claim again with
-    that lease's token)."""
+    """The lease and reply of the claim sent in RQ's start pipeline for this job
+    (:mod:`graphq.worker.step.claim`): ``(None, None)`` when there was none; ``(lease, None)`` when it has no
+    usable reply (claim again with that lease's token)."""
     job = get_current_job()
     ahead = getattr(job, "claim", None)
     if not isinstance(ahead, ClaimAhead):
@@ -535,7 +537,8 @@ def _head(
 
 def _runs_step(lease: Lease, step: int) -> None:
     """The thread's super-step this job runs is ``step``: on its lease (where an error is recorded,
-    :func:`~graphq.worker.endings.fail_run`) and in its log lines (:func:`graphq.worker.logs.at_step`)."""
+    :func:`~graphq.worker.step.endings.fail_run`) and in its log lines
+    (:func:`graphq.worker.logs.at_step`)."""
     lease.step_number = step
     logs.at_step(step)
 

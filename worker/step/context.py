@@ -14,16 +14,16 @@ from graphcore.checkpoints.kv import LRU
 from graphcore.engine.registry import Registry
 from graphcore.engine.runtime import RunControl
 from graphcore.settings import Settings, get_settings
-from graphq.worker.claim import ClaimAhead, claim_ahead
-from graphq.worker.commit import CommitScript
 from graphq.worker.queue import RQStepQueue, StepJob
+from graphq.worker.step.claim import ClaimAhead, claim_ahead
+from graphq.worker.step.commit import CommitScript
 
 __all__ = ["DRAIN", "WorkerContext", "get_context", "set_context"]
 
 DRAIN = RunControl()
 """The ``runtime.control`` of every step this process runs: drained once the worker is asked to stop
-(SIGTERM, :class:`graphq.worker.supervisor.SupervisedWorker`), so a node can see ``runtime.drain_requested``;
-the run's next super-step then waits for another worker."""
+(SIGTERM, :class:`graphq.worker.process.supervisor.SupervisedWorker`), so a node can see
+``runtime.drain_requested``; the run's next super-step then waits for another worker."""
 
 
 @dataclass
@@ -40,9 +40,9 @@ class WorkerContext:
     memories: dict[str, RedisStore] = field(default_factory=dict)
     attempts: LRU = field(default_factory=LRU)
     """``run_id:attempt`` → what is fixed for that attempt of the run
-    (:class:`graphq.worker.job._Attempt`)."""
+    (:class:`graphq.worker.step.job._Attempt`)."""
     worker_id: str = ""
-    """This worker's id in the worker registry (set by :func:`graphq.worker.process.run_worker`)."""
+    """This worker's id in the worker registry (set by :func:`graphq.worker.process.rq_worker.run_worker`)."""
 
     @classmethod
     def build(cls, kv: Any, settings: Settings, registry: Registry) -> WorkerContext:

@@ -1,10 +1,10 @@
 """A step job's own commands, sent in the round trips RQ makes for every job anyway (P1).
 
 RQ writes a job's start in one pipeline (``Job.prepare_for_execution``) and its success in another
-(``Job._handle_success``). A step job queues its claim on the first (:mod:`graphq.worker.claim`) and, when it
-can,
-its commit on the second (:class:`graphq.worker.commit.CommitAhead`), so that neither costs a round trip of
-its own. :func:`keep_reply` hands such a command's reply to its owner without changing what RQ sees.
+(``Job._handle_success``). A step job queues its claim on the first (:mod:`graphq.worker.step.claim`) and,
+when it can,
+its commit on the second (:class:`graphq.worker.step.commit.CommitAhead`), so that neither costs a round trip
+of its own. :func:`keep_reply` hands such a command's reply to its owner without changing what RQ sees.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from graphcore.backend.runs import RunError, RunStatus, RunStore, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.settings import Settings
 from graphq.worker import logs, metrics
+from graphq.worker.housekeeping.reaper import Reaper
 from graphq.worker.queue import RQStepQueue
-from graphq.worker.reaper import Reaper
 
 __all__ = ["Stop", "abandon", "lapse", "queue_continuation"]
 

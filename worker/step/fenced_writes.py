@@ -1,7 +1,7 @@
 """A step job's writes besides its commit, each fenced by the step's lease (I1, I7): the run's status, a
 finished task's pending writes (I2), the step's events, and the small hashes of a run's start (head,
 answers, request records). A write the lease no longer covers changes nothing; it is logged and counted
-(:mod:`graphq.worker.fence`). Each is retried in place through a Redis outage (:func:`outlast`).
+(:mod:`graphq.worker.step.fence`). Each is retried in place through a Redis outage (:func:`outlast`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import LeaseLostError
 from graphcore.types import TaskWrites
-from graphq.worker.context import WorkerContext
-from graphq.worker.fence import REFUSED, refused
-from graphq.worker.lease import Lease
+from graphq.worker.step.context import WorkerContext
+from graphq.worker.step.fence import REFUSED, refused
+from graphq.worker.step.lease import Lease
 
 __all__ = ["append_event", "append_events", "fenced_hset", "put_writes", "set_status"]
 
@@ -30,7 +30,8 @@ def set_status(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStat
     """:meth:`RunStore.set_status` fenced by the step's lease (I1, I7), retried through a Redis outage.
 
     Raises:
-        LeaseLostError: the lease is no longer this worker's; logged and counted (:mod:`graphq.worker.fence`).
+        LeaseLostError: the lease is no longer this worker's; logged and counted
+        (:mod:`graphq.worker.step.fence`).
     """
     try:
         return bool(outlast(ctx.runs.set_status, run, status, fence=(lease.key, lease.token), **options))
@@ -59,8 +60,8 @@ def append_events(
 ) -> None:
     """Append ``events`` (``(mode, step, data)`` each) of the step to the run's stream in one script call
     (one round trip), only while this worker holds the lease (I1; retried through a Redis outage). A refused
-    call is counted (in the run hash and :data:`graphq.worker.fence.REFUSED`); the node goes on (its writes
-    and commit will be refused too)."""
+    call is counted (in the run hash and :data:`graphq.worker.step.fence.REFUSED`); the node goes on (its
+    writes and commit will be refused too)."""
     args: list[Any] = [lease.token]
     for mode, step, data in events:
         fields = encode_event(mode, step, data)

@@ -1,6 +1,6 @@
 """How a step job ends its run when the step does not commit: failed, canceled, completed with nothing
 to run; then the thread goes to its next run (I3) and, after a completion, the checkpoints may go (R7).
-Every status write is fenced by the lease (:func:`graphq.worker.fenced_writes.set_status`).
+Every status write is fenced by the lease (:func:`graphq.worker.step.fenced_writes.set_status`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from graphcore.backend.runs import RunError, RunRecord, RunStatus, now_iso
 from graphcore.backend.threads import hand_over
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import GraphqError, LeaseLostError, SerializationError, where
-from graphq.worker.context import WorkerContext
-from graphq.worker.fenced_writes import set_status
-from graphq.worker.lease import Lease
+from graphq.worker.step.context import WorkerContext
+from graphq.worker.step.fenced_writes import set_status
+from graphq.worker.step.lease import Lease
 
 __all__ = [
     "after_completion",
@@ -40,8 +40,8 @@ def fail_run(
     ctx: WorkerContext, run: RunRecord, lease: Lease, exc: BaseException, node: str | None = None
 ) -> None:
     """Mark the run Failed with ``exc`` (:func:`run_error`), raised in the thread step the job runs (the
-    lease's :attr:`~graphq.worker.lease.Lease.step_number`, else the step after the run's head) by the task of
-    ``node``, if a task raised it."""
+    lease's :attr:`~graphq.worker.step.lease.Lease.step_number`, else the step after the run's head) by the
+    task of ``node``, if a task raised it."""
     step = lease.step_number if lease.step_number is not None else after_head(ctx, run)
     end_run(ctx, run, lease, RunStatus.FAILED, run_error(exc, step, node))
 

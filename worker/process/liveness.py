@@ -23,7 +23,7 @@ from graphcore.backend.lua import script
 from graphcore.backend.runs import now_iso
 from graphcore.backend.workers import drop_worker, heartbeat
 from graphcore.settings import Settings
-from graphq.worker import lease
+from graphq.worker.step import lease
 
 __all__ = ["Heartbeat", "new_worker_id", "renew_worker", "start_liveness"]
 
@@ -115,16 +115,16 @@ def renew_worker(kv: Any, worker_id: str, ttl_s: float) -> bool:
 
 REAPER_HERE = True
 """Whether a worker process runs the housekeeping loops (the reaper, the request-expiry scan, ...:
-:mod:`graphq.worker.housekeeping`): False in the children of ``graphq worker``, whose supervising parent runs
-them (a child that dies holding the reaper lock would stall reaping for the lock's time-to-live, just when its
-own run needs the reaper)."""
+:mod:`graphq.worker.housekeeping.loops`): False in the children of ``graphq worker``, whose supervising parent
+runs them (a child that dies holding the reaper lock would stall reaping for the lock's time-to-live, just
+when its own run needs the reaper)."""
 
 
 def start_liveness(kv: Any, settings: Settings, worker_id: str, queues: Sequence[str]) -> Callable[[], None]:
     """Start this worker process's heartbeat and (see :data:`REAPER_HERE`) its housekeeping loops (R18,
     R13); returns the function that stops them (a clean exit removes the worker's record and gives the
     loops' locks back)."""
-    from graphq.worker.housekeeping import start_housekeeping
+    from graphq.worker.housekeeping.loops import start_housekeeping
 
     beat = Heartbeat(kv, worker_id, queues, settings.lease_ttl_s, settings.heartbeat_interval_s).start()
     stop = threading.Event()

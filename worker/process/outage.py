@@ -5,11 +5,11 @@ in its loop — the heartbeat after a job, maintenance, suspension checks, the b
 and after it runs — lets a ``ConnectionError`` reach the loop's catch-all, which logs "found an unhandled
 exception, quitting" and stops the worker. A 3 s Redis restart therefore ended every busy worker.
 
-:class:`OutlastOutages`, mixed into the worker class by :func:`graphq.worker.process.graphq_worker`, retries
-each of those Redis calls for as long as Redis is away (capped backoff, ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``),
-and the dequeue backoff is capped the same way, so that a worker carries on at most that long after Redis is
-back. The step job itself retries its own writes the same way; they are fenced by the step's lease, so a step
-whose
+:class:`OutlastOutages`, mixed into the worker class by :func:`graphq.worker.process.rq_worker.graphq_worker`,
+retries each of those Redis calls for as long as Redis is away (capped backoff,
+``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``), and the dequeue backoff is capped the same way, so that a worker carries
+on at most that long after Redis is back. The step job itself retries its own writes the same way; they are
+fenced by the step's lease, so a step whose
 lease lapsed during the outage changes nothing and is left to the reaper (never half-committed, I1). A full
 Redis refusing writes (OOM) is waited out the same way (:func:`graphcore.backend.connection.is_transient`).
 """

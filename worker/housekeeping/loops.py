@@ -11,8 +11,10 @@ own token's).
 
 The loops (:func:`loops`):
 
-- ``reaper`` every ``GRAPHQ_REAPER_INTERVAL_S`` (:mod:`graphq.worker.reaper`; lock TTL at most the lease TTL);
-- ``request-expiry`` every ``GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S`` (:mod:`graphq.worker.expiry`, R13);
+- ``reaper`` every ``GRAPHQ_REAPER_INTERVAL_S`` (:mod:`graphq.worker.housekeeping.reaper`; lock TTL at most
+the lease TTL);
+- ``request-expiry`` every ``GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S``
+(:mod:`graphq.worker.housekeeping.expiry`, R13);
 - ``retention`` every ``GRAPHQ_RETENTION_SWEEP_INTERVAL_S`` (:func:`graphcore.backend.ttl.sweep_tick`, K3).
 """
 
@@ -29,8 +31,8 @@ from graphcore.backend.connection import FailureStreak
 from graphcore.backend.locks import OwnerLock
 from graphcore.backend.ttl import sweep_tick
 from graphcore.settings import Settings
-from graphq.worker.expiry import RequestExpiry
-from graphq.worker.reaper import Reaper, lock_ttl_s
+from graphq.worker.housekeeping.expiry import RequestExpiry
+from graphq.worker.housekeeping.reaper import Reaper, lock_ttl_s
 
 __all__ = ["Loop", "loops", "reap_now", "run_loop", "start_housekeeping"]
 

@@ -23,7 +23,8 @@ and when the step must end (its run's deadline, or its nodes' timeouts). The par
   replaced; the supervisor then ends with status 1. A child left with a node thread running past its
   node timeout (it ignored its cancel token; Python cannot stop a thread) takes no more jobs and is
   replaced too ("retire").
-- **runs the housekeeping loops** (:mod:`graphq.worker.housekeeping`: the reaper, the request-expiry scan)
+- **runs the housekeeping loops** (:mod:`graphq.worker.housekeeping.loops`: the reaper, the request-expiry
+scan)
   for its
   pod: the children do not, since a child killed while it holds the reaper lock would stall every reaper
   for the lock's time-to-live just when its own run needs one.
@@ -31,8 +32,8 @@ and when the step must end (its run's deadline, or its nodes' timeouts). The par
 Exit status: 0 when every step in flight finished; 1 when one had to be given up (drain timeout or cold
 stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
 a second after the first SIGTERM, whatever its nodes do; RQ's warm shutdown, which waits without bound, is
-not relied on. Closing a run is fenced by the step's lease token (:func:`graphq.worker.handover.abandon`), so
-when a child and the parent both try, one closes it.
+not relied on. Closing a run is fenced by the step's lease token
+(:func:`graphq.worker.step.handover.abandon`), so when a child and the parent both try, one closes it.
 """
 
 from __future__ import annotations
@@ -59,15 +60,16 @@ from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.reaper import Lapsed
 from graphcore.backend.runs import RunError, RunStatus
 from graphcore.settings import Settings, get_settings, quiet_unknown_variables
-from graphq.worker import liveness, logs, metrics
-from graphq.worker.context import DRAIN
-from graphq.worker.dequeue import StopAwareQueue
-from graphq.worker.handover import Stop, abandon, lapse
+from graphq.worker import logs, metrics
 from graphq.worker.health import publish_status
-from graphq.worker.housekeeping import start_housekeeping
-from graphq.worker.lease import Lease, renew, set_listener
-from graphq.worker.process import run_worker
-from graphq.worker.reaper import Reaper, forget_worker
+from graphq.worker.housekeeping.loops import start_housekeeping
+from graphq.worker.housekeeping.reaper import Reaper, forget_worker
+from graphq.worker.process import liveness
+from graphq.worker.process.dequeue import StopAwareQueue
+from graphq.worker.process.rq_worker import run_worker
+from graphq.worker.step.context import DRAIN
+from graphq.worker.step.handover import Stop, abandon, lapse
+from graphq.worker.step.lease import Lease, renew, set_listener
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -111,7 +113,7 @@ def cold_stop() -> Stop:
 
 
 class _Channel:
-    """The child's side of the pipe: a :class:`~graphq.worker.lease.LeaseListener` (the step job's thread
+    """The child's side of the pipe: a :class:`~graphq.worker.step.lease.LeaseListener` (the step job's thread
     calls it; a lock keeps messages whole)."""
 
     def __init__(self, conn: Connection) -> None:
@@ -185,8 +187,8 @@ class SupervisedWorker(SimpleWorker):
 
     def _warm_stop(self, signum: int, frame: FrameType | None) -> None:
         """Take no job from now on. A pop waiting for one ends at once, and a job it took goes back to its
-        queue (:class:`graphq.worker.dequeue.StopAwareQueue`); between pops, holding no job (RQ's heartbeat,
-        its
+        queue (:class:`graphq.worker.process.dequeue.StopAwareQueue`); between pops, holding no job (RQ's
+        heartbeat, its
         sleep while Redis is away), the dequeue ends at once: SystemExit, which RQ passes on (its
         StopRequested is an Exception, which its maintenance code may swallow). RQ's own warm shutdown
         raises anywhere in the dequeue, which dropped a job popped just before."""
@@ -443,9 +445,9 @@ class Supervisor:
         held.renew_at = now + self.settings.heartbeat_interval_s
 
     def _beat(self, slot: _Slot, now: float) -> None:
-        """Renew a live child's worker record (:func:`graphq.worker.liveness.renew_worker`), as its leases are
-        renewed here: a node holding the GIL stops the child's own heartbeat thread, and the reaper then
-        removed a busy, healthy worker from graphq's and RQ's registries. A stopped process (SIGSTOP) is
+        """Renew a live child's worker record (:func:`graphq.worker.process.liveness.renew_worker`), as its
+        leases are renewed here: a node holding the GIL stops the child's own heartbeat thread, and the reaper
+        then removed a busy, healthy worker from graphq's and RQ's registries. A stopped process (SIGSTOP) is
         not renewed: it drops out, as its lease does."""
         if slot.worker_id is None or now < slot.beat_at:
             return
@@ -573,7 +575,8 @@ class Supervisor:
 
     def _lapse(self, held: _Held) -> None:
         """A dead child's lease lapses now, and its run is reaped at once (continued as the reaper would,
-        :meth:`graphq.worker.reaper.Reaper.reap`), not at the reaper's next pass nor after the lease's TTL."""
+        :meth:`graphq.worker.housekeeping.reaper.Reaper.reap`), not at the reaper's next pass nor after the
+        lease's TTL."""
         try:
             deadline_ms = lapse(self.kv, held.thread_id, held.run_id, held.token)
             if deadline_ms:

@@ -15,7 +15,7 @@ from graphcore.backend.store import RedisCheckpointStore
 from graphcore.checkpoints.layout import Plan, encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.types import TaskWrites
-from graphq.worker.fence import refused
+from graphq.worker.step.fence import refused
 
 __all__ = ["FencedStore"]
 
@@ -26,7 +26,7 @@ class FencedStore(RedisCheckpointStore):
 
     Raises (from its writes):
         LeaseLostError: the fence refused; nothing was written (logged and counted,
-        :mod:`graphq.worker.fence`).
+        :mod:`graphq.worker.step.fence`).
     """
 
     def __init__(

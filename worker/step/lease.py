@@ -24,7 +24,7 @@ from graphcore.backend.events import encode_event
 from graphcore.backend.lua import script
 from graphcore.engine.cancel import CancelToken
 from graphq.worker import logs, metrics
-from graphq.worker.handover import Stop
+from graphq.worker.step.handover import Stop
 
 __all__ = ["Lease", "LeaseListener", "held", "renew", "retire_if_stuck", "set_listener"]
 
@@ -102,7 +102,7 @@ class Lease:
     def claim_call(
         self, step: int, now: str, cancel_error: str, worker_id: str
     ) -> tuple[list[str], list[str | bytes | int]]:
-        """KEYS and ARGV of :meth:`claim`'s script (also sent ahead, :mod:`graphq.worker.claim`); sets
+        """KEYS and ARGV of :meth:`claim`'s script (also sent ahead, :mod:`graphq.worker.step.claim`); sets
         ``step``."""
         self.step = step
         member = keys.step_member(self.thread_id, self.run_id, step)
@@ -163,11 +163,11 @@ class Lease:
 
     def commit_later(self) -> None:
         """The step's commit goes in the pipeline in which RQ records the job's success, after the step
-        job's function returns (:class:`graphq.worker.commit.CommitAhead`). Until :meth:`settle`: the keeper
-        stops renewing the lease once the step's ``with`` block ends (a worker that never sends the commit
-        lets it lapse, R18), the supervising process still has it as held (a child that dies meanwhile has its
-        lease lapsed at once; a give-up still finds the step), the commit's deletion of the key is no loss,
-        and :meth:`release` gives nothing back."""
+        job's function returns (:class:`graphq.worker.step.commit.CommitAhead`). Until :meth:`settle`: the
+        keeper stops renewing the lease once the step's ``with`` block ends (a worker that never sends the
+        commit lets it lapse, R18), the supervising process still has it as held (a child that dies meanwhile
+        has its lease lapsed at once; a give-up still finds the step), the commit's deletion of the key is no
+        loss, and :meth:`release` gives nothing back."""
         self._dropping = True
         self._later = True
 
@@ -294,7 +294,8 @@ def _keeper(kv: Any, interval_s: float) -> _Keeper:
 
 class LeaseListener(Protocol):
     """Told when this process takes and gives back a lease, and of its deadline: the supervising parent
-    process of ``graphq worker`` renews leases from outside this process (:mod:`graphq.worker.supervisor`)."""
+    process of ``graphq worker`` renews leases from outside this process
+    (:mod:`graphq.worker.process.supervisor`)."""
 
     def held(self, lease: Lease) -> None: ...
 

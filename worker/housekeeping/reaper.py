@@ -1,7 +1,7 @@
 """The reaper loop (R18, R14, R10): finds steps whose worker died and hands their runs on.
 
-It is a housekeeping loop (:mod:`graphq.worker.housekeeping`), run in every worker supervisor (or bare worker
-process), in ``graphq reaper`` and in ``graphq scheduler``; only the instance holding the reaper lock
+It is a housekeeping loop (:mod:`graphq.worker.housekeeping.loops`), run in every worker supervisor (or bare
+worker process), in ``graphq reaper`` and in ``graphq scheduler``; only the instance holding the reaper lock
 (:func:`graphcore.keys.reaper_lock`) acts. Every ``GRAPHQ_REAPER_INTERVAL_S`` the active one:
 
 1. reads the leases whose deadline passed from the lease index and acts on each with one Lua script

@@ -19,11 +19,11 @@ from graphcore.engine.algo import task_id
 from graphcore.engine.breakpoints import Stop as Breakpoint
 from graphcore.engine.interrupts import interrupt_id, schema_fields
 from graphcore.types import TaskWrites
-from graphq.worker.breakpoints import stopped
-from graphq.worker.context import WorkerContext
-from graphq.worker.endings import end_run, release_thread
-from graphq.worker.fenced_writes import fenced_hset, put_writes, set_status
-from graphq.worker.lease import Lease
+from graphq.worker.step.breakpoints import stopped
+from graphq.worker.step.context import WorkerContext
+from graphq.worker.step.endings import end_run, release_thread
+from graphq.worker.step.fenced_writes import fenced_hset, put_writes, set_status
+from graphq.worker.step.lease import Lease
 
 __all__ = ["pause", "seed_answers", "step_answers"]
 
@@ -45,7 +45,7 @@ def pause(
 ) -> str:
     """A node asked a human (G6): keep every task's outcome as pending writes, then AwaitingInput, unless a
     cancel request arrived during the step (X1): then the run ends Canceled, nobody is asked. With ``stop``
-    the run stopped at a static breakpoint instead (:mod:`graphq.worker.breakpoints`): its own (no
+    the run stopped at a static breakpoint instead (:mod:`graphq.worker.step.breakpoints`): its own (no
     ``results``), or one of a graph a task ran (that task's result is not kept: it runs again when the run
     goes on)."""
     if not persisted:

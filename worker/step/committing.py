@@ -1,6 +1,6 @@
 """How a step job commits (R2, R3): the store's plan for the checkpoint, the fenced commit script
-(:mod:`graphq.worker.commit`) in a round trip of its own or in RQ's success pipeline (P1), the append guard's
-second try, and what the outcome means for the run (the next step, completion, a cancel that won, X1).
+(:mod:`graphq.worker.step.commit`) in a round trip of its own or in RQ's success pipeline (P1), the append
+guard's second try, and what the outcome means for the run (the next step, completion, a cancel that won, X1).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.stream import update_payload
 from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.types import TaskWrites
-from graphq.worker.commit import CommitAhead, Completion, StepCommit, commit_verdict
-from graphq.worker.context import WorkerContext
-from graphq.worker.endings import after_completion, fail_run, release_thread
-from graphq.worker.fence import refused
-from graphq.worker.lease import Lease
 from graphq.worker.queue import StepJob
+from graphq.worker.step.commit import CommitAhead, Completion, StepCommit, commit_verdict
+from graphq.worker.step.context import WorkerContext
+from graphq.worker.step.endings import after_completion, fail_run, release_thread
+from graphq.worker.step.fence import refused
+from graphq.worker.step.lease import Lease
 
 __all__ = ["commit", "commit_step"]
 
@@ -56,11 +56,11 @@ def commit(
     guard decides; when it refuses, the commit is planned again with new generations).
     ``drop``: more keys the commit deletes when it applies, without history (the step's subgraph
     namespaces, R5). ``ride``: queues more commands in the commit's round trip (see
-    :meth:`graphq.worker.commit.CommitScript.run`).
+    :meth:`graphq.worker.step.commit.CommitScript.run`).
 
     Raises:
         LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on (logged
-            and counted, :mod:`graphq.worker.fence`).
+            and counted, :mod:`graphq.worker.step.fence`).
     """
     store = ctx.store(run.workflow)
 
@@ -204,7 +204,7 @@ def _commit_on_success(
     writes_of: str,
 ) -> str:
     """Commit a step that has a next one (with history kept) in the pipeline in which RQ records the job's
-    success, right after this function returns (:class:`graphq.worker.commit.CommitAhead`, P1): the same
+    success, right after this function returns (:class:`graphq.worker.step.commit.CommitAhead`, P1): the same
     script,
     fenced the same way, and the lease the commit's until its reply (:meth:`Lease.commit_later`). Returns
     the job's outcome if the commit applies; :func:`_committed_on_success` handles the reply."""

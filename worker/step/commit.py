@@ -30,7 +30,7 @@ from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.types import TaskWrites
-from graphq.worker.ride import keep_reply
+from graphq.worker.step.ride import keep_reply
 
 __all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
 
@@ -255,7 +255,7 @@ class CommitAhead:
     replied: bool = False
 
     def stage(self, pipe: Any) -> None:
-        """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.ride.keep_reply`)."""
+        """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.step.ride.keep_reply`)."""
         index = len(pipe.command_stack)
         pipe.evalsha(self.commit.sha, len(self.script_keys), *self.script_keys, *self.argv)
         keep_reply(pipe, index, self._reply)
