@@ -37,10 +37,10 @@ ISSUE = re.compile(
 ANY_ID = re.compile(r"(?<![\w.-])([A-Z]{1,3})(\d{1,2}[a-z]?)(?!\w|\.\w)")
 
 
-def text_files() -> list[Path]:
-    """The scanned files and every text file under the scanned folders (no caches, no binaries)."""
+def text_files(names: tuple[str, ...] = SCANNED) -> list[Path]:
+    """The named files and every text file under the named folders (no caches, no binaries)."""
     found: list[Path] = []
-    for name in SCANNED:
+    for name in names:
         path = ROOT / name
         paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
         found += [p for p in paths if "__pycache__" not in p.parts and p.suffix not in {".pyc", ".bin"}]
@@ -49,12 +49,7 @@ def text_files() -> list[Path]:
 
 def all_files() -> list[Path]:
     """Every text file of EVERYWHERE, but this one."""
-    found: list[Path] = []
-    for name in EVERYWHERE:
-        path = ROOT / name
-        paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        found += [p for p in paths if "__pycache__" not in p.parts and p.suffix not in {".pyc", ".bin"}]
-    return [p for p in found if p.resolve() != HERE]
+    return [p for p in text_files(EVERYWHERE) if p.resolve() != HERE]
 
 
 def read(path: Path) -> str:
@@ -171,7 +166,7 @@ def test_nothing_points_outside_the_repository() -> None:
     outside = re.compile(r"\.\./shared|shared/DESIGN|\bDESIGN\.md\b")
     pointing = [
         f"{path.relative_to(ROOT)}:{number}"
-        for path in [*text_files(), ROOT / "pyproject.toml"]
+        for path in [*all_files(), ROOT / "pyproject.toml"]
         for number, line in enumerate(read(path).splitlines(), 1)
         if outside.search(line)
     ]
