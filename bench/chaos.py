@@ -1,4 +1,4 @@
-"""The chaos harness (issue 8; ``make chaos``): runs under random SIGKILLs of their workers must all end.
+"""The chaos harness (R14; ``make chaos``): runs under random SIGKILLs of their workers must all end.
 
 ``python -m bench.chaos [--runs N] [--workers K] [--seconds T] [--signal kill|term]``: N runs of a
 five-step workflow whose nodes count their executions in Redis, K ``graphq worker`` processes (each in its

@@ -58,7 +58,7 @@ BATCH = 200
 
 DELAY_HOOK = "GRAPHQ_SCHEDULER_TEST_PASS_DELAY"
 """Test-only: ``N:S`` makes the Nth pass of this process that has fires to claim (1 = the first) stall S
-seconds between renewing the lock and its first claims (case B18: a pass longer than the lock's TTL)."""
+seconds between renewing the lock and its first claims (a pass longer than the lock's TTL, K1)."""
 
 
 TICK_MARGIN_S = 0.002

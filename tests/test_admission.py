@@ -110,8 +110,8 @@ def test_runs_over_the_limit_wait_without_an_rq_job_and_a_worker_runs_them(
 def test_a_tenant_behind_another_tenants_50_runs_is_admitted_at_the_next_slot(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
-    """The fixed scenario of issue 9: A enqueues 50, then B 1, with 4 slots: B's run takes the first slot
-    that frees."""
+    """Fair admission (R8) in a fixed scenario: A enqueues 50, then B 1, with 4 slots: B's run takes the
+    first slot that frees."""
     client = make(redis_client, redis_url, max_concurrent_runs=4)
     client.enqueue_many([RunRequest("tick", {}, tenant="a") for _ in range(50)])
     [light] = client.enqueue_many([RunRequest("tick", {}, tenant="b")])

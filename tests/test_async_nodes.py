@@ -1,4 +1,4 @@
-"""Async nodes (issue 11): in-process under ``invoke`` (graphq's own loop) and ``ainvoke`` (the caller's), and
+"""Async nodes: in-process under ``invoke`` (graphq's own loop) and ``ainvoke`` (the caller's), and
 on the queue with a real worker subprocess: concurrency within a super-step, interrupts answered through the
 client, timeouts, retries and interrupting cancels reaching the node as ``asyncio.CancelledError``."""
 

@@ -1,4 +1,4 @@
-"""The workflow catalog (R9, issue 9): node settings refused above GRAPHQ_MAX_NODE_SETTINGS_LENGTH at
+"""The workflow catalog (R9): node settings refused above GRAPHQ_MAX_NODE_SETTINGS_LENGTH at
 publish, the catalog published by workers and read by ``graphq workflows`` without the workflow's code,
 version hashes, two versions of one workflow at once, dead workers dropping out of "served by"."""
 

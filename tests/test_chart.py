@@ -785,7 +785,7 @@ def test_a_redis_outage_fails_readiness_not_liveness(
     chart: helm.Chart, component: str, procs: Procs, tmp_path: Path
 ) -> None:
     """The rendered probes' commands on a container run here, Redis then stopped: liveness still passes (the
-    loops go on and retry: no restart kills the steps in flight, issue 8), readiness fails naming Redis."""
+    loops go on and retry: no restart kills the steps in flight), readiness fails naming Redis."""
     objects = render(chart, {"config": {"settings": {"GRAPHQ_HEARTBEAT_INTERVAL_S": 0.5}}})
     c = container(objects, component)
     server = EmbeddedRedis(appendonly=False).start()

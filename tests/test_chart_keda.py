@@ -1,4 +1,4 @@
-"""KEDA must not scale the workers to zero under running steps (new-user trial, issue 10): the queue lists
+"""KEDA must not scale the workers to zero under running steps (new-user trial): the queue lists
 hold only queued steps, so the chart keeps one pod by default, can add a trigger on the runs running, and
 warns when minReplicaCount 0 is set without it."""
 

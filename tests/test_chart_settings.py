@@ -1,6 +1,6 @@
 """The chart refuses what would make its pods fail at start or block node drains: ``config.settings``
 values outside graphq's own bounds (``values.schema.json``, checked when Helm renders) and a
-PodDisruptionBudget that no eviction could ever satisfy (new-user trial, issue 10)."""
+PodDisruptionBudget that no eviction could ever satisfy (new-user trial)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The human-in-the-loop walkthrough of the README, through the CLI with `graphq worker` subprocesses:
-a second answer and a plain fork each start a branch, and the first branch keeps its values (issue 6)."""
+a second answer and a plain fork each start a branch, and the first branch keeps its values."""
 
 from __future__ import annotations
 

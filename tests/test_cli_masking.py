@@ -1,5 +1,5 @@
 """What the CLI prints never shows the password of a URL: a run's error and traceback quoting a Redis URL
-(new-user trial, issue 10: `graphq runs show` printed it). Nothing else is changed: the configured password
+(found by a new-user trial: `graphq runs show` printed it). Nothing else is changed: the configured password
 is not masked as a bare string, which changed data (second trial: password ``default`` made every tenant
 ``***``, password ``s`` made ``schedules show -o json`` invalid JSON)."""
 

@@ -1,5 +1,5 @@
-"""The answer a request expects (``interrupt(value, response_schema=...)``) in the CLI's human output
-(issue 23): ``enqueue --wait`` and ``graphq run`` (under each open request), ``runs requests`` (with
+"""The answer a request expects (``interrupt(value, response_schema=...)``) in the CLI's human output:
+``enqueue --wait`` and ``graphq run`` (under each open request), ``runs requests`` (with
 ``--all``) and ``runs show`` (an expects column), as one line: the schema's title (else its type) and its
 required fields. Only ``-o json`` showed it before."""
 

@@ -1,4 +1,4 @@
-"""`graphq tenants` and `graphq runs list --tenant/--status/--workflow/--stuck` (issue 9, R8), in-process on
+"""`graphq tenants` and `graphq runs list --tenant/--status/--workflow/--stuck` (R8), in-process on
 a real Redis."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A thread given ``Command(update=...)`` in process, then continued on the queue (issue 23): the update,
+"""A thread given ``Command(update=...)`` in process, then continued on the queue: the update,
 kept with the thread's head as a pending write (tests/compat/test_command_input.py), is applied by the
 queued step job as by the in-process loop: the question asked again shows it and the answered step commits
 it. As for any queued step, the commit drops the pending writes of the checkpoint it goes on from, the

@@ -14,7 +14,7 @@ REGISTRY = Registry.load(["tests.workflows.parent_command"])
 
 
 def test_a_worker_runs_a_subgraphs_parent_command(client: Client, redis_url: str, tmp_path: Path) -> None:
-    """LangGraph gives {'log': ['in', 'from sub', 'other']} for the same program (trial p38)."""
+    """LangGraph gives {'log': ['in', 'from sub', 'other']} for the same program (a new-user trial's)."""
     run_id = client.enqueue("parent-command", {"log": ["in"]})
     burst(worker_env(redis_url, "tests.workflows.parent_command", tmp_path))
     run = client.get_run(run_id)

@@ -1,4 +1,4 @@
-"""A ``Command``'s update and goto on the queue (issue 23): ``client.answer(..., update=, goto=)`` is
+"""A ``Command``'s update and goto on the queue: ``client.answer(..., update=, goto=)`` is
 LangGraph's ``invoke(Command(resume=, update=, goto=))``, ``client.resume(..., update=, goto=)`` its
 ``update_state`` then ``invoke(None)`` at a static breakpoint, and ``client.enqueue(wf, Command(update=,
 goto=))`` on a thread whose run ended its ``invoke(Command(update=, goto=))``. LangGraph's in-process run of

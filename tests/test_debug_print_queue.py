@@ -1,4 +1,4 @@
-"""``debug=True`` and ``print_mode`` on a queue worker (issue 23): in process they print LangGraph's lines
+"""``debug=True`` and ``print_mode`` on a queue worker: in process they print LangGraph's lines
 to stdout; in a worker's step job (a graph compiled with ``debug=True``, invoked inside a node) the same
 lines are logged at DEBUG on the logger ``graphq.debug``, without colour, and nothing is printed."""
 

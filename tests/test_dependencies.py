@@ -1,4 +1,4 @@
-"""Every dependency is bounded at the newest major version tested (issue 28 item 1: an unbounded
+"""Every dependency is bounded at the newest major version tested (an unbounded
 ``redis>=5.0`` let a fresh install take redis-py 8.2, whose pub/sub stop hung every worker's exit)."""
 
 from __future__ import annotations

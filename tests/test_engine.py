@@ -244,7 +244,7 @@ def test_reserved_or_invalid_node_name_is_rejected(name: str) -> None:
 
 def test_a_dataclass_schema_has_its_fields_and_a_type_without_fields_is_a_root() -> None:
     """A dataclass's fields are its channels; a type without fields (``dict``) is a root-channel state, as
-    LangGraph's (issue 11)."""
+    LangGraph's."""
 
     @dataclasses.dataclass
     class Point:
@@ -298,7 +298,7 @@ def test_any_binary_operator_is_a_reducer() -> None:
 
 
 def test_add_messages_append_replace_remove_and_auto_id() -> None:
-    """Issue 11: messages are read as LangGraph's add_messages reads them (dicts with a role become message
+    """Messages are read as LangGraph's add_messages reads them (dicts with a role become message
     objects, ids are uuid4 strings); before, dicts stayed dicts and ids were 32 hex digits."""
     graph = chain(
         Chat,

@@ -90,8 +90,8 @@ def test_graphcore_exports() -> None:
 
 
 def test_store_exports() -> None:
-    """Moved in issue 7: ``graphcore.store`` became ``graphcore.checkpoints`` (no Redis in it) and the Redis
-    store lives in the backend, ``graphcore.backend.store.RedisCheckpointStore``."""
+    """Moved when the layers were drawn: ``graphcore.store`` became ``graphcore.checkpoints`` (no Redis in
+    it) and the Redis store lives in the backend, ``graphcore.backend.store.RedisCheckpointStore``."""
     assert set(graphcore.checkpoints.__all__) == {
         "CheckpointStore",
         "InMemoryCheckpointStore",
@@ -106,7 +106,7 @@ def test_store_exports() -> None:
 
 
 def test_graphq_exports() -> None:
-    """The public face for client code (issue 24): what the README's client snippet imports, the run
+    """The public face for client code: what the README's client snippet imports, the run
     statuses, the settings and the errors a client call raises."""
     assert set(graphq.__all__) == {
         "CheckpointNotFoundError",

@@ -1,4 +1,4 @@
-"""A failed run's error names where it failed (issue 28 item 7): for each way a queued run fails, the
+"""A failed run's error names where it failed: for each way a queued run fails, the
 record's type, node, step and message, and the same as ``graphq runs show`` prints them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every write of a step job is fenced by its lease (I1, I7; issue 8 item 4), with real worker processes
+"""Every write of a step job is fenced by its lease (I1, I7), with real worker processes
 and real signals: a worker paused (SIGSTOP) past its lease changes nothing when it wakes (SIGCONT)."""
 
 from __future__ import annotations

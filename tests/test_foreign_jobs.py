@@ -59,7 +59,7 @@ def test_a_foreign_job_is_failed_without_importing_its_module(
 def test_a_step_job_stored_by_an_earlier_release_still_runs(
     client: Client, redis_client: redis.Redis, redis_url: str, former: str
 ) -> None:
-    """Issue 24: the step job was ``worker.job.step_job`` before the packages moved under ``graphq``, then
+    """The step job was ``worker.job.step_job`` before the packages moved under ``graphq``, then
     ``graphq.worker.job.step_job`` before it moved into ``graphq.worker.step``; a job hash stored then, still
     queued at the upgrade, runs its step (it is not failed as a foreign job)."""
     run_id = client.enqueue("counter", {"limit": 2})

@@ -70,7 +70,7 @@ def _stored_v1(kv: Any) -> str:
 
 @pytest.mark.parametrize("backend", ["memory", "redis"])
 def test_a_v1_checkpoint_reads_back_through_both_stores(backend: str, request: pytest.FixtureRequest) -> None:
-    """Decision (issue 6): version-1 checkpoints still read back whole; new ones are written as version 2."""
+    """Decision: version-1 checkpoints still read back whole; new ones are written as version 2."""
     if backend == "memory":
         store: KVCheckpointStore = InMemoryCheckpointStore()
     else:

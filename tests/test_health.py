@@ -256,7 +256,7 @@ def test_a_missing_or_wrong_password_is_said_as_other_commands_say_it(tmp_path: 
 
 
 def test_liveness_does_not_ask_redis_and_readiness_does(procs: Procs, tmp_path: Path) -> None:
-    """Redis down: a worker's and a scheduler's liveness pass (their loops go on: no pod restarted, issue 8),
+    """Redis down: a worker's and a scheduler's liveness pass (their loops go on: no pod restarted),
     readiness fails naming Redis; a worker whose worker processes are all gone is not live."""
     server = EmbeddedRedis(appendonly=False).start()
     env = worker_env(server.url, WORKFLOWS, tmp_path, TMPDIR=str(tmp_path), GRAPHQ_DRAIN_TIMEOUT_S="30")

@@ -1,4 +1,4 @@
-"""A thread's checkpoints in LangGraph's shape on the queue (issue 23 section 5), and threads written in
+"""A thread's checkpoints in LangGraph's shape on the queue, and threads written in
 graphq's earlier shape (one input checkpoint at step -1 already holding the input) loading and going on.
 
 A queued run's history, read as snapshots through a graph on the same Redis store, is the one LangGraph

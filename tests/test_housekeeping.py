@@ -30,7 +30,7 @@ def test_an_owner_lock_is_renewed_and_released_only_with_its_token(redis_client:
 
 
 def test_an_expired_owner_cannot_touch_its_successors_lock(redis_client: redis.Redis) -> None:
-    """B18: a pass longer than the lock's TTL: the old owner neither renews nor releases the new one's."""
+    """A pass longer than the lock's TTL (K1): the old owner neither renews nor releases the new one's."""
     slow, fresh = OwnerLock(redis_client, KEY, 0.05), OwnerLock(redis_client, KEY, 30)
     assert slow.hold()
     time.sleep(0.1)

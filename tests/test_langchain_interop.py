@@ -1,4 +1,4 @@
-"""LangChain chat models, tools and runnables in a graph (the LangChain interop issue, items 2 and 3): the
+"""LangChain chat models, tools and runnables in a graph: the
 agent of tests/workflows/lc_agent.py — a fake LangChain chat model with ``bind_tools`` called in a node,
 ``@tool`` / artifact / ``StructuredTool`` tools run by graphq's ToolNode, a prompt | model | parser chain
 as a node — in process, on a burst worker in this process and on a ``graphq worker`` subprocess; and

@@ -1,4 +1,4 @@
-"""The layering stays true (issue 7; docs/architecture.md): every import of every module — TYPE_CHECKING
+"""The layering stays true (docs/architecture.md): every import of every module — TYPE_CHECKING
 and function-local imports included — points down the layers, and no modules import each other in a loop.
 
 Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``,
@@ -143,7 +143,7 @@ def test_the_checks_can_fail() -> None:
     assert (layer("graphq"), layer("graphq.cli.main")) == ("public", "cli")
 
 
-# graphq.worker's role folders (issue 24), bottom up: what all three share (the queue, logs, metrics, health)
+# graphq.worker's role folders, bottom up: what all three share (the queue, logs, metrics, health)
 # < the housekeeping loops < the step job < the worker process and its supervisor.
 WORKER_ROLES: dict[str, set[str]] = {
     "shared": set(),

@@ -1,4 +1,4 @@
-"""langchain-core's messages in a state (the LangChain interop issue, item 1): with langchain-core installed
+"""langchain-core's messages in a state: with langchain-core installed
 ``graphcore.messages`` names its classes; every message class a chat model or a tool returns is stored
 without any setting (serde code 14: its ``type`` and fields) and loads as the same class, in process and on
 the workers. Without langchain-core (a subprocess that blocks its import) the same records load as graphq's

@@ -1,4 +1,4 @@
-"""Graphs a node invokes in its body (issue 11's engine bugs), on the queue with real worker subprocesses and
+"""Graphs a node invokes in its body, on the queue with real worker subprocesses and
 in-process: the inner graph's interrupt pauses the run and its answer reaches it; each call of a node has a
 namespace of its own; the idempotency key of a task is the same on every resume."""
 

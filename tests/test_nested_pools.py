@@ -1,4 +1,4 @@
-"""Tasks that run graphs of their own, many at once (issue 11, F1): each nesting depth has a thread pool of
+"""Tasks that run graphs of their own, many at once: each nesting depth has a thread pool of
 its own (graphcore.engine.threads), so an outer task waiting on its inner graph never holds a thread that
 graph's tasks need. With one shared pool of GRAPHQ_MAX_WORKERS_PER_STEP (8) threads, 10 parallel subgraph
 nodes that each fan out two ways hung for ever, in process and on a worker."""

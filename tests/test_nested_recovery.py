@@ -1,4 +1,4 @@
-"""A nested graph's finished tasks survive a worker crash (issue 11, M1), with a real `graphq worker`
+"""A nested graph's finished tasks survive a worker crash (I2), with a real `graphq worker`
 subprocess SIGKILLed mid-step: a graph run inside a node (ToolNode's calls, a subgraph node's Send fan-out)
 saves each finished task's writes as it finishes, so the continuation's re-run of that node replays them
 and runs only the task that had not finished; in process, those writes are in the store while the step is

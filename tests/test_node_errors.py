@@ -1,4 +1,4 @@
-"""A node's exception is raised as a NodeError that is also the exception's own type (issue 11, G4)."""
+"""A node's exception is raised as a NodeError that is also the exception's own type (G4)."""
 
 from __future__ import annotations
 

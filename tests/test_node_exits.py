@@ -1,5 +1,5 @@
 """A node that raises ``SystemExit``, ``KeyboardInterrupt`` or ``asyncio.CancelledError`` fails its run like
-any node error (issue 28 item 2), on a real `graphq worker`: the run ends Failed naming the exception and the
+any node error, on a real `graphq worker`: the run ends Failed naming the exception and the
 node, its admission slot is freed, the worker process takes the next run, `graphq enqueue --wait` returns
 and `graphq run` prints one error line. A signal that stops a worker at once is not taken for the node's.
 (In process, such an exception reaches the caller as itself, as LangGraph's: tests/compat/test_run_errors.py.)

@@ -1,4 +1,4 @@
-"""Node settings (R9, issue 9): readable in the node (in-process, on the queue, in a ``graphq worker``
+"""Node settings (R9): readable in the node (in-process, on the queue, in a ``graphq worker``
 subprocess), refused at compile when they are not JSON or above GRAPHQ_MAX_NODE_SETTINGS_LENGTH."""
 
 from __future__ import annotations

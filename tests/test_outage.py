@@ -1,4 +1,4 @@
-"""Workers outlive Redis outages (issue 8 item 1): a private redis-server with append-only on is stopped
+"""Workers outlive Redis outages: a private redis-server with append-only on is stopped
 and started again on its port while runs are in flight; every worker survives, every run ends, nothing is
 lost. The 3 s outage runs in ``make test``; the 20 s one is marked ``chaos`` (``make chaos``)."""
 

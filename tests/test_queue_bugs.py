@@ -1,4 +1,4 @@
-"""Bugs on the queue found as a new user (issue 8): racing answers, updates of a waiting thread, a cancel
+"""Bugs on the queue found as a new user: racing answers, updates of a waiting thread, a cancel
 that arrives during a run's last super-step."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``create_react_agent`` on a ``graphq worker`` subprocess (issue 23): as LangGraph's v2 in process
+"""``create_react_agent`` on a ``graphq worker`` subprocess: as LangGraph's v2 in process
 (tests/compat/test_react_agent_tasks.py), the router after the model sends one ``tools`` task per tool
 call, so the step-1 checkpoint of a queued thread schedules 3 ``tools`` tasks for 3 calls, each given its
 call; calls that ask pause the run with one request each, answered by id; the call that finished before

@@ -1,4 +1,4 @@
-"""The lease index, the reaper's lock and its one-action script, the worker registry (issue 8, items 1–2), on
+"""The lease index, the reaper's lock and its one-action script, the worker registry (R18), on
 a real Redis in this process; end-to-end recovery with worker subprocesses is in ``test_recovery.py``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Crash recovery from the queue (issue 8, items 1–2) with real `graphq worker` subprocesses and SIGKILL:
+"""Crash recovery from the queue (R14, R18) with real `graphq worker` subprocesses and SIGKILL:
 the reaper finds the dead worker's lapsed lease and continues the run (or starts it again), within
 GRAPHQ_LEASE_TTL_S + GRAPHQ_REAPER_INTERVAL_S; short settings keep these tests fast."""
 
@@ -158,10 +158,11 @@ def in_rq(kv: redis.Redis, queue: str, job_id: str) -> bool:
 def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
     client: Client, redis_client: redis.Redis, procs: Procs, redis_url: str
 ) -> None:
-    """B16 (rq/rq#2015, #1164, #507): a step job running a 60 s node, SIGKILL its worker. The run is
-    continued from its last committed checkpoint within the bound; no committed step runs again; the step
-    job of the unfinished run is always known (to RQ, or staged by the reaper); no abandoned job stays in
-    RQ's started (or failed) registry; the killed worker leaves `graphq workers` and RQ's registry."""
+    """A worker killed mid-step (R18; the failure of rq/rq#2015, #1164, #507): a step job running a 60 s
+    node, SIGKILL its worker. The run is continued from its last committed checkpoint within the bound; no
+    committed step runs again; the step job of the unfinished run is always known (to RQ, or staged by the
+    reaper); no abandoned job stays in RQ's started (or failed) registry; the killed worker leaves `graphq
+    workers` and RQ's registry."""
     queue = "graphq:longnode"
     run_id = client.enqueue("longnode", {})
     thread = client.get_run(run_id).thread_id
@@ -252,7 +253,7 @@ def test_graphq_reaper_holds_the_lock_and_gives_it_back_on_sigterm(
 def test_a_worker_killed_while_the_handler_runs_leaves_the_node_done(
     client: Client, redis_client: redis.Redis, redis_url: str, tmp_path: Path
 ) -> None:
-    """Error handlers (issue 23): on the queue the node's failure is saved, fenced by the lease, before its
+    """Error handlers: on the queue the node's failure is saved, fenced by the lease, before its
     handler runs. The handler SIGKILLs its ``graphq worker`` on its first run; the run's continuation (the
     reaper's, on the restarted worker) runs only the handler, which gets the saved text. Before, the node
     ran again (``fails`` 2) and the handler got the exception (``KeyError``, ``'boom'``)."""

@@ -1,4 +1,4 @@
-"""Workflow names of a module's graphs: LangGraph programs compile without a name (issue 11)."""
+"""Workflow names of a module's graphs: LangGraph programs compile without a name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``interrupt(value, response_schema=...)`` on the queue (issue 23): the request is stored with the JSON
+"""``interrupt(value, response_schema=...)`` on the queue: the request is stored with the JSON
 Schema of its answer (a type given to ``interrupt()`` is stored as its JSON Schema, never as the class), the
 open request, the request record and the ``interrupt`` event carry it, and the answer is validated by the
 type when the asking node runs again. A ``response_schema`` that is neither is refused, naming it."""

@@ -1,5 +1,5 @@
 """``graphq runs resume --help`` and README's Commands row begin with the same sentence, true to the rules of
-graphcore/backend/resuming.py (issue 11 new-user check, N1 item 7)."""
+graphcore/backend/resuming.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What ``resume`` refuses (issue 11 trial, K2 findings 5 and 10): a second resume of one breakpoint stop
+"""What ``resume`` refuses: a second resume of one breakpoint stop
 (also two racing: one goes on, the other gets the refusal, no extra run), a stale resume reaching a later
 stop, a run waiting in ``interrupt()`` (answer continues it), a completed run whose thread has nothing left
 to run; and the hints ``graphq runs watch`` / ``requests`` give at a breakpoint. Real Redis; the CLI

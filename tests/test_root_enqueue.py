@@ -1,4 +1,4 @@
-"""Root-channel state and run options on the queue (issue 11, trial K1): ``graphq state`` and ``graphq runs
+"""Root-channel state and run options on the queue: ``graphq state`` and ``graphq runs
 watch`` show a root-channel state's value (never graphq's channel name ``__root__``); enqueue refuses what a
 worker would fail on: an input of the wrong type for a root-channel state, a ``checkpoint_id`` the thread
 lacks, a ``run_id`` in the config; each ``--config`` error names ``--config``."""

@@ -1,4 +1,4 @@
-"""Ctrl-C in ``graphq run`` (issue 11 new-user check): a real subprocess on its embedded Redis, real SIGINTs
+"""Ctrl-C in ``graphq run``: a real subprocess on its embedded Redis, real SIGINTs
 sent to its process group (as a terminal does).
 
 The first Ctrl-C says at once what happens, cancels the run after its step in flight (a node that checks its

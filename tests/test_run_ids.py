@@ -1,4 +1,4 @@
-"""A run id names one run (hardening issue, item 3): ``client.enqueue(..., run_id=X)`` with an X in use is
+"""A run id names one run: ``client.enqueue(..., run_id=X)`` with an X in use is
 refused and writes nothing, on the same thread (its input was replaced, the second run never ran) or on
 another (the record was replaced: the first run left ``runs list``); two creates racing with one id, one
 wins; a schedule's fire whose run id is taken is recorded missed instead of writing over that run."""

@@ -1,6 +1,7 @@
 """Schedules on a real Redis with a simulated clock (K1): days of fires without sleeping, exactly one run
 per (schedule, fire time) with racing schedulers, overlap and catch-up policies, jitter, start/end,
-pause/resume, trigger, history; the pass lock's tokens (B18, in process)."""
+pause/resume, trigger, history; the pass lock's tokens when a pass outlasts
+the lock's TTL (in process)."""
 
 from __future__ import annotations
 
@@ -123,7 +124,7 @@ def test_a_pass_that_outlived_its_claims_writes_nothing(
     client: Client, clock: Clock, schedules: Schedules
 ) -> None:
     """A plans, stalls; B makes its pass; A's claims are then refused (the state changed since A read it):
-    each fire once (B18's long pass, in process)."""
+    each fire once (a pass longer than the lock's TTL, in process)."""
     schedules.add("m", workflow="counter", cron="* * * * *", overlap="allow")
     a, b = (
         scheduler(client, clock, "a", scheduler_grace_s=600),
@@ -385,8 +386,8 @@ def test_add_refuses_a_duration_that_is_not_finite(schedules: Schedules, field: 
 def test_pass_lock_is_renewed_and_released_only_with_its_own_token(
     client: Client, clock: Clock, redis_client: redis.Redis
 ) -> None:
-    """B18: A holds the lock; B waits; once A's lock lapsed B takes it, and A can then neither renew nor
-    release it (compare-and-expire, compare-and-delete with the owner's token)."""
+    """A pass longer than the lock's TTL: A holds the lock; B waits; once A's lock lapsed B takes it, and A
+    can then neither renew nor release it (compare-and-expire, compare-and-delete with the owner's token)."""
     a = scheduler(client, clock, "a", scheduler_lock_ttl_s=0.2)
     b = scheduler(client, clock, "b", scheduler_lock_ttl_s=5)
     assert a.tick() is not None and b.tick() is None

@@ -1,5 +1,5 @@
 """``graphq schedules ...`` and ``graphq scheduler`` (K1): the commands, bad input (exit 2, one line), and
-B18 with two real scheduler processes."""
+a pass longer than the pass lock's TTL with two real scheduler processes."""
 
 from __future__ import annotations
 
@@ -297,10 +297,10 @@ def test_b18_two_scheduler_processes_a_pass_longer_than_the_lock(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """B18: two ``graphq scheduler`` processes on one simulated clock (60 times real time, B 20 s ahead),
-    lock TTL 1 s; A's third pass stalls 6 s between renewing the lock and claiming. B takes the lapsed lock
-    and claims; A's stale claims are refused, A never renews or releases B's lock; over the ticks every
-    (schedule, fire time) has exactly one history entry and one run."""
+    """A pass longer than the lock's TTL: two ``graphq scheduler`` processes on one simulated clock (60 times
+    real time, B 20 s ahead), lock TTL 1 s; A's third pass stalls 6 s between renewing the lock and claiming.
+    B takes the lapsed lock and claims; A's stale claims are refused, A never renews or releases B's lock;
+    over the ticks every (schedule, fire time) has exactly one history entry and one run."""
     adder = Schedules(client, lambda: SIM)
     for i in range(SCHEDULES):
         adder.add(f"b18-{i}", workflow="counter", cron="* * * * *", overlap="allow")

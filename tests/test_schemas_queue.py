@@ -1,4 +1,4 @@
-"""State schemas on the queue (issue 11): a root-channel state, a dataclass state, input/output schemas
+"""State schemas on the queue: a root-channel state, a dataclass state, input/output schemas
 with a private channel, a deferred join, injected ``config`` / ``writer`` parameters and a run context read
 through ``runtime`` (given in the run's config, a dict or the context schema's dataclass) give the same
 results in process and on a real worker subprocess (the step jobs and the serde go through the same

@@ -1,12 +1,12 @@
-"""Values at rest written before issue 11 still load (issue 11, F1). The bytes are built here by hand in the
+"""Values at rest written by older graphq versions still load. The bytes are built here by hand in the
 exact layout graphq wrote at 87099eb (serde format 1; pending writes as graphcore.checkpoints.layout's
 ``[task_id, node, writes, goto, interrupts, resume]``), not with today's ``dumps``:
 
 * ``RemoveMessage`` was the dataclass ``graphcore.engine.channels:RemoveMessage`` ``{id}``; it is now the
   pydantic model ``graphcore.messages.RemoveMessage``, and the old name loads as it (serde ``_MOVED``);
 * ``Interrupt`` kept its name and its seven fields (since then its graphq-own fields have defaults and stay
-  out of ``==``): the old layout loads with every field, and one written before issue 10 (no
-  ``deadline_ms``) with that field's default."""
+  out of ``==``): the old layout loads with every field, and one written before it had
+  ``deadline_ms`` with that field's default."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_an_old_pending_write_with_a_remove_message_and_an_interrupt_loads() -> 
     assert [type(v) for _, v in loaded.writes] == [RemoveMessage]
     (interrupt,) = loaded.interrupts
     assert type(interrupt) is Interrupt
-    # graphq's own fields too, not only == ones; response_schema (issue 23) loads with its default
+    # graphq's own fields too, not only == ones; response_schema loads with its default
     assert dataclasses.asdict(interrupt) == {**INTERRUPT_FIELDS, "response_schema": None}
 
 
@@ -88,7 +88,7 @@ def test_an_old_remove_message_still_removes_the_message() -> None:
     assert result == {"messages": [HumanMessage("yo", id="m2")]}
 
 
-def test_an_interrupt_stored_before_issue_10s_deadline_ms_loads_with_its_default() -> None:
+def test_an_interrupt_stored_before_deadline_ms_existed_loads_with_its_default() -> None:
     fields = {k: v for k, v in INTERRUPT_FIELDS.items() if k != "deadline_ms"}
     loaded = serde.loads(_stored(_old_dataclass("graphcore.types", "Interrupt", fields)))
     assert dataclasses.asdict(loaded) == {**fields, "deadline_ms": None, "response_schema": None}
@@ -100,7 +100,7 @@ def test_only_the_moved_name_is_an_alias() -> None:
     assert "class graphcore.engine.channels:Overwrite (a dataclass) is not allowed" in str(info.value)
 
 
-# An Interrupt as ``serde.dumps`` wrote it before ``value`` became its first field (issue 23): stored by
+# An Interrupt as ``serde.dumps`` wrote it before ``value`` became its first field: stored by
 # field name, so the new field order loads it unchanged. Hex of the old code's output, not rebuilt with dumps.
 OLD_DUMPED_INTERRUPT = bytes.fromhex(
     "01c78b0d93af6772617068636f72652e7479706573a9496e7465727275707487a26964b030313233343536373839616263646566"

@@ -1,4 +1,4 @@
-"""The worker process model with real `graphq worker` processes and real signals (R17, R18, issue 8).
+"""The worker process model with real `graphq worker` processes and real signals (R17, R18).
 
 SIGTERM drains (the step in flight finishes, or is given up after GRAPHQ_DRAIN_TIMEOUT_S), a second SIGTERM
 stops at once; a node holding the GIL past the lease TTL keeps its lease (the supervising parent renews
@@ -266,7 +266,7 @@ def test_a_node_holding_the_gil_past_the_lease_ttl_keeps_its_lease_and_its_worke
     against a 1 s lease TTL, with the reaper looking every 0.3 s: the supervising parent renews the lease,
     the step commits once, the run completes. The parent renews the worker's record too: the busy worker
     stays in graphq's registry and RQ's all along (the reaper used to remove it from both, and it never
-    came back to RQ's, issue 28 item 12)."""
+    came back to RQ's)."""
     start(GRAPHQ_REAPER_INTERVAL_S="0.3")
     [worker_id] = listed(redis_client)
     rq_key = f"rq:worker:{worker_id}".encode()
@@ -312,9 +312,10 @@ def test_gil_sleep_really_holds_the_gil(tmp_path: Path, monkeypatch: pytest.Monk
 def test_b17_a_long_c_level_node_runs_once_while_its_worker_lives(
     client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis, redis_url: str
 ) -> None:
-    """B17 (LangGraph Platform background runs; Celery visibility timeout), shortened: one node blocks 4 s
-    in a C-level sleep against a 1 s lease TTL with two idle workers beside it; a duplicate of the step's
-    job is taken by one of them and skipped (the lease is held): the node runs exactly once."""
+    """A step's job delivered twice while its lease is held (R18; as LangGraph Platform's background runs and
+    Celery's visibility timeout can), shortened: one node blocks 4 s in a C-level sleep against a 1 s lease
+    TTL with two idle workers beside it; a duplicate of the step's job is taken by one of them and skipped
+    (the lease is held): the node runs exactly once."""
     workers = [start() for _ in range(3)]
     run_id = client.enqueue("two-steps", {"first": {"c_sleep": 4}, "second": {}})
     wait_for(lambda: started(tmp_path, "first"), what="the long node to start")
@@ -468,7 +469,7 @@ def test_a_worker_process_that_dies_is_replaced_and_its_lease_lapses_at_once(
 def test_a_dead_worker_process_is_continued_by_its_supervisor_not_at_the_reapers_next_pass(
     client: Client, start: Start, tmp_path: Path
 ) -> None:
-    """The supervisor continues the run of a child it sees die at once (issue 28 item 11): with a 60 s
+    """The supervisor continues the run of a child it sees die at once: with a 60 s
     reaper interval and a 60 s lease TTL, the continuation used to wait for the reaper's next pass."""
     start(GRAPHQ_LEASE_TTL_S="60", GRAPHQ_REAPER_INTERVAL_S="60")
     run_id = client.enqueue("two-steps", {"first": {"c_sleep": 60}, "second": {}})

@@ -1,4 +1,4 @@
-"""A pydantic state's defaults and the result's key order on the queue (issue 11, trial findings 3 and 13):
+"""A pydantic state's defaults and the result's key order on the queue:
 a queued run's result, ``graphq runs show`` and the thread's state hold no unset default and list their
 keys in declaration order, as ``invoke`` (and LangGraph) does."""
 

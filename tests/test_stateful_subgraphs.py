@@ -1,4 +1,4 @@
-"""Subgraphs by their checkpointer on real workers (issue 11): a ``checkpointer=True`` subgraph keeps its
+"""Subgraphs by their checkpointer on real workers: a ``checkpointer=True`` subgraph keeps its
 state across runs of its parent's thread (in its namespace without task ids), with and without a pause;
 an ``interrupt()`` in a ``checkpointer=False`` subgraph fails the run with graphq's message."""
 

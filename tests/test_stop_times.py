@@ -1,4 +1,4 @@
-"""Stops take seconds, not a minute, with the redis-py that pip resolves (issue 28 item 1).
+"""Stops take seconds, not a minute, with the redis-py that pip resolves.
 
 From redis-py 8.2 on, ``PubSubWorkerThread.stop()`` joins without a timeout while RQ's command thread sits
 in a read of up to 60 s: an idle ``graphq worker`` took 22–24 s to stop after SIGTERM, ``--burst`` on empty

@@ -190,7 +190,7 @@ def _keys(kv: Any) -> list[str]:
     return [k.decode() for k in [*kv._hashes, *kv._lists]]
 
 
-# -- branches never rewrite history (issue 6) ----------------------------------------------------------------
+# -- branches never rewrite history ----------------------------------------------------------------
 # Random trees of forks and second answers (a branch off an older checkpoint whose channels then take other
 # values than the first branch's, with the same version numbers) over every channel kind — last-value,
 # reducer logs, messages with replace/remove, Overwrite, a non-list reducer — in the root namespace and a

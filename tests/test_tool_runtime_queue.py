@@ -1,4 +1,4 @@
-"""``ToolRuntime`` on the queue (issue 23; in process: tests/compat/test_tool_runtime.py): a ``graphq
+"""``ToolRuntime`` on the queue (in process: tests/compat/test_tool_runtime.py): a ``graphq
 worker`` subprocess runs the tool; its runtime has the run's context, the workers' Redis store and the
 call's id, and its ``stream_writer`` chunk is one of the run's custom events — in ``create_react_agent``'s
 per-call ``tools`` task and in a ``ToolNode`` given the messages (its calls run in an inner graph)."""

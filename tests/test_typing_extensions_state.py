@@ -1,6 +1,7 @@
 """A state schema written with ``typing_extensions.TypedDict`` (as LangGraph's docs and programs write it),
-issue 11's first line: it was refused ("must be a TypedDict or a pydantic BaseModel"); it runs as a
-``typing.TypedDict`` state does, in process and on the queue, and its input is type-checked at enqueue."""
+the first thing a LangGraph program met: it was refused ("must be a TypedDict or a pydantic BaseModel");
+it runs as a ``typing.TypedDict`` state does, in process and on the queue, and its input is type-checked
+at enqueue."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The built wheel installs what a new user gets (issue 24): the import packages ``graphcore`` and ``graphq``
+"""The built wheel installs what a new user gets: the import packages ``graphcore`` and ``graphq``
 and no other (before, ``worker``, ``cli``, ``scheduler`` and ``examples`` went to the top level of
 site-packages), a working ``graphq`` command, and a README client snippet that runs from a project
 directory holding its own ``worker.py``.

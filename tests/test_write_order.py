@@ -1,4 +1,4 @@
-"""The order a super-step's writes apply in is LangGraph's, on the queue as in-process (issue 11): the tasks
+"""The order a super-step's writes apply in is LangGraph's, on the queue as in-process: the tasks
 edges triggered by node name, then the sent ones in send order."""
 
 from __future__ import annotations

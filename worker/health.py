@@ -16,7 +16,7 @@ process of that role runs on this host (its file's pid is alive) and serves the 
 processes serving another Redis are not looked at: another deployment's, or another session's on a shared
 host), its file was rewritten and its loop ran within ``GRAPHQ_LEASE_TTL_S``, and (workers) one of its
 worker processes is alive. A Redis outage of any length then restarts no pod: the processes retry until Redis
-is back and their loops go on (issue 8). Readiness (``ready``) adds what needs Redis: it answers PING, the
+is back and their loops go on. Readiness (``ready``) adds what needs Redis: it answers PING, the
 process's heartbeat key (if it names one) exists and its record (JSON) names no ``problem`` (the
 scheduler's: schedules whose workflow it cannot load, :func:`graphq.scheduler.loop.cannot_load`), (workers)
 at least one of its worker processes has a fresh heartbeat in the worker registry

@@ -62,7 +62,7 @@ by someone else cannot make a worker import a module. A class is allowed when
 
 A class that moved keeps its stored values loading: the name an earlier graphq wrote is an alias of the
 class it became (``_MOVED``, consulted only when the name is not allowed): ``graphcore.engine.channels:
-RemoveMessage`` (a dataclass ``{id}``, in pending writes and Send payloads written before issue 11) loads as
+RemoveMessage`` (a dataclass ``{id}``, in pending writes and Send payloads graphq wrote before) loads as
 :class:`graphcore.messages.RemoveMessage` (a pydantic model). Moving or renaming a stored class adds an
 entry there; entries are never removed.
 

@@ -1,4 +1,4 @@
-"""A graph's ``checkpointer`` option (issue 11, G7): a checkpoint store, or for a subgraph True/False/None.
+"""A graph's ``checkpointer`` option (G7): a checkpoint store, or for a subgraph True/False/None.
 
 As LangGraph's ``compile(checkpointer=...)``:
 

@@ -1,4 +1,4 @@
-"""A compiled graph's state API over its checkpoints, shaped like LangGraph's (issue 11, C3):
+"""A compiled graph's state API over its checkpoints, shaped like LangGraph's (C3):
 ``get_state``, ``get_state_history``, ``update_state`` and ``bulk_update_state``.
 
 A snapshot is a :class:`StateSnapshot` (LangGraph's NamedTuple: values, next, config, metadata, created_at,

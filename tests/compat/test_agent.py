@@ -1,4 +1,4 @@
-"""``tools_condition`` and ``ToolNode`` (issue 11): each case runs with ``langgraph.prebuilt``'s and with
+"""``tools_condition`` and ``ToolNode``: each case runs with ``langgraph.prebuilt``'s and with
 ``graphcore.prebuilt``'s. Tool messages are compared by ``(type, content, tool_call_id)`` (and ``status``
 where it matters), never by their random ids.
 

@@ -1,4 +1,4 @@
-"""``astream_events(..., stream_mode=..., subgraphs=..., durability=...)`` (issue 23, LangGraph's
+"""``astream_events(..., stream_mode=..., subgraphs=..., durability=...)`` (LangGraph's
 test_pregel_async ``test_nested_graph`` and ``test_checkpoint_put_after_cancellation_stream_events_anext``):
 the graph's run keywords go to its run, as LangChain passes them to LangGraph's ``astream``; the graph's
 ``on_chain_stream`` chunks are those of the stream mode(s), shaped as ``astream`` yields them, and its

@@ -1,4 +1,4 @@
-"""Async nodes and routers, ``ainvoke`` and ``astream`` (issue 11): the same program, LangGraph's imports or
+"""Async nodes and routers, ``ainvoke`` and ``astream``: the same program, LangGraph's imports or
 graphq's, gives LangGraph's result. Each case runs its coroutine with ``asyncio.run``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A compiled graph's Runnable batch API (issue 23): ``batch``, ``abatch``, ``batch_as_completed`` and
+"""A compiled graph's Runnable batch API: ``batch``, ``abatch``, ``batch_as_completed`` and
 ``abatch_as_completed`` run one ``invoke`` per input, as LangGraph's (LangChain's ``Runnable``): one config
 for all inputs or one per input, ``return_exceptions``, ``invoke``'s keyword arguments, ``max_concurrency``.
 """

@@ -1,4 +1,4 @@
-"""Node result caching (issue 23): ``add_node(..., cache_policy=CachePolicy(...))`` with
+"""Node result caching: ``add_node(..., cache_policy=CachePolicy(...))`` with
 ``compile(cache=InMemoryCache())``, as LangGraph 1.x's: a cached task's writes (its update and where it goes)
 are reused without running the node, the ``updates`` stream marks them ``{"__metadata__": {"cached": True}}``;
 ``key_func`` and ``ttl``; ``clear_cache``; failures are not cached. Queued runs refuse a graph with a cache.

@@ -1,4 +1,4 @@
-"""``config["callbacks"]`` of ``invoke``/``stream``/``ainvoke``/``astream`` (issue 23): the handlers hear the
+"""``config["callbacks"]`` of ``invoke``/``stream``/``ainvoke``/``astream``: the handlers hear the
 graph's chain run and each node's (``on_chain_start``/``on_chain_end``/``on_chain_error``, named, tagged
 ``graph:step:<n>``, with the ``langgraph_*`` metadata, each a child of the graph's), a subgraph's run inside
 its node's, and the LangChain calls inside nodes as children of their node's run. Each case runs with

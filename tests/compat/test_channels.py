@@ -1,4 +1,4 @@
-"""LangGraph's ``UntrackedValue`` and ``DeltaChannel`` in state annotations (issue 23 section 3):
+"""LangGraph's ``UntrackedValue`` and ``DeltaChannel`` in state annotations:
 LangGraph's result is the expected value on both sides, and on the queue (a burst worker in this process).
 
 An untracked key is never checkpointed: the run sees it in its later super-steps while it runs in one

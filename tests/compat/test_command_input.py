@@ -1,4 +1,4 @@
-"""A ``Command`` given as a run's input on a thread that has a checkpoint (issue 23): LangGraph goes on from
+"""A ``Command`` given as a run's input on a thread that has a checkpoint: LangGraph goes on from
 the thread's head, the command's ``update`` applied to the state first (the step's tasks see it) and its
 ``goto`` added to the step's tasks; nothing starts over. The update is kept with the head (LangGraph's null
 task writes), so ``get_state`` shows it and a later call applies it. Each case runs with LangGraph's imports

@@ -52,7 +52,8 @@ def _parent(lg: Imports, sub: Any, *, post: bool = False, saver: Any = None) -> 
 
 def test_the_trial_program(lg: Imports) -> None:
     """LangGraph: Command(graph=Command.PARENT, goto="other", update=...) from a subgraph's node runs the
-    parent's "other" after applying the update (trial p38: {'log': ['from sub', 'other']})."""
+    parent's "other" after applying the update (a new-user trial's program: {'log': ['from sub',
+    'other']})."""
 
     def sub_node(s: State) -> Any:
         return lg.Command(graph=lg.Command.PARENT, goto="other", update={"log": ["from sub"]})

@@ -1,4 +1,4 @@
-"""The ``configurable`` keys LangGraph 1.x copies into the config's metadata (issue 23, LangGraph's
+"""The ``configurable`` keys LangGraph 1.x copies into the config's metadata (LangGraph's
 test_pregel ``test_configurable_propagates_to_stream_metadata``): ``thread_id``, ``checkpoint_id``,
 ``checkpoint_ns``, ``task_id``, ``run_id``, ``assistant_id`` and ``graph_id``, when set and not in the
 metadata already. A node sees them in ``config["metadata"]``; the ``messages`` stream shows them with a

@@ -1,4 +1,4 @@
-"""``stream_mode="debug"`` and ``"tasks"`` (issue 23): a task's start payload shows its input as the node gets
+"""``stream_mode="debug"`` and ``"tasks"``: a task's start payload shows its input as the node gets
 it, managed values included (``remaining_steps``, ``is_last_step``), and the input checkpoint's debug event
 comes before the first ``values`` event, as LangGraph's. Each case runs with LangGraph's imports and with
 graphq's; LangGraph's values are the expected ones."""

@@ -1,4 +1,4 @@
-"""``debug=True`` and ``print_mode=`` (issue 23): the same program, LangGraph's imports or graphq's, prints
+"""``debug=True`` and ``print_mode=``: the same program, LangGraph's imports or graphq's, prints
 LangGraph's lines to stdout (``[mode] payload``, the mode in bold; a subgraph's events with ``[graph=ns]`` in
 yellow) and returns the same result. Random ids (task ids in namespaces and ``tasks`` payloads) are masked
 before comparing."""

@@ -80,7 +80,8 @@ def _path_map(lg: Imports) -> Any:
 
 
 def test_a_path_maps_keys_label_its_conditional_edges(lg: Imports) -> None:
-    """LangGraph: path_map keys label dotted edges; a router without a path_map draws no edge (trial p29)."""
+    """LangGraph: path_map keys label dotted edges; a router without a path_map draws no edge (found by a
+    new-user trial)."""
     app = _path_map(lg)
     assert app.invoke({"v": [], "kind": "n"}) == {"v": ["start", "fan", "p", "q"], "kind": "n"}
     graph = app.get_graph()

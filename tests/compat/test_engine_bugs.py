@@ -1,4 +1,4 @@
-"""Engine bugs the LangGraph comparison found (issue 11): each case shows LangGraph's value, which graphq now
+"""Engine bugs the LangGraph comparison found: each case shows LangGraph's value, which graphq now
 gives too (or, where graphq deliberately refuses, each side's own result)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Node error handlers, ``add_node(..., error_handler=...)`` and ``set_node_defaults(error_handler=...)``
-(issue 23 section 3): LangGraph 1.x's result is the expected value, in process on both sides and on the
+"""Node error handlers, ``add_node(..., error_handler=...)`` and ``set_node_defaults(error_handler=...)``:
+LangGraph 1.x's result is the expected value, in process on both sides and on the
 queue (a burst worker in this process and a ``graphq worker`` subprocess).
 
 The handler runs once the node's tries are spent, as node ``__error_handler__<node>``; it gets the node's

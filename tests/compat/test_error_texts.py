@@ -1,4 +1,4 @@
-"""Error texts LangGraph's own tests match (issue 23, ``pytest.raises(match=...)``): a reducer that does not
+"""Error texts LangGraph's own tests match (``pytest.raises(match=...)``): a reducer that does not
 take two arguments, and two writes to a key without a reducer in one super-step. graphq's texts start as
 LangGraph's and name what graphq adds (the key, the writers). Each case runs with LangGraph's imports and
 with graphq's."""

@@ -1,4 +1,4 @@
-"""The default graph name (issue 23): LangGraph's is ``"LangGraph"``, the name of the root run of
+"""The default graph name: LangGraph's is ``"LangGraph"``, the name of the root run of
 ``astream_events`` and ``get_name()``'s; a name given to ``compile`` replaces it. Each case runs with
 LangGraph's imports and with graphq's."""
 

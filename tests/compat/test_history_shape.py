@@ -1,4 +1,4 @@
-"""A thread's checkpoints in LangGraph's shape (issue 23 section 5): per run with input, an input checkpoint
+"""A thread's checkpoints in LangGraph's shape: per run with input, an input checkpoint
 (step s, source "input", next ``("__start__",)``, the state before the input), then the input applied (step
 s + 1, source "loop"), then one per super-step; snapshot metadata with the run config's keys copied in; each
 committed step's tasks with their writes as ``result``; time travel to the input checkpoint."""

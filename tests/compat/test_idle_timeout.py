@@ -1,4 +1,4 @@
-"""``TimeoutPolicy(idle_timeout=..., refresh_on=...)`` (issue 23 section 3): a try that makes no progress
+"""``TimeoutPolicy(idle_timeout=..., refresh_on=...)``: a try that makes no progress
 for ``idle_timeout`` seconds fails with NodeTimeoutError (``kind == "idle"``). Progress is a stream write,
 a LangChain event of the node's calls, or ``runtime.heartbeat()``; under ``refresh_on="heartbeat"`` only
 heartbeats. LangGraph's result is the expected value on both sides (async nodes under ``ainvoke``: LangGraph

@@ -1,4 +1,4 @@
-"""Tool parameters the tool node fills (issue 23): ``InjectedState`` (the graph's state, or one key of it)
+"""Tool parameters the tool node fills: ``InjectedState`` (the graph's state, or one key of it)
 and ``InjectedStore`` (the run's long-term store), for LangChain ``@tool`` tools run by ``ToolNode`` and by
 ``create_react_agent``; each case runs with ``langgraph.prebuilt``'s imports and with graphq's. The model
 never sees these parameters; a value it gives for one is dropped. Queued runs:

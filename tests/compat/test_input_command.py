@@ -1,4 +1,4 @@
-"""An input ``Command(goto=...)`` (issue 23, LangGraph's test_pregel
+"""An input ``Command(goto=...)`` (LangGraph's test_pregel
 ``test_command_goto_with_static_breakpoints``): on a new thread its goto runs beside the entry nodes, as
 LangGraph's. Each case runs with LangGraph's imports and with graphq's."""
 

@@ -1,4 +1,4 @@
-"""``Interrupt`` built as LangGraph programs build it: ``value`` first, positional (issue 23)."""
+"""``Interrupt`` built as LangGraph programs build it: ``value`` first, positional."""
 
 from __future__ import annotations
 

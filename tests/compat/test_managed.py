@@ -1,4 +1,4 @@
-"""Managed values (issue 23): ``RemainingSteps`` and ``IsLastStep`` state keys, computed for each super-step
+"""Managed values: ``RemainingSteps`` and ``IsLastStep`` state keys, computed for each super-step
 from the run's limit (LangGraph's ``recursion_limit`` R, graphq's ``max_super_steps`` R - 1) and never
 stored; with them ``create_react_agent`` answers "Sorry, need more steps..." where the limit would stop
 the run. Each case runs with LangGraph's imports and with graphq's, and the queued cases give the same."""

@@ -1,4 +1,4 @@
-"""Messages and ``add_messages`` (issue 11): each case runs with langchain-core's messages and LangGraph's
+"""Messages and ``add_messages``: each case runs with langchain-core's messages and LangGraph's
 ``add_messages`` / ``MessagesState``, then with graphq's (``graphcore.messages``, ``graphcore``).
 
 Ids are random (uuid4) on both sides, so messages are compared by ``(type, content)`` or with the ids they

@@ -1,4 +1,4 @@
-"""``add_messages(format="langchain-openai")`` (issue 23, LangGraph's ``test_messages_state_format_openai``):
+"""``add_messages(format="langchain-openai")`` (LangGraph's ``test_messages_state_format_openai``):
 the channel keeps its messages in OpenAI's format (content a string or ``text`` / ``image_url`` blocks, tool
 results as ``ToolMessage``s), in process and on the queue; an unknown format is a ValueError, and without
 langchain-core graphq refuses the format with an ImportError naming what to install."""

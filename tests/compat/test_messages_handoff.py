@@ -1,5 +1,5 @@
-"""``stream_mode="messages"`` of a node whose subgraph hands off with ``Command(graph=Command.PARENT)``
-(issue 23): LangGraph's run of that node fails with the command, so the messages its update writes to the
+"""``stream_mode="messages"`` of a node whose subgraph hands off with ``Command(graph=Command.PARENT)``:
+LangGraph's run of that node fails with the command, so the messages its update writes to the
 parent are not shown, with or without ``subgraphs=True``; the subgraph's own nodes' messages are (with
 ``subgraphs=True``). In process (sync and async) with LangGraph's imports and graphq's, and on the queue."""
 

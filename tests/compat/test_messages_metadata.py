@@ -1,4 +1,4 @@
-"""``stream_mode="messages"`` metadata and de-duplication (issue 23), as LangGraph's test_pregel cases
+"""``stream_mode="messages"`` metadata and de-duplication, as LangGraph's test_pregel cases
 ``test_tags_stream_mode_messages``, ``test_stream_mode_messages_command`` and
 ``test_stream_messages_dedupe_inputs`` / ``_state``: each pair carries the task's ``langgraph_*`` keys (the
 model's also ``checkpoint_ns``, LangChain's ``ls_*`` and the model's tags), a node's written message

@@ -1,4 +1,4 @@
-"""``stream_mode="messages"`` of a chat model called in a subgraph (issue 23), both forms (a compiled graph
+"""``stream_mode="messages"`` of a chat model called in a subgraph, both forms (a compiled graph
 as a node; a graph invoked in a node): with ``subgraphs=True`` its tokens come under the subgraph's
 namespace ``("sub:<task id>",)``; without it they are not shown, only the messages the ``sub`` node writes
 to the parent's state. Each case runs with LangGraph's imports and with graphq's, sync and async; task ids

@@ -1,4 +1,4 @@
-"""``create_react_agent``'s options (issue 23, section 3): prompt forms, ``name``, ``response_format``,
+"""``create_react_agent``'s options: prompt forms, ``name``, ``response_format``,
 ``pre_model_hook`` / ``post_model_hook``, ``return_direct`` tools, ``version``, ``context_schema``,
 ``interrupt_before``, ``store``; each case runs with ``langgraph.prebuilt``'s and with graphq's. What graphq
 does not take (a model name, a function choosing the model, an unknown keyword) is refused with a

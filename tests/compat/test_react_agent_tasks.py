@@ -1,4 +1,4 @@
-"""``create_react_agent``'s ``tools`` tasks (issue 23): with LangGraph 1.x's default ``version="v2"`` the
+"""``create_react_agent``'s ``tools`` tasks: with LangGraph 1.x's default ``version="v2"`` the
 router after the model sends one ``tools`` task per tool call, and ``ToolNode`` runs that one call in its
 own task (no graph inside it). So with 2 calls the step-1 checkpoint has ``next=("tools", "tools")``, the
 ``updates`` stream has one ``tools`` chunk per call, ``subgraphs=True`` adds no nested event, the tool

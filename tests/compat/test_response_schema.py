@@ -1,4 +1,4 @@
-"""``Interrupt.response_schema`` and ``interrupt(value, response_schema=...)`` (LangGraph 1.2, issue 23): the
+"""``Interrupt.response_schema`` and ``interrupt(value, response_schema=...)`` (LangGraph 1.2): the
 same program, LangGraph's imports or graphq's, builds, prints and compares interrupts alike, surfaces the
 schema (a type as its JSON Schema) in the result, the snapshot and the ``tasks`` stream, and validates the
 answer against a type."""

@@ -1,5 +1,5 @@
 """A root-channel state's checkpoints as the ``checkpoints`` and ``debug`` stream modes show them, and a
-checkpointer class given to ``compile`` (issue 11, trial K1 findings 1 and 6)."""
+checkpointer class given to ``compile``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run-start errors, a failed step's tasks in the snapshot, node errors and unstorable classes (issue 11, G4).
+"""Run-start errors, a failed step's tasks in the snapshot, node errors and unstorable classes (G4).
 
 Each case runs with LangGraph's imports and with graphq's; where graphq deliberately differs the case says so
 and asserts each side's value.

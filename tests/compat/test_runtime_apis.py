@@ -1,4 +1,4 @@
-"""LangGraph 1.x's runtime APIs (issue 23 section 3): ``Runtime.execution_info``, ``override``, ``merge``,
+"""LangGraph 1.x's runtime APIs: ``Runtime.execution_info``, ``override``, ``merge``,
 ``patch_execution_info``, ``get_runtime(context_schema)``, and ``RunControl`` / ``GraphDrained`` (drain a
 running graph at its next super-step). LangGraph's result is the expected value on both sides; the queue's
 side of ``RunControl`` (a worker's SIGTERM drains it) is in tests/test_shutdown.py.

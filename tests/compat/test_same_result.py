@@ -1,4 +1,4 @@
-"""Issue 23 section 4, "same code, another result": programs whose result on graphq was not LangGraph's.
+"""Same code, another result: programs whose result on graphq was not LangGraph's.
 Each case runs with LangGraph's imports and graphq's (LangGraph's result is the expected value) and, where
 it applies to queued runs, on the queue too (a burst worker in this process on the test Redis)."""
 

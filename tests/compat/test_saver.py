@@ -1,4 +1,4 @@
-"""The checkpoint saver API (issue 23 section 3): a program reads and forgets a thread's checkpoints through
+"""The checkpoint saver API: a program reads and forgets a thread's checkpoints through
 its saver — ``list``, ``get_tuple``, ``get``, ``put``, ``put_writes``, ``delete_thread`` and their async
 forms — and gets LangGraph's answers. On the queue, the Redis store answers the same for a queued run's
 thread, and refuses to delete a thread while a run is active on it.

@@ -1,4 +1,4 @@
-"""``Send(node, arg, timeout=...)`` (issue 23, LangGraph's test_retry
+"""``Send(node, arg, timeout=...)`` (LangGraph's test_retry
 ``test_send_timeout_overrides_target_node_timeout``): the Send's timeout is its task's instead of the
 node's; a number is its ``run_timeout``. LangGraph's result is the expected value on both sides; on the
 queue the timeout is stored with the Send and a burst worker enforces it.

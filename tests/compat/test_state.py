@@ -1,5 +1,5 @@
 """State snapshots, history, update_state, checkpointers and stateful subgraphs: each LangGraph program runs
-with LangGraph's imports and with graphq's (issue 11). Checkpoint ids are compared only by relation."""
+with LangGraph's imports and with graphq's. Checkpoint ids are compared only by relation."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A pydantic state's field defaults, reducer channels' starting values and the key order of results,
-``values`` events, snapshots and the state a node receives (issue 11, trial findings 3 and 13)."""
+``values`` events, snapshots and the state a node receives."""
 
 from __future__ import annotations
 
@@ -221,8 +221,8 @@ def test_a_node_receives_its_state_in_declaration_order(lg: Imports) -> None:
 
 
 def test_a_pydantic_result_follows_the_fields_order(lg: Imports) -> None:
-    """LangGraph: a pydantic state's result lists the fields in declaration order (trial p14's
-    ``{'a': 'hi!', 'n': 1}``), the defaulted ``n`` absent from the input's ``values`` event."""
+    """LangGraph: a pydantic state's result lists the fields in declaration order (a new-user
+    trial's ``{'a': 'hi!', 'n': 1}``), the defaulted ``n`` absent from the input's ``values`` event."""
 
     class S(BaseModel):
         a: str

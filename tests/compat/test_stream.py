@@ -1,4 +1,4 @@
-"""Streaming (issue 11): ``stream``'s modes, ``subgraphs=True``, interrupts in the stream, ``Interrupt``
+"""Streaming: ``stream``'s modes, ``subgraphs=True``, interrupts in the stream, ``Interrupt``
 objects and ``invoke``'s ``stream_mode``; the same program, LangGraph's imports or graphq's, gives LangGraph's
 chunks. Chunks holding random ids (task, checkpoint, interrupt ids) are compared by shape and by relation."""
 

@@ -1,4 +1,4 @@
-"""Streaming as tasks finish (issue 11, G1): a super-step's ``updates`` and ``tasks`` results arrive in the
+"""Streaming as tasks finish (G1): a super-step's ``updates`` and ``tasks`` results arrive in the
 order its tasks finish, while the slower ones still run; ``values`` and ``checkpoints`` at the step's end; a
 resumed step's replayed tasks; the ``tasks`` start events' ``metadata``. The same program, LangGraph's imports
 or graphq's, gives LangGraph's chunks (random ids compared by relation)."""

@@ -1,4 +1,4 @@
-"""The ``tasks`` start events' ``triggers`` (issue 11 new-user check, N1 item 5): a node's triggers are every
+"""The ``tasks`` start events' ``triggers``: a node's triggers are every
 channel it listens to, sorted, however its task was scheduled — ``branch:to:<node>``, and for a join into it
 (``add_edge(["b", "c"], "d")``) ``join:b+c:d``, sources as given; a Send's task has ``__pregel_push``. The
 same program, LangGraph's imports or graphq's, gives LangGraph's triggers."""

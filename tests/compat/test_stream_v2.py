@@ -1,4 +1,4 @@
-"""``version="v2"`` (issue 23): LangGraph's v2 stream parts from ``stream``/``astream`` and its
+"""``version="v2"``: LangGraph's v2 stream parts from ``stream``/``astream`` and its
 ``GraphOutput`` from ``invoke``/``ainvoke``; LangGraph's imports or graphq's give LangGraph's values."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A task that writes one channel several times (issue 23, LangGraph's test_pregel
+"""A task that writes one channel several times (LangGraph's test_pregel
 ``test_multiple_writes_same_channel_from_same_node``): its ``result`` in the history, as in the ``tasks``
 stream, is ``{"$writes": [...]}`` for that channel, the values in the order written. Each case runs with
 LangGraph's imports and with graphq's."""

@@ -1,4 +1,4 @@
-"""``ToolRuntime`` (issue 23): a tool parameter annotated ``ToolRuntime`` (or ``ToolRuntime[Context,
+"""``ToolRuntime``: a tool parameter annotated ``ToolRuntime`` (or ``ToolRuntime[Context,
 State]``), or named ``runtime``, is filled by the tool node with the call's state, the run's context, store
 and stream writer, the call's id, the config and the tools — in a ``ToolNode`` given a state or a list, and
 in ``create_react_agent``'s per-call tasks, for sync and async tools; the model never sees it. Each case

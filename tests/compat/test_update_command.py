@@ -1,4 +1,4 @@
-"""``update_state`` / ``bulk_update_state`` with a ``Command`` as the values (issue 23, LangGraph's
+"""``update_state`` / ``bulk_update_state`` with a ``Command`` as the values (LangGraph's
 ``test_batch_update_as_input``): the update is what the node returning that Command would write, its
 ``goto`` (names or Sends) the next tasks. The same on the queue (``client.update_state``)."""
 

@@ -1,4 +1,4 @@
-"""``ValidationNode`` (issue 23): validates the tool calls of the last AI message against pydantic models,
+"""``ValidationNode``: validates the tool calls of the last AI message against pydantic models,
 LangChain tools' argument schemas and functions' signatures, without running anything; each call gets a
 ToolMessage with the validated JSON or the error. Each case runs with ``langgraph.prebuilt``'s imports and
 with graphq's (LangGraph's deprecation warning of the class is LangGraph's own)."""

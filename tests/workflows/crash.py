@@ -1,4 +1,4 @@
-"""Workflows for crash-recovery tests (issue 8): nodes count their executions in Redis, and some kill the
+"""Workflows for crash-recovery tests: nodes count their executions in Redis, and some kill the
 worker that runs them.
 
 Executions are counted in the hash ``graphq-test:executions`` (field = node or task name), on the Redis of

@@ -1,4 +1,4 @@
-"""Workflows for the fence and last-step tests (issue 8).
+"""Workflows for the fence and last-step tests.
 
 ``last-cancel``: one step whose node cancels its own run (as an operator would, mid-step), waits until the
 worker has seen the cancel (``interrupt``: its cancel token is set), ignores it and returns normally.

@@ -1,4 +1,4 @@
-"""A hand-off between agents (issue 23): the parent's node ``researcher`` is a ``create_react_agent`` whose
+"""A hand-off between agents: the parent's node ``researcher`` is a ``create_react_agent`` whose
 tool ``transfer_to_writer`` returns ``Command(goto="writer", graph=Command.PARENT, update=...)``; the
 parent's node ``writer`` then writes its draft. :func:`build_handoff` builds it from either side of the
 import map (``tests/compat/imports.py``); ``handoff`` is graphq's, for the workers. The model's replies are

@@ -1,4 +1,4 @@
-"""A LangGraph-style agent built from LangChain pieces (the LangChain interop issue, item 2): a LangChain
+"""A LangGraph-style agent built from LangChain pieces: a LangChain
 chat model (langchain-core's fake, with ``bind_tools``) called in a node, LangChain tools (``@tool``, one
 with an artifact, a ``StructuredTool``) run by graphq's ``ToolNode``, and a LangChain ``Runnable`` chain
 (prompt | model | parser) as the node that writes the summary. ``lc_agent`` runs in process and on the

@@ -1,4 +1,4 @@
-"""Managed values on the queue (issue 23): ``managed_loop`` loops on one node until ``is_last_step``,
+"""Managed values on the queue: ``managed_loop`` loops on one node until ``is_last_step``,
 recording ``[remaining_steps, is_last_step]`` of each super-step; neither key is stored. ``managed_entry``
 routes from START on ``remaining_steps``: to ``big`` with 5 or more, else to ``small``. ``managed_reader``
 records the ``remaining_steps`` of its one node. ``managed_asking`` is ``managed_loop`` asking first

@@ -1,5 +1,5 @@
 """Workflows whose nested graph's step has a slow task, for SIGKILL tests of the nested graph's finished tasks
-(issue 11, M1). Each task leaves a line in ``$GRAPHQ_TEST_DIR/<name>.log`` each time it runs; the slow one
+(I2). Each task leaves a line in ``$GRAPHQ_TEST_DIR/<name>.log`` each time it runs; the slow one
 waits until ``$GRAPHQ_TEST_DIR/go`` exists.
 
 ``t-toolkill`` is the trial's (a new user's): a ToolNode step of three tool calls, call 0 the slow one.

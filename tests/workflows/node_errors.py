@@ -1,4 +1,4 @@
-"""Workflows whose nodes raise (issue 11, G4): the queued run's error record of a node's own exception."""
+"""Workflows whose nodes raise (G4): the queued run's error record of a node's own exception."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A workflow whose parallel tasks append to one list: edge-triggered ones added out of name order, and
-sent ones (write order, issue 11)."""
+sent ones (write order)."""
 
 from __future__ import annotations
 

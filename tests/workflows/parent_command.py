@@ -1,5 +1,5 @@
-"""Workflows whose subgraph node navigates the parent with ``Command(graph=Command.PARENT, ...)`` (trial
-p38), and a root graph that tries to (no parent: the run fails with ParentCommand)."""
+"""Workflows whose subgraph node navigates the parent with ``Command(graph=Command.PARENT, ...)`` (a
+new-user trial's program), and a root graph that tries to (no parent: the run fails with ParentCommand)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The workflow of tests/test_root_enqueue.py, copied from the issue 11 trial's ``t-root``: a root-channel
+"""The workflow of tests/test_root_enqueue.py, copied from a new-user trial's ``t-root``: a root-channel
 state ``Annotated[list, operator.add]``, ``r1`` and ``r2`` from START, ``r3`` joining both; module-level,
 so workers import it."""
 

@@ -1,6 +1,6 @@
-"""Workflows that fail in each way a run can fail (issue 28 item 7: every run error names its type, the node
-or router it came from, and the step), and nodes that raise what is not an ``Exception`` (item 2:
-``SystemExit``, ``KeyboardInterrupt``, ``asyncio.CancelledError`` fail their run like any node error)."""
+"""Workflows that fail in each way a run can fail (every run error names its type, the node
+or router it came from, and the step), and nodes that raise what is not an ``Exception``
+(``SystemExit``, ``KeyboardInterrupt``, ``asyncio.CancelledError`` fail their run like any node error)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ retried = _one("flaky", flaky, retry=RetryPolicy(max_attempts=2, initial_interva
 retries_used_up = retried.compile(name="err-retries")
 
 
-# -- nodes raising what is not an Exception (item 2) ---------------------------------------------------------
+# -- nodes raising what is not an Exception ----------------------------------------------------------------
 
 RAISED: dict[str, BaseException] = {
     "exits": SystemExit(3),

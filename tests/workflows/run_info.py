@@ -1,4 +1,4 @@
-"""What a run's nodes are told about it (issue 23): ``run_info`` records ``runtime.execution_info.run_id`` in
+"""What a run's nodes are told about it: ``run_info`` records ``runtime.execution_info.run_id`` in
 its node ``a``, asks in ``ask`` (``interrupt()``), then records it again in ``b`` and in ``inner``,
 the node of the graph that node ``sub`` invokes."""
 

@@ -1,4 +1,4 @@
-"""A router from START that takes ``config`` and ``writer`` (issue 23): ``start_router`` routes to ``a`` when
+"""A router from START that takes ``config`` and ``writer``: ``start_router`` routes to ``a`` when
 the run's ``configurable`` has ``go``, else to ``b``, after writing ``{"route": <its choice>}`` to the
 ``custom`` stream and recording what its config shows (:func:`shown`) in :data:`SEEN`."""
 

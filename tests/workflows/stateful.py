@@ -1,4 +1,4 @@
-"""Subgraphs by their checkpointer (issue 11): a stateful one (``checkpointer=True``) that counts the
+"""Subgraphs by their checkpointer: a stateful one (``checkpointer=True``) that counts the
 parent's turns it has seen on a thread, the same with an ``interrupt()``, one that keeps no
 checkpoints (``checkpointer=False``) asking a question, which graphq refuses, and one compiled with a saver
 of its own that asks after a first node (it checkpoints in its parent's thread, as LangGraph's)."""

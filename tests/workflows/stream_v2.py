@@ -1,4 +1,4 @@
-"""``version="v2"`` inside a node (issue 23): ``v2_caller``'s node runs a small inner graph with
+"""``version="v2"`` inside a node: ``v2_caller``'s node runs a small inner graph with
 ``invoke(..., version="v2")`` and ``stream(..., version="v2")`` and records what it got (the parts' ``ns``
 as None)."""
 

@@ -1,4 +1,4 @@
-"""A message workflow for the upgrade of threads saved before graphq took LangGraph's messages (issue 11):
+"""A message workflow for the upgrade of threads saved before graphq took LangGraph's messages:
 ``replying`` answers each turn with an AIMessage counting the messages it saw."""
 
 from __future__ import annotations

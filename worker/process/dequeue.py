@@ -1,4 +1,4 @@
-"""Taking a step job off its queue so that stopping a worker never drops one (R17; issue 8 item 3).
+"""Taking a step job off its queue so that stopping a worker never drops one (R17).
 
 RQ pops a job (BLPOP over the worker's queues, or BLMOVE into the queue's intermediate list when it listens
 on one) a little before it marks the job started. Stopping the worker by raising out of the pop — RQ's

@@ -1,4 +1,4 @@
-"""RQ's work loop made to outlive Redis outages (issue 8 item 1).
+"""RQ's work loop made to outlive Redis outages.
 
 RQ retries its dequeue on a connection error (with a backoff that grows to a minute), but everything else
 in its loop — the heartbeat after a job, maintenance, suspension checks, the bookkeeping of a job before

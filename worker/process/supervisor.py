@@ -1,4 +1,4 @@
-"""``graphq worker``: a supervising parent process and its worker children (R17, R18, issue 8 items 1, 3, 5).
+"""``graphq worker``: a supervising parent process and its worker children (R17, R18).
 
 The parent takes no jobs. Each child is an RQ worker (:class:`SupervisedWorker`) that tells the parent,
 through a pipe, which lease it holds (when a step claims it and when the step commits or gives it back)

@@ -1,4 +1,4 @@
-"""Closing a run whose step is abandoned before it ended (R17, issue 8 item 5).
+"""Closing a run whose step is abandoned before it ended (R17).
 
 A step is abandoned when its worker is stopped and the step does not end within ``GRAPHQ_DRAIN_TIMEOUT_S``
 (or at once on a cold stop), or when a node blocks past the run's deadline. Whoever still holds the step's

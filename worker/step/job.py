@@ -436,7 +436,7 @@ def _timed_out(attempt: _Attempt) -> RunError | None:
 
 def _deadline(graph: CompiledGraph, attempt: _Attempt, cp: Checkpoint) -> tuple[float, Stop, int]:
     """When the step is given up if still running, how the run then ends, and the step's thread number
-    (item 5 of issue 8): at the run's deadline (R15, Canceled), or earlier when every task's node has a
+    (R17): at the run's deadline (R15, Canceled), or earlier when every task's node has a
     timeout and no retry policy (G10, Failed at the longest of them)."""
     at, stop = attempt.deadline, attempt.stop
     specs = [graph.nodes[t.node] for t in cp.next_tasks]

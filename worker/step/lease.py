@@ -135,7 +135,7 @@ class Lease:
     def limit(self, at: float, stop: Stop, step: int) -> None:
         """Give the step up at ``at`` (``time.time()``): the keeper then sets the cancel token (see
         :meth:`abort`); a supervising process kills this one ``GRAPHQ_KILL_GRACE_S`` later if the step is
-        still running, and closes the run as ``stop`` says (item 5). ``step``: the thread step being run."""
+        still running, and closes the run as ``stop`` says (R17). ``step``: the thread step being run."""
         self.deadline, self.step_number = (at, stop), step
         if _listener is not None:
             _listener.limit(self, at, stop, step)

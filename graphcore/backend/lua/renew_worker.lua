@@ -1,4 +1,4 @@
--- A worker's heartbeat renewed by its supervising process (issue 28 item 12): a node that holds the GIL
+-- A worker's heartbeat renewed by its supervising process (R18): a node that holds the GIL
 -- stops the worker's own heartbeat thread, yet the worker is alive. Renews the record's expiry and its
 -- index entry, and keeps RQ's worker hash from expiring, without writing any field of the record but
 -- heartbeat_ms. A record that is gone is left gone (its own heartbeat writes it whole again).
