@@ -1,4 +1,4 @@
-"""The human-in-the-loop walkthrough of the README, through the CLI with `graphq worker` subprocesses:
+"""The human-in-the-loop walkthrough of the docs, through the CLI with `graphq worker` subprocesses:
 a second answer and a plain fork each start a branch, and the first branch keeps its values."""
 
 from __future__ import annotations

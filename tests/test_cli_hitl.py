@@ -302,7 +302,7 @@ def test_resume_wait_and_output_json(redis_url: str) -> None:
     assert error_line(empty).startswith(f"error: run {record['id']} is completed and thread ")
 
 
-# -- the approval example, end to end without a Redis URL (as in the README) ---------------------------------
+# -- the approval example, end to end without a Redis URL (as in the docs) -----------------------------------
 
 
 def local_env(tmp_path: Path) -> dict[str, str]:

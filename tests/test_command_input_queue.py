@@ -2,7 +2,7 @@
 kept with the thread's head as a pending write (tests/compat/test_command_input.py), is applied by the
 queued step job as by the in-process loop: the question asked again shows it and the answered step commits
 it. As for any queued step, the commit drops the pending writes of the checkpoint it goes on from, the
-update's too: that checkpoint's snapshot no longer shows it (README, deliberate differences). Burst workers
+update's too: that checkpoint's snapshot no longer shows it (docs: LangGraph differences). Burst workers
 in this process, on the test Redis."""
 
 from __future__ import annotations
@@ -63,5 +63,5 @@ def test_an_update_given_in_process_is_applied_by_the_queued_step(
     history = graph.get_state_history(config)
     assert [(s.metadata["step"], s.next, s.values) for s in history][:2] == [
         (2, (), {"log": ["a", "u", "b:x"]}),
-        (1, ("b",), {"log": ["a"]}),  # the queued commit drops the step's pending writes (README)
+        (1, ("b",), {"log": ["a"]}),  # the queued commit drops the step's pending writes (docs)
     ]

@@ -95,7 +95,7 @@ def test_an_answer_with_update_and_goto_is_langgraphs_command(client: Client) ->
     history = _history(graph.get_state_history(CONFIG))
     assert history[2] == (1, ("ask",), {"amount": 50, "log": ["assess 120"]})  # the update, pending there
     # The queued commit drops the pending writes of the checkpoint it went on from, the command's too:
-    # that checkpoint no longer shows the update (README, deliberate differences); the next one holds it.
+    # that checkpoint no longer shows the update (docs: LangGraph differences); the next one holds it.
     history[2] = (1, ("ask",), {"amount": 120, "log": ["assess 120"]})
     assert _queue_history(client, "t") == history
 

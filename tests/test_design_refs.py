@@ -139,8 +139,9 @@ def test_every_design_anchor_names_its_id_in_the_heading_after_it() -> None:
 
 
 def test_every_relative_link_in_docs_reaches_its_file_and_anchor() -> None:
+    """In ``docs/`` and in the README, which links to the documentation's pages."""
     broken = []
-    for page in sorted((ROOT / "docs").rglob("*.md")):
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for target in LINK.findall(read(page)):
             if re.match(r"[a-z]+:", target):
                 continue

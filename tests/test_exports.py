@@ -106,7 +106,7 @@ def test_store_exports() -> None:
 
 
 def test_graphq_exports() -> None:
-    """The public face for client code: what the README's client snippet imports, the run
+    """The public face for client code: what the client snippet of *Writing a workflow* imports, the run
     statuses, the settings and the errors a client call raises."""
     assert set(graphq.__all__) == {
         "CheckpointNotFoundError",

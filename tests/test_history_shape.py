@@ -3,7 +3,7 @@ graphq's earlier shape (one input checkpoint at step -1 already holding the inpu
 
 A queued run's history, read as snapshots through a graph on the same Redis store, is the one LangGraph
 gives in process (tests/compat/test_history_shape.py): an input checkpoint, the input applied, one per
-super-step; the run config's keys in each snapshot's metadata. One difference (README): a committed step's
+super-step; the run config's keys in each snapshot's metadata. One difference (docs): a committed step's
 task writes are not kept on Redis (they would double an append-heavy thread's memory, P2), so only the
 input's ``__start__`` task shows a ``result``."""
 
@@ -150,7 +150,7 @@ def test_a_queued_run_applies_an_input_checkpoint_written_by_update_state(
 
 def test_an_answer_to_an_input_checkpoint_is_refused_then_the_input_applies() -> None:
     """A thread whose latest checkpoint is an input checkpoint (update_state as "__input__") asks nothing:
-    Command(resume=...) is refused as on any thread without an open question (README); invoke(None) applies
+    Command(resume=...) is refused as on any thread without an open question (docs); invoke(None) applies
     the input."""
     graph = _builder().compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "in"}}

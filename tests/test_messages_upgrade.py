@@ -1,6 +1,6 @@
 """Threads saved before graphq took LangGraph's messages: graphq's add_messages then kept any dict
 with an "id" (``{"id": "m1", "text": "hi"}``); such a thread loads, and its next add_messages write is refused
-with what the stored message lacks and how to convert the thread (README "Upgrading")."""
+with what the stored message lacks and how to convert the thread (docs/guides/upgrading.md)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,6 @@ def test_a_module_of_langgraph_graphs_is_refused_naming_them(redis_url: str) -> 
     assert done.returncode == 2
     assert done.stderr == (
         "error: workflow module 'tests.workflows.langgraph_unchanged': ['app'] compiled by LangGraph, not "
-        "graphq: change the module's imports to graphq's (README, 'Coming from LangGraph': from graphcore "
-        "import StateGraph)\n"
+        "graphq: change the module's imports to graphq's (docs/how-to/from-langgraph.md, the import map: "
+        "from graphcore import StateGraph)\n"
     )

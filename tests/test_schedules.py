@@ -724,7 +724,7 @@ def test_a_jittered_fire_still_to_come_is_the_next_and_its_lag_leaves_the_jitter
 def test_catchup_latest_starts_one_run_for_the_missed_fires_and_the_next_on_time(
     client: Client, clock: Clock, schedules: Schedules
 ) -> None:
-    """The example of the README and ``schedules add --help``: grace 10 s, no scheduler from 14:32:30 to
+    """The example of the docs and ``schedules add --help``: grace 10 s, no scheduler from 14:32:30 to
     14:35:50: 14:33 and 14:34 missed, 14:35 caught-up at 14:35:50, 14:36 started on time."""
     from graphq.cli.schedules import add
 

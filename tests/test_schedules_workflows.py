@@ -1,4 +1,4 @@
-"""A scheduler that lacks a scheduled workflow's code: started as the README's
+"""A scheduler that lacks a scheduled workflow's code: started as the schedules guide's
 block did (no ``--workflows``), every fire of a module workflow was recorded missed while ``schedules show``
 said ``problem: null``. It now says so where a user looks: its start line, ``schedules list``/``show``,
 ``graphq health --scheduler --ready`` and ``/readyz``; started with the module, all of it is clear."""

@@ -1,7 +1,7 @@
 """The built wheel installs what a new user gets: the import packages ``graphcore`` and ``graphq``
 and no other (before, ``worker``, ``cli``, ``scheduler`` and ``examples`` went to the top level of
-site-packages), a working ``graphq`` command, and a README client snippet that runs from a project
-directory holding its own ``worker.py``.
+site-packages), a working ``graphq`` command, and the client snippet of *Writing a workflow* that runs from a
+project directory holding its own ``worker.py``.
 
 The wheel is built from this checkout and installed into a fresh virtualenv, its dependencies resolved by
 pip from the package index (or pip's cache), as ``pip install graphq`` does.
@@ -94,8 +94,9 @@ def test_graphq_help_runs(venv: Path) -> None:
 
 
 def readme_blocks() -> tuple[str, str]:
-    """The README's workflow (the first Python block under *Writing a workflow*) and its client snippet."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8").split("## Writing a workflow", 1)[1]
+    """The workflow of *Writing a workflow* (its first Python block; the README shows the same) and its client
+    snippet."""
+    text = (ROOT / "docs" / "guides" / "writing-a-workflow.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     [client] = [b for b in blocks if "connect_client" in b]
     return blocks[0], client
@@ -103,8 +104,9 @@ def readme_blocks() -> tuple[str, str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A user's project: the README's workflow as ``mypkg.flows``, beside its own ``worker.py``,
-    ``cli.py`` and ``examples.py`` (modules an RQ project commonly has), which fail if imported."""
+    """A user's project: the workflow of *Writing a workflow* as ``mypkg.flows``, beside its own
+    ``worker.py``, ``cli.py`` and ``examples.py`` (modules an RQ project commonly has), which fail if
+    imported."""
     workflow, _ = readme_blocks()
     (tmp_path / "mypkg").mkdir()
     (tmp_path / "mypkg/__init__.py").write_text("")

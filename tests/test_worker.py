@@ -315,7 +315,7 @@ def test_a_refused_commit_is_logged_once(
 def test_a_runs_end_is_logged_with_the_threads_step_number(
     client: Client, redis_client: redis.Redis, redis_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Step numbers are the thread's everywhere (README): a second run on a thread was logged as failed "at
+    """Step numbers are the thread's everywhere (docs): a second run on a thread was logged as failed "at
     step 1" (its own count); its failed step is the thread's step 5 (input -1, input applied 0, ok 1, explode
     2 failed; input 2, input applied 3, ok 4, explode 5)."""
     first = client.enqueue("failing", {}, thread_id="t-ends")

@@ -116,7 +116,8 @@ def _refuse_langgraph(module: Any) -> None:
     if foreign:
         raise ConfigError(
             f"workflow module {module.__name__!r}: {foreign} compiled by LangGraph, not graphq: change the "
-            "module's imports to graphq's (README, 'Coming from LangGraph': from graphcore import StateGraph)"
+            "module's imports to graphq's (docs/how-to/from-langgraph.md, the import map: "
+            "from graphcore import StateGraph)"
         )
 
 

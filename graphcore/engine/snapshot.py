@@ -3,10 +3,10 @@
 
 A snapshot is a :class:`StateSnapshot` (LangGraph's NamedTuple: values, next, config, metadata, created_at,
 parent_config, tasks, interrupts); a config names a checkpoint as LangGraph's does,
-``{"configurable": {"thread_id", "checkpoint_ns", "checkpoint_id"}}``. Differences from LangGraph (see the
-README's table): graphq's input checkpoint (step -1, ``source: input``) already holds the input, so a thread
-has no separate checkpoint before it and its steps count one lower; ``result`` is known only for the tasks
-of a paused step (their pending writes), not for committed ones.
+``{"configurable": {"thread_id", "checkpoint_ns", "checkpoint_id"}}``. Differences from LangGraph (see
+docs/reference/langgraph-differences.md): graphq's input checkpoint (step -1, ``source: input``) already
+holds the input, so a thread has no separate checkpoint before it and its steps count one lower;
+``result`` is known only for the tasks of a paused step (their pending writes), not for committed ones.
 """
 
 from __future__ import annotations

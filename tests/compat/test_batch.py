@@ -74,7 +74,7 @@ def test_a_config_list_of_another_length_is_refused(lg: Imports) -> None:
 
 def test_return_exceptions_gives_the_error_as_that_inputs_result(lg: Imports) -> None:
     """LangGraph: the node's exception in the failed input's place (graphq's NodeError is also a ValueError
-    with the original's args: README, deliberate differences); without it, batch raises it."""
+    with the original's args: docs, LangGraph differences); without it, batch raises it."""
     graph = _double(lg)
     for results in (
         graph.batch([{"n": 1}, {"n": 13}, {"n": 3}], return_exceptions=True),

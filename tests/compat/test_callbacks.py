@@ -63,7 +63,7 @@ class Recorder(BaseCallbackHandler):
     def on_chain_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kw: Any
     ) -> None:
-        original = getattr(error, "error", error)  # graphq's NodeError carries the node's exception (README)
+        original = getattr(error, "error", error)  # graphq's NodeError carries the node's exception (docs)
         self._record("on_chain_error", None, run_id, parent_run_id, kw, type(original).__name__)
 
     def on_chat_model_start(
@@ -444,7 +444,7 @@ def test_create_react_agent_reports_its_model_call_and_its_router(lg: Imports) -
     second = {"messages": [user, asked, said], "remaining_steps": 10004}
     call = {"name": "_weather", "args": {"city": "sf"}, "id": "c1", "type": "tool_call"}
     events = [(e[0], e[1], e[2], e[3], e[4], _shown(e[6])) for e in recorder.events]
-    events[13][5].pop("state")  # None on graphq's side: README, "Deliberate differences"
+    events[13][5].pop("state")  # None on graphq's side: docs, "LangGraph differences"
     assert events == [
         ("on_chain_start", "bot", 0, None, [], {"messages": [["user", "hi"]]}),
         ("on_chain_start", "agent", 1, 0, ["graph:step:1"], first),

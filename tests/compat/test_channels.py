@@ -111,7 +111,7 @@ def test_a_delta_channel_folds_each_steps_writes_in_one_call(lg: Imports) -> Non
 
 
 def test_on_the_queue_a_later_step_does_not_see_an_untracked_value(client: Client) -> None:
-    """The README's differences: each step job loads the run from its checkpoint, as a resumed run does
+    """The differences (docs): each step job loads the run from its checkpoint, as a resumed run does
     (LangGraph's ``b`` sees ``tmp`` in one process); the delta channel's result is invoke's."""
     run_id = client.enqueue("untracked", {"log": []})
     assert work(client)

@@ -190,7 +190,7 @@ def test_an_update_on_an_ended_thread_runs_nothing_and_is_kept(lg: Imports) -> N
 
 
 def test_an_update_on_a_fresh_thread_is_applied_once() -> None:
-    """graphq (a deliberate difference, README): ``Command(update=...)`` on a thread without a checkpoint
+    """graphq (a deliberate difference, docs): ``Command(update=...)`` on a thread without a checkpoint
     starts the run with the update applied once, as its input (LangGraph applies it twice:
     ``['u', 'u', 'a']``)."""
     gq = Imports("graphq")
@@ -236,7 +236,7 @@ def test_a_stateful_subgraph_given_a_command_goes_on_to_answer_it_on_each_turn()
 
 
 def test_a_goto_at_an_input_checkpoint_runs_beside_the_entry_nodes() -> None:
-    """graphq (a deliberate difference, README): ``Command(goto="c")`` on a thread whose last checkpoint is
+    """graphq (a deliberate difference, docs): ``Command(goto="c")`` on a thread whose last checkpoint is
     a run's input not applied yet (``update_state(..., as_node="__input__")``): the input is applied and c
     runs in the first super-step beside the entry node a (LangGraph runs c with its ``__start__`` task,
     before a: ``['i', 'c', 'a']``)."""
@@ -269,7 +269,7 @@ def test_a_goto_to_no_node_is_ignored_and_the_update_applies(lg: Imports) -> Non
 
 
 def test_a_malformed_input_command_is_refused_and_nothing_is_saved() -> None:
-    """graphq (a deliberate difference, README): an input Command whose update is not a dict of state
+    """graphq (a deliberate difference, docs): an input Command whose update is not a dict of state
     updates is refused (LangGraph ignores it with a warning); nothing of it is kept, so the answer given
     next goes on as if it had not been given."""
     gq = Imports("graphq")

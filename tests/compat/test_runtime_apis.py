@@ -216,7 +216,7 @@ def test_execution_info_run_id_is_the_one_the_caller_gave(lg: Imports) -> None:
 
 
 def test_a_queued_runs_nodes_see_its_id(client: Client) -> None:
-    """On the queue (README, "Deliberate differences") the queue names every run: its nodes see that id,
+    """On the queue (docs, "LangGraph differences") the queue names every run: its nodes see that id,
     after an answer too; a graph a node invokes sees none, as in process."""
     run_id = client.enqueue("run_info", {"seen": []})
     work(client)

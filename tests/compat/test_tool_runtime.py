@@ -242,7 +242,7 @@ def test_an_async_langchain_tool_runs_under_ainvoke(lg: Imports) -> None:
 
 def test_graphq_awaits_an_async_langchain_tool_under_invoke() -> None:
     """LangGraph refuses a sync ``invoke`` of an async LangChain tool (NotImplementedError); graphq awaits
-    it, as it does an ``async def`` function (README, Deliberate differences)."""
+    it, as it does an ``async def`` function (docs, LangGraph differences)."""
     graphq_side = Imports("graphq")
     calls = [{"name": "doubled", "args": {"x": "ab"}, "id": "d1"}]
     out = list_graph(graphq_side, [doubled]).invoke([AIMessage("", tool_calls=calls, id="a1")])

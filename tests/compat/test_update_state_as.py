@@ -1,7 +1,7 @@
 """``update_state(config, values, as_node="__input__")`` (the values as a run's input) and
 ``as_node="__copy__"`` (a copy of a checkpoint), as LangGraph 1.x gives them.
 
-graphq's input checkpoint already holds the input (README, "Coming from LangGraph": a thread's checkpoints),
+graphq's input checkpoint already holds the input (docs, "Move a LangGraph program": a thread's checkpoints),
 so the checkpoint "__input__" writes shows the input applied and the entry nodes next, where LangGraph's
 shows ``next == ("__start__",)``; what the thread does next is the same.
 """

@@ -45,7 +45,7 @@ def nowhere(state: S) -> list[Send]:
 
 
 def fan_out(state: S) -> list[Send]:
-    """README's router from START: fails on an input without ``words``."""
+    """The router from START of docs/guides/writing-a-workflow.md: fails on an input without ``words``."""
     return [Send("ok", w) for w in state["words"]]
 
 

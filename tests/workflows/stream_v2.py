@@ -27,7 +27,7 @@ def build(lg: Any) -> Any:
     def call(state: Seen) -> dict[str, Any]:
         output = inner.invoke({"seen": []}, version="v2")
         parts = inner.stream({"seen": []}, stream_mode=["updates", "values"], version="v2")
-        # the namespace left out: an inner stream's is the README's row "a graph streamed inside a node"
+        # the namespace left out: an inner stream's is the differences' row "a graph streamed inside a node"
         return {"seen": [[output.value, list(output.interrupts)], *({**p, "ns": None} for p in parts)]}
 
     builder = lg.StateGraph(Seen)

@@ -149,7 +149,7 @@ def commit_step(
     run's watchers see a step's tasks together, not each as it finishes (in process, ``stream`` yields each
     as it finishes). ``pending``: the step has pending writes (or answers) to drop with the commit (they are
     in the checkpoint now). Unlike in process, the tasks' writes are not kept as ``parent``'s pending writes:
-    a queued thread's snapshot of a committed step shows no ``tasks[i].result`` (the README's differences).
+    a queued thread's snapshot of a committed step shows no ``tasks[i].result`` (docs: LangGraph differences).
     """
     events: list[tuple[str, int, Any]] = [("updates", cp.step, update_payload(graph, r)) for r in results]
     events.append(("values", cp.step, {"checkpoint_id": cp.id}))
