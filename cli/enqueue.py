@@ -9,16 +9,14 @@ from typing import Any, TypeVar, cast
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from graphcore.backend.client import Client, RunRequest, check_options, check_request, queue_config
+from graphcore.backend.client import Client, RunRequest, queue_config
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
-from graphcore.engine.cache import refuse_on_queue
-from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, PermanentError
 from graphq.cli.bounds import WAIT_S
 from graphq.cli.context import AppContext
 from graphq.cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
-from graphq.cli.inputs import check_ids, parse_input, read_batch
+from graphq.cli.inputs import checked, fail_at, parse_input, read_batch
 from graphq.cli.output import err_console, output_option, print_json
 from graphq.cli.progress import ProgressFollower, StepBars, step_columns
 from graphq.cli.records import at_step, print_waiting, request_json
@@ -60,8 +58,7 @@ def _requests(
     tenant: str,
     checkpoint: str | None = None,
 ) -> list[tuple[RunRequest, str]]:
-    """The runs to enqueue, each with where it came from (for error messages)."""
-    check_ids(thread, tenant)
+    """The runs to enqueue, each with where its input came from (for error messages)."""
     if input_file is not None and checkpoint is not None:
         fail("--checkpoint starts one run on --thread; it does not go with --input-file")
     if checkpoint is not None:
@@ -80,69 +77,42 @@ def _requests(
     ]
 
 
-Checked = tuple[RunRequest, str, str]
-"""A run to enqueue, where its input came from and where its options did (for error messages)."""
-
-
-def _with_config(requests: list[tuple[RunRequest, str]], config_text: str | None) -> list[Checked]:
-    """``requests`` with the run options of ``--config`` under their own (a fork's checkpoint_id wins), each
-    with where its options come from: a fork's from ``--checkpoint`` (``--checkpoint with --config``), the
-    others' from ``--config`` when given, else from where their input came from.
+def _with_config(
+    requests: list[tuple[RunRequest, str]], config_text: str | None, checkpoint: str | None
+) -> list[tuple[RunRequest, str]]:
+    """``requests`` with the run options of ``--config`` under their own (a fork's checkpoint_id wins); the
+    client checks them (:func:`~graphcore.backend.client.check_request`, a thread id there too).
 
     Raises:
-        CliError: ``--config`` is not a JSON object, or names another thread than ``--thread`` (or a batch
-            line's ``thread``).
+        CliError: ``--config`` is not a JSON object, or names another checkpoint than ``--checkpoint``.
     """
     if config_text is None:
-        return [(r, where, "--checkpoint" if r.config else where) for r, where in requests]
+        return requests
     config = parse_input(config_text, "--config")
     if not isinstance(config, dict):
         fail(f"--config: must be a JSON object of run options (got {type(config).__name__})")
+    if checkpoint is not None:
+        _refuse_two_checkpoints(config, checkpoint)
+    return [(replace(r, config={**config, **r.config}), where) for r, where in requests]
+
+
+def _refuse_two_checkpoints(config: dict[str, Any], checkpoint: str) -> None:
+    """``--checkpoint`` would win over a different checkpoint_id of ``--config`` without a word: refuse.
+
+    Raises:
+        CliError: the config is invalid, or names another checkpoint.
+    """
     try:
-        options = queue_config(config)
+        start = queue_config(config).checkpoint_id
     except ConfigError as exc:
         fail(f"--config: {exc}")
-    named, start = options.thread_id, options.checkpoint_id
-    for r, where in requests:
-        if named is not None and r.thread_id is not None and r.thread_id != named:
-            given = "--thread" if where == "--input" else f"the thread of {where}"
-            fail(f"--config: thread_id {named!r} differs from {given} {r.thread_id!r}; give one of them")
-        fork = r.config.get("checkpoint_id")
-        if start is not None and fork is not None and fork != start:
-            fail(f"--config: checkpoint_id {start!r} differs from --checkpoint {fork!r}; give one of them")
-    return [
-        (
-            replace(r, config={**config, **r.config}),
-            where,
-            "--checkpoint with --config" if r.config else "--config",
-        )
-        for r, where in requests
-    ]
+    if start is not None and start != checkpoint:
+        fail(f"--config: checkpoint_id {start!r} differs from --checkpoint {checkpoint!r}; give one of them")
 
 
-def _checked(registry: Registry, requests: Sequence[Checked]) -> list[RunRequest]:
-    """Validate every run before anything is written, without Redis (:func:`check_request`): its options,
-    then its input; a bad one fails naming the option or line at fault (exit 2)."""
-    for request, where, options_where in requests:
-        try:
-            check_options(registry, request)
-        except PermanentError as exc:
-            fail(f"{options_where}: {exc}")
-        try:
-            check_request(registry, request)
-        except PermanentError as exc:
-            fail(f"{where}: {exc}")
-    return [request for request, *_ in requests]
-
-
-def _check_forks(client: Client, requests: Sequence[Checked]) -> None:
-    """A fork's checkpoint must exist on its thread, and every worker keep history (Redis reads; the client
-    checks it however the checkpoint_id is given): exit 2 naming where its options came from."""
-    for request, _, options_where in requests:
-        try:
-            client.check_options(request)
-        except PermanentError as exc:
-            fail(f"{options_where}: {exc}")
+def _given(**options: str | None) -> set[str]:
+    """The run options given on the command line, as ``--name`` (``--tenant`` always: it has a default)."""
+    return {"--tenant", *(f"--{name}" for name, value in options.items() if value is not None)}
 
 
 def wait_for_runs(
@@ -316,14 +286,18 @@ def enqueue(
     if timeout is not None and not wait:
         raise click.UsageError("--timeout needs --wait (it bounds the wait)")
     requests = _with_config(
-        _requests(workflow, input_text, input_file, thread, tenant, checkpoint), config_text
+        _requests(workflow, input_text, input_file, thread, tenant, checkpoint), config_text, checkpoint
     )
-    # before any Redis starts, unless the name is unknown here (the catalog's hint); the queue does not cache
-    refuse_on_queue(app.workflow(workflow))
-    checked = _checked(app.registry, requests)
+    app.workflow(workflow)  # an unknown name: the catalog's hint (the only Redis read before the checks)
+    given = _given(thread=thread, checkpoint=checkpoint, config=config_text)
+    valid = [checked(app.registry, r, where, given) for r, where in requests]  # before any Redis starts
     client = app.client()
-    _check_forks(client, requests)
-    run_ids = client.enqueue_many(checked, cast(Multitask, multitask))
+    try:  # reads a fork's checkpoint once
+        run_ids = client.enqueue_many(valid, cast(Multitask, multitask))
+    except PermanentError as exc:
+        if exc.param is None:  # not of a request: a busy thread, the kill switch
+            raise
+        fail_at(exc, "--input", given)
     if output == "table":
         click.echo("\n".join(run_ids))
     if not wait:

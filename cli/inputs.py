@@ -5,20 +5,71 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from graphcore import keys
+from graphcore.backend.client import RunRequest, ValidRun, check_request
 from graphcore.engine.inputs import MAX_NESTING, TOO_DEEP, nesting_problem
-from graphcore.errors import ConfigError
+from graphcore.engine.registry import Registry
+from graphcore.errors import ConfigError, PermanentError
 from graphq.cli.errors import fail
 
-__all__ = ["BATCH_KEYS", "BatchLine", "check_ids", "loads", "make_data_dir", "parse_input", "read_batch"]
+__all__ = [
+    "BATCH_KEYS",
+    "BatchLine",
+    "check_ids",
+    "checked",
+    "fail_at",
+    "loads",
+    "make_data_dir",
+    "option_at_fault",
+    "parse_input",
+    "read_batch",
+]
 
 BATCH_KEYS = ("input", "thread", "tenant")
 """Keys a ``--input-file`` line may have; ``input`` is required."""
+
+OPTIONS_OF: dict[str, tuple[str, ...]] = {
+    "thread_id": ("--thread",),
+    "tenant": ("--tenant",),
+    "config": ("--config",),
+    "checkpoint_id": ("--checkpoint", "--config"),
+}
+"""The options of ``graphq enqueue`` and ``graphq run`` that may give each field of a run request, in the
+order an error of that field names them (the client's errors carry the field, ``PermanentError.param``).
+A field given by none of them (the input, a batch line's thread) is named by where its input came from."""
+
+
+def option_at_fault(param: str | None, where: str, given: Collection[str]) -> str | None:
+    """The option to name in an error of request field ``param``: the first of :data:`OPTIONS_OF`'s that
+    was ``given`` on the command line, else ``where`` (``--input`` or a batch line's ``path:LINE``); None
+    for the workflow (its errors name it)."""
+    if param == "workflow":
+        return None
+    return next((o for o in OPTIONS_OF.get(param or "", ()) if o in given), where)
+
+
+def checked(registry: Registry, request: RunRequest, where: str, given: Collection[str]) -> ValidRun:
+    """``request`` checked by the client (:func:`~graphcore.backend.client.check_request`, the one check),
+    without Redis.
+
+    Raises:
+        CliError: it is invalid: exit 2, one line naming the option at fault (:func:`option_at_fault`).
+    """
+    try:
+        return check_request(registry, request)
+    except PermanentError as exc:
+        fail_at(exc, where, given)
+
+
+def fail_at(exc: PermanentError, where: str, given: Collection[str]) -> NoReturn:
+    """Stop with ``exc``'s message after the option at fault (:func:`option_at_fault`), exit 2."""
+    option = option_at_fault(exc.param, where, given)
+    fail(str(exc) if option is None else f"{option}: {exc}")
 
 
 @dataclass(frozen=True)

@@ -18,20 +18,19 @@ from rich.console import Console
 from rich.text import Text
 
 from graphcore import keys
-from graphcore.backend.client import Client, RunRequest, check_request
+from graphcore.backend.client import Client, RunRequest, ValidRun
 from graphcore.backend.connection import connect, redact_url
 from graphcore.backend.events import Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import Multitask
-from graphcore.engine.cache import refuse_on_queue
 from graphcore.engine.registry import Registry
-from graphcore.errors import GraphqError, PermanentError
+from graphcore.errors import GraphqError
 from graphq.cli.context import AppContext
 from graphq.cli.ctrl_c import CtrlC, how_left
 from graphq.cli.enqueue import multitask_option
 from graphq.cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
-from graphq.cli.inputs import check_ids, make_data_dir, parse_input
+from graphq.cli.inputs import checked, make_data_dir, parse_input
 from graphq.cli.output import err_console, output_option, print_json, to_json
 from graphq.cli.progress import StepBars
 from graphq.cli.records import at_step, print_waiting, record_json, request_json
@@ -242,7 +241,7 @@ def report(client: Client, record: RunRecord, output: str) -> None:
 def _execute(
     app: AppContext,
     client: Client,
-    request: RunRequest,
+    request: ValidRun,
     console: Console,
     started: float,
     multitask: Multitask = "enqueue",
@@ -250,7 +249,7 @@ def _execute(
     """Enqueue the run and work it here to its end (or first pause)."""
     run_id = client.enqueue_many([request], multitask)[0]
     record = client.get_run(run_id)
-    console.print(f"run {run_id}: {request.workflow} on thread {record.thread_id}", markup=False)
+    console.print(f"run {run_id}: {record.workflow} on thread {record.thread_id}", markup=False)
     active = client.kv.get(keys.thread_active(record.thread_id))
     if active is not None and active.decode() != run_id:
         console.print(
@@ -311,12 +310,8 @@ def run(
     reject), 3 waiting for input, 130 interrupted (Ctrl-C; checkpoints kept).
     """
     request = RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant)
-    refuse_on_queue(app.registry.get(workflow))  # a graph with a node cache: the queue does not cache
-    check_ids(thread, tenant)
-    try:  # before any Redis is started or data dir made
-        check_request(app.registry, request)
-    except PermanentError as exc:
-        fail(f"--input: {exc}")
+    given = {"--tenant"} if thread is None else {"--thread", "--tenant"}
+    valid = checked(app.registry, request, "--input", given)  # before any Redis is started or data dir made
     console = err_console()
     started = time.monotonic()
     if app.local:
@@ -328,7 +323,7 @@ def run(
         client = app.client(local=True)
         if app.private:  # the runs an earlier `graphq run` left (a second Ctrl-C) end as promised
             reap_now(client.kv, app.settings.model_copy(update={"redis_url": url}))
-        record = _execute(app, client, request, console, started, cast(Multitask, multitask))
+        record = _execute(app, client, valid, console, started, cast(Multitask, multitask))
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)
     report(client, record, output)

@@ -61,7 +61,16 @@ class TransientError(GraphqError):
 
 
 class PermanentError(GraphqError):
-    """A failure that retrying cannot fix (bad input, a bug in a node, a broken graph)."""
+    """A failure that retrying cannot fix (bad input, a bug in a node, a broken graph).
+
+    Attributes:
+        param: the field of the run request at fault when the client's request check raised it
+            (:func:`graphcore.backend.client.check_request`): ``workflow``, ``input``, ``thread_id``,
+            ``tenant``, ``config``, ``checkpoint_id``, ``run_id``, ``continued_from_run_id``,
+            ``preset_answers`` or ``request``; None otherwise. The CLI names its option from it.
+    """
+
+    param: str | None = None
 
 
 class InvalidGraphError(PermanentError, ValueError):

@@ -316,7 +316,8 @@ def test_the_queue_takes_langgraphs_config(client: Client) -> None:
     failed = ended(client, limited)
     assert failed.status == RunStatus.FAILED and failed.error is not None
     assert failed.error.type == StepLimitError.__name__
-    with pytest.raises(ConfigError, match=r"^thread_id 'a' and the config's thread_id 'b' differ$"):
+    clash = r"^the config's thread_id 'b' differs from thread_id 'a'; give one of them$"
+    with pytest.raises(ConfigError, match=clash):
         client.enqueue("three_steps", {}, thread_id="a", config={"configurable": {"thread_id": "b"}})
 
 

@@ -63,8 +63,6 @@ CASES: list[tuple[str, Call, type[Exception], str]] = [
      "guard must be a Guard or None (got str 'x')"),
     ("check", lambda c, r: c.check("typed"), ArgumentTypeError,
      "request must be a RunRequest (got str 'typed')"),
-    ("check_options", lambda c, r: c.check_options({"workflow": "typed"}), ArgumentTypeError,
-     "request must be a RunRequest (got dict {'workflow': 'typed'})"),
     ("get_run", lambda c, r: c.get_run(5), ArgumentTypeError,
      "run id must be a str (got int 5)"),
     ("chain", lambda c, r: c.chain(None), ArgumentTypeError,

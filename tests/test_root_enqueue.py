@@ -182,11 +182,11 @@ def test_an_unknown_durability_is_refused_at_enqueue(client: Client, redis_url: 
         ),
         (
             ("-t", "TA", "--config", '{"configurable": {"thread_id": "TB"}}'),
-            "error: --config: thread_id 'TB' differs from --thread 'TA'; give one of them",
+            "error: --config: the config's thread_id 'TB' differs from thread_id 'TA'; give one of them",
         ),
         (
             ("-t", "rt9", "-c", "nope", "--config", '{"tags": ["a"]}'),
-            "error: --checkpoint with --config: thread 'rt9' has no checkpoint nope",
+            "error: --checkpoint: thread 'rt9' has no checkpoint nope",
         ),
         (  # --checkpoint won without a word
             ("-t", "rt9", "-c", "c1", "--config", '{"configurable": {"checkpoint_id": "c2"}}'),

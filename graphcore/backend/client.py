@@ -10,7 +10,8 @@ import dataclasses
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,7 @@ from graphcore.errors import (
     CheckpointNotFoundError,
     ConfigError,
     InvalidUpdateError,
+    PermanentError,
     RunExistsError,
     RunNotFoundError,
 )
@@ -79,6 +81,7 @@ __all__ = [
     "Guard",
     "RunRequest",
     "StepQueue",
+    "ValidRun",
     "check_request",
     "queue_config",
 ]
@@ -144,7 +147,7 @@ def _seconds(
         raise ConfigError(f"{name} must be {expected} (got {value})")
 
 
-def _sequence_of(name: str, value: Any, kind: type, expected: str) -> None:
+def _sequence_of(name: str, value: Any, kind: type | tuple[type, ...], expected: str) -> None:
     """Refuse argument ``name`` unless ``value`` is a list or tuple whose items are ``kind`` (a single one,
     a str among them, is refused: ``wait("abc")`` is not three runs).
 
@@ -168,19 +171,19 @@ def _refuse_busy(records: Sequence[RunRecord], busy: set[str]) -> None:
         seen.add(record.thread_id)
 
 
-def _named(requests: Sequence[RunRequest], records: Sequence[RunRecord]) -> list[str]:
-    """The ids of ``records`` that their requests chose (``RunRequest.run_id``), in order: those may name a
+def _named(runs: Sequence[ValidRun]) -> list[str]:
+    """The ids of ``runs`` that their requests chose (``RunRequest.run_id``), in order: those may name a
     run already (a new uuid4 cannot).
 
     Raises:
         RunExistsError: two requests choose one id.
     """
     named: list[str] = []
-    for request, record in zip(requests, records, strict=True):
-        if request.run_id is not None:
-            if record.id in named:
-                raise RunExistsError(record.id, None)
-            named.append(record.id)
+    for run in runs:
+        if run.named:
+            if run.record.id in named:
+                raise RunExistsError(run.record.id, None)
+            named.append(run.record.id)
     return named
 
 
@@ -239,6 +242,32 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
+class ValidRun:
+    """A run request that passed :func:`check_request`: :meth:`Client.enqueue_many` takes it as it is,
+    without checking its options and input again (it still reads Redis for a fork's checkpoint and a
+    continued run, once).
+
+    Attributes:
+        record: the run record to store (``created_at``: when it was checked).
+        named: the request chose the run id (``RunRequest.run_id``), which may name a run already.
+    """
+
+    record: RunRecord
+    named: bool = False
+
+
+@contextmanager
+def _field(name: str) -> Iterator[None]:
+    """Mark a :class:`~graphcore.errors.PermanentError` raised inside as an error of the request's field
+    ``name`` (its ``param``), then let it go on."""
+    try:
+        yield
+    except PermanentError as exc:
+        exc.param = name
+        raise
+
+
+@dataclass(frozen=True)
 class Guard:
     """Conditions and writes that go with one run-creating transaction (:meth:`Client.enqueue_guarded`; the
     scheduler's claim of its fires, K1).
@@ -272,10 +301,17 @@ def no_history(what: str, where: str = "") -> ConfigError:
     )
 
 
-def check_request(registry: Registry, req: RunRequest) -> RunRecord:
-    """Validate ``req`` as :meth:`Client.enqueue_many` does, without Redis; returns the run record to store.
+def _a_fork(checkpoint_id: str) -> str:
+    """What a fork is, in a refusal of one: ``checkpoint_id 'c': starting from a given checkpoint``."""
+    return f"checkpoint_id {checkpoint_id!r}: starting from a given checkpoint (a fork)"
 
-    Checks the run's options (:func:`check_options`), then the input's shape, keys and types against the
+
+def check_request(registry: Registry, req: RunRequest) -> ValidRun:
+    """Validate ``req`` as :meth:`Client.enqueue_many` does, without Redis: the one check of a request's
+    options and input. Returns it checked, the run record to store (:meth:`Client.enqueue_many` takes it
+    without checking again).
+
+    Checks the run's options (:func:`_check_options`), then the input's shape, keys and types against the
     state schema (:func:`graphcore.engine.inputs.check_types`: the record holds the input as given, or with
     JSON-form values validated into their declared types; a root-channel state's input against its type;
     each reducer channel's write folded by its reducer onto the channel's empty value), that it serializes,
@@ -283,17 +319,21 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
 
     Raises:
         UnknownWorkflowError, ConfigError, SerializationError, InvalidUpdateError, InputTypeError,
-            InputTooLargeError: the request is invalid (the message says what and where).
+            InputTooLargeError: the request is invalid (the message says what and where; the error's
+            ``param`` names the request's field at fault: ``input``, ``preset_answers``, or one of
+            :func:`_check_options`).
     """
-    graph, cfg, run_id, thread = check_options(registry, req)
-    graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
-    value = check_types(graph.schema, req.input)
-    check_size("input", len(serde.dumps(value, path="input")))
+    graph, cfg, run_id, thread = _check_options(registry, req)
+    with _field("input"):
+        graph.schema.writes_of(START, req.input)  # unknown keys or a non-mapping input: refused up front
+        value = check_types(graph.schema, req.input)
+        check_size("input", len(serde.dumps(value, path="input")))
     if req.preset_answers:
-        for answer in req.preset_answers.values():
-            check_nesting(answer, "answer")
-        check_size("answer", len(serde.dumps(dict(req.preset_answers), path="answer")))
-    return RunRecord(
+        with _field("preset_answers"):
+            for answer in req.preset_answers.values():
+                check_nesting(answer, "answer")
+            check_size("answer", len(serde.dumps(dict(req.preset_answers), path="answer")))
+    record = RunRecord(
         id=run_id,
         workflow=req.workflow,
         thread_id=thread,
@@ -306,13 +346,16 @@ def check_request(registry: Registry, req: RunRequest) -> RunRecord:
         run_timeout_s=cfg.run_timeout(),
         thread_ttl_s=cfg.thread_ttl(),
     )
+    return ValidRun(record, named=req.run_id is not None)
 
 
-def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, RunConfig, str, str]:
+def _check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, RunConfig, str, str]:
     """Validate everything of ``req`` but its input, without Redis: the workflow name, the run options
     (merged over the workflow's), their timeouts and TTL, a fork's need of checkpoint history, the ids.
     Returns the workflow, the merged config, the run id (a new one unless ``req`` derives it) and the
-    thread.
+    thread. Each error's ``param`` names the field at fault: ``request`` (its type), ``workflow``,
+    ``config`` (also a thread id given there, and one that differs from ``thread_id``), ``checkpoint_id``,
+    ``run_id``, ``thread_id``, ``tenant``, ``continued_from_run_id``, ``preset_answers``.
 
     Raises:
         ArgumentTypeError: ``req`` is not a RunRequest, or a field has the wrong type (``tenant=123``,
@@ -327,21 +370,30 @@ def check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, R
             malformed ``continued_from_run_id``.
     """
     _check_fields(req)
-    graph = registry.get(req.workflow)
-    refuse_on_queue(graph)
-    check_nesting(req.config, "config")
-    given = queue_config(req.config)
-    cfg = outside_any_task(graph.config_for(given))  # a subgraph's config: its checkpoint_map's root
-    cfg.run_timeout()
-    cfg.check_request_timeout()
-    cfg.thread_ttl()
+    with _field("workflow"):
+        graph = registry.get(req.workflow)
+        refuse_on_queue(graph)
+    with _field("config"):
+        check_nesting(req.config, "config")
+        given = queue_config(req.config)
+        cfg = outside_any_task(graph.config_for(given))  # a subgraph's config: its checkpoint_map's root
+        cfg.run_timeout()
+        cfg.check_request_timeout()
+        cfg.thread_ttl()
+        named = _thread_of(req, given)
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
-        raise no_history(f"checkpoint_id {cfg.checkpoint_id!r}: starting from a given checkpoint (a fork)")
-    run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
-    thread = keys.validate_id("thread id", _thread_of(req, given) or run_id)
-    keys.validate_id("tenant", req.tenant)
+        refused = no_history(_a_fork(cfg.checkpoint_id))
+        refused.param = "checkpoint_id"
+        raise refused
+    with _field("run_id"):
+        run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
+    with _field("config" if req.thread_id is None else "thread_id"):  # where the thread id came from
+        thread = keys.validate_id("thread id", named or run_id)
+    with _field("tenant"):
+        keys.validate_id("tenant", req.tenant)
     if req.continued_from_run_id is not None:
-        keys.validate_id("continued_from_run_id", req.continued_from_run_id)
+        with _field("continued_from_run_id"):
+            keys.validate_id("continued_from_run_id", req.continued_from_run_id)
     return graph, cfg, run_id, thread
 
 
@@ -350,12 +402,17 @@ def _check_fields(req: RunRequest) -> None:
     values, the config by :func:`queue_config`).
 
     Raises:
-        ArgumentTypeError: naming the field.
+        ArgumentTypeError: naming the field (also its ``param``).
     """
-    _expect("request", req, RunRequest, "a RunRequest")
-    _expect("workflow", req.workflow, str, "a workflow name (str)")
-    _expect("thread_id", req.thread_id, (str, type(None)), "a str or None")
-    _expect("preset_answers", req.preset_answers, Mapping, "a mapping")
+    with _field("request"):
+        _expect("request", req, RunRequest, "a RunRequest")
+    for name, kinds, expected in (
+        ("workflow", str, "a workflow name (str)"),
+        ("thread_id", (str, type(None)), "a str or None"),
+        ("preset_answers", Mapping, "a mapping"),
+    ):
+        with _field(name):
+            _expect(name, getattr(req, name), kinds, expected)
 
 
 def queue_config(config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
@@ -384,13 +441,16 @@ def queue_config(config: Mapping[str, Any] | RunConfig | None) -> RunConfig:
 def _thread_of(req: RunRequest, given: RunConfig) -> str | None:
     """The thread ``req`` names: its ``thread_id``, or its config's (``given``, ``req.config`` merged:
     LangGraph's ``{"configurable": {"thread_id": ...}}`` or the option ``thread_id``), None for a new one.
+    The one rule for a thread named twice.
 
     Raises:
         ConfigError: the two name different threads.
     """
     named = given.thread_id
     if req.thread_id is not None and named is not None and named != req.thread_id:
-        raise ConfigError(f"thread_id {req.thread_id!r} and the config's thread_id {named!r} differ")
+        raise ConfigError(
+            f"the config's thread_id {named!r} differs from thread_id {req.thread_id!r}; give one of them"
+        )
     return req.thread_id or named
 
 
@@ -410,11 +470,17 @@ class Client:
         self.runs = RunStore(kv)
         self.checkpoints = RedisCheckpointStore(kv)
 
-    def _record(self, req: RunRequest) -> RunRecord:
-        record = check_request(self.registry, req)
-        self._check_continued(record)
-        self._check_fork(record.workflow, record.thread_id, record.config.get("checkpoint_id"))
-        return record
+    def _admissible(self, request: RunRequest | ValidRun) -> ValidRun:
+        """``request`` checked (:func:`check_request`, unless it is a :class:`ValidRun` already), then what
+        needs Redis: the run it continues and its fork's checkpoint, each read once. Errors carry the
+        field at fault (``param``)."""
+        valid = request if isinstance(request, ValidRun) else check_request(self.registry, request)
+        record = valid.record
+        with _field("continued_from_run_id"):
+            self._check_continued(record)
+        with _field("checkpoint_id"):
+            self._check_fork(record.workflow, record.thread_id, record.config.get("checkpoint_id"))
+        return valid
 
     def _check_continued(self, record: RunRecord) -> None:
         """The run ``record`` continues (``continued_from_run_id``, R14) must be a run of its thread.
@@ -450,9 +516,7 @@ class Client:
         """
         if checkpoint_id is None:
             return
-        self._refuse_without_history(
-            f"checkpoint_id {checkpoint_id!r}: starting from a given checkpoint (a fork)"
-        )
+        self._refuse_without_history(_a_fork(checkpoint_id))
         cp = self.get_state(thread_id, checkpoint_id)
         self.registry.get(workflow).check_tasks(thread_id, checkpoint_id, cp.next_tasks)
 
@@ -480,26 +544,22 @@ class Client:
                 InputTooLargeError, CheckpointNotFoundError, RunExistsError: see enqueue_many (one read of
                 the run index for a ``run_id`` given).
         """
-        record = self._record(request)
-        if request.run_id is not None:
-            self.runs.refuse_taken([record.id])
+        valid = self._admissible(request)
+        if valid.named:
+            self.runs.refuse_taken([valid.record.id])
 
-    def check_options(self, request: RunRequest) -> None:
-        """Validate ``request``'s options, ids and fork checkpoint, not its input (:func:`check_options`;
-        :meth:`check` checks both): what ``graphq enqueue`` reports as an error of ``--config``.
-
-        Raises:
-            UnknownWorkflowError, ConfigError, CheckpointNotFoundError: see :func:`check_options`,
-                :meth:`enqueue_many`.
-        """
-        _, cfg, _, thread = check_options(self.registry, request)
-        self._check_fork(request.workflow, thread, cfg.checkpoint_id)
-
-    def enqueue_many(self, requests: Sequence[RunRequest], multitask: Multitask = "enqueue") -> list[str]:
+    def enqueue_many(
+        self, requests: Sequence[RunRequest | ValidRun], multitask: Multitask = "enqueue"
+    ) -> list[str]:
         """Create the runs and their first step jobs, all or nothing (one MULTI transaction).
 
         A run on a busy thread (I3) waits behind the thread's active run (``multitask="enqueue"``) and
         starts when that one ends, or is refused (``"reject"``).
+
+        Each request is checked once, before anything is written: a :class:`RunRequest` by
+        :func:`check_request`, a :class:`ValidRun` (its result) taken as it is; then a fork's checkpoint
+        and a continued run are read (once each). A check's error names the request's field at fault in
+        its ``param`` (``input``, ``thread_id``, ``tenant``, ``config``, ``checkpoint_id``, ...).
 
         Returns:
             The run ids, in request order.
@@ -522,7 +582,7 @@ class Client:
         return self.enqueue_guarded(requests, None, multitask) or []
 
     def enqueue_guarded(
-        self, requests: Sequence[RunRequest], guard: Guard | None, multitask: Multitask = "enqueue"
+        self, requests: Sequence[RunRequest | ValidRun], guard: Guard | None, multitask: Multitask = "enqueue"
     ) -> list[str] | None:
         """:meth:`enqueue_many` in one transaction with ``guard``'s writes, only while ``guard.check``
         holds (its keys WATCHed): the runs and the guard's writes apply together or not at all. With no
@@ -534,15 +594,15 @@ class Client:
         Raises:
             The errors of :meth:`enqueue_many`.
         """
-        _sequence_of("requests", requests, RunRequest, "RunRequest")
+        _sequence_of("requests", requests, (RunRequest, ValidRun), "RunRequest")  # a ValidRun: one checked
         _expect("guard", guard, (Guard, type(None)), "a Guard or None")
         refuse_if_off(None, get_settings().enabled)
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with graphq.connect_client()")
         if multitask not in MULTITASK_POLICIES:
             raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
-        records = [self._record(r) for r in requests]
-        named = _named(requests, records)
+        runs = [self._admissible(r) for r in requests]
+        records, named = [r.record for r in runs], _named(runs)
         while records or guard is not None:
             try:
                 return self._admit(records, multitask, guard, named)
@@ -630,10 +690,11 @@ class Client:
                 "input Command(resume=...): on the queue an answer goes to the run that asked: "
                 "client.answer(run_id, value, update=..., goto=...) (graphq runs answer RUN --value JSON)"
             )
-        _, cfg, _, thread = check_options(self.registry, request)
+        valid = check_request(self.registry, request)
+        thread, fork = valid.record.thread_id, valid.record.config.get("checkpoint_id")
         self._idle_thread_of(request.workflow, thread, "input Command(update=..., goto=...): ")
         head = self.checkpoints.get(thread)
-        if head is None or cfg.checkpoint_id is not None:
+        if head is None or fork is not None:
             raise InvalidUpdateError(
                 f"input Command(update=..., goto=...): on the queue it goes on from the head of a thread "
                 f"with a checkpoint, and thread {thread!r} has none (or a checkpoint_id is given); give the "
@@ -660,7 +721,7 @@ class Client:
             return active is None and last == head.id.encode() and given == earlier
 
         same = Guard([keys.thread_active(thread), history, pending_key], unchanged, save)
-        ids = self.enqueue_guarded([request], same, multitask)
+        ids = self.enqueue_guarded([valid], same, multitask)
         if ids is None:
             raise InvalidUpdateError(
                 f"input Command(update=..., goto=...): thread {thread!r} got a run, a checkpoint or another "
