@@ -1,5 +1,5 @@
 """A run request is checked once, by the client, from ``graphq enqueue``/``graphq run``/``Client.enqueue``
-to the MULTI that creates the run (issue 24): its options are parsed once, a fork's Redis reads are made
+to the MULTI that creates the run: its options are parsed once, a fork's Redis reads are made
 once, and an error names the request's field at fault (``param``), which the CLI turns into its option."""
 
 from __future__ import annotations
