@@ -47,6 +47,7 @@ __all__ = [
     "METRICS",
     "MULTIPROC_ENV",
     "RedisCollector",
+    "catalog",
     "continued",
     "disable",
     "enable",
@@ -110,6 +111,15 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 ALL_TENANTS = "*"
 """The ``tenant`` label value of the running/queued gauges once the tenants reach the cap."""
+
+
+def catalog() -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """Every metric graphq exposes as ``(name, type, help, label names)``, sorted by name; ``type`` is
+    ``counter``, ``histogram`` or ``gauge``, counters by their ``_total`` name. The metrics reference page
+    (``docs/reference/metrics.md``) is generated from it."""
+    kinds = {f"{n}_total": "counter" for n in _COUNTERS} | dict.fromkeys(_HISTOGRAMS, "histogram")
+    kinds |= dict.fromkeys(_GAUGES, "gauge")
+    return sorted((name, kinds[name], doc, labels) for name, (doc, labels) in METRICS.items())
 
 
 def exposed_names() -> set[str]:
