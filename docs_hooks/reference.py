@@ -86,8 +86,9 @@ def _contexts(
 
 
 def settings_reference() -> str:
-    """A table of every setting: variable, type, default, allowed range, meaning (the model's order)."""
-    from graphcore.settings import PREFIX, Settings, allowed_range
+    """A table of every setting: variable, type, default, allowed range, meaning (the model's order); then
+    a table of the other ``GRAPHQ_*`` variables graphq reads (``OTHER_VARIABLES``)."""
+    from graphcore.settings import OTHER_VARIABLES, PREFIX, Settings, allowed_range
 
     rows = ["| variable | type | default | allowed | meaning |", "|---|---|---|---|---|"]
     for field, info in Settings.model_fields.items():
@@ -95,10 +96,13 @@ def settings_reference() -> str:
             f"`{PREFIX}{field.upper()}`",
             _type_name(info.annotation),
             _default(info.default),
-            allowed_range(field).replace("value", "*value*"),
+            allowed_range(field),
             info.description or "",
         )
         rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    rows += ["", "## Other variables", "", "Read by graphq, but not settings.", ""]
+    rows += ["| variable | meaning |", "|---|---|"]
+    rows += [f"| `{name}` | {_cell(meaning)} |" for name, meaning in sorted(OTHER_VARIABLES.items())]
     return "\n".join(rows) + "\n"
 
 
@@ -129,8 +133,11 @@ def _default(value: object) -> str:
 
 
 def _cell(text: str) -> str:
-    """``text`` safe in a table cell: no HTML (``<queue>`` stays visible), no cell break."""
-    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+    """``text`` safe in a table cell: no HTML outside its code spans (``<queue>`` stays visible; a code
+    span shows its text as it is) and no cell break."""
+    parts = text.replace("\n", " ").split("`")
+    parts[::2] = [html.escape(part, quote=False).replace("|", "\\|") for part in parts[::2]]
+    return "`".join(parts)
 
 
 # --- the metrics ------------------------------------------------------------------------------------------

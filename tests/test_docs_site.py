@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 import pytest
 
-from graphcore.settings import Settings, allowed_range
+from graphcore.settings import OTHER_VARIABLES, Settings, allowed_range
 from graphq.cli.main import main
 from graphq.worker import metrics
 from tests.test_design_refs import broken_links, slug
@@ -83,13 +83,19 @@ def test_the_command_page_has_every_command_with_its_usage_and_options(site: Pat
 
 
 def test_the_settings_page_has_every_setting_with_its_default_range_and_meaning(site: Path) -> None:
-    rows = {row[0]: row for row in table_rows(site, "reference/settings")}
+    every = {row[0]: row for row in table_rows(site, "reference/settings")}
+    rows = {name: row for name, row in every.items() if len(row) == 5}
     assert set(rows) == {f"GRAPHQ_{field.upper()}" for field in Settings.model_fields}
+    others = {name: row[1] for name, row in every.items() if len(row) == 2}
+    assert others == {name: meaning.replace("`", "") for name, meaning in OTHER_VARIABLES.items()}
     for field, info in Settings.model_fields.items():
         _, _, _, allowed, meaning = rows[f"GRAPHQ_{field.upper()}"]
         assert allowed == allowed_range(field), field
         assert meaning == " ".join((info.description or "").replace("`", "").split()), field
     assert rows["GRAPHQ_LEASE_TTL_S"][1:4] == ["number", "20", "0 < value ≤ 3600"]
+    assert rows["GRAPHQ_QUEUE"][4].startswith(
+        "Prefix of the RQ queues carrying step jobs (<prefix>:<workflow>)"
+    )
     assert Settings.model_fields["lease_ttl_s"].default == 20.0
     assert rows["GRAPHQ_REDIS_URL"][1:3] == ["text or unset", "unset"]
     assert rows["GRAPHQ_LOG_FORMAT"][1:3] == ["text or json", "text"]
