@@ -28,8 +28,9 @@ from mkdocs.exceptions import PluginError
 MARKER = re.compile(r"^<!-- generated: (\S+) -->$", re.MULTILINE)
 """Where a page wants a generated section."""
 
-HELP_WIDTH = 100
-"""Columns of the generated ``--help`` texts (``graphq`` itself caps its help at 100: cli/main.py)."""
+HELP_WIDTH = 80
+"""Columns of the generated ``--help`` texts: what a code block of the theme shows without scrolling (in a
+terminal ``graphq`` uses its width, up to 100: cli/main.py)."""
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
@@ -86,24 +87,19 @@ def _contexts(
 
 
 def settings_reference() -> str:
-    """A table of every setting: variable, type, default, allowed range, meaning (the model's order); then
-    a table of the other ``GRAPHQ_*`` variables graphq reads (``OTHER_VARIABLES``)."""
+    """A section per setting, in the model's order: ``## GRAPHQ_<FIELD>``, then its type, default and
+    allowed range (``number · default `20` · 0 < value ≤ 3600``), then its description; then the other
+    ``GRAPHQ_*`` variables graphq reads (``OTHER_VARIABLES``), under ``## Other variables``."""
     from graphcore.settings import OTHER_VARIABLES, PREFIX, Settings, allowed_range
 
-    rows = ["| variable | type | default | allowed | meaning |", "|---|---|---|---|---|"]
+    parts = []
     for field, info in Settings.model_fields.items():
-        cells = (
-            f"`{PREFIX}{field.upper()}`",
-            _type_name(info.annotation),
-            _default(info.default),
-            allowed_range(field),
-            info.description or "",
-        )
-        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    rows += ["", "## Other variables", "", "Read by graphq, but not settings.", ""]
-    rows += ["| variable | meaning |", "|---|---|"]
-    rows += [f"| `{name}` | {_cell(meaning)} |" for name, meaning in sorted(OTHER_VARIABLES.items())]
-    return "\n".join(rows) + "\n"
+        facts = [_type_name(info.annotation), f"default {_default(info.default)}", allowed_range(field)]
+        parts.append(f"## {PREFIX}{field.upper()}\n\n{_text(' · '.join(f for f in facts if f))}\n")
+        parts.append(f"{_text(info.description or '')}\n")
+    parts.append("## Other variables\n\nRead by graphq, but not settings.\n")
+    parts += [f"### {name}\n\n{_text(meaning)}\n" for name, meaning in sorted(OTHER_VARIABLES.items())]
+    return "\n".join(parts)
 
 
 _TYPES = {str: "text", int: "integer", float: "number", bool: "boolean (`true`/`false`)"}
@@ -132,11 +128,11 @@ def _default(value: object) -> str:
     return f"`{value}`"
 
 
-def _cell(text: str) -> str:
-    """``text`` safe in a table cell: no HTML outside its code spans (``<queue>`` stays visible; a code
-    span shows its text as it is) and no cell break."""
-    parts = text.replace("\n", " ").split("`")
-    parts[::2] = [html.escape(part, quote=False).replace("|", "\\|") for part in parts[::2]]
+def _text(text: str) -> str:
+    """``text`` as Markdown that shows it: no HTML outside its code spans (``<queue>`` stays visible; a code
+    span shows its text as it is)."""
+    parts = text.split("`")
+    parts[::2] = [html.escape(part, quote=False) for part in parts[::2]]
     return "`".join(parts)
 
 
@@ -144,14 +140,15 @@ def _cell(text: str) -> str:
 
 
 def metrics_reference() -> str:
-    """A table of every metric: name, type, labels, help (by name)."""
+    """A section per metric, by name: ``## graphq_steps_total``, then its type and labels (``counter ·
+    labels `workflow`, `outcome```), then its help."""
     from graphq.worker.metrics import catalog
 
-    rows = ["| metric | type | labels | help |", "|---|---|---|---|"]
+    parts = []
     for name, kind, doc, labels in catalog():
         shown = ", ".join(f"`{label}`" for label in labels) or "none"
-        rows.append(f"| `{name}` | {kind} | {shown} | {_cell(doc)} |")
-    return "\n".join(rows) + "\n"
+        parts.append(f"## {name}\n\n{kind} · labels {shown}\n\n{_text(doc)}\n")
+    return "\n".join(parts)
 
 
 SECTIONS: dict[str, Callable[[], str]] = {

@@ -49,15 +49,17 @@ def text(site: Path, page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", article))
 
 
-def table_rows(site: Path, page: str) -> list[list[str]]:
-    """The body rows of a built page's tables, each a list of its cells' text."""
+def sections(site: Path, page: str) -> dict[str, list[str]]:
+    """The ``<h2>`` and ``<h3>`` sections of a built page: heading text → the text of each paragraph under
+    it (tags dropped, entities decoded)."""
     page_html = (site / page / "index.html").read_text()
-    rows = []
-    for row in re.findall(r"<tr>(.*?)</tr>", page_html, re.DOTALL):
-        cells = re.findall(r"<td>(.*?)</td>", row, re.DOTALL)
-        if cells:
-            rows.append([html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in cells])
-    return rows
+    page_html = page_html[page_html.index("<article") : page_html.index("</article>")]
+    found = {}
+    for part in re.split(r"(?=<h[23] )", page_html)[1:]:
+        heading = html.unescape(re.sub(r"<[^>]+>", "", part[: part.index("</h")])).rstrip("¶")
+        paragraphs = re.findall(r"<p>(.*?)</p>", part, re.DOTALL)
+        found[heading] = [" ".join(html.unescape(re.sub(r"<[^>]+>", "", p)).split()) for p in paragraphs]
+    return found
 
 
 def commands(command: click.Command, path: str) -> Iterator[tuple[str, click.Command]]:
@@ -83,34 +85,35 @@ def test_the_command_page_has_every_command_with_its_usage_and_options(site: Pat
 
 
 def test_the_settings_page_has_every_setting_with_its_default_range_and_meaning(site: Path) -> None:
-    every = {row[0]: row for row in table_rows(site, "reference/settings")}
-    rows = {name: row for name, row in every.items() if len(row) == 5}
-    assert set(rows) == {f"GRAPHQ_{field.upper()}" for field in Settings.model_fields}
-    others = {name: row[1] for name, row in every.items() if len(row) == 2}
-    assert others == {name: meaning.replace("`", "") for name, meaning in OTHER_VARIABLES.items()}
-    for field, info in Settings.model_fields.items():
-        _, _, _, allowed, meaning = rows[f"GRAPHQ_{field.upper()}"]
-        assert allowed == allowed_range(field), field
-        assert meaning == " ".join((info.description or "").replace("`", "").split()), field
-    assert rows["GRAPHQ_LEASE_TTL_S"][1:4] == ["number", "20", "0 < value ≤ 3600"]
-    assert rows["GRAPHQ_QUEUE"][4].startswith(
+    found = sections(site, "reference/settings")
+    variables = {f"GRAPHQ_{field.upper()}": info for field, info in Settings.model_fields.items()}
+    assert set(found) == {*variables, "Other variables", *OTHER_VARIABLES}
+    for variable, info in variables.items():
+        facts, meaning = found[variable]
+        assert meaning == " ".join((info.description or "").replace("`", "").split()), variable
+        assert facts.endswith(allowed_range(variable.removeprefix("GRAPHQ_").lower())), variable
+    assert found["GRAPHQ_LEASE_TTL_S"][0] == "number · default 20 · 0 < value ≤ 3600"
+    assert Settings.model_fields["lease_ttl_s"].default == 20.0
+    assert found["GRAPHQ_REDIS_URL"][0] == "text or unset · default unset"
+    assert found["GRAPHQ_WORKFLOWS"][0] == "text · default empty"
+    assert found["GRAPHQ_LOG_FORMAT"][0] == "text or json · default text"
+    assert found["GRAPHQ_ENABLED"][0] == "boolean (true/false) · default true"
+    assert found["GRAPHQ_QUEUE"][1].startswith(
         "Prefix of the RQ queues carrying step jobs (<prefix>:<workflow>)"
     )
-    assert Settings.model_fields["lease_ttl_s"].default == 20.0
-    assert rows["GRAPHQ_REDIS_URL"][1:3] == ["text or unset", "unset"]
-    assert rows["GRAPHQ_LOG_FORMAT"][1:3] == ["text or json", "text"]
-    assert rows["GRAPHQ_ENABLED"][1:3] == ["boolean (true/false)", "true"]
+    for variable, meaning in OTHER_VARIABLES.items():
+        assert found[variable] == [meaning.replace("`", "")]
 
 
 def test_the_metrics_page_has_every_metric_with_its_type_and_labels(site: Path) -> None:
-    rows = {row[0]: row for row in table_rows(site, "reference/metrics")}
-    assert set(rows) == set(metrics.METRICS)
+    found = sections(site, "reference/metrics")
+    assert set(found) == set(metrics.METRICS)
     exposed = metrics.exposed_names()
     for name, (doc, labels) in metrics.METRICS.items():
         kind = "histogram" if f"{name}_bucket" in exposed else "gauge"
         kind = "counter" if name.endswith("_total") else kind
-        assert rows[name][1:] == [kind, ", ".join(labels) or "none", doc], name
-    assert rows["graphq_steps_total"][1:3] == ["counter", "workflow, outcome"]
+        assert found[name] == [f"{kind} · labels {', '.join(labels) or 'none'}", doc], name
+    assert found["graphq_steps_total"][0] == "counter · labels workflow, outcome"
 
 
 TRICKY_HEADINGS = [

@@ -131,7 +131,8 @@ _GAUGES = {
         ("tenant",),
     ),
     "graphq_admission_oldest_wait_seconds": (
-        "How long the tenant's oldest waiting run has waited (read from Redis at scrape time; the same cap).",
+        "How long the tenant's oldest waiting run has waited (read from Redis at scrape time); from "
+        'GRAPHQ_METRICS_TENANT_LABEL_CAP tenants on, one series tenant="*".',
         ("tenant",),
     ),
     "graphq_queue_depth": (
