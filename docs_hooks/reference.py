@@ -59,7 +59,8 @@ def fill(markdown: str) -> str:
 
 def cli_reference() -> str:
     """A heading and a ``text`` block of ``--help`` for ``graphq`` and each of its commands, depth first in
-    the order ``graphq --help`` lists them (``## graphq run``, ``### graphq runs answer``, ...)."""
+    the order ``graphq --help`` lists them (``## graphq``, ``### graphq run``, ``#### graphq runs
+    answer``)."""
     from graphq.cli.main import main
 
     parts = []

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import click
 import pytest
+from mkdocs.exceptions import PluginError
 
+from docs_hooks.reference import fill
 from graphcore.settings import OTHER_VARIABLES, Settings, allowed_range
 from graphq.cli.main import main
 from graphq.worker import metrics
@@ -150,3 +152,9 @@ def test_a_broken_link_or_anchor_fails_the_build_and_the_two_checks_agree(tmp_pa
         "index.md: missing.md",
         "index.md: reference/settings.md#no-such-anchor (no such anchor)",
     ]
+
+
+def test_a_page_asking_for_an_unknown_generated_section_stops_the_build_naming_it() -> None:
+    with pytest.raises(PluginError) as raised:
+        fill("# Settings\n\n<!-- generated: setings -->\n")
+    assert str(raised.value) == "<!-- generated: setings -->: no such section (known: cli, settings, metrics)"
