@@ -4,12 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-loaded lint bench chaos clean
+.PHONY: venv demo test test-loaded lint docs docs-serve bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,test]'
+	$(PY) -m pip install -q -e '.[dev,test,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -38,9 +38,19 @@ chaos: $(STAMP)
 	$(PY) -m bench.chaos --signal term
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check graphcore graphq worker scheduler cli examples tests bench
-	$(VENV)/bin/ruff format --check graphcore graphq worker scheduler cli examples tests bench
+	$(VENV)/bin/ruff check graphcore graphq worker scheduler cli examples tests bench docs_hooks
+	$(VENV)/bin/ruff format --check graphcore graphq worker scheduler cli examples tests bench docs_hooks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy docs_hooks
+
+## The documentation site (mkdocs.yml), built strictly into site/: a broken link or anchor fails it.
+## Its reference pages (commands, settings, metrics) are generated from the code (docs_hooks/reference.py).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+## The site served on http://127.0.0.1:8000, rebuilt on each change.
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict
 
 ## Benchmarks (P1–P7), printed as ratios against baselines measured in the same run.
 bench: $(STAMP)
@@ -48,4 +58,4 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .graphq .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .graphq .pytest_cache .mypy_cache .ruff_cache site

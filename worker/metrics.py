@@ -47,6 +47,7 @@ __all__ = [
     "METRICS",
     "MULTIPROC_ENV",
     "RedisCollector",
+    "catalog",
     "continued",
     "disable",
     "enable",
@@ -74,19 +75,43 @@ _SLOW_BUCKETS = (*_FAST_BUCKETS, 60.0, 300.0, 900.0, 3600.0)
 _LAG_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 _COUNTERS = {
-    "graphq_steps": ("Step jobs run, by workflow and outcome.", ("workflow", "outcome")),
-    "graphq_runs": ("Runs ended by a worker, by workflow and final status.", ("workflow", "status")),
+    "graphq_steps": (
+        "Step jobs run, by workflow and outcome: committed, completed, failed, canceled, awaiting_input, "
+        'skipped (a duplicate, or its run is gone: thread expired or deleted; workflow ""), rejected (the '
+        "fence refused: lease lost), error (raised).",
+        ("workflow", "outcome"),
+    ),
+    "graphq_runs": (
+        "Runs a step job ended, by workflow and final status: completed, failed, canceled.",
+        ("workflow", "status"),
+    ),
     "graphq_leases_lost": ("Step leases found taken while their step ran.", ()),
-    "graphq_fenced_writes_rejected": ("Writes the lease fence refused, by kind of write.", ("kind",)),
-    "graphq_runs_reaped": ("Lapsed leases the reaper acted on, by outcome.", ("outcome",)),
-    "graphq_continuations": ("Continuation runs queued, by cause (reaper, shutdown).", ("cause",)),
+    "graphq_fenced_writes_rejected": (
+        "Writes the lease fence refused, by kind of write: pending, commit, status, events, ...",
+        ("kind",),
+    ),
+    "graphq_runs_reaped": (
+        "Lapsed leases the reaper acted on, by outcome: continued, restarted, limit, canceled, left.",
+        ("outcome",),
+    ),
+    "graphq_continuations": (
+        "Continuation runs queued, by cause: reaper (a worker died), shutdown (a step given up at a drain).",
+        ("cause",),
+    ),
     "graphq_request_expirations": ("Runs closed because a human request expired.", ()),
-    "graphq_schedule_fires": ("Schedule fires, by outcome.", ("outcome",)),
+    "graphq_schedule_fires": (
+        "Schedule fires, by outcome: started, skipped-overlap, missed, caught-up, buffered.",
+        ("outcome",),
+    ),
     "graphq_redis_retries": ("Redis calls tried again after a transient error.", ()),
 }
 _HISTOGRAMS = {
-    "graphq_step_duration_seconds": ("Step job duration.", ("workflow", "outcome"), _SLOW_BUCKETS),
-    "graphq_node_duration_seconds": ("Node (task) duration.", ("workflow", "node"), _SLOW_BUCKETS),
+    "graphq_step_duration_seconds": ("A step job's duration.", ("workflow", "outcome"), _SLOW_BUCKETS),
+    "graphq_node_duration_seconds": (
+        "A task's duration, from its step's start (tasks start together) to its end.",
+        ("workflow", "node"),
+        _SLOW_BUCKETS,
+    ),
     "graphq_admission_wait_seconds": (
         "From a run's creation to its first step's start (queue and slot wait).",
         ("workflow",),
@@ -95,10 +120,25 @@ _HISTOGRAMS = {
     "graphq_schedule_fire_lag_seconds": ("From a fire time to the fire.", (), _LAG_BUCKETS),
 }
 _GAUGES = {
-    "graphq_runs_running": ("Runs holding an admission slot, by tenant.", ("tenant",)),
-    "graphq_runs_queued": ("Runs waiting for an admission slot, by tenant.", ("tenant",)),
-    "graphq_admission_oldest_wait_seconds": ("How long the oldest waiting run has waited.", ("tenant",)),
-    "graphq_queue_depth": ("Step jobs waiting in a workflow's queue.", ("workflow",)),
+    "graphq_runs_running": (
+        "Runs holding an admission slot, by tenant (read from Redis at scrape time); from "
+        'GRAPHQ_METRICS_TENANT_LABEL_CAP tenants on, one series tenant="*".',
+        ("tenant",),
+    ),
+    "graphq_runs_queued": (
+        "Runs waiting for an admission slot, by tenant (read from Redis at scrape time); from "
+        'GRAPHQ_METRICS_TENANT_LABEL_CAP tenants on, one series tenant="*".',
+        ("tenant",),
+    ),
+    "graphq_admission_oldest_wait_seconds": (
+        "How long the tenant's oldest waiting run has waited (read from Redis at scrape time); from "
+        'GRAPHQ_METRICS_TENANT_LABEL_CAP tenants on, one series tenant="*".',
+        ("tenant",),
+    ),
+    "graphq_queue_depth": (
+        "Step jobs waiting in a workflow's RQ queue (read from Redis at scrape time).",
+        ("workflow",),
+    ),
 }
 
 METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -110,6 +150,15 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 ALL_TENANTS = "*"
 """The ``tenant`` label value of the running/queued gauges once the tenants reach the cap."""
+
+
+def catalog() -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """Every metric graphq exposes as ``(name, type, help, label names)``, sorted by name; ``type`` is
+    ``counter``, ``histogram`` or ``gauge``, counters by their ``_total`` name. The metrics reference page
+    (``docs/reference/metrics.md``) is generated from it."""
+    kinds = {f"{n}_total": "counter" for n in _COUNTERS} | dict.fromkeys(_HISTOGRAMS, "histogram")
+    kinds |= dict.fromkeys(_GAUGES, "gauge")
+    return sorted((name, kinds[name], doc, labels) for name, (doc, labels) in METRICS.items())
 
 
 def exposed_names() -> set[str]:
