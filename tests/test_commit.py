@@ -1,7 +1,6 @@
-"""The commit of a super-step enqueues the next step's job in the same script (graphq.worker.step.commit, I1,
-R3,
-P1):
-the job is RQ's own, field for field, and a commit the fence refuses enqueues nothing."""
+"""The commit of a super-step enqueues the next step's job in the same script
+(graphq.worker.step.commit_script, I1, R3, P1): the job is RQ's own, field for field, and a commit the fence
+refuses enqueues nothing."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
 from graphq.worker.queue import RQStepQueue, queue_name, step_job_id
 from graphq.worker.step.attempt import StepAttempt
-from graphq.worker.step.commit import CommitScript, StepCommit
+from graphq.worker.step.commit_script import CommitScript, StepCommit
 from graphq.worker.step.context import WorkerContext, set_context
 from graphq.worker.step.job import step_job
 from graphq.worker.step.lease import Lease

@@ -35,7 +35,7 @@ from graphcore.types import TaskWrites
 from graphq.worker import logs
 from graphq.worker.queue import StepJob
 from graphq.worker.step.claim import CANCEL_ERROR_JSON, ClaimAhead
-from graphq.worker.step.commit import CommitAhead
+from graphq.worker.step.commit_script import CommitAhead
 from graphq.worker.step.context import WorkerContext
 from graphq.worker.step.fence import REFUSED, refused
 from graphq.worker.step.handover import Stop

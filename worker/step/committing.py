@@ -1,6 +1,7 @@
 """How a step attempt commits (R2, R3): the store's plan for the checkpoint, the fenced commit script
-(:mod:`graphq.worker.step.commit`) in a round trip of its own or in RQ's success pipeline (P1), the append
-guard's second try, and what the outcome means for the run (the next step, completion, a cancel that won, X1).
+(:mod:`graphq.worker.step.commit_script`) in a round trip of its own or in RQ's success pipeline (P1), the
+append guard's second try, and what the outcome means for the run (the next step, completion, a cancel that
+won, X1).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.types import TaskWrites
 from graphq.worker.queue import StepJob
 from graphq.worker.step.attempt import StepAttempt
-from graphq.worker.step.commit import CommitAhead, Completion, StepCommit, commit_verdict
+from graphq.worker.step.commit_script import CommitAhead, Completion, StepCommit, commit_verdict
 from graphq.worker.step.ending import after_completion, fail
 from graphq.worker.step.fence import refused
 
@@ -53,7 +54,7 @@ def commit(
     guard decides; when it refuses, the commit is planned again with new generations).
     ``drop``: more keys the commit deletes when it applies, without history (the step's subgraph
     namespaces, R5). ``ride``: queues more commands in the commit's round trip (see
-    :meth:`graphq.worker.step.commit.CommitScript.run`).
+    :meth:`graphq.worker.step.commit_script.CommitScript.run`).
 
     Raises:
         LeaseLostError: the fence refused: the lease is gone, or the run finished or moved on (logged
@@ -184,9 +185,10 @@ def _commit_on_success(
     attempt: StepAttempt, job: StepJob, cp: Checkpoint, extra: StepCommit, *, may_append: bool, writes_of: str
 ) -> str:
     """Commit a step that has a next one (with history kept) in the pipeline in which RQ records the job's
-    success, right after this function returns (:class:`graphq.worker.step.commit.CommitAhead`, P1): the same
-    script, fenced the same way, and the lease the commit's until its reply (:meth:`Lease.commit_later`).
-    Returns the job's outcome if the commit applies; :meth:`_LaterCommit.on_reply` handles the reply."""
+    success, right after this function returns (:class:`graphq.worker.step.commit_script.CommitAhead`, P1):
+    the same script, fenced the same way, and the lease the commit's until its reply
+    (:meth:`Lease.commit_later`). Returns the job's outcome if the commit applies;
+    :meth:`_LaterCommit.on_reply` handles the reply."""
     run = attempt.run
     plan = _plan(attempt, cp, may_append, ())  # a step's task writes are not kept (commit_step)
     call = attempt.ctx.commit.args(

@@ -16,7 +16,7 @@ from graphcore.engine.runtime import RunControl
 from graphcore.settings import Settings, get_settings
 from graphq.worker.queue import RQStepQueue, StepJob
 from graphq.worker.step.claim import ClaimAhead, claim_ahead
-from graphq.worker.step.commit import CommitScript
+from graphq.worker.step.commit_script import CommitScript
 
 __all__ = ["DRAIN", "WorkerContext", "get_context", "set_context"]
 

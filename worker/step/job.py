@@ -7,7 +7,7 @@ Flow of ``step_job(run, thread, k)``:
 3. Step 0 only: apply the input and commit the input checkpoint (so that task ids are stable, I2).
 4. Load the head checkpoint and the pending writes of tasks that finished in an earlier attempt (I2).
 5. Run the remaining tasks; persist each task's writes as it finishes, fenced by the lease token.
-6. Commit (:mod:`graphq.worker.step.committing`, the script :mod:`graphq.worker.step.commit`): one Lua
+6. Commit (:mod:`graphq.worker.step.committing`, the script :mod:`graphq.worker.step.commit_script`): one Lua
 compare-and-set
    on (run,
    step, lease token) writes the checkpoint, advances the run, appends events and enqueues the job of step
@@ -76,7 +76,7 @@ from graphq.worker import logs, metrics
 from graphq.worker.queue import StepJob
 from graphq.worker.step.attempt import RunLimits, StepAttempt, commit_ahead_of
 from graphq.worker.step.breakpoints import stop_at
-from graphq.worker.step.commit import StepCommit
+from graphq.worker.step.commit_script import StepCommit
 from graphq.worker.step.committing import commit, commit_step
 from graphq.worker.step.context import DRAIN, get_context
 from graphq.worker.step.ending import complete, end, fail

@@ -238,8 +238,8 @@ class Lease:
 
     def commit_later(self) -> None:
         """The step's commit goes in the pipeline in which RQ records the job's success, after the step
-        job's function returns (:class:`graphq.worker.step.commit.CommitAhead`). Until :meth:`settle`: the
-        keeper stops renewing the lease once the step's ``with`` block ends (a worker that never sends the
+        job's function returns (:class:`graphq.worker.step.commit_script.CommitAhead`). Until :meth:`settle`:
+        the keeper stops renewing the lease once the step's ``with`` block ends (a worker that never sends the
         commit lets it lapse, R18), the supervising process still has it as held (a child that dies meanwhile
         has its lease lapsed at once; a give-up still finds the step), the commit's deletion of the key is no
         loss, and :meth:`release` gives nothing back."""
