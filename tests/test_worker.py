@@ -309,7 +309,7 @@ def test_a_refused_commit_is_logged_once(
     def zombie(*_: Any) -> str:
         raise refused("commit", run_id, 0, "the commit")
 
-    monkeypatch.setattr(graphq.worker.step.job, "_attempts", zombie)
+    monkeypatch.setattr(graphq.worker.step.job, "_run_through_outages", zombie)
     with caplog.at_level(logging.WARNING):
         work(redis_client, redis_url)
     warnings = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]

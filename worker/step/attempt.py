@@ -38,7 +38,7 @@ from graphq.worker.step.claim import CANCEL_ERROR_JSON, ClaimAhead
 from graphq.worker.step.commit_script import CommitAhead
 from graphq.worker.step.context import WorkerContext
 from graphq.worker.step.fence import REFUSED, refused
-from graphq.worker.step.handover import Stop
+from graphq.worker.step.handover import Stop, abandon
 from graphq.worker.step.lease import Lease
 
 __all__ = ["RunLimits", "StepAttempt", "commit_ahead_of"]
@@ -162,6 +162,13 @@ class StepAttempt:
         except Exception:  # recording how the run ended matters more than the step's number
             return run.step
         return run.step if head is None else head.step + 1
+
+    def abandon(self, stop: Stop) -> bool:
+        """Close the run of this step, given up (a shutdown, its deadline), as ``stop`` says, if the lease is
+        still this attempt's (:func:`graphq.worker.step.handover.abandon`). Returns True when this call
+        closed the run."""
+        run, lease, ctx = self.run, self.lease, self.ctx
+        return abandon(ctx.kv, ctx.settings, run.thread_id, run.id, lease.token, stop, lease.step_number)
 
     def release_thread(self) -> None:
         """The run ended: the next run waiting for its thread starts (I3)."""

@@ -81,7 +81,7 @@ from graphq.worker.step.committing import commit, commit_step
 from graphq.worker.step.context import DRAIN, get_context
 from graphq.worker.step.ending import complete, end, fail
 from graphq.worker.step.fence import RefusedWriteError
-from graphq.worker.step.handover import Stop, abandon
+from graphq.worker.step.handover import Stop
 from graphq.worker.step.lease import retire_if_stuck
 from graphq.worker.step.messages import step_messages
 from graphq.worker.step.pausing import pause, seed_answers, step_answers
@@ -160,18 +160,17 @@ def _leased(attempt: StepAttempt) -> str:
     ``SystemExit`` or ``KeyboardInterrupt`` of user code: the worker goes on), canceled, given up or
     rejected (the fence refused a write). Raises :class:`ColdStop` (the process stopping at once), or when
     that ending could not be written: the caller leaves the lease to lapse, the run to crash recovery."""
-    ctx, run, lease = attempt.ctx, attempt.run, attempt.lease
-    run_id, thread_id, step = run.id, run.thread_id, run.step
+    run, lease = attempt.run, attempt.lease
     try:
         with lease:
-            return _attempts(attempt, None if attempt.partial else {})
+            return _run_through_outages(attempt, None if attempt.partial else {})
     except LeaseLostError as exc:
         if not isinstance(exc, RefusedWriteError):  # that one was logged where it was refused
-            log.warning("run %s step %s: %s", run_id, step, exc)
+            log.warning("run %s step %s: %s", run.id, run.step, exc)
         return f"rejected: {exc}"
     except Cancelled:  # a node stopped on its cancel token after `cancel --interrupt`
         if lease.stop is not None:  # or the step was given up: a shutdown, its deadline
-            abandon(ctx.kv, ctx.settings, thread_id, run_id, lease.token, lease.stop, lease.step_number)
+            attempt.abandon(lease.stop)
             return f"{lease.stop.status.value}: {lease.stop.error.message}"
         note = "canceled by request; running nodes were signalled"
         end(attempt, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
@@ -183,7 +182,7 @@ def _leased(attempt: StepAttempt) -> str:
         return f"failed: {type(exc).__name__}"
 
 
-def _attempts(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
+def _run_through_outages(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
     """Run the step body, again on a transient Redis error, for as long as Redis is away (a worker outlives
     an outage): finished tasks are skipped (I2) and every write is fenced (I1), so a retry cannot apply a
     task's writes twice, and one whose lease lapsed meanwhile changes nothing (the step is left to the
