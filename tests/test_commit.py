@@ -1,7 +1,6 @@
-"""The commit of a super-step enqueues the next step's job in the same script (graphq.worker.step.commit, I1,
-R3,
-P1):
-the job is RQ's own, field for field, and a commit the fence refuses enqueues nothing."""
+"""The commit of a super-step enqueues the next step's job in the same script
+(graphq.worker.step.commit_script, I1, R3, P1): the job is RQ's own, field for field, and a commit the fence
+refuses enqueues nothing."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from rq.job import Job
 import graphq.worker.step.committing
 from graphcore import keys
 from graphcore.backend.client import Client
-from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.runs import RunStatus
 from graphcore.checkpoints.layout import Plan
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input
@@ -20,7 +19,8 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
 from graphq.worker.queue import RQStepQueue, queue_name, step_job_id
-from graphq.worker.step.commit import CommitScript, StepCommit
+from graphq.worker.step.attempt import StepAttempt
+from graphq.worker.step.commit_script import CommitScript, StepCommit
 from graphq.worker.step.context import WorkerContext, set_context
 from graphq.worker.step.job import step_job
 from graphq.worker.step.lease import Lease
@@ -209,13 +209,11 @@ def test_a_commit_planned_again_after_an_append_conflict_pushes_one_job(
     plan = graphq.worker.step.committing._plan
     tried: list[bool] = []
 
-    def racing(
-        ctx_: WorkerContext, run: RunRecord, cp: Checkpoint, may_append: bool, drop: object, writes: object
-    ) -> Plan:
-        planned = plan(ctx_, run, cp, may_append, drop, writes)  # type: ignore[arg-type]
+    def racing(attempt: StepAttempt, cp: Checkpoint, may_append: bool, drop: object, writes: object) -> Plan:
+        planned = plan(attempt, cp, may_append, drop, writes)  # type: ignore[arg-type]
         tried.append(may_append and bool(planned.appends))
         if tried[-1]:
-            ctx_.kv.rpush(planned.appends[0].key, b"another branch")
+            attempt.ctx.kv.rpush(planned.appends[0].key, b"another branch")
         return planned
 
     run_id = client.enqueue("counter", {"limit": 3})

@@ -1,9 +1,8 @@
 """A step that has a next one commits in the pipeline in which RQ records the job's success
-(graphq.worker.step.commit CommitAhead, P1): the same fenced script, no round trip of its own. Its reply is
-handled there: a refusal is logged, counted and written as the job's result; a commit whose script is gone
-(Redis restarted) or whose log append conflicts is made again in a round trip of its own; a pipeline whose
-reply was lost is
-sent again by RQ's outage-proof bookkeeping, and the commit recognises itself."""
+(graphq.worker.step.commit_script CommitAhead, P1): the same fenced script, no round trip of its own. Its
+reply is handled there: a refusal is logged, counted and written as the job's result; a commit whose script is
+gone (Redis restarted) or whose log append conflicts is made again in a round trip of its own; a pipeline
+whose reply was lost is sent again by RQ's outage-proof bookkeeping, and the commit recognises itself."""
 
 from __future__ import annotations
 

@@ -22,13 +22,13 @@ from graphcore.errors import LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from graphq.worker.queue import RQStepQueue
+from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.context import WorkerContext
-from graphq.worker.step.endings import end_run
+from graphq.worker.step.ending import end
 from graphq.worker.step.fence import REFUSED
-from graphq.worker.step.fenced_writes import append_event, fenced_hset, put_writes
 from graphq.worker.step.job import _mark_running
 from graphq.worker.step.lease import Lease
-from graphq.worker.step.pause import seed_answers
+from graphq.worker.step.pausing import seed_answers
 from tests.workers import Procs, line_count, wait_for, worker_env
 
 REGISTRY = Registry.load(["tests.workflows.fencing"])
@@ -179,21 +179,23 @@ def test_every_write_of_a_step_job_is_refused_without_the_lease(
     lease = Lease(redis_client, "w", run_id, 30, 10)
     redis_client.set(lease.key, "another-worker")
     cp = apply_input(REGISTRY.get("zombie"), None, {"names": ["a"]}, {"run_id": run_id})
+    attempt = StepAttempt(ctx, run, lease, None)
+    attempt.cp = cp
     before = REFUSED.counts()
     writes = [
-        lambda: put_writes(ctx, run, cp, lease, TaskWrites(task_id="t", node="hold", writes=[])),
-        lambda: seed_answers(ctx, run, lease, cp),
-        lambda: fenced_hset(ctx, run, lease, "requests", (keys.requests("w", run_id), {"r": b"x"})),
-        lambda: fenced_hset(ctx, run, lease, "head", (keys.run("w", run_id), {"head": cp.id})),
-        lambda: _mark_running(ctx, run, lease, REGISTRY.get("zombie").config_for({})),
+        lambda: attempt.put_writes(TaskWrites(task_id="t", node="hold", writes=[])),
+        lambda: seed_answers(attempt, cp),
+        lambda: attempt.hset("requests", (keys.requests("w", run_id), {"r": b"x"})),
+        lambda: attempt.hset("head", (keys.run("w", run_id), {"head": cp.id})),
+        lambda: _mark_running(attempt, REGISTRY.get("zombie").config_for({})),
     ]
     for write in writes:
         with pytest.raises(LeaseLostError, match="refused: the lease is no longer held"):
             write()
-    end_run(ctx, run, lease, RunStatus.FAILED, RunError(type="X", message="late"))  # refused, not raised
+    end(attempt, RunStatus.FAILED, RunError(type="X", message="late"))  # refused, not raised
     events = redis_client.xlen(keys.run_events("w", run_id))
     for chunk in ("one", "two"):  # a node's stream writes: refused, the node goes on
-        append_event(ctx, run, lease, "custom", 0, {"node": "hold", "chunk": chunk})
+        attempt.event("custom", 0, {"node": "hold", "chunk": chunk})
     assert redis_client.xlen(keys.run_events("w", run_id)) == events
     assert refusals(redis_client, "w", run_id) == {
         b"refused:pending": b"1",

@@ -23,7 +23,7 @@ from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
-from graphq.worker.step.commit import CommitScript
+from graphq.worker.step.commit_script import CommitScript
 
 REGISTRY = Registry.load(["tests.workflows.leases", "tests.workflows.basic"])
 FAST_KEEPER = {"heartbeat_interval_s": 0.05, "lease_ttl_s": 5.0}

@@ -20,11 +20,11 @@ from graphcore.errors import InvalidUpdateError, LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from graphq.worker.process.rq_worker import run_worker
+from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.claim import CANCEL_ERROR_JSON
 from graphq.worker.step.committing import commit_step
 from graphq.worker.step.context import WorkerContext, get_context, set_context
 from graphq.worker.step.fence import refused
-from graphq.worker.step.fenced_writes import put_writes
 from graphq.worker.step.handover import Stop, abandon
 from graphq.worker.step.job import step_job
 from graphq.worker.step.lease import Lease
@@ -201,8 +201,10 @@ def test_late_commit_without_the_lease_is_rejected(client: Client, redis_client:
     head = client.get_state(run.thread_id)
     late = apply_writes(REGISTRY.get("counter"), head, [], {"run_id": run_id})
     before = len(client.get_history(run.thread_id))
-    with pytest.raises(LeaseLostError, match=r"commit of run \w+ step 1 refused: the lease is no"):
-        commit_step(ctx, REGISTRY.get("counter"), run, lease, head, late, [], False)
+    attempt = StepAttempt(ctx, run, lease, None)
+    attempt.cp = head
+    with lease, pytest.raises(LeaseLostError, match=r"commit of run \w+ step 1 refused: the lease is no"):
+        commit_step(attempt, REGISTRY.get("counter"), late, [], False)
     assert len(client.get_history(run.thread_id)) == before
     assert redis_client.hget(keys.run(run.thread_id, run_id), "step") == b"1"
     assert redis_client.hget(keys.run(run.thread_id, run_id), "refused:commit") == b"1"
@@ -225,7 +227,9 @@ def test_finished_tasks_are_not_run_again(client: Client, redis_client: Any, red
     lease = Lease(redis_client, run.thread_id, run_id, 30, 10)
     assert lease.acquire()
     ctx = WorkerContext.build(redis_client, Settings(redis_url=redis_url), REGISTRY)
-    put_writes(ctx, run, cp, lease, TaskWrites(task_b.id, "work", [("done", ["B-from-first-attempt"])], []))
+    attempt = StepAttempt(ctx, run, lease, None)
+    attempt.cp = cp
+    attempt.put_writes(TaskWrites(task_b.id, "work", [("done", ["B-from-first-attempt"])], []))
     redis_client.delete(lease.key)  # the first worker died: its lease lapsed
     work(redis_client, redis_url)
     final = client.get_run(run_id)
@@ -305,7 +309,7 @@ def test_a_refused_commit_is_logged_once(
     def zombie(*_: Any) -> str:
         raise refused("commit", run_id, 0, "the commit")
 
-    monkeypatch.setattr(graphq.worker.step.job, "_attempts", zombie)
+    monkeypatch.setattr(graphq.worker.step.job, "_run_through_outages", zombie)
     with caplog.at_level(logging.WARNING):
         work(redis_client, redis_url)
     warnings = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]

@@ -16,7 +16,7 @@ from graphcore.engine.runtime import RunControl
 from graphcore.settings import Settings, get_settings
 from graphq.worker.queue import RQStepQueue, StepJob
 from graphq.worker.step.claim import ClaimAhead, claim_ahead
-from graphq.worker.step.commit import CommitScript
+from graphq.worker.step.commit_script import CommitScript
 
 __all__ = ["DRAIN", "WorkerContext", "get_context", "set_context"]
 
@@ -38,9 +38,9 @@ class WorkerContext:
     commit: CommitScript
     stores: dict[str, RedisCheckpointStore] = field(default_factory=dict)
     memories: dict[str, RedisStore] = field(default_factory=dict)
-    attempts: LRU = field(default_factory=LRU)
+    limits: LRU = field(default_factory=LRU)
     """``run_id:attempt`` → what is fixed for that attempt of the run
-    (:class:`graphq.worker.step.job._Attempt`)."""
+    (:class:`graphq.worker.step.attempt.RunLimits`)."""
     worker_id: str = ""
     """This worker's id in the worker registry (set by :func:`graphq.worker.process.rq_worker.run_worker`)."""
 

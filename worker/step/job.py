@@ -7,15 +7,16 @@ Flow of ``step_job(run, thread, k)``:
 3. Step 0 only: apply the input and commit the input checkpoint (so that task ids are stable, I2).
 4. Load the head checkpoint and the pending writes of tasks that finished in an earlier attempt (I2).
 5. Run the remaining tasks; persist each task's writes as it finishes, fenced by the lease token.
-6. Commit (:mod:`graphq.worker.step.committing`, the script :mod:`graphq.worker.step.commit`): one Lua
+6. Commit (:mod:`graphq.worker.step.committing`, the script :mod:`graphq.worker.step.commit_script`): one Lua
 compare-and-set
    on (run,
    step, lease token) writes the checkpoint, advances the run, appends events and enqueues the job of step
    ``k+1`` (I1, R3).
 
-A step that asks a human pauses the run instead (:mod:`graphq.worker.step.pause`); one that fails or is
-canceled ends it (:mod:`graphq.worker.step.endings`); every other write of the step is fenced by its lease
-(:mod:`graphq.worker.step.fenced_writes`).
+The step's attempt (:class:`~graphq.worker.step.attempt.StepAttempt`: the run, its lease, the head
+checkpoint, this process's context) is built once, from the RQ job, and carries every write of the step,
+fenced by its lease. A step that asks a human pauses the run instead (:mod:`graphq.worker.step.pausing`);
+one that fails or is canceled ends it (:mod:`graphq.worker.step.ending`).
 """
 
 from __future__ import annotations
@@ -23,23 +24,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from rq import get_current_job
 
 from graphcore import keys
-from graphcore.backend.connection import is_transient, outage_retrying, outlast
-from graphcore.backend.runs import (
-    CANCEL_ERROR,
-    RunError,
-    RunRecord,
-    RunStatus,
-    now_iso,
-    run_timeout_error,
-    run_timeout_s,
-)
+from graphcore.backend.connection import is_transient, outage_retrying
+from graphcore.backend.runs import CANCEL_ERROR, RunError, RunRecord, RunStatus, now_iso, run_timeout_error
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import (
@@ -82,18 +74,17 @@ from graphcore.errors import (
 from graphcore.types import TaskWrites
 from graphq.worker import logs, metrics
 from graphq.worker.queue import StepJob
+from graphq.worker.step.attempt import RunLimits, StepAttempt, commit_ahead_of
 from graphq.worker.step.breakpoints import stop_at
-from graphq.worker.step.claim import CANCEL_ERROR_JSON, ClaimAhead
-from graphq.worker.step.commit import CommitAhead, StepCommit
+from graphq.worker.step.commit_script import StepCommit
 from graphq.worker.step.committing import commit, commit_step
-from graphq.worker.step.context import DRAIN, WorkerContext, get_context
-from graphq.worker.step.endings import after_head, end_completed, end_run, fail_run, release_thread
+from graphq.worker.step.context import DRAIN, get_context
+from graphq.worker.step.ending import complete, end, fail
 from graphq.worker.step.fence import RefusedWriteError
-from graphq.worker.step.fenced_writes import append_event, append_events, fenced_hset, put_writes, set_status
-from graphq.worker.step.handover import Stop, abandon
-from graphq.worker.step.lease import Lease, retire_if_stuck
+from graphq.worker.step.handover import Stop
+from graphq.worker.step.lease import retire_if_stuck
 from graphq.worker.step.messages import step_messages
-from graphq.worker.step.pause import pause, seed_answers, step_answers
+from graphq.worker.step.pausing import pause, seed_answers, step_answers
 from graphq.worker.step.progress import step_progress
 from graphq.worker.step.substore import FencedStore
 
@@ -110,14 +101,16 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
     A job whose run is gone (its thread expired or was deleted while the job waited) is skipped, not failed.
     """
     started = time.perf_counter()
-    fields, token = logs.bind(run=run_id, thread=thread_id)  # the thread's step once known: _runs_step
+    fields, token = logs.bind(run=run_id, thread=thread_id)  # the thread's step once known: at_step
+    current = get_current_job()
+    job = current if isinstance(current, StepJob) else None
     result = None
     try:
-        result = _step_job(run_id, thread_id, step, fields)
+        result = _step_job(job, run_id, thread_id, step, fields)
         return result
     finally:
         workflow = fields.get("workflow", "")
-        ahead = _commit_ahead_of(get_current_job())
+        ahead = commit_ahead_of(job)
         if ahead is None:
             metrics.step_done(workflow, result, time.perf_counter() - started)
         else:  # counted once the commit's reply is in, with its outcome
@@ -125,25 +118,12 @@ def step_job(run_id: str, thread_id: str, step: int) -> str:
         logs.unbind(token)
 
 
-def _commit_ahead_of(job: Any) -> CommitAhead | None:
-    """The commit ``job`` (the current RQ job) sends in RQ's success pipeline, if any."""
-    ahead = job.commit_ahead if isinstance(job, StepJob) else None
-    return ahead if isinstance(ahead, CommitAhead) else None
-
-
-def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) -> str:
-    ctx = get_context()
-    ahead, claimed = _claimed_ahead(run_id, thread_id, step)
-    lease = ahead or Lease(
-        ctx.kv, thread_id, run_id, ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s
-    )
-    if claimed is None:
-        claimed = outlast(lease.claim, step, now_iso(), CANCEL_ERROR_JSON, ctx.worker_id)
-    code, raw = claimed
-    if code == 0:  # its thread expired (GRAPHQ_THREAD_TTL_S) or was deleted while the job waited
+def _step_job(job: StepJob | None, run_id: str, thread_id: str, step: int, fields: dict[str, Any]) -> str:
+    code, attempt = StepAttempt.start(get_context(), job, run_id, thread_id, step)
+    if attempt is None:  # its thread expired (GRAPHQ_THREAD_TTL_S) or was deleted while the job waited
         log.info("run %s step %s: no such run (its thread expired or was deleted); job skipped", run_id, step)
         return "skipped: no such run (its thread expired or was deleted)"
-    run = RunRecord.from_hash(raw)
+    run, lease = attempt.run, attempt.lease
     fields["workflow"], fields["tenant"] = run.workflow, run.tenant
     if code in (1, 2):
         held = (
@@ -151,10 +131,10 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
         )
         return f"skipped: {held}"
     if code == 4:
-        release_thread(ctx, run)
+        attempt.release_thread()
         return "canceled before the step"
     try:
-        outcome = _leased(ctx, run, lease, raw)
+        outcome = _leased(attempt)
     except BaseException as exc:
         # Neither committed, paused nor ended (its ending was not written, or the process stops at once: a
         # ColdStop): the run stays where the reaper finds it. Released, the lease would leave it Running for
@@ -175,49 +155,34 @@ def _step_job(run_id: str, thread_id: str, step: int, fields: dict[str, Any]) ->
     return outcome
 
 
-def _leased(ctx: WorkerContext, run: RunRecord, lease: Lease, raw: dict[bytes, bytes]) -> str:
+def _leased(attempt: StepAttempt) -> str:
     """The step under its claimed ``lease``, and how it ends: committed, paused, failed (also by a
     ``SystemExit`` or ``KeyboardInterrupt`` of user code: the worker goes on), canceled, given up or
     rejected (the fence refused a write). Raises :class:`ColdStop` (the process stopping at once), or when
     that ending could not be written: the caller leaves the lease to lapse, the run to crash recovery."""
-    run_id, thread_id, step = run.id, run.thread_id, run.step
+    run, lease = attempt.run, attempt.lease
     try:
         with lease:
-            return _attempts(ctx, run, lease, None if b"partial" in raw else {})
+            return _run_through_outages(attempt, None if attempt.partial else {})
     except LeaseLostError as exc:
         if not isinstance(exc, RefusedWriteError):  # that one was logged where it was refused
-            log.warning("run %s step %s: %s", run_id, step, exc)
+            log.warning("run %s step %s: %s", run.id, run.step, exc)
         return f"rejected: {exc}"
     except Cancelled:  # a node stopped on its cancel token after `cancel --interrupt`
         if lease.stop is not None:  # or the step was given up: a shutdown, its deadline
-            abandon(ctx.kv, ctx.settings, thread_id, run_id, lease.token, lease.stop, lease.step_number)
+            attempt.abandon(lease.stop)
             return f"{lease.stop.status.value}: {lease.stop.error.message}"
         note = "canceled by request; running nodes were signalled"
-        end_run(ctx, run, lease, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
+        end(attempt, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
         return "canceled during the step"
     except ColdStop:  # this process stops at once (a signal): the step is crash recovery's, as a killed one's
         raise
     except BaseException as exc:  # also a SystemExit or KeyboardInterrupt of user code run outside a task (a
-        fail_run(ctx, run, lease, exc)  # router of START, a reducer): the run fails, the worker goes on
+        fail(attempt, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"
 
 
-def _claimed_ahead(
-    run_id: str, thread_id: str, step: int
-) -> tuple[Lease | None, tuple[int, dict[bytes, bytes]] | None]:
-    """The lease and reply of the claim sent in RQ's start pipeline for this job
-    (:mod:`graphq.worker.step.claim`): ``(None, None)`` when there was none; ``(lease, None)`` when it has no
-    usable reply (claim again with that lease's token)."""
-    job = get_current_job()
-    ahead = getattr(job, "claim", None)
-    if not isinstance(ahead, ClaimAhead):
-        return None, None
-    return ahead.lease, ahead.result(run_id, thread_id, step)
-
-
-def _attempts(
-    ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None
-) -> str:
+def _run_through_outages(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
     """Run the step body, again on a transient Redis error, for as long as Redis is away (a worker outlives
     an outage): finished tasks are skipped (I2) and every write is fenced (I1), so a retry cannot apply a
     task's writes twice, and one whose lease lapsed meanwhile changes nothing (the step is left to the
@@ -225,59 +190,29 @@ def _attempts(
     finished during the failed attempt). Writes retry in place (:func:`outlast`); this reruns the step when
     a read failed."""
     try:
-        return _run(ctx, run, lease, finished)
+        return _run(attempt, finished)
     except Exception as exc:
         if not is_transient(exc):
             raise
+        run = attempt.run
         log.warning(
             "run %s step %s: transient Redis error, running the step again: %s", run.id, run.step, exc
         )
-    return str(outage_retrying()(_run, ctx, run, lease, None))
+    return str(outage_retrying()(_run, attempt, None))
 
 
-@dataclass(frozen=True)
-class _Attempt:
-    """What is fixed for one attempt of a run (a run started again by the reaper may pin where it starts),
-    built once per attempt and process: its config, and when its run timeout falls (R15: counted from
-    the run's creation, queue included).
-
-    Attributes:
-        cfg: the run's config.
-        limit_s: its run timeout, seconds (:func:`graphcore.backend.runs.run_timeout_s`).
-        deadline: ``time.time()`` at which it times out.
-        stop: how a step still running at ``deadline`` ends the run (Canceled, ``RunTimeout``).
-    """
-
-    cfg: RunConfig
-    limit_s: float
-    deadline: float
-    stop: Stop
-
-
-def _attempt(ctx: WorkerContext, graph: CompiledGraph, run: RunRecord) -> _Attempt:
-    """The run's :class:`_Attempt`, from this process's cache."""
-    key = f"{run.id}:{run.attempt}"
-    fixed = ctx.attempts.get(key)
-    if fixed is None:
-        cfg = graph.config_for({**run.config, "thread_id": run.thread_id, "run_id": run.id})
-        limit = run_timeout_s(run, cfg)
-        stop = Stop(RunStatus.CANCELED, run_timeout_error(limit, "while its step was running"))
-        fixed = _Attempt(cfg, limit, datetime.fromisoformat(run.created_at).timestamp() + limit, stop)
-        ctx.attempts.put(key, fixed)
-    return fixed
-
-
-def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, TaskWrites] | None) -> str:
+def _run(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
+    ctx, run, lease = attempt.ctx, attempt.run, attempt.lease
     graph = ctx.registry.get(run.workflow)
-    attempt = _attempt(ctx, graph, run)
-    cfg = attempt.cfg
-    timeout = _timed_out(attempt)
+    limits = attempt.limits(graph)
+    cfg = limits.cfg
+    timeout = _timed_out(limits)
     if timeout is not None:
-        end_run(ctx, run, lease, RunStatus.CANCELED, timeout)
+        end(attempt, RunStatus.CANCELED, timeout)
         return "canceled: run timeout"
-    _mark_running(ctx, run, lease, cfg)
+    _mark_running(attempt, cfg)
     run_key = keys.run(run.thread_id, run.id)
-    subgraphs = FencedStore(ctx.store(run.workflow), lease.key, lease.token, run_key, (run.id, run.step))
+    subgraphs = FencedStore(attempt.store, lease.key, lease.token, run_key, (run.id, run.step))
     # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
     named = named_checkpoints(cfg)  # a subgraph's config names its checkpoints (LangGraph's checkpoint_map)
     replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at, named)  # back in time
@@ -285,30 +220,29 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
         subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay, run_id=run.id
     )
     with run_scope(scope):  # the routers from START run in the input's __start__ task
-        cp, continued = _head(ctx, graph, run, lease, cfg)
-    _runs_step(lease, cp.step + 1)
+        cp, continued = _head(attempt, graph, cfg)
+    attempt.at_step(cp.step + 1)
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
-    finished, handled = _earlier(ctx, run, cp) if pending else (finished or {}, {})
+    finished, handled = _earlier(attempt, cp) if pending else (finished or {}, {})
     head = cp
     cp, finished = with_command(graph, cp, finished)  # an input Command's update and goto (LangGraph's)
+    attempt.cp = cp  # the same id as head: its tasks' pending writes stay valid
     if not cp.next_tasks:  # continuing a thread that has nothing left to run (a Command's update shows)
-        end_completed(ctx, run, lease, cp.step, None if cp is head else cp.channel_values)
+        complete(attempt, cp.step, None if cp is head else cp.channel_values)
         return "completed: nothing to run"
     _check_step(graph, run, cfg, cp)
     stop = stop_at(graph, run, cp, finished)
     if stop is not None:  # a static breakpoint: pause before running anything
-        return pause(ctx, run, lease, cp, [], persisted=True, stop=stop)
-    answers = step_answers(ctx, run, cp) if pending else {}
+        return pause(attempt, [], persisted=True, stop=stop)
+    answers = step_answers(attempt) if pending else {}
     finished, resume = resume_plan(finished, answers)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
-    progress = step_progress(
-        cp.step + 1, len(cp.next_tasks), len(finished), lambda *event: append_event(ctx, run, lease, *event)
-    )
+    progress = step_progress(cp.step + 1, len(cp.next_tasks), len(finished), attempt.event)
 
     def persist(tw: TaskWrites) -> None:
         if lease.stop is not None:  # given up: a task ending now ran under a cancel; the step runs again
             return
-        put_writes(ctx, run, cp, lease, stored_writes(graph, tw))
+        attempt.put_writes(stored_writes(graph, tw))
         if progress is not None:
             progress.task_done()
 
@@ -316,11 +250,11 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
 
     def save_failure(record: TaskWrites) -> None:  # a failure its error handler takes, fenced, before it runs
         nonlocal saved_failures
-        put_writes(ctx, run, cp, lease, record)
+        attempt.put_writes(record)
         saved_failures = True
 
-    lease.limit(*_deadline(graph, attempt, cp))
-    cfg, messages = step_messages(cfg, cp, lambda events: append_events(ctx, run, lease, events))
+    lease.limit(*_deadline(graph, limits, cp))
+    cfg, messages = step_messages(cfg, cp, attempt.events)
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     persisting = len(cp.next_tasks) > 1
     on_done = _hooks(persist if persisting else None, messages.task_done if messages is not None else None)
@@ -332,25 +266,23 @@ def _run(ctx: WorkerContext, run: RunRecord, lease: Lease, finished: dict[str, T
             with_remaining_steps(with_resume(cfg, resume, answers), run.step + run.budget_from),
             finished=finished,
             on_task_done=timed,
-            writer=_custom_writer(ctx, run, lease, cp.step + 1),
+            writer=_custom_writer(attempt, cp.step + 1),
             cancel=lease.cancel,
-            on_retry=_retry_events(ctx, run, lease, cp.step + 1),
+            on_retry=_retry_events(attempt, cp.step + 1),
             handled=handled,
             on_handled=save_failure,
         )
     if messages is not None:
         messages.flush()
     pending = pending or saved_failures  # the commit drops the failure records too
-    return _step_end(ctx, graph, run, lease, cp, outcome, pending, persisted=persisting)
+    return _step_end(attempt, graph, outcome, pending, persisted=persisting)
 
 
-def _earlier(
-    ctx: WorkerContext, run: RunRecord, cp: Checkpoint
-) -> tuple[dict[str, TaskWrites], dict[str, str]]:
+def _earlier(attempt: StepAttempt, cp: Checkpoint) -> tuple[dict[str, TaskWrites], dict[str, str]]:
     """What earlier attempts of the step after ``cp`` left: the pending writes of its tasks that finished
     (task id → writes, I2), and the failures saved before their error handlers ran (task id → text: only
     the handlers run again, :mod:`graphcore.engine.handlers`); one read."""
-    written, errors = ctx.store(run.workflow).get_writes_and_errors(run.thread_id, cp.id)
+    written, errors = attempt.store.get_writes_and_errors(attempt.run.thread_id, cp.id)
     return dict(written), handled_of(errors)
 
 
@@ -368,40 +300,34 @@ def _hooks(*hooks: Callable[[TaskWrites], None] | None) -> Callable[[TaskWrites]
 
 
 def _step_end(
-    ctx: WorkerContext,
-    graph: CompiledGraph,
-    run: RunRecord,
-    lease: Lease,
-    cp: Checkpoint,
-    outcome: StepResult,
-    pending: bool,
-    persisted: bool,
+    attempt: StepAttempt, graph: CompiledGraph, outcome: StepResult, pending: bool, persisted: bool
 ) -> str:
     """What the step's tasks make of it: given up (a shutdown, its deadline: what nodes returned after
     their cancel is not committed, and the step runs again in a continuation), failed, a pause for a human,
     or its commit. ``pending``: the step has pending writes from an earlier attempt; ``persisted``: its
     tasks' writes were persisted as they finished."""
-    if lease.stop is not None:
-        raise Cancelled(lease.stop.error.message)
+    given_up = attempt.lease.stop
+    if given_up is not None:
+        raise Cancelled(given_up.error.message)
     if outcome.failed:
         task, error = outcome.failed[0]
         if not isinstance(error, PermanentError):  # not the task's fault: e.g. Redis, persisting its writes
             raise error
-        fail_run(ctx, run, lease, error, task.node)
+        fail(attempt, error, task.node)
         return f"failed: {type(error).__name__}"
     stop = stop_of(outcome.results)  # a graph a task ran stopped at its breakpoint
     if stop is not None or any(r.interrupts for r in outcome.results):
         stored = [stored_writes(graph, r) for r in outcome.results]
-        return pause(ctx, run, lease, cp, stored, persisted=persisted, stop=stop)
-    meta = checkpoint_metadata(_attempt(ctx, graph, run).cfg, run.id)
-    new = stored_form(graph, apply_writes(graph, cp, outcome.results, meta))
+        return pause(attempt, stored, persisted=persisted, stop=stop)
+    meta = checkpoint_metadata(attempt.limits(graph).cfg, attempt.run.id)
+    new = stored_form(graph, apply_writes(graph, attempt.head, outcome.results, meta))
     try:
-        return commit_step(ctx, graph, run, lease, cp, new, outcome.results, pending or persisted)
+        return commit_step(attempt, graph, new, outcome.results, pending or persisted)
     except SerializationError as exc:
         node = _unstorable(outcome.results)
         if node is None:  # not a node's writes (a reducer's result): the error names where in the state
             raise
-        fail_run(ctx, run, lease, exc, node)
+        fail(attempt, exc, node)
         return "failed: SerializationError"
 
 
@@ -426,19 +352,19 @@ def _check_step(graph: CompiledGraph, run: RunRecord, cfg: RunConfig, cp: Checkp
         raise step_limit_error(limit, cp, run.budget_from)
 
 
-def _timed_out(attempt: _Attempt) -> RunError | None:
+def _timed_out(limits: RunLimits) -> RunError | None:
     """The timeout error when the run is older than its run timeout (R15: from creation, queue included)."""
     now = time.time()
-    if now <= attempt.deadline:
+    if now <= limits.deadline:
         return None
-    return run_timeout_error(attempt.limit_s, f"after {now - (attempt.deadline - attempt.limit_s):.1f} s")
+    return run_timeout_error(limits.limit_s, f"after {now - (limits.deadline - limits.limit_s):.1f} s")
 
 
-def _deadline(graph: CompiledGraph, attempt: _Attempt, cp: Checkpoint) -> tuple[float, Stop, int]:
+def _deadline(graph: CompiledGraph, limits: RunLimits, cp: Checkpoint) -> tuple[float, Stop, int]:
     """When the step is given up if still running, how the run then ends, and the step's thread number
     (R17): at the run's deadline (R15, Canceled), or earlier when every task's node has a
     timeout and no retry policy (G10, Failed at the longest of them)."""
-    at, stop = attempt.deadline, attempt.stop
+    at, stop = limits.deadline, limits.stop
     specs = [graph.nodes[t.node] for t in cp.next_tasks]
     if specs and all(s.timeout_s is not None and s.retry is None for s in specs):
         slowest = max(specs, key=lambda s: s.timeout_s or 0.0)
@@ -450,27 +376,28 @@ def _deadline(graph: CompiledGraph, attempt: _Attempt, cp: Checkpoint) -> tuple[
     return at, stop, cp.step + 1
 
 
-def _retry_events(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> RetryHook:
+def _retry_events(attempt: StepAttempt, step: int) -> RetryHook:
     """Record each retry of a node in the run's events (G9), in thread step ``step``."""
 
-    def on_retry(task: Any, attempt: int, error: BaseException, wait_s: float) -> None:
+    def on_retry(task: Any, failed_try: int, error: BaseException, wait_s: float) -> None:
         event = {
             "node": task.node,
-            "attempt": attempt,
+            "attempt": failed_try,
             "error": f"{type(error).__name__}: {error}",
             "wait_s": round(wait_s, 3),
         }
-        append_event(ctx, run, lease, "retry", step, event)
+        attempt.event("retry", step, event)
 
     return on_retry
 
 
-def _first_step(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> int:
+def _first_step(attempt: StepAttempt, cfg: RunConfig) -> int:
     """The thread's number of the step this job runs, before :func:`_head` sets the run's head: after the
     start point (C2, C3), and after the input checkpoint when there is an input to apply."""
+    run = attempt.run
     if run.head is not None:
-        return after_head(ctx, run)
-    parent, _ = start_point(ctx.store(run.workflow), run.thread_id, cfg)
+        return attempt.after_head()
+    parent, _ = start_point(attempt.store, run.thread_id, cfg)
     if run.input is not None:  # its input checkpoint, the input applied, then this step (LangGraph's)
         return 1 if parent is None else parent.step + 3
     if parent is None:
@@ -478,19 +405,16 @@ def _first_step(ctx: WorkerContext, run: RunRecord, cfg: RunConfig) -> int:
     return parent.step + (2 if is_input(parent) else 1)
 
 
-def _mark_running(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig) -> None:
+def _mark_running(attempt: StepAttempt, cfg: RunConfig) -> None:
+    run = attempt.run
     if run.status == RunStatus.QUEUED:  # its first step starts: how long after its creation (queue, slot)
         metrics.run_started(run.workflow, time.time() - datetime.fromisoformat(run.created_at).timestamp())
         started = {"started_at": now_iso()} if run.started_at is None else {}
-        running = [("status", _first_step(ctx, run, cfg), {"status": "running"})]
-        set_status(
-            ctx, run, lease, RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started, events=running
-        )
+        running = [("status", _first_step(attempt, cfg), {"status": "running"})]
+        attempt.set_status(RunStatus.RUNNING, allowed=(RunStatus.QUEUED,), fields=started, events=running)
 
 
-def _head(
-    ctx: WorkerContext, graph: CompiledGraph, run: RunRecord, lease: Lease, cfg: RunConfig
-) -> tuple[Checkpoint, bool]:
+def _head(attempt: StepAttempt, graph: CompiledGraph, cfg: RunConfig) -> tuple[Checkpoint, bool]:
     """The checkpoint the step starts from, and whether it continues the thread where it stopped.
 
     At step 0: with ``resume_if_exists`` (C2) the thread's latest checkpoint is the parent; a run without
@@ -498,7 +422,7 @@ def _head(
     otherwise the input checkpoint and the input applied (entry node again) are committed first, in one
     call, so that task ids are stable (I2).
     """
-    store = ctx.store(run.workflow)
+    run, store = attempt.run, attempt.store
     if run.head is not None:
         cp = store.get(run.thread_id, run.head)
         if cp is None:
@@ -508,63 +432,53 @@ def _head(
     meta = checkpoint_metadata(cfg, run.id)
     if forks and parent is not None:
         parent = fork(parent, meta)
-        _commit_start(ctx, run, lease, parent, may_append=False)
+        _commit_start(attempt, parent, may_append=False)
     if run.preset_answers and parent is not None:
-        seed_answers(ctx, run, lease, parent)
+        seed_answers(attempt, parent)
     remaining = cfg.step_limit() + 1  # the run's super-steps and its input's (managed values)
     if run.input is None and parent is not None and is_input(parent):  # its input not applied yet
         run.budget_from = budget_from(False, False)  # no input checkpoint spent (LangGraph's)
-        entry = _start_task(ctx, run, lease, cfg, parent.step + 1)
+        entry = _start_task(attempt, cfg, parent.step + 1)
         cp = stored_form(graph, applied_input(graph, parent, meta, remaining - run.budget_from, entry))
         writes = [stored_writes(graph, w) for w in input_writes(graph, parent)]
-        _commit_start(ctx, run, lease, cp, may_append=True, writes=writes)
+        _commit_start(attempt, cp, may_append=True, writes=writes)
         return cp, False
     if run.input is None and parent is not None:
         run.budget_from = budget_from(False, True)  # it goes on without input: LangGraph's count
         head = {"head": parent.id, "budget_from": str(run.budget_from)}
-        fenced_hset(ctx, run, lease, "head", (keys.run(run.thread_id, run.id), head))
+        attempt.hset("head", (keys.run(run.thread_id, run.id), head))
         run.head = parent.id
         return parent, True
     applies = 0 if parent is None else parent.step + 2  # the input applied's step: an error here is its
-    _runs_step(lease, applies)
-    entry = _start_task(ctx, run, lease, cfg, applies)
+    attempt.at_step(applies)
+    entry = _start_task(attempt, cfg, applies)
     first, applied = start_run(graph, parent, run.input, meta, remaining, entry)
     first, cp = stored_form(graph, first), stored_form(graph, applied)
     writes = [stored_writes(graph, w) for w in input_writes(graph, first)]
-    _commit_start(ctx, run, lease, cp, may_append=parent is not None, before=first, writes=writes)
+    _commit_start(attempt, cp, may_append=parent is not None, before=first, writes=writes)
     return cp, False
 
 
-def _runs_step(lease: Lease, step: int) -> None:
-    """The thread's super-step this job runs is ``step``: on its lease (where an error is recorded,
-    :func:`~graphq.worker.step.endings.fail_run`) and in its log lines
-    (:func:`graphq.worker.logs.at_step`)."""
-    lease.step_number = step
-    logs.at_step(step)
-
-
-def _start_task(ctx: WorkerContext, run: RunRecord, lease: Lease, cfg: RunConfig, step: int) -> StartTask:
+def _start_task(attempt: StepAttempt, cfg: RunConfig, step: int) -> StartTask:
     """What the routers from START get when this job applies the run's input (LangGraph runs them in the
     ``__start__`` task, :func:`~graphcore.engine.algo.start_routes`): the run's config, and a stream writer
     whose chunks go into the run's events as ``custom`` events of ``step`` (the input applied's), as a
     node's do."""
-    return StartTask(cfg, _custom_writer(ctx, run, lease, step))
+    return StartTask(cfg, _custom_writer(attempt, step))
 
 
-def _custom_writer(ctx: WorkerContext, run: RunRecord, lease: Lease, step: int) -> Callable[[Any, Any], None]:
+def _custom_writer(attempt: StepAttempt, step: int) -> Callable[[Any, Any], None]:
     """The stream writer of the tasks of the thread's super-step ``step``: each chunk a ``custom`` event of
-    the run (fenced by ``lease``; it waits out a Redis outage), with the writing task's node."""
+    the run (fenced by the attempt's lease; it waits out a Redis outage), with the writing task's node."""
 
     def emit(task: Any, chunk: Any) -> None:
-        append_event(ctx, run, lease, "custom", step, {"node": task.node, "chunk": chunk})
+        attempt.event("custom", step, {"node": task.node, "chunk": chunk})
 
     return emit
 
 
 def _commit_start(
-    ctx: WorkerContext,
-    run: RunRecord,
-    lease: Lease,
+    attempt: StepAttempt,
     cp: Checkpoint,
     may_append: bool,
     before: Checkpoint | None = None,
@@ -575,10 +489,10 @@ def _commit_start(
     first step job makes no round trip more for it); without history (R5) it is not kept (``cp`` replaces
     the thread's previous head as its parent). ``writes``: the input's, kept with ``cp`` (its ``__start__``
     task's result)."""
+    run, store = attempt.run, attempt.store
     fields = {"head": cp.id, "budget_from": str(run.budget_from)}
     extra = StepCommit(run_fields=fields, events=[("values", cp.step, {"checkpoint_id": cp.id})])
     extra.kept_writes = writes
-    store = ctx.store(run.workflow)
     if before is not None and not store.history:
         cp.parent_id = before.parent_id
     elif before is not None:
@@ -586,7 +500,7 @@ def _commit_start(
         store.stored(before, plan)  # in the cache before the write: cp's plan reuses its refs (O(change))
         extra.before = (before.id, plan)
     try:
-        commit(ctx, run, lease, cp, extra, may_append=may_append, writes_of=cp.id)
+        commit(attempt, cp, extra, may_append=may_append, writes_of=cp.id)
     except BaseException:
         if before is not None:
             store.forget(before.id)  # not written: no read may find it in the cache

@@ -7,6 +7,9 @@ renewal finds another token (or none) is marked lost; the step's fenced writes a
 nothing it did is committed. A commit that gives the lease back deletes the key itself: from
 :meth:`Lease.dropping` (or :meth:`Lease.commit_later`) on, the keeper does not take a missing key for a loss
 (the commit's own fence reports a real one), since it may look between the commit and :meth:`Lease.dropped`.
+
+A lease's life is one :class:`Phase` at a time (:attr:`Lease.phase`); the moves allowed are in
+:data:`MOVES`, and a move not there is a bug (:class:`PhaseError`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import threading
 import time
 import uuid
+from enum import Enum
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -26,7 +30,17 @@ from graphcore.engine.cancel import CancelToken
 from graphq.worker import logs, metrics
 from graphq.worker.step.handover import Stop
 
-__all__ = ["Lease", "LeaseListener", "held", "renew", "retire_if_stuck", "set_listener"]
+__all__ = [
+    "MOVES",
+    "Lease",
+    "LeaseListener",
+    "Phase",
+    "PhaseError",
+    "held",
+    "renew",
+    "retire_if_stuck",
+    "set_listener",
+]
 
 log = logging.getLogger("graphq.lease")
 
@@ -35,6 +49,52 @@ _CANCELED_EVENT = encode_event("status", 0, {"status": "canceled"})["data"]
 
 _TICK_S = 0.5
 """How often the keeper looks for cancel requests of running steps, seconds (cancel reaches nodes < 1 s)."""
+
+
+class Phase(Enum):
+    """Where a lease is in its life (:data:`MOVES`: which phase may follow which)."""
+
+    CLAIMED = "claimed"
+    """Taken (or being taken) by the claim; not yet renewed."""
+    HELD = "held"
+    """The step runs under it; the keeper renews it."""
+    COMMITTING = "committing"
+    """A commit (or pause) that deletes the key is in flight: the keeper takes a missing key for no loss."""
+    COMMIT_LATER = "commit_later"
+    """The step's commit rides RQ's success pipeline, after the job's function returned (until its reply)."""
+    DROPPED = "dropped"
+    """The commit deleted the key (given back with it)."""
+    RELEASED = "released"
+    """Given back by :meth:`Lease.release`."""
+    LEFT = "left"
+    """Left to lapse: the run stays where the reaper finds it (:meth:`Lease.leave`)."""
+    LOST = "lost"
+    """The keeper found another token, or none: the step's fenced writes and commit are refused."""
+
+
+MOVES: dict[Phase, frozenset[Phase]] = {
+    Phase.CLAIMED: frozenset({Phase.HELD, Phase.RELEASED, Phase.LEFT}),
+    Phase.HELD: frozenset({Phase.COMMITTING, Phase.COMMIT_LATER, Phase.RELEASED, Phase.LEFT, Phase.LOST}),
+    Phase.COMMITTING: frozenset({Phase.DROPPED, Phase.COMMIT_LATER, Phase.RELEASED, Phase.LEFT}),
+    Phase.COMMIT_LATER: frozenset({Phase.DROPPED, Phase.COMMITTING, Phase.RELEASED, Phase.LEFT}),
+    # A step that lost its lease goes on until a fenced write or its commit is refused.
+    Phase.LOST: frozenset({Phase.COMMITTING, Phase.COMMIT_LATER, Phase.RELEASED, Phase.LEFT}),
+    Phase.DROPPED: frozenset(),
+    Phase.RELEASED: frozenset(),
+    Phase.LEFT: frozenset(),
+}
+"""Phase → the phases it may move to. COMMITTING and COMMIT_LATER fall back to RELEASED when the pause's
+status write or the later commit did not apply (the lease is given back if still ours), or to LEFT when the
+step's ending could not be written. COMMIT_LATER → COMMITTING: the later commit met an append conflict and
+is sent again in a round trip of its own; COMMITTING → COMMIT_LATER: a step run again after a transient
+Redis error commits the other way."""
+
+_OVER = frozenset({Phase.DROPPED, Phase.RELEASED, Phase.LEFT})
+"""Phases after which the lease is not this worker's to give back."""
+
+
+class PhaseError(AssertionError):
+    """A lease was moved to a phase :data:`MOVES` does not allow from where it is: a bug in the step job."""
 
 
 class Lease:
@@ -62,19 +122,32 @@ class Lease:
         self.token = uuid.uuid4().hex
         self.ttl_ms = int(ttl_s * 1000)
         self.heartbeat_s = heartbeat_s
-        self.lost = threading.Event()
+        self.phase = Phase.CLAIMED
+        """Where the lease is in its life; moved by :meth:`move` only."""
+        self._phase_lock = threading.Lock()
         self.renewals = FailureStreak(log, f"renewal of lease {self.key}", self.about)
         """The keeper's failures (Redis away or full): logged once a streak, not once a tick."""
-        self._dropping = False
-        self._dropped = False
-        self._later = False
-        self._left = False
         self.stop: Stop | None = None
         """Why this step is being given up (a shutdown, a deadline), once :meth:`abort` was called."""
         self.deadline: tuple[float, Stop] | None = None
         """``(time.time() at which the step is given up, how)`` once :meth:`limit` was called."""
         self.step_number: int | None = None
-        """The thread step being run, once :meth:`limit` was called."""
+        """The thread step being run, once known (reported in the worker's heartbeat)."""
+
+    def move(self, to: Phase, *, only_from: Phase | None = None) -> bool:
+        """Move the lease to phase ``to``; with ``only_from``, only when it is in that phase (else nothing
+        changes). Returns whether it moved.
+
+        Raises:
+            PhaseError: :data:`MOVES` does not allow ``to`` from the lease's phase.
+        """
+        with self._phase_lock:
+            if only_from is not None and self.phase is not only_from:
+                return False
+            if to not in MOVES[self.phase]:
+                raise PhaseError(f"lease {self.key}: no move from {self.phase.value} to {to.value}")
+            self.phase = to
+            return True
 
     def about(self) -> dict[str, Any]:
         """``extra=`` for a log line about this lease's step (:func:`graphq.worker.logs.about`)."""
@@ -120,6 +193,7 @@ class Lease:
         return bool(self.kv.set(self.key, self.token, nx=True, px=self.ttl_ms))
 
     def __enter__(self) -> Lease:
+        self.move(Phase.HELD)
         _keeper(self.kv, self.heartbeat_s).add(self)
         if _listener is not None:
             _listener.held(self)
@@ -129,7 +203,7 @@ class Lease:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         _keeper(self.kv, self.heartbeat_s).discard(self)
-        if _listener is not None and not self._later:
+        if _listener is not None and self.phase is not Phase.COMMIT_LATER:
             _listener.freed(self)
 
     def limit(self, at: float, stop: Stop, step: int) -> None:
@@ -150,35 +224,37 @@ class Lease:
     def dropping(self) -> None:
         """Announce a commit that deletes the lease key in its transaction (call it before sending the
         commit): the keeper may then find the key gone before :meth:`dropped` is called, and that is not a
-        lost lease. A commit refused because the lease really was lost raises on its own (its fence)."""
-        self._dropping = True
+        lost lease. A commit refused because the lease really was lost raises on its own (its fence). A
+        no-op when such a commit was announced already (the step ran again after a transient error)."""
+        if self.phase is not Phase.COMMITTING:
+            self.move(Phase.COMMITTING)
 
     def dropped(self) -> None:
         """Record that a commit deleted the lease key in its transaction: stop renewing, skip the release."""
-        self._dropping = True
-        self._dropped = True
+        self.move(Phase.DROPPED)
         _keeper(self.kv, self.heartbeat_s).discard(self)
         if _listener is not None:
             _listener.freed(self)
 
     def commit_later(self) -> None:
         """The step's commit goes in the pipeline in which RQ records the job's success, after the step
-        job's function returns (:class:`graphq.worker.step.commit.CommitAhead`). Until :meth:`settle`: the
-        keeper stops renewing the lease once the step's ``with`` block ends (a worker that never sends the
+        job's function returns (:class:`graphq.worker.step.commit_script.CommitAhead`). Until :meth:`settle`:
+        the keeper stops renewing the lease once the step's ``with`` block ends (a worker that never sends the
         commit lets it lapse, R18), the supervising process still has it as held (a child that dies meanwhile
         has its lease lapsed at once; a give-up still finds the step), the commit's deletion of the key is no
         loss, and :meth:`release` gives nothing back."""
-        self._dropping = True
-        self._later = True
+        self.move(Phase.COMMIT_LATER)
 
     def settle(self, committed: bool) -> None:
         """The later commit's reply is in: ``committed``, the commit deleted the key (:meth:`dropped`);
-        else the lease is given back if still ours, and no longer held."""
-        self._later = False
+        else the lease is given back if still ours (not when it was left to lapse meanwhile), and no longer
+        held."""
         if committed:
-            self.dropped()
+            if self.phase is not Phase.DROPPED:  # else a commit of its own dropped it (an append conflict)
+                self.dropped()
             return
-        self.release()
+        if self.phase not in _OVER:
+            self._give_back()
         if _listener is not None:
             _listener.freed(self)
 
@@ -187,20 +263,24 @@ class Lease:
         its ending could not be written), so it must stay where the reaper finds it. From now on the lease
         is not renewed (here nor by a supervising process) and :meth:`release` gives nothing back: its key
         expires within the lease TTL, its entry stays in the lease index, and the reaper continues the run
-        (R14), as after a crash."""
-        self._left = True
-        self._later = False
+        (R14), as after a crash. A no-op once the lease is over (dropped, released)."""
+        if self.phase in _OVER:
+            return
+        self.move(Phase.LEFT)
         _keeper(self.kv, self.heartbeat_s).discard(self)
         if _listener is not None:
             _listener.freed(self)
 
     def release(self) -> None:
         """Give the lease back if still ours (a no-op after a commit deleted it, before a later commit's
-        reply, :meth:`commit_later`, and once left to lapse, :meth:`leave`)."""
-        if not self._dropped and not self._later and not self._left:
-            script(self.kv, "release_lease")(
-                keys=[self.key, keys.lease_index()], args=[self.token, self.member]
-            )
+        reply, :meth:`commit_later`, and once left to lapse, :meth:`leave`; once given back, too)."""
+        if self.phase not in _OVER and self.phase is not Phase.COMMIT_LATER:
+            self._give_back()
+
+    def _give_back(self) -> None:
+        """``release_lease.lua``: delete the key and its lease index entry if the token is still ours."""
+        script(self.kv, "release_lease")(keys=[self.key, keys.lease_index()], args=[self.token, self.member])
+        self.move(Phase.RELEASED)
 
 
 def renew(kv: Any, thread_id: str, run_id: str, token: str, ttl_ms: int, now: bool) -> tuple[bool, bytes]:
@@ -261,10 +341,9 @@ class _Keeper:
             lease.cancel.cancel("run canceled")
         with self.lock:
             # Still running, yet the token is gone: lost, unless a commit deleted it (see Lease.dropping).
-            if not held and lease in self.leases and not lease._dropping:
+            if not held and lease in self.leases and lease.move(Phase.LOST, only_from=Phase.HELD):
                 log.warning("lease %s lost", lease.key, extra=lease.about())
                 metrics.lease_lost()
-                lease.lost.set()
                 self.leases.discard(lease)
 
 

@@ -6,7 +6,7 @@ does not gets no LangChain callback and its step sends nothing more to Redis.
 
 Each pair is one stream entry, mode ``messages``, data ``[message, metadata]``, in the thread step of the
 checkpoint the step commits (as ``custom`` chunks). They are batched: pairs are buffered and sent in one
-fenced script call (:func:`graphq.worker.step.fenced_writes.append_events`, one round trip) when
+fenced script call (:meth:`graphq.worker.step.attempt.StepAttempt.events`, one round trip) when
 :data:`INTERVAL_S` has passed since the last call, when :data:`MAX_BATCH` pairs wait, and when a task finishes
 (its written messages first, :func:`graphcore.engine.messages_stream.written`); what is left at the step's end
 goes before the step's commit. A model streaming fast thus costs a round trip per interval, not per token; the

@@ -1,6 +1,6 @@
-"""How a step job ends its run when the step does not commit: failed, canceled, completed with nothing
+"""How a step attempt ends its run when the step does not commit: failed, canceled, completed with nothing
 to run; then the thread goes to its next run (I3) and, after a completion, the checkpoints may go (R7).
-Every status write is fenced by the lease (:func:`graphq.worker.step.fenced_writes.set_status`).
+Every status write is fenced by the lease (:meth:`graphq.worker.step.attempt.StepAttempt.set_status`).
 """
 
 from __future__ import annotations
@@ -12,23 +12,12 @@ from typing import Any
 
 from graphcore.backend.connection import outlast
 from graphcore.backend.retention import keep_result, remove_after_completion
-from graphcore.backend.runs import RunError, RunRecord, RunStatus, now_iso
-from graphcore.backend.threads import hand_over
+from graphcore.backend.runs import RunError, RunStatus, now_iso
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import GraphqError, LeaseLostError, SerializationError, where
-from graphq.worker.step.context import WorkerContext
-from graphq.worker.step.fenced_writes import set_status
-from graphq.worker.step.lease import Lease
+from graphq.worker.step.attempt import StepAttempt
 
-__all__ = [
-    "after_completion",
-    "after_head",
-    "end_completed",
-    "end_run",
-    "fail_run",
-    "release_thread",
-    "run_error",
-]
+__all__ = ["after_completion", "complete", "end", "fail", "run_error"]
 
 log = logging.getLogger("graphq.step")
 ends = logging.getLogger("graphq.runs")
@@ -36,14 +25,12 @@ ends = logging.getLogger("graphq.runs")
 run a worker in process (``graphq run``, ``--wait``) report the end themselves and quiet this logger."""
 
 
-def fail_run(
-    ctx: WorkerContext, run: RunRecord, lease: Lease, exc: BaseException, node: str | None = None
-) -> None:
+def fail(attempt: StepAttempt, exc: BaseException, node: str | None = None) -> None:
     """Mark the run Failed with ``exc`` (:func:`run_error`), raised in the thread step the job runs (the
-    lease's :attr:`~graphq.worker.step.lease.Lease.step_number`, else the step after the run's head) by the
-    task of ``node``, if a task raised it."""
-    step = lease.step_number if lease.step_number is not None else after_head(ctx, run)
-    end_run(ctx, run, lease, RunStatus.FAILED, run_error(exc, step, node))
+    attempt's :attr:`~graphq.worker.step.attempt.StepAttempt.step_number`, else the step after the run's
+    head) by the task of ``node``, if a task raised it."""
+    step = attempt.step_number if attempt.step_number is not None else attempt.after_head()
+    end(attempt, RunStatus.FAILED, run_error(exc, step, node))
 
 
 def run_error(exc: BaseException, step: int, node: str | None = None) -> RunError:
@@ -60,29 +47,24 @@ def run_error(exc: BaseException, step: int, node: str | None = None) -> RunErro
     return RunError(type=type(exc).__name__, message=message, traceback=tb, node=node, step=step)
 
 
-def release_thread(ctx: WorkerContext, run: RunRecord) -> None:
-    """The run ended: the next run waiting for its thread starts (I3)."""
-    outlast(hand_over, ctx.kv, ctx.runs, ctx.queue, run.thread_id, run.id)
-
-
-def end_completed(
-    ctx: WorkerContext, run: RunRecord, lease: Lease, step: int, values: Mapping[str, Any] | None = None
-) -> None:
+def complete(attempt: StepAttempt, step: int, values: Mapping[str, Any] | None = None) -> None:
     """Complete a run that has no step to run (its result is the values of the head checkpoint, of thread
     step ``step``; or ``values``, the head's channel values with an input Command's update applied, which
     no checkpoint holds: kept as the run's result, as in process ``invoke`` returns them)."""
+    run = attempt.run
     done = [("status", step, {"status": "completed"})]
-    if set_status(ctx, run, lease, RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
+    if attempt.set_status(RunStatus.COMPLETED, fields={"ended_at": now_iso()}, events=done):
         if values is not None and run.head is not None:
-            outlast(keep_result, ctx.kv, run.thread_id, run.id, run.head, values)
-        release_thread(ctx, run)
-        after_completion(ctx, run, None)
+            outlast(keep_result, attempt.ctx.kv, run.thread_id, run.id, run.head, values)
+        attempt.release_thread()
+        after_completion(attempt, None)
 
 
-def after_completion(ctx: WorkerContext, run: RunRecord, head: Checkpoint | None) -> None:
+def after_completion(attempt: StepAttempt, head: Checkpoint | None) -> None:
     """``GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false`` (R7): the completed run's thread loses its
     checkpoints, unless another of its runs needs them (:mod:`graphcore.backend.retention`). After the
     commit and the hand-over, never in them; a failure is logged and leaves them, which is safe."""
+    ctx, run = attempt.ctx, attempt.run
     if ctx.settings.keep_checkpoints_after_completion:
         return
     try:
@@ -91,30 +73,18 @@ def after_completion(ctx: WorkerContext, run: RunRecord, head: Checkpoint | None
         log.warning("run %s: its checkpoints were not removed after completion: %s", run.id, exc)
 
 
-def end_run(ctx: WorkerContext, run: RunRecord, lease: Lease, status: RunStatus, error: RunError) -> None:
+def end(attempt: StepAttempt, status: RunStatus, error: RunError) -> None:
     """End the run (compare-and-set from a non-terminal status, I7, fenced by the lease, I1) and record
     why, in the error's step (else the step after the run's head); a worker that lost its lease changes
     nothing (the refusal is logged and counted)."""
     fields = {"error": error.model_dump_json(), "ended_at": now_iso()}
     event = {"status": status.value, "error": f"{error.type}: {error.message}"}
-    step = error.step if error.step is not None else after_head(ctx, run)
+    step = error.step if error.step is not None else attempt.after_head()
     try:
-        ended = set_status(ctx, run, lease, status, fields=fields, events=[("status", step, event)])
+        ended = attempt.set_status(status, fields=fields, events=[("status", step, event)])
     except LeaseLostError:
         return
     if ended:
-        release_thread(ctx, run)
+        attempt.release_thread()
+    run = attempt.run
     ends.warning("run %s %s at step %s: %s", run.id, status.value, step, error.message)  # the thread's number
-
-
-def after_head(ctx: WorkerContext, run: RunRecord) -> int:
-    """The thread's number of the step after the run's head checkpoint: the step this job runs (events are
-    numbered like checkpoints, ``graphq state --history``); the run's own count before it has a head, or
-    when the head cannot be read (this also serves the failure path: an unknown workflow, a bad record)."""
-    if run.head is None:
-        return run.step
-    try:
-        head = ctx.store(run.workflow).get(run.thread_id, run.head)
-    except Exception:  # recording how the run ended matters more than the step's number
-        return run.step
-    return run.step if head is None else head.step + 1
