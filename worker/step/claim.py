@@ -67,7 +67,5 @@ def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> 
     )
     ahead = ClaimAhead((run_id, thread_id, step), lease)
     script_keys, argv = lease.claim_call(step, now_iso(), CANCEL_ERROR_JSON, worker_id)
-    index = len(pipeline.command_stack)
-    pipeline.evalsha(lease.claim_sha, len(script_keys), *script_keys, *argv)
-    keep_reply(pipeline, index, ahead.keep)
+    keep_reply(pipeline, lease.claim_script.queue(pipeline, script_keys, argv), ahead.keep)
     return ahead

@@ -24,7 +24,7 @@ from graphcore import keys
 from graphcore.backend.admission import PreparedJob
 from graphcore.backend.connection import outlast
 from graphcore.backend.events import encode_event
-from graphcore.backend.lua import source
+from graphcore.backend.lua import script
 from graphcore.backend.store import KeyIndex, plan_argv
 from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
@@ -93,11 +93,13 @@ class StepCommit:
 
 
 class CommitScript:
-    """``commit_step.lua``, loaded once per process and run with EVALSHA."""
+    """``commit_step.lua`` (a :class:`graphcore.backend.lua.Script`), loaded once per process and run with
+    EVALSHA."""
 
     def __init__(self, kv: Any) -> None:
         self.kv = kv
-        self.sha = kv.script_load(source("commit_step"))
+        self.script = script(kv, "commit_step")
+        self.script.load()
 
     def args(
         self,
@@ -187,13 +189,10 @@ class CommitScript:
             AppendConflictError: a log append found its log grown by another branch; nothing was written
                 (plan again with ``may_append=False``).
         """
-        for _ in range(2):
-            reply = self.call(script_keys, argv, stage_rest, ride)
-            if isinstance(reply, NoScriptError):  # Redis restarted and lost its script cache
-                self.sha = self.kv.script_load(source("commit_step"))
-                continue
-            return commit_verdict(reply, what)
-        raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
+        reply = self.script.again_if_unloaded(lambda: self.call(script_keys, argv, stage_rest, ride))
+        if isinstance(reply, NoScriptError):
+            raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
+        return commit_verdict(reply, what)
 
     def call(
         self,
@@ -206,11 +205,11 @@ class CommitScript:
         and call again); other errors of Redis are raised."""
         if stage_rest is None and ride is None:
             try:
-                return self.kv.evalsha(self.sha, len(script_keys), *script_keys, *argv)
+                return self.script.once(script_keys, argv)
             except NoScriptError as exc:
                 return exc
         pipe = self.kv.pipeline(transaction=stage_rest is not None)
-        pipe.evalsha(self.sha, len(script_keys), *script_keys, *argv)
+        self.script.queue(pipe, script_keys, argv)
         for queue in (stage_rest, ride):
             if queue is not None:
                 queue(pipe)
@@ -256,9 +255,7 @@ class CommitAhead:
 
     def stage(self, pipe: Any) -> None:
         """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.step.ride.keep_reply`)."""
-        index = len(pipe.command_stack)
-        pipe.evalsha(self.commit.sha, len(self.script_keys), *self.script_keys, *self.argv)
-        keep_reply(pipe, index, self._reply)
+        keep_reply(pipe, self.commit.script.queue(pipe, self.script_keys, self.argv), self._reply)
 
     def send(self) -> None:
         """Send the commit in a round trip of its own, through a Redis outage: RQ ended the job without

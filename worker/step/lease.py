@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from graphcore import keys
 from graphcore.backend.connection import FailureStreak
 from graphcore.backend.events import encode_event
-from graphcore.backend.lua import script
+from graphcore.backend.lua import Script, script
 from graphcore.engine.cancel import CancelToken
 from graphq.worker import logs, metrics
 from graphq.worker.step.handover import Stop
@@ -111,9 +111,10 @@ class Lease:
         return [self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()], argv
 
     @property
-    def claim_sha(self) -> str:
-        """The SHA-1 of the claim script (for EVALSHA; it may not be loaded yet)."""
-        return str(script(self.kv, "claim_step").sha)
+    def claim_script(self) -> Script:
+        """The claim script, to queue on a pipeline (:meth:`graphcore.backend.lua.Script.queue`; it may not
+        be loaded yet)."""
+        return script(self.kv, "claim_step")
 
     def acquire(self) -> bool:
         """Take the lease if nobody holds it; True on success."""
