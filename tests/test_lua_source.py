@@ -55,7 +55,8 @@ def test_the_fence_and_the_terminal_statuses_are_written_once() -> None:
     listed = re.compile(r"'completed' or \w+ == 'failed'")
     fenced = [n for n in SCRIPTS if re.search("^--#include fence$", _raw(n), re.MULTILINE)]
     checks = [n for n in SCRIPTS if re.search("^--#include terminal$", _raw(n), re.MULTILINE)]
-    assert [n for n in SCRIPTS if token_check.search(_raw(n))] == ["owner_lock", "owner_unlock"]  # locks, no lease
+    # owner_lock and owner_unlock compare a lock's owner token: no lease, no fence
+    assert [n for n in SCRIPTS if token_check.search(_raw(n))] == ["owner_lock", "owner_unlock"]
     assert [n for n in SCRIPTS if listed.search(_raw(n))] == []
     assert fenced == [
         "abandon_step",
