@@ -8,7 +8,7 @@ round trip of its own (nor, most often, does the commit: :class:`graphq.worker.s
 The claim's reply is kept on the job (:class:`ClaimAhead`). The step job uses it when it is a reply;
 anything else (the script not loaded after a Redis restart, a pipeline that never ran, a job started
 without RQ's worker) makes the step job claim again itself, with the same lease token, which the script
-recognises as its own claim (code 3) if the first one did take the lease.
+recognises as its own claim (``ClaimResult.CLAIMED``) if the first one did take the lease.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from graphcore.backend.runs import CANCEL_ERROR, now_iso
 from graphcore.settings import Settings
 from graphq.worker.step.lease import Lease
+from graphq.worker.step.replies import ClaimResult
 from graphq.worker.step.ride import keep_reply
 
 __all__ = ["CANCEL_ERROR_JSON", "ClaimAhead", "claim_ahead"]
@@ -41,12 +42,12 @@ class ClaimAhead:
         """Keep the script's reply (:func:`graphq.worker.step.ride.keep_reply`)."""
         self.reply = reply
 
-    def result(self, run_id: str, thread_id: str, step: int) -> tuple[int, dict[bytes, bytes]] | None:
+    def result(self, run_id: str, thread_id: str, step: int) -> tuple[ClaimResult, dict[bytes, bytes]] | None:
         """``(code, run hash)`` as :meth:`Lease.claim` returns them, or None to claim again."""
         if self.args != (run_id, thread_id, step) or not isinstance(self.reply, list):
             return None
         code, flat = self.reply
-        return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
+        return ClaimResult(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> ClaimAhead | None:

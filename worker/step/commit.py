@@ -30,6 +30,7 @@ from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.types import TaskWrites
+from graphq.worker.step.replies import CommitVerdict, Refusal
 from graphq.worker.step.ride import keep_reply
 
 __all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
@@ -174,15 +175,16 @@ class CommitScript:
         what: str,
         stage_rest: Callable[[Any], None] | None = None,
         ride: Callable[[Any], None] | None = None,
-    ) -> str:
+    ) -> CommitVerdict:
         """EVALSHA the script; with ``stage_rest``, inside a MULTI together with what ``stage_rest(pipe)``
         queues (the prune of a commit without history). ``ride(pipe)`` queues more commands, outside the
         script, that go in the same round trip whatever its verdict (RQ's end-of-execution heartbeat,
         :meth:`graphq.worker.queue.StepJob.heartbeat_ahead`).
 
         Returns:
-            ``"ok"``; ``"canceled"`` when a completing commit ended its run Canceled (a cancel request was
-            recorded); ``"again"`` when this commit had been applied already (a retry after a lost reply).
+            :class:`CommitVerdict`: ``OK``; ``CANCELED`` when a completing commit ended its run Canceled (a
+            cancel request was recorded); ``AGAIN`` when this commit had been applied already (a retry
+            after a lost reply).
 
         Raises:
             LeaseLostError: the fence refused the commit (lease lost, run finished or moved on).
@@ -216,22 +218,25 @@ class CommitScript:
         return pipe.execute(raise_on_error=False)[0]
 
 
-def commit_verdict(reply: Any, what: str) -> str:
+def commit_verdict(reply: Any, what: str) -> CommitVerdict:
     """The verdict of the commit script's ``reply`` (see :meth:`CommitScript.run`, which raises the same).
 
     Raises:
-        LeaseLostError: the fence refused the commit.
-        AppendConflictError: a log append found its log grown by another branch.
+        LeaseLostError: the fence refused the commit (:class:`Refusal` ``lease``, ``finished``, ``step``).
+        AppendConflictError: a log append found its log grown by another branch (``log``).
         Exception: the error Redis answered with (a ``NoScriptError`` among them).
+        ValueError: a reply the script never gives.
     """
     if isinstance(reply, Exception):
         raise reply
     said = reply.decode() if isinstance(reply, bytes) else str(reply)
-    if said == "log":
-        raise AppendConflictError(f"commit of {what}: a log grew on another branch")
-    if said in _REASONS:
-        raise LeaseLostError(f"commit of {what} rejected: {_REASONS[said]}")
-    return said
+    try:
+        refusal = Refusal(said)
+    except ValueError:
+        return CommitVerdict(said)
+    if refusal is Refusal.LOG:
+        raise AppendConflictError(f"commit of {what}: {refusal.reason}")
+    raise LeaseLostError(f"commit of {what} rejected: {refusal.reason}")
 
 
 @dataclass
@@ -281,6 +286,3 @@ def _job_keys(job: PreparedJob | None) -> list[str]:
     if job is None:
         return [keys.steps_index()] * 4
     return [job.job_key, job.queue_key, job.queues_key, keys.steps_index()]
-
-
-_REASONS = {"lease": "lease no longer held", "finished": "run already finished", "step": "run moved on"}

@@ -25,6 +25,7 @@ from graphcore.backend.lua import Script, script
 from graphcore.engine.cancel import CancelToken
 from graphq.worker import logs, metrics
 from graphq.worker.step.handover import Stop
+from graphq.worker.step.replies import ClaimResult
 
 __all__ = ["Lease", "LeaseListener", "held", "renew", "retire_if_stuck", "set_listener"]
 
@@ -82,7 +83,7 @@ class Lease:
 
     def claim(
         self, step: int, now: str, cancel_error: str, worker_id: str = ""
-    ) -> tuple[int, dict[bytes, bytes]]:
+    ) -> tuple[ClaimResult, dict[bytes, bytes]]:
         """Read the run and take the lease if the run is still at ``step`` (one round trip); the lease's
         deadline goes into the lease index and ``worker_id`` into the run's ``worker`` field.
 
@@ -91,13 +92,14 @@ class Lease:
             cancel_error: the error record (JSON) of a run that a cancel request ends.
 
         Returns:
-            ``(code, run hash)``; code 0 = no such run, 1 = stale (finished or at another step),
-            2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
+            ``(code, run hash)``; the code a :class:`ClaimResult`: 0 = no such run, 1 = stale (finished or at
+            another step), 2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the
+            run now.
         """
         script_keys, argv = self.claim_call(step, now, cancel_error, worker_id)
         code, flat = script(self.kv, "claim_step")(keys=script_keys, args=argv)
         self.step = step
-        return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
+        return ClaimResult(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
     def claim_call(
         self, step: int, now: str, cancel_error: str, worker_id: str
