@@ -7,7 +7,7 @@ from importlib.resources import files
 
 import redis
 
-from graphcore.backend.lua import source
+from graphcore.backend.lua import script, source
 from graphcore.backend.runs import TERMINAL, RunStatus
 
 SCRIPTS = sorted(
@@ -70,3 +70,42 @@ def test_the_fence_and_the_terminal_statuses_are_written_once() -> None:
         "set_status",
     ]
     assert checks == ["abandon_step", "claim_step", "commit_step", "set_status"]
+
+
+def _calls(kv: redis.Redis) -> dict[str, int]:
+    """Calls of script commands (EVAL, EVALSHA, SCRIPT, its subcommands apart from Redis 7 on) since the last
+    CONFIG RESETSTAT."""
+    stats = kv.info("commandstats")
+    calls = {name.removeprefix("cmdstat_"): stat["calls"] for name, stat in stats.items()}
+    return {name: n for name, n in calls.items() if name.startswith(("eval", "script"))}
+
+
+def test_a_script_call_is_one_evalsha_and_a_lost_script_is_loaded_once(redis_client: redis.Redis) -> None:
+    """A call of a loaded script is one EVALSHA (no SCRIPT EXISTS first); after Redis lost its scripts, the
+    NOSCRIPT reply loads it and the call is made again, once. The SHA is the one Redis computes."""
+    unlock = script(redis_client, "owner_unlock")
+    assert script(redis_client, "owner_unlock") is unlock
+    redis_client.set("lock", "me")
+    unlock.load()
+    redis_client.config_resetstat()
+    assert unlock(keys=["lock"], args=["someone"]) == 0
+    assert _calls(redis_client) == {"evalsha": 1}
+    redis_client.script_flush()
+    redis_client.config_resetstat()
+    assert unlock(keys=["lock"], args=["me"]) == 1
+    assert _calls(redis_client) in ({"evalsha": 2, "script|load": 1}, {"evalsha": 2, "script": 1})
+    assert redis_client.script_load(source("owner_unlock")) == unlock.sha
+
+
+def test_a_script_queued_on_a_pipeline_tells_its_reply_index(redis_client: redis.Redis) -> None:
+    """Script.queue adds one EVALSHA to a pipeline and says where its reply is; Script.stage an EVAL of the
+    text (it runs without the script loaded; the EVALSHA before it finds none)."""
+    unlock = script(redis_client, "owner_unlock")
+    redis_client.script_flush()
+    pipe = redis_client.pipeline(transaction=True)
+    pipe.set("lock", "me")
+    index = unlock.queue(pipe, ["lock"], ["me"])
+    unlock.stage(pipe, ["lock"], ["me"])
+    replies = pipe.execute(raise_on_error=False)
+    assert (index, replies[0], replies[2]) == (1, True, 1)
+    assert isinstance(replies[1], redis.exceptions.NoScriptError)
