@@ -30,8 +30,8 @@ from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.types import TaskWrites
+from graphq.worker.rq_hooks import keep_reply
 from graphq.worker.step.replies import CommitVerdict, Refusal
-from graphq.worker.step.ride import keep_reply
 
 __all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
 
@@ -179,7 +179,7 @@ class CommitScript:
         """EVALSHA the script; with ``stage_rest``, inside a MULTI together with what ``stage_rest(pipe)``
         queues (the prune of a commit without history). ``ride(pipe)`` queues more commands, outside the
         script, that go in the same round trip whatever its verdict (RQ's end-of-execution heartbeat,
-        :meth:`graphq.worker.queue.StepJob.heartbeat_ahead`).
+        :meth:`graphq.worker.rq_hooks.StepJobHooks.heartbeat_ahead`).
 
         Returns:
             :class:`CommitVerdict`: ``OK``; ``CANCELED`` when a completing commit ended its run Canceled (a
@@ -242,11 +242,11 @@ def commit_verdict(reply: Any, what: str) -> CommitVerdict:
 @dataclass
 class CommitAhead:
     """A commit sent in the pipeline in which RQ records a step job's success (``Job._handle_success``,
-    :class:`graphq.worker.queue.StepJob`), so that it costs no round trip of its own (P1): the commit script's
-    call, and what to do with its reply. RQ's pipeline is a MULTI: the commit and RQ's record of the job's
-    end are written together. A pipeline that fails before its reply (an outage, which RQ's bookkeeping
-    outlasts, or a ``WatchError``) sends the commit again with the next one; a commit applied before a lost
-    reply answers ``again``."""
+    :class:`graphq.worker.rq_hooks.StepJobHooks`), so that it costs no round trip of its own (P1): the
+    commit script's call, and what to do with its reply. RQ's pipeline is a MULTI: the commit and RQ's
+    record of the job's end are written together. A pipeline that fails before its reply (an outage, which
+    RQ's bookkeeping outlasts, or a ``WatchError``) sends the commit again with the next one; a commit
+    applied before a lost reply answers ``again``."""
 
     commit: CommitScript
     script_keys: list[str]
@@ -259,7 +259,7 @@ class CommitAhead:
     replied: bool = False
 
     def stage(self, pipe: Any) -> None:
-        """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.step.ride.keep_reply`)."""
+        """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.rq_hooks.keep_reply`)."""
         keep_reply(pipe, self.commit.script.queue(pipe, self.script_keys, self.argv), self._reply)
 
     def send(self) -> None:
