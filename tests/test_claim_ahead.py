@@ -24,6 +24,7 @@ from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import STEP_FUNC, RQStepQueue, StepJob, step_job_id
 from graphq.worker.step.claim import claim_ahead
 from graphq.worker.step.lease import Lease
+from graphq.worker.step.replies import ClaimResult
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -80,7 +81,8 @@ def test_a_claim_sent_ahead_leaves_no_reference_cycle(redis_client: redis.Redis,
     assert ahead is not None and "execute" in vars(pipe)
     pipe.execute()
     assert "execute" not in vars(pipe)
-    assert ahead.result("no-run", "no-thread", 0) == (0, {})  # the claim's reply: no such run
+    code, run = ahead.result("no-run", "no-thread", 0) or (None, None)
+    assert (code, run, type(code)) == (ClaimResult.NO_RUN, {}, ClaimResult)  # the claim's reply: no such run
 
 
 @pytest.fixture

@@ -16,14 +16,15 @@ from graphcore.checkpoints.layout import Plan
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import apply_input
 from graphcore.engine.registry import Registry
-from graphcore.errors import LeaseLostError
+from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.settings import Settings
 from graphq.worker.queue import RQStepQueue, queue_name, step_job_id
 from graphq.worker.step.attempt import StepAttempt
-from graphq.worker.step.commit_script import CommitScript, StepCommit
+from graphq.worker.step.commit_script import CommitScript, StepCommit, commit_verdict
 from graphq.worker.step.context import WorkerContext, set_context
 from graphq.worker.step.job import step_job
 from graphq.worker.step.lease import Lease
+from graphq.worker.step.replies import ClaimResult, CommitVerdict
 from tests.workers import job_as_rq_reads_it
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
@@ -239,3 +240,48 @@ def test_each_job_has_its_runs_result_ttl(client: Client, ctx: WorkerContext) ->
     for run_id, ttl in ((short, b"100"), (default, keep)):
         job = ctx.kv.hgetall(Job.key_for(step_job_id(run_id, 1)))
         assert (job[b"result_ttl"], job[b"failure_ttl"]) == (ttl, ttl)
+
+
+def test_commit_verdicts_and_refusals_are_named() -> None:
+    """The commit script's verdicts come back as CommitVerdict members (equal to its words); each refusal is
+    raised with its reason in words."""
+    verdicts = [commit_verdict(reply, "run r step 1") for reply in (b"ok", b"again", "canceled")]
+    assert verdicts == ["ok", "again", "canceled"]
+    assert [(type(v), v.name) for v in verdicts] == [
+        (CommitVerdict, "OK"),
+        (CommitVerdict, "AGAIN"),
+        (CommitVerdict, "CANCELED"),
+    ]
+    refused = {b"lease": "lease no longer held", b"finished": "run already finished", b"step": "run moved on"}
+    for reply, reason in refused.items():
+        with pytest.raises(LeaseLostError) as lost:
+            commit_verdict(reply, "run r step 1")
+        assert str(lost.value) == f"commit of run r step 1 rejected: {reason}"
+    with pytest.raises(AppendConflictError) as grew:
+        commit_verdict(b"log", "run r step 1")
+    assert str(grew.value) == "commit of run r step 1: a log grew on another branch"
+
+
+def test_a_claim_names_its_result(client: Client, redis_client: redis.Redis, redis_url: str) -> None:
+    """Lease.claim's code is a ClaimResult (equal to the script's integer): no run, claimed, the same claim
+    again (its own), another worker's lease, stale."""
+    settings = Settings(redis_url=redis_url)
+    run_id = client.enqueue("counter", {"limit": 2}, thread_id="named")
+    lease = Lease(redis_client, "named", run_id, settings.lease_ttl_s, settings.heartbeat_interval_s)
+    other = Lease(redis_client, "named", run_id, settings.lease_ttl_s, settings.heartbeat_interval_s)
+    missing = Lease(redis_client, "named", "no-run", settings.lease_ttl_s, settings.heartbeat_interval_s)
+    codes = [
+        missing.claim(0, "now", "{}")[0],
+        lease.claim(0, "now", "{}")[0],
+        lease.claim(0, "now", "{}")[0],
+        other.claim(0, "now", "{}")[0],
+        other.claim(1, "now", "{}")[0],
+    ]
+    assert codes == [0, 3, 3, 2, 1]
+    assert [(type(c), c.name) for c in codes] == [
+        (ClaimResult, "NO_RUN"),
+        (ClaimResult, "CLAIMED"),
+        (ClaimResult, "CLAIMED"),
+        (ClaimResult, "HELD_ELSEWHERE"),
+        (ClaimResult, "STALE"),
+    ]

@@ -252,9 +252,10 @@ def test_event_streams_are_capped(client: Client) -> None:
     kv.hset(run_key, "status", "running")
     kv.set(lease, "tok")
     xadd = script(kv, "fenced_xadd")
+    xadd.load()  # EVALSHAs queued on a pipeline: the script must be there
     pipe = kv.pipeline(transaction=False)
     for i in range(EVENTS_MAXLEN + 500):
-        xadd(keys=[lease, run_key, stream], args=["tok", "custom", "1", str(i)], client=pipe)
+        xadd.queue(pipe, [lease, run_key, stream], ["tok", "custom", "1", str(i)])
     pipe.execute()
     assert EVENTS_MAXLEN <= kv.xlen(stream) < EVENTS_MAXLEN + 100
     last = kv.xrevrange(stream, count=1)[0][1]

@@ -6,11 +6,10 @@ import logging
 import math
 import time
 import zlib
-from collections.abc import Callable
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
 from rq import Queue
-from rq.job import Job, JobStatus
+from rq.job import JobStatus
 from rq.results import Result
 from rq.serializers import JSONSerializer
 from rq.utils import now as rq_now
@@ -24,6 +23,7 @@ from graphcore.backend.runs import RunRecord
 from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
 from graphcore.settings import Settings, get_settings
+from graphq.worker.rq_hooks import StepJobHooks
 
 __all__ = [
     "STEP_FUNC",
@@ -46,79 +46,23 @@ and before the step job moved into ``graphq.worker.step``): a job hash stored by
 upgrade, names it and runs as :data:`STEP_FUNC`."""
 
 
-class CommitAhead(Protocol):
-    """A step's commit waiting for RQ's success pipeline (:class:`graphq.worker.step.commit.CommitAhead`)."""
-
-    replied: bool
-
-    def stage(self, pipe: Any) -> None: ...
-
-    def send(self) -> None: ...
-
-
 class ForeignJobError(PermanentError):
     """A job on a graphq queue names a function other than the step job; it is failed, never imported."""
 
 
-class StepJob(Job):
+class StepJob(StepJobHooks):
     """The RQ job class of graphq's queues and workers: it runs :data:`STEP_FUNC` and nothing else.
 
     RQ imports whatever function (and success, failure or stopped callback) a job hash names, so anyone who
     can write to Redis could otherwise make every worker import and call any installed function. A job
     naming another function fails with :class:`ForeignJobError` before anything is imported; callbacks,
-    which graphq never sets, are ignored.
+    which graphq never sets, are ignored. Its hooks into RQ's internals (the step's claim and commit on RQ's
+    pipelines) are :class:`graphq.worker.rq_hooks.StepJobHooks`.
     """
 
-    claim_ahead: ClassVar[Callable[[Any, Any, str], Any] | None] = None
-    """Set by :func:`graphq.worker.step.context.set_context`: ``(job, pipeline, worker_name) -> claim or
-    None`` queues the step's claim on the pipeline in which RQ records the job's start
-    (:mod:`graphq.worker.step.claim`)."""
-
-    _heartbeat_sent = False
-    """Whether RQ's end-of-execution heartbeat of this job was sent ahead (:meth:`heartbeat_ahead`)."""
-
-    commit_ahead: CommitAhead | None = None
-    """The step's commit, sent in the pipeline in which RQ records the job's success
-    (:meth:`commit_on_success`)."""
-
-    _hold_heartbeat = False
-    _held_heartbeat: tuple[Any, int, bool] | None = None
-    """RQ's end-of-execution heartbeat ``(timestamp, ttl, xx)``, held for the success pipeline."""
-
-    def prepare_for_execution(self, worker_name: str, pipeline: Any) -> None:
-        super().prepare_for_execution(worker_name, pipeline)
-        if StepJob.claim_ahead is not None and self.func_name == STEP_FUNC:
-            self.claim = StepJob.claim_ahead(self, pipeline, worker_name)
-
-    def heartbeat_ahead(self, pipeline: Any) -> None:
-        """Queue on ``pipeline`` (the one that carries the step's commit, :mod:`graphq.worker.step.commit`)
-        the heartbeat that RQ's worker writes once the job's execution ends (``handle_execution_ended``), so
-        that write costs no round trip of its own (P1), as the claim rides RQ's start pipeline. RQ's own
-        call of :meth:`heartbeat` after the job then writes nothing; its ``save`` of the finished (or
-        failed) job writes ``last_heartbeat`` again, with RQ's timestamp, as for any job."""
-        super().heartbeat(rq_now(), self.success_callback_timeout, pipeline=pipeline)
-        self._heartbeat_sent = True
-
-    def records_success(self) -> bool:
-        """Whether RQ records this job's success in a pipeline of :meth:`_handle_success` (it does not for a
-        result TTL of 0, nor tell for none: graphq sets one on every step job)."""
-        return self.result_ttl is not None and self.result_ttl != 0
-
-    def commit_on_success(self, ahead: CommitAhead) -> None:
-        """Send ``ahead`` in the pipeline in which RQ records this job's success, with RQ's own
-        end-of-execution heartbeat of the job, held until then (call it only when :meth:`records_success`).
-        Every write RQ makes is kept, in RQ's order: the heartbeat, then the job's end."""
-        self.commit_ahead = ahead
-        self._hold_heartbeat = True
-
-    def send_unsent_commit(self) -> None:
-        """After RQ ended the job: a commit still waiting for RQ's success pipeline (RQ's bookkeeping of the
-        job failed before it, or recorded a failure instead) goes now, in a round trip of its own, so that
-        the step's work is not lost. Called by graphq's worker class (:mod:`graphq.worker.process.outage`)."""
-        ahead = self.commit_ahead
-        if ahead is not None and not ahead.replied:
-            log.warning("job %s: RQ ended it without sending the step's commit; sending it now", self.id)
-            ahead.send()
+    def rides(self) -> bool:
+        """A job naming :data:`STEP_FUNC` is a step job: its claim rides RQ's start pipeline."""
+        return self.func_name == STEP_FUNC
 
     def rewrite_result(self, outcome: str) -> None:
         """Record ``outcome`` as the job's latest result (RQ's ``Result``): the step's commit, sent in RQ's
@@ -134,34 +78,6 @@ class StepJob(Job):
             )
         except Exception as exc:
             log.warning("job %s: its result was not rewritten (%s): %s", self.id, outcome, exc)
-
-    def _handle_success(self, result_ttl: int, pipeline: Any, *args: Any, **kwargs: Any) -> None:
-        ahead = self.commit_ahead
-        if ahead is not None and not ahead.replied:  # again when RQ's pipeline failed before its reply
-            ahead.stage(pipeline)
-        if self._held_heartbeat is not None:
-            timestamp, ttl, xx = self._held_heartbeat
-            super().heartbeat(timestamp, ttl, pipeline=pipeline, xx=xx)
-        super()._handle_success(result_ttl, pipeline, *args, **kwargs)
-
-    def heartbeat(self, timestamp: Any, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
-        """RQ's ``Job.heartbeat``, except the first call without a pipeline after :meth:`heartbeat_ahead`
-        or :meth:`commit_on_success`: in RQ 2.0 to 3.0 that is ``handle_execution_ended``'s, the only such
-        call once a job's function has returned (``tests/test_claim_ahead.py`` would see a second one).
-        After :meth:`heartbeat_ahead` it was sent already (the flag is set when the heartbeat is queued: a
-        commit that never reached Redis, an outage then a stop, skips it too, and RQ's ``save`` of the
-        ended job writes ``last_heartbeat`` either way); after :meth:`commit_on_success` it is held, as
-        RQ called it, for the success pipeline."""
-        if pipeline is None and self._heartbeat_sent:  # the end of execution's: sent with the commit
-            self._heartbeat_sent = False
-            self.last_heartbeat = timestamp
-            return
-        if pipeline is None and self._hold_heartbeat:  # the end of execution's: to go with the commit
-            self._hold_heartbeat = False
-            self._held_heartbeat = (timestamp, ttl, xx)
-            self.last_heartbeat = timestamp
-            return
-        super().heartbeat(timestamp, ttl, pipeline=pipeline, xx=xx)
 
     def _deserialize_data(self) -> None:
         """RQ's read of the job's data, with a :data:`FORMER_STEP_FUNCS` name read as :data:`STEP_FUNC`."""
@@ -250,8 +166,8 @@ class RQStepQueue:
         """The job of ``run``'s step ``step`` (default ``run.step``; a commit prepares the job of the step
         after it without copying the record) as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
         reads it, for the scripts that write it: admission, when it admits the run (R8), and the commit of
-        the step before (:mod:`graphq.worker.step.commit`): the job hash, its id pushed on the workflow's
-        queue, the queue in RQ's set, the job in the index of unclaimed step jobs.
+        the step before (:mod:`graphq.worker.step.commit_script`): the job hash, its id pushed on the
+        workflow's queue, the queue in RQ's set, the job in the index of unclaimed step jobs.
 
         The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow (a
         step's commit prepares a job on its hot path, P1); each job then gets its own id, arguments

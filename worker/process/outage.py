@@ -23,7 +23,6 @@ from rq import SimpleWorker
 
 from graphcore.backend.connection import is_transient, outlast
 from graphcore.settings import get_settings
-from graphq.worker.queue import StepJob
 
 __all__ = ["OutlastOutages"]
 
@@ -76,14 +75,6 @@ class OutlastOutages(SimpleWorker):
 
     def handle_job_failure(self, job: Any, queue: Any, *args: Any, **kwargs: Any) -> None:
         outlast(super().handle_job_failure, job, queue, *args, **kwargs)
-
-    def execute_job(self, job: Any, queue: Any) -> None:
-        """RQ's, then the step's commit if RQ's success pipeline never carried it (:class:`StepJob`)."""
-        try:
-            super().execute_job(job, queue)
-        finally:
-            if isinstance(job, StepJob):
-                job.send_unsent_commit()
 
     def teardown(self) -> None:
         """RQ's teardown (the worker's death in its registry), given up while Redis is away: the worker is

@@ -21,6 +21,7 @@ from graphq.worker.process.liveness import new_worker_id, start_liveness
 from graphq.worker.process.outage import OutlastOutages
 from graphq.worker.process.switch import KillSwitch
 from graphq.worker.queue import StepJob
+from graphq.worker.rq_hooks import SendsUnsentCommits
 from graphq.worker.step.context import WorkerContext, set_context
 
 __all__ = ["ColdStops", "graphq_worker", "run_worker"]
@@ -80,11 +81,12 @@ def graphq_worker(worker_class: type[SimpleWorker]) -> type[SimpleWorker]:
     """``worker_class`` (``SimpleWorker`` or a subclass) with graphq's mixins before it in the MRO: RQ's
     Redis calls outlive outages (:class:`graphq.worker.process.outage.OutlastOutages`), the kill switch is
     obeyed (R6, :class:`graphq.worker.process.switch.KillSwitch`), RQ's command thread stops within seconds
-    (:class:`graphq.worker.process.commands.BoundedCommands`), and its cold stop is told from a node's
-    ``SystemExit`` (:class:`ColdStops`)."""
+    (:class:`graphq.worker.process.commands.BoundedCommands`), its cold stop is told from a node's
+    ``SystemExit`` (:class:`ColdStops`), and a step's commit that RQ's success pipeline never carried is sent
+    after the job (:class:`graphq.worker.rq_hooks.SendsUnsentCommits`)."""
     if issubclass(worker_class, OutlastOutages):
         return worker_class
-    bases = (OutlastOutages, KillSwitch, BoundedCommands, ColdStops, worker_class)
+    bases = (OutlastOutages, SendsUnsentCommits, KillSwitch, BoundedCommands, ColdStops, worker_class)
     return type(f"Graphq{worker_class.__name__}", bases, {})
 
 

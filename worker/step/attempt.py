@@ -40,6 +40,7 @@ from graphq.worker.step.context import WorkerContext
 from graphq.worker.step.fence import REFUSED, refused
 from graphq.worker.step.handover import Stop, abandon
 from graphq.worker.step.lease import Lease
+from graphq.worker.step.replies import ClaimResult
 
 __all__ = ["RunLimits", "StepAttempt", "commit_ahead_of"]
 
@@ -85,14 +86,14 @@ class StepAttempt:
     @classmethod
     def start(
         cls, ctx: WorkerContext, job: StepJob | None, run_id: str, thread_id: str, step: int
-    ) -> tuple[int, StepAttempt | None]:
+    ) -> tuple[ClaimResult, StepAttempt | None]:
         """Claim step ``step`` of ``run_id`` (the run's own count): with the claim ``job`` sent in RQ's start
         pipeline when it has a usable reply (:mod:`graphq.worker.step.claim`), else in a round trip of its
         own (with that claim's lease token, if any).
 
         Returns:
-            ``(code, attempt)`` as :meth:`Lease.claim` codes them (0 no such run, 1 stale, 2 another worker
-            holds the lease, 3 claimed, 4 a cancel request ended the run now); the attempt is None for 0.
+            ``(result, attempt)``: the claim's :class:`~graphq.worker.step.replies.ClaimResult`; the attempt
+            is None for ``NO_RUN``.
         """
         ahead = getattr(job, "claim", None)
         if isinstance(ahead, ClaimAhead):
@@ -104,7 +105,7 @@ class StepAttempt:
         if claimed is None:
             claimed = outlast(lease.claim, step, now_iso(), CANCEL_ERROR_JSON, ctx.worker_id)
         code, raw = claimed
-        if code == 0:
+        if code == ClaimResult.NO_RUN:
             return code, None
         return code, cls(ctx, RunRecord.from_hash(raw), lease, job, b"partial" in raw)
 

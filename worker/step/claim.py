@@ -1,14 +1,15 @@
 """The step's claim sent ahead, in the pipeline RQ runs as a step job starts (saves a round trip, P1).
 
 RQ's worker writes a job's start (its status, worker and heartbeat) in one MULTI pipeline just before it
-calls the job (``Job.prepare_for_execution``). :class:`graphq.worker.queue.StepJob` adds the step's claim
-(``claim_step.lua``, see :meth:`graphq.worker.step.lease.Lease.claim`) to that pipeline, so the claim costs no
-round trip of its own (nor, most often, does the commit: :class:`graphq.worker.step.commit.CommitAhead`).
+calls the job (``Job.prepare_for_execution``). :class:`graphq.worker.rq_hooks.StepJobHooks` adds the
+step's claim (``claim_step.lua``, see :meth:`graphq.worker.step.lease.Lease.claim`) to that pipeline, so the
+claim costs no round trip of its own (nor, most often, does the commit:
+:class:`graphq.worker.step.commit_script.CommitAhead`).
 
 The claim's reply is kept on the job (:class:`ClaimAhead`). The step job uses it when it is a reply;
 anything else (the script not loaded after a Redis restart, a pipeline that never ran, a job started
 without RQ's worker) makes the step job claim again itself, with the same lease token, which the script
-recognises as its own claim (code 3) if the first one did take the lease.
+recognises as its own claim (``ClaimResult.CLAIMED``) if the first one did take the lease.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 
 from graphcore.backend.runs import CANCEL_ERROR, now_iso
 from graphcore.settings import Settings
+from graphq.worker.rq_hooks import keep_reply
 from graphq.worker.step.lease import Lease
-from graphq.worker.step.ride import keep_reply
+from graphq.worker.step.replies import ClaimResult
 
 __all__ = ["CANCEL_ERROR_JSON", "ClaimAhead", "claim_ahead"]
 
@@ -38,21 +40,21 @@ class ClaimAhead:
     """The script's reply (``[code, flat run hash]``), an exception object, or None (not run)."""
 
     def keep(self, reply: Any) -> None:
-        """Keep the script's reply (:func:`graphq.worker.step.ride.keep_reply`)."""
+        """Keep the script's reply (:func:`graphq.worker.rq_hooks.keep_reply`)."""
         self.reply = reply
 
-    def result(self, run_id: str, thread_id: str, step: int) -> tuple[int, dict[bytes, bytes]] | None:
+    def result(self, run_id: str, thread_id: str, step: int) -> tuple[ClaimResult, dict[bytes, bytes]] | None:
         """``(code, run hash)`` as :meth:`Lease.claim` returns them, or None to claim again."""
         if self.args != (run_id, thread_id, step) or not isinstance(self.reply, list):
             return None
         code, flat = self.reply
-        return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
+        return ClaimResult(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> ClaimAhead | None:
     """Queue the claim of ``job``'s step on RQ's start ``pipeline`` (a MULTI pipeline of redis-py).
 
-    The claim's reply is kept on the returned object (:func:`graphq.worker.step.ride.keep_reply`). Returns
+    The claim's reply is kept on the returned object (:func:`graphq.worker.rq_hooks.keep_reply`). Returns
     None for a job whose arguments are not a step job's ``(run_id, thread_id, step)``.
     """
     args = tuple(job.args or ())
@@ -67,7 +69,5 @@ def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> 
     )
     ahead = ClaimAhead((run_id, thread_id, step), lease)
     script_keys, argv = lease.claim_call(step, now_iso(), CANCEL_ERROR_JSON, worker_id)
-    index = len(pipeline.command_stack)
-    pipeline.evalsha(lease.claim_sha, len(script_keys), *script_keys, *argv)
-    keep_reply(pipeline, index, ahead.keep)
+    keep_reply(pipeline, lease.claim_script.queue(pipeline, script_keys, argv), ahead.keep)
     return ahead

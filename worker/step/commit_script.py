@@ -24,13 +24,14 @@ from graphcore import keys
 from graphcore.backend.admission import PreparedJob
 from graphcore.backend.connection import outlast
 from graphcore.backend.events import encode_event
-from graphcore.backend.lua import source
+from graphcore.backend.lua import script
 from graphcore.backend.store import KeyIndex, plan_argv
 from graphcore.backend.ttl import ttl_arg
 from graphcore.checkpoints.layout import Plan
 from graphcore.errors import AppendConflictError, LeaseLostError
 from graphcore.types import TaskWrites
-from graphq.worker.step.ride import keep_reply
+from graphq.worker.rq_hooks import keep_reply
+from graphq.worker.step.replies import CommitVerdict, Refusal
 
 __all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
 
@@ -93,11 +94,13 @@ class StepCommit:
 
 
 class CommitScript:
-    """``commit_step.lua``, loaded once per process and run with EVALSHA."""
+    """``commit_step.lua`` (a :class:`graphcore.backend.lua.Script`), loaded once per process and run with
+    EVALSHA."""
 
     def __init__(self, kv: Any) -> None:
         self.kv = kv
-        self.sha = kv.script_load(source("commit_step"))
+        self.script = script(kv, "commit_step")
+        self.script.load()
 
     def args(
         self,
@@ -172,28 +175,26 @@ class CommitScript:
         what: str,
         stage_rest: Callable[[Any], None] | None = None,
         ride: Callable[[Any], None] | None = None,
-    ) -> str:
+    ) -> CommitVerdict:
         """EVALSHA the script; with ``stage_rest``, inside a MULTI together with what ``stage_rest(pipe)``
         queues (the prune of a commit without history). ``ride(pipe)`` queues more commands, outside the
         script, that go in the same round trip whatever its verdict (RQ's end-of-execution heartbeat,
-        :meth:`graphq.worker.queue.StepJob.heartbeat_ahead`).
+        :meth:`graphq.worker.rq_hooks.StepJobHooks.heartbeat_ahead`).
 
         Returns:
-            ``"ok"``; ``"canceled"`` when a completing commit ended its run Canceled (a cancel request was
-            recorded); ``"again"`` when this commit had been applied already (a retry after a lost reply).
+            :class:`CommitVerdict`: ``OK``; ``CANCELED`` when a completing commit ended its run Canceled (a
+            cancel request was recorded); ``AGAIN`` when this commit had been applied already (a retry
+            after a lost reply).
 
         Raises:
             LeaseLostError: the fence refused the commit (lease lost, run finished or moved on).
             AppendConflictError: a log append found its log grown by another branch; nothing was written
                 (plan again with ``may_append=False``).
         """
-        for _ in range(2):
-            reply = self.call(script_keys, argv, stage_rest, ride)
-            if isinstance(reply, NoScriptError):  # Redis restarted and lost its script cache
-                self.sha = self.kv.script_load(source("commit_step"))
-                continue
-            return commit_verdict(reply, what)
-        raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
+        reply = self.script.again_if_unloaded(lambda: self.call(script_keys, argv, stage_rest, ride))
+        if isinstance(reply, NoScriptError):
+            raise LeaseLostError(f"commit of {what} failed: the commit script could not be loaded")
+        return commit_verdict(reply, what)
 
     def call(
         self,
@@ -206,43 +207,46 @@ class CommitScript:
         and call again); other errors of Redis are raised."""
         if stage_rest is None and ride is None:
             try:
-                return self.kv.evalsha(self.sha, len(script_keys), *script_keys, *argv)
+                return self.script.once(script_keys, argv)
             except NoScriptError as exc:
                 return exc
         pipe = self.kv.pipeline(transaction=stage_rest is not None)
-        pipe.evalsha(self.sha, len(script_keys), *script_keys, *argv)
+        self.script.queue(pipe, script_keys, argv)
         for queue in (stage_rest, ride):
             if queue is not None:
                 queue(pipe)
         return pipe.execute(raise_on_error=False)[0]
 
 
-def commit_verdict(reply: Any, what: str) -> str:
+def commit_verdict(reply: Any, what: str) -> CommitVerdict:
     """The verdict of the commit script's ``reply`` (see :meth:`CommitScript.run`, which raises the same).
 
     Raises:
-        LeaseLostError: the fence refused the commit.
-        AppendConflictError: a log append found its log grown by another branch.
+        LeaseLostError: the fence refused the commit (:class:`Refusal` ``lease``, ``finished``, ``step``).
+        AppendConflictError: a log append found its log grown by another branch (``log``).
         Exception: the error Redis answered with (a ``NoScriptError`` among them).
+        ValueError: a reply the script never gives.
     """
     if isinstance(reply, Exception):
         raise reply
     said = reply.decode() if isinstance(reply, bytes) else str(reply)
-    if said == "log":
-        raise AppendConflictError(f"commit of {what}: a log grew on another branch")
-    if said in _REASONS:
-        raise LeaseLostError(f"commit of {what} rejected: {_REASONS[said]}")
-    return said
+    try:
+        refusal = Refusal(said)
+    except ValueError:
+        return CommitVerdict(said)
+    if refusal is Refusal.LOG:
+        raise AppendConflictError(f"commit of {what}: {refusal.reason}")
+    raise LeaseLostError(f"commit of {what} rejected: {refusal.reason}")
 
 
 @dataclass
 class CommitAhead:
     """A commit sent in the pipeline in which RQ records a step job's success (``Job._handle_success``,
-    :class:`graphq.worker.queue.StepJob`), so that it costs no round trip of its own (P1): the commit script's
-    call, and what to do with its reply. RQ's pipeline is a MULTI: the commit and RQ's record of the job's
-    end are written together. A pipeline that fails before its reply (an outage, which RQ's bookkeeping
-    outlasts, or a ``WatchError``) sends the commit again with the next one; a commit applied before a lost
-    reply answers ``again``."""
+    :class:`graphq.worker.rq_hooks.StepJobHooks`), so that it costs no round trip of its own (P1): the
+    commit script's call, and what to do with its reply. RQ's pipeline is a MULTI: the commit and RQ's
+    record of the job's end are written together. A pipeline that fails before its reply (an outage, which
+    RQ's bookkeeping outlasts, or a ``WatchError``) sends the commit again with the next one; a commit
+    applied before a lost reply answers ``again``."""
 
     commit: CommitScript
     script_keys: list[str]
@@ -255,10 +259,8 @@ class CommitAhead:
     replied: bool = False
 
     def stage(self, pipe: Any) -> None:
-        """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.step.ride.keep_reply`)."""
-        index = len(pipe.command_stack)
-        pipe.evalsha(self.commit.sha, len(self.script_keys), *self.script_keys, *self.argv)
-        keep_reply(pipe, index, self._reply)
+        """Queue the commit on ``pipe`` and keep its reply (:func:`graphq.worker.rq_hooks.keep_reply`)."""
+        keep_reply(pipe, self.commit.script.queue(pipe, self.script_keys, self.argv), self._reply)
 
     def send(self) -> None:
         """Send the commit in a round trip of its own, through a Redis outage: RQ ended the job without
@@ -284,6 +286,3 @@ def _job_keys(job: PreparedJob | None) -> list[str]:
     if job is None:
         return [keys.steps_index()] * 4
     return [job.job_key, job.queue_key, job.queues_key, keys.steps_index()]
-
-
-_REASONS = {"lease": "lease no longer held", "finished": "run already finished", "step": "run moved on"}

@@ -28,6 +28,7 @@ from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.commit_script import CommitAhead, Completion, StepCommit, commit_verdict
 from graphq.worker.step.ending import after_completion, fail
 from graphq.worker.step.fence import refused
+from graphq.worker.step.replies import CommitVerdict
 
 __all__ = ["commit", "commit_step"]
 
@@ -43,12 +44,12 @@ def commit(
     writes_of: str,
     drop: Sequence[str] = (),
     ride: Callable[[Any], None] | None = None,
-) -> str:
+) -> CommitVerdict:
     """Fenced commit of ``cp`` with the run's side ``extra`` (I1), and the next step's job if any; retried
     in place through a Redis outage (a commit applied before a lost reply is recognised, not refused).
 
     Returns:
-        The script's verdict: ``"ok"``, ``"again"`` or (a completing commit) ``"canceled"``.
+        The script's verdict: ``OK``, ``AGAIN`` or (a completing commit) ``CANCELED``.
 
     ``may_append``: whether ``cp``'s logs may grow in its parent's generations (a hint: the commit's append
     guard decides; when it refuses, the commit is planned again with new generations).
@@ -88,7 +89,7 @@ def commit(
         lease.dropped()
     attempt.store.stored(cp, plan)
     run.head = cp.id
-    return str(verdict)
+    return verdict
 
 
 def _plan(
@@ -174,9 +175,9 @@ def commit_step(
     run.step += 1
     if extra.completes is not None:
         attempt.release_thread()
-        if verdict != "canceled":  # a cancel that won keeps them (X4)
+        if verdict != CommitVerdict.CANCELED:  # a cancel that won keeps them (X4)
             after_completion(attempt, cp)
-    if verdict == "canceled":
+    if verdict == CommitVerdict.CANCELED:
         return "canceled: a cancel request arrived during the last step (its checkpoint is kept)"
     return "completed" if extra.completes is not None else f"committed step {run.step}"
 

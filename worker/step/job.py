@@ -86,6 +86,7 @@ from graphq.worker.step.lease import retire_if_stuck
 from graphq.worker.step.messages import step_messages
 from graphq.worker.step.pausing import pause, seed_answers, step_answers
 from graphq.worker.step.progress import step_progress
+from graphq.worker.step.replies import ClaimResult
 from graphq.worker.step.substore import FencedStore
 
 __all__ = ["step_job"]
@@ -125,12 +126,11 @@ def _step_job(job: StepJob | None, run_id: str, thread_id: str, step: int, field
         return "skipped: no such run (its thread expired or was deleted)"
     run, lease = attempt.run, attempt.lease
     fields["workflow"], fields["tenant"] = run.workflow, run.tenant
-    if code in (1, 2):
-        held = (
-            "another worker holds the lease" if code == 2 else f"run is {run.status.value} at step {run.step}"
-        )
-        return f"skipped: {held}"
-    if code == 4:
+    if code == ClaimResult.HELD_ELSEWHERE:
+        return "skipped: another worker holds the lease"
+    if code == ClaimResult.STALE:
+        return f"skipped: run is {run.status.value} at step {run.step}"
+    if code == ClaimResult.CANCELED:
         attempt.release_thread()
         return "canceled before the step"
     try:

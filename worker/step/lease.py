@@ -25,10 +25,11 @@ from typing import Any, Protocol
 from graphcore import keys
 from graphcore.backend.connection import FailureStreak
 from graphcore.backend.events import encode_event
-from graphcore.backend.lua import script
+from graphcore.backend.lua import Script, script
 from graphcore.engine.cancel import CancelToken
 from graphq.worker import logs, metrics
 from graphq.worker.step.handover import Stop
+from graphq.worker.step.replies import ClaimResult
 
 __all__ = [
     "MOVES",
@@ -155,7 +156,7 @@ class Lease:
 
     def claim(
         self, step: int, now: str, cancel_error: str, worker_id: str = ""
-    ) -> tuple[int, dict[bytes, bytes]]:
+    ) -> tuple[ClaimResult, dict[bytes, bytes]]:
         """Read the run and take the lease if the run is still at ``step`` (one round trip); the lease's
         deadline goes into the lease index and ``worker_id`` into the run's ``worker`` field.
 
@@ -164,13 +165,14 @@ class Lease:
             cancel_error: the error record (JSON) of a run that a cancel request ends.
 
         Returns:
-            ``(code, run hash)``; code 0 = no such run, 1 = stale (finished or at another step),
-            2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the run now.
+            ``(code, run hash)``; the code a :class:`ClaimResult`: 0 = no such run, 1 = stale (finished or at
+            another step), 2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the
+            run now.
         """
         script_keys, argv = self.claim_call(step, now, cancel_error, worker_id)
         code, flat = script(self.kv, "claim_step")(keys=script_keys, args=argv)
         self.step = step
-        return int(code), dict(zip(flat[::2], flat[1::2], strict=True))
+        return ClaimResult(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
     def claim_call(
         self, step: int, now: str, cancel_error: str, worker_id: str
@@ -184,9 +186,10 @@ class Lease:
         return [self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()], argv
 
     @property
-    def claim_sha(self) -> str:
-        """The SHA-1 of the claim script (for EVALSHA; it may not be loaded yet)."""
-        return str(script(self.kv, "claim_step").sha)
+    def claim_script(self) -> Script:
+        """The claim script, to queue on a pipeline (:meth:`graphcore.backend.lua.Script.queue`; it may not
+        be loaded yet)."""
+        return script(self.kv, "claim_step")
 
     def acquire(self) -> bool:
         """Take the lease if nobody holds it; True on success."""

@@ -8,14 +8,17 @@ by several scripts, e.g. ``_plan.lua``, the planned checkpoint write of ``put_ch
 
 from __future__ import annotations
 
+import hashlib
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
-__all__ = ["script", "source", "stage"]
+from redis.exceptions import NoScriptError
+
+__all__ = ["Script", "script", "source", "stage"]
 
 _INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
 _COMMENT = re.compile(r"^[ \t]*--(?!#include ).*$", re.MULTILINE)
@@ -31,24 +34,93 @@ def source(name: str) -> str:
     return _INCLUDE.sub(lambda include: source(f"_{include.group(1)}").rstrip("\n"), text)
 
 
-_registered: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+class Script:
+    """One script of this package on one client (:func:`script`), called the one way graphq calls scripts.
+
+    Every call is an EVALSHA of the script's SHA-1, except :meth:`stage` (an EVAL carrying the text, inside
+    a MULTI). A call that Redis answers with NOSCRIPT (it lost its script cache: a restart, SCRIPT FLUSH)
+    loads the script and is made again, once (:meth:`again_if_unloaded`); nothing checks for the script
+    before a call (no SCRIPT EXISTS): a loaded script costs one round trip per call.
+
+    Attributes:
+        kv: the redis-py client it is called on.
+        name: the file's name without ``.lua``.
+        text: its text (:func:`source`).
+        sha: the SHA-1 of ``text`` (hex, 40 characters), computed here.
+    """
+
+    def __init__(self, kv: Any, name: str) -> None:
+        self.kv, self.name = kv, name
+        self.text = source(name)
+        self.sha = hashlib.sha1(self.text.encode(), usedforsecurity=False).hexdigest()
+
+    def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
+        """Run the script in a round trip of its own (as redis-py's registered script is called): its reply.
+
+        Raises:
+            redis.exceptions.ResponseError: the script's error (NOSCRIPT only if loading it did not help).
+        """
+        return self.again_if_unloaded(lambda: self.once(keys, args))
+
+    def once(self, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """One EVALSHA in a round trip of its own: its reply.
+
+        Raises:
+            redis.exceptions.NoScriptError: Redis has not got the script (see :meth:`again_if_unloaded`).
+            redis.exceptions.ResponseError: the script's error.
+        """
+        return self.kv.evalsha(self.sha, len(keys), *keys, *args)
+
+    def queue(self, pipe: Any, keys: Sequence[Any], args: Sequence[Any]) -> int:
+        """Queue an EVALSHA of the script on ``pipe`` (a redis-py pipeline, MULTI or not); returns the
+        index of its reply among the pipeline's replies. A NOSCRIPT reply is the caller's to handle (send
+        the call again through :meth:`again_if_unloaded`)."""
+        index = len(pipe.command_stack)
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+        return index
+
+    def stage(self, pipe: Any, keys: Sequence[Any], args: Sequence[Any]) -> None:
+        """Queue the script on ``pipe`` (a MULTI pipeline) as an EVAL carrying its text.
+
+        Not an EVALSHA (:meth:`queue`): one that finds no script fails alone inside the transaction once
+        Redis has lost its script cache (a restart) while the transaction's other writes apply; and not
+        redis-py's registered script with ``client=pipe``, which sends SCRIPT EXISTS before the transaction,
+        one more round trip each time. An EVAL runs in the transaction in any case, for the cost of the
+        script's bytes.
+        """
+        stage(pipe, self.name, keys, args)
+
+    def load(self) -> None:
+        """SCRIPT LOAD the script (one round trip)."""
+        self.kv.script_load(self.text)
+
+    def again_if_unloaded(self, send: Callable[[], Any]) -> Any:
+        """``send()`` (a call of this script, alone or in a pipeline; returns its reply, or raises or
+        returns the error Redis answered with); when that is NOSCRIPT, :meth:`load` and ``send()`` again,
+        once. Returns the last reply (a ``NoScriptError`` if the script still was not there)."""
+        try:
+            reply = send()
+        except NoScriptError as exc:
+            reply = exc
+        if not isinstance(reply, NoScriptError):
+            return reply
+        self.load()
+        return send()
 
 
-def script(kv: Any, name: str) -> Any:
-    """``kv.register_script`` of ``graphcore/backend/lua/<name>.lua`` (a callable ``(keys, args)``), made
-    once per client: a step job calls scripts on its hot path."""
+_registered: weakref.WeakKeyDictionary[Any, dict[str, Script]] = weakref.WeakKeyDictionary()
+
+
+def script(kv: Any, name: str) -> Script:
+    """The :class:`Script` ``graphcore/backend/lua/<name>.lua`` on ``kv`` (a callable ``(keys, args)``),
+    made once per client: a step job calls scripts on its hot path."""
     scripts = _registered.setdefault(kv, {})
     if name not in scripts:
-        scripts[name] = kv.register_script(source(name))
+        scripts[name] = Script(kv, name)
     return scripts[name]
 
 
-def stage(pipe: Any, name: str, keys: Sequence[str], args: Sequence[Any]) -> None:
-    """Queue script ``name`` on ``pipe`` (a MULTI pipeline) as an EVAL carrying its text.
-
-    Not :func:`script` with ``client=pipe``: redis-py then sends SCRIPT EXISTS before the transaction, one
-    more round trip each time; and not a bare EVALSHA, which fails alone inside the transaction once Redis
-    has lost its script cache (a restart) while the transaction's other writes apply. An EVAL runs in the
-    transaction in any case, for the cost of the script's bytes.
-    """
+def stage(pipe: Any, name: str, keys: Sequence[Any], args: Sequence[Any]) -> None:
+    """Queue script ``name`` on ``pipe`` (a MULTI pipeline) as an EVAL carrying its text
+    (why an EVAL: :meth:`Script.stage`; this function serves callers that hold no client)."""
     pipe.eval(source(name), len(keys), *keys, *args)

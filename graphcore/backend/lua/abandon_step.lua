@@ -9,7 +9,9 @@
 -- was lost: the run has the status, ended_at and error it wrote), 0 when the lease is not the caller's (or
 -- the run had ended).
 --#include events
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+--#include fence
+--#include terminal
+if not holds(KEYS[1], ARGV[1]) then
   local was = redis.call('HMGET', KEYS[2], 'status', 'ended_at', 'error')
   if was[1] == ARGV[2] and was[2] == ARGV[3] and was[3] == ARGV[4] then return 1 end
   return 0
@@ -17,7 +19,7 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[4], ARGV[7])
 local status = redis.call('HGET', KEYS[2], 'status')
-if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return 0 end
+if not status or finished(status) then return 0 end
 redis.call('HSET', KEYS[2], 'status', ARGV[2], 'ended_at', ARGV[3], 'error', ARGV[4])
 local step = ARGV[5]
 if step == '' then step = redis.call('HGET', KEYS[2], 'step') or '0' end

@@ -17,13 +17,14 @@
 -- Returns {code, run hash as a flat field/value list}; code 0 = no such run, 1 = stale (finished or at
 -- another step), 2 = another worker holds the lease (or held it and died), 3 = claimed, 4 = cancelled now.
 --#include events
+--#include terminal
 redis.call('ZREM', KEYS[5], ARGV[9])
 local run = redis.call('HGETALL', KEYS[1])
 if #run == 0 then return {0, run} end
 local field = {}  -- the fields read below, from the reply (no call of their own)
 for i = 1, #run, 2 do field[run[i]] = run[i + 1] end
 local status, step = field['status'], field['step']
-if status == 'completed' or status == 'failed' or status == 'canceled' or step ~= ARGV[3] then
+if finished(status) or step ~= ARGV[3] then
   return {1, run}
 end
 -- The same claim again (same token: its reply was lost in a Redis outage and the worker retried): its own.

@@ -41,13 +41,15 @@ local function refuse(why)
   if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'refused:commit', 1) end
   return why
 end
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+--#include fence
+--#include terminal
+if not holds(KEYS[2], ARGV[1]) then
   if redis.call('HEXISTS', KEYS[3], ARGV[3]) == 1 then return 'again' end  -- applied; the run moved on
   if redis.call('HGET', KEYS[1], 'pruned') == ARGV[3] then return 'again' end  -- and pruned it (R5)
   return refuse('lease')
 end
 local status = run[2]
-if not status or status == 'completed' or status == 'failed' or status == 'canceled' then return refuse('finished') end
+if not status or finished(status) then return refuse('finished') end
 if run[3] ~= ARGV[2] then return refuse('step') end
 --#include plan
 --#include retain

@@ -8,7 +8,8 @@
 -- in order: n, then n field/value pairs
 -- Returns 1 when written, 0 when the lease is held by someone else or expired (nothing written).
 --#include retain
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+--#include fence
+if not holds(KEYS[1], ARGV[1]) then
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HINCRBY', KEYS[2], 'refused:' .. ARGV[2], 1) end
   return 0
 end

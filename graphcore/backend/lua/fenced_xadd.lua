@@ -6,7 +6,8 @@
 -- ARGV[1] = lease token; then per event: mode, step, data (msgpack)
 -- Returns 1 when appended, 0 when refused.
 --#include events
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+--#include fence
+if not holds(KEYS[1], ARGV[1]) then
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HINCRBY', KEYS[2], 'refused:events', 1) end
   return 0
 end

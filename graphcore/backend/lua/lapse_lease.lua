@@ -4,7 +4,8 @@
 -- KEYS[1] = lease key; KEYS[2] = the lease index; ARGV[1] = token; ARGV[2] = the run's member of the index
 -- Returns the deadline it set (ms since the epoch, Redis's clock; the reaper's scripts match it), or 0 when
 -- the lease was not the caller's (committed, given back, taken over).
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+--#include fence
+if not holds(KEYS[1], ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1])
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

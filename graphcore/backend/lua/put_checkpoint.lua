@@ -10,7 +10,8 @@
 -- hash (field 'refused:subgraph'). A checkpoint already stored is this write again (a retry after a reply
 -- lost in a Redis outage): nothing is written.
 -- Returns 'ok', 'lease' (refused by the fence) or 'log' (an append guard failed).
-if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then
+--#include fence
+if ARGV[1] ~= '' and not holds(KEYS[1], ARGV[1]) then
   if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HINCRBY', KEYS[2], 'refused:subgraph', 1) end
   return 'lease'
 end

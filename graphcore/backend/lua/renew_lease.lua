@@ -5,7 +5,8 @@
 -- ARGV[4] = the run's member of the lease index
 -- Returns {held, cancel}: held = 1 while the caller still holds the lease (0 when lost); cancel = the run's
 -- 'cancel' field ('' when none; 'interrupt' asks running nodes to stop).
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, ''} end
+--#include fence
+if not holds(KEYS[1], ARGV[1]) then return {0, ''} end
 if ARGV[3] == '1' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   local t = redis.call('TIME')

@@ -23,18 +23,20 @@ local function unindexed(status)
   if status ~= 'awaiting_input' then redis.call('ZREM', KEYS[3], ARGV[3]) end
 end
 --#include events
+--#include fence
+--#include terminal
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then unindexed(''); return {0, ''} end
 local token, member = ARGV[#ARGV], nil
 if #KEYS >= 5 then token, member = ARGV[#ARGV - 1], ARGV[#ARGV] end
-if #KEYS >= 4 and redis.call('GET', KEYS[4]) ~= token then
+if #KEYS >= 4 and not holds(KEYS[4], token) then
   -- This change again, after it gave the lease back (its reply was lost): made, not refused.
   if member and current == ARGV[1] and redis.call('EXISTS', KEYS[4]) == 0 then return {1, current} end
   redis.call('HINCRBY', KEYS[1], 'refused:status', 1)
   return {-1, current}
 end
 if #KEYS >= 4 and current == ARGV[1] then return {1, current} end  -- this change again (a lost reply)
-if current == 'completed' or current == 'failed' or current == 'canceled' then
+if finished(current) then
   unindexed(current); return {0, current}
 end
 local ok = ARGV[2] == ''
