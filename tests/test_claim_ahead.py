@@ -23,6 +23,7 @@ from graphcore.settings import Settings
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import STEP_FUNC, RQStepQueue, StepJob, step_job_id
 from graphq.worker.step.claim import claim_ahead
+from graphq.worker.step.context import WorkerContext
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.replies import ClaimResult
 
@@ -77,7 +78,8 @@ def test_a_claim_sent_ahead_leaves_no_reference_cycle(redis_client: redis.Redis,
     redis_client.script_load(source("claim_step"))
     job = SimpleNamespace(args=("no-run", "no-thread", 0), connection=redis_client)
     pipe = redis_client.pipeline(transaction=True)
-    ahead = claim_ahead(Settings(redis_url=redis_url), "w1", job, pipe)
+    settings = Settings(redis_url=redis_url)
+    ahead = claim_ahead(WorkerContext.build(redis_client, settings, REGISTRY).new_lease, "w1", job, pipe)
     assert ahead is not None and "execute" in vars(pipe)
     pipe.execute()
     assert "execute" not in vars(pipe)

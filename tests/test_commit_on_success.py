@@ -27,7 +27,6 @@ from graphq.worker import metrics
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import StepJob, step_job_id
 from graphq.worker.step.fence import REFUSED
-from graphq.worker.step.lease import set_listener
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 Hook = Callable[[StepJob, Any], None]
@@ -301,10 +300,7 @@ def test_the_supervisor_hears_a_lease_freed_once_its_commit_applied(
     again as its block ends, which the supervisor's channel ignores)."""
     run_id = client.enqueue("counter", {"limit": 3})
     listener = _Listener(redis_client)
-    set_listener(listener)
-    try:
-        _work(redis_client, redis_url)
-    finally:
-        set_listener(None)
+    settings = Settings(redis_url=redis_url)
+    run_worker(settings, burst=True, registry=REGISTRY, kv=redis_client, listener=listener)
     assert client.get_run(run_id).status == RunStatus.COMPLETED
     assert listener.freed_at == [1, 2, 3, 3]

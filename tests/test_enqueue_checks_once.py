@@ -167,3 +167,22 @@ def test_graphq_enqueue_names_the_option_at_fault(
     assert refused.exit_code == 2
     assert error_line(refused).startswith(line)
     assert redis_client.zcard(keys.runs_index()) == 0
+
+
+def test_a_checked_request_enqueued_twice_makes_two_runs(client: Client, redis_client: redis.Redis) -> None:
+    """A ValidRun enqueued again (a retry after a lost reply) is a second run under a new id and thread, as a
+    RunRequest enqueued again is: it used to keep its checked id and write over the first run's record (its
+    status back to queued, its step-0 job enqueued again). Both are created when enqueued, not when
+    checked."""
+    valid = client_module.check_request(REGISTRY, RunRequest("counter", {"limit": 1}))
+    [first] = client.enqueue_many([valid])
+    redis_client.hset(keys.run(first, first), "status", "completed")  # the first run ended meanwhile
+    [second] = client.enqueue_many([valid])
+    assert len({valid.record.id, first, second}) == 3
+    runs = [client.get_run(first), client.get_run(second)]
+    assert [(r.status.value, r.thread_id) for r in runs] == [("completed", first), ("queued", second)]
+    assert all(r.created_at >= valid.record.created_at for r in runs)
+    named = client_module.check_request(REGISTRY, RunRequest("counter", {"limit": 1}, run_id="chosen"))
+    assert client.enqueue_many([named]) == ["chosen"]
+    with pytest.raises(client_module.RunExistsError):
+        client.enqueue_many([named])  # a chosen id that names a run is refused, as before

@@ -19,7 +19,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.worker.process.rq_worker import run_worker
-from graphq.worker.queue import STEP_FUNC, StepJob
+from graphq.worker.queue import STEP_FUNC, STEP_JOB_NAME, StepJob
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -65,7 +65,7 @@ def test_a_step_job_stored_by_an_earlier_release_still_runs(
     run_id = client.enqueue("counter", {"limit": 2})
     [job_key] = [k for k in redis_client.keys("rq:job:*") if b":" not in k[len("rq:job:") :]]
     data = json.loads(zlib.decompress(redis_client.hget(job_key, "data")))  # type: ignore[arg-type]
-    assert data[0] == STEP_FUNC
+    assert data[0] == STEP_JOB_NAME == "graphq.worker.job.step_job"  # the previous release's workers run it
     data[0] = former
     redis_client.hset(job_key, "data", zlib.compress(json.dumps(data).encode()))
     assert run_worker(Settings(redis_url=redis_url), burst=True, registry=REGISTRY, kv=redis_client)

@@ -27,6 +27,7 @@ from graphq.worker.rq_hooks import StepJobHooks
 
 __all__ = [
     "STEP_FUNC",
+    "STEP_JOB_NAME",
     "ForeignJobError",
     "RQStepQueue",
     "StepJob",
@@ -40,10 +41,15 @@ log = logging.getLogger("graphq.step")
 STEP_FUNC = "graphq.worker.step.job.step_job"
 """Import path of the step job function that workers run."""
 
-FORMER_STEP_FUNCS = frozenset({"worker.job.step_job", "graphq.worker.job.step_job"})
-"""Import paths of the step job function in earlier releases (before ``worker`` became ``graphq.worker``,
-and before the step job moved into ``graphq.worker.step``): a job hash stored by one, still queued at an
-upgrade, names it and runs as :data:`STEP_FUNC`."""
+STEP_JOB_NAME = "graphq.worker.job.step_job"
+"""The function name a step job's hash carries: the step job's import path in the previous release, kept so
+that, during a rolling deploy, that release's workers run the jobs this one enqueues (this one reads it as
+:data:`STEP_FUNC`)."""
+
+FORMER_STEP_FUNCS = frozenset({"worker.job.step_job", STEP_JOB_NAME})
+"""Names of the step job function in job hashes that this release runs as :data:`STEP_FUNC`: earlier
+releases' import paths (before ``worker`` became ``graphq.worker``, and before the step job moved into
+``graphq.worker.step``), so that a job hash stored by one, still queued at an upgrade, runs."""
 
 
 class ForeignJobError(PermanentError):
@@ -62,7 +68,7 @@ class StepJob(StepJobHooks):
 
     def rides(self) -> bool:
         """A job naming :data:`STEP_FUNC` is a step job: its claim rides RQ's start pipeline."""
-        return self.func_name == STEP_FUNC
+        return self.func_name in (STEP_FUNC, *FORMER_STEP_FUNCS)
 
     def rewrite_result(self, outcome: str) -> None:
         """Record ``outcome`` as the job's latest result (RQ's ``Result``): the step's commit, sent in RQ's
@@ -87,6 +93,8 @@ class StepJob(StepJobHooks):
 
     @property
     def func(self) -> Any:
+        if self._func_name in FORMER_STEP_FUNCS:  # a job made in this process (not read from its hash)
+            self._func_name = STEP_FUNC
         if self.func_name != STEP_FUNC or self.instance is not None:
             raise ForeignJobError(
                 f"job {self.id} names {self.func_name!r}; graphq workers run only {STEP_FUNC} (not imported)"
@@ -144,7 +152,7 @@ class RQStepQueue:
         the index of unclaimed step jobs (its claim takes it out; see :func:`graphcore.keys.steps_index`)."""
         member = keys.step_member(run.thread_id, run.id, run.step)
         pipe.zadd(keys.steps_index(), {member: int(time.time() * 1000)})
-        self.queue(run.workflow).enqueue_call(STEP_FUNC, **self._options(run, run.step), pipeline=pipe)
+        self.queue(run.workflow).enqueue_call(STEP_JOB_NAME, **self._options(run, run.step), pipeline=pipe)
 
     def _options(self, run: RunRecord, step: int) -> dict[str, Any]:
         """The RQ options of ``run``'s step job ``step`` (deterministic id, R2). RQ keeps the job (its
@@ -179,11 +187,11 @@ class RQStepQueue:
         options = self._options(run, step)
         shape = self._shapes.get(run.workflow)
         if shape is None:
-            job = queue.create_job(STEP_FUNC, **options, status=JobStatus.QUEUED)
+            job = queue.create_job(STEP_JOB_NAME, **options, status=JobStatus.QUEUED)
             job.enqueued_at = rq_now()
             shape = self._shapes[run.workflow] = job.to_dict()
         stamp = utcformat(rq_now())
-        data = _compressed(JSONSerializer.dumps((STEP_FUNC, None, options["args"], {})))  # type: ignore[no-untyped-call]
+        data = _compressed(JSONSerializer.dumps((STEP_JOB_NAME, None, options["args"], {})))  # type: ignore[no-untyped-call]
         fields = shape | {"created_at": stamp, "data": data, "description": options["description"]}
         fields |= {
             "enqueued_at": stamp,

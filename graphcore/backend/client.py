@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from redis.exceptions import WatchError
@@ -248,12 +248,27 @@ class ValidRun:
     continued run, once).
 
     Attributes:
-        record: the run record to store (``created_at``: when it was checked).
+        record: the run record to store (its id and ``created_at`` are made again when it is enqueued,
+            unless the request chose the id).
         named: the request chose the run id (``RunRequest.run_id``), which may name a run already.
     """
 
     record: RunRecord
     named: bool = False
+
+
+def _admitted(valid: ValidRun) -> ValidRun:
+    """``valid`` as it is enqueued now: created now (a run's timeout counts from its creation, R15, not from
+    its check), and, unless its request chose the run id, under a new one (and on a new thread when its
+    thread was named after that id), as a :class:`RunRequest` enqueued again gets: a ``ValidRun`` enqueued
+    twice (a retry after a lost reply) makes a second run, never writes over the first."""
+    record = valid.record
+    fields: dict[str, Any] = {"created_at": now_iso()}
+    if not valid.named:
+        fields["id"] = uuid.uuid4().hex
+        if record.thread_id == record.id:
+            fields["thread_id"] = fields["id"]
+    return replace(valid, record=record.model_copy(update=fields))
 
 
 @contextmanager
@@ -474,7 +489,7 @@ class Client:
         """``request`` checked (:func:`check_request`, unless it is a :class:`ValidRun` already), then what
         needs Redis: the run it continues and its fork's checkpoint, each read once. Errors carry the
         field at fault (``param``)."""
-        valid = request if isinstance(request, ValidRun) else check_request(self.registry, request)
+        valid = _admitted(request) if isinstance(request, ValidRun) else check_request(self.registry, request)
         record = valid.record
         with _field("continued_from_run_id"):
             self._check_continued(record)

@@ -23,6 +23,7 @@ from graphq.worker.process.switch import KillSwitch
 from graphq.worker.queue import StepJob
 from graphq.worker.rq_hooks import SendsUnsentCommits
 from graphq.worker.step.context import WorkerContext, set_context
+from graphq.worker.step.lease import LeaseListener
 
 __all__ = ["ColdStops", "graphq_worker", "run_worker"]
 
@@ -35,6 +36,7 @@ def run_worker(
     kv: Any = None,
     log_level: str = "WARNING",
     worker_class: type[SimpleWorker] = SimpleWorker,
+    listener: LeaseListener | None = None,
 ) -> bool:
     """Run one worker in this process until stopped (or, with ``burst``, until its queues are empty).
 
@@ -42,7 +44,8 @@ def run_worker(
     in the workflow catalog once its heartbeat is written (:func:`graphcore.backend.catalog.publish`).
     ``worker_class``: the RQ worker class (``graphq worker`` runs
     :class:`graphq.worker.process.supervisor.SupervisedWorker`
-    children under a supervising parent).
+    children under a supervising parent). ``listener``: told of each lease the worker holds (the
+    supervising parent's channel; :attr:`graphq.worker.step.context.WorkerContext.listener`).
 
     Returns:
         True when it worked at least one job.
@@ -56,6 +59,7 @@ def run_worker(
     client = kv if kv is not None else connect(settings.redis_url or "")
     reg = registry or Registry.load(settings.workflows.split(","))
     ctx = WorkerContext.build(client, settings, reg)
+    ctx.listener = listener
     set_context(ctx)
     queues = [ctx.queue.queue(name) for name in reg.names()]
     if not queues:

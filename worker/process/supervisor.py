@@ -69,7 +69,7 @@ from graphq.worker.process.dequeue import StopAwareQueue
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.step.context import DRAIN
 from graphq.worker.step.handover import Stop, abandon, lapse
-from graphq.worker.step.lease import Lease, renew, set_listener
+from graphq.worker.step.lease import Lease, renew
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -220,11 +220,10 @@ def _child(conn: Connection, burst: bool, log_level: str, parent_pid: int) -> No
         metrics.enable()
     channel = _Channel(conn)
     liveness.REAPER_HERE = False  # the parent runs the reaper
-    set_listener(channel)
     SupervisedWorker.channel = channel
     try:
         with contextlib.suppress(SystemExit):
-            run_worker(burst=burst, log_level=log_level, worker_class=SupervisedWorker)
+            run_worker(burst=burst, log_level=log_level, worker_class=SupervisedWorker, listener=channel)
     finally:  # no step from here on: a give-up the parent asks for now must not kill the process. Python
         # puts its handled signals back to the default (terminate) as the interpreter finalizes; ignored
         # ones stay ignored.

@@ -99,9 +99,7 @@ class StepAttempt:
         if isinstance(ahead, ClaimAhead):
             lease, claimed = ahead.lease, ahead.result(run_id, thread_id, step)
         else:
-            settings = ctx.settings
-            lease = Lease(ctx.kv, thread_id, run_id, settings.lease_ttl_s, settings.heartbeat_interval_s)
-            claimed = None
+            lease, claimed = ctx.new_lease(ctx.kv, thread_id, run_id), None
         if claimed is None:
             claimed = outlast(lease.claim, step, now_iso(), CANCEL_ERROR_JSON, ctx.worker_id)
         code, raw = claimed

@@ -14,11 +14,11 @@ recognises as its own claim (``ClaimResult.CLAIMED``) if the first one did take 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from graphcore.backend.runs import CANCEL_ERROR, now_iso
-from graphcore.settings import Settings
 from graphq.worker.rq_hooks import keep_reply
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.replies import ClaimResult
@@ -51,8 +51,12 @@ class ClaimAhead:
         return ClaimResult(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
 
-def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> ClaimAhead | None:
-    """Queue the claim of ``job``'s step on RQ's start ``pipeline`` (a MULTI pipeline of redis-py).
+def claim_ahead(
+    new_lease: Callable[[Any, str, str], Lease], worker_id: str, job: Any, pipeline: Any
+) -> ClaimAhead | None:
+    """Queue the claim of ``job``'s step on RQ's start ``pipeline`` (a MULTI pipeline of redis-py), with a
+    lease from ``new_lease(kv, thread_id, run_id)`` (the context's
+    :meth:`~graphq.worker.step.context.WorkerContext.new_lease`).
 
     The claim's reply is kept on the returned object (:func:`graphq.worker.rq_hooks.keep_reply`). Returns
     None for a job whose arguments are not a step job's ``(run_id, thread_id, step)``.
@@ -65,7 +69,7 @@ def claim_ahead(settings: Settings, worker_id: str, job: Any, pipeline: Any) -> 
     lease = (
         previous.lease
         if isinstance(previous, ClaimAhead) and previous.args == (run_id, thread_id, step)
-        else Lease(job.connection, thread_id, run_id, settings.lease_ttl_s, settings.heartbeat_interval_s)
+        else new_lease(job.connection, thread_id, run_id)
     )
     ahead = ClaimAhead((run_id, thread_id, step), lease)
     script_keys, argv = lease.claim_call(step, now_iso(), CANCEL_ERROR_JSON, worker_id)

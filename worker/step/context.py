@@ -17,6 +17,7 @@ from graphcore.settings import Settings, get_settings
 from graphq.worker.queue import RQStepQueue, StepJob
 from graphq.worker.step.claim import ClaimAhead, claim_ahead
 from graphq.worker.step.commit_script import CommitScript
+from graphq.worker.step.lease import Lease, LeaseListener
 
 __all__ = ["DRAIN", "WorkerContext", "get_context", "set_context"]
 
@@ -43,6 +44,9 @@ class WorkerContext:
     (:class:`graphq.worker.step.attempt.RunLimits`)."""
     worker_id: str = ""
     """This worker's id in the worker registry (set by :func:`graphq.worker.process.rq_worker.run_worker`)."""
+    listener: LeaseListener | None = None
+    """Told of each lease this process holds (the supervising process's channel in a child of ``graphq
+    worker``, :mod:`graphq.worker.process.supervisor`); None without a supervisor."""
 
     @classmethod
     def build(cls, kv: Any, settings: Settings, registry: Registry) -> WorkerContext:
@@ -54,6 +58,14 @@ class WorkerContext:
             RunStore(kv),
             RQStepQueue(kv, settings),
             CommitScript(kv),
+        )
+
+    def new_lease(self, kv: Any, thread_id: str, run_id: str) -> Lease:
+        """A lease on a step of ``run_id`` (not claimed yet), with this process's TTL, heartbeat and
+        :attr:`listener`; ``kv``: the client it talks to (the RQ job's connection)."""
+        settings = self.settings
+        return Lease(
+            kv, thread_id, run_id, settings.lease_ttl_s, settings.heartbeat_interval_s, self.listener
         )
 
     def store(self, workflow: str) -> RedisCheckpointStore:
@@ -88,7 +100,7 @@ def set_context(ctx: WorkerContext) -> None:
 
 def _claim_ahead(ctx: WorkerContext, job: Any, pipeline: Any, worker_name: str) -> ClaimAhead | None:
     """StepJob's claim-ahead hook, bound to ``ctx`` (the claim names ``ctx.worker_id``, as step_job's)."""
-    return claim_ahead(ctx.settings, ctx.worker_id, job, pipeline)
+    return claim_ahead(ctx.new_lease, ctx.worker_id, job, pipeline)
 
 
 def get_context() -> WorkerContext:

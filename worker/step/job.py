@@ -151,7 +151,7 @@ def _step_job(job: StepJob | None, run_id: str, thread_id: str, step: int, field
     else:
         lease.release()
     finally:
-        retire_if_stuck()
+        retire_if_stuck(attempt.ctx.listener)
     return outcome
 
 

@@ -40,7 +40,6 @@ __all__ = [
     "held",
     "renew",
     "retire_if_stuck",
-    "set_listener",
 ]
 
 log = logging.getLogger("graphq.lease")
@@ -106,10 +105,21 @@ class Lease:
         thread_id, run_id: the run.
         ttl_s: lease time-to-live in seconds; a dead worker's lease lapses after this.
         heartbeat_s: renewal interval in seconds (below ``ttl_s``).
+        listener: told when the lease is held, limited and freed (the supervising process's channel,
+            :class:`LeaseListener`); None: nobody listens.
     """
 
-    def __init__(self, kv: Any, thread_id: str, run_id: str, ttl_s: float, heartbeat_s: float) -> None:
+    def __init__(
+        self,
+        kv: Any,
+        thread_id: str,
+        run_id: str,
+        ttl_s: float,
+        heartbeat_s: float,
+        listener: LeaseListener | None = None,
+    ) -> None:
         self.kv = kv
+        self.listener = listener
         self.key = keys.lease(thread_id, run_id)
         self.member = keys.lease_member(thread_id, run_id)
         self.thread_id, self.run_id = thread_id, run_id
@@ -198,24 +208,24 @@ class Lease:
     def __enter__(self) -> Lease:
         self.move(Phase.HELD)
         _keeper(self.kv, self.heartbeat_s).add(self)
-        if _listener is not None:
-            _listener.held(self)
+        if self.listener is not None:
+            self.listener.held(self)
         return self
 
     def __exit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         _keeper(self.kv, self.heartbeat_s).discard(self)
-        if _listener is not None and self.phase is not Phase.COMMIT_LATER:
-            _listener.freed(self)
+        if self.listener is not None and self.phase is not Phase.COMMIT_LATER:
+            self.listener.freed(self)
 
     def limit(self, at: float, stop: Stop, step: int) -> None:
         """Give the step up at ``at`` (``time.time()``): the keeper then sets the cancel token (see
         :meth:`abort`); a supervising process kills this one ``GRAPHQ_KILL_GRACE_S`` later if the step is
         still running, and closes the run as ``stop`` says (R17). ``step``: the thread step being run."""
         self.deadline, self.step_number = (at, stop), step
-        if _listener is not None:
-            _listener.limit(self, at, stop, step)
+        if self.listener is not None:
+            self.listener.limit(self, at, stop, step)
 
     def abort(self, stop: Stop) -> None:
         """Give the step up: remember why (the first reason wins) and set the cancel token, so that nodes
@@ -236,8 +246,8 @@ class Lease:
         """Record that a commit deleted the lease key in its transaction: stop renewing, skip the release."""
         self.move(Phase.DROPPED)
         _keeper(self.kv, self.heartbeat_s).discard(self)
-        if _listener is not None:
-            _listener.freed(self)
+        if self.listener is not None:
+            self.listener.freed(self)
 
     def commit_later(self) -> None:
         """The step's commit goes in the pipeline in which RQ records the job's success, after the step
@@ -258,8 +268,8 @@ class Lease:
             return
         if self.phase not in _OVER:
             self._give_back()
-        if _listener is not None:
-            _listener.freed(self)
+        if self.listener is not None:
+            self.listener.freed(self)
 
     def leave(self) -> None:
         """Leave the lease to lapse: the step's run was left unfinished (neither committed, paused nor ended:
@@ -271,8 +281,8 @@ class Lease:
             return
         self.move(Phase.LEFT)
         _keeper(self.kv, self.heartbeat_s).discard(self)
-        if _listener is not None:
-            _listener.freed(self)
+        if self.listener is not None:
+            self.listener.freed(self)
 
     def release(self) -> None:
         """Give the lease back if still ours (a no-op after a commit deleted it, before a later commit's
@@ -388,26 +398,17 @@ class LeaseListener(Protocol):
     def retire(self) -> None: ...
 
 
-_listener: LeaseListener | None = None
-
-
-def set_listener(listener: LeaseListener | None) -> None:
-    """Install the process's lease listener (None: none)."""
-    global _listener
-    _listener = listener
-
-
-def retire_if_stuck() -> None:
+def retire_if_stuck(listener: LeaseListener | None) -> None:
     """After a step: when a node thread abandoned at its timeout is still running (it ignored its cancel
-    token, Python cannot stop it), ask the supervisor to replace this process once the job ends (G10; a
-    no-op without a supervisor, where the thread just goes on)."""
-    if _listener is None:
+    token, Python cannot stop it), ask the supervisor (``listener``) to replace this process once the job
+    ends (G10; a no-op without a supervisor, where the thread just goes on)."""
+    if listener is None:
         return
     nodes = [t for t in threading.enumerate() if t.name.startswith(_NODE_THREAD)]
     for thread in nodes:
         thread.join(0.05)  # one that just handed its result over is ending, not stuck
     if any(t.is_alive() for t in nodes):
-        _listener.retire()
+        listener.retire()
 
 
 _NODE_THREAD = "graphq-node-"
