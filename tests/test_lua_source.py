@@ -7,7 +7,7 @@ from importlib.resources import files
 
 import redis
 
-from graphcore.backend.lua import script, source
+from graphcore.backend.lua import script, source, stage
 from graphcore.backend.runs import TERMINAL, RunStatus
 
 SCRIPTS = sorted(
@@ -98,14 +98,14 @@ def test_a_script_call_is_one_evalsha_and_a_lost_script_is_loaded_once(redis_cli
 
 
 def test_a_script_queued_on_a_pipeline_tells_its_reply_index(redis_client: redis.Redis) -> None:
-    """Script.queue adds one EVALSHA to a pipeline and says where its reply is; Script.stage an EVAL of the
-    text (it runs without the script loaded; the EVALSHA before it finds none)."""
+    """Script.queue adds one EVALSHA to a pipeline and says where its reply is; stage() an EVAL of the text
+    (it runs without the script loaded; the EVALSHA before it finds none)."""
     unlock = script(redis_client, "owner_unlock")
     redis_client.script_flush()
     pipe = redis_client.pipeline(transaction=True)
     pipe.set("lock", "me")
     index = unlock.queue(pipe, ["lock"], ["me"])
-    unlock.stage(pipe, ["lock"], ["me"])
+    stage(pipe, "owner_unlock", ["lock"], ["me"])
     replies = pipe.execute(raise_on_error=False)
     assert (index, replies[0], replies[2]) == (1, True, 1)
     assert isinstance(replies[1], redis.exceptions.NoScriptError)

@@ -7,9 +7,9 @@ claim on the first (:mod:`graphq.worker.step.claim`) and, when it can, its commi
 end-of-execution heartbeat of the job goes with the commit. :func:`keep_reply` hands such a command's reply
 to its owner without changing what RQ sees. A commit that RQ's success pipeline never carried (RQ's
 bookkeeping failed before it, or recorded a failure) is sent after the job, on its own
-(:class:`SendsUnsentCommits`). The hooks are injected: :attr:`StepJobHooks.claim_ahead` is set by
-:func:`graphq.worker.step.context.set_context`, and the commit is handed over with
-:meth:`StepJobHooks.commit_on_success`.
+(:class:`SendsUnsentCommits`). The hooks are injected: ``StepJob.claim_ahead`` (the job class of
+:mod:`graphq.worker.queue`) is set by :func:`graphq.worker.step.context.set_context`, and the commit is handed
+over with :meth:`StepJobHooks.commit_on_success`.
 
 These are RQ's internals, not its public API: :data:`RQ_INTERNALS` lists each one relied on, with its
 parameters, and ``tests/test_rq_hooks.py`` checks them (and that claim and commit ride RQ's pipelines) on
@@ -43,7 +43,7 @@ from rq import SimpleWorker
 from rq.job import Job
 from rq.utils import now as rq_now
 
-__all__ = ["RQ_INTERNALS", "CommitAhead", "SendsUnsentCommits", "StepJobHooks", "keep_reply"]
+__all__ = ["RQ_INTERNALS", "PendingCommit", "SendsUnsentCommits", "StepJobHooks", "keep_reply"]
 
 log = logging.getLogger("graphq.step")
 
@@ -68,7 +68,7 @@ RQ_INTERNALS: dict[str, tuple[str, ...]] = {
 """Each RQ internal the hooks rely on (dotted path) and its parameters, in order (``()``: a property)."""
 
 
-class CommitAhead(Protocol):
+class PendingCommit(Protocol):
     """A step's commit waiting for RQ's success pipeline
     (:class:`graphq.worker.step.commit_script.CommitAhead`)."""
 
@@ -116,7 +116,7 @@ class StepJobHooks(Job):
     _heartbeat_sent = False
     """Whether RQ's end-of-execution heartbeat of this job was sent ahead (:meth:`heartbeat_ahead`)."""
 
-    commit_ahead: CommitAhead | None = None
+    commit_ahead: PendingCommit | None = None
     """The step's commit, sent in the pipeline in which RQ records the job's success
     (:meth:`commit_on_success`)."""
 
@@ -149,7 +149,7 @@ class StepJobHooks(Job):
         result TTL of 0, nor tell for none: graphq sets one on every step job)."""
         return self.result_ttl is not None and self.result_ttl != 0
 
-    def commit_on_success(self, ahead: CommitAhead) -> None:
+    def commit_on_success(self, ahead: PendingCommit) -> None:
         """Send ``ahead`` in the pipeline in which RQ records this job's success, with RQ's own
         end-of-execution heartbeat of the job, held until then (call it only when :meth:`records_success`).
         Every write RQ makes is kept, in RQ's order: the heartbeat, then the job's end."""
@@ -176,7 +176,7 @@ class StepJobHooks(Job):
 
     def heartbeat(self, timestamp: Any, ttl: int, pipeline: Any = None, xx: bool = False) -> None:
         """RQ's ``Job.heartbeat``, except the first call without a pipeline after :meth:`heartbeat_ahead`
-        or :meth:`commit_on_success`: in RQ 2.0 to 3.0 that is ``handle_execution_ended``'s, the only such
+        or :meth:`commit_on_success`: in RQ 3.x that is ``handle_execution_ended``'s, the only such
         call once a job's function has returned (``tests/test_claim_ahead.py`` would see a second one).
         After :meth:`heartbeat_ahead` it was sent already (the flag is set when the heartbeat is queued: a
         commit that never reached Redis, an outage then a stop, skips it too, and RQ's ``save`` of the

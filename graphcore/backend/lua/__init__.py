@@ -28,8 +28,8 @@ _COMMENT = re.compile(r"^[ \t]*--(?!#include ).*$", re.MULTILINE)
 def source(name: str) -> str:
     """The text of ``graphcore/backend/lua/<name>.lua``, its ``--#include`` lines replaced by fragments and
     its comment-only lines emptied (kept as blank lines, so that Redis's error line numbers still point into
-    the file): a staged EVAL carries the text on every call (:func:`stage`), and the comments were about
-    a third of its bytes (admission.lua: 13.4 KB, 9.6 KB without them)."""
+    the file, up to its first ``--#include``): a staged EVAL carries the text on every call (:func:`stage`),
+    and the comments were about a third of its bytes (admission.lua: 13.4 KB, 9.6 KB without them)."""
     text = _COMMENT.sub("", files(__name__).joinpath(f"{name}.lua").read_text())
     return _INCLUDE.sub(lambda include: source(f"_{include.group(1)}").rstrip("\n"), text)
 
@@ -37,10 +37,11 @@ def source(name: str) -> str:
 class Script:
     """One script of this package on one client (:func:`script`), called the one way graphq calls scripts.
 
-    Every call is an EVALSHA of the script's SHA-1, except :meth:`stage` (an EVAL carrying the text, inside
-    a MULTI). A call that Redis answers with NOSCRIPT (it lost its script cache: a restart, SCRIPT FLUSH)
-    loads the script and is made again, once (:meth:`again_if_unloaded`); nothing checks for the script
-    before a call (no SCRIPT EXISTS): a loaded script costs one round trip per call.
+    Every call is an EVALSHA of the script's SHA-1 (a script queued inside a MULTI whose other writes must
+    not apply without it is sent as an EVAL carrying its text instead: :func:`stage`). A call that Redis
+    answers with NOSCRIPT (it lost its script cache: a restart, SCRIPT FLUSH) loads the script and is made
+    again, once (:meth:`again_if_unloaded`); nothing checks for the script before a call (no SCRIPT EXISTS): a
+    loaded script costs one round trip per call.
 
     Attributes:
         kv: the redis-py client it is called on.
@@ -79,17 +80,6 @@ class Script:
         pipe.evalsha(self.sha, len(keys), *keys, *args)
         return index
 
-    def stage(self, pipe: Any, keys: Sequence[Any], args: Sequence[Any]) -> None:
-        """Queue the script on ``pipe`` (a MULTI pipeline) as an EVAL carrying its text.
-
-        Not an EVALSHA (:meth:`queue`): one that finds no script fails alone inside the transaction once
-        Redis has lost its script cache (a restart) while the transaction's other writes apply; and not
-        redis-py's registered script with ``client=pipe``, which sends SCRIPT EXISTS before the transaction,
-        one more round trip each time. An EVAL runs in the transaction in any case, for the cost of the
-        script's bytes.
-        """
-        stage(pipe, self.name, keys, args)
-
     def load(self) -> None:
         """SCRIPT LOAD the script (one round trip)."""
         self.kv.script_load(self.text)
@@ -121,6 +111,12 @@ def script(kv: Any, name: str) -> Script:
 
 
 def stage(pipe: Any, name: str, keys: Sequence[Any], args: Sequence[Any]) -> None:
-    """Queue script ``name`` on ``pipe`` (a MULTI pipeline) as an EVAL carrying its text
-    (why an EVAL: :meth:`Script.stage`; this function serves callers that hold no client)."""
+    """Queue script ``name`` on ``pipe`` (a MULTI pipeline) as an EVAL carrying its text.
+
+    Not an EVALSHA (:meth:`Script.queue`): one that finds no script fails alone inside the transaction once
+    Redis has lost its script cache (a restart) while the transaction's other writes apply; and not
+    redis-py's registered script with ``client=pipe``, which sends SCRIPT EXISTS before the transaction, one
+    more round trip each time. An EVAL runs in the transaction in any case, for the cost of the script's
+    bytes.
+    """
     pipe.eval(source(name), len(keys), *keys, *args)
