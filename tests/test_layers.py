@@ -2,10 +2,10 @@
 and function-local imports included — points down the layers, and no modules import each other in a loop.
 
 Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``,
-``lite_messages``, ``managed``) <
-``graphcore.checkpoints`` < ``graphcore.engine`` < ``graphcore.backend`` < ``graphcore`` (the package face)
-< ``graphq.worker``, ``graphq.scheduler`` < ``graphq.cli``. ``graphq.examples`` may use everything but
-``graphq.cli``; ``graphq`` (the package face for client code) the layers up to ``graphq.worker``.
+``lite_messages``, ``managed``) < ``graphcore.checkpoints`` < ``graphcore.engine`` < ``graphcore.backend`` <
+``graphcore`` (the package face) < ``graphq.worker``, ``graphq.scheduler`` < ``graphq.cli``.
+``graphq.examples`` may use everything but ``graphq.cli``; ``graphq`` (the package face for client code)
+the layers up to ``graphq.worker``.
 """
 
 from __future__ import annotations

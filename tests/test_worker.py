@@ -161,9 +161,8 @@ def test_a_given_up_step_closed_again_after_a_lost_reply_hands_the_thread_over(
 ) -> None:
     """The close of a step given up (a drain, a deadline: graphq.worker.step.handover.abandon) whose reply an
     outage swallowed, retried: the close counts as made (abandon_step.lua finds its own status, end and
-    error),
-    so the thread goes on to its next run at once, not when the reaper looks at busy threads (a lease TTL
-    later)."""
+    error), so the thread goes on to its next run at once, not when the reaper looks at busy threads (a lease
+    TTL later)."""
     first = client.enqueue("counter", {"limit": 3}, thread_id="given-up")
     second = client.enqueue("counter", {"limit": 1}, thread_id="given-up")  # waits for the thread (I3)
     lease = Lease(redis_client, "given-up", first, 30, 10)

@@ -1289,9 +1289,9 @@ class Client:
         :attr:`RunRecord.breakpoint` set) goes on itself instead, past that breakpoint, as LangGraph's
         ``invoke(None, config)`` does (:mod:`graphq.worker.step.breakpoints`); its own id is returned. With
         ``update`` and ``goto`` it is LangGraph's ``invoke(Command(update=update, goto=goto), config)`` there:
-        they are
-        saved with the resume as the head checkpoint's pending write (as :meth:`answer` saves them), and
-        the step it goes on with applies them (the update through the reducers, the goto's nodes run too).
+        they are saved with the resume as the head checkpoint's pending write (as :meth:`answer` saves
+        them), and the step it goes on with applies them (the update through the reducers, the goto's nodes
+        run too).
 
         Returns:
             The id of the run that goes on: the new run's, or the stopped run's own.

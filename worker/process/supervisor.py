@@ -188,9 +188,8 @@ class SupervisedWorker(SimpleWorker):
     def _warm_stop(self, signum: int, frame: FrameType | None) -> None:
         """Take no job from now on. A pop waiting for one ends at once, and a job it took goes back to its
         queue (:class:`graphq.worker.process.dequeue.StopAwareQueue`); between pops, holding no job (RQ's
-        heartbeat, its
-        sleep while Redis is away), the dequeue ends at once: SystemExit, which RQ passes on (its
-        StopRequested is an Exception, which its maintenance code may swallow). RQ's own warm shutdown
+        heartbeat, its sleep while Redis is away), the dequeue ends at once: SystemExit, which RQ passes on
+        (its StopRequested is an Exception, which its maintenance code may swallow). RQ's own warm shutdown
         raises anywhere in the dequeue, which dropped a job popped just before."""
         if not self._stopping:
             self._stopping = self._stop_requested = True

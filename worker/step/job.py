@@ -7,11 +7,9 @@ Flow of ``step_job(run, thread, k)``:
 3. Step 0 only: apply the input and commit the input checkpoint (so that task ids are stable, I2).
 4. Load the head checkpoint and the pending writes of tasks that finished in an earlier attempt (I2).
 5. Run the remaining tasks; persist each task's writes as it finishes, fenced by the lease token.
-6. Commit (:mod:`graphq.worker.step.committing`, the script :mod:`graphq.worker.step.commit_script`): one Lua
-compare-and-set
-   on (run,
-   step, lease token) writes the checkpoint, advances the run, appends events and enqueues the job of step
-   ``k+1`` (I1, R3).
+6. Commit (:mod:`graphq.worker.step.committing`, the script :mod:`graphq.worker.step.commit_script`): one
+   Lua compare-and-set on (run, step, lease token) writes the checkpoint, advances the run, appends events
+   and enqueues the job of step ``k+1`` (I1, R3).
 
 The step's attempt (:class:`~graphq.worker.step.attempt.StepAttempt`: the run, its lease, the head
 checkpoint, this process's context) is built once, from the RQ job, and carries every write of the step,

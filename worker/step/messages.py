@@ -10,8 +10,7 @@ fenced script call (:meth:`graphq.worker.step.attempt.StepAttempt.events`, one r
 :data:`INTERVAL_S` has passed since the last call, when :data:`MAX_BATCH` pairs wait, and when a task finishes
 (its written messages first, :func:`graphcore.engine.messages_stream.written`); what is left at the step's end
 goes before the step's commit. A model streaming fast thus costs a round trip per interval, not per token; the
-last
-tokens before a pause in a model's output wait for its next token or its task's end.
+last tokens before a pause in a model's output wait for its next token or its task's end.
 """
 
 from __future__ import annotations
