@@ -115,8 +115,8 @@ def test_the_keeper_finds_a_held_lease_gone_lost_and_a_committing_one_not(redis_
     for lease in (held, committing):
         assert lease.acquire()
         lease.__enter__()
-        redis_client.delete(lease.key)
-    committing.dropping()
+    committing.dropping()  # before its key goes, as a commit announces it (the keeper ticks meanwhile)
+    redis_client.delete(held.key, committing.key)
     keeper._tick(held)
     keeper._tick(committing)
     assert (held.phase, committing.phase) == (Phase.LOST, Phase.COMMITTING)
@@ -124,3 +124,28 @@ def test_the_keeper_finds_a_held_lease_gone_lost_and_a_committing_one_not(redis_
     committing.dropped()
     held.release()
     assert (held.phase, committing.phase) == (Phase.RELEASED, Phase.DROPPED)
+
+
+def test_a_later_commit_sent_again_after_an_append_conflict_settles_once(redis_client: redis.Redis) -> None:
+    """The commit ridden on RQ's success pipeline met an append conflict and was sent again in a round trip
+    of its own (COMMIT_LATER -> COMMITTING -> DROPPED): its settle finds the lease dropped already."""
+    lease = Lease(redis_client, "t-phases", "r-conflict", TTL_S, HEARTBEAT_S)
+    assert lease.acquire()
+    with lease:
+        lease.commit_later()
+    lease.dropping()
+    lease.dropped()
+    lease.settle(committed=True)
+    assert lease.phase == Phase.DROPPED
+
+
+def test_a_later_commit_applied_after_the_lease_was_left_settles_quietly(redis_client: redis.Redis) -> None:
+    """A cold stop between commit_later and the job's end leaves the lease; the commit still goes as the job
+    ends, and its reply does not move a left lease (it raised PhaseError: left -> dropped)."""
+    lease = Lease(redis_client, "t-phases", "r-left-later", TTL_S, HEARTBEAT_S)
+    assert lease.acquire()
+    with lease:
+        lease.commit_later()
+    lease.leave()
+    lease.settle(committed=True)
+    assert lease.phase == Phase.LEFT

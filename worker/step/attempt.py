@@ -65,7 +65,8 @@ class RunLimits:
 
 
 class StepAttempt:
-    """One attempt of one step job at one run's step, under the lease it claimed.
+    """One attempt of one step job at one run's step, under the lease it claimed (held only when
+    :meth:`start` returned ``CLAIMED``).
 
     Attributes:
         ctx: the process's :class:`WorkerContext`.

@@ -230,10 +230,9 @@ def commit_verdict(reply: Any, what: str) -> CommitVerdict:
     if isinstance(reply, Exception):
         raise reply
     said = reply.decode() if isinstance(reply, bytes) else str(reply)
-    try:
-        refusal = Refusal(said)
-    except ValueError:
+    if said not in _REFUSALS:  # the common case, without an exception
         return CommitVerdict(said)
+    refusal = Refusal(said)
     if refusal is Refusal.LOG:
         raise AppendConflictError(f"commit of {what}: {refusal.reason}")
     raise LeaseLostError(f"commit of {what} rejected: {refusal.reason}")
@@ -286,3 +285,7 @@ def _job_keys(job: PreparedJob | None) -> list[str]:
     if job is None:
         return [keys.steps_index()] * 4
     return [job.job_key, job.queue_key, job.queues_key, keys.steps_index()]
+
+
+_REFUSALS = frozenset(Refusal)
+"""The script's refusals, as the words it replies with."""

@@ -80,7 +80,7 @@ from graphq.worker.step.context import DRAIN, get_context
 from graphq.worker.step.ending import complete, end, fail
 from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.handover import Stop
-from graphq.worker.step.lease import retire_if_stuck
+from graphq.worker.step.lease import PhaseError, retire_if_stuck
 from graphq.worker.step.messages import step_messages
 from graphq.worker.step.pausing import pause, seed_answers, step_answers
 from graphq.worker.step.progress import step_progress
@@ -173,8 +173,8 @@ def _leased(attempt: StepAttempt) -> str:
         note = "canceled by request; running nodes were signalled"
         end(attempt, RunStatus.CANCELED, CANCEL_ERROR.model_copy(update={"message": note}))
         return "canceled during the step"
-    except ColdStop:  # this process stops at once (a signal): the step is crash recovery's, as a killed one's
-        raise
+    except (ColdStop, PhaseError):  # the process stops at once (a signal), or a lease bug: the step is crash
+        raise  # recovery's, as a killed one's (a bug in graphq must not fail a user's run)
     except BaseException as exc:  # also a SystemExit or KeyboardInterrupt of user code run outside a task (a
         fail(attempt, exc)  # router of START, a reducer): the run fails, the worker goes on
         return f"failed: {type(exc).__name__}"

@@ -90,7 +90,8 @@ is sent again in a round trip of its own; COMMITTING → COMMIT_LATER: a step ru
 Redis error commits the other way."""
 
 _OVER = frozenset({Phase.DROPPED, Phase.RELEASED, Phase.LEFT})
-"""Phases after which the lease is not this worker's to give back."""
+"""Phases after which the lease is not this worker's to give back (the ends of :data:`MOVES` but LOST, whose
+key another worker may hold: :meth:`Lease.release` sends the script, which gives back only its own token)."""
 
 
 class PhaseError(AssertionError):
@@ -263,7 +264,9 @@ class Lease:
         else the lease is given back if still ours (not when it was left to lapse meanwhile), and no longer
         held."""
         if committed:
-            if self.phase is not Phase.DROPPED:  # else a commit of its own dropped it (an append conflict)
+            # Else a commit of its own dropped it (an append conflict), or the step was left meanwhile (a
+            # cold stop after commit_later: its commit is sent all the same, as the job ends).
+            if self.phase in (Phase.COMMIT_LATER, Phase.COMMITTING):
                 self.dropped()
             return
         if self.phase not in _OVER:
