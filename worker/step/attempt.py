@@ -47,9 +47,9 @@ __all__ = ["RunLimits", "StepAttempt", "commit_ahead_of"]
 
 @dataclass(frozen=True)
 class RunLimits:
-    """What is fixed for one attempt of a run (a run started again by the reaper may pin where it starts),
-    built once per attempt and process: its config, and when its run timeout falls (R15: counted from
-    the run's creation, queue included).
+    """What is fixed for one ``run.attempt`` of a run (each start again by the reaper, which may pin where
+    it starts), built once per run attempt and process and shared by its step attempts: its config, and when
+    its run timeout falls (R15: counted from the run's creation, queue included).
 
     Attributes:
         cfg: the run's config.

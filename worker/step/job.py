@@ -185,8 +185,8 @@ def _run_through_outages(attempt: StepAttempt, finished: dict[str, TaskWrites] |
     an outage): finished tasks are skipped (I2) and every write is fenced (I1), so a retry cannot apply a
     task's writes twice, and one whose lease lapsed meanwhile changes nothing (the step is left to the
     reaper). ``finished`` None reads the pending writes from the store, as every retry does (tasks may have
-    finished during the failed attempt). Writes retry in place (:func:`outlast`); this reruns the step when
-    a read failed."""
+    finished during the failed run of the body). Writes retry in place (:func:`outlast`); this reruns the
+    step when a read failed."""
     try:
         return _run(attempt, finished)
     except Exception as exc:
@@ -222,11 +222,11 @@ def _run(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
     attempt.at_step(cp.step + 1)
     pending = finished is None or continued  # the step has pending writes from an earlier attempt
     finished, handled = _earlier(attempt, cp) if pending else (finished or {}, {})
-    head = cp
+    read = cp  # the head as stored, before an input Command applies
     cp, finished = with_command(graph, cp, finished)  # an input Command's update and goto (LangGraph's)
     attempt.cp = cp  # the same id as head: its tasks' pending writes stay valid
     if not cp.next_tasks:  # continuing a thread that has nothing left to run (a Command's update shows)
-        complete(attempt, cp.step, None if cp is head else cp.channel_values)
+        complete(attempt, cp.step, None if cp is read else cp.channel_values)
         return "completed: nothing to run"
     _check_step(graph, run, cfg, cp)
     stop = stop_at(graph, run, cp, finished)
