@@ -16,7 +16,7 @@ from graphcore.errors import ConfigError, PermanentError
 from graphq.cli.bounds import WAIT_S
 from graphq.cli.context import AppContext
 from graphq.cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
-from graphq.cli.inputs import checked, fail_at, parse_input, read_batch
+from graphq.cli.inputs import check_ids, checked, fail_at, parse_input, read_batch
 from graphq.cli.output import err_console, output_option, print_json
 from graphq.cli.progress import ProgressFollower, StepBars, step_columns
 from graphq.cli.records import at_step, print_waiting, request_json
@@ -67,6 +67,7 @@ def _requests(
         return [(RunRequest(workflow, parse_input(input_text), thread_id=thread, tenant=tenant), "--input")]
     if input_text is not None:
         fail("use either --input or --input-file, not both")
+    check_ids(thread, tenant)  # the defaults of the lines: wrong even where every line names its own
     lines = read_batch(input_file)
     return [
         (

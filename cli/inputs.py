@@ -67,9 +67,13 @@ def checked(registry: Registry, request: RunRequest, where: str, given: Collecti
 
 
 def fail_at(exc: PermanentError, where: str, given: Collection[str]) -> NoReturn:
-    """Stop with ``exc``'s message after the option at fault (:func:`option_at_fault`), exit 2."""
+    """Stop with ``exc``'s message after the option at fault (:func:`option_at_fault`) and, for a batch
+    line's run, the line (``path:LINE``), exit 2."""
     option = option_at_fault(exc.param, where, given)
-    fail(str(exc) if option is None else f"{option}: {exc}")
+    if option is None:
+        fail(str(exc))
+    at_line = option != where and not where.startswith("--")  # a batch line's request, an option at fault
+    fail(f"{where}: {option}: {exc}" if at_line else f"{option}: {exc}")
 
 
 @dataclass(frozen=True)

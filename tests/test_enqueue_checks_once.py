@@ -186,3 +186,23 @@ def test_a_checked_request_enqueued_twice_makes_two_runs(client: Client, redis_c
     assert client.enqueue_many([named]) == ["chosen"]
     with pytest.raises(client_module.RunExistsError):
         client.enqueue_many([named])  # a chosen id that names a run is refused, as before
+
+
+def test_a_batch_names_the_line_and_the_option_at_fault(
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """A batch line whose thread clashes with --config's is named with the option (the line's path:LINE was
+    dropped), and a malformed --thread is refused even when every line names its own thread (it was let
+    through)."""
+    batch = tmp_path / "runs.jsonl"
+    batch.write_text('{"input": {"limit": 1}}\n{"input": {"limit": 1}, "thread": "tb"}\n')
+    config = '{"configurable": {"thread_id": "ta"}}'
+    refused = graphq(redis_url, "enqueue", "counter", "--input-file", str(batch), "--config", config)
+    assert refused.exit_code == 2
+    clash = "the config's thread_id 'ta' differs from thread_id 'tb'; give one of them"
+    assert error_line(refused) == f"error: {batch}:2: --config: {clash}"
+    batch.write_text('{"input": {"limit": 1}, "thread": "tb"}\n')
+    refused = graphq(redis_url, "enqueue", "counter", "--input-file", str(batch), "--thread", "a b")
+    assert refused.exit_code == 2
+    assert error_line(refused).startswith("error: --thread: thread id 'a b' is invalid: use 1-200 characters")
+    assert redis_client.zcard(keys.runs_index()) == 0
