@@ -211,7 +211,8 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     metavar="RUNS.JSONL",
     help="Batch mode: one run per non-blank line, each a JSON object "
     '{"input": {...}, "thread": "...", "tenant": "..."} (only input is required). '
-    "All lines are checked first; one bad line and nothing is enqueued. - reads stdin.",
+    "All lines are checked first; a bad line is reported with its line number (PATH:LINE) "
+    "and nothing is enqueued. - reads stdin.",
 )
 @click.option(
     "--thread",

@@ -166,10 +166,11 @@ def test_every_relative_link_in_docs_reaches_its_file_and_anchor() -> None:
 
 
 def test_every_module_and_test_a_design_page_names_exists() -> None:
-    """The pages say where each entry lives (``worker/step/lease.py``) and which tests show it: a file moved
-    or renamed must not leave a page naming it."""
+    """The pages of ``docs/`` (the design pages, the architecture, the guides, ...) say where each entry lives
+    (``worker/step/lease.py``) and which tests show it: a file moved or renamed must not leave a page naming
+    it."""
     named = re.compile(r"`((?:graphcore|worker|scheduler|cli|bench|tests|charts|examples)/[\w./-]*)`")
-    paths = {path for page in DESIGN.glob("*.md") for path in named.findall(read(page))}
+    paths = {path for page in (ROOT / "docs").rglob("*.md") for path in named.findall(read(page))}
     assert len(paths) > 100
     assert sorted(p for p in paths if not (ROOT / p).exists()) == []
 

@@ -154,15 +154,15 @@ def test_the_next_graphq_run_on_the_local_data_ends_a_run_cut_by_a_second_ctrl_c
     assert (record["status"], record["error"]["type"]) == ("canceled", "Canceled"), record
 
 
-def test_run_help_and_the_command_line_guide_say_what_ctrl_c_does(env: dict[str, str]) -> None:
+def test_run_help_and_the_command_line_reference_say_what_ctrl_c_does(env: dict[str, str]) -> None:
     done = graphq("run", "--help", env=env)
     assert done.returncode == 0, done.stderr
     text = " ".join(done.stdout.split())
     assert "Ctrl-C (or SIGTERM) cancels the run after its step in flight, and says so at once" in text
     assert "A second Ctrl-C exits 130 at once, cutting the step: the run stays running until crash" in text
-    guide = " ".join((Path(__file__).parents[1] / "docs" / "guides" / "command-line.md").read_text().split())
-    assert "the first Ctrl-C says so at once on stderr and cancels the run after its step in flight" in guide
-    assert "A second Ctrl-C exits 130 at once, cutting the step: the run stays running until crash" in guide
+    page = " ".join((Path(__file__).parents[1] / "docs" / "reference" / "cli.md").read_text().split())
+    assert "the first Ctrl-C says so at once on stderr and cancels the run after its step in flight" in page
+    assert "A second Ctrl-C exits 130 at once, cutting the step" in page
 
 
 def test_second_ctrl_c_after_the_run_ended_says_it_ended(
