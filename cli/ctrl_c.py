@@ -34,6 +34,8 @@ __all__ = ["CtrlC", "how_left"]
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CANCEL_WAIT_S = 10.0
 """How long the command waits for its cancel request (Redis calls, retried) before it reads the run."""
+_SECOND_WAIT_S = 1.0
+"""How long a second Ctrl-C waits for the first one's cancel request before it stops the process."""
 _READ_TIMEOUT_S = 2.0
 """How long a second Ctrl-C waits for Redis to read how the run is left (one try, no retry)."""
 
@@ -121,12 +123,12 @@ class CtrlC:
         self._canceling.start()
 
     def _cancel(self) -> None:
+        self.asked = self._request_cancel()  # first: a second Ctrl-C waits for it (:meth:`_exit_now`)
         self.console.print(
             f"stopping: canceling run {self.run.id} after its step in flight (its nodes are asked to stop); "
             "Ctrl-C again to stop now",
             markup=False,
         )
-        self.asked = self._request_cancel()
 
     def _request_cancel(self) -> bool:
         """Ask for the run's cancel (``interrupt``); whether that changed anything. A failure is printed."""
@@ -139,7 +141,11 @@ class CtrlC:
 
     def _exit_now(self) -> None:
         """End the process now, saying how the run is left (one read on this handler's own connection; no
-        lock of the interrupted frame: only a write to stderr)."""
+        lock of the interrupted frame: only a write to stderr). The first Ctrl-C's cancel request is waited
+        for, at most :data:`_SECOND_WAIT_S`: a second Ctrl-C right after the first would otherwise leave a
+        run that crash recovery continues instead of ending it canceled."""
+        if self._canceling is not None:
+            self._canceling.join(_SECOND_WAIT_S)
         try:
             record = RunRecord.from_hash(self._reader.hgetall(keys.run(self.run.thread_id, self.run.id)))
         except Exception as exc:

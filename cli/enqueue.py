@@ -71,7 +71,12 @@ def _requests(
     lines = read_batch(input_file)
     return [
         (
-            RunRequest(workflow, line.input, thread_id=line.thread or thread, tenant=line.tenant or tenant),
+            RunRequest(
+                workflow,
+                line.input,
+                thread_id=thread if line.thread is None else line.thread,
+                tenant=tenant if line.tenant is None else line.tenant,
+            ),
             line.where,
         )
         for line in lines

@@ -156,8 +156,24 @@ def test_an_error_names_the_field_at_fault(
             ),
             "error: --input: the input has unknown state key(s) ['limt']",
         ),
+        (("--thread", ""), "error: --thread: thread id '' is invalid"),  # was a new thread, silently
+        (("--config", '{"configurable": {"thread_id": ""}}'), "error: --config: thread id '' is invalid"),
+        (  # named a made-up thread: "thread '7ccea69b...' has no checkpoint nope"
+            ("--config", '{"configurable": {"checkpoint_id": "nope"}}'),
+            "error: --config: checkpoint_id 'nope' needs its thread's thread_id",
+        ),
     ],
-    ids=["thread", "tenant", "config-thread", "checkpoint", "config-checkpoint", "input"],
+    ids=[
+        "thread",
+        "tenant",
+        "config-thread",
+        "checkpoint",
+        "config-checkpoint",
+        "input",
+        "empty-thread",
+        "empty-config-thread",
+        "checkpoint-without-thread",
+    ],
 )
 def test_graphq_enqueue_names_the_option_at_fault(
     redis_url: str, redis_client: redis.Redis, args: tuple[str, ...], line: str

@@ -396,6 +396,9 @@ def _check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, 
         cfg.check_request_timeout()
         cfg.thread_ttl()
         named = _thread_of(req, given)
+    if cfg.checkpoint_id is not None and named is None:  # else a new thread's id would name it
+        with _field("checkpoint_id"):
+            raise ConfigError(f"checkpoint_id {cfg.checkpoint_id!r} needs its thread's thread_id")
     if cfg.checkpoint_id is not None and not get_settings().enable_checkpointing:
         refused = no_history(_a_fork(cfg.checkpoint_id))
         refused.param = "checkpoint_id"
@@ -403,7 +406,7 @@ def _check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, 
     with _field("run_id"):
         run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
     with _field("config" if req.thread_id is None else "thread_id"):  # where the thread id came from
-        thread = keys.validate_id("thread id", named or run_id)
+        thread = keys.validate_id("thread id", run_id if named is None else named)
     with _field("tenant"):
         keys.validate_id("tenant", req.tenant)
     if req.continued_from_run_id is not None:
@@ -466,7 +469,7 @@ def _thread_of(req: RunRequest, given: RunConfig) -> str | None:
         raise ConfigError(
             f"the config's thread_id {named!r} differs from thread_id {req.thread_id!r}; give one of them"
         )
-    return req.thread_id or named
+    return req.thread_id if req.thread_id is not None else named
 
 
 class Client:
