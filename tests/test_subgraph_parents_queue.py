@@ -59,13 +59,7 @@ def test_a_run_enqueued_with_a_subgraphs_config_forks_at_its_root_checkpoint(
     (writing,) = [s for s in reader.get_state_history(THREAD) if s.next == ("writer",)]
     (sub,) = [s for s in reader.get_state_history(writing.tasks[0].state) if s.next == ("sub_b",)]
     second = client.enqueue("sp-writer", None, thread_id="q", config=sub.config)
-    work(client)
-    done = client.wait([first, second], timeout_s=30)
-    steps = ["plan", "plan", "sub_a", "sub_b", "polish"]
-    assert [(r.status, r.result) for r in done] == [
-        (RunStatus.COMPLETED, {"topic": "owls", "steps": steps})
-    ] * 2
-    history = [(s.metadata["step"], s.metadata["source"], s.next) for s in reader.get_state_history(THREAD)]
+    history = _both_completed(client, reader, first, second)
     assert history[:4] == [
         (4, "loop", ()),
         (3, "loop", ("polish",)),
@@ -75,6 +69,18 @@ def test_a_run_enqueued_with_a_subgraphs_config_forks_at_its_root_checkpoint(
 
 
 RAN: list[str] = []
+
+
+def _both_completed(client: Client, reader: Any, first: str, second: str) -> list[tuple[Any, ...]]:
+    """Work runs ``first`` and ``second`` (the fork) to their ends, check both completed with the same
+    result, and return the thread's history as ``(step, source, next)``, newest first."""
+    work(client)
+    done = client.wait([first, second], timeout_s=30)
+    steps = ["plan", "plan", "sub_a", "sub_b", "polish"]
+    assert [(r.status, r.result) for r in done] == [
+        (RunStatus.COMPLETED, {"topic": "owls", "steps": steps})
+    ] * 2
+    return [(s.metadata["step"], s.metadata["source"], s.next) for s in reader.get_state_history(THREAD)]
 
 
 def _asking() -> StateGraph:
@@ -155,11 +161,5 @@ def test_a_queued_subgraphs_checkpoints_listed_from_redis_fork_the_run(
     ns = subs[1].config["configurable"]["checkpoint_ns"]
     assert at_sub_b["configurable"]["checkpoint_map"] == {"": writing, ns: subs[1].checkpoint["id"]}
     second = client.enqueue("sp-writer", None, thread_id="q", config=at_sub_b)
-    work(client)
-    done = client.wait([first, second], timeout_s=30)
-    steps = ["plan", "plan", "sub_a", "sub_b", "polish"]
-    assert [(r.status, r.result) for r in done] == [
-        (RunStatus.COMPLETED, {"topic": "owls", "steps": steps})
-    ] * 2
-    history = [(s.metadata["step"], s.metadata["source"], s.next) for s in reader.get_state_history(THREAD)]
+    history = _both_completed(client, reader, first, second)
     assert history[:3] == [(4, "loop", ()), (3, "loop", ("polish",)), (2, "fork", ("writer",))]

@@ -7,6 +7,7 @@ run is skipped when LangGraph is not installed (it is in the ``test`` extra that
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 from collections.abc import Iterator
@@ -56,3 +57,15 @@ def lg(request: pytest.FixtureRequest) -> Imports:
     if request.param == "langgraph":
         pytest.importorskip("langgraph", reason="LangGraph is not installed (pip install -e '.[test]')")
     return Imports(request.param)
+
+
+def streamed(graph: Any, given: Any, run_async: bool, **kwargs: Any) -> list[Any]:
+    """The items of ``graph.stream(given, **kwargs)``, or of ``astream`` (run to its end) when
+    ``run_async``."""
+    if not run_async:
+        return list(graph.stream(given, **kwargs))
+
+    async def items_of() -> list[Any]:
+        return [item async for item in graph.astream(given, **kwargs)]
+
+    return asyncio.run(items_of())

@@ -3,7 +3,6 @@ LangGraph's run of that node fails with the command, so the messages its update 
 parent are not shown, with or without ``subgraphs=True``; the subgraph's own nodes' messages are (with
 ``subgraphs=True``). In process (sync and async) with LangGraph's imports and graphq's, and on the queue."""
 
-import asyncio
 import re
 from typing import Any
 
@@ -13,7 +12,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from tests.compat.conftest import Imports
+from tests.compat.conftest import Imports, streamed
 from tests.workers import work
 from tests.workflows.handoff import build_handoff
 
@@ -40,15 +39,7 @@ def _pair(ns: tuple[str, ...], message: Any, metadata: dict[str, Any]) -> tuple[
 def shown(lg: Imports, subgraphs: bool, run_async: bool) -> list[tuple[Any, ...]]:
     graph = build_handoff(lg)
     given = {"messages": [lg.HumanMessage("otters", id="h1")]}
-    kwargs: dict[str, Any] = {"stream_mode": "messages", "subgraphs": subgraphs}
-    if run_async:
-
-        async def items_of() -> list[Any]:
-            return [item async for item in graph.astream(given, **kwargs)]
-
-        items = asyncio.run(items_of())
-    else:
-        items = list(graph.stream(given, **kwargs))
+    items = streamed(graph, given, run_async, stream_mode="messages", subgraphs=subgraphs)
     return [_pair(item[0], *item[1]) if subgraphs else _pair((), *item) for item in items]
 
 

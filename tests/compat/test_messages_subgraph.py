@@ -4,7 +4,6 @@ namespace ``("sub:<task id>",)``; without it they are not shown, only the messag
 to the parent's state. Each case runs with LangGraph's imports and with graphq's, sync and async; task ids
 are normalised to ``<id>``."""
 
-import asyncio
 import re
 from typing import Any
 
@@ -15,7 +14,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from tests.compat.conftest import Imports
+from tests.compat.conftest import Imports, streamed
 from tests.workers import work
 from tests.workflows.lc_agent import build_sub_tokens
 
@@ -80,15 +79,7 @@ def build(lg: Imports, form: str) -> Any:
 
 def collect(graph: Any, given: Any, subgraphs: bool, run_async: bool) -> list[tuple[Any, ...]]:
     """The normalised pairs of ``graph``'s ``stream`` (``astream`` when ``run_async``) of messages."""
-    kwargs: dict[str, Any] = {"stream_mode": "messages", "subgraphs": subgraphs}
-    if run_async:
-
-        async def items_of() -> list[Any]:
-            return [item async for item in graph.astream(given, **kwargs)]
-
-        items = asyncio.run(items_of())
-    else:
-        items = list(graph.stream(given, **kwargs))
+    items = streamed(graph, given, run_async, stream_mode="messages", subgraphs=subgraphs)
     return [_pair(item[0], *item[1]) if subgraphs else _pair((), *item) for item in items]
 
 
