@@ -15,6 +15,9 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
     graphq:{T}:requests:RUN       hash   interrupt id -> where a human request was made (R16)
     graphq:{T}:events:RUN         stream run events (C6)
     graphq:{T}:lease:RUN          string lease token of the step being run (R18)
+    graphq:{T}:split:CP           hash   a split step's record: its batches, their leases, what is done
+                                         (graphq.worker.step.split; the step that follows CP)
+    graphq:{T}:split-done:CP      list   batches of that split step done, to wake its owner
     graphq:{T}:runs               zset   run ids of the thread by creation time
     graphq:{T}:active             string the thread's active run (I3)
     graphq:{T}:waiting            list   runs waiting for the thread, in order
@@ -131,6 +134,8 @@ __all__ = [
     "scheduler_lock",
     "schedulers",
     "schedules",
+    "split",
+    "split_done",
     "step_member",
     "steps_index",
     "store_item",
@@ -229,6 +234,18 @@ def requests(thread: str, run_id: str) -> str:
 def run_events(thread: str, run_id: str) -> str:
     """Stream of the run's events."""
     return f"{_t(thread)}:events:{run_id}"
+
+
+def split(thread: str, checkpoint_id: str) -> str:
+    """Hash: the record of the split super-step that follows ``checkpoint_id`` (root namespace): its
+    batches, their leases and what is done (:mod:`graphq.worker.step.split`)."""
+    return f"{_t(thread)}:split:{checkpoint_id}"
+
+
+def split_done(thread: str, checkpoint_id: str) -> str:
+    """List: the batches of the split step after ``checkpoint_id`` done so far, in the order they ended (its
+    owner waits on it)."""
+    return f"{_t(thread)}:split-done:{checkpoint_id}"
 
 
 def lease(thread: str, run_id: str) -> str:

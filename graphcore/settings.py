@@ -230,6 +230,22 @@ class Settings(BaseSettings):
             "graph needs; a run's `max_concurrency` lowers it per step."
         ),
     )
+    shard_min_tasks: int = Field(
+        default=128,
+        ge=0,
+        le=1_000_000,
+        description=(
+            "A super-step with at least this many tasks still to run is split into batches that any worker "
+            "serving the workflow may run, and committed once; 0 never splits. A workflow's or a run's "
+            "`shard_min_tasks` option wins."
+        ),
+    )
+    shard_batch_tasks: int = Field(
+        default=32,
+        ge=1,
+        le=100_000,
+        description="Tasks per batch of a split super-step (see `GRAPHQ_SHARD_MIN_TASKS`).",
+    )
     result_ttl_s: int = Field(
         default=3600,
         ge=0,

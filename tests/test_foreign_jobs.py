@@ -19,7 +19,7 @@ from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.worker.process.rq_worker import run_worker
-from graphq.worker.queue import STEP_FUNC, STEP_JOB_NAME, StepJob
+from graphq.worker.queue import BATCH_FUNC, STEP_FUNC, STEP_JOB_NAME, StepJob
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -50,7 +50,7 @@ def test_a_foreign_job_is_failed_without_importing_its_module(
     failed = FailedJobRegistry(queue=plain)
     assert sorted(failed.get_job_ids()) == sorted([evil.id, callback.id])
     job = StepJob.fetch(evil.id, connection=redis_client, serializer=JSONSerializer)
-    assert f"names '{module}.boom'; graphq workers run only {STEP_FUNC} (not imported)" in (
+    assert f"names '{module}.boom'; graphq workers run only {STEP_FUNC} and {BATCH_FUNC} (not imported)" in (
         job.latest_result().exc_string or ""  # type: ignore[union-attr]
     )
 

@@ -26,6 +26,7 @@ from graphcore.settings import Settings, get_settings
 from graphq.worker.rq_hooks import StepJobHooks
 
 __all__ = [
+    "BATCH_FUNC",
     "STEP_FUNC",
     "STEP_JOB_NAME",
     "ForeignJobError",
@@ -40,6 +41,9 @@ log = logging.getLogger("graphq.step")
 
 STEP_FUNC = "graphq.worker.step.job.step_job"
 """Import path of the step job function that workers run."""
+
+BATCH_FUNC = "graphq.worker.step.batch.batch_job"
+"""Import path of the helper job of a split step (:mod:`graphq.worker.step.batch`)."""
 
 STEP_JOB_NAME = "graphq.worker.job.step_job"
 """The function name a step job's hash carries: the step job's import path in the previous release, kept so
@@ -57,7 +61,8 @@ class ForeignJobError(PermanentError):
 
 
 class StepJob(StepJobHooks):
-    """The RQ job class of graphq's queues and workers: it runs :data:`STEP_FUNC` and nothing else.
+    """The RQ job class of graphq's queues and workers: it runs :data:`STEP_FUNC` (and a split step's helper,
+    :data:`BATCH_FUNC`) and nothing else.
 
     RQ imports whatever function (and success, failure or stopped callback) a job hash names, so anyone who
     can write to Redis could otherwise make every worker import and call any installed function. A job
@@ -95,9 +100,10 @@ class StepJob(StepJobHooks):
     def func(self) -> Any:
         if self._func_name in FORMER_STEP_FUNCS:  # a job made in this process (not read from its hash)
             self._func_name = STEP_FUNC
-        if self.func_name != STEP_FUNC or self.instance is not None:
+        if self.func_name not in (STEP_FUNC, BATCH_FUNC) or self.instance is not None:
             raise ForeignJobError(
-                f"job {self.id} names {self.func_name!r}; graphq workers run only {STEP_FUNC} (not imported)"
+                f"job {self.id} names {self.func_name!r}; graphq workers run only {STEP_FUNC} and "
+                f"{BATCH_FUNC} (not imported)"
             )
         return super().func
 

@@ -117,18 +117,24 @@ def send_timeouts(node: str, timeout: Timeout) -> tuple[float | None, IdleTimeou
     return node_timeouts(f"Send(node={node!r}, timeout=...)", timeout)
 
 
-def prepare_tasks(graph: GraphSpec, cp: Checkpoint, remaining: int | None = None) -> list[Task]:
+def prepare_tasks(
+    graph: GraphSpec, cp: Checkpoint, remaining: int | None = None, only: range | None = None
+) -> list[Task]:
     """The tasks of the super-step that follows ``cp``, in order.
 
     Each state-triggered task gets its own view of the state, so a node that assigns into its input does
     not change what a parallel sibling reads (G3). With ``remaining`` (the super-steps the run may still
     take, this one included) the view holds the schema's managed values (:mod:`graphcore.managed`).
+    ``only``: the positions of the tasks wanted (a batch of a split step), each task as the whole step
+    would have it (same id, index and path); None: all.
     """
     tasks = []
     values = (
         cp.channel_values if remaining is None else graph.schema.with_managed(cp.channel_values, remaining)
     )
-    for index, (pending, path) in enumerate(zip(cp.next_tasks, task_paths(cp), strict=True)):
+    paths = task_paths(cp)
+    for index in only if only is not None else range(len(cp.next_tasks)):
+        pending, path = cp.next_tasks[index], paths[index]
         reads = None if pending.send else graph.nodes[pending.node].reads
         arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(values)
         tasks.append(

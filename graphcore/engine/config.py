@@ -131,6 +131,9 @@ class RunConfig(BaseModel):
         run_name: a name for the run (LangGraph's ``run_name``), kept for reading; graphq does not use it.
         max_concurrency: at most this many tasks of one super-step run at once (LangGraph's
             ``max_concurrency``); None → up to ``GRAPHQ_MAX_WORKERS_PER_STEP``.
+        shard_min_tasks: on the queue, a super-step with at least this many tasks still to run is split
+            into batches that the worker pool runs (:mod:`graphq.worker.step.split`); 0 never splits; None →
+            ``GRAPHQ_SHARD_MIN_TASKS``. A workflow option (``compile(config=...)``) or a run's.
         durability: LangGraph's ``durability`` (``sync``, ``async``, ``exit``), recorded; in-process
             ``exit`` writes checkpoints only when the run returns, pauses or fails
             (:mod:`graphcore.engine.durability`); on the queue every super-step is committed whatever it says.
@@ -170,6 +173,7 @@ class RunConfig(BaseModel):
     checkpoint_ns: str = ""
     run_name: str | None = None
     max_concurrency: int | None = Field(default=None, ge=1)
+    shard_min_tasks: int | None = Field(default=None, ge=0, le=1_000_000)
     durability: Literal["sync", "async", "exit"] | None = None
     context: Any = None
     stream_mode: list[Literal["messages"]] = Field(default_factory=list)

@@ -145,6 +145,7 @@ def run_step(
     on_retry: RetryHook | None = None,
     handled: Mapping[str, str] | None = None,
     on_handled: TaskDone | None = None,
+    only: range | None = None,
 ) -> StepResult:
     """Run the tasks of the super-step after ``cp``.
 
@@ -164,6 +165,8 @@ def run_step(
             in an earlier attempt: only the handler runs (:mod:`graphcore.engine.handlers`).
         on_handled: saves a task's failure record (a ``failure_entry`` with ``handled``) before its error
             handler runs; what it raises fails the task unchanged.
+        only: the positions of the step's tasks to run (a batch of a split step,
+            :mod:`graphq.worker.step.split`); the result holds those tasks only. None: every task.
 
     Returns:
         The writes of all tasks in order, and the first error (in task order) if any task failed. Tasks
@@ -172,7 +175,7 @@ def run_step(
         cannot stop a thread) but its late result and stream chunks are ignored.
     """
     step, tasks, todo, outcomes = _plan(
-        graph, cp, config, finished, on_task_done, writer, cancel, on_retry, handled, on_handled
+        graph, cp, config, finished, on_task_done, writer, cancel, on_retry, handled, on_handled, only
     )
     if has_async_tasks(graph, todo):
         # on one event loop (graphcore.engine.async_step), the sync ones in the pool: one max_concurrency
@@ -248,12 +251,13 @@ def _plan(
     on_retry: RetryHook | None,
     handled: Mapping[str, str] | None,
     on_handled: TaskDone | None,
+    only: range | None = None,
 ) -> tuple[Step, list[Task], list[Task], dict[str, TaskWrites | Exception]]:
     """What a step shares, its tasks, those still to run (not in ``finished``, nor found in the graph's
     cache: :mod:`graphcore.engine.cache`) and the outcomes known (a cache hit is passed to
-    ``on_task_done`` here, as a task that finished)."""
+    ``on_task_done`` here, as a task that finished). ``only``: the positions of the tasks wanted."""
     finished = finished or {}
-    tasks = prepare_tasks(graph, cp, remaining_steps(config))
+    tasks = prepare_tasks(graph, cp, remaining_steps(config), only)
     todo = [t for t in tasks if t.id not in finished]
     cache = StepCache(graph, todo) if graph.cache is not None else None
     write = writer or (lambda task, chunk: None)
@@ -262,7 +266,8 @@ def _plan(
     for hit in hits.values():
         if step.done is not None:
             step.done(hit)
-    return step, tasks, [t for t in todo if t.id not in hits], {**finished, **hits}
+    known = {t.id: finished[t.id] for t in tasks if t.id in finished}
+    return step, tasks, [t for t in todo if t.id not in hits], {**known, **hits}
 
 
 def _submit(step: Step, todo: Sequence[Task]) -> list[tuple[Task, Future[TaskWrites]]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -45,21 +45,16 @@ from graphcore.engine.algo import (
     with_command,
 )
 from graphcore.engine.breakpoints import stop_of
-from graphcore.engine.checkpointer import replay_of
 from graphcore.engine.config import (
     RunConfig,
-    Scope,
     budget_from,
     checkpoint_metadata,
-    named_checkpoints,
     run_scope,
-    with_remaining_steps,
-    worker_step,
 )
-from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error, with_resume
+from graphcore.engine.executor import CompiledGraph, start_point, step_limit_error
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
-from graphcore.engine.step import RetryHook, StepResult, run_step
+from graphcore.engine.step import StepResult
 from graphcore.errors import (
     Cancelled,
     ColdStop,
@@ -76,16 +71,16 @@ from graphq.worker.step.attempt import RunLimits, StepAttempt, commit_ahead_of
 from graphq.worker.step.breakpoints import stop_at
 from graphq.worker.step.commit_script import StepCommit
 from graphq.worker.step.committing import commit, commit_step
-from graphq.worker.step.context import DRAIN, get_context
+from graphq.worker.step.context import get_context
 from graphq.worker.step.ending import complete, end, fail
 from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.handover import Stop
 from graphq.worker.step.lease import PhaseError, retire_if_stuck
-from graphq.worker.step.messages import step_messages
 from graphq.worker.step.pausing import pause, seed_answers, step_answers
 from graphq.worker.step.progress import step_progress
 from graphq.worker.step.replies import ClaimResult
-from graphq.worker.step.substore import FencedStore
+from graphq.worker.step.splitting import run_split, splits
+from graphq.worker.step.tasks import StepTasks, custom_writer, step_scope
 
 __all__ = ["step_job"]
 
@@ -209,14 +204,7 @@ def _run(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
         end(attempt, RunStatus.CANCELED, timeout)
         return "canceled: run timeout"
     _mark_running(attempt, cfg)
-    run_key = keys.run(run.thread_id, run.id)
-    subgraphs = FencedStore(attempt.store, lease.key, lease.token, run_key, (run.id, run.step))
-    # subgraphs checkpoint here, fenced (G7, I1); nodes share the workers' long-term store
-    named = named_checkpoints(cfg)  # a subgraph's config names its checkpoints (LangGraph's checkpoint_map)
-    replay = replay_of(subgraphs, run.thread_id, cfg.checkpoint_id, run.created_at, named)  # back in time
-    scope = Scope(
-        subgraphs, run.thread_id, memory=ctx.memory(run.workflow), control=DRAIN, replay=replay, run_id=run.id
-    )
+    scope = step_scope(attempt, cfg)
     with run_scope(scope):  # the routers from START run in the input's __start__ task
         cp, continued = _head(attempt, graph, cfg)
     attempt.at_step(cp.step + 1)
@@ -234,45 +222,24 @@ def _run(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
         return pause(attempt, [], persisted=True, stop=stop)
     answers = step_answers(attempt) if pending else {}
     finished, resume = resume_plan(finished, answers)
+    tasks = StepTasks(attempt, graph, cfg, scope)
+    if cp is read and splits(graph, cfg, cp, finished, ctx.settings):
+        split = run_split(attempt, tasks, limits)
+        return split if isinstance(split, str) else _step_end(attempt, graph, split, True, persisted=True)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
     progress = step_progress(cp.step + 1, len(cp.next_tasks), len(finished), attempt.event)
-
-    def persist(tw: TaskWrites) -> None:
-        if lease.stop is not None:  # given up: a task ending now ran under a cancel; the step runs again
-            return
-        attempt.put_writes(stored_writes(graph, tw))
-        if progress is not None:
-            progress.task_done()
-
-    saved_failures = False
-
-    def save_failure(record: TaskWrites) -> None:  # a failure its error handler takes, fenced, before it runs
-        nonlocal saved_failures
-        attempt.put_writes(record)
-        saved_failures = True
-
     lease.limit(*_deadline(graph, limits, cp))
-    cfg, messages = step_messages(cfg, cp, attempt.events)
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     persisting = len(cp.next_tasks) > 1
-    on_done = _hooks(persist if persisting else None, messages.task_done if messages is not None else None)
-    timed = metrics.node_timer(run.workflow, time.perf_counter(), on_done)  # on_done itself: metrics off
-    with run_scope(scope), worker_step():
-        outcome = run_step(
-            graph,
-            cp,
-            with_remaining_steps(with_resume(cfg, resume, answers), run.step + run.budget_from),
-            finished=finished,
-            on_task_done=timed,
-            writer=_custom_writer(attempt, cp.step + 1),
-            cancel=lease.cancel,
-            on_retry=_retry_events(attempt, cp.step + 1),
-            handled=handled,
-            on_handled=save_failure,
-        )
-    if messages is not None:
-        messages.flush()
-    pending = pending or saved_failures  # the commit drops the failure records too
+    outcome = tasks.run(
+        finished,
+        handled,
+        resume,
+        answers,
+        persisting=persisting,
+        task_done=progress.task_done if progress is not None else None,
+    )
+    pending = pending or tasks.saved_failures  # the commit drops the failure records too
     return _step_end(attempt, graph, outcome, pending, persisted=persisting)
 
 
@@ -282,19 +249,6 @@ def _earlier(attempt: StepAttempt, cp: Checkpoint) -> tuple[dict[str, TaskWrites
     the handlers run again, :mod:`graphcore.engine.handlers`); one read."""
     written, errors = attempt.store.get_writes_and_errors(attempt.run.thread_id, cp.id)
     return dict(written), handled_of(errors)
-
-
-def _hooks(*hooks: Callable[[TaskWrites], None] | None) -> Callable[[TaskWrites], None] | None:
-    """An ``on_task_done`` hook calling each of ``hooks`` that is not None, in order; None for none."""
-    given = [h for h in hooks if h is not None]
-    if len(given) < 2:
-        return given[0] if given else None
-
-    def each(tw: TaskWrites) -> None:
-        for hook in given:
-            hook(tw)
-
-    return each
 
 
 def _step_end(
@@ -374,21 +328,6 @@ def _deadline(graph: CompiledGraph, limits: RunLimits, cp: Checkpoint) -> tuple[
     return at, stop, cp.step + 1
 
 
-def _retry_events(attempt: StepAttempt, step: int) -> RetryHook:
-    """Record each retry of a node in the run's events (G9), in thread step ``step``."""
-
-    def on_retry(task: Any, failed_try: int, error: BaseException, wait_s: float) -> None:
-        event = {
-            "node": task.node,
-            "attempt": failed_try,
-            "error": f"{type(error).__name__}: {error}",
-            "wait_s": round(wait_s, 3),
-        }
-        attempt.event("retry", step, event)
-
-    return on_retry
-
-
 def _first_step(attempt: StepAttempt, cfg: RunConfig) -> int:
     """The thread's number of the step this job runs, before :func:`_head` sets the run's head: after the
     start point (C2, C3), and after the input checkpoint when there is an input to apply."""
@@ -462,17 +401,7 @@ def _start_task(attempt: StepAttempt, cfg: RunConfig, step: int) -> StartTask:
     ``__start__`` task, :func:`~graphcore.engine.algo.start_routes`): the run's config, and a stream writer
     whose chunks go into the run's events as ``custom`` events of ``step`` (the input applied's), as a
     node's do."""
-    return StartTask(cfg, _custom_writer(attempt, step))
-
-
-def _custom_writer(attempt: StepAttempt, step: int) -> Callable[[Any, Any], None]:
-    """The stream writer of the tasks of the thread's super-step ``step``: each chunk a ``custom`` event of
-    the run (fenced by the attempt's lease; it waits out a Redis outage), with the writing task's node."""
-
-    def emit(task: Any, chunk: Any) -> None:
-        attempt.event("custom", step, {"node": task.node, "chunk": chunk})
-
-    return emit
+    return StartTask(cfg, custom_writer(attempt, step))
 
 
 def _commit_start(

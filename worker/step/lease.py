@@ -293,6 +293,10 @@ class Lease:
         if self.phase not in _OVER and self.phase is not Phase.COMMIT_LATER:
             self._give_back()
 
+    def renew(self, now: bool) -> tuple[bool, bytes]:
+        """One keeper tick: :func:`renew` of this lease (extend it when ``now``, else only look)."""
+        return renew(self.kv, self.thread_id, self.run_id, self.token, self.ttl_ms, now)
+
     def _give_back(self) -> None:
         """``release_lease.lua``: delete the key and its lease index entry if the token is still ours."""
         script(self.kv, "release_lease")(keys=[self.key, keys.lease_index()], args=[self.token, self.member])
@@ -346,7 +350,7 @@ class _Keeper:
             lease.abort(lease.deadline[1])
         due = time.monotonic() >= lease.renew_at
         try:
-            held, cancel = renew(self.kv, lease.thread_id, lease.run_id, lease.token, lease.ttl_ms, due)
+            held, cancel = lease.renew(due)
         except Exception as exc:  # a transient Redis error: try again at the next tick
             lease.renewals.failed(exc)
             return

@@ -1,0 +1,167 @@
+"""One batch of a split step (:mod:`graphq.worker.step.split`), run by its step's owner or by a helper job.
+
+A helper job (:func:`batch_job`, on the workflow's queue) claims a free batch of the split step after
+checkpoint ``cp_id``, runs the batch's tasks under the batch's lease and marks it done; while batches are
+still unclaimed it enqueues one more helper, at the back of the queue (other runs' steps take their turns
+between a wide step's batches). A helper that finds no free batch (the split is closed, or every batch is
+taken) does nothing.
+
+A batch runs its tasks as an unsplit step runs them (:class:`graphq.worker.step.tasks.StepTasks`): each
+finished task's writes are persisted at once as pending writes of the step, fenced by the batch's lease; a
+task whose writes an earlier attempt persisted is not run again (I2). A task failure that ends the run (the
+first in task order, as an unsplit step's) is recorded with the batch; any other error (Redis, a bug) leaves
+the batch to lapse: it is claimed again and runs only its unfinished tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from graphcore import keys
+from graphcore.backend.runs import RunRecord
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.handlers import handled_of
+from graphcore.engine.interrupts import resume_plan
+from graphcore.errors import PermanentError
+from graphq.worker import logs
+from graphq.worker.queue import BATCH_FUNC
+from graphq.worker.step.attempt import StepAttempt
+from graphq.worker.step.context import WorkerContext, get_context
+from graphq.worker.step.ending import run_error
+from graphq.worker.step.pausing import step_answers
+from graphq.worker.step.progress import INTERVAL_S
+from graphq.worker.step.split import BatchFailure, BatchLease, Claim, Split
+from graphq.worker.step.tasks import StepTasks, step_scope
+
+__all__ = ["batch_job", "run_batch"]
+
+log = logging.getLogger("graphq.step")
+
+
+def batch_job(thread_id: str, cp_id: str) -> str:
+    """A helper job of the split step after checkpoint ``cp_id`` of ``thread_id``: claim a free batch and run
+    it (see the module). Returns a short outcome for RQ's result."""
+    ctx = get_context()
+    split = Split.read(ctx.kv, thread_id, cp_id)
+    if split is None:
+        return "skipped: the split step is over"
+    token = uuid.uuid4().hex
+    claim = split.claim(token, int(ctx.settings.lease_ttl_s * 1000))
+    if claim is None:
+        return "skipped: no batch left"
+    fields, bound = logs.bind(run=claim.run_id, thread=thread_id)
+    try:
+        run = ctx.runs.get(claim.run_id, thread_id)
+        fields["workflow"], fields["tenant"] = run.workflow, run.tenant
+        cp = ctx.store(run.workflow).get(thread_id, cp_id)
+        if cp is None:
+            return "skipped: the step's checkpoint is gone"
+        if claim.left > 0:
+            call_helpers(ctx, run, split, 1, at_front=False)
+        return run_batch(ctx, run, cp, split, claim, token)
+    finally:
+        logs.unbind(bound)
+
+
+def run_batch(
+    ctx: WorkerContext, run: RunRecord, cp: Checkpoint, split: Split, claim: Claim, token: str
+) -> str:
+    """Run the tasks of the batch ``claim`` took (with ``token``) under its lease, and mark it done.
+
+    Raises:
+        Cancelled: the run was canceled with ``interrupt``, or its deadline passed (the batch is left).
+        Exception: anything but a task's failure (Redis, a bug): the batch is left to lapse.
+    """
+    settings = ctx.settings
+    lease = BatchLease(
+        ctx.kv, run.thread_id, split, claim, token, settings.lease_ttl_s, settings.heartbeat_interval_s
+    )
+    attempt = StepAttempt(ctx, run, lease, None)
+    attempt.cp = cp
+    graph = ctx.registry.get(run.workflow)
+    limits = attempt.limits(graph)
+    scope = step_scope(attempt, limits.cfg)
+    written, errors = attempt.store.get_writes_and_errors(run.thread_id, cp.id)
+    finished, resume = resume_plan(dict(written), step_answers(attempt))
+    progress = _Progress(attempt, split)
+    with lease:
+        lease.limit(limits.deadline, limits.stop, cp.step + 1)
+        tasks = StepTasks(attempt, graph, limits.cfg, scope)
+        outcome = tasks.run(
+            finished,
+            handled_of(errors),
+            resume,
+            step_answers(attempt),
+            persisting=True,
+            task_done=progress.task_done,
+            only=split.positions(claim.batch),
+        )
+        progress.flush()
+        failure = _failure(outcome.failed, cp.step + 1)
+        lease.dropping()
+        split.finish(lease.token, failure)
+        lease.dropped()
+    return f"batch {claim.batch} of {split.batches}: {len(outcome.results)} tasks" + (
+        " (failed)" if failure else ""
+    )
+
+
+def _failure(failed: Any, step: int) -> BatchFailure | None:
+    """The batch's first task failure that ends the run; raises any other error (the batch is left)."""
+    if not failed:
+        return None
+    task, error = failed[0]
+    if not isinstance(error, PermanentError):  # not the task's fault: e.g. Redis, persisting its writes
+        raise error
+    return BatchFailure(task.index, run_error(error, step, task.node))
+
+
+class _Progress:
+    """A batch's finished tasks, counted in the split's record and shown as the step's ``progress`` events
+    (at most one call every :data:`~graphq.worker.step.progress.INTERVAL_S` seconds a process, and at the
+    step's last task)."""
+
+    def __init__(self, attempt: StepAttempt, split: Split) -> None:
+        run = attempt.run
+        self.attempt, self.split = attempt, split
+        self.run_key, self.events_key = (
+            keys.run(run.thread_id, run.id),
+            keys.run_events(run.thread_id, run.id),
+        )
+        self.step = attempt.head.step + 1
+        self.pending, self.last = 0, time.monotonic()
+
+    def task_done(self) -> None:
+        self.pending += 1
+        if time.monotonic() - self.last >= INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending == 0:
+            return
+        count, self.pending, self.last = self.pending, 0, time.monotonic()
+        try:
+            self.split.progress(
+                self.attempt.lease.token, self.run_key, self.events_key, count, self.step, True
+            )
+        except Exception as exc:  # a display count must not fail the batch; its writes' own errors will
+            log.warning("progress of a split step not counted: %s", exc)
+
+
+def call_helpers(ctx: WorkerContext, run: RunRecord, split: Split, count: int, *, at_front: bool) -> None:
+    """Enqueue ``count`` helper jobs of ``split`` on ``run``'s workflow queue (at its front for the first
+    wave: a running step's batches go ahead of new runs' first steps)."""
+    queue = ctx.queue.queue(run.workflow)
+    for _ in range(count):
+        queue.enqueue_call(
+            BATCH_FUNC,
+            args=(run.thread_id, split.cp_id),
+            timeout=ctx.settings.step_timeout_s,
+            result_ttl=0,
+            failure_ttl=ctx.settings.result_ttl_s,
+            description=f"{run.workflow} run {run.id}: a batch of its split step",
+            at_front=at_front,
+        )

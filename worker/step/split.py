@@ -1,0 +1,189 @@
+"""A split step's record in Redis: a wide super-step's tasks in batches that any worker of the pool may take.
+
+A super-step with at least ``GRAPHQ_SHARD_MIN_TASKS`` tasks still to run is split
+(:mod:`graphq.worker.step.splitting`): its tasks, in task order, are cut into batches of
+``GRAPHQ_SHARD_BATCH_TASKS`` (batch ``i`` holds the tasks at positions ``i * size`` up to ``(i + 1) * size``).
+The step's owner (the step job holding the step's lease) and helper jobs on the workflow's queue
+(:mod:`graphq.worker.step.batch`) each claim a batch, run its tasks, persist each finished task's writes as
+pending writes of the step (fenced by the batch's lease) and mark it done. The owner commits the step once
+every batch is done.
+
+The record is one hash per split step, keyed by the step's head checkpoint (:func:`graphcore.keys.split`),
+so a continuation of a run whose owner died joins the same split: the batches done stay done, the batches
+held by live workers go on. Its fields are described in ``_batch.lua``.
+
+A batch's lease is two fields of the record (its token, and until when it holds, on Redis's clock); the
+token is ``<hex>#<batch>``, which the fence of every fenced script recognises (``_fence.lua``), so a batch's
+pending writes, events and subgraph checkpoints go through the same scripts as a step's. Closing the split
+deletes the record: every batch's lease goes with it, and a batch still running is refused its writes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from graphcore import keys
+from graphcore.backend.connection import outlast
+from graphcore.backend.lua import script
+from graphcore.backend.runs import RunError
+from graphcore.errors import LeaseLostError
+from graphq.worker.step.lease import Lease
+
+__all__ = ["BatchFailure", "BatchLease", "Claim", "Split"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A batch claimed: its number, the run that owns the split now, and how many batches were never handed
+    out after this one."""
+
+    batch: int
+    run_id: str
+    left: int
+
+
+@dataclass(frozen=True)
+class BatchFailure:
+    """A task failure that ended a batch: the task's position in the step, and the run's error record."""
+
+    index: int
+    error: RunError
+
+    def to_json(self) -> str:
+        """The failure as stored in the record (``f:<batch>``)."""
+        return json.dumps({"index": self.index, "error": self.error.model_dump(mode="json")})
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> BatchFailure:
+        """A failure as :meth:`to_json` stored it."""
+        data = json.loads(raw)
+        return cls(int(data["index"]), RunError.model_validate(data["error"]))
+
+
+class Split:
+    """The record of the split super-step that follows checkpoint ``cp_id`` of ``thread_id``.
+
+    Args:
+        kv: redis-py client.
+        tasks: the step's tasks (all of them, finished or not).
+        size: tasks per batch (at least 1).
+    """
+
+    def __init__(self, kv: Any, thread_id: str, cp_id: str, tasks: int, size: int) -> None:
+        self.kv, self.thread_id, self.cp_id = kv, thread_id, cp_id
+        self.tasks, self.size = tasks, size
+        self.key = keys.split(thread_id, cp_id)
+        self.done_key = keys.split_done(thread_id, cp_id)
+
+    @classmethod
+    def read(cls, kv: Any, thread_id: str, cp_id: str) -> Split | None:
+        """The split of the step after ``cp_id`` as its record says, or None when it has none (closed)."""
+        tasks, size = kv.hmget(keys.split(thread_id, cp_id), "tasks", "size")
+        if tasks is None or size is None:
+            return None
+        return cls(kv, thread_id, cp_id, int(tasks), int(size))
+
+    @property
+    def batches(self) -> int:
+        """How many batches the step's tasks make."""
+        return -(-self.tasks // self.size)
+
+    def positions(self, batch: int) -> range:
+        """The positions (in the step's task order) of the tasks of ``batch``."""
+        return range(batch * self.size, min((batch + 1) * self.size, self.tasks))
+
+    def open(self, lease: Lease, run_id: str, step: int, ttl_ms: int, finished: int) -> bool:
+        """Create the record, or join the one an earlier owner of this step left; fenced by the step's
+        ``lease``. The record expires after ``ttl_ms`` (the step's job timeout) if never closed; ``finished``:
+        the step's tasks finished already (progress counts on from there). Returns True when it joined an
+        existing split.
+
+        Raises:
+            LeaseLostError: the step's lease is no longer held (nothing written).
+        """
+        argv = [lease.token, run_id, step, self.tasks, self.size, self.batches, ttl_ms, finished]
+        reply = outlast(script(self.kv, "split_open"), keys=[lease.key, self.key, self.done_key], args=argv)
+        if reply == 0:
+            raise LeaseLostError(f"run {run_id}: the split of its step was not opened: the lease is not held")
+        return bool(reply == 2)
+
+    def claim(self, token: str, ttl_ms: int) -> Claim | None:
+        """Claim a batch with ``token`` (hex, no ``#``): the next never handed out, else one whose lease
+        lapsed; None when none is free or the split is closed. The batch's token is ``token#<batch>``."""
+        batch, run_id, left = outlast(script(self.kv, "claim_batch"), keys=[self.key], args=[token, ttl_ms])
+        if batch < 0:
+            return None
+        return Claim(int(batch), run_id.decode() if isinstance(run_id, bytes) else str(run_id), int(left))
+
+    def finish(self, token: str, failure: BatchFailure | None) -> bool:
+        """Mark the batch of ``token`` done (with the failure that ends its run, if any), give its lease back
+        and wake the owner. Returns False when the batch was not the caller's any more (nothing written)."""
+        args = [token, failure.to_json() if failure is not None else ""]
+        return bool(outlast(script(self.kv, "finish_batch"), keys=[self.key, self.done_key], args=args) >= 0)
+
+    def progress(self, token: str, run_key: str, events_key: str, tasks: int, step: int, event: bool) -> int:
+        """Count ``tasks`` more finished tasks (fenced by the batch's ``token``), appending a ``progress``
+        event of thread step ``step`` when ``event`` or at the step's last task. Returns the step's finished
+        tasks so far (-1: refused)."""
+        argv = [token, tasks, int(event), step]
+        return int(
+            outlast(script(self.kv, "split_progress"), keys=[self.key, run_key, events_key], args=argv)
+        )
+
+    def close(self, lease: Lease) -> bool:
+        """Delete the record (every batch's lease with it), fenced by the step's ``lease``. Returns False when
+        the lease is not held."""
+        reply = outlast(
+            script(self.kv, "split_close"), keys=[lease.key, self.key, self.done_key], args=[lease.token]
+        )
+        return bool(reply)
+
+    def state(self) -> tuple[int, list[BatchFailure]]:
+        """``(batches done, their failures in task order)``; ``(-1, [])`` when the split is closed."""
+        raw = self.kv.hgetall(self.key)
+        if not raw:
+            return -1, []
+        failures = [BatchFailure.from_json(v) for k, v in raw.items() if k.startswith(b"f:")]
+        return int(raw[b"done"]), sorted(failures, key=lambda f: f.index)
+
+    def wait(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` seconds for a batch to end (any batch, since the last call)."""
+        self.kv.blpop([self.done_key], timeout=timeout_s)
+
+
+class BatchLease(Lease):
+    """The lease of one batch of a split step: fields of the split's record (``_fence.lua``), renewed by the
+    process's keeper like a step's lease (``renew_batch.lua``, which also reads the run's cancel request),
+    and not in the lease index (a lapsed batch is claimed again, :meth:`Split.claim`; the reaper has nothing
+    to do with it).
+
+    Args:
+        split: the split's record.
+        claim: the batch claimed.
+        token: the claimer's token (hex).
+    """
+
+    def __init__(
+        self,
+        kv: Any,
+        thread_id: str,
+        split: Split,
+        claim: Claim,
+        token: str,
+        ttl_s: float,
+        heartbeat_s: float,
+    ) -> None:
+        super().__init__(kv, thread_id, claim.run_id, ttl_s, heartbeat_s)
+        self.key = split.key
+        self.member = ""
+        self.token = f"{token}#{claim.batch}"
+        self.batch = claim.batch
+
+    def renew(self, now: bool) -> tuple[bool, bytes]:
+        """One keeper tick (``renew_batch.lua``)."""
+        held, cancel = script(self.kv, "renew_batch")(
+            keys=[self.key, self.run_key], args=[self.token, self.ttl_ms, int(now)]
+        )
+        return bool(held), cancel

@@ -1,0 +1,130 @@
+"""How a step attempt runs a wide super-step across the worker pool (:mod:`graphq.worker.step.split`).
+
+The step's owner (the step job holding the step's lease):
+
+1. opens the split (its record in Redis, fenced by the step's lease; or joins the record an earlier owner
+   of the same step left) and writes the step's first ``progress`` event;
+2. enqueues helper jobs at the front of the workflow's queue, one per other live worker process (at most
+   one per batch but its own): each runs a batch and, while batches are unclaimed, enqueues the next helper
+   at the back of the queue (:mod:`graphq.worker.step.batch`);
+3. claims and runs batches itself until none is free, then waits for the batches others hold (waking as
+   each ends; a batch whose lease lapsed is claimed again and runs only its unfinished tasks);
+4. once every batch is done: a task failure recorded by a batch ends the run Failed (the first in task
+   order, as an unsplit step); otherwise the step's outcome is read back from its pending writes in task
+   order (the tasks not persisted, e.g. one stopped at a subgraph's breakpoint, run here), the split is
+   closed, and the step commits as an unsplit step commits (:func:`graphq.worker.step.job._step_end`), so
+   its checkpoint is the one the unsplit step would write.
+
+A cancel with ``interrupt`` or the run's deadline reaches every batch through its lease; the owner then
+closes the split (a batch still running is refused its writes) and ends the run as an unsplit step does.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from graphcore.backend.runs import RunStatus
+from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.config import RunConfig
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.handlers import handled_of
+from graphcore.engine.interrupts import resume_plan
+from graphcore.engine.step import StepResult
+from graphcore.errors import Cancelled
+from graphcore.settings import Settings
+from graphcore.types import TaskWrites
+from graphq.worker.step.attempt import RunLimits, StepAttempt
+from graphq.worker.step.batch import call_helpers, run_batch
+from graphq.worker.step.ending import end
+from graphq.worker.step.pausing import step_answers
+from graphq.worker.step.split import Split
+from graphq.worker.step.tasks import StepTasks
+
+__all__ = ["run_split", "splits"]
+
+_WAIT_S = 1.0
+"""Longest wait for a batch to end before the owner looks again (for lapsed batches, its lease's stop)."""
+
+
+def splits(
+    graph: CompiledGraph,
+    cfg: RunConfig,
+    cp: Checkpoint,
+    finished: Mapping[str, TaskWrites],
+    settings: Settings,
+) -> bool:
+    """Whether the step after ``cp`` is split: at least the run's ``shard_min_tasks`` (else
+    ``GRAPHQ_SHARD_MIN_TASKS``; 0 never) of its tasks are still to run."""
+    least = cfg.shard_min_tasks if cfg.shard_min_tasks is not None else settings.shard_min_tasks
+    return least > 0 and len(cp.next_tasks) - len(finished) >= least
+
+
+def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits) -> StepResult | str:
+    """Run the attempt's step split (see the module): the step's outcome, in task order, for its commit;
+    or, when a batch's task failure ended the run, the job's outcome in words.
+
+    Raises:
+        Cancelled: canceled with ``interrupt``, or given up (the split is closed first).
+        LeaseLostError: the step's lease is no longer held.
+    """
+    ctx, run, lease, cp = attempt.ctx, attempt.run, attempt.lease, attempt.head
+    settings = ctx.settings
+    split = Split(ctx.kv, run.thread_id, cp.id, len(cp.next_tasks), settings.shard_batch_tasks)
+    lease.limit(limits.deadline, limits.stop, cp.step + 1)
+    finished = len(attempt.store.get_writes(run.thread_id, cp.id))
+    split.open(lease, run.id, run.step, settings.step_timeout_s * 1000, finished)
+    attempt.event("progress", cp.step + 1, {"done": finished, "total": split.tasks})
+    call_helpers(ctx, run, split, min(split.batches - 1, _other_workers(ctx.kv)), at_front=True)
+    try:
+        failures = _work(attempt, split)
+    except Cancelled:
+        split.close(lease)
+        raise
+    if failures:
+        split.close(lease)
+        failure = failures[0]
+        end(attempt, RunStatus.FAILED, failure.error)
+        return f"failed: {failure.error.type}"
+    outcome = _outcome(attempt, tasks)
+    split.close(lease)
+    return outcome
+
+
+def _work(attempt: StepAttempt, split: Split) -> list[Any]:
+    """Claim and run batches until none is free, then wait until every batch is done; returns the batches'
+    task failures in task order."""
+    ctx, run, lease, cp = attempt.ctx, attempt.run, attempt.lease, attempt.head
+    token = uuid.uuid4().hex
+    while True:
+        claim = split.claim(token, lease.ttl_ms)
+        if claim is not None:
+            run_batch(ctx, run, cp, split, claim, token)
+            continue
+        done, failures = split.state()
+        if done >= split.batches:
+            return failures
+        if lease.stop is not None:
+            raise Cancelled(lease.stop.error.message)
+        if lease.cancel.cancelled:
+            raise Cancelled("run canceled")
+        split.wait(_WAIT_S)
+
+
+def _outcome(attempt: StepAttempt, tasks: StepTasks) -> StepResult:
+    """The step's outcome read back from its pending writes, in task order; a task not persisted by its
+    batch (one stopped at a subgraph's breakpoint keeps nothing) runs here."""
+    run, cp = attempt.run, attempt.head
+    written, errors = attempt.store.get_writes_and_errors(run.thread_id, cp.id)
+    answers = step_answers(attempt)
+    finished, resume = resume_plan(dict(written), answers)
+    return tasks.run(finished, handled_of(errors), resume, answers, persisting=True)
+
+
+def _other_workers(kv: Any) -> int:
+    """The live worker processes besides this one (their heartbeat not expired)."""
+    from graphcore import keys
+
+    return max(0, int(kv.zcount(keys.workers(), f"({int(time.time() * 1000)}", "+inf")) - 1)
