@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from graphcore.backend.client import Client
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints import serde
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings
@@ -19,7 +19,7 @@ from tests.workflows.wide import wide
 REGISTRY = Registry({"wide": wide})
 
 
-def _run(client: Client, thread: str, n: int, **extra: object) -> str:
+def _run(client: Client, thread: str, n: int, **extra: Any) -> str:
     run_id = client.enqueue("wide", {"n": n, **extra}, thread_id=thread)
     work(client)
     return run_id
@@ -96,3 +96,45 @@ def test_a_step_splits_from_shard_min_tasks_tasks_in_batches_of_shard_batch_task
     assert opened == []  # 9 tasks: under GRAPHQ_SHARD_MIN_TASKS=10
     assert client.get_run(_run(client, "t-wide", 10)).status == RunStatus.COMPLETED
     assert opened == [(10, 2)]  # batches of 7: 7 + 3
+
+
+def _compare(client: Client, monkeypatch: pytest.MonkeyPatch, **input: Any) -> list[RunRecord]:
+    """The record of the run of ``input`` split (batches of 7), then unsplit."""
+    split_run = _run(client, "t-split", **input)
+    monkeypatch.setenv("GRAPHQ_SHARD_MIN_TASKS", "0")
+    get_settings.cache_clear()
+    return [client.get_run(split_run), client.get_run(_run(client, "t-whole", **input))]
+
+
+def test_a_task_failing_in_a_batch_fails_the_run_as_unsplit(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = _compare(client, monkeypatch, n=30, fail=17)  # batch 2 of 5 (tasks 14..20)
+    assert [r.status for r in records] == [RunStatus.FAILED] * 2
+    errors = [r.error for r in records]
+    assert errors[0] is not None and errors[1] is not None
+    assert (errors[0].type, errors[0].message, errors[0].node, errors[0].step) == (
+        "NodeError",
+        errors[1].message,
+        "work",
+        2,
+    )
+    assert errors[0].type == errors[1].type
+    assert "item 17 fails" in errors[0].message
+
+
+def test_interrupts_in_several_batches_pause_the_run_once_with_every_question(
+    client: Client, split: None
+) -> None:
+    run_id = _run(client, "t-ask", 30, ask=[3, 25])  # batches 0 and 3
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    asked = client.requests(run_id)
+    assert [i.value for i in asked] == [{"item": 3}, {"item": 25}]
+    client.answer(run_id, {asked[0].id: 1000, asked[1].id: 2000})
+    work(client)
+    last = client.chain(run_id)[-1]
+    assert last.status == RunStatus.COMPLETED
+    out = [i * i for i in range(30)]
+    out[3] += 1000
+    out[25] += 2000
+    assert last.result["out"] == out

@@ -25,12 +25,13 @@ from graphcore.backend.runs import RunRecord
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
-from graphcore.errors import PermanentError
+from graphcore.errors import Cancelled, PermanentError
 from graphq.worker import logs
 from graphq.worker.queue import BATCH_FUNC
 from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.context import WorkerContext, get_context
 from graphq.worker.step.ending import run_error
+from graphq.worker.step.lease import Lease
 from graphq.worker.step.pausing import step_answers
 from graphq.worker.step.progress import INTERVAL_S
 from graphq.worker.step.split import BatchFailure, BatchLease, Claim, Split
@@ -62,17 +63,27 @@ def batch_job(thread_id: str, cp_id: str) -> str:
         if claim.left > 0:
             call_helpers(ctx, run, split, 1, at_front=False)
         return run_batch(ctx, run, cp, split, claim, token)
+    except Cancelled as exc:  # canceled with interrupt, or its run's deadline: the owner ends the run
+        return f"canceled: {exc}"
     finally:
         logs.unbind(bound)
 
 
 def run_batch(
-    ctx: WorkerContext, run: RunRecord, cp: Checkpoint, split: Split, claim: Claim, token: str
+    ctx: WorkerContext,
+    run: RunRecord,
+    cp: Checkpoint,
+    split: Split,
+    claim: Claim,
+    token: str,
+    owner: Lease | None = None,
 ) -> str:
     """Run the tasks of the batch ``claim`` took (with ``token``) under its lease, and mark it done.
+    ``owner``: the step's lease, when its owner runs the batch (giving the step up gives the batch up).
 
     Raises:
-        Cancelled: the run was canceled with ``interrupt``, or its deadline passed (the batch is left).
+        Cancelled: the run was canceled with ``interrupt``, or the batch was given up (its run's deadline,
+            its owner's step given up): it is left to lapse, and its tasks finishing meanwhile keep nothing.
         Exception: anything but a task's failure (Redis, a bug): the batch is left to lapse.
     """
     settings = ctx.settings
@@ -83,30 +94,39 @@ def run_batch(
     attempt.cp = cp
     graph = ctx.registry.get(run.workflow)
     limits = attempt.limits(graph)
-    scope = step_scope(attempt, limits.cfg)
     written, errors = attempt.store.get_writes_and_errors(run.thread_id, cp.id)
-    finished, resume = resume_plan(dict(written), step_answers(attempt))
+    answers = step_answers(attempt)
+    finished, resume = resume_plan(dict(written), answers)
+    tasks = StepTasks(attempt, graph, limits.cfg, step_scope(attempt, limits.cfg))
     progress = _Progress(attempt, split)
-    with lease:
-        lease.limit(limits.deadline, limits.stop, cp.step + 1)
-        tasks = StepTasks(attempt, graph, limits.cfg, scope)
-        outcome = tasks.run(
-            finished,
-            handled_of(errors),
-            resume,
-            step_answers(attempt),
-            persisting=True,
-            task_done=progress.task_done,
-            only=split.positions(claim.batch),
-        )
-        progress.flush()
-        failure = _failure(outcome.failed, cp.step + 1)
-        lease.dropping()
-        split.finish(lease.token, failure)
-        lease.dropped()
-    return f"batch {claim.batch} of {split.batches}: {len(outcome.results)} tasks" + (
-        " (failed)" if failure else ""
-    )
+    if owner is not None:
+        owner.followers.add(lease)
+    try:
+        with lease:
+            lease.limit(limits.deadline, limits.stop, cp.step + 1)
+            if owner is not None and owner.stop is not None:
+                lease.abort(owner.stop)
+            outcome = tasks.run(
+                finished,
+                handled_of(errors),
+                resume,
+                answers,
+                persisting=True,
+                task_done=progress.task_done,
+                only=split.positions(claim.batch),
+            )
+            progress.flush()
+            if lease.stop is not None:
+                raise Cancelled(lease.stop.error.message)
+            failure = _failure(outcome.failed, cp.step + 1)
+            lease.dropping()
+            split.finish(lease.token, failure)
+            lease.dropped()
+    finally:
+        if owner is not None:
+            owner.followers.discard(lease)
+    ended = " (a task failed)" if failure is not None else ""
+    return f"batch {claim.batch} of {split.batches}: {len(outcome.results)} tasks{ended}"
 
 
 def _failure(failed: Any, step: int) -> BatchFailure | None:

@@ -145,6 +145,9 @@ class Lease:
         """``(time.time() at which the step is given up, how)`` once :meth:`limit` was called."""
         self.step_number: int | None = None
         """The thread step being run, once known (reported in the worker's heartbeat)."""
+        self.followers: set[Lease] = set()
+        """Leases given up with this one (the batch of a split step its owner runs,
+        :mod:`graphq.worker.step.splitting`)."""
 
     def move(self, to: Phase, *, only_from: Phase | None = None) -> bool:
         """Move the lease to phase ``to``; with ``only_from``, only when it is in that phase (else nothing
@@ -230,10 +233,13 @@ class Lease:
 
     def abort(self, stop: Stop) -> None:
         """Give the step up: remember why (the first reason wins) and set the cancel token, so that nodes
-        that look at it stop; the step job then closes the run as ``stop`` says."""
+        that look at it stop (its :attr:`followers` too); the step job then closes the run as ``stop``
+        says."""
         if self.stop is None:
             self.stop = stop
         self.cancel.cancel(self.stop.error.message)
+        for follower in list(self.followers):
+            follower.abort(stop)
 
     def dropping(self) -> None:
         """Announce a commit that deletes the lease key in its transaction (call it before sending the

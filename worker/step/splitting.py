@@ -57,9 +57,12 @@ def splits(
     settings: Settings,
 ) -> bool:
     """Whether the step after ``cp`` is split: at least the run's ``shard_min_tasks`` (else
-    ``GRAPHQ_SHARD_MIN_TASKS``; 0 never) of its tasks are still to run."""
+    ``GRAPHQ_SHARD_MIN_TASKS``; 0 never) of its tasks are still to run, and the run sets no
+    ``max_concurrency`` (a bound on the step's tasks at once, which batches on several processes would
+    exceed)."""
     least = cfg.shard_min_tasks if cfg.shard_min_tasks is not None else settings.shard_min_tasks
-    return least > 0 and len(cp.next_tasks) - len(finished) >= least
+    wide = len(cp.next_tasks) - len(finished) >= least
+    return least > 0 and wide and cfg.max_concurrency is None
 
 
 def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits) -> StepResult | str:
@@ -101,7 +104,7 @@ def _work(attempt: StepAttempt, split: Split) -> list[Any]:
     while True:
         claim = split.claim(token, lease.ttl_ms)
         if claim is not None:
-            run_batch(ctx, run, cp, split, claim, token)
+            run_batch(ctx, run, cp, split, claim, token, owner=lease)
             continue
         done, failures = split.state()
         if done >= split.batches:
