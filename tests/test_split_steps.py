@@ -8,21 +8,27 @@ from typing import Any
 import pytest
 
 from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints import serde
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, work, worker_env
-from tests.workflows.wide import wide
+from tests.workflows.wide import wide, wide_rich
 
-REGISTRY = Registry({"wide": wide})
+REGISTRY = Registry({"wide": wide, "wide-rich": wide_rich})
 
 
 def _run(client: Client, thread: str, n: int, **extra: Any) -> str:
     run_id = client.enqueue("wide", {"n": n, **extra}, thread_id=thread)
     work(client)
     return run_id
+
+
+def _history(client: Client, thread: str) -> list[tuple[int, bytes]]:
+    """Each checkpoint of ``thread``, newest first: its step and its values as stored (msgpack)."""
+    return [(cp.step, serde.dumps(cp.channel_values)) for cp in client.get_history(thread)]
 
 
 @pytest.fixture
@@ -46,9 +52,7 @@ def test_a_split_step_commits_what_the_unsplit_step_commits(
         == records[1].result
         == {"n": 40, "out": [i * i for i in range(40)], "total": sum(i * i for i in range(40))}
     )
-    histories = [client.get_history(t) for t in ("t-split", "t-whole")]
-    values = [[(cp.step, serde.dumps(cp.channel_values)) for cp in h] for h in histories]
-    assert values[0] == values[1]
+    assert _history(client, "t-split") == _history(client, "t-whole")
 
 
 @pytest.fixture
@@ -138,3 +142,25 @@ def test_interrupts_in_several_batches_pause_the_run_once_with_every_question(
     out[3] += 1000
     out[25] += 2000
     assert last.result["out"] == out
+
+
+def test_chunks_retries_commands_and_subgraphs_in_a_split_step_as_unsplit(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[RunRecord] = []
+    for thread, least in (("t-rich-split", "10"), ("t-rich-whole", "0")):
+        monkeypatch.setenv("GRAPHQ_SHARD_MIN_TASKS", least)
+        get_settings.cache_clear()
+        run_id = client.enqueue("wide-rich", {"n": 30}, thread_id=thread)
+        work(client)
+        runs.append(client.get_run(run_id))
+    assert [r.status for r in runs] == [RunStatus.COMPLETED] * 2
+    out = sorted(runs[0].result["out"])
+    assert out == sorted(runs[1].result["out"])
+    assert (out.count(-1), out.count(1), out.count(2)) == (1, 4, 3)  # extra once; item 1; 3 subgraphs
+    assert _history(client, "t-rich-split") == _history(client, "t-rich-whole")
+    events = [list(read_events(client.kv, r.thread_id, r.id)) for r in runs]
+    chunks = [sorted(e.data["chunk"]["item"] for e in ev if e.mode == "custom") for ev in events]
+    assert chunks[0] == chunks[1] == sorted([*range(30), 3, 13, 23])  # a chunk a try
+    retries = [sorted(e.data["node"] for e in ev if e.mode == "retry") for ev in events]
+    assert retries[0] == retries[1] == ["work"] * 3  # items 3, 13, 23

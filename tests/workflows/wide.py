@@ -1,5 +1,7 @@
-"""A wide super-step for split-step tests: ``plan`` sends one ``work`` task per item of the input's ``n``
-(``Send``), each squaring its item into a reducer list, then ``join`` sums them.
+"""Wide super-steps for split-step tests. ``wide``: ``plan`` sends one ``work`` task per item of the
+input's ``n`` (``Send``), each squaring its item into a reducer list, then ``join`` sums them.
+``wide-rich``: the same fan-out whose tasks each write a ``custom`` chunk and, by item, fail their first try
+(retried), return a ``Command`` going to ``extra``, or run a subgraph.
 
 Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``ask`` items whose task
 calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep. With
@@ -14,7 +16,17 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from graphcore import END, START, Send, StateGraph, interrupt
+from graphcore import (
+    END,
+    START,
+    Command,
+    RetryPolicy,
+    Send,
+    StateGraph,
+    get_config,
+    get_stream_writer,
+    interrupt,
+)
 
 
 class State(TypedDict, total=False):
@@ -72,3 +84,58 @@ def _build() -> Any:
 
 
 wide = _build()
+
+
+_tries: dict[tuple[str, int], int] = {}
+"""(thread id, item) → the tries of its task in this process (a task's retries run where it runs)."""
+
+
+def _inner() -> Any:
+    g = StateGraph(State)
+    g.add_node("a", lambda s: {"out": [1]})
+    g.add_node("b", lambda s: {"out": [2]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    return g.compile(name="wide-inner")
+
+
+inner = _inner()
+
+
+def rich(item: Item) -> Any:
+    i = item["i"]
+    get_stream_writer()({"item": i})
+    key = (str(get_config()["configurable"]["thread_id"]), i)
+    _tries[key] = _tries.get(key, 0) + 1
+    if i % 10 == 3 and _tries[key] == 1:
+        raise ValueError(f"item {i}: first try fails")
+    if i % 10 == 5:
+        return Command(update={"out": [i * i]}, goto="extra")
+    if i % 10 == 7:
+        return {"out": [i * i, *inner.invoke({"out": []})["out"]]}
+    return {"out": [i * i]}
+
+
+def extra(state: State) -> dict[str, Any]:
+    return {"out": [-1]}
+
+
+def _rich() -> Any:
+    g = StateGraph(State)
+    g.add_node("plan", plan)
+    g.add_node(
+        "work",
+        rich,
+        retry=RetryPolicy(max_attempts=2, initial_interval_s=0.01, jitter=False, retry_on=ValueError),
+    )
+    g.add_node("extra", extra)
+    g.add_node("join", join)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan, ["work"])
+    g.add_edge("work", "join")
+    g.add_edge("extra", "join")
+    g.add_edge("join", END)
+    return g.compile(name="wide-rich")
+
+
+wide_rich = _rich()

@@ -10,6 +10,7 @@ if not holds(KEYS[1], ARGV[1]) then return -1 end
 local done = redis.call('HINCRBY', KEYS[1], 'finished', ARGV[2])
 local total = tonumber(redis.call('HGET', KEYS[1], 'tasks'))
 if ARGV[3] == '1' or done >= total then
-  run_event(KEYS[3], KEYS[2], 'progress', ARGV[4], cmsgpack.pack({done = done, total = total}))
+  -- graphcore.checkpoints.serde's payload: its format version (1), then one msgpack object
+  run_event(KEYS[3], KEYS[2], 'progress', ARGV[4], string.char(1) .. cmsgpack.pack({done = done, total = total}))
 end
 return done
