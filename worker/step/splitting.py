@@ -21,12 +21,13 @@ closes the split (a batch still running is refused its writes) and ends the run 
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunStatus
+from graphcore.backend.workers import live_workers
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.config import RunConfig
 from graphcore.engine.executor import CompiledGraph
@@ -80,7 +81,7 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits) -> Step
     finished = len(attempt.store.get_writes(run.thread_id, cp.id))
     split.open(lease, run.id, run.step, settings.step_timeout_s * 1000, finished)
     attempt.event("progress", cp.step + 1, {"done": finished, "total": split.tasks})
-    call_helpers(ctx, run, split, min(split.batches - 1, _other_workers(ctx.kv)), at_front=True)
+    call_helpers(ctx, run, split, min(split.batches - 1, _other_workers(attempt)), at_front=True)
     try:
         failures = _work(attempt, split)
     except Cancelled:
@@ -126,8 +127,10 @@ def _outcome(attempt: StepAttempt, tasks: StepTasks) -> StepResult:
     return tasks.run(finished, handled_of(errors), resume, answers, persisting=True)
 
 
-def _other_workers(kv: Any) -> int:
-    """The live worker processes besides this one (their heartbeat not expired)."""
-    from graphcore import keys
-
-    return max(0, int(kv.zcount(keys.workers(), f"({int(time.time() * 1000)}", "+inf")) - 1)
+def _other_workers(attempt: StepAttempt) -> int:
+    """The live worker processes that serve the run's workflow, besides this one (by their heartbeat's
+    queues; a worker of another workflow would never take a helper job)."""
+    ctx = attempt.ctx
+    queue = ctx.queue.queue(attempt.run.workflow).name
+    live = live_workers(ctx.kv, server_ms(ctx.kv))
+    return len([w for w in live if queue in w.queues and w.id != ctx.worker_id])
