@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
@@ -164,3 +165,14 @@ def test_chunks_retries_commands_and_subgraphs_in_a_split_step_as_unsplit(
     assert chunks[0] == chunks[1] == sorted([*range(30), 3, 13, 23])  # a chunk a try
     retries = [sorted(e.data["node"] for e in ev if e.mode == "retry") for ev in events]
     assert retries[0] == retries[1] == ["work"] * 3  # items 3, 13, 23
+
+
+def test_a_run_timeout_during_a_split_step_cancels_the_run(client: Client, split: None) -> None:
+    run_id = client.enqueue(
+        "wide", {"n": 40, "sleep_s": 0.5}, thread_id="t-late", config={"run_timeout_s": 1.5}
+    )
+    work(client)
+    record = client.get_run(run_id)
+    assert record.status == RunStatus.CANCELED
+    assert record.error is not None and record.error.type == "RunTimeout"
+    assert client.kv.exists(keys.split("t-late", record.head or "")) == 0  # the split was closed
