@@ -18,6 +18,7 @@ from typing import Any
 from graphcore import keys
 from graphcore.checkpoints import saver, serde
 from graphcore.checkpoints.layout import (
+    FAILED_PREFIX,
     ChannelKinds,
     Plan,
     Record,
@@ -223,6 +224,15 @@ class KVCheckpointStore:
     ) -> tuple[Mapping[str, TaskWrites], Mapping[str, str]]:
         """Task id → persisted writes, and task id → error text of the failed ones (see the protocol)."""
         return decode_writes_and_errors(self.kv.hgetall(keys.pending_writes(thread_id, ns, checkpoint_id)))
+
+    def get_writes_of(
+        self, thread_id: str, checkpoint_id: str, task_ids: Sequence[str], *, ns: str = ""
+    ) -> tuple[Mapping[str, TaskWrites], Mapping[str, str]]:
+        """:meth:`get_writes_and_errors` of the tasks ``task_ids`` only (one HMGET: a batch of a wide step
+        reads its own tasks' writes, not the whole step's)."""
+        fields = [*task_ids, *(FAILED_PREFIX + t for t in task_ids)]
+        values = self.kv.hmget(keys.pending_writes(thread_id, ns, checkpoint_id), fields) if fields else []
+        return decode_writes_and_errors({f.encode(): v for f, v in zip(fields, values, strict=True) if v})
 
     def _load(self, thread_id: str, ns: str, record: Record) -> Checkpoint:
         pipe = self.kv.pipeline(transaction=False)

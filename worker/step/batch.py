@@ -23,6 +23,7 @@ from typing import Any
 from graphcore import keys
 from graphcore.backend.runs import RunRecord
 from graphcore.checkpoints.model import Checkpoint
+from graphcore.engine.algo import task_id
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
 from graphcore.errors import Cancelled, PermanentError
@@ -94,7 +95,9 @@ def run_batch(
     attempt.cp = cp
     graph = ctx.registry.get(run.workflow)
     limits = attempt.limits(graph)
-    written, errors = attempt.store.get_writes_and_errors(run.thread_id, cp.id)
+    positions = split.positions(claim.batch)
+    ids = [task_id(cp.id, i, cp.next_tasks[i].node) for i in positions]
+    written, errors = attempt.store.get_writes_of(run.thread_id, cp.id, ids)  # its own tasks' only
     answers = step_answers(attempt)
     finished, resume = resume_plan(dict(written), answers)
     tasks = StepTasks(attempt, graph, limits.cfg, step_scope(attempt, limits.cfg))
@@ -113,7 +116,7 @@ def run_batch(
                 answers,
                 persisting=True,
                 task_done=progress.task_done,
-                only=split.positions(claim.batch),
+                only=positions,
             )
             progress.flush()
             if lease.stop is not None:

@@ -224,7 +224,7 @@ def _run(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
     finished, resume = resume_plan(finished, answers)
     tasks = StepTasks(attempt, graph, cfg, scope)
     if cp is read and splits(graph, cfg, cp, finished, ctx.settings):
-        split = run_split(attempt, tasks, limits)
+        split = run_split(attempt, tasks, limits, len(finished))
         return split if isinstance(split, str) else _step_end(attempt, graph, split, True, persisted=True)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
     progress = step_progress(cp.step + 1, len(cp.next_tasks), len(finished), attempt.event)

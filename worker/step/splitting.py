@@ -66,9 +66,10 @@ def splits(
     return least > 0 and wide and cfg.max_concurrency is None
 
 
-def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits) -> StepResult | str:
+def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finished: int) -> StepResult | str:
     """Run the attempt's step split (see the module): the step's outcome, in task order, for its commit;
-    or, when a batch's task failure ended the run, the job's outcome in words.
+    or, when a batch's task failure ended the run, the job's outcome in words. ``finished``: the step's
+    tasks finished in earlier attempts.
 
     Raises:
         Cancelled: canceled with ``interrupt``, or given up (the split is closed first).
@@ -78,7 +79,6 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits) -> Step
     settings = ctx.settings
     split = Split(ctx.kv, run.thread_id, cp.id, len(cp.next_tasks), settings.shard_batch_tasks)
     lease.limit(limits.deadline, limits.stop, cp.step + 1)
-    finished = len(attempt.store.get_writes(run.thread_id, cp.id))
     split.open(lease, run.id, run.step, settings.step_timeout_s * 1000, finished)
     attempt.event("progress", cp.step + 1, {"done": finished, "total": split.tasks})
     call_helpers(ctx, run, split, min(split.batches - 1, _other_workers(attempt)), at_front=True)
