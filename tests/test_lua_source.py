@@ -63,11 +63,16 @@ def test_the_fence_and_the_terminal_statuses_are_written_once() -> None:
         "commit_step",
         "fenced_hset",
         "fenced_xadd",
+        "finish_batch",
         "lapse_lease",
         "put_checkpoint",
         "release_lease",
+        "renew_batch",
         "renew_lease",
         "set_status",
+        "split_close",
+        "split_open",
+        "split_progress",
     ]
     assert checks == ["abandon_step", "claim_step", "commit_step", "set_status"]
 

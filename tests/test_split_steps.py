@@ -16,13 +16,13 @@ from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, work, worker_env
-from tests.workflows.wide import wide, wide_rich
+from tests.workflows.split_wide import wide, wide_rich
 
-REGISTRY = Registry({"wide": wide, "wide-rich": wide_rich})
+REGISTRY = Registry({"split-wide": wide, "split-rich": wide_rich})
 
 
 def _run(client: Client, thread: str, n: int, **extra: Any) -> str:
-    run_id = client.enqueue("wide", {"n": n, **extra}, thread_id=thread)
+    run_id = client.enqueue("split-wide", {"n": n, **extra}, thread_id=thread)
     work(client)
     return run_id
 
@@ -59,7 +59,11 @@ def test_a_split_step_commits_what_the_unsplit_step_commits(
 @pytest.fixture
 def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
     return worker_env(
-        redis_url, "tests.workflows.wide", tmp_path, GRAPHQ_SHARD_MIN_TASKS="10", GRAPHQ_SHARD_BATCH_TASKS="5"
+        redis_url,
+        "tests.workflows.split_wide",
+        tmp_path,
+        GRAPHQ_SHARD_MIN_TASKS="10",
+        GRAPHQ_SHARD_BATCH_TASKS="5",
     )
 
 
@@ -76,7 +80,7 @@ def test_the_batches_of_a_split_step_run_on_every_worker_process(
     client: Client, start: Start, tmp_path: Path
 ) -> None:
     start(processes=2)
-    run_id = client.enqueue("wide", {"n": 60, "sleep_s": 0.05}, thread_id="t-pool")
+    run_id = client.enqueue("split-wide", {"n": 60, "sleep_s": 0.05}, thread_id="t-pool")
     record = ended(client, run_id, 60)
     assert record.status == RunStatus.COMPLETED
     assert record.result["out"] == [i * i for i in range(60)]
@@ -152,7 +156,7 @@ def test_chunks_retries_commands_and_subgraphs_in_a_split_step_as_unsplit(
     for thread, least in (("t-rich-split", "10"), ("t-rich-whole", "0")):
         monkeypatch.setenv("GRAPHQ_SHARD_MIN_TASKS", least)
         get_settings.cache_clear()
-        run_id = client.enqueue("wide-rich", {"n": 30}, thread_id=thread)
+        run_id = client.enqueue("split-rich", {"n": 30}, thread_id=thread)
         work(client)
         runs.append(client.get_run(run_id))
     assert [r.status for r in runs] == [RunStatus.COMPLETED] * 2
@@ -169,7 +173,7 @@ def test_chunks_retries_commands_and_subgraphs_in_a_split_step_as_unsplit(
 
 def test_a_run_timeout_during_a_split_step_cancels_the_run(client: Client, split: None) -> None:
     run_id = client.enqueue(
-        "wide", {"n": 40, "sleep_s": 0.5}, thread_id="t-late", config={"run_timeout_s": 1.5}
+        "split-wide", {"n": 40, "sleep_s": 0.5}, thread_id="t-late", config={"run_timeout_s": 1.5}
     )
     work(client)
     record = client.get_run(run_id)

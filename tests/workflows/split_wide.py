@@ -1,0 +1,141 @@
+"""Wide super-steps for split-step tests. ``split-wide``: ``plan`` sends one ``work`` task per item of the
+input's ``n`` (``Send``), each squaring its item into a reducer list, then ``join`` sums them.
+``split-rich``: the same fan-out whose tasks each write a ``custom`` chunk and, by item, fail their first try
+(retried), return a ``Command`` going to ``extra``, or run a subgraph.
+
+Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``ask`` items whose task
+calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep. With
+``GRAPHQ_TEST_DIR`` set, each task appends ``<item> <pid>`` to ``work.log`` there (which process ran it).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import time
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from graphcore import (
+    END,
+    START,
+    Command,
+    RetryPolicy,
+    Send,
+    StateGraph,
+    get_config,
+    get_stream_writer,
+    interrupt,
+)
+
+
+class State(TypedDict, total=False):
+    n: int
+    fail: int
+    ask: list[int]
+    sleep_s: float
+    out: Annotated[list[int], operator.add]
+    total: int
+
+
+class Item(TypedDict):
+    i: int
+    fail: int
+    ask: list[int]
+    sleep_s: float
+
+
+def plan(state: State) -> dict[str, Any]:
+    return {}
+
+
+def fan(state: State) -> list[Send]:
+    extra = {"fail": state.get("fail", -1), "ask": state.get("ask", []), "sleep_s": state.get("sleep_s", 0.0)}
+    return [Send("work", {"i": i, **extra}) for i in range(state["n"])]
+
+
+def work(item: Item) -> dict[str, Any]:
+    where = os.environ.get("GRAPHQ_TEST_DIR")
+    if where:
+        with (Path(where) / "work.log").open("a") as log:
+            log.write(f"{item['i']} {os.getpid()}\n")
+    if item["sleep_s"]:
+        time.sleep(item["sleep_s"])
+    if item["i"] == item["fail"]:
+        raise ValueError(f"item {item['i']} fails")
+    extra = interrupt({"item": item["i"]}) if item["i"] in item["ask"] else 0
+    return {"out": [item["i"] * item["i"] + extra]}
+
+
+def join(state: State) -> dict[str, Any]:
+    return {"total": sum(state["out"])}
+
+
+def _build() -> Any:
+    g = StateGraph(State)
+    g.add_node("plan", plan)
+    g.add_node("work", work)
+    g.add_node("join", join)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan, ["work"])
+    g.add_edge("work", "join")
+    g.add_edge("join", END)
+    return g.compile(name="split-wide")
+
+
+wide = _build()
+
+
+_tries: dict[tuple[str, int], int] = {}
+"""(thread id, item) → the tries of its task in this process (a task's retries run where it runs)."""
+
+
+def _inner() -> Any:
+    g = StateGraph(State)
+    g.add_node("a", lambda s: {"out": [1]})
+    g.add_node("b", lambda s: {"out": [2]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    return g.compile(name="split-inner")
+
+
+inner = _inner()
+
+
+def rich(item: Item) -> Any:
+    i = item["i"]
+    get_stream_writer()({"item": i})
+    key = (str(get_config()["configurable"]["thread_id"]), i)
+    _tries[key] = _tries.get(key, 0) + 1
+    if i % 10 == 3 and _tries[key] == 1:
+        raise ValueError(f"item {i}: first try fails")
+    if i % 10 == 5:
+        return Command(update={"out": [i * i]}, goto="extra")
+    if i % 10 == 7:
+        return {"out": [i * i, *inner.invoke({"out": []})["out"]]}
+    return {"out": [i * i]}
+
+
+def extra(state: State) -> dict[str, Any]:
+    return {"out": [-1]}
+
+
+def _rich() -> Any:
+    g = StateGraph(State)
+    g.add_node("plan", plan)
+    g.add_node(
+        "work",
+        rich,
+        retry=RetryPolicy(max_attempts=2, initial_interval_s=0.01, jitter=False, retry_on=ValueError),
+    )
+    g.add_node("extra", extra)
+    g.add_node("join", join)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan, ["work"])
+    g.add_edge("work", "join")
+    g.add_edge("extra", "join")
+    g.add_edge("join", END)
+    return g.compile(name="split-rich")
+
+
+wide_rich = _rich()
