@@ -60,7 +60,7 @@ class Heartbeat:
     def fields(self) -> dict[str, str]:
         """The record as of now: the static fields and the step held (empty when idle): ``step`` the run's
         own count (the job's), ``thread_step`` the thread's (known once the step's checkpoint is read)."""
-        leases = lease.held()
+        leases = sorted(lease.held(), key=lambda held: not held.of_step)  # a step's before a batch's
         current = leases[0] if leases else None
         return self.static | {
             "run_id": current.run_id if current else "",

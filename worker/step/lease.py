@@ -149,6 +149,9 @@ class Lease:
         """Leases given up with this one (the batch of a split step its owner runs,
         :mod:`graphq.worker.step.splitting`)."""
 
+    of_step = True
+    """A step's lease (a batch of a split step holds a :class:`graphq.worker.step.split.BatchLease`)."""
+
     def move(self, to: Phase, *, only_from: Phase | None = None) -> bool:
         """Move the lease to phase ``to``; with ``only_from``, only when it is in that phase (else nothing
         changes). Returns whether it moved.

@@ -165,6 +165,8 @@ class BatchLease(Lease):
         token: the claimer's token (hex).
     """
 
+    of_step = False
+
     def __init__(
         self,
         kv: Any,
