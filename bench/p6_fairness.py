@@ -151,6 +151,16 @@ def _seconds(start: str | None, end: str | None) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
+def _light_waits(client: Client, name: str) -> list[float]:
+    """Enqueue the light tenants' runs, 0.3 s apart; returns each one's wait for its start, seconds."""
+    light = []
+    for i in range(LIGHT_RUNS):
+        light.append(client.enqueue(p6_tick.name, {"sleep": STEP_S}, tenant=f"light{i}"))
+        time.sleep(0.3)
+    wait_for(lambda: all(client.get_run(r).started_at for r in light), 60, f"{name}: the light runs to start")
+    return [_seconds(r.created_at, r.started_at) for r in map(client.get_run, light)]
+
+
 def measure_light_wait() -> tuple[float, float, list[float]]:
     """P6b: (median wait of the light runs, the step's duration, every wait), seconds."""
     with private_redis() as (kv, url), workers(url):
@@ -159,12 +169,7 @@ def measure_light_wait() -> tuple[float, float, list[float]]:
             [RunRequest(p6_tick.name, {"sleep": STEP_S}, tenant="heavy") for _ in range(HEAVY_RUNS)]
         )
         time.sleep(0.5)  # the workers are at it: every slot turns over
-        light = []
-        for i in range(LIGHT_RUNS):
-            light.append(client.enqueue(p6_tick.name, {"sleep": STEP_S}, tenant=f"light{i}"))
-            time.sleep(0.3)
-        wait_for(lambda: all(client.get_run(r).started_at for r in light), 60, "P6b: the light runs to start")
-        waits = [_seconds(r.created_at, r.started_at) for r in map(client.get_run, light)]
+        waits = _light_waits(client, "P6b")
         ended = [r for r in client.runs.list(HEAVY_RUNS) if r.id in set(heavy) and r.ended_at]
         step = statistics.median(_seconds(r.started_at, r.ended_at) for r in ended)
         return statistics.median(waits), step, waits
@@ -177,12 +182,7 @@ def measure_wide_wait() -> tuple[float, float, list[float]]:
         wide = client.enqueue(p6_wide.name, {"tasks": WIDE_TASKS}, tenant="heavy")
         wait_for(lambda: client.get_run(wide).started_at, 60, "P6c: the wide run to start")
         time.sleep(0.5)  # its batches are on every process
-        light = []
-        for i in range(LIGHT_RUNS):
-            light.append(client.enqueue(p6_tick.name, {"sleep": STEP_S}, tenant=f"light{i}"))
-            time.sleep(0.3)
-        wait_for(lambda: all(client.get_run(r).started_at for r in light), 60, "P6c: the light runs to start")
-        waits = [_seconds(r.created_at, r.started_at) for r in map(client.get_run, light)]
+        waits = _light_waits(client, "P6c")
         record = client.wait([wide], timeout_s=300)[0]
         batches = -(-WIDE_TASKS // get_settings().shard_batch_tasks)
         batch = _seconds(record.started_at, record.ended_at) * PROCESSES / batches
