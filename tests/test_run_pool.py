@@ -21,11 +21,16 @@ import pytest
 import redis
 from click.testing import CliRunner
 
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.engine.registry import Registry
 from graphq.cli.main import main
+from graphq.cli.run import _lost
 from graphq.worker.process.supervisor import process_state
 from tests.envs import clean_env
 from tests.workers import Procs, graphq, wait_for, worker_children
 
+REGISTRY = Registry.load(["tests.workflows.pool"])
 RUN_LINE = re.compile(r"^run ([0-9a-f]{32}): pids on thread (\S+)$", re.M)
 
 
@@ -245,3 +250,15 @@ def test_run_help_says_what_processes_does(env: dict[str, str]) -> None:
     done = graphq("run", "--help", env=env)
     text = " ".join(done.stdout.split())
     assert "--processes N Worker processes that work the run: this one and N-1 more" in text
+
+
+def test_with_a_pool_a_step_is_lost_only_when_neither_queued_nor_held(client: Client) -> None:
+    """With a pool, the command's own worker finding the queue empty is an error (on the local data,
+    nothing else would work the run) only when the run's step job is neither queued nor held under a
+    lease by a process of the pool."""
+    record = client.get_run(client.enqueue("pids", {}))
+    assert not _lost(client, record)  # queued
+    client.kv.zrem(keys.steps_index(), keys.step_member(record.thread_id, record.id, record.step))
+    assert _lost(client, record)
+    client.kv.set(keys.lease(record.thread_id, record.id), "a token")
+    assert not _lost(client, record)  # held
