@@ -11,12 +11,16 @@ from typing import Any
 import click
 
 from graphcore.backend.client import MAX_LIMIT
+from graphcore.settings import MAX_PROCESSES
 
-__all__ = ["LIMIT", "MAX_WAIT_S", "PORT", "WAIT_S", "FiniteFloatRange"]
+__all__ = ["LIMIT", "MAX_WAIT_S", "PORT", "PROCESSES", "WAIT_S", "FiniteFloatRange"]
 
 LIMIT = click.IntRange(1, MAX_LIMIT)
 """``--limit N`` of a listing: 1 to :data:`~graphcore.backend.client.MAX_LIMIT` rows, as the client takes
 (Redis refused a count beyond 64 bits with a traceback)."""
+
+PROCESSES = click.IntRange(1, MAX_PROCESSES)
+"""How many worker processes a command runs (``--concurrency``, ``--processes``)."""
 
 PORT = click.IntRange(0, 65535)
 """A TCP port to serve on; 0: none."""

@@ -34,7 +34,14 @@ from graphq.cli.records import (
     request_json,
     request_record_json,
 )
-from graphq.cli.run import follow_and_work, last_event_id, redis_line, report
+from graphq.cli.run import (
+    follow_and_work,
+    last_event_id,
+    processes_option,
+    processes_used,
+    redis_line,
+    report,
+)
 
 __all__ = ["answer", "cancel", "requests", "resume"]
 
@@ -45,14 +52,23 @@ _WAIT_HELP = (
 
 
 def _continue_here(
-    app: AppContext, client: Client, record: RunRecord, note: str, output: str, after: str = "0-0"
+    app: AppContext,
+    client: Client,
+    record: RunRecord,
+    note: str,
+    output: str,
+    processes: int | None,
+    after: str = "0-0",
 ) -> None:
-    """Work ``record``'s run here to its end or next pause, then report it (exit 0, 1 or 3)."""
+    """Work ``record``'s run here to its end or next pause, then report it (exit 0, 1 or 3);
+    ``processes``: ``--processes``."""
     console = err_console()
     started = time.monotonic()
     console.print(redis_line(app, app.url(local=True)), markup=False)
+    count, workers = processes_used(app, processes)
+    console.print(workers, markup=False)
     console.print(note, markup=False)
-    final = follow_and_work(app, client, record, console, after=after, started=started)
+    final = follow_and_work(app, client, record, console, after=after, started=started, processes=count)
     report(client, final, output)
 
 
@@ -154,6 +170,7 @@ _goto_option = click.option(
 @_update_option
 @_goto_option
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
+@processes_option
 @output_option
 @click.pass_obj
 def answer(
@@ -165,6 +182,7 @@ def answer(
     update_text: str | None,
     goto: tuple[str, ...],
     wait: bool,
+    processes: int | None,
     output: str,
 ) -> None:
     """Answer the open request(s) of RUN, a run waiting for input, and let it continue.
@@ -199,7 +217,7 @@ def answer(
     if again and (update is not None or goto):
         fail("--update and --goto go with a first answer, not with --again (a branch of the thread)")
     if again:
-        _answer_again(app, run_id, request_id, value, wait, output)
+        _answer_again(app, run_id, request_id, value, wait, output, processes)
         return
     here = wait or app.local
     client = app.client(local=True)
@@ -217,7 +235,7 @@ def answer(
         fail(_again_hint(exc, client.keeps_history()))
     if here:
         note = f"answered {', '.join(answered)}; continuing run {run_id} here"
-        _continue_here(app, client, client.get_run(run_id), note, output, after)
+        _continue_here(app, client, client.get_run(run_id), note, output, processes, after)
         return
     if output == "json":
         print_json(answered)
@@ -258,10 +276,17 @@ def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
 @_update_option
 @_goto_option
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
+@processes_option
 @output_option
 @click.pass_obj
 def resume(
-    app: AppContext, run_id: str, update_text: str | None, goto: tuple[str, ...], wait: bool, output: str
+    app: AppContext,
+    run_id: str,
+    update_text: str | None,
+    goto: tuple[str, ...],
+    wait: bool,
+    processes: int | None,
+    output: str,
 ) -> None:
     """Continue RUN: an ended run's thread in a new run, from its latest checkpoint (a failed or canceled
     run; a completed one only when its thread has tasks left), or a run stopped at a static breakpoint,
@@ -295,7 +320,7 @@ def resume(
     note = f"run {new_id} continues run {run_id} on thread {thread}"
     if new_id == run_id:
         note = f"run {run_id} goes on past its breakpoint on thread {thread}"
-    _started(app, client, new_id, note, wait, output)
+    _started(app, client, new_id, note, wait, output, processes)
 
 
 def _again_hint(exc: NotAwaitingInputError, history: bool) -> str:
@@ -315,7 +340,13 @@ def _again_hint(exc: NotAwaitingInputError, history: bool) -> str:
 
 
 def _answer_again(
-    app: AppContext, run_id: str, request_id: str | None, value: Any, wait: bool, output: str
+    app: AppContext,
+    run_id: str,
+    request_id: str | None,
+    value: Any,
+    wait: bool,
+    output: str,
+    processes: int | None,
 ) -> None:
     """R16: a second answer to an answered request starts a branch run."""
     client = app.client(local=True)
@@ -324,11 +355,21 @@ def _answer_again(
         listed = f"; run {run_id} made: {', '.join(made)}" if made else f"; run {run_id} made no requests"
         fail(f"--again needs --request ID (the request to answer again){listed}")
     new_id = client.answer_again(run_id, request_id, value)
-    _started(app, client, new_id, f"run {new_id} branches off run {run_id} with a new answer", wait, output)
+    note = f"run {new_id} branches off run {run_id} with a new answer"
+    _started(app, client, new_id, note, wait, output, processes)
 
 
-def _started(app: AppContext, client: Client, new_id: str, note: str, wait: bool, output: str) -> None:
-    """A new run was enqueued: work it here (no Redis URL, or --wait), else print its id or record."""
+def _started(
+    app: AppContext,
+    client: Client,
+    new_id: str,
+    note: str,
+    wait: bool,
+    output: str,
+    processes: int | None,
+) -> None:
+    """A new run was enqueued: work it here (no Redis URL, or --wait; ``processes``: ``--processes``), else
+    print its id or record."""
     record = client.get_run(new_id)
     raw = client.kv.get(keys.thread_active(record.thread_id))
     active = new_id if raw is None else raw.decode()
@@ -341,7 +382,7 @@ def _started(app: AppContext, client: Client, new_id: str, note: str, wait: bool
         )
     )
     if wait or app.local:
-        _continue_here(app, client, record, f"{note}\n{line}" if line else note, output)
+        _continue_here(app, client, record, f"{note}\n{line}" if line else note, output, processes)
         return
     if line:
         click.echo(line, err=True)

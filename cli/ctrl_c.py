@@ -8,6 +8,10 @@ A second one ends the process at once (exit 130), saying how the run is left (re
 when its step was in flight here, that step is cut and the run, left Running, is crash recovery's (its lease
 lapses and a reaper acts on it), as with a killed worker; when the run had already ended (or no step of it
 was in flight here), the line says so, as the last line of a first Ctrl-C does.
+
+With a pool of worker processes beside the in-process worker (``--processes N``, :attr:`CtrlC.pool`), the
+first Ctrl-C drains the pool too (its steps in flight finish), and a second one SIGKILLs its processes
+before the command ends (a step of the run they held is cut, as the in-process one is).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphq.cli.errors import EXIT_INTERRUPTED
+from graphq.worker.process.supervisor import Supervisor
 
 __all__ = ["CtrlC", "how_left"]
 
@@ -63,6 +68,8 @@ class CtrlC:
         self.asked = False
         """Whether the cancel request was recorded (the run ended Canceled, or will after its step)."""
         self._canceling: threading.Thread | None = None
+        self.pool: Supervisor | None = None
+        """The command's pool of worker processes, once started (None: the in-process worker only)."""
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[CtrlC]:
@@ -118,6 +125,8 @@ class CtrlC:
         if self.stop.is_set():
             self._exit_now()
         self.stop.set()
+        if self.pool is not None:
+            self.pool.drain()
         # Not here: a handler must not take the locks (Redis pool, console) the interrupted frame may hold.
         self._canceling = threading.Thread(target=self._cancel, name="graphq-cancel", daemon=True)
         self._canceling.start()
@@ -146,6 +155,10 @@ class CtrlC:
         run that crash recovery continues instead of ending it canceled."""
         if self._canceling is not None:
             self._canceling.join(_SECOND_WAIT_S)
+        held: set[str] = set()
+        if self.pool is not None:
+            held = self.pool.holding()
+            self.pool.kill()
         try:
             record = RunRecord.from_hash(self._reader.hgetall(keys.run(self.run.thread_id, self.run.id)))
         except Exception as exc:
@@ -153,7 +166,7 @@ class CtrlC:
                 f"run {self.run.id} could not be read ({type(exc).__name__}: {exc}); see `graphq runs show`"
             )
         else:
-            cut = self.in_flight == self.run.id and not record.terminal
+            cut = (self.in_flight == self.run.id or self.run.id in held) and not record.terminal
             left = self._cut() if cut else how_left(record, self.asked)
             if self.in_flight not in (None, self.run.id):  # another run's step, run by this process
                 left += (

@@ -1,15 +1,21 @@
 """``graphq run``: the one-command local run — Redis (embedded unless configured), enqueue, work, report.
 
 The worker runs in the main thread (RQ installs its signal handlers there); a background thread follows the
-run's event stream and prints one line per super-step. :func:`follow_and_work` and :func:`report` are shared
-with ``graphq runs answer`` and ``graphq runs resume``, which continue a run the same way.
+run's event stream and prints one line per super-step. With ``--processes N`` (N > 1) a pool of N-1 more
+worker processes serves the run's workflow beside it (:class:`~graphq.worker.process.supervisor.Supervisor`,
+from a thread). :func:`follow_and_work` and :func:`report` are shared with ``graphq runs answer`` and
+``graphq runs resume``, which continue a run the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,8 +30,9 @@ from graphcore.backend.events import Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import Multitask
-from graphcore.engine.registry import Registry
 from graphcore.errors import GraphqError
+from graphcore.settings import MAX_PROCESSES
+from graphq.cli.bounds import PROCESSES
 from graphq.cli.context import AppContext
 from graphq.cli.ctrl_c import CtrlC, how_left
 from graphq.cli.enqueue import multitask_option
@@ -37,8 +44,17 @@ from graphq.cli.records import at_step, print_waiting, record_json, request_json
 from graphq.cli.state import tasks_text
 from graphq.worker.housekeeping.loops import reap_now
 from graphq.worker.process.rq_worker import run_worker
+from graphq.worker.process.supervisor import Supervisor
 
-__all__ = ["follow_and_work", "last_event_id", "redis_line", "report", "run"]
+__all__ = [
+    "follow_and_work",
+    "last_event_id",
+    "processes_option",
+    "processes_used",
+    "redis_line",
+    "report",
+    "run",
+]
 
 _POLL_MS = 200
 
@@ -135,25 +151,108 @@ def last_event_id(kv: Any, run: RunRecord) -> str:
     return str(newest[0][0].decode()) if newest else "0-0"
 
 
+processes_option = click.option(
+    "--processes",
+    type=PROCESSES,
+    default=None,
+    metavar="N",
+    help="Worker processes that work the run: this one and N-1 more, which serve only its workflow and "
+    "stop with the command [env GRAPHQ_RUN_PROCESSES; default: one per core].",
+)
+"""``--processes N`` of the commands that work a run here (``graphq run``, ``runs answer``/``resume``)."""
+
+
+def _cores() -> int:
+    """The cores this process may run on: its CPU affinity where the platform tells it (a container limited
+    to fewer cores), else every core."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def processes_used(app: AppContext, processes: int | None) -> tuple[int, str]:
+    """How many worker processes work the run — ``processes`` (``--processes``), else
+    ``GRAPHQ_RUN_PROCESSES``, else one per core (at most 256) — and the line saying so on stderr, e.g.
+    ``workers: 2 processes (one per core; --processes N)``."""
+    if processes is not None:
+        count, why = processes, f"--processes {processes}"
+    elif app.settings.run_processes is not None:
+        count, why = app.settings.run_processes, f"GRAPHQ_RUN_PROCESSES={app.settings.run_processes}"
+    else:
+        count, why = min(_cores(), MAX_PROCESSES), "one per core; --processes N"
+    return count, f"workers: {count} process{'' if count == 1 else 'es'} ({why})"
+
+
+def _quieted() -> dict[str, str]:
+    """Loggers whose lines this command says itself, and their level in its workers: the run's end (its
+    ``error:`` line), unless ``--verbose``."""
+    return {} if logging.getLogger().isEnabledFor(logging.INFO) else {"graphq.runs": "ERROR"}
+
+
 def _work_once(app: AppContext, url: str, kv: Any, workflow: str, ctrl_c: CtrlC) -> bool:
     """One burst of the in-process worker on ``workflow``'s queue only; returns whether it worked a job."""
     settings = app.settings.model_copy(update={"redis_url": url})
-    ends = logging.getLogger("graphq.runs")  # the run's end: this command reports it itself
-    level = ends.level
-    if not logging.getLogger().isEnabledFor(logging.INFO):  # not --verbose
-        ends.setLevel(logging.ERROR)
+    quieted = _quieted()
+    saved = {name: logging.getLogger(name).level for name in quieted}
+    for name, quiet in quieted.items():
+        logging.getLogger(name).setLevel(quiet)
     try:
-        only = Registry({workflow: app.registry.get(workflow)})
+        only = app.registry.only([workflow])
         return run_worker(settings, burst=True, registry=only, kv=kv, worker_class=ctrl_c.worker_class())
     finally:
-        ends.setLevel(level)
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
 
 
-def _drive(app: AppContext, client: Client, url: str, run: RunRecord, ctrl_c: CtrlC) -> bool:
+@contextlib.contextmanager
+def _pool(app: AppContext, url: str, workflow: str, processes: int, ctrl_c: CtrlC) -> Iterator[bool]:
+    """Beside the in-process worker, ``processes`` - 1 worker processes (none for 1) serving only
+    ``workflow`` on ``url``, with this command's log level, while the block runs; yields whether there are
+    any. On the way out they drain (their steps in flight finish) before this returns: the embedded Redis
+    stops after them. They are SIGKILLed when this process dies (even by SIGKILL); Ctrl-C: see
+    :class:`CtrlC`."""
+    if processes <= 1:
+        yield False
+        return
+    settings = app.settings.model_copy(update={"redis_url": url})
+    pool = Supervisor(
+        connect(url),
+        settings,
+        processes - 1,
+        log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+        workflows=[workflow],
+        log_levels=_quieted(),
+        parent_death=signal.SIGKILL,
+        housekeeping=False,  # the in-process worker's
+    )
+    ctrl_c.pool = pool
+    supervising = pool.start()
+    try:
+        yield True
+    finally:
+        pool.drain()
+        supervising.join()
+        pool.kv.close()
+
+
+def _lost(client: Client, record: RunRecord) -> bool:
+    """Whether ``record``'s step job is neither queued nor held under a lease (a process of the pool may
+    hold it). A step committed meanwhile is not taken for lost: the run is read again and must not have
+    moved on."""
+    member = keys.step_member(record.thread_id, record.id, record.step)
+    queued = client.kv.zscore(keys.steps_index(), member) is not None
+    held = bool(client.kv.exists(keys.lease(record.thread_id, record.id)))
+    again = client.get_run(record.id)
+    return not (queued or held) and (again.step, again.status) == (record.step, record.status)
+
+
+def _drive(app: AppContext, client: Client, url: str, run: RunRecord, ctrl_c: CtrlC, pooled: bool) -> bool:
     """Work the queue until the run ends (or waits for input); returns True when interrupted (Ctrl-C).
+    ``pooled``: a pool of worker processes works it too.
 
     Raises:
-        GraphqError: on a Redis of this command only, the queue ran dry while the run was not finished.
+        GraphqError: on a Redis of this command only, the queue ran dry while the run was not finished
+            (and, with a pool, no process holds its step).
     """
     run_id = run.id
     while True:
@@ -165,6 +264,7 @@ def _drive(app: AppContext, client: Client, url: str, run: RunRecord, ctrl_c: Ct
             return False
         if app.private and not worked:
             refuse_if_off(client.kv.get(keys.switch()), app.settings.enabled, what=f"run {run_id} waits:")
+        if app.private and not worked and (not pooled or _lost(client, record)):
             raise GraphqError(
                 f"run {run_id} is {record.status.value}{at_step(client, record)} but its queue is "
                 "empty; see `graphq runs show`"
@@ -180,9 +280,11 @@ def follow_and_work(
     *,
     after: str = "0-0",
     started: float | None = None,
+    processes: int = 1,
 ) -> RunRecord:
     """Work ``run``'s steps in this process, printing progress from its events after ``after``, until it
-    ends or waits for input; returns its final record.
+    ends or waits for input; returns its final record. ``processes``: how many worker processes work it,
+    this one and a pool of ``processes`` - 1 (see :func:`_pool`).
 
     Ctrl-C (or SIGTERM): see :mod:`graphq.cli.ctrl_c` (the run is canceled after its step in flight; a second
     Ctrl-C exits at once).
@@ -197,7 +299,8 @@ def follow_and_work(
     ctrl_c = CtrlC(client, run, console, url)
     try:
         with ctrl_c.installed():
-            interrupted = _drive(app, client, url, run, ctrl_c)
+            with _pool(app, url, run.workflow, processes, ctrl_c) as pooled:
+                interrupted = _drive(app, client, url, run, ctrl_c, pooled)
             ctrl_c.wait()
             if interrupted:
                 ctrl_c.settle()
@@ -245,6 +348,7 @@ def _execute(
     console: Console,
     started: float,
     multitask: Multitask = "enqueue",
+    processes: int = 1,
 ) -> RunRecord:
     """Enqueue the run and work it here to its end (or first pause)."""
     run_id = client.enqueue_many([request], multitask)[0]
@@ -257,7 +361,7 @@ def _execute(
             "that one ends (--multitask reject refuses it instead)",
             markup=False,
         )
-    return follow_and_work(app, client, record, console, started=started)
+    return follow_and_work(app, client, record, console, started=started, processes=processes)
 
 
 @click.command()
@@ -272,6 +376,7 @@ def _execute(
 @click.option("--thread", "-t", metavar="ID", help="Thread id (default: a new thread).")
 @click.option("--tenant", default="default", show_default=True, help="Tenant the run is for.")
 @multitask_option
+@processes_option
 @output_option
 @click.pass_obj
 def run(
@@ -281,6 +386,7 @@ def run(
     thread: str | None,
     tenant: str,
     multitask: str,
+    processes: int | None,
     output: str,
 ) -> None:
     """Run WORKFLOW to the end in this process and print its result.
@@ -290,6 +396,11 @@ def run(
     goes to stderr; the result goes to stdout: the workflow's formatted report when it has one, else the
     final state as JSON (--output json: the whole run record). With GRAPHQ_REDIS_URL the in-process
     worker also helps with other queued steps of the same workflow until this run ends.
+
+    The run is worked by one worker process per core (--processes N, or GRAPHQ_RUN_PROCESSES): this one
+    and a pool of N-1 more, which serve only WORKFLOW, on the same Redis. A line on stderr says how
+    many. The pool stops with the command: at the run's end once its steps in flight finish, at
+    Ctrl-C with the run, and at once if the command is killed. --processes 1: this process only.
 
     When a node asks a human (interrupt()), the run pauses: the open requests are printed with the
     command that answers them (`graphq runs answer RUN --value JSON`), which continues the run.
@@ -320,10 +431,12 @@ def run(
         url = app.url(local=True)
         refuse_if_off(app.kv(local=True).get(keys.switch()), app.settings.enabled)  # before any output (R6)
         console.print(redis_line(app, url), markup=False)
+        count, workers = processes_used(app, processes)
+        console.print(workers, markup=False)
         client = app.client(local=True)
         if app.private:  # the runs an earlier `graphq run` left (a second Ctrl-C) end as promised
             reap_now(client.kv, app.settings.model_copy(update={"redis_url": url}))
-        record = _execute(app, client, valid, console, started, cast(Multitask, multitask))
+        record = _execute(app, client, valid, console, started, cast(Multitask, multitask), count)
     except KeyboardInterrupt:
         fail("interrupted", EXIT_INTERRUPTED)
     report(client, record, output)

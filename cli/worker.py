@@ -6,7 +6,7 @@ import click
 
 from graphcore.backend.connection import redact_url
 from graphcore.errors import ConfigError
-from graphq.cli.bounds import PORT
+from graphq.cli.bounds import PORT, PROCESSES
 from graphq.cli.context import AppContext
 from graphq.cli.errors import EXIT_FAILURE, fail
 from graphq.worker.logs import announce
@@ -21,7 +21,7 @@ __all__ = ["worker"]
 @click.option(
     "--concurrency",
     "-c",
-    type=click.IntRange(min=1, max=256),
+    type=PROCESSES,
     default=1,
     show_default=True,
     metavar="N",

@@ -24,6 +24,7 @@ from graphcore import keys
 from graphcore.errors import ConfigError
 
 __all__ = [
+    "MAX_PROCESSES",
     "OTHER_VARIABLES",
     "QUEUE_NAME",
     "Settings",
@@ -54,6 +55,9 @@ about."""
 
 OTHER_PREFIXES = ("GRAPHQ_TEST_",)
 """Prefixes of ``GRAPHQ_*`` variables that are not settings either (the test suite's workflows read them)."""
+
+MAX_PROCESSES = 256
+"""Most worker processes one command runs (``graphq worker --concurrency``, ``graphq run --processes``)."""
 
 QUEUE_NAME = re.compile(r"[A-Za-z0-9_.:-]+")
 """What ``GRAPHQ_QUEUE`` may be (the chart's values.schema.json says the same): it goes into Redis keys and
@@ -271,6 +275,15 @@ class Settings(BaseSettings):
             "A step still running this long after its run's deadline (or its nodes' timeout) has its worker "
             "process killed and replaced, seconds; the run ends Canceled (run timeout) or Failed (node "
             "timeout)."
+        ),
+    )
+    run_processes: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_PROCESSES,
+        description=(
+            "How many worker processes `graphq run` (and `graphq runs answer`/`resume` working a run "
+            "here) use: its own and this many minus one more; unset → one per core; `--processes` wins."
         ),
     )
     log_format: Literal["text", "json"] = Field(

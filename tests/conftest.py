@@ -37,10 +37,13 @@ def _private_cwd(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     What the developer's working directory holds (the ``.graphq/`` local data that ``make demo`` or ``graphq
     run`` leaves there) never reaches a test: in-process commands resolve the default ``.graphq`` here, and
     subprocesses get this ``GRAPHQ_DATA_DIR`` through :func:`tests.envs.clean_env` (or ``os.environ``).
+    ``GRAPHQ_RUN_PROCESSES=1`` too: `graphq run` works a run in its own process only, as the tests written
+    for that expect, unless a test asks for a pool of worker processes (tests/test_run_pool.py).
     """
     work = tmp_path_factory.mktemp("cwd")
     monkeypatch.chdir(work)
     monkeypatch.setenv("GRAPHQ_DATA_DIR", str(work / ".graphq"))
+    monkeypatch.setenv("GRAPHQ_RUN_PROCESSES", "1")
     return work
 
 

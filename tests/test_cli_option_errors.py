@@ -273,7 +273,10 @@ def test_every_numeric_option_is_bounded_on_both_sides() -> None:
     found = {f"{path} {param.name}": param.type for path, param in _numeric_options(main)}
     assert sorted(found) == [
         "graphq enqueue timeout",
+        "graphq run processes",
+        "graphq runs answer processes",
         "graphq runs list limit",
+        "graphq runs resume processes",
         "graphq scheduler metrics_port",
         "graphq schedules history limit",
         "graphq schedules next count",

@@ -116,9 +116,18 @@ def rq_states(kv: redis.Redis) -> list[str]:
 
 
 def worker_children(pid: int) -> list[int]:
-    """The worker processes of `graphq worker` ``pid`` (not multiprocessing's resource tracker)."""
-    pids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    return [p for p in pids if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+    """The worker processes of `graphq worker` ``pid``, or of the pool of `graphq run` ``pid`` (a thread of
+    its own starts them), not multiprocessing's resource tracker."""
+    pids = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            pids += [int(p) for p in (task / "children").read_text().split()]
+    found = []
+    for child in pids:
+        with contextlib.suppress(FileNotFoundError):  # a child that ended meanwhile
+            if "spawn_main" in Path(f"/proc/{child}/cmdline").read_text():
+                found.append(child)
+    return found
 
 
 def graphq(*args: str, env: dict[str, str], timeout: float = 20) -> subprocess.CompletedProcess[str]:

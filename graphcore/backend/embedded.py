@@ -81,12 +81,14 @@ def find_redis_server() -> str:
     return os.path.abspath(found)
 
 
-def exit_with_parent(parent_pid: int) -> None:
-    """Arrange for this process to get SIGTERM when ``parent_pid`` dies, even by SIGKILL (call it in the
-    child). Linux ``prctl(PR_SET_PDEATHSIG)``; a no-op elsewhere. If the parent is already gone, exit."""
+def exit_with_parent(parent_pid: int, signum: int = signal.SIGTERM) -> None:
+    """Arrange for this process to get ``signum`` (SIGTERM: a clean stop; SIGKILL: at once) when
+    ``parent_pid`` dies, even by SIGKILL (call it in the child). Linux ``prctl(PR_SET_PDEATHSIG)``, sent
+    when the parent's thread that started this process ends; a no-op elsewhere. If the parent is already
+    gone, exit."""
     if not sys.platform.startswith("linux"):
         return
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum)
     if os.getppid() != parent_pid:  # the parent died before the signal was armed
         os._exit(1)
 

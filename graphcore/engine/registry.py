@@ -198,3 +198,11 @@ class Registry:
     def names(self) -> list[str]:
         """Registered names, sorted."""
         return sorted(self.graphs)
+
+    def only(self, names: Iterable[str]) -> Registry:
+        """A registry of the workflows ``names`` of this one (a worker that serves only them).
+
+        Raises:
+            UnknownWorkflowError: a name is not registered here.
+        """
+        return Registry({name: self.get(name) for name in names})

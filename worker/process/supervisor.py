@@ -29,6 +29,10 @@ scan)
   pod: the children do not, since a child killed while it holds the reaper lock would stall every reaper
   for the lock's time-to-live just when its own run needs one.
 
+``graphq run --processes N`` supervises N-1 children from a thread of its own process
+(:meth:`Supervisor.start`): they serve only the run's workflow, the command stops them with
+:meth:`Supervisor.drain` (or :meth:`Supervisor.kill`), and they are SIGKILLed with the command.
+
 Exit status: 0 when every step in flight finished; 1 when one had to be given up (drain timeout or cold
 stop) or a child failed. The process ends within ``GRAPHQ_DRAIN_TIMEOUT_S`` + ``_GIVE_UP_GRACE_S`` + about
 a second after the first SIGTERM, whatever its nodes do; RQ's warm shutdown, which waits without bound, is
@@ -46,7 +50,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -59,6 +63,7 @@ from graphcore.backend.connection import FailureStreak, connect
 from graphcore.backend.embedded import exit_with_parent
 from graphcore.backend.reaper import Lapsed
 from graphcore.backend.runs import RunError, RunStatus
+from graphcore.engine.registry import Registry
 from graphcore.settings import Settings, get_settings, quiet_unknown_variables
 from graphq.worker import logs, metrics
 from graphq.worker.health import publish_status
@@ -209,20 +214,51 @@ class SupervisedWorker(SimpleWorker):
         self._warm_stop(signum, frame)  # a handler may run before SIGTERM's (they run by signal number)
 
 
-def _child(conn: Connection, burst: bool, log_level: str, parent_pid: int) -> None:
+@dataclass(frozen=True)
+class _ChildSpec:
+    """What a child is told as it starts (the rest of its settings it reads from the environment)."""
+
+    burst: bool
+    log_level: str
+    parent_pid: int
+    redis_url: str | None
+    """The parent's Redis URL (an embedded server's is in no variable)."""
+    workflows: tuple[str, ...] | None
+    """The workflows it serves (None: every one it loads)."""
+    log_levels: tuple[tuple[str, str], ...]
+    """Levels of named loggers, over ``log_level``."""
+    parent_death: int
+    """The signal it gets when the parent (its thread that started it) ends."""
+
+
+def _child(conn: Connection, spec: _ChildSpec) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    exit_with_parent(parent_pid)  # a SIGKILLed parent must not leave workers taking jobs
+    exit_with_parent(spec.parent_pid, spec.parent_death)  # a SIGKILLed parent must not leave workers
     quiet_unknown_variables()  # the supervisor has warned about them
+    if spec.redis_url:
+        os.environ["GRAPHQ_REDIS_URL"] = spec.redis_url
+        get_settings.cache_clear()
     settings = get_settings()
-    logs.configure(log_level, settings.log_format, settings.redis_url)
+    logs.configure(spec.log_level, settings.log_format, settings.redis_url)
+    for name, level in spec.log_levels:
+        logging.getLogger(name).setLevel(level)
     if os.environ.get(metrics.MULTIPROC_ENV):  # the parent serves /metrics: record into its directory
         metrics.enable()
     channel = _Channel(conn)
     liveness.REAPER_HERE = False  # the parent runs the reaper
     SupervisedWorker.channel = channel
+    registry = Registry.load(settings.workflows.split(","))
+    if spec.workflows is not None:
+        registry = registry.only(spec.workflows)
     try:
         with contextlib.suppress(SystemExit):
-            run_worker(burst=burst, log_level=log_level, worker_class=SupervisedWorker, listener=channel)
+            run_worker(
+                burst=spec.burst,
+                registry=registry,
+                log_level=spec.log_level,
+                worker_class=SupervisedWorker,
+                listener=channel,
+            )
     finally:  # no step from here on: a give-up the parent asks for now must not kill the process. Python
         # puts its handled signals back to the default (terminate) as the interpreter finalizes; ignored
         # ones stay ignored.
@@ -301,8 +337,18 @@ class Supervisor:
     """The parent of ``graphq worker``: ``concurrency`` worker children, their leases and their shutdown.
 
     Args:
-        kv: redis-py client of the parent (lease renewals, closing abandoned runs).
-        settings: the settings (the children read theirs from the same environment).
+        kv: redis-py client of the parent (lease renewals, closing abandoned runs); its socket reads are
+            bounded (a renewal or a close must not hang the loop that also kills and drains).
+        settings: the settings (the children read theirs from the same environment, but for
+            ``settings.redis_url``, which they are given).
+        concurrency: how many children, at least 1.
+        burst: the children stop when their queues are empty.
+        log_level: the children's log level (``WARNING``, ...).
+        workflows: the workflows the children serve; None: every one they load.
+        log_levels: levels of named loggers in the children, over ``log_level``.
+        parent_death: the signal a child gets when this process (or the thread that supervises) ends:
+            SIGTERM, a drain; SIGKILL, at once.
+        housekeeping: run the housekeeping loops here (False: another worker of this process does).
     """
 
     def __init__(
@@ -313,12 +359,23 @@ class Supervisor:
         *,
         burst: bool = False,
         log_level: str = "WARNING",
+        workflows: Sequence[str] | None = None,
+        log_levels: Mapping[str, str] | None = None,
+        parent_death: int = signal.SIGTERM,
+        housekeeping: bool = True,
     ) -> None:
         self.kv = kv
+        kv.connection_pool.connection_kwargs["socket_timeout"] = _SOCKET_TIMEOUT_S
+        kv.connection_pool.disconnect()
         self.settings = settings
         self.concurrency = concurrency
         self.burst = burst
         self.log_level = log_level
+        self.workflows = None if workflows is None else tuple(workflows)
+        self.log_levels = tuple((log_levels or {}).items())
+        self.parent_death = parent_death
+        self.housekeeping = housekeeping
+        self._drain_asked = False
         self.mp = multiprocessing.get_context("spawn")
         self.slots: list[_Slot] = []
         self.signals: list[int] = []
@@ -332,12 +389,27 @@ class Supervisor:
         self.signals.append(signum)
 
     def run(self) -> int:
-        """Start the children and supervise them until they have all ended; returns the exit status."""
+        """Supervise in this process's main thread, SIGTERM and SIGINT its stops (see the module's doc),
+        until every child has ended; returns the exit status."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        return self.work()
+
+    def start(self) -> threading.Thread:
+        """Supervise from a new thread of this process (signals are the process's own: stop the children
+        with :meth:`drain` or :meth:`kill`); returns the thread, which ends once every child has ended
+        (its failures are logged)."""
+        thread = threading.Thread(target=self.work, name="graphq-pool", daemon=True)
+        thread.start()
+        return thread
+
+    def work(self) -> int:
+        """Start the children and supervise them until they have all ended; returns the exit status."""
         self.slots = [self._start() for _ in range(self.concurrency)]
         stop_housekeeping = threading.Event()
-        housekeeping = start_housekeeping(self.kv, self.settings, stop_housekeeping)
+        housekeeping = (
+            start_housekeeping(self.kv, self.settings, stop_housekeeping) if self.housekeeping else []
+        )
         try:
             self._loop()
         finally:
@@ -348,6 +420,25 @@ class Supervisor:
         if failed:
             log.error("%d worker process(es) exited with an error: %s", len(failed), failed)
         return 1 if (self.gave_up or failed) else 0
+
+    def drain(self) -> None:
+        """Stop as at a SIGTERM: the children take no more jobs and finish their steps in flight (within
+        ``GRAPHQ_DRAIN_TIMEOUT_S``); idempotent (a second SIGTERM would stop them at once). Safe in a signal
+        handler (it only records the request)."""
+        if not self._drain_asked:
+            self._drain_asked = True
+            self.signals.append(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL every child now, for a process that ends at once: their steps in flight are cut (their
+        leases lapse and crash recovery acts). Safe in a signal handler (no lock)."""
+        for pid in self.children():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def holding(self) -> set[str]:
+        """The runs whose steps the children hold now (as they reported them)."""
+        return {s.held.run_id for s in self.slots if not s.done and s.held is not None}
 
     ticked = 0.0
     """When the loop last ran (monotonic; 0: not yet)."""
@@ -396,9 +487,16 @@ class Supervisor:
 
     def _start(self) -> _Slot:
         recv, send = self.mp.Pipe(duplex=False)
-        proc = self.mp.Process(
-            target=_child, args=(send, self.burst, self.log_level, os.getpid()), name="graphq-worker"
+        spec = _ChildSpec(
+            self.burst,
+            self.log_level,
+            os.getpid(),
+            self.settings.redis_url,
+            self.workflows,
+            self.log_levels,
+            self.parent_death,
         )
+        proc = self.mp.Process(target=_child, args=(send, spec), name="graphq-worker")
         proc.start()
         send.close()
         return _Slot(proc, recv)
@@ -483,7 +581,9 @@ class Supervisor:
         while self.signals:
             signum = self.signals.pop(0)
             if signum == signal.SIGTERM and self.draining_at is None:
-                log.warning("SIGTERM: stopping; steps in flight get %gs", self.settings.drain_timeout_s)
+                # drain(): the command that owns the pool says what happens itself
+                why, level = ("drain", logging.INFO) if self._drain_asked else ("SIGTERM", logging.WARNING)
+                log.log(level, "%s: stopping; steps in flight get %gs", why, self.settings.drain_timeout_s)
                 self.draining_at = time.monotonic()
                 self._signal_all(signal.SIGTERM)
                 if self.notify is not None:
@@ -605,9 +705,6 @@ def supervise(
     """
     settings = get_settings()
     client = kv if kv is not None else connect(settings.redis_url or "")
-    # A renewal or a close must not hang the loop that also kills and drains: bounded socket reads.
-    client.connection_pool.connection_kwargs["socket_timeout"] = _SOCKET_TIMEOUT_S
-    client.connection_pool.disconnect()
     supervisor = Supervisor(client, settings, concurrency, burst=burst, log_level=log_level)
     with _observed(supervisor, metrics_port, workflows):
         code = supervisor.run()
