@@ -15,7 +15,7 @@ from graphcore.checkpoints import serde
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings
 from graphq.worker.step.split import Split
-from tests.workers import Start, ended, work, worker_env
+from tests.workers import Start, ended, wait_for, work, worker_env
 from tests.workflows.split_wide import wide, wide_rich
 
 REGISTRY = Registry({"split-wide": wide, "split-rich": wide_rich})
@@ -180,3 +180,19 @@ def test_a_run_timeout_during_a_split_step_cancels_the_run(client: Client, split
     assert record.status == RunStatus.CANCELED
     assert record.error is not None and record.error.type == "RunTimeout"
     assert client.kv.exists(keys.split("t-late", record.head or "")) == 0  # the split was closed
+
+
+def test_a_worker_that_starts_during_a_split_step_gets_its_batches(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    first = start(processes=1)
+    run_id = client.enqueue("split-wide", {"n": 80, "sleep_s": 0.2, "gate": True}, thread_id="t-late-worker")
+    wait_for(lambda: (tmp_path / "work.log").exists(), 60, "the owner's first batch to start")
+    start(processes=1)  # ready once RQ has it idle: it takes the helpers the owner enqueues from now on
+    (tmp_path / "go").touch()
+    record = ended(client, run_id, 90)
+    assert record.status == RunStatus.COMPLETED
+    ran = _ran_by(tmp_path)
+    assert sorted(ran) == list(range(80))
+    pids = set().union(*ran.values())
+    assert len(pids) == 2 and first.pid not in pids  # the supervisor's two children

@@ -4,8 +4,9 @@ input's ``n`` (``Send``), each squaring its item into a reducer list, then ``joi
 (retried), return a ``Command`` going to ``extra``, or run a subgraph.
 
 Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``ask`` items whose task
-calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep. With
-``GRAPHQ_TEST_DIR`` set, each task appends ``<item> <pid>`` to ``work.log`` there (which process ran it).
+calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep; ``gate`` true:
+each task first waits for a file ``go`` in ``GRAPHQ_TEST_DIR``. With ``GRAPHQ_TEST_DIR`` set, each task
+appends ``<item> <pid>`` to ``work.log`` there (which process ran it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class State(TypedDict, total=False):
     fail: int
     ask: list[int]
     sleep_s: float
+    gate: bool
     out: Annotated[list[int], operator.add]
     total: int
 
@@ -43,6 +45,7 @@ class Item(TypedDict):
     fail: int
     ask: list[int]
     sleep_s: float
+    gate: bool
 
 
 def plan(state: State) -> dict[str, Any]:
@@ -50,7 +53,12 @@ def plan(state: State) -> dict[str, Any]:
 
 
 def fan(state: State) -> list[Send]:
-    extra = {"fail": state.get("fail", -1), "ask": state.get("ask", []), "sleep_s": state.get("sleep_s", 0.0)}
+    extra = {
+        "fail": state.get("fail", -1),
+        "ask": state.get("ask", []),
+        "sleep_s": state.get("sleep_s", 0.0),
+        "gate": state.get("gate", False),
+    }
     return [Send("work", {"i": i, **extra}) for i in range(state["n"])]
 
 
@@ -59,6 +67,8 @@ def work(item: Item) -> dict[str, Any]:
     if where:
         with (Path(where) / "work.log").open("a") as log:
             log.write(f"{item['i']} {os.getpid()}\n")
+    while item["gate"] and not (Path(os.environ["GRAPHQ_TEST_DIR"]) / "go").exists():
+        time.sleep(0.02)
     if item["sleep_s"]:
         time.sleep(item["sleep_s"])
     if item["i"] == item["fail"]:

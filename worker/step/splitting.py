@@ -4,9 +4,10 @@ The step's owner (the step job holding the step's lease):
 
 1. opens the split (its record in Redis, fenced by the step's lease; or joins the record an earlier owner
    of the same step left) and writes the step's first ``progress`` event;
-2. enqueues helper jobs at the front of the workflow's queue, one per other live worker process (at most
-   one per batch but its own): each runs a batch and, while batches are unclaimed, enqueues the next helper
-   at the back of the queue (:mod:`graphq.worker.step.batch`);
+2. keeps helper jobs on the workflow's queue, at its front: one for each other live worker process that
+   serves the workflow (looked up again every second: workers that start during the step get helpers
+   too), at most one per batch not handed out. Each runs a batch and, while batches are unclaimed,
+   enqueues the next helper at the back of the queue (:mod:`graphq.worker.step.batch`);
 3. claims and runs batches itself until none is free, then waits for the batches others hold (waking as
    each ends; a batch whose lease lapsed is claimed again and runs only its unfinished tasks);
 4. once every batch is done: a task failure recorded by a batch ends the run Failed (the first in task
@@ -21,6 +22,7 @@ closes the split (a batch still running is refused its writes) and ends the run 
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -48,6 +50,9 @@ __all__ = ["run_split", "splits"]
 
 _WAIT_S = 1.0
 """Longest wait for a batch to end before the owner looks again (for lapsed batches, its lease's stop)."""
+
+_LOOK_S = 1.0
+"""How often the owner looks for workers that could take helper jobs, seconds."""
 
 
 def splits(
@@ -81,7 +86,6 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finishe
     lease.limit(limits.deadline, limits.stop, cp.step + 1)
     split.open(lease, run.id, run.step, settings.step_timeout_s * 1000, finished)
     attempt.event("progress", cp.step + 1, {"done": finished, "total": split.tasks})
-    call_helpers(ctx, run, split, min(split.batches - 1, _other_workers(attempt)), at_front=True)
     try:
         failures = _work(attempt, split)
     except Cancelled:
@@ -102,9 +106,13 @@ def _work(attempt: StepAttempt, split: Split) -> list[Any]:
     task failures in task order."""
     ctx, run, lease, cp = attempt.ctx, attempt.run, attempt.lease, attempt.head
     token = uuid.uuid4().hex
+    helpers = _Helpers(attempt, split)
+    left = split.batches
     while True:
+        helpers.top_up(left - 1)
         claim = split.claim(token, lease.ttl_ms)
         if claim is not None:
+            left = claim.left
             run_batch(ctx, run, cp, split, claim, token, owner=lease)
             continue
         done, failures = split.state()
@@ -115,6 +123,31 @@ def _work(attempt: StepAttempt, split: Split) -> list[Any]:
         if lease.cancel.cancelled:
             raise Cancelled("run canceled")
         split.wait(_WAIT_S)
+
+
+class _Helpers:
+    """The helper jobs a split step's owner keeps on the workflow's queue: one for each other live worker
+    process that serves the workflow, at most one for each batch not handed out yet. They go to the queue's
+    front; each helper enqueues its successor itself, so those the owner enqueued stay in flight while
+    batches remain. The owner looks again every :data:`_LOOK_S` seconds, so workers that start during the
+    step (``graphq run``'s pool, a scale-up) get helpers too."""
+
+    def __init__(self, attempt: StepAttempt, split: Split) -> None:
+        self.attempt, self.split = attempt, split
+        self.called = 0
+        self.look_at = 0.0
+
+    def top_up(self, unclaimed: int) -> None:
+        """Enqueue helpers up to the other live workers (looked up at most every :data:`_LOOK_S` s), at most
+        ``unclaimed`` (the batches not handed out, but the one the owner takes next) in flight."""
+        now = time.monotonic()
+        if now < self.look_at or unclaimed <= self.called:
+            return
+        self.look_at = now + _LOOK_S
+        wanted = min(unclaimed, _other_workers(self.attempt))
+        if wanted > self.called:
+            call_helpers(self.attempt.ctx, self.attempt.run, self.split, wanted - self.called, at_front=True)
+            self.called = wanted
 
 
 def _outcome(attempt: StepAttempt, tasks: StepTasks) -> StepResult:
