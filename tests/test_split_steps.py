@@ -9,9 +9,10 @@ import pytest
 
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunStatus
-from graphcore.checkpoints import serde
+from graphcore.checkpoints import layout, serde
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings
+from graphcore.types import TaskWrites
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, work, worker_env
 from tests.workflows.wide import wide
@@ -96,3 +97,22 @@ def test_a_step_splits_from_shard_min_tasks_tasks_in_batches_of_shard_batch_task
     assert opened == []  # 9 tasks: under GRAPHQ_SHARD_MIN_TASKS=10
     assert client.get_run(_run(client, "t-wide", 10)).status == RunStatus.COMPLETED
     assert opened == [(10, 2)]  # batches of 7: 7 + 3
+
+
+def test_each_batch_reads_the_pending_writes_of_its_own_tasks_only(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[str] = []
+    real_decode = layout.decode_writes
+
+    def counted(data: bytes) -> TaskWrites:
+        tw = real_decode(data)
+        decoded.append(tw.task_id)
+        return tw
+
+    monkeypatch.setattr(layout, "decode_writes", counted)
+    assert client.get_run(_run(client, "t-reads", 40)).status == RunStatus.COMPLETED
+    # 6 batches of 7 (the last 5) each read its own tasks' entries (none yet: 0), then the owner reads the
+    # step back once (40). Batches reading the whole step's pending writes read 0 + 7 + ... + 35 = 105 more.
+    assert len(decoded) == 40
+    assert len(set(decoded)) == 40

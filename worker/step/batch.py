@@ -22,10 +22,12 @@ from typing import Any
 
 from graphcore import keys
 from graphcore.backend.runs import RunRecord
-from graphcore.checkpoints.model import Checkpoint
+from graphcore.checkpoints.layout import FAILED_PREFIX, decode_writes_and_errors
+from graphcore.checkpoints.model import Checkpoint, task_id
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
 from graphcore.errors import PermanentError
+from graphcore.types import TaskWrites
 from graphq.worker import logs
 from graphq.worker.queue import BATCH_FUNC
 from graphq.worker.step.attempt import StepAttempt
@@ -84,8 +86,10 @@ def run_batch(
     graph = ctx.registry.get(run.workflow)
     limits = attempt.limits(graph)
     scope = step_scope(attempt, limits.cfg)
-    written, errors = attempt.store.get_writes_and_errors(run.thread_id, cp.id)
-    finished, resume = resume_plan(dict(written), step_answers(attempt))
+    positions = split.positions(claim.batch)
+    written, errors = _batch_writes(ctx.kv, run.thread_id, cp, positions)
+    answers = step_answers(attempt)
+    finished, resume = resume_plan(written, answers)
     progress = _Progress(attempt, split)
     with lease:
         lease.limit(limits.deadline, limits.stop, cp.step + 1)
@@ -94,10 +98,10 @@ def run_batch(
             finished,
             handled_of(errors),
             resume,
-            step_answers(attempt),
+            answers,
             persisting=True,
             task_done=progress.task_done,
-            only=split.positions(claim.batch),
+            only=positions,
         )
         progress.flush()
         failure = _failure(outcome.failed, cp.step + 1)
@@ -106,6 +110,20 @@ def run_batch(
         lease.dropped()
     return f"batch {claim.batch} of {split.batches}: {len(outcome.results)} tasks" + (
         " (failed)" if failure else ""
+    )
+
+
+def _batch_writes(
+    kv: Any, thread_id: str, cp: Checkpoint, positions: range
+) -> tuple[dict[str, TaskWrites], dict[str, str]]:
+    """The persisted writes and failure texts (``get_writes_and_errors``) of the step's tasks at
+    ``positions`` only: one HMGET of their fields, not the whole step's pending writes (every batch reading
+    them all made a split step quadratic in its tasks)."""
+    ids = [task_id(cp.id, i, cp.next_tasks[i].node) for i in positions]
+    fields = ids + [FAILED_PREFIX + i for i in ids]
+    raw = kv.hmget(keys.pending_writes(thread_id, "", cp.id), fields)
+    return decode_writes_and_errors(
+        {f.encode(): r for f, r in zip(fields, raw, strict=True) if r is not None}
     )
 
 
