@@ -1,1 +1,1 @@
-"""graphq benchmarks (targets P1–P7: docs/design/targets.md): ``python -m bench`` or ``make bench``."""
+"""graphq benchmarks (targets P1–P8: docs/design/targets.md): ``python -m bench`` or ``make bench``."""

@@ -1,4 +1,4 @@
-"""``python -m bench``: run P1 to P7, print one summary line per benchmark and the result table.
+"""``python -m bench``: run P1 to P8, print one summary line per benchmark and the result table.
 
 Summary lines look like ``P1 ratio=1.12 target=1.25`` (one per line on stdout) so that runs can be compared
 over time. Nothing here asserts a timing; the exit status is 0 unless a benchmark could not run.
@@ -10,7 +10,16 @@ import sys
 import time
 from collections.abc import Callable
 
-from bench import p1_step_overhead, p2_growth, p3_engine, p4_scale_out, p5_recovery, p6_fairness, p7_scheduler
+from bench import (
+    p1_step_overhead,
+    p2_growth,
+    p3_engine,
+    p4_scale_out,
+    p5_recovery,
+    p6_fairness,
+    p7_scheduler,
+    p8_wide_steps,
+)
 from bench.common import Row, print_table
 
 BENCHMARKS: list[tuple[str, Callable[[], list[Row]]]] = [
@@ -21,6 +30,7 @@ BENCHMARKS: list[tuple[str, Callable[[], list[Row]]]] = [
     ("P5 recovery", p5_recovery.run),
     ("P6 fairness", p6_fairness.run),
     ("P7 scheduler", p7_scheduler.run),
+    ("P8 wide super-steps", p8_wide_steps.run),
 ]
 
 

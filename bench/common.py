@@ -34,11 +34,14 @@ from graphq.worker.step.context import WorkerContext, set_context
 __all__ = [
     "Row",
     "TimedWorker",
+    "cpu_seconds",
     "fmt_bytes",
     "fmt_ms",
+    "idle_cpu_seconds",
     "install_context",
     "kill",
     "median",
+    "peak_rss",
     "print_table",
     "private_redis",
     "run_burst",
@@ -46,6 +49,7 @@ __all__ = [
     "summary",
     "timed",
     "wait_for",
+    "worker_children",
     "worker_env",
     "worker_pool",
 ]
@@ -215,17 +219,19 @@ def wait_for(predicate: Callable[[], T], timeout_s: float, what: str) -> T:
 
 
 @contextmanager
-def worker_pool(url: str, workflows: str, processes: int, **settings: str) -> Iterator[None]:
+def worker_pool(
+    url: str, workflows: str, processes: int, **settings: str
+) -> Iterator[subprocess.Popen[bytes]]:
     """``graphq worker --concurrency PROCESSES --log-level error`` on ``workflows`` (``settings`` in its
-    environment), all its processes registered with RQ when entered (within 60 s); on exit it gets SIGTERM
-    (30 s to drain), then SIGKILL."""
+    environment), all its processes registered with RQ when entered (within 60 s), yielded (the supervisor);
+    on exit it gets SIGTERM (30 s to drain), then SIGKILL."""
     proc = start_worker(
         worker_env(url, workflows, **settings), "--concurrency", str(processes), "--log-level", "error"
     )
     kv = connect(url)
     try:
         wait_for(lambda: kv.scard("rq:workers") >= processes, 60, f"{processes} worker processes to start")
-        yield
+        yield proc
     finally:
         kv.close()
         os.killpg(proc.pid, signal.SIGTERM)
@@ -233,3 +239,35 @@ def worker_pool(url: str, workflows: str, processes: int, **settings: str) -> It
             proc.wait(30)
         except subprocess.TimeoutExpired:
             kill(proc)
+
+
+def worker_children(pool: subprocess.Popen[bytes]) -> list[int]:
+    """The pids of the worker processes of the ``graphq worker`` ``pool`` (its spawned children, not
+    multiprocessing's resource tracker)."""
+    pids = [int(p) for p in Path(f"/proc/{pool.pid}/task/{pool.pid}/children").read_text().split()]
+    return [p for p in pids if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) that process ``pid`` has used so far (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_cpu_seconds() -> float:
+    """CPU seconds the machine's cores have been idle (idle + iowait) since boot (``/proc/stat``): the
+    difference over a stretch says how much CPU nobody wanted."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss(pid: int) -> int:
+    """Peak resident set size of process ``pid`` so far, bytes (``VmHWM`` of ``/proc/<pid>/status``).
+
+    Raises:
+        RuntimeError: the kernel shows no ``VmHWM`` for it.
+    """
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")

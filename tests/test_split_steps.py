@@ -11,9 +11,10 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
-from graphcore.checkpoints import serde
+from graphcore.checkpoints import layout, serde
 from graphcore.engine.registry import Registry
 from graphcore.settings import get_settings
+from graphcore.types import TaskWrites
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, wait_for, work, worker_env
 from tests.workflows.split_wide import wide, wide_rich
@@ -196,3 +197,22 @@ def test_a_worker_that_starts_during_a_split_step_gets_its_batches(
     assert sorted(ran) == list(range(80))
     pids = set().union(*ran.values())
     assert len(pids) == 2 and first.pid not in pids  # the supervisor's two children
+
+
+def test_each_batch_reads_the_pending_writes_of_its_own_tasks_only(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[str] = []
+    real_decode = layout.decode_writes
+
+    def counted(data: bytes) -> TaskWrites:
+        tw = real_decode(data)
+        decoded.append(tw.task_id)
+        return tw
+
+    monkeypatch.setattr(layout, "decode_writes", counted)
+    assert client.get_run(_run(client, "t-reads", 40)).status == RunStatus.COMPLETED
+    # 6 batches of 7 (the last 5) each read its own tasks' entries (none yet: 0), then the owner reads the
+    # step back once (40). Batches reading the whole step's pending writes read 0 + 7 + ... + 35 = 105 more.
+    assert len(decoded) == 40
+    assert len(set(decoded)) == 40
