@@ -12,9 +12,11 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints import layout, serde
+from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.registry import Registry
+from graphcore.engine.task_metadata import PUSH, task_paths
 from graphcore.settings import get_settings
-from graphcore.types import TaskWrites
+from graphcore.types import PendingTask, TaskWrites
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, wait_for, work, worker_env
 from tests.workflows.split_wide import wide, wide_rich
@@ -216,3 +218,21 @@ def test_each_batch_reads_the_pending_writes_of_its_own_tasks_only(
     # step back once (40). Batches reading the whole step's pending writes read 0 + 7 + ... + 35 = 105 more.
     assert len(decoded) == 40
     assert len(set(decoded)) == 40
+
+
+@pytest.mark.parametrize("only", [range(0, 3), range(2, 5), range(4, 7), range(6, 7)])
+def test_a_batch_builds_the_paths_of_its_own_tasks_as_the_whole_step_has_them(only: range) -> None:
+    kinds = [
+        ("a", False),
+        ("work", True),
+        ("b", False),
+        ("work", True),
+        ("work", True),
+        ("c", False),
+        ("work", True),
+    ]
+    cp = Checkpoint(
+        "cp", None, 0, {}, next_tasks=[PendingTask(n, send=s, arg={} if s else None) for n, s in kinds]
+    )
+    assert task_paths(cp, only) == task_paths(cp)[only.start : only.stop]
+    assert task_paths(cp)[3] == (PUSH, 1, False)

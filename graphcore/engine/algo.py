@@ -132,9 +132,9 @@ def prepare_tasks(
     values = (
         cp.channel_values if remaining is None else graph.schema.with_managed(cp.channel_values, remaining)
     )
-    paths = task_paths(cp)
-    for index in only if only is not None else range(len(cp.next_tasks)):
-        pending, path = cp.next_tasks[index], paths[index]
+    positions = only if only is not None else range(len(cp.next_tasks))
+    for index, path in zip(positions, task_paths(cp, positions), strict=True):
+        pending = cp.next_tasks[index]
         reads = None if pending.send else graph.nodes[pending.node].reads
         arg = pending.arg if pending.send else graph.schema.reader_of(reads).view(values)
         tasks.append(

@@ -28,11 +28,14 @@ PUSH = "__pregel_push"
 """The first item of a ``Send`` task's ``langgraph_path``, and its one trigger."""
 
 
-def task_paths(cp: Checkpoint) -> list[tuple[Any, ...]]:
-    """The ``langgraph_path`` of each task of the super-step after ``cp``, in task order."""
+def task_paths(cp: Checkpoint, only: range | None = None) -> list[tuple[Any, ...]]:
+    """The ``langgraph_path`` of each task of the super-step after ``cp``, in task order; with ``only``, of
+    the tasks at those positions (a range of step 1) only: a batch of a wide step does not build every
+    task's path."""
     paths: list[tuple[Any, ...]] = []
-    sends = 0
-    for pending in cp.next_tasks:
+    start = 0 if only is None else only.start
+    sends = sum(1 for pending in cp.next_tasks[:start] if pending.send)  # a Send's path is its number
+    for pending in cp.next_tasks[start : None if only is None else only.stop]:
         if pending.send:
             paths.append((PUSH, sends, False))
             sends += 1
