@@ -1,10 +1,11 @@
 """One batch of a split step (:mod:`graphq.worker.step.split`), run by its step's owner or by a helper job.
 
 A helper job (:func:`batch_job`, on the workflow's queue) claims a free batch of the split step after
-checkpoint ``cp_id``, runs the batch's tasks under the batch's lease and marks it done; while batches are
-still unclaimed it enqueues one more helper, at the back of the queue (other runs' steps take their turns
-between a wide step's batches). A helper that finds no free batch (the split is closed, or every batch is
-taken) does nothing.
+checkpoint ``cp_id``, runs the batch's tasks under the batch's lease and marks it done. While batches are
+still unclaimed it claims the next one itself when no job waits on this process's queues (a helper job
+costs an RQ job), else it enqueues one more helper, at the back of the queue: other runs' steps take their
+turns between a wide step's batches. A helper that finds no free batch (the split is closed, or every
+batch is taken) does nothing.
 
 A batch runs its tasks as an unsplit step runs them (:class:`graphq.worker.step.tasks.StepTasks`): each
 finished task's writes are persisted at once as pending writes of the step, fenced by the batch's lease; a
@@ -44,30 +45,41 @@ log = logging.getLogger("graphq.step")
 
 
 def batch_job(thread_id: str, cp_id: str) -> str:
-    """A helper job of the split step after checkpoint ``cp_id`` of ``thread_id``: claim a free batch and run
-    it (see the module). Returns a short outcome for RQ's result."""
+    """A helper job of the split step after checkpoint ``cp_id`` of ``thread_id``: claim free batches and run
+    them (see the module). Returns a short outcome for RQ's result."""
     ctx = get_context()
     split = Split.read(ctx.kv, thread_id, cp_id)
     if split is None:
         return "skipped: the split step is over"
-    token = uuid.uuid4().hex
-    claim = split.claim(token, int(ctx.settings.lease_ttl_s * 1000))
-    if claim is None:
-        return "skipped: no batch left"
-    fields, bound = logs.bind(run=claim.run_id, thread=thread_id)
-    try:
-        run = ctx.runs.get(claim.run_id, thread_id)
-        fields["workflow"], fields["tenant"] = run.workflow, run.tenant
-        cp = ctx.store(run.workflow).get(thread_id, cp_id)
-        if cp is None:
-            return "skipped: the step's checkpoint is gone"
-        if claim.left > 0:
+    token, ran = uuid.uuid4().hex, 0
+    while (claim := split.claim(token, int(ctx.settings.lease_ttl_s * 1000))) is not None:
+        fields, bound = logs.bind(run=claim.run_id, thread=thread_id)
+        try:
+            run = ctx.runs.get(claim.run_id, thread_id)
+            fields["workflow"], fields["tenant"] = run.workflow, run.tenant
+            cp = ctx.store(run.workflow).get(thread_id, cp_id)
+            if cp is None:
+                return "skipped: the step's checkpoint is gone"
+            run_batch(ctx, run, cp, split, claim, token)
+        except Cancelled as exc:  # canceled with interrupt, or its run's deadline: the owner ends the run
+            return f"canceled: {exc}"
+        finally:
+            logs.unbind(bound)
+        ran += 1
+        if claim.left == 0:
+            break
+        if _others_wait(ctx):  # take turns: the next batch waits behind them
             call_helpers(ctx, run, split, 1, at_front=False)
-        return run_batch(ctx, run, cp, split, claim, token)
-    except Cancelled as exc:  # canceled with interrupt, or its run's deadline: the owner ends the run
-        return f"canceled: {exc}"
-    finally:
-        logs.unbind(bound)
+            break
+    return f"ran {ran} batch(es) of {split.batches}" if ran else "skipped: no batch left"
+
+
+def _others_wait(ctx: WorkerContext) -> bool:
+    """Whether a job waits on a queue of this process's workflows (one pipelined LLEN each)."""
+    pipe = ctx.kv.pipeline(transaction=False)
+    for name in ctx.registry.names():
+        pipe.llen(ctx.queue.queue(name).key)
+    return any(pipe.execute())
 
 
 def run_batch(
