@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
@@ -17,6 +18,7 @@ from graphcore.engine.registry import Registry
 from graphcore.engine.task_metadata import PUSH, task_paths
 from graphcore.settings import get_settings
 from graphcore.types import PendingTask, TaskWrites
+from graphq.worker.step.lease import Lease
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, wait_for, work, worker_env
 from tests.workflows.split_wide import wide, wide_rich
@@ -236,3 +238,39 @@ def test_a_batch_builds_the_paths_of_its_own_tasks_as_the_whole_step_has_them(on
     )
     assert task_paths(cp, only) == task_paths(cp)[only.start : only.stop]
     assert task_paths(cp)[3] == (PUSH, 1, False)
+
+
+def test_the_supervisor_renews_a_batch_whose_node_holds_the_gil(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    start(processes=2, GRAPHQ_LEASE_TTL_S="1", GRAPHQ_HEARTBEAT_INTERVAL_S="0.3")
+    run_id = client.enqueue(
+        "split-wide", {"n": 20, "sleep_s": 0.05, "hold": 7, "gil_s": 3.0}, thread_id="t-gil"
+    )
+    record = ended(client, run_id, 60)
+    assert record.status == RunStatus.COMPLETED
+    runs = [int(line.split()[0]) for line in (tmp_path / "work.log").read_text().splitlines()]
+    assert sorted(runs) == list(
+        range(20)
+    )  # each task once: the 3 s hold outlived the 1 s lease, not the batch
+
+
+def test_a_lapsed_batch_is_claimed_again_and_its_claims_counted(redis_client: redis.Redis) -> None:
+    lease = Lease(redis_client, "t-claims", "r1", ttl_s=30, heartbeat_s=5)
+    assert lease.acquire()
+    split = Split(redis_client, "t-claims", "cp1", tasks=10, size=4)
+    assert split.open(lease, "r1", 3, 60_000, 0) is False
+    first = [split.claim("a", 30_000) for _ in range(3)]
+    assert [(c.batch, c.run_id, c.left, c.claims) for c in first if c] == [
+        (0, "r1", 2, 1),
+        (1, "r1", 1, 1),
+        (2, "r1", 0, 1),
+    ]
+    assert split.claim("b", 30_000) is None  # all three held
+    redis_client.hset(split.key, "u:1", 0)  # batch 1's lease lapses (its worker died)
+    again = split.claim("b", 30_000)
+    assert again is not None and (again.batch, again.claims) == (1, 2)
+    assert split.finish("a#1", None) is False  # the first holder's finish is refused: not its batch now
+    assert split.finish("b#1", None) is True
+    assert split.state() == (1, [])
+    assert split.close(lease) is True and Split.read(redis_client, "t-claims", "cp1") is None

@@ -127,9 +127,9 @@ def behave(name: str, plan: dict[str, float]) -> None:
     if "sleep" in plan:
         time.sleep(plan["sleep"])
     if "c_sleep" in plan:
-        _sleep_in_c(ctypes.CDLL(None), plan["c_sleep"])
+        sleep_in_c(ctypes.CDLL(None), plan["c_sleep"])
     if "gil_sleep" in plan:
-        _sleep_in_c(ctypes.PyDLL(None), plan["gil_sleep"])
+        sleep_in_c(ctypes.PyDLL(None), plan["gil_sleep"])
     if "until_cancel" in plan:
         token = get_cancel_token()
         token.wait(plan["until_cancel"])
@@ -153,7 +153,7 @@ def _until_drain(name: str, seconds: float) -> None:
         time.sleep(0.02)
 
 
-def _sleep_in_c(libc: ctypes.CDLL, seconds: float) -> None:
+def sleep_in_c(libc: ctypes.CDLL, seconds: float) -> None:
     """Sleep in libc's ``usleep`` for ``seconds`` (again after a signal cut a sleep short)."""
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:

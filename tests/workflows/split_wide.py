@@ -5,12 +5,14 @@ input's ``n`` (``Send``), each squaring its item into a reducer list, then ``joi
 
 Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``ask`` items whose task
 calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep; ``gate`` true:
-each task first waits for a file ``go`` in ``GRAPHQ_TEST_DIR``. With ``GRAPHQ_TEST_DIR`` set, each task
+each task first waits for a file ``go`` in ``GRAPHQ_TEST_DIR``; ``hold`` an item whose task holds its
+process's GIL for ``gil_s`` seconds (a C-level sleep). With ``GRAPHQ_TEST_DIR`` set, each task
 appends ``<item> <pid>`` to ``work.log`` there (which process ran it).
 """
 
 from __future__ import annotations
 
+import ctypes
 import operator
 import os
 import time
@@ -28,6 +30,7 @@ from graphcore import (
     get_stream_writer,
     interrupt,
 )
+from tests.workflows.shutdown import sleep_in_c
 
 
 class State(TypedDict, total=False):
@@ -36,6 +39,8 @@ class State(TypedDict, total=False):
     ask: list[int]
     sleep_s: float
     gate: bool
+    hold: int
+    gil_s: float
     out: Annotated[list[int], operator.add]
     total: int
 
@@ -46,6 +51,8 @@ class Item(TypedDict):
     ask: list[int]
     sleep_s: float
     gate: bool
+    hold: int
+    gil_s: float
 
 
 def plan(state: State) -> dict[str, Any]:
@@ -58,6 +65,8 @@ def fan(state: State) -> list[Send]:
         "ask": state.get("ask", []),
         "sleep_s": state.get("sleep_s", 0.0),
         "gate": state.get("gate", False),
+        "hold": state.get("hold", -1),
+        "gil_s": state.get("gil_s", 0.0),
     }
     return [Send("work", {"i": i, **extra}) for i in range(state["n"])]
 
@@ -69,6 +78,8 @@ def work(item: Item) -> dict[str, Any]:
             log.write(f"{item['i']} {os.getpid()}\n")
     while item["gate"] and not (Path(os.environ["GRAPHQ_TEST_DIR"]) / "go").exists():
         time.sleep(0.02)
+    if item["i"] == item["hold"]:
+        sleep_in_c(ctypes.PyDLL(None), item["gil_s"])
     if item["sleep_s"]:
         time.sleep(item["sleep_s"])
     if item["i"] == item["fail"]:

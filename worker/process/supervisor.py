@@ -75,6 +75,7 @@ from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.step.context import DRAIN
 from graphq.worker.step.handover import Stop, abandon, lapse
 from graphq.worker.step.lease import Lease, renew
+from graphq.worker.step.split import renew_batch
 
 __all__ = ["SupervisedWorker", "Supervisor", "cold_stop", "drain_stop"]
 
@@ -125,12 +126,19 @@ class _Channel:
         self.conn = conn
         self.lock = threading.Lock()
         self.current: Lease | None = None
+        """The step's lease this process holds (what a give-up gives up)."""
+        self.batches: dict[str, Lease] = {}
+        """The leases of the batches of split steps this process runs, by token."""
 
     def _send(self, message: tuple[Any, ...]) -> None:
         with self.lock, contextlib.suppress(OSError):  # OSError: the parent is gone (we exit with it)
             self.conn.send(message)
 
     def held(self, lease: Lease) -> None:
+        if not lease.of_step:  # a batch of a split step: renewed here too, nothing else
+            self.batches[lease.token] = lease
+            self._send(("hold-batch", lease.key, lease.run_key, lease.token, lease.ttl_ms))
+            return
         self.current = lease
         self._send(("hold", lease.thread_id, lease.run_id, lease.token, lease.ttl_ms))
 
@@ -149,7 +157,9 @@ class _Channel:
             self._send(("retire",))
 
     def freed(self, lease: Lease) -> None:
-        if self.current is lease:
+        if self.batches.pop(lease.token, None) is not None:
+            self._send(("free-batch", lease.token))
+        elif self.current is lease:
             self.current = None
             self._send(("free", lease.token))
 
@@ -206,11 +216,14 @@ class SupervisedWorker(SimpleWorker):
 
     def _give_up(self, signum: int, frame: FrameType | None) -> None:
         lease = self.channel.current if self.channel is not None else None
+        stop = drain_stop(get_settings()) if signum == signal.SIGUSR1 else cold_stop()
         if lease is not None:
             SupervisedWorker.gave_up = True
             # Due now: the keeper thread gives the step up at its next tick (within 0.5 s). Not here: a
             # signal handler must not take the locks of the cancel token the interrupted frame may hold.
-            lease.deadline = (0.0, drain_stop(get_settings()) if signum == signal.SIGUSR1 else cold_stop())
+            lease.deadline = (0.0, stop)
+        for batch in list(self.channel.batches.values()) if self.channel is not None else []:
+            batch.deadline = (0.0, stop)  # a helper's batch: left, its unfinished tasks run elsewhere
         self._warm_stop(signum, frame)  # a handler may run before SIGTERM's (they run by signal number)
 
 
@@ -295,12 +308,26 @@ class _Held:
 
 
 @dataclass
+class _HeldBatch:
+    """A batch of a split step a child runs, as the child reported it (its lease is renewed here too)."""
+
+    key: str
+    """The split's record (the batch's lease key)."""
+    run_key: str
+    token: str
+    ttl_ms: int
+    renew_at: float
+
+
+@dataclass
 class _Slot:
     """One child process and what the parent knows of it."""
 
     proc: Any
     conn: Connection
     held: _Held | None = None
+    batches: dict[str, _HeldBatch] = field(default_factory=dict)
+    """The batches of split steps it runs, by token."""
     give_up_at: float | None = None
     """When the parent asked it to give its step up (monotonic), or None."""
     give_up: Stop | None = None
@@ -521,12 +548,19 @@ class Supervisor:
             slot.held.step = step
         elif kind == "free" and slot.held is not None and slot.held.token == message[1]:
             slot.held = None
+        elif kind == "hold-batch":
+            _, key, run_key, token, ttl_ms = message
+            interval = self.settings.heartbeat_interval_s
+            slot.batches[token] = _HeldBatch(key, run_key, token, ttl_ms, time.monotonic() + interval)
+        elif kind == "free-batch":
+            slot.batches.pop(message[1], None)
         elif kind == "ready":
             slot.ready, slot.worker_id = True, message[1]
         elif kind == "retire":
             slot.replace = True
 
     def _renew(self, slot: _Slot, now: float) -> None:
+        self._renew_batches(slot, now)
         held = slot.held
         if held is None or now < held.renew_at:
             return
@@ -539,6 +573,20 @@ class Supervisor:
             return
         held.renewals.worked()
         held.renew_at = now + self.settings.heartbeat_interval_s
+
+    def _renew_batches(self, slot: _Slot, now: float) -> None:
+        """Renew the leases of the batches a live, running child runs (a stopped one's lapse: the batch is
+        claimed again elsewhere); a failure is left to the next tick and the child's own keeper."""
+        due = [b for b in slot.batches.values() if now >= b.renew_at]
+        if not due or process_state(slot.proc.pid) in _STOPPED_STATES:
+            return
+        for batch in due:
+            try:
+                renew_batch(self.kv, batch.key, batch.run_key, batch.token, batch.ttl_ms, True)
+            except Exception as exc:
+                log.debug("renewal of batch %s: %s", batch.token, exc)
+                continue
+            batch.renew_at = now + self.settings.heartbeat_interval_s
 
     def _beat(self, slot: _Slot, now: float) -> None:
         """Renew a live child's worker record (:func:`graphq.worker.process.liveness.renew_worker`), as its
@@ -637,6 +685,7 @@ class Supervisor:
         code, held = slot.proc.exitcode, slot.held
         if code != 0:  # a clean exit removed its records itself
             self._forget(slot)
+        self._lapse_batches(slot)
         if held is not None and slot.killed_for is not None:
             self._abandon(held, slot.killed_for)
             self.gave_up = self.gave_up or slot.had_step
@@ -660,6 +709,16 @@ class Supervisor:
             slot.replace = True
         if slot.replace and self.draining_at is None:
             self.slots[index] = self._start()
+
+    def _lapse_batches(self, slot: _Slot) -> None:
+        """A child ended holding batches of split steps: their leases lapse now (claimed again at once, their
+        unfinished tasks run elsewhere), not after their time-to-live."""
+        for batch in slot.batches.values():
+            try:
+                renew_batch(self.kv, batch.key, batch.run_key, batch.token, 0, True)
+            except Exception as exc:  # Redis away: the lease lapses after its time-to-live
+                log.debug("batch %s left to lapse: %s", batch.token, exc)
+        slot.batches.clear()
 
     def _forget(self, slot: _Slot) -> None:
         """A child that died leaves the worker registries now (`graphq workers` stops listing it), not once

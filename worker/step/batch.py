@@ -22,17 +22,19 @@ import uuid
 from typing import Any
 
 from graphcore import keys
-from graphcore.backend.runs import RunRecord
+from graphcore.backend.runs import RunError, RunRecord
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
 from graphcore.errors import Cancelled, PermanentError
+from graphcore.settings import Settings
 from graphq.worker import logs
 from graphq.worker.queue import BATCH_FUNC
 from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.context import WorkerContext, get_context
 from graphq.worker.step.ending import run_error
+from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.pausing import step_answers
 from graphq.worker.step.progress import INTERVAL_S
@@ -63,6 +65,8 @@ def batch_job(thread_id: str, cp_id: str) -> str:
             run_batch(ctx, run, cp, split, claim, token)
         except Cancelled as exc:  # canceled with interrupt, or its run's deadline: the owner ends the run
             return f"canceled: {exc}"
+        except RefusedWriteError as exc:  # the batch's lease lapsed (this process stalled): it runs elsewhere
+            return f"left: {exc}"
         finally:
             logs.unbind(bound)
         ran += 1
@@ -100,14 +104,17 @@ def run_batch(
         Exception: anything but a task's failure (Redis, a bug): the batch is left to lapse.
     """
     settings = ctx.settings
-    lease = BatchLease(
-        ctx.kv, run.thread_id, split, claim, token, settings.lease_ttl_s, settings.heartbeat_interval_s
-    )
+    ttl_s, every_s = settings.lease_ttl_s, settings.heartbeat_interval_s
+    lease = BatchLease(ctx.kv, run.thread_id, split, claim, token, ttl_s, every_s, ctx.listener)
+    positions = split.positions(claim.batch)
+    if claim.claims - 1 > settings.max_resume_attempts:  # left again and again: a node that kills its worker
+        left = _left_error(split, claim, cp.step + 1, settings)
+        split.finish(lease.token, BatchFailure(positions.start, left))
+        return f"failed: batch {claim.batch} was left {claim.claims - 1} times"
     attempt = StepAttempt(ctx, run, lease, None)
     attempt.cp = cp
     graph = ctx.registry.get(run.workflow)
     limits = attempt.limits(graph)
-    positions = split.positions(claim.batch)
     ids = [task_id(cp.id, i, cp.next_tasks[i].node) for i in positions]
     written, errors = attempt.store.get_writes_of(run.thread_id, cp.id, ids)  # its own tasks' only
     answers = step_answers(attempt)
@@ -142,6 +149,21 @@ def run_batch(
             owner.followers.discard(lease)
     ended = " (a task failed)" if failure is not None else ""
     return f"batch {claim.batch} of {split.batches}: {len(outcome.results)} tasks{ended}"
+
+
+def _left_error(split: Split, claim: Claim, step: int, settings: Settings) -> RunError:
+    """The error that fails a run whose batch was left (its lease lapsed: its worker died, stopped or held
+    the GIL past the lease) more often than ``GRAPHQ_MAX_RESUME_ATTEMPTS`` allows, as the reaper fails a run
+    whose continuations reach it."""
+    return RunError(
+        type="WorkerLost",
+        message=(
+            f"batch {claim.batch} of {split.batches} of the split step was left {claim.claims - 1} times "
+            "(its worker died or stopped renewing its lease); not run again: the chain reached "
+            f"GRAPHQ_MAX_RESUME_ATTEMPTS={settings.max_resume_attempts}"
+        ),
+        step=step,
+    )
 
 
 def _failure(failed: Any, step: int) -> BatchFailure | None:

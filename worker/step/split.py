@@ -29,19 +29,20 @@ from graphcore.backend.connection import outlast
 from graphcore.backend.lua import script
 from graphcore.backend.runs import RunError
 from graphcore.errors import LeaseLostError
-from graphq.worker.step.lease import Lease
+from graphq.worker.step.lease import Lease, LeaseListener
 
-__all__ = ["BatchFailure", "BatchLease", "Claim", "Split"]
+__all__ = ["BatchFailure", "BatchLease", "Claim", "Split", "renew_batch"]
 
 
 @dataclass(frozen=True)
 class Claim:
-    """A batch claimed: its number, the run that owns the split now, and how many batches were never handed
-    out after this one."""
+    """A batch claimed: its number, the run that owns the split now, how many batches were never handed out
+    after this one, and how often the batch was claimed (1 the first time; more after its lease lapsed)."""
 
     batch: int
     run_id: str
     left: int
+    claims: int = 1
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,13 @@ class Split:
     def claim(self, token: str, ttl_ms: int) -> Claim | None:
         """Claim a batch with ``token`` (hex, no ``#``): the next never handed out, else one whose lease
         lapsed; None when none is free or the split is closed. The batch's token is ``token#<batch>``."""
-        batch, run_id, left = outlast(script(self.kv, "claim_batch"), keys=[self.key], args=[token, ttl_ms])
+        batch, run_id, left, claims = outlast(
+            script(self.kv, "claim_batch"), keys=[self.key], args=[token, ttl_ms]
+        )
         if batch < 0:
             return None
-        return Claim(int(batch), run_id.decode() if isinstance(run_id, bytes) else str(run_id), int(left))
+        run = run_id.decode() if isinstance(run_id, bytes) else str(run_id)
+        return Claim(int(batch), run, int(left), int(claims))
 
     def finish(self, token: str, failure: BatchFailure | None) -> bool:
         """Mark the batch of ``token`` done (with the failure that ends its run, if any), give its lease back
@@ -154,15 +158,17 @@ class Split:
 
 
 class BatchLease(Lease):
-    """The lease of one batch of a split step: fields of the split's record (``_fence.lua``), renewed by the
-    process's keeper like a step's lease (``renew_batch.lua``, which also reads the run's cancel request),
-    and not in the lease index (a lapsed batch is claimed again, :meth:`Split.claim`; the reaper has nothing
-    to do with it).
+    """The lease of one batch of a split step: fields of the split's record (``_fence.lua``), renewed like a
+    step's lease by the process's keeper and by the supervising process of ``graphq worker`` (told through
+    ``listener``; it also lapses the lease at once when the process dies) with ``renew_batch.lua``, which
+    also reads the run's cancel request. It is not in the lease index: a lapsed batch is claimed again
+    (:meth:`Split.claim`); the reaper has nothing to do with it.
 
     Args:
         split: the split's record.
         claim: the batch claimed.
         token: the claimer's token (hex).
+        listener: the supervising process's channel (None: no supervisor).
     """
 
     of_step = False
@@ -176,16 +182,26 @@ class BatchLease(Lease):
         token: str,
         ttl_s: float,
         heartbeat_s: float,
+        listener: LeaseListener | None = None,
     ) -> None:
-        super().__init__(kv, thread_id, claim.run_id, ttl_s, heartbeat_s)
+        super().__init__(kv, thread_id, claim.run_id, ttl_s, heartbeat_s, listener)
         self.key = split.key
         self.member = ""
         self.token = f"{token}#{claim.batch}"
         self.batch = claim.batch
 
     def renew(self, now: bool) -> tuple[bool, bytes]:
-        """One keeper tick (``renew_batch.lua``)."""
-        held, cancel = script(self.kv, "renew_batch")(
-            keys=[self.key, self.run_key], args=[self.token, self.ttl_ms, int(now)]
-        )
-        return bool(held), cancel
+        """One keeper tick (:func:`renew_batch`)."""
+        return renew_batch(self.kv, self.key, self.run_key, self.token, self.ttl_ms, now)
+
+
+def renew_batch(kv: Any, key: str, run_key: str, token: str, ttl_ms: int, now: bool) -> tuple[bool, bytes]:
+    """One ``renew_batch.lua`` call: extend the lease of batch ``token`` (``<hex>#<batch>``) of the split
+    ``key`` by ``ttl_ms`` from now when ``now`` (0: it lapses at once), else only look. Returns ``(held, the
+    run's cancel field)``, as :func:`graphq.worker.step.lease.renew`.
+
+    Raises:
+        redis.RedisError: the call failed.
+    """
+    held, cancel = script(kv, "renew_batch")(keys=[key, run_key], args=[token, ttl_ms, int(now)])
+    return bool(held), cancel

@@ -22,6 +22,7 @@ closes the split (a batch still running is refused its writes) and ends the run 
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Mapping
@@ -36,12 +37,14 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import StepResult
-from graphcore.errors import Cancelled
+from graphcore.errors import Cancelled, LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from graphq.worker.step.attempt import RunLimits, StepAttempt
 from graphq.worker.step.batch import call_helpers, run_batch
 from graphq.worker.step.ending import end
+from graphq.worker.step.fence import RefusedWriteError
+from graphq.worker.step.lease import Phase
 from graphq.worker.step.pausing import step_answers
 from graphq.worker.step.split import Split
 from graphq.worker.step.tasks import StepTasks
@@ -110,10 +113,13 @@ def _work(attempt: StepAttempt, split: Split) -> list[Any]:
     left = split.batches
     while True:
         helpers.top_up(left - 1)
+        if lease.phase is Phase.LOST:  # the step is someone else's now: its commit would be refused
+            raise LeaseLostError(f"run {run.id}: the lease of its split step was lost")
         claim = split.claim(token, lease.ttl_ms)
         if claim is not None:
             left = claim.left
-            run_batch(ctx, run, cp, split, claim, token, owner=lease)
+            with contextlib.suppress(RefusedWriteError):  # the batch's lease lapsed: it is claimed again
+                run_batch(ctx, run, cp, split, claim, token, owner=lease)
             continue
         done, failures = split.state()
         if done >= split.batches:
