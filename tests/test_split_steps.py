@@ -274,3 +274,21 @@ def test_a_lapsed_batch_is_claimed_again_and_its_claims_counted(redis_client: re
     assert split.finish("b#1", None) is True
     assert split.state() == (1, [])
     assert split.close(lease) is True and Split.read(redis_client, "t-claims", "cp1") is None
+
+
+def test_interrupts_in_batches_on_two_worker_processes_pause_once_then_complete(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    start(processes=2)
+    run_id = client.enqueue("split-wide", {"n": 40, "sleep_s": 0.05, "ask": [2, 38]}, thread_id="t-ask-pool")
+    wait_for(lambda: client.get_run(run_id).status == RunStatus.AWAITING_INPUT, 60, "the pause")
+    asked = client.requests(run_id)
+    assert [i.value for i in asked] == [{"item": 2}, {"item": 38}]  # batches 0 and 7, in task order
+    assert len(set().union(*_ran_by(tmp_path).values())) == 2  # the step ran on both processes
+    client.answer(run_id, {asked[0].id: 5, asked[1].id: 7})
+    [record] = client.wait([run_id], timeout_s=60)
+    assert record.status == RunStatus.COMPLETED
+    out = [i * i for i in range(40)]
+    out[2] += 5
+    out[38] += 7
+    assert record.result["out"] == out
