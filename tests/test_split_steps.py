@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import redis
+from prometheus_client import generate_latest
 
 from graphcore import keys
 from graphcore.backend.client import Client
@@ -18,6 +19,7 @@ from graphcore.engine.registry import Registry
 from graphcore.engine.task_metadata import PUSH, task_paths
 from graphcore.settings import get_settings
 from graphcore.types import PendingTask, TaskWrites
+from graphq.worker import metrics
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, wait_for, work, worker_env
@@ -292,3 +294,19 @@ def test_interrupts_in_batches_on_two_worker_processes_pause_once_then_complete(
     out[2] += 5
     out[38] += 7
     assert record.result["out"] == out
+
+
+def test_batches_are_counted_by_outcome(client: Client, split: None) -> None:
+    registry = metrics.enable()
+    try:
+        _run(client, "t-count", 40)  # 6 batches of 7
+        _run(client, "t-count-fail", 20, fail=9)  # 3 batches, one ends with a failure
+        scraped = generate_latest(registry).decode()
+    finally:
+        metrics.disable()
+    counted = {
+        line.split("outcome=")[1].split('"')[1]: float(line.rsplit(" ", 1)[1])
+        for line in scraped.splitlines()
+        if line.startswith("graphq_batches_total{")
+    }
+    assert counted == {"done": 8.0, "failed": 1.0}

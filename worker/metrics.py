@@ -47,6 +47,7 @@ __all__ = [
     "METRICS",
     "MULTIPROC_ENV",
     "RedisCollector",
+    "batch_done",
     "catalog",
     "continued",
     "disable",
@@ -84,6 +85,12 @@ _COUNTERS = {
     "graphq_runs": (
         "Runs a step job ended, by workflow and final status: completed, failed, canceled.",
         ("workflow", "status"),
+    ),
+    "graphq_batches": (
+        "Batches of split super-steps run, by workflow and outcome: done, failed (a task failure ends the "
+        "run), left (its lease lapsed: it runs again elsewhere), canceled (canceled with interrupt, or given "
+        "up), given_up (left more often than GRAPHQ_MAX_RESUME_ATTEMPTS: the run fails).",
+        ("workflow", "outcome"),
     ),
     "graphq_leases_lost": ("Step leases found taken while their step ran.", ()),
     "graphq_fenced_writes_rejected": (
@@ -280,6 +287,12 @@ def node_timer(
             then(task_writes)
 
     return done
+
+
+def batch_done(workflow: str, outcome: str) -> None:
+    """Record one batch of a split super-step (``outcome``: ``done``, ``failed``, ``left``, ``canceled``,
+    ``given_up``)."""
+    _inc("graphq_batches", workflow, outcome)
 
 
 def lease_lost() -> None:

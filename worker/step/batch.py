@@ -16,9 +16,11 @@ the batch to lapse: it is claimed again and runs only its unfinished tasks.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from graphcore import keys
@@ -29,7 +31,7 @@ from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
 from graphcore.errors import Cancelled, PermanentError
 from graphcore.settings import Settings
-from graphq.worker import logs
+from graphq.worker import logs, metrics
 from graphq.worker.queue import BATCH_FUNC
 from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.context import WorkerContext, get_context
@@ -41,7 +43,7 @@ from graphq.worker.step.progress import INTERVAL_S
 from graphq.worker.step.split import BatchFailure, BatchLease, Claim, Split
 from graphq.worker.step.tasks import StepTasks, step_scope
 
-__all__ = ["batch_job", "run_batch"]
+__all__ = ["Batch", "batch_job", "call_helpers"]
 
 log = logging.getLogger("graphq.step")
 
@@ -62,7 +64,7 @@ def batch_job(thread_id: str, cp_id: str) -> str:
             cp = ctx.store(run.workflow).get(thread_id, cp_id)
             if cp is None:
                 return "skipped: the step's checkpoint is gone"
-            run_batch(ctx, run, cp, split, claim, token)
+            Batch(ctx, run, cp, split, claim, token).run()
         except Cancelled as exc:  # canceled with interrupt, or its run's deadline: the owner ends the run
             return f"canceled: {exc}"
         except RefusedWriteError as exc:  # the batch's lease lapsed (this process stalled): it runs elsewhere
@@ -86,48 +88,73 @@ def _others_wait(ctx: WorkerContext) -> bool:
     return any(pipe.execute())
 
 
-def run_batch(
-    ctx: WorkerContext,
-    run: RunRecord,
-    cp: Checkpoint,
-    split: Split,
-    claim: Claim,
-    token: str,
-    owner: Lease | None = None,
-) -> str:
-    """Run the tasks of the batch ``claim`` took (with ``token``) under its lease, and mark it done.
-    ``owner``: the step's lease, when its owner runs the batch (giving the step up gives the batch up).
+class Batch:
+    """One batch of a split step that ``claim`` took (with ``token``), to run under its lease.
 
-    Raises:
-        Cancelled: the run was canceled with ``interrupt``, or the batch was given up (its run's deadline,
-            its owner's step given up): it is left to lapse, and its tasks finishing meanwhile keep nothing.
-        Exception: anything but a task's failure (Redis, a bug): the batch is left to lapse.
+    Args:
+        ctx: this process's context.
+        run: the record of the run that owns the split now (:attr:`record`).
+        cp: the step's head checkpoint.
+        owner: the step's lease, when its owner runs the batch (giving the step up gives the batch up).
     """
-    settings = ctx.settings
-    ttl_s, every_s = settings.lease_ttl_s, settings.heartbeat_interval_s
-    lease = BatchLease(ctx.kv, run.thread_id, split, claim, token, ttl_s, every_s, ctx.listener)
-    positions = split.positions(claim.batch)
-    if claim.claims - 1 > settings.max_resume_attempts:  # left again and again: a node that kills its worker
-        left = _left_error(split, claim, cp.step + 1, settings)
-        split.finish(lease.token, BatchFailure(positions.start, left))
-        return f"failed: batch {claim.batch} was left {claim.claims - 1} times"
-    attempt = StepAttempt(ctx, run, lease, None)
-    attempt.cp = cp
-    graph = ctx.registry.get(run.workflow)
-    limits = attempt.limits(graph)
-    ids = [task_id(cp.id, i, cp.next_tasks[i].node) for i in positions]
-    written, errors = attempt.store.get_writes_of(run.thread_id, cp.id, ids)  # its own tasks' only
-    answers = step_answers(attempt)
-    finished, resume = resume_plan(dict(written), answers)
-    tasks = StepTasks(attempt, graph, limits.cfg, step_scope(attempt, limits.cfg))
-    progress = _Progress(attempt, split)
-    if owner is not None:
-        owner.followers.add(lease)
-    try:
-        with lease:
+
+    def __init__(
+        self,
+        ctx: WorkerContext,
+        run: RunRecord,
+        cp: Checkpoint,
+        split: Split,
+        claim: Claim,
+        token: str,
+        owner: Lease | None = None,
+    ) -> None:
+        self.ctx, self.record, self.cp, self.split, self.claim, self.owner = ctx, run, cp, split, claim, owner
+        ttl_s, every_s = ctx.settings.lease_ttl_s, ctx.settings.heartbeat_interval_s
+        self.lease = BatchLease(ctx.kv, run.thread_id, split, claim, token, ttl_s, every_s, ctx.listener)
+        self.positions = split.positions(claim.batch)
+
+    def run(self) -> str:
+        """Run the batch's unfinished tasks and mark it done (with the task failure that ends the run, if
+        any); returns the outcome in words. Counted in ``graphq_batches_total``.
+
+        Raises:
+            Cancelled: canceled with ``interrupt``, or given up (its run's deadline, its owner's step given
+                up): the batch is left to lapse, and its tasks finishing meanwhile keep nothing.
+            RefusedWriteError: the batch's lease lapsed (this process stalled): it runs again elsewhere.
+            Exception: anything but a task's failure (Redis, a bug): the batch is left to lapse.
+        """
+        workflow = self.record.workflow
+        try:
+            if self.claim.claims - 1 > self.ctx.settings.max_resume_attempts:
+                return self._give_up()
+            failure = self._run_tasks()
+        except Cancelled:
+            metrics.batch_done(workflow, "canceled")
+            raise
+        except RefusedWriteError:
+            metrics.batch_done(workflow, "left")
+            raise
+        metrics.batch_done(workflow, "done" if failure is None else "failed")
+        ended = "" if failure is None else f" (task {failure.index} failed)"
+        return f"batch {self.claim.batch} of {self.split.batches} done{ended}"
+
+    def _run_tasks(self) -> BatchFailure | None:
+        """Run the tasks under the batch's lease and mark it done; the failure it ended with."""
+        ctx, run, cp, lease = self.ctx, self.record, self.cp, self.lease
+        attempt = StepAttempt(ctx, run, lease, None)
+        attempt.cp = cp
+        graph = ctx.registry.get(run.workflow)
+        limits = attempt.limits(graph)
+        ids = [task_id(cp.id, i, cp.next_tasks[i].node) for i in self.positions]
+        written, errors = attempt.store.get_writes_of(run.thread_id, cp.id, ids)  # its own tasks' only
+        answers = step_answers(attempt)
+        finished, resume = resume_plan(dict(written), answers)
+        tasks = StepTasks(attempt, graph, limits.cfg, step_scope(attempt, limits.cfg))
+        progress = _Progress(attempt, self.split)
+        with self._followed(), lease:
             lease.limit(limits.deadline, limits.stop, cp.step + 1)
-            if owner is not None and owner.stop is not None:
-                lease.abort(owner.stop)
+            if self.owner is not None and self.owner.stop is not None:
+                lease.abort(self.owner.stop)
             outcome = tasks.run(
                 finished,
                 handled_of(errors),
@@ -135,20 +162,36 @@ def run_batch(
                 answers,
                 persisting=True,
                 task_done=progress.task_done,
-                only=positions,
+                only=self.positions,
             )
             progress.flush()
             if lease.stop is not None:
                 raise Cancelled(lease.stop.error.message)
             failure = _failure(outcome.failed, cp.step + 1)
             lease.dropping()
-            split.finish(lease.token, failure)
+            self.split.finish(lease.token, failure)
             lease.dropped()
-    finally:
-        if owner is not None:
-            owner.followers.discard(lease)
-    ended = " (a task failed)" if failure is not None else ""
-    return f"batch {claim.batch} of {split.batches}: {len(outcome.results)} tasks{ended}"
+        return failure
+
+    @contextlib.contextmanager
+    def _followed(self) -> Iterator[None]:
+        """While the batch runs, giving its owner's step up gives it up too."""
+        if self.owner is None:
+            yield
+            return
+        self.owner.followers.add(self.lease)
+        try:
+            yield
+        finally:
+            self.owner.followers.discard(self.lease)
+
+    def _give_up(self) -> str:
+        """The batch was left (its lease lapsed) more often than ``GRAPHQ_MAX_RESUME_ATTEMPTS`` allows: mark
+        it done with the failure that fails the run, instead of running it again."""
+        left = _left_error(self.split, self.claim, self.cp.step + 1, self.ctx.settings)
+        self.split.finish(self.lease.token, BatchFailure(self.positions.start, left))
+        metrics.batch_done(self.record.workflow, "given_up")
+        return f"given up: batch {self.claim.batch} was left {self.claim.claims - 1} times"
 
 
 def _left_error(split: Split, claim: Claim, step: int, settings: Settings) -> RunError:

@@ -41,7 +41,7 @@ from graphcore.errors import Cancelled, LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from graphq.worker.step.attempt import RunLimits, StepAttempt
-from graphq.worker.step.batch import call_helpers, run_batch
+from graphq.worker.step.batch import Batch, call_helpers
 from graphq.worker.step.ending import end
 from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.lease import Phase
@@ -119,7 +119,7 @@ def _work(attempt: StepAttempt, split: Split) -> list[Any]:
         if claim is not None:
             left = claim.left
             with contextlib.suppress(RefusedWriteError):  # the batch's lease lapsed: it is claimed again
-                run_batch(ctx, run, cp, split, claim, token, owner=lease)
+                Batch(ctx, run, cp, split, claim, token, owner=lease).run()
             continue
         done, failures = split.state()
         if done >= split.batches:
