@@ -139,6 +139,31 @@ def test_a_task_failing_in_a_batch_fails_the_run_as_unsplit(
     assert "item 17 fails" in errors[0].message
 
 
+def _failure(record: RunRecord) -> tuple[str, str, str | None, int | None]:
+    assert record.error is not None
+    return record.error.type, record.error.message, record.error.node, record.error.step
+
+
+def test_graphqs_own_error_in_a_batch_fails_the_run_as_unsplit_and_closes_the_split(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = _compare(client, monkeypatch, n=30, unavailable=17)  # batch 2 of 5: not a NodeError
+    assert [r.status for r in records] == [RunStatus.FAILED] * 2
+    expected = ("RedisUnavailableError", "item 17: its Redis is away", None, 2)
+    assert _failure(records[0]) == _failure(records[1]) == expected
+    assert client.kv.exists(keys.split("t-split", records[0].head or "")) == 0  # no batch runs on
+
+
+def test_the_first_failure_in_task_order_fails_the_run_whatever_its_kind(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    records = _compare(client, monkeypatch, n=30, fail=3, unavailable=17)  # batches 0 and 2
+    assert [r.status for r in records] == [RunStatus.FAILED] * 2
+    assert _failure(records[0]) == _failure(records[1])
+    assert _failure(records[0])[0::2] == ("NodeError", "work")
+    assert "item 3 fails" in _failure(records[0])[1]
+
+
 def test_interrupts_in_several_batches_pause_the_run_once_with_every_question(
     client: Client, split: None
 ) -> None:

@@ -3,7 +3,9 @@ input's ``n`` (``Send``), each squaring its item into a reducer list, then ``joi
 ``split-rich``: the same fan-out whose tasks each write a ``custom`` chunk and, by item, fail their first try
 (retried), return a ``Command`` going to ``extra``, or run a subgraph.
 
-Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``ask`` items whose task
+Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``unavailable`` an item whose
+task raises graphq's ``RedisUnavailableError`` (an error of graphq's own that is not a node's fault: a node
+whose client cannot reach its Redis; it fails the run unwrapped); ``ask`` items whose task
 calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep; ``gate`` true:
 each task first waits for a file ``go`` in ``GRAPHQ_TEST_DIR``; ``hold`` an item whose task holds its
 process's GIL for ``gil_s`` seconds (a C-level sleep). With ``GRAPHQ_TEST_DIR`` set, each task
@@ -30,12 +32,14 @@ from graphcore import (
     get_stream_writer,
     interrupt,
 )
+from graphcore.errors import RedisUnavailableError
 from tests.workflows.shutdown import sleep_in_c
 
 
 class State(TypedDict, total=False):
     n: int
     fail: int
+    unavailable: int
     ask: list[int]
     sleep_s: float
     gate: bool
@@ -48,6 +52,7 @@ class State(TypedDict, total=False):
 class Item(TypedDict):
     i: int
     fail: int
+    unavailable: int
     ask: list[int]
     sleep_s: float
     gate: bool
@@ -62,6 +67,7 @@ def plan(state: State) -> dict[str, Any]:
 def fan(state: State) -> list[Send]:
     extra = {
         "fail": state.get("fail", -1),
+        "unavailable": state.get("unavailable", -1),
         "ask": state.get("ask", []),
         "sleep_s": state.get("sleep_s", 0.0),
         "gate": state.get("gate", False),
@@ -84,6 +90,8 @@ def work(item: Item) -> dict[str, Any]:
         time.sleep(item["sleep_s"])
     if item["i"] == item["fail"]:
         raise ValueError(f"item {item['i']} fails")
+    if item["i"] == item["unavailable"]:
+        raise RedisUnavailableError(f"item {item['i']}: its Redis is away")
     extra = interrupt({"item": item["i"]}) if item["i"] in item["ask"] else 0
     return {"out": [item["i"] * item["i"] + extra]}
 

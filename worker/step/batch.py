@@ -10,8 +10,9 @@ batch is taken) does nothing.
 A batch runs its tasks as an unsplit step runs them (:class:`graphq.worker.step.tasks.StepTasks`): each
 finished task's writes are persisted at once as pending writes of the step, fenced by the batch's lease; a
 task whose writes an earlier attempt persisted is not run again (I2). A task failure that ends the run (the
-first in task order, as an unsplit step's) is recorded with the batch; any other error (Redis, a bug) leaves
-the batch to lapse: it is claimed again and runs only its unfinished tasks.
+first in task order, as an unsplit step's; a node's error, or an error of graphq's own that is not transient)
+is recorded with the batch; any other error (Redis away, a refused write, a bug) leaves the batch to lapse: it
+is claimed again and runs only its unfinished tasks.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphcore import keys
+from graphcore.backend.connection import is_transient
 from graphcore.backend.runs import RunError, RunRecord
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.algo import task_id
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
-from graphcore.errors import Cancelled, PermanentError
+from graphcore.errors import Cancelled, LeaseLostError, PermanentError
 from graphcore.settings import Settings
 from graphq.worker import logs, metrics
 from graphq.worker.queue import BATCH_FUNC
@@ -37,7 +39,7 @@ from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.context import WorkerContext, get_context
 from graphq.worker.step.ending import run_error
 from graphq.worker.step.fence import RefusedWriteError
-from graphq.worker.step.lease import Lease
+from graphq.worker.step.lease import Lease, PhaseError
 from graphq.worker.step.pausing import step_answers
 from graphq.worker.step.progress import INTERVAL_S
 from graphq.worker.step.split import BatchFailure, BatchLease, Claim, Split
@@ -210,13 +212,22 @@ def _left_error(split: Split, claim: Claim, step: int, settings: Settings) -> Ru
 
 
 def _failure(failed: Any, step: int) -> BatchFailure | None:
-    """The batch's first task failure that ends the run; raises any other error (the batch is left)."""
+    """The batch's first task failure (``failed``: :attr:`graphcore.engine.step.StepResult.failed`),
+    recorded as the run's error as an unsplit step fails its run with it: a task's own failure names its
+    node; an error of graphq's own that no retry fixes (one a node raised unwrapped, e.g.
+    ``RedisUnavailableError``) does not.
+
+    Raises:
+        Exception: the first failure when it does not fail the run: a transient Redis error (an unsplit step
+            runs again), a refused write or a lease bug (:class:`PhaseError`); the batch is left to lapse.
+    """
     if not failed:
         return None
     task, error = failed[0]
-    if not isinstance(error, PermanentError):  # not the task's fault: e.g. Redis, persisting its writes
+    if is_transient(error) or isinstance(error, LeaseLostError | PhaseError):
         raise error
-    return BatchFailure(task.index, run_error(error, step, task.node))
+    node = task.node if isinstance(error, PermanentError) else None
+    return BatchFailure(task.index, run_error(error, step, node))
 
 
 class _Progress:
