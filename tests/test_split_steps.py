@@ -23,9 +23,9 @@ from graphq.worker import metrics
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, wait_for, work, worker_env
-from tests.workflows.split_wide import wide, wide_rich
+from tests.workflows.split_wide import wide, wide_rich, wide_stops
 
-REGISTRY = Registry({"split-wide": wide, "split-rich": wide_rich})
+REGISTRY = Registry({"split-wide": wide, "split-rich": wide_rich, "split-stops": wide_stops})
 
 
 def _run(client: Client, thread: str, n: int, **extra: Any) -> str:
@@ -203,6 +203,30 @@ def test_chunks_retries_commands_and_subgraphs_in_a_split_step_as_unsplit(
     assert retries[0] == retries[1] == ["work"] * 3  # items 3, 13, 23
 
 
+def test_subgraphs_stopping_at_their_breakpoint_in_a_split_step_stop_the_run_as_unsplit(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[str] = []
+    for thread, least in (("t-stops-split", "10"), ("t-stops-whole", "0")):
+        monkeypatch.setenv("GRAPHQ_SHARD_MIN_TASKS", least)
+        get_settings.cache_clear()
+        runs.append(client.enqueue("split-stops", {"n": 20}, thread_id=thread))
+        work(client)
+    stopped = [client.get_run(r) for r in runs]
+    assert [r.status for r in stopped] == [RunStatus.AWAITING_INPUT] * 2
+    assert [{k: r.breakpoint[k] for k in ("when", "nodes")} for r in stopped if r.breakpoint] == [
+        {"when": "before", "nodes": ["b"]}
+    ] * 2
+    assert _history(client, "t-stops-split") == _history(client, "t-stops-whole")
+    for run_id in runs:
+        client.resume(run_id)
+        work(client)
+    done = [client.get_run(r) for r in runs]
+    assert [r.status for r in done] == [RunStatus.COMPLETED] * 2
+    assert done[0].result == done[1].result == {"n": 20, "out": [1, 2] * 20}
+    assert _history(client, "t-stops-split") == _history(client, "t-stops-whole")
+
+
 def test_a_run_timeout_during_a_split_step_cancels_the_run(client: Client, split: None) -> None:
     run_id = client.enqueue(
         "split-wide", {"n": 40, "sleep_s": 0.5}, thread_id="t-late", config={"run_timeout_s": 1.5}
@@ -299,7 +323,7 @@ def test_a_lapsed_batch_is_claimed_again_and_its_claims_counted(redis_client: re
     assert again is not None and (again.batch, again.claims) == (1, 2)
     assert split.finish("a#1", None) is False  # the first holder's finish is refused: not its batch now
     assert split.finish("b#1", None) is True
-    assert split.state() == (1, [])
+    assert split.state() == (1, [], {})
     assert split.close(lease) is True and Split.read(redis_client, "t-claims", "cp1") is None
 
 

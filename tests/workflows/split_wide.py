@@ -1,7 +1,8 @@
 """Wide super-steps for split-step tests. ``split-wide``: ``plan`` sends one ``work`` task per item of the
 input's ``n`` (``Send``), each squaring its item into a reducer list, then ``join`` sums them.
 ``split-rich``: the same fan-out whose tasks each write a ``custom`` chunk and, by item, fail their first try
-(retried), return a ``Command`` going to ``extra``, or run a subgraph.
+(retried), return a ``Command`` going to ``extra``, or run a subgraph. ``split-stops``: the fan-out's tasks
+each run a subgraph that stops at its static breakpoint before its node ``b``.
 
 Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``unavailable`` an item whose
 task raises graphq's ``RedisUnavailableError`` (an error of graphq's own that is not a node's fault: a node
@@ -168,3 +169,21 @@ def _rich() -> Any:
 
 
 wide_rich = _rich()
+
+
+def _stopping() -> Any:
+    inner = StateGraph(State)
+    inner.add_node("a", lambda s: {"out": [1]})
+    inner.add_node("b", lambda s: {"out": [2]})
+    inner.add_edge(START, "a")
+    inner.add_edge("a", "b")
+    g = StateGraph(State)
+    g.add_node("plan", plan)
+    g.add_node("sub", inner.compile(name="split-stopping", interrupt_before=["b"]))
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", lambda s: [Send("sub", {"out": []}) for _ in range(s["n"])], ["sub"])
+    g.add_edge("sub", END)
+    return g.compile(name="split-stops")
+
+
+wide_stops = _stopping()

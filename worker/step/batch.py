@@ -170,8 +170,9 @@ class Batch:
             if lease.stop is not None:
                 raise Cancelled(lease.stop.error.message)
             failure = _failure(outcome.failed, cp.step + 1)
+            stopped = [r for r in outcome.results if r.stopped is not None]
             lease.dropping()
-            self.split.finish(lease.token, failure)
+            self.split.finish(lease.token, failure, stopped)
             lease.dropped()
         return failure
 

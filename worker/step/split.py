@@ -21,14 +21,18 @@ deletes the record: every batch's lease goes with it, and a batch still running 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from graphcore import keys
 from graphcore.backend.connection import outlast
 from graphcore.backend.lua import script
 from graphcore.backend.runs import RunError
+from graphcore.checkpoints import serde
+from graphcore.checkpoints.layout import decode_writes, encode_writes
 from graphcore.errors import LeaseLostError
+from graphcore.types import Stop, TaskWrites
 from graphq.worker.step.lease import Lease, LeaseListener
 
 __all__ = ["BatchFailure", "BatchLease", "Claim", "Split", "renew_batch"]
@@ -121,10 +125,11 @@ class Split:
         run = run_id.decode() if isinstance(run_id, bytes) else str(run_id)
         return Claim(int(batch), run, int(left), int(claims))
 
-    def finish(self, token: str, failure: BatchFailure | None) -> bool:
-        """Mark the batch of ``token`` done (with the failure that ends its run, if any), give its lease back
+    def finish(self, token: str, failure: BatchFailure | None, stopped: Sequence[TaskWrites] = ()) -> bool:
+        """Mark the batch of ``token`` done (with the failure that ends its run, if any, and its tasks that
+        stopped at a subgraph's breakpoint: kept nowhere else, as their writes are not), give its lease back
         and wake the owner. Returns False when the batch was not the caller's any more (nothing written)."""
-        args = [token, failure.to_json() if failure is not None else ""]
+        args = [token, failure.to_json() if failure is not None else "", _encode_stopped(stopped)]
         return bool(outlast(script(self.kv, "finish_batch"), keys=[self.key, self.done_key], args=args) >= 0)
 
     def progress(self, token: str, run_key: str, events_key: str, tasks: int, step: int, event: bool) -> int:
@@ -144,17 +149,35 @@ class Split:
         )
         return bool(reply)
 
-    def state(self) -> tuple[int, list[BatchFailure]]:
-        """``(batches done, their failures in task order)``; ``(-1, [])`` when the split is closed."""
+    def state(self) -> tuple[int, list[BatchFailure], dict[str, TaskWrites]]:
+        """``(batches done, their failures in task order, task id → the record of each task stopped at a
+        subgraph's breakpoint)``; ``(-1, [], {})`` when the split is closed."""
         raw = self.kv.hgetall(self.key)
         if not raw:
-            return -1, []
+            return -1, [], {}
         failures = [BatchFailure.from_json(v) for k, v in raw.items() if k.startswith(b"f:")]
-        return int(raw[b"done"]), sorted(failures, key=lambda f: f.index)
+        stopped = [tw for k, v in raw.items() if k.startswith(b"s:") for tw in _decode_stopped(v)]
+        return int(raw[b"done"]), sorted(failures, key=lambda f: f.index), {tw.task_id: tw for tw in stopped}
 
     def wait(self, timeout_s: float) -> None:
         """Wait up to ``timeout_s`` seconds for a batch to end (any batch, since the last call)."""
         self.kv.blpop([self.done_key], timeout=timeout_s)
+
+
+def _encode_stopped(stopped: Sequence[TaskWrites]) -> bytes:
+    """A batch's tasks stopped at a subgraph's breakpoint, as stored in the record (``s:<batch>``; ``b""``
+    for none): each one's pending-writes form (its open requests, the answers it consumed) and its stop."""
+    if not stopped:
+        return b""
+    records = [[encode_writes(tw), tw.stopped.when, list(tw.stopped.nodes)] for tw in stopped if tw.stopped]
+    return serde.dumps(records, path="stopped")
+
+
+def _decode_stopped(raw: bytes) -> list[TaskWrites]:
+    """The tasks :func:`_encode_stopped` stored."""
+    return [
+        replace(decode_writes(tw), stopped=Stop(when, tuple(nodes))) for tw, when, nodes in serde.loads(raw)
+    ]
 
 
 class BatchLease(Lease):

@@ -12,8 +12,8 @@ The step's owner (the step job holding the step's lease):
    each ends; a batch whose lease lapsed is claimed again and runs only its unfinished tasks);
 4. once every batch is done: a task failure recorded by a batch ends the run Failed (the first in task
    order, as an unsplit step); otherwise the step's outcome is read back from its pending writes in task
-   order (the tasks not persisted, e.g. one stopped at a subgraph's breakpoint, run here), the split is
-   closed, and the step commits as an unsplit step commits (:func:`graphq.worker.step.job._step_end`), so
+   order (with the tasks the batches recorded as stopped at a subgraph's breakpoint), the split is closed,
+   and the step commits (or pauses) as an unsplit step does (:func:`graphq.worker.step.job._step_end`), so
    its checkpoint is the one the unsplit step would write.
 
 A cancel with ``interrupt`` or the run's deadline reaches every batch through its lease; the owner then
@@ -26,7 +26,6 @@ import contextlib
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any
 
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunStatus
@@ -46,7 +45,7 @@ from graphq.worker.step.ending import end
 from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.lease import Phase
 from graphq.worker.step.pausing import step_answers
-from graphq.worker.step.split import Split
+from graphq.worker.step.split import BatchFailure, Split
 from graphq.worker.step.tasks import StepTasks
 
 __all__ = ["run_split", "splits"]
@@ -90,7 +89,7 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finishe
     split.open(lease, run.id, run.step, settings.step_timeout_s * 1000, finished)
     attempt.event("progress", cp.step + 1, {"done": finished, "total": split.tasks})
     try:
-        failures = _work(attempt, split)
+        failures, stopped = _work(attempt, split)
     except Cancelled:
         split.close(lease)
         raise
@@ -99,14 +98,14 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finishe
         failure = failures[0]
         end(attempt, RunStatus.FAILED, failure.error)
         return f"failed: {failure.error.type}"
-    outcome = _outcome(attempt, tasks)
+    outcome = _outcome(attempt, tasks, stopped)
     split.close(lease)
     return outcome
 
 
-def _work(attempt: StepAttempt, split: Split) -> list[Any]:
+def _work(attempt: StepAttempt, split: Split) -> tuple[list[BatchFailure], dict[str, TaskWrites]]:
     """Claim and run batches until none is free, then wait until every batch is done; returns the batches'
-    task failures in task order."""
+    task failures in task order, and their tasks stopped at a subgraph's breakpoint (task id → record)."""
     ctx, run, lease, cp = attempt.ctx, attempt.run, attempt.lease, attempt.head
     token = uuid.uuid4().hex
     helpers = _Helpers(attempt, split)
@@ -121,9 +120,9 @@ def _work(attempt: StepAttempt, split: Split) -> list[Any]:
             with contextlib.suppress(RefusedWriteError):  # the batch's lease lapsed: it is claimed again
                 Batch(ctx, run, cp, split, claim, token, owner=lease).run()
             continue
-        done, failures = split.state()
+        done, failures, stopped = split.state()
         if done >= split.batches:
-            return failures
+            return failures, stopped
         if lease.stop is not None:
             raise Cancelled(lease.stop.error.message)
         if lease.cancel.cancelled:
@@ -156,14 +155,15 @@ class _Helpers:
             self.called = wanted
 
 
-def _outcome(attempt: StepAttempt, tasks: StepTasks) -> StepResult:
-    """The step's outcome read back from its pending writes, in task order; a task not persisted by its
-    batch (one stopped at a subgraph's breakpoint keeps nothing) runs here."""
+def _outcome(attempt: StepAttempt, tasks: StepTasks, stopped: Mapping[str, TaskWrites]) -> StepResult:
+    """The step's outcome read back from its pending writes and the batches' ``stopped`` tasks (stopped at a
+    subgraph's breakpoint, they keep no writes: run again, that graph would pass its breakpoint), in task
+    order. A task found in neither (none, but for a bug) runs here."""
     run, cp = attempt.run, attempt.head
     written, errors = attempt.store.get_writes_and_errors(run.thread_id, cp.id)
     answers = step_answers(attempt)
     finished, resume = resume_plan(dict(written), answers)
-    return tasks.run(finished, handled_of(errors), resume, answers, persisting=True)
+    return tasks.run({**finished, **stopped}, handled_of(errors), resume, answers, persisting=True)
 
 
 def _other_workers(attempt: StepAttempt) -> int:
