@@ -95,23 +95,59 @@ def test_the_batches_of_a_split_step_run_on_every_worker_process(
     assert sorted(ran) == list(range(60))
     assert all(len(pids) == 1 for pids in ran.values())  # each task ran once
     assert len(set().union(*ran.values())) == 2  # on both processes
+    progress = [e.data for e in read_events(client.kv, "t-pool", run_id) if e.mode == "progress"]
+    done = [p["done"] for p in progress]
+    assert (progress[0], progress[-1]) == ({"done": 0, "total": 60}, {"done": 60, "total": 60})
+    assert done == sorted(done)  # counted across both processes, never going back
 
 
-def test_a_step_splits_from_shard_min_tasks_tasks_in_batches_of_shard_batch_tasks(
-    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    opened: list[tuple[int, int]] = []
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """``(tasks, batches)`` of each split opened in this process."""
+    seen: list[tuple[int, int]] = []
     real_open = Split.open
 
     def spied(self: Split, *args: Any) -> bool:
-        opened.append((self.tasks, self.batches))
+        seen.append((self.tasks, self.batches))
         return real_open(self, *args)
 
     monkeypatch.setattr(Split, "open", spied)
+    return seen
+
+
+def test_a_step_splits_from_shard_min_tasks_tasks_in_batches_of_shard_batch_tasks(
+    client: Client, split: None, opened: list[tuple[int, int]]
+) -> None:
     assert client.get_run(_run(client, "t-narrow", 9)).status == RunStatus.COMPLETED
     assert opened == []  # 9 tasks: under GRAPHQ_SHARD_MIN_TASKS=10
     assert client.get_run(_run(client, "t-wide", 10)).status == RunStatus.COMPLETED
     assert opened == [(10, 2)]  # batches of 7: 7 + 3
+
+
+@pytest.mark.parametrize(
+    ("setting", "config", "splits"),
+    [
+        ("128", {"shard_min_tasks": 10}, True),  # the run's option wins over the setting
+        ("10", {"shard_min_tasks": 0}, False),  # 0 never splits
+        ("10", {"max_concurrency": 4}, False),  # batches on several processes would exceed it
+    ],
+)
+def test_a_runs_options_decide_whether_its_step_splits(
+    client: Client,
+    opened: list[tuple[int, int]],
+    monkeypatch: pytest.MonkeyPatch,
+    setting: str,
+    config: dict[str, int],
+    splits: bool,
+) -> None:
+    monkeypatch.setenv("GRAPHQ_SHARD_MIN_TASKS", setting)
+    monkeypatch.setenv("GRAPHQ_SHARD_BATCH_TASKS", "7")
+    get_settings.cache_clear()
+    run_id = client.enqueue("split-wide", {"n": 10}, thread_id="t-options", config=config)
+    work(client)
+    record = client.get_run(run_id)
+    assert (record.status, record.result["total"]) == (RunStatus.COMPLETED, sum(i * i for i in range(10)))
+    assert opened == ([(10, 2)] if splits else [])
 
 
 def _compare(client: Client, monkeypatch: pytest.MonkeyPatch, **input: Any) -> list[RunRecord]:
