@@ -23,9 +23,11 @@ from graphq.worker import metrics
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, wait_for, work, worker_env
-from tests.workflows.split_wide import wide, wide_rich, wide_stops
+from tests.workflows.split_wide import wide, wide_rich, wide_stops, wide_timed
 
-REGISTRY = Registry({"split-wide": wide, "split-rich": wide_rich, "split-stops": wide_stops})
+REGISTRY = Registry(
+    {"split-wide": wide, "split-rich": wide_rich, "split-stops": wide_stops, "split-timed": wide_timed}
+)
 
 
 def _run(client: Client, thread: str, n: int, **extra: Any) -> str:
@@ -395,3 +397,23 @@ def test_batches_are_counted_by_outcome(client: Client, split: None) -> None:
         if line.startswith("graphq_batches_total{")
     }
     assert counted == {"done": 8.0, "failed": 1.0}
+
+
+def test_a_helper_left_with_a_node_running_past_its_timeout_is_replaced(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    """Every task blocks in C past its node's 1 s timeout, deaf to its cancel token: the run fails at the
+    first task's timeout, and each process that ran tasks (the owner's and a helper's) takes no more jobs
+    and is replaced, as after an unsplit step."""
+    start(processes=2)
+    run_id = client.enqueue("split-timed", {"n": 40, "stuck_s": 120}, thread_id="t-stuck")
+    record = ended(client, run_id, 90)
+    assert record.status == RunStatus.FAILED
+    assert record.error is not None and (record.error.type, record.error.message, record.error.node) == (
+        "NodeTimeoutError",
+        "node 'work' timed out after 1 s (timeout=1 set on add_node)",
+        "work",
+    )
+    pids = set().union(*_ran_by(tmp_path).values())
+    assert len(pids) == 2  # the step ran on both processes
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 60, "both processes to end")

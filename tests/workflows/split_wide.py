@@ -1,5 +1,6 @@
 """Wide super-steps for split-step tests. ``split-wide``: ``plan`` sends one ``work`` task per item of the
 input's ``n`` (``Send``), each squaring its item into a reducer list, then ``join`` sums them.
+``split-timed``: ``split-wide`` whose ``work`` node has ``timeout=1``.
 ``split-rich``: the same fan-out whose tasks each write a ``custom`` chunk and, by item, fail their first try
 (retried), return a ``Command`` going to ``extra``, or run a subgraph. ``split-stops``: the fan-out's tasks
 each run a subgraph that stops at its static breakpoint before its node ``b``.
@@ -9,7 +10,8 @@ task raises graphq's ``RedisUnavailableError`` (an error of graphq's own that is
 whose client cannot reach its Redis; it fails the run unwrapped); ``ask`` items whose task
 calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep; ``gate`` true:
 each task first waits for a file ``go`` in ``GRAPHQ_TEST_DIR``; ``hold`` an item whose task holds its
-process's GIL for ``gil_s`` seconds (a C-level sleep). With ``GRAPHQ_TEST_DIR`` set, each task
+process's GIL for ``gil_s`` seconds (a C-level sleep); ``stuck_s`` every task sleeps in C that long, the GIL
+free, deaf to its cancel token. With ``GRAPHQ_TEST_DIR`` set, each task
 appends ``<item> <pid>`` to ``work.log`` there (which process ran it).
 """
 
@@ -46,6 +48,7 @@ class State(TypedDict, total=False):
     gate: bool
     hold: int
     gil_s: float
+    stuck_s: float
     out: Annotated[list[int], operator.add]
     total: int
 
@@ -59,6 +62,7 @@ class Item(TypedDict):
     gate: bool
     hold: int
     gil_s: float
+    stuck_s: float
 
 
 def plan(state: State) -> dict[str, Any]:
@@ -74,6 +78,7 @@ def fan(state: State) -> list[Send]:
         "gate": state.get("gate", False),
         "hold": state.get("hold", -1),
         "gil_s": state.get("gil_s", 0.0),
+        "stuck_s": state.get("stuck_s", 0.0),
     }
     return [Send("work", {"i": i, **extra}) for i in range(state["n"])]
 
@@ -87,6 +92,8 @@ def work(item: Item) -> dict[str, Any]:
         time.sleep(0.02)
     if item["i"] == item["hold"]:
         sleep_in_c(ctypes.PyDLL(None), item["gil_s"])
+    if item["stuck_s"]:
+        sleep_in_c(ctypes.CDLL(None), item["stuck_s"])
     if item["sleep_s"]:
         time.sleep(item["sleep_s"])
     if item["i"] == item["fail"]:
@@ -101,19 +108,20 @@ def join(state: State) -> dict[str, Any]:
     return {"total": sum(state["out"])}
 
 
-def _build() -> Any:
+def _build(name: str = "split-wide", timeout: float | None = None) -> Any:
     g = StateGraph(State)
     g.add_node("plan", plan)
-    g.add_node("work", work)
+    g.add_node("work", work, timeout=timeout)
     g.add_node("join", join)
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", fan, ["work"])
     g.add_edge("work", "join")
     g.add_edge("join", END)
-    return g.compile(name="split-wide")
+    return g.compile(name=name)
 
 
 wide = _build()
+wide_timed = _build("split-timed", timeout=1)
 
 
 _tries: dict[tuple[str, int], int] = {}

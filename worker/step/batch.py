@@ -39,7 +39,7 @@ from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.context import WorkerContext, get_context
 from graphq.worker.step.ending import run_error
 from graphq.worker.step.fence import RefusedWriteError
-from graphq.worker.step.lease import Lease, PhaseError
+from graphq.worker.step.lease import Lease, PhaseError, retire_if_stuck
 from graphq.worker.step.pausing import step_answers
 from graphq.worker.step.progress import INTERVAL_S
 from graphq.worker.step.split import BatchFailure, BatchLease, Claim, Split
@@ -52,8 +52,17 @@ log = logging.getLogger("graphq.step")
 
 def batch_job(thread_id: str, cp_id: str) -> str:
     """A helper job of the split step after checkpoint ``cp_id`` of ``thread_id``: claim free batches and run
-    them (see the module). Returns a short outcome for RQ's result."""
+    them (see the module). Returns a short outcome for RQ's result. A node thread left running past its
+    timeout retires this process afterwards, as after a step job (G10)."""
     ctx = get_context()
+    try:
+        return _help(ctx, thread_id, cp_id)
+    finally:
+        retire_if_stuck(ctx.listener)
+
+
+def _help(ctx: WorkerContext, thread_id: str, cp_id: str) -> str:
+    """:func:`batch_job`'s batches."""
     split = Split.read(ctx.kv, thread_id, cp_id)
     if split is None:
         return "skipped: the split step is over"
