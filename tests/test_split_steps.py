@@ -202,6 +202,23 @@ def test_the_first_failure_in_task_order_fails_the_run_whatever_its_kind(
     assert "item 3 fails" in _failure(records[0])[1]
 
 
+def test_timed_tasks_more_than_the_threads_complete_split_and_unsplit(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 tasks of a node with ``timeout=1`` taking 0.5 s each, on 8 threads (GRAPHQ_MAX_WORKERS_PER_STEP):
+    no task outlives its timeout, though the step outlives one; neither step is given up at 1 s."""
+    monkeypatch.setenv("GRAPHQ_MAX_WORKERS_PER_STEP", "8")
+    runs: list[RunRecord] = []
+    for thread, least in (("t-timed-split", "10"), ("t-timed-whole", "0")):
+        monkeypatch.setenv("GRAPHQ_SHARD_MIN_TASKS", least)
+        get_settings.cache_clear()
+        run_id = client.enqueue("split-timed", {"n": 40, "sleep_s": 0.5}, thread_id=thread)
+        work(client)
+        runs.append(client.get_run(run_id))
+    assert [(r.status, r.error) for r in runs] == [(RunStatus.COMPLETED, None)] * 2
+    assert _history(client, "t-timed-split") == _history(client, "t-timed-whole")
+
+
 def test_interrupts_in_several_batches_pause_the_run_once_with_every_question(
     client: Client, split: None
 ) -> None:

@@ -64,6 +64,7 @@ from graphcore.errors import (
     PermanentError,
     SerializationError,
 )
+from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from graphq.worker import logs, metrics
 from graphq.worker.queue import StepJob
@@ -228,7 +229,7 @@ def _run(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
         return split if isinstance(split, str) else _step_end(attempt, graph, split, True, persisted=True)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.
     progress = step_progress(cp.step + 1, len(cp.next_tasks), len(finished), attempt.event)
-    lease.limit(*_deadline(graph, limits, cp))
+    lease.limit(*_deadline(graph, limits, cp, len(cp.next_tasks) - len(finished), ctx.settings))
     # One task alone commits its writes directly: pending writes only matter while siblings still run.
     persisting = len(cp.next_tasks) > 1
     outcome = tasks.run(
@@ -312,13 +313,18 @@ def _timed_out(limits: RunLimits) -> RunError | None:
     return run_timeout_error(limits.limit_s, f"after {now - (limits.deadline - limits.limit_s):.1f} s")
 
 
-def _deadline(graph: CompiledGraph, limits: RunLimits, cp: Checkpoint) -> tuple[float, Stop, int]:
+def _deadline(
+    graph: CompiledGraph, limits: RunLimits, cp: Checkpoint, todo: int, settings: Settings
+) -> tuple[float, Stop, int]:
     """When the step is given up if still running, how the run then ends, and the step's thread number
-    (R17): at the run's deadline (R15, Canceled), or earlier when every task's node has a
-    timeout and no retry policy (G10, Failed at the longest of them)."""
+    (R17): at the run's deadline (R15, Canceled), or earlier when every task's node has a timeout and no
+    retry policy and the ``todo`` tasks still to run all start at once (no more than the threads that run
+    them: ``GRAPHQ_MAX_WORKERS_PER_STEP``, the run's ``max_concurrency``; else some start as others end)
+    (G10, Failed at the longest of them)."""
+    threads = min(settings.max_workers_per_step, limits.cfg.max_concurrency or settings.max_workers_per_step)
     at, stop = limits.deadline, limits.stop
     specs = [graph.nodes[t.node] for t in cp.next_tasks]
-    if specs and all(s.timeout_s is not None and s.retry is None for s in specs):
+    if specs and todo <= threads and all(s.timeout_s is not None and s.retry is None for s in specs):
         slowest = max(specs, key=lambda s: s.timeout_s or 0.0)
         node_at = time.time() + (slowest.timeout_s or 0.0)
         if node_at < at:
