@@ -13,6 +13,7 @@ from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.backend.ttl import delete_thread
 from graphcore.checkpoints import layout, serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.registry import Registry
@@ -434,3 +435,23 @@ def test_a_helper_left_with_a_node_running_past_its_timeout_is_replaced(
     pids = set().union(*_ran_by(tmp_path).values())
     assert len(pids) == 2  # the step ran on both processes
     wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 60, "both processes to end")
+
+
+def test_a_splits_keys_are_keys_of_its_thread_and_go_with_it(redis_client: redis.Redis) -> None:
+    """K3: under a thread TTL the split's record and its list of batches done join the thread's key set,
+    with its expiry, and ``graphq threads delete`` removes them (a split its owner left open, e.g. the owner
+    died and its run was not continued, would outlive the thread)."""
+    kv, thread = redis_client, "t-k3"
+    kv.sadd(keys.thread_keys(thread), "run")  # the key set of a thread whose TTL applies, 60 s left
+    kv.pexpire(keys.thread_keys(thread), 60_000)
+    lease = Lease(kv, thread, "r1", ttl_s=30, heartbeat_s=5)
+    assert lease.acquire()
+    split = Split(kv, thread, "cp1", tasks=4, size=4)
+    assert split.open(lease, "r1", 1, 3_600_000, 0) is False
+    claim = split.claim("a", 30_000)
+    assert claim is not None and split.finish(f"a#{claim.batch}", None)
+    named = {k.decode() for k in kv.smembers(keys.thread_keys(thread))}
+    assert {split.key, split.done_key} <= named
+    assert all(0 < kv.pttl(k) <= 60_000 for k in (split.key, split.done_key))
+    delete_thread(kv, thread)
+    assert kv.exists(split.key, split.done_key) == 0

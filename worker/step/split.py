@@ -101,7 +101,8 @@ class Split:
 
     def open(self, lease: Lease, run_id: str, step: int, ttl_ms: int, finished: int) -> bool:
         """Create the record, or join the one an earlier owner of this step left; fenced by the step's
-        ``lease``. The record expires after ``ttl_ms`` (the step's job timeout) if never closed; ``finished``:
+        ``lease``. The record expires after ``ttl_ms`` (the step's job timeout) if never closed, or with its
+        thread under a thread TTL (it joins the thread's key set, K3); ``finished``:
         the step's tasks finished already (progress counts on from there). Returns True when it joined an
         existing split.
 
@@ -109,7 +110,8 @@ class Split:
             LeaseLostError: the step's lease is no longer held (nothing written).
         """
         argv = [lease.token, run_id, step, self.tasks, self.size, self.batches, ttl_ms, finished]
-        reply = outlast(script(self.kv, "split_open"), keys=[lease.key, self.key, self.done_key], args=argv)
+        script_keys = [lease.key, self.key, self.done_key, keys.thread_keys(self.thread_id)]
+        reply = outlast(script(self.kv, "split_open"), keys=script_keys, args=argv)
         if reply == 0:
             raise LeaseLostError(f"run {run_id}: the split of its step was not opened: the lease is not held")
         return bool(reply == 2)
