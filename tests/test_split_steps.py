@@ -9,7 +9,7 @@ import pytest
 import redis
 from prometheus_client import generate_latest
 
-from graphcore import keys
+from graphcore import Command, keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunRecord, RunStatus
@@ -21,10 +21,11 @@ from graphcore.engine.task_metadata import PUSH, task_paths
 from graphcore.settings import get_settings
 from graphcore.types import PendingTask, TaskWrites
 from graphq.worker import metrics
+from graphq.worker.step.batch import Batch
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.split import Split
 from tests.workers import Start, ended, wait_for, work, worker_env
-from tests.workflows.split_wide import wide, wide_rich, wide_stops, wide_timed
+from tests.workflows.split_wide import fan, wide, wide_rich, wide_stops, wide_timed
 
 REGISTRY = Registry(
     {"split-wide": wide, "split-rich": wide_rich, "split-stops": wide_stops, "split-timed": wide_timed}
@@ -455,3 +456,33 @@ def test_a_splits_keys_are_keys_of_its_thread_and_go_with_it(redis_client: redis
     assert all(0 < kv.pttl(k) <= 60_000 for k in (split.key, split.done_key))
     delete_thread(kv, thread)
     assert kv.exists(split.key, split.done_key) == 0
+
+
+def test_an_error_that_fails_the_run_closes_its_split(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Batch) -> str:
+        raise RuntimeError("a bug in a batch")
+
+    monkeypatch.setattr(Batch, "run", broken)
+    record = client.get_run(_run(client, "t-broken", 20))
+    assert record.status == RunStatus.FAILED
+    assert record.error is not None and record.error.message == "a bug in a batch"
+    assert client.kv.exists(keys.split("t-broken", record.head or "")) == 0
+
+
+def test_the_step_that_applies_an_input_command_is_not_split(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = client.get_run(_run(client, "t-command", 3))
+    assert first.status == RunStatus.COMPLETED
+    opened: list[int] = []
+    real_open = Split.open
+    monkeypatch.setattr(Split, "open", lambda self, *a: opened.append(self.tasks) or real_open(self, *a))
+    goto = fan({"n": 20})  # the Sends plan would send
+    run_id = client.enqueue("split-wide", Command(goto=goto), thread_id="t-command")
+    work(client)
+    record = client.get_run(run_id)
+    assert record.status == RunStatus.COMPLETED
+    assert record.result["out"] == [0, 1, 4] + [i * i for i in range(20)]
+    assert opened == []  # 20 tasks, over GRAPHQ_SHARD_MIN_TASKS=10, yet not split: the Command's step

@@ -80,6 +80,13 @@ def _help(ctx: WorkerContext, thread_id: str, cp_id: str) -> str:
             return f"canceled: {exc}"
         except RefusedWriteError as exc:  # the batch's lease lapsed (this process stalled): it runs elsewhere
             return f"left: {exc}"
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            log.warning(
+                "batch %s left on a Redis error (it runs again once its lease lapses): %s", claim.batch, exc
+            )
+            return f"left: {type(exc).__name__}: {exc}"
         finally:
             logs.unbind(bound)
         ran += 1

@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Mapping
 
+from graphcore.backend.connection import is_transient
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunStatus
 from graphcore.backend.workers import live_workers
@@ -36,14 +37,14 @@ from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.handlers import handled_of
 from graphcore.engine.interrupts import resume_plan
 from graphcore.engine.step import StepResult
-from graphcore.errors import Cancelled, LeaseLostError
+from graphcore.errors import Cancelled, ColdStop, LeaseLostError
 from graphcore.settings import Settings
 from graphcore.types import TaskWrites
 from graphq.worker.step.attempt import RunLimits, StepAttempt
 from graphq.worker.step.batch import Batch, call_helpers
 from graphq.worker.step.ending import end
 from graphq.worker.step.fence import RefusedWriteError
-from graphq.worker.step.lease import Phase
+from graphq.worker.step.lease import Phase, PhaseError
 from graphq.worker.step.pausing import step_answers
 from graphq.worker.step.split import BatchFailure, Split
 from graphq.worker.step.tasks import StepTasks
@@ -79,7 +80,8 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finishe
     tasks finished in earlier attempts.
 
     Raises:
-        Cancelled: canceled with ``interrupt``, or given up (the split is closed first).
+        Cancelled: canceled with ``interrupt``, or given up (the split is closed first, as on any error
+            that ends the run).
         LeaseLostError: the step's lease is no longer held.
     """
     ctx, run, lease, cp = attempt.ctx, attempt.run, attempt.lease, attempt.head
@@ -90,8 +92,9 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finishe
     attempt.event("progress", cp.step + 1, {"done": finished, "total": split.tasks})
     try:
         failures, stopped = _work(attempt, split)
-    except Cancelled:
-        split.close(lease)
+    except BaseException as exc:
+        if _ends_the_run(exc):  # else its next owner joins the split: its batches go on
+            split.close(lease)
         raise
     if failures:
         split.close(lease)
@@ -101,6 +104,16 @@ def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finishe
     outcome = _outcome(attempt, tasks, stopped)
     split.close(lease)
     return outcome
+
+
+def _ends_the_run(exc: BaseException) -> bool:
+    """Whether the step job ends its run on ``exc`` (a cancel, a give-up, a failure: the split is closed),
+    rather than running the step again (a transient Redis error) or leaving it to crash recovery (the
+    process stopping at once, a lease lost or a lease bug)."""
+    if isinstance(exc, Cancelled):
+        return True
+    left = (ColdStop, PhaseError, LeaseLostError)
+    return not isinstance(exc, left) and not (isinstance(exc, Exception) and is_transient(exc))
 
 
 def _work(attempt: StepAttempt, split: Split) -> tuple[list[BatchFailure], dict[str, TaskWrites]]:
