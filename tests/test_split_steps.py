@@ -22,8 +22,9 @@ from graphcore.settings import get_settings
 from graphcore.types import PendingTask, TaskWrites
 from graphq.worker import metrics
 from graphq.worker.step.batch import Batch
+from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.lease import Lease
-from graphq.worker.step.split import Split
+from graphq.worker.step.split import BatchFailure, Split
 from tests.workers import Start, ended, wait_for, work, worker_env
 from tests.workflows.split_wide import fan, wide, wide_rich, wide_stops, wide_timed
 
@@ -486,3 +487,29 @@ def test_the_step_that_applies_an_input_command_is_not_split(
     assert record.status == RunStatus.COMPLETED
     assert record.result["out"] == [0, 1, 4] + [i * i for i in range(20)]
     assert opened == []  # 20 tasks, over GRAPHQ_SHARD_MIN_TASKS=10, yet not split: the Command's step
+
+
+def test_a_batch_left_more_often_than_the_resume_limit_fails_the_run(
+    client: Client, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRAPHQ_MAX_RESUME_ATTEMPTS", "1")
+    get_settings.cache_clear()
+    real = Batch._run_tasks
+    tries: list[int] = []
+
+    def stalls(self: Batch) -> BatchFailure | None:
+        if self.claim.batch != 1:
+            return real(self)
+        tries.append(self.claim.claims)
+        self.split.kv.hset(self.split.key, "u:1", 0)  # its lease lapses: the process stalled past it
+        raise RefusedWriteError("its writes were refused")
+
+    monkeypatch.setattr(Batch, "_run_tasks", stalls)
+    record = client.get_run(_run(client, "t-stalls", 20))
+    assert tries == [1, 2]  # run, left, run again, left: then given up (GRAPHQ_MAX_RESUME_ATTEMPTS=1)
+    assert record.status == RunStatus.FAILED and record.error is not None
+    assert (record.error.type, record.error.step) == ("WorkerLost", 2)
+    assert record.error.message == (
+        "batch 1 of 3 of the split step was left 2 times (its worker died or stopped renewing its lease); "
+        "not run again: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS=1"
+    )
