@@ -6,7 +6,9 @@ input's ``n`` (``Send``), each squaring its item into a reducer list, then ``joi
 Input options: ``n`` items; ``fail`` an item whose task raises ``ValueError``; ``ask`` items whose task
 calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep; ``gate`` true:
 each task first waits for a file ``go`` in ``GRAPHQ_TEST_DIR``; ``hold`` an item whose task holds its
-process's GIL for ``gil_s`` seconds (a C-level sleep). With ``GRAPHQ_TEST_DIR`` set, each task
+process's GIL for ``gil_s`` seconds (a C-level sleep); ``block`` items whose task waits (polling every
+20 ms) until the file ``release`` exists in ``GRAPHQ_TEST_DIR``, or with ``heed`` true stops on its cancel
+token, appending ``<item> <pid>`` to ``canceled.log`` there first. With ``GRAPHQ_TEST_DIR`` set, each task
 appends ``<item> <pid>`` to ``work.log`` there (which process ran it).
 """
 
@@ -26,6 +28,7 @@ from graphcore import (
     RetryPolicy,
     Send,
     StateGraph,
+    get_cancel_token,
     get_config,
     get_stream_writer,
     interrupt,
@@ -41,6 +44,8 @@ class State(TypedDict, total=False):
     gate: bool
     hold: int
     gil_s: float
+    block: list[int]
+    heed: bool
     out: Annotated[list[int], operator.add]
     total: int
 
@@ -53,6 +58,8 @@ class Item(TypedDict):
     gate: bool
     hold: int
     gil_s: float
+    block: list[int]
+    heed: bool
 
 
 def plan(state: State) -> dict[str, Any]:
@@ -67,6 +74,8 @@ def fan(state: State) -> list[Send]:
         "gate": state.get("gate", False),
         "hold": state.get("hold", -1),
         "gil_s": state.get("gil_s", 0.0),
+        "block": state.get("block", []),
+        "heed": state.get("heed", False),
     }
     return [Send("work", {"i": i, **extra}) for i in range(state["n"])]
 
@@ -82,10 +91,23 @@ def work(item: Item) -> dict[str, Any]:
         sleep_in_c(ctypes.PyDLL(None), item["gil_s"])
     if item["sleep_s"]:
         time.sleep(item["sleep_s"])
+    if item["i"] in item["block"]:
+        _blocked(Path(os.environ["GRAPHQ_TEST_DIR"]), item)
     if item["i"] == item["fail"]:
         raise ValueError(f"item {item['i']} fails")
     extra = interrupt({"item": item["i"]}) if item["i"] in item["ask"] else 0
     return {"out": [item["i"] * item["i"] + extra]}
+
+
+def _blocked(where: Path, item: Item) -> None:
+    """Wait until ``release`` exists in ``where``; with ``heed``, stop on the task's cancel token."""
+    token = get_cancel_token()
+    while not (where / "release").exists():
+        if item["heed"] and token.cancelled:
+            with (where / "canceled.log").open("a") as log:
+                log.write(f"{item['i']} {os.getpid()}\n")
+            token.raise_if_cancelled()
+        time.sleep(0.02)
 
 
 def join(state: State) -> dict[str, Any]:

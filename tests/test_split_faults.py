@@ -1,0 +1,177 @@
+"""Faults in split (wide) super-steps, with real ``graphq worker`` processes and real signals: a helper
+killed or stopped while it holds a batch, the step's owner killed mid-split, a cancel with interrupt, and
+the step's ``progress`` events (graphq.worker.step.split, .splitting, .batch).
+
+The workflow is tests/workflows/split_wide.py: one task per item, batches of 5 from 10 tasks on. Its ``block``
+items wait for the file ``release``, so a batch is held at a known task while the test acts; each task
+writes ``<item> <pid>`` to work.log (who ran it, how often).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from graphcore import keys
+from graphcore.backend.client import Client
+from graphcore.backend.events import read_events
+from graphcore.backend.runs import RunStatus
+from graphcore.engine.registry import Registry
+from graphq.worker.step.split import Split
+from tests.workers import Start, ended, graphq, rq_states, wait_for, worker_env
+from tests.workflows.split_wide import wide
+
+REGISTRY = Registry({"split-wide": wide})
+BATCH = 5
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return worker_env(
+        redis_url,
+        "tests.workflows.split_wide",
+        tmp_path,
+        GRAPHQ_SHARD_MIN_TASKS="10",
+        GRAPHQ_SHARD_BATCH_TASKS=str(BATCH),
+        GRAPHQ_LEASE_TTL_S="2",
+        GRAPHQ_HEARTBEAT_INTERVAL_S="0.3",
+        GRAPHQ_REAPER_INTERVAL_S="0.5",
+    )
+
+
+def _log(tmp_path: Path, name: str = "work.log") -> list[tuple[int, int]]:
+    """``(item, pid)`` of each line of ``name`` (work.log: a task started; canceled.log: it saw its cancel
+    token), in order."""
+    path = tmp_path / name
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [(int(item), int(pid)) for item, pid in (line.split() for line in lines)]
+
+
+def _pid(worker_id: str | None) -> int:
+    """The pid in a worker id (``host.pid.suffix``)."""
+    assert worker_id is not None
+    return int(worker_id.split(".")[-2])
+
+
+def _started(tmp_path: Path, block: list[int], count: int) -> dict[int, int]:
+    """Wait until ``count`` tasks of ``block`` started; returns item → the pid running it."""
+
+    def started() -> list[tuple[int, int]]:
+        found = [(i, p) for i, p in _log(tmp_path) if i in block]
+        return found if len(found) == count else []
+
+    return dict(wait_for(started, what=f"{count} blocked tasks to start"))
+
+
+def _progress(client: Client, thread: str, run_id: str) -> list[dict[str, Any]]:
+    """The run's ``progress`` events, in stream order."""
+    events = read_events(client.kv, thread, run_id, count=10_000)
+    return [e.data for e in events if e.mode == "progress"]
+
+
+def _counts_every_task_once(progress: list[dict[str, Any]], n: int) -> None:
+    """A step's ``progress`` events: ``done`` never goes back, and the last one counts all ``n`` tasks."""
+    done = [p["done"] for p in progress]
+    assert done == sorted(done)
+    assert {p["total"] for p in progress} == {n}
+    assert progress[-1] == {"done": n, "total": n}
+
+
+def _ends_with_its_status(client: Client, thread: str, run_id: str, status: str) -> int:
+    """Check that the run's last event is its end (``status``); returns how many events it has."""
+    events = list(read_events(client.kv, thread, run_id, count=10_000))
+    assert (events[-1].mode, events[-1].data.get("status")) == ("status", status)
+    return len(events)
+
+
+def _result(input: dict[str, Any]) -> dict[str, Any]:
+    """The result of the run of ``input``: every item's square once, in task order, and their sum."""
+    out = [i * i for i in range(input["n"])]
+    return {**input, "out": out, "total": sum(out)}
+
+
+def _owner(client: Client, run_id: str) -> tuple[str, int]:
+    """``(the step's head checkpoint, the pid of the process owning the split step)``, once it is split."""
+    thread = client.get_run(run_id).thread_id
+
+    def split_head() -> str | None:
+        head = client.get_run(run_id).head
+        return head if head is not None and Split.read(client.kv, thread, head) is not None else None
+
+    head = wait_for(split_head, what="the split's record")
+    return head, _pid(client.get_run(run_id).worker)
+
+
+def _beats(kv: redis.Redis, times: int) -> None:
+    """Wait until every live worker process beat ``times`` more times (its lease keeper ticks as often)."""
+    seen: dict[bytes, list[float]] = {}
+
+    def beaten() -> bool:
+        for member, score in kv.zrange(keys.workers(), 0, -1, withscores=True):
+            scores = seen.setdefault(member, [])
+            if not scores or scores[-1] != score:
+                scores.append(score)
+        return bool(seen) and all(len(s) > times for s in seen.values())
+
+    wait_for(beaten, what=f"{times} more heartbeats of each worker")
+
+
+def test_a_cancel_with_interrupt_reaches_the_tasks_of_every_batch_and_nothing_follows_the_end(
+    client: Client, start: Start, tmp_path: Path, env: dict[str, str], redis_client: redis.Redis
+) -> None:
+    start(processes=2)
+    items = list(range(10))  # two batches: the owner's and a helper's
+    run_id = client.enqueue("split-wide", {"n": 10, "block": items, "heed": True}, thread_id="t-cancel")
+    _, owner = _owner(client, run_id)
+    running = _started(tmp_path, items, 10)
+    done = graphq("runs", "cancel", run_id, "--interrupt", env=env)
+    assert done.returncode == 0, done.stderr
+    record = ended(client, run_id, 60)
+    assert record.status == RunStatus.CANCELED
+    wait_for(lambda: sorted(rq_states(redis_client)) == ["idle", "idle"], 30, "both processes to be idle")
+    assert sorted(_log(tmp_path, "canceled.log")) == sorted(running.items())
+    assert len(set(running.values())) == 2 and owner in running.values()
+    events = _ends_with_its_status(client, "t-cancel", run_id, "canceled")
+    _beats(redis_client, 3)
+    assert len(list(read_events(client.kv, "t-cancel", run_id, count=10_000))) == events
+
+
+def test_a_helper_that_wakes_after_the_cancel_ended_the_run_stops_its_tasks(
+    client: Client, start: Start, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The owner closes the split as it ends the run, taking every batch's lease: a helper whose keeper
+    looks only then (here: stopped meanwhile) must still see the cancel, else its tasks run on."""
+    start(processes=2)
+    items = list(range(10))
+    run_id = client.enqueue("split-wide", {"n": 10, "block": items, "heed": True}, thread_id="t-woken")
+    _, owner = _owner(client, run_id)
+    running = _started(tmp_path, items, 10)
+    [helper] = set(running.values()) - {owner}
+    os.kill(helper, signal.SIGSTOP)
+    try:
+        assert graphq("runs", "cancel", run_id, "--interrupt", env=env).returncode == 0
+        assert ended(client, run_id, 60).status == RunStatus.CANCELED
+    finally:
+        os.kill(helper, signal.SIGCONT)
+    wait_for(lambda: len(_log(tmp_path, "canceled.log")) == 10, what="every task to see the cancel")
+    assert sorted(_log(tmp_path, "canceled.log")) == sorted(running.items())
+    _ends_with_its_status(client, "t-woken", run_id, "canceled")
+
+
+def test_the_progress_of_a_split_step_never_goes_back_and_ends_at_every_task(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    start(processes=2)
+    input = {"n": 60, "sleep_s": 0.02}
+    run_id = client.enqueue("split-wide", input, thread_id="t-progress")
+    record = ended(client, run_id, 60)
+    assert (record.status, record.result) == (RunStatus.COMPLETED, _result(input))
+    progress = _progress(client, "t-progress", run_id)
+    _counts_every_task_once(progress, 60)
+    assert progress[0] == {"done": 0, "total": 60}
+    assert len(set(pid for _, pid in _log(tmp_path))) == 2  # batches on both processes
