@@ -9,6 +9,7 @@ writes ``<item> <pid>`` to work.log (who ran it, how often).
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 from pathlib import Path
@@ -28,6 +29,8 @@ from tests.workflows.split_wide import wide
 
 REGISTRY = Registry({"split-wide": wide})
 BATCH = 5
+STEPS = [3, 2, 1, 0, -1]
+"""The steps of a wide run's checkpoints, newest first (the split step is 2): each step committed once."""
 
 
 @pytest.fixture
@@ -52,6 +55,11 @@ def _log(tmp_path: Path, name: str = "work.log") -> list[tuple[int, int]]:
     return [(int(item), int(pid)) for item, pid in (line.split() for line in lines)]
 
 
+def _runs(tmp_path: Path) -> collections.Counter[int]:
+    """Item → how many times its task started."""
+    return collections.Counter(item for item, _ in _log(tmp_path))
+
+
 def _pid(worker_id: str | None) -> int:
     """The pid in a worker id (``host.pid.suffix``)."""
     assert worker_id is not None
@@ -66,6 +74,12 @@ def _started(tmp_path: Path, block: list[int], count: int) -> dict[int, int]:
         return found if len(found) == count else []
 
     return dict(wait_for(started, what=f"{count} blocked tasks to start"))
+
+
+def _persisted(kv: redis.Redis, thread: str, head: str, count: int) -> None:
+    """Wait until ``count`` tasks of the step after ``head`` persisted their writes."""
+    pending = keys.pending_writes(thread, "", head)
+    wait_for(lambda: kv.hlen(pending) == count, what=f"{count} tasks' pending writes")
 
 
 def _progress(client: Client, thread: str, run_id: str) -> list[dict[str, Any]]:
@@ -105,6 +119,38 @@ def _owner(client: Client, run_id: str) -> tuple[str, int]:
 
     head = wait_for(split_head, what="the split's record")
     return head, _pid(client.get_run(run_id).worker)
+
+
+def test_the_owner_killed_mid_split_is_continued_and_batches_done_are_not_run_again(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    start(processes=2)
+    block = [17, 22, 27]  # batches 3, 4 and 5 are held; 0, 1 and 2 finish
+    input = {"n": 30, "block": block}
+    run_id = client.enqueue("split-wide", input, thread_id="t-owner")
+    head, owner = _owner(client, run_id)
+    running = _started(tmp_path, block, 2)
+    _persisted(client.kv, "t-owner", head, 3 * BATCH + 2 * (BATCH - 1))
+    split = Split.read(client.kv, "t-owner", head)
+    assert split is not None
+    wait_for(lambda: split.state() == (3, []), what="batches 0, 1 and 2 to be done")
+    [killed_item] = [i for i, p in running.items() if p == owner]
+    os.kill(owner, signal.SIGKILL)
+    wait_for(lambda: len(client.chain(run_id)) == 2, 30, "the run's continuation")
+    (tmp_path / "release").touch()
+    first, second = client.chain(run_id)
+    last = ended(client, second.id, 60)
+    assert first.status == RunStatus.FAILED and first.error is not None
+    assert first.error.type == "WorkerLost"
+    assert (last.status, last.continued_from_run_id, last.result) == (
+        RunStatus.COMPLETED,
+        run_id,
+        _result(input),
+    )
+    ran = _runs(tmp_path)
+    assert {i: n for i, n in ran.items() if n != 1} == {killed_item: 2}
+    assert sorted(ran) == list(range(30))
+    assert [c.step for c in client.get_history("t-owner")] == STEPS
 
 
 def _beats(kv: redis.Redis, times: int) -> None:
