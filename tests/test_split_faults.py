@@ -121,6 +121,28 @@ def _owner(client: Client, run_id: str) -> tuple[str, int]:
     return head, _pid(client.get_run(run_id).worker)
 
 
+def test_a_helper_killed_holding_a_batch_reruns_only_that_batchs_unfinished_task(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    start(processes=2)
+    block = [2, 7, 12, 17]  # the third task of each of the 4 batches
+    input = {"n": 20, "block": block}
+    run_id = client.enqueue("split-wide", input, thread_id="t-helper")
+    head, owner = _owner(client, run_id)
+    running = _started(tmp_path, block, 2)  # one batch on each process, each held at its third task
+    _persisted(client.kv, "t-helper", head, 8)  # the other 4 tasks of each
+    [(killed_item, helper)] = [(i, p) for i, p in running.items() if p != owner]
+    os.kill(helper, signal.SIGKILL)
+    (tmp_path / "release").touch()
+    record = ended(client, run_id, 60)
+    assert (record.status, record.result) == (RunStatus.COMPLETED, _result(input))
+    assert [r.id for r in client.chain(run_id)] == [run_id]  # its owner finished it
+    ran = _runs(tmp_path)
+    assert {i: n for i, n in ran.items() if n != 1} == {killed_item: 2}
+    assert sorted(ran) == list(range(20))
+    _counts_every_task_once(_progress(client, "t-helper", run_id), 20)
+
+
 def test_the_owner_killed_mid_split_is_continued_and_batches_done_are_not_run_again(
     client: Client, start: Start, tmp_path: Path
 ) -> None:
@@ -150,6 +172,8 @@ def test_the_owner_killed_mid_split_is_continued_and_batches_done_are_not_run_ag
     ran = _runs(tmp_path)
     assert {i: n for i, n in ran.items() if n != 1} == {killed_item: 2}
     assert sorted(ran) == list(range(30))
+    _counts_every_task_once(_progress(client, "t-owner", second.id), 30)
+    _ends_with_its_status(client, "t-owner", run_id, "failed")  # the helper's batch went on under the next
     assert [c.step for c in client.get_history("t-owner")] == STEPS
 
 
