@@ -177,6 +177,39 @@ def test_the_owner_killed_mid_split_is_continued_and_batches_done_are_not_run_ag
     assert [c.step for c in client.get_history("t-owner")] == STEPS
 
 
+def test_a_helper_stopped_past_its_lease_has_its_late_writes_refused(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    start(processes=2)
+    block = [2, 7, 12, 17]
+    input = {"n": 20, "block": block}
+    run_id = client.enqueue("split-wide", input, thread_id="t-stop")
+    head, owner = _owner(client, run_id)
+    running = _started(tmp_path, block, 2)
+    _persisted(client.kv, "t-stop", head, 8)
+    [(stopped_item, helper)] = [(i, p) for i, p in running.items() if p != owner]
+    os.kill(helper, signal.SIGSTOP)
+    try:
+        (tmp_path / "release").touch()
+        record = ended(client, run_id, 60)  # the owner took the stopped batch over once its lease lapsed
+    finally:
+        os.kill(helper, signal.SIGCONT)
+    assert (record.status, record.result) == (RunStatus.COMPLETED, _result(input))
+    run_key = keys.run("t-stop", run_id)
+
+    def refused() -> dict[bytes, bytes]:
+        return {k: v for k, v in client.kv.hgetall(run_key).items() if k.startswith(b"refused:")}
+
+    late = wait_for(refused, what="the stopped helper's late writes to be refused")
+    assert late == {b"refused:pending": b"1"}  # its task's writes: the batch ends there, writing nothing more
+    ran = _runs(tmp_path)
+    assert {i: n for i, n in ran.items() if n != 1} == {stopped_item: 2}
+    assert [p for i, p in _log(tmp_path) if i == stopped_item] == [helper, owner]
+    assert [c.step for c in client.get_history("t-stop")] == STEPS
+    assert client.kv.exists(keys.pending_writes("t-stop", "", head)) == 0
+    assert client.get_run(run_id).result == _result(input)
+
+
 def _beats(kv: redis.Redis, times: int) -> None:
     """Wait until every live worker process beat ``times`` more times (its lease keeper ticks as often)."""
     seen: dict[bytes, list[float]] = {}
