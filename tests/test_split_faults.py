@@ -236,8 +236,9 @@ def test_a_cancel_with_interrupt_reaches_the_tasks_of_every_batch_and_nothing_fo
     assert done.returncode == 0, done.stderr
     record = ended(client, run_id, 60)
     assert record.status == RunStatus.CANCELED
-    wait_for(lambda: sorted(rq_states(redis_client)) == ["idle", "idle"], 30, "both processes to be idle")
+    wait_for(lambda: len(_log(tmp_path, "canceled.log")) == 10, what="every task to see the cancel")
     assert sorted(_log(tmp_path, "canceled.log")) == sorted(running.items())
+    wait_for(lambda: sorted(rq_states(redis_client)) == ["idle", "idle"], 30, "both processes to be idle")
     assert len(set(running.values())) == 2 and owner in running.values()
     events = _ends_with_its_status(client, "t-cancel", run_id, "canceled")
     _beats(redis_client, 3)
