@@ -30,8 +30,8 @@ test-loaded: $(STAMP)
 
 ## Fault-injection tests too long for make test (marked chaos: a 20 s Redis outage, signal loops, 300 runs of
 ## admission, ...; make test keeps a fast test of each behaviour), then the chaos
-## harness: 100 runs, 4 workers, a random worker SIGKILLed every 2-4 s for 60 s (bench/chaos.py), then
-## the same with SIGTERMs (rolling deploys: nothing may need the reaper).
+## harness: 100 runs (20 of them wide: a split super-step), 4 workers, a random worker SIGKILLed every 2-4 s
+## for 60 s (bench/chaos.py), then the same with SIGTERMs (rolling deploys: nothing may need the reaper).
 chaos: $(STAMP)
 	$(PY) -m pytest -q -m chaos
 	$(PY) -m bench.chaos

@@ -1,9 +1,12 @@
 """The chaos harness (R14; ``make chaos``): runs under random SIGKILLs of their workers must all end.
 
-``python -m bench.chaos [--runs N] [--workers K] [--seconds T] [--signal kill|term]``: N runs of a
-five-step workflow whose nodes count their executions in Redis, K ``graphq worker`` processes (each in its
-own process group), and every 2–4 s a random one SIGKILLed (its whole group, as a pod dies) and started
-again, for T seconds; then a recovery window for the reaper to continue what the last kills interrupted.
+``python -m bench.chaos [--runs N] [--workers K] [--seconds T] [--wide F] [--signal kill|term]``: N runs
+whose nodes count their executions in Redis, K ``graphq worker`` processes (each in its own process
+group), and every 2–4 s a random one SIGKILLed (its whole group, as a pod dies) and started again, for T
+seconds; then a recovery window for the reaper to continue what the last kills interrupted. A share F
+(default 0.2) of the runs are wide: ``chaos-wide`` sends one task per item, a super-step of ``WIDE`` (40)
+tasks that is split into batches of 8 (``GRAPHQ_SHARD_MIN_TASKS`` 20, ``GRAPHQ_SHARD_BATCH_TASKS`` 8) run
+across the workers; the others are the five-step ``chaos-line``.
 
 ``--signal term`` is a rolling deploy instead: the chosen worker gets SIGTERM (as a pod's first process
 does), a new one starts at once, and the old one drains. Nothing may then need the reaper: the run ends
@@ -14,13 +17,15 @@ quick (``GRAPHQ_LEASE_TTL_S`` 3, ``GRAPHQ_HEARTBEAT_INTERVAL_S`` 0.5, ``GRAPHQ_R
 ``GRAPHQ_MAX_RESUME_ATTEMPTS`` 10 unless set in the environment).
 
 It prints the chains (how many of each length; each must be at most ``GRAPHQ_MAX_RESUME_ATTEMPTS + 1``
-long and each continuation must name its predecessor) and ends with one line::
+long and each continuation must name its predecessor), what became of the wide runs (how many completed,
+were continued, and ran on several processes; their extra executions), and ends with one line::
 
     CHAOS runs=<n> completed=<n> failed=<n> stuck=<n> lost=<n> double_commits=<n> extra_executions=<n>
 
 ``stuck``: chains whose last run has not ended after the recovery window; ``lost``: runs whose record is
-gone or that completed with a wrong result; ``double_commits``: thread steps committed more than once;
-``extra_executions``: node executions beyond one per committed step (allowed: at-least-once execution).
+gone or that completed with a wrong result (a wide run's: each item's square once, in task order);
+``double_commits``: thread steps committed more than once; ``extra_executions``: node executions beyond
+one per task of a committed step (allowed: at-least-once execution).
 The exit status is 1 when stuck, lost or double_commits is not 0, or a chain is malformed.
 """
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import collections
 import itertools
+import operator
 import os
 import random
 import signal
@@ -37,12 +43,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import redis
 
 from bench.common import kill, private_redis, start_worker, worker_env
-from graphcore import END, START, StateGraph
+from graphcore import END, START, Send, StateGraph
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.engine.config import get_config
@@ -53,13 +59,19 @@ from graphq.worker.housekeeping.reaper import REAPED_LOG, REQUEUED_LOG
 from graphq.worker.queue import RQStepQueue
 
 STEPS = 5
+WIDE = 40
+"""Tasks of a wide run's split super-step."""
 EXECUTIONS = "chaos:executions"
 """Redis hash ``<thread>:<node>`` → executions of that node on that thread."""
+PROCESSES = "chaos:processes:"
+"""Redis set ``chaos:processes:<thread>``: the pids of the processes that ran the thread's nodes."""
 DEFAULTS = {
     "GRAPHQ_LEASE_TTL_S": "3",
     "GRAPHQ_HEARTBEAT_INTERVAL_S": "0.5",
     "GRAPHQ_REAPER_INTERVAL_S": "1",
     "GRAPHQ_MAX_RESUME_ATTEMPTS": "10",
+    "GRAPHQ_SHARD_MIN_TASKS": "20",
+    "GRAPHQ_SHARD_BATCH_TASKS": "8",
 }
 
 
@@ -67,18 +79,40 @@ class Line(TypedDict, total=False):
     trail: list[str]
 
 
+class Wide(TypedDict, total=False):
+    out: Annotated[list[int], operator.add]
+
+
+def _executed(name: str) -> None:
+    """Count one execution of node ``name`` on this thread (and which process ran it), then take a while
+    (0.1–0.6 s)."""
+    thread = get_config().thread_id
+    client = redis.Redis.from_url(get_settings().redis_url or "")
+    try:
+        client.pipeline().hincrby(EXECUTIONS, f"{thread}:{name}", 1).sadd(
+            PROCESSES + thread, os.getpid()
+        ).execute()
+    finally:
+        client.close()
+    time.sleep(random.uniform(0.1, 0.6))
+
+
 def _node(name: str) -> Any:
     def node(state: Line) -> dict[str, Any]:
-        thread = get_config().thread_id
-        client = redis.Redis.from_url(get_settings().redis_url or "")
-        try:
-            client.hincrby(EXECUTIONS, f"{thread}:{name}", 1)
-        finally:
-            client.close()
-        time.sleep(random.uniform(0.1, 0.6))
+        _executed(name)
         return {"trail": [*state.get("trail", []), name]}
 
     return node
+
+
+def _fan(state: Wide) -> dict[str, Any]:
+    _executed("fan")
+    return {}
+
+
+def _square(item: dict[str, int]) -> dict[str, Any]:
+    _executed("square")
+    return {"out": [item["i"] * item["i"]]}
 
 
 _g = StateGraph(Line)
@@ -88,7 +122,17 @@ for _name in _names:
 for _a, _b in zip([START, *_names], [*_names, END], strict=True):
     _g.add_edge(_a, _b)
 chaos_line = _g.compile(name="chaos-line")
-REGISTRY = Registry({chaos_line.name: chaos_line})
+
+_w = StateGraph(Wide)
+_w.add_node("fan", _fan)
+_w.add_node("square", _square)
+_w.add_edge(START, "fan")
+_w.add_conditional_edges("fan", lambda _: [Send("square", {"i": i}) for i in range(WIDE)], ["square"])
+_w.add_edge("square", END)
+chaos_wide = _w.compile(name="chaos-wide")
+REGISTRY = Registry({chaos_line.name: chaos_line, chaos_wide.name: chaos_wide})
+RESULTS = {chaos_line.name: {"trail": _names}, chaos_wide.name: {"out": [i * i for i in range(WIDE)]}}
+"""The result of a completed run of each workflow."""
 
 
 def _chain(client: Client, run_id: str) -> list[RunRecord] | None:
@@ -105,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--recovery-s", type=float, default=60.0, help="longest wait after the kills")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--wide", type=float, default=0.2, help="share of the runs that are wide (0 to 1)")
     parser.add_argument("--signal", choices=["kill", "term"], default="kill", help="term: rolling deploys")
     args = parser.parse_args(argv)
+    if not 0 <= args.wide <= 1:
+        parser.error(f"argument --wide: {args.wide} is not from 0 to 1")
     rng = random.Random(args.seed)
     with private_redis() as (kv, url), tempfile.TemporaryDirectory(prefix="graphq-chaos-") as logs:
         env = worker_env(url, "bench.chaos", **{k: os.environ.get(k, v) for k, v in DEFAULTS.items()})
@@ -116,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         procs = [start_worker(env, log=log) for _ in range(args.workers)]
         stopped: list[subprocess.Popen[bytes]] = []
         try:
-            ids = client.enqueue_many([RunRequest(chaos_line.name, {}) for _ in range(args.runs)])
+            ids = client.enqueue_many([RunRequest(w, {}) for w in _workflows(args.runs, args.wide, rng)])
             end = time.monotonic() + args.seconds
             while time.monotonic() < end:
                 time.sleep(rng.uniform(2, 4))
@@ -141,6 +188,14 @@ def main(argv: list[str] | None = None) -> int:
         return code or int(bool(reaped or requeued or unclean))
 
 
+def _workflows(runs: int, wide: float, rng: random.Random) -> list[str]:
+    """The workflow of each of ``runs`` runs: a share ``wide`` of them ``chaos-wide``, mixed at random."""
+    count = round(runs * wide)
+    names = [chaos_wide.name] * count + [chaos_line.name] * (runs - count)
+    rng.shuffle(names)
+    return names
+
+
 def _recover(client: Client, ids: list[str], seconds: float) -> None:
     """Wait up to ``seconds`` for every chain's last run to end."""
     deadline = time.monotonic() + seconds
@@ -155,6 +210,7 @@ def _report(client: Client, kv: Any, ids: list[str], stops: int, max_attempts: i
     """Print the chains and the ``CHAOS`` line; 1 when a run is stuck or lost, a step was committed twice,
     or a chain is malformed (longer than ``max_attempts + 1``, or than 1 when ``single``), else 0."""
     counts = collections.Counter[str]()
+    wide = collections.Counter[str]()
     lengths = collections.Counter[int]()
     malformed = 0
     executions = {k.decode(): int(v) for k, v in kv.hgetall(EXECUTIONS).items()}
@@ -170,19 +226,29 @@ def _report(client: Client, kv: Any, ids: list[str], stops: int, max_attempts: i
             malformed += 1
         last = chain[-1]
         if not last.terminal:
-            counts["stuck"] += 1
+            outcome = "stuck"
         elif last.status == RunStatus.COMPLETED:
-            ok = last.result is not None and last.result.get("trail") == _names
-            counts["completed" if ok else "lost"] += 1
+            ok = last.result == RESULTS[last.workflow]
+            outcome = "completed" if ok else "lost"
         else:
-            counts["failed"] += 1
-        steps = [c.step for c in client.get_history(last.thread_id)]
+            outcome = "failed"
+        counts[outcome] += 1
+        history = client.get_history(last.thread_id)
+        steps = [c.step for c in history]
         double += len(steps) - len(set(steps))
-        committed = sum(1 for s in steps if s >= 0)
+        committed = sum(len(c.next_tasks) for c in history[1:])  # the tasks of each step committed
         ran = sum(n for key, n in executions.items() if key.startswith(f"{last.thread_id}:"))
         extra += max(0, ran - committed)
+        if last.workflow == chaos_wide.name:
+            wide.update(
+                {outcome: 1, "continued": len(chain) > 1, "extra executions": max(0, ran - committed)}
+            )
+            wide["on several processes"] += kv.scard(PROCESSES + last.thread_id) > 1
     shown = ", ".join(f"{n} of length {length}" for length, n in sorted(lengths.items()))
     print(f"stops: {stops}; chains: {shown}; malformed chains: {malformed}")
+    print(
+        f"wide runs (a super-step of {WIDE} tasks): " + ", ".join(f"{k} {n}" for k, n in sorted(wide.items()))
+    )
     print(
         f"CHAOS runs={len(ids)} completed={counts['completed']} failed={counts['failed']} "
         f"stuck={counts['stuck']} lost={counts['lost']} double_commits={double} extra_executions={extra}",

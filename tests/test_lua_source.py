@@ -74,7 +74,7 @@ def test_the_fence_and_the_terminal_statuses_are_written_once() -> None:
         "split_open",
         "split_progress",
     ]
-    assert checks == ["abandon_step", "claim_step", "commit_step", "set_status"]
+    assert checks == ["abandon_step", "claim_step", "commit_step", "set_status", "split_progress"]
 
 
 def _calls(kv: redis.Redis) -> dict[str, int]:

@@ -11,7 +11,9 @@ whose client cannot reach its Redis; it fails the run unwrapped); ``ask`` items 
 calls ``interrupt()`` (the answer is added to the square); ``sleep_s`` each task's sleep; ``gate`` true:
 each task first waits for a file ``go`` in ``GRAPHQ_TEST_DIR``; ``hold`` an item whose task holds its
 process's GIL for ``gil_s`` seconds (a C-level sleep); ``stuck_s`` every task sleeps in C that long, the GIL
-free, deaf to its cancel token. With ``GRAPHQ_TEST_DIR`` set, each task
+free, deaf to its cancel token; ``block`` items whose task waits (polling every 20 ms) until the file
+``release`` exists in ``GRAPHQ_TEST_DIR``, or with ``heed`` true stops on its cancel token, appending
+``<item> <pid>`` to ``canceled.log`` there first. With ``GRAPHQ_TEST_DIR`` set, each task
 appends ``<item> <pid>`` to ``work.log`` there (which process ran it).
 """
 
@@ -31,6 +33,7 @@ from graphcore import (
     RetryPolicy,
     Send,
     StateGraph,
+    get_cancel_token,
     get_config,
     get_stream_writer,
     interrupt,
@@ -49,6 +52,8 @@ class State(TypedDict, total=False):
     hold: int
     gil_s: float
     stuck_s: float
+    block: list[int]
+    heed: bool
     out: Annotated[list[int], operator.add]
     total: int
 
@@ -63,6 +68,8 @@ class Item(TypedDict):
     hold: int
     gil_s: float
     stuck_s: float
+    block: list[int]
+    heed: bool
 
 
 def plan(state: State) -> dict[str, Any]:
@@ -79,6 +86,8 @@ def fan(state: State) -> list[Send]:
         "hold": state.get("hold", -1),
         "gil_s": state.get("gil_s", 0.0),
         "stuck_s": state.get("stuck_s", 0.0),
+        "block": state.get("block", []),
+        "heed": state.get("heed", False),
     }
     return [Send("work", {"i": i, **extra}) for i in range(state["n"])]
 
@@ -96,12 +105,25 @@ def work(item: Item) -> dict[str, Any]:
         sleep_in_c(ctypes.CDLL(None), item["stuck_s"])
     if item["sleep_s"]:
         time.sleep(item["sleep_s"])
+    if item["i"] in item["block"]:
+        _blocked(Path(os.environ["GRAPHQ_TEST_DIR"]), item)
     if item["i"] == item["fail"]:
         raise ValueError(f"item {item['i']} fails")
     if item["i"] == item["unavailable"]:
         raise RedisUnavailableError(f"item {item['i']}: its Redis is away")
     extra = interrupt({"item": item["i"]}) if item["i"] in item["ask"] else 0
     return {"out": [item["i"] * item["i"] + extra]}
+
+
+def _blocked(where: Path, item: Item) -> None:
+    """Wait until ``release`` exists in ``where``; with ``heed``, stop on the task's cancel token."""
+    token = get_cancel_token()
+    while not (where / "release").exists():
+        if item["heed"] and token.cancelled:
+            with (where / "canceled.log").open("a") as log:
+                log.write(f"{item['i']} {os.getpid()}\n")
+            token.raise_if_cancelled()
+        time.sleep(0.02)
 
 
 def join(state: State) -> dict[str, Any]:

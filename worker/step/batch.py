@@ -24,7 +24,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from graphcore import keys
 from graphcore.backend.connection import is_transient
 from graphcore.backend.runs import RunError, RunRecord
 from graphcore.checkpoints.model import Checkpoint
@@ -248,17 +247,11 @@ def _failure(failed: Any, step: int) -> BatchFailure | None:
 
 
 class _Progress:
-    """A batch's finished tasks, counted in the split's record and shown as the step's ``progress`` events
-    (at most one call every :data:`~graphq.worker.step.progress.INTERVAL_S` seconds a process, and at the
-    step's last task)."""
+    """A batch's finished tasks shown as the step's ``progress`` events (:meth:`Split.progress`: at most one
+    call every :data:`~graphq.worker.step.progress.INTERVAL_S` seconds a batch, and at its end)."""
 
     def __init__(self, attempt: StepAttempt, split: Split) -> None:
-        run = attempt.run
         self.attempt, self.split = attempt, split
-        self.run_key, self.events_key = (
-            keys.run(run.thread_id, run.id),
-            keys.run_events(run.thread_id, run.id),
-        )
         self.step = attempt.head.step + 1
         self.pending, self.last = 0, time.monotonic()
 
@@ -270,11 +263,9 @@ class _Progress:
     def flush(self) -> None:
         if self.pending == 0:
             return
-        count, self.pending, self.last = self.pending, 0, time.monotonic()
+        self.pending, self.last = 0, time.monotonic()
         try:
-            self.split.progress(
-                self.attempt.lease.token, self.run_key, self.events_key, count, self.step, True
-            )
+            self.split.progress(self.attempt.lease.token, self.step)
         except Exception as exc:  # a display count must not fail the batch; its writes' own errors will
             log.warning("progress of a split step not counted: %s", exc)
 

@@ -80,7 +80,7 @@ from graphq.worker.step.lease import PhaseError, retire_if_stuck
 from graphq.worker.step.pausing import pause, seed_answers, step_answers
 from graphq.worker.step.progress import step_progress
 from graphq.worker.step.replies import ClaimResult
-from graphq.worker.step.splitting import run_split, splits
+from graphq.worker.step.splitting import joins, run_split, splits
 from graphq.worker.step.tasks import StepTasks, custom_writer, step_scope
 
 __all__ = ["step_job"]
@@ -224,7 +224,9 @@ def _run(attempt: StepAttempt, finished: dict[str, TaskWrites] | None) -> str:
     answers = step_answers(attempt) if pending else {}
     finished, resume = resume_plan(finished, answers)
     tasks = StepTasks(attempt, graph, cfg, scope)
-    if cp is read and splits(graph, cfg, cp, finished, ctx.settings):
+    # A step run before may have left its split open (its owner died): joined, however few tasks are left.
+    joined = pending and cp is read and joins(ctx.kv, run.thread_id, cp.id)
+    if cp is read and (joined or splits(graph, cfg, cp, finished, ctx.settings)):
         split = run_split(attempt, tasks, limits, len(finished))
         return split if isinstance(split, str) else _step_end(attempt, graph, split, True, persisted=True)
     # Numbered like the step's updates and values events: the step of the checkpoint it will commit.

@@ -102,9 +102,8 @@ class Split:
     def open(self, lease: Lease, run_id: str, step: int, ttl_ms: int, finished: int) -> bool:
         """Create the record, or join the one an earlier owner of this step left; fenced by the step's
         ``lease``. The record expires after ``ttl_ms`` (the step's job timeout) if never closed, or with its
-        thread under a thread TTL (it joins the thread's key set, K3); ``finished``:
-        the step's tasks finished already (progress counts on from there). Returns True when it joined an
-        existing split.
+        thread under a thread TTL (it joins the thread's key set, K3); ``finished``: the step's tasks finished
+        already (its first ``progress`` event says so). Returns True when it joined an existing split.
 
         Raises:
             LeaseLostError: the step's lease is no longer held (nothing written).
@@ -134,14 +133,27 @@ class Split:
         args = [token, failure.to_json() if failure is not None else "", _encode_stopped(stopped)]
         return bool(outlast(script(self.kv, "finish_batch"), keys=[self.key, self.done_key], args=args) >= 0)
 
-    def progress(self, token: str, run_key: str, events_key: str, tasks: int, step: int, event: bool) -> int:
-        """Count ``tasks`` more finished tasks (fenced by the batch's ``token``), appending a ``progress``
-        event of thread step ``step`` when ``event`` or at the step's last task. Returns the step's finished
-        tasks so far (-1: refused)."""
-        argv = [token, tasks, int(event), step]
-        return int(
-            outlast(script(self.kv, "split_progress"), keys=[self.key, run_key, events_key], args=argv)
-        )
+    def progress(self, token: str, step: int) -> int:
+        """Announce the step's tasks done so far (those whose writes are persisted, whichever batch or
+        attempt persisted them), fenced by the batch's ``token``: a ``progress`` event ``{"done", "total"}``
+        of thread step ``step``, in the stream of the run that owns the split now, when more are done than
+        the last event said (none while that run has ended). Returns the tasks done; -1 when refused or the
+        split is closed."""
+        pending = keys.pending_writes(self.thread_id, "", self.cp_id)
+        done = -2
+        for _ in range(2):  # again when a continuation took the split over between the read and the call
+            run_id = self.kv.hget(self.key, "run")
+            if run_id is None:
+                return -1
+            run_id = run_id.decode()
+            run_keys = [keys.run(self.thread_id, run_id), keys.run_events(self.thread_id, run_id)]
+            argv = [token, step, run_id]
+            done = int(
+                outlast(script(self.kv, "split_progress"), keys=[self.key, *run_keys, pending], args=argv)
+            )
+            if done != -2:
+                break
+        return done
 
     def close(self, lease: Lease) -> bool:
         """Delete the record (every batch's lease with it), fenced by the step's ``lease``. Returns False when

@@ -26,6 +26,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 from graphcore.backend.connection import is_transient
 from graphcore.backend.reaper import server_ms
@@ -49,7 +50,7 @@ from graphq.worker.step.pausing import step_answers
 from graphq.worker.step.split import BatchFailure, Split
 from graphq.worker.step.tasks import StepTasks
 
-__all__ = ["run_split", "splits"]
+__all__ = ["joins", "run_split", "splits"]
 
 _WAIT_S = 1.0
 """Longest wait for a batch to end before the owner looks again (for lapsed batches, its lease's stop)."""
@@ -72,6 +73,13 @@ def splits(
     least = cfg.shard_min_tasks if cfg.shard_min_tasks is not None else settings.shard_min_tasks
     wide = len(cp.next_tasks) - len(finished) >= least
     return least > 0 and wide and cfg.max_concurrency is None
+
+
+def joins(kv: Any, thread_id: str, cp_id: str) -> bool:
+    """Whether an earlier attempt split the step after checkpoint ``cp_id`` and its record is still open (its
+    owner died): the step is split again to join it, however few of its tasks are left, so that the batches
+    held by live helpers go on instead of running again here as well."""
+    return Split.read(kv, thread_id, cp_id) is not None
 
 
 def run_split(attempt: StepAttempt, tasks: StepTasks, limits: RunLimits, finished: int) -> StepResult | str:

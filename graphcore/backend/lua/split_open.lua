@@ -5,13 +5,15 @@
 -- KEYS[4] = the thread's key set
 -- ARGV[1] = lease token; ARGV[2] = run id; ARGV[3] = the run's step; ARGV[4] = tasks; ARGV[5] = tasks per
 -- batch; ARGV[6] = batches; ARGV[7] = the record's time-to-live, ms; ARGV[8] = tasks finished already
+-- (the owner's first progress event says so: 'finished', the most an event announced, is at least that)
 -- Returns 0 when the lease is not held (nothing written); 1 when created; 2 when joined.
 --#include retain
 --#include fence
 if not holds(KEYS[1], ARGV[1]) then return 0 end
 local joined = redis.call('HGET', KEYS[2], 'tasks') == ARGV[4] and redis.call('HGET', KEYS[2], 'size') == ARGV[5]
 if joined then
-  redis.call('HSET', KEYS[2], 'run', ARGV[2], 'step', ARGV[3])
+  local finished = math.max(tonumber(redis.call('HGET', KEYS[2], 'finished')), tonumber(ARGV[8]))
+  redis.call('HSET', KEYS[2], 'run', ARGV[2], 'step', ARGV[3], 'finished', finished)
 else
   redis.call('DEL', KEYS[2], KEYS[3])
   redis.call('HSET', KEYS[2], 'run', ARGV[2], 'step', ARGV[3], 'tasks', ARGV[4], 'size', ARGV[5],
