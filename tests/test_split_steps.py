@@ -513,3 +513,19 @@ def test_a_batch_left_more_often_than_the_resume_limit_fails_the_run(
         "batch 1 of 3 of the split step was left 2 times (its worker died or stopped renewing its lease); "
         "not run again: the chain reached GRAPHQ_MAX_RESUME_ATTEMPTS=1"
     )
+
+
+def test_a_cancel_during_a_split_step_lets_the_step_commit_then_ends_the_run(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    start(processes=2)
+    run_id = client.enqueue("split-wide", {"n": 40, "sleep_s": 0.05, "gate": True}, thread_id="t-cancel")
+    wait_for(lambda: (tmp_path / "work.log").exists(), 60, "the split step's tasks to start")
+    assert client.cancel(run_id).startswith("cancel requested")
+    (tmp_path / "go").touch()
+    record = ended(client, run_id, 60)
+    assert record.status == RunStatus.CANCELED
+    assert sorted(_ran_by(tmp_path)) == list(range(40))  # the step in flight finished: every task ran
+    head = client.get_state("t-cancel")
+    assert head.channel_values["out"] == [i * i for i in range(40)]  # and was committed, in task order
+    assert [t.node for t in head.next_tasks] == ["join"]  # the step after it never ran
