@@ -143,6 +143,25 @@ def test_a_helper_killed_holding_a_batch_reruns_only_that_batchs_unfinished_task
     _counts_every_task_once(_progress(client, "t-helper", run_id), 20)
 
 
+def test_the_process_started_in_place_of_a_killed_helper_gets_batches(
+    client: Client, start: Start, tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    start(processes=2)
+    block = [2, 7]  # batches 0 and 1 held at their third task, one on each process
+    input = {"n": 60, "block": block, "sleep_s": 0.3}
+    run_id = client.enqueue("split-wide", input, thread_id="t-replaced")
+    _, owner = _owner(client, run_id)
+    running = _started(tmp_path, block, 2)
+    [helper] = [p for p in running.values() if p != owner]
+    os.kill(helper, signal.SIGKILL)
+    wait_for(lambda: rq_states(redis_client).count("idle") >= 1, what="the process started in its place")
+    (tmp_path / "release").touch()
+    record = ended(client, run_id, 60)
+    assert (record.status, record.result) == (RunStatus.COMPLETED, _result(input))
+    ran_on = {pid for _, pid in _log(tmp_path)}
+    assert len(ran_on - {owner, helper}) == 1  # the new process ran batches of the step it joined
+
+
 def test_the_owner_killed_mid_split_is_continued_and_batches_done_are_not_run_again(
     client: Client, start: Start, tmp_path: Path
 ) -> None:

@@ -65,6 +65,7 @@ def _help(ctx: WorkerContext, thread_id: str, cp_id: str) -> str:
     split = Split.read(ctx.kv, thread_id, cp_id)
     if split is None:
         return "skipped: the split step is over"
+    split.helpers(-1)  # started: no longer queued
     token, ran = uuid.uuid4().hex, 0
     while (claim := split.claim(token, int(ctx.settings.lease_ttl_s * 1000))) is not None:
         fields, bound = logs.bind(run=claim.run_id, thread=thread_id)
@@ -274,6 +275,7 @@ def call_helpers(ctx: WorkerContext, run: RunRecord, split: Split, count: int, *
     """Enqueue ``count`` helper jobs of ``split`` on ``run``'s workflow queue (at its front for the first
     wave: a running step's batches go ahead of new runs' first steps)."""
     queue = ctx.queue.queue(run.workflow)
+    split.helpers(count)
     for _ in range(count):
         queue.enqueue_call(
             BATCH_FUNC,

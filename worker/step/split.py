@@ -155,6 +155,13 @@ class Split:
                 break
         return done
 
+    def helpers(self, change: int, owner: str = "") -> tuple[int, int]:
+        """Count ``change`` more helper jobs queued (``+n`` as they are enqueued, ``-1`` as one starts; 0 only
+        looks) and return ``(helpers queued, batches held by others than the owner's token`` ``owner``, 0
+        without one``)``; ``(-1, 0)`` when the split is closed."""
+        queued, held = outlast(script(self.kv, "split_helpers"), keys=[self.key], args=[change, owner])
+        return int(queued), int(held)
+
     def close(self, lease: Lease) -> bool:
         """Delete the record (every batch's lease with it), fenced by the step's ``lease``. Returns False when
         the lease is not held."""

@@ -129,7 +129,7 @@ def _work(attempt: StepAttempt, split: Split) -> tuple[list[BatchFailure], dict[
     task failures in task order, and their tasks stopped at a subgraph's breakpoint (task id → record)."""
     ctx, run, lease, cp = attempt.ctx, attempt.run, attempt.lease, attempt.head
     token = uuid.uuid4().hex
-    helpers = _Helpers(attempt, split)
+    helpers = _Helpers(attempt, split, token)
     left = split.batches
     while True:
         helpers.top_up(left - 1)
@@ -153,27 +153,28 @@ def _work(attempt: StepAttempt, split: Split) -> tuple[list[BatchFailure], dict[
 
 class _Helpers:
     """The helper jobs a split step's owner keeps on the workflow's queue: one for each other live worker
-    process that serves the workflow, at most one for each batch not handed out yet. They go to the queue's
-    front; each helper enqueues its successor itself, so those the owner enqueued stay in flight while
-    batches remain. The owner looks again every :data:`_LOOK_S` seconds, so workers that start during the
-    step (``graphq run``'s pool, a scale-up) get helpers too."""
+    process that serves the workflow, at most one for each batch not handed out yet, counting the helpers
+    queued and the batches other workers hold (:meth:`Split.helpers`). They go to the queue's front; each
+    helper enqueues its successor itself when it yields. The owner looks again every :data:`_LOOK_S`
+    seconds, so workers that start during the step (``graphq run``'s pool, a scale-up, a process started
+    in place of one that died, whose helper died with it) get helpers too."""
 
-    def __init__(self, attempt: StepAttempt, split: Split) -> None:
-        self.attempt, self.split = attempt, split
-        self.called = 0
+    def __init__(self, attempt: StepAttempt, split: Split, token: str) -> None:
+        self.attempt, self.split, self.token = attempt, split, token
         self.look_at = 0.0
 
     def top_up(self, unclaimed: int) -> None:
         """Enqueue helpers up to the other live workers (looked up at most every :data:`_LOOK_S` s), at most
         ``unclaimed`` (the batches not handed out, but the one the owner takes next) in flight."""
         now = time.monotonic()
-        if now < self.look_at or unclaimed <= self.called:
+        if now < self.look_at or unclaimed <= 0:
             return
         self.look_at = now + _LOOK_S
         wanted = min(unclaimed, _other_workers(self.attempt))
-        if wanted > self.called:
-            call_helpers(self.attempt.ctx, self.attempt.run, self.split, wanted - self.called, at_front=True)
-            self.called = wanted
+        queued, held = self.split.helpers(0, self.token)
+        missing = wanted - max(queued, 0) - held
+        if missing > 0:
+            call_helpers(self.attempt.ctx, self.attempt.run, self.split, missing, at_front=True)
 
 
 def _outcome(attempt: StepAttempt, tasks: StepTasks, stopped: Mapping[str, TaskWrites]) -> StepResult:
