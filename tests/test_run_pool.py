@@ -162,6 +162,20 @@ def test_first_ctrl_c_cancels_the_run_after_the_pools_step_and_stops_the_pool(
     assert len(json.loads(resumed.stdout)["ran"]) == 5
 
 
+def test_a_ctrl_c_while_the_pool_starts_up_prints_no_traceback(
+    procs: Procs, tmp_path: Path, env: dict[str, str]
+) -> None:
+    run = Started(procs, tmp_path, env, "--processes", "2")
+    [pool] = worker_children(run.proc.pid)
+    blocked = int(Path(f"/proc/{pool}/status").read_text().split("SigBlk:")[1].split()[0], 16)
+    assert blocked & (1 << (signal.SIGINT - 1))  # born with SIGINT blocked: a Ctrl-C is the command's
+    run.ctrl_c()  # most often while the pool's process still imports
+    (tmp_path / "gate").unlink()
+    assert run.proc.wait(60) == 130, run.log()
+    assert "Traceback" not in run.log() and "exited with an error" not in run.log()
+    wait_for(lambda: gone(pool), 20, "the pool's process to end")
+
+
 def test_second_ctrl_c_exits_at_once_and_kills_the_pool(
     procs: Procs, tmp_path: Path, env: dict[str, str]
 ) -> None:

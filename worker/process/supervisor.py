@@ -52,6 +52,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from types import FrameType
@@ -524,7 +525,15 @@ class Supervisor:
             self.parent_death,
         )
         proc = self.mp.Process(target=_child, args=(send, spec), name="graphq-worker")
-        proc.start()
+        # Ctrl-C is the parent's to act on: a child is born with SIGINT blocked (its Python starts up without
+        # a KeyboardInterrupt traceback for a Ctrl-C in the first second; it ignores SIGINT once started).
+        # multiprocessing's resource tracker first: starting it, start() would unblock SIGINT here.
+        resource_tracker.ensure_running()
+        unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         send.close()
         return _Slot(proc, recv)
 
