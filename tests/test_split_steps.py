@@ -18,6 +18,7 @@ from graphcore.checkpoints import layout, serde
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.registry import Registry
 from graphcore.engine.task_metadata import PUSH, task_paths
+from graphcore.errors import ConfigError
 from graphcore.settings import get_settings
 from graphcore.types import PendingTask, TaskWrites
 from graphq.worker import metrics
@@ -529,3 +530,26 @@ def test_a_cancel_during_a_split_step_lets_the_step_commit_then_ends_the_run(
     head = client.get_state("t-cancel")
     assert head.channel_values["out"] == [i * i for i in range(40)]  # and was committed, in task order
     assert [t.node for t in head.next_tasks] == ["join"]  # the step after it never ran
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        (True, "Input should be a valid integer (got True)"),
+        ("5", "Input should be a valid integer (got '5')"),
+        (-1, "must be 0 ≤ value ≤ 1000000 (got -1)"),
+    ],
+)
+def test_a_bad_shard_min_tasks_is_refused_naming_the_option(client: Client, value: Any, why: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        client.enqueue("split-wide", {"n": 3}, config={"shard_min_tasks": value})
+    assert str(info.value) == f"run option shard_min_tasks: {why}"
+    assert client.list_runs() == []
+
+
+def test_a_split_steps_progress_events_read_as_an_unsplit_steps(client: Client, split: None) -> None:
+    run_id = _run(client, "t-progress", 20)
+    record = client.get_run(run_id)
+    shown = [e.data for e in read_events(client.kv, record.thread_id, run_id) if e.mode == "progress"]
+    assert shown[0] == {"done": 0, "total": 20} and shown[-1] == {"done": 20, "total": 20}
+    assert [list(data) for data in shown] == [["done", "total"]] * len(shown)  # one key order, as JSON shows

@@ -173,7 +173,7 @@ class RunConfig(BaseModel):
     checkpoint_ns: str = ""
     run_name: str | None = None
     max_concurrency: int | None = Field(default=None, ge=1)
-    shard_min_tasks: int | None = Field(default=None, ge=0, le=1_000_000)
+    shard_min_tasks: int | None = Field(default=None, ge=0, le=1_000_000, strict=True)
     durability: Literal["sync", "async", "exit"] | None = None
     context: Any = None
     stream_mode: list[Literal["messages"]] = Field(default_factory=list)

@@ -20,7 +20,9 @@ local done = math.min(redis.call('HLEN', KEYS[4]), total)
 if finished(redis.call('HGET', KEYS[2], 'status')) then return done end
 if done > tonumber(redis.call('HGET', KEYS[1], 'finished')) then
   redis.call('HSET', KEYS[1], 'finished', done)
-  -- graphcore.checkpoints.serde's payload: its format version (1), then one msgpack object
-  run_event(KEYS[3], KEYS[2], 'progress', ARGV[2], string.char(1) .. cmsgpack.pack({done = done, total = total}))
+  -- graphcore.checkpoints.serde's payload: its format version (1), then one msgpack map of two entries,
+  -- done then total (as the step's other progress events: a Lua table's keys have no order)
+  local map = string.char(0x82) .. cmsgpack.pack('done') .. cmsgpack.pack(done) .. cmsgpack.pack('total')
+  run_event(KEYS[3], KEYS[2], 'progress', ARGV[2], string.char(1) .. map .. cmsgpack.pack(total))
 end
 return done
