@@ -436,8 +436,8 @@ def test_a_helper_left_with_a_node_running_past_its_timeout_is_replaced(
         "work",
     )
     pids = set().union(*_ran_by(tmp_path).values())
-    assert len(pids) == 2  # the step ran on both processes
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 60, "both processes to end")
+    assert len(pids) >= 2  # both processes, and any started in place of one that retired meanwhile
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), 60, "those processes to end")
 
 
 def test_a_splits_keys_are_keys_of_its_thread_and_go_with_it(redis_client: redis.Redis) -> None:

@@ -42,8 +42,9 @@ from graphcore.errors import RedisUnavailableError
 from tests.workflows.shutdown import sleep_in_c
 
 
-class State(TypedDict, total=False):
-    n: int
+class Options(TypedDict, total=False):
+    """The input options every task gets (see the module)."""
+
     fail: int
     unavailable: int
     ask: list[int]
@@ -54,22 +55,31 @@ class State(TypedDict, total=False):
     stuck_s: float
     block: list[int]
     heed: bool
+
+
+DEFAULTS: Options = {
+    "fail": -1,
+    "unavailable": -1,
+    "ask": [],
+    "sleep_s": 0.0,
+    "gate": False,
+    "hold": -1,
+    "gil_s": 0.0,
+    "stuck_s": 0.0,
+    "block": [],
+    "heed": False,
+}
+"""Each option's value when the input does not give it."""
+
+
+class State(Options, total=False):
+    n: int
     out: Annotated[list[int], operator.add]
     total: int
 
 
-class Item(TypedDict):
+class Item(Options):
     i: int
-    fail: int
-    unavailable: int
-    ask: list[int]
-    sleep_s: float
-    gate: bool
-    hold: int
-    gil_s: float
-    stuck_s: float
-    block: list[int]
-    heed: bool
 
 
 def plan(state: State) -> dict[str, Any]:
@@ -77,18 +87,7 @@ def plan(state: State) -> dict[str, Any]:
 
 
 def fan(state: State) -> list[Send]:
-    extra = {
-        "fail": state.get("fail", -1),
-        "unavailable": state.get("unavailable", -1),
-        "ask": state.get("ask", []),
-        "sleep_s": state.get("sleep_s", 0.0),
-        "gate": state.get("gate", False),
-        "hold": state.get("hold", -1),
-        "gil_s": state.get("gil_s", 0.0),
-        "stuck_s": state.get("stuck_s", 0.0),
-        "block": state.get("block", []),
-        "heed": state.get("heed", False),
-    }
+    extra = {name: state.get(name, default) for name, default in DEFAULTS.items()}
     return [Send("work", {"i": i, **extra}) for i in range(state["n"])]
 
 
