@@ -5,9 +5,10 @@ The step's owner (the step job holding the step's lease):
 1. opens the split (its record in Redis, fenced by the step's lease; or joins the record an earlier owner
    of the same step left) and writes the step's first ``progress`` event;
 2. keeps helper jobs on the workflow's queue, at its front: one for each other live worker process that
-   serves the workflow (looked up again every second: workers that start during the step get helpers
-   too), at most one per batch not handed out. Each runs a batch and, while batches are unclaimed,
-   enqueues the next helper at the back of the queue (:mod:`graphq.worker.step.batch`);
+   serves the workflow, counting those queued and the batches others hold (looked up again every second:
+   workers that start during the step get helpers too), at most one per batch not handed out. Each runs
+   batches while no other job waits on its worker's queues, else enqueues its successor at the back of the
+   queue (:mod:`graphq.worker.step.batch`);
 3. claims and runs batches itself until none is free, then waits for the batches others hold (waking as
    each ends; a batch whose lease lapsed is claimed again and runs only its unfinished tasks);
 4. once every batch is done: a task failure recorded by a batch ends the run Failed (the first in task
