@@ -162,6 +162,23 @@ def test_the_process_started_in_place_of_a_killed_helper_gets_batches(
     assert len(ran_on - {owner, helper}) == 1  # the new process ran batches of the step it joined
 
 
+def test_a_killed_helpers_batch_is_lapsed_at_once_by_its_supervisor(
+    client: Client, start: Start, tmp_path: Path
+) -> None:
+    """With a 60 s lease TTL the run still ends within 30 s: the supervisor lapses the dead child's batch."""
+    start(processes=2, GRAPHQ_LEASE_TTL_S="60")
+    block = [2, 7, 12, 17]
+    input = {"n": 20, "block": block}
+    run_id = client.enqueue("split-wide", input, thread_id="t-lapsed")
+    _, owner = _owner(client, run_id)
+    running = _started(tmp_path, block, 2)
+    [helper] = [p for p in running.values() if p != owner]
+    os.kill(helper, signal.SIGKILL)
+    (tmp_path / "release").touch()
+    record = ended(client, run_id, 30)
+    assert (record.status, record.result) == (RunStatus.COMPLETED, _result(input))
+
+
 def test_the_owner_killed_mid_split_is_continued_and_batches_done_are_not_run_again(
     client: Client, start: Start, tmp_path: Path
 ) -> None:

@@ -19,10 +19,12 @@ from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.registry import Registry
 from graphcore.engine.task_metadata import PUSH, task_paths
 from graphcore.errors import ConfigError
-from graphcore.settings import get_settings
+from graphcore.settings import Settings, get_settings
 from graphcore.types import PendingTask, TaskWrites
 from graphq.worker import metrics
-from graphq.worker.step.batch import Batch
+from graphq.worker.queue import BATCH_FUNC, STEP_FUNC
+from graphq.worker.step.batch import Batch, call_helpers
+from graphq.worker.step.context import WorkerContext
 from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.lease import Lease
 from graphq.worker.step.split import BatchFailure, Split
@@ -553,3 +555,15 @@ def test_a_split_steps_progress_events_read_as_an_unsplit_steps(client: Client, 
     shown = [e.data for e in read_events(client.kv, record.thread_id, run_id) if e.mode == "progress"]
     assert shown[0] == {"done": 0, "total": 20} and shown[-1] == {"done": 20, "total": 20}
     assert [list(data) for data in shown] == [["done", "total"]] * len(shown)  # one key order, as JSON shows
+
+
+def test_the_first_helpers_go_to_the_front_of_the_queue_and_a_yielding_ones_to_the_back(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    ctx = WorkerContext.build(redis_client, Settings(redis_url=redis_url), REGISTRY)
+    run = client.get_run(client.enqueue("split-wide", {"n": 3}, thread_id="t-front"))  # its step job waits
+    split = Split(redis_client, "t-front", "cp1", tasks=64, size=32)
+    call_helpers(ctx, run, split, 1, at_front=True)
+    call_helpers(ctx, run, split, 1, at_front=False)
+    queue = ctx.queue.queue("split-wide")
+    assert [job.func_name for job in queue.get_jobs()] == [BATCH_FUNC, STEP_FUNC, BATCH_FUNC]

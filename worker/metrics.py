@@ -41,7 +41,7 @@ from graphcore.backend.reaper import server_ms
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings
 from graphq.worker.health import pid_alive
-from graphq.worker.queue import queue_name
+from graphq.worker.queue import queue_name, waiting_jobs
 
 __all__ = [
     "METRICS",
@@ -382,11 +382,9 @@ class RedisCollector(Collector):
             oldest.add_metric([row.tenant], row.oldest_wait_s or 0.0)
 
     def _queues(self, depth: GaugeMetricFamily) -> None:
-        pipe = self.kv.pipeline(transaction=False)
-        for key in self.queues.values():
-            pipe.llen(key)
-        for workflow, length in zip(self.queues, pipe.execute() if self.queues else [], strict=True):
-            depth.add_metric([workflow], int(length))
+        lengths = waiting_jobs(self.kv, list(self.queues.values()))
+        for workflow, length in zip(self.queues, lengths, strict=True):
+            depth.add_metric([workflow], length)
 
 
 # --- the HTTP endpoint ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import logging
 import math
 import time
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 from rq import Queue
@@ -35,6 +36,7 @@ __all__ = [
     "connect_client",
     "queue_name",
     "step_job_id",
+    "waiting_jobs",
 ]
 
 log = logging.getLogger("graphq.step")
@@ -221,6 +223,14 @@ def _compressed(data: bytes) -> bytes:
     P1)."""
     packer = zlib.compressobj(6, zlib.DEFLATED, 9, 1)
     return packer.compress(data) + packer.flush()
+
+
+def waiting_jobs(kv: Any, queue_keys: Sequence[str]) -> list[int]:
+    """How many jobs wait on each of ``queue_keys`` (RQ queue keys), in order: one pipelined LLEN each."""
+    pipe = kv.pipeline(transaction=False)
+    for key in queue_keys:
+        pipe.llen(key)
+    return [int(n) for n in pipe.execute()] if queue_keys else []
 
 
 def connect_client(url: str | None = None, registry: Registry | None = None) -> Client:

@@ -33,7 +33,7 @@ from graphcore.engine.interrupts import resume_plan
 from graphcore.errors import Cancelled, LeaseLostError, PermanentError
 from graphcore.settings import Settings
 from graphq.worker import logs, metrics
-from graphq.worker.queue import BATCH_FUNC
+from graphq.worker.queue import BATCH_FUNC, waiting_jobs
 from graphq.worker.step.attempt import StepAttempt
 from graphq.worker.step.context import WorkerContext, get_context
 from graphq.worker.step.ending import run_error
@@ -66,30 +66,12 @@ def _help(ctx: WorkerContext, thread_id: str, cp_id: str) -> str:
     if split is None:
         return "skipped: the split step is over"
     split.helpers(-1)  # started: no longer queued
-    token, ran = uuid.uuid4().hex, 0
+    token, ran, run = uuid.uuid4().hex, 0, None
     while (claim := split.claim(token, int(ctx.settings.lease_ttl_s * 1000))) is not None:
-        fields, bound = logs.bind(run=claim.run_id, thread=thread_id)
-        try:
-            run = ctx.runs.get(claim.run_id, thread_id)
-            fields["workflow"], fields["tenant"] = run.workflow, run.tenant
-            cp = ctx.store(run.workflow).get(thread_id, cp_id)
-            if cp is None:
-                return "skipped: the step's checkpoint is gone"
-            Batch(ctx, run, cp, split, claim, token).run()
-        except Cancelled as exc:  # canceled with interrupt, or its run's deadline: the owner ends the run
-            return f"canceled: {exc}"
-        except RefusedWriteError as exc:  # the batch's lease lapsed (this process stalled): it runs elsewhere
-            return f"left: {exc}"
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            log.warning(
-                "batch %s left on a Redis error (it runs again once its lease lapses): %s", claim.batch, exc
-            )
-            return f"left: {type(exc).__name__}: {exc}"
-        finally:
-            logs.unbind(bound)
-        ran += 1
+        ran_on = _run_claimed(ctx, split, claim, token, run)
+        if isinstance(ran_on, str):
+            return ran_on
+        run, ran = ran_on, ran + 1
         if claim.left == 0:
             break
         if _others_wait(ctx):  # take turns: the next batch waits behind them
@@ -98,12 +80,39 @@ def _help(ctx: WorkerContext, thread_id: str, cp_id: str) -> str:
     return f"ran {ran} batch(es) of {split.batches}" if ran else "skipped: no batch left"
 
 
+def _run_claimed(
+    ctx: WorkerContext, split: Split, claim: Claim, token: str, run: RunRecord | None
+) -> RunRecord | str:
+    """Run the batch ``claim`` took: the record of its run (``run``, the one read for the job's previous
+    batch, is read again only when a continuation took the split over), or why the job stops, in words."""
+    fields, bound = logs.bind(run=claim.run_id, thread=split.thread_id)
+    try:
+        if run is None or run.id != claim.run_id:
+            run = ctx.runs.get(claim.run_id, split.thread_id)
+        fields["workflow"], fields["tenant"] = run.workflow, run.tenant
+        cp = ctx.store(run.workflow).get(split.thread_id, split.cp_id)
+        if cp is None:
+            return "skipped: the step's checkpoint is gone"
+        Batch(ctx, run, cp, split, claim, token).run()
+        return run
+    except Cancelled as exc:  # canceled with interrupt, or its run's deadline: the owner ends the run
+        return f"canceled: {exc}"
+    except RefusedWriteError as exc:  # the batch's lease lapsed (this process stalled): it runs elsewhere
+        return f"left: {exc}"
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        log.warning(
+            "batch %s left on a Redis error (it runs again once its lease lapses): %s", claim.batch, exc
+        )
+        return f"left: {type(exc).__name__}: {exc}"
+    finally:
+        logs.unbind(bound)
+
+
 def _others_wait(ctx: WorkerContext) -> bool:
-    """Whether a job waits on a queue of this process's workflows (one pipelined LLEN each)."""
-    pipe = ctx.kv.pipeline(transaction=False)
-    for name in ctx.registry.names():
-        pipe.llen(ctx.queue.queue(name).key)
-    return any(pipe.execute())
+    """Whether a job waits on a queue of this process's workflows (one round trip)."""
+    return any(waiting_jobs(ctx.kv, [ctx.queue.queue(name).key for name in ctx.registry.names()]))
 
 
 class Batch:

@@ -13,5 +13,6 @@ redis.call('HDEL', KEYS[1], 'l:' .. batch, 'u:' .. batch)
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'f:' .. batch, ARGV[2]) end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 's:' .. batch, ARGV[3]) end
 redis.call('RPUSH', KEYS[2], batch)
-redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
+local left = redis.call('PTTL', KEYS[1])
+if left > 0 then redis.call('PEXPIRE', KEYS[2], left) end  -- the record's expiry (none: none)
 return redis.call('HINCRBY', KEYS[1], 'done', 1)
