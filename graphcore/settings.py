@@ -244,6 +244,14 @@ class Settings(BaseSettings):
             "`shard_min_tasks` option wins."
         ),
     )
+    version_policy: Literal["pin", "latest"] = Field(
+        default="pin",
+        description=(
+            "Which workers run a run's steps: `pin`, only workers serving the version of the workflow the "
+            "run started with (a rolling deploy never moves a run to new code); `latest`, any worker serving "
+            "the workflow (LangGraph's behaviour). A workflow's or a run's `version_policy` option wins."
+        ),
+    )
     shard_batch_tasks: int = Field(
         default=32,
         ge=1,

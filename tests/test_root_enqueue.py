@@ -28,7 +28,8 @@ KNOWN = (  # the queue's options: no run_id, no checkpoint_ns (tests/test_option
     "['callbacks', 'checkpoint_id', 'configurable', 'context', 'durability', "
     "'max_concurrency', 'max_concurrent_runs', 'max_concurrent_runs_per_tenant', 'max_super_steps', "
     "'metadata', 'recursion_limit', 'request_timeout_s', 'resume_if_exists', 'run_name', "
-    "'run_timeout_s', 'shard_min_tasks', 'stream_mode', 'tags', 'thread_id', 'thread_ttl_s']"
+    "'run_timeout_s', 'shard_min_tasks', 'stream_mode', 'tags', 'thread_id', 'thread_ttl_s', "
+    "'version_policy']"
 )
 
 

@@ -137,6 +137,13 @@ class RunRecord(BaseModel):
     """The thread TTL fixed when the run was created, seconds (K3): its workflow's or its own option, else
     ``GRAPHQ_THREAD_TTL_S`` of the process that enqueued it (the lower of the two); None = keep the thread.
     The run's writes and its steps refresh the thread's keys with it (:mod:`graphcore.backend.ttl`)."""
+    version: str | None = None
+    """The version of the workflow the run started with (the catalog's version hash, 64 hex digits,
+    :func:`graphcore.engine.describe.version_of`): that of the code that created it; a continuation, an
+    answer's run and a resume keep their run's. None in records written before versions were recorded."""
+    pinned: bool = False
+    """Whether the run's steps run only on workers serving :attr:`version` (version policy ``pin``, fixed
+    when the run is created); False: any worker serving the workflow (``latest``, as LangGraph)."""
 
     @property
     def terminal(self) -> bool:
@@ -164,6 +171,10 @@ class RunRecord(BaseModel):
             fields["run_timeout_s"] = repr(self.run_timeout_s)
         if self.thread_ttl_s is not None:
             fields["thread_ttl_s"] = repr(self.thread_ttl_s)
+        if self.version is not None:
+            fields["version"] = self.version
+        if self.pinned:
+            fields["pinned"] = "1"
         return fields
 
     @classmethod
@@ -200,6 +211,8 @@ class RunRecord(BaseModel):
             run_timeout_s=float(text["run_timeout_s"]) if text.get("run_timeout_s") else None,
             thread_ttl_s=float(text["thread_ttl_s"]) if text.get("thread_ttl_s") else None,
             budget_from=int(text.get("budget_from") or 0),
+            version=text.get("version") or None,
+            pinned=text.get("pinned") == "1",
         )
 
 

@@ -134,6 +134,10 @@ class RunConfig(BaseModel):
         shard_min_tasks: on the queue, a super-step with at least this many tasks still to run is split
             into batches that the worker pool runs (:mod:`graphq.worker.step.split`); 0 never splits; None →
             ``GRAPHQ_SHARD_MIN_TASKS``. A workflow option (``compile(config=...)``) or a run's.
+        version_policy: ``pin``: the run's steps run only on workers serving the workflow's version it
+            started with (:attr:`graphcore.backend.runs.RunRecord.version`); ``latest``: on any worker
+            serving the workflow, as LangGraph. None → ``GRAPHQ_VERSION_POLICY``. A workflow option
+            (``compile(config=...)``) or a run's, fixed when the run is created.
         durability: LangGraph's ``durability`` (``sync``, ``async``, ``exit``), recorded; in-process
             ``exit`` writes checkpoints only when the run returns, pauses or fails
             (:mod:`graphcore.engine.durability`); on the queue every super-step is committed whatever it says.
@@ -174,6 +178,7 @@ class RunConfig(BaseModel):
     run_name: str | None = None
     max_concurrency: int | None = Field(default=None, ge=1)
     shard_min_tasks: int | None = Field(default=None, ge=0, le=1_000_000, strict=True)
+    version_policy: Literal["pin", "latest"] | None = None
     durability: Literal["sync", "async", "exit"] | None = None
     context: Any = None
     stream_mode: list[Literal["messages"]] = Field(default_factory=list)
