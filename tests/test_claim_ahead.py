@@ -79,7 +79,7 @@ def test_a_claim_sent_ahead_leaves_no_reference_cycle(redis_client: redis.Redis,
     job = SimpleNamespace(args=("no-run", "no-thread", 0), connection=redis_client)
     pipe = redis_client.pipeline(transaction=True)
     settings = Settings(redis_url=redis_url)
-    ahead = claim_ahead(WorkerContext.build(redis_client, settings, REGISTRY).new_lease, "w1", job, pipe)
+    ahead = claim_ahead(WorkerContext.build(redis_client, settings, REGISTRY).new_lease, "w1", "", job, pipe)
     assert ahead is not None and "execute" in vars(pipe)
     pipe.execute()
     assert "execute" not in vars(pipe)

@@ -79,7 +79,8 @@ _COUNTERS = {
     "graphq_steps": (
         "Step jobs run, by workflow and outcome: committed, completed, failed, canceled, awaiting_input, "
         'skipped (a duplicate, or its run is gone: thread expired or deleted; workflow ""), rejected (the '
-        "fence refused: lease lost), error (raised).",
+        "fence refused: lease lost), handed_back (its run is pinned to a version this worker does not serve: "
+        "queued again for that version), error (raised).",
         ("workflow", "outcome"),
     ),
     "graphq_runs": (

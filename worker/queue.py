@@ -122,13 +122,16 @@ class StepJob(StepJobHooks):
         return None
 
 
-def queue_name(base: str, workflow: str) -> str:
-    """The RQ queue of ``workflow``'s step jobs: ``<GRAPHQ_QUEUE>:<workflow>``.
+def queue_name(base: str, workflow: str, version: str | None = None) -> str:
+    """The RQ queue of ``workflow``'s step jobs: ``<GRAPHQ_QUEUE>:<workflow>``, and
+    ``<GRAPHQ_QUEUE>:<workflow>@<version>`` for the steps of runs pinned to ``version`` (its catalog version,
+    64 hex digits; :attr:`graphcore.backend.runs.RunRecord.pinned`).
 
-    One queue per workflow: a worker listens only on the queues of the workflows it can run, so a run is
-    never taken by a worker that lacks its code; it waits, Queued, for one that has it.
+    A worker listens only on the queues of the workflows it can run, and for each on the queue of the version
+    it serves: a run is never taken by a worker that lacks its code, nor a pinned run's step by a worker of
+    another version; it waits, queued, for one that has it.
     """
-    return f"{base}:{workflow}"
+    return f"{base}:{workflow}" if version is None else f"{base}:{workflow}@{version}"
 
 
 def step_job_id(run_id: str, step: int) -> str:
@@ -137,8 +140,8 @@ def step_job_id(run_id: str, step: int) -> str:
 
 
 class RQStepQueue:
-    """A :class:`~graphcore.backend.threads.StepQueue` on RQ: one queue per workflow (see
-    :func:`queue_name`)."""
+    """A :class:`~graphcore.backend.threads.StepQueue` on RQ: one queue per workflow, and one per version for
+    pinned runs (see :func:`queue_name`)."""
 
     def __init__(self, kv: Any, settings: Settings | None = None) -> None:
         self.kv = kv
@@ -146,21 +149,23 @@ class RQStepQueue:
         self.queues: dict[str, Queue] = {}
         self._shapes: dict[str, dict[str, Any]] = {}
 
-    def queue(self, workflow: str) -> Queue:
-        """The RQ queue of ``workflow``."""
-        if workflow not in self.queues:
-            name = queue_name(self.settings.queue, workflow)
-            self.queues[workflow] = Queue(
-                name, connection=self.kv, serializer=JSONSerializer, job_class=StepJob
-            )
-        return self.queues[workflow]
+    def queue(self, workflow: str, version: str | None = None) -> Queue:
+        """The RQ queue of ``workflow`` (of its steps pinned to ``version``, when given)."""
+        name = queue_name(self.settings.queue, workflow, version)
+        if name not in self.queues:
+            self.queues[name] = Queue(name, connection=self.kv, serializer=JSONSerializer, job_class=StepJob)
+        return self.queues[name]
+
+    def of(self, run: RunRecord) -> Queue:
+        """The RQ queue of ``run``'s steps: its version's when it is pinned, else its workflow's."""
+        return self.queue(run.workflow, run.pinned_version)
 
     def stage(self, pipe: Any, run: RunRecord) -> None:
         """Queue the job for ``run.step`` inside ``pipe`` (a MULTI pipeline; RQ accepts it), and note it in
         the index of unclaimed step jobs (its claim takes it out; see :func:`graphcore.keys.steps_index`)."""
         member = keys.step_member(run.thread_id, run.id, run.step)
         pipe.zadd(keys.steps_index(), {member: int(time.time() * 1000)})
-        self.queue(run.workflow).enqueue_call(STEP_JOB_NAME, **self._options(run, run.step), pipeline=pipe)
+        self.of(run).enqueue_call(STEP_JOB_NAME, **self._options(run, run.step), pipeline=pipe)
 
     def _options(self, run: RunRecord, step: int) -> dict[str, Any]:
         """The RQ options of ``run``'s step job ``step`` (deterministic id, R2). RQ keeps the job (its
@@ -183,21 +188,21 @@ class RQStepQueue:
         after it without copying the record) as :meth:`stage` (RQ's ``enqueue_call``) writes it, as RQ
         reads it, for the scripts that write it: admission, when it admits the run (R8), and the commit of
         the step before (:mod:`graphq.worker.step.commit_script`): the job hash, its id pushed on the
-        workflow's queue, the queue in RQ's set, the job in the index of unclaimed step jobs.
+        run's queue (:meth:`of`), the queue in RQ's set, the job in the index of unclaimed step jobs.
 
-        The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per workflow (a
+        The hash is RQ's own ``Job.to_dict`` of a job made by its ``create_job``, made once per queue (a
         step's commit prepares a job on its hot path, P1); each job then gets its own id, arguments
         (``data``: RQ's ``Job.data``, zlib-compressed, see :func:`_compressed`), description, result and
         failure TTLs, and timestamps: ``created_at`` and ``enqueued_at`` are both now, when it is prepared
         (a commit retried through a Redis outage writes the time of its first try)."""
         step = run.step if step is None else step
-        queue = self.queue(run.workflow)
+        queue = self.of(run)
         options = self._options(run, step)
-        shape = self._shapes.get(run.workflow)
+        shape = self._shapes.get(queue.name)
         if shape is None:
             job = queue.create_job(STEP_JOB_NAME, **options, status=JobStatus.QUEUED)
             job.enqueued_at = rq_now()
-            shape = self._shapes[run.workflow] = job.to_dict()
+            shape = self._shapes[queue.name] = job.to_dict()
         stamp = utcformat(rq_now())
         data = _compressed(JSONSerializer.dumps((STEP_JOB_NAME, None, options["args"], {})))  # type: ignore[no-untyped-call]
         fields = shape | {"created_at": stamp, "data": data, "description": options["description"]}

@@ -156,6 +156,10 @@ class StepJobHooks(Job):
         self.commit_ahead = ahead
         self._hold_heartbeat = True
 
+    after_end: Callable[[], Any] | None = None
+    """Called once RQ has recorded the job's end (:class:`SendsUnsentCommits`): a step job handed to the
+    queue of its run's version (:mod:`graphq.worker.step.hand_back`)."""
+
     def send_unsent_commit(self) -> None:
         """After RQ ended the job: a commit still waiting for RQ's success pipeline (RQ's bookkeeping of the
         job failed before it, or recorded a failure instead) goes now, in a round trip of its own, so that
@@ -196,7 +200,8 @@ class StepJobHooks(Job):
 
 class SendsUnsentCommits(SimpleWorker):
     """The worker mixin (placed before the worker class in the MRO): after RQ's ``execute_job``, a step's
-    commit that RQ's success pipeline never carried is sent (:meth:`StepJobHooks.send_unsent_commit`)."""
+    commit that RQ's success pipeline never carried is sent (:meth:`StepJobHooks.send_unsent_commit`), and
+    the job's :attr:`StepJobHooks.after_end` is called."""
 
     def execute_job(self, job: Any, queue: Any) -> None:
         """RQ's, then the step's commit if RQ's success pipeline never carried it."""
@@ -205,3 +210,5 @@ class SendsUnsentCommits(SimpleWorker):
         finally:
             if isinstance(job, StepJobHooks):
                 job.send_unsent_commit()
+                if job.after_end is not None:
+                    job.after_end()

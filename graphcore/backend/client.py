@@ -360,6 +360,7 @@ def check_request(registry: Registry, req: RunRequest) -> ValidRun:
         preset_answers=dict(req.preset_answers),
         run_timeout_s=cfg.run_timeout(),
         thread_ttl_s=cfg.thread_ttl(),
+        pinned=(cfg.version_policy or get_settings().version_policy) == "pin",
     )
     return ValidRun(record, named=req.run_id is not None)
 
@@ -495,13 +496,18 @@ class Client:
         valid = _admitted(request) if isinstance(request, ValidRun) else check_request(self.registry, request)
         record = valid.record
         with _field("continued_from_run_id"):
-            self._check_continued(record)
+            earlier = self._check_continued(record)
         with _field("checkpoint_id"):
             self._check_fork(record.workflow, record.thread_id, record.config.get("checkpoint_id"))
-        return valid
+        if earlier is None:
+            return valid
+        # A run that continues another (a resume, a second answer) keeps its version and its pinning.
+        kept = {"version": earlier.version, "pinned": earlier.pinned}
+        return replace(valid, record=record.model_copy(update=kept))
 
-    def _check_continued(self, record: RunRecord) -> None:
-        """The run ``record`` continues (``continued_from_run_id``, R14) must be a run of its thread.
+    def _check_continued(self, record: RunRecord) -> RunRecord | None:
+        """The run ``record`` continues (``continued_from_run_id``, R14) must be a run of its thread; returns
+        it (None when ``record`` continues none).
 
         Raises:
             RunNotFoundError: there is no such run.
@@ -509,16 +515,17 @@ class Client:
         """
         earlier = record.continued_from_run_id
         if earlier is None:
-            return
+            return None
         try:
-            thread = self.runs.get(earlier).thread_id
+            found = self.runs.get(earlier)
         except RunNotFoundError:
             raise RunNotFoundError(f"continued_from_run_id: no run with id {earlier!r}") from None
-        if thread != record.thread_id:
+        if found.thread_id != record.thread_id:
             raise ConfigError(
-                f"continued_from_run_id: run {earlier} is a run of thread {thread!r}, not of this run's "
-                f"thread {record.thread_id!r}"
+                f"continued_from_run_id: run {earlier} is a run of thread {found.thread_id!r}, not of this "
+                f"run's thread {record.thread_id!r}"
             )
+        return found
 
     def _check_fork(self, workflow: str, thread_id: str, checkpoint_id: str | None) -> None:
         """A run of ``workflow`` starting from a given checkpoint (``checkpoint_id``, C3: the option,

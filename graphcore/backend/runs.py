@@ -139,11 +139,17 @@ class RunRecord(BaseModel):
     The run's writes and its steps refresh the thread's keys with it (:mod:`graphcore.backend.ttl`)."""
     version: str | None = None
     """The version of the workflow the run started with (the catalog's version hash, 64 hex digits,
-    :func:`graphcore.engine.describe.version_of`): that of the code that created it; a continuation, an
-    answer's run and a resume keep their run's. None in records written before versions were recorded."""
+    :func:`graphcore.engine.describe.version_of`): that of the worker that claimed its first step (written
+    by the claim); a continuation, an answer's run and a resume keep their run's. None until then."""
     pinned: bool = False
-    """Whether the run's steps run only on workers serving :attr:`version` (version policy ``pin``, fixed
-    when the run is created); False: any worker serving the workflow (``latest``, as LangGraph)."""
+    """Whether the run's steps after its first run only on workers serving :attr:`version` (version policy
+    ``pin``, fixed when the run is created); False: on any worker serving the workflow (``latest``, as
+    LangGraph)."""
+
+    @property
+    def pinned_version(self) -> str | None:
+        """The version its steps are pinned to (:attr:`version` when :attr:`pinned`), else None."""
+        return self.version if self.pinned else None
 
     @property
     def terminal(self) -> bool:

@@ -22,6 +22,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from graphcore.checkpoints import serde
+from graphcore.engine.describe import describe, version_of
 from graphcore.engine.executor import CompiledGraph
 from graphcore.errors import ConfigError, UnknownWorkflowError
 
@@ -155,6 +156,24 @@ class Registry:
 
     def __init__(self, graphs: dict[str, CompiledGraph]) -> None:
         self.graphs = graphs
+        self._versions: dict[str, str] = {}
+
+    def version(self, name: str) -> str:
+        """The catalog version of workflow ``name`` as loaded here: the sha256 of its description
+        (:func:`graphcore.engine.describe.version_of`, 64 hex digits), computed once. A run created here
+        records it (:attr:`graphcore.backend.runs.RunRecord.version`); a worker serves it.
+
+        Raises:
+            UnknownWorkflowError: no such workflow.
+            ConfigError: a node's settings are above ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` or not JSON.
+        """
+        if name not in self._versions:
+            graph = self.get(name)
+            try:
+                self._versions[name] = version_of(describe(graph))
+            except ConfigError as exc:
+                raise ConfigError(f"workflow {name!r}: {exc}") from None
+        return self._versions[name]
 
     @classmethod
     def load(cls, modules: Iterable[str] = ()) -> Registry:
@@ -182,6 +201,7 @@ class Registry:
             ConfigError: its options are out of range (e.g. a run timeout above the ceiling, R11).
         """
         self.graphs[graph.name] = _checked(graph)
+        self._versions.pop(graph.name, None)
 
     def get(self, name: str) -> CompiledGraph:
         """The workflow called ``name``.

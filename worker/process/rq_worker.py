@@ -40,7 +40,9 @@ def run_worker(
 ) -> bool:
     """Run one worker in this process until stopped (or, with ``burst``, until its queues are empty).
 
-    It listens on the queue of every workflow in ``registry`` (one queue per workflow), and publishes them
+    It listens on the queues of every workflow in ``registry`` (each workflow's, and that of the steps of its
+    runs pinned to the version served here: :meth:`~graphq.worker.step.context.WorkerContext.listen`), and
+    publishes them
     in the workflow catalog once its heartbeat is written (:func:`graphcore.backend.catalog.publish`).
     ``worker_class``: the RQ worker class (``graphq worker`` runs
     :class:`graphq.worker.process.supervisor.SupervisedWorker`
@@ -61,12 +63,11 @@ def run_worker(
     ctx = WorkerContext.build(client, settings, reg)
     ctx.listener = listener
     set_context(ctx)
-    queues = [ctx.queue.queue(name) for name in reg.names()]
-    if not queues:
+    if not reg.names():
         raise ConfigError("no workflows to work on: register some (entry points) or pass --workflows")
+    names = ctx.listen()  # the worker builds its queues of its own queue class
     ctx.worker_id = new_worker_id()
     worker_class = graphq_worker(worker_class)
-    names = [q.name for q in queues]  # the worker builds its queues of its own queue class
     worker = worker_class(
         names, connection=client, serializer=JSONSerializer, name=ctx.worker_id, job_class=StepJob
     )

@@ -101,12 +101,16 @@ class StepAttempt:
             lease, claimed = ahead.lease, ahead.result(run_id, thread_id, step)
         else:
             lease, claimed = ctx.new_lease(ctx.kv, thread_id, run_id), None
+        version = ctx.version_for(job)
         if claimed is None:
-            claimed = outlast(lease.claim, step, now_iso(), CANCEL_ERROR_JSON, ctx.worker_id)
+            claimed = outlast(lease.claim, step, now_iso(), CANCEL_ERROR_JSON, ctx.worker_id, version)
         code, raw = claimed
         if code == ClaimResult.NO_RUN:
             return code, None
-        return code, cls(ctx, RunRecord.from_hash(raw), lease, job, b"partial" in raw)
+        run = RunRecord.from_hash(raw)
+        if code == ClaimResult.CLAIMED and run.version is None and version:
+            run.version = version  # as the claim wrote it: the run's next steps go to its version's queue
+        return code, cls(ctx, run, lease, job, b"partial" in raw)
 
     @property
     def store(self) -> RedisCheckpointStore:

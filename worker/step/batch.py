@@ -111,8 +111,11 @@ def _run_claimed(
 
 
 def _others_wait(ctx: WorkerContext) -> bool:
-    """Whether a job waits on a queue of this process's workflows (one round trip)."""
-    return any(waiting_jobs(ctx.kv, [ctx.queue.queue(name).key for name in ctx.registry.names()]))
+    """Whether a job waits on a queue this process listens on (one round trip)."""
+    queues = [ctx.queue.queues[name] for name in ctx.serving] or [
+        ctx.queue.queue(n) for n in ctx.registry.names()
+    ]
+    return any(waiting_jobs(ctx.kv, [queue.key for queue in queues]))
 
 
 class Batch:
@@ -281,9 +284,9 @@ class _Progress:
 
 
 def call_helpers(ctx: WorkerContext, run: RunRecord, split: Split, count: int, *, at_front: bool) -> None:
-    """Enqueue ``count`` helper jobs of ``split`` on ``run``'s workflow queue (at its front for the first
-    wave: a running step's batches go ahead of new runs' first steps)."""
-    queue = ctx.queue.queue(run.workflow)
+    """Enqueue ``count`` helper jobs of ``split`` on ``run``'s queue (its version's when it is pinned; at
+    its front for the first wave: a running step's batches go ahead of new runs' first steps)."""
+    queue = ctx.queue.of(run)
     split.helpers(count)
     for _ in range(count):
         queue.enqueue_call(

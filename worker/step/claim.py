@@ -52,11 +52,12 @@ class ClaimAhead:
 
 
 def claim_ahead(
-    new_lease: Callable[[Any, str, str], Lease], worker_id: str, job: Any, pipeline: Any
+    new_lease: Callable[[Any, str, str], Lease], worker_id: str, version: str, job: Any, pipeline: Any
 ) -> ClaimAhead | None:
     """Queue the claim of ``job``'s step on RQ's start ``pipeline`` (a MULTI pipeline of redis-py), with a
     lease from ``new_lease(kv, thread_id, run_id)`` (the context's
-    :meth:`~graphq.worker.step.context.WorkerContext.new_lease`).
+    :meth:`~graphq.worker.step.context.WorkerContext.new_lease`); ``version``: of the workflow, served here
+    (:meth:`graphq.worker.step.lease.Lease.claim`).
 
     The claim's reply is kept on the returned object (:func:`graphq.worker.rq_hooks.keep_reply`). Returns
     None for a job whose arguments are not a step job's ``(run_id, thread_id, step)``.
@@ -72,6 +73,6 @@ def claim_ahead(
         else new_lease(job.connection, thread_id, run_id)
     )
     ahead = ClaimAhead((run_id, thread_id, step), lease)
-    script_keys, argv = lease.claim_call(step, now_iso(), CANCEL_ERROR_JSON, worker_id)
+    script_keys, argv = lease.claim_call(step, now_iso(), CANCEL_ERROR_JSON, worker_id, version)
     keep_reply(pipeline, lease.claim_script.queue(pipeline, script_keys, argv), ahead.keep)
     return ahead

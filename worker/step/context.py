@@ -47,6 +47,29 @@ class WorkerContext:
     listener: LeaseListener | None = None
     """Told of each lease this process holds (the supervising process's channel in a child of ``graphq
     worker``, :mod:`graphq.worker.process.supervisor`); None without a supervisor."""
+    serving: dict[str, str] = field(default_factory=dict)
+    """RQ queue name → the version of its workflow this worker serves, for each queue it listens on
+    (:meth:`listen`); empty in a process that takes no jobs from RQ."""
+
+    def listen(self) -> list[str]:
+        """The names of the queues this worker listens on, in the order it takes jobs from them: for each of
+        its workflows, the queue of the steps of runs pinned to the version it serves (a started run's next
+        step goes ahead of new runs), then the workflow's queue (runs' first steps, and every step of runs
+        not pinned); :attr:`serving` is set with them.
+
+        Raises:
+            ConfigError: a node's settings are above ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (no version).
+        """
+        for name in self.registry.names():
+            version = self.registry.version(name)
+            for queue in (self.queue.queue(name, version), self.queue.queue(name)):
+                self.serving[queue.name] = version
+        return list(self.serving)
+
+    def version_for(self, job: Any) -> str:
+        """The version this worker serves of the workflow of ``job`` (an RQ job, by the queue it came
+        from), or "" (not a queue it listens on, or no job): the claim then does not check it."""
+        return self.serving.get(getattr(job, "origin", None) or "", "")
 
     @classmethod
     def build(cls, kv: Any, settings: Settings, registry: Registry) -> WorkerContext:
@@ -100,7 +123,7 @@ def set_context(ctx: WorkerContext) -> None:
 
 def _claim_ahead(ctx: WorkerContext, job: Any, pipeline: Any, worker_name: str) -> ClaimAhead | None:
     """StepJob's claim-ahead hook, bound to ``ctx`` (the claim names ``ctx.worker_id``, as step_job's)."""
-    return claim_ahead(ctx.new_lease, ctx.worker_id, job, pipeline)
+    return claim_ahead(ctx.new_lease, ctx.worker_id, ctx.version_for(job), job, pipeline)
 
 
 def get_context() -> WorkerContext:

@@ -77,6 +77,7 @@ from graphq.worker.step.ending import complete, end, fail
 from graphq.worker.step.fence import RefusedWriteError
 from graphq.worker.step.handover import Stop
 from graphq.worker.step.lease import PhaseError, retire_if_stuck
+from graphq.worker.step.hand_back import hand_back
 from graphq.worker.step.pausing import pause, seed_answers, step_answers
 from graphq.worker.step.progress import step_progress
 from graphq.worker.step.replies import ClaimResult
@@ -120,6 +121,8 @@ def _step_job(job: StepJob | None, run_id: str, thread_id: str, step: int, field
         return "skipped: no such run (its thread expired or was deleted)"
     run, lease = attempt.run, attempt.lease
     fields["workflow"], fields["tenant"] = run.workflow, run.tenant
+    if code == ClaimResult.OTHER_VERSION:
+        return hand_back(attempt.ctx, run, job)
     if code == ClaimResult.HELD_ELSEWHERE:
         return "skipped: another worker holds the lease"
     if code == ClaimResult.STALE:

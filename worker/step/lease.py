@@ -172,7 +172,7 @@ class Lease:
         return logs.about(run=self.run_id, thread=self.thread_id, step=self.step)
 
     def claim(
-        self, step: int, now: str, cancel_error: str, worker_id: str = ""
+        self, step: int, now: str, cancel_error: str, worker_id: str = "", version: str = ""
     ) -> tuple[ClaimResult, dict[bytes, bytes]]:
         """Read the run and take the lease if the run is still at ``step`` (one round trip); the lease's
         deadline goes into the lease index and ``worker_id`` into the run's ``worker`` field.
@@ -180,26 +180,28 @@ class Lease:
         Args:
             now: the current time (ISO-8601), written as ``ended_at`` when a cancel request ends the run.
             cancel_error: the error record (JSON) of a run that a cancel request ends.
+            version: the version of the run's workflow this worker serves: a run pinned to another is not
+                claimed, a run without one yet gets it; "" does neither.
 
         Returns:
             ``(code, run hash)``; the code a :class:`ClaimResult`: 0 = no such run, 1 = stale (finished or at
             another step), 2 = another worker holds the lease, 3 = claimed, 4 = a cancel request ended the
-            run now.
+            run now, 5 = the run is pinned to another version.
         """
-        script_keys, argv = self.claim_call(step, now, cancel_error, worker_id)
+        script_keys, argv = self.claim_call(step, now, cancel_error, worker_id, version)
         code, flat = script(self.kv, "claim_step")(keys=script_keys, args=argv)
         self.step = step
         return ClaimResult(code), dict(zip(flat[::2], flat[1::2], strict=True))
 
     def claim_call(
-        self, step: int, now: str, cancel_error: str, worker_id: str
+        self, step: int, now: str, cancel_error: str, worker_id: str, version: str = ""
     ) -> tuple[list[str], list[str | bytes | int]]:
         """KEYS and ARGV of :meth:`claim`'s script (also sent ahead, :mod:`graphq.worker.step.claim`); sets
         ``step``."""
         self.step = step
         member = keys.step_member(self.thread_id, self.run_id, step)
         argv: list[str | bytes | int] = [self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT]
-        argv += [self.member, worker_id, member]
+        argv += [self.member, worker_id, member, version]
         return [self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()], argv
 
     @property

@@ -24,6 +24,8 @@ class ClaimResult(IntEnum):
     """The lease is this worker's (also a claim made again with the same token after a lost reply)."""
     CANCELED = 4
     """A cancel request ended the run now, before its step (X1)."""
+    OTHER_VERSION = 5
+    """The run is pinned to a version of its workflow this worker does not serve: nothing was taken."""
 
 
 class CommitVerdict(StrEnum):

@@ -190,9 +190,10 @@ def _outcome(attempt: StepAttempt, tasks: StepTasks, stopped: Mapping[str, TaskW
 
 
 def _other_workers(attempt: StepAttempt) -> int:
-    """The live worker processes that serve the run's workflow, besides this one (by their heartbeat's
-    queues; a worker of another workflow would never take a helper job)."""
+    """The live worker processes that listen on the run's queue, besides this one (by their heartbeat's
+    queues; a worker of another workflow, or of another version of a pinned run, would never take a helper
+    job)."""
     ctx = attempt.ctx
-    queue = ctx.queue.queue(attempt.run.workflow).name
+    queue = ctx.queue.of(attempt.run).name
     live = live_workers(ctx.kv, server_ms(ctx.kv))
     return len([w for w in live if queue in w.queues and w.id != ctx.worker_id])

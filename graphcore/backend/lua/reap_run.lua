@@ -8,7 +8,7 @@
 --   mode 'resume'               → Failed (or ARGV[18]) with the WorkerLost error (or the shutdown error of
 --                                 a step its worker gave up, ARGV[7]); a continuation run KEYS[6] is
 --                                 created (same thread, workflow, input, config, tenant, schedule and
---                                 fire time, breakpoint mark: a step let past its breakpoint stays let
+--                                 fire time, version and pinning, breakpoint mark: a step let past its breakpoint stays let
 --                                 past it; its head and pending writes, continued_from_run_id,
 --                                 attempt + 1) and made the
 --                                 thread's active run
@@ -91,7 +91,7 @@ redis.call('HSET', KEYS[3], 'continued_by_run_id', new_id)
 local fields = {'id', new_id, 'status', 'queued', 'step', '0', 'created_at', ARGV[6],
   'continued_from_run_id', run_id, 'attempt', tostring(attempt + 1)}
 for _, name in ipairs({'workflow', 'thread_id', 'tenant', 'input', 'config', 'preset_answers', 'head',
-    'partial', 'run_timeout_s', 'thread_ttl_s', 'schedule', 'fire_time', 'breakpoint'}) do
+    'partial', 'run_timeout_s', 'thread_ttl_s', 'schedule', 'fire_time', 'breakpoint', 'version', 'pinned'}) do
   local value = redis.call('HGET', KEYS[3], name)
   if value then fields[#fields + 1] = name; fields[#fields + 1] = value end
 end
