@@ -1,4 +1,4 @@
-"""Versioned rollout (issue 26, safe deploys): ``worker.versions`` runs releases of the image side by side,
+"""Versioned rollout (safe deploys): ``worker.versions`` runs releases of the image side by side,
 one worker Deployment per entry with its own PodDisruptionBudget and autoscaler, so the workers of the old
 version keep serving the runs pinned to it while the new ones start. Rendered by Helm and validated against
 the Kubernetes API schemas as in test_chart; without versions the chart renders what it always did."""
@@ -9,6 +9,7 @@ from typing import Any
 
 import helm_python as helm
 import pytest
+import yaml
 
 from tests.test_chart import (
     CHART,
@@ -64,7 +65,8 @@ def test_without_versions_one_worker_deployment_named_labelled_and_selected_as_b
     chart: helm.Chart,
 ) -> None:
     objects = render(chart, {"metrics": {"serviceMonitor": {"enabled": True}}})
-    assert [name for kind, name in objects if kind == "Deployment"] == [f"{FULL}-scheduler", f"{FULL}-worker"]
+    deployments = sorted(name for kind, name in objects if kind == "Deployment")
+    assert deployments == [f"{FULL}-scheduler", f"{FULL}-worker"]
     deployment = objects[("Deployment", f"{FULL}-worker")]
     assert deployment["spec"]["selector"]["matchLabels"] == SELECTOR
     assert deployment["spec"]["template"]["metadata"]["labels"] == SELECTOR
@@ -110,6 +112,31 @@ def test_two_versions_two_deployments_with_their_images_replicas_and_settings(ch
     # The scheduler runs the newest (last) entry's image: the runs its schedules start are pinned to v2.
     scheduler = objects[("Deployment", f"{FULL}-scheduler")]["spec"]["template"]["spec"]["containers"][0]
     assert scheduler["image"] == "registry.example/myflows:1.1"
+
+
+@pytest.mark.parametrize(
+    "autoscaling",
+    [{}, {"hpa": {"enabled": True}}, {"keda": KEDA}],
+    ids=["replicas", "hpa", "keda"],
+)
+def test_adding_a_version_leaves_the_old_ones_objects_as_they_were_and_removing_it_drops_them(
+    chart: helm.Chart, autoscaling: dict[str, Any]
+) -> None:
+    """Step 4 of the procedure: the upgrade that adds v2 changes nothing of v1 (no restart of its pods);
+    step 8: the one that removes v1 drops its Deployment and companions."""
+
+    def of(objects: Objects, name: str) -> dict[tuple[str, str], dict[str, Any]]:
+        return {key: obj for key, obj in objects.items() if key[1] == f"{FULL}-worker-{name}"}
+
+    values = {"autoscaling": autoscaling, "scheduler": {"version": "v1"}}
+    before = render(chart, {**values, "worker": {"versions": [OLD]}})
+    during = render(chart, {**values, "worker": {"versions": [OLD, NEW]}})
+    assert len(of(before, "v1")) == (3 if autoscaling else 2)  # Deployment, PDB, HPA or ScaledObject
+    assert of(during, "v1") == of(before, "v1")
+    assert during[("Deployment", f"{FULL}-scheduler")] == before[("Deployment", f"{FULL}-scheduler")]
+    after = render(chart, {"autoscaling": autoscaling, "worker": {"versions": [NEW]}})
+    assert of(after, "v1") == {}
+    assert sorted(kind for kind, _ in of(after, "v2")) == sorted(kind for kind, _ in of(during, "v2"))
 
 
 def test_each_version_has_its_label_and_a_selector_no_other_version_matches(chart: helm.Chart) -> None:
@@ -183,6 +210,21 @@ def test_a_keda_scaled_object_per_version_measuring_its_pinned_queues(chart: hel
         "authenticationRef": {"name": f"{FULL}-redis"},
     }
     assert [name for kind, name in objects if kind == "TriggerAuthentication"] == [f"{FULL}-redis"]
+    for obj in scaled.values():
+        assert (obj["spec"]["minReplicaCount"], obj["spec"]["maxReplicaCount"]) == (1, 20)
+    # The prometheus trigger counts every run running, the same in each version's ScaledObject.
+    keda = {**KEDA, "prometheus": {"serverAddress": "http://prometheus.monitoring:9090"}}
+    manifests = chart.render(
+        {"worker": {"versions": versions}, "autoscaling": {"keda": keda}}, name=RELEASE, namespace=NAMESPACE
+    )
+    docs = yaml.safe_load_all(manifests["graphq/templates/keda.yaml"])  # test_chart's CRD fields: redis only
+    prometheus = [
+        [t for t in d["spec"]["triggers"] if t["type"] == "prometheus"]
+        for d in docs
+        if d["kind"] == "ScaledObject"
+    ]
+    query = f'sum(max by (tenant) (graphq_runs_running{{namespace="{NAMESPACE}"}}))'
+    assert [[t["metadata"]["query"] for t in each] for each in prometheus] == [[query], [query]]
 
 
 def test_scheduler_version_picks_the_entry_whose_image_the_scheduler_runs(chart: helm.Chart) -> None:
