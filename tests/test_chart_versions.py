@@ -5,6 +5,8 @@ the Kubernetes API schemas as in test_chart; without versions the chart renders 
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import helm_python as helm
@@ -269,6 +271,25 @@ def test_a_name_given_twice_fails_rendering_naming_it(chart: helm.Chart) -> None
         'graphq: worker.versions: the name "v1" is given twice (each entry is its own Deployment, '
         f"{FULL}-worker-v1)"
     ) in message
+
+
+def test_templates_refuse_an_entry_without_name_or_tag_without_the_schema(tmp_path: Path) -> None:
+    """``helm install --skip-schema-validation`` still gets a clear refusal from the templates."""
+    copy = tmp_path / "graphq"
+    shutil.copytree(CHART, copy)
+    (copy / "values.schema.json").unlink()
+    with helm.Chart.load(copy) as bare:
+        message = render_error(bare, {"worker": {"versions": [OLD, {"image": {"tag": "1.1"}}]}})
+        assert (
+            'graphq: worker.versions: an entry has no name (each needs name and image.tag): {"image":'
+            in message
+        )
+        message = render_error(
+            bare, {"worker": {"versions": [OLD, {"name": "v2", "image": {"repository": "r"}}]}}
+        )
+        assert 'graphq: worker.versions: the entry "v2" has no image.tag' in message
+        message = render_error(bare, {"worker": {"versions": [OLD, {"name": "v2"}]}})
+        assert 'graphq: worker.versions: the entry "v2" has no image.tag' in message
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,14 @@ else worker.*'s). */}}
 {{- $fullname := include "graphq.fullname" . }}
 {{- $workers := list }}
 {{- range $entry := .Values.worker.versions | default (list (dict "name" "")) }}
+{{- if $.Values.worker.versions }}{{/* what the schema says, for --skip-schema-validation */}}
+{{- if not (and (kindIs "map" $entry) $entry.name (kindIs "string" $entry.name)) }}
+{{- fail (printf "graphq: worker.versions: an entry has no name (each needs name and image.tag): %s" (toJson $entry)) }}
+{{- end }}
+{{- if not (dig "image" "tag" "" $entry) }}
+{{- fail (printf "graphq: worker.versions: the entry %q has no image.tag" $entry.name) }}
+{{- end }}
+{{- end }}
 {{- range $workers }}
 {{- if eq .name $entry.name }}
 {{- fail (printf "graphq: worker.versions: the name %q is given twice (each entry is its own Deployment, %s-worker-%s)" .name $fullname .name) }}
