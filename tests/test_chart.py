@@ -199,6 +199,7 @@ CRD_SCHEMAS: dict[str, dict[str, Any]] = {
                             "type": "object",
                             "properties": {"matchLabels": {"additionalProperties": {"type": "string"}}},
                         },
+                        "podTargetLabels": {"type": "array", "items": {"type": "string"}},
                         "namespaceSelector": _strings(
                             matchNames={"type": "array", "items": {"type": "string"}}
                         ),

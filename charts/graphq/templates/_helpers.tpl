@@ -53,6 +53,72 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/* The worker Deployments, oldest first, as a JSON list (read it with fromJsonArray): one per entry of
+worker.versions, else one unversioned. Each: name (the entry's; "" unversioned), deployment (its name),
+image, workflowVersions ({} unless given), and replicas, concurrency, resources, extraEnv (the entry's,
+else worker.*'s). */}}
+{{- define "graphq.workerVersions" -}}
+{{- $fullname := include "graphq.fullname" . }}
+{{- $workers := list }}
+{{- range $entry := .Values.worker.versions | default (list (dict "name" "")) }}
+{{- if $.Values.worker.versions }}{{/* what the schema says, for --skip-schema-validation */}}
+{{- if not (and (kindIs "map" $entry) $entry.name (kindIs "string" $entry.name)) }}
+{{- fail (printf "graphq: worker.versions: an entry has no name (each needs name and image.tag): %s" (toJson $entry)) }}
+{{- end }}
+{{- if not (dig "image" "tag" "" $entry) }}
+{{- fail (printf "graphq: worker.versions: the entry %q has no image.tag" $entry.name) }}
+{{- end }}
+{{- end }}
+{{- range $workers }}
+{{- if eq .name $entry.name }}
+{{- fail (printf "graphq: worker.versions: the name %q is given twice (each entry is its own Deployment, %s-worker-%s)" .name $fullname .name) }}
+{{- end }}
+{{- end }}
+{{- $w := dict "name" $entry.name "deployment" (printf "%s-worker" $fullname) "image" (include "graphq.image" $) }}
+{{- with $entry.name }}
+{{- $_ := set $w "deployment" (printf "%s-worker-%s" $fullname .) }}
+{{- $_ = set $w "image" (printf "%s:%s" ($entry.image.repository | default $.Values.image.repository) $entry.image.tag) }}
+{{- end }}
+{{- $_ := set $w "workflowVersions" ($entry.workflowVersions | default dict) }}
+{{- range $field := list "replicas" "concurrency" "resources" "extraEnv" }}
+{{- $_ := set $w $field (ternary (get $entry $field) (get $.Values.worker $field) (hasKey $entry $field)) }}
+{{- end }}
+{{- $workers = append $workers $w }}
+{{- end }}
+{{- toJson $workers }}
+{{- end }}
+
+{{/* The name of the worker.versions entry whose image the scheduler runs: scheduler.version, else the
+last entry's (the newest); "" without worker.versions (the scheduler runs image). */}}
+{{- define "graphq.schedulerVersion" -}}
+{{- $names := list }}
+{{- range .Values.worker.versions }}{{ $names = append $names .name }}{{ end }}
+{{- with .Values.scheduler.version }}
+{{- if not (has . $names) }}
+{{- fail (printf "graphq: scheduler.version=%q names no entry of worker.versions (%s): name one, or leave it empty for the last" . (join ", " ($names | default (list "it is empty")))) }}
+{{- end }}
+{{- . }}
+{{- else }}
+{{- $names | last | default "" }}
+{{- end }}
+{{- end }}
+
+{{/* The labels of one worker Deployment and its companions, and their selector: (dict "ctx" $ "worker" W),
+W an element of graphq.workerVersions; a versioned one adds graphq.io/worker-version: <name>. */}}
+{{- define "graphq.workerLabels" -}}
+{{ include "graphq.componentLabels" (dict "ctx" .ctx "component" "worker") }}
+{{- with .worker.name }}
+graphq.io/worker-version: {{ . }}
+{{- end }}
+{{- end }}
+
+{{- define "graphq.workerSelector" -}}
+{{ include "graphq.componentSelector" (dict "ctx" .ctx "component" "worker") }}
+{{- with .worker.name }}
+graphq.io/worker-version: {{ . }}
+{{- end }}
+{{- end }}
+
 {{- define "graphq.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "graphq.fullname" .) .Values.serviceAccount.name }}
