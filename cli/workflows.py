@@ -201,7 +201,7 @@ def show_workflow(app: AppContext, name: str, output: str) -> None:
 
     \b
     -o json: {"name", "source", "nodes", "versions": [{"version", "published_at", "served_by", "local",
-    "channels": [{"name", "reducer"}], "nodes": [{"name", "fn", "subgraph", "settings", "timeout_s",
+    "channels": [{"name", "kind", "reducer"}], "nodes": [{"name", "fn", "subgraph", "settings", "timeout_s",
     "retry"}], "edges": [{"kind": edge|conditional|join|command, "sources", "targets", "router"}]}]}"""
     flows = _gather(app, name)
     if not flows:
