@@ -257,7 +257,7 @@ def test_cli_marks_a_published_workflow_loaded_here_too(redis_client: redis.Redi
     rows = [line.replace("│", " ").split() for line in table.splitlines()]
     [row] = [cells for cells in rows if cells[:1] == ["configured"]]
     version = version_of(describe(configured_graph))
-    assert row == ["configured", version[:12], "configured,", "plain", "1", "catalog+local"]
+    assert row == ["configured", version[:12], "configured,", "plain", "1", "0", "catalog+local"]
 
 
 def test_cli_show_unknown_workflow_exits_2_with_one_line(redis_url: str) -> None:

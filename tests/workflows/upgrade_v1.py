@@ -1,0 +1,69 @@
+"""Workflow ``upgrade``, the code that runs (version 1), for the upgrade check (``graphq workflows check``):
+``start`` writes every channel, ``review`` asks a human (``interrupt``), ``finish`` ends. A run paused at
+``review`` has a checkpoint holding ``count``, ``items`` and ``notes``, and an open request of ``review``.
+The ``upgrade_v2_*`` modules change one thing each. Workflow ``upgrade_nested`` pauses inside its subgraph
+node ``inner``."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from graphcore import END, START, StateGraph
+from graphcore.engine.interrupts import interrupt
+
+
+class State(TypedDict, total=False):
+    count: int
+    items: Annotated[list[str], operator.add]
+    notes: str
+
+
+def start(state: Any) -> dict[str, Any]:
+    return {"count": 1, "items": ["a"], "notes": "first"}
+
+
+def review(state: Any) -> dict[str, Any]:
+    return {"items": [interrupt("approve?")]}
+
+
+def finish(state: Any) -> dict[str, Any]:
+    return {"count": state["count"] + 1}
+
+
+def build(schema: type[Any] = State, review_as: str = "review") -> StateGraph:
+    """The graph of version 1, with another state schema or another name for ``review`` (the v2 modules)."""
+    g = StateGraph(schema)
+    g.add_node("start", start)
+    g.add_node(review_as, review)
+    g.add_node("finish", finish)
+    g.add_edge(START, "start")
+    g.add_edge("start", review_as)
+    g.add_edge(review_as, "finish")
+    g.add_edge("finish", END)
+    return g
+
+
+graph = build().compile(name="upgrade")
+
+
+def inner_ask(state: Any) -> dict[str, Any]:
+    return {"notes": interrupt("inner?")}
+
+
+def nested(inner: Any) -> StateGraph:
+    """Workflow ``upgrade_nested``: ``start``, then node ``inner`` (a subgraph in version 1)."""
+    g = StateGraph(State)
+    g.add_node("start", start)
+    g.add_node("inner", inner)
+    g.add_edge(START, "start")
+    g.add_edge("start", "inner")
+    return g
+
+
+_inner = StateGraph(State)
+_inner.add_node("inner_ask", inner_ask)
+_inner.add_edge(START, "inner_ask")
+nested_graph = nested(_inner.compile(name="upgrade_inner")).compile(name="upgrade_nested")
+
+stops = build().compile(name="upgrade_stops", interrupt_before=["review"])
