@@ -1,9 +1,10 @@
-"""``graphq workflows check``: the upgrade check before a deploy (issue 26), on threads paused by real runs
+"""``graphq workflows check``: the upgrade check before a deploy, on threads paused by real runs
 (worked in this process), against the ``tests/workflows/upgrade_v2_*`` modules; and the pinned runs that
 ``graphq workflows list`` counts per version.
 
-Enqueue does not record a run's version yet (the lead's part of issue 26), so a test that needs one writes
-the run hash's ``version`` field as that code will, and publishes version 1 in the catalog as a worker does.
+Enqueue does not record a run's version yet (the pinning of runs to versions comes in a change of its own),
+so a test that needs one writes the run hash's ``version`` field as that code will, and publishes version 1
+in the catalog as a worker does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import json
 import pytest
 
 from graphcore import keys
-from graphcore.backend import upgrade_check
 from graphcore.backend.catalog import publish
 from graphcore.backend.client import Client
 from graphcore.backend.upgrade_check import active_runs, check_upgrade
@@ -208,12 +208,11 @@ def test_queued_and_paused_threads_are_checked_ended_ones_not(client: Client, re
     ]
 
 
-def test_threads_are_read_in_pages(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threads_are_read_in_pages(client: Client) -> None:
     """Pages of 2 runs and 2 threads: every thread is checked once, in the order its run was created."""
     runs = [paused(client, f"t{i}") for i in range(5)]
-    monkeypatch.setattr(upgrade_check, "PAGE", 2)
-    assert [r.id for r in active_runs(client.kv, "upgrade")] == runs
-    report = check_upgrade(client.kv, upgrade_v2_ok.graph)
+    assert [r.id for r in active_runs(client.kv, "upgrade", page=2)] == runs
+    report = check_upgrade(client.kv, upgrade_v2_ok.graph, page=2)
     assert [(t.thread_id, t.ok) for t in report.threads] == [(f"t{i}", True) for i in range(5)]
     assert report.summary() == "5 threads checked: 5 ok, 0 would break"
 

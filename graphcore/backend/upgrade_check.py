@@ -1,4 +1,4 @@
-"""The upgrade check before a deploy (issue 26): would the threads with active runs go on under new code?
+"""The upgrade check before a deploy: would the threads with active runs go on under new code?
 
 For every thread of a workflow with a run that is queued, running, awaiting input or stopped at a
 breakpoint (:func:`active_runs`), the thread's newest checkpoint — the root namespace's, and that of each
@@ -48,7 +48,7 @@ from graphcore.errors import InvalidUpdateError, SerializationError
 __all__ = ["PAGE", "ActiveRun", "ThreadVerdict", "UpgradeReport", "active_runs", "check_upgrade", "pinned"]
 
 PAGE = 500
-"""Runs (listing) and threads (checking) read per pipelined page."""
+"""Runs (listing) and threads (checking) read per pipelined page, by default."""
 
 _FIELDS = ["workflow", "status", "version", "head", "breakpoint"]
 """The run hash fields the listing reads."""
@@ -84,9 +84,9 @@ class ActiveRun:
         return f"run {self.id} {'at a breakpoint' if self.at_breakpoint else self.status.value}"
 
 
-def active_runs(kv: Any, workflow: str | None = None) -> list[ActiveRun]:
+def active_runs(kv: Any, workflow: str | None = None, page: int = PAGE) -> list[ActiveRun]:
     """The runs that have not ended (queued, running, awaiting input: a breakpoint stop is one), oldest
-    first; only those of ``workflow`` when given. Pages of :data:`PAGE` runs: the ids, their threads, then
+    first; only those of ``workflow`` when given. Pages of ``page`` runs: the ids, their threads, then
     their fields, each one pipelined round trip; transient Redis errors are retried.
 
     Raises:
@@ -95,15 +95,15 @@ def active_runs(kv: Any, workflow: str | None = None) -> list[ActiveRun]:
     found: list[ActiveRun] = []
     start = 0
     while True:
-        page = retry_transient(_run_page, kv, start, workflow)
-        if page is None:
+        runs = retry_transient(_run_page, kv, start, page, workflow)
+        if runs is None:
             return found
-        found += page
-        start += PAGE
+        found += runs
+        start += page
 
 
-def _run_page(kv: Any, start: int, workflow: str | None) -> list[ActiveRun] | None:
-    ids = [i.decode() for i in kv.zrange(keys.runs_index(), start, start + PAGE - 1)]
+def _run_page(kv: Any, start: int, page: int, workflow: str | None) -> list[ActiveRun] | None:
+    ids = [i.decode() for i in kv.zrange(keys.runs_index(), start, start + page - 1)]
     if not ids:
         return None
     pairs = [(r, t.decode()) for r, t in zip(ids, kv.hmget(keys.run_threads(), ids), strict=True) if t]
@@ -178,7 +178,9 @@ class UpgradeReport:
         return f"{n} threads checked: {n - self.broken} ok, {self.broken} would break"
 
 
-def check_upgrade(kv: Any, graph: GraphSpec, runs: Sequence[ActiveRun] | None = None) -> UpgradeReport:
+def check_upgrade(
+    kv: Any, graph: GraphSpec, runs: Sequence[ActiveRun] | None = None, page: int = PAGE
+) -> UpgradeReport:
     """Check every thread of ``graph``'s workflow that has an active run against ``graph``, the new code
     (see the module docstring). Transient Redis errors are retried.
 
@@ -186,21 +188,23 @@ def check_upgrade(kv: Any, graph: GraphSpec, runs: Sequence[ActiveRun] | None = 
         graph: the new code of the workflow (its name is the workflow's).
         runs: the active runs (:func:`active_runs`), when the caller read them already; others' workflows
             are left out.
+        page: threads (and runs, when ``runs`` is None) read per pipelined page.
 
     Raises:
         redis.RedisError: Redis failed permanently, or transiently through every retry.
         SerializationError: a stored checkpoint cannot be read (a format or class this process cannot read).
     """
-    found = active_runs(kv, graph.name) if runs is None else [r for r in runs if r.workflow == graph.name]
+    found = (
+        active_runs(kv, graph.name, page) if runs is None else [r for r in runs if r.workflow == graph.name]
+    )
     by_thread: dict[str, list[ActiveRun]] = {}
     for run in found:
         by_thread.setdefault(run.thread_id, []).append(run)
     olds = retry_transient(_old_descriptions, kv, graph.name, {r.version for r in found if r.version})
     threads = list(by_thread.items())
     verdicts: list[ThreadVerdict] = []
-    for start in range(0, len(threads), PAGE):
-        page = dict(threads[start : start + PAGE])
-        verdicts += retry_transient(_check_page, kv, graph, page, olds)
+    for start in range(0, len(threads), page):
+        verdicts += retry_transient(_check_page, kv, graph, dict(threads[start : start + page]), olds)
     return UpgradeReport(graph.name, version_of(describe(graph)), verdicts)
 
 
@@ -336,19 +340,16 @@ def _value_problem(schema: StateSchema, channel: str, value: Any) -> str | None:
     if channel not in schema.channels:
         return f"channel {channel!r} holds a value ({held}) but the new state schema has no such channel"
     given = value if schema.root else {channel: value}
-    expected = _type_name(schema, channel)
     try:
         stored = check_types(schema, given, path="state", writer=_CHECKER)
     except (InvalidUpdateError, SerializationError) as exc:
-        return (
-            f"channel {channel!r} holds a value of type {held}, which the new type {expected} refuses: {exc}"
-        )
-    if stored is not given:
-        return (
-            f"channel {channel!r} holds a value of type {held}, which the new type {expected} takes only "
-            "from its JSON form"
-        )
-    return None
+        refused = f"refuses: {exc}"
+    else:
+        if stored is given:
+            return None
+        refused = "takes only from its JSON form"
+    expected = _type_name(schema, channel)
+    return f"channel {channel!r} holds a value of type {held}, which the new type {expected} {refused}"
 
 
 def _type_name(schema: StateSchema, channel: str) -> str:
