@@ -21,7 +21,7 @@ from graphcore.engine.algo import task_id
 from graphcore.engine.describe import describe, version_of
 from graphcore.engine.registry import Registry
 from tests.cli_helpers import error_line, invoke, ok
-from tests.workers import work
+from tests.workers import graphq, work
 from tests.workflows import upgrade_v1, upgrade_v2_ok
 
 REGISTRY = Registry.of_module("tests.workflows.upgrade_v1")
@@ -294,3 +294,24 @@ def test_list_counts_the_runs_pinned_to_each_version(client: Client, redis_url: 
         "2",
         "catalog+local",
     ]
+
+
+def test_a_value_of_a_class_the_new_code_dropped_breaks(
+    client: Client, redis_url: str, graphq_env: dict[str, str]
+) -> None:
+    """A ``graphq`` process that loads only the new code cannot load the stored model instance."""
+    run_id = paused(client, "t1", "upgrade_noted")
+    env = {k: v for k, v in graphq_env.items() if k != "GRAPHQ_WORKFLOWS"}
+    done = graphq(
+        "workflows", "check", "upgrade_noted", "--module", "tests.workflows.upgrade_v2_model", env=env
+    )
+    assert (done.returncode, done.stdout) == (
+        1,
+        f"thread t1 (run {run_id} awaiting_input): would break: channel 'note' holds a value the new code "
+        "cannot load: <stored>: class tests.workflows.upgrade_v1:Note (a pydantic BaseModel class) is not "
+        "allowed; refusing to load it (nothing was imported); allowed are the classes named by the state "
+        "schemas of the workflows this process loaded (entry points, GRAPHQ_WORKFLOWS), graphq's own, those "
+        "passed to graphcore.checkpoints.serde.allow_classes() and those listed in "
+        "GRAPHQ_SERDE_ALLOWED_CLASSES (comma-separated module:QualName)\n"
+        "1 threads checked: 0 ok, 1 would break\n",
+    ), done.stderr

@@ -267,7 +267,8 @@ def _children(where: Where, record: Record) -> list[Where]:
 
 
 def _values(kv: Any, records: Mapping[Where, Record]) -> dict[Where, dict[str, Any]]:
-    """The channel values of each record: one pipelined round trip, each value decoded once."""
+    """The channel values of each record: one pipelined round trip, each value decoded once (an
+    :class:`Unreadable` in place of one that cannot be)."""
     pipe = kv.pipeline(transaction=False)
     fetches: list[tuple[Where, str]] = []
     for (thread, ns), record in records.items():
@@ -280,8 +281,18 @@ def _values(kv: Any, records: Mapping[Where, Record]) -> dict[Where, dict[str, A
     out: dict[Where, dict[str, Any]] = {where: {} for where in records}
     for (where, channel), raw in zip(fetches, pipe.execute() if fetches else [], strict=True):
         kind = records[where].refs[channel][0]
-        out[where][channel] = serde.loads(raw) if kind == "v" else [serde.loads(b) for b in raw]
+        try:
+            out[where][channel] = serde.loads(raw) if kind == "v" else [serde.loads(b) for b in raw]
+        except SerializationError as exc:  # e.g. a class the new code no longer allows
+            out[where][channel] = Unreadable(str(exc))
     return out
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A stored value this process cannot load, and why (:func:`graphcore.checkpoints.serde.loads`)."""
+
+    reason: str
 
 
 def _open_requests(kv: Any, runs: Sequence[ActiveRun]) -> dict[str, list[tuple[str, str]]]:
@@ -336,6 +347,8 @@ def _check_namespace(
 
 def _value_problem(schema: StateSchema, channel: str, value: Any) -> str | None:
     """What is wrong with ``value`` stored in ``channel`` under the new ``schema``; None: nothing."""
+    if isinstance(value, Unreadable):
+        return f"channel {channel!r} holds a value the new code cannot load: {value.reason}"
     held = type(value).__name__
     if channel not in schema.channels:
         return f"channel {channel!r} holds a value ({held}) but the new state schema has no such channel"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+from pydantic import BaseModel
+
 from graphcore import END, START, StateGraph
 from graphcore.engine.interrupts import interrupt
 
@@ -67,3 +69,28 @@ _inner.add_edge(START, "inner_ask")
 nested_graph = nested(_inner.compile(name="upgrade_inner")).compile(name="upgrade_nested")
 
 stops = build().compile(name="upgrade_stops", interrupt_before=["review"])
+
+
+class Note(BaseModel):
+    text: str
+
+
+class Noted(TypedDict, total=False):
+    note: Note
+
+
+def write_note(state: Any) -> dict[str, Any]:
+    return {"note": Note(text="hi")}
+
+
+def wait(state: Any) -> dict[str, Any]:
+    interrupt("ok?")
+    return {}
+
+
+_noted = StateGraph(Noted)
+_noted.add_node("write_note", write_note)
+_noted.add_node("wait", wait)
+_noted.add_edge(START, "write_note")
+_noted.add_edge("write_note", "wait")
+noted = _noted.compile(name="upgrade_noted")
