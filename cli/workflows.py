@@ -225,9 +225,10 @@ def show_workflow(app: AppContext, name: str, output: str) -> None:
     NAME exits 2.
 
     \b
-    -o json: {"name", "source", "nodes", "versions": [{"version", "published_at", "served_by", "local",
-    "channels": [{"name", "kind", "reducer"}], "nodes": [{"name", "fn", "subgraph", "settings", "timeout_s",
-    "retry"}], "edges": [{"kind": edge|conditional|join|command, "sources", "targets", "router"}]}]}"""
+    -o json: {"name", "source", "nodes", "versions": [{"version", "published_at", "served_by",
+    "pinned_runs", "local", "channels": [{"name", "kind", "reducer"}], "nodes": [{"name", "fn", "subgraph",
+    "settings", "timeout_s", "retry"}], "edges": [{"kind": edge|conditional|join|command, "sources",
+    "targets", "router"}]}]}"""
     flows = _gather(app, name)
     if not flows:
         known = ", ".join(f.name for f in _gather(app)) or "none"

@@ -131,6 +131,27 @@ def test_a_changed_reducer_breaks(client: Client, redis_url: str) -> None:
     )
 
 
+def test_a_renamed_send_target_breaks(client: Client, redis_url: str) -> None:
+    run_id = paused(client, "t1", "upgrade_fan")
+    code, out = check(redis_url, "upgrade_fan", "--module", "tests.workflows.upgrade_v2_renamed")
+    assert (code, out) == (
+        1,
+        f"thread t1 (run {run_id} awaiting_input): would break: a Send's target 'each' is not a node of the "
+        f"new graph; open request {request_of(client, run_id)} was asked by node 'each', not a node of the "
+        "new graph\n1 threads checked: 0 ok, 1 would break\n",
+    )
+
+
+def test_a_channel_that_gained_a_reducer_breaks(client: Client, redis_url: str) -> None:
+    run_id = paused(client, "t1")
+    code, out = check(redis_url, "upgrade", "--module", "tests.workflows.upgrade_v2_gained")
+    assert (code, out) == (
+        1,
+        f"thread t1 (run {run_id} awaiting_input): would break: channel 'notes' gained a reducer "
+        "(_operator.add), it had none\n1 threads checked: 0 ok, 1 would break\n",
+    )
+
+
 def test_a_subgraph_node_made_a_function_breaks(client: Client, redis_url: str) -> None:
     run_id = paused(client, "t1", "upgrade_nested")
     head = client.get_state("t1")

@@ -1,8 +1,10 @@
-"""Workflow ``upgrade``, the code that runs (version 1), for the upgrade check (``graphq workflows check``):
-``start`` writes every channel, ``review`` asks a human (``interrupt``), ``finish`` ends. A run paused at
-``review`` has a checkpoint holding ``count``, ``items`` and ``notes``, and an open request of ``review``.
-The ``upgrade_v2_*`` modules change one thing each. Workflow ``upgrade_nested`` pauses inside its subgraph
-node ``inner``."""
+"""Workflows of the code that runs (version 1), for the upgrade check (``graphq workflows check``).
+
+``upgrade``: ``start`` writes every channel, ``review`` asks a human (``interrupt``), ``finish`` ends; a run
+paused at ``review`` has a checkpoint holding ``count``, ``items`` and ``notes``, and an open request of
+``review``. The ``upgrade_v2_*`` modules change one thing each. Also: ``upgrade_stops`` (a breakpoint before
+``review``), ``upgrade_nested`` (pauses inside its subgraph node ``inner``), ``upgrade_fan`` (pauses in a
+Send's target ``each``) and ``upgrade_noted`` (stores a pydantic model instance)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel
 
-from graphcore import END, START, StateGraph
+from graphcore import END, START, Send, StateGraph
 from graphcore.engine.interrupts import interrupt
 
 
@@ -94,3 +96,18 @@ _noted.add_node("wait", wait)
 _noted.add_edge(START, "write_note")
 _noted.add_edge("write_note", "wait")
 noted = _noted.compile(name="upgrade_noted")
+
+
+def fanned(each_as: str = "each") -> StateGraph:
+    """Workflow ``upgrade_fan``: START sends to node ``each`` (another name in the v2 modules), which asks."""
+
+    def fan_out(state: Any) -> list[Send]:
+        return [Send(each_as, {"notes": "x"})]
+
+    g = StateGraph(State)
+    g.add_node(each_as, inner_ask)
+    g.add_conditional_edges(START, fan_out)
+    return g
+
+
+fan = fanned().compile(name="upgrade_fan")
