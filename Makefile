@@ -52,7 +52,7 @@ docs: $(STAMP)
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict
 
-## Benchmarks (P1–P8), printed as ratios against baselines measured in the same run.
+## Benchmarks (P1–P9), printed as ratios against baselines measured in the same run.
 bench: $(STAMP)
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) -m bench

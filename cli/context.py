@@ -79,10 +79,19 @@ class AppContext:
             ConfigError: a module cannot be imported or an entry point is broken.
         """
         if self._registry is None:
-            if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.append(os.getcwd())  # last: a user's module must not shadow graphq's
+            _importable_here()
             self._registry = Registry.load(self.settings.workflows.split(","))
         return self._registry
+
+    def module_registry(self, name: str) -> Registry:
+        """The workflows of module ``name`` alone (:meth:`Registry.of_module`), importable from the current
+        directory as :attr:`registry`'s modules are.
+
+        Raises:
+            ConfigError: the module cannot be imported.
+        """
+        _importable_here()
+        return Registry.of_module(name)
 
     def redis_url(self) -> str:
         """The configured Redis URL.
@@ -216,3 +225,9 @@ def _running_server(data: Path) -> str | None:
         return None
     probe.close()
     return url
+
+
+def _importable_here() -> None:
+    """Put the current directory on ``sys.path`` (last, so that a user's module cannot shadow graphq's)."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())

@@ -1,9 +1,11 @@
-"""``graphq workflows list | show NAME``: the workflow catalog (R9), plus the workflows loaded here.
+"""``graphq workflows list | show NAME | check NAME``: the workflow catalog (R9), plus the workflows loaded
+here, and the upgrade check before a deploy (:mod:`graphcore.backend.upgrade_check`).
 
-Both read the catalog the workers publish in Redis (:mod:`graphcore.backend.catalog`), so they need no
-workflow code: no ``--workflows``. Workflows this process loads (entry points, ``--workflows``) that no
-worker published are listed too, with their source ``local`` and the version their code has here.
-Without a Redis URL the catalog is read from the local data of ``graphq run`` when there is some.
+``list`` and ``show`` read the catalog the workers publish in Redis (:mod:`graphcore.backend.catalog`), so
+they need no workflow code: no ``--workflows``. Workflows this process loads (entry points,
+``--workflows``) that no worker published are listed too, with their source ``local`` and the version
+their code has here. Without a Redis URL the catalog is read from the local data of ``graphq run`` when
+there is some.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from typing import Any
 
 import click
 
-from graphcore.backend.catalog import CatalogEntry, read_catalog
+from graphcore.backend.catalog import read_catalog
 from graphcore.backend.reaper import iso_ms
+from graphcore.backend.upgrade_check import ActiveRun, UpgradeReport, active_runs, check_upgrade, pinned
 from graphcore.engine.describe import describe, version_of
+from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.validate import canonical_json
 from graphcore.errors import ConfigError, UnknownWorkflowError
 from graphq.cli.context import AppContext
+from graphq.cli.errors import EXIT_FAILURE
 from graphq.cli.output import err_console, output_option, print_json, print_table, short, when
 
 __all__ = ["workflows"]
@@ -34,6 +39,8 @@ class _Version:
     published_at: str | None
     served_by: list[str]
     local: bool
+    pinned_runs: int = 0
+    """Runs that have not ended and started with this version."""
 
     @property
     def source(self) -> str:
@@ -58,22 +65,21 @@ def _source(published: bool, local: bool) -> str:
     return "catalog+local" if published and local else "catalog" if published else "local"
 
 
-def _published(app: AppContext, name: str | None) -> list[CatalogEntry]:
-    """The catalog; without a Redis URL, that of the local data (none when there is no local data)."""
-    if app.local:
-        try:
-            kv = app.kv(local=True, share=True)
-        except ConfigError:
-            return []
-    else:
-        kv = app.kv()
-    return read_catalog(kv, name)
+def _reader(app: AppContext) -> Any | None:
+    """The Redis client to read; without a Redis URL, that of the local data (None when there is none)."""
+    if not app.local:
+        return app.kv()
+    try:
+        return app.kv(local=True, share=True)
+    except ConfigError:
+        return None
 
 
 def _gather(app: AppContext, name: str | None = None) -> list[_Workflow]:
-    """Published workflows merged with the local registry's, by name."""
+    """Published workflows merged with the local registry's, by name; each version with its pinned runs."""
+    kv = _reader(app)
     found: dict[str, _Workflow] = {}
-    for entry in _published(app, name):
+    for entry in [] if kv is None else read_catalog(kv, name):
         found[entry.name] = _Workflow(
             entry.name,
             [
@@ -91,12 +97,27 @@ def _gather(app: AppContext, name: str | None = None) -> list[_Workflow]:
             same[0].local = True
         else:
             flow.versions.append(_Version(version, description, None, [], True))
+    counts = pinned(_active(kv, name))
+    for flow in found.values():
+        for v in flow.versions:
+            v.pinned_runs = counts[(flow.name, v.version)]
     return [found[n] for n in sorted(found)]
+
+
+def _active(kv: Any | None, name: str | None = None) -> list[ActiveRun]:
+    """The runs that have not ended (of workflow ``name`` when given); none without data to read."""
+    return [] if kv is None else active_runs(kv, name)
 
 
 def _version_json(v: _Version, whole: bool) -> dict[str, Any]:
     """A version as JSON: with its whole description (``show``), or its node names only (``list``)."""
-    head = {"version": v.version, "published_at": v.published_at, "served_by": v.served_by, "local": v.local}
+    head = {
+        "version": v.version,
+        "published_at": v.published_at,
+        "served_by": v.served_by,
+        "pinned_runs": v.pinned_runs,
+        "local": v.local,
+    }
     if not whole:
         return {**head, "nodes": [n["name"] for n in v.description["nodes"]]}
     return {**head, **{k: v.description[k] for k in ("channels", "nodes", "edges")}}
@@ -120,13 +141,14 @@ def workflows() -> None:
 @click.pass_obj
 def list_workflows(app: AppContext, output: str) -> None:
     """List workflows, one row per version (newest first): name, version (its first 12 hex digits), nodes,
-    how many live workers serve it, source (catalog: published by a worker; local: only loaded here, not
-    published; catalog+local: both, the same version). A workflow served in two versions at once gets a
-    note on stderr.
+    how many live workers serve it, how many runs that have not ended started with it (pinned runs),
+    source (catalog: published by a worker; local: only loaded here, not published; catalog+local: both,
+    the same version). A workflow served in two versions at once gets a note on stderr.
 
     \b
     -o json: [{"name", "source", "nodes": [names, newest version], "versions": [{"version": 64 hex,
-    "published_at": ISO UTC | null, "served_by": [worker ids], "local": bool, "nodes": [names]}]}]"""
+    "published_at": ISO UTC | null, "served_by": [worker ids], "pinned_runs": int, "local": bool,
+    "nodes": [names]}]}]"""
     flows = _gather(app)
     if output == "json":
         print_json([_workflow_json(f, whole=False) for f in flows])
@@ -137,13 +159,16 @@ def list_workflows(app: AppContext, output: str) -> None:
             v.version[:_SHORT],
             ", ".join(n["name"] for n in v.description["nodes"]),
             len(v.served_by),
+            v.pinned_runs,
             v.source,
         )
         for f in flows
         for v in f.versions
     ]
     print_table(
-        ("workflow", "version", "nodes", "served by", "source"), rows, no_wrap=("workflow", "version")
+        ("workflow", "version", "nodes", "served by", "pinned runs", "source"),
+        rows,
+        no_wrap=("workflow", "version"),
     )
     _note_versions(flows)
 
@@ -200,9 +225,10 @@ def show_workflow(app: AppContext, name: str, output: str) -> None:
     NAME exits 2.
 
     \b
-    -o json: {"name", "source", "nodes", "versions": [{"version", "published_at", "served_by", "local",
-    "channels": [{"name", "reducer"}], "nodes": [{"name", "fn", "subgraph", "settings", "timeout_s",
-    "retry"}], "edges": [{"kind": edge|conditional|join|command, "sources", "targets", "router"}]}]}"""
+    -o json: {"name", "source", "nodes", "versions": [{"version", "published_at", "served_by",
+    "pinned_runs", "local", "channels": [{"name", "kind", "reducer"}], "nodes": [{"name", "fn", "subgraph",
+    "settings", "timeout_s", "retry"}], "edges": [{"kind": edge|conditional|join|command, "sources",
+    "targets", "router"}]}]}"""
     flows = _gather(app, name)
     if not flows:
         known = ", ".join(f.name for f in _gather(app)) or "none"
@@ -214,3 +240,82 @@ def show_workflow(app: AppContext, name: str, output: str) -> None:
     click.echo(f"workflow {flow.name} ({flow.source}, {len(flow.versions)} version(s))")
     for v in flow.versions:
         _print_version(v)
+
+
+@workflows.command("check")
+@click.argument("workflow")
+@click.option(
+    "--module",
+    metavar="NEW.MODULE",
+    default=None,
+    help="The module with the new code of WORKFLOW (imported as --workflows modules are); default: the "
+    "WORKFLOW loaded here (entry points, --workflows).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def check_workflow(app: AppContext, workflow: str, module: str | None, as_json: bool) -> None:
+    """Check, before a deploy, that every thread of WORKFLOW with a run that has not ended (queued, running,
+    awaiting input, stopped at a breakpoint) would go on under the new code: the nodes its next tasks and
+    open requests name exist, its stored values fit the new state schema, its channels keep their
+    reducers, its subgraphs are still reachable. One verdict line per thread, then a summary line. Exits 1
+    when a thread would break, 0 otherwise; 2 for an unknown WORKFLOW or a module that does not import or
+    has no such workflow.
+
+    \b
+    --json: {"workflow", "version": the new code's (64 hex), "threads": [{"thread_id", "runs": [{"id",
+    "status", "at_breakpoint", "version"}], "ok", "problems": [str], "notes": [str]}], "checked", "ok",
+    "would_break"}"""
+    graph = _new_code(app, workflow, module)
+    kv = _reader(app)
+    report = (
+        UpgradeReport(workflow, version_of(describe(graph)), []) if kv is None else check_upgrade(kv, graph)
+    )
+    if as_json:
+        print_json(_report_json(report))
+    else:
+        for verdict in report.threads:
+            click.echo(verdict.line())
+        click.echo(report.summary())
+    if report.broken:
+        click.get_current_context().exit(EXIT_FAILURE)
+
+
+def _new_code(app: AppContext, workflow: str, module: str | None) -> CompiledGraph:
+    """WORKFLOW in ``module``, else the one loaded here.
+
+    Raises:
+        UnknownWorkflowError: no such workflow (in ``module``: naming the module and its workflows).
+        ConfigError: ``module`` does not import.
+    """
+    if module is None:
+        return app.registry.get(workflow)
+    found = app.module_registry(module)
+    if workflow not in found.names():
+        known = ", ".join(found.names()) or "none"
+        raise UnknownWorkflowError(f"module {module!r} has no workflow {workflow!r}; its workflows: {known}")
+    return found.get(workflow)
+
+
+def _report_json(report: UpgradeReport) -> dict[str, Any]:
+    threads = [
+        {
+            "thread_id": t.thread_id,
+            "runs": [
+                {"id": r.id, "status": r.status.value, "at_breakpoint": r.at_breakpoint, "version": r.version}
+                for r in t.runs
+            ],
+            "ok": t.ok,
+            "problems": t.problems,
+            "notes": t.notes,
+        }
+        for t in report.threads
+    ]
+    checked = len(report.threads)
+    return {
+        "workflow": report.workflow,
+        "version": report.version,
+        "threads": threads,
+        "checked": checked,
+        "ok": checked - report.broken,
+        "would_break": report.broken,
+    }

@@ -5,12 +5,13 @@ version hashes, two versions of one workflow at once, dead workers dropping out 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 import redis
@@ -19,6 +20,7 @@ from graphcore import END, START, RetryPolicy, StateGraph
 from graphcore.backend import catalog
 from graphcore.backend.catalog import publish, read_catalog
 from graphcore.backend.workers import heartbeat
+from graphcore.engine.channels import DeltaChannel, UntrackedValue
 from graphcore.engine.describe import describe, version_of
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError
@@ -89,6 +91,33 @@ def test_description_lists_each_retry_policy_of_a_list() -> None:
             "jitter": False,
         },
     ]
+
+
+def test_description_names_each_channels_kind_and_reducer() -> None:
+    """Format 2: a channel's entry names its kind and its reducer's ``module.qualname`` (None: plain), so a
+    changed reducer is a changed version (format 1 said only ``reducer: true``)."""
+
+    class State(TypedDict, total=False):
+        plain: int
+        added: Annotated[list[int], operator.add]
+        batched: Annotated[list[int], DeltaChannel(_merge)]
+        scratch: Annotated[int, UntrackedValue]
+
+    g = StateGraph(State)
+    g.add_node("a", lambda s: {})
+    g.add_edge(START, "a")
+    d = describe(g.compile(name="kinds"))
+    assert d["format"] == 2
+    assert d["channels"] == [
+        {"name": "plain", "kind": "LastValue", "reducer": None},
+        {"name": "added", "kind": "ReducerChannel", "reducer": "_operator.add"},
+        {"name": "batched", "kind": "DeltaChannel", "reducer": f"{__name__}._merge"},
+        {"name": "scratch", "kind": "UntrackedValue", "reducer": None},
+    ]
+
+
+def _merge(value: list[int], writes: list[list[int]]) -> list[int]:
+    return value + [x for w in writes for x in w]
 
 
 def test_description_names_nodes_settings_and_every_edge() -> None:
@@ -228,7 +257,7 @@ def test_cli_marks_a_published_workflow_loaded_here_too(redis_client: redis.Redi
     rows = [line.replace("│", " ").split() for line in table.splitlines()]
     [row] = [cells for cells in rows if cells[:1] == ["configured"]]
     version = version_of(describe(configured_graph))
-    assert row == ["configured", version[:12], "configured,", "plain", "1", "catalog+local"]
+    assert row == ["configured", version[:12], "configured,", "plain", "1", "0", "catalog+local"]
 
 
 def test_cli_show_unknown_workflow_exits_2_with_one_line(redis_url: str) -> None:

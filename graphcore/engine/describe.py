@@ -16,20 +16,29 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from graphcore.engine.channels import AnyChannel, ReducerChannel
 from graphcore.engine.compiled import GraphSpec, NodeSpec
 from graphcore.engine.retry import RetryPolicies, RetryPolicy
 from graphcore.engine.validate import canonical_json, check_node_settings
 
-__all__ = ["FORMAT", "EdgePart", "describe", "edge_parts", "subgraph_of", "version_of"]
+__all__ = ["FORMAT", "EdgePart", "channel_entry", "describe", "edge_parts", "subgraph_of", "version_of"]
 
-FORMAT = 1
-"""Version of the description's shape (``"format"`` in it)."""
+FORMAT = 2
+"""Version of the description's shape (``"format"`` in it). 2: each channel names its kind and its reducer
+(``module.qualname``); 1 said only ``"reducer": true | false``."""
 
 
 def _name(fn: Callable[..., Any]) -> str:
     """``module.qualname`` of a function (or of a callable's class), stable across processes."""
     target = fn if hasattr(fn, "__qualname__") else type(fn)
     return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+
+
+def channel_entry(name: str, channel: AnyChannel) -> dict[str, Any]:
+    """One channel's entry: ``{"name", "kind": "LastValue" | "ReducerChannel" | "DeltaChannel" |
+    "UntrackedValue", "reducer": "module.qualname" | None}``."""
+    reducer = _name(channel.reducer) if isinstance(channel, ReducerChannel) else None
+    return {"name": name, "kind": type(channel).__name__, "reducer": reducer}
 
 
 def subgraph_of(spec: NodeSpec) -> GraphSpec | None:
@@ -121,12 +130,13 @@ def describe(graph: GraphSpec, limit: int | None = None) -> dict[str, Any]:
         limit: largest node settings, bytes of compact JSON; None → ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH``.
 
     Returns:
-        ``{"format": 1, "name": str, "channels": [{"name": str, "reducer": bool}], "nodes": [{"name",
-        "fn": "module.qualname" | None, "subgraph": {"name", "version"} | None, "settings": {...},
-        "timeout_s": float | None, "retry": {...} | [{...}, ...] | None}], "edges": [{"kind": "edge" |
-        "conditional" | "join" | "command", "sources": [str], "targets": [str] | None, "router": str |
-        None}]}``; START and END appear as ``"__start__"`` and ``"__end__"``. ``targets`` is None for a
-        conditional edge without a ``path_map`` (its router may go anywhere).
+        ``{"format": 2, "name": str, "channels": [{"name": str, "kind": str, "reducer": str | None}],
+        "nodes": [{"name", "fn": "module.qualname" | None, "subgraph": {"name", "version"} | None,
+        "settings": {...}, "timeout_s": float | None, "retry": {...} | [{...}, ...] | None}], "edges":
+        [{"kind": "edge" | "conditional" | "join" | "command", "sources": [str], "targets": [str] | None,
+        "router": str | None}]}`` (a channel's entry: :func:`channel_entry`); START and END appear as
+        ``"__start__"`` and ``"__end__"``. ``targets`` is None for a conditional edge without a
+        ``path_map`` (its router may go anywhere).
 
     Raises:
         ConfigError: a node's settings are not JSON or are above the limit (naming the node, size, limit).
@@ -134,7 +144,7 @@ def describe(graph: GraphSpec, limit: int | None = None) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "name": graph.name,
-        "channels": [{"name": k, "reducer": graph.schema.is_reducer(k)} for k in graph.schema.channels],
+        "channels": [channel_entry(k, ch) for k, ch in graph.schema.channels.items()],
         "nodes": [_node(spec, limit) for spec in graph.nodes.values()],
         "edges": _edges(graph),
     }

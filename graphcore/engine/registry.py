@@ -194,6 +194,17 @@ class Registry:
                 _add_module(graphs, owners, name)
         return cls(graphs)
 
+    @classmethod
+    def of_module(cls, name: str) -> Registry:
+        """The workflows of module ``name`` alone (no entry points): new code to compare with what runs.
+
+        Raises:
+            ConfigError: the module cannot be imported, or two of its graphs have one name.
+        """
+        graphs: dict[str, CompiledGraph] = {}
+        _add_module(graphs, {}, name)
+        return cls(graphs)
+
     def add(self, graph: CompiledGraph) -> None:
         """Register ``graph`` under its name.
 

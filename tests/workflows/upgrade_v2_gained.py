@@ -1,0 +1,17 @@
+"""Workflow ``upgrade`` whose channel ``notes`` gained a reducer (it was a plain channel)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, TypedDict
+
+from tests.workflows.upgrade_v1 import build
+
+
+class State(TypedDict, total=False):
+    count: int
+    items: Annotated[list[str], operator.add]
+    notes: Annotated[str, operator.add]
+
+
+graph = build(State).compile(name="upgrade")
