@@ -12,6 +12,7 @@ from graphcore.backend.admission import waiting_deadline_ms
 from graphcore.backend.client import Client
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
+from graphcore.errors import RunNotFoundError
 from graphcore.types import Interrupt
 from graphq.cli.bounds import LIMIT
 from graphq.cli.context import AppContext
@@ -29,6 +30,7 @@ from graphq.cli.records import (
 )
 from graphq.cli.watch import watch
 from graphq.scheduler.schedules import ScheduleStore
+from graphq.worker.pinned import SHORT, unserved, waiting_runs
 
 __all__ = ["record_json", "runs"]
 
@@ -73,8 +75,9 @@ def runs() -> None:
 @click.option(
     "--stuck",
     is_flag=True,
-    help="Only runs that have not ended and whose lease lapsed: their worker died (or stopped renewing "
-    "it) and the reaper has not acted on them yet; longest lapsed first, with the worker and when.",
+    help="Only runs that have not ended and cannot go on now: their lease lapsed (their worker died, or "
+    "stopped renewing it, and the reaper has not acted on them yet; longest lapsed first, with the worker "
+    "and when), then those whose next step waits for a worker serving the version they are pinned to.",
 )
 @output_option
 @click.pass_obj
@@ -105,7 +108,7 @@ def list_runs(
             "--stuck"
         )
     if stuck:
-        _list_stuck(reader.stuck_runs(limit, where), output)
+        _list_stuck(reader, app.settings.queue, limit, where, output)
         return
     if chain_of is not None:
         _list_chain(reader.chain(chain_of), limit, output)
@@ -115,13 +118,22 @@ def list_runs(
         print_json([_listed(r) for r in records])
         return
     rows = [
-        (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at)) for r in records
+        (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at), _version(r))
+        for r in records
     ]
     print_table(
-        ("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)"),
+        ("run", "workflow", "status", "steps", "thread", "tenant", "created (UTC)", "version"),
         rows,
-        no_wrap=("run", "thread", "tenant", "created (UTC)"),
+        no_wrap=("run", "thread", "tenant", "created (UTC)", "version"),
     )
+
+
+def _version(r: RunRecord) -> str:
+    """A run's version in a table: its first hex digits, with ``(pinned)`` when its steps are pinned to it;
+    empty before its first step."""
+    if r.version is None:
+        return ""
+    return f"{r.version[:SHORT]} (pinned)" if r.pinned else r.version[:SHORT]
 
 
 def _listed(record: RunRecord) -> dict[str, Any]:
@@ -171,20 +183,49 @@ def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
     )
 
 
-def _list_stuck(found: list[tuple[RunRecord, int]], output: str) -> None:
-    """The table (or JSON, with ``lease_lapsed_at``) of ``runs list --stuck``."""
+def _list_stuck(reader: Client, base: str, limit: int, where: RunFilter, output: str) -> None:
+    """The table (or JSON, with ``lease_lapsed_at`` and ``waiting_for_version``) of ``runs list --stuck``:
+    runs whose lease lapsed, then runs waiting for a worker serving their version, at most ``limit``."""
+    lapsed = [(r, iso_ms(at), None) for r, at in reader.stuck_runs(limit, where)]
+    pinned = [(r, None, r.version) for r in _unserved(reader, base, limit - len(lapsed), where)]
+    found = lapsed + pinned
     if output == "json":
-        print_json([_listed(r) | {"lease_lapsed_at": iso_ms(at)} for r, at in found])
+        print_json([_listed(r) | {"lease_lapsed_at": at, "waiting_for_version": v} for r, at, v in found])
         return
     rows = [
-        (r.id, r.workflow, r.status.value, r.step, r.tenant, r.worker or "", when(iso_ms(at)))
-        for r, at in found
+        (
+            r.id,
+            r.workflow,
+            r.status.value,
+            r.step,
+            r.tenant,
+            r.worker or "",
+            "" if at is None else when(at),
+            "" if v is None else f"a worker serving version {v[:SHORT]}",
+        )
+        for r, at, v in found
     ]
     print_table(
-        ("run", "workflow", "status", "steps", "tenant", "worker", "lease lapsed (UTC)"),
+        ("run", "workflow", "status", "steps", "tenant", "worker", "lease lapsed (UTC)", "waiting for"),
         rows,
         no_wrap=("run", "tenant", "worker", "lease lapsed (UTC)"),
     )
+
+
+def _unserved(reader: Client, base: str, limit: int, where: RunFilter) -> list[RunRecord]:
+    """Up to ``limit`` runs matching ``where`` whose next step waits for a worker serving their version."""
+    found: list[RunRecord] = []
+    for run_id, _ in waiting_runs(reader.kv, base):
+        if len(found) >= limit:
+            break
+        try:
+            record = reader.get_run(run_id)
+        except RunNotFoundError:  # its thread expired or was deleted meanwhile
+            continue
+        fields = (record.tenant, record.status.value, record.workflow, record.schedule, record.created_at)
+        if where.matches(*fields) and unserved(reader.kv, base, record):
+            found.append(record)
+    return found
 
 
 def _slot_deadline(reader: Client, record: RunRecord) -> int | None:
@@ -198,13 +239,16 @@ def _summary(result: Any) -> list[tuple[str, str]]:
     return [(f"result.{key}", short(value)) for key, value in result.items()]
 
 
-def _fields(r: RunRecord, step: int | None, slot_deadline_ms: int | None = None) -> list[tuple[str, Any]]:
+def _fields(
+    r: RunRecord, step: int | None, slot_deadline_ms: int | None = None, unserved: bool = False
+) -> list[tuple[str, Any]]:
     fields: list[tuple[str, Any]] = [
         ("run", r.id),
         ("workflow", r.workflow),
         ("status", r.status.value),
         ("thread", r.thread_id),
         ("tenant", r.tenant),
+        ("version", _version(r) or ("none yet (its first step sets it)" if not r.terminal else "")),
         ("step", step),
         ("steps done", r.step),
         ("head", r.head),
@@ -213,6 +257,9 @@ def _fields(r: RunRecord, step: int | None, slot_deadline_ms: int | None = None)
         ("ended", r.ended_at),
         ("input", short(r.input)),
     ]
+    if unserved and r.version is not None:
+        note = "no live worker serves it; start one, or `graphq runs migrate`"
+        fields.append(("waiting for", f"a worker serving version {r.version[:SHORT]} ({note})"))
     if slot_deadline_ms is not None:
         fields.append(("waiting for", "a slot (GRAPHQ_MAX_CONCURRENT_RUNS[_PER_TENANT] or its workflow's)"))
         fields.append(("deadline", f"{when(iso_ms(slot_deadline_ms))} UTC (canceled if still waiting)"))
@@ -257,8 +304,12 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     step it runs next, waits for input in, or failed in; for a completed run its last. steps done counts
     the super-steps this run committed.
 
+    A run pinned to a version of its workflow (version ... (pinned)) whose next step no live worker can
+    take, as none serves that version, says "waiting for a worker serving version X".
+
     --output json prints the whole record, result and error included ("step" is its steps done,
-    "thread_step" the step above, "waiting_for_slot_until" the deadline of a run waiting for a slot),
+    "thread_step" the step above, "waiting_for_slot_until" the deadline of a run waiting for a slot,
+    "waiting_for_version" the version of a run waiting for a worker serving it),
     "all_requests" (every request it made, as `graphq runs requests RUN --all -o json`) and "requests" (the
     open ones) when it waits.
     """
@@ -271,17 +322,25 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
         extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
         thread_step = {"thread_step": reader.thread_step(record)}  # "step" is the record's: steps done
         slot = _slot_deadline(reader, record)
+        version = record.version if unserved(reader.kv, app.settings.queue, record) else None
         print_json(
             record_json(record)
             | thread_step
             | {"waiting_for_slot_until": None if slot is None else iso_ms(slot)}
+            | {"waiting_for_version": version}
             | {"all_requests": [request_record_json(r) for r in made]}
             | extra
         )
         return
     print_table(
         ("field", "value"),
-        _fields(record, reader.thread_step(record), _slot_deadline(reader, record)) + _expiry(open_requests),
+        _fields(
+            record,
+            reader.thread_step(record),
+            _slot_deadline(reader, record),
+            unserved(reader.kv, app.settings.queue, record),
+        )
+        + _expiry(open_requests),
         no_wrap=("field",),
         limit=_SHOWN,
     )

@@ -41,6 +41,7 @@ from graphcore.backend.reaper import server_ms
 from graphcore.errors import ConfigError
 from graphcore.settings import Settings
 from graphq.worker.health import pid_alive
+from graphq.worker.pinned import SHORT, version_queues
 from graphq.worker.queue import queue_name, waiting_jobs
 
 __all__ = [
@@ -144,8 +145,15 @@ _GAUGES = {
         ("tenant",),
     ),
     "graphq_queue_depth": (
-        "Step jobs waiting in a workflow's RQ queue (read from Redis at scrape time).",
+        "Step jobs waiting in a workflow's RQ queues: its own and those of its pinned runs' versions (read "
+        "from Redis at scrape time).",
         ("workflow",),
+    ),
+    "graphq_runs_waiting_for_version": (
+        "Runs whose next step waits for a worker serving the version of the workflow they are pinned to "
+        "(no live worker listens on that version's queue), by workflow and version (its first 12 hex "
+        "digits; read from Redis at scrape time).",
+        ("workflow", "version"),
     ),
 }
 
@@ -348,12 +356,16 @@ class RedisCollector(Collector):
         kv: redis-py client.
         queues: workflow → RQ queue key (``rq:queue:<name>``).
         tenant_cap: tenants shown one by one below this many.
+        base: ``GRAPHQ_QUEUE``: the queues of these workflows' pinned runs (:mod:`graphq.worker.pinned`)
+            count in their depth, and those no live worker listens on in
+            ``graphq_runs_waiting_for_version``; None: neither.
     """
 
-    def __init__(self, kv: Any, queues: dict[str, str], tenant_cap: int) -> None:
+    def __init__(self, kv: Any, queues: dict[str, str], tenant_cap: int, base: str | None = None) -> None:
         self.kv = kv
         self.queues = queues
         self.tenant_cap = tenant_cap
+        self.base = base
 
     def describe(self) -> Iterable[Metric]:
         return []
@@ -362,7 +374,7 @@ class RedisCollector(Collector):
         families = {n: GaugeMetricFamily(n, doc, labels=list(lab)) for n, (doc, lab) in _GAUGES.items()}
         try:
             self._tenants(families)
-            self._queues(families["graphq_queue_depth"])
+            self._queues(families["graphq_queue_depth"], families["graphq_runs_waiting_for_version"])
         except Exception:  # Redis away: the scrape still answers (with what it has; /healthz says why)
             pass
         yield from families.values()
@@ -382,9 +394,14 @@ class RedisCollector(Collector):
             queued.add_metric([row.tenant], row.queued)
             oldest.add_metric([row.tenant], row.oldest_wait_s or 0.0)
 
-    def _queues(self, depth: GaugeMetricFamily) -> None:
-        lengths = waiting_jobs(self.kv, list(self.queues.values()))
-        for workflow, length in zip(self.queues, lengths, strict=True):
+    def _queues(self, depth: GaugeMetricFamily, waiting: GaugeMetricFamily) -> None:
+        lengths = dict(zip(self.queues, waiting_jobs(self.kv, list(self.queues.values())), strict=True))
+        pinned = version_queues(self.kv, self.base) if self.base is not None else []
+        for queue in (q for q in pinned if q.workflow in lengths):
+            lengths[queue.workflow] += queue.waiting
+            if not queue.served and queue.waiting:
+                waiting.add_metric([queue.workflow, queue.version[:SHORT]], queue.waiting)
+        for workflow, length in lengths.items():
             depth.add_metric([workflow], length)
 
 
@@ -452,11 +469,12 @@ def stop_multiprocess(directory: str) -> None:
 
 
 def cluster_collector(kv: Any, settings: Settings, workflows: Iterable[str]) -> RedisCollector:
-    """The :class:`RedisCollector` of these workflows' step queues (``rq:queue:<GRAPHQ_QUEUE>:<workflow>``)
-    and the admission counts: what the worker's and the scheduler's ``/metrics`` export, so that queue depth
-    and runs running stay visible with no worker pod (the dashboard takes the max across pods)."""
+    """The :class:`RedisCollector` of these workflows' step queues (``rq:queue:<GRAPHQ_QUEUE>:<workflow>``,
+    and ``...@<version>`` of their pinned runs) and the admission counts: what the worker's and the
+    scheduler's ``/metrics`` export, so that queue depth and runs running stay visible with no worker pod
+    (the dashboard takes the max across pods)."""
     queues = {w: Queue.redis_queue_namespace_prefix + queue_name(settings.queue, w) for w in workflows}
-    return RedisCollector(kv, queues, settings.metrics_tenant_label_cap)
+    return RedisCollector(kv, queues, settings.metrics_tenant_label_cap, settings.queue)
 
 
 def serve(

@@ -35,6 +35,7 @@ __all__ = [
     "StepJob",
     "connect_client",
     "queue_name",
+    "run_of_job",
     "step_job_id",
     "waiting_jobs",
 ]
@@ -137,6 +138,12 @@ def queue_name(base: str, workflow: str, version: str | None = None) -> str:
 def step_job_id(run_id: str, step: int) -> str:
     """The RQ job id of ``run_id``'s super-step ``step`` (deterministic, R2)."""
     return f"graphq-{run_id}-{step}"
+
+
+def run_of_job(job_id: str) -> str | None:
+    """The run id in a :func:`step_job_id`; None for another job (a split step's helper)."""
+    run_id, _, step = job_id.removeprefix("graphq-").rpartition("-")
+    return run_id if job_id.startswith("graphq-") and step.isdigit() and run_id else None
 
 
 class RQStepQueue:

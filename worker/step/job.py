@@ -75,9 +75,9 @@ from graphq.worker.step.committing import commit, commit_step
 from graphq.worker.step.context import get_context
 from graphq.worker.step.ending import complete, end, fail
 from graphq.worker.step.fence import RefusedWriteError
+from graphq.worker.step.hand_back import hand_back
 from graphq.worker.step.handover import Stop
 from graphq.worker.step.lease import PhaseError, retire_if_stuck
-from graphq.worker.step.hand_back import hand_back
 from graphq.worker.step.pausing import pause, seed_answers, step_answers
 from graphq.worker.step.progress import step_progress
 from graphq.worker.step.replies import ClaimResult
