@@ -43,7 +43,9 @@ def hand_back(ctx: WorkerContext, run: RunRecord, job: Any) -> str:
         ctx.version_for(job) or "?",
     )
     origin = getattr(job, "origin", None) or ctx.queue.of(run).name
-    send = lambda: outlast(_send, ctx, run, origin)  # noqa: E731
+    def send() -> None:
+        outlast(_send, ctx, run, origin)
+
     if job is None:
         send()
     else:
