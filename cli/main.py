@@ -10,8 +10,10 @@ graphq [--redis-url URL] [--workflows MODULES]
   runs watch RUN          a run's events (--mode, --after ID), live until it ends or pauses
   runs requests | answer  a paused run's open requests; answer them (human in the loop)
   runs cancel | resume    cancel a run; continue an ended run's thread in a new run
+  runs migrate            move the runs pinned to one version of a workflow to another (--dry-run)
   state THREAD            a thread's state (--history with branches, --checkpoint ID)
   workflows list | show   the workflow catalog: what the workers serve (no workflow code needed)
+  workflows check NAME    the upgrade check: would the threads in flight go on under new code?
   workers                 the live workers (the run and step each holds)
   tenants                 per tenant: running, queued, limit, oldest wait (R8)
   reaper                  act on lapsed leases: continue interrupted runs (--once)

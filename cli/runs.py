@@ -18,6 +18,7 @@ from graphq.cli.bounds import LIMIT
 from graphq.cli.context import AppContext
 from graphq.cli.control import answer, cancel, requests, resume
 from graphq.cli.inputs import check_ids
+from graphq.cli.migrate import migrate_runs
 from graphq.cli.output import output_option, print_json, print_table, short, when
 from graphq.cli.records import (
     again_command,
@@ -257,12 +258,9 @@ def _fields(
         ("ended", r.ended_at),
         ("input", short(r.input)),
     ]
-    if unserved and r.version is not None:
-        note = "no live worker serves it; start one, or `graphq runs migrate`"
-        fields.append(("waiting for", f"a worker serving version {r.version[:SHORT]} ({note})"))
-    if slot_deadline_ms is not None:
-        fields.append(("waiting for", "a slot (GRAPHQ_MAX_CONCURRENT_RUNS[_PER_TENANT] or its workflow's)"))
-        fields.append(("deadline", f"{when(iso_ms(slot_deadline_ms))} UTC (canceled if still waiting)"))
+    fields += _waits(r, slot_deadline_ms, unserved)
+    if r.migrated_from:
+        fields.append(("migrated", f"from version {r.migrated_from[:SHORT]} at {r.migrated_at}"))
     if r.continued_from_run_id:
         fields.append(("continued from", r.continued_from_run_id))
     if r.continued_by_run_id:
@@ -278,6 +276,18 @@ def _fields(
     if r.error is not None:
         fields += [("error type", r.error.type), ("error", r.error.message)]
     return fields + _summary(r.result)
+
+
+def _waits(r: RunRecord, slot_deadline_ms: int | None, unserved: bool) -> list[tuple[str, Any]]:
+    """What a run that has not ended waits for: a worker serving its version, an admission slot."""
+    rows: list[tuple[str, Any]] = []
+    if unserved and r.version is not None:
+        note = "no live worker serves it; start one, or `graphq runs migrate`"
+        rows.append(("waiting for", f"a worker serving version {r.version[:SHORT]} ({note})"))
+    if slot_deadline_ms is not None:
+        rows.append(("waiting for", "a slot (GRAPHQ_MAX_CONCURRENT_RUNS[_PER_TENANT] or its workflow's)"))
+        rows.append(("deadline", f"{when(iso_ms(slot_deadline_ms))} UTC (canceled if still waiting)"))
+    return rows
 
 
 def _expiry(open_requests: list[Interrupt]) -> list[tuple[str, Any]]:
@@ -356,5 +366,5 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
         click.echo(f"answer one again, on a new branch, with: {again_command(record.id)}")
 
 
-for _command in (watch, requests, answer, cancel, resume):
+for _command in (watch, requests, answer, cancel, resume, migrate_runs):
     runs.add_command(_command)

@@ -56,9 +56,13 @@ def worker(app: AppContext, burst: bool, concurrency: int, log_level: str, metri
     kv = app.kv()
     registry = app.registry
     names = ", ".join(registry.names()) or "none"
+    base = app.settings.queue
+    queues = repr(queue_name(base, "<workflow>", "<version>"))
+    if app.settings.take_new_runs:
+        queues = f"{queue_name(base, '<workflow>')!r} and {queues}"
     announce(
-        f"graphq worker: {concurrency} process(es) on {redact_url(app.redis_url())}, "
-        f"queues {queue_name(app.settings.queue, '<workflow>')!r}; workflows: {names}",
+        f"graphq worker: {concurrency} process(es) on {redact_url(app.redis_url())}, queues {queues}; "
+        f"workflows: {names}",
         "graphq.worker",
     )
     if not registry.names():

@@ -252,6 +252,14 @@ class Settings(BaseSettings):
             "the workflow (LangGraph's behaviour). A workflow's or a run's `version_policy` option wins."
         ),
     )
+    take_new_runs: bool = Field(
+        default=True,
+        description=(
+            "Whether a worker takes runs' first steps (and the steps of runs not pinned) from its workflows' "
+            "queues; false: only the steps of runs pinned to the versions it serves, so that a release being "
+            "retired finishes its pinned runs while the new release starts the new ones."
+        ),
+    )
     shard_batch_tasks: int = Field(
         default=32,
         ge=1,

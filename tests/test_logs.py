@@ -204,7 +204,8 @@ def test_with_json_every_line_of_a_worker_is_json_and_rq_lines_name_the_job(
     assert (banner["level"], banner["logger"]) == ("INFO", "graphq.worker")
     workflows = ", ".join(Registry.load(["tests.workflows.basic"]).names())
     assert banner["message"] == (
-        f"graphq worker: 1 process(es) on {redis_url}, queues 'graphq:<workflow>'; workflows: {workflows}"
+        f"graphq worker: 1 process(es) on {redis_url}, queues 'graphq:<workflow>' and "
+        f"'graphq:<workflow>@<version>'; workflows: {workflows}"
     )
     about_jobs = [e for e in entries if e["logger"].startswith("rq") and f"graphq-{failed}-" in e["message"]]
     assert len(about_jobs) >= 2  # the job's start and its end, for each of its 2 steps
@@ -219,7 +220,8 @@ def test_the_banner_names_the_queues_by_their_configured_prefix(redis_url: str, 
     assert result.returncode == 0, result.stderr
     workflows = ", ".join(Registry.load(["tests.workflows.basic"]).names())
     assert result.stderr.splitlines()[0] == (
-        f"graphq worker: 1 process(es) on {redis_url}, queues 'jobs:<workflow>'; workflows: {workflows}"
+        f"graphq worker: 1 process(es) on {redis_url}, queues 'jobs:<workflow>' and "
+        f"'jobs:<workflow>@<version>'; workflows: {workflows}"
     )
 
 

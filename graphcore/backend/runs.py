@@ -141,6 +141,10 @@ class RunRecord(BaseModel):
     """The version of the workflow the run started with (the catalog's version hash, 64 hex digits,
     :func:`graphcore.engine.describe.version_of`): that of the worker that claimed its first step (written
     by the claim); a continuation, an answer's run and a resume keep their run's. None until then."""
+    migrated_from: str | None = None
+    """The version it was pinned to before ``graphq runs migrate`` moved it to :attr:`version` (at
+    :attr:`migrated_at`, ISO-8601); None: never moved."""
+    migrated_at: str | None = None
     pinned: bool = False
     """Whether the run's steps after its first run only on workers serving :attr:`version` (version policy
     ``pin``, fixed when the run is created); False: on any worker serving the workflow (``latest``, as
@@ -219,6 +223,8 @@ class RunRecord(BaseModel):
             budget_from=int(text.get("budget_from") or 0),
             version=text.get("version") or None,
             pinned=text.get("pinned") == "1",
+            migrated_from=text.get("migrated_from") or None,
+            migrated_at=text.get("migrated_at") or None,
         )
 
 

@@ -50,7 +50,7 @@ __all__ = ["PAGE", "ActiveRun", "ThreadVerdict", "UpgradeReport", "active_runs",
 PAGE = 500
 """Runs (listing) and threads (checking) read per pipelined page, by default."""
 
-_FIELDS = ["workflow", "status", "version", "head", "breakpoint"]
+_FIELDS = ["workflow", "status", "version", "head", "breakpoint", "pinned"]
 """The run hash fields the listing reads."""
 
 _CHECKER = "__upgrade_check__"
@@ -68,6 +68,8 @@ class ActiveRun:
         at_breakpoint: awaiting input at a static breakpoint it was not let past yet.
         version: the workflow's catalog version it started with (64 hex digits); None in older records.
         head: the newest checkpoint it committed, None before its input was applied.
+        pinned: its steps run only on workers serving ``version``
+            (:attr:`graphcore.backend.runs.RunRecord.pinned`).
     """
 
     id: str
@@ -77,6 +79,7 @@ class ActiveRun:
     version: str | None
     head: str | None
     at_breakpoint: bool
+    pinned: bool = False
 
     @property
     def label(self) -> str:
@@ -112,12 +115,12 @@ def _run_page(kv: Any, start: int, page: int, workflow: str | None) -> list[Acti
         pipe.hmget(keys.run(thread, run_id), _FIELDS)
     found = []
     for (run_id, thread), values in zip(pairs, pipe.execute(), strict=True):
-        flow, status, version, head, mark = (None if v is None else v.decode() for v in values)
+        flow, status, version, head, mark, pin = (None if v is None else v.decode() for v in values)
         if flow is None or status is None or status in TERMINAL or workflow not in (None, flow):
             continue
         stop = json.loads(mark) if mark else {}
         stopped = status == RunStatus.AWAITING_INPUT and bool(stop) and not stop.get("continued")
-        found.append(ActiveRun(run_id, thread, flow, RunStatus(status), version, head, stopped))
+        found.append(ActiveRun(run_id, thread, flow, RunStatus(status), version, head, stopped, pin == "1"))
     return found
 
 

@@ -55,15 +55,16 @@ class WorkerContext:
         """The names of the queues this worker listens on, in the order it takes jobs from them: for each of
         its workflows, the queue of the steps of runs pinned to the version it serves (a started run's next
         step goes ahead of new runs), then the workflow's queue (runs' first steps, and every step of runs
-        not pinned); :attr:`serving` is set with them.
+        not pinned) unless ``GRAPHQ_TAKE_NEW_RUNS`` is off; :attr:`serving` is set with them.
 
         Raises:
             ConfigError: a node's settings are above ``GRAPHQ_MAX_NODE_SETTINGS_LENGTH`` (no version).
         """
         for name in self.registry.names():
             version = self.registry.version(name)
-            for queue in (self.queue.queue(name, version), self.queue.queue(name)):
-                self.serving[queue.name] = version
+            self.serving[self.queue.queue(name, version).name] = version
+            if self.settings.take_new_runs:
+                self.serving[self.queue.queue(name).name] = version
         return list(self.serving)
 
     def version_for(self, job: Any) -> str:

@@ -43,6 +43,7 @@ def hand_back(ctx: WorkerContext, run: RunRecord, job: Any) -> str:
         ctx.version_for(job) or "?",
     )
     origin = getattr(job, "origin", None) or ctx.queue.of(run).name
+
     def send() -> None:
         outlast(_send, ctx, run, origin)
 

@@ -1,0 +1,95 @@
+"""Moving the runs pinned to one version of a workflow to another (``graphq runs migrate``).
+
+A run pinned to a version (:attr:`graphcore.backend.runs.RunRecord.pinned`) waits for a worker serving it;
+once the old release is gone, its runs can be moved to the new one, after the upgrade check
+(:mod:`graphcore.backend.upgrade_check`) found that their threads go on under the new code. The move:
+
+1. each run that has not ended and is still pinned to the old version gets the new one, recorded on it
+   (``migrated_from``, ``migrated_at``) and in its event stream (``migrate_run.lua``), in pipelined pages;
+2. the step jobs waiting on the old version's queue go, in order, to the new version's queue (one
+   transaction, done again if a worker takes a job meanwhile); a split step's helper jobs stay.
+
+A step running on an old worker meanwhile commits onto the old queue; a worker serving the old version
+takes that job and hands it to the new version's queue (:mod:`graphq.worker.step.hand_back`). A run
+waiting for an admission slot keeps the job admission stored for it, on the old queue: it too is handed
+on by an old worker, or waits for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.exceptions import WatchError
+from rq.job import Job
+
+from graphcore import keys
+from graphcore.backend.connection import retry_transient
+from graphcore.backend.events import encode_event
+from graphcore.backend.lua import script
+from graphcore.backend.runs import now_iso
+from graphcore.backend.upgrade_check import ActiveRun
+from graphq.worker.queue import RQStepQueue, run_of_job
+
+__all__ = ["PAGE", "migrate", "move_jobs"]
+
+PAGE = 500
+"""Runs moved per pipelined round trip."""
+
+
+def migrate(kv: Any, runs: Sequence[ActiveRun], old: str, new: str) -> list[str]:
+    """Move ``runs`` (pinned to version ``old`` of one workflow) to version ``new``, then their queued
+    step jobs. Transient Redis errors are retried.
+
+    Returns:
+        The ids of the runs moved (a run that ended, or was moved, meanwhile is left out).
+
+    Raises:
+        redis.RedisError: Redis failed permanently, or transiently through every retry.
+    """
+    moved: list[str] = []
+    if runs:
+        retry_transient(script(kv, "migrate_run").load)
+    for start in range(0, len(runs), PAGE):
+        moved += retry_transient(_move_page, kv, runs[start : start + PAGE], old, new)
+    if runs:
+        retry_transient(move_jobs, kv, runs[0].workflow, old, new)
+    return moved
+
+
+def _move_page(kv: Any, runs: Sequence[ActiveRun], old: str, new: str) -> list[str]:
+    pipe = kv.pipeline(transaction=False)
+    now = now_iso()
+    for run in runs:
+        data = encode_event("status", 0, {"status": run.status.value, "version": new, "migrated_from": old})
+        script_keys = [keys.run(run.thread_id, run.id), keys.run_events(run.thread_id, run.id)]
+        script(kv, "migrate_run").queue(pipe, script_keys, [old, new, now, data["data"]])
+    return [run.id for run, done in zip(runs, pipe.execute(), strict=True) if int(done)]
+
+
+def move_jobs(kv: Any, workflow: str, old: str, new: str) -> int:
+    """Move the step jobs waiting on ``workflow``'s queue of version ``old`` to that of ``new``, in order
+    (one transaction, WATCHing the old queue: tried again when a worker takes a job meanwhile). Returns how
+    many moved."""
+    steps = RQStepQueue(kv)
+    source, target = steps.queue(workflow, old), steps.queue(workflow, new)
+    while True:
+        with kv.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(source.key)
+                ids = [i.decode() for i in pipe.lrange(source.key, 0, -1)]
+                step_jobs = [i for i in ids if run_of_job(i) is not None]
+                others = [i for i in ids if run_of_job(i) is None]
+                pipe.multi()
+                if step_jobs:
+                    pipe.delete(source.key)
+                    if others:
+                        pipe.rpush(source.key, *others)
+                    pipe.rpush(target.key, *step_jobs)
+                    pipe.sadd(target.redis_queues_keys, target.key)
+                    for job_id in step_jobs:
+                        pipe.hset(Job.key_for(job_id), "origin", target.name)
+                pipe.execute()
+                return len(step_jobs)
+            except WatchError:
+                continue
