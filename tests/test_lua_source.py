@@ -74,7 +74,15 @@ def test_the_fence_and_the_terminal_statuses_are_written_once() -> None:
         "split_open",
         "split_progress",
     ]
-    assert checks == ["abandon_step", "claim_step", "commit_step", "set_status", "split_progress"]
+    assert checks == [
+        "abandon_step",
+        "claim_step",
+        "commit_step",
+        "hand_back",
+        "migrate_run",
+        "set_status",
+        "split_progress",
+    ]
 
 
 def _calls(kv: redis.Redis) -> dict[str, int]:

@@ -27,7 +27,7 @@ from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.worker.queue import RQStepQueue, step_job_id
-from tests.workers import Procs, Start, ended, rq_states, wait_for, worker_children
+from tests.workers import Procs, Start, ended, rq_states, run_queue, wait_for, worker_children
 from tests.workflows.shutdown import DRAIN_S, behave, log_lines, shutdown_env, started
 
 REGISTRY = Registry.load(["tests.workflows.shutdown"])
@@ -68,7 +68,7 @@ def assert_continued(client: Client, kv: redis.Redis, run: RunRecord) -> None:
         2,
         run.head,
     )
-    queued = [j.decode() for j in kv.lrange("rq:queue:graphq:two-steps", 0, -1)]
+    queued = [j.decode() for j in kv.lrange(run_queue(client, successor.id), 0, -1)]
     assert queued == [step_job_id(successor.id, 0)]
 
 
@@ -244,7 +244,7 @@ def test_sigterm_just_after_the_pop_runs_the_job_it_took(
     run = client.get_run(run_id)
     assert (run.status, run.step) == (RunStatus.RUNNING, 1)
     assert [what for _, what in log_lines(tmp_path)] == [f"popped {step_job_id(run_id, 0)}", *BOTH_STEPS[:2]]
-    assert redis_client.lrange("rq:queue:graphq:two-steps", 0, -1) == [step_job_id(run_id, 1).encode()]
+    assert redis_client.lrange(run_queue(client, run_id), 0, -1) == [step_job_id(run_id, 1).encode()]
 
 
 def test_a_give_up_asked_while_an_idle_process_is_ending_does_not_fail_the_worker(start: Start) -> None:
@@ -517,7 +517,7 @@ def test_a_step_given_up_is_not_continued_at_the_chain_limit_or_with_resume_off(
     assert run.error is not None and (run.error.type, run.error.message) == ("WorkerShutdown", message)
     assert run.continued_by_run_id is None
     assert [c.step for c in client.get_history(run.thread_id)] == [1, 0, -1]
-    assert redis_client.llen("rq:queue:graphq:two-steps") == 0
+    assert redis_client.llen(run_queue(client, run_id)) == 0
     assert redis_client.exists(keys.thread_active(run.thread_id)) == 0  # the thread is free again
 
 

@@ -26,7 +26,7 @@ from graphcore.settings import Settings, get_settings
 from graphq.worker.queue import RQStepQueue, step_job_id
 from tests.cli_helpers import invoke, ok
 from tests.envs import clean_env
-from tests.workers import SCRIPT, Start, graphq, rq_states, wait_for, worker_env
+from tests.workers import SCRIPT, Start, graphq, rq_states, run_queue, wait_for, worker_env
 from tests.workflows.shutdown import log_lines
 
 FLOWS = "tests.workflows.shutdown"
@@ -191,8 +191,9 @@ def test_running_step_finishes_and_its_next_step_waits(
     record = client.get_run(run_id)
     assert (record.status, record.step) == (RunStatus.RUNNING, 1)
     assert node_log(tmp_path) == ["first start", "first end"]
-    assert [j.decode() for j in redis_client.lrange(QUEUE, 0, -1)] == [step_job_id(run_id, 1)]
-    assert redis_client.llen(f"{QUEUE}:intermediate") == 0
+    pinned = run_queue(client, run_id)  # its steps after the first: its version's queue
+    assert [j.decode() for j in redis_client.lrange(pinned, 0, -1)] == [step_job_id(run_id, 1)]
+    assert redis_client.llen(f"{pinned}:intermediate") == 0
     assert rq_states(redis_client) == ["suspended", "suspended"]
     refused = invoke(FLOWS, redis_url, "enqueue", "two-steps")
     assert refused.exit_code == 2 and "graphq is disabled cluster-wide" in one_line(refused.stderr)
@@ -201,7 +202,8 @@ def test_running_step_finishes_and_its_next_step_waits(
     assert (final.status, final.step, final.result["done"]) == (RunStatus.COMPLETED, 2, ["first", "second"])
     assert node_log(tmp_path) == ["first start", "first end", "second start", "second end"]
     log = (tmp_path / "worker-0.log").read_text()
-    assert f"graphq is disabled; job {step_job_id(run_id, 1)} put back on graphq:two-steps" in log
+    name = pinned.removeprefix("rq:queue:")
+    assert f"graphq is disabled; job {step_job_id(run_id, 1)} put back on {name}" in log
 
 
 def test_worker_with_process_setting_off_takes_no_job(

@@ -351,10 +351,10 @@ def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
     return worker_env(redis_url, FLOWS, tmp_path)
 
 
-def rq_bounded(kv: redis.Redis, registry: str, count: int, ttl_s: float) -> None:
-    """``registry`` holds ``count`` jobs, each expiring within ``ttl_s``, as do every job hash and result."""
+def rq_bounded(kv: redis.Redis, registries: list[str], count: int, ttl_s: float) -> None:
+    """``registries`` hold ``count`` jobs, each expiring within ``ttl_s``, as do every job hash and result."""
     now = time.time()
-    scores = [score for _, score in kv.zrange(registry, 0, -1, withscores=True)]
+    scores = [score for key in registries for _, score in kv.zrange(key, 0, -1, withscores=True)]
     assert len(scores) == count and all(now < score <= now + ttl_s for score in scores), scores
     held = [k for k in kv.keys("rq:job:*") + kv.keys("rq:results:*") if kv.type(k) in (b"hash", b"stream")]
     assert held and all(0 < kv.pttl(k) <= ttl_s * 1000 for k in held)
@@ -371,20 +371,22 @@ def test_rq_job_results_and_failures_are_bounded(
     get_settings.cache_clear()
     queue = RQStepQueue(redis_client, load_settings())
     client = Client(redis_client, REGISTRY, queue)
-    rq_queue = queue.queue("five-steps")
     done = client.enqueue("five-steps", FIVE)
     work(client)
     assert client.get_run(done).status == RunStatus.COMPLETED
-    rq_bounded(redis_client, rq_queue.finished_job_registry.key, 5, 3)
+    # its first step on the workflow's queue, the next four on its version's
+    rq_queues = [queue.queue("five-steps"), queue.of(client.get_run(done))]
+    rq_bounded(redis_client, [q.finished_job_registry.key for q in rq_queues], 5, 3)
     broken = client.enqueue("five-steps", FIVE, thread_id="tt13")
     redis_client.hset(keys.run("tt13", broken), "step", "not a number")
     work(client)
-    rq_bounded(redis_client, rq_queue.failed_job_registry.key, 1, 3)
+    rq_bounded(redis_client, [rq_queues[0].failed_job_registry.key], 1, 3)
     gone = ("rq:job:*", "rq:results:*")
     wait_for(lambda: not any(redis_client.keys(pattern) for pattern in gone), 20, "the jobs to expire")
-    clean_registries(rq_queue)
-    assert redis_client.zcard(rq_queue.failed_job_registry.key) == 0
-    assert redis_client.zcard(rq_queue.finished_job_registry.key) == 0
+    for rq_queue in rq_queues:
+        clean_registries(rq_queue)
+        assert redis_client.zcard(rq_queue.failed_job_registry.key) == 0
+        assert redis_client.zcard(rq_queue.finished_job_registry.key) == 0
 
 
 def test_rq_keeps_step_jobs_no_longer_than_the_thread_ttl(
@@ -400,7 +402,9 @@ def test_rq_keeps_step_jobs_no_longer_than_the_thread_ttl(
     done = client.enqueue("five-steps", FIVE, thread_id="tt14")
     work(client)
     assert client.get_run(done).status == RunStatus.COMPLETED
-    rq_bounded(redis_client, queue.queue("five-steps").finished_job_registry.key, 5, 2)
+    queues = (queue.queue("five-steps"), queue.of(client.get_run(done)))
+    registries = [q.finished_job_registry.key for q in queues]
+    rq_bounded(redis_client, registries, 5, 2)
 
 
 def test_a_continuation_joins_its_thread_retention(ttl: None, client: Client, redis_url: str) -> None:

@@ -14,7 +14,6 @@ import json
 import pytest
 
 from graphcore import keys
-from graphcore.backend.catalog import publish
 from graphcore.backend.client import Client
 from graphcore.backend.upgrade_check import active_runs, check_upgrade
 from graphcore.engine.algo import task_id
@@ -32,12 +31,13 @@ V2_REMOVED = Registry.of_module("tests.workflows.upgrade_v2_removed").get("upgra
 
 def paused(client: Client, thread: str, workflow: str = "upgrade", *, versioned: bool = True) -> str:
     """A run of ``workflow`` on ``thread`` worked until it pauses (at ``review``'s request, or at the
-    breakpoint of ``upgrade_stops``); with ``versioned``, its record names version 1, published."""
+    breakpoint of ``upgrade_stops``): its first step recorded version 1, which the worker published; without
+    ``versioned`` its record names none (as one written before versions were recorded)."""
     run_id = client.enqueue(workflow, {}, thread_id=thread)
     work(client)
-    if versioned:
-        client.kv.hset(keys.run(thread, run_id), "version", version_of(describe(REGISTRY.get(workflow))))
-        publish(client.kv, "w1", [REGISTRY.get(workflow)])
+    assert client.get_run(run_id).version == version_of(describe(REGISTRY.get(workflow)))
+    if not versioned:
+        client.kv.hdel(keys.run(thread, run_id), "version")
     return run_id
 
 

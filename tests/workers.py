@@ -25,6 +25,7 @@ from graphcore.backend.runs import RunRecord
 from graphcore.settings import Settings
 from graphq.worker.process.liveness import Heartbeat
 from graphq.worker.process.rq_worker import run_worker
+from graphq.worker.queue import RQStepQueue
 from tests.envs import clean_env
 
 __all__ = [
@@ -89,6 +90,12 @@ def ended(client: Client, run_id: str, timeout_s: float = 20) -> RunRecord:
     """The record of ``run_id`` once it has ended (waits up to ``timeout_s`` seconds)."""
     wait_for(lambda: client.get_run(run_id).terminal, timeout_s, f"run {run_id} to end")
     return client.get_run(run_id)
+
+
+def run_queue(client: Client, run_id: str) -> str:
+    """The RQ queue (key) that ``run_id``'s next step job goes to: its workflow's before its first step,
+    then, when it is pinned, its version's."""
+    return str(RQStepQueue(client.kv).of(client.get_run(run_id)).key)
 
 
 def line_count(path: Path) -> int:

@@ -1,4 +1,4 @@
-"""A step job that a worker of another version took, handed to its run's version (issue 26).
+"""A step job that a worker of another version took, handed to its run's version.
 
 A run pinned to a version of its workflow (:attr:`graphcore.backend.runs.RunRecord.pinned`) has its steps
 queued on that version's queue (:func:`graphq.worker.queue.queue_name`), which only workers serving the

@@ -1,4 +1,4 @@
--- Hand a step job back to the queue of the version its run is pinned to (issue 26): a worker of another
+-- Hand a step job back to the queue of the version its run is pinned to: a worker of another
 -- version dequeued it, took nothing (claim_step.lua's code 5), and RQ has recorded the job's end. If the
 -- run is still at that step and not finished, the job hash is written afresh (RQ's finished job is
 -- replaced: no expiry, out of the finished registry it was put in) and its id pushed on the run's queue,
