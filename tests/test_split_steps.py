@@ -567,3 +567,18 @@ def test_the_first_helpers_go_to_the_front_of_the_queue_and_a_yielding_ones_to_t
     call_helpers(ctx, run, split, 1, at_front=False)
     queue = ctx.queue.queue("split-wide")
     assert [job.func_name for job in queue.get_jobs()] == [BATCH_FUNC, STEP_FUNC, BATCH_FUNC]
+
+
+def test_a_pinned_runs_helpers_go_to_its_versions_queue(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """A split step's batches run on the version of a pinned run: its helper jobs go to that version's
+    queue, which only workers serving it listen on."""
+    ctx = WorkerContext.build(redis_client, Settings(redis_url=redis_url), REGISTRY)
+    run = client.get_run(client.enqueue("split-wide", {"n": 3}, thread_id="t-pinned"))
+    version = "ab" * 32
+    pinned = run.model_copy(update={"version": version})
+    assert pinned.pinned
+    call_helpers(ctx, pinned, Split(redis_client, "t-pinned", "cp1", tasks=64, size=32), 2, at_front=True)
+    assert [job.func_name for job in ctx.queue.queue("split-wide", version).get_jobs()] == [BATCH_FUNC] * 2
+    assert [job.func_name for job in ctx.queue.queue("split-wide").get_jobs()] == [STEP_FUNC]
