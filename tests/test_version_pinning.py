@@ -254,3 +254,17 @@ def _live_queues(kv: redis.Redis) -> set[str]:
     from graphcore.backend.workers import live_workers
 
     return {q for w in live_workers(kv, server_ms(kv)) for q in w.queues if "versioned" in q}
+
+
+def test_a_fork_is_a_new_run_and_records_the_version_that_runs_it(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    done = client.enqueue("versioned", {}, thread_id="forked")
+    burst(redis_client, redis_url, V1)
+    assert ran(client, done) == ["v1:a", "v1:ask", "v1:c"]
+    [after_a] = [cp for cp in client.get_history("forked") if cp.channel_values.get("ran") == ["v1:a"]]
+    fork = client.enqueue("versioned", None, thread_id="forked", config={"checkpoint_id": after_a.id})
+    assert burst(redis_client, redis_url, V2)
+    record = client.get_run(fork)
+    assert (record.status, record.version, record.pinned) == (RunStatus.COMPLETED, VERSION_2, True)
+    assert ran(client, fork) == ["v1:a", "v2:ask", "v2:c"]
