@@ -57,6 +57,8 @@ def test_claims_ride_in_rqs_start_pipeline(
     run = client.get_run(run_id)
     assert (run.status, run.step, run.result["n"]) == (RunStatus.COMPLETED, 4, 4)
     assert own_claims == []
+    # pinned (the default): the version check and the version's recording ride with the claims too
+    assert (run.pinned, run.version) == (True, REGISTRY.version("counter"))
     assert run.worker is not None and run.worker.split(".")[1] == str(os.getpid())  # named by the claim
 
 

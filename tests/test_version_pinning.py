@@ -268,3 +268,21 @@ def test_a_fork_is_a_new_run_and_records_the_version_that_runs_it(
     record = client.get_run(fork)
     assert (record.status, record.version, record.pinned) == (RunStatus.COMPLETED, VERSION_2, True)
     assert ran(client, fork) == ["v1:a", "v2:ask", "v2:c"]
+
+
+def test_a_retiring_worker_finishes_its_pinned_runs_and_starts_none(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """GRAPHQ_TAKE_NEW_RUNS=false: release 1's worker takes the steps of runs pinned to it, not a new run's
+    first step, which waits for a worker that takes new runs."""
+    pinned = paused(client, redis_client, redis_url)
+    client.answer(pinned, "yes")
+    new = client.enqueue("versioned", {})
+    retiring = Settings(redis_url=redis_url, take_new_runs=False)
+    assert run_worker(retiring, burst=True, registry=V1, kv=redis_client)
+    assert ended(client, pinned).status == RunStatus.COMPLETED
+    assert ran(client, pinned) == ["v1:a", "v1:ask", "v1:c"]
+    assert client.get_run(new).status == RunStatus.QUEUED
+    assert queued(redis_client, None) == [step_job_id(new, 0).encode()]
+    assert burst(redis_client, redis_url, V2)
+    assert ran(client, new) == ["v2:a", "v2:ask", "v2:c"]
