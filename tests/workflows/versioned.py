@@ -37,14 +37,14 @@ def asking(release: str, state: State) -> dict[str, Any]:
     return mark(release, "ask", state) | {"answer": answer}
 
 
-def build(a: Node, ask: Node, c: Node, config: dict[str, Any] | None = None) -> Any:
-    """The ``versioned`` graph over these node functions."""
+def build(a: Node, ask: Node, c: Node, config: dict[str, Any] | None = None, asks: str = "ask") -> Any:
+    """The ``versioned`` graph over these node functions; ``asks``: the name of the node ``ask`` runs as."""
     graph = StateGraph(State)
     graph.add_node("a", a)
-    graph.add_node("ask", ask)
+    graph.add_node(asks, ask)
     graph.add_node("c", c)
     graph.add_edge(START, "a")
-    graph.add_edge("a", "ask")
-    graph.add_edge("ask", "c")
+    graph.add_edge("a", asks)
+    graph.add_edge(asks, "c")
     graph.add_edge("c", END)
     return graph.compile(name="versioned", config=config)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphcore import END, START, StateGraph
-from tests.workflows.versioned import State, asking, mark
+from tests.workflows.versioned import State, asking, build, mark
 
 
 def a(state: State) -> dict[str, Any]:
@@ -21,12 +20,4 @@ def c(state: State) -> dict[str, Any]:
     return mark("v3", "c", state)
 
 
-graph = StateGraph(State)
-graph.add_node("a", a)
-graph.add_node("review", review)
-graph.add_node("c", c)
-graph.add_edge(START, "a")
-graph.add_edge("a", "review")
-graph.add_edge("review", "c")
-graph.add_edge("c", END)
-versioned = graph.compile(name="versioned")
+versioned = build(a, review, c, asks="review")
