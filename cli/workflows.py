@@ -25,11 +25,9 @@ from graphcore.errors import ConfigError, UnknownWorkflowError
 from graphq.cli.context import AppContext
 from graphq.cli.errors import EXIT_FAILURE
 from graphq.cli.output import err_console, output_option, print_json, print_table, short, when
+from graphq.worker.pinned import SHORT
 
 __all__ = ["workflows"]
-
-_SHORT = 12
-"""Hex digits of a version shown in tables (``-o json`` has all 64)."""
 
 
 @dataclass
@@ -156,7 +154,7 @@ def list_workflows(app: AppContext, output: str) -> None:
     rows = [
         (
             f.name,
-            v.version[:_SHORT],
+            v.version[:SHORT],
             ", ".join(n["name"] for n in v.description["nodes"]),
             len(v.served_by),
             v.pinned_runs,
@@ -178,7 +176,7 @@ def _note_versions(flows: list[_Workflow]) -> None:
     for flow in flows:
         served = [v for v in flow.versions if v.served_by]
         if len(served) > 1:
-            each = ", ".join(f"{v.version[:_SHORT]} by {len(v.served_by)}" for v in served)
+            each = ", ".join(f"{v.version[:SHORT]} by {len(v.served_by)}" for v in served)
             err_console().print(f"note: workflow {flow.name!r} is served in {len(served)} versions ({each})")
 
 
@@ -202,7 +200,7 @@ def _print_version(v: _Version) -> None:
             short(canonical_json(n["settings"])),
             "" if n["timeout_s"] is None else n["timeout_s"],
             "" if n["retry"] is None else f"{n['retry']['max_attempts']} attempts",
-            n["fn"] or f"subgraph {n['subgraph']['name']} {n['subgraph']['version'][:_SHORT]}",
+            n["fn"] or f"subgraph {n['subgraph']['name']} {n['subgraph']['version'][:SHORT]}",
         )
         for n in v.description["nodes"]
     ]
@@ -251,9 +249,9 @@ def show_workflow(app: AppContext, name: str, output: str) -> None:
     help="The module with the new code of WORKFLOW (imported as --workflows modules are); default: the "
     "WORKFLOW loaded here (entry points, --workflows).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@output_option
 @click.pass_obj
-def check_workflow(app: AppContext, workflow: str, module: str | None, as_json: bool) -> None:
+def check_workflow(app: AppContext, workflow: str, module: str | None, output: str) -> None:
     """Check, before a deploy, that every thread of WORKFLOW with a run that has not ended (queued, running,
     awaiting input, stopped at a breakpoint) would go on under the new code: the nodes its next tasks and
     open requests name exist, its stored values fit the new state schema, its channels keep their
@@ -262,7 +260,7 @@ def check_workflow(app: AppContext, workflow: str, module: str | None, as_json: 
     has no such workflow.
 
     \b
-    --json: {"workflow", "version": the new code's (64 hex), "threads": [{"thread_id", "runs": [{"id",
+    --output json: {"workflow", "version": the new code's (64 hex), "threads": [{"thread_id", "runs": [{"id",
     "status", "at_breakpoint", "version"}], "ok", "problems": [str], "notes": [str]}], "checked", "ok",
     "would_break"}"""
     graph = _new_code(app, workflow, module)
@@ -270,7 +268,7 @@ def check_workflow(app: AppContext, workflow: str, module: str | None, as_json: 
     report = (
         UpgradeReport(workflow, version_of(describe(graph)), []) if kv is None else check_upgrade(kv, graph)
     )
-    if as_json:
+    if output == "json":
         print_json(_report_json(report))
     else:
         for verdict in report.threads:

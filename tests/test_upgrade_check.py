@@ -240,7 +240,7 @@ def test_threads_are_read_in_pages(client: Client) -> None:
 
 def test_json_report(client: Client, redis_url: str) -> None:
     run_id = paused(client, "t1")
-    code, out = check(redis_url, "upgrade", "--module", "tests.workflows.upgrade_v2_removed", "--json")
+    code, out = check(redis_url, "upgrade", "--module", "tests.workflows.upgrade_v2_removed", "-o", "json")
     assert code == 1
     assert json.loads(out) == {
         "workflow": "upgrade",
