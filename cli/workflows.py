@@ -139,7 +139,7 @@ def workflows() -> None:
 @click.pass_obj
 def list_workflows(app: AppContext, output: str) -> None:
     """List workflows, one row per version (newest first): name, version (its first 12 hex digits), nodes,
-    how many live workers serve it, how many runs that have not ended started with it (pinned runs),
+    how many live workers serve it, how many runs that have not ended are pinned to it (pinned runs),
     source (catalog: published by a worker; local: only loaded here, not published; catalog+local: both,
     the same version). A workflow served in two versions at once gets a note on stderr.
 

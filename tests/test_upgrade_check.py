@@ -294,14 +294,16 @@ def test_bad_input_exits_2_with_one_line(redis_url: str, args: list[str], messag
 
 
 def test_list_counts_the_runs_pinned_to_each_version(client: Client, redis_url: str) -> None:
-    """Runs that have not ended and started with a version; an ended one and one without a version are not
-    counted."""
+    """Runs that have not ended and are pinned to a version; an ended one, one without a version and one of
+    the latest policy (its version recorded, not enforced) are not counted."""
     done = paused(client, "t0")
     client.answer(done, "yes")
     work(client)
     paused(client, "t1")
     paused(client, "t2")
     paused(client, "t3", versioned=False)
+    client.enqueue("upgrade", {}, thread_id="t4", config={"version_policy": "latest"})
+    work(client)
     result = ok(invoke(V1, redis_url, "workflows", "list", "-o", "json"))
     flows = {f["name"]: f for f in json.loads(result.stdout)}
     assert [(v["version"], v["pinned_runs"]) for v in flows["upgrade"]["versions"]] == [(V1_VERSION, 2)]

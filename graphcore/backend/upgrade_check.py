@@ -125,8 +125,9 @@ def _run_page(kv: Any, start: int, page: int, workflow: str | None) -> list[Acti
 
 
 def pinned(runs: Iterable[ActiveRun]) -> Counter[tuple[str, str]]:
-    """(workflow, version) → how many of ``runs`` started with that version (runs without one left out)."""
-    return Counter((r.workflow, r.version) for r in runs if r.version is not None)
+    """(workflow, version) → how many of ``runs`` are pinned to that version (runs not pinned, and runs
+    without a version yet, left out)."""
+    return Counter((r.workflow, r.version) for r in runs if r.version is not None and r.pinned)
 
 
 @dataclass(frozen=True)
