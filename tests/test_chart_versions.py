@@ -180,9 +180,10 @@ def test_an_hpa_per_version_each_on_its_own_deployment(chart: helm.Chart) -> Non
 
 
 def test_a_keda_scaled_object_per_version_measuring_its_pinned_queues(chart: helm.Chart) -> None:
-    """Each version's ScaledObject measures the shared queue of each workflow (runs not pinned, which every
-    version serves), and the queue of the runs pinned to it, ``<queue>:<workflow>@<version>``, for each
-    workflow of its ``workflowVersions``; one TriggerAuthentication serves them all."""
+    """Each version's ScaledObject measures the queue of each workflow (new runs' first steps and the steps
+    of runs not pinned, which every version taking new runs serves), and the queue of the runs pinned to it,
+    ``<queue>:<workflow>@<version>``, for each workflow of its ``workflowVersions``; one
+    TriggerAuthentication serves them all."""
     versions = [OLD, {**NEW, "workflowVersions": {"approval": HASH}}]
     keda = {**KEDA, "passwordSecret": {"name": "prod-redis-pass"}}
     objects = render(chart, {"worker": {"versions": versions}, "autoscaling": {"keda": keda}})
