@@ -1,7 +1,8 @@
 """Versioned rollout (safe deploys): ``worker.versions`` runs releases of the image side by side,
 one worker Deployment per entry with its own PodDisruptionBudget and autoscaler, so the workers of the old
-version keep serving the runs pinned to it while the new ones start. Rendered by Helm and validated against
-the Kubernetes API schemas as in test_chart; without versions the chart renders what it always did."""
+version keep serving the runs pinned to it while the new ones start; an entry with ``takeNewRuns: false``
+(a release being retired) starts no run. Rendered by Helm and validated against the Kubernetes API schemas
+as in test_chart; without versions the chart renders what it always did."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import helm_python as helm
 import pytest
 import yaml
 
+from graphcore.settings import Settings
 from tests.test_chart import (
     CHART,
     FULL,
@@ -49,6 +51,12 @@ NEW = {
     "extraEnv": [{"name": "MYFLOWS_MODE", "value": "new"}],
 }
 TWO = {"worker": {"versions": [OLD, NEW]}}
+RETIRING = {**OLD, "takeNewRuns": False, "workflowVersions": {"approval": HASH}}
+"""The old release being retired: it starts no run and finishes those pinned to it."""
+REDIS_ENV = {
+    "name": "GRAPHQ_REDIS_URL",
+    "valueFrom": {"secretKeyRef": {"name": "graphq-redis", "key": "redis-url"}},
+}
 
 
 def worker(objects: Objects, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -103,15 +111,11 @@ def test_two_versions_two_deployments_with_their_images_replicas_and_settings(ch
         "limits": {"memory": "1Gi"},
     }
     assert new_container["resources"] == {"requests": {"cpu": "500m", "memory": "512Mi"}}
-    redis_env = {
-        "name": "GRAPHQ_REDIS_URL",
-        "valueFrom": {"secretKeyRef": {"name": "graphq-redis", "key": "redis-url"}},
-    }
-    assert old_container["env"] == [redis_env]
-    assert new_container["env"] == [redis_env, {"name": "MYFLOWS_MODE", "value": "new"}]
+    assert old_container["env"] == [REDIS_ENV]
+    assert new_container["env"] == [REDIS_ENV, {"name": "MYFLOWS_MODE", "value": "new"}]
     for c in (old_container, new_container):
         assert c["envFrom"] == [{"configMapRef": {"name": f"{FULL}-config"}}]
-    # The scheduler runs the newest (last) entry's image: the runs its schedules start are pinned to v2.
+    # The scheduler runs the newest (last) entry's image.
     scheduler = objects[("Deployment", f"{FULL}-scheduler")]["spec"]["template"]["spec"]["containers"][0]
     assert scheduler["image"] == "registry.example/myflows:1.1"
 
@@ -124,8 +128,8 @@ def test_two_versions_two_deployments_with_their_images_replicas_and_settings(ch
 def test_adding_a_version_leaves_the_old_ones_objects_as_they_were_and_removing_it_drops_them(
     chart: helm.Chart, autoscaling: dict[str, Any]
 ) -> None:
-    """Step 4 of the procedure: the upgrade that adds v2 changes nothing of v1 (no restart of its pods);
-    step 8: the one that removes v1 drops its Deployment and companions."""
+    """Adding v2 alone changes nothing of v1 (no restart of its pods); the upgrade that removes v1 drops
+    its Deployment and companions."""
 
     def of(objects: Objects, name: str) -> dict[tuple[str, str], dict[str, Any]]:
         return {key: obj for key, obj in objects.items() if key[1] == f"{FULL}-worker-{name}"}
@@ -176,9 +180,10 @@ def test_an_hpa_per_version_each_on_its_own_deployment(chart: helm.Chart) -> Non
 
 
 def test_a_keda_scaled_object_per_version_measuring_its_pinned_queues(chart: helm.Chart) -> None:
-    """Each version's ScaledObject measures the shared queue of each workflow (runs not pinned, which every
-    version serves), and the queue of the runs pinned to it, ``<queue>:<workflow>@<version>``, for each
-    workflow of its ``workflowVersions``; one TriggerAuthentication serves them all."""
+    """Each version's ScaledObject measures the queue of each workflow (new runs' first steps and the steps
+    of runs not pinned, which every version taking new runs serves), and the queue of the runs pinned to it,
+    ``<queue>:<workflow>@<version>``, for each workflow of its ``workflowVersions``; one
+    TriggerAuthentication serves them all."""
     versions = [OLD, {**NEW, "workflowVersions": {"approval": HASH}}]
     keda = {**KEDA, "passwordSecret": {"name": "prod-redis-pass"}}
     objects = render(chart, {"worker": {"versions": versions}, "autoscaling": {"keda": keda}})
@@ -227,6 +232,127 @@ def test_a_keda_scaled_object_per_version_measuring_its_pinned_queues(chart: hel
     ]
     query = f'sum(max by (tenant) (graphq_runs_running{{namespace="{NAMESPACE}"}}))'
     assert [[t["metadata"]["query"] for t in each] for each in prometheus] == [[query], [query]]
+
+
+def test_an_entry_taking_no_new_runs_sets_graphq_take_new_runs_false_in_its_pods_only(
+    chart: helm.Chart, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``takeNewRuns: false`` retires a release: its worker containers get ``GRAPHQ_TAKE_NEW_RUNS=false``
+    (ahead of the entry's extraEnv), which graphq's settings read as off; the other entries get nothing."""
+    extra = {"name": "MYFLOWS_MODE", "value": "old"}
+    objects = render(chart, {"worker": {"versions": [{**RETIRING, "extraEnv": [extra]}, NEW]}})
+    _, old_container = worker(objects, "v1")
+    _, new_container = worker(objects, "v2")
+    assert old_container["env"] == [REDIS_ENV, {"name": "GRAPHQ_TAKE_NEW_RUNS", "value": "false"}, extra]
+    assert new_container["env"] == [REDIS_ENV, {"name": "MYFLOWS_MODE", "value": "new"}]
+    assert "GRAPHQ_TAKE_NEW_RUNS" not in objects[("ConfigMap", f"{FULL}-config")]["data"]
+    monkeypatch.setenv("GRAPHQ_TAKE_NEW_RUNS", old_container["env"][1]["value"])
+    assert Settings().take_new_runs is False
+    # Nothing else of v1 changes: same image, args, probes; the pods restart for the env alone.
+    before, _ = worker(render(chart, {"worker": {"versions": [{**OLD, "extraEnv": [extra]}, NEW]}}), "v1")
+    retired, _ = worker(objects, "v1")
+    (before_container,) = before["spec"]["template"]["spec"]["containers"]
+    before_container["env"].insert(1, {"name": "GRAPHQ_TAKE_NEW_RUNS", "value": "false"})
+    assert retired == before
+
+
+@pytest.mark.parametrize("autoscaling", [{}, {"keda": KEDA}], ids=["replicas", "keda"])
+def test_by_default_every_release_takes_new_runs_and_the_render_says_nothing_of_it(
+    chart: helm.Chart, autoscaling: dict[str, Any]
+) -> None:
+    """``takeNewRuns: true`` renders exactly what leaving it out does (NOTES.txt too), and no worker
+    container, versioned or not, gets GRAPHQ_TAKE_NEW_RUNS."""
+    explicit = {"worker": {"versions": [{**OLD, "takeNewRuns": True}, {**NEW, "takeNewRuns": True}]}}
+    same = [
+        chart.render({**v, "autoscaling": autoscaling}, name=RELEASE, namespace=NAMESPACE)
+        for v in (explicit, TWO)
+    ]
+    assert same[0] == same[1]
+    for values in ({}, TWO):
+        objects = render(chart, {**values, "autoscaling": autoscaling})
+        workers = [obj for (kind, name), obj in objects.items() if kind == "Deployment" and "-worker" in name]
+        assert len(workers) == (2 if values else 1)
+        for deployment in workers:
+            (container,) = deployment["spec"]["template"]["spec"]["containers"]
+            assert [e["name"] for e in container["env"]] == ["GRAPHQ_REDIS_URL"] + (
+                ["MYFLOWS_MODE"] if deployment["metadata"]["name"].endswith("-v2") else []
+            )
+
+
+def test_keda_scales_an_entry_taking_no_new_runs_on_its_pinned_queues_only(chart: helm.Chart) -> None:
+    """A release being retired takes nothing from the workflows' queues: its ScaledObject measures only the
+    queues of the runs pinned to it, and has no prometheus trigger (graphq_runs_running counts the runs of
+    every version, which would hold it at the size of the whole load); the new release's is unchanged."""
+    values = {"worker": {"versions": [RETIRING, NEW]}, "autoscaling": {"keda": KEDA}}
+    objects = render(chart, values)
+    scaled = {name: obj for (kind, name), obj in objects.items() if kind == "ScaledObject"}
+    lists = {
+        name: [t["metadata"]["listName"] for t in obj["spec"]["triggers"]] for name, obj in scaled.items()
+    }
+    assert lists == {
+        f"{FULL}-worker-v1": [f"rq:queue:graphq:approval@{HASH}"],
+        f"{FULL}-worker-v2": ["rq:queue:graphq:code-inventory", "rq:queue:graphq:approval"],
+    }
+    everyone = render(chart, {**values, "worker": {"versions": [{**RETIRING, "takeNewRuns": True}, NEW]}})
+    assert objects[("ScaledObject", f"{FULL}-worker-v2")] == everyone[("ScaledObject", f"{FULL}-worker-v2")]
+    keda = {**KEDA, "prometheus": {"serverAddress": "http://prometheus.monitoring:9090"}}
+    manifests = chart.render({**values, "autoscaling": {"keda": keda}}, name=RELEASE, namespace=NAMESPACE)
+    docs = [
+        d for d in yaml.safe_load_all(manifests["graphq/templates/keda.yaml"]) if d["kind"] == "ScaledObject"
+    ]
+    assert {d["metadata"]["name"]: [t["type"] for t in d["spec"]["triggers"]] for d in docs} == {
+        f"{FULL}-worker-v1": ["redis"],
+        f"{FULL}-worker-v2": ["redis", "redis", "prometheus"],
+    }
+
+
+def test_keda_refuses_an_entry_taking_no_new_runs_without_workflow_versions(chart: helm.Chart) -> None:
+    """Its ScaledObject would measure no queue (KEDA refuses one without triggers)."""
+    entry = {**OLD, "takeNewRuns": False}
+    message = render_error(chart, {"worker": {"versions": [entry, NEW]}, "autoscaling": {"keda": KEDA}})
+    assert (
+        'graphq: worker.versions: the entry "v1" has takeNewRuns false and no workflowVersions: its KEDA '
+        "ScaledObject would measure no queue (it takes no step from the workflows' queues); give "
+        "workflowVersions, each workflow's catalog version in its image (graphq workflows list -o json)"
+    ) in message
+    # Without KEDA (replicas, or an HPA on CPU) it needs none.
+    for autoscaling in ({}, {"hpa": {"enabled": True}}):
+        objects = render(chart, {"worker": {"versions": [entry, NEW]}, "autoscaling": autoscaling})
+        assert worker(objects, "v1")[1]["env"][1] == {"name": "GRAPHQ_TAKE_NEW_RUNS", "value": "false"}
+
+
+def test_notes_say_which_release_takes_no_new_runs_and_warn_when_none_does(chart: helm.Chart) -> None:
+    def notes(versions: list[dict[str, Any]], autoscaling: dict[str, Any] | None = None) -> str:
+        values = {**URL, "worker": {"versions": versions}, "autoscaling": autoscaling or {}}
+        return chart.render(values, name=RELEASE, namespace=NAMESPACE)["graphq/templates/NOTES.txt"]
+
+    said = notes([RETIRING, NEW])
+    assert (
+        "Workers: demo-graphq-worker-v1 (version v1, image graphq:1.0, no new runs: only the steps of the "
+        "runs pinned to it, 2 processes per pod, 2 pods)\n"
+        "Workers: demo-graphq-worker-v2 (version v2, image registry.example/myflows:1.1, 3 processes per "
+        "pod, 4 pods)\n"
+    ) in said
+    assert "WARNING" not in said
+    said = notes([RETIRING, {**NEW, "takeNewRuns": False}])
+    assert (
+        "WARNING: every entry of worker.versions has takeNewRuns false: no worker starts a new run (their "
+        "first steps\nwait in the workflows' queues). Leave takeNewRuns true on the newest entry, unless you "
+        "mean to stop new runs.\n"
+    ) in said
+    # At minReplicaCount 0 with a prometheus trigger, only the retiring release can scale to zero mid-step.
+    keda = {
+        **KEDA,
+        "minReplicaCount": 0,
+        "prometheus": {"serverAddress": "http://prometheus.monitoring:9090"},
+    }
+    said = notes([RETIRING, NEW], {"keda": keda})
+    assert said.count("WARNING") == 1
+    assert (
+        "WARNING: autoscaling.keda.minReplicaCount is 0 and demo-graphq-worker-v1 takes no new runs: its "
+        "ScaledObject has no\nprometheus trigger"
+    ) in said
+    assert "WARNING" not in notes([OLD, NEW], {"keda": keda})
 
 
 def test_scheduler_version_picks_the_entry_whose_image_the_scheduler_runs(chart: helm.Chart) -> None:
@@ -324,6 +450,10 @@ def test_templates_refuse_an_entry_without_name_or_tag_without_the_schema(tmp_pa
             "at '/worker/versions/0/workflowVersions/approval': 'abc' does not match pattern "
             "'^[0-9a-f]{64}$'",
         ),
+        (
+            {"name": "v1", "image": {"tag": "1"}, "takeNewRuns": "false"},
+            "at '/worker/versions/0/takeNewRuns': got string, want boolean",
+        ),
     ],
     ids=[
         "upper-case",
@@ -336,9 +466,17 @@ def test_templates_refuse_an_entry_without_name_or_tag_without_the_schema(tmp_pa
         "empty-tag",
         "unknown-key",
         "bad-catalog-version",
+        "take-new-runs-string",
     ],
 )
 def test_schema_refuses_a_bad_entry_naming_where(
     chart: helm.Chart, entry: dict[str, Any], expected: str
 ) -> None:
     assert expected in schema_error(chart, {"worker": {"versions": [entry]}})
+
+
+def test_schema_refuses_graphq_take_new_runs_in_config_settings(chart: helm.Chart) -> None:
+    """It is per release (``worker.versions[].takeNewRuns``): in the ConfigMap it would stop every release
+    starting runs, the newest too."""
+    message = schema_error(chart, {"config": {"settings": {"GRAPHQ_TAKE_NEW_RUNS": "false"}}})
+    assert "at '/config/settings/GRAPHQ_TAKE_NEW_RUNS': false schema" in message

@@ -55,7 +55,7 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* The worker Deployments, oldest first, as a JSON list (read it with fromJsonArray): one per entry of
 worker.versions, else one unversioned. Each: name (the entry's; "" unversioned), deployment (its name),
-image, workflowVersions ({} unless given), and replicas, concurrency, resources, extraEnv (the entry's,
+image, workflowVersions ({} unless given), takeNewRuns (true unless given), and replicas, concurrency, resources, extraEnv (the entry's,
 else worker.*'s). */}}
 {{- define "graphq.workerVersions" -}}
 {{- $fullname := include "graphq.fullname" . }}
@@ -80,6 +80,7 @@ else worker.*'s). */}}
 {{- $_ = set $w "image" (printf "%s:%s" ($entry.image.repository | default $.Values.image.repository) $entry.image.tag) }}
 {{- end }}
 {{- $_ := set $w "workflowVersions" ($entry.workflowVersions | default dict) }}
+{{- $_ = set $w "takeNewRuns" (ternary $entry.takeNewRuns true (hasKey $entry "takeNewRuns")) }}
 {{- range $field := list "replicas" "concurrency" "resources" "extraEnv" }}
 {{- $_ := set $w $field (ternary (get $entry $field) (get $.Values.worker $field) (hasKey $entry $field)) }}
 {{- end }}
