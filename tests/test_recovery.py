@@ -22,6 +22,7 @@ from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.workers import live_workers
 from graphcore.engine.registry import Registry
+from graphq.worker.queue import RQStepQueue
 from tests.workers import Procs, graphq, wait_for
 from tests.workflows.crash import FLAGS, REAPER_S, TTL_S, crash_env, executions
 
@@ -163,13 +164,13 @@ def test_b16_killed_worker_mid_job_leaves_no_lost_or_stuck_job(
     committed step runs again; the step job of the unfinished run is always known (to RQ, or staged by the
     reaper); no abandoned job stays in RQ's started (or failed) registry; the killed worker leaves `graphq
     workers` and RQ's registry."""
-    queue = "graphq:longnode"
     run_id = client.enqueue("longnode", {})
     thread = client.get_run(run_id).thread_id
     procs.start("worker")
     procs.start("worker")
     wait_for(lambda: executions(redis_client).get("long") == 1, timeout_s=30, what="the long node to start")
     crashed = client.get_run(run_id)
+    queue = RQStepQueue(redis_client).of(crashed).name  # its steps after the first: its version's queue
     job_id = f"graphq-{run_id}-1"
     assert job_id in StartedJobRegistry(queue, connection=redis_client).get_job_ids()
 

@@ -179,8 +179,9 @@ def test_second_ctrl_c_after_the_run_ended_says_it_ended(
     ended it canceled already (the process was still stopping): it now reads how the run is left. Here
     the in-process worker holds another run's ``slow`` step (enqueued first: its jobs come first) while
     the first Ctrl-C cancels ``graphq run``'s own run between its steps (on a configured Redis); the line
-    also says the other run's step was cut (it was not said)."""
-    env = env | {"GRAPHQ_REDIS_URL": redis_url}
+    also says the other run's step was cut (it was not said). Both runs unpinned: every step on the one
+    workflow queue, in order (a pinned run's next step would go ahead of the other run's)."""
+    env = env | {"GRAPHQ_REDIS_URL": redis_url, "GRAPHQ_VERSION_POLICY": "latest"}
     other = graphq("enqueue", "held", "--input", '{"heed": false}', env=env)
     assert other.returncode == 0, other.stderr
     proc, run_id, _ = started_run(procs, tmp_path, env, heed=True)
