@@ -42,6 +42,7 @@ from graphq.cli.run import (
     redis_line,
     report,
 )
+from graphq.worker.pinned import SHORT
 
 __all__ = ["answer", "cancel", "requests", "resume"]
 
@@ -49,6 +50,23 @@ _WAIT_HELP = (
     "Continue the run in this process until it ends or waits for input again, showing progress, "
     "and print the outcome like `graphq run`. Always so without a Redis URL (local data)."
 )
+
+
+def refuse_other_version(app: AppContext, record: RunRecord) -> None:
+    """Refuse to continue ``record``'s run in this process when it is pinned to a version of its workflow
+    other than the code loaded here (its steps run only on workers of that version).
+
+    Raises:
+        CliError: exit 2, naming both versions and how the run goes on.
+    """
+    pinned = record.pinned_version
+    here = app.registry.version(record.workflow)
+    if pinned is not None and pinned != here:
+        fail(
+            f"run {record.id} is pinned to version {pinned[:SHORT]} of {record.workflow}; the code here is "
+            f"version {here[:SHORT]} and cannot continue it (nothing changed): a worker of version "
+            f"{pinned[:SHORT]} continues it, or `graphq runs migrate` moves it"
+        )
 
 
 def _continue_here(
@@ -222,8 +240,8 @@ def answer(
     here = wait or app.local
     client = app.client(local=True)
     record = client.get_run(run_id)
-    if here:
-        app.registry.get(record.workflow)  # the code to continue it must be here before anything changes
+    if here:  # the code to continue it must be here before anything changes
+        refuse_other_version(app, record)
     after = last_event_id(client.kv, record)
     if app.private:  # local data: nothing else would work the answered step while the switch is off (R6)
         refuse_if_off(
@@ -315,6 +333,8 @@ def resume(
     """
     update = None if update_text is None else parse_input(update_text, "--update")
     client = app.client(local=True)
+    if wait or app.local:
+        refuse_other_version(app, client.get_run(run_id))
     new_id = client.resume(run_id, update=update, goto=list(goto))
     thread = client.get_run(new_id).thread_id
     note = f"run {new_id} continues run {run_id} on thread {thread}"
@@ -354,6 +374,8 @@ def _answer_again(
         made = [r.id for r in client.run_requests(run_id)]
         listed = f"; run {run_id} made: {', '.join(made)}" if made else f"; run {run_id} made no requests"
         fail(f"--again needs --request ID (the request to answer again){listed}")
+    if wait or app.local:
+        refuse_other_version(app, client.get_run(run_id))
     new_id = client.answer_again(run_id, request_id, value)
     note = f"run {new_id} branches off run {run_id} with a new answer"
     _started(app, client, new_id, note, wait, output, processes)

@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,7 +32,7 @@ from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import Multitask
 from graphcore.errors import GraphqError
-from graphcore.settings import MAX_PROCESSES
+from graphcore.settings import MAX_PROCESSES, Settings
 from graphq.cli.bounds import PROCESSES
 from graphq.cli.context import AppContext
 from graphq.cli.ctrl_c import CtrlC, how_left
@@ -189,9 +190,18 @@ def _quieted() -> dict[str, str]:
     return {} if logging.getLogger().isEnabledFor(logging.INFO) else {"graphq.runs": "ERROR"}
 
 
-def _work_once(app: AppContext, url: str, kv: Any, workflow: str, ctrl_c: CtrlC) -> bool:
-    """One burst of the in-process worker on ``workflow``'s queue only; returns whether it worked a job."""
-    settings = app.settings.model_copy(update={"redis_url": url})
+def _settings(app: AppContext, url: str, run: RunRecord) -> Settings:
+    """The settings of this command's workers for ``run``: on ``url``; taking new runs' first steps only
+    when ``run``'s next step is one of those (not pinned to a version yet), so that on a shared Redis they
+    do not start, and pin to the code here, other runs."""
+    return app.settings.model_copy(update={"redis_url": url, "take_new_runs": run.pinned_version is None})
+
+
+def _work_once(app: AppContext, url: str, kv: Any, run: RunRecord, ctrl_c: CtrlC) -> bool:
+    """One burst of the in-process worker on the queues of ``run``'s workflow only; returns whether it
+    worked a job."""
+    settings = _settings(app, url, run)
+    workflow = run.workflow
     quieted = _quieted()
     saved = {name: logging.getLogger(name).level for name in quieted}
     for name, quiet in quieted.items():
@@ -205,22 +215,21 @@ def _work_once(app: AppContext, url: str, kv: Any, workflow: str, ctrl_c: CtrlC)
 
 
 @contextlib.contextmanager
-def _pool(app: AppContext, url: str, workflow: str, processes: int, ctrl_c: CtrlC) -> Iterator[bool]:
+def _pool(app: AppContext, url: str, run: RunRecord, processes: int, ctrl_c: CtrlC) -> Iterator[bool]:
     """Beside the in-process worker, ``processes`` - 1 worker processes (none for 1) serving only
-    ``workflow`` on ``url``, with this command's log level, while the block runs; yields whether there are
-    any. On the way out they drain (their steps in flight finish) before this returns: the embedded Redis
-    stops after them. They are SIGKILLed when this process dies (even by SIGKILL); Ctrl-C: see
-    :class:`CtrlC`."""
+    ``run``'s workflow on ``url`` (:func:`_settings`), with this command's log level, while the block
+    runs; yields whether there are any. On the way out they drain (their steps in flight finish) before
+    this returns: the embedded Redis stops after them. They are SIGKILLed when this process dies (even by
+    SIGKILL); Ctrl-C: see :class:`CtrlC`."""
     if processes <= 1:
         yield False
         return
-    settings = app.settings.model_copy(update={"redis_url": url})
     pool = Supervisor(
         connect(url),
-        settings,
+        _settings(app, url, run),
         processes - 1,
         log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
-        workflows=[workflow],
+        workflows=[run.workflow],
         log_levels=_quieted(),
         parent_death=signal.SIGKILL,
         housekeeping=False,  # the in-process worker's
@@ -256,7 +265,7 @@ def _drive(app: AppContext, client: Client, url: str, run: RunRecord, ctrl_c: Ct
     """
     run_id = run.id
     while True:
-        worked = _work_once(app, url, client.kv, run.workflow, ctrl_c)
+        worked = _work_once(app, url, client.kv, run, ctrl_c)
         if ctrl_c.stop.is_set():
             return True
         record = client.get_run(run_id)
@@ -299,7 +308,7 @@ def follow_and_work(
     ctrl_c = CtrlC(client, run, console, url)
     try:
         with ctrl_c.installed():
-            with _pool(app, url, run.workflow, processes, ctrl_c) as pooled:
+            with _pool(app, url, run, processes, ctrl_c) as pooled:
                 interrupted = _drive(app, client, url, run, ctrl_c, pooled)
             ctrl_c.wait()
             if interrupted:
@@ -350,7 +359,12 @@ def _execute(
     multitask: Multitask = "enqueue",
     processes: int = 1,
 ) -> RunRecord:
-    """Enqueue the run and work it here to its end (or first pause)."""
+    """Enqueue the run and work it here to its end (or first pause). On a shared Redis (a URL given) a
+    pinned run is pinned to the code here from its first step: it runs here, and this command's workers
+    start no other run (:func:`_settings`)."""
+    if not app.local and request.record.pinned:
+        pinned = {"version": app.registry.version(request.record.workflow)}
+        request = replace(request, record=request.record.model_copy(update=pinned))
     run_id = client.enqueue_many([request], multitask)[0]
     record = client.get_run(run_id)
     console.print(f"run {run_id}: {record.workflow} on thread {record.thread_id}", markup=False)

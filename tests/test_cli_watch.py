@@ -22,7 +22,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.connection import connect
 from graphcore.backend.events import EVENTS_MAXLEN, encode_event, read_events
 from graphcore.engine.registry import Registry
-from graphcore.settings import Settings
+from graphcore.settings import Settings, get_settings
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import error_line, invoke, ok, process_state_restored
@@ -419,7 +419,11 @@ def test_enqueue_checkpoint_is_checked_up_front(redis_url: str) -> None:
     assert "has no checkpoint" in error_line(unknown)
 
 
-def test_run_on_a_busy_thread_says_it_waits_in_line(redis_url: str) -> None:
+def test_run_on_a_busy_thread_says_it_waits_in_line(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``graphq run``'s worker works the run ahead of its own here: runs not pinned (the latest policy). A
+    pinned run's ``graphq run`` on a shared Redis starts no other run (tests/test_version_pinning.py)."""
+    monkeypatch.setenv("GRAPHQ_VERSION_POLICY", "latest")
+    get_settings.cache_clear()
     first = enqueue(redis_url, "looping", {"until": 2}, "--thread", "busy-2")  # queued: the thread is busy
     result = ok(graphq("run", "looping", "--input", '{"until": 3}', "--thread", "busy-2", url=redis_url))
     assert f"thread busy-2 is busy with run {first}: this run waits until that one ends" in result.stderr

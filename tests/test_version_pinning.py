@@ -19,6 +19,7 @@ from graphq.worker import metrics
 from graphq.worker.pinned import unserved, version_queues
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue, step_job_id
+from tests.cli_helpers import invoke
 from tests.workers import Procs, ended, graphq, wait_for, worker_env
 
 V1 = Registry.load(["tests.workflows.versioned_v1"])
@@ -286,3 +287,40 @@ def test_a_retiring_worker_finishes_its_pinned_runs_and_starts_none(
     assert queued(redis_client, None) == [step_job_id(new, 0).encode()]
     assert burst(redis_client, redis_url, V2)
     assert ran(client, new) == ["v2:a", "v2:ask", "v2:c"]
+
+
+def test_graphq_run_on_a_shared_redis_runs_its_own_run_here_and_starts_no_other(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """From the new-user trial: ``graphq run`` from a checkout of unreleased code (release 2 here) took the
+    queued runs of the cluster and pinned them to its own version, which no worker served. Its run is now
+    pinned to the code here from the start, and its workers take no other run's first step."""
+    others = [client.enqueue("versioned", {}) for _ in range(3)]
+    result = invoke("tests.workflows.versioned_v2", redis_url, "run", "versioned", "--processes", "1")
+    assert result.exit_code == 0, result.stderr
+    [line] = [ln for ln in result.stderr.splitlines() if ln.startswith("run ") and " on thread " in ln]
+    own = line.split()[1].rstrip(":")
+    record = client.get_run(own)
+    assert (record.status, record.version, record.pinned) == (RunStatus.COMPLETED, VERSION_2, True)
+    assert ran(client, own) == ["v2:a", "v2:ask", "v2:c"]
+    assert [client.get_run(r).status for r in others] == [RunStatus.QUEUED] * 3
+    assert [client.get_run(r).version for r in others] == [None] * 3
+    assert queued(redis_client, None) == [step_job_id(r, 0).encode() for r in others]
+
+
+def test_answer_wait_refuses_a_run_pinned_to_another_version(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """From the new-user trial: ``runs answer --wait`` on a run of another version waited in silence (its
+    workers cannot take the step), and Ctrl-C then canceled the run. Refused now, before answering."""
+    run_id = paused(client, redis_client, redis_url)
+    result = invoke(
+        "tests.workflows.versioned_v2", redis_url, "runs", "answer", run_id, "--value", '"y"', "-w"
+    )
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: run {run_id} is pinned to version {VERSION_1[:12]} of versioned; the code here is version "
+        f"{VERSION_2[:12]} and cannot continue it (nothing changed): a worker of version {VERSION_1[:12]} "
+        "continues it, or `graphq runs migrate` moves it"
+    )
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT

@@ -243,6 +243,8 @@ class _ChildSpec:
     """Levels of named loggers, over ``log_level``."""
     parent_death: int
     """The signal it gets when the parent (its thread that started it) ends."""
+    take_new_runs: bool
+    """The parent's ``GRAPHQ_TAKE_NEW_RUNS`` (``graphq run`` sets it off for a pinned run's pool)."""
 
 
 def _child(conn: Connection, spec: _ChildSpec) -> None:
@@ -251,7 +253,8 @@ def _child(conn: Connection, spec: _ChildSpec) -> None:
     quiet_unknown_variables()  # the supervisor has warned about them
     if spec.redis_url:
         os.environ["GRAPHQ_REDIS_URL"] = spec.redis_url
-        get_settings.cache_clear()
+    os.environ["GRAPHQ_TAKE_NEW_RUNS"] = "true" if spec.take_new_runs else "false"
+    get_settings.cache_clear()
     settings = get_settings()
     logs.configure(spec.log_level, settings.log_format, settings.redis_url)
     for name, level in spec.log_levels:
@@ -523,6 +526,7 @@ class Supervisor:
             self.workflows,
             self.log_levels,
             self.parent_death,
+            self.settings.take_new_runs,
         )
         proc = self.mp.Process(target=_child, args=(send, spec), name="graphq-worker")
         # Ctrl-C is the parent's to act on: a child is born with SIGINT blocked (its Python starts up without
