@@ -4,13 +4,17 @@ when it fails (release 3 renamed the node they wait at)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
+from graphcore.backend.upgrade_check import active_runs
 from graphcore.engine.registry import Registry
+from graphq.worker.migrate import migrate as move_runs
 from graphq.worker.pinned import unserved
 from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import invoke
@@ -122,3 +126,44 @@ def test_bad_versions_are_refused_in_one_line(
 def error_line_of(stderr: str) -> str:
     [line] = [line for line in stderr.splitlines() if line.startswith("error: ")]
     return line
+
+
+def test_a_run_with_a_step_running_or_committed_since_the_check_is_left_named(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """From the new-user trial: a run whose step was running passed the check on its checkpoint from before
+    that step and was moved; the step then made next tasks the new code lacks, and the run failed. Such a
+    run is left where it is, named, and moved by a later run of the command."""
+    busy, other = paused(client, redis_client, redis_url), paused(client, redis_client, redis_url)
+    lease = keys.lease(busy, busy)
+    redis_client.set(lease, "held-by-a-worker")  # a step of it running
+    code, out, err = migrate(redis_url, V2_MODULE, "--from", VERSION_1, "--to", VERSION_2)
+    assert code == 1
+    assert out.splitlines() == [
+        f"moved run {other} (thread {other}, awaiting_input)",
+        f"left run {busy} (thread {busy}): a step of it is running",
+        f"1 run(s) of versioned moved from {VERSION_1[:12]} to {VERSION_2[:12]}",
+    ]
+    assert error_line_of(err) == "error: 1 run(s) left where they were (see above): run the command again"
+    assert client.get_run(busy).version == VERSION_1
+    redis_client.delete(lease)
+    assert migrate(redis_url, V2_MODULE, "--from", VERSION_1, "--to", VERSION_2)[0] == 0
+    assert client.get_run(busy).version == VERSION_2
+    [stale] = [r for r in active_runs(redis_client, "versioned") if r.id == other]
+    moved, left = move_runs(redis_client, [replace(stale, head="an older checkpoint")], VERSION_2, VERSION_1)
+    assert (moved, left) == ([], {other: "a step of it committed since the check"})
+
+
+def test_run_moves_only_the_runs_named(client: Client, redis_client: redis.Redis, redis_url: str) -> None:
+    first, second = paused(client, redis_client, redis_url), paused(client, redis_client, redis_url)
+    code, out, _ = migrate(redis_url, V2_MODULE, "--from", VERSION_1, "--to", VERSION_2, "--run", second)
+    assert code == 0 and f"moved run {second} " in out and first not in out
+    assert [client.get_run(r).version for r in (first, second)] == [VERSION_1, VERSION_2]
+    code, _, err = migrate(redis_url, V2_MODULE, "--from", VERSION_1, "--to", VERSION_2, "--run", "nope")
+    assert code == 2 and error_line_of(err) == (
+        f"error: --run nope: no run pinned to version {VERSION_1[:12]} that has not ended has this id"
+    )
+    result = invoke(V2_MODULE, redis_url, "runs", "migrate", "--workflow", "nope", "--from", "a", "--to", "b")
+    assert result.exit_code == 2 and error_line_of(result.stderr) == (
+        "error: --workflow 'nope': no such workflow (none is published, loaded here, or has runs)"
+    )

@@ -6,6 +6,7 @@ once the old release is gone, its runs can be moved to the new one, after the up
 
 1. each run that has not ended and is still pinned to the old version gets the new one, recorded on it
    (``migrated_from``, ``migrated_at``) and in its event stream (``migrate_run.lua``), in pipelined pages;
+   after the upgrade check, only while its head is the checkpoint the check saw and no step of it runs;
 2. the step jobs waiting on the old version's queue go, in order, to the new version's queue (one
    transaction, done again if a worker takes a job meanwhile); a split step's helper jobs stay.
 
@@ -31,40 +32,60 @@ from graphcore.backend.runs import now_iso
 from graphcore.backend.upgrade_check import ActiveRun
 from graphq.worker.queue import RQStepQueue, run_of_job
 
-__all__ = ["PAGE", "migrate", "move_jobs"]
+__all__ = ["LEFT", "PAGE", "migrate", "move_jobs"]
 
 PAGE = 500
 """Runs moved per pipelined round trip."""
 
 
-def migrate(kv: Any, runs: Sequence[ActiveRun], old: str, new: str) -> list[str]:
+LEFT = {2: "a step of it is running", 3: "a step of it committed since the check"}
+"""Why ``migrate_run.lua`` left a run where it was (its codes), when told to check."""
+
+
+def migrate(
+    kv: Any, runs: Sequence[ActiveRun], old: str, new: str, checked: bool = True
+) -> tuple[list[str], dict[str, str]]:
     """Move ``runs`` (pinned to version ``old`` of one workflow) to version ``new``, then their queued
-    step jobs. Transient Redis errors are retried.
+    step jobs. ``checked``: the upgrade check passed on their heads as ``runs`` hold them: a run with a step
+    running, or whose head moved on since, is left where it is (:data:`LEFT`). Transient Redis errors are
+    retried.
 
     Returns:
-        The ids of the runs moved (a run that ended, or was moved, meanwhile is left out).
+        The ids of the runs moved (a run that ended, or was moved, meanwhile is left out), and run id → why
+        it was left (``checked`` only).
 
     Raises:
         redis.RedisError: Redis failed permanently, or transiently through every retry.
     """
     moved: list[str] = []
+    left: dict[str, str] = {}
     if runs:
         retry_transient(script(kv, "migrate_run").load)
     for start in range(0, len(runs), PAGE):
-        moved += retry_transient(_move_page, kv, runs[start : start + PAGE], old, new)
+        page = runs[start : start + PAGE]
+        for run, code in zip(page, retry_transient(_move_page, kv, page, old, new, checked), strict=True):
+            if code == 1:
+                moved.append(run.id)
+            elif code in LEFT:
+                left[run.id] = LEFT[code]
     if runs:
         retry_transient(move_jobs, kv, runs[0].workflow, old, new)
-    return moved
+    return moved, left
 
 
-def _move_page(kv: Any, runs: Sequence[ActiveRun], old: str, new: str) -> list[str]:
+def _move_page(kv: Any, runs: Sequence[ActiveRun], old: str, new: str, checked: bool) -> list[int]:
     pipe = kv.pipeline(transaction=False)
     now = now_iso()
     for run in runs:
         data = encode_event("status", 0, {"status": run.status.value, "version": new, "migrated_from": old})
-        script_keys = [keys.run(run.thread_id, run.id), keys.run_events(run.thread_id, run.id)]
-        script(kv, "migrate_run").queue(pipe, script_keys, [old, new, now, data["data"]])
-    return [run.id for run, done in zip(runs, pipe.execute(), strict=True) if int(done)]
+        script_keys = [
+            keys.run(run.thread_id, run.id),
+            keys.run_events(run.thread_id, run.id),
+            keys.lease(run.thread_id, run.id),
+        ]
+        head = (run.head or "") if checked else "-"
+        script(kv, "migrate_run").queue(pipe, script_keys, [old, new, now, data["data"], head])
+    return [int(code) for code in pipe.execute()]
 
 
 def move_jobs(kv: Any, workflow: str, old: str, new: str) -> int:
