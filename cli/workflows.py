@@ -60,6 +60,8 @@ class _Workflow:
 
 
 def _source(published: bool, local: bool) -> str:
+    if not (published or local):
+        return "runs"  # only runs pinned to it name it: the catalog dropped it, and it is not loaded here
     return "catalog+local" if published and local else "catalog" if published else "local"
 
 
@@ -96,10 +98,23 @@ def _gather(app: AppContext, name: str | None = None) -> list[_Workflow]:
         else:
             flow.versions.append(_Version(version, description, None, [], True))
     counts = pinned(_active(kv, name))
+    for workflow, version in counts:
+        _version_of(found.setdefault(workflow, _Workflow(workflow)), version)
     for flow in found.values():
         for v in flow.versions:
             v.pinned_runs = counts[(flow.name, v.version)]
     return [found[n] for n in sorted(found)]
+
+
+def _version_of(flow: _Workflow, version: str) -> _Version:
+    """``flow``'s entry of ``version``, added (source ``runs``, nothing described) when neither the catalog
+    nor the code here has it: runs are pinned to a version the catalog dropped."""
+    for v in flow.versions:
+        if v.version == version:
+            return v
+    unknown = {"format": 0, "name": flow.name, "channels": [], "nodes": [], "edges": []}
+    flow.versions.append(_Version(version, unknown, None, [], False))
+    return flow.versions[-1]
 
 
 def _active(kv: Any | None, name: str | None = None) -> list[ActiveRun]:
@@ -141,7 +156,8 @@ def list_workflows(app: AppContext, output: str) -> None:
     """List workflows, one row per version (newest first): name, version (its first 12 hex digits), nodes,
     how many live workers serve it, how many runs that have not ended are pinned to it (pinned runs),
     source (catalog: published by a worker; local: only loaded here, not published; catalog+local: both,
-    the same version). A workflow served in two versions at once gets a note on stderr.
+    the same version; runs: only runs pinned to it name it, the catalog dropped it as unserved for a
+    week). A workflow served in two versions at once gets a note on stderr.
 
     \b
     -o json: [{"name", "source", "nodes": [names, newest version], "versions": [{"version": 64 hex,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client
@@ -338,3 +339,20 @@ def test_a_value_of_a_class_the_new_code_dropped_breaks(
         "GRAPHQ_SERDE_ALLOWED_CLASSES (comma-separated module:QualName)\n"
         "1 threads checked: 0 ok, 1 would break\n",
     ), done.stderr
+
+
+def test_list_shows_a_version_the_catalog_dropped_while_runs_are_pinned_to_it(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """From the new-user trial: a version no worker served for a week leaves the catalog, and its pinned
+    runs (a human's week-long pause) vanished from the list, which looked drained."""
+    paused(client, "t1")
+    redis_client.hdel(keys.catalog_versions("upgrade"), V1_VERSION)  # as the catalog's tidy-up drops it
+    redis_client.zrem(keys.catalog_seen("upgrade"), V1_VERSION)
+    result = ok(invoke("tests.workflows.upgrade_v2_ok", redis_url, "workflows", "list", "-o", "json"))
+    [flow] = [f for f in json.loads(result.stdout) if f["name"] == "upgrade"]
+    listed = {v["version"]: (v["pinned_runs"], v["served_by"], v["local"]) for v in flow["versions"]}
+    assert listed[V1_VERSION] == (1, [], False)
+    table = ok(invoke("tests.workflows.upgrade_v2_ok", redis_url, "workflows", "list")).stdout
+    [row] = [line for line in table.splitlines() if V1_VERSION[:12] in line]
+    assert [c.strip() for c in row.split("│")][3:] == ["0", "1", "runs"]
