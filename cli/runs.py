@@ -31,7 +31,7 @@ from graphq.cli.records import (
 )
 from graphq.cli.watch import watch
 from graphq.scheduler.schedules import ScheduleStore
-from graphq.worker.pinned import SHORT, unserved, waiting_runs
+from graphq.worker.pinned import SHORT, no_taker, unserved, waiting_runs
 
 __all__ = ["record_json", "runs"]
 
@@ -241,7 +241,11 @@ def _summary(result: Any) -> list[tuple[str, str]]:
 
 
 def _fields(
-    r: RunRecord, step: int | None, slot_deadline_ms: int | None = None, unserved: bool = False
+    r: RunRecord,
+    step: int | None,
+    slot_deadline_ms: int | None = None,
+    unserved: bool = False,
+    untaken: bool = False,
 ) -> list[tuple[str, Any]]:
     fields: list[tuple[str, Any]] = [
         ("run", r.id),
@@ -258,7 +262,7 @@ def _fields(
         ("ended", r.ended_at),
         ("input", short(r.input)),
     ]
-    fields += _waits(r, slot_deadline_ms, unserved)
+    fields += _waits(r, slot_deadline_ms, unserved, untaken)
     if r.migrated_from:
         fields.append(("migrated", f"from version {r.migrated_from[:SHORT]} at {r.migrated_at}"))
     if r.continued_from_run_id:
@@ -278,12 +282,18 @@ def _fields(
     return fields + _summary(r.result)
 
 
-def _waits(r: RunRecord, slot_deadline_ms: int | None, unserved: bool) -> list[tuple[str, Any]]:
-    """What a run that has not ended waits for: a worker serving its version, an admission slot."""
-    rows: list[tuple[str, Any]] = []
+def _waits(
+    r: RunRecord, slot_deadline_ms: int | None, unserved: bool, untaken: bool
+) -> list[tuple[str, Any]]:
+    """What a run that has not ended waits for: a worker serving its version, one that takes new runs, an
+    admission slot."""
+    rows: list[tuple[str, str]] = []
     if unserved and r.version is not None:
         note = "no live worker serves it; start one, or `graphq runs migrate`"
         rows.append(("waiting for", f"a worker serving version {r.version[:SHORT]} ({note})"))
+    if untaken:
+        note = "none is live, or each has GRAPHQ_TAKE_NEW_RUNS=false"
+        rows.append(("waiting for", f"a worker that takes new runs of {r.workflow} ({note})"))
     if slot_deadline_ms is not None:
         rows.append(("waiting for", "a slot (GRAPHQ_MAX_CONCURRENT_RUNS[_PER_TENANT] or its workflow's)"))
         rows.append(("deadline", f"{when(iso_ms(slot_deadline_ms))} UTC (canceled if still waiting)"))
@@ -349,6 +359,7 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
             reader.thread_step(record),
             _slot_deadline(reader, record),
             unserved(reader.kv, app.settings.queue, record),
+            no_taker(reader.kv, app.settings.queue, record),
         )
         + _expiry(open_requests),
         no_wrap=("field",),

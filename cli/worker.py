@@ -51,6 +51,8 @@ def worker(app: AppContext, burst: bool, concurrency: int, log_level: str, metri
     finish the steps in flight within GRAPHQ_DRAIN_TIMEOUT_S, else give them up (the run ends Canceled,
     checkpoints kept, and is continued). A second SIGTERM or Ctrl-C: give them up at once. Exit status 0
     when every step in flight finished, 1 when one was given up or a worker process failed.
+    Each workflow's version (its catalog version) decides which pinned runs' steps the worker takes;
+    GRAPHQ_TAKE_NEW_RUNS=false makes it take only those, no new run (a release being retired).
     Needs GRAPHQ_REDIS_URL (or --redis-url) and the workflow modules (--workflows or GRAPHQ_WORKFLOWS).
     """
     kv = app.kv()

@@ -324,3 +324,16 @@ def test_answer_wait_refuses_a_run_pinned_to_another_version(
         "continues it, or `graphq runs migrate` moves it"
     )
     assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+
+
+def test_runs_show_says_a_new_run_waits_when_no_live_worker_takes_new_runs(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """From the new-user trial: with every worker at GRAPHQ_TAKE_NEW_RUNS=false a new run waited with no
+    sign anywhere."""
+    new = client.enqueue("versioned", {})
+    env = worker_env(redis_url, "tests.workflows.versioned_v1")
+    rows = {
+        line.split("│")[0].strip(): line for line in graphq("runs", "show", new, env=env).stdout.splitlines()
+    }
+    assert "a worker that takes new runs of versioned (none is live" in rows["waiting for"]

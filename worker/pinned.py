@@ -22,7 +22,7 @@ from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.workers import live_workers
 from graphq.worker.queue import queue_name, run_of_job, waiting_jobs
 
-__all__ = ["SHORT", "VersionQueue", "unserved", "version_queues", "waiting_runs"]
+__all__ = ["SHORT", "VersionQueue", "no_taker", "unserved", "version_queues", "waiting_runs"]
 
 SHORT = 12
 """Hex digits of a version in a table, a message or a metric label (JSON has all 64)."""
@@ -75,6 +75,15 @@ def unserved(kv: Any, base: str, run: RunRecord) -> bool:
     if version is None or run.terminal or run.status == RunStatus.AWAITING_INPUT:
         return False
     return queue_name(base, run.workflow, version) not in _listened(kv)
+
+
+def no_taker(kv: Any, base: str, run: RunRecord) -> bool:
+    """Whether ``run``'s next step is on its workflow's queue (its first step, or any step of a run not
+    pinned) and no live worker listens on that queue: none is live, or every one was started with
+    ``GRAPHQ_TAKE_NEW_RUNS=false``."""
+    if run.pinned_version is not None or run.terminal or run.status == RunStatus.AWAITING_INPUT:
+        return False
+    return queue_name(base, run.workflow) not in _listened(kv)
 
 
 def waiting_runs(kv: Any, base: str) -> Iterator[tuple[str, str]]:
