@@ -42,7 +42,7 @@ from graphq.cli.run import (
     redis_line,
     report,
 )
-from graphq.worker.pinned import SHORT
+from graphq.worker.pinned import SHORT, unserved
 
 __all__ = ["answer", "cancel", "requests", "resume"]
 
@@ -261,11 +261,12 @@ def answer(
         click.echo("\n".join(answered))
     state = switch.read(client.kv)
     where = "on a worker" if state.on else f"once `graphq enable` turns graphq on (it is {state.describe()})"
-    click.echo(
-        f"run {run_id} continues {where}; follow it with `graphq runs show {run_id}` "
-        "(or answer with --wait to continue it here)",
-        err=True,
-    )
+    hint = " (or answer with --wait to continue it here)"
+    record = client.get_run(run_id)
+    if state.on and unserved(client.kv, app.settings.queue, record) and record.version is not None:
+        where = f"once a worker serving its version {record.version[:SHORT]} is live (none is now)"
+        hint = ""
+    click.echo(f"run {run_id} continues {where}; follow it with `graphq runs show {run_id}`{hint}", err=True)
 
 
 @click.command("cancel", short_help="Cancel a run.")

@@ -302,6 +302,12 @@ def _new_code(app: AppContext, workflow: str, module: str | None) -> CompiledGra
         ConfigError: ``module`` does not import.
     """
     if module is None:
+        if workflow not in app.registry.names():
+            known = ", ".join(app.registry.names()) or "none"
+            raise UnknownWorkflowError(
+                f"workflow {workflow!r} is not loaded here (loaded: {known}): pass its new code with "
+                "--module NEW.module, or load it with --workflows"
+            )
         return app.registry.get(workflow)
     found = app.module_registry(module)
     if workflow not in found.names():

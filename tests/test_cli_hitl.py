@@ -97,7 +97,8 @@ def test_two_sequential_requests_are_answered_one_after_the_other(redis_url: str
     ]
     answered = ok(graphq("runs", "answer", run_id, "--value", '"yes"', url=redis_url))
     assert answered.stdout == f"{first.id}\n"
-    assert f"run {run_id} continues on a worker" in answered.stderr
+    # no worker is live: of the version the run is pinned to neither
+    assert f"run {run_id} continues once a worker serving its version " in answered.stderr
     assert show(redis_url, run_id)["status"] == "queued"  # until a worker takes the step again
     work(redis_url)
     [second] = requests_json(redis_url, run_id)

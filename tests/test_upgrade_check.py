@@ -271,7 +271,11 @@ def test_json_report(client: Client, redis_url: str) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["nope"], f"unknown workflow 'nope'; known workflows: {', '.join(Registry.load([V1]).names())}"),
+        (
+            ["nope"],
+            f"workflow 'nope' is not loaded here (loaded: {', '.join(Registry.load([V1]).names())}): pass "
+            "its new code with --module NEW.module, or load it with --workflows",
+        ),
         (
             ["upgrade", "--module", "tests.workflows.nope"],
             "cannot import workflow module 'tests.workflows.nope': ModuleNotFoundError: No module named "

@@ -337,3 +337,15 @@ def test_runs_show_says_a_new_run_waits_when_no_live_worker_takes_new_runs(
         line.split("│")[0].strip(): line for line in graphq("runs", "show", new, env=env).stdout.splitlines()
     }
     assert "a worker that takes new runs of versioned (none is live" in rows["waiting for"]
+
+
+def test_an_answer_says_its_run_waits_for_a_worker_of_its_version(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    run_id = paused(client, redis_client, redis_url)
+    result = invoke("tests.workflows.versioned_v2", redis_url, "runs", "answer", run_id, "--value", '"y"')
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"run {run_id} continues once a worker serving its version {VERSION_1[:12]} is live (none is now); "
+        f"follow it with `graphq runs show {run_id}`"
+    )
