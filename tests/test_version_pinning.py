@@ -12,10 +12,12 @@ import redis
 
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest
+from graphcore.backend.reaper import server_ms
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.worker import metrics
+from graphq.worker.housekeeping.reaper import Reaper
 from graphq.worker.pinned import unserved, version_queues
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue, step_job_id
@@ -349,3 +351,21 @@ def test_an_answer_says_its_run_waits_for_a_worker_of_its_version(
         f"run {run_id} continues once a worker serving its version {VERSION_1[:12]} is live (none is now); "
         f"follow it with `graphq runs show {run_id}`"
     )
+
+
+def test_the_reaper_leaves_a_pinned_step_waiting_on_its_versions_queue(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """From the second new-user trial: the reaper looked for a waiting step job on its workflow's queue
+    only, took a pinned step waiting on its version's queue (longer than a lease TTL: no worker of its
+    version) for lost and enqueued it again at every pass: copies, which a worker of another version ran
+    once migrate moved them."""
+    run_id = paused(client, redis_client, redis_url)
+    client.answer(run_id, "yes")
+    job = job_of(client, run_id)
+    reaper = Reaper(redis_client, Settings(redis_url=redis_url))
+    later = server_ms(redis_client) + 3_600_000  # the job waits for longer than any lease TTL
+    for _ in range(3):
+        reaper.requeue_lost_jobs(later)
+    assert queued(redis_client, VERSION_1) == [job.encode()]
+    assert queued(redis_client, None) == []

@@ -182,8 +182,11 @@ class Reaper:
                 self.kv.zrem(keys.steps_index(), member)  # the step ran, or the run ended or waits
                 continue
             job_id = step_job_id(run_id, step)
-            rq_queue = self.queue.queue(run.workflow)
-            waiting = self.kv.lpos(rq_queue.key, job_id) is not None
+            # its version's queue when it is pinned; its workflow's for a first step (or a job a worker of
+            # another version is handing on)
+            mine, workflows = self.queue.of(run), self.queue.queue(run.workflow)
+            rq_queues = [mine] if mine is workflows else [mine, workflows]
+            waiting = any(self.kv.lpos(q.key, job_id) is not None for q in rq_queues)
             if not waiting and member not in missing:
                 self._missing.add(member)  # taken a moment ago, or lost: the next pass tells
                 continue
@@ -192,7 +195,8 @@ class Reaper:
             if waiting:
                 pipe.zadd(keys.steps_index(), {member: now_ms}, xx=True)
             else:
-                pipe.lrem(rq_queue.intermediate_queue_key, 0, job_id)
+                for rq_queue in rq_queues:
+                    pipe.lrem(rq_queue.intermediate_queue_key, 0, job_id)
                 self.queue.stage(pipe, run)
                 log.warning("run %s: step job %s %s", run_id, job_id, REQUEUED_LOG)
             pipe.execute()
