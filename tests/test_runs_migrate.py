@@ -155,10 +155,16 @@ def test_a_run_with_a_step_running_or_committed_since_the_check_is_left_named(
 
 
 def test_run_moves_only_the_runs_named(client: Client, redis_client: redis.Redis, redis_url: str) -> None:
+    """Only the runs named move, and only their queued steps (second new-user trial: every step job on the old
+    version's queue moved)."""
     first, second = paused(client, redis_client, redis_url), paused(client, redis_client, redis_url)
+    for run_id in (first, second):
+        client.answer(run_id, "yes")
+    jobs = [job_of(client, r).encode() for r in (first, second)]
     code, out, _ = migrate(redis_url, V2_MODULE, "--from", VERSION_1, "--to", VERSION_2, "--run", second)
     assert code == 0 and f"moved run {second} " in out and first not in out
     assert [client.get_run(r).version for r in (first, second)] == [VERSION_1, VERSION_2]
+    assert (queued(redis_client, VERSION_1), queued(redis_client, VERSION_2)) == ([jobs[0]], [jobs[1]])
     code, _, err = migrate(redis_url, V2_MODULE, "--from", VERSION_1, "--to", VERSION_2, "--run", "nope")
     assert code == 2 and error_line_of(err) == (
         f"error: --run nope: no run pinned to version {VERSION_1[:12]} that has not ended has this id"

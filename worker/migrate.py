@@ -7,8 +7,9 @@ once the old release is gone, its runs can be moved to the new one, after the up
 1. each run that has not ended and is still pinned to the old version gets the new one, recorded on it
    (``migrated_from``, ``migrated_at``) and in its event stream (``migrate_run.lua``), in pipelined pages;
    after the upgrade check, only while its head is the checkpoint the check saw and no step of it runs;
-2. the step jobs waiting on the old version's queue go, in order, to the new version's queue (one
-   transaction, done again if a worker takes a job meanwhile); a split step's helper jobs stay.
+2. the step jobs of the runs moved that wait on the old version's queue go, in order, to the new version's
+   queue (one transaction, done again if a worker takes a job meanwhile); other jobs (other runs', a split
+   step's helpers) stay.
 
 A step running on an old worker meanwhile commits onto the old queue; a worker serving the old version
 takes that job and hands it to the new version's queue (:mod:`graphq.worker.step.hand_back`). A run
@@ -68,8 +69,8 @@ def migrate(
                 moved.append(run.id)
             elif code in LEFT:
                 left[run.id] = LEFT[code]
-    if runs:
-        retry_transient(move_jobs, kv, runs[0].workflow, old, new)
+    if moved:
+        retry_transient(move_jobs, kv, runs[0].workflow, old, new, set(moved))
     return moved, left
 
 
@@ -88,10 +89,10 @@ def _move_page(kv: Any, runs: Sequence[ActiveRun], old: str, new: str, checked: 
     return [int(code) for code in pipe.execute()]
 
 
-def move_jobs(kv: Any, workflow: str, old: str, new: str) -> int:
-    """Move the step jobs waiting on ``workflow``'s queue of version ``old`` to that of ``new``, in order
-    (one transaction, WATCHing the old queue: tried again when a worker takes a job meanwhile). Returns how
-    many moved."""
+def move_jobs(kv: Any, workflow: str, old: str, new: str, runs: set[str]) -> int:
+    """Move the step jobs of ``runs`` (ids) waiting on ``workflow``'s queue of version ``old`` to that of
+    ``new``, in order (one transaction, WATCHing the old queue: tried again when a worker takes a job
+    meanwhile); the other jobs stay, in order. Returns how many moved."""
     steps = RQStepQueue(kv)
     source, target = steps.queue(workflow, old), steps.queue(workflow, new)
     while True:
@@ -99,8 +100,8 @@ def move_jobs(kv: Any, workflow: str, old: str, new: str) -> int:
             try:
                 pipe.watch(source.key)
                 ids = [i.decode() for i in pipe.lrange(source.key, 0, -1)]
-                step_jobs = [i for i in ids if run_of_job(i) is not None]
-                others = [i for i in ids if run_of_job(i) is None]
+                step_jobs = [i for i in ids if run_of_job(i) in runs]
+                others = [i for i in ids if run_of_job(i) not in runs]
                 pipe.multi()
                 if step_jobs:
                     pipe.delete(source.key)

@@ -87,12 +87,14 @@ def no_taker(kv: Any, base: str, run: RunRecord) -> bool:
 
 
 def waiting_runs(kv: Any, base: str) -> Iterator[tuple[str, str]]:
-    """``(run id, version)`` of each step job on a version queue no live worker listens on, queue by queue,
-    oldest job first (one LRANGE per such queue)."""
+    """``(run id, version)`` of each run with a step job on a version queue no live worker listens on, queue
+    by queue, oldest job first, each run once (one LRANGE per such queue)."""
+    seen: set[str] = set()
     for queue in version_queues(kv, base):
         if queue.served or not queue.waiting:
             continue
         for job_id in kv.lrange(queue.key, 0, -1):
             run_id = run_of_job(job_id.decode())
-            if run_id is not None:
+            if run_id is not None and run_id not in seen:  # a run once, whatever copies of its job wait
+                seen.add(run_id)
                 yield run_id, queue.version
