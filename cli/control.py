@@ -262,8 +262,9 @@ def answer(
     state = switch.read(client.kv)
     where = "on a worker" if state.on else f"once `graphq enable` turns graphq on (it is {state.describe()})"
     record = client.get_run(run_id)
-    if state.on and unserved(client.kv, app.settings.queue, record) and record.version is not None:
-        where = f"once a worker serving its version {record.version[:SHORT]} is live (none is now)"
+    pinned = record.pinned_version
+    if state.on and pinned is not None and unserved(client.kv, app.settings.queue, record):
+        where = f"once a worker serving its version {pinned[:SHORT]} is live (none is now)"
     loaded = app.registry.version(record.workflow) if record.workflow in app.registry.names() else None
     can_wait = loaded is not None and record.pinned_version in (None, loaded)  # else --wait refuses
     hint = " (or answer with --wait to continue it here)" if can_wait else ""

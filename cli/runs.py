@@ -31,7 +31,7 @@ from graphq.cli.records import (
 )
 from graphq.cli.watch import watch
 from graphq.scheduler.schedules import ScheduleStore
-from graphq.worker.pinned import SHORT, no_taker, unserved, waiting_runs
+from graphq.worker.pinned import SHORT, unserved, waiting_runs
 
 __all__ = ["record_json", "runs"]
 
@@ -245,7 +245,6 @@ def _fields(
     step: int | None,
     slot_deadline_ms: int | None = None,
     unserved: bool = False,
-    untaken: bool = False,
 ) -> list[tuple[str, Any]]:
     fields: list[tuple[str, Any]] = [
         ("run", r.id),
@@ -262,7 +261,7 @@ def _fields(
         ("ended", r.ended_at),
         ("input", short(r.input)),
     ]
-    fields += _waits(r, slot_deadline_ms, unserved, untaken)
+    fields += _waits(r, slot_deadline_ms, unserved)
     if r.migrated_from:
         fields.append(("migrated", f"from version {r.migrated_from[:SHORT]} at {r.migrated_at}"))
     if r.continued_from_run_id:
@@ -282,16 +281,15 @@ def _fields(
     return fields + _summary(r.result)
 
 
-def _waits(
-    r: RunRecord, slot_deadline_ms: int | None, unserved: bool, untaken: bool
-) -> list[tuple[str, Any]]:
-    """What a run that has not ended waits for: a worker serving its version, one that takes new runs, an
-    admission slot."""
+def _waits(r: RunRecord, slot_deadline_ms: int | None, unserved: bool) -> list[tuple[str, str]]:
+    """What a run that has not ended waits for: a worker that can take its next step (one serving its
+    version, or one that takes new runs: :func:`graphq.worker.pinned.unserved`), an admission slot."""
     rows: list[tuple[str, str]] = []
-    if unserved and r.version is not None:
+    version = r.pinned_version
+    if unserved and version is not None:
         note = "no live worker serves it; start one, or `graphq runs migrate`"
-        rows.append(("waiting for", f"a worker serving version {r.version[:SHORT]} ({note})"))
-    if untaken:
+        rows.append(("waiting for", f"a worker serving version {version[:SHORT]} ({note})"))
+    elif unserved:
         note = "none is live, or each has GRAPHQ_TAKE_NEW_RUNS=false"
         rows.append(("waiting for", f"a worker that takes new runs of {r.workflow} ({note})"))
     if slot_deadline_ms is not None:
@@ -342,7 +340,7 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
         extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
         thread_step = {"thread_step": reader.thread_step(record)}  # "step" is the record's: steps done
         slot = _slot_deadline(reader, record)
-        version = record.version if unserved(reader.kv, app.settings.queue, record) else None
+        version = record.pinned_version if unserved(reader.kv, app.settings.queue, record) else None
         print_json(
             record_json(record)
             | thread_step
@@ -359,7 +357,6 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
             reader.thread_step(record),
             _slot_deadline(reader, record),
             unserved(reader.kv, app.settings.queue, record),
-            no_taker(reader.kv, app.settings.queue, record),
         )
         + _expiry(open_requests),
         no_wrap=("field",),

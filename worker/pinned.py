@@ -22,7 +22,7 @@ from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.workers import live_workers
 from graphq.worker.queue import queue_name, run_of_job, waiting_jobs
 
-__all__ = ["SHORT", "VersionQueue", "no_taker", "unserved", "version_queues", "waiting_runs"]
+__all__ = ["SHORT", "VersionQueue", "unserved", "version_queues", "waiting_runs"]
 
 SHORT = 12
 """Hex digits of a version in a table, a message or a metric label (JSON has all 64)."""
@@ -69,21 +69,13 @@ def version_queues(kv: Any, base: str) -> list[VersionQueue]:
 
 
 def unserved(kv: Any, base: str, run: RunRecord) -> bool:
-    """Whether ``run``'s next step waits for a worker serving its version: it is pinned to one, has not
-    ended nor waits for input, and no live worker listens on its version's queue."""
-    version = run.pinned_version
-    if version is None or run.terminal or run.status == RunStatus.AWAITING_INPUT:
+    """Whether no live worker can take ``run``'s next step: it has not ended nor waits for input, and no
+    live worker listens on the queue of that step — its version's when the run is pinned to one (none
+    serves the version), else its workflow's (none is live, or every one runs with
+    ``GRAPHQ_TAKE_NEW_RUNS=false``)."""
+    if run.terminal or run.status == RunStatus.AWAITING_INPUT:
         return False
-    return queue_name(base, run.workflow, version) not in _listened(kv)
-
-
-def no_taker(kv: Any, base: str, run: RunRecord) -> bool:
-    """Whether ``run``'s next step is on its workflow's queue (its first step, or any step of a run not
-    pinned) and no live worker listens on that queue: none is live, or every one was started with
-    ``GRAPHQ_TAKE_NEW_RUNS=false``."""
-    if run.pinned_version is not None or run.terminal or run.status == RunStatus.AWAITING_INPUT:
-        return False
-    return queue_name(base, run.workflow) not in _listened(kv)
+    return queue_name(base, run.workflow, run.pinned_version) not in _listened(kv)
 
 
 def waiting_runs(kv: Any, base: str) -> Iterator[tuple[str, str]]:

@@ -185,7 +185,7 @@ class Reaper:
             # its version's queue when it is pinned; its workflow's for a first step (or a job a worker of
             # another version is handing on)
             mine, workflows = self.queue.of(run), self.queue.queue(run.workflow)
-            rq_queues = [mine] if mine is workflows else [mine, workflows]
+            rq_queues = [mine] if mine.name == workflows.name else [mine, workflows]
             waiting = any(self.kv.lpos(q.key, job_id) is not None for q in rq_queues)
             if not waiting and member not in missing:
                 self._missing.add(member)  # taken a moment ago, or lost: the next pass tells

@@ -50,5 +50,5 @@ redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[4], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[2]), ARGV[7])
 redis.call('HSET', KEYS[1], 'worker', ARGV[8])
-if ARGV[10] ~= '' and not field['version'] then redis.call('HSET', KEYS[1], 'version', ARGV[10]) end
+if ARGV[10] ~= '' and not version then redis.call('HSET', KEYS[1], 'version', ARGV[10]) end
 return {3, run}
