@@ -21,6 +21,7 @@ from graphq.worker.housekeeping.reaper import Reaper
 from graphq.worker.pinned import unserved, version_queues
 from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import RQStepQueue, step_job_id
+from graphq.worker.step.context import WorkerContext
 from tests.cli_helpers import invoke
 from tests.workers import Procs, ended, graphq, wait_for, worker_env
 
@@ -369,3 +370,18 @@ def test_the_reaper_leaves_a_pinned_step_waiting_on_its_versions_queue(
         reaper.requeue_lost_jobs(later)
     assert queued(redis_client, VERSION_1) == [job.encode()]
     assert queued(redis_client, None) == []
+
+
+def test_a_started_runs_next_step_goes_ahead_of_new_runs_first_steps(
+    client: Client, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """What the versions page says: a worker takes jobs from its version's queue first. A run enqueued
+    before a pinned run's answer still waits until the answered run's steps are done."""
+    answered = paused(client, redis_client, redis_url)
+    new = client.enqueue("versioned", {})  # its first step, on the workflow's queue, queued first
+    client.answer(answered, "yes")
+    ctx = WorkerContext.build(redis_client, Settings(redis_url=redis_url), V1.only(["versioned"]))
+    assert ctx.listen() == [f"graphq:versioned@{VERSION_1}", "graphq:versioned"]
+    assert burst(redis_client, redis_url, V1)
+    done, started = client.get_run(answered).ended_at, client.get_run(new).started_at
+    assert done is not None and started is not None and done < started
