@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test test-loaded lint docs docs-serve bench chaos clean
+.PHONY: venv browser demo test test-loaded lint docs docs-serve bench chaos clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ venv: $(STAMP)
 ## The main job: run code-inventory over the Python standard library (embedded Redis unless GRAPHQ_REDIS_URL).
 demo: $(STAMP)
 	$(VENV)/bin/graphq run code-inventory
+
+## Debian's chromium, for the console's browser tests (tests/test_console_browser.py; Playwright drives it).
+## apt-get needs root: sudo is used when make is not run as root. Nothing happens when chromium is there.
+browser:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 ## The tests in two pytest processes (pytest-xdist, whole files to each), each on a private redis-server
 ## started by its session fixture. Run serially, the suite used under half of one core (its tests mostly wait

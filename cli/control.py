@@ -16,6 +16,7 @@ import click
 from graphcore import keys
 from graphcore.backend import switch
 from graphcore.backend.client import Client, at_breakpoint
+from graphcore.backend.json_forms import record_json, request_json, request_record_json
 from graphcore.backend.runs import RunRecord
 from graphcore.backend.switch import refuse_if_off
 from graphcore.engine.inputs import check_answer
@@ -30,9 +31,6 @@ from graphq.cli.records import (
     graphq_prefix,
     print_all_requests,
     print_requests,
-    record_json,
-    request_json,
-    request_record_json,
 )
 from graphq.cli.run import (
     follow_and_work,

@@ -10,6 +10,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from graphcore.backend.client import Client, RunRequest, queue_config
+from graphcore.backend.json_forms import request_json
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.threads import Multitask
 from graphcore.errors import ConfigError, PermanentError
@@ -19,7 +20,7 @@ from graphq.cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
 from graphq.cli.inputs import check_ids, checked, fail_at, parse_input, read_batch
 from graphq.cli.output import err_console, output_option, print_json
 from graphq.cli.progress import ProgressFollower, StepBars, step_columns
-from graphq.cli.records import at_step, print_waiting, request_json
+from graphq.cli.records import at_step, print_waiting
 
 __all__ = ["enqueue", "multitask_option", "wait_for_runs"]
 

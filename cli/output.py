@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import enum
-import json
-import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import date, datetime, time, timedelta
-from decimal import Decimal
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
-from uuid import UUID
 
 import click
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from graphcore.backend.json_forms import to_json
 from graphq.worker.logs import redact_urls
 
 __all__ = [
@@ -27,14 +19,12 @@ __all__ = [
     "FORMATS",
     "clip",
     "err_console",
-    "jsonable",
     "mask_output",
     "out_console",
     "output_option",
     "print_json",
     "print_table",
     "short",
-    "to_json",
     "when",
 ]
 
@@ -105,64 +95,6 @@ def output_option(fn: _F) -> _F:
         help="table for people, json for machines (always valid JSON on stdout).",
     )
     return option(fn)
-
-
-def _scalar(value: Any) -> Any:
-    """The JSON form of a non-container value (``NotImplemented`` when it is not a known scalar)."""
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, enum.Enum):
-        return jsonable(value.value)
-    if isinstance(value, datetime | date | time):
-        return value.isoformat()
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, Decimal | UUID):
-        return str(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        raw = bytes(value)
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return "base64:" + base64.b64encode(raw).decode("ascii")
-    return NotImplemented
-
-
-def jsonable(value: Any) -> Any:
-    """Convert ``value`` into plain JSON data.
-
-    datetimes, dates and times become ISO-8601 strings, timedeltas seconds, Decimal and UUID strings, bytes
-    UTF-8 text (``base64:...`` when not UTF-8), sets sorted lists, enums their value, pydantic models and
-    dataclasses dicts, non-finite floats strings, mapping keys strings; anything else its ``repr``.
-
-    Args:
-        value: any value, nested to any depth.
-
-    Returns:
-        A value made of dict, list, str, int, float, bool and None only.
-    """
-    scalar = _scalar(value)
-    if scalar is not NotImplemented:
-        return scalar
-    if isinstance(value, BaseModel):
-        return jsonable(value.model_dump())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return jsonable(dataclasses.asdict(value))
-    if isinstance(value, Mapping):
-        return {k if isinstance(k, str) else json.dumps(jsonable(k)): jsonable(v) for k, v in value.items()}
-    if isinstance(value, set | frozenset):
-        items = [jsonable(v) for v in value]
-        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return repr(value)
-
-
-def to_json(value: Any, indent: int | None = 2) -> str:
-    """``value`` as valid JSON text (see :func:`jsonable`)."""
-    return json.dumps(jsonable(value), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
 def print_json(value: Any) -> None:

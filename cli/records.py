@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from collections.abc import Sequence
 from typing import Any
@@ -12,11 +11,11 @@ from click.core import ParameterSource
 
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import redact_url
-from graphcore.backend.reaper import iso_ms
+from graphcore.backend.json_forms import deadline_iso, to_json
 from graphcore.backend.runs import RunRecord
 from graphcore.engine.interrupts import RequestRecord
 from graphcore.types import Interrupt
-from graphq.cli.output import clip, print_table, to_json, when
+from graphq.cli.output import clip, print_table, when
 
 __all__ = [
     "again_command",
@@ -28,9 +27,6 @@ __all__ = [
     "print_requests",
     "print_resume_hint",
     "print_waiting",
-    "record_json",
-    "request_json",
-    "request_record_json",
     "schema_text",
 ]
 
@@ -40,28 +36,6 @@ def at_step(client: Client, record: RunRecord) -> str:
     :meth:`Client.thread_step`), or "" before it has one."""
     step = client.thread_step(record)
     return "" if step is None else f" at step {step}"
-
-
-def record_json(record: RunRecord) -> dict[str, Any]:
-    """A run record as a JSON-ready dict (``status`` as its string value)."""
-    return record.model_dump(mode="python") | {"status": record.status.value}
-
-
-def request_json(request: Interrupt) -> dict[str, Any]:
-    """An open request as a JSON-ready dict: id, value, node, task_id, index, created_at, deadline_ms and
-    deadline (ISO-8601 UTC; both null without one, R13)."""
-    return dataclasses.asdict(request) | {"deadline": deadline_iso(request.deadline_ms)}
-
-
-def request_record_json(record: RequestRecord) -> dict[str, Any]:
-    """A request a run made (open or answered) as a JSON-ready dict: id, node, value, status, answer, step,
-    checkpoint_id, created_at, answered_at, again_of, deadline, deadline_ms."""
-    return dataclasses.asdict(record)
-
-
-def deadline_iso(deadline_ms: int | None) -> str | None:
-    """A request's deadline as ISO-8601 UTC (None without one)."""
-    return None if deadline_ms is None else iso_ms(deadline_ms)
 
 
 def schema_text(schema: Any) -> str:

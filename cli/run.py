@@ -28,6 +28,7 @@ from graphcore import keys
 from graphcore.backend.client import Client, RunRequest, ValidRun
 from graphcore.backend.connection import connect, redact_url
 from graphcore.backend.events import Event, read_events
+from graphcore.backend.json_forms import record_json, request_json, to_json
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import Multitask
@@ -39,9 +40,9 @@ from graphq.cli.ctrl_c import CtrlC, how_left
 from graphq.cli.enqueue import multitask_option
 from graphq.cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_WAITING, fail
 from graphq.cli.inputs import checked, make_data_dir, parse_input
-from graphq.cli.output import err_console, output_option, print_json, to_json
+from graphq.cli.output import err_console, output_option, print_json
 from graphq.cli.progress import StepBars
-from graphq.cli.records import at_step, print_waiting, record_json, request_json
+from graphq.cli.records import at_step, print_waiting
 from graphq.cli.state import tasks_text
 from graphq.worker.housekeeping.loops import reap_now
 from graphq.worker.process.rq_worker import run_worker

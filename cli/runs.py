@@ -10,6 +10,7 @@ import click
 
 from graphcore.backend.admission import waiting_deadline_ms
 from graphcore.backend.client import Client
+from graphcore.backend.json_forms import record_json, request_json, request_record_json
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import RunNotFoundError
@@ -25,15 +26,12 @@ from graphq.cli.records import (
     print_all_requests,
     print_answer_hint,
     print_resume_hint,
-    record_json,
-    request_json,
-    request_record_json,
 )
 from graphq.cli.watch import watch
 from graphq.scheduler.schedules import ScheduleStore
 from graphq.worker.pinned import SHORT, unserved, waiting_runs
 
-__all__ = ["record_json", "runs"]
+__all__ = ["runs"]
 
 _SHOWN = 200
 """Characters shown of a value in ``runs show``: ids (at most 200) whole, long values cut."""

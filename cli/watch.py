@@ -24,6 +24,7 @@ from graphcore import keys
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import connect, is_transient, redis_retrying
 from graphcore.backend.events import EVENTS_MAXLEN, Event, read_events
+from graphcore.backend.json_forms import to_json
 from graphcore.backend.retention import step_namespaces
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints import serde
@@ -33,7 +34,7 @@ from graphcore.engine.stream import checkpoint_payload
 from graphcore.errors import CheckpointNotFoundError
 from graphq.cli.context import AppContext
 from graphq.cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
-from graphq.cli.output import FORMATS, err_console, to_json
+from graphq.cli.output import FORMATS, err_console
 from graphq.cli.progress import StepBars
 from graphq.cli.records import graphq_prefix
 

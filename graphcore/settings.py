@@ -17,7 +17,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graphcore import keys
@@ -409,6 +409,13 @@ class Settings(BaseSettings):
             "Comma-separated `module:QualName` classes that may be stored and loaded besides those the "
             "workflows' state schemas name (e.g. an interrupt payload model); imported when the workflows "
             "load; a malformed or unimportable entry fails naming this setting."
+        ),
+    )
+    ui_token: SecretStr | None = Field(
+        default=None,
+        description=(
+            "The token `graphq ui` requires of every request (API: `Authorization: Bearer <token>`; "
+            "browser: the sign-in page); needed to bind a host other than loopback unless `--read-only`."
         ),
     )
 

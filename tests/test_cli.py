@@ -21,8 +21,8 @@ from click.testing import CliRunner, Result
 from pydantic import BaseModel
 
 from graphcore import keys
+from graphcore.backend.json_forms import jsonable, to_json
 from graphq.cli.main import main
-from graphq.cli.output import jsonable, to_json
 
 WORKFLOWS = "tests.workflows.basic"
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")

@@ -3,7 +3,8 @@ and function-local imports included — points down the layers, and no modules i
 
 Layers, bottom up: the foundation (``graphcore.errors``, ``types``, ``settings``, ``keys``, ``messages``,
 ``lite_messages``, ``managed``) < ``graphcore.checkpoints`` < ``graphcore.engine`` < ``graphcore.backend`` <
-``graphcore`` (the package face) < ``graphq.worker``, ``graphq.scheduler`` < ``graphq.cli``.
+``graphcore`` (the package face) < ``graphq.worker``, ``graphq.scheduler`` < ``graphq.console`` <
+``graphq.cli``.
 ``graphq.examples`` may use everything but ``graphq.cli``; ``graphq`` (the package face for client code)
 the layers up to ``graphq.worker``.
 """
@@ -21,6 +22,7 @@ PACKAGES = {
     "graphcore": "graphcore",
     "graphq.worker": "worker",
     "graphq.scheduler": "scheduler",
+    "graphq.console": "console",
     "graphq.cli": "cli",
     "graphq.examples": "examples",
 }
@@ -43,7 +45,8 @@ ALLOWED: dict[str, set[str]] = {
     "face": {"foundation", "checkpoints", "engine"},
     "worker": {"foundation", "checkpoints", "engine", "backend", "face"},
     "scheduler": {"foundation", "checkpoints", "engine", "backend", "face", "worker"},
-    "cli": {"foundation", "checkpoints", "engine", "backend", "face", "worker", "scheduler"},
+    "console": {"foundation", "checkpoints", "engine", "backend", "face", "worker", "scheduler"},
+    "cli": {"foundation", "checkpoints", "engine", "backend", "face", "worker", "scheduler", "console"},
     "examples": {"foundation", "checkpoints", "engine", "backend", "face", "worker"},
     "public": {"foundation", "checkpoints", "engine", "backend", "face", "worker"},
 }

@@ -24,7 +24,7 @@ from tests.workers import ROOT, worker_env
 pytestmark = pytest.mark.timeout(600)  # a build, a virtualenv and an install: minutes on a cold pip cache
 
 FOLDERS = {"graphcore": "graphcore", "graphq": "graphq"} | {
-    f"graphq/{name}": name for name in ("worker", "scheduler", "cli", "examples")
+    f"graphq/{name}": name for name in ("worker", "scheduler", "console", "cli", "examples")
 }
 """Where each package of the wheel comes from in the repository."""
 

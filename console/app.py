@@ -1,0 +1,39 @@
+"""The console's ASGI application: :func:`create_app`."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from graphq.console.api import router as api_router
+from graphq.console.pages import router as pages_router
+from graphq.console.problems import install_problem_handlers
+from graphq.console.rendering import HERE
+from graphq.console.state import Console
+
+__all__ = ["create_app"]
+
+
+def create_app(console: Console) -> FastAPI:
+    """The console and API application for ``console``.
+
+    Routes: ``/api/...`` (:mod:`graphq.console.api`; OpenAPI at ``/api/openapi.json``), ``/static/...``
+    (the package's assets) and the pages (:mod:`graphq.console.pages`).
+    """
+    app = FastAPI(
+        title="graphq",
+        summary="Durable graph workflows on Redis: runs, human requests, threads.",
+        version=version("graphq"),
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    app.state.console = console
+    install_problem_handlers(app)
+    console.guard.install(app)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    app.include_router(api_router)
+    app.include_router(pages_router)
+    return app

@@ -1,0 +1,107 @@
+"""The JSON forms of graphq's values, shared by the CLI (``--output json``) and the HTTP API.
+
+:func:`jsonable` turns any value into plain JSON data; :func:`record_json`, :func:`request_json` and
+:func:`request_record_json` are a run record's and a human request's JSON forms.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import json
+import math
+from collections.abc import Mapping
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from graphcore.backend.reaper import iso_ms
+from graphcore.backend.runs import RunRecord
+from graphcore.engine.interrupts import RequestRecord
+from graphcore.types import Interrupt
+
+__all__ = ["deadline_iso", "jsonable", "record_json", "request_json", "request_record_json", "to_json"]
+
+
+def _scalar(value: Any) -> Any:
+    """The JSON form of a non-container value (``NotImplemented`` when it is not a known scalar)."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, Decimal | UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return "base64:" + base64.b64encode(raw).decode("ascii")
+    return NotImplemented
+
+
+def jsonable(value: Any) -> Any:
+    """Convert ``value`` into plain JSON data.
+
+    datetimes, dates and times become ISO-8601 strings, timedeltas seconds, Decimal and UUID strings, bytes
+    UTF-8 text (``base64:...`` when not UTF-8), sets sorted lists, enums their value, pydantic models and
+    dataclasses dicts, non-finite floats strings, mapping keys strings; anything else its ``repr``.
+
+    Args:
+        value: any value, nested to any depth.
+
+    Returns:
+        A value made of dict, list, str, int, float, bool and None only.
+    """
+    scalar = _scalar(value)
+    if scalar is not NotImplemented:
+        return scalar
+    if isinstance(value, BaseModel):
+        return jsonable(value.model_dump())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, Mapping):
+        return {k if isinstance(k, str) else json.dumps(jsonable(k)): jsonable(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        items = [jsonable(v) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return repr(value)
+
+
+def to_json(value: Any, indent: int | None = 2) -> str:
+    """``value`` as valid JSON text (see :func:`jsonable`)."""
+    return json.dumps(jsonable(value), indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+def record_json(record: RunRecord) -> dict[str, Any]:
+    """A run record as a JSON-ready dict (``status`` as its string value)."""
+    return record.model_dump(mode="python") | {"status": record.status.value}
+
+
+def request_json(request: Interrupt) -> dict[str, Any]:
+    """An open request as a JSON-ready dict: id, value, node, task_id, index, created_at, deadline_ms and
+    deadline (ISO-8601 UTC; both null without one, R13)."""
+    return dataclasses.asdict(request) | {"deadline": deadline_iso(request.deadline_ms)}
+
+
+def request_record_json(record: RequestRecord) -> dict[str, Any]:
+    """A request a run made (open or answered) as a JSON-ready dict: id, node, value, status, answer, step,
+    checkpoint_id, created_at, answered_at, again_of, deadline, deadline_ms."""
+    return dataclasses.asdict(record)
+
+
+def deadline_iso(deadline_ms: int | None) -> str | None:
+    """A request's deadline as ISO-8601 UTC (None without one)."""
+    return None if deadline_ms is None else iso_ms(deadline_ms)
