@@ -45,8 +45,8 @@ chaos: $(STAMP)
 	$(PY) -m bench.chaos --signal term
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check graphcore graphq worker scheduler cli examples tests bench docs_hooks
-	$(VENV)/bin/ruff format --check graphcore graphq worker scheduler cli examples tests bench docs_hooks
+	$(VENV)/bin/ruff check graphcore graphq worker scheduler console cli examples tests bench docs_hooks
+	$(VENV)/bin/ruff format --check graphcore graphq worker scheduler console cli examples tests bench docs_hooks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy docs_hooks
 

@@ -17,7 +17,15 @@ from typing import Any
 from graphcore.backend.embedded import free_port
 from tests.workers import ROOT, Procs, wait_for
 
-__all__ = ["CHROMIUM_FLAGS", "SHOTS", "Console", "browser_page", "chromium_path", "screenshot", "start_console"]
+__all__ = [
+    "CHROMIUM_FLAGS",
+    "SHOTS",
+    "Console",
+    "browser_page",
+    "chromium_path",
+    "screenshot",
+    "start_console",
+]
 
 SHOTS = ROOT / "test-results" / "screenshots"
 CHROMIUM_FLAGS = [

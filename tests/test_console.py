@@ -3,8 +3,6 @@ CSRF, allowed hosts, escaping; and ``graphq ui``'s refusals on the command line.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -144,5 +142,3 @@ def test_ui_refuses_bad_input_in_one_line(
     done = graphq("ui", *args, env={**graphq_env, **env})
     assert done.returncode == 2
     assert message in done.stderr.strip().splitlines()[-1]
-
-
