@@ -42,7 +42,7 @@ def ui(app: AppContext, host: str, port: int, read_only: bool) -> None:
         fail(f"--host {host} is reachable from other machines: set GRAPHQ_UI_TOKEN or pass --read-only")
     kv = app.kv(local=True, share=True)
     client = Client(kv, app.loaded(), RQStepQueue(kv, app.settings))
-    console = Console(client, app.settings, Guard(token, read_only))
+    console = Console(client, app.settings, Guard(token, read_only, is_loopback(host)))
     click.echo(f"graphq console on http://{_shown(host)}:{port}/ (API under /api; Ctrl-C stops it)")
     uvicorn.run(create_app(console), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
 

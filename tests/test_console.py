@@ -107,6 +107,8 @@ def test_without_a_token_only_loopback_host_names_are_served(client: Client) -> 
     assert web.get("/runs", headers={"Host": "localhost:8000"}).status_code == 200
     with_token = serve(client, Guard(token="t"))
     assert with_token.get("/login", headers={"Host": "graphq.internal"}).status_code == 200
+    public_read_only = serve(client, Guard(read_only=True, loopback=False))
+    assert public_read_only.get("/runs", headers={"Host": "graphq.internal"}).status_code == 200
 
 
 def test_pages_render_values_from_redis_as_text(client: Client) -> None:
@@ -142,3 +144,8 @@ def test_ui_refuses_bad_input_in_one_line(
     done = graphq("ui", *args, env={**graphq_env, **env})
     assert done.returncode == 2
     assert message in done.stderr.strip().splitlines()[-1]
+
+
+def test_healthz_answers_without_the_token_and_shows_no_data(client: Client) -> None:
+    reply = serve(client, Guard(token="t")).get("/healthz", headers={"Host": "graphq.internal"})
+    assert (reply.status_code, reply.json()) == (200, {"redis": "ok"})
