@@ -1,9 +1,10 @@
 """Who may do what in the console and the API: :class:`Guard`.
 
 - **Token.** With a token (``GRAPHQ_UI_TOKEN``) every request but ``/login``, ``/healthz`` and ``/static``
-  must carry it: the API as ``Authorization: Bearer <token>``, the browser as the session cookie ``/login`` sets (an HMAC
-  of the token, HttpOnly, SameSite=Strict). Bound to loopback without one, only loopback host names are
-  served (``Host`` is checked: a page of another site cannot reach the console through DNS rebinding).
+  must carry it: the API as ``Authorization: Bearer <token>``, the browser as the session cookie ``/login``
+  sets (an HMAC of the token, HttpOnly, SameSite=Strict). Bound to loopback without one, only loopback host
+  names are served (``Host`` is checked: a page of another site cannot reach the console through DNS
+  rebinding).
 - **Read-only.** Every method but GET and HEAD is refused (403).
 - **CSRF.** A POST that a cookie (or no token at all) authenticates must carry the ``X-CSRF-Token`` header
   equal to the ``graphq_csrf`` cookie (the double-submit pattern; the pages send it with every htmx
