@@ -22,6 +22,7 @@ graphq [--redis-url URL] [--workflows MODULES]
   schedules add | list    cron schedules (update, show, pause, resume, remove, trigger, next, history)
   scheduler               start runs on their schedules, and the housekeeping loops (--metrics-port)
   health                  probe: exit 0 healthy, 1 not (--worker | --scheduler, --ready)
+  webhooks list | retry   webhook deliveries waiting or given up (--dead); retry a dead letter
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from graphq.cli.store import store
 from graphq.cli.switch import disable, enable, enabled
 from graphq.cli.tenants import tenants
 from graphq.cli.threads import threads
+from graphq.cli.webhooks import webhooks
 from graphq.cli.worker import worker
 from graphq.cli.workers import reaper, workers
 from graphq.cli.workflows import workflows
@@ -125,6 +127,7 @@ main.add_command(enabled)
 main.add_command(schedules)
 main.add_command(scheduler)
 main.add_command(health)
+main.add_command(webhooks)
 
 
 if __name__ == "__main__":  # pragma: no cover
