@@ -92,6 +92,13 @@ class Receiver:
         return [json.loads(body) for _, body in self.got]
 
 
+@pytest.fixture(autouse=True)
+def _no_background_deliveries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``work`` runs the housekeeping loops in this process while it works: their webhooks loop must not
+    deliver behind the test's back (each test delivers with its own deliverer)."""
+    monkeypatch.setenv("GRAPHQ_WEBHOOK_INTERVAL_S", "3600")
+
+
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     up = Receiver()
