@@ -43,6 +43,12 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
                                          (request-expiry, retention, ...; the reaper's is graphq:reaper:lock)
     graphq:request-deadlines      zset   lease_member(T, RUN) -> the deadline of the earliest open request of
                                          a run awaiting input, ms (R13); only runs whose requests have one
+    graphq:webhooks               hash   delivery id RUN:STATUS:N -> a webhook delivery (JSON: the run, its
+                                         status, the URL, attempts; graphcore.backend.webhooks), from its
+                                         status change until it is delivered (kept while dead)
+    graphq:webhooks:due           zset   delivery id -> when it is due (ms): added by the status change,
+                                         pushed back by a claim (a lapsed claim is due again) and a retry
+    graphq:webhooks:dead          zset   delivery id -> when it was given up (ms): dead letters
     graphq:disabled               string the kill switch (R6): present = off; JSON {reason, since}
     rq:suspended                  string RQ's own worker suspension, set and cleared with graphq:disabled
     graphq:adm:waiting            zset   runs waiting for a slot (R8), score 0, lex members
@@ -148,6 +154,9 @@ __all__ = [
     "thread_runs",
     "thread_waiting",
     "validate_id",
+    "webhooks",
+    "webhooks_dead",
+    "webhooks_due",
     "worker",
     "workers",
 ]
@@ -372,6 +381,25 @@ def request_deadlines() -> str:
     script that pauses the run, cleared by the answer, the cancel and the expiry scan; absent while no
     request has a deadline."""
     return f"{PREFIX}:request-deadlines"
+
+
+def webhooks() -> str:
+    """Hash delivery id (``RUN:STATUS:N``) → a webhook delivery waiting to be delivered, or given up (JSON;
+    :mod:`graphcore.backend.webhooks`): written with the run's status change (``_webhook.lua``), deleted
+    once delivered."""
+    return f"{PREFIX}:webhooks"
+
+
+def webhooks_due() -> str:
+    """Sorted set of the webhook deliveries to make: member the delivery id, score when it is due (ms since
+    the epoch; a claim pushes it back by its hold, a failed try by its back-off)."""
+    return f"{PREFIX}:webhooks:due"
+
+
+def webhooks_dead() -> str:
+    """Sorted set of the webhook deliveries given up (dead letters): member the delivery id, score when
+    (ms since the epoch); their records stay in :func:`webhooks` until retried."""
+    return f"{PREFIX}:webhooks:dead"
 
 
 def schedules() -> str:
