@@ -223,6 +223,18 @@ envFrom:
       key: {{ include "graphq.redisSecretKey" . }}
 {{- end }}
 
+{{/* GRAPHQ_WEBHOOK_SECRET from its Secret (webhooks.secret), for the pods that deliver webhooks (workers and
+the scheduler run the housekeeping loops); nothing when none is named. */}}
+{{- define "graphq.webhookEnv" -}}
+{{- with .Values.webhooks.secret.existingSecret }}
+- name: GRAPHQ_WEBHOOK_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.webhooks.secret.existingSecretKey }}
+{{- end }}
+{{- end }}
+
 {{/* Pod annotations whose change restarts the pods: the settings and the URL the chart makes. */}}
 {{- define "graphq.checksums" -}}
 checksum/config: {{ include (print .Template.BasePath "/configmap.yaml") . | sha256sum }}
