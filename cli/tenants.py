@@ -5,25 +5,13 @@ from __future__ import annotations
 
 import click
 
-from graphcore.backend.admission import effective_limits
+from graphcore.backend.admission import effective_limits, waited
 from graphcore.backend.admission import tenants as tenant_rows
 from graphcore.backend.reaper import server_ms
 from graphq.cli.context import AppContext
 from graphq.cli.output import output_option, print_json, print_table
 
-__all__ = ["tenants"]
-
-
-def waited(seconds: float | None) -> str:
-    """A wait for a table: ``4.2 s``, ``3 min 12 s``, ``2 h 05 min``; "" for none."""
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    return f"{minutes // 60} h {minutes % 60:02d} min"
+__all__ = ["tenants", "waited"]
 
 
 @click.command(short_help="Per tenant: runs running and queued, limit, oldest wait.")

@@ -50,6 +50,7 @@ __all__ = [
     "stage_release",
     "tenants",
     "timeout_error",
+    "waited",
     "waiting_deadline_ms",
 ]
 
@@ -275,6 +276,19 @@ def tenants(kv: Any, now_ms: int) -> list[TenantRow]:
         )
         for n in names
     ]
+
+
+def waited(seconds: float | None) -> str:
+    """A wait for a table (``graphq tenants``, the console): ``4.2 s``, ``3 min 12 s``, ``2 h 05 min``; ""
+    for none."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _oldest_waits(kv: Any, names: Sequence[str]) -> dict[str, int]:
