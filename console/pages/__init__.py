@@ -2,10 +2,14 @@
 
 from fastapi import APIRouter
 
-from graphq.console.pages import login, runs
+from graphq.console.pages import login, runs, schedules, tenants, workers, workflows
 
 __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
 router.include_router(login.router)
 router.include_router(runs.router)
+router.include_router(workers.router)
+router.include_router(tenants.router)
+router.include_router(schedules.router)
+router.include_router(workflows.router)
