@@ -17,10 +17,11 @@ from graphcore.backend import published
 from graphcore.backend.catalog import _write as write_catalog
 from graphcore.backend.catalog import read_catalog
 from graphcore.backend.client import Client, RunRequest
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunFilter, RunStatus
 from graphcore.engine.describe import version_of
 from graphcore.engine.registry import Registry
 from graphcore.engine.validate import canonical_json
+from graphcore.errors import ConfigError
 from graphcore.settings import Settings
 from graphq.console import Console, create_app
 from graphq.console.security import CSRF_COOKIE, Guard
@@ -91,6 +92,18 @@ def test_counts_look_at_the_newest_runs_only_and_say_so(client: Client) -> None:
     assert "counted among the newest 1000 runs" in page
     found = client.runs.count_statuses(window=3)
     assert (found.counts[RunStatus.QUEUED], found.scanned, found.more) == (3, 3, True)
+
+
+def test_a_filtered_listing_looks_through_the_newest_runs_it_is_given(client: Client) -> None:
+    """The page's listing reads at most LIST_WINDOW ids per refresh, not every run."""
+    client.enqueue("counter", {"n": 1}, run_id="r-oldest", tenant="rare")
+    client.enqueue_many([RunRequest("counter", {"n": 1}) for _ in range(4)])
+    rare = RunFilter(tenant="rare")
+    assert [r.id for r in client.list_runs(50, rare, within=4)] == []
+    assert [r.id for r in client.list_runs(50, rare, within=5)] == ["r-oldest"]
+    assert [r.id for r in client.list_runs(50, rare)] == ["r-oldest"]
+    with pytest.raises(ConfigError, match="within"):
+        client.list_runs(50, rare, within=0)
 
 
 def test_the_schedule_and_version_filters_and_the_search(client: Client, redis_url: str) -> None:

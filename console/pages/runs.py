@@ -19,12 +19,16 @@ from graphq.console.pages.live import live_page
 from graphq.console.state import Console
 from graphq.scheduler.schedules import ScheduleStore
 
-__all__ = ["FILTERS", "LIMIT", "router"]
+__all__ = ["FILTERS", "LIMIT", "LIST_WINDOW", "router"]
 
 router = APIRouter()
 
 LIMIT = 50
 """Runs a page shows."""
+
+LIST_WINDOW = 10_000
+"""The newest runs a filtered listing looks through (a filter few runs match must not read every run at
+each refresh); a search by id reads that run or thread only."""
 
 FILTERS = ("status", "workflow", "tenant", "schedule", "version", "q")
 """The query parameters of ``/runs`` (``q``: a run or thread id)."""
@@ -80,12 +84,16 @@ def _read(client: Client, query: QueryParams) -> dict[str, Any]:
     except PermanentError as exc:  # a bad status, an unknown schedule: said where the table would be
         return {"form": form, "runs": [], "note": str(exc), "counts": [], "partial": False}
     wanted = form["q"].strip()
+    counts = client.runs.count_statuses(where)
     note = None
     if wanted:
         records, note = _searched(client, wanted, where)
+    elif where == RunFilter():
+        records = client.list_runs(LIMIT)
     else:
-        records = client.list_runs(LIMIT, None if where == RunFilter() else where)
-    counts = client.runs.count_statuses(where)
+        records = client.list_runs(LIMIT, where, within=LIST_WINDOW)
+        if len(records) < LIMIT and counts.total > LIST_WINDOW:
+            note = f"searched the newest {LIST_WINDOW} runs: graphq runs list looks through every run"
     return {
         "form": form,
         "runs": records,

@@ -320,12 +320,17 @@ class StatusCounts:
     Attributes:
         counts: status → runs with it, for every status (0 included).
         scanned: how many of the newest runs were looked at.
-        more: older runs exist that were not looked at: each count is a lower bound.
+        total: how many runs there are.
     """
 
     counts: dict[RunStatus, int]
     scanned: int
-    more: bool
+    total: int
+
+    @property
+    def more(self) -> bool:
+        """Older runs exist that were not looked at: each count is a lower bound."""
+        return self.total > self.scanned
 
 
 class RunStore:
@@ -412,16 +417,20 @@ class RunStore:
                 found.append((record, lapsed[(record.thread_id, record.id)]))
         return found[:limit]
 
-    def list(self, limit: int = 50, offset: int = 0, where: RunFilter | None = None) -> list[RunRecord]:
+    def list(
+        self, limit: int = 50, offset: int = 0, where: RunFilter | None = None, within: int | None = None
+    ) -> list[RunRecord]:
         """The newest runs first; with ``where``, the newest ``limit`` runs that match (read a page of ids
-        at a time, newest first, until enough matched or none is left)."""
+        at a time, newest first, until enough matched, none is left, or ``within`` ids were read)."""
         if where is None:
             ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), offset, offset + limit - 1)]
             return self._records(ids)
         found: list[tuple[str, str]] = []
         start = offset
-        while len(found) < limit:
-            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), start, start + _PAGE - 1)]
+        end = None if within is None else offset + within
+        while len(found) < limit and (end is None or start < end):
+            last = start + _PAGE - 1 if end is None else min(start + _PAGE, end) - 1
+            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), start, last)]
             if not ids:
                 break
             start += _PAGE
@@ -459,7 +468,7 @@ class RunStore:
         for _, fields in self._filter_fields(ids):
             if fields[1] is not None and kept.matches(*fields):
                 counts[RunStatus(fields[1])] += 1
-        return StatusCounts(counts, len(ids), total > len(ids))
+        return StatusCounts(counts, len(ids), total)
 
     def set_status(
         self,
