@@ -3,7 +3,6 @@ and steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`g
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -99,7 +98,7 @@ def list_runs(
     run, maybe large: `runs show RUN -o json` has it."""
     check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     reader = app.reader()
-    since = None if schedule is None else _schedule_created(reader, schedule)
+    since = None if schedule is None else ScheduleStore(reader.kv).created_at(schedule)
     where = RunFilter(tenant, None if status is None else RunStatus(status), workflow, schedule, since)
     if chain_of is not None and (stuck or where != RunFilter()):
         raise click.UsageError(
@@ -140,18 +139,6 @@ def _listed(record: RunRecord) -> dict[str, Any]:
     listed = record_json(record)
     del listed["result"]
     return listed
-
-
-def _schedule_created(reader: Client, name: str) -> datetime:
-    """When schedule ``name`` was added: ``runs list --schedule`` lists its runs from then on (not those of a
-    schedule of that name removed before).
-
-    Raises:
-        ScheduleNotFoundError: no schedule has that name (exit 2: a typo or a removed schedule, whose runs
-            stay: list them with --workflow).
-    """
-    created = ScheduleStore(reader.kv).stored(name).get("created_at")
-    return datetime.fromisoformat(created) if created else datetime.min.replace(tzinfo=UTC)
 
 
 def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
@@ -221,8 +208,7 @@ def _unserved(reader: Client, base: str, limit: int, where: RunFilter) -> list[R
             record = reader.get_run(run_id)
         except RunNotFoundError:  # its thread expired or was deleted meanwhile
             continue
-        fields = (record.tenant, record.status.value, record.workflow, record.schedule, record.created_at)
-        if where.matches(*fields) and unserved(reader.kv, base, record):
+        if where.record_matches(record) and unserved(reader.kv, base, record):
             found.append(record)
     return found
 

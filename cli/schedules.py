@@ -16,25 +16,23 @@ import click
 from graphcore import keys
 from graphcore.backend.connection import redact_url
 from graphcore.engine.inputs import InputTooLargeError
-from graphcore.errors import InvalidUpdateError, PermanentError, SerializationError
+from graphcore.errors import InvalidUpdateError, SerializationError
 from graphq.cli.bounds import LIMIT, PORT
 from graphq.cli.context import AppContext
 from graphq.cli.errors import fail
 from graphq.cli.inputs import check_ids, parse_input
 from graphq.cli.output import output_option, print_json, print_table, short
-from graphq.scheduler.api import Schedules, check_schedule, due_time
+from graphq.scheduler.api import Schedules, check_schedule, due_time, utc_text
 from graphq.scheduler.cron import Cron, parse_zone
 from graphq.scheduler.hooks import clock_from_env
-from graphq.scheduler.loop import Scheduler, live_schedulers, not_loaded
+from graphq.scheduler.loop import Scheduler
 from graphq.scheduler.schedules import (
     CATCHUP,
     OVERLAP,
     Fire,
     Schedule,
-    ScheduleNotFoundError,
     parse_duration,
     parse_time,
-    problem_text,
 )
 from graphq.worker.health import publish_status
 from graphq.worker.housekeeping.loops import start_housekeeping
@@ -51,10 +49,6 @@ def _api(app: AppContext) -> Schedules:
 def _zoned(moment: datetime, zone: str) -> str:
     """``moment`` in ``zone``, ISO-8601 with its offset."""
     return moment.astimezone(parse_zone(zone)).isoformat()
-
-
-def _utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 @click.group()
@@ -157,7 +151,7 @@ InvalidUpdateError): reported as ``--input: ...``, as graphq enqueue does."""
 
 def _first_fire(app: AppContext, schedule: Schedule) -> str:
     upcoming = Schedules(app.client()).next(schedule.name, 1)
-    return f"; first fire {_zoned(upcoming[0], schedule.tz)} ({_utc(upcoming[0])})" if upcoming else ""
+    return f"; first fire {_zoned(upcoming[0], schedule.tz)} ({utc_text(upcoming[0])})" if upcoming else ""
 
 
 @schedules.command(
@@ -208,46 +202,6 @@ def update(app: AppContext, /, name: str, **opts: Any) -> None:
     click.echo(f"updated schedule {schedule.name}{_first_fire(app, schedule).replace('first', 'next')}")
 
 
-def _schedule_json(schedule: Schedule, api: Schedules, live: list[dict[str, Any]]) -> dict[str, Any]:
-    """The schedule's fields, state and next fire; ``problem`` (else None) when it cannot be planned here,
-    or when a live scheduler (``live``: :func:`~graphq.scheduler.loop.live_schedulers`) cannot load its
-    workflow."""
-    state = api.state(schedule.name)
-    try:
-        upcoming = api.next_due(schedule.name)
-    except (ValueError, PermanentError) as exc:  # croniter's errors are ValueErrors
-        return _problem_json(api, schedule.name, problem_text(exc))
-    return schedule.model_dump(mode="json") | {
-        "state": state.model_dump(),
-        "latest_run": api.latest_run(schedule.name),
-        "next_fire": _utc(upcoming[0]) if upcoming else None,
-        "next_due": _utc(upcoming[1]) if upcoming else None,
-        "problem": not_loaded(schedule, live),
-    }
-
-
-def _problem_json(api: Schedules, name: str, why: str) -> dict[str, Any]:
-    """A schedule this process cannot read or plan: its fields as stored, and why (the scheduler skips it)."""
-    return api.stored(name) | {
-        "state": None,
-        "latest_run": None,
-        "next_fire": None,
-        "next_due": None,
-        "problem": why,
-    }
-
-
-def _found(api: Schedules, name: str) -> dict[str, Any]:
-    """``schedules show``'s fields of ``name``, also when it cannot be read here."""
-    try:
-        schedule = api.get(name)
-    except ScheduleNotFoundError:
-        raise
-    except (ValueError, PermanentError) as exc:
-        return _problem_json(api, name, problem_text(exc))
-    return _schedule_json(schedule, api, live_schedulers(api.client.kv))
-
-
 _PROBLEM_LIMIT = 300
 """Characters shown of a cell of ``schedules list``: a problem whole (one line of why and what to do)."""
 
@@ -260,11 +214,7 @@ def list_schedules(app: AppContext, output: str) -> None:
     that cannot be read or planned here (an expression that never matches, a zone this host lacks) with the
     problem (the scheduler skips it), and so is one whose workflow a running scheduler cannot load (its
     fires are recorded missed)."""
-    api = Schedules(app.reader())
-    problems: dict[str, str] = {}
-    live = live_schedulers(api.client.kv)
-    found = [_schedule_json(s, api, live) for s in api.list(problems)]
-    found = sorted(found + [_problem_json(api, n, w) for n, w in problems.items()], key=lambda s: s["name"])
+    found = Schedules(app.reader()).summaries()
     if output == "json":
         print_json(found)
         return
@@ -290,8 +240,7 @@ def show(app: AppContext, name: str, output: str) -> None:
     due (next_due: plus its jitter; with --jitter a fire whose time passed can still be to come), and a
     problem: it cannot be planned here, or a running scheduler cannot load its workflow. The lag in
     `schedules history` is measured from the due time: the jitter asked for is not lag."""
-    api = Schedules(app.reader())
-    found = _found(api, name)
+    found = Schedules(app.reader()).shown(name)
     if output == "json":
         print_json(found)
         return
@@ -300,7 +249,7 @@ def show(app: AppContext, name: str, output: str) -> None:
         ("latest run", found["latest_run"]),
         (
             "buffered fire",
-            state["buffered_ms"] and _utc(datetime.fromtimestamp(state["buffered_ms"] / 1000, UTC)),
+            state["buffered_ms"] and utc_text(datetime.fromtimestamp(state["buffered_ms"] / 1000, UTC)),
         ),
     ]
     print_table(("field", "value"), rows, no_wrap=("field",))
@@ -339,12 +288,7 @@ def trigger(app: AppContext, name: str) -> None:
     if run_id is not None:
         click.echo(run_id)
         return
-    latest = api.latest_run(name)
-    paused = "; the schedule is paused: after resume" if api.get(name).paused else ""
-    click.echo(
-        f"schedule {name}: trigger buffered: its run {latest} is still active (--overlap buffer_one); it "
-        f"starts when that run ends{paused}"
-    )
+    click.echo(api.buffered_text(name))
 
 
 @schedules.command("next", short_help="The next fire times.")
@@ -368,9 +312,9 @@ def next_fires(app: AppContext, name: str, count: int, after: str | None, output
     found = [
         {
             "local": _zoned(f, schedule.tz),
-            "utc": _utc(f),
+            "utc": utc_text(f),
             "zone": schedule.tz,
-            "due": _utc(due_time(schedule, f)),
+            "due": utc_text(due_time(schedule, f)),
         }
         for f in fires
     ]

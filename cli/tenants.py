@@ -5,25 +5,12 @@ from __future__ import annotations
 
 import click
 
-from graphcore.backend.admission import effective_limits
-from graphcore.backend.admission import tenants as tenant_rows
+from graphcore.backend.admission import tenants_report, waited
 from graphcore.backend.reaper import server_ms
 from graphq.cli.context import AppContext
 from graphq.cli.output import output_option, print_json, print_table
 
-__all__ = ["tenants"]
-
-
-def waited(seconds: float | None) -> str:
-    """A wait for a table: ``4.2 s``, ``3 min 12 s``, ``2 h 05 min``; "" for none."""
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    return f"{minutes // 60} h {minutes % 60:02d} min"
+__all__ = ["tenants", "waited"]
 
 
 @click.command(short_help="Per tenant: runs running and queued, limit, oldest wait.")
@@ -41,31 +28,9 @@ def tenants(app: AppContext, output: str) -> None:
     "weight", "running", "queued", "limit", "oldest_wait_s"}]} (null = no limit, nothing waiting).
     """
     kv = app.reader().kv
-    limit, per_tenant, weights = effective_limits(kv, app.settings)
-    rows = tenant_rows(kv, server_ms(kv))
-    each = per_tenant if per_tenant is not None else limit
-    listed = [
-        {
-            "tenant": r.tenant,
-            "weight": weights.get(r.tenant, 1),
-            "running": r.running,
-            "queued": r.queued,
-            "limit": each,
-            "oldest_wait_s": None if r.oldest_wait_s is None else round(r.oldest_wait_s, 3),
-        }
-        for r in rows
-    ]
-    running, queued = sum(r.running for r in rows), sum(r.queued for r in rows)
+    report = tenants_report(kv, app.settings, server_ms(kv))
     if output == "json":
-        print_json(
-            {
-                "limit": limit,
-                "per_tenant_limit": per_tenant,
-                "running": running,
-                "queued": queued,
-                "tenants": listed,
-            }
-        )
+        print_json(report)
         return
     print_table(
         ("tenant", "weight", "running", "queued", "limit", "oldest wait"),
@@ -75,13 +40,14 @@ def tenants(app: AppContext, output: str) -> None:
                 t["weight"],
                 t["running"],
                 t["queued"],
-                "-" if each is None else each,
-                waited(r.oldest_wait_s),
+                "-" if t["limit"] is None else t["limit"],
+                waited(t["oldest_wait_s"]),
             )
-            for t, r in zip(listed, rows, strict=True)
+            for t in report["tenants"]
         ],
         no_wrap=("tenant",),
     )
+    limit, running, queued = report["limit"], report["running"], report["queued"]
     of = (
         "no limit (GRAPHQ_MAX_CONCURRENT_RUNS unset)"
         if limit is None

@@ -7,9 +7,11 @@ so a pipeline and an operator read the same words. The status follows the error'
 error                                   status
 ======================================  =====
 RunNotFoundError, CheckpointNotFound,   404
-UnknownWorkflowError
+UnknownWorkflowError,
+ScheduleNotFoundError
 RunExistsError, ThreadActiveError,      409
-NotAwaitingInputError, DisabledError
+NotAwaitingInputError, DisabledError,
+TriggerSkippedError
 InputTooLargeError                      413
 any other PermanentError (bad input)    422
 request validation (FastAPI)            422
@@ -42,14 +44,15 @@ from graphcore.errors import (
     UnknownWorkflowError,
 )
 from graphq.console.rendering import templates
+from graphq.scheduler.schedules import ScheduleNotFoundError, TriggerSkippedError
 
 __all__ = ["PROBLEM", "install_problem_handlers", "problem", "status_of"]
 
 PROBLEM = "application/problem+json"
 
 _STATUS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
-    ((RunNotFoundError, CheckpointNotFoundError, UnknownWorkflowError), 404),
-    ((RunExistsError, ThreadActiveError, NotAwaitingInputError, DisabledError), 409),
+    ((RunNotFoundError, CheckpointNotFoundError, UnknownWorkflowError, ScheduleNotFoundError), 404),
+    ((RunExistsError, ThreadActiveError, NotAwaitingInputError, DisabledError, TriggerSkippedError), 409),
     (InputTooLargeError, 413),
     (PermanentError, 422),
     ((TransientError, rex.ConnectionError, rex.TimeoutError), 503),

@@ -6,6 +6,8 @@ from importlib.resources import files
 
 from fastapi.templating import Jinja2Templates
 
+from graphq.worker.pinned import SHORT
+
 __all__ = ["HERE", "templates"]
 
 HERE = files("graphq.console")
@@ -13,3 +15,4 @@ HERE = files("graphq.console")
 
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 """The page templates (autoescaped: a value read from Redis is always text, never HTML)."""
+templates.env.globals["SHORT"] = SHORT  # hex digits of a version shown, as the CLI's tables

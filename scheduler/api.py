@@ -17,19 +17,21 @@ from typing import Any
 from graphcore import keys
 from graphcore.backend.client import Client, RunRequest, check_request
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError, RunNotFoundError
+from graphcore.errors import ConfigError, PermanentError, RunNotFoundError
 from graphq.scheduler.claim import Batch, commit, run_request
+from graphq.scheduler.loop import live_schedulers, not_loaded
 from graphq.scheduler.plan import Decision, jitter_ms, manual
 from graphq.scheduler.schedules import (
     Fire,
     Schedule,
+    ScheduleNotFoundError,
     ScheduleState,
     ScheduleStore,
     TriggerSkippedError,
     problem_text,
 )
 
-__all__ = ["Schedules", "check_schedule", "due_time"]
+__all__ = ["Schedules", "check_schedule", "due_time", "utc_text"]
 
 
 class Schedules:
@@ -181,6 +183,66 @@ class Schedules:
                 return fire, due
         return None
 
+    def summary(self, schedule: Schedule, live: builtins.list[dict[str, Any]]) -> dict[str, Any]:
+        """``schedule``'s fields, ``state``, ``latest_run``, ``next_fire`` and ``next_due`` (ISO UTC, None
+        when paused or none is left), and ``problem`` (else None): it cannot be planned here, or a live
+        scheduler (``live``: :func:`~graphq.scheduler.loop.live_schedulers`) cannot load its workflow. The
+        JSON of ``graphq schedules list`` / ``show``."""
+        state = self.state(schedule.name)
+        try:
+            upcoming = self.next_due(schedule.name)
+        except (ValueError, PermanentError) as exc:  # croniter's errors are ValueErrors
+            return self.unreadable(schedule.name, problem_text(exc))
+        return schedule.model_dump(mode="json") | {
+            "state": state.model_dump(),
+            "latest_run": self.latest_run(schedule.name),
+            "next_fire": utc_text(upcoming[0]) if upcoming else None,
+            "next_due": utc_text(upcoming[1]) if upcoming else None,
+            "problem": not_loaded(schedule, live),
+        }
+
+    def unreadable(self, name: str, why: str) -> dict[str, Any]:
+        """A schedule this process cannot read or plan: its fields as stored, and why in ``problem`` (the
+        scheduler skips it); ``state``, ``latest_run``, ``next_fire``, ``next_due`` None."""
+        return self.stored(name) | {
+            "state": None,
+            "latest_run": None,
+            "next_fire": None,
+            "next_due": None,
+            "problem": why,
+        }
+
+    def summaries(self) -> builtins.list[dict[str, Any]]:
+        """:meth:`summary` of every schedule, by name, those that cannot be read here included."""
+        problems: dict[str, str] = {}
+        live = live_schedulers(self.client.kv)
+        found = [self.summary(s, live) for s in self.list(problems)]
+        found += [self.unreadable(n, why) for n, why in problems.items()]
+        return sorted(found, key=lambda s: str(s["name"]))
+
+    def shown(self, name: str) -> dict[str, Any]:
+        """:meth:`summary` of ``name``, also when it cannot be read here.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        try:
+            schedule = self.get(name)
+        except ScheduleNotFoundError:
+            raise
+        except (ValueError, PermanentError) as exc:
+            return self.unreadable(name, problem_text(exc))
+        return self.summary(schedule, live_schedulers(self.client.kv))
+
+    def buffered_text(self, name: str) -> str:
+        """What ``schedules trigger`` says when :meth:`trigger` buffered the fire (returned None)."""
+        latest = self.latest_run(name)
+        paused = "; the schedule is paused: after resume" if self.get(name).paused else ""
+        return (
+            f"schedule {name}: trigger buffered: its run {latest} is still active (--overlap buffer_one); it "
+            f"starts when that run ends{paused}"
+        )
+
     def trigger(self, name: str) -> str | None:
         """Fire ``name`` now, outside its timetable, paused or not, with its overlap policy applied as to any
         fire (as Temporal's trigger): while its latest run (chain followed) is active, ``skip`` starts
@@ -265,6 +327,11 @@ def check_schedule(registry: Registry, schedule: Schedule, now: datetime, check_
                 "start after the next one"
             )
     check_request(registry, _probe(schedule))
+
+
+def utc_text(moment: datetime) -> str:
+    """``moment`` in UTC, ISO-8601 with ``Z`` (``2026-03-01T02:00:00Z``)."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def due_time(schedule: Schedule, fire: datetime) -> datetime:

@@ -1,8 +1,8 @@
-"""The console's pages: server-rendered HTML (:data:`graphq.console.app.templates`)."""
+"""The console's pages: server-rendered HTML (:data:`graphq.console.rendering.templates`)."""
 
 from fastapi import APIRouter
 
-from graphq.console.pages import health, login, runs
+from graphq.console.pages import health, login, runs, schedules, tenants, workers, workflows
 
 __all__ = ["router"]
 
@@ -10,3 +10,7 @@ router = APIRouter(include_in_schema=False)
 router.include_router(health.router)
 router.include_router(login.router)
 router.include_router(runs.router)
+router.include_router(workers.router)
+router.include_router(tenants.router)
+router.include_router(schedules.router)
+router.include_router(workflows.router)

@@ -1,18 +1,39 @@
-"""``/runs``: the runs, filtered, newest first, live (the table reloads itself)."""
+"""``/runs``: the runs, filtered (status, workflow, tenant, schedule, version) or searched (an exact run or
+thread id), newest first, with the runs per status; live (the table reloads itself, the filters stay in the
+URL)."""
 
 from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
+from starlette.datastructures import QueryParams
 
-from graphcore.backend.runs import RunFilter, RunStatus
-from graphq.console.rendering import templates
+from graphcore.backend.client import Client
+from graphcore.backend.runs import COUNT_WINDOW, RunFilter, RunRecord, RunStatus, StatusCounts
+from graphcore.errors import ConfigError, PermanentError, RunNotFoundError
+from graphq.console.pages.live import live_page
 from graphq.console.state import Console
+from graphq.scheduler.schedules import ScheduleStore
 
-__all__ = ["router"]
+__all__ = ["FILTERS", "LIMIT", "LIST_WINDOW", "router"]
 
 router = APIRouter()
+
+LIMIT = 50
+"""Runs a page shows."""
+
+LIST_WINDOW = 10_000
+"""The newest runs a filtered listing looks through (a filter few runs match must not read every run at
+each refresh); a search by id reads that run or thread only."""
+
+FILTERS = ("status", "workflow", "tenant", "schedule", "version", "q")
+"""The query parameters of ``/runs`` (``q``: a run or thread id)."""
+
+_STATUSES = [s.value for s in RunStatus]
 
 
 @router.get("/")
@@ -20,26 +41,89 @@ def home() -> Response:
     return RedirectResponse("/runs", status_code=303)
 
 
-@router.get("/runs")
-async def runs_page(request: Request) -> Response:
-    return await _runs(request, "runs.html")
+def _filter(client: Client, query: QueryParams) -> RunFilter:
+    """The filter of ``query``.
 
-
-@router.get("/runs/table")
-async def runs_table(request: Request) -> Response:
-    """The table alone, for the page's live refresh."""
-    return await _runs(request, "_runs_table.html")
-
-
-async def _runs(request: Request, template: str) -> Response:
-    query = request.query_params
+    Raises:
+        ConfigError: an unknown status (naming the parameter and the statuses).
+        ScheduleNotFoundError: no schedule has the name given as ``schedule``.
+    """
     status = query.get("status") or None
-    where = RunFilter(
+    if status is not None and status not in _STATUSES:
+        raise ConfigError(f"status: {status!r} is not a run status (one of {', '.join(_STATUSES)})")
+    schedule = query.get("schedule") or None
+    return RunFilter(
         tenant=query.get("tenant") or None,
         status=None if status is None else RunStatus(status),
         workflow=query.get("workflow") or None,
+        schedule=schedule,
+        created_from=None if schedule is None else ScheduleStore(client.kv).created_at(schedule),
+        version=(query.get("version") or "").strip().lower() or None,
     )
+
+
+def _searched(client: Client, wanted: str, where: RunFilter) -> tuple[list[RunRecord], str | None]:
+    """The run with id ``wanted``, else the runs of thread ``wanted`` (newest first), kept by ``where``; and
+    a note when ``wanted`` is neither."""
+    try:
+        found = [client.get_run(wanted)]
+    except RunNotFoundError:
+        try:
+            found = client.thread_runs(wanted)[::-1]
+        except ConfigError as exc:
+            return [], f"{wanted!r} is not a run or thread id: {exc}"
+        if not found:
+            return [], f"no run and no thread has the id {wanted!r}"
+    return [r for r in found if where.record_matches(r)][:LIMIT], None
+
+
+def _read(client: Client, query: QueryParams) -> dict[str, Any]:
+    form = {k: query.get(k, "") for k in FILTERS}
+    try:
+        where = _filter(client, query)
+    except PermanentError as exc:  # a bad status, an unknown schedule: said where the table would be
+        return {"form": form, "runs": [], "note": str(exc), "counts": [], "partial": False}
+    wanted = form["q"].strip()
+    counts = client.runs.count_statuses(where)
+    note = None
+    if wanted:
+        records, note = _searched(client, wanted, where)
+    elif where == RunFilter():
+        records = client.list_runs(LIMIT)
+    else:
+        records = client.list_runs(LIMIT, where, within=LIST_WINDOW)
+        if len(records) < LIMIT and counts.total > LIST_WINDOW:
+            note = f"searched the newest {LIST_WINDOW} runs: graphq runs list looks through every run"
+    return {
+        "form": form,
+        "runs": records,
+        "note": note,
+        "counts": _chips(query, counts),
+        "partial": counts.more,
+    }
+
+
+def _chips(query: QueryParams, found: StatusCounts) -> list[dict[str, Any]]:
+    """Per status: its count (``12+`` when older runs were not counted), and the link to the runs with it
+    (the other filters kept)."""
+    kept = {k: v for k, v in query.items() if k in FILTERS and k != "status" and v}
+    return [
+        {
+            "status": status.value,
+            "count": f"{n}+" if found.more and n else str(n),
+            "href": "/runs?" + urlencode({**kept, "status": status.value}),
+            "current": query.get("status") == status.value,
+        }
+        for status, n in found.counts.items()
+    ] + [
+        {"status": "any", "count": "", "href": "/runs?" + urlencode(kept), "current": not query.get("status")}
+    ]
+
+
+async def _load(request: Request) -> dict[str, Any]:
     client = Console.of(request).client
-    records = await run_in_threadpool(client.list_runs, 50, None if where == RunFilter() else where)
-    context = {"runs": records, "where": where, "statuses": [s.value for s in RunStatus]}
-    return templates.TemplateResponse(request, template, context)
+    found = await run_in_threadpool(_read, client, request.query_params)
+    return {**found, "statuses": _STATUSES, "window": COUNT_WINDOW}
+
+
+live_page(router, "/runs", "runs.html", "_runs_table.html", _load)

@@ -49,7 +49,9 @@ __all__ = [
     "stage_admit",
     "stage_release",
     "tenants",
+    "tenants_report",
     "timeout_error",
+    "waited",
     "waiting_deadline_ms",
 ]
 
@@ -276,6 +278,46 @@ def tenants(kv: Any, now_ms: int) -> list[TenantRow]:
         )
         for n in names
     ]
+
+
+def tenants_report(kv: Any, settings: Settings, now_ms: int) -> dict[str, Any]:
+    """What ``graphq tenants -o json`` prints: ``{"limit", "per_tenant_limit", "running", "queued",
+    "tenants": [{"tenant", "weight", "running", "queued", "limit", "oldest_wait_s"}]}`` (null = no limit,
+    nothing waiting; waits in seconds, to the ms), the limits as :func:`effective_limits` gives them for
+    ``settings``, the waits at ``now_ms`` (Redis's clock)."""
+    limit, per_tenant, weights = effective_limits(kv, settings)
+    rows = tenants(kv, now_ms)
+    each = per_tenant if per_tenant is not None else limit
+    return {
+        "limit": limit,
+        "per_tenant_limit": per_tenant,
+        "running": sum(r.running for r in rows),
+        "queued": sum(r.queued for r in rows),
+        "tenants": [
+            {
+                "tenant": r.tenant,
+                "weight": weights.get(r.tenant, 1),
+                "running": r.running,
+                "queued": r.queued,
+                "limit": each,
+                "oldest_wait_s": None if r.oldest_wait_s is None else round(r.oldest_wait_s, 3),
+            }
+            for r in rows
+        ],
+    }
+
+
+def waited(seconds: float | None) -> str:
+    """A wait for a table (``graphq tenants``, the console): ``4.2 s``, ``3 min 12 s``, ``2 h 05 min``; ""
+    for none."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _oldest_waits(kv: Any, names: Sequence[str]) -> dict[str, int]:

@@ -781,16 +781,21 @@ class Client:
             record.result = values
         return record
 
-    def list_runs(self, limit: int = 50, where: RunFilter | None = None) -> list[RunRecord]:
+    def list_runs(
+        self, limit: int = 50, where: RunFilter | None = None, within: int | None = None
+    ) -> list[RunRecord]:
         """The newest runs first, at most ``limit`` (1 to :data:`MAX_LIMIT`); with ``where``, the newest that
-        match it (tenant, status, workflow).
+        match it (tenant, status, workflow, schedule, version), looking at the newest ``within`` runs only
+        (1 to :data:`MAX_LIMIT`; None: at all of them, until ``limit`` matched).
 
         Raises:
-            ArgumentTypeError, ConfigError: ``limit`` is not an int in range, ``where`` not a RunFilter.
+            ArgumentTypeError, ConfigError: ``limit`` or ``within`` is not an int in range, ``where`` not a
+                RunFilter.
         """
         _limit("limit", limit)
+        _limit("within", within, optional=True)
         _expect("where", where, (RunFilter, type(None)), "a RunFilter or None")
-        return self.runs.list(limit, where=where)
+        return self.runs.list(limit, where=where, within=within)
 
     def stuck_runs(self, limit: int = 50, where: RunFilter | None = None) -> list[tuple[RunRecord, int]]:
         """Runs that have not ended and whose lease lapsed (their worker died, or stopped renewing it, and

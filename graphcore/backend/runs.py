@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -26,12 +26,14 @@ from graphcore.settings import get_settings
 
 __all__ = [
     "CANCEL_ERROR",
+    "COUNT_WINDOW",
     "TERMINAL",
     "RunError",
     "RunFilter",
     "RunRecord",
     "RunStatus",
     "RunStore",
+    "StatusCounts",
     "now_iso",
     "run_timeout_error",
     "run_timeout_s",
@@ -260,15 +262,17 @@ def run_timeout_s(run: RunRecord, cfg: RunConfig | None = None) -> float:
 class RunFilter:
     """Which runs a listing keeps: each field given must match (None matches anything); ``created_from``
     (aware): only runs created then or later (``runs list --schedule``: the runs of the schedule of that name
-    that exists now, not of one removed before it was added)."""
+    that exists now, not of one removed before it was added); ``version``: a prefix of the run's version
+    (hex digits, as ``runs list`` shows the first 12; a run without a version yet never matches)."""
 
     tenant: str | None = None
     status: RunStatus | None = None
     workflow: str | None = None
     schedule: str | None = None
     created_from: datetime | None = None
+    version: str | None = None
 
-    FIELDS = ("tenant", "status", "workflow", "schedule", "created_at")
+    FIELDS = ("tenant", "status", "workflow", "schedule", "created_at", "version")
     """The run hash fields it looks at."""
 
     def matches(
@@ -278,9 +282,10 @@ class RunFilter:
         workflow: str | None,
         schedule: str | None = None,
         created_at: str | None = None,
+        version: str | None = None,
     ) -> bool:
-        """Whether a run of ``tenant``, ``status`` (its value), ``workflow``, ``schedule`` and ``created_at``
-        (ISO-8601) is kept."""
+        """Whether a run of ``tenant``, ``status`` (its value), ``workflow``, ``schedule``, ``created_at``
+        (ISO-8601) and ``version`` is kept."""
         return (
             (self.tenant is None or tenant == self.tenant)
             and (self.status is None or status == self.status.value)
@@ -290,11 +295,49 @@ class RunFilter:
                 self.created_from is None
                 or (created_at is not None and datetime.fromisoformat(created_at) >= self.created_from)
             )
+            and (self.version is None or (version is not None and version.startswith(self.version)))
+        )
+
+    def record_matches(self, record: RunRecord) -> bool:
+        """Whether ``record`` is kept."""
+        return self.matches(
+            record.tenant,
+            record.status.value,
+            record.workflow,
+            record.schedule,
+            record.created_at,
+            record.version,
         )
 
 
 _PAGE = 500
 """Run ids read at a time when a listing filters."""
+
+_FilterRows = list[tuple[tuple[str, str], list[str | None]]]
+"""``((run id, thread), values of RunFilter.FIELDS)`` per run."""
+
+COUNT_WINDOW = 1000
+"""The newest runs :meth:`RunStore.count_statuses` looks at, at most."""
+
+
+@dataclass(frozen=True)
+class StatusCounts:
+    """Runs per status among the newest runs (:meth:`RunStore.count_statuses`).
+
+    Attributes:
+        counts: status → runs with it, for every status (0 included).
+        scanned: how many of the newest runs were looked at.
+        total: how many runs there are.
+    """
+
+    counts: dict[RunStatus, int]
+    scanned: int
+    total: int
+
+    @property
+    def more(self) -> bool:
+        """Older runs exist that were not looked at: each count is a lower bound."""
+        return self.total > self.scanned
 
 
 class RunStore:
@@ -376,36 +419,63 @@ class RunStore:
         lapsed = {keys.parse_member(m.decode()): int(score) for m, score in rows}
         found = []
         for record in self._fetch([(r, t) for t, r in lapsed]):
-            kept = where is None or where.matches(
-                record.tenant, record.status.value, record.workflow, record.schedule, record.created_at
-            )
+            kept = where is None or where.record_matches(record)
             if not record.terminal and kept:
                 found.append((record, lapsed[(record.thread_id, record.id)]))
         return found[:limit]
 
-    def list(self, limit: int = 50, offset: int = 0, where: RunFilter | None = None) -> list[RunRecord]:
+    def list(
+        self, limit: int = 50, offset: int = 0, where: RunFilter | None = None, within: int | None = None
+    ) -> list[RunRecord]:
         """The newest runs first; with ``where``, the newest ``limit`` runs that match (read a page of ids
-        at a time, newest first, until enough matched or none is left)."""
+        at a time, newest first, until enough matched, none is left, or ``within`` ids were read)."""
         if where is None:
             ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), offset, offset + limit - 1)]
             return self._records(ids)
         found: list[tuple[str, str]] = []
         start = offset
-        while len(found) < limit:
-            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), start, start + _PAGE - 1)]
+        end = None if within is None else offset + within
+        while len(found) < limit and (end is None or start < end):
+            last = start + _PAGE - 1 if end is None else min(start + _PAGE, end) - 1
+            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), start, last)]
             if not ids:
                 break
             start += _PAGE
-            pairs = [
-                (r, t.decode()) for r, t in zip(ids, self.kv.hmget(keys.run_threads(), ids), strict=True) if t
-            ]
-            pipe = self.kv.pipeline(transaction=False)
-            for run_id, thread in pairs:
-                pipe.hmget(keys.run(thread, run_id), list(RunFilter.FIELDS))
-            for pair, values in zip(pairs, pipe.execute(), strict=True):
-                if where.matches(*(None if v is None else v.decode() for v in values)):
-                    found.append(pair)
+            found += [pair for pair, fields in self._filter_fields(ids) if where.matches(*fields)]
         return self._fetch(found[:limit])
+
+    def _filter_fields(self, ids: Sequence[str]) -> _FilterRows:
+        """``((run id, thread), values of RunFilter.FIELDS)`` of ``ids`` (runs gone left out); two round
+        trips."""
+        threads = self.kv.hmget(keys.run_threads(), list(ids)) if ids else []
+        pairs = [(r, t.decode()) for r, t in zip(ids, threads, strict=True) if t]
+        pipe = self.kv.pipeline(transaction=False)
+        for run_id, thread in pairs:
+            pipe.hmget(keys.run(thread, run_id), list(RunFilter.FIELDS))
+        rows = pipe.execute() if pairs else []
+        return [
+            (pair, [None if v is None else v.decode() for v in values])
+            for pair, values in zip(pairs, rows, strict=True)
+        ]
+
+    def count_statuses(self, where: RunFilter | None = None, window: int = COUNT_WINDOW) -> StatusCounts:
+        """How many of the newest ``window`` runs that match ``where`` (its ``status`` ignored) have each
+        status: the ``window`` newest ids, then their fields in two round trips (never a scan of every
+        run).
+
+        Raises:
+            ConfigError: ``window`` is not an int from 1 to :data:`COUNT_WINDOW`.
+        """
+        if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= COUNT_WINDOW:
+            raise ConfigError(f"window: expected an int from 1 to {COUNT_WINDOW}, got {window!r}")
+        kept = replace(where or RunFilter(), status=None)
+        total = int(self.kv.zcard(keys.runs_index()))
+        ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), 0, window - 1)]
+        counts = dict.fromkeys(RunStatus, 0)
+        for _, fields in self._filter_fields(ids):
+            if fields[1] is not None and kept.matches(*fields):
+                counts[RunStatus(fields[1])] += 1
+        return StatusCounts(counts, len(ids), total)
 
     def set_status(
         self,
