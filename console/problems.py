@@ -68,7 +68,8 @@ def status_of(exc: BaseException) -> int:
 
 
 def problem(request: Request, status: int, detail: str, **extra: Any) -> Response:
-    """A problem document for the API (``/api/...``), an error page elsewhere.
+    """A problem document for the API (``/api/...``); elsewhere an error page, or for an htmx request (a
+    console action or a live part) the error line alone, swapped in where the answer goes.
 
     Args:
         status: the HTTP status.
@@ -79,8 +80,9 @@ def problem(request: Request, status: int, detail: str, **extra: Any) -> Respons
     if request.url.path.startswith("/api"):
         body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
         return JSONResponse(body, status_code=status, media_type=PROBLEM)
+    template = "_error.html" if request.headers.get("hx-request") == "true" else "error.html"
     page = templates.TemplateResponse(
-        request, "error.html", {"status": status, "title": title, "detail": detail}, status_code=status
+        request, template, {"status": status, "title": title, "detail": detail}, status_code=status
     )
     assert isinstance(page, HTMLResponse)
     return page

@@ -159,3 +159,15 @@ def test_ctrl_c_stops_the_console(procs: Procs, graphq_env: dict[str, str]) -> N
     console.proc.send_signal(signal.SIGINT)
     assert console.proc.wait(30) == 0
     assert "Traceback" not in procs.logged(console.proc)
+
+
+def test_an_htmx_request_gets_the_error_line_alone(client: Client) -> None:
+    web = serve(client)
+    web.get("/runs")
+    csrf = web.cookies[CSRF_COOKIE]
+    reply = web.get("/workflows/nope", headers={"HX-Request": "true", "X-CSRF-Token": csrf})
+    assert reply.status_code == 404
+    assert reply.text.strip().startswith('<p class="error" role="alert">')
+    assert "<html" not in reply.text
+    page = web.get("/workflows/nope")
+    assert "<html" in page.text
