@@ -52,29 +52,38 @@ class Step:
 
 
 def timeline(events: Iterable[Event]) -> list[Step]:
-    """The super-steps the run worked, in order (see the module docstring).
+    """The super-steps the run worked, in order (see the module docstring); a step that asked a human and
+    ran again once answered is two rows: the one that stopped (``awaiting_input``) and the one after.
 
     Args:
         events: the run's events, oldest first (:func:`graphcore.backend.events.read_events`).
     """
-    steps: dict[int, Step] = {}
+    rows: list[Step] = []
+    steps: dict[int, Step] = {}  # the row each step number adds to now
     mark: int | None = None  # when the next step could begin
     for event in events:
         data = event.data if isinstance(event.data, dict) else {}
         at = int(event.id.split("-")[0])
         status = data.get("status") if event.mode == "status" else None
-        if status == "running" or (event.mode == "values" and event.step not in steps):
-            mark = at  # a step job taken, or the input's checkpoint (no node ran)
+        if status == "running":
+            mark = at  # a step job taken: a step that stopped (asked) and goes on is a row of its own
+            steps = {n: one for n, one in steps.items() if one.outcome not in _STOPS}
+            continue
+        if event.mode == "values" and event.step not in steps:
+            mark = at  # the input's checkpoint: no node ran
             continue
         if event.mode not in ("updates", "retry", "values", "interrupt") and status not in _STOPS:
             continue
-        one = steps.setdefault(event.step, Step(event.step, at if mark is None else mark))
+        if event.step not in steps:
+            steps[event.step] = Step(event.step, at if mark is None else mark)
+            rows.append(steps[event.step])
+        one = steps[event.step]
         if event.mode == "values":
             one.ended_ms, one.checkpoint_id, one.outcome = at, data.get("checkpoint_id"), "checkpoint"
             mark = at
         else:
             _note(one, event.mode, data, at)
-    return [steps[s] for s in sorted(steps)]
+    return rows
 
 
 def _note(one: Step, mode: str, data: dict[str, Any], at: int) -> None:

@@ -13,6 +13,7 @@ from httpx import Response
 
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
+from graphcore.backend.json_forms import deadline_iso
 from graphcore.engine.registry import Registry
 from graphcore.errors import CheckpointNotFoundError
 from graphcore.settings import Settings
@@ -218,7 +219,7 @@ def test_the_step_timeline_comes_from_the_events(client: Client) -> None:
 
 def test_the_inbox_lists_open_requests_oldest_first_and_escapes_them(client: Client) -> None:
     first = paused(client, amount=1, run_id="r-first")
-    second = client.enqueue("approval", {"amount": 2}, run_id="r-second")
+    second = client.enqueue("approval", {"amount": 2}, run_id="r-second", config={"request_timeout_s": 3600})
     evil = client.enqueue("approval", {"amount": 3}, run_id="r-evil")
     work(client)
     web = serve(client)
@@ -233,6 +234,10 @@ def test_the_inbox_lists_open_requests_oldest_first_and_escapes_them(client: Cli
     assert order == sorted(created, key=lambda r: created[r])
     assert order[0] == first
     assert "expects Decision (required: ok)" in page.text
+    [timed] = client.requests(second)
+    deadline = (deadline_iso(timed.deadline_ms) or "")[:19].replace("T", " ")
+    row = page.text.split(f'data-run="{second}">', 1)[1].split("</tr>", 1)[0]
+    assert row.split("<td>")[2] == f"{deadline}</td>\n      "
     client.answer(first, {"ok": True})
     work(client)
     after = web.get("/requests")
@@ -276,3 +281,17 @@ def _messages(reply: Response) -> list[dict[str, Any]]:
         fields = dict(line.split(": ", 1) for line in block.splitlines())
         found.append({**fields, "data": json.loads(fields["data"])})
     return found
+
+
+def test_a_step_that_asked_and_ran_again_is_two_rows_of_the_timeline(client: Client) -> None:
+    run_id = paused(client)
+    client.answer(run_id, {"ok": True})
+    work(client)
+    record = client.get_run(run_id)
+    steps = timeline(read_events(client.kv, record.thread_id, run_id))
+    assert [(s.step, s.nodes, s.outcome) for s in steps] == [
+        (1, [], "awaiting_input"),
+        (1, ["ask"], "checkpoint"),
+        (2, ["finish"], "completed"),
+    ]
+    assert steps[1].began_ms >= steps[0].ended_ms  # the wait for the answer is in neither

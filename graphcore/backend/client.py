@@ -1388,8 +1388,8 @@ class Client:
         checkpoint_id: str | None = None,
     ) -> Checkpoint:
         """Write a checkpoint on the thread as if ``as_node`` had returned ``values`` (C3); with
-        ``checkpoint_id``, on that checkpoint rather than the newest: a fork (LangGraph's ``update_state`` on a
-        config with a ``checkpoint_id``), the branch it was on staying in the history.
+        ``checkpoint_id``, on that checkpoint rather than the newest: a fork (LangGraph's ``update_state``
+        on a config with a ``checkpoint_id``), the branch it was on staying in the history.
 
         Args:
             workflow: the thread's workflow (its channels and edges apply the update).
