@@ -131,6 +131,7 @@ def test_the_thread_tree_shows_a_fork_made_in_the_browser(
         page.fill("form.fork input[name=as_node]", "__start__")
         page.locator("form.fork button").click()
         made = page.locator("#fork-outcome .outcome.ok")
+        made.wait_for()
         new_id = client.get_state(thread).id
         assert (
             made.inner_text()

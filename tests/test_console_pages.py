@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from httpx import Response
+from markupsafe import escape
 
 from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
@@ -22,7 +23,7 @@ from graphq.console.security import CSRF_COOKIE, Guard
 from graphq.console.timeline import timeline
 from tests.workers import work
 
-REGISTRY = Registry.load(["tests.workflows.console_pages"])
+REGISTRY = Registry.load(["tests.workflows.console_pages", "tests.workflows.basic"])
 
 
 def serve(client: Client) -> TestClient:
@@ -295,3 +296,18 @@ def test_a_step_that_asked_and_ran_again_is_two_rows_of_the_timeline(client: Cli
         (2, ["finish"], "completed"),
     ]
     assert steps[1].began_ms >= steps[0].ended_ms  # the wait for the answer is in neither
+
+
+def test_a_failed_run_shows_its_error_with_traceback(client: Client) -> None:
+    run_id = client.enqueue("failing", {"n": 0})
+    work(client)
+    record = client.get_run(run_id)
+    assert record.error is not None
+    page = serve(client).get(f"/runs/{run_id}")
+    assert '<p class="error" role="alert">NodeError: ' in page.text
+    assert "kaboom at node explode" in page.text
+    traceback = page.text.split('<pre class="traceback">', 1)[1].split("</pre>", 1)[0]
+    assert traceback == str(escape(record.error.traceback))  # whole, as text
+    assert "raise RuntimeError(&#34;kaboom at node explode&#34;)" in traceback
+    assert page.text.count("<tr data-step=") == 2
+    assert "<td>failed</td>" in page.text
