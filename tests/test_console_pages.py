@@ -16,7 +16,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.json_forms import deadline_iso
 from graphcore.engine.registry import Registry
-from graphcore.errors import CheckpointNotFoundError
+from graphcore.errors import ArgumentTypeError, CheckpointNotFoundError
 from graphcore.settings import Settings
 from graphq.console import Console, create_app
 from graphq.console.security import CSRF_COOKIE, Guard
@@ -174,6 +174,8 @@ def test_update_state_at_a_checkpoint_writes_its_child(client: Client) -> None:
     with pytest.raises(CheckpointNotFoundError) as missing:
         client.update_state("approval", thread, {"amount": 9}, checkpoint_id="nope")
     assert str(missing.value) == f"thread {thread!r} has no checkpoint nope"
+    with pytest.raises(ArgumentTypeError, match="checkpoint_id"):
+        client.update_state("approval", thread, {"amount": 9}, checkpoint_id=5)  # type: ignore[arg-type]
 
 
 def test_cancel_and_resume_show_the_cli_words(client: Client) -> None:
