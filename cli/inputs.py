@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -12,7 +11,8 @@ from typing import Any, NoReturn
 
 from graphcore import keys
 from graphcore.backend.client import RunRequest, ValidRun, check_request
-from graphcore.engine.inputs import MAX_NESTING, TOO_DEEP, nesting_problem
+from graphcore.backend.json_forms import from_json as loads
+from graphcore.engine.inputs import MAX_NESTING
 from graphcore.engine.registry import Registry
 from graphcore.errors import ConfigError, PermanentError
 from graphq.cli.errors import fail
@@ -113,32 +113,6 @@ def _read_text(path: str, option: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         fail(f"{option}: cannot read {path}: {reason}")
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"number {text} is out of range for a float")
-    return number
-
-
-def loads(text: str, levels: int = MAX_NESTING) -> Any:
-    """Strict JSON: ``NaN``, ``Infinity`` and numbers beyond a float's range are refused (ValueError), as
-    the JSON standard (RFC 8259 §6) has none of them; so are arrays and objects nested more than ``levels``
-    deep (:data:`~graphcore.engine.inputs.MAX_NESTING`, as the client refuses, plus the levels the text
-    wraps the value in), also those too deep for Python's JSON parser."""
-    try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except RecursionError:  # deeper than Python's recursion limit, so than MAX_NESTING
-        raise ValueError(TOO_DEEP) from None
-    problem = nesting_problem(value, levels)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
 
 
 def parse_input(value: str | None, option: str = "--input") -> Any:

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from graphcore.backend.json_forms import to_json
+from graphcore.backend.run_fields import when
 from graphq.worker.logs import redact_urls
 
 __all__ = [
@@ -40,11 +41,6 @@ def out_console() -> Console:
     On a terminal tables fit its width; piped, they keep their natural width (up to 250 columns).
     """
     return Console(highlight=False, width=None if sys.stdout.isatty() else 250)
-
-
-def when(iso: str | None) -> str:
-    """An ISO-8601 timestamp shortened for tables: ``2024-01-02 03:04:05`` (UTC)."""
-    return "" if not iso else iso[:19].replace("T", " ")
 
 
 def err_console() -> Console:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -12,6 +11,7 @@ from click.core import ParameterSource
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import redact_url
 from graphcore.backend.json_forms import deadline_iso, to_json
+from graphcore.backend.run_fields import schema_text
 from graphcore.backend.runs import RunRecord
 from graphcore.engine.interrupts import RequestRecord
 from graphcore.types import Interrupt
@@ -36,20 +36,6 @@ def at_step(client: Client, record: RunRecord) -> str:
     :meth:`Client.thread_step`), or "" before it has one."""
     step = client.thread_step(record)
     return "" if step is None else f" at step {step}"
-
-
-def schema_text(schema: Any) -> str:
-    """The answer a request expects (its ``response_schema``, a JSON Schema) on one line: the schema's title,
-    else its type, then its required fields: ``Decision (required: ok, note)``; "" without a schema."""
-    if schema is None:
-        return ""
-    if not isinstance(schema, dict):  # a type (an in-process Interrupt keeps the one given)
-        return str(getattr(schema, "__name__", schema))
-    name = schema.get("title") or schema.get("type") or "JSON Schema"
-    if isinstance(name, list):  # "type": ["string", "null"]
-        name = " or ".join(map(str, name))
-    required = schema.get("required") or []
-    return f"{name} (required: {', '.join(map(str, required))})" if required else str(name)
 
 
 def print_requests(requests: Sequence[Interrupt]) -> None:

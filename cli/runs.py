@@ -7,13 +7,18 @@ from typing import Any
 
 import click
 
-from graphcore.backend.admission import waiting_deadline_ms
 from graphcore.backend.client import Client
 from graphcore.backend.json_forms import record_json, request_json, request_record_json
 from graphcore.backend.reaper import iso_ms
+from graphcore.backend.run_fields import (
+    SHORT,
+    request_deadline,
+    run_fields,
+    slot_deadline_ms,
+    version_text,
+)
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import RunNotFoundError
-from graphcore.types import Interrupt
 from graphq.cli.bounds import LIMIT
 from graphq.cli.context import AppContext
 from graphq.cli.control import answer, cancel, requests, resume
@@ -28,7 +33,7 @@ from graphq.cli.records import (
 )
 from graphq.cli.watch import watch
 from graphq.scheduler.schedules import ScheduleStore
-from graphq.worker.pinned import SHORT, unserved, waiting_runs
+from graphq.worker.pinned import unserved, waiting_runs
 
 __all__ = ["runs"]
 
@@ -116,7 +121,7 @@ def list_runs(
         print_json([_listed(r) for r in records])
         return
     rows = [
-        (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at), _version(r))
+        (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at), version_text(r))
         for r in records
     ]
     print_table(
@@ -124,14 +129,6 @@ def list_runs(
         rows,
         no_wrap=("run", "thread", "tenant", "created (UTC)", "version"),
     )
-
-
-def _version(r: RunRecord) -> str:
-    """A run's version in a table: its first hex digits, with ``(pinned)`` when its steps are pinned to it;
-    empty before its first step."""
-    if r.version is None:
-        return ""
-    return f"{r.version[:SHORT]} (pinned)" if r.pinned else r.version[:SHORT]
 
 
 def _listed(record: RunRecord) -> dict[str, Any]:
@@ -213,83 +210,10 @@ def _unserved(reader: Client, base: str, limit: int, where: RunFilter) -> list[R
     return found
 
 
-def _slot_deadline(reader: Client, record: RunRecord) -> int | None:
-    """For a queued run waiting for a slot (R8), its deadline (ms); None otherwise."""
-    return waiting_deadline_ms(reader.kv, record) if record.status == RunStatus.QUEUED else None
-
-
 def _summary(result: Any) -> list[tuple[str, str]]:
     if not isinstance(result, dict):
         return [("result", short(result))]
     return [(f"result.{key}", short(value)) for key, value in result.items()]
-
-
-def _fields(
-    r: RunRecord,
-    step: int | None,
-    slot_deadline_ms: int | None = None,
-    unserved: bool = False,
-) -> list[tuple[str, Any]]:
-    fields: list[tuple[str, Any]] = [
-        ("run", r.id),
-        ("workflow", r.workflow),
-        ("status", r.status.value),
-        ("thread", r.thread_id),
-        ("tenant", r.tenant),
-        ("version", _version(r) or ("none yet (its first step sets it)" if not r.terminal else "")),
-        ("step", step),
-        ("steps done", r.step),
-        ("head", r.head),
-        ("created", r.created_at),
-        ("started", r.started_at),
-        ("ended", r.ended_at),
-        ("input", short(r.input)),
-    ]
-    fields += _waits(r, slot_deadline_ms, unserved)
-    if r.migrated_from:
-        fields.append(("migrated", f"from version {r.migrated_from[:SHORT]} at {r.migrated_at}"))
-    if r.continued_from_run_id:
-        fields.append(("continued from", r.continued_from_run_id))
-    if r.continued_by_run_id:
-        fields.append(("continued by", r.continued_by_run_id))
-    if r.attempt > 1:
-        fields.append(("attempt", r.attempt))
-    if r.worker:
-        fields.append(("worker", r.worker))
-    if r.interrupted is not None:
-        fields.append(("interrupted", f"{r.interrupted.type}: {r.interrupted.message}"))
-    if r.config:
-        fields.append(("config", short(r.config)))
-    if r.error is not None:
-        fields += [("error type", r.error.type), ("error", r.error.message)]
-    return fields + _summary(r.result)
-
-
-def _waits(r: RunRecord, slot_deadline_ms: int | None, unserved: bool) -> list[tuple[str, str]]:
-    """What a run that has not ended waits for: a worker that can take its next step (one serving its
-    version, or one that takes new runs: :func:`graphq.worker.pinned.unserved`), an admission slot."""
-    rows: list[tuple[str, str]] = []
-    version = r.pinned_version
-    if unserved and version is not None:
-        note = "no live worker serves it; start one, or `graphq runs migrate`"
-        rows.append(("waiting for", f"a worker serving version {version[:SHORT]} ({note})"))
-    elif unserved:
-        note = "none is live, or each has GRAPHQ_TAKE_NEW_RUNS=false"
-        rows.append(("waiting for", f"a worker that takes new runs of {r.workflow} ({note})"))
-    if slot_deadline_ms is not None:
-        rows.append(("waiting for", "a slot (GRAPHQ_MAX_CONCURRENT_RUNS[_PER_TENANT] or its workflow's)"))
-        rows.append(("deadline", f"{when(iso_ms(slot_deadline_ms))} UTC (canceled if still waiting)"))
-    return rows
-
-
-def _expiry(open_requests: list[Interrupt]) -> list[tuple[str, Any]]:
-    """The row of a waiting run whose open requests have a deadline: the earliest, and which (R13)."""
-    timed = [r for r in open_requests if r.deadline_ms is not None]
-    if not timed:
-        return []
-    first = min(timed, key=lambda r: r.deadline_ms or 0)
-    note = f"request {first.id}: canceled if unanswered by then"
-    return [("request deadline", f"{when(iso_ms(first.deadline_ms or 0))} UTC ({note})")]
 
 
 @runs.command("show", short_help="Show one run: error, result, open requests.")
@@ -323,7 +247,7 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     if output == "json":
         extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
         thread_step = {"thread_step": reader.thread_step(record)}  # "step" is the record's: steps done
-        slot = _slot_deadline(reader, record)
+        slot = slot_deadline_ms(reader.kv, record)
         version = record.pinned_version if unserved(reader.kv, app.settings.queue, record) else None
         print_json(
             record_json(record)
@@ -334,15 +258,16 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
             | extra
         )
         return
+    fields = run_fields(
+        record,
+        reader.thread_step(record),
+        slot_deadline_ms(reader.kv, record),
+        unserved(reader.kv, app.settings.queue, record),
+        shown=short,
+    )
     print_table(
         ("field", "value"),
-        _fields(
-            record,
-            reader.thread_step(record),
-            _slot_deadline(reader, record),
-            unserved(reader.kv, app.settings.queue, record),
-        )
-        + _expiry(open_requests),
+        fields + _summary(record.result) + request_deadline(open_requests),
         no_wrap=("field",),
         limit=_SHOWN,
     )

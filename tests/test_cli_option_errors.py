@@ -286,6 +286,7 @@ def test_every_numeric_option_is_bounded_on_both_sides() -> None:
         "graphq store put ttl",
         "graphq store search limit",
         "graphq store search offset",
+        "graphq ui port",
         "graphq worker concurrency",
         "graphq worker metrics_port",
     ]

@@ -217,11 +217,12 @@ def test_the_tenants_page_shows_what_graphq_tenants_shows(
 # -- schedules -----------------------------------------------------------------------------------------------
 
 
-def post(web: TestClient, path: str) -> str:
-    """POST ``path`` as the page's htmx does (the CSRF header from the cookie a GET set); the reply's text."""
+def post(web: TestClient, path: str, status: int = 200) -> str:
+    """POST ``path`` as the page's htmx does (the CSRF header from the cookie a GET set); the reply's text,
+    which must come with ``status``."""
     web.get("/schedules")
-    reply = web.post(path, headers={"X-CSRF-Token": web.cookies[CSRF_COOKIE]})
-    assert reply.status_code == 200, reply.text
+    reply = web.post(path, headers={"X-CSRF-Token": web.cookies[CSRF_COOKIE], "HX-Request": "true"})
+    assert reply.status_code == status, reply.text
     return reply.text
 
 
@@ -256,11 +257,11 @@ def test_the_schedules_page_pauses_resumes_and_triggers_as_the_cli_does(
         f'{fire["fire_time"][:19].replace("T", " ")} started <a href="/runs/{run_id}">{run_id}</a>' in table
     )
 
-    skipped = post(web, "/schedules/nightly/trigger")  # its run has not ended: --overlap skip
+    skipped = post(web, "/schedules/nightly/trigger", 409)  # its run has not ended: --overlap skip
     cli = error_line(ok(invoke(MODULES, redis_url, "schedules", "trigger", "nightly"), 2))
     assert html.unescape(re.sub(r"<[^>]+>", "", skipped)).strip() == cli.removeprefix("error: ")
-    assert 'class="error" role="alert"' in skipped
-    unknown = post(web, "/schedules/nope/pause")
+    assert 'class="outcome error" role="alert"' in skipped
+    unknown = post(web, "/schedules/nope/pause", 404)
     assert "no schedule named &#39;nope&#39; (graphq schedules list shows them)" in unknown
 
 

@@ -18,14 +18,12 @@ from typing import Any
 from rq import Queue
 
 from graphcore.backend.reaper import server_ms
+from graphcore.backend.run_fields import SHORT
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.backend.workers import live_workers
 from graphq.worker.queue import queue_name, run_of_job, waiting_jobs
 
 __all__ = ["SHORT", "VersionQueue", "unserved", "version_queues", "waiting_runs"]
-
-SHORT = 12
-"""Hex digits of a version in a table, a message or a metric label (JSON has all 64)."""
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 from fastapi import APIRouter
 
-from graphq.console.api import runs
+from graphq.console.api import events, runs
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api")
 router.include_router(runs.router)
+router.include_router(events.router)

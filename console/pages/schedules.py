@@ -5,14 +5,15 @@ trigger (POST, from htmx with the CSRF header), which call what the CLI calls an
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
+from starlette.exceptions import HTTPException
 
-from graphcore.errors import GraphqError
+from graphq.console.pages.actions import Outcome, act
 from graphq.console.pages.live import live_page
-from graphq.console.rendering import templates
 from graphq.console.state import Console
 from graphq.scheduler.api import Schedules, utc_text
 
@@ -42,31 +43,22 @@ async def _load(request: Request) -> dict[str, Any]:
 live_page(router, "/schedules", "schedules.html", "_schedules_table.html", _load)
 
 
-def _act(api: Schedules, name: str, action: str) -> tuple[str, str | None]:
-    """Do ``action`` on schedule ``name``: the CLI's line for it and the run a trigger started."""
+def _act(api: Schedules, name: str, action: str) -> Outcome:
+    """Do ``action`` on schedule ``name``: the CLI's line for it, and the run a trigger started."""
     if action == "trigger":
         run_id = api.trigger(name)
         if run_id is None:
-            return api.buffered_text(name), None
-        return f"schedule {name}: triggered run {run_id}", run_id
+            return Outcome(api.buffered_text(name))
+        return Outcome(f"schedule {name}: triggered run {run_id}", f"/runs/{quote(run_id)}", "open run")
     getattr(api, action)(name)
-    return f"schedule {name}: {action}d", None
+    return Outcome(f"schedule {name}: {action}d")
 
 
 @router.post("/schedules/{name}/{action}")
-async def act(request: Request, name: str, action: str) -> Response:
-    """Pause, resume or trigger schedule ``name``: the outcome as a fragment (an error in the CLI's words,
-    e.g. an unknown schedule or a trigger skipped by ``--overlap skip``; 404 for an unknown action)."""
+async def schedule_action(request: Request, name: str, action: str) -> Response:
+    """Pause, resume or trigger schedule ``name``: the outcome as a fragment (an error in the CLI's words
+    with its status, e.g. an unknown schedule 404, a trigger skipped by ``--overlap skip`` 409; 404 for an
+    unknown action)."""
     if action not in ("pause", "resume", "trigger"):
-        return templates.TemplateResponse(
-            request,
-            "_outcome.html",
-            {"error": f"no action {action!r} on a schedule (pause, resume or trigger)"},
-            status_code=404,
-        )
-    api = Schedules(Console.of(request).client)
-    try:
-        text, run_id = await run_in_threadpool(_act, api, name, action)
-    except GraphqError as exc:
-        return templates.TemplateResponse(request, "_outcome.html", {"error": str(exc)})
-    return templates.TemplateResponse(request, "_outcome.html", {"text": text, "run_id": run_id})
+        raise HTTPException(404, f"no action {action!r} on a schedule (pause, resume or trigger)")
+    return await act(request, _act, Schedules(Console.of(request).client), name, action)

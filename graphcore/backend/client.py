@@ -1389,9 +1389,17 @@ class Client:
         return run.id
 
     def update_state(
-        self, workflow: str, thread_id: str, values: Any, as_node: str | None = None
+        self,
+        workflow: str,
+        thread_id: str,
+        values: Any,
+        as_node: str | None = None,
+        *,
+        checkpoint_id: str | None = None,
     ) -> Checkpoint:
-        """Write a checkpoint on the thread as if ``as_node`` had returned ``values`` (C3).
+        """Write a checkpoint on the thread as if ``as_node`` had returned ``values`` (C3); with
+        ``checkpoint_id``, on that checkpoint rather than the newest: a fork (LangGraph's ``update_state``
+        on a config with a ``checkpoint_id``), the branch it was on staying in the history.
 
         Args:
             workflow: the thread's workflow (its channels and edges apply the update).
@@ -1400,13 +1408,15 @@ class Client:
             as_node: the node the update is attributed to, by the in-process rule (LangGraph's,
                 :func:`graphcore.engine.snapshot.update_checkpoint`): None → the node that wrote last
                 (START when none has: the values act as input; refused as ambiguous after a parallel step).
+            checkpoint_id: the checkpoint the update is written on (its child); None: the newest.
 
         Returns:
             The new checkpoint: the thread's latest, with ``metadata["source"] == "update"``; its next tasks
             follow ``as_node``'s edges, so the next run without input continues from there.
 
         Raises:
-            CheckpointNotFoundError: the thread has no checkpoint.
+            CheckpointNotFoundError: the thread has no checkpoint (no checkpoint ``checkpoint_id``).
+            ConfigError: ``checkpoint_id`` given while a worker keeps no checkpoint history (R5).
             InvalidUpdateError: the thread's newest run is of another workflow (the message names it),
                 a run of the thread is queued or running (I3), or awaiting input (its
                 answer would continue from the checkpoint that asked, leaving the update behind: answer or
@@ -1424,7 +1434,9 @@ class Client:
         # A paused run goes on from the checkpoint it paused at, not from a newer head: refuse rather than
         # write an update that it would silently leave behind (its answer or resume takes one).
         self._idle_thread_of(workflow, thread_id)
-        head = self.get_state(thread_id)
+        if checkpoint_id is not None:
+            self._refuse_without_history(f"update_state at {_a_fork(checkpoint_id)}")
+        head = self.get_state(thread_id, checkpoint_id)
         store = RedisCheckpointStore(self.kv, graph.schema)
         writer = as_node if as_node is not None else last_writer(store, graph, thread_id, head)
         if writer == START or writer in graph.nodes:  # else update_checkpoint refuses it, or ends the step

@@ -1,7 +1,8 @@
 """The JSON forms of graphq's values, shared by the CLI (``--output json``) and the HTTP API.
 
-:func:`jsonable` turns any value into plain JSON data; :func:`record_json`, :func:`request_json` and
-:func:`request_record_json` are a run record's and a human request's JSON forms.
+:func:`jsonable` turns any value into plain JSON data, :func:`from_json` reads JSON text strictly;
+:func:`record_json`, :func:`request_json` and :func:`request_record_json` are a run record's and a human
+request's JSON forms.
 """
 
 from __future__ import annotations
@@ -21,10 +22,19 @@ from pydantic import BaseModel
 
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunRecord
+from graphcore.engine.inputs import MAX_NESTING, TOO_DEEP, nesting_problem
 from graphcore.engine.interrupts import RequestRecord
 from graphcore.types import Interrupt
 
-__all__ = ["deadline_iso", "jsonable", "record_json", "request_json", "request_record_json", "to_json"]
+__all__ = [
+    "deadline_iso",
+    "from_json",
+    "jsonable",
+    "record_json",
+    "request_json",
+    "request_record_json",
+    "to_json",
+]
 
 
 def _scalar(value: Any) -> Any:
@@ -105,3 +115,29 @@ def request_record_json(record: RequestRecord) -> dict[str, Any]:
 def deadline_iso(deadline_ms: int | None) -> str | None:
     """A request's deadline as ISO-8601 UTC (None without one)."""
     return None if deadline_ms is None else iso_ms(deadline_ms)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (JSON has no NaN or Infinity)")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number {text} is out of range for a float")
+    return number
+
+
+def from_json(text: str, levels: int = MAX_NESTING) -> Any:
+    """Strict JSON: ``NaN``, ``Infinity`` and numbers beyond a float's range are refused (ValueError), as
+    the JSON standard (RFC 8259 §6) has none of them; so are arrays and objects nested more than ``levels``
+    deep (:data:`~graphcore.engine.inputs.MAX_NESTING`, as the client refuses, plus the levels the text
+    wraps the value in), also those too deep for Python's JSON parser."""
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:  # deeper than Python's recursion limit, so than MAX_NESTING
+        raise ValueError(TOO_DEEP) from None
+    problem = nesting_problem(value, levels)
+    if problem is not None:
+        raise ValueError(problem)
+    return value

@@ -1,0 +1,110 @@
+"""``/runs/{id}``: one run — its fields as ``graphq runs show`` gives them, its chain, its step timeline,
+its events live, its error and result, its requests with an answer form; cancel, cancel with interrupt,
+resume."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from graphcore.backend.client import Client
+from graphcore.backend.events import EVENTS_MAXLEN, read_events
+from graphcore.backend.json_forms import to_json
+from graphcore.backend.reaper import iso_ms
+from graphcore.backend.run_fields import run_fields, schema_text, slot_deadline_ms
+from graphcore.backend.runs import RunStatus
+from graphq.console.pages.actions import Outcome, act, answer
+from graphq.console.rendering import templates
+from graphq.console.state import Console
+from graphq.console.timeline import timeline
+from graphq.worker.pinned import unserved
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get("/runs/{run_id}")
+async def run_page(request: Request, run_id: str) -> Response:
+    console = Console.of(request)
+    context = await run_in_threadpool(_run_context, console, run_id)
+    return templates.TemplateResponse(request, "run.html", context)
+
+
+def _run_context(console: Console, run_id: str) -> dict[str, Any]:
+    client = console.client
+    record = client.get_run(run_id)
+    waiting = record.status == RunStatus.AWAITING_INPUT
+    events = list(read_events(client.kv, record.thread_id, record.id, count=EVENTS_MAXLEN + 200))
+    fields = run_fields(
+        record,
+        client.thread_step(record),
+        slot_deadline_ms(client.kv, record),
+        unserved(client.kv, console.settings.queue, record),
+    )
+    return {
+        "run": record,
+        "fields": [(name, _text(value)) for name, value in fields],
+        "chain": client.chain(run_id),
+        "steps": timeline(events),
+        "requests": client.run_requests(run_id),
+        "waiting": waiting,
+        "result": None if record.result is None else to_json(record.result),
+        "schema_text": schema_text,
+        "at_ms": _at_ms,
+        "to_json": to_json,
+    }
+
+
+def _at_ms(ms: int | None) -> str:
+    """A stream time (ms since the epoch) as the tables show times: ``2024-01-02 03:04:05.678``."""
+    return "" if ms is None else iso_ms(ms)[:23].replace("T", " ")
+
+
+def _text(value: Any) -> str:
+    """A field's value as the page shows it: a string as it is, anything else as JSON (None: "")."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else to_json(value, indent=None)
+
+
+@router.post("/runs/{run_id}/cancel")
+async def cancel(request: Request, run_id: str, interrupt: Annotated[bool, Form()] = False) -> Response:
+    """``graphq runs cancel RUN [--interrupt]``: its words."""
+    return await act(request, _cancel, Console.of(request).client, run_id, interrupt)
+
+
+def _cancel(client: Client, run_id: str, interrupt: bool) -> Outcome:
+    return Outcome(client.cancel(run_id, interrupt=interrupt))
+
+
+@router.post("/runs/{run_id}/resume")
+async def resume(request: Request, run_id: str) -> Response:
+    """``graphq runs resume RUN``: the run that goes on."""
+    return await act(request, _resume, Console.of(request).client, run_id)
+
+
+def _resume(client: Client, run_id: str) -> Outcome:
+    new_id = client.resume(run_id)
+    thread = client.get_run(new_id).thread_id
+    if new_id == run_id:
+        return Outcome(
+            f"run {run_id} goes on past its breakpoint on thread {thread}", f"/runs/{run_id}", run_id
+        )
+    return Outcome(f"run {new_id} continues run {run_id} on thread {thread}", f"/runs/{new_id}", new_id)
+
+
+@router.post("/runs/{run_id}/answer")
+async def answer_request(
+    request: Request,
+    run_id: str,
+    request_id: Annotated[str, Form(alias="request")],
+    value: Annotated[str, Form()] = "",
+    again: Annotated[bool, Form()] = False,
+) -> Response:
+    """``graphq runs answer RUN --request ID --value JSON [--again]``: the requests answered, or the branch
+    run a second answer starts."""
+    return await act(request, answer, Console.of(request).client, run_id, request_id, value, again)

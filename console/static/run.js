@@ -1,0 +1,37 @@
+// The run page's live events: an EventSource on the run's event stream (the browser resends the last
+// event id when it reconnects; the server goes on after it). Each event becomes a list item, as text.
+(function () {
+  "use strict";
+  var list = document.getElementById("events");
+  var state = document.getElementById("events-state");
+  if (!list || !window.EventSource) { return; }
+  var source = new EventSource(list.getAttribute("data-source"));
+  var seen = {};
+
+  function add(kind, text, id) {
+    var item = document.createElement("li");
+    item.className = "event event-" + kind;
+    if (id) { item.setAttribute("data-id", id); }
+    item.textContent = text;
+    list.appendChild(item);
+  }
+
+  function shown(message) {
+    if (message.lastEventId && seen[message.lastEventId]) { return; }
+    seen[message.lastEventId] = true;
+    var event = JSON.parse(message.data);
+    add(event.mode, message.lastEventId + "  step " + event.step + "  " + event.mode + "  " +
+      JSON.stringify(event.data), message.lastEventId);
+    state.textContent = "live";
+  }
+
+  ["status", "values", "updates", "tasks", "custom", "messages", "interrupt", "retry", "progress",
+    "checkpoints", "debug"].forEach(function (mode) { source.addEventListener(mode, shown); });
+  source.onmessage = shown;
+  source.addEventListener("end", function (message) {
+    var end = JSON.parse(message.data);
+    state.textContent = "the run is " + end.status + " (reload for new events)";
+    source.close();
+  });
+  source.onerror = function () { state.textContent = "reconnecting…"; };
+}());
