@@ -14,7 +14,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.events import read_events
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError
+from graphcore.errors import ConfigError, InvalidUpdateError
 from tests.workers import work
 from tests.workflows.schema_ask import DECISION_SCHEMA, Items, ask
 
@@ -60,21 +60,27 @@ def test_a_response_schema_that_is_no_schema_is_refused_naming_it() -> None:
     )
 
 
-def test_a_wrong_answer_fails_the_queued_run_and_the_request_can_be_answered_again(client: Client) -> None:
-    """In process the call that answers wrongly raises and the request stays open (LangGraph's); a queued
-    answer is checked when the asking node runs again on a worker, after ``answer`` returned: the run fails
-    naming the ValidationError, and ``answer_again`` answers the request on a new branch."""
+def test_a_wrong_answer_is_refused_before_it_is_stored_and_the_request_stays_open(client: Client) -> None:
+    """In process the call that answers wrongly raises and the request stays open (LangGraph's); on the
+    queue too: ``answer`` checks the answer against the request's JSON Schema before it stores it (it used
+    to store it, and the asking node failed the run when it ran again). The same for a second answer."""
     run_id = client.enqueue("schema-ask", {"items": []}, thread_id="q")
     work(client)
     (asked,) = client.requests(run_id)
-    client.answer(run_id, {"ok": "maybe"})
+    with pytest.raises(InvalidUpdateError) as refused:
+        client.answer(run_id, {"ok": "maybe"})
+    assert str(refused.value) == f"answer to {asked.id} at $.ok: 'maybe' is not of type 'boolean'"
+    with pytest.raises(InvalidUpdateError) as missing:
+        client.answer(run_id, {"note": "n"})
+    assert str(missing.value) == f"answer to {asked.id} at $: 'ok' is a required property"
+    assert client.get_run(run_id).status == RunStatus.AWAITING_INPUT
+    assert [r.id for r in client.requests(run_id)] == [asked.id]
+    client.answer(run_id, {"ok": True})
     work(client)
-    failed = client.get_run(run_id)
-    assert failed.status == RunStatus.FAILED and failed.error is not None
-    assert (failed.error.type, failed.error.node) == ("NodeError", "ask")
-    lines = failed.error.message.splitlines()
-    assert lines[:2] == ["node 'ask' raised ValidationError: 1 validation error for Decision", "ok"]
-    branch = client.answer_again(run_id, asked.id, {"ok": True})
+    assert client.get_run(run_id).result == {"items": ["Decision(ok=True, note='')"]}
+    with pytest.raises(InvalidUpdateError) as again:
+        client.answer_again(run_id, asked.id, {"ok": 3})
+    assert str(again.value) == f"answer to {asked.id} at $.ok: 3 is not of type 'boolean'"
+    branch = client.answer_again(run_id, asked.id, {"ok": False, "note": "no"})
     work(client)
-    done = client.get_run(branch)
-    assert (done.status, done.result) == (RunStatus.COMPLETED, {"items": ["Decision(ok=True, note='')"]})
+    assert client.get_run(branch).result == {"items": ["Decision(ok=False, note='no')"]}

@@ -56,6 +56,7 @@ from graphcore.engine.interrupts import (
     NotAwaitingInputError,
     RequestRecord,
     RequestStatus,
+    check_response,
     match_answer,
     schema_fields,
 )
@@ -1044,6 +1045,8 @@ class Client:
         blobs = {iid: serde.dumps(v, path=f"answer.{iid}") for iid, v in answers.items()}
         check_size("answer", sum(len(b) for b in blobs.values()))
         asked = {i.id: i for i in pending}
+        for iid, v in answers.items():
+            check_response(asked[iid].response_schema, v, iid)
         given = {iid: (asked[iid], v) for iid, v in answers.items()}
         self._continue(run, blobs, given, command=Command(update=update, goto=goto))
         return list(answers)
@@ -1088,6 +1091,7 @@ class Client:
                 f"request {request_id} of run {run_id} was made inside a subgraph; it cannot be answered "
                 "again"
             )
+        check_response(where.get("response_schema"), value, request_id)
         request = RunRequest(
             run.workflow,
             None,

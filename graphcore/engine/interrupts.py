@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import jsonschema
 from pydantic import TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
@@ -31,10 +32,11 @@ from graphcore.errors import AmbiguousAnswerError, ConfigError, InvalidUpdateErr
 from graphcore.types import Interrupt, TaskWrites
 
 __all__ = [
-    "REQUEST_STATUSES",
     "GraphInterrupt",
     "NotAwaitingInputError",
+    "REQUEST_STATUSES",
     "RequestRecord",
+    "check_response",
     "interrupt",
     "interrupt_id",
     "match_answer",
@@ -201,6 +203,28 @@ def _adapter(response_schema: Any) -> TypeAdapter[Any] | None:
             f"interrupt(response_schema=...): must be a JSON Schema dict or a type pydantic validates "
             f"(a model, a dataclass, a TypedDict); got {response_schema!r} ({type(exc).__name__})"
         ) from None
+
+
+def check_response(schema: Any, answer: Any, request_id: str) -> None:
+    """Refuse an answer that does not match what its request asks (its ``response_schema``, a JSON Schema),
+    before it is stored: a queued run's node would only check it when it runs again, and fail.
+
+    The check is JSON Schema's (the ``jsonschema`` package, the schema's own draft, default draft 2020-12),
+    so it is strict where pydantic is lax: a model's field of type ``int`` refuses ``"1"``. A request
+    without a schema, or whose schema is not a valid JSON Schema, takes any answer.
+
+    Raises:
+        InvalidUpdateError: ``answer to <request_id> at <JSON path>: <why>``.
+    """
+    if not isinstance(schema, dict):
+        return
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(answer))
+    except jsonschema.exceptions.SchemaError:
+        return
+    if error is not None:
+        raise InvalidUpdateError(f"answer to {request_id} at {error.json_path}: {error.message}")
 
 
 def _validated(adapter: TypeAdapter[Any] | None, answer: Any) -> Any:
