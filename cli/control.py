@@ -15,13 +15,15 @@ import click
 
 from graphcore import keys
 from graphcore.backend import switch
+from graphcore.backend.bulk import BulkResult
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.json_forms import record_json, request_json, request_record_json
-from graphcore.backend.runs import RunRecord
+from graphcore.backend.runs import RunFilter, RunRecord
 from graphcore.backend.switch import refuse_if_off
 from graphcore.engine.inputs import check_answer
 from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.errors import PermanentError
+from graphq.cli.bulk import FILTERS, bulk_options, filter_options, perform, run_filter
 from graphq.cli.context import AppContext
 from graphq.cli.errors import fail
 from graphq.cli.inputs import parse_input
@@ -269,25 +271,85 @@ def answer(
     click.echo(f"run {run_id} continues {where}; follow it with `graphq runs show {run_id}`{hint}", err=True)
 
 
-@click.command("cancel", short_help="Cancel a run.")
-@click.argument("run_id", metavar="RUN")
+@click.command("cancel", short_help="Cancel a run, or every run the filters match.")
+@click.argument("run_id", metavar="[RUN]", required=False)
 @click.option(
     "--interrupt",
     is_flag=True,
     help="Also signal the running nodes' cancel tokens (within about "
     "a second), instead of letting the step in flight finish.",
 )
+@filter_options
+@bulk_options
+@output_option
 @click.pass_obj
-def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
-    """Cancel RUN and print what happened.
+def cancel(
+    app: AppContext,
+    run_id: str | None,
+    interrupt: bool,
+    tenant: str | None,
+    status: str | None,
+    workflow: str | None,
+    schedule: str | None,
+    dry_run: bool,
+    yes: bool,
+    output: str,
+) -> None:
+    """Cancel RUN and print what happened; or, with filters instead of RUN (--status, --workflow, --tenant,
+    --schedule, as `graphq runs list` takes them), every run they match.
 
     A queued run, or one waiting for input, ends canceled at once. A running run stops before its next
     super-step; with --interrupt its running nodes are also told to stop (best effort: a node must check
     its cancel token). Checkpoints are kept: `graphq runs resume RUN` continues the thread. A run that has
     already ended is left as it is (the message says so; exit 0).
+
+    \b
+    With filters: the matching runs are counted, then, once confirmed (--yes: without asking; needed
+    without a terminal), canceled 500 at a time, with progress on stderr and a one-line summary
+    (`canceled 996 runs; 4 skipped: already ended`; --output json: matched, done, requested, skipped by
+    reason). --dry-run prints the count and the first ids and changes nothing. Runs that ended, and running
+    runs whose cancel was requested already, are skipped: the same command again cancels nothing more.
+    Ctrl-C ends the work after the batch in flight, prints what was done and exits 130.
+
+    \b
+    Examples:
+      graphq runs cancel RUN
+      graphq runs cancel --status queued --tenant acme --dry-run
+      graphq runs cancel --status queued --workflow W --tenant acme --yes
     """
+    filters = dict(tenant=tenant, status=status, workflow=workflow, schedule=schedule)
+    if run_id is None:
+        client = app.client(local=True, share=True)
+        where = _bulk_filter(client, "cancel", filters)
+
+        def work(**kw: Any) -> BulkResult:
+            return client.cancel_runs(where, interrupt=interrupt, **kw)
+
+        perform(
+            work, verb="canceled", infinitive="cancel", noun="run", dry_run=dry_run, yes=yes, output=output
+        )
+        return
+    _one_run_only(run_id, filters, dry_run, yes, output)
     # A client with a step queue: ending a queued or paused run starts the next run waiting for its thread.
     click.echo(app.client(local=True, share=True).cancel(run_id, interrupt=interrupt))
+
+
+def _bulk_filter(client: Client, command: str, filters: dict[str, str | None]) -> RunFilter:
+    """The filter of ``runs <command>`` without RUN: at least one filter option (exit 2 without)."""
+    if all(v is None for v in filters.values()):
+        fail(
+            f"runs {command}: give RUN, or at least one of {', '.join(FILTERS)} to {command} every run they "
+            f"match (see graphq runs {command} --help)"
+        )
+    return run_filter(client, **filters)
+
+
+def _one_run_only(run_id: str, filters: dict[str, str | None], dry_run: bool, yes: bool, output: str) -> None:
+    """Refuse the options of many runs with RUN (exit 2)."""
+    given = [f"--{k}" for k, v in filters.items() if v is not None]
+    given += [o for o, on in (("--dry-run", dry_run), ("--yes", yes), ("--output", output != "table")) if on]
+    if given:
+        fail(f"RUN {run_id} names one run; {', '.join(given)} go with filters instead of RUN, not with it")
 
 
 @click.command("resume", short_help="Continue an ended run's thread in a new run, or a stopped run.")

@@ -20,11 +20,12 @@ from redis.exceptions import WatchError
 from graphcore import keys
 from graphcore.backend import published
 from graphcore.backend.admission import stage_admit
+from graphcore.backend.bulk import DONE, REQUESTED, BulkResult, in_pages
 from graphcore.backend.expiry import DEADLINE_FIELD, deadline_fields, expired_note
 from graphcore.backend.reaper import server_ms
 from graphcore.backend.resuming import gone_on, not_ended, nothing_left
 from graphcore.backend.retention import keep_result
-from graphcore.backend.runs import CANCEL_ERROR, RunFilter, RunRecord, RunStatus, RunStore, now_iso
+from graphcore.backend.runs import CANCEL_ERROR, TERMINAL, RunFilter, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import (
@@ -32,7 +33,7 @@ from graphcore.backend.threads import (
     Multitask,
     StepQueue,
     ThreadBusyError,
-    hand_over,
+    hand_over_many,
     mark_busy,
 )
 from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
@@ -146,6 +147,20 @@ def _seconds(
     low = value > 0 if above_zero else value >= 0  # False for NaN
     if not low or (most is not None and value > most):
         raise ConfigError(f"{name} must be {expected} (got {value})")
+
+
+def _bulk_args(
+    dry_run: bool, batch: int, stop: Callable[[], bool] | None, progress: Callable[[BulkResult], None] | None
+) -> None:
+    """Refuse a bulk operation's common arguments of the wrong type or out of range.
+
+    Raises:
+        ArgumentTypeError, ConfigError: naming the argument.
+    """
+    _expect("dry_run", dry_run, bool, "a bool")
+    _limit("batch", batch)
+    _expect("stop", stop, (Callable, type(None)), "a callable returning a bool, or None")  # type: ignore[arg-type]
+    _expect("progress", progress, (Callable, type(None)), "a callable taking a BulkResult, or None")  # type: ignore[arg-type]
 
 
 def _sequence_of(name: str, value: Any, kind: type | tuple[type, ...], expected: str) -> None:
@@ -1266,32 +1281,147 @@ class Client:
             ArgumentTypeError: ``interrupt`` is not a bool.
         """
         _expect("interrupt", interrupt, bool, "a bool")
-        if self.queue is None:
-            raise ConfigError("cancel needs a client with a step queue (it hands the thread to the next run)")
-        run = self.runs.get(run_id)
-        if run.terminal:
-            return _ended_already(run)
-        fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
-        waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
-        if not self.kv.exists(keys.lease(run.thread_id, run.id)):
-            # No worker holds its step (between steps, or its worker died and the lease lapsed): end it now.
-            # A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
-            waiting = (*waiting, RunStatus.RUNNING)
-        step = self.thread_step(run)
-        canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
-        if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled):
-            self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
-            hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)
+        self._need_queue("cancel")
+        kind, status = self._cancel_page([self.runs.get(run_id)], interrupt)[0]
+        if kind == DONE:
             return CancelReply("canceled")
-        self.kv.hset(keys.run(run.thread_id, run.id), "cancel", "interrupt" if interrupt else "cooperative")
-        current = self.runs.get(run_id)
-        if current.terminal:
-            return _ended_already(current)
+        if kind not in (REQUESTED, REQUESTED_ALREADY):
+            return _ended_already(run_id, status)
         if interrupt:
             return CancelReply(
                 "cancel requested: running nodes are signalled and the run stops before its next super-step"
             )
         return CancelReply("cancel requested: the run stops before its next super-step")
+
+    def _need_queue(self, what: str) -> None:
+        """Raises ConfigError: this client has no step queue (``what`` hands threads to their next runs)."""
+        if self.queue is None:
+            raise ConfigError(
+                f"{what} needs a client with a step queue (it hands the thread to the next run)"
+            )
+
+    def _cancel_page(self, runs: Sequence[RunRecord], interrupt: bool) -> list[tuple[str, str]]:
+        """Cancel ``runs`` (X1, X2, I6), in a fixed number of round trips however many they are; for each,
+        its outcome and its status then: :data:`~graphcore.backend.bulk.DONE` (ended Canceled now: it was
+        queued, awaiting input, or running with no worker holding its step), ``REQUESTED`` (a worker holds
+        its step: it stops before its next one), or a reason it was left alone (:data:`ENDED`,
+        :data:`REQUESTED_ALREADY`)."""
+        assert self.queue is not None
+        live = [r for r in runs if not r.terminal]
+        pipe = self.kv.pipeline(transaction=False)
+        for run in live:
+            pipe.exists(keys.lease(run.thread_id, run.id))
+            pipe.hget(keys.run(run.thread_id, run.id), "cancel")
+        replies = pipe.execute()
+        held, asked = replies[::2], replies[1::2]
+        changes = []
+        for run, lease in zip(live, held, strict=True):
+            fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
+            waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
+            if not lease:
+                # No worker holds its step (between steps, or its worker died and the lease lapsed): end it
+                # now. A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
+                waiting = (*waiting, RunStatus.RUNNING)
+            step = self.thread_step(run)
+            canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
+            call = self.runs.status_call(
+                run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled
+            )
+            changes.append((run, RunStatus.CANCELED, call))
+        done = dict(zip((r.id for r in live), self.runs.set_statuses(changes), strict=True))
+        ended = [r for r in live if done[r.id]]
+        pipe = self.kv.pipeline(transaction=False)
+        for run in ended:
+            pipe.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
+        pipe.execute()
+        hand_over_many(self.kv, self.runs, self.queue, [(r.thread_id, r.id) for r in ended])
+        mode = "interrupt" if interrupt else "cooperative"
+        again = {r.id for r, a in zip(live, asked, strict=True) if a == mode.encode()}
+        pipe = self.kv.pipeline(transaction=False)
+        refused = [r for r in live if not done[r.id]]
+        for run in refused:
+            if run.id not in again:
+                pipe.hset(keys.run(run.thread_id, run.id), "cancel", mode)
+            pipe.hget(keys.run(run.thread_id, run.id), "status")
+        now = [s for s in pipe.execute() if not isinstance(s, int)]
+        status = {r.id: (s or b"").decode() for r, s in zip(refused, now, strict=True)}
+        outcomes: list[tuple[str, str]] = []
+        for run in runs:
+            if run.terminal or status.get(run.id) in TERMINAL:
+                outcomes.append((ENDED, status.get(run.id) or run.status.value))
+            elif done.get(run.id):
+                outcomes.append((DONE, RunStatus.CANCELED.value))
+            else:
+                outcomes.append((REQUESTED_ALREADY if run.id in again else REQUESTED, status[run.id]))
+        return outcomes
+
+    def cancel_runs(
+        self,
+        where: RunFilter,
+        *,
+        interrupt: bool = False,
+        dry_run: bool = False,
+        batch: int = 500,
+        stop: Callable[[], bool] | None = None,
+        progress: Callable[[BulkResult], None] | None = None,
+    ) -> BulkResult:
+        """Cancel every run ``where`` matches, as :meth:`cancel` cancels one: a queued run, or one awaiting
+        input, ends Canceled at once; a running one stops before its next super-step (with ``interrupt``,
+        its running nodes' cancel tokens are set too). Runs that have ended, and running runs whose cancel
+        was requested already, are skipped (``"already ended"``, ``"cancel requested already"``): a repeated
+        call does nothing more.
+
+        The matching runs are read first (pages of the run index), then canceled ``batch`` at a time, each
+        page in a fixed number of round trips (:mod:`graphcore.backend.bulk`).
+
+        Args:
+            where: which runs; at least one of its fields must be set.
+            dry_run: change nothing: count the matching runs (``matched``) and name the first (``sample``).
+            batch: runs per page (1 to :data:`MAX_LIMIT`).
+            stop: asked before each page; True ends the work there (``stopped``, the counts so far).
+            progress: called with the result so far after each page.
+
+        Returns:
+            The counts: matched, done (canceled now), requested, skipped by reason.
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``where`` is not a RunFilter or sets no field, ``batch`` not an
+                int in range, ``interrupt`` or ``dry_run`` not a bool; this client has no step queue.
+        """
+        _expect("interrupt", interrupt, bool, "a bool")
+        pairs = self._bulk_matching(where, dry_run, batch, stop, progress)
+        self._need_queue("cancel_runs")
+
+        def act(page: Sequence[tuple[str, str]]) -> list[str]:
+            return [kind for kind, _ in self._cancel_page(self._records_of(page), interrupt)]
+
+        ids = [r for r, _ in pairs]
+        return in_pages(pairs, ids, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
+
+    def _bulk_matching(
+        self,
+        where: RunFilter,
+        dry_run: bool,
+        batch: int,
+        stop: Callable[[], bool] | None,
+        progress: Callable[[BulkResult], None] | None,
+    ) -> list[tuple[str, str]]:
+        """The ``(run id, thread)`` of every run ``where`` matches, newest first, read ``batch`` ids at a
+        time (the arguments of a bulk operation checked first).
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``where`` is not a RunFilter or sets no field, ``batch`` not an
+                int in range, ``dry_run`` not a bool, ``stop`` or ``progress`` not a callable or None.
+        """
+        _expect("where", where, RunFilter, "a RunFilter")
+        if where == RunFilter():
+            raise ConfigError("where: give at least one filter (tenant, status, workflow, schedule)")
+        _bulk_args(dry_run, batch, stop, progress)
+        return [pair for page in self.runs.matching(where, batch) for pair in page]
+
+    def _records_of(self, page: Sequence[tuple[str, str]]) -> list[RunRecord]:
+        """The records of a page of ``(run id, thread)`` (one round trip; runs gone meanwhile left out)."""
+        return self.runs.fetch(page)
 
     def resume(self, run_id: str, *, update: dict[str, Any] | None = None, goto: Any = ()) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
@@ -1531,9 +1661,15 @@ class Client:
         return None
 
 
-def _ended_already(run: RunRecord) -> CancelReply:
-    """The reply to a cancel of ``run``, which had ended already."""
-    return CancelReply(f"run {run.id} is already {run.status.value}; nothing changed", changed=False)
+ENDED = "already ended"
+"""Why a bulk cancel left a run alone: it had ended (:meth:`Client.cancel_runs`)."""
+REQUESTED_ALREADY = "cancel requested already"
+"""Why a bulk cancel left a running run alone: its cancel was requested already, in the same mode."""
+
+
+def _ended_already(run_id: str, status: str) -> CancelReply:
+    """The reply to a cancel of run ``run_id``, which had ended already (``status``)."""
+    return CancelReply(f"run {run_id} is already {status}; nothing changed", changed=False)
 
 
 def _taking_updates(run: RunRecord) -> str:

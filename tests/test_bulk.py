@@ -1,0 +1,199 @@
+"""Bulk operations (``Client.cancel_runs``, ``resume_runs``, ``delete_threads``; ``graphq runs cancel``,
+``runs resume`` and ``threads delete`` with filters), on a real Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from typing import Any
+
+import pytest
+import redis
+from redis.connection import Connection
+
+from graphcore import keys
+from graphcore.backend.bulk import BulkResult
+from graphcore.backend.client import Client, RunRequest
+from graphcore.backend.runs import RunFilter, RunStatus
+from graphcore.engine.registry import Registry
+from graphcore.settings import Settings
+from graphq.cli.bulk import perform
+from graphq.cli.errors import CliError
+from graphq.worker.queue import RQStepQueue
+from tests.cli_helpers import error_line, invoke, ok
+
+MODULE = "tests.workflows.admission"
+REGISTRY = Registry.load([MODULE])
+
+QUEUED = RunFilter(tenant="a", status=RunStatus.QUEUED)
+
+
+def statuses(client: Client, tenant: str) -> dict[str, int]:
+    """How many runs of ``tenant`` have each status."""
+    counted: dict[str, int] = {}
+    for run in client.list_runs(10_000, RunFilter(tenant=tenant)):
+        counted[run.status.value] = counted.get(run.status.value, 0) + 1
+    return counted
+
+
+def enqueue(client: Client, tenant: str, n: int) -> list[str]:
+    """``n`` queued runs of ``tick`` for ``tenant``, each on a thread of its own."""
+    return client.enqueue_many([RunRequest("tick", {}, tenant=tenant) for _ in range(n)])
+
+
+def test_cancel_runs_cancels_one_tenants_queued_runs_and_again_nothing(client: Client) -> None:
+    enqueue(client, "a", 300)
+    enqueue(client, "b", 200)
+    ended = enqueue(client, "a", 4)
+    for run_id in ended:
+        client.cancel(run_id)
+
+    first = client.cancel_runs(RunFilter(tenant="a"))
+    assert first == BulkResult(
+        matched=304, done=300, skipped={"already ended": 4}, sample=first.sample, dry_run=False
+    )
+    assert first.sample == ended[::-1] + first.sample[4:] and len(first.sample) == 10  # newest first
+    assert statuses(client, "a") == {"canceled": 304}
+    assert statuses(client, "b") == {"queued": 200}
+    again = client.cancel_runs(RunFilter(tenant="a"))
+    assert (again.matched, again.done, again.requested, again.skipped) == (304, 0, 0, {"already ended": 304})
+    assert client.cancel_runs(QUEUED).matched == 0
+
+
+def test_cancel_runs_hands_each_thread_to_its_next_run(client: Client, redis_client: redis.Redis) -> None:
+    """A thread whose active run is canceled goes to its next waiting run of another tenant; one whose
+    runs are all canceled is idle."""
+    both = client.enqueue_many([RunRequest("tick", {}, tenant="a", thread_id="t1") for _ in range(2)])
+    first, kept = client.enqueue_many([RunRequest("tick", {}, tenant=t, thread_id="t2") for t in ("a", "b")])
+    result = client.cancel_runs(QUEUED)
+    assert (result.matched, result.done, result.skipped) == (3, 3, {})
+    assert [client.get_run(r).status for r in (*both, first)] == [RunStatus.CANCELED] * 3
+    assert redis_client.get(keys.thread_active("t1")) is None
+    assert redis_client.llen(keys.thread_waiting("t1")) == 0
+    assert redis_client.get(keys.thread_active("t2")) == kept.encode()
+    assert redis_client.llen(keys.thread_waiting("t2")) == 0
+    assert client.get_run(kept).status == RunStatus.QUEUED
+
+
+def test_dry_run_counts_and_changes_nothing(client: Client) -> None:
+    ids = enqueue(client, "a", 12)
+    enqueue(client, "b", 3)
+    result = client.cancel_runs(QUEUED, dry_run=True)
+    assert result == BulkResult(matched=12, sample=ids[::-1][:10], dry_run=True)
+    assert statuses(client, "a") == {"queued": 12}
+
+
+def test_stop_between_pages_keeps_the_counts_so_far(client: Client) -> None:
+    enqueue(client, "a", 250)
+    asked: list[int] = []
+
+    def stop() -> bool:
+        asked.append(1)
+        return len(asked) > 1  # after the first page
+
+    pages: list[int] = []
+    result = client.cancel_runs(QUEUED, batch=100, stop=stop, progress=lambda r: pages.append(r.done))
+    assert (result.matched, result.done, result.stopped, pages) == (250, 100, True, [100])
+    assert statuses(client, "a") == {"canceled": 100, "queued": 150}
+    rest = client.cancel_runs(QUEUED, batch=100)
+    assert (rest.matched, rest.done, rest.stopped) == (150, 150, False)
+
+
+class _Counting(Connection):
+    """A connection that counts the round trips it makes (each packed send: one command, or a pipeline)."""
+
+    sent = 0
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        type(self).sent += 1
+        super().send_packed_command(command, check_health)
+
+
+def test_a_bulk_cancel_takes_a_few_round_trips_per_page(client: Client, redis_url: str) -> None:
+    enqueue(client, "a", 1000)
+    kv = redis.Redis.from_url(redis_url, connection_class=_Counting)
+    counted = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=redis_url)))
+    counted.cancel_runs(QUEUED, dry_run=True)  # scripts loaded, connections made
+    _Counting.sent = 0
+    result = counted.cancel_runs(QUEUED, batch=500)
+    assert (result.matched, result.done) == (1000, 1000)
+    assert _Counting.sent <= 2 * 3 + 2 * 15  # 3 per 500 ids read, at most 15 per page of 500 canceled
+    kv.close()
+
+
+# -- the CLI
+
+
+def test_cli_cancel_with_filters(client: Client, redis_url: str) -> None:
+    ids = enqueue(client, "a", 3)
+    enqueue(client, "b", 2)
+    dry = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--dry-run"))
+    assert dry.stdout.splitlines() == ["3 runs to cancel (dry run, nothing changed):", *ids[::-1]]
+    refused = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a"), 2)
+    assert error_line(refused) == "error: cancel 3 runs: add --yes to confirm (no terminal to ask on)"
+    assert statuses(client, "a") == {"queued": 3}
+    done = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--yes"))
+    assert done.stdout == "canceled 3 runs\n"
+    assert "3 of 3 runs done" in done.stderr
+    again = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--yes", "-o", "json"))
+    assert json.loads(again.stdout) == {
+        "matched": 3,
+        "done": 0,
+        "requested": 0,
+        "skipped": {"already ended": 3},
+        "sample": ids[::-1],
+        "dry_run": False,
+        "stopped": False,
+    }
+    text = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--yes"))
+    assert text.stdout == "canceled 0 runs; 3 skipped: already ended\n"
+    assert statuses(client, "b") == {"queued": 2}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            [],
+            "error: runs cancel: give RUN, or at least one of --status, --workflow, --tenant, --schedule to "
+            "cancel every run they match (see graphq runs cancel --help)",
+        ),
+        (["--dry-run"], "error: runs cancel: give RUN, or at least one of --status"),
+        (
+            ["RUN1", "--status", "queued", "--yes"],
+            "error: RUN RUN1 names one run; --status, --yes go with filters instead of RUN, not with it",
+        ),
+        (["--tenant", "a b"], "error: --tenant: "),
+        (
+            ["--status", "bogus"],
+            "error: main runs cancel: Invalid value for '--status': 'bogus' is not one of",
+        ),
+        (["--schedule", "nope", "--yes"], "error: no schedule"),
+    ],
+)
+def test_cli_cancel_bad_input_is_one_line(redis_url: str, args: list[str], message: str) -> None:
+    line = error_line(ok(invoke(MODULE, redis_url, "runs", "cancel", *args), 2))
+    assert line.startswith(message), line
+
+
+def test_ctrl_c_between_pages_prints_what_was_done_and_exits_130(client: Client) -> None:
+    enqueue(client, "a", 250)
+
+    def work(progress: Any = None, **kw: Any) -> BulkResult:
+        def then_ctrl_c(result: BulkResult) -> None:
+            progress(result)
+            os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C, after the first page
+
+        return client.cancel_runs(QUEUED, batch=100, progress=then_ctrl_c if progress else None, **kw)
+
+    with pytest.raises(CliError) as raised:
+        perform(
+            work, verb="canceled", infinitive="cancel", noun="run", dry_run=False, yes=True, output="table"
+        )
+    assert raised.value.exit_code == 130
+    assert raised.value.message == (
+        "interrupted: canceled 100 runs; 150 of 250 runs left as they were (run the command again to go on)"
+    )
+    assert statuses(client, "a") == {"canceled": 100, "queued": 150}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
