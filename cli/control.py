@@ -352,21 +352,31 @@ def _one_run_only(run_id: str, filters: dict[str, str | None], dry_run: bool, ye
         fail(f"RUN {run_id} names one run; {', '.join(given)} go with filters instead of RUN, not with it")
 
 
-@click.command("resume", short_help="Continue an ended run's thread in a new run, or a stopped run.")
-@click.argument("run_id", metavar="RUN")
+@click.command(
+    "resume", short_help="Continue an ended run's thread in a new run (or every one the filters match)."
+)
+@click.argument("run_id", metavar="[RUN]", required=False)
 @_update_option
 @_goto_option
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @processes_option
+@filter_options
+@bulk_options
 @output_option
 @click.pass_obj
 def resume(
     app: AppContext,
-    run_id: str,
+    run_id: str | None,
     update_text: str | None,
     goto: tuple[str, ...],
     wait: bool,
     processes: int | None,
+    tenant: str | None,
+    status: str | None,
+    workflow: str | None,
+    schedule: str | None,
+    dry_run: bool,
+    yes: bool,
     output: str,
 ) -> None:
     """Continue RUN: an ended run's thread in a new run, from its latest checkpoint (a failed or canceled
@@ -388,12 +398,35 @@ def resume(
     With --update and --goto (a run stopped at a breakpoint only) the resume is LangGraph's
     invoke(Command(update=..., goto=...)) there: the step it goes on with applies them.
 
+    \b
+    With filters instead of RUN (--status, --workflow, --tenant, --schedule, as `graphq runs list` takes
+    them): every ended run they match is continued in a new run, as above, once confirmed (--yes: without
+    asking; needed without a terminal), 500 at a time, with progress on stderr and a one-line summary
+    (`resumed 40 runs; 2 skipped: its thread has a newer run`; --output json: matched, done, skipped by
+    reason). The runs RUN's resume refuses are skipped, by reason: not ended, continued already (the same
+    command again resumes nothing more), its thread has a newer run, nothing left to run. --dry-run prints
+    the count and the first ids. Ctrl-C ends the work after the batch in flight, exit 130.
+
+    \b
+    Examples:
+      graphq runs resume RUN
+      graphq runs resume --status failed --workflow W --dry-run
+      graphq runs resume --status failed --workflow W --tenant acme --yes
+
     Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 refused (the run is
-    unknown, queued or running, waits for an answer, went on past its breakpoint already, or its thread
-    has nothing left to run; an invalid --update or --goto, or one for a run not stopped at a
-    breakpoint: nothing is changed), 3 waiting for input, 130 interrupted (Ctrl-C: the run is canceled after
-    its step in flight, as in `graphq run --help`).
+    unknown, queued or running, waits for an answer, went on past its breakpoint already, its thread has a
+    newer run, or its thread has nothing left to run; an invalid --update or --goto, or one for a run not
+    stopped at a breakpoint: nothing is changed), 3 waiting for input, 130 interrupted (Ctrl-C: the run is
+    canceled after its step in flight, as in `graphq run --help`).
     """
+    filters = dict(tenant=tenant, status=status, workflow=workflow, schedule=schedule)
+    if run_id is None:
+        one_run = [o for o, on in (("--update", update_text), ("--goto", goto), ("--wait", wait)) if on]
+        if one_run:
+            fail(f"{', '.join(one_run)} go with RUN, one run; not with filters")
+        _resume_all(app, filters, dry_run, yes, output)
+        return
+    _one_run_only(run_id, filters, dry_run, yes, "table")
     update = None if update_text is None else parse_input(update_text, "--update")
     client = app.client(local=True)
     if wait or app.local:
@@ -404,6 +437,19 @@ def resume(
     if new_id == run_id:
         note = f"run {run_id} goes on past its breakpoint on thread {thread}"
     _started(app, client, new_id, note, wait, output, processes)
+
+
+def _resume_all(
+    app: AppContext, filters: dict[str, str | None], dry_run: bool, yes: bool, output: str
+) -> None:
+    """``runs resume`` with filters: every ended run they match, continued in a new run; workers run them."""
+    client = app.client(local=True)
+    where = _bulk_filter(client, "resume", filters)
+
+    def work(**kw: Any) -> BulkResult:
+        return client.resume_runs(where, **kw)
+
+    perform(work, verb="resumed", infinitive="resume", noun="run", dry_run=dry_run, yes=yes, output=output)
 
 
 def _again_hint(exc: NotAwaitingInputError, history: bool) -> str:

@@ -17,14 +17,17 @@ from graphcore.backend.bulk import BulkResult
 from graphcore.backend.client import Client, RunRequest
 from graphcore.backend.runs import RunFilter, RunStatus
 from graphcore.engine.registry import Registry
+from graphcore.errors import InvalidUpdateError
 from graphcore.settings import Settings
 from graphq.cli.bulk import perform
 from graphq.cli.errors import CliError
 from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import error_line, invoke, ok
+from tests.workers import work
 
 MODULE = "tests.workflows.admission"
-REGISTRY = Registry.load([MODULE])
+REGISTRY = Registry.load([MODULE, "tests.workflows.node_errors"])
+FAILING = f"{MODULE},tests.workflows.node_errors"
 
 QUEUED = RunFilter(tenant="a", status=RunStatus.QUEUED)
 
@@ -122,7 +125,62 @@ def test_a_bulk_cancel_takes_a_few_round_trips_per_page(client: Client, redis_ur
     kv.close()
 
 
+FAILED_A = RunFilter(tenant="a", status=RunStatus.FAILED)
+
+
+def failed_runs(client: Client) -> tuple[list[str], str, str]:
+    """30 failed runs of tenant a and 5 of tenant b, each on a thread of its own, then two on thread t of
+    tenant a (the second ran after the first, on its checkpoints): (the 30, the older and the newer of t)."""
+    ids = client.enqueue_many([RunRequest("keyerror", {}, tenant="a") for _ in range(30)])
+    client.enqueue_many([RunRequest("keyerror", {}, tenant="b") for _ in range(5)])
+    older, newer = client.enqueue_many(
+        [RunRequest("keyerror", {}, tenant="a", thread_id="t") for _ in range(2)]
+    )
+    assert work(client)
+    assert statuses(client, "a") == {"failed": 32}
+    return ids, older, newer
+
+
+def test_resume_runs_resumes_failed_runs_but_not_one_whose_thread_went_on(client: Client) -> None:
+    ids, older, newer = failed_runs(client)
+    result = client.resume_runs(FAILED_A)
+    assert (result.matched, result.done, result.skipped) == (32, 31, {"its thread has a newer run": 1})
+    for run_id in [*ids, newer]:
+        record = client.get_run(run_id)
+        follower = client.get_run(record.continued_by_run_id or "")
+        assert (follower.continued_from_run_id, follower.status, follower.tenant) == (run_id, "queued", "a")
+    assert client.get_run(older).continued_by_run_id is None
+    assert statuses(client, "a") == {"failed": 32, "queued": 31}
+    assert statuses(client, "b") == {"failed": 5}
+    again = client.resume_runs(FAILED_A)
+    assert (again.matched, again.done) == (32, 0)
+    assert again.skipped == {"continued already": 31, "its thread has a newer run": 1}
+    assert statuses(client, "a") == {"failed": 32, "queued": 31}
+
+
+def test_resume_refuses_a_run_whose_thread_has_a_newer_run(client: Client) -> None:
+    _, older, newer = failed_runs(client)
+    with pytest.raises(InvalidUpdateError) as raised:
+        client.resume(older)
+    assert str(raised.value) == (
+        f"run {older} is not the newest run of thread 't': run {newer} came after it; a resume continues a "
+        f"thread from its newest run (graphq runs resume {newer}, once it ended)"
+    )
+    assert client.get_run(older).continued_by_run_id is None
+    assert client.get_run(client.resume(newer)).continued_from_run_id == newer
+
+
 # -- the CLI
+
+
+def test_cli_resume_with_filters(client: Client, redis_url: str) -> None:
+    failed_runs(client)
+    dry = ok(invoke(FAILING, redis_url, "runs", "resume", "--status", "failed", "--tenant", "a", "--dry-run"))
+    assert dry.stdout.splitlines()[0] == "32 runs to resume (dry run, nothing changed); the first 10:"
+    done = ok(invoke(FAILING, redis_url, "runs", "resume", "--status", "failed", "--tenant", "a", "--yes"))
+    assert done.stdout == "resumed 31 runs; 1 skipped: its thread has a newer run\n"
+    refused = ok(invoke(FAILING, redis_url, "runs", "resume", "--status", "failed", "--wait"), 2)
+    assert error_line(refused) == "error: --wait go with RUN, one run; not with filters"
 
 
 def test_cli_cancel_with_filters(client: Client, redis_url: str) -> None:
@@ -179,6 +237,7 @@ def test_cli_cancel_bad_input_is_one_line(redis_url: str, args: list[str], messa
 
 def test_ctrl_c_between_pages_prints_what_was_done_and_exits_130(client: Client) -> None:
     enqueue(client, "a", 250)
+    before = signal.getsignal(signal.SIGINT)
 
     def work(progress: Any = None, **kw: Any) -> BulkResult:
         def then_ctrl_c(result: BulkResult) -> None:
@@ -196,4 +255,4 @@ def test_ctrl_c_between_pages_prints_what_was_done_and_exits_130(client: Client)
         "interrupted: canceled 100 runs; 150 of 250 runs left as they were (run the command again to go on)"
     )
     assert statuses(client, "a") == {"canceled": 100, "queued": 150}
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before  # put back

@@ -109,6 +109,10 @@ CASES: list[tuple[str, Call, type[Exception], str]] = [
      "stop must be a callable returning a bool, or None (got bool True)"),
     ("cancel_runs", lambda c, r: c.cancel_runs(ACME, progress="x"), ArgumentTypeError,
      "progress must be a callable taking a BulkResult, or None (got str 'x')"),
+    ("resume_runs", lambda c, r: c.resume_runs(RunFilter()), ConfigError,
+     "where: give at least one filter (tenant, status, workflow, schedule)"),
+    ("resume_runs", lambda c, r: c.resume_runs(ACME, batch="9"), ArgumentTypeError,
+     f"batch {LIMIT} (got str '9')"),
     ("list_runs", lambda c, r: c.list_runs(0), ConfigError, f"limit {LIMIT} (got 0)"),
     ("list_runs", lambda c, r: c.list_runs(99999999999999999999), ConfigError,  # a Redis ResponseError
      f"limit {LIMIT} (got 99999999999999999999)"),

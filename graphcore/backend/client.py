@@ -23,7 +23,7 @@ from graphcore.backend.admission import stage_admit
 from graphcore.backend.bulk import DONE, REQUESTED, BulkResult, in_pages
 from graphcore.backend.expiry import DEADLINE_FIELD, deadline_fields, expired_note
 from graphcore.backend.reaper import server_ms
-from graphcore.backend.resuming import gone_on, not_ended, nothing_left
+from graphcore.backend.resuming import gone_on, newer_run, not_ended, nothing_left
 from graphcore.backend.retention import keep_result
 from graphcore.backend.runs import CANCEL_ERROR, TERMINAL, RunFilter, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
@@ -509,14 +509,15 @@ class Client:
         self.runs = RunStore(kv)
         self.checkpoints = RedisCheckpointStore(kv)
 
-    def _admissible(self, request: RunRequest | ValidRun) -> ValidRun:
+    def _admissible(self, request: RunRequest | ValidRun, earlier: RunRecord | None = None) -> ValidRun:
         """``request`` checked (:func:`check_request`, unless it is a :class:`ValidRun` already), then what
-        needs Redis: the run it continues and its fork's checkpoint, each read once. Errors carry the
-        field at fault (``param``)."""
+        needs Redis: the run it continues (unless given: ``earlier``, read already) and its fork's
+        checkpoint, each read once. Errors carry the field at fault (``param``)."""
         valid = _admitted(request) if isinstance(request, ValidRun) else check_request(self.registry, request)
         record = valid.record
-        with _field("continued_from_run_id"):
-            earlier = self._check_continued(record)
+        if earlier is None or earlier.id != record.continued_from_run_id:
+            with _field("continued_from_run_id"):
+                earlier = self._check_continued(record)
         with _field("checkpoint_id"):
             self._check_fork(record.workflow, record.thread_id, record.config.get("checkpoint_id"))
         if earlier is None:
@@ -641,12 +642,22 @@ class Client:
         """
         _sequence_of("requests", requests, (RunRequest, ValidRun), "RunRequest")  # a ValidRun: one checked
         _expect("guard", guard, (Guard, type(None)), "a Guard or None")
+        self._ready_to_enqueue()
+        if multitask not in MULTITASK_POLICIES:
+            raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
+        return self._enqueue_valid([self._admissible(r) for r in requests], guard, multitask)
+
+    def _ready_to_enqueue(self) -> None:
+        """Raises DisabledError: the kill switch is off here (R6); ConfigError: this client has no step
+        queue."""
         refuse_if_off(None, get_settings().enabled)
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with graphq.connect_client()")
-        if multitask not in MULTITASK_POLICIES:
-            raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
-        runs = [self._admissible(r) for r in requests]
+
+    def _enqueue_valid(
+        self, runs: Sequence[ValidRun], guard: Guard | None, multitask: Multitask = "enqueue"
+    ) -> list[str] | None:
+        """:meth:`enqueue_guarded` of runs checked already (:meth:`_admissible`)."""
         records, named = [r.record for r in runs], _named(runs)
         while records or guard is not None:
             try:
@@ -1398,6 +1409,47 @@ class Client:
         ids = [r for r, _ in pairs]
         return in_pages(pairs, ids, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
 
+    def resume_runs(
+        self,
+        where: RunFilter,
+        *,
+        dry_run: bool = False,
+        batch: int = 500,
+        stop: Callable[[], bool] | None = None,
+        progress: Callable[[BulkResult], None] | None = None,
+    ) -> BulkResult:
+        """Continue every ended run ``where`` matches in a new run, as :meth:`resume` continues one (R14):
+        same workflow, thread, tenant and options, from its thread's latest checkpoint. The runs
+        :meth:`resume` refuses are skipped, counted by reason: ``"not ended"``, ``"continued already"``,
+        ``"its thread has a newer run"`` (the thread went on from there), ``"nothing left to run"`` (a
+        completed run whose thread has no next tasks), or the name of the error a new run's checks raised
+        (``"UnknownWorkflowError"``). A run resumed once is continued already: a repeated call resumes
+        nothing more. Runs stopped at a breakpoint are not ended: :meth:`resume` lets one go on.
+
+        The matching runs are read first, then resumed ``batch`` at a time, each page's new runs in one
+        transaction (:mod:`graphcore.backend.bulk`).
+
+        Args:
+            where: which runs (``RunFilter(status=RunStatus.FAILED, ...)``); at least one field set.
+            dry_run, batch, stop, progress: as :meth:`cancel_runs`.
+
+        Returns:
+            The counts: matched, done (resumed), skipped by reason.
+
+        Raises:
+            ArgumentTypeError, ConfigError: as :meth:`cancel_runs`.
+            DisabledError: the kill switch is off (nothing is written).
+        """
+        pairs = self._bulk_matching(where, dry_run, batch, stop, progress)
+        if not dry_run:
+            self._ready_to_enqueue()
+
+        def act(page: Sequence[tuple[str, str]]) -> list[str]:
+            return [kind for kind, _ in self._resume_page(self._records_of(page))]
+
+        ids = [r for r, _ in pairs]
+        return in_pages(pairs, ids, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
+
     def _bulk_matching(
         self,
         where: RunFilter,
@@ -1446,8 +1498,10 @@ class Client:
             InvalidUpdateError: the run has not ended (it is still queued or running, let past its
                 breakpoint already, also by a resume racing this one, or awaiting an answer to a request:
                 :meth:`answer` continues it), or it was continued already (a chain goes on from its last
-                run, which the message names), or it completed and its thread has nothing left to run (its
-                latest checkpoint has no next tasks: the new run would be empty). Each message names the run
+                run, which the message names), or its thread has a newer run (the thread went on from
+                there: resume that one, which the message names), or it completed and its thread has
+                nothing left to run (its latest checkpoint has no next tasks: the new run would be empty).
+                Each message names the run
                 (:mod:`graphcore.backend.resuming`). ``update`` or ``goto`` given for a run not stopped at a
                 breakpoint (an ended run's thread takes them as ``enqueue``'s input ``Command``), or invalid
                 (the errors of :meth:`answer`); nothing is written.
@@ -1465,30 +1519,80 @@ class Client:
                 f"its thread as the input of a new run: client.enqueue({run.workflow!r}, "
                 f"Command(update=..., goto=...), thread_id={run.thread_id!r})"
             )
+        _, outcome = self._resume_page([run])[0]
+        if isinstance(outcome, str):
+            return outcome
+        raise outcome()
+
+    def _resume_page(self, runs: Sequence[RunRecord]) -> list[tuple[str, str | Callable[[], PermanentError]]]:
+        """Continue each ended run of ``runs`` in a new run (R14), all in one transaction, in a fixed number
+        of round trips however many they are (but a read of the thread's head for a completed run); for
+        each, :data:`~graphcore.backend.bulk.DONE` and the new run's id, or why it is refused (a short
+        reason, and its error: :meth:`_resume_refusal`, or the error of the new run's checks)."""
+        self._ready_to_enqueue()
+        threads = list(dict.fromkeys(r.thread_id for r in runs))
+        outcomes: dict[str, tuple[str, str | Callable[[], PermanentError]]] = {}
+        chosen: list[tuple[RunRecord, ValidRun]] = []
+        newest = self._newest_runs(threads)
+        for run in runs:
+            refusal = self._resume_refusal(run, newest.get(run.thread_id))
+            if refusal is not None:
+                outcomes[run.id] = refusal
+                continue
+            try:
+                chosen.append((run, self._admissible(_resume_request(run), earlier=run)))
+            except PermanentError as exc:
+                outcomes[run.id] = (type(exc).__name__, _raised(exc))
+        run_keys_ = [keys.run(r.thread_id, r.id) for r, _ in chosen]
+
+        def link(pipe: Any) -> None:
+            for key, (_, valid) in zip(run_keys_, chosen, strict=True):
+                pipe.hset(key, "continued_by_run_id", valid.record.id)
+
+        once = Guard(  # the links and the new runs in one transaction: of two racing resumes one continues
+            [*run_keys_, *(keys.thread_runs(r.thread_id) for r, _ in chosen)],
+            lambda pipe: self._resumable_still([r for r, _ in chosen]),
+            link,
+        )
+        if chosen and self._enqueue_valid([v for _, v in chosen], once) is None:
+            return self._resume_page(self.runs.fetch([(r.id, r.thread_id) for r in runs]))  # read again
+        for run, valid in chosen:
+            outcomes[run.id] = (DONE, valid.record.id)
+        return [outcomes[r.id] for r in runs]
+
+    def _newest_runs(self, threads: Sequence[str]) -> dict[str, str]:
+        """The id of each thread's newest run (one round trip); threads with no runs left out."""
+        pipe = self.kv.pipeline(transaction=False)
+        for thread in threads:
+            pipe.zrevrange(keys.thread_runs(thread), 0, 0)
+        return {t: ids[0].decode() for t, ids in zip(threads, pipe.execute(), strict=True) if ids}
+
+    def _resumable_still(self, runs: Sequence[RunRecord]) -> bool:
+        """Whether none of ``runs`` was continued, and none of their threads had a newer run, since they
+        were read (one round trip; called once their keys are WATCHed)."""
+        pipe = self.kv.pipeline(transaction=False)
+        for run in runs:
+            pipe.hexists(keys.run(run.thread_id, run.id), "continued_by_run_id")
+        continued = pipe.execute()
+        newest = self._newest_runs([r.thread_id for r in runs])
+        return not any(continued) and all(newest.get(r.thread_id) == r.id for r in runs)
+
+    def _resume_refusal(
+        self, run: RunRecord, newest: str | None
+    ) -> tuple[str, Callable[[], PermanentError]] | None:
+        """Why ``run`` cannot be continued in a new run (:meth:`resume`'s rules, R14): a short reason and
+        its error (made when asked: the error of a run continued already reads its chain), or None.
+        ``newest``: the id of the newest run of its thread."""
+        if not run.terminal:
+            return "not ended", lambda: not_ended(run, 0)
         if run.continued_by_run_id:
-            raise self._continued_already(run)
+            return "continued already", lambda: self._continued_already(run)
+        if newest is not None and newest != run.id:
+            return "its thread has a newer run", lambda: newer_run(run, newest)
         head = self.checkpoints.get(run.thread_id) if run.status == RunStatus.COMPLETED else None
         if head is not None and not head.next_tasks:  # (a canceled run's resume gets it its result)
-            raise nothing_left(run, head)
-        new_id = uuid.uuid4().hex
-        request = RunRequest(
-            run.workflow,
-            run.input if run.head is None else None,
-            thread_id=run.thread_id,
-            tenant=run.tenant,
-            config=run.config,
-            continued_from_run_id=run.id,
-            run_id=new_id,
-        )
-        run_key = keys.run(run.thread_id, run.id)
-        once = Guard(  # the link and the new run in one transaction: of two racing resumes one continues
-            [run_key],
-            lambda pipe: not pipe.hexists(run_key, "continued_by_run_id"),
-            lambda pipe: pipe.hset(run_key, "continued_by_run_id", new_id),
-        )
-        if self.enqueue_guarded([request], once) is None:
-            raise self._continued_already(self.runs.get(run.id, run.thread_id))
-        return new_id
+            return "nothing left to run", lambda: nothing_left(run, head)
+        return None
 
     def _continued_already(self, run: RunRecord) -> InvalidUpdateError:
         """The refusal to resume ``run``, which a new run continues already, naming its chain's last run."""
@@ -1665,6 +1769,25 @@ ENDED = "already ended"
 """Why a bulk cancel left a run alone: it had ended (:meth:`Client.cancel_runs`)."""
 REQUESTED_ALREADY = "cancel requested already"
 """Why a bulk cancel left a running run alone: its cancel was requested already, in the same mode."""
+
+
+def _raised(exc: PermanentError) -> Callable[[], PermanentError]:
+    """``exc``, as a refusal made when asked."""
+    return lambda: exc
+
+
+def _resume_request(run: RunRecord) -> RunRequest:
+    """The request of the new run that continues ``run`` (R14): same workflow, thread, tenant and options,
+    no input (``run``'s own when it ended before it applied it)."""
+    return RunRequest(
+        run.workflow,
+        run.input if run.head is None else None,
+        thread_id=run.thread_id,
+        tenant=run.tenant,
+        config=run.config,
+        continued_from_run_id=run.id,
+        run_id=uuid.uuid4().hex,
+    )
 
 
 def _ended_already(run_id: str, status: str) -> CancelReply:
