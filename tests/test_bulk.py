@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -256,3 +257,87 @@ def test_ctrl_c_between_pages_prints_what_was_done_and_exits_130(client: Client)
     )
     assert statuses(client, "a") == {"canceled": 100, "queued": 150}
     assert signal.getsignal(signal.SIGINT) is before  # put back
+
+
+DAY_S = 86_400.0
+
+
+def aged(client: Client, run_id: str, days: float) -> None:
+    """Set the times of ``run_id``'s record ``days`` days back (no sleeping for days)."""
+    record = client.get_run(run_id)
+    then = (datetime.now(UTC) - timedelta(days=days)).isoformat()
+    fields = {"created_at": then} | ({"ended_at": then} if record.ended_at else {})
+    client.kv.hset(keys.run(record.thread_id, run_id), mapping=fields)
+
+
+def threads_of_all_ages(client: Client) -> None:
+    """Threads of tenant a: old1..old3 (their runs ended 40 days ago), new (ended now), busy (a queued run
+    created 40 days ago); of tenant b: oldb (ended 40 days ago)."""
+    for thread, tenant in (("old1", "a"), ("old2", "a"), ("old3", "a"), ("new", "a"), ("oldb", "b")):
+        run_id = client.enqueue("tick", {}, thread_id=thread, tenant=tenant)
+        client.cancel(run_id)
+        if thread != "new":
+            aged(client, run_id, 40)
+    aged(client, client.enqueue("tick", {}, thread_id="busy", tenant="a"), 40)
+
+
+def threads_left(client: Client) -> list[str]:
+    return sorted({r.thread_id for r in client.list_runs(1000)})
+
+
+def test_delete_threads_older_than_a_duration(client: Client) -> None:
+    threads_of_all_ages(client)
+    dry = client.delete_threads(30 * DAY_S, RunFilter(tenant="a"), dry_run=True)
+    assert (dry.matched, sorted(dry.sample)) == (4, ["busy", "old1", "old2", "old3"])
+    assert threads_left(client) == ["busy", "new", "old1", "old2", "old3", "oldb"]
+    done = client.delete_threads(30 * DAY_S, RunFilter(tenant="a"))
+    assert (done.matched, done.done, done.skipped) == (4, 3, {"a run is active on it": 1})
+    assert threads_left(client) == ["busy", "new", "oldb"]
+    assert [client.kv.exists(keys.thread_runs(t)) for t in ("old1", "old2", "old3")] == [0, 0, 0]
+    again = client.delete_threads(30 * DAY_S, RunFilter(tenant="a"))
+    assert (again.matched, again.done, again.skipped) == (1, 0, {"a run is active on it": 1})
+    assert client.delete_threads(41 * DAY_S).matched == 0
+    everywhere = client.delete_threads(30 * DAY_S)
+    assert (everywhere.matched, everywhere.done) == (2, 1)  # busy (skipped) and oldb
+    assert threads_left(client) == ["busy", "new"]
+
+
+def test_cli_threads_delete_older_than(client: Client, redis_url: str) -> None:
+    threads_of_all_ages(client)
+    args = ("threads", "delete", "--older-than", "30d", "--tenant", "a")
+    dry = ok(invoke(MODULE, redis_url, *args, "--dry-run"))
+    assert dry.stdout.splitlines()[0] == "4 threads to delete (dry run, nothing changed):"
+    assert sorted(dry.stdout.splitlines()[1:]) == ["busy", "old1", "old2", "old3"]
+    done = ok(invoke(MODULE, redis_url, *args, "--yes"))
+    assert done.stdout == "deleted 3 threads; 1 skipped: a run is active on it\n"
+    assert threads_left(client) == ["busy", "new", "oldb"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--older-than", "30x"],
+            "error: --older-than '30x' is invalid: use a number and a unit s, m, h or d (e.g. 90s, 5m, 2h)",
+        ),
+        (
+            ["--older-than", "0"],
+            "error: --older-than '0' is invalid: use a duration above 0 (e.g. 90s, 5m, 2h): a thread used "
+            "just now is not old",
+        ),
+        (
+            [],
+            "error: threads delete: give THREAD, or --older-than DURATION (e.g. 30d) to delete every thread "
+            "unused that long",
+        ),
+        (["T1", "--older-than", "1d"], "error: give THREAD (T1) or --older-than DURATION, not both"),
+        (
+            ["T1", "--tenant", "a", "--yes"],
+            "error: THREAD T1 names one thread; --tenant, --yes go with --older-than DURATION instead",
+        ),
+        (["--older-than", "1d", "--tenant", "a:b"], "error: --tenant: tenant 'a:b' is invalid"),
+    ],
+)
+def test_cli_threads_delete_bad_input_is_one_line(redis_url: str, args: list[str], message: str) -> None:
+    line = error_line(ok(invoke(MODULE, redis_url, "threads", "delete", *args), 2))
+    assert line.startswith(message), line

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from redis.exceptions import WatchError
@@ -36,7 +37,7 @@ from graphcore.backend.threads import (
     hand_over_many,
     mark_busy,
 )
-from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
+from graphcore.backend.ttl import Deleted, ThreadActiveError, delete_thread, run_keys, stage_add, stage_use
 from graphcore.backend.webhooks import check_webhook
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import encode_writes
@@ -1449,6 +1450,78 @@ class Client:
 
         ids = [r for r, _ in pairs]
         return in_pages(pairs, ids, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
+
+    def delete_threads(
+        self,
+        older_than_s: float,
+        where: RunFilter | None = None,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        batch: int = 500,
+        stop: Callable[[], bool] | None = None,
+        progress: Callable[[BulkResult], None] | None = None,
+    ) -> BulkResult:
+        """Delete every thread last used more than ``older_than_s`` seconds ago, as :meth:`delete_thread`
+        deletes one (K3). A thread's last use is when its newest run ended (was created, for a run that has
+        not ended), by the run record's times; with ``where``, only the threads of the runs it matches
+        (tenant, workflow, ...). The threads :meth:`delete_thread` refuses are skipped, counted by reason
+        (``"a run is active on it"``, ``"its run awaits input"`` without ``force``, ``"runs wait for it"``);
+        a deleted thread is gone, so a repeated call finds it no more.
+
+        The old threads are found first, from pages of the run index (two more round trips per page for
+        their newest runs' times); each is then deleted in a transaction of its own (the round trips of
+        :meth:`delete_thread` each: its keys are found from its records).
+
+        Args:
+            older_than_s: seconds since the last use (above 0).
+            where: which runs' threads (None: every thread).
+            force: delete threads whose active run awaits input too.
+            dry_run, batch, stop, progress: as :meth:`cancel_runs`.
+
+        Returns:
+            The counts: matched (old threads), done (deleted), skipped by reason; ``sample``: thread ids.
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``older_than_s`` not a number above 0, ``where`` not a RunFilter
+                or None, ``force`` not a bool; the arguments :meth:`cancel_runs` refuses.
+        """
+        _seconds("older_than_s", older_than_s, above_zero=True)
+        _expect("where", where, (RunFilter, type(None)), "a RunFilter or None")
+        _expect("force", force, bool, "a bool")
+        _bulk_args(dry_run, batch, stop, progress)
+        threads = self._idle_threads(time.time() - older_than_s, where or RunFilter(), batch)
+
+        def act(page: Sequence[str]) -> list[str]:
+            outcomes = []
+            for thread in page:
+                try:
+                    gone = delete_thread(self.kv, thread, force, self.queue)
+                except ThreadActiveError as exc:
+                    outcomes.append(exc.reason)
+                    continue
+                outcomes.append(DONE if gone.keys else "gone already")
+            return outcomes
+
+        return in_pages(threads, threads, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
+
+    def _idle_threads(self, before_s: float, where: RunFilter, batch: int) -> list[str]:
+        """The threads of the runs ``where`` matches whose last use (:meth:`delete_threads`) was before
+        ``before_s`` (seconds since the epoch), those of the newest runs first."""
+        seen: set[str] = set()
+        found: list[str] = []
+        for page in self.runs.matching(where, batch):
+            threads = [t for t in dict.fromkeys(t for _, t in page) if t not in seen]
+            seen.update(threads)
+            newest = self._newest_runs(threads)
+            pipe = self.kv.pipeline(transaction=False)
+            for thread, run_id in newest.items():
+                pipe.hmget(keys.run(thread, run_id), ["created_at", "ended_at"])
+            for thread, times in zip(newest, pipe.execute(), strict=True):
+                used = [datetime.fromisoformat(t.decode()).timestamp() for t in times if t]
+                if used and max(used) < before_s:
+                    found.append(thread)
+        return found
 
     def _bulk_matching(
         self,

@@ -54,7 +54,16 @@ log = logging.getLogger("graphq.retention")
 
 
 class ThreadActiveError(PermanentError):
-    """A thread cannot be deleted: a run is active on it (queued, running, or awaiting input)."""
+    """A thread cannot be deleted: a run is active on it (queued, running, or awaiting input).
+
+    Attributes:
+        reason: the kind of refusal, in short (a bulk delete counts its skipped threads by it): ``a run is
+            active on it``, ``its run awaits input`` (deleted with ``force``) or ``runs wait for it``.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def ttl_arg(thread_ttl_s: float | None) -> str:
@@ -178,10 +187,15 @@ def _refuse_active(pipe: Any, thread: str, force: bool) -> None:
         if state != RunStatus.AWAITING_INPUT.value or not force:
             raise ThreadActiveError(
                 f"thread {thread!r} has an active run {active.decode()} ({state}): "
-                f"{_how_to_end(active.decode(), state, cancel is not None)}"
+                f"{_how_to_end(active.decode(), state, cancel is not None)}",
+                "its run awaits input"
+                if state == RunStatus.AWAITING_INPUT.value
+                else "a run is active on it",
             )
     if pipe.llen(keys.thread_waiting(thread)):
-        raise ThreadActiveError(f"thread {thread!r} has runs waiting for it: cancel them first")
+        raise ThreadActiveError(
+            f"thread {thread!r} has runs waiting for it: cancel them first", "runs wait for it"
+        )
 
 
 def delete_thread(kv: Any, thread: str, force: bool = False, queue: AdmissionQueue | None = None) -> Deleted:
