@@ -302,6 +302,26 @@ def test_delete_threads_older_than_a_duration(client: Client) -> None:
     assert threads_left(client) == ["busy", "new"]
 
 
+def test_a_bulk_thread_delete_takes_a_few_round_trips_per_page(client: Client, redis_url: str) -> None:
+    """1,000 old threads deleted in pages of 500: a fixed number of round trips a page, not one per thread."""
+    ids = enqueue(client, "a", 1000)
+    client.cancel_runs(QUEUED)
+    pipe = client.kv.pipeline(transaction=False)
+    then = (datetime.now(UTC) - timedelta(days=40)).isoformat()
+    for run_id, thread in zip(ids, client.kv.hmget(keys.run_threads(), ids), strict=True):
+        pipe.hset(keys.run(thread.decode(), run_id), mapping={"created_at": then, "ended_at": then})
+    pipe.execute()
+    kv = redis.Redis.from_url(redis_url, connection_class=_Counting)
+    counted = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=redis_url)))
+    counted.delete_threads(30 * DAY_S, dry_run=True)  # connections made
+    _Counting.sent = 0
+    result = counted.delete_threads(30 * DAY_S, batch=500)
+    assert (result.matched, result.done, result.skipped) == (1000, 1000, {})
+    assert _Counting.sent <= 2 * 5 + 2 * 15  # 5 per 500 ids read, at most 15 per page of 500 deleted
+    assert client.kv.zcard(keys.runs_index()) == 0
+    kv.close()
+
+
 def test_cli_threads_delete_older_than(client: Client, redis_url: str) -> None:
     threads_of_all_ages(client)
     args = ("threads", "delete", "--older-than", "30d", "--tenant", "a")

@@ -37,7 +37,15 @@ from graphcore.backend.threads import (
     hand_over_many,
     mark_busy,
 )
-from graphcore.backend.ttl import Deleted, ThreadActiveError, delete_thread, run_keys, stage_add, stage_use
+from graphcore.backend.ttl import (
+    Deleted,
+    ThreadActiveError,
+    delete_thread,
+    delete_threads,
+    run_keys,
+    stage_add,
+    stage_use,
+)
 from graphcore.backend.webhooks import check_webhook
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import encode_writes
@@ -1470,8 +1478,8 @@ class Client:
         a deleted thread is gone, so a repeated call finds it no more.
 
         The old threads are found first, from pages of the run index (two more round trips per page for
-        their newest runs' times); each is then deleted in a transaction of its own (the round trips of
-        :meth:`delete_thread` each: its keys are found from its records).
+        their newest runs' times), then deleted ``batch`` at a time, each page in one transaction, in a fixed
+        number of round trips (:func:`graphcore.backend.ttl.delete_threads`).
 
         Args:
             older_than_s: seconds since the last use (above 0).
@@ -1493,15 +1501,10 @@ class Client:
         threads = self._idle_threads(time.time() - older_than_s, where or RunFilter(), batch)
 
         def act(page: Sequence[str]) -> list[str]:
-            outcomes = []
-            for thread in page:
-                try:
-                    gone = delete_thread(self.kv, thread, force, self.queue)
-                except ThreadActiveError as exc:
-                    outcomes.append(exc.reason)
-                    continue
-                outcomes.append(DONE if gone.keys else "gone already")
-            return outcomes
+            return [
+                done.reason if isinstance(done, ThreadActiveError) else DONE if done.keys else "gone already"
+                for done in delete_threads(self.kv, page, force, self.queue)
+            ]
 
         return in_pages(threads, threads, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
 
