@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -114,16 +115,21 @@ class _Counting(Connection):
         super().send_packed_command(command, check_health)
 
 
-def test_a_bulk_cancel_takes_a_few_round_trips_per_page(client: Client, redis_url: str) -> None:
-    enqueue(client, "a", 1000)
+@pytest.fixture
+def counted(redis_url: str) -> Iterator[Client]:
+    """A client whose round trips :class:`_Counting` counts."""
     kv = redis.Redis.from_url(redis_url, connection_class=_Counting)
-    counted = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=redis_url)))
-    counted.cancel_runs(QUEUED, dry_run=True)  # scripts loaded, connections made
+    yield Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=redis_url)))
+    kv.close()
+
+
+def test_a_bulk_cancel_takes_a_few_round_trips_per_page(client: Client, counted: Client) -> None:
+    enqueue(client, "a", 1000)
+    counted.cancel_runs(QUEUED, dry_run=True)  # connections made
     _Counting.sent = 0
     result = counted.cancel_runs(QUEUED, batch=500)
     assert (result.matched, result.done) == (1000, 1000)
     assert _Counting.sent <= 2 * 3 + 2 * 15  # 3 per 500 ids read, at most 15 per page of 500 canceled
-    kv.close()
 
 
 FAILED_A = RunFilter(tenant="a", status=RunStatus.FAILED)
@@ -142,10 +148,15 @@ def failed_runs(client: Client) -> tuple[list[str], str, str]:
     return ids, older, newer
 
 
-def test_resume_runs_resumes_failed_runs_but_not_one_whose_thread_went_on(client: Client) -> None:
+def test_resume_runs_resumes_failed_runs_but_not_one_whose_thread_went_on(
+    client: Client, counted: Client
+) -> None:
     ids, older, newer = failed_runs(client)
-    result = client.resume_runs(FAILED_A)
+    counted.resume_runs(FAILED_A, dry_run=True)  # connections made
+    _Counting.sent = 0
+    result = counted.resume_runs(FAILED_A)
     assert (result.matched, result.done, result.skipped) == (32, 31, {"its thread has a newer run": 1})
+    assert _Counting.sent <= 3 + 15  # the ids read, then at most 15 for the page: not one per run
     for run_id in [*ids, newer]:
         record = client.get_run(run_id)
         follower = client.get_run(record.continued_by_run_id or "")
@@ -302,7 +313,7 @@ def test_delete_threads_older_than_a_duration(client: Client) -> None:
     assert threads_left(client) == ["busy", "new"]
 
 
-def test_a_bulk_thread_delete_takes_a_few_round_trips_per_page(client: Client, redis_url: str) -> None:
+def test_a_bulk_thread_delete_takes_a_few_round_trips_per_page(client: Client, counted: Client) -> None:
     """1,000 old threads deleted in pages of 500: a fixed number of round trips a page, not one per thread."""
     ids = enqueue(client, "a", 1000)
     client.cancel_runs(QUEUED)
@@ -311,15 +322,12 @@ def test_a_bulk_thread_delete_takes_a_few_round_trips_per_page(client: Client, r
     for run_id, thread in zip(ids, client.kv.hmget(keys.run_threads(), ids), strict=True):
         pipe.hset(keys.run(thread.decode(), run_id), mapping={"created_at": then, "ended_at": then})
     pipe.execute()
-    kv = redis.Redis.from_url(redis_url, connection_class=_Counting)
-    counted = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=redis_url)))
     counted.delete_threads(30 * DAY_S, dry_run=True)  # connections made
     _Counting.sent = 0
     result = counted.delete_threads(30 * DAY_S, batch=500)
     assert (result.matched, result.done, result.skipped) == (1000, 1000, {})
     assert _Counting.sent <= 2 * 5 + 2 * 15  # 5 per 500 ids read, at most 15 per page of 500 deleted
     assert client.kv.zcard(keys.runs_index()) == 0
-    kv.close()
 
 
 def test_cli_threads_delete_older_than(client: Client, redis_url: str) -> None:

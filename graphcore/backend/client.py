@@ -1320,8 +1320,25 @@ class Client:
                 f"{what} needs a client with a step queue (it hands the thread to the next run)"
             )
 
+    def _cancel_change(
+        self, run: RunRecord, leased: bool
+    ) -> tuple[RunRecord, RunStatus, tuple[Sequence[str], Sequence[str | bytes]]]:
+        """The status change that ends ``run`` Canceled (:meth:`RunStore.set_statuses`), while it is queued
+        or awaiting input, or running with its step unleased (``leased`` False)."""
+        fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
+        waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
+        if not leased:
+            # No worker holds its step (between steps, or its worker died and the lease lapsed): end it
+            # now. A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
+            waiting = (*waiting, RunStatus.RUNNING)
+        step = self.thread_step(run)
+        canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
+        call = self.runs.status_call(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled)
+        return run, RunStatus.CANCELED, call
+
     def _cancel_page(self, runs: Sequence[RunRecord], interrupt: bool) -> list[tuple[str, str]]:
-        """Cancel ``runs`` (X1, X2, I6), in a fixed number of round trips however many they are; for each,
+        """Cancel ``runs`` (X1, X2, I6), in a fixed number of round trips however many they are (but a read
+        of the head checkpoint of each run that has one: the super-step its event names); for each,
         its outcome and its status then: :data:`~graphcore.backend.bulk.DONE` (ended Canceled now: it was
         queued, awaiting input, or running with no worker holding its step), ``REQUESTED`` (a worker holds
         its step: it stops before its next one), or a reason it was left alone (:data:`ENDED`,
@@ -1334,20 +1351,7 @@ class Client:
             pipe.hget(keys.run(run.thread_id, run.id), "cancel")
         replies = pipe.execute()
         held, asked = replies[::2], replies[1::2]
-        changes = []
-        for run, lease in zip(live, held, strict=True):
-            fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
-            waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
-            if not lease:
-                # No worker holds its step (between steps, or its worker died and the lease lapsed): end it
-                # now. A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
-                waiting = (*waiting, RunStatus.RUNNING)
-            step = self.thread_step(run)
-            canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
-            call = self.runs.status_call(
-                run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled
-            )
-            changes.append((run, RunStatus.CANCELED, call))
+        changes = [self._cancel_change(run, bool(lease)) for run, lease in zip(live, held, strict=True)]
         done = dict(zip((r.id for r in live), self.runs.set_statuses(changes), strict=True))
         ended = [r for r in live if done[r.id]]
         pipe = self.kv.pipeline(transaction=False)
@@ -1362,8 +1366,9 @@ class Client:
         for run in refused:
             if run.id not in again:
                 pipe.hset(keys.run(run.thread_id, run.id), "cancel", mode)
+        for run in refused:  # as they are once asked: one may have ended meanwhile
             pipe.hget(keys.run(run.thread_id, run.id), "status")
-        now = [s for s in pipe.execute() if not isinstance(s, int)]
+        now = pipe.execute()[-len(refused) :] if refused else []
         status = {r.id: (s or b"").decode() for r, s in zip(refused, now, strict=True)}
         outcomes: list[tuple[str, str]] = []
         for run in runs:

@@ -79,14 +79,13 @@ def hand_over_many(
             try:
                 pipe.watch(*watched)
                 active = pipe.mget([keys.thread_active(thread) for thread, _ in ended])
-                mine = [t for (t, r), a in zip(ended, active, strict=True) if a == r.encode()]
-                ended_runs = dict(ended)
-                mine = list(dict.fromkeys(mine))
-                lines = _waiting_lines(kv, runs, mine)
+                # the ended runs active on their threads (one a thread): their threads are handed over
+                mine = dict((t, r) for (t, r), a in zip(ended, active, strict=True) if a == r.encode())
+                lines = _waiting_lines(kv, runs, list(mine))
                 pipe.multi()
-                for thread in mine:
+                for thread, run_id in mine.items():
                     dropped, nxt = lines[thread]
-                    stage_release(pipe, kv, queue, thread, ended_runs[thread])
+                    stage_release(pipe, kv, queue, thread, run_id)
                     if nxt is None:
                         pipe.delete(keys.thread_active(thread))
                         pipe.zrem(keys.busy_threads(), thread)
