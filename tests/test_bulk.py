@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +27,7 @@ from graphq.cli.bulk import perform
 from graphq.cli.errors import CliError
 from graphq.worker.queue import RQStepQueue
 from tests.cli_helpers import error_line, invoke, ok
-from tests.workers import work
+from tests.workers import ended, wait_for, work, worker_env
 
 MODULE = "tests.workflows.admission"
 REGISTRY = Registry.load([MODULE, "tests.workflows.node_errors"])
@@ -79,6 +81,38 @@ def test_cancel_runs_hands_each_thread_to_its_next_run(client: Client, redis_cli
     assert redis_client.get(keys.thread_active("t2")) == kept.encode()
     assert redis_client.llen(keys.thread_waiting("t2")) == 0
     assert client.get_run(kept).status == RunStatus.QUEUED
+
+
+@pytest.fixture
+def env(redis_url: str, tmp_path: Path) -> dict[str, str]:
+    return worker_env(redis_url, MODULE, tmp_path)
+
+
+def test_cancel_runs_applies_the_one_run_rules_to_a_running_and_a_waiting_run(
+    client: Client, redis_client: redis.Redis, worker: subprocess.Popen[bytes]
+) -> None:
+    """A run awaiting input ends canceled at once; a running one, whose step a worker holds, is asked to
+    stop before its next super-step; a second call does nothing more to either."""
+    waiting = client.enqueue("ask", {}, tenant="a")
+    wait_for(lambda: client.get_run(waiting).status == RunStatus.AWAITING_INPUT, 60, "the question")
+    running = client.enqueue("ticks", {"sleep": 5}, tenant="a")
+    lease = keys.lease(client.get_run(running).thread_id, running)
+    wait_for(lambda: redis_client.exists(lease), 60, "its first step held")
+    first = client.cancel_runs(RunFilter(tenant="a"))
+    assert (first.matched, first.done, first.requested, first.skipped) == (2, 1, 1, {})
+    assert client.get_run(waiting).status == RunStatus.CANCELED
+    assert redis_client.hget(keys.run(client.get_run(running).thread_id, running), "cancel") == b"cooperative"
+    second = client.cancel_runs(RunFilter(tenant="a"))
+    assert (second.matched, second.requested) == (2, 0)
+    assert (second.done, second.skipped) in (
+        (0, {"already ended": 1, "cancel requested already": 1}),  # its step still in flight
+        (0, {"already ended": 2}),  # its step was committed meanwhile, and the run ended with it
+        (1, {"already ended": 1}),  # its step was committed, and no worker held the next one yet
+    )
+    assert ended(client, running, 60).status == RunStatus.CANCELED
+    assert client.get_run(running).step == 1  # the step in flight was committed, the next one never ran
+    third = client.cancel_runs(RunFilter(tenant="a"))
+    assert (third.done, third.requested, third.skipped) == (0, 0, {"already ended": 2})
 
 
 def test_dry_run_counts_and_changes_nothing(client: Client) -> None:
