@@ -21,7 +21,7 @@ from graphq.scheduler.schedules import parse_duration
 __all__ = ["threads"]
 
 
-@click.group(short_help="Threads: delete one now.")
+@click.group(short_help="Threads: delete one now, or every one unused for a while.")
 def threads() -> None:
     """Threads: the lines of checkpoints that runs share (see also graphq state THREAD)."""
 
