@@ -1614,7 +1614,7 @@ class Client:
         threads = list(dict.fromkeys(r.thread_id for r in runs))
         outcomes: dict[str, tuple[str, str | Callable[[], PermanentError]]] = {}
         chosen: list[tuple[RunRecord, ValidRun]] = []
-        newest = self._newest_runs(threads)
+        newest, runs = self._with_newest(runs, threads)
         for run in runs:
             refusal = self._resume_refusal(run, newest.get(run.thread_id))
             if refusal is not None:
@@ -1640,6 +1640,26 @@ class Client:
         for run, valid in chosen:
             outcomes[run.id] = (DONE, valid.record.id)
         return [outcomes[r.id] for r in runs]
+
+    def _with_newest(
+        self, runs: Sequence[RunRecord], threads: Sequence[str]
+    ) -> tuple[dict[str, str], list[RunRecord]]:
+        """The id of each thread's newest run, and ``runs`` with the continuation each has now
+        (``continued_by_run_id``), read together in one transaction: a resume that created a newer run
+        meanwhile shows as the continuation it is, not as a newer run of the thread."""
+        pipe = self.kv.pipeline(transaction=True)
+        for thread in threads:
+            pipe.zrevrange(keys.thread_runs(thread), 0, 0)
+        for run in runs:
+            pipe.hget(keys.run(run.thread_id, run.id), "continued_by_run_id")
+        replies = pipe.execute()
+        newest = {t: ids[0].decode() for t, ids in zip(threads, replies[: len(threads)], strict=True) if ids}
+        links = replies[len(threads) :]
+        now = [
+            r if link is None else r.model_copy(update={"continued_by_run_id": link.decode()})
+            for r, link in zip(runs, links, strict=True)
+        ]
+        return newest, now
 
     def _newest_runs(self, threads: Sequence[str]) -> dict[str, str]:
         """The id of each thread's newest run (one round trip); threads with no runs left out."""
