@@ -15,13 +15,15 @@ import click
 
 from graphcore import keys
 from graphcore.backend import switch
+from graphcore.backend.bulk import BulkResult
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.json_forms import record_json, request_json, request_record_json
-from graphcore.backend.runs import RunRecord
+from graphcore.backend.runs import RunFilter, RunRecord
 from graphcore.backend.switch import refuse_if_off
 from graphcore.engine.inputs import check_answer
 from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.errors import PermanentError
+from graphq.cli.bulk import FILTERS, bulk_options, filter_options, perform, run_filter
 from graphq.cli.context import AppContext
 from graphq.cli.errors import fail
 from graphq.cli.inputs import parse_input
@@ -269,42 +271,112 @@ def answer(
     click.echo(f"run {run_id} continues {where}; follow it with `graphq runs show {run_id}`{hint}", err=True)
 
 
-@click.command("cancel", short_help="Cancel a run.")
-@click.argument("run_id", metavar="RUN")
+@click.command("cancel", short_help="Cancel a run, or every run the filters match.")
+@click.argument("run_id", metavar="[RUN]", required=False)
 @click.option(
     "--interrupt",
     is_flag=True,
     help="Also signal the running nodes' cancel tokens (within about "
     "a second), instead of letting the step in flight finish.",
 )
+@filter_options
+@bulk_options
+@output_option
 @click.pass_obj
-def cancel(app: AppContext, run_id: str, interrupt: bool) -> None:
-    """Cancel RUN and print what happened.
+def cancel(
+    app: AppContext,
+    run_id: str | None,
+    interrupt: bool,
+    tenant: str | None,
+    status: str | None,
+    workflow: str | None,
+    schedule: str | None,
+    dry_run: bool,
+    yes: bool,
+    output: str,
+) -> None:
+    """Cancel RUN and print what happened; or, with filters instead of RUN (--status, --workflow, --tenant,
+    --schedule, as `graphq runs list` takes them), every run they match.
 
     A queued run, or one waiting for input, ends canceled at once. A running run stops before its next
     super-step; with --interrupt its running nodes are also told to stop (best effort: a node must check
     its cancel token). Checkpoints are kept: `graphq runs resume RUN` continues the thread. A run that has
     already ended is left as it is (the message says so; exit 0).
+
+    \b
+    With filters: the matching runs are counted, then, once confirmed (--yes: without asking; needed
+    without a terminal), canceled 500 at a time, with progress on stderr and a one-line summary
+    (`canceled 996 runs; 4 skipped: already ended`; --output json: matched, done, requested, skipped by
+    reason). --dry-run prints the count and the first ids and changes nothing. Runs that ended, and running
+    runs whose cancel was requested already, are skipped: the same command again cancels nothing more.
+    Ctrl-C ends the work after the batch in flight, prints what was done and exits 130.
+
+    \b
+    Examples:
+      graphq runs cancel RUN
+      graphq runs cancel --status queued --tenant acme --dry-run
+      graphq runs cancel --status queued --workflow W --tenant acme --yes
     """
+    filters = dict(tenant=tenant, status=status, workflow=workflow, schedule=schedule)
+    if run_id is None:
+        client = app.client(local=True, share=True)
+        where = _bulk_filter(client, "cancel", filters)
+
+        def work(**kw: Any) -> BulkResult:
+            return client.cancel_runs(where, interrupt=interrupt, **kw)
+
+        perform(
+            work, verb="canceled", infinitive="cancel", noun="run", dry_run=dry_run, yes=yes, output=output
+        )
+        return
+    _one_run_only(run_id, filters, dry_run, yes, output)
     # A client with a step queue: ending a queued or paused run starts the next run waiting for its thread.
     click.echo(app.client(local=True, share=True).cancel(run_id, interrupt=interrupt))
 
 
-@click.command("resume", short_help="Continue an ended run's thread in a new run, or a stopped run.")
-@click.argument("run_id", metavar="RUN")
+def _bulk_filter(client: Client, command: str, filters: dict[str, str | None]) -> RunFilter:
+    """The filter of ``runs <command>`` without RUN: at least one filter option (exit 2 without)."""
+    if all(v is None for v in filters.values()):
+        fail(
+            f"runs {command}: give RUN, or at least one of {', '.join(FILTERS)} to {command} every run they "
+            f"match (see graphq runs {command} --help)"
+        )
+    return run_filter(client, **filters)
+
+
+def _one_run_only(run_id: str, filters: dict[str, str | None], dry_run: bool, yes: bool, output: str) -> None:
+    """Refuse the options of many runs with RUN (exit 2)."""
+    given = [f"--{k}" for k, v in filters.items() if v is not None]
+    given += [o for o, on in (("--dry-run", dry_run), ("--yes", yes), ("--output", output != "table")) if on]
+    if given:
+        fail(f"RUN {run_id} names one run; {', '.join(given)} go with filters instead of RUN, not with it")
+
+
+@click.command(
+    "resume", short_help="Continue an ended run's thread in a new run (or every one the filters match)."
+)
+@click.argument("run_id", metavar="[RUN]", required=False)
 @_update_option
 @_goto_option
 @click.option("--wait", "-w", is_flag=True, help=_WAIT_HELP)
 @processes_option
+@filter_options
+@bulk_options
 @output_option
 @click.pass_obj
 def resume(
     app: AppContext,
-    run_id: str,
+    run_id: str | None,
     update_text: str | None,
     goto: tuple[str, ...],
     wait: bool,
     processes: int | None,
+    tenant: str | None,
+    status: str | None,
+    workflow: str | None,
+    schedule: str | None,
+    dry_run: bool,
+    yes: bool,
     output: str,
 ) -> None:
     """Continue RUN: an ended run's thread in a new run, from its latest checkpoint (a failed or canceled
@@ -326,12 +398,35 @@ def resume(
     With --update and --goto (a run stopped at a breakpoint only) the resume is LangGraph's
     invoke(Command(update=..., goto=...)) there: the step it goes on with applies them.
 
+    \b
+    With filters instead of RUN (--status, --workflow, --tenant, --schedule, as `graphq runs list` takes
+    them): every ended run they match is continued in a new run, as above, once confirmed (--yes: without
+    asking; needed without a terminal), 500 at a time, with progress on stderr and a one-line summary
+    (`resumed 40 runs; 2 skipped: its thread has a newer run`; --output json: matched, done, skipped by
+    reason). The runs RUN's resume refuses are skipped, by reason: not ended, continued already (the same
+    command again resumes nothing more), its thread has a newer run, nothing left to run. --dry-run prints
+    the count and the first ids. Ctrl-C ends the work after the batch in flight, exit 130.
+
+    \b
+    Examples:
+      graphq runs resume RUN
+      graphq runs resume --status failed --workflow W --dry-run
+      graphq runs resume --status failed --workflow W --tenant acme --yes
+
     Exit codes: 0 enqueued (with --wait: completed), 1 failed or canceled, 2 refused (the run is
-    unknown, queued or running, waits for an answer, went on past its breakpoint already, or its thread
-    has nothing left to run; an invalid --update or --goto, or one for a run not stopped at a
-    breakpoint: nothing is changed), 3 waiting for input, 130 interrupted (Ctrl-C: the run is canceled after
-    its step in flight, as in `graphq run --help`).
+    unknown, queued or running, waits for an answer, went on past its breakpoint already, its thread has a
+    newer run, or its thread has nothing left to run; an invalid --update or --goto, or one for a run not
+    stopped at a breakpoint: nothing is changed), 3 waiting for input, 130 interrupted (Ctrl-C: the run is
+    canceled after its step in flight, as in `graphq run --help`).
     """
+    filters = dict(tenant=tenant, status=status, workflow=workflow, schedule=schedule)
+    if run_id is None:
+        one_run = [o for o, on in (("--update", update_text), ("--goto", goto), ("--wait", wait)) if on]
+        if one_run:
+            fail(f"{', '.join(one_run)} go with RUN, one run; not with filters")
+        _resume_all(app, filters, dry_run, yes, output)
+        return
+    _one_run_only(run_id, filters, dry_run, yes, "table")
     update = None if update_text is None else parse_input(update_text, "--update")
     client = app.client(local=True)
     if wait or app.local:
@@ -342,6 +437,19 @@ def resume(
     if new_id == run_id:
         note = f"run {run_id} goes on past its breakpoint on thread {thread}"
     _started(app, client, new_id, note, wait, output, processes)
+
+
+def _resume_all(
+    app: AppContext, filters: dict[str, str | None], dry_run: bool, yes: bool, output: str
+) -> None:
+    """``runs resume`` with filters: every ended run they match, continued in a new run; workers run them."""
+    client = app.client(local=True)
+    where = _bulk_filter(client, "resume", filters)
+
+    def work(**kw: Any) -> BulkResult:
+        return client.resume_runs(where, **kw)
+
+    perform(work, verb="resumed", infinitive="resume", noun="run", dry_run=dry_run, yes=yes, output=output)
 
 
 def _again_hint(exc: NotAwaitingInputError, history: bool) -> str:

@@ -20,9 +20,9 @@ from graphcore.backend.run_fields import (
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import RunNotFoundError
 from graphq.cli.bounds import LIMIT
+from graphq.cli.bulk import filter_options, run_filter
 from graphq.cli.context import AppContext
 from graphq.cli.control import answer, cancel, requests, resume
-from graphq.cli.inputs import check_ids
 from graphq.cli.migrate import migrate_runs
 from graphq.cli.output import output_option, print_json, print_table, short, when
 from graphq.cli.records import (
@@ -32,7 +32,6 @@ from graphq.cli.records import (
     print_resume_hint,
 )
 from graphq.cli.watch import watch
-from graphq.scheduler.schedules import ScheduleStore
 from graphq.worker.pinned import unserved, waiting_runs
 
 __all__ = ["runs"]
@@ -64,17 +63,7 @@ def runs() -> None:
     help="List the chain RUN belongs to instead, first run first: the runs it continues and those that "
     "continue it (a worker died, the reaper continued the run; or a resume).",
 )
-@click.option("--tenant", metavar="TENANT", help="Only the runs of TENANT (runs given none are 'default').")
-@click.option(
-    "--status", type=click.Choice([s.value for s in RunStatus]), help="Only the runs with this status."
-)
-@click.option("--workflow", metavar="NAME", help="Only the runs of workflow NAME.")
-@click.option(
-    "--schedule",
-    metavar="NAME",
-    help="Only the runs schedule NAME started since it was added (not those of a schedule of that name "
-    "removed before); exit 2 when no schedule has that name.",
-)
+@filter_options
 @click.option(
     "--stuck",
     is_flag=True,
@@ -101,10 +90,8 @@ def list_runs(
     and the run it continues), at most --limit of them (the last ones; a note on stderr says when some are
     left out). --output json prints each run's record without its result, which would be one more read per
     run, maybe large: `runs show RUN -o json` has it."""
-    check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     reader = app.reader()
-    since = None if schedule is None else ScheduleStore(reader.kv).created_at(schedule)
-    where = RunFilter(tenant, None if status is None else RunStatus(status), workflow, schedule, since)
+    where = run_filter(reader, tenant, status, workflow, schedule)
     if chain_of is not None and (stuck or where != RunFilter()):
         raise click.UsageError(
             "--chain lists one chain; it does not combine with --tenant, --status, --workflow, --schedule or "

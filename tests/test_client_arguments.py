@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from graphcore.backend.client import Client, RunRequest
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunFilter, RunStatus
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.inputs import InputTypeError
 from graphcore.engine.registry import Registry
@@ -27,6 +27,7 @@ from graphq.worker.queue import connect_client
 REGISTRY = Registry.load(["tests.workflows.typed"])
 ID_RULE = "is invalid: use 1-200 characters without braces, ':', '*', spaces or control characters"
 LIMIT = "must be an int from 1 to 100000"
+ACME = RunFilter(tenant="acme")
 
 Call = Callable[[Client, str], Any]
 """A client call, given the client and the id of a queued run on thread ``t1``."""
@@ -95,6 +96,31 @@ CASES: list[tuple[str, Call, type[Exception], str]] = [
      "poll_s must be a number of seconds above 0 and at most 60 (got 0)"),
     ("wait", lambda c, r: c.wait([r], on_change=5), ArgumentTypeError,
      "on_change must be a callable or None (got int 5)"),
+    ("cancel_runs", lambda c, r: c.cancel_runs(RunFilter()), ConfigError,
+     "where: give at least one filter (tenant, status, workflow, schedule)"),
+    ("cancel_runs", lambda c, r: c.cancel_runs("acme"), ArgumentTypeError,
+     "where must be a RunFilter (got str 'acme')"),
+    ("cancel_runs", lambda c, r: c.cancel_runs(ACME, batch=0), ConfigError, f"batch {LIMIT} (got 0)"),
+    ("cancel_runs", lambda c, r: c.cancel_runs(ACME, interrupt="yes"), ArgumentTypeError,
+     "interrupt must be a bool (got str 'yes')"),
+    ("cancel_runs", lambda c, r: c.cancel_runs(ACME, dry_run=1), ArgumentTypeError,
+     "dry_run must be a bool (got int 1)"),
+    ("cancel_runs", lambda c, r: c.cancel_runs(ACME, stop=True), ArgumentTypeError,
+     "stop must be a callable returning a bool, or None (got bool True)"),
+    ("cancel_runs", lambda c, r: c.cancel_runs(ACME, progress="x"), ArgumentTypeError,
+     "progress must be a callable taking a BulkResult, or None (got str 'x')"),
+    ("resume_runs", lambda c, r: c.resume_runs(RunFilter()), ConfigError,
+     "where: give at least one filter (tenant, status, workflow, schedule)"),
+    ("resume_runs", lambda c, r: c.resume_runs(ACME, batch="9"), ArgumentTypeError,
+     f"batch {LIMIT} (got str '9')"),
+    ("delete_threads", lambda c, r: c.delete_threads(0), ConfigError,
+     "older_than_s must be a number of seconds above 0 (got 0)"),
+    ("delete_threads", lambda c, r: c.delete_threads("30d"), ArgumentTypeError,
+     "older_than_s must be a number of seconds above 0 (got str '30d')"),
+    ("delete_threads", lambda c, r: c.delete_threads(60, "acme"), ArgumentTypeError,
+     "where must be a RunFilter or None (got str 'acme')"),
+    ("delete_threads", lambda c, r: c.delete_threads(60, force=1), ArgumentTypeError,
+     "force must be a bool (got int 1)"),
     ("list_runs", lambda c, r: c.list_runs(0), ConfigError, f"limit {LIMIT} (got 0)"),
     ("list_runs", lambda c, r: c.list_runs(99999999999999999999), ConfigError,  # a Redis ResponseError
      f"limit {LIMIT} (got 99999999999999999999)"),

@@ -18,6 +18,6 @@ SENTENCE = (
 def test_resume_help_and_the_command_reference_begin_alike() -> None:
     shown = CliRunner().invoke(main, ["runs", "resume", "--help"], prog_name="graphq", catch_exceptions=False)
     assert shown.exit_code == 0
-    usage, first = " ".join(shown.stdout.split()).split(" RUN ", 1)
+    usage, first = " ".join(shown.stdout.split()).split(" [RUN] ", 1)
     assert (usage, first.split(". ")[0]) == ("Usage: graphq runs resume [OPTIONS]", "C" + SENTENCE[1:])
     assert SENTENCE[1:] in " ".join(cli_reference().split())

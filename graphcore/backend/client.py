@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from redis.exceptions import WatchError
@@ -20,11 +21,12 @@ from redis.exceptions import WatchError
 from graphcore import keys
 from graphcore.backend import published
 from graphcore.backend.admission import stage_admit
+from graphcore.backend.bulk import DONE, REQUESTED, BulkResult, in_pages
 from graphcore.backend.expiry import DEADLINE_FIELD, deadline_fields, expired_note
 from graphcore.backend.reaper import server_ms
-from graphcore.backend.resuming import gone_on, not_ended, nothing_left
+from graphcore.backend.resuming import gone_on, newer_run, not_ended, nothing_left
 from graphcore.backend.retention import keep_result
-from graphcore.backend.runs import CANCEL_ERROR, RunFilter, RunRecord, RunStatus, RunStore, now_iso
+from graphcore.backend.runs import CANCEL_ERROR, TERMINAL, RunFilter, RunRecord, RunStatus, RunStore, now_iso
 from graphcore.backend.store import RedisCheckpointStore
 from graphcore.backend.switch import refuse_if_off
 from graphcore.backend.threads import (
@@ -32,10 +34,18 @@ from graphcore.backend.threads import (
     Multitask,
     StepQueue,
     ThreadBusyError,
-    hand_over,
+    hand_over_many,
     mark_busy,
 )
-from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
+from graphcore.backend.ttl import (
+    Deleted,
+    ThreadActiveError,
+    delete_thread,
+    delete_threads,
+    run_keys,
+    stage_add,
+    stage_use,
+)
 from graphcore.backend.webhooks import check_webhook
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import encode_writes
@@ -147,6 +157,20 @@ def _seconds(
     low = value > 0 if above_zero else value >= 0  # False for NaN
     if not low or (most is not None and value > most):
         raise ConfigError(f"{name} must be {expected} (got {value})")
+
+
+def _bulk_args(
+    dry_run: bool, batch: int, stop: Callable[[], bool] | None, progress: Callable[[BulkResult], None] | None
+) -> None:
+    """Refuse a bulk operation's common arguments of the wrong type or out of range.
+
+    Raises:
+        ArgumentTypeError, ConfigError: naming the argument.
+    """
+    _expect("dry_run", dry_run, bool, "a bool")
+    _limit("batch", batch)
+    _expect("stop", stop, (Callable, type(None)), "a callable returning a bool, or None")  # type: ignore[arg-type]
+    _expect("progress", progress, (Callable, type(None)), "a callable taking a BulkResult, or None")  # type: ignore[arg-type]
 
 
 def _sequence_of(name: str, value: Any, kind: type | tuple[type, ...], expected: str) -> None:
@@ -495,14 +519,15 @@ class Client:
         self.runs = RunStore(kv)
         self.checkpoints = RedisCheckpointStore(kv)
 
-    def _admissible(self, request: RunRequest | ValidRun) -> ValidRun:
+    def _admissible(self, request: RunRequest | ValidRun, earlier: RunRecord | None = None) -> ValidRun:
         """``request`` checked (:func:`check_request`, unless it is a :class:`ValidRun` already), then what
-        needs Redis: the run it continues and its fork's checkpoint, each read once. Errors carry the
-        field at fault (``param``)."""
+        needs Redis: the run it continues (unless given: ``earlier``, read already) and its fork's
+        checkpoint, each read once. Errors carry the field at fault (``param``)."""
         valid = _admitted(request) if isinstance(request, ValidRun) else check_request(self.registry, request)
         record = valid.record
-        with _field("continued_from_run_id"):
-            earlier = self._check_continued(record)
+        if earlier is None or earlier.id != record.continued_from_run_id:
+            with _field("continued_from_run_id"):
+                earlier = self._check_continued(record)
         with _field("checkpoint_id"):
             self._check_fork(record.workflow, record.thread_id, record.config.get("checkpoint_id"))
         if earlier is None:
@@ -627,12 +652,22 @@ class Client:
         """
         _sequence_of("requests", requests, (RunRequest, ValidRun), "RunRequest")  # a ValidRun: one checked
         _expect("guard", guard, (Guard, type(None)), "a Guard or None")
+        self._ready_to_enqueue()
+        if multitask not in MULTITASK_POLICIES:
+            raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
+        return self._enqueue_valid([self._admissible(r) for r in requests], guard, multitask)
+
+    def _ready_to_enqueue(self) -> None:
+        """Raises DisabledError: the kill switch is off here (R6); ConfigError: this client has no step
+        queue."""
         refuse_if_off(None, get_settings().enabled)
         if self.queue is None:
             raise ConfigError("this client has no step queue; build it with graphq.connect_client()")
-        if multitask not in MULTITASK_POLICIES:
-            raise ConfigError(f"multitask must be one of {list(MULTITASK_POLICIES)} (got {multitask!r})")
-        runs = [self._admissible(r) for r in requests]
+
+    def _enqueue_valid(
+        self, runs: Sequence[ValidRun], guard: Guard | None, multitask: Multitask = "enqueue"
+    ) -> list[str] | None:
+        """:meth:`enqueue_guarded` of runs checked already (:meth:`_admissible`)."""
         records, named = [r.record for r in runs], _named(runs)
         while records or guard is not None:
             try:
@@ -1275,32 +1310,260 @@ class Client:
             ArgumentTypeError: ``interrupt`` is not a bool.
         """
         _expect("interrupt", interrupt, bool, "a bool")
-        if self.queue is None:
-            raise ConfigError("cancel needs a client with a step queue (it hands the thread to the next run)")
-        run = self.runs.get(run_id)
-        if run.terminal:
-            return _ended_already(run)
-        fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
-        waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
-        if not self.kv.exists(keys.lease(run.thread_id, run.id)):
-            # No worker holds its step (between steps, or its worker died and the lease lapsed): end it now.
-            # A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
-            waiting = (*waiting, RunStatus.RUNNING)
-        step = self.thread_step(run)
-        canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
-        if self.runs.set_status(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled):
-            self.kv.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
-            hand_over(self.kv, self.runs, self.queue, run.thread_id, run.id)
+        self._need_queue("cancel")
+        kind, status = self._cancel_page([self.runs.get(run_id)], interrupt)[0]
+        if kind == DONE:
             return CancelReply("canceled")
-        self.kv.hset(keys.run(run.thread_id, run.id), "cancel", "interrupt" if interrupt else "cooperative")
-        current = self.runs.get(run_id)
-        if current.terminal:
-            return _ended_already(current)
+        if kind not in (REQUESTED, REQUESTED_ALREADY):
+            return _ended_already(run_id, status)
         if interrupt:
             return CancelReply(
                 "cancel requested: running nodes are signalled and the run stops before its next super-step"
             )
         return CancelReply("cancel requested: the run stops before its next super-step")
+
+    def _need_queue(self, what: str) -> None:
+        """Raises ConfigError: this client has no step queue (``what`` hands threads to their next runs)."""
+        if self.queue is None:
+            raise ConfigError(
+                f"{what} needs a client with a step queue (it hands the thread to the next run)"
+            )
+
+    def _cancel_change(
+        self, run: RunRecord, leased: bool
+    ) -> tuple[RunRecord, RunStatus, tuple[Sequence[str], Sequence[str | bytes]]]:
+        """The status change that ends ``run`` Canceled (:meth:`RunStore.set_statuses`), while it is queued
+        or awaiting input, or running with its step unleased (``leased`` False)."""
+        fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
+        waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
+        if not leased:
+            # No worker holds its step (between steps, or its worker died and the lease lapsed): end it
+            # now. A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
+            waiting = (*waiting, RunStatus.RUNNING)
+        step = self.thread_step(run)
+        canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
+        call = self.runs.status_call(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled)
+        return run, RunStatus.CANCELED, call
+
+    def _cancel_page(self, runs: Sequence[RunRecord], interrupt: bool) -> list[tuple[str, str]]:
+        """Cancel ``runs`` (X1, X2, I6), in a fixed number of round trips however many they are (but a read
+        of the head checkpoint of each run that has one: the super-step its event names); for each,
+        its outcome and its status then: :data:`~graphcore.backend.bulk.DONE` (ended Canceled now: it was
+        queued, awaiting input, or running with no worker holding its step), ``REQUESTED`` (a worker holds
+        its step: it stops before its next one), or a reason it was left alone (:data:`ENDED`,
+        :data:`REQUESTED_ALREADY`)."""
+        assert self.queue is not None
+        live = [r for r in runs if not r.terminal]
+        pipe = self.kv.pipeline(transaction=False)
+        for run in live:
+            pipe.exists(keys.lease(run.thread_id, run.id))
+            pipe.hget(keys.run(run.thread_id, run.id), "cancel")
+        replies = pipe.execute()
+        held, asked = replies[::2], replies[1::2]
+        changes = [self._cancel_change(run, bool(lease)) for run, lease in zip(live, held, strict=True)]
+        done = dict(zip((r.id for r in live), self.runs.set_statuses(changes), strict=True))
+        ended = [r for r in live if done[r.id]]
+        pipe = self.kv.pipeline(transaction=False)
+        for run in ended:
+            pipe.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
+        pipe.execute()
+        hand_over_many(self.kv, self.runs, self.queue, [(r.thread_id, r.id) for r in ended])
+        mode = "interrupt" if interrupt else "cooperative"
+        again = {r.id for r, a in zip(live, asked, strict=True) if a == mode.encode()}
+        pipe = self.kv.pipeline(transaction=False)
+        refused = [r for r in live if not done[r.id]]
+        for run in refused:
+            if run.id not in again:
+                pipe.hset(keys.run(run.thread_id, run.id), "cancel", mode)
+        for run in refused:  # as they are once asked: one may have ended meanwhile
+            pipe.hget(keys.run(run.thread_id, run.id), "status")
+        now = pipe.execute()[-len(refused) :] if refused else []
+        status = {r.id: (s or b"").decode() for r, s in zip(refused, now, strict=True)}
+        outcomes: list[tuple[str, str]] = []
+        for run in runs:
+            if run.terminal or status.get(run.id) in TERMINAL:
+                outcomes.append((ENDED, status.get(run.id) or run.status.value))
+            elif done.get(run.id):
+                outcomes.append((DONE, RunStatus.CANCELED.value))
+            else:
+                outcomes.append((REQUESTED_ALREADY if run.id in again else REQUESTED, status[run.id]))
+        return outcomes
+
+    def cancel_runs(
+        self,
+        where: RunFilter,
+        *,
+        interrupt: bool = False,
+        dry_run: bool = False,
+        batch: int = 500,
+        stop: Callable[[], bool] | None = None,
+        progress: Callable[[BulkResult], None] | None = None,
+    ) -> BulkResult:
+        """Cancel every run ``where`` matches, as :meth:`cancel` cancels one: a queued run, or one awaiting
+        input, ends Canceled at once; a running one stops before its next super-step (with ``interrupt``,
+        its running nodes' cancel tokens are set too). Runs that have ended, and running runs whose cancel
+        was requested already, are skipped (``"already ended"``, ``"cancel requested already"``): a repeated
+        call does nothing more.
+
+        The matching runs are read first (pages of the run index), then canceled ``batch`` at a time, each
+        page in a fixed number of round trips (:mod:`graphcore.backend.bulk`).
+
+        Args:
+            where: which runs; at least one of its fields must be set.
+            dry_run: change nothing: count the matching runs (``matched``) and name the first (``sample``).
+            batch: runs per page (1 to :data:`MAX_LIMIT`).
+            stop: asked before each page; True ends the work there (``stopped``, the counts so far).
+            progress: called with the result so far after each page.
+
+        Returns:
+            The counts: matched, done (canceled now), requested, skipped by reason.
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``where`` is not a RunFilter or sets no field, ``batch`` not an
+                int in range, ``interrupt`` or ``dry_run`` not a bool; this client has no step queue.
+        """
+        _expect("interrupt", interrupt, bool, "a bool")
+        pairs = self._bulk_matching(where, dry_run, batch, stop, progress)
+        self._need_queue("cancel_runs")
+
+        def act(page: Sequence[tuple[str, str]]) -> list[str]:
+            return [kind for kind, _ in self._cancel_page(self._records_of(page), interrupt)]
+
+        ids = [r for r, _ in pairs]
+        return in_pages(pairs, ids, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
+
+    def resume_runs(
+        self,
+        where: RunFilter,
+        *,
+        dry_run: bool = False,
+        batch: int = 500,
+        stop: Callable[[], bool] | None = None,
+        progress: Callable[[BulkResult], None] | None = None,
+    ) -> BulkResult:
+        """Continue every ended run ``where`` matches in a new run, as :meth:`resume` continues one (R14):
+        same workflow, thread, tenant and options, from its thread's latest checkpoint. The runs
+        :meth:`resume` refuses are skipped, counted by reason: ``"not ended"``, ``"continued already"``,
+        ``"its thread has a newer run"`` (the thread went on from there), ``"nothing left to run"`` (a
+        completed run whose thread has no next tasks), or the name of the error a new run's checks raised
+        (``"UnknownWorkflowError"``). A run resumed once is continued already: a repeated call resumes
+        nothing more. Runs stopped at a breakpoint are not ended: :meth:`resume` lets one go on.
+
+        The matching runs are read first, then resumed ``batch`` at a time, each page's new runs in one
+        transaction (:mod:`graphcore.backend.bulk`).
+
+        Args:
+            where: which runs (``RunFilter(status=RunStatus.FAILED, ...)``); at least one field set.
+            dry_run, batch, stop, progress: as :meth:`cancel_runs`.
+
+        Returns:
+            The counts: matched, done (resumed), skipped by reason.
+
+        Raises:
+            ArgumentTypeError, ConfigError: as :meth:`cancel_runs`.
+            DisabledError: the kill switch is off (nothing is written).
+        """
+        pairs = self._bulk_matching(where, dry_run, batch, stop, progress)
+        if not dry_run:
+            self._ready_to_enqueue()
+
+        def act(page: Sequence[tuple[str, str]]) -> list[str]:
+            return [kind for kind, _ in self._resume_page(self._records_of(page))]
+
+        ids = [r for r, _ in pairs]
+        return in_pages(pairs, ids, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
+
+    def delete_threads(
+        self,
+        older_than_s: float,
+        where: RunFilter | None = None,
+        *,
+        force: bool = False,
+        dry_run: bool = False,
+        batch: int = 500,
+        stop: Callable[[], bool] | None = None,
+        progress: Callable[[BulkResult], None] | None = None,
+    ) -> BulkResult:
+        """Delete every thread last used more than ``older_than_s`` seconds ago, as :meth:`delete_thread`
+        deletes one (K3). A thread's last use is when its newest run ended (was created, for a run that has
+        not ended), by the run record's times; with ``where``, only the threads of the runs it matches
+        (tenant, workflow, ...). The threads :meth:`delete_thread` refuses are skipped, counted by reason
+        (``"a run is active on it"``, ``"its run awaits input"`` without ``force``, ``"runs wait for it"``);
+        a deleted thread is gone, so a repeated call finds it no more.
+
+        The old threads are found first, from pages of the run index (two more round trips per page for
+        their newest runs' times), then deleted ``batch`` at a time, each page in one transaction, in a fixed
+        number of round trips (:func:`graphcore.backend.ttl.delete_threads`).
+
+        Args:
+            older_than_s: seconds since the last use (above 0).
+            where: which runs' threads (None: every thread).
+            force: delete threads whose active run awaits input too.
+            dry_run, batch, stop, progress: as :meth:`cancel_runs`.
+
+        Returns:
+            The counts: matched (old threads), done (deleted), skipped by reason; ``sample``: thread ids.
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``older_than_s`` not a number above 0, ``where`` not a RunFilter
+                or None, ``force`` not a bool; the arguments :meth:`cancel_runs` refuses.
+        """
+        _seconds("older_than_s", older_than_s, above_zero=True)
+        _expect("where", where, (RunFilter, type(None)), "a RunFilter or None")
+        _expect("force", force, bool, "a bool")
+        _bulk_args(dry_run, batch, stop, progress)
+        threads = self._idle_threads(time.time() - older_than_s, where or RunFilter(), batch)
+
+        def act(page: Sequence[str]) -> list[str]:
+            return [
+                done.reason if isinstance(done, ThreadActiveError) else DONE if done.keys else "gone already"
+                for done in delete_threads(self.kv, page, force, self.queue)
+            ]
+
+        return in_pages(threads, threads, act, batch=batch, dry_run=dry_run, stop=stop, progress=progress)
+
+    def _idle_threads(self, before_s: float, where: RunFilter, batch: int) -> list[str]:
+        """The threads of the runs ``where`` matches whose last use (:meth:`delete_threads`) was before
+        ``before_s`` (seconds since the epoch), those of the newest runs first."""
+        seen: set[str] = set()
+        found: list[str] = []
+        for page in self.runs.matching(where, batch):
+            threads = [t for t in dict.fromkeys(t for _, t in page) if t not in seen]
+            seen.update(threads)
+            newest = self._newest_runs(threads)
+            pipe = self.kv.pipeline(transaction=False)
+            for thread, run_id in newest.items():
+                pipe.hmget(keys.run(thread, run_id), ["created_at", "ended_at"])
+            for thread, times in zip(newest, pipe.execute(), strict=True):
+                used = [datetime.fromisoformat(t.decode()).timestamp() for t in times if t]
+                if used and max(used) < before_s:
+                    found.append(thread)
+        return found
+
+    def _bulk_matching(
+        self,
+        where: RunFilter,
+        dry_run: bool,
+        batch: int,
+        stop: Callable[[], bool] | None,
+        progress: Callable[[BulkResult], None] | None,
+    ) -> list[tuple[str, str]]:
+        """The ``(run id, thread)`` of every run ``where`` matches, newest first, read ``batch`` ids at a
+        time (the arguments of a bulk operation checked first).
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``where`` is not a RunFilter or sets no field, ``batch`` not an
+                int in range, ``dry_run`` not a bool, ``stop`` or ``progress`` not a callable or None.
+        """
+        _expect("where", where, RunFilter, "a RunFilter")
+        if where == RunFilter():
+            raise ConfigError("where: give at least one filter (tenant, status, workflow, schedule)")
+        _bulk_args(dry_run, batch, stop, progress)
+        return [pair for page in self.runs.matching(where, batch) for pair in page]
+
+    def _records_of(self, page: Sequence[tuple[str, str]]) -> list[RunRecord]:
+        """The records of a page of ``(run id, thread)`` (one round trip; runs gone meanwhile left out)."""
+        return self.runs.fetch(page)
 
     def resume(self, run_id: str, *, update: dict[str, Any] | None = None, goto: Any = ()) -> str:
         """Continue a run's thread from its latest checkpoint in a new run (R14): same workflow, thread,
@@ -1325,8 +1588,10 @@ class Client:
             InvalidUpdateError: the run has not ended (it is still queued or running, let past its
                 breakpoint already, also by a resume racing this one, or awaiting an answer to a request:
                 :meth:`answer` continues it), or it was continued already (a chain goes on from its last
-                run, which the message names), or it completed and its thread has nothing left to run (its
-                latest checkpoint has no next tasks: the new run would be empty). Each message names the run
+                run, which the message names), or its thread has a newer run (the thread went on from
+                there: resume that one, which the message names), or it completed and its thread has
+                nothing left to run (its latest checkpoint has no next tasks: the new run would be empty).
+                Each message names the run
                 (:mod:`graphcore.backend.resuming`). ``update`` or ``goto`` given for a run not stopped at a
                 breakpoint (an ended run's thread takes them as ``enqueue``'s input ``Command``), or invalid
                 (the errors of :meth:`answer`); nothing is written.
@@ -1344,30 +1609,100 @@ class Client:
                 f"its thread as the input of a new run: client.enqueue({run.workflow!r}, "
                 f"Command(update=..., goto=...), thread_id={run.thread_id!r})"
             )
+        _, outcome = self._resume_page([run])[0]
+        if isinstance(outcome, str):
+            return outcome
+        raise outcome()
+
+    def _resume_page(self, runs: Sequence[RunRecord]) -> list[tuple[str, str | Callable[[], PermanentError]]]:
+        """Continue each ended run of ``runs`` in a new run (R14), all in one transaction, in a fixed number
+        of round trips however many they are (but a read of the thread's head for a completed run); for
+        each, :data:`~graphcore.backend.bulk.DONE` and the new run's id, or why it is refused (a short
+        reason, and its error: :meth:`_resume_refusal`, or the error of the new run's checks)."""
+        self._ready_to_enqueue()
+        threads = list(dict.fromkeys(r.thread_id for r in runs))
+        outcomes: dict[str, tuple[str, str | Callable[[], PermanentError]]] = {}
+        chosen: list[tuple[RunRecord, ValidRun]] = []
+        newest, runs = self._with_newest(runs, threads)
+        for run in runs:
+            refusal = self._resume_refusal(run, newest.get(run.thread_id))
+            if refusal is not None:
+                outcomes[run.id] = refusal
+                continue
+            try:
+                chosen.append((run, self._admissible(_resume_request(run), earlier=run)))
+            except PermanentError as exc:
+                outcomes[run.id] = (type(exc).__name__, _raised(exc))
+        run_keys_ = [keys.run(r.thread_id, r.id) for r, _ in chosen]
+
+        def link(pipe: Any) -> None:
+            for key, (_, valid) in zip(run_keys_, chosen, strict=True):
+                pipe.hset(key, "continued_by_run_id", valid.record.id)
+
+        once = Guard(  # the links and the new runs in one transaction: of two racing resumes one continues
+            [*run_keys_, *(keys.thread_runs(r.thread_id) for r, _ in chosen)],
+            lambda pipe: self._resumable_still([r for r, _ in chosen]),
+            link,
+        )
+        if chosen and self._enqueue_valid([v for _, v in chosen], once) is None:
+            return self._resume_page(self.runs.fetch([(r.id, r.thread_id) for r in runs]))  # read again
+        for run, valid in chosen:
+            outcomes[run.id] = (DONE, valid.record.id)
+        return [outcomes[r.id] for r in runs]
+
+    def _with_newest(
+        self, runs: Sequence[RunRecord], threads: Sequence[str]
+    ) -> tuple[dict[str, str], list[RunRecord]]:
+        """The id of each thread's newest run, and ``runs`` with the continuation each has now
+        (``continued_by_run_id``), read together in one transaction: a resume that created a newer run
+        meanwhile shows as the continuation it is, not as a newer run of the thread."""
+        pipe = self.kv.pipeline(transaction=True)
+        for thread in threads:
+            pipe.zrevrange(keys.thread_runs(thread), 0, 0)
+        for run in runs:
+            pipe.hget(keys.run(run.thread_id, run.id), "continued_by_run_id")
+        replies = pipe.execute()
+        newest = {t: ids[0].decode() for t, ids in zip(threads, replies[: len(threads)], strict=True) if ids}
+        links = replies[len(threads) :]
+        now = [
+            r if link is None else r.model_copy(update={"continued_by_run_id": link.decode()})
+            for r, link in zip(runs, links, strict=True)
+        ]
+        return newest, now
+
+    def _newest_runs(self, threads: Sequence[str]) -> dict[str, str]:
+        """The id of each thread's newest run (one round trip); threads with no runs left out."""
+        pipe = self.kv.pipeline(transaction=False)
+        for thread in threads:
+            pipe.zrevrange(keys.thread_runs(thread), 0, 0)
+        return {t: ids[0].decode() for t, ids in zip(threads, pipe.execute(), strict=True) if ids}
+
+    def _resumable_still(self, runs: Sequence[RunRecord]) -> bool:
+        """Whether none of ``runs`` was continued, and none of their threads had a newer run, since they
+        were read (one round trip; called once their keys are WATCHed)."""
+        pipe = self.kv.pipeline(transaction=False)
+        for run in runs:
+            pipe.hexists(keys.run(run.thread_id, run.id), "continued_by_run_id")
+        continued = pipe.execute()
+        newest = self._newest_runs([r.thread_id for r in runs])
+        return not any(continued) and all(newest.get(r.thread_id) == r.id for r in runs)
+
+    def _resume_refusal(
+        self, run: RunRecord, newest: str | None
+    ) -> tuple[str, Callable[[], PermanentError]] | None:
+        """Why ``run`` cannot be continued in a new run (:meth:`resume`'s rules, R14): a short reason and
+        its error (made when asked: the error of a run continued already reads its chain), or None.
+        ``newest``: the id of the newest run of its thread."""
+        if not run.terminal:
+            return "not ended", lambda: not_ended(run, 0)
         if run.continued_by_run_id:
-            raise self._continued_already(run)
+            return "continued already", lambda: self._continued_already(run)
+        if newest is not None and newest != run.id:
+            return "its thread has a newer run", lambda: newer_run(run, newest)
         head = self.checkpoints.get(run.thread_id) if run.status == RunStatus.COMPLETED else None
         if head is not None and not head.next_tasks:  # (a canceled run's resume gets it its result)
-            raise nothing_left(run, head)
-        new_id = uuid.uuid4().hex
-        request = RunRequest(
-            run.workflow,
-            run.input if run.head is None else None,
-            thread_id=run.thread_id,
-            tenant=run.tenant,
-            config=run.config,
-            continued_from_run_id=run.id,
-            run_id=new_id,
-        )
-        run_key = keys.run(run.thread_id, run.id)
-        once = Guard(  # the link and the new run in one transaction: of two racing resumes one continues
-            [run_key],
-            lambda pipe: not pipe.hexists(run_key, "continued_by_run_id"),
-            lambda pipe: pipe.hset(run_key, "continued_by_run_id", new_id),
-        )
-        if self.enqueue_guarded([request], once) is None:
-            raise self._continued_already(self.runs.get(run.id, run.thread_id))
-        return new_id
+            return "nothing left to run", lambda: nothing_left(run, head)
+        return None
 
     def _continued_already(self, run: RunRecord) -> InvalidUpdateError:
         """The refusal to resume ``run``, which a new run continues already, naming its chain's last run."""
@@ -1552,9 +1887,34 @@ class Client:
         return None
 
 
-def _ended_already(run: RunRecord) -> CancelReply:
-    """The reply to a cancel of ``run``, which had ended already."""
-    return CancelReply(f"run {run.id} is already {run.status.value}; nothing changed", changed=False)
+ENDED = "already ended"
+"""Why a bulk cancel left a run alone: it had ended (:meth:`Client.cancel_runs`)."""
+REQUESTED_ALREADY = "cancel requested already"
+"""Why a bulk cancel left a running run alone: its cancel was requested already, in the same mode."""
+
+
+def _raised(exc: PermanentError) -> Callable[[], PermanentError]:
+    """``exc``, as a refusal made when asked."""
+    return lambda: exc
+
+
+def _resume_request(run: RunRecord) -> RunRequest:
+    """The request of the new run that continues ``run`` (R14): same workflow, thread, tenant and options,
+    no input (``run``'s own when it ended before it applied it)."""
+    return RunRequest(
+        run.workflow,
+        run.input if run.head is None else None,
+        thread_id=run.thread_id,
+        tenant=run.tenant,
+        config=run.config,
+        continued_from_run_id=run.id,
+        run_id=uuid.uuid4().hex,
+    )
+
+
+def _ended_already(run_id: str, status: str) -> CancelReply:
+    """The reply to a cancel of run ``run_id``, which had ended already (``status``)."""
+    return CancelReply(f"run {run_id} is already {status}; nothing changed", changed=False)
 
 
 def _taking_updates(run: RunRecord) -> str:

@@ -5,7 +5,8 @@ line naming the run, what it is doing and the command that does apply to it (R14
 on. It refuses a run waiting for an answer (``interrupt()``: ``graphq runs answer`` continues it), a run
 already let past its breakpoint (a second resume of one stop, also when two race), and a completed run
 whose thread has nothing left to run (its latest checkpoint has no next tasks: the new run could only be
-empty). A failed or canceled run is resumed even then: its new run completes with the thread's result.
+empty). A failed or canceled run is resumed even then: its new run completes with the thread's result. It
+refuses an ended run whose thread has a newer run too (the thread went on from there: resume that one).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import InvalidUpdateError
 
-__all__ = ["gone_on", "not_ended", "nothing_left"]
+__all__ = ["gone_on", "newer_run", "not_ended", "nothing_left"]
 
 
 def not_ended(run: RunRecord, open_requests: int) -> InvalidUpdateError:
@@ -56,4 +57,13 @@ def nothing_left(run: RunRecord, head: Checkpoint) -> InvalidUpdateError:
         f"run {run.id} is {run.status.value} and thread {run.thread_id!r} has nothing left to run (its "
         f"latest checkpoint, step {head.step}, has no next tasks): a resume would be an empty run; start a "
         f"run with input on the thread (graphq enqueue {run.workflow} --thread {run.thread_id} --input JSON)"
+    )
+
+
+def newer_run(run: RunRecord, newest: str) -> InvalidUpdateError:
+    """The refusal to resume ``run``, ended, whose thread went on with a newer run ``newest``: a new run
+    would go on from the checkpoints that one wrote, not from ``run``'s."""
+    return InvalidUpdateError(
+        f"run {run.id} is not the newest run of thread {run.thread_id!r}: run {newest} came after it; a "
+        f"resume continues a thread from its newest run (graphq runs resume {newest}, once it ended)"
     )

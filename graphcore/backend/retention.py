@@ -16,7 +16,7 @@ a crash in between leaves the checkpoints, which is safe (they are what the defa
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from graphcore import keys
@@ -31,6 +31,7 @@ from graphcore.engine.checkpointer import stateful_ns, task_ns
 
 __all__ = [
     "checkpoint_keys",
+    "checkpoint_keys_of",
     "keep_result",
     "namespaces",
     "remove_after_completion",
@@ -59,29 +60,52 @@ def keep_result(kv: Any, thread_id: str, run_id: str, head_id: str, values: Mapp
     return bool(script(kv, "keep_result")(keys=[keys.run(thread_id, run_id)], args=[head_id, blob]))
 
 
-def _namespace_keys(kv: Any, thread_id: str, ns: str, stateful: bool) -> tuple[list[str], list[str]]:
-    """The checkpoint keys of one namespace, and the namespaces of the subgraphs its tasks ran (candidates:
-    a subgraph task checkpoints under ``ns|node:task_id``, G7; with ``stateful``, a ``checkpointer=True``
-    subgraph's namespace without task ids too)."""
-    ids = list(dict.fromkeys(i.decode() for i in kv.lrange(keys.history(thread_id, ns), 0, -1)))
-    found = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
-    children: list[str] = []
-    raws = kv.hmget(keys.checkpoints(thread_id, ns), ids) if ids else []
-    for cp_id, raw in zip(ids, raws, strict=True):
-        found += [keys.pending_writes(thread_id, ns, cp_id), keys.answers(thread_id, ns, cp_id)]
-        if raw is None:
-            continue
-        record = decode_record(raw)
-        for channel, ref in record.refs.items():
-            if ref[0] == "v":
-                found.append(keys.channel_values(thread_id, ns, channel))
-            else:
-                found.append(keys.channel_log(thread_id, ns, channel, ref[1]))
-        for index, (node, *_) in enumerate(record.fields["next_tasks"]):
-            children.append(task_ns(ns, node, task_id(cp_id, index, node)))
-            if stateful:
-                children.append(stateful_ns(children[-1]))
-    return found, list(dict.fromkeys(children))
+Where = tuple[str, str]
+"""A namespace of a thread: ``(thread id, namespace)``."""
+
+
+def _namespace_keys(
+    kv: Any, level: Sequence[Where], stateful: bool
+) -> Iterator[tuple[Where, list[str], list[str]]]:
+    """For each namespace of ``level`` (of any threads): its checkpoint keys, and the namespaces of the
+    subgraphs its tasks ran (candidates: a subgraph task checkpoints under ``ns|node:task_id``, G7; with
+    ``stateful``, a ``checkpointer=True`` subgraph's namespace without task ids too). Two round trips
+    however many namespaces."""
+    pipe = kv.pipeline(transaction=False)
+    for thread_id, ns in level:
+        pipe.lrange(keys.history(thread_id, ns), 0, -1)
+    histories = [list(dict.fromkeys(i.decode() for i in h)) for h in pipe.execute()]
+    pipe = kv.pipeline(transaction=False)
+    for (thread_id, ns), ids in zip(level, histories, strict=True):
+        if ids:
+            pipe.hmget(keys.checkpoints(thread_id, ns), ids)
+    records = iter(pipe.execute())
+    for (thread_id, ns), ids in zip(level, histories, strict=True):
+        found = [keys.checkpoints(thread_id, ns), keys.history(thread_id, ns)]
+        children: list[str] = []
+        for cp_id, raw in zip(ids, next(records) if ids else [], strict=True):
+            found += [keys.pending_writes(thread_id, ns, cp_id), keys.answers(thread_id, ns, cp_id)]
+            if raw is not None:
+                _record_keys((thread_id, ns), cp_id, raw, stateful, found, children)
+        yield (thread_id, ns), found, list(dict.fromkeys(children))
+
+
+def _record_keys(
+    where: Where, cp_id: str, raw: bytes, stateful: bool, found: list[str], children: list[str]
+) -> None:
+    """Add to ``found`` the channel keys checkpoint ``cp_id`` (its record ``raw``) refers to, and to
+    ``children`` the namespaces of the subgraphs its tasks ran (see :func:`_namespace_keys`)."""
+    thread_id, ns = where
+    record = decode_record(raw)
+    for channel, ref in record.refs.items():
+        if ref[0] == "v":
+            found.append(keys.channel_values(thread_id, ns, channel))
+        else:
+            found.append(keys.channel_log(thread_id, ns, channel, ref[1]))
+    for index, (node, *_) in enumerate(record.fields["next_tasks"]):
+        children.append(task_ns(ns, node, task_id(cp_id, index, node)))
+        if stateful:
+            children.append(stateful_ns(children[-1]))
 
 
 def _next_call(ns: str) -> str:
@@ -91,38 +115,38 @@ def _next_call(ns: str) -> str:
     return f"{base}|{int(last) + 1}" if base and last.isdigit() else f"{ns}|1"
 
 
-def _existing(kv: Any, thread_id: str, namespaces: list[str]) -> list[str]:
+def _existing(kv: Any, namespaces: Sequence[Where]) -> list[Where]:
     """The namespaces of ``namespaces`` that have a history (one round trip; none for an empty list)."""
     if not namespaces:
         return []
     pipe = kv.pipeline(transaction=False)
-    for ns in namespaces:
+    for thread_id, ns in namespaces:
         pipe.exists(keys.history(thread_id, ns))
-    return [ns for ns, there in zip(namespaces, pipe.execute(), strict=True) if there]
+    return [where for where, there in zip(namespaces, pipe.execute(), strict=True) if there]
 
 
-def _levels(kv: Any, thread_id: str, level: list[str], stateful: bool) -> Iterator[tuple[str, list[str]]]:
-    """(namespace, its checkpoint keys) of the namespaces ``level`` and of the subgraph namespaces below
-    them, level by level (with ``stateful``, those of stateful subgraphs too, which outlive the steps that
-    ran them)."""
+def _levels(kv: Any, level: Sequence[Where], stateful: bool) -> Iterator[tuple[Where, list[str]]]:
+    """(namespace, its checkpoint keys) of the namespaces ``level`` (of any threads) and of the subgraph
+    namespaces below them, level by level (with ``stateful``, those of stateful subgraphs too, which
+    outlive the steps that ran them): three round trips a level."""
     while level:
-        children: list[str] = []
-        for ns in level:
-            keys_of, candidates = _namespace_keys(kv, thread_id, ns, stateful)
-            yield ns, keys_of
-            children += candidates + ([_next_call(ns)] if ns else [])
-        level = _existing(kv, thread_id, list(dict.fromkeys(children)))
+        children: list[Where] = []
+        for where, keys_of, candidates in _namespace_keys(kv, level, stateful):
+            yield where, keys_of
+            thread_id, ns = where
+            children += [(thread_id, c) for c in candidates] + ([(thread_id, _next_call(ns))] if ns else [])
+        level = _existing(kv, list(dict.fromkeys(children)))
 
 
-def _walk(kv: Any, thread_id: str, level: list[str], stateful: bool = False) -> list[str]:
+def _walk(kv: Any, level: Sequence[Where], stateful: bool = False) -> list[str]:
     """The checkpoint keys of the namespaces ``level`` and of the subgraph namespaces below them."""
-    return list(dict.fromkeys(k for _, keys_of in _levels(kv, thread_id, level, stateful) for k in keys_of))
+    return list(dict.fromkeys(k for _, keys_of in _levels(kv, level, stateful) for k in keys_of))
 
 
 def namespaces(kv: Any, thread_id: str) -> list[str]:
     """The namespaces of ``thread_id`` with checkpoints: the root's (``""``, when it has any) first, then
     the subgraphs' level by level, found as :func:`checkpoint_keys` finds them (never a SCAN)."""
-    found = [ns for ns, _ in _levels(kv, thread_id, [""], stateful=True)]
+    found = [ns for (_, ns), _ in _levels(kv, [(thread_id, "")], stateful=True)]
     return found if kv.exists(keys.history(thread_id)) else found[1:]
 
 
@@ -131,22 +155,31 @@ def checkpoint_keys(kv: Any, thread_id: str) -> list[str]:
     pending writes and answers (keys that may not exist included). Found from the records, not by a SCAN:
     the root namespace's, then those of the subgraphs each checkpoint's tasks ran, level by level.
     Run records, request records and event streams are not checkpoint keys."""
-    return _walk(kv, thread_id, [""], stateful=True)
+    return checkpoint_keys_of(kv, [thread_id])[thread_id]
+
+
+def checkpoint_keys_of(kv: Any, threads: Sequence[str]) -> dict[str, list[str]]:
+    """:func:`checkpoint_keys` of each thread of ``threads``, found together: three round trips a level of
+    subgraphs however many threads."""
+    found: dict[str, list[str]] = {t: [] for t in threads}
+    for (thread_id, _), keys_of in _levels(kv, [(t, "") for t in threads], stateful=True):
+        found[thread_id] += keys_of
+    return {t: list(dict.fromkeys(names)) for t, names in found.items()}
 
 
 def subgraph_keys(kv: Any, thread_id: str, cp: Checkpoint, ns: str = "") -> list[str]:
     """The checkpoint keys of the subgraphs that the tasks of the step after ``cp`` (in namespace ``ns``)
     ran, nested ones included: once that step is committed without history (R5), nothing reads them again.
     One round trip when no task ran a subgraph."""
-    return _walk(kv, thread_id, _existing(kv, thread_id, _task_namespaces(cp, ns)))
+    return _walk(kv, _existing(kv, [(thread_id, n) for n in _task_namespaces(cp, ns)]))
 
 
 def step_namespaces(kv: Any, thread_id: str, cp: Checkpoint, ns: str = "") -> list[str]:
     """The namespaces of the subgraphs that the tasks of the step after ``cp`` (in namespace ``ns``) ran
     and that still have checkpoints, nested ones included, level by level (``node:task_id``, then
     ``node:task_id|inner:task_id``, ...); not ``checkpointer=True`` subgraphs' (they span steps)."""
-    level = _existing(kv, thread_id, _task_namespaces(cp, ns))
-    return [found for found, _ in _levels(kv, thread_id, level, stateful=False)]
+    level = _existing(kv, [(thread_id, n) for n in _task_namespaces(cp, ns)])
+    return [found for (_, found), _ in _levels(kv, level, stateful=False)]
 
 
 def _task_namespaces(cp: Checkpoint, ns: str) -> list[str]:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel
+from redis.exceptions import NoScriptError
 
 from graphcore import keys
 from graphcore.backend.events import encode_event
@@ -397,9 +398,9 @@ class RunStore:
 
     def _records(self, ids: Sequence[str]) -> list[RunRecord]:
         threads = self.kv.hmget(keys.run_threads(), ids) if ids else []
-        return self._fetch([(r, t.decode()) for r, t in zip(ids, threads, strict=True) if t])
+        return self.fetch([(r, t.decode()) for r, t in zip(ids, threads, strict=True) if t])
 
-    def _fetch(self, runs: Sequence[tuple[str, str]]) -> list[RunRecord]:
+    def fetch(self, runs: Sequence[tuple[str, str]]) -> list[RunRecord]:
         """The records of ``(run id, thread)`` pairs, in order (runs gone meanwhile are left out)."""
         pipe = self.kv.pipeline(transaction=False)
         for run_id, thread in runs:
@@ -418,31 +419,42 @@ class RunStore:
         rows = self.kv.zrangebyscore(keys.lease_index(), "-inf", now_ms, withscores=True)
         lapsed = {keys.parse_member(m.decode()): int(score) for m, score in rows}
         found = []
-        for record in self._fetch([(r, t) for t, r in lapsed]):
+        for record in self.fetch([(r, t) for t, r in lapsed]):
             kept = where is None or where.record_matches(record)
             if not record.terminal and kept:
                 found.append((record, lapsed[(record.thread_id, record.id)]))
         return found[:limit]
 
+    def matching(
+        self, where: RunFilter, batch: int = _PAGE, start: int = 0, end: int | None = None
+    ) -> Iterator[list[tuple[str, str]]]:
+        """The ``(run id, thread)`` of the runs that match ``where``, newest first, in pages: each page from
+        ``batch`` ids of the run index (from its ``start``-th newest, before its ``end``-th when given), in
+        three round trips (the ids, their threads, the fields ``where`` looks at); a page may be empty, none
+        follows the last ids."""
+        while end is None or start < end:
+            last = start + batch - 1 if end is None else min(start + batch, end) - 1
+            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), start, last)]
+            if not ids:
+                return
+            start += batch
+            yield [pair for pair, fields in self._filter_fields(ids) if where.matches(*fields)]
+
     def list(
         self, limit: int = 50, offset: int = 0, where: RunFilter | None = None, within: int | None = None
     ) -> list[RunRecord]:
         """The newest runs first; with ``where``, the newest ``limit`` runs that match (read a page of ids
-        at a time, newest first, until enough matched, none is left, or ``within`` ids were read)."""
+        at a time, newest first, until enough matched, none is left, or ``within`` ids were read:
+        :meth:`matching`)."""
         if where is None:
             ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), offset, offset + limit - 1)]
             return self._records(ids)
         found: list[tuple[str, str]] = []
-        start = offset
-        end = None if within is None else offset + within
-        while len(found) < limit and (end is None or start < end):
-            last = start + _PAGE - 1 if end is None else min(start + _PAGE, end) - 1
-            ids = [i.decode() for i in self.kv.zrevrange(keys.runs_index(), start, last)]
-            if not ids:
+        for page in self.matching(where, _PAGE, offset, None if within is None else offset + within):
+            found += page
+            if len(found) >= limit:
                 break
-            start += _PAGE
-            found += [pair for pair, fields in self._filter_fields(ids) if where.matches(*fields)]
-        return self._fetch(found[:limit])
+        return self.fetch(found[:limit])
 
     def _filter_fields(self, ids: Sequence[str]) -> _FilterRows:
         """``((run id, thread), values of RunFilter.FIELDS)`` of ``ids`` (runs gone left out); two round
@@ -514,6 +526,33 @@ class RunStore:
         Raises:
             LeaseLostError: ``fence`` was given and the lease is no longer the caller's; nothing changed.
         """
+        call = self.status_call(
+            record,
+            status,
+            allowed=allowed,
+            fields=fields,
+            events=events,
+            fence=fence,
+            release=release,
+            deadline_ms=deadline_ms,
+            expect=expect,
+        )
+        return _status_set(self._set_status(*call), record, status)
+
+    def status_call(
+        self,
+        record: RunRecord,
+        status: RunStatus,
+        *,
+        allowed: tuple[RunStatus, ...] = (),
+        fields: Mapping[str, str | bytes] | None = None,
+        events: Sequence[tuple[str, int, Any]] = (),
+        fence: tuple[str, str] | None = None,
+        release: tuple[str, str] | None = None,
+        deadline_ms: int | None = None,
+        expect: tuple[str, str] | None = None,
+    ) -> tuple[Sequence[str], Sequence[str | bytes]]:
+        """The KEYS and ARGV of ``set_status.lua`` for :meth:`set_status` with these arguments."""
         pairs = [x for item in (fields or {}).items() for x in item]
         encoded = [x for mode, step, data in events for x in encode_event(mode, step, data).values()]
         args: list[str | bytes] = [status.value, ",".join(s.value for s in allowed)]
@@ -533,10 +572,47 @@ class RunStore:
             if release is not None:
                 script_keys.append(release[0])
                 args.append(release[1])
-        ok, current = self._set_status(keys=script_keys, args=args)
-        if int(ok) < 0:
-            raise LeaseLostError(
-                f"status {status.value} of run {record.id} refused: the lease is no longer held (the run is "
-                f"{current.decode() if isinstance(current, bytes) else current})"
-            )
-        return bool(int(ok))
+        return script_keys, args
+
+    def set_statuses(
+        self, changes: Sequence[tuple[RunRecord, RunStatus, tuple[Sequence[str], Sequence[str | bytes]]]]
+    ) -> Sequence[bool]:
+        """Several :meth:`set_status` changes in one round trip (a pipeline, not a transaction: each change
+        is its own compare-and-set); each change is ``(record, status, its status_call)``.
+
+        Returns:
+            For each change, whether the status was set.
+
+        Raises:
+            LeaseLostError: a fenced change whose lease is no longer the caller's (the changes before it in
+                the pipeline were made).
+        """
+
+        def send() -> Any:
+            pipe = self.kv.pipeline(transaction=False)
+            for _, _, call in changes:
+                self._set_status.queue(pipe, *call)
+            replies = pipe.execute(raise_on_error=False)
+            unloaded = next((r for r in replies if isinstance(r, NoScriptError)), None)
+            return unloaded or replies
+
+        replies = self._set_status.again_if_unloaded(send) if changes else []
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return [_status_set(reply, r, s) for (r, s, _), reply in zip(changes, replies, strict=True)]
+
+
+def _status_set(reply: Any, record: RunRecord, status: RunStatus) -> bool:
+    """What a reply of ``set_status.lua`` says: whether the status was set.
+
+    Raises:
+        LeaseLostError: the change was fenced and the lease is no longer the caller's.
+    """
+    ok, current = reply
+    if int(ok) < 0:
+        raise LeaseLostError(
+            f"status {status.value} of run {record.id} refused: the lease is no longer held (the run is "
+            f"{current.decode() if isinstance(current, bytes) else current})"
+        )
+    return bool(int(ok))

@@ -22,6 +22,7 @@ time-to-live (``GRAPHQ_LEASE_TTL_S``) and goes with its step.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +32,8 @@ from graphcore import keys
 from graphcore.backend.admission import AdmissionQueue, stage_release
 from graphcore.backend.lua import script, stage
 from graphcore.backend.reaper import server_ms
-from graphcore.backend.retention import checkpoint_keys
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.retention import checkpoint_keys_of
+from graphcore.backend.runs import TERMINAL, RunStatus
 from graphcore.errors import PermanentError
 from graphcore.settings import Settings
 
@@ -41,6 +42,7 @@ __all__ = [
     "Deleted",
     "ThreadActiveError",
     "delete_thread",
+    "delete_threads",
     "run_keys",
     "stage_add",
     "stage_use",
@@ -54,7 +56,16 @@ log = logging.getLogger("graphq.retention")
 
 
 class ThreadActiveError(PermanentError):
-    """A thread cannot be deleted: a run is active on it (queued, running, or awaiting input)."""
+    """A thread cannot be deleted: a run is active on it (queued, running, or awaiting input).
+
+    Attributes:
+        reason: the kind of refusal, in short (a bulk delete counts its skipped threads by it): ``a run is
+            active on it``, ``its run awaits input`` (deleted with ``force``) or ``runs wait for it``.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def ttl_arg(thread_ttl_s: float | None) -> str:
@@ -148,13 +159,28 @@ def thread_keys_of(kv: Any, thread: str) -> list[str]:
     (:func:`graphcore.backend.retention.checkpoint_keys`), each run's keys and lease, the thread's run set,
     active run, waiting line and key set, and the key set's members. Found from the thread's own index keys,
     never a SCAN."""
-    run_ids = [r.decode() for r in kv.zrange(keys.thread_runs(thread), 0, -1)]
-    found = checkpoint_keys(kv, thread)
-    for run_id in run_ids:
-        found += [*run_keys(thread, run_id), keys.lease(thread, run_id)]
-    found += [keys.thread_runs(thread), keys.thread_active(thread), keys.thread_waiting(thread)]
-    found += [keys.thread_keys(thread), *(k.decode() for k in kv.smembers(keys.thread_keys(thread)))]
-    return list(dict.fromkeys(found))
+    return _keys_of_threads(kv, [thread])[0][thread]
+
+
+def _keys_of_threads(kv: Any, threads: Sequence[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """:func:`thread_keys_of` and the run ids of each thread of ``threads``, found together (a round trip,
+    then those of :func:`~graphcore.backend.retention.checkpoint_keys_of`)."""
+    pipe = kv.pipeline(transaction=False)
+    for thread in threads:
+        pipe.zrange(keys.thread_runs(thread), 0, -1)
+        pipe.smembers(keys.thread_keys(thread))
+    replies = pipe.execute()
+    runs = {t: [r.decode() for r in ids] for t, ids in zip(threads, replies[::2], strict=True)}
+    checkpoints = checkpoint_keys_of(kv, threads)
+    found: dict[str, list[str]] = {}
+    for thread, members in zip(threads, replies[1::2], strict=True):
+        names = list(checkpoints[thread])
+        for run_id in runs[thread]:
+            names += [*run_keys(thread, run_id), keys.lease(thread, run_id)]
+        names += [keys.thread_runs(thread), keys.thread_active(thread), keys.thread_waiting(thread)]
+        names += [keys.thread_keys(thread), *(k.decode() for k in members)]
+        found[thread] = list(dict.fromkeys(names))
+    return found, runs
 
 
 def _how_to_end(run_id: str, state: str, cancel_requested: bool) -> str:
@@ -166,28 +192,52 @@ def _how_to_end(run_id: str, state: str, cancel_requested: bool) -> str:
     return f"cancel it (graphq runs cancel {run_id}) or wait for it to end"
 
 
-def _refuse_active(pipe: Any, thread: str, force: bool) -> None:
-    """Raise ThreadActiveError when a run is active on ``thread`` (or waits for it)."""
-    active = pipe.get(keys.thread_active(thread))
-    status, cancel = (
-        pipe.hmget(keys.run(thread, active.decode()), ["status", "cancel"]) if active else (None, None)
-    )
-    done = (RunStatus.COMPLETED.value, RunStatus.FAILED.value, RunStatus.CANCELED.value)
-    if active and status and status.decode() not in done:
-        state = status.decode()
-        if state != RunStatus.AWAITING_INPUT.value or not force:
-            raise ThreadActiveError(
-                f"thread {thread!r} has an active run {active.decode()} ({state}): "
-                f"{_how_to_end(active.decode(), state, cancel is not None)}"
+def _refusals(kv: Any, threads: Sequence[str], force: bool) -> dict[str, ThreadActiveError]:
+    """Why each thread of ``threads`` that cannot be deleted now cannot: a run is active on it (awaiting
+    input counts unless ``force``), or runs wait for it. Two round trips however many threads."""
+    pipe = kv.pipeline(transaction=False)
+    for thread in threads:
+        pipe.get(keys.thread_active(thread))
+        pipe.llen(keys.thread_waiting(thread))
+    replies = pipe.execute()
+    active = dict(zip(threads, replies[::2], strict=True))
+    pipe = kv.pipeline(transaction=False)
+    for thread, run_id in active.items():
+        if run_id is not None:
+            pipe.hmget(keys.run(thread, run_id.decode()), ["status", "cancel"])
+    states = iter(pipe.execute())
+    refused = {}
+    for (thread, run_id), waiting in zip(active.items(), replies[1::2], strict=True):
+        status, cancel = next(states) if run_id is not None else (None, None)
+        why = _refusal(thread, run_id, status, cancel is not None, force) if status else None
+        if why is None and waiting:
+            why = ThreadActiveError(
+                f"thread {thread!r} has runs waiting for it: cancel them first", "runs wait for it"
             )
-    if pipe.llen(keys.thread_waiting(thread)):
-        raise ThreadActiveError(f"thread {thread!r} has runs waiting for it: cancel them first")
+        if why is not None:
+            refused[thread] = why
+    return refused
+
+
+def _refusal(
+    thread: str, run_id: bytes, status: bytes, cancel: bool, force: bool
+) -> ThreadActiveError | None:
+    """Why ``thread`` cannot be deleted while ``run_id`` is its active run, in ``status`` (None: it can)."""
+    state = status.decode()
+    if state in TERMINAL or (state == RunStatus.AWAITING_INPUT.value and force):
+        return None
+    awaits = state == RunStatus.AWAITING_INPUT.value
+    return ThreadActiveError(
+        f"thread {thread!r} has an active run {run_id.decode()} ({state}): "
+        f"{_how_to_end(run_id.decode(), state, cancel)}",
+        "its run awaits input" if awaits else "a run is active on it",
+    )
 
 
 def delete_thread(kv: Any, thread: str, force: bool = False, queue: AdmissionQueue | None = None) -> Deleted:
     """Remove every key of ``thread`` and its entries in shared indexes now, in one WATCH transaction (the
     thread's run set, active run, waiting line, root history and key set watched: a run or a checkpoint
-    created meanwhile makes it look again).
+    created meanwhile makes it look again): :func:`delete_threads` of one.
 
     Args:
         force: delete a thread whose active run awaits input too (it is gone with the thread).
@@ -200,29 +250,47 @@ def delete_thread(kv: Any, thread: str, force: bool = False, queue: AdmissionQue
         ThreadActiveError: a run is active on the thread (queued or running; awaiting input unless
             ``force``) or waits for it; nothing was removed.
     """
-    watched = [keys.thread_runs(thread), keys.thread_active(thread), keys.thread_waiting(thread)]
-    watched += [keys.history(thread), keys.thread_keys(thread)]  # a checkpoint or key written meanwhile
+    done = delete_threads(kv, [thread], force, queue)[0]
+    if isinstance(done, ThreadActiveError):
+        raise done
+    return done
+
+
+def delete_threads(
+    kv: Any, threads: Sequence[str], force: bool = False, queue: AdmissionQueue | None = None
+) -> list[Deleted | ThreadActiveError]:
+    """:func:`delete_thread` of each thread of ``threads`` (distinct ids), all in one WATCH transaction, in a
+    fixed number of round trips however many they are (three more a level of subgraphs). For each thread,
+    what was removed, or why nothing of it was (the others are removed all the same)."""
+    watched = [
+        k
+        for t in threads
+        for k in (keys.thread_runs(t), keys.thread_active(t), keys.thread_waiting(t), keys.history(t))
+    ]
+    watched += [keys.thread_keys(t) for t in threads]  # a checkpoint or key written meanwhile
     while True:
         with kv.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(*watched)
-                _refuse_active(pipe, thread, force)
-                run_ids = [r.decode() for r in pipe.zrange(keys.thread_runs(thread), 0, -1)]
-                names = thread_keys_of(kv, thread)
+                refused = _refusals(kv, threads, force)
+                gone = [t for t in threads if t not in refused]
+                names, runs = _keys_of_threads(kv, gone)
                 pipe.multi()
-                pipe.delete(*names)
-                _stage_unindex(pipe, thread, run_ids)
-                if queue is not None:
-                    for run_id in run_ids:
-                        stage_release(pipe, kv, queue, thread, run_id)
-                removed = pipe.execute()[0]
-                return Deleted(int(removed), len(run_ids))
+                at = {}
+                for thread in gone:
+                    at[thread] = len(pipe.command_stack)
+                    pipe.delete(*names[thread])
+                    _stage_unindex(pipe, thread, runs[thread], kv, queue)
+                replies = pipe.execute() if gone else []
+                removed = {t: Deleted(int(replies[at[t]]), len(runs[t])) for t in gone}
+                return [refused.get(t) or removed[t] for t in threads]
             except WatchError:
                 continue
 
 
-def _stage_unindex(pipe: Any, thread: str, run_ids: list[str]) -> None:
-    """Queue the removal of ``thread``'s and its runs' entries from the shared indexes."""
+def _stage_unindex(pipe: Any, thread: str, run_ids: list[str], kv: Any, queue: AdmissionQueue | None) -> None:
+    """Queue the removal of ``thread``'s and its runs' entries from the shared indexes (with ``queue``, the
+    runs' admission slots or waiting entries given back, R8)."""
     members = [keys.lease_member(thread, r) for r in run_ids]
     if run_ids:
         pipe.zrem(keys.runs_index(), *run_ids)
@@ -233,3 +301,6 @@ def _stage_unindex(pipe: Any, thread: str, run_ids: list[str]) -> None:
         pipe.zrem(keys.recovery(), *(keys.recovery_member(k, thread, r) for k in kinds for r in run_ids))
     pipe.zrem(keys.retention(), thread, *members)
     pipe.zrem(keys.busy_threads(), thread)
+    if queue is not None:
+        for run_id in run_ids:
+            stage_release(pipe, kv, queue, thread, run_id)

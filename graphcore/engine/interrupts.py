@@ -32,9 +32,9 @@ from graphcore.errors import AmbiguousAnswerError, ConfigError, InvalidUpdateErr
 from graphcore.types import Interrupt, TaskWrites
 
 __all__ = [
+    "REQUEST_STATUSES",
     "GraphInterrupt",
     "NotAwaitingInputError",
-    "REQUEST_STATUSES",
     "RequestRecord",
     "check_response",
     "interrupt",

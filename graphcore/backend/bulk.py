@@ -1,0 +1,90 @@
+"""Bulk operations: one action (cancel, resume, delete) on every run or thread a filter matches, a page at
+a time (``Client.cancel_runs``, ``Client.resume_runs``, ``Client.delete_threads``).
+
+What matches is read first (pages of the run index, :meth:`graphcore.backend.runs.RunStore.matching`), then
+the action works through it a page at a time: a fixed number of round trips per page however many it
+holds, never one per run. Each page applies the rules of the one-run command (the one-run command is the
+action on a page of one), so a repeated call finds nothing more to do. Between pages, ``stop()`` ends the
+work with what was done so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from graphcore.backend.connection import retry_transient
+
+__all__ = ["DONE", "REQUESTED", "SAMPLE", "BulkResult", "in_pages"]
+
+DONE = "done"
+"""The outcome of an item the action applied to."""
+REQUESTED = "requested"
+"""The outcome of a running run whose cancel was requested (it stops before its next super-step)."""
+SAMPLE = 10
+"""How many of the matched ids a result names (:attr:`BulkResult.sample`)."""
+
+T = TypeVar("T")
+
+
+@dataclass
+class BulkResult:
+    """What a bulk operation found and did.
+
+    Attributes:
+        matched: runs (or threads) the filter matched.
+        done: those the action applied to (canceled, resumed, deleted).
+        requested: running runs whose cancel was requested (a cancel only; they stop before their next
+            super-step).
+        skipped: the others, counted by reason (``{"already ended": 4}``).
+        sample: the first matched ids (at most :data:`SAMPLE`), newest first.
+        dry_run: nothing was changed: only ``matched`` and ``sample`` are filled.
+        stopped: ``stop()`` ended the work before its last page; the counts are those so far.
+    """
+
+    matched: int = 0
+    done: int = 0
+    requested: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    sample: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    stopped: bool = False
+
+    @property
+    def handled(self) -> int:
+        """Items worked through so far (done, requested or skipped)."""
+        return self.done + self.requested + sum(self.skipped.values())
+
+
+def in_pages(
+    items: Sequence[T],
+    ids: Sequence[str],
+    act: Callable[[Sequence[T]], Sequence[str]],
+    *,
+    batch: int,
+    dry_run: bool,
+    stop: Callable[[], bool] | None,
+    progress: Callable[[BulkResult], None] | None,
+) -> BulkResult:
+    """Apply ``act`` to ``items`` (whose ids are ``ids``) ``batch`` at a time, counting its outcomes
+    (:data:`DONE`, :data:`REQUESTED`, or a reason to skip); a page that meets a transient Redis error is
+    tried again (its action is idempotent). ``stop()`` is asked before each page; ``progress`` gets the
+    result after each page."""
+    result = BulkResult(matched=len(items), sample=list(ids[:SAMPLE]), dry_run=dry_run)
+    if dry_run:
+        return result
+    for start in range(0, len(items), batch):
+        if stop is not None and stop():
+            result.stopped = True
+            break
+        for outcome in retry_transient(act, items[start : start + batch]):
+            if outcome == DONE:
+                result.done += 1
+            elif outcome == REQUESTED:
+                result.requested += 1
+            else:
+                result.skipped[outcome] = result.skipped.get(outcome, 0) + 1
+        if progress is not None:
+            progress(result)
+    return result
