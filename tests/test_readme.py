@@ -40,7 +40,7 @@ def test_the_tour_tidy_up_unsets_what_it_exported() -> None:
     exported = [line.split()[1].split("=")[0] for line in lines if line.startswith("export ")]
     assert exported == ["GRAPHQ_REDIS_URL"]
     assert lines[-2:] == [
-        "kill %1; wait %1; $(dirname $REDIS_BIN)/redis-cli -p 6390 shutdown",
+        "kill %2 %1; wait; $(dirname $REDIS_BIN)/redis-cli -p 6390 shutdown",
         "unset GRAPHQ_REDIS_URL",
     ]
 
