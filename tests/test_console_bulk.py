@@ -60,7 +60,7 @@ def test_a_count_changes_nothing_and_confirm_cancels_exactly_the_filtered_runs(c
     enqueue(client, "b", 3)
     web = serve(client)
     counted = post(web, action="cancel", status="queued", tenant="a")
-    assert (counted.status_code, said(counted)) == (200, "12 runs match: cancel them?")
+    assert (counted.status_code, said(counted)) == (200, "12 runs match (the first 10 below): cancel them?")
     assert listed(counted) == ids[::-1][:10]  # the first ten, newest first
     asked = confirm(counted)
     assert asked == {

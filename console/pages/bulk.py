@@ -133,6 +133,8 @@ def _ask(
     text = f"{what} match"
     if confirmed is not None:
         text = f"the count changed since you counted {confirmed}: {text} now"
+    if counted.matched > len(counted.sample):
+        text += f" (the first {len(counted.sample)} below)"
     if counted.matched == 0:
         return Outcome(f"{text}: nothing to {action.infinitive}")
     fields = [(k, filters[k]) for k in _FIELDS if filters.get(k)]
