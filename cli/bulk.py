@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
-from graphcore.backend.bulk import BulkResult
+from graphcore.backend.bulk import BulkResult, count_of, summary
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunFilter, RunStatus
 from graphq.cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, fail
@@ -27,7 +27,7 @@ from graphq.cli.inputs import check_ids
 from graphq.cli.output import print_json
 from graphq.scheduler.schedules import ScheduleStore
 
-__all__ = ["FILTERS", "bulk_options", "filter_options", "perform", "run_filter", "summary"]
+__all__ = ["FILTERS", "bulk_options", "filter_options", "perform", "run_filter"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -76,25 +76,6 @@ def run_filter(
     check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     since = None if schedule is None else ScheduleStore(reader.kv).created_at(schedule)
     return RunFilter(tenant, None if status is None else RunStatus(status), workflow, schedule, since)
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 run``, ``2 runs``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def summary(result: BulkResult, verb: str, noun: str) -> str:
-    """One line: ``canceled 996 runs; 4 skipped: already ended`` (``verb`` in the past tense)."""
-    line = f"{verb} {_count(result.done, noun)}"
-    if result.requested:
-        line += f", cancel requested for {_count(result.requested, 'running run')}"
-    skipped = sum(result.skipped.values())
-    if len(result.skipped) == 1:
-        line += f"; {skipped} skipped: {next(iter(result.skipped))}"
-    elif skipped:
-        ranked = sorted(result.skipped.items(), key=lambda item: -item[1])
-        line += f"; {skipped} skipped: " + ", ".join(f"{n} {why}" for why, n in ranked)
-    return line
 
 
 class _Interrupted:
@@ -146,11 +127,10 @@ def perform(
         return
     if not yes:
         if not sys.stdin.isatty():
-            fail(
-                f"{infinitive} {_count(counted.matched, noun)}: add --yes to confirm (no terminal to ask on)"
-            )
-        click.echo(f"{_count(counted.matched, noun)} match", err=True)
-        if not click.confirm(f"{infinitive} {_count(counted.matched, noun)}?", err=True):
+            asked = f"{infinitive} {count_of(counted.matched, noun)}"
+            fail(f"{asked}: add --yes to confirm (no terminal to ask on)")
+        click.echo(f"{count_of(counted.matched, noun)} match", err=True)
+        if not click.confirm(f"{infinitive} {count_of(counted.matched, noun)}?", err=True):
             fail("not confirmed; nothing changed", EXIT_FAILURE)
 
     def progress(result: BulkResult) -> None:
@@ -172,7 +152,7 @@ def _print_done(result: BulkResult, verb: str, noun: str, output: str) -> None:
     if result.stopped:
         left = result.matched - result.handled
         fail(
-            f"interrupted: {line}; {left} of {_count(result.matched, noun)} left as they were (run the "
+            f"interrupted: {line}; {left} of {count_of(result.matched, noun)} left as they were (run the "
             "command again to go on)",
             EXIT_INTERRUPTED,
         )
@@ -185,6 +165,6 @@ def _print_count(result: BulkResult, infinitive: str, noun: str, output: str) ->
         return
     first = f"; the first {len(result.sample)}:" if result.matched > len(result.sample) else ":"
     listed = first if result.sample else ""
-    click.echo(f"{_count(result.matched, noun)} to {infinitive} (dry run, nothing changed){listed}")
+    click.echo(f"{count_of(result.matched, noun)} to {infinitive} (dry run, nothing changed){listed}")
     for item in result.sample:
         click.echo(item)

@@ -15,7 +15,7 @@ import click
 
 from graphcore import keys
 from graphcore.backend import switch
-from graphcore.backend.bulk import BulkResult
+from graphcore.backend.bulk import BulkResult, needs_filter
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.json_forms import record_json, request_json, request_record_json
 from graphcore.backend.runs import RunFilter, RunRecord
@@ -337,10 +337,8 @@ def cancel(
 def _bulk_filter(client: Client, command: str, filters: dict[str, str | None]) -> RunFilter:
     """The filter of ``runs <command>`` without RUN: at least one filter option (exit 2 without)."""
     if all(v is None for v in filters.values()):
-        fail(
-            f"runs {command}: give RUN, or at least one of {', '.join(FILTERS)} to {command} every run they "
-            f"match (see graphq runs {command} --help)"
-        )
+        given = needs_filter(command, FILTERS)
+        fail(f"runs {command}: give RUN, or {given} (see graphq runs {command} --help)")
     return run_filter(client, **filters)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from graphcore import keys
-from graphcore.backend.bulk import BulkResult
+from graphcore.backend.bulk import BulkResult, count_of
 from graphcore.backend.runs import RunFilter
 from graphcore.errors import ConfigError
 from graphq.cli.bulk import bulk_options, perform
@@ -89,7 +89,7 @@ def delete(
     done = app.client(local=True).delete_thread(thread, force)
     if done.keys == 0:
         fail(f"no thread {thread!r}: it has no keys (never used, deleted or expired)")
-    click.echo(f"deleted thread {thread}: {_count(done.keys, 'key')}, {_count(done.runs, 'run')}")
+    click.echo(f"deleted thread {thread}: {count_of(done.keys, 'key')}, {count_of(done.runs, 'run')}")
 
 
 def _delete_old(
@@ -120,8 +120,3 @@ def _delete_old(
         return client.delete_threads(seconds, where, force=force, **kw)
 
     perform(work, verb="deleted", infinitive="delete", noun="thread", dry_run=dry_run, yes=yes, output=output)
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 run``, ``2 runs``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"

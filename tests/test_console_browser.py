@@ -213,3 +213,31 @@ def test_the_thread_tree_shows_a_fork_made_in_the_browser(
         page.wait_for_selector("tr[data-key=amount]")
         assert page.locator("tr[data-key=amount] td:nth-child(2)").inner_text() == "changed"
         screenshot(page, "thread-difference")
+
+
+def test_a_bulk_cancel_of_one_tenants_queued_runs(client: Client, procs: Procs, env: dict[str, str]) -> None:
+    """Filter the queued runs of one tenant, Count (nothing changes), Confirm: the table shows them canceled,
+    the other tenant's run still queued."""
+    for n in (1, 2, 3):
+        client.enqueue("counter", {"n": 1}, run_id=f"r-acme-{n}", tenant="acme")
+    client.enqueue("counter", {"n": 1}, run_id="r-globex", tenant="globex")
+    console = start_console(procs, env)
+    with browser_page() as page:
+        page.goto(console.at("/runs"))
+        page.select_option("select[name=status]", "queued")
+        page.fill("input[name=tenant]", "acme")
+        page.press("input[name=tenant]", "Enter")
+        expect(page.locator("tr[data-run]")).to_have_count(3)
+        page.locator(".bulk-form button", has_text="Count").click()
+        asked = page.locator("#bulk-outcome .outcome.ask")
+        expect(asked).to_have_text("3 runs match: cancel them?")
+        assert page.locator("#bulk-outcome li").all_inner_texts() == ["r-acme-3", "r-acme-2", "r-acme-1"]
+        assert client.get_run("r-acme-1").status.value == "queued"  # a count changes nothing
+        screenshot(page, "bulk-count")
+        page.locator("#bulk-outcome form.confirm button", has_text="Confirm: cancel 3 runs").click()
+        expect(page.locator("#bulk-outcome .outcome.ok")).to_have_text("canceled 3 runs")
+        page.select_option("select[name=status]", "")  # any status: the tenant's runs, now canceled
+        expect(page.locator("tr[data-run] .status-canceled")).to_have_count(3)
+        assert page.locator("tr[data-run]").count() == 3
+        screenshot(page, "bulk-cancel")
+    assert client.get_run("r-globex").status.value == "queued"

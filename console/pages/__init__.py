@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from graphq.console.pages import (
+    bulk,
     health,
     inbox,
     login,
@@ -21,6 +22,7 @@ router = APIRouter(include_in_schema=False)
 router.include_router(health.router)
 router.include_router(login.router)
 router.include_router(runs.router)
+router.include_router(bulk.router)
 router.include_router(run.router)  # after runs: /runs/table is not a run
 router.include_router(thread.router)
 router.include_router(inbox.router)

@@ -19,16 +19,30 @@ from graphcore.errors import GraphqError, PermanentError
 from graphq.console.problems import status_of
 from graphq.console.rendering import templates
 
-__all__ = ["ActionError", "Outcome", "act", "answer", "json_field"]
+__all__ = ["ActionError", "Confirm", "Outcome", "act", "answer", "json_field"]
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """A question an outcome asks: a button that POSTs ``fields`` (hidden) to ``url``. Its answer is shown
+    where the outcome is (the form inherits the htmx target of the outcome's container)."""
+
+    url: str
+    fields: tuple[tuple[str, str], ...]
+    button: str = "Confirm"
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What an action did, in words, and where to look next (a run, a checkpoint), if anywhere."""
+    """What an action did, in words, and where to look next (a run, a checkpoint), if anywhere; ``items``:
+    ``(text, link)`` pairs listed under the line (the first runs a bulk action matched); ``confirm``: the
+    question it asks, if any."""
 
     text: str
     link: str | None = None
     link_text: str = ""
+    items: tuple[tuple[str, str], ...] = ()
+    confirm: Confirm | None = None
 
 
 class ActionError(PermanentError):
@@ -54,7 +68,14 @@ async def act(request: Request, call: Callable[..., Outcome], *args: Any) -> Res
         outcome = await run_in_threadpool(call, *args)
     except GraphqError as exc:
         return _shown(request, str(exc), error=True, status=status_of(exc))
-    return _shown(request, outcome.text, link=outcome.link, link_text=outcome.link_text)
+    return _shown(
+        request,
+        outcome.text,
+        link=outcome.link,
+        link_text=outcome.link_text,
+        items=outcome.items,
+        confirm=outcome.confirm,
+    )
 
 
 def _shown(request: Request, text: str, *, error: bool = False, status: int = 200, **extra: Any) -> Response:

@@ -4,6 +4,7 @@ URL)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,7 +20,7 @@ from graphq.console.pages.live import live_page
 from graphq.console.state import Console
 from graphq.scheduler.schedules import ScheduleStore
 
-__all__ = ["FILTERS", "LIMIT", "LIST_WINDOW", "router"]
+__all__ = ["FILTERS", "LIMIT", "LIST_WINDOW", "router", "run_filter"]
 
 router = APIRouter()
 
@@ -41,8 +42,8 @@ def home() -> Response:
     return RedirectResponse("/runs", status_code=303)
 
 
-def _filter(client: Client, query: QueryParams) -> RunFilter:
-    """The filter of ``query``.
+def run_filter(client: Client, query: Mapping[str, str]) -> RunFilter:
+    """The filter of ``query`` (the query string, or a form with the same fields).
 
     Raises:
         ConfigError: an unknown status (naming the parameter and the statuses).
@@ -80,7 +81,7 @@ def _searched(client: Client, wanted: str, where: RunFilter) -> tuple[list[RunRe
 def _read(client: Client, query: QueryParams) -> dict[str, Any]:
     form = {k: query.get(k, "") for k in FILTERS}
     try:
-        where = _filter(client, query)
+        where = run_filter(client, query)
     except PermanentError as exc:  # a bad status, an unknown schedule: said where the table would be
         return {"form": form, "runs": [], "note": str(exc), "counts": [], "partial": False}
     wanted = form["q"].strip()
@@ -123,7 +124,12 @@ def _chips(query: QueryParams, found: StatusCounts) -> list[dict[str, Any]]:
 async def _load(request: Request) -> dict[str, Any]:
     client = Console.of(request).client
     found = await run_in_threadpool(_read, client, request.query_params)
-    return {**found, "statuses": _STATUSES, "window": COUNT_WINDOW}
+    return {
+        **found,
+        "statuses": _STATUSES,
+        "window": COUNT_WINDOW,
+        "read_only": Console.of(request).guard.read_only,
+    }
 
 
 live_page(router, "/runs", "runs.html", "_runs_table.html", _load)

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from graphcore.backend.connection import retry_transient
 
-__all__ = ["DONE", "REQUESTED", "SAMPLE", "BulkResult", "in_pages"]
+__all__ = ["DONE", "REQUESTED", "SAMPLE", "BulkResult", "count_of", "in_pages", "needs_filter", "summary"]
 
 DONE = "done"
 """The outcome of an item the action applied to."""
@@ -88,3 +88,29 @@ def in_pages(
         if progress is not None:
             progress(result)
     return result
+
+
+def count_of(n: int, noun: str) -> str:
+    """``1 run``, ``2 runs``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def summary(result: BulkResult, verb: str, noun: str) -> str:
+    """One line: ``canceled 996 runs; 4 skipped: already ended`` (``verb`` in the past tense, ``noun`` what
+    the action acts on: ``run``, ``thread``)."""
+    line = f"{verb} {count_of(result.done, noun)}"
+    if result.requested:
+        line += f", cancel requested for {count_of(result.requested, 'running run')}"
+    skipped = sum(result.skipped.values())
+    if len(result.skipped) == 1:
+        line += f"; {skipped} skipped: {next(iter(result.skipped))}"
+    elif skipped:
+        ranked = sorted(result.skipped.items(), key=lambda item: -item[1])
+        line += f"; {skipped} skipped: " + ", ".join(f"{n} {why}" for why, n in ranked)
+    return line
+
+
+def needs_filter(infinitive: str, filters: Sequence[str]) -> str:
+    """The refusal of a bulk action without a filter, from where it is given: ``at least one of --status,
+    --tenant to cancel every run they match``."""
+    return f"at least one of {', '.join(filters)} to {infinitive} every run they match"
