@@ -1557,7 +1557,7 @@ class Client:
         """
         _expect("where", where, RunFilter, "a RunFilter")
         if where == RunFilter():
-            raise ConfigError("where: give at least one filter (tenant, status, workflow, schedule)")
+            raise ConfigError("where: give at least one filter (tenant, status, workflow, schedule, version)")
         _bulk_args(dry_run, batch, stop, progress)
         return [pair for page in self.runs.matching(where, batch) for pair in page]
 
