@@ -3,14 +3,13 @@ and steering runs (``requests``, ``answer``, ``cancel``, ``resume``; see :mod:`g
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from graphcore.backend.admission import waiting_deadline_ms
 from graphcore.backend.client import Client
-from graphcore.backend.json_forms import record_json, request_json, request_record_json
+from graphcore.backend.json_forms import listed_json, record_json, request_json, request_record_json
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import RunNotFoundError
@@ -99,7 +98,7 @@ def list_runs(
     run, maybe large: `runs show RUN -o json` has it."""
     check_ids(None, tenant)  # a tenant no run can have is a typo, not an empty list
     reader = app.reader()
-    since = None if schedule is None else _schedule_created(reader, schedule)
+    since = None if schedule is None else ScheduleStore(reader.kv).added_at(schedule)
     where = RunFilter(tenant, None if status is None else RunStatus(status), workflow, schedule, since)
     if chain_of is not None and (stuck or where != RunFilter()):
         raise click.UsageError(
@@ -114,7 +113,7 @@ def list_runs(
         return
     records = reader.list_runs(limit, None if where == RunFilter() else where)
     if output == "json":
-        print_json([_listed(r) for r in records])
+        print_json([listed_json(r) for r in records])
         return
     rows = [
         (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at), _version(r))
@@ -135,25 +134,6 @@ def _version(r: RunRecord) -> str:
     return f"{r.version[:SHORT]} (pinned)" if r.pinned else r.version[:SHORT]
 
 
-def _listed(record: RunRecord) -> dict[str, Any]:
-    """A run as ``runs list -o json`` prints it: its record without ``result`` (``runs show`` reads it)."""
-    listed = record_json(record)
-    del listed["result"]
-    return listed
-
-
-def _schedule_created(reader: Client, name: str) -> datetime:
-    """When schedule ``name`` was added: ``runs list --schedule`` lists its runs from then on (not those of a
-    schedule of that name removed before).
-
-    Raises:
-        ScheduleNotFoundError: no schedule has that name (exit 2: a typo or a removed schedule, whose runs
-            stay: list them with --workflow).
-    """
-    created = ScheduleStore(reader.kv).stored(name).get("created_at")
-    return datetime.fromisoformat(created) if created else datetime.min.replace(tzinfo=UTC)
-
-
 def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
     """The table (or JSON) of ``runs list --chain``: the chain's last ``limit`` runs, said on stderr when
     that leaves some out (never cut silently)."""
@@ -163,7 +143,7 @@ def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
         )
         chain = chain[-limit:]
     if output == "json":
-        print_json([_listed(r) for r in chain])
+        print_json([listed_json(r) for r in chain])
         return
     print_table(
         ("run", "attempt", "status", "continues", "error", "created (UTC)"),
@@ -189,7 +169,7 @@ def _list_stuck(reader: Client, base: str, limit: int, where: RunFilter, output:
     pinned = [(r, None, r.version) for r in _unserved(reader, base, limit - len(lapsed), where)]
     found = lapsed + pinned
     if output == "json":
-        print_json([_listed(r) | {"lease_lapsed_at": at, "waiting_for_version": v} for r, at, v in found])
+        print_json([listed_json(r) | {"lease_lapsed_at": at, "waiting_for_version": v} for r, at, v in found])
         return
     rows = [
         (

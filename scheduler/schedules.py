@@ -325,6 +325,16 @@ class ScheduleStore:
         found: dict[str, Any] = json.loads(raw)
         return found
 
+    def added_at(self, name: str) -> datetime:
+        """When schedule ``name`` was added (aware; the earliest time when it does not say): ``runs list
+        --schedule`` lists its runs from then on, not those of a schedule of that name removed before.
+
+        Raises:
+            ScheduleNotFoundError: no such schedule.
+        """
+        created = self.stored(name).get("created_at")
+        return datetime.fromisoformat(created) if created else datetime.min.replace(tzinfo=UTC)
+
     def note_problem(self, name: str, note: str, at: str, cap: int) -> bool:
         """Record in ``name``'s history that it was not planned (outcome missed, ``note``, at ``at``), unless
         its newest entry says so already. Returns whether an entry was written."""
