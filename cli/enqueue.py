@@ -77,11 +77,22 @@ def _requests(
                 line.input,
                 thread_id=thread if line.thread is None else line.thread,
                 tenant=tenant if line.tenant is None else line.tenant,
+                config={} if line.webhook is None else {"webhook": line.webhook},
             ),
             line.where,
         )
         for line in lines
     ]
+
+
+def _with_webhook(
+    requests: list[tuple[RunRequest, str]], webhook: str | None
+) -> list[tuple[RunRequest, str]]:
+    """``requests`` with ``--webhook`` as their webhook, but where a batch line names its own (the client
+    checks it, :func:`~graphcore.backend.webhooks.check_webhook`); ``--config``'s comes last."""
+    if webhook is None:
+        return requests
+    return [(replace(r, config={"webhook": webhook, **r.config}), where) for r, where in requests]
 
 
 def _with_config(
@@ -216,7 +227,7 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     "-f",
     metavar="RUNS.JSONL",
     help="Batch mode: one run per non-blank line, each a JSON object "
-    '{"input": {...}, "thread": "...", "tenant": "..."} (only input is required). '
+    '{"input": {...}, "thread": "...", "tenant": "...", "webhook": "..."} (only input is required). '
     "All lines are checked first; a bad line is reported with its line number (PATH:LINE) "
     "and nothing is enqueued. - reads stdin.",
 )
@@ -243,6 +254,12 @@ def _report(client: Client, records: Sequence[RunRecord], output: str) -> None:
     '(\'{"configurable": {"thread_id": "t-1"}, "recursion_limit": 10, "tags": ["nightly"]}\') or graphq\'s '
     "(max_super_steps, run_timeout_s, ...). Not run_id: the queue names each run (the id printed).",
 )
+@click.option(
+    "--webhook",
+    metavar="URL",
+    help="POST each run's summary to URL (http or https) when it ends or waits for input; a batch line's "
+    '"webhook" wins. Signed with GRAPHQ_WEBHOOK_SECRET; see the webhooks guide.',
+)
 @multitask_option
 @click.option(
     "--wait",
@@ -268,6 +285,7 @@ def enqueue(
     tenant: str,
     checkpoint: str | None,
     config_text: str | None,
+    webhook: str | None,
     multitask: str,
     wait: bool,
     timeout: float | None,
@@ -282,6 +300,7 @@ def enqueue(
       graphq enqueue code-inventory --input-file runs.jsonl --wait
       graphq enqueue code-inventory --thread t-1 --checkpoint ID --multitask reject
       graphq enqueue code-inventory --config '{"configurable": {"thread_id": "t-1"}}'
+      graphq enqueue code-inventory --webhook https://example.com/hooks/graphq
 
     With --output json, prints a JSON list of run ids (with --wait, the final run records).
     --wait ends when every run has ended or waits for input (a node asked a human): those are printed with
@@ -294,10 +313,12 @@ def enqueue(
     if timeout is not None and not wait:
         raise click.UsageError("--timeout needs --wait (it bounds the wait)")
     requests = _with_config(
-        _requests(workflow, input_text, input_file, thread, tenant, checkpoint), config_text, checkpoint
+        _with_webhook(_requests(workflow, input_text, input_file, thread, tenant, checkpoint), webhook),
+        config_text,
+        checkpoint,
     )
     app.workflow(workflow)  # an unknown name: the catalog's hint (the only Redis read before the checks)
-    given = _given(thread=thread, checkpoint=checkpoint, config=config_text)
+    given = _given(thread=thread, checkpoint=checkpoint, config=config_text, webhook=webhook)
     valid = [checked(app.registry, r, where, given) for r, where in requests]  # before any Redis starts
     client = app.client()
     try:  # reads a fork's checkpoint once

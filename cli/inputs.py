@@ -30,7 +30,7 @@ __all__ = [
     "read_batch",
 ]
 
-BATCH_KEYS = ("input", "thread", "tenant")
+BATCH_KEYS = ("input", "thread", "tenant", "webhook")
 """Keys a ``--input-file`` line may have; ``input`` is required."""
 
 OPTIONS_OF: dict[str, tuple[str, ...]] = {
@@ -38,6 +38,7 @@ OPTIONS_OF: dict[str, tuple[str, ...]] = {
     "tenant": ("--tenant",),
     "config": ("--config",),
     "checkpoint_id": ("--checkpoint", "--config"),
+    "webhook": ("--webhook", "--config"),
 }
 """The options of ``graphq enqueue`` and ``graphq run`` that may give each field of a run request, in the
 order an error of that field names them (the client's errors carry the field, ``PermanentError.param``).
@@ -78,13 +79,14 @@ def fail_at(exc: PermanentError, where: str, given: Collection[str]) -> NoReturn
 
 @dataclass(frozen=True)
 class BatchLine:
-    """One run of a batch file: its input, thread (None = new), tenant (None = the default) and where it
-    stands (``path:LINE``)."""
+    """One run of a batch file: its input, thread (None = new), tenant (None = the default), webhook (None =
+    the default) and where it stands (``path:LINE``)."""
 
     input: Any
     thread: str | None
     tenant: str | None
     where: str
+    webhook: str | None = None
 
 
 def check_ids(thread: str | None, tenant: str | None) -> None:
@@ -180,6 +182,12 @@ def _optional_id(kind: str, value: Any, where: str) -> str | None:
         fail(f"{where}: {exc}")
 
 
+def _optional_text(key: str, value: Any, where: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        fail(f"{where}: {key} must be a string, got {type(value).__name__}")
+    return value
+
+
 def _batch_line(text: str, where: str) -> BatchLine:
     try:
         obj = loads(text, MAX_NESTING + 1)  # the line's object around the input
@@ -199,6 +207,7 @@ def _batch_line(text: str, where: str) -> BatchLine:
         _optional_id("thread id", obj.get("thread"), where),
         _optional_id("tenant", obj.get("tenant"), where),
         where,
+        _optional_text("webhook", obj.get("webhook"), where),
     )
 
 
@@ -211,8 +220,8 @@ def _lines(path: str, text: str) -> Iterator[tuple[str, str]]:
 def read_batch(path: str) -> list[BatchLine]:
     """Parse every line of a JSON-lines batch file before anything is enqueued.
 
-    Each non-blank line is one JSON object ``{"input": ..., "thread": "...", "tenant": "..."}``; ``input`` is
-    required, the other keys are optional.
+    Each non-blank line is one JSON object ``{"input": ..., "thread": "...", "tenant": "...", "webhook":
+    "..."}``; ``input`` is required, the other keys are optional (the client checks the webhook).
 
     Args:
         path: the file; ``-`` reads stdin.

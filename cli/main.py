@@ -23,6 +23,7 @@ graphq [--redis-url URL] [--workflows MODULES]
   scheduler               start runs on their schedules, and the housekeeping loops (--metrics-port)
   health                  probe: exit 0 healthy, 1 not (--worker | --scheduler, --ready)
   ui                      the operator console and HTTP API in a browser (--host, --port, --read-only)
+  webhooks list | retry   webhook deliveries waiting or given up (--dead); retry a dead letter
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from graphq.cli.switch import disable, enable, enabled
 from graphq.cli.tenants import tenants
 from graphq.cli.threads import threads
 from graphq.cli.ui import ui
+from graphq.cli.webhooks import webhooks
 from graphq.cli.worker import worker
 from graphq.cli.workers import reaper, workers
 from graphq.cli.workflows import workflows
@@ -128,6 +130,7 @@ main.add_command(schedules)
 main.add_command(scheduler)
 main.add_command(health)
 main.add_command(ui)
+main.add_command(webhooks)
 
 
 if __name__ == "__main__":  # pragma: no cover

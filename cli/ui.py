@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import click
 import uvicorn
 
@@ -42,9 +44,18 @@ def ui(app: AppContext, host: str, port: int, read_only: bool) -> None:
         fail(f"--host {host} is reachable from other machines: set GRAPHQ_UI_TOKEN or pass --read-only")
     kv = app.kv(local=True, share=True)
     client = Client(kv, app.loaded(), RQStepQueue(kv, app.settings))
-    console = Console(client, app.settings, Guard(token, read_only))
+    console = Console(client, app.settings, Guard(token, read_only, is_loopback(host)))
     click.echo(f"graphq console on http://{_shown(host)}:{port}/ (API under /api; Ctrl-C stops it)")
+    _stop_cleanly()
     uvicorn.run(create_app(console), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+
+
+def _stop_cleanly() -> None:
+    """Make SIGTERM and SIGINT end the server with exit code 0: uvicorn stops on either, then raises the
+    signal again with the handler it found, which now does nothing (the default would end the process by the
+    signal: status 143 in a pod, where the workers and the scheduler exit 0)."""
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: None)
 
 
 def _shown(host: str) -> str:

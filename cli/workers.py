@@ -70,7 +70,7 @@ def workers(app: AppContext, output: str) -> None:
     )
 
 
-@click.command(short_help="Run the housekeeping loops: reaper, request expiry, retention.")
+@click.command(short_help="Run the housekeeping loops: reaper, request expiry, retention, webhooks.")
 @click.option("--once", is_flag=True, help="Make one pass of each loop no other instance runs, and exit.")
 @click.pass_obj
 def reaper(app: AppContext, once: bool) -> None:
@@ -87,7 +87,10 @@ def reaper(app: AppContext, once: bool) -> None:
     workflow's request_timeout_s), at most GRAPHQ_MAX_REQUEST_EXPIRATIONS_PER_SCAN a scan;
 
     the retention sweep: every GRAPHQ_RETENTION_SWEEP_INTERVAL_S it clears the shared-index entries of
-    threads whose keys expired (GRAPHQ_THREAD_TTL_S).
+    threads whose keys expired (GRAPHQ_THREAD_TTL_S);
+
+    the webhooks loop: every GRAPHQ_WEBHOOK_INTERVAL_S it POSTs the webhook deliveries that are due (runs
+    enqueued with --webhook that ended or wait for input), retrying failed ones.
 
     Every graphq worker (and graphq scheduler) runs these loops too; this command is for a worker-less
     setup.
@@ -108,7 +111,8 @@ def reaper(app: AppContext, once: bool) -> None:
     click.echo(
         f"graphq reaper: the housekeeping loops (reaper every {settings.reaper_interval_s:g} s, request "
         f"expiry every {settings.request_expiration_scan_interval_s:g} s, retention every "
-        f"{settings.retention_sweep_interval_s:g} s) on {redact_url(app.redis_url())} "
+        f"{settings.retention_sweep_interval_s:g} s, webhooks every {settings.webhook_interval_s:g} s) on "
+        f"{redact_url(app.redis_url())} "
         f"(started {datetime.now(UTC).isoformat(timespec='seconds')})",
         err=True,
     )

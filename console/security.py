@@ -1,9 +1,10 @@
 """Who may do what in the console and the API: :class:`Guard`.
 
-- **Token.** With a token (``GRAPHQ_UI_TOKEN``) every request but ``/login`` and ``/static`` must carry it:
-  the API as ``Authorization: Bearer <token>``, the browser as the session cookie ``/login`` sets (an HMAC
-  of the token, HttpOnly, SameSite=Strict). Without one, only loopback hosts are served (``Host`` is checked:
-  a page of another site cannot reach the console through DNS rebinding).
+- **Token.** With a token (``GRAPHQ_UI_TOKEN``) every request but ``/login``, ``/healthz`` and ``/static``
+  must carry it: the API as ``Authorization: Bearer <token>``, the browser as the session cookie ``/login``
+  sets (an HMAC of the token, HttpOnly, SameSite=Strict). Bound to loopback without one, only loopback host
+  names are served (``Host`` is checked: a page of another site cannot reach the console through DNS
+  rebinding).
 - **Read-only.** Every method but GET and HEAD is refused (403).
 - **CSRF.** A POST that a cookie (or no token at all) authenticates must carry the ``X-CSRF-Token`` header
   equal to the ``graphq_csrf`` cookie (the double-submit pattern; the pages send it with every htmx
@@ -35,7 +36,7 @@ CSRF_COOKIE = "graphq_csrf"
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 """Host names a console without a token answers to."""
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
-_OPEN = ("/static/", "/login")
+_OPEN = ("/static/", "/login", "/healthz")
 _CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -52,17 +53,20 @@ class Guard:
     """The console's access rules.
 
     Attributes:
-        token: the shared secret callers must present; None serves loopback hosts only, unauthenticated.
+        token: the shared secret callers must present; None: no authentication.
         read_only: refuse every action (all methods but GET and HEAD).
+        loopback: the server listens on loopback only; without a token it then answers loopback host names
+            only.
     """
 
     token: str | None = None
     read_only: bool = False
+    loopback: bool = True
 
     def install(self, app: FastAPI) -> None:
         """Add the checks to ``app`` (outermost first: allowed hosts, then :meth:`check`)."""
         app.middleware("http")(self.check)
-        if self.token is None:
+        if self.token is None and self.loopback:
             app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK))
 
     def session(self) -> str:

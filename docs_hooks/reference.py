@@ -24,6 +24,7 @@ from typing import Any, Literal, get_args, get_origin
 
 import click
 from mkdocs.exceptions import PluginError
+from pydantic import SecretStr
 
 MARKER = re.compile(r"^<!-- generated: (\S+) -->$", re.MULTILINE)
 """Where a page wants a generated section."""
@@ -103,7 +104,13 @@ def settings_reference() -> str:
     return "\n".join(parts)
 
 
-_TYPES = {str: "text", int: "integer", float: "number", bool: "boolean (`true`/`false`)"}
+_TYPES = {
+    str: "text",
+    SecretStr: "text (secret)",
+    int: "integer",
+    float: "number",
+    bool: "boolean (`true`/`false`)",
+}
 
 
 def _type_name(annotation: Any) -> str:

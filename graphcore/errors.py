@@ -67,7 +67,7 @@ class PermanentError(GraphqError):
         param: the field of the run request at fault when the client's request check raised it
             (:func:`graphcore.backend.client.check_request`): ``workflow``, ``input``, ``thread_id``,
             ``tenant``, ``config``, ``checkpoint_id``, ``run_id``, ``continued_from_run_id``,
-            ``preset_answers`` or ``request``; None otherwise. The CLI names its option from it.
+            ``preset_answers``, ``webhook`` or ``request``; None otherwise. The CLI names its option from it.
     """
 
     param: str | None = None

@@ -45,6 +45,12 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
                                          a run awaiting input, ms (R13); only runs whose requests have one
     graphq:api:idempotency:SHA    string JSON {digest, run_ids}: the runs a ``POST /api/runs`` with header
                                          ``Idempotency-Key`` (SHA = its SHA-256) enqueues; kept 24 h
+    graphq:webhooks               hash   delivery id RUN:STATUS:N -> a webhook delivery (JSON: the run, its
+                                         status, the URL, attempts; graphcore.backend.webhooks), from its
+                                         status change until it is delivered (kept while dead)
+    graphq:webhooks:due           zset   delivery id -> when it is due (ms): added by the status change,
+                                         pushed back by a claim (a lapsed claim is due again) and a retry
+    graphq:webhooks:dead          zset   delivery id -> when it was given up (ms): dead letters
     graphq:disabled               string the kill switch (R6): present = off; JSON {reason, since}
     rq:suspended                  string RQ's own worker suspension, set and cleared with graphq:disabled
     graphq:adm:waiting            zset   runs waiting for a slot (R8), score 0, lex members
@@ -152,6 +158,9 @@ __all__ = [
     "thread_runs",
     "thread_waiting",
     "validate_id",
+    "webhooks",
+    "webhooks_dead",
+    "webhooks_due",
     "worker",
     "workers",
 ]
@@ -383,6 +392,25 @@ def api_idempotency(key: str) -> str:
     key`` enqueues (the body's SHA-256 and the run ids), so that a repeat returns the same runs; the key is
     hashed (SHA-256 hex): any header value makes a short, safe name."""
     return f"{PREFIX}:api:idempotency:{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+def webhooks() -> str:
+    """Hash delivery id (``RUN:STATUS:N``) → a webhook delivery waiting to be delivered, or given up (JSON;
+    :mod:`graphcore.backend.webhooks`): written with the run's status change (``_webhook.lua``), deleted
+    once delivered."""
+    return f"{PREFIX}:webhooks"
+
+
+def webhooks_due() -> str:
+    """Sorted set of the webhook deliveries to make: member the delivery id, score when it is due (ms since
+    the epoch; a claim pushes it back by its hold, a failed try by its back-off)."""
+    return f"{PREFIX}:webhooks:due"
+
+
+def webhooks_dead() -> str:
+    """Sorted set of the webhook deliveries given up (dead letters): member the delivery id, score when
+    (ms since the epoch); their records stay in :func:`webhooks` until retried."""
+    return f"{PREFIX}:webhooks:dead"
 
 
 def schedules() -> str:

@@ -152,6 +152,66 @@ class Settings(BaseSettings):
             "entries of expired threads, seconds; up to 1000 entries a pass (K3)."
         ),
     )
+    webhook_secret: SecretStr | None = Field(
+        default=None,
+        description=(
+            "The key webhook deliveries are signed with: header `X-Graphq-Signature: sha256=<hex>`, the "
+            "HMAC-SHA256 of `<timestamp>.<body>` (see the webhooks guide); unset → deliveries are sent "
+            "unsigned. Never logged."
+        ),
+    )
+    webhook_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description=(
+            "How often the webhooks loop (a housekeeping loop, one active per cluster) makes the webhook "
+            "deliveries that are due, seconds."
+        ),
+    )
+    webhook_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description=(
+            "Seconds one webhook POST may take (connect, send, answer); a slower one counts as failed and is "
+            "tried again. A delivery is held this long three times over while it is tried: a deliverer that "
+            "dies meanwhile leaves it to be tried again after that."
+        ),
+    )
+    webhook_backoff_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=3600,
+        description=(
+            "Wait before a failed webhook delivery is tried again the first time, seconds; doubled after "
+            "each failure up to `GRAPHQ_WEBHOOK_BACKOFF_MAX_S`, each wait drawn between half and all of it."
+        ),
+    )
+    webhook_backoff_max_s: float = Field(
+        default=600.0,
+        gt=0,
+        le=86_400,
+        description="Longest wait between two tries of a webhook delivery, seconds.",
+    )
+    webhook_max_attempts: int = Field(
+        default=12,
+        ge=1,
+        le=1000,
+        description=(
+            "Tries of a webhook delivery before it is given up (kept as a dead letter: `graphq webhooks "
+            "list --dead`, `graphq webhooks retry`)."
+        ),
+    )
+    webhook_max_age_s: float = Field(
+        default=86_400.0,
+        gt=0,
+        le=30 * 86_400,
+        description=(
+            "A webhook delivery that still fails this many seconds after its run's status change is given up "
+            "(a dead letter), whatever its tries."
+        ),
+    )
     lease_ttl_s: float = Field(
         default=20.0,
         gt=0,

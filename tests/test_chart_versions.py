@@ -30,6 +30,7 @@ from tests.test_chart import (
     render_error,
     schema_error,
 )
+from tests.test_chart_console import ON as CONSOLE_ON
 
 __all__ = ["chart"]  # the module-scoped fixture, shared with test_chart
 
@@ -256,20 +257,21 @@ def test_an_entry_taking_no_new_runs_sets_graphq_take_new_runs_false_in_its_pods
     assert retired == before
 
 
+@pytest.mark.parametrize("console", [{}, CONSOLE_ON["console"]], ids=["no-console", "console"])
 @pytest.mark.parametrize("autoscaling", [{}, {"keda": KEDA}], ids=["replicas", "keda"])
 def test_by_default_every_release_takes_new_runs_and_the_render_says_nothing_of_it(
-    chart: helm.Chart, autoscaling: dict[str, Any]
+    chart: helm.Chart, autoscaling: dict[str, Any], console: dict[str, Any]
 ) -> None:
     """``takeNewRuns: true`` renders exactly what leaving it out does (NOTES.txt too), and no worker
     container, versioned or not, gets GRAPHQ_TAKE_NEW_RUNS."""
     explicit = {"worker": {"versions": [{**OLD, "takeNewRuns": True}, {**NEW, "takeNewRuns": True}]}}
     same = [
-        chart.render({**v, "autoscaling": autoscaling}, name=RELEASE, namespace=NAMESPACE)
+        chart.render({**v, "autoscaling": autoscaling, "console": console}, name=RELEASE, namespace=NAMESPACE)
         for v in (explicit, TWO)
     ]
     assert same[0] == same[1]
     for values in ({}, TWO):
-        objects = render(chart, {**values, "autoscaling": autoscaling})
+        objects = render(chart, {**values, "autoscaling": autoscaling, "console": console})
         workers = [obj for (kind, name), obj in objects.items() if kind == "Deployment" and "-worker" in name]
         assert len(workers) == (2 if values else 1)
         for deployment in workers:

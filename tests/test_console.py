@@ -3,6 +3,8 @@ CSRF, allowed hosts, escaping; and ``graphq ui``'s refusals on the command line.
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -11,7 +13,8 @@ from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.console import Console, create_app
 from graphq.console.security import CSRF_COOKIE, SESSION_COOKIE, Guard
-from tests.workers import graphq
+from tests.browser import start_console
+from tests.workers import Procs, graphq
 
 REGISTRY = Registry.load(["tests.workflows.basic"])
 
@@ -107,6 +110,8 @@ def test_without_a_token_only_loopback_host_names_are_served(client: Client) -> 
     assert web.get("/runs", headers={"Host": "localhost:8000"}).status_code == 200
     with_token = serve(client, Guard(token="t"))
     assert with_token.get("/login", headers={"Host": "graphq.internal"}).status_code == 200
+    public_read_only = serve(client, Guard(read_only=True, loopback=False))
+    assert public_read_only.get("/runs", headers={"Host": "graphq.internal"}).status_code == 200
 
 
 def test_pages_render_values_from_redis_as_text(client: Client) -> None:
@@ -142,3 +147,15 @@ def test_ui_refuses_bad_input_in_one_line(
     done = graphq("ui", *args, env={**graphq_env, **env})
     assert done.returncode == 2
     assert message in done.stderr.strip().splitlines()[-1]
+
+
+def test_healthz_answers_without_the_token_and_shows_no_data(client: Client) -> None:
+    reply = serve(client, Guard(token="t")).get("/healthz", headers={"Host": "graphq.internal"})
+    assert (reply.status_code, reply.json()) == (200, {"redis": "ok"})
+
+
+def test_ctrl_c_stops_the_console(procs: Procs, graphq_env: dict[str, str]) -> None:
+    console = start_console(procs, graphq_env)
+    console.proc.send_signal(signal.SIGINT)
+    assert console.proc.wait(30) == 0
+    assert "Traceback" not in procs.logged(console.proc)

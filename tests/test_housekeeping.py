@@ -47,12 +47,15 @@ def test_the_loops_and_their_locks() -> None:
         lease_ttl_s=20,
         request_expiration_scan_interval_s=7,
         retention_sweep_interval_s=9,
+        webhook_interval_s=3,
+        webhook_timeout_s=4,
     )
     found = loops(redis.Redis(), settings)
     assert [(lp.name, lp.interval_s, lp.lock_ttl_s) for lp in found] == [
         ("reaper", 2, 5),
         ("request-expiry", 7, None),
         ("retention", 9, None),
+        ("webhooks", 3, 11),  # two intervals, a POST's timeout and a second
     ]
     assert keys.housekeeping_lock("reaper") == keys.reaper_lock() == "graphq:reaper:lock"
     assert found[1].lock(redis.Redis()).ttl_ms == 15_000
@@ -99,10 +102,11 @@ def test_start_housekeeping_starts_every_loop(redis_client: redis.Redis, redis_u
         reaper_interval_s=0.05,
         request_expiration_scan_interval_s=0.05,
         retention_sweep_interval_s=0.05,
+        webhook_interval_s=0.05,
     )
     threads = start_housekeeping(redis_client, settings, stop)
-    assert [t.name for t in threads] == ["graphq-reaper", "graphq-request-expiry", "graphq-retention"]
-    names = ("reaper", "request-expiry", "retention")
+    names = ("reaper", "request-expiry", "retention", "webhooks")
+    assert [t.name for t in threads] == [f"graphq-{n}" for n in names]
     wait_for(
         lambda: redis_client.exists(*(keys.housekeeping_lock(n) for n in names)) == len(names),
         20,

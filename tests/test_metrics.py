@@ -168,7 +168,7 @@ def test_every_metric_name_has_a_base_unit_and_counters_end_in_total() -> None:
         assert name.startswith("graphq_")
         assert not re.search(r"_(ms|milliseconds|minutes)(_|$)", name), name
     counters = [n for n in metrics.METRICS if n.endswith("_total")]
-    assert len(counters) == 10
+    assert len(counters) == 11
 
 
 def test_a_killed_worker_process_is_reaped_and_continued_and_counted(

@@ -21,7 +21,7 @@ EVERY = [
     "callbacks", "checkpoint_id", "checkpoint_ns", "configurable", "context", "durability", "max_concurrency",
     "max_concurrent_runs", "max_concurrent_runs_per_tenant", "max_super_steps", "metadata", "recursion_limit",
     "request_timeout_s", "resume_if_exists", "run_id", "run_name", "run_timeout_s", "shard_min_tasks",
-    "stream_mode", "tags", "thread_id", "thread_ttl_s", "version_policy",
+    "stream_mode", "tags", "thread_id", "thread_ttl_s", "version_policy", "webhook",
 ]  # fmt: skip
 QUEUED = [k for k in EVERY if k not in ("run_id", "checkpoint_ns")]
 

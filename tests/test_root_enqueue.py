@@ -29,7 +29,7 @@ KNOWN = (  # the queue's options: no run_id, no checkpoint_ns (tests/test_option
     "'max_concurrency', 'max_concurrent_runs', 'max_concurrent_runs_per_tenant', 'max_super_steps', "
     "'metadata', 'recursion_limit', 'request_timeout_s', 'resume_if_exists', 'run_name', "
     "'run_timeout_s', 'shard_min_tasks', 'stream_mode', 'tags', 'thread_id', 'thread_ttl_s', "
-    "'version_policy']"
+    "'version_policy', 'webhook']"
 )
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "step_done",
     "step_outcome",
     "stop_multiprocess",
+    "webhook_delivery",
 ]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -113,6 +114,11 @@ _COUNTERS = {
         ("outcome",),
     ),
     "graphq_redis_retries": ("Redis calls tried again after a transient error.", ()),
+    "graphq_webhook_deliveries": (
+        "Tries of webhook deliveries, by outcome: delivered (answered 2xx), retried (failed: tried again "
+        "after a back-off), dead (failed and given up: a dead letter).",
+        ("outcome",),
+    ),
 }
 _HISTOGRAMS = {
     "graphq_step_duration_seconds": ("A step job's duration.", ("workflow", "outcome"), _SLOW_BUCKETS),
@@ -520,3 +526,9 @@ def _safe(check: Callable[[], bool]) -> bool:
         return bool(check())
     except Exception:
         return False
+
+
+def webhook_delivery(outcome: str) -> None:
+    """Record one try of a webhook delivery by its outcome: ``delivered``, ``retried`` (failed, tried again
+    later) or ``dead`` (failed and given up)."""
+    _inc("graphq_webhook_deliveries", outcome)

@@ -168,7 +168,8 @@ def stage_admit(pipe: Any, kv: Any, queue: AdmissionQueue, run: RunRecord) -> No
 
 
 def _run_keys(thread_id: str, run_id: str) -> list[str]:
-    return [*_FIXED, keys.run(thread_id, run_id), keys.run_events(thread_id, run_id)]
+    run = [keys.run(thread_id, run_id), keys.run_events(thread_id, run_id)]
+    return [*_FIXED, *run, keys.webhooks(), keys.webhooks_due()]
 
 
 def _release(queue: AdmissionQueue, thread_id: str, run_id: str) -> tuple[list[str], list[Any]]:

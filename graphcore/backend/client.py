@@ -36,6 +36,7 @@ from graphcore.backend.threads import (
     mark_busy,
 )
 from graphcore.backend.ttl import Deleted, delete_thread, run_keys, stage_add, stage_use
+from graphcore.backend.webhooks import check_webhook
 from graphcore.checkpoints import serde
 from graphcore.checkpoints.layout import encode_writes
 from graphcore.checkpoints.model import Checkpoint
@@ -361,6 +362,7 @@ def check_request(registry: Registry, req: RunRequest) -> ValidRun:
         run_timeout_s=cfg.run_timeout(),
         thread_ttl_s=cfg.thread_ttl(),
         pinned=(cfg.version_policy or get_settings().version_policy) == "pin",
+        webhook=cfg.webhook,
     )
     return ValidRun(record, named=req.run_id is not None)
 
@@ -371,7 +373,8 @@ def _check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, 
     Returns the workflow, the merged config, the run id (a new one unless ``req`` derives it) and the
     thread. Each error's ``param`` names the field at fault: ``request`` (its type), ``workflow``,
     ``config`` (also a thread id given there, and one that differs from ``thread_id``), ``checkpoint_id``,
-    ``run_id``, ``thread_id``, ``tenant``, ``continued_from_run_id``, ``preset_answers``.
+    ``run_id``, ``thread_id``, ``tenant``, ``continued_from_run_id``, ``preset_answers``, ``webhook`` (the
+    run option ``webhook``, :func:`~graphcore.backend.webhooks.check_webhook`).
 
     Raises:
         ArgumentTypeError: ``req`` is not a RunRequest, or a field has the wrong type (``tenant=123``,
@@ -383,7 +386,7 @@ def _check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, 
             :mod:`graphcore.engine.cache`); a bad option, id or timeout; ``run_id`` in the config (the
             queue names each run: ``client.enqueue`` returns the id, ``graphq enqueue`` prints it);
             ``checkpoint_id`` while this process keeps no checkpoint history; two thread ids that differ; a
-            malformed ``continued_from_run_id``.
+            malformed ``continued_from_run_id``; a ``webhook`` that is no http or https URL.
     """
     _check_fields(req)
     with _field("workflow"):
@@ -397,6 +400,8 @@ def _check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, 
         cfg.check_request_timeout()
         cfg.thread_ttl()
         named = _thread_of(req, given)
+    with _field("webhook"):
+        check_webhook(cfg.webhook)
     if cfg.checkpoint_id is not None and named is None:  # else a new thread's id would name it
         with _field("checkpoint_id"):
             raise ConfigError(f"checkpoint_id {cfg.checkpoint_id!r} needs its thread's thread_id")

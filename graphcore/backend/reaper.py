@@ -237,6 +237,8 @@ def reap(
         keys.admission("holders"),
         keys.thread_keys(thread),
         keys.retention(),
+        keys.webhooks(),
+        keys.webhooks_due(),
     ]
     verdict, detail = script(kv, "reap_run")(keys=script_keys, args=args)
     return ReapOutcome(verdict.decode(), detail.decode())

@@ -149,6 +149,10 @@ class RunRecord(BaseModel):
     """Whether the run's steps after its first run only on workers serving :attr:`version` (version policy
     ``pin``, fixed when the run is created); False: on any worker serving the workflow (``latest``, as
     LangGraph)."""
+    webhook: str | None = None
+    """The URL its summary is POSTed to when it ends or pauses for input (the run option ``webhook``,
+    :mod:`graphcore.backend.webhooks`); continuations, resumes and second answers keep their run's. None: no
+    webhook."""
 
     @property
     def pinned_version(self) -> str | None:
@@ -185,6 +189,8 @@ class RunRecord(BaseModel):
             fields["version"] = self.version
         if self.pinned:
             fields["pinned"] = "1"
+        if self.webhook is not None:
+            fields["webhook"] = self.webhook
         return fields
 
     @classmethod
@@ -225,6 +231,7 @@ class RunRecord(BaseModel):
             pinned=text.get("pinned") == "1",
             migrated_from=text.get("migrated_from") or None,
             migrated_at=text.get("migrated_at") or None,
+            webhook=text.get("webhook") or None,
         )
 
 
@@ -447,6 +454,8 @@ class RunStore:
             keys.run(record.thread_id, record.id),
             keys.run_events(record.thread_id, record.id),
             keys.request_deadlines(),
+            keys.webhooks(),
+            keys.webhooks_due(),
         ]
         if fence is not None:
             script_keys.append(fence[0])

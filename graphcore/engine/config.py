@@ -148,6 +148,10 @@ class RunConfig(BaseModel):
             ``"messages"``) records the LLM tokens of the chat models its nodes call and the messages they
             write (:mod:`graphq.worker.step.messages`); ``[]`` none. In process, ``stream(stream_mode=...)``
             decides and this option is not used.
+        webhook: an http or https URL that a queued run's summary is POSTed to when it ends or pauses for
+            input (:mod:`graphcore.backend.webhooks`), signed with ``GRAPHQ_WEBHOOK_SECRET``; checked when the
+            run is enqueued (:func:`graphcore.backend.webhooks.check_webhook`). None: no webhook. In process
+            it is not used.
 
     LangGraph's ``RunnableConfig`` is accepted as it is (:func:`merge_config`): ``configurable`` keys
     ``thread_id``, ``checkpoint_id`` and ``checkpoint_ns`` set the options of those names,
@@ -182,6 +186,7 @@ class RunConfig(BaseModel):
     durability: Literal["sync", "async", "exit"] | None = None
     context: Any = None
     stream_mode: list[Literal["messages"]] = Field(default_factory=list)
+    webhook: str | None = None
     callbacks: Any = Field(default=None, exclude=True)
 
     @field_validator("stream_mode", mode="before")

@@ -15,7 +15,9 @@ The loops (:func:`loops`):
 the lease TTL);
 - ``request-expiry`` every ``GRAPHQ_REQUEST_EXPIRATION_SCAN_INTERVAL_S``
 (:mod:`graphq.worker.housekeeping.expiry`, R13);
-- ``retention`` every ``GRAPHQ_RETENTION_SWEEP_INTERVAL_S`` (:func:`graphcore.backend.ttl.sweep_tick`, K3).
+- ``retention`` every ``GRAPHQ_RETENTION_SWEEP_INTERVAL_S`` (:func:`graphcore.backend.ttl.sweep_tick`, K3);
+- ``webhooks`` every ``GRAPHQ_WEBHOOK_INTERVAL_S`` (:mod:`graphq.worker.housekeeping.webhooks`; lock TTL the
+time a pass's POST may take, ``GRAPHQ_WEBHOOK_TIMEOUT_S``, more).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from graphcore.backend.ttl import sweep_tick
 from graphcore.settings import Settings
 from graphq.worker.housekeeping.expiry import RequestExpiry
 from graphq.worker.housekeeping.reaper import Reaper, lock_ttl_s
+from graphq.worker.housekeeping.webhooks import Webhooks
 
 __all__ = ["Loop", "loops", "reap_now", "run_loop", "start_housekeeping"]
 
@@ -83,6 +86,12 @@ def loops(kv: Any, settings: Settings) -> list[Loop]:
         Loop("request-expiry", settings.request_expiration_scan_interval_s, expiry.scan),
         Loop(
             "retention", settings.retention_sweep_interval_s, lambda: sweep_tick(kv, settings, reaper.queue)
+        ),
+        Loop(
+            "webhooks",
+            settings.webhook_interval_s,
+            Webhooks(kv, settings).deliver_due,
+            2 * settings.webhook_interval_s + settings.webhook_timeout_s + 1,
         ),
     ]
 

@@ -35,7 +35,7 @@ from graphq.worker.step.replies import CommitVerdict, Refusal
 
 __all__ = ["CommitAhead", "CommitScript", "Completion", "StepCommit", "commit_verdict"]
 
-_FIXED_KEYS = 15
+_FIXED_KEYS = 17
 
 
 @dataclass
@@ -164,6 +164,8 @@ class CommitScript:
             keys.retention(),
             keys.thread_runs(thread),
             *_job_keys(job),
+            keys.webhooks(),
+            keys.webhooks_due(),
         ]
         assert len(fixed) == _FIXED_KEYS
         return fixed + index.keys, argv

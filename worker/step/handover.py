@@ -81,6 +81,8 @@ def abandon(
             keys.run(thread_id, run_id),
             keys.run_events(thread_id, run_id),
             keys.lease_index(),
+            keys.webhooks(),
+            keys.webhooks_due(),
         ],
         args=[
             token,

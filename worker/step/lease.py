@@ -202,7 +202,8 @@ class Lease:
         member = keys.step_member(self.thread_id, self.run_id, step)
         argv: list[str | bytes | int] = [self.token, self.ttl_ms, step, now, cancel_error, _CANCELED_EVENT]
         argv += [self.member, worker_id, member, version]
-        return [self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()], argv
+        script_keys = [self.run_key, self.key, self.events_key, keys.lease_index(), keys.steps_index()]
+        return [*script_keys, keys.webhooks(), keys.webhooks_due()], argv
 
     @property
     def claim_script(self) -> Script:

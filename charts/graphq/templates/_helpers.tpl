@@ -89,18 +89,27 @@ else worker.*'s). */}}
 {{- toJson $workers }}
 {{- end }}
 
-{{/* The name of the worker.versions entry whose image the scheduler runs: scheduler.version, else the
-last entry's (the newest); "" without worker.versions (the scheduler runs image). */}}
-{{- define "graphq.schedulerVersion" -}}
+{{/* The name of the worker.versions entry whose image a component runs, (dict "ctx" $ "component" C), C
+"scheduler" or "console": <C>.version, else the last entry's (the newest); "" without worker.versions (it
+runs image). */}}
+{{- define "graphq.componentVersion" -}}
 {{- $names := list }}
-{{- range .Values.worker.versions }}{{ $names = append $names .name }}{{ end }}
-{{- with .Values.scheduler.version }}
+{{- range .ctx.Values.worker.versions }}{{ $names = append $names .name }}{{ end }}
+{{- with index .ctx.Values .component "version" }}
 {{- if not (has . $names) }}
-{{- fail (printf "graphq: scheduler.version=%q names no entry of worker.versions (%s): name one, or leave it empty for the last" . (join ", " ($names | default (list "it is empty")))) }}
+{{- fail (printf "graphq: %s.version=%q names no entry of worker.versions (%s): name one, or leave it empty for the last" $.component . (join ", " ($names | default (list "it is empty")))) }}
 {{- end }}
 {{- . }}
 {{- else }}
 {{- $names | last | default "" }}
+{{- end }}
+{{- end }}
+
+{{/* The image a component runs, (dict "ctx" $ "component" C): that of its graphq.componentVersion. */}}
+{{- define "graphq.componentImage" -}}
+{{- $version := include "graphq.componentVersion" . }}
+{{- range include "graphq.workerVersions" .ctx | fromJsonArray }}
+{{- if eq .name $version }}{{ .image }}{{ end }}
 {{- end }}
 {{- end }}
 

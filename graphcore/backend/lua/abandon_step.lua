@@ -1,7 +1,9 @@
 -- Close a run whose step is abandoned before it ended (R17 drain, a blocked node past its deadline): only
 -- while the caller still holds the step's lease (I1), and only from a non-terminal status (I7). The lease
 -- is given back in the same script; the run's checkpoints are kept.
--- KEYS[1] = lease key; KEYS[2] = run hash; KEYS[3] = the run's event stream; KEYS[4] = the lease index
+-- The close adds the run's webhook delivery (_webhook.lua).
+-- KEYS[1] = lease key; KEYS[2] = run hash; KEYS[3] = the run's event stream; KEYS[4] = the lease index;
+-- KEYS[5], KEYS[6] = the webhook outbox and its due set
 -- ARGV[1] = lease token; ARGV[2] = new status; ARGV[3] = now (ISO-8601, ended_at); ARGV[4] = the error
 -- record (JSON); ARGV[5] = the status event's step ('' = the run's step); ARGV[6] = its data (msgpack);
 -- ARGV[7] = the run's member of the lease index
@@ -11,6 +13,7 @@
 --#include events
 --#include fence
 --#include terminal
+--#include webhook
 if not holds(KEYS[1], ARGV[1]) then
   local was = redis.call('HMGET', KEYS[2], 'status', 'ended_at', 'error')
   if was[1] == ARGV[2] and was[2] == ARGV[3] and was[3] == ARGV[4] then return 1 end
@@ -24,4 +27,5 @@ redis.call('HSET', KEYS[2], 'status', ARGV[2], 'ended_at', ARGV[3], 'error', ARG
 local step = ARGV[5]
 if step == '' then step = redis.call('HGET', KEYS[2], 'step') or '0' end
 run_event(KEYS[3], KEYS[2], 'status', step, ARGV[6])
+webhook_due(KEYS[2], ARGV[2], KEYS[5], KEYS[6])
 return 1

@@ -23,7 +23,8 @@
 -- workers' published settings (worker id -> JSON with g, t, weights); KEYS[11] the index of unclaimed step
 -- jobs; KEYS[12] debug flag (when it exists: the highest counts seen go to KEYS[13] and each admission to
 -- the list KEYS[14]); KEYS[15] the worker index (id scored by heartbeat expiry, ms);
--- KEYS[16] the run hash of ARGV[6] (ops release, expire); KEYS[17] its event stream (op expire)
+-- KEYS[16] the run hash of ARGV[6] (ops release, expire); KEYS[17] its event stream, KEYS[18], KEYS[19] the
+-- webhook outbox and its due set (op expire: the run's webhook delivery, _webhook.lua)
 -- ARGV[1] op: 'admit', 'release', 'expire' or 'fill'; ARGV[2] the caller's global limit, ARGV[3] its
 -- per-tenant limit ('' = none); ARGV[4] its weights 'tenant=w,...' ('' = the published ones); ARGV[5] now in
 -- RQ's format (the admitted job's enqueued_at); ARGV[6] member 'thread:run' (all ops but fill)
@@ -40,6 +41,7 @@
 -- 'expired', 'dropped' (ended meanwhile), 'early', 'gone'; fill → 'filled'.
 --#include events
 --#include enqueue
+--#include webhook
 local SEP = '\0'
 local op = ARGV[1]
 local t = redis.call('TIME')
@@ -277,6 +279,7 @@ if op == 'expire' then
   if status == 'queued' then
     redis.call('HSET', KEYS[16], 'status', 'canceled', 'ended_at', ARGV[8], 'error', ARGV[7])
     run_event(KEYS[17], KEYS[16], 'status', ARGV[10], ARGV[9])
+    webhook_due(KEYS[16], 'canceled', KEYS[18], KEYS[19])
     verdict = 'expired'
   end
   return {verdict, fill()}

@@ -13,7 +13,8 @@
 -- outcome (the job is consumed). A run claimed without a version yet (its first step) gets this worker's:
 -- the version it started with.
 -- KEYS[1] = run hash; KEYS[2] = lease key; KEYS[3] = the run's event stream; KEYS[4] = the lease index;
--- KEYS[5] = the index of unclaimed step jobs
+-- KEYS[5] = the index of unclaimed step jobs; KEYS[6], KEYS[7] = the webhook outbox and its due set (a
+-- cancel that ends the run here adds its webhook delivery, _webhook.lua)
 -- ARGV[1] = lease token; ARGV[2] = lease time-to-live in milliseconds; ARGV[3] = the job's step number;
 -- ARGV[4] = now (ISO-8601); ARGV[5] = the error record (JSON) of a cancelled run; ARGV[6] = the data of its
 -- status event (msgpack), appended to the stream KEYS[3] with the cancellation; ARGV[7] = the run's member
@@ -24,6 +25,7 @@
 -- 5 = pinned to another version.
 --#include events
 --#include terminal
+--#include webhook
 local run = redis.call('HGETALL', KEYS[1])
 local field = {}  -- the fields read below, from the reply (no call of their own)
 for i = 1, #run, 2 do field[run[i]] = run[i + 1] end
@@ -44,6 +46,7 @@ if holder or redis.call('ZSCORE', KEYS[4], ARGV[7]) then return {2, run} end
 if field['cancel'] then
   redis.call('HSET', KEYS[1], 'status', 'canceled', 'ended_at', ARGV[4], 'error', ARGV[5])
   run_event(KEYS[3], KEYS[1], 'status', step, ARGV[6])
+  webhook_due(KEYS[1], 'canceled', KEYS[6], KEYS[7])
   return {4, redis.call('HGETALL', KEYS[1])}
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])

@@ -6,7 +6,9 @@
 -- KEYS[6] pending-writes hash, KEYS[7] answers hash, KEYS[8] lease index, KEYS[9] the thread's key set,
 -- KEYS[10] the retention index, KEYS[11] the thread's run set (K3), KEYS[12] the next step's RQ job hash,
 -- KEYS[13] its RQ queue, KEYS[14] RQ's set of queues, KEYS[15] the index of unclaimed step jobs (KEYS[12..15]
--- are written only with flag 'J'), KEYS[16..] channel value hashes and log lists (by index)
+-- are written only with flag 'J'), KEYS[16], KEYS[17] the webhook outbox and its due set (_webhook.lua:
+-- a commit that ends its run adds the run's delivery), KEYS[18..] channel value hashes and log lists (by
+-- index)
 -- ARGV[1] lease token, ARGV[2] expected step, ARGV[3] checkpoint id, ARGV[4] checkpoint record,
 -- ARGV[5] flags: 'L' drop the lease (and its entry in the lease index), 'W' drop pending writes and
 -- answers, 'J' enqueue the next step's job, 'C' complete the run (never both), 'P' a checkpoint before this
@@ -55,6 +57,7 @@ if run[3] ~= ARGV[2] then return refuse('step') end
 --#include retain
 --#include events
 --#include enqueue
+--#include webhook
 local V = 9
 if string.find(ARGV[5], 'P', 1, true) then  -- both plans' guards hold, or nothing is written
   V = plan_end(11)
@@ -83,16 +86,16 @@ if string.find(ARGV[5], 'W', 1, true) then
 end
 if ARGV[7] ~= '' then
   if refresh_due(KEYS[9], tonumber(ARGV[7])) then
-    for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 16)}) do
+    for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 18)}) do
       redis.call('SADD', KEYS[9], k)
     end
     refresh(KEYS[9], KEYS[10], KEYS[11], ARGV[8], tonumber(ARGV[7]))
   else
-    retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 16))
+    retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 18))
   end
 else
   forget(KEYS[9], KEYS[10], KEYS[11], ARGV[8])  -- a run without a TTL keeps its thread
-  retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 16))  -- no set: one PTTL
+  retain_keys(KEYS[9], KEYS[1], KEYS[3], KEYS[4], KEYS[5], unpack(KEYS, 18))  -- no set: one PTTL
 end
 if string.find(ARGV[5], 'J', 1, true) then
   local t = redis.call('TIME')
@@ -110,5 +113,6 @@ if redis.call('HEXISTS', KEYS[1], 'cancel') == 1 then
 end
 redis.call('HSET', KEYS[1], 'status', verdict, 'ended_at', ARGV[i + 4])
 xadd_event(KEYS[5], 'status', ARGV[i], data)
+webhook_due(KEYS[1], verdict, KEYS[16], KEYS[17])
 if verdict == 'canceled' then return 'canceled' end
 return 'ok'

@@ -24,7 +24,9 @@
 -- KEYS[12] the thread's key set and KEYS[13] the retention index (K3): a continuation or a restart is a
 -- use of the thread: with a thread TTL (the run's thread_ttl_s) every key of the thread expires that TTL
 -- from now (refresh, _retain.lua); a thread kept without one only registers the new run (events:
--- _events.lua, capped)
+-- _events.lua, capped); KEYS[14], KEYS[15] the webhook outbox and its due set: a run closed Canceled or at
+-- the limit adds its webhook delivery (_webhook.lua); a run closed because a continuation takes it over
+-- adds none (the continuation keeps its webhook and delivers when the chain ends or pauses), nor a restart
 -- ARGV[1] lease member; ARGV[2] its deadline as read (ms); ARGV[3] 'resume' or 'restart'; ARGV[4] max
 -- resume attempts; ARGV[5] continuation run id; ARGV[6] now (ISO-8601); ARGV[7] WorkerLost error (JSON);
 -- ARGV[8] limit error (JSON); ARGV[9] data of the 'failed' status event (msgpack); ARGV[10] data of the
@@ -40,6 +42,7 @@
 -- 'continued' (detail = the continuation's id), 'restarted'.
 --#include events
 --#include retain
+--#include webhook
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score or tonumber(score) ~= tonumber(ARGV[2]) then return {'gone', ''} end
 local t = redis.call('TIME')
@@ -66,12 +69,14 @@ local function close(new_status, error_json, event)
 end
 if redis.call('HEXISTS', KEYS[3], 'cancel') == 1 then
   close('canceled', ARGV[15], ARGV[16])
+  webhook_due(KEYS[3], 'canceled', KEYS[14], KEYS[15])
   redis.call('ZADD', KEYS[10], now_ms, ARGV[20])
   return {'canceled', ''}
 end
 local attempt = tonumber(redis.call('HGET', KEYS[3], 'attempt') or '1')
 if attempt - 1 >= tonumber(ARGV[4]) then
   close(ARGV[18], ARGV[8], ARGV[10])
+  webhook_due(KEYS[3], ARGV[18], KEYS[14], KEYS[15])
   redis.call('ZADD', KEYS[10], now_ms, ARGV[20])
   return {'limit', ''}
 end
@@ -91,7 +96,8 @@ redis.call('HSET', KEYS[3], 'continued_by_run_id', new_id)
 local fields = {'id', new_id, 'status', 'queued', 'step', '0', 'created_at', ARGV[6],
   'continued_from_run_id', run_id, 'attempt', tostring(attempt + 1)}
 for _, name in ipairs({'workflow', 'thread_id', 'tenant', 'input', 'config', 'preset_answers', 'head',
-    'partial', 'run_timeout_s', 'thread_ttl_s', 'schedule', 'fire_time', 'breakpoint', 'version', 'pinned'}) do
+    'partial', 'run_timeout_s', 'thread_ttl_s', 'schedule', 'fire_time', 'breakpoint', 'version', 'pinned',
+    'webhook'}) do
   local value = redis.call('HGET', KEYS[3], name)
   if value then fields[#fields + 1] = name; fields[#fields + 1] = value end
 end

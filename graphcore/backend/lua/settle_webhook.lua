@@ -1,0 +1,30 @@
+-- Record what became of a webhook delivery (graphcore.backend.webhooks), only while it is still in the
+-- outbox (another deliverer may have delivered it meanwhile: then a failure here changes nothing).
+-- KEYS[1] = the outbox (delivery id -> JSON record); KEYS[2] = its due set; KEYS[3] = the dead letters
+-- ARGV[1] = delivery id; ARGV[2] = outcome: 'delivered' (the record goes), 'retry' (record ARGV[3], due at
+-- ARGV[4] ms), 'dead' (record ARGV[3], given up now: out of the due set, into the dead letters), 'again'
+-- (a dead letter due again now, record ARGV[3])
+-- Returns 1 when something changed, 0 when the delivery is not there (not dead, for 'again').
+local id, outcome = ARGV[1], ARGV[2]
+if outcome == 'delivered' then
+  redis.call('ZREM', KEYS[2], id)
+  redis.call('ZREM', KEYS[3], id)
+  return redis.call('HDEL', KEYS[1], id)
+end
+if redis.call('HEXISTS', KEYS[1], id) == 0 then return 0 end
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if outcome == 'again' then
+  if redis.call('ZREM', KEYS[3], id) == 0 then return 0 end
+  redis.call('HSET', KEYS[1], id, ARGV[3])
+  redis.call('ZADD', KEYS[2], now_ms, id)
+  return 1
+end
+redis.call('HSET', KEYS[1], id, ARGV[3])
+if outcome == 'retry' then
+  redis.call('ZADD', KEYS[2], ARGV[4], id)
+  return 1
+end
+redis.call('ZREM', KEYS[2], id)
+redis.call('ZADD', KEYS[3], now_ms, id)
+return 1
