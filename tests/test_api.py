@@ -104,6 +104,14 @@ def test_enqueue_one_run_then_a_worker_completes_it(web: TestClient, client: Cli
     assert web.get(f"/api/runs/{run_id}").json()["result"] == {"n": 3, "log": ["bump2", "bump3"]}
 
 
+def test_a_run_names_its_webhook(web: TestClient, client: Client) -> None:
+    given = {"workflow": "counter", "webhook": "http://127.0.0.1:9/hook", "config": {"webhook": "http://x/"}}
+    [run_id] = web.post("/api/runs", json=given).json()["run_ids"]
+    assert client.get_run(run_id).config["webhook"] == "http://127.0.0.1:9/hook"
+    bad = refused(web.post("/api/runs", json={"workflow": "counter", "webhook": "ftp://x/"}), 422)
+    assert bad == "webhook: " + cli_text(client.enqueue, "counter", {}, config={"webhook": "ftp://x/"})
+
+
 def test_a_batch_is_enqueued_all_or_nothing(web: TestClient, client: Client) -> None:
     good = {"workflow": "counter", "input": {"n": 1}, "thread_id": "t-batch"}
     bad = {"workflow": "counter", "input": {"n": "x"}}

@@ -80,7 +80,10 @@ def _checked(console: Console, run: RunIn, index: int, batch: bool) -> ValidRun:
     Raises:
         FieldError: it is invalid.
     """
-    request = RunRequest(**{name: getattr(run, name) for name in RunIn.model_fields})
+    webhook = {} if run.webhook is None else {"webhook": run.webhook}
+    request = RunRequest(
+        run.workflow, run.input, run.thread_id, run.tenant, run.config | webhook, run_id=run.run_id
+    )
     try:
         loaded_workflow(console.client.registry, lambda: console.kv, run.workflow)
         return check_request(console.client.registry, request)

@@ -54,6 +54,11 @@ class RunIn(_Body):
     run_id: str | None = Field(
         default=None, description="The run's id when the caller chooses it; refused (409) when it is taken."
     )
+    webhook: str | None = Field(
+        default=None,
+        description="An http(s) URL the run's end or pause is POSTed to: the run option webhook "
+        "(`graphq enqueue --webhook`); it wins over a webhook in config.",
+    )
 
 
 class BatchIn(_Body):
