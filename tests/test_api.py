@@ -159,6 +159,29 @@ def test_an_idempotency_key_answers_a_repeat_with_the_same_runs(web: TestClient,
     assert len(client.list_runs(10)) == 2
 
 
+def test_concurrent_repeats_of_a_key_make_one_run(web: TestClient, client: Client) -> None:
+    body = {"workflow": "counter", "input": {"n": 1}}
+    replies: list[httpx.Response] = []
+
+    def post() -> None:
+        replies.append(web.post("/api/runs", json=body, headers={"Idempotency-Key": "k-race"}))
+
+    posters = [threading.Thread(target=post) for _ in range(8)]
+    for poster in posters:
+        poster.start()
+    for poster in posters:
+        poster.join(120)
+    assert sorted(r.status_code for r in replies) == [200] * 7 + [201]
+    assert len({tuple(r.json()["run_ids"]) for r in replies}) == 1
+    assert [r.id for r in client.list_runs(10)] == replies[0].json()["run_ids"]
+
+
+def test_a_malformed_idempotency_key_is_refused(web: TestClient, client: Client) -> None:
+    long = web.post("/api/runs", json={"workflow": "counter"}, headers={"Idempotency-Key": "k" * 256})
+    assert refused(long, 422) == "Idempotency-Key: must be 1 to 255 characters, not only spaces"
+    assert client.list_runs(10) == []
+
+
 def test_a_repeat_after_a_refused_first_try_enqueues_once(web: TestClient, client: Client) -> None:
     """The first try stored its ids but enqueued nothing (the thread was busy): the repeat creates them."""
     client.enqueue("counter", {"n": 1}, thread_id="t-busy")
@@ -219,6 +242,25 @@ def test_a_long_poll_times_out_with_the_record_as_it_is(web: TestClient, client:
         "timeout",
         "queued",
     )
+
+
+def test_more_long_polls_than_a_default_connection_pool_are_held(web: TestClient, client: Client) -> None:
+    """redis-py's pools open 100 connections by default: the 101st poll was refused (503)."""
+    run_id = client.enqueue("counter", {"n": 1})
+    replies: list[httpx.Response] = []
+    polls = [
+        threading.Thread(target=lambda: replies.append(web.get(f"/api/runs/{run_id}?wait=300")))
+        for _ in range(105)
+    ]
+    for poll in polls:
+        poll.start()
+    wait_for(lambda: blocked_readers(client.kv) == 105 or replies, 120, "105 long-polls to block")
+    early = list(replies)
+    work(client)  # ends the polls, also when the check below fails
+    for poll in polls:
+        poll.join(300)
+    assert early == []
+    assert [(r.status_code, r.headers.get("graphq-wait")) for r in replies] == [(200, "ended")] * 105
 
 
 def test_a_long_poll_outlasts_a_blocking_read(web: TestClient, client: Client) -> None:
