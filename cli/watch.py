@@ -10,7 +10,6 @@ up, the error names the ``--after`` id to continue from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,7 +22,16 @@ from redis.retry import Retry
 from graphcore import keys
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import connect, is_transient, redis_retrying
-from graphcore.backend.event_lines import ENDED, EventLines, Line, ending, newest, seen, stream_id
+from graphcore.backend.event_lines import (
+    ENDED,
+    EventLines,
+    Line,
+    ending,
+    event_id_problem,
+    newest,
+    seen,
+    stream_id,
+)
 from graphcore.backend.events import EVENTS_MAXLEN, Event, read_events
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphq.cli.context import AppContext
@@ -52,9 +60,6 @@ MODES = (
 
 _BLOCK_MS = 1000
 _COUNT = 500
-_STREAM_ID = re.compile(r"^\d+(-\d+)?$")
-_MAX_ID_PART = 2**64 - 1
-"""Redis's bound of each part of a stream entry id (a larger one was a ResponseError traceback)."""
 _T = TypeVar("_T")
 
 
@@ -200,12 +205,9 @@ def _one_line(exc: BaseException) -> str:
 def _check_after(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     if value is None:
         return "0-0"
-    if not _STREAM_ID.match(value):
-        raise click.BadParameter(f"{value!r} is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)")
-    if any(int(part) > _MAX_ID_PART for part in value.split("-")):
-        raise click.BadParameter(
-            f"{value!r} is not an event id: MILLISECONDS and SEQUENCE are at most {_MAX_ID_PART}"
-        )
+    problem = event_id_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
     return value
 
 

@@ -319,6 +319,8 @@ def test_events_resume_after_the_last_event_id(web: TestClient, client: Client) 
     assert refused(web.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "x"}), 422) == (
         "Last-Event-ID: 'x' is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)"
     )
+    huge = refused(web.get(f"/api/runs/{run_id}/events", params={"after": f"{2**64}-0"}), 422)
+    assert huge == f"after: '{2**64}-0' is not an event id: MILLISECONDS and SEQUENCE are at most {2**64 - 1}"
     assert refused(web.get("/api/runs/nope/events"), 404) == cli_text(client.get_run, "nope")
 
 

@@ -6,7 +6,6 @@ the event stream) are ``async`` and wait on the console's async Redis connection
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -16,6 +15,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphcore import keys
+from graphcore.backend.event_lines import event_id_problem
 from graphcore.backend.json_forms import jsonable, listed_json, record_json
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import ConfigError
@@ -43,7 +43,6 @@ MAX_WAIT_S = 300
 WAIT_HEADER = "Graphq-Wait"
 """Says how a ``?wait=`` ended: ``ended`` (completed, failed, canceled), ``paused`` (waits for input) or
 ``timeout`` (still queued or running)."""
-_STREAM_ID = re.compile(r"^\d{1,20}(-\d{1,20})?$")
 _RECORD = dict[str, Any]
 
 
@@ -206,15 +205,14 @@ async def run_events(
 
 
 def _event_id(value: str | None, where: str) -> str | None:
-    """``value`` when it is a stream id (``MS-SEQ``), None when not given.
+    """``value`` when it is an event id, None when not given.
 
     Raises:
-        ConfigError: it is no stream id.
+        ConfigError: it is no event id (:func:`~graphcore.backend.event_lines.event_id_problem`).
     """
-    if value is None:
-        return None
-    if not _STREAM_ID.match(value) or any(int(p) > 2**64 - 1 for p in value.split("-")):
-        raise ConfigError(f"{where}: {value!r} is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)")
+    problem = None if value is None else event_id_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
     return value
 
 

@@ -7,6 +7,7 @@ values (and the ``checkpoints`` mode) by reading the checkpoint, and derives ``t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from graphcore.engine.schema import stored_values
 from graphcore.engine.stream import checkpoint_payload
 from graphcore.errors import CheckpointNotFoundError
 
-__all__ = ["ENDED", "EventLines", "Line", "ending", "newest", "seen", "stream_id"]
+__all__ = ["ENDED", "EventLines", "Line", "ending", "event_id_problem", "newest", "seen", "stream_id"]
 
 ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED, RunStatus.AWAITING_INPUT)
 """The statuses a watch stops at: the run ended, or paused (waits for input)."""
@@ -41,6 +42,21 @@ class Line:
         if output == "json":
             return to_json({"id": self.id, "mode": self.mode, "step": self.step, "data": self.data}, None)
         return f"{self.id}  step {self.step:<3}  {self.mode:<11}  {to_json(self.data, indent=None)}"
+
+
+_STREAM_ID = re.compile(r"^\d+(-\d+)?$")
+_MAX_ID_PART = 2**64 - 1
+"""Redis's bound of each part of a stream entry id (a larger one was a ResponseError traceback)."""
+
+
+def event_id_problem(text: str) -> str | None:
+    """Why ``text`` is not an event id to read after (``MS-SEQ`` or ``MS``, each part at most 2**64-1, as
+    Redis takes it), or None when it is one."""
+    if not _STREAM_ID.match(text):
+        return f"{text!r} is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)"
+    if any(int(part) > _MAX_ID_PART for part in text.split("-")):
+        return f"{text!r} is not an event id: MILLISECONDS and SEQUENCE are at most {_MAX_ID_PART}"
+    return None
 
 
 def stream_id(text: str) -> tuple[int, int]:
