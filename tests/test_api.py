@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from graphcore import keys
 from graphcore.backend.client import Client
+from graphcore.backend.embedded import free_port
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
@@ -324,6 +325,22 @@ def test_events_resume_after_the_last_event_id(web: TestClient, client: Client) 
     assert refused(web.get("/api/runs/nope/events"), 404) == cli_text(client.get_run, "nope")
 
 
+def test_an_idle_event_stream_gets_pings_then_follows_the_run_live(web: TestClient, client: Client) -> None:
+    run_id = client.enqueue("counter", {"n": 1})
+    seen: list[str] = []
+    with web.stream("GET", f"/api/runs/{run_id}/events") as reply:
+        lines = reply.iter_lines()
+        for line in lines:  # nothing happens to the queued run: a ping keeps the connection open
+            seen.append(line)
+            if line.startswith(":"):
+                break
+        client.cancel(run_id)
+        rest = sse(lines)
+    assert seen == [": ping"]
+    assert [m["event"] for m in rest] == ["status", "end"]
+    assert json.loads(rest[-1]["data"])["status"] == "canceled"
+
+
 def test_events_of_a_paused_run_end_with_awaiting_input(web: TestClient, client: Client) -> None:
     run_id = client.enqueue("asking", {"topic": "x"})
     work(client)
@@ -478,7 +495,15 @@ def test_the_api_wants_the_bearer_token_and_read_only_refuses_actions(client: Cl
 # --- OpenAPI -------------------------------------------------------------------------------------
 
 
+def test_redis_unreachable_is_a_503(web: TestClient) -> None:
+    gone = Client(redis.Redis(port=free_port(), socket_connect_timeout=1), REGISTRY)
+    with TestClient(create_app(Console(gone, Settings(), Guard())), base_url="http://127.0.0.1") as app:
+        detail = refused(app.get("/api/runs/r-1"), 503)
+        assert detail.startswith("lost the connection to Redis: ")  # then redis-py's words
+
+
 def test_the_served_openapi_document_is_the_one_checked_in(web: TestClient) -> None:
+    assert web.get("/api/docs").status_code == 200
     served = web.get("/api/openapi.json").json()
     assert served == document()
     assert text(served) == OPENAPI.read_text(), (
