@@ -51,11 +51,12 @@ def enqueue(console: Console, body: OneIn | BatchIn, key: str | None) -> Outcome
         PermanentError: an ``Idempotency-Key`` reused with another body (ConfigError); a run id taken
             (RunExistsError); a busy thread with ``multitask: reject`` (ThreadBusyError).
     """
-    given: list[RunIn] = list(body.runs) if isinstance(body, BatchIn) else [body]
+    runs: list[RunIn] = list(body.runs) if isinstance(body, BatchIn) else [body]
     multitask = body.multitask
-    runs = given if key is None else _keyed(console, key, given, multitask)
-    if runs is None:
-        return Outcome(_stored_ids(console, key or ""), created=False)
+    if key is not None:
+        runs, exist = _keyed(console, key, runs, multitask)
+        if exist:
+            return Outcome([str(r.run_id) for r in runs], created=False)
     valid = [_checked(console, run, i, isinstance(body, BatchIn)) for i, run in enumerate(runs)]
     try:
         return Outcome(console.client.enqueue_many(valid, multitask), created=True)
@@ -99,8 +100,8 @@ def _digest(runs: list[RunIn], multitask: Multitask) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def _keyed(console: Console, key: str, runs: list[RunIn], multitask: Multitask) -> list[RunIn] | None:
-    """``runs`` under the ids stored for ``key`` (stored now, new ones, on its first use); None when those
+def _keyed(console: Console, key: str, runs: list[RunIn], multitask: Multitask) -> tuple[list[RunIn], bool]:
+    """``runs`` under the ids stored for ``key`` (stored now, new ones, on its first use), and whether those
     runs exist already (a repeat: nothing to enqueue).
 
     Raises:
@@ -111,25 +112,20 @@ def _keyed(console: Console, key: str, runs: list[RunIn], multitask: Multitask) 
     digest = _digest(runs, multitask)
     ids = [r.run_id or uuid.uuid4().hex for r in runs]
     name = keys.api_idempotency(key)
-    stored = {"digest": digest, "run_ids": ids}
-    if not console.kv.set(name, json.dumps(stored), nx=True, ex=IDEMPOTENCY_TTL_S):
+    repeat = not console.kv.set(
+        name, json.dumps({"digest": digest, "run_ids": ids}), nx=True, ex=IDEMPOTENCY_TTL_S
+    )
+    if repeat:
         raw = console.kv.get(name)
-        earlier: dict[str, Any] = json.loads(raw) if raw is not None else stored
+        earlier: dict[str, Any] = json.loads(raw) if raw is not None else {"digest": digest, "run_ids": ids}
         if earlier["digest"] != digest:
             raise ConfigError(
                 f"Idempotency-Key {key!r} was used with another body in the last 24 h; use a new key for "
                 "another request"
             )
         ids = earlier["run_ids"]
-        if _all_exist(console, ids):
-            return None
-    return [r.model_copy(update={"run_id": run_id}) for r, run_id in zip(runs, ids, strict=True)]
-
-
-def _stored_ids(console: Console, key: str) -> list[str]:
-    raw = console.kv.get(keys.api_idempotency(key))
-    ids: list[str] = json.loads(raw)["run_ids"]
-    return ids
+    named = [r.model_copy(update={"run_id": run_id}) for r, run_id in zip(runs, ids, strict=True)]
+    return named, repeat and _all_exist(console, ids)
 
 
 def _all_exist(console: Console, run_ids: list[str]) -> bool:
