@@ -1,4 +1,4 @@
-"""``python -m bench``: run P1 to P9, print one summary line per benchmark and the result table.
+"""``python -m bench``: run P1 to P10, print one summary line per benchmark and the result table.
 
 Summary lines look like ``P1 ratio=1.12 target=1.25`` (one per line on stdout) so that runs can be compared
 over time. Nothing here asserts a timing; the exit status is 0 unless a benchmark could not run.
@@ -20,6 +20,7 @@ from bench import (
     p7_scheduler,
     p8_wide_steps,
     p9_upgrade_check,
+    p10_api,
 )
 from bench.common import Row, print_table
 
@@ -33,6 +34,7 @@ BENCHMARKS: list[tuple[str, Callable[[], list[Row]]]] = [
     ("P7 scheduler", p7_scheduler.run),
     ("P8 wide super-steps", p8_wide_steps.run),
     ("P9 upgrade check", p9_upgrade_check.run),
+    ("P10 HTTP API under load", p10_api.run),
 ]
 
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphcore.backend.catalog import read_catalog
+from graphcore.backend.catalog import loaded_workflow
 from graphcore.backend.client import Client
 from graphcore.backend.connection import check_url, connect
 from graphcore.backend.embedded import EmbeddedRedis
 from graphcore.engine.executor import CompiledGraph
 from graphcore.engine.registry import Registry
-from graphcore.errors import ConfigError, GraphqError, UnknownWorkflowError
+from graphcore.errors import ConfigError, GraphqError
 from graphcore.settings import Settings, get_settings
 from graphq.worker.queue import RQStepQueue
 
@@ -178,20 +178,7 @@ class AppContext:
             UnknownWorkflowError: not loaded here; when the workers published it (the catalog on ``kv``, R9)
                 the message says so and how to load it (``--workflows``).
         """
-        try:
-            return self.registry.get(name)
-        except UnknownWorkflowError as exc:
-            try:
-                published = read_catalog(kv if kv is not None else self.kv(), name)
-            except Exception:  # the hint is a courtesy: the unknown name stays the error
-                published = []
-            if not published:
-                raise
-            served = max(len(v.served_by) for v in published[0].versions)
-            raise UnknownWorkflowError(
-                f"{exc}. {name!r} is in the workflow catalog (served by {served} live worker(s)), but its "
-                "code is not loaded in this process: pass --workflows MODULE (or set GRAPHQ_WORKFLOWS)"
-            ) from None
+        return loaded_workflow(self.registry, lambda: kv if kv is not None else self.kv(), name)
 
     def reader(self) -> Client:
         """A read-only client (runs, state, history); needs no workflow modules. Without a Redis URL it

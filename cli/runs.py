@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from graphcore.backend.client import Client
-from graphcore.backend.json_forms import record_json, request_json, request_record_json
+from graphcore.backend.json_forms import listed_json, record_json, request_json, request_record_json
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.run_fields import (
     SHORT,
@@ -105,7 +105,7 @@ def list_runs(
         return
     records = reader.list_runs(limit, None if where == RunFilter() else where)
     if output == "json":
-        print_json([_listed(r) for r in records])
+        print_json([listed_json(r) for r in records])
         return
     rows = [
         (r.id, r.workflow, r.status.value, r.step, r.thread_id, r.tenant, when(r.created_at), version_text(r))
@@ -118,13 +118,6 @@ def list_runs(
     )
 
 
-def _listed(record: RunRecord) -> dict[str, Any]:
-    """A run as ``runs list -o json`` prints it: its record without ``result`` (``runs show`` reads it)."""
-    listed = record_json(record)
-    del listed["result"]
-    return listed
-
-
 def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
     """The table (or JSON) of ``runs list --chain``: the chain's last ``limit`` runs, said on stderr when
     that leaves some out (never cut silently)."""
@@ -134,7 +127,7 @@ def _list_chain(chain: list[RunRecord], limit: int, output: str) -> None:
         )
         chain = chain[-limit:]
     if output == "json":
-        print_json([_listed(r) for r in chain])
+        print_json([listed_json(r) for r in chain])
         return
     print_table(
         ("run", "attempt", "status", "continues", "error", "created (UTC)"),
@@ -160,7 +153,7 @@ def _list_stuck(reader: Client, base: str, limit: int, where: RunFilter, output:
     pinned = [(r, None, r.version) for r in _unserved(reader, base, limit - len(lapsed), where)]
     found = lapsed + pinned
     if output == "json":
-        print_json([_listed(r) | {"lease_lapsed_at": at, "waiting_for_version": v} for r, at, v in found])
+        print_json([listed_json(r) | {"lease_lapsed_at": at, "waiting_for_version": v} for r, at, v in found])
         return
     rows = [
         (

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
 
 import click
 
 from graphcore import keys
-from graphcore.backend.client import Client
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.json_forms import branches, history_json, state_json, thread_checkpoint, thread_history
 from graphcore.checkpoints.model import Checkpoint
-from graphcore.errors import CheckpointNotFoundError
 from graphq.cli.bounds import LIMIT
 from graphq.cli.context import AppContext
 from graphq.cli.output import output_option, print_json, print_table, when
 
-__all__ = ["branches", "checkpoint_json", "state", "tasks_text"]
+__all__ = ["state", "tasks_text"]
 
-MAIN_BRANCH = "main"
-"""The branch of a thread's first checkpoints; each fork (C3) starts another, ``b1``, ``b2``, ..."""
 _SHORT = 12
 """Characters of a parent id shown in the history table: its end, since ids begin with their millisecond
 timestamp (checkpoints made in the same millisecond share their first 12 characters)."""
@@ -29,39 +23,6 @@ timestamp (checkpoints made in the same millisecond share their first 12 charact
 def tasks_text(names: list[str]) -> str:
     """Node names with counts, e.g. ``square x3, total``."""
     return ", ".join(n if c == 1 else f"{n} x{c}" for n, c in Counter(names).items())
-
-
-def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
-    """A checkpoint as JSON-ready data, without its state."""
-    return {
-        "checkpoint_id": cp.id,
-        "parent_id": cp.parent_id,
-        "step": cp.step,
-        "source": cp.source,
-        "writes": list(cp.metadata.get("writes", [])),
-        "next": [t.node for t in cp.next_tasks],
-        "created_at": cp.created_at,
-        "metadata": cp.metadata,
-    }
-
-
-def branches(history: Sequence[Checkpoint]) -> dict[str, str]:
-    """Checkpoint id → the branch it is on: ``main`` from the thread's first checkpoint, then ``b1``, ``b2``,
-    ... from each fork (``source: fork``) in the order they were made; a checkpoint is on its parent's
-    branch.
-
-    Args:
-        history: a thread's checkpoints, newest first (as :meth:`Client.get_history` lists them).
-    """
-    labels: dict[str, str] = {}
-    forks = 0
-    for cp in reversed(history):
-        if cp.source == "fork":
-            forks += 1
-            labels[cp.id] = f"b{forks}"
-        else:
-            labels[cp.id] = labels.get(cp.parent_id or "", MAIN_BRANCH)
-    return labels
 
 
 def _short(checkpoint_id: str | None) -> str:
@@ -75,27 +36,14 @@ def _branch_cell(cp: Checkpoint, labels: dict[str, str]) -> str:
     return labels[cp.id]
 
 
-def _why_none(reader: Client, thread: str) -> str:
-    """Why a thread has no checkpoint, when it has runs: they were removed after completion (R7)."""
-    completed = [r for r in reader.thread_runs(thread) if r.status == RunStatus.COMPLETED]
-    if not completed:
-        return ""
-    return (
-        f"; {len(completed)} of its runs completed, and checkpoints are removed when a run completes with "
-        "GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false (`graphq runs show RUN` keeps each run's result)"
-    )
-
-
 def _history(app: AppContext, thread: str, limit: int | None, output: str) -> None:
     reader = app.reader()
-    history = reader.get_history(thread)  # all of it: branches are told from the oldest on
-    if not history:
-        raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoints{_why_none(reader, thread)}")
+    history = thread_history(reader, thread)  # all of it: branches are told from the oldest on
+    if output == "json":
+        print_json(history_json(history, limit))
+        return
     labels = branches(history)
     shown = history[:limit]
-    if output == "json":
-        print_json([checkpoint_json(cp) | {"branch": labels[cp.id]} for cp in shown])
-        return
     rows = [
         (
             cp.step,
@@ -121,14 +69,9 @@ def _history(app: AppContext, thread: str, limit: int | None, output: str) -> No
 
 def _show(app: AppContext, thread: str, checkpoint_id: str | None, output: str) -> None:
     reader = app.reader()
-    try:
-        cp = reader.get_state(thread, checkpoint_id)
-    except CheckpointNotFoundError as exc:
-        if checkpoint_id is not None:
-            raise
-        raise CheckpointNotFoundError(f"{exc}{_why_none(reader, thread)}") from None
+    cp = thread_checkpoint(reader, thread, checkpoint_id)
     if output == "json":
-        print_json({"thread_id": thread} | checkpoint_json(cp) | {"values": reader.shown_values(thread, cp)})
+        print_json(state_json(reader, thread, cp))
         return
     next_tasks = tasks_text([t.node for t in cp.next_tasks]) or "(none: finished)"
     click.echo(

@@ -10,7 +10,6 @@ up, the error names the ``--after`` id to continue from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,15 +22,18 @@ from redis.retry import Retry
 from graphcore import keys
 from graphcore.backend.client import Client, at_breakpoint
 from graphcore.backend.connection import connect, is_transient, redis_retrying
+from graphcore.backend.event_lines import (
+    ENDED,
+    EventLines,
+    Line,
+    ending,
+    event_id_problem,
+    newest,
+    seen,
+    stream_id,
+)
 from graphcore.backend.events import EVENTS_MAXLEN, Event, read_events
-from graphcore.backend.json_forms import to_json
-from graphcore.backend.retention import step_namespaces
 from graphcore.backend.runs import RunRecord, RunStatus
-from graphcore.checkpoints import serde
-from graphcore.checkpoints.model import Checkpoint
-from graphcore.engine.schema import stored_values
-from graphcore.engine.stream import checkpoint_payload
-from graphcore.errors import CheckpointNotFoundError
 from graphq.cli.context import AppContext
 from graphq.cli.errors import EXIT_FAILURE, EXIT_WAITING, fail
 from graphq.cli.output import FORMATS, err_console
@@ -58,33 +60,7 @@ MODES = (
 
 _BLOCK_MS = 1000
 _COUNT = 500
-_STREAM_ID = re.compile(r"^\d+(-\d+)?$")
-_MAX_ID_PART = 2**64 - 1
-"""Redis's bound of each part of a stream entry id (a larger one was a ResponseError traceback)."""
-_ENDED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED, RunStatus.AWAITING_INPUT)
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class Line:
-    """One printed event: the stream id it comes from, its mode, step and (expanded) payload."""
-
-    id: str
-    mode: str
-    step: int
-    data: Any
-
-    def render(self, output: str) -> str:
-        """The line as printed: ``ID  step N  MODE  JSON``, or (``json``) one compact JSON object."""
-        if output == "json":
-            return to_json({"id": self.id, "mode": self.mode, "step": self.step, "data": self.data}, None)
-        return f"{self.id}  step {self.step:<3}  {self.mode:<11}  {to_json(self.data, indent=None)}"
-
-
-def stream_id(text: str) -> tuple[int, int]:
-    """A Redis stream id ``MS-SEQ`` (or ``MS``) as a comparable pair."""
-    ms, _, seq = text.partition("-")
-    return int(ms), int(seq or 0)
 
 
 @dataclass
@@ -109,6 +85,10 @@ class Watch:
     bars: StepBars | None = None
     _grace: bool = field(default=False, init=False, repr=False)
 
+    @property
+    def _lines(self) -> EventLines:
+        return EventLines(self.client, self.run, self.modes)
+
     def follow(self) -> RunStatus:
         """Print events until the run ends or waits for input; returns that status.
 
@@ -124,7 +104,7 @@ class Watch:
             for event in events:
                 self._show(event)
             if events:
-                ended = _ending(events[-1])
+                ended = ending(events[-1])
                 if ended is not None and ended != RunStatus.AWAITING_INPUT:
                     return ended
                 peek = ended == RunStatus.AWAITING_INPUT  # paused: stop once nothing follows the pause
@@ -168,85 +148,9 @@ class Watch:
         elif self.bars is not None and event.mode == "values":
             self.bars.step_done(self.run.id, event.step)
         echo = click.echo if self.bars is None else self.bars.echo
-        for line in self.retried(self._lines, event):
+        for line in self.retried(self._lines.lines, event):
             echo(line.render(self.output))
         self.after = event.id
-
-    def _wants(self, mode: str) -> bool:
-        return mode in self.modes if self.modes else mode != "progress"
-
-    def _lines(self, event: Event) -> list[Line]:
-        """The lines of one stored event, in the order of the in-process ``graph.stream``."""
-        if event.mode == "values":
-            return self._checkpoint_lines(event)
-        if event.mode == "updates" and isinstance(event.data, dict):
-            return self._update_lines(event, event.data)
-        if self._wants(event.mode):
-            return [Line(event.id, event.mode, event.step, event.data)]
-        return []
-
-    def _update_lines(self, event: Event, updates: dict[str, Any]) -> list[Line]:
-        """``tasks`` lines (one per node that wrote) and the ``updates`` line of an ``updates`` event."""
-        lines = (
-            [
-                Line(event.id, "tasks", event.step, {"node": node, "writes": writes})
-                for node, writes in updates.items()
-            ]
-            if self._wants("tasks")
-            else []
-        )
-        if self._wants("updates"):
-            lines.append(Line(event.id, "updates", event.step, updates))
-        return lines
-
-    def _checkpoint_lines(self, event: Event) -> list[Line]:
-        """``checkpoints`` and ``values`` lines of a ``values`` event, read from its checkpoint."""
-        wanted = [m for m in ("checkpoints", "values") if self._wants(m)]
-        if not wanted:
-            return []
-        checkpoint_id = event.data.get("checkpoint_id") if isinstance(event.data, dict) else None
-        try:
-            if not isinstance(checkpoint_id, str):
-                raise CheckpointNotFoundError("a values event without a checkpoint id")
-            cp = self.client.get_state(self.run.thread_id, checkpoint_id)
-        except CheckpointNotFoundError:  # trimmed or deleted meanwhile: show the id, do not stop
-            missing = {"checkpoint_id": checkpoint_id, "error": "checkpoint not found"}
-            return [Line(event.id, mode, event.step, missing) for mode in wanted]
-        values = self.client.shown_values(self.run.thread_id, cp, self.run.workflow)  # root state: the value
-        lines = self._earlier_checkpoint_lines(event, cp) if "checkpoints" in wanted else []
-        payloads = {
-            "checkpoints": checkpoint_payload(cp, self.run.thread_id) | {"values": values},
-            "values": values,
-        }
-        return lines + [Line(event.id, mode, event.step, payloads[mode]) for mode in wanted]
-
-    def _earlier_checkpoint_lines(self, event: Event, cp: Checkpoint) -> list[Line]:
-        """The ``checkpoints`` lines LangGraph's ``stream_mode="checkpoints"`` (``subgraphs=True``) gives
-        before root checkpoint ``cp``, read from the store (no event holds them): the run's input checkpoint
-        (step -1 on a new thread) when ``cp`` is its input applied, else the checkpoints of the subgraphs
-        the step's tasks ran, namespace by namespace (level by level, each oldest first). Checkpoints
-        removed meanwhile are not shown."""
-        thread = self.run.thread_id
-        parent = self.client.checkpoints.get(thread, cp.parent_id) if cp.parent_id else None
-        if parent is None:
-            return []
-        meta = parent.metadata
-        if meta.get("source") == "input" and meta.get("run_id") == self.run.id:
-            values = self.client.shown_values(thread, parent, self.run.workflow)
-            return [Line(event.id, "checkpoints", parent.step, self._payload(parent, "", values))]
-        return [
-            Line(
-                event.id, "checkpoints", event.step, self._payload(sub, ns, stored_values(sub.channel_values))
-            )
-            for ns in step_namespaces(self.client.kv, thread, parent)
-            for sub in reversed(self.client.checkpoints.list(thread, ns=ns))
-        ]
-
-    def _payload(self, cp: Checkpoint, ns: str, values: Any) -> dict[str, Any]:
-        """``cp`` (in namespace ``ns``) as a ``checkpoints`` line shows it: with its stored ``parents`` and
-        ``values`` as given."""
-        payload = checkpoint_payload(cp, self.run.thread_id, ns, parents=cp.metadata.get("parents"))
-        return payload | {"values": values}
 
     def _settled(self) -> RunStatus | None:
         """After a read found nothing new: the run's status if it has ended or paused with every event up to
@@ -256,11 +160,11 @@ class Watch:
         may be written just after the record changes).
         """
         record = self.client.get_run(self.run.id)
-        if record.status not in _ENDED:
+        if record.status not in ENDED:
             self._grace = False
             return None
-        newest = _newest(self.client.kv, self.run)
-        if newest is not None and _ending(newest) == record.status and _seen(newest.id, self.after):
+        last = newest(self.client.kv, self.run)
+        if last is not None and ending(last) == record.status and seen(last.id, self.after):
             return record.status
         if record.status == RunStatus.AWAITING_INPUT:
             return None  # its pause events are on their way
@@ -294,28 +198,6 @@ class Watch:
         return result
 
 
-def _ending(event: Event) -> RunStatus | None:
-    """The status a ``status`` event reports when the run ended or paused with it, else None."""
-    if event.mode != "status" or not isinstance(event.data, dict):
-        return None
-    status = event.data.get("status")
-    return next((s for s in _ENDED if s.value == status), None)
-
-
-def _seen(event_id: str, after: str) -> bool:
-    return stream_id(event_id) <= stream_id(after)
-
-
-def _newest(kv: Any, run: RunRecord) -> Event | None:
-    """The newest event of the run's stream."""
-    reply = kv.xrevrange(keys.run_events(run.thread_id, run.id), count=1)
-    if not reply:
-        return None
-    entry_id, fields = reply[0]
-    mode, step = fields[b"mode"].decode(), int(fields[b"step"])
-    return Event(entry_id.decode(), mode, step, serde.loads(fields[b"data"]))
-
-
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
 
@@ -323,12 +205,9 @@ def _one_line(exc: BaseException) -> str:
 def _check_after(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     if value is None:
         return "0-0"
-    if not _STREAM_ID.match(value):
-        raise click.BadParameter(f"{value!r} is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)")
-    if any(int(part) > _MAX_ID_PART for part in value.split("-")):
-        raise click.BadParameter(
-            f"{value!r} is not an event id: MILLISECONDS and SEQUENCE are at most {_MAX_ID_PART}"
-        )
+    problem = event_id_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
     return value
 
 

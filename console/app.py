@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 
 from fastapi import FastAPI
@@ -20,9 +22,20 @@ def create_app(console: Console) -> FastAPI:
     """The console and API application for ``console``.
 
     Routes: ``/api/...`` (:mod:`graphq.console.api`; OpenAPI at ``/api/openapi.json``), ``/static/...``
-    (the package's assets) and the pages (:mod:`graphq.console.pages`).
+    (the package's assets) and the pages (:mod:`graphq.console.pages`). Starting the app opens the console's
+    async Redis connection (:attr:`Console.aio`); stopping it closes it.
     """
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        console.open()
+        try:
+            yield
+        finally:
+            await console.close()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="graphq",
         summary="Durable graph workflows on Redis: runs, human requests, threads.",
         version=version("graphq"),

@@ -11,7 +11,7 @@ UnknownWorkflowError,
 ScheduleNotFoundError
 RunExistsError, ThreadActiveError,      409
 NotAwaitingInputError, DisabledError,
-TriggerSkippedError
+TriggerSkippedError, ThreadBusyError
 InputTooLargeError                      413
 any other PermanentError (bad input)    422
 request validation (FastAPI)            422
@@ -30,6 +30,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from graphcore.backend.threads import ThreadBusyError
 from graphcore.backend.ttl import ThreadActiveError
 from graphcore.engine.inputs import InputTooLargeError
 from graphcore.engine.interrupts import NotAwaitingInputError
@@ -52,7 +53,17 @@ PROBLEM = "application/problem+json"
 
 _STATUS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
     ((RunNotFoundError, CheckpointNotFoundError, UnknownWorkflowError, ScheduleNotFoundError), 404),
-    ((RunExistsError, ThreadActiveError, NotAwaitingInputError, DisabledError, TriggerSkippedError), 409),
+    (
+        (
+            RunExistsError,
+            ThreadActiveError,
+            NotAwaitingInputError,
+            DisabledError,
+            TriggerSkippedError,
+            ThreadBusyError,
+        ),
+        409,
+    ),
     (InputTooLargeError, 413),
     (PermanentError, 422),
     ((TransientError, rex.ConnectionError, rex.TimeoutError), 503),
@@ -120,6 +131,8 @@ def _text(exc: BaseException) -> str:
 
 
 def _located(error: Any) -> str:
-    """``body.input.x: field required`` for one pydantic validation error."""
+    """``body.input.x: field required`` for one pydantic validation error (a JSON body that does not parse:
+    ``body.12: JSON decode error: Expecting value``, at its character offset)."""
     where = ".".join(str(part) for part in error.get("loc", ()))
-    return f"{where}: {error.get('msg', 'invalid')}"
+    why = (error.get("ctx") or {}).get("error") if error.get("type") == "json_invalid" else None
+    return f"{where}: {error.get('msg', 'invalid')}" + (f": {why}" if why else "")

@@ -43,6 +43,8 @@ Key map (``T`` = thread id, ``NS`` = checkpoint namespace, ``""`` at the root)::
                                          (request-expiry, retention, ...; the reaper's is graphq:reaper:lock)
     graphq:request-deadlines      zset   lease_member(T, RUN) -> the deadline of the earliest open request of
                                          a run awaiting input, ms (R13); only runs whose requests have one
+    graphq:api:idempotency:SHA    string JSON {digest, run_ids}: the runs a ``POST /api/runs`` with header
+                                         ``Idempotency-Key`` (SHA = its SHA-256) enqueues; kept 24 h
     graphq:webhooks               hash   delivery id RUN:STATUS:N -> a webhook delivery (JSON: the run, its
                                          status, the URL, attempts; graphcore.backend.webhooks), from its
                                          status change until it is delivered (kept while dead)
@@ -95,6 +97,7 @@ thread's (fine on one Redis; a Redis Cluster deployment would need one index per
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from graphcore.errors import ArgumentTypeError, ConfigError
@@ -104,6 +107,7 @@ __all__ = [
     "PREFIX",
     "admission",
     "answers",
+    "api_idempotency",
     "busy_threads",
     "catalog",
     "catalog_member",
@@ -381,6 +385,13 @@ def request_deadlines() -> str:
     script that pauses the run, cleared by the answer, the cancel and the expiry scan; absent while no
     request has a deadline."""
     return f"{PREFIX}:request-deadlines"
+
+
+def api_idempotency(key: str) -> str:
+    """String (JSON ``{digest, run_ids}``): what a ``POST /api/runs`` sent with header ``Idempotency-Key:
+    key`` enqueues (the body's SHA-256 and the run ids), so that a repeat returns the same runs; the key is
+    hashed (SHA-256 hex): any header value makes a short, safe name."""
+    return f"{PREFIX}:api:idempotency:{hashlib.sha256(key.encode()).hexdigest()}"
 
 
 def webhooks() -> str:

@@ -13,6 +13,7 @@ from httpx import Response
 from markupsafe import escape
 
 from graphcore.backend.client import Client
+from graphcore.backend.event_lines import EventLines
 from graphcore.backend.events import read_events
 from graphcore.backend.json_forms import deadline_iso
 from graphcore.engine.registry import Registry
@@ -266,15 +267,17 @@ def test_the_events_stream_as_server_sent_events_and_resume_after_the_last_id(cl
     work(client)
     record = client.get_run(run_id)
     stored = list(read_events(client.kv, record.thread_id, run_id))
-    web = serve(client)
-    whole = _messages(web.get(f"/api/runs/{run_id}/events"))
-    assert [m.get("id") for m in whole] == [e.id for e in stored] + [None]
-    assert [m["event"] for m in whole] == [e.mode for e in stored] + ["end"]
-    assert whole[2]["data"] == {"mode": "updates", "step": 1, "data": {"tick": {"ticks": [1]}}}
-    assert whole[-1]["data"] == {"status": "completed"}
-    rest = _messages(web.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": stored[3].id}))
-    assert [m.get("id") for m in rest] == [e.id for e in stored[4:]] + [None]
-    assert web.get("/api/runs/nope/events").status_code == 404
+    with serve(client) as web:  # its lifespan opens the async connection the stream reads with
+        whole = _messages(web.get(f"/api/runs/{run_id}/events"))
+        rest = _messages(web.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": stored[3].id}))
+        assert web.get("/api/runs/nope/events").status_code == 404
+    lines = EventLines(client, record)
+    shown = [line for event in stored for line in lines.lines(event)]  # as `graphq runs watch -o json`
+    assert [(m.get("id"), m["event"]) for m in whole] == [(x.id, x.mode) for x in shown] + [(None, "end")]
+    assert {"mode": "updates", "step": 1, "data": {"tick": {"ticks": [1]}}} in [m["data"] for m in whole]
+    assert whole[-1]["data"] == {"status": "completed", "continued_by_run_id": None}
+    after = [x for event in stored[4:] for x in lines.lines(event)]
+    assert [m.get("id") for m in rest] == [x.id for x in after] + [None]
 
 
 def _messages(reply: Response) -> list[dict[str, Any]]:

@@ -2,10 +2,11 @@
 
 from fastapi import APIRouter
 
-from graphq.console.api import events, runs
+from graphq.console.api import requests, runs, threads
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api")
 router.include_router(runs.router)
-router.include_router(events.router)
+router.include_router(requests.router)
+router.include_router(threads.router)

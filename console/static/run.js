@@ -1,12 +1,12 @@
 // The run page's live events: an EventSource on the run's event stream (the browser resends the last
-// event id when it reconnects; the server goes on after it). Each event becomes a list item, as text.
+// event id when it reconnects; the server goes on after it, so nothing comes twice). Each line becomes a
+// list item, as text; one stored event may give several lines (tasks, then updates) with the same id.
 (function () {
   "use strict";
   var list = document.getElementById("events");
   var state = document.getElementById("events-state");
   if (!list || !window.EventSource) { return; }
   var source = new EventSource(list.getAttribute("data-source"));
-  var seen = {};
 
   function add(kind, text, id) {
     var item = document.createElement("li");
@@ -17,8 +17,6 @@
   }
 
   function shown(message) {
-    if (message.lastEventId && seen[message.lastEventId]) { return; }
-    seen[message.lastEventId] = true;
     var event = JSON.parse(message.data);
     add(event.mode, message.lastEventId + "  step " + event.step + "  " + event.mode + "  " +
       JSON.stringify(event.data), message.lastEventId);

@@ -15,7 +15,7 @@ live worker serves and that nobody published for :data:`STALE_VERSION_S` (a work
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +27,20 @@ from graphcore.backend.reaper import server_ms
 from graphcore.backend.workers import live_worker_ids
 from graphcore.engine.compiled import GraphSpec
 from graphcore.engine.describe import describe, version_of
+from graphcore.engine.executor import CompiledGraph
+from graphcore.engine.registry import Registry
 from graphcore.engine.validate import canonical_json
-from graphcore.errors import ConfigError
+from graphcore.errors import ConfigError, UnknownWorkflowError
 
-__all__ = ["STALE_VERSION_S", "CatalogEntry", "CatalogVersion", "describe_all", "publish", "read_catalog"]
+__all__ = [
+    "STALE_VERSION_S",
+    "CatalogEntry",
+    "CatalogVersion",
+    "describe_all",
+    "loaded_workflow",
+    "publish",
+    "read_catalog",
+]
 
 STALE_VERSION_S = 7 * 86_400
 """A version that no live worker serves is removed at a publish of its workflow once nobody published it
@@ -191,3 +201,30 @@ def _read(kv: Any, name: str | None) -> list[CatalogEntry]:
     replies = pipe.execute() if names else []
     entries = (_entry(n, replies[3 * i : 3 * i + 3], live) for i, n in enumerate(names))
     return [e for e in entries if e is not None]
+
+
+def loaded_workflow(registry: Registry, kv: Callable[[], Any], name: str) -> CompiledGraph:
+    """The workflow ``name`` of ``registry`` (this process's code), to enqueue it: its input is checked
+    against its state schema, which needs its code here.
+
+    Args:
+        kv: gives the Redis connection, called only when ``name`` is not loaded (to read the catalog).
+
+    Raises:
+        UnknownWorkflowError: not loaded here; when the workers published it (the catalog on ``kv()``, R9)
+            the message says so and how to load it (``--workflows``).
+    """
+    try:
+        return registry.get(name)
+    except UnknownWorkflowError as exc:
+        try:
+            published = read_catalog(kv(), name)
+        except Exception:  # the hint is a courtesy: the unknown name stays the error
+            published = []
+        if not published:
+            raise
+        served = max(len(v.served_by) for v in published[0].versions)
+        raise UnknownWorkflowError(
+            f"{exc}. {name!r} is in the workflow catalog (served by {served} live worker(s)), but its "
+            "code is not loaded in this process: pass --workflows MODULE (or set GRAPHQ_WORKFLOWS)"
+        ) from None

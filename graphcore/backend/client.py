@@ -11,7 +11,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -945,6 +945,22 @@ class Client:
         order = {task_id(head.id, i, t.node): i for i, t in enumerate(head.next_tasks)}
         ranked = sorted(finished.values(), key=lambda tw: order.get(tw.task_id, len(order)))
         return [i for tw in ranked for i in tw.interrupts if i.id not in answered]
+
+    def open_requests(self, limit: int = 100) -> list[tuple[RunRecord, Interrupt]]:
+        """The open requests of every run waiting for input, oldest first (by ``created_at``), at most
+        ``limit`` (1 to :data:`MAX_LIMIT`), each with its run: the human inbox. Reads every run waiting
+        for input (the run index, then each one's requests).
+
+        Raises:
+            ArgumentTypeError, ConfigError: ``limit`` is not an int in range.
+        """
+        _limit("limit", limit)
+        waiting = self.runs.list(MAX_LIMIT, where=RunFilter(status=RunStatus.AWAITING_INPUT))
+        found: list[tuple[RunRecord, Interrupt]] = []
+        for run in waiting:
+            with suppress(RunNotFoundError):  # removed meanwhile (its thread's TTL)
+                found.extend((run, request) for request in self.requests(run.id))
+        return sorted(found, key=lambda pair: (pair[1].created_at, pair[0].id, pair[1].index))[:limit]
 
     def run_requests(self, run_id: str) -> list[RequestRecord]:
         """Every human request the run made, open, answered or left unanswered, with the answers given, in

@@ -17,7 +17,7 @@ from typing import Any
 from graphcore import keys
 from graphcore.checkpoints import serde
 
-__all__ = ["EVENTS_MAXLEN", "Event", "encode_event", "read_events"]
+__all__ = ["EVENTS_MAXLEN", "Event", "decode_event", "encode_event", "read_events"]
 
 EVENTS_MAXLEN = 10_000
 """About how many events a run's stream keeps (``XADD MAXLEN ~``, in ``_events.lua``: Redis trims whole
@@ -51,9 +51,11 @@ def read_events(
     reply = kv.xread({key: after}, count=count, block=block_ms)
     for _, entries in reply or []:
         for entry_id, fields in entries:
-            yield Event(
-                entry_id.decode(),
-                fields[b"mode"].decode(),
-                int(fields[b"step"]),
-                serde.loads(fields[b"data"]),
-            )
+            yield decode_event(entry_id, fields)
+
+
+def decode_event(entry_id: bytes, fields: dict[bytes, bytes]) -> Event:
+    """One stream entry (as XREAD or XRANGE return it) as an :class:`Event`."""
+    return Event(
+        entry_id.decode(), fields[b"mode"].decode(), int(fields[b"step"]), serde.loads(fields[b"data"])
+    )

@@ -12,29 +12,43 @@ import dataclasses
 import enum
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from pydantic import BaseModel
 
 from graphcore.backend.reaper import iso_ms
-from graphcore.backend.runs import RunRecord
+from graphcore.backend.runs import RunRecord, RunStatus
+from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.inputs import MAX_NESTING, TOO_DEEP, nesting_problem
 from graphcore.engine.interrupts import RequestRecord
+from graphcore.errors import CheckpointNotFoundError
 from graphcore.types import Interrupt
 
+if TYPE_CHECKING:
+    from graphcore.backend.client import Client
+
 __all__ = [
+    "MAIN_BRANCH",
+    "branches",
+    "checkpoint_json",
     "deadline_iso",
     "from_json",
+    "history_json",
     "jsonable",
+    "listed_json",
     "record_json",
     "request_json",
     "request_record_json",
+    "state_json",
     "to_json",
 ]
+
+MAIN_BRANCH = "main"
+"""The branch of a thread's first checkpoints; each fork (C3) starts another, ``b1``, ``b2``, ..."""
 
 
 def _scalar(value: Any) -> Any:
@@ -141,3 +155,93 @@ def from_json(text: str, levels: int = MAX_NESTING) -> Any:
     if problem is not None:
         raise ValueError(problem)
     return value
+
+
+def listed_json(record: RunRecord) -> dict[str, Any]:
+    """A run as ``runs list -o json`` prints it: its record without ``result`` (``runs show`` reads it)."""
+    listed = record_json(record)
+    del listed["result"]
+    return listed
+
+
+def checkpoint_json(cp: Checkpoint) -> dict[str, Any]:
+    """A checkpoint as JSON-ready data, without its state."""
+    return {
+        "checkpoint_id": cp.id,
+        "parent_id": cp.parent_id,
+        "step": cp.step,
+        "source": cp.source,
+        "writes": list(cp.metadata.get("writes", [])),
+        "next": [t.node for t in cp.next_tasks],
+        "created_at": cp.created_at,
+        "metadata": cp.metadata,
+    }
+
+
+def branches(history: Sequence[Checkpoint]) -> dict[str, str]:
+    """Checkpoint id → the branch it is on: ``main`` from the thread's first checkpoint, then ``b1``, ``b2``,
+    ... from each fork (``source: fork``) in the order they were made; a checkpoint is on its parent's
+    branch.
+
+    Args:
+        history: a thread's checkpoints, newest first (as :meth:`Client.get_history` lists them).
+    """
+    labels: dict[str, str] = {}
+    forks = 0
+    for cp in reversed(history):
+        if cp.source == "fork":
+            forks += 1
+            labels[cp.id] = f"b{forks}"
+        else:
+            labels[cp.id] = labels.get(cp.parent_id or "", MAIN_BRANCH)
+    return labels
+
+
+def _why_none(client: Client, thread: str) -> str:
+    """Why a thread has no checkpoint, when it has runs: they were removed after completion (R7)."""
+    completed = [r for r in client.thread_runs(thread) if r.status == RunStatus.COMPLETED]
+    if not completed:
+        return ""
+    return (
+        f"; {len(completed)} of its runs completed, and checkpoints are removed when a run completes with "
+        "GRAPHQ_KEEP_CHECKPOINTS_AFTER_COMPLETION=false (`graphq runs show RUN` keeps each run's result)"
+    )
+
+
+def thread_checkpoint(client: Client, thread: str, checkpoint_id: str | None = None) -> Checkpoint:
+    """The checkpoint ``graphq state THREAD`` shows: ``checkpoint_id``, or the thread's newest.
+
+    Raises:
+        CheckpointNotFoundError: no such checkpoint; for the newest, saying why when the thread's runs
+            completed and their checkpoints were removed.
+    """
+    try:
+        return client.get_state(thread, checkpoint_id)
+    except CheckpointNotFoundError as exc:
+        if checkpoint_id is not None:
+            raise
+        raise CheckpointNotFoundError(f"{exc}{_why_none(client, thread)}") from None
+
+
+def thread_history(client: Client, thread: str) -> list[Checkpoint]:
+    """Every checkpoint of ``thread``, newest first (``graphq state THREAD --history``).
+
+    Raises:
+        CheckpointNotFoundError: the thread has none (saying why when its runs completed).
+    """
+    history = client.get_history(thread)
+    if not history:
+        raise CheckpointNotFoundError(f"thread {thread!r} has no checkpoints{_why_none(client, thread)}")
+    return history
+
+
+def state_json(client: Client, thread: str, cp: Checkpoint) -> dict[str, Any]:
+    """``graphq state THREAD -o json``: the checkpoint ``cp`` of ``thread`` with its state ``values``."""
+    return {"thread_id": thread} | checkpoint_json(cp) | {"values": client.shown_values(thread, cp)}
+
+
+def history_json(history: Sequence[Checkpoint], limit: int | None = None) -> list[dict[str, Any]]:
+    """``graphq state THREAD --history -o json``: the newest ``limit`` checkpoints of ``history`` (a whole
+    thread's, newest first: branches are told from the oldest), each with its ``branch``."""
+    labels = branches(history)
+    return [checkpoint_json(cp) | {"branch": labels[cp.id]} for cp in history[:limit]]
