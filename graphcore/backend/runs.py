@@ -537,7 +537,8 @@ class RunStore:
             deadline_ms=deadline_ms,
             expect=expect,
         )
-        return _status_set(self._set_status(*call), record, status)
+        script_keys, args = call
+        return _status_set(self._set_status(keys=script_keys, args=args), record, status)
 
     def status_call(
         self,
