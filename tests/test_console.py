@@ -4,6 +4,7 @@ CSRF, allowed hosts, escaping; and ``graphq ui``'s refusals on the command line.
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,7 +13,7 @@ from graphcore.backend.client import Client
 from graphcore.engine.registry import Registry
 from graphcore.settings import Settings
 from graphq.console import Console, create_app
-from graphq.console.security import CSRF_COOKIE, SESSION_COOKIE, Guard
+from graphq.console.security import CSRF_COOKIE, SESSION_COOKIE, SESSION_S, Guard
 from tests.browser import start_console
 from tests.workers import Procs, graphq
 
@@ -53,7 +54,11 @@ def test_with_a_token_the_api_wants_a_bearer_and_pages_send_to_sign_in(client: C
     web = serve(client, Guard(token="s3cret"))
     refused = web.get(f"/api/runs/{run_id}")
     assert (refused.status_code, refused.headers["www-authenticate"]) == (401, "Bearer")
-    assert web.get(f"/api/runs/{run_id}", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    wrong_bearer = web.get(f"/api/runs/{run_id}", headers={"Authorization": "Bearer wrong"})
+    assert (wrong_bearer.status_code, wrong_bearer.json()["detail"]) == (
+        401,
+        "that is not the console's token",
+    )
     assert web.get(f"/api/runs/{run_id}", headers={"Authorization": "Bearer s3cret"}).status_code == 200
     page = web.get("/runs", follow_redirects=False)
     assert (page.status_code, page.headers["location"]) == (303, "/login?next=/runs")
@@ -64,6 +69,26 @@ def test_with_a_token_the_api_wants_a_bearer_and_pages_send_to_sign_in(client: C
     assert SESSION_COOKIE in signed.cookies
     assert "s3cret" not in signed.headers["set-cookie"]
     assert web.get("/runs").status_code == 200  # the session cookie now
+    assert "Max-Age=43200" in signed.headers["set-cookie"]
+    web.get("/runs")
+    out = web.post("/logout", headers={"X-CSRF-Token": web.cookies[CSRF_COOKIE]}, follow_redirects=False)
+    assert (out.status_code, out.headers["hx-redirect"]) == (204, "/login")
+    assert web.get("/runs", follow_redirects=False).status_code == 303
+
+
+def test_a_session_lasts_twelve_hours_and_a_new_token_ends_it(client: Client) -> None:
+    guard = Guard(token="t1")
+    web = serve(client, guard)
+    web.cookies.set(SESSION_COOKIE, guard.session(now=time.time() - SESSION_S - 5))
+    assert web.get("/runs", follow_redirects=False).status_code == 303  # expired
+    web.cookies.set(SESSION_COOKIE, guard.session())
+    assert web.get("/runs", follow_redirects=False).status_code == 200
+    renewed = serve(client, Guard(token="t2"))
+    renewed.cookies.set(SESSION_COOKIE, guard.session())
+    assert renewed.get("/runs", follow_redirects=False).status_code == 303
+    forged = serve(client, Guard(token="t1"))
+    forged.cookies.set(SESSION_COOKIE, f"{int(time.time())}.{'0' * 64}")
+    assert forged.get("/runs", follow_redirects=False).status_code == 303
 
 
 def test_sign_in_never_redirects_off_the_site(client: Client) -> None:
@@ -92,6 +117,10 @@ def test_a_browser_post_needs_the_csrf_token_of_its_cookie(client: Client) -> No
     assert "CSRF" in refused.text
     forged = web.post("/runs/x/cancel", data={}, headers={"X-CSRF-Token": "guess"})
     assert forged.status_code == 403
+    # a value the caller made up, sent as both cookie and header (a non-browser client), is refused too
+    made_up = serve(client)
+    made_up.cookies.set(CSRF_COOKIE, "abc")
+    assert made_up.post("/runs/x/cancel", data={}, headers={"X-CSRF-Token": "abc"}).status_code == 403
     # with the right token the request reaches its route (no such page: 404 or 405, not 403)
     passed = web.post("/runs/x/cancel", data={}, headers={"X-CSRF-Token": csrf})
     assert passed.status_code != 403

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from graphq.console.rendering import templates
-from graphq.console.security import SESSION_COOKIE
+from graphq.console.security import SESSION_COOKIE, SESSION_S
 from graphq.console.state import Console
 
 __all__ = ["router"]
@@ -29,7 +29,15 @@ def login(request: Request, token: Annotated[str, Form()], next: Annotated[str, 
             request, "login.html", {"next": _local(next), "wrong": True}, status_code=401
         )
     response = RedirectResponse(_local(next), status_code=303)
-    response.set_cookie(SESSION_COOKIE, guard.session(), httponly=True, samesite="strict")
+    response.set_cookie(SESSION_COOKIE, guard.session(), max_age=SESSION_S, httponly=True, samesite="strict")
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    """End the browser's session (an htmx POST: its CSRF header) and go to the sign-in page."""
+    response = Response(status_code=204, headers={"HX-Redirect": "/login"})
+    response.delete_cookie(SESSION_COOKIE, httponly=True, samesite="strict")
     return response
 
 
