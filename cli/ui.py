@@ -33,8 +33,8 @@ def ui(app: AppContext, host: str, port: int, read_only: bool) -> None:
     the Redis the workers use, or without a URL from the local data of `graphq run`.
 
     It listens on 127.0.0.1 unless --host says otherwise. Another host needs GRAPHQ_UI_TOKEN (every request
-    then carries it) or --read-only. Enqueueing needs the workflows' code here (--workflows); everything
-    else reads what the workers wrote. Ctrl-C stops it.
+    then carries it) or --read-only. Enqueueing through the API needs the workflows' code here
+    (--workflows); the pages enqueue nothing, and act on what the workers wrote. Ctrl-C stops it.
     """
     secret = app.settings.ui_token
     token = None if secret is None else secret.get_secret_value()
