@@ -24,11 +24,14 @@ from graphq.console.security import CSRF_COOKIE, Guard
 from graphq.console.timeline import timeline
 from tests.workers import work
 
-REGISTRY = Registry.load(["tests.workflows.console_pages", "tests.workflows.basic"])
+REGISTRY = Registry.load(
+    ["tests.workflows.console_pages", "tests.workflows.basic", "tests.workflows.breakpoints"]
+)
 
 
-def serve(client: Client) -> TestClient:
-    web = TestClient(create_app(Console(client, Settings(), Guard())), base_url="http://127.0.0.1:8000")
+def serve(client: Client, guard: Guard | None = None) -> TestClient:
+    console = Console(client, Settings(), guard or Guard())
+    web = TestClient(create_app(console), base_url="http://127.0.0.1:8000")
     web.get("/static/console.css")  # the CSRF cookie
     return web
 
@@ -316,3 +319,143 @@ def test_a_failed_run_shows_its_error_with_traceback(client: Client) -> None:
     assert "raise RuntimeError(&#34;kaboom at node explode&#34;)" in traceback
     assert page.text.count("<tr data-step=") == 2
     assert "<td>failed</td>" in page.text
+
+
+def _actions(page: Response) -> list[str]:
+    """The buttons of the page's action forms (those that POST), in page order."""
+    return [
+        form.split("<button", 1)[1].split(">", 1)[1].split("<", 1)[0]
+        for form in page.text.split("<form")[1:]
+        if form.split(">", 1)[0].count("hx-post=")
+    ]
+
+
+def test_the_run_page_answers_again_a_request_the_inbox_no_longer_lists(client: Client) -> None:
+    run_id = paused(client, run_id="r-old")
+    [asked] = client.requests(run_id)
+    client.answer(run_id, {"ok": True})
+    work(client)
+    for n in range(50):  # newer runs: the inbox's window of answered requests leaves r-old out
+        client.enqueue("gated", {"gates": 1}, run_id=f"r-new-{n}")
+    web = serve(client)
+    inbox = web.get("/requests")
+    assert f'data-run="{run_id}"' not in inbox.text
+    assert (
+        "The answered requests of the newest 50 runs (by when each run was created), newest answer first; "
+        "a request of an older run is answered again from its run's page." in inbox.text
+    )
+    page = web.get(f"/runs/{run_id}")
+    row = page.text.split(f'<tr data-request="{asked.id}">', 1)[1].split("</tr>", 1)[0]
+    [done] = client.run_requests(run_id)
+    assert done.status == "answered"
+    assert row.rsplit("<td>", 1)[1] == f"{(done.answered_at or '')[:19].replace('T', ' ')}</td>\n    "
+    assert 'hx-post="/runs/r-old/answer" hx-target="#outcome"' in row
+    assert 'name="again" value="true"' in row
+    again = post(web, f"/runs/{run_id}/answer", request=asked.id, value='{"ok": false}', again="true")
+    branch = outcome(again).split()[1]
+    assert (again.status_code, outcome(again)) == (
+        200,
+        f"run {branch} branches off run {run_id} with a new answer",
+    )
+    assert f'<a href="/runs/{branch}">{branch}</a>' in again.text
+    assert again.headers["HX-Trigger"] == "run-changed"
+
+
+def test_the_inbox_lists_answers_newest_answer_first(client: Client) -> None:
+    older = paused(client, amount=1, run_id="r-a")
+    newer = paused(client, amount=2, run_id="r-b")
+    client.answer(newer, {"ok": True})
+    client.answer(older, {"ok": False})  # answered last: listed first
+    page = serve(client).get("/requests")
+    listed = page.text.split("<h2>Answered lately</h2>", 1)[1]
+    assert [row.split('"', 1)[0] for row in listed.split('data-run="')[1:]] == [older, newer]
+
+
+def test_read_only_shows_no_action_and_says_so(client: Client) -> None:
+    run_id = paused(client, run_id="r-ro")
+    thread = client.get_run(run_id).thread_id
+    web = serve(client, Guard(read_only=True))
+    for path in (f"/runs/{run_id}", "/requests", f"/threads/{thread}", "/runs"):
+        page = web.get(path)
+        assert page.status_code == 200
+        assert (path, _actions(page)) == (path, [])
+        assert (path, page.text.count('<span class="badge read-only"')) == (path, 1)
+    assert "Fork from here" not in web.get(f"/threads/{thread}").text
+    writable = serve(client)
+    assert 'class="badge read-only"' not in writable.get("/runs").text
+    assert _actions(writable.get(f"/runs/{run_id}")) == ["Cancel", "Cancel with interrupt", "Answer"]
+    assert "Fork from here" in writable.get(f"/threads/{thread}").text
+
+
+def test_the_run_page_offers_cancel_until_the_end_and_resume_when_it_is_accepted(client: Client) -> None:
+    web = serve(client)
+    queued = client.enqueue("gated", {"gates": 1}, run_id="r-q")
+    assert client.resume_refusal(client.get_run(queued)) == "not ended"
+    assert _actions(web.get(f"/runs/{queued}")) == ["Cancel", "Cancel with interrupt"]
+    client.cancel(queued)
+    assert client.resume_refusal(client.get_run(queued)) is None
+    assert _actions(web.get(f"/runs/{queued}")) == ["Resume"]
+    new_id = client.resume(queued)
+    assert client.resume_refusal(client.get_run(queued)) == "continued already"
+    assert _actions(web.get(f"/runs/{queued}")) == []
+    work(client)
+    assert client.get_run(new_id).status.value == "completed"
+    assert client.resume_refusal(client.get_run(new_id)) == "nothing left to run"
+    assert _actions(web.get(f"/runs/{new_id}")) == []
+    stopped = client.enqueue("stops_before", {"items": []}, run_id="r-stop")
+    work(client)
+    assert client.get_run(stopped).status.value == "awaiting_input"
+    assert client.resume_refusal(client.get_run(stopped)) is None
+    assert _actions(web.get(f"/runs/{stopped}")) == ["Cancel", "Cancel with interrupt", "Resume"]
+
+
+def test_the_record_part_reloads_when_the_run_changes(client: Client) -> None:
+    run_id = paused(client, run_id="r-rec")
+    web = serve(client)
+    page = web.get(f"/runs/{run_id}")
+    assert (
+        f'<div id="run-record" hx-get="/runs/{run_id}/record" hx-trigger="run-changed from:body" '
+        'hx-swap="innerHTML">' in page.text
+    )
+    assert page.text.index('<div id="outcome"') < page.text.index('<div id="run-record"')
+    refused = post(web, f"/runs/{run_id}/resume")
+    assert (refused.status_code, "HX-Trigger" in refused.headers) == (422, False)
+    canceled = post(web, f"/runs/{run_id}/cancel")
+    assert (canceled.status_code, outcome(canceled), canceled.headers["HX-Trigger"]) == (
+        200,
+        "canceled",
+        "run-changed",
+    )
+    part = web.get(f"/runs/{run_id}/record")
+    assert part.status_code == 200
+    assert '<span class="status status-canceled" id="run-status">canceled</span>' in part.text
+    assert "<tr><th>status</th><td>canceled</td></tr>" in part.text
+    assert _actions(part) == ["Resume"]
+    assert "<html" not in part.text
+    assert web.get("/runs/nope/record").status_code == 404
+
+
+def test_a_fork_refuses_a_state_update_that_is_not_an_object_and_says_which_node_it_wrote_as(
+    client: Client,
+) -> None:
+    run_id = paused(client, run_id="r-fork")
+    client.answer(run_id, {"ok": True})
+    work(client)
+    thread = client.get_run(run_id).thread_id
+    head = client.get_state(thread)
+    web = serve(client)
+    for text, kind in (("[1, 2]", "a list"), ('"x"', "a string"), ("3", "a number"), ("null", "null")):
+        listed = post(web, f"/threads/{thread}/fork", checkpoint=head.id, values=text, as_node="")
+        assert (listed.status_code, outcome(listed)) == (
+            422,
+            f"state update: must be a JSON object (key: value), got {kind}",
+        )
+    assert client.update_writer("approval", thread, head.id) == "finish"
+    with pytest.raises(Exception) as error:
+        client.update_state("approval", thread, {"bogus": 1}, "finish", checkpoint_id=head.id)
+    unknown = post(web, f"/threads/{thread}/fork", checkpoint=head.id, values='{"bogus": 1}', as_node="")
+    assert (unknown.status_code, outcome(unknown)) == (
+        422,
+        f"as node &#39;finish&#39; (the node that wrote last): {error.value}".replace("'", "&#39;"),
+    )
+    assert client.get_state(thread).id == head.id  # nothing written

@@ -1,6 +1,7 @@
 """``/requests``: the human requests inbox — every open request of the runs waiting for input, oldest
-first, with its deadline and what it asks, and an answer form; the requests answered lately, to answer
-again (a new branch of the thread).
+first, with its deadline and what it asks, and an answer form; the requests answered lately (those of the
+newest :data:`ANSWERED_FROM` runs, newest answer first), to answer again (a new branch of the thread). Any
+request is answered again from its run's page.
 
 There is no index of open requests across runs: the inbox lists the runs awaiting input
 (:meth:`Client.list_runs`, newest :data:`RUNS` of them) and reads each one's open requests, as ``graphq
@@ -69,9 +70,11 @@ def answered_requests(client: Client) -> list[Asked]:
 
 @router.get("/requests")
 async def inbox(request: Request) -> Response:
-    client = Console.of(request).client
-    context = await run_in_threadpool(_context, client)
-    return templates.TemplateResponse(request, "requests.html", context)
+    console = Console.of(request)
+    context = await run_in_threadpool(_context, console.client)
+    return templates.TemplateResponse(
+        request, "requests.html", {**context, "read_only": console.guard.read_only}
+    )
 
 
 def _context(client: Client) -> dict[str, Any]:
@@ -83,4 +86,5 @@ def _context(client: Client) -> dict[str, Any]:
         "to_json": to_json,
         "deadline_iso": deadline_iso,
         "runs": RUNS,
+        "answered_from": ANSWERED_FROM,
     }

@@ -1,6 +1,11 @@
 """``/runs/{id}``: one run — its fields as ``graphq runs show`` gives them, its chain, its step timeline,
-its events live, its error and result, its requests with an answer form; cancel, cancel with interrupt,
-resume."""
+its events live, its error and result, every request it made (an open one with an answer form, an
+answered one with its answer, when, and an answer-again form); cancel and cancel with interrupt until it
+ends, resume when :meth:`Client.resume` would accept it; no action when the console is read-only.
+
+The record part (``/runs/{id}/record``: status, actions, fields, error, result, requests, chain) reloads
+itself on the htmx event ``run-changed``: run.js triggers it on the stream's status and end events, and a
+successful action answers with ``HX-Trigger: run-changed``."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from graphcore.backend.events import EVENTS_MAXLEN, read_events
 from graphcore.backend.json_forms import to_json
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.run_fields import run_fields, schema_text, slot_deadline_ms
-from graphcore.backend.runs import RunStatus
+from graphcore.backend.runs import RunRecord
 from graphq.console.pages.actions import Outcome, act, answer
 from graphq.console.rendering import templates
 from graphq.console.state import Console
@@ -34,11 +39,27 @@ async def run_page(request: Request, run_id: str) -> Response:
     return templates.TemplateResponse(request, "run.html", context)
 
 
+@router.get("/runs/{run_id}/record")
+async def run_record(request: Request, run_id: str) -> Response:
+    """The run page's record part alone (``_run_record.html``), which the page reloads on ``run-changed``."""
+    console = Console.of(request)
+    context = await run_in_threadpool(_record_context, console, run_id)
+    return templates.TemplateResponse(request, "_run_record.html", context)
+
+
 def _run_context(console: Console, run_id: str) -> dict[str, Any]:
+    context = _record_context(console, run_id)
+    record: RunRecord = context["run"]
+    events = read_events(console.client.kv, record.thread_id, record.id, count=EVENTS_MAXLEN + 200)
+    return {**context, "steps": timeline(list(events)), "at_ms": _at_ms}
+
+
+def _record_context(console: Console, run_id: str) -> dict[str, Any]:
+    """What ``_run_record.html`` shows: the run's record and fields, requests, chain, and which actions
+    it offers (none when read-only; cancel until it ends; resume when :meth:`Client.resume_refusal` has no
+    reason to refuse it)."""
     client = console.client
     record = client.get_run(run_id)
-    waiting = record.status == RunStatus.AWAITING_INPUT
-    events = list(read_events(client.kv, record.thread_id, record.id, count=EVENTS_MAXLEN + 200))
     fields = run_fields(
         record,
         client.thread_step(record),
@@ -49,12 +70,11 @@ def _run_context(console: Console, run_id: str) -> dict[str, Any]:
         "run": record,
         "fields": [(name, _text(value)) for name, value in fields],
         "chain": client.chain(run_id),
-        "steps": timeline(events),
         "requests": client.run_requests(run_id),
-        "waiting": waiting,
+        "read_only": console.guard.read_only,
+        "resumable": client.resume_refusal(record) is None,
         "result": None if record.result is None else to_json(record.result),
         "schema_text": schema_text,
-        "at_ms": _at_ms,
         "to_json": to_json,
     }
 
@@ -74,7 +94,7 @@ def _text(value: Any) -> str:
 @router.post("/runs/{run_id}/cancel")
 async def cancel(request: Request, run_id: str, interrupt: Annotated[bool, Form()] = False) -> Response:
     """``graphq runs cancel RUN [--interrupt]``: its words."""
-    return await act(request, _cancel, Console.of(request).client, run_id, interrupt)
+    return _changed(await act(request, _cancel, Console.of(request).client, run_id, interrupt))
 
 
 def _cancel(client: Client, run_id: str, interrupt: bool) -> Outcome:
@@ -84,7 +104,7 @@ def _cancel(client: Client, run_id: str, interrupt: bool) -> Outcome:
 @router.post("/runs/{run_id}/resume")
 async def resume(request: Request, run_id: str) -> Response:
     """``graphq runs resume RUN``: the run that goes on."""
-    return await act(request, _resume, Console.of(request).client, run_id)
+    return _changed(await act(request, _resume, Console.of(request).client, run_id))
 
 
 def _resume(client: Client, run_id: str) -> Outcome:
@@ -107,4 +127,12 @@ async def answer_request(
 ) -> Response:
     """``graphq runs answer RUN --request ID --value JSON [--again]``: the requests answered, or the branch
     run a second answer starts."""
-    return await act(request, answer, Console.of(request).client, run_id, request_id, value, again)
+    return _changed(await act(request, answer, Console.of(request).client, run_id, request_id, value, again))
+
+
+def _changed(reply: Response) -> Response:
+    """``reply`` to an action on a run; when it succeeded, with ``HX-Trigger: run-changed``: the run page's
+    record reloads (its status, fields and actions may have changed)."""
+    if reply.status_code == 200:
+        reply.headers["HX-Trigger"] = "run-changed"
+    return reply

@@ -14,6 +14,7 @@ from fastapi.responses import Response
 from graphcore.backend.client import Client
 from graphcore.backend.json_forms import jsonable, to_json
 from graphcore.checkpoints.model import Checkpoint
+from graphcore.errors import InvalidUpdateError
 from graphq.console.pages.actions import ActionError, Outcome, act, json_field
 from graphq.console.rendering import templates
 from graphq.console.state import Console
@@ -89,15 +90,14 @@ async def thread_page(
     b: str | None = None,
 ) -> Response:
     console = Console.of(request)
-    context = await run_in_threadpool(
-        _thread_context, console.client, thread_id, checkpoint, a or None, b or None
-    )
+    context = await run_in_threadpool(_thread_context, console, thread_id, checkpoint, a or None, b or None)
     return templates.TemplateResponse(request, "thread.html", context)
 
 
 def _thread_context(
-    client: Client, thread_id: str, checkpoint: str | None, a: str | None, b: str | None
+    console: Console, thread_id: str, checkpoint: str | None, a: str | None, b: str | None
 ) -> dict[str, Any]:
+    client = console.client
     selected = client.get_state(thread_id, checkpoint or None)  # 404 without a checkpoint
     history = client.get_history(thread_id, _SHOWN)
     runs = client.thread_runs(thread_id)
@@ -119,6 +119,7 @@ def _thread_context(
         "b": b,
         "changes": changes,
         "shown": _SHOWN,
+        "read_only": console.guard.read_only,
     }
 
 
@@ -141,6 +142,27 @@ def _fork(client: Client, thread_id: str, checkpoint: str, values_text: str, as_
     runs = client.thread_runs(thread_id)
     if not runs:
         raise ActionError(f"thread {thread_id!r} has no run to say its workflow; nothing written")
-    cp = client.update_state(runs[-1].workflow, thread_id, values, as_node, checkpoint_id=checkpoint)
+    workflow = runs[-1].workflow
+    if not isinstance(values, dict) and not client.registry.get(workflow).schema.root:
+        raise ActionError(f"state update: must be a JSON object (key: value), got {_json_kind(values)}")
+    if as_node is not None:
+        cp = client.update_state(workflow, thread_id, values, as_node, checkpoint_id=checkpoint)
+    else:
+        writer = client.update_writer(workflow, thread_id, checkpoint)
+        try:
+            cp = client.update_state(workflow, thread_id, values, writer, checkpoint_id=checkpoint)
+        except InvalidUpdateError as exc:
+            raise ActionError(f"as node {writer!r} (the node that wrote last): {exc}") from None
     link = f"/threads/{thread_id}?checkpoint={cp.id}"
     return Outcome(f"checkpoint {cp.id} forks checkpoint {checkpoint} on thread {thread_id}", link, cp.id)
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in words: ``a list``, ``a string``, ``a number``, ``a boolean``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a list" if isinstance(value, list) else "a string"

@@ -1630,6 +1630,19 @@ class Client:
             return outcome
         raise outcome()
 
+    def resume_refusal(self, run: RunRecord) -> str | None:
+        """Why :meth:`resume` would refuse ``run`` by its rules (R14), read now: ``"not ended"``,
+        ``"continued already"``, ``"its thread has a newer run"`` or ``"nothing left to run"`` (the reasons
+        :meth:`resume_runs` counts); None when it would let it go on (an ended run that may be continued,
+        or one stopped at a breakpoint). The new run's own checks (its workflow loaded, admission) are not
+        made here.
+        """
+        if at_breakpoint(run):
+            return None
+        newest, (now,) = self._with_newest([run], [run.thread_id])
+        refusal = self._resume_refusal(now, newest.get(run.thread_id))
+        return None if refusal is None else refusal[0]
+
     def _resume_page(self, runs: Sequence[RunRecord]) -> list[tuple[str, str | Callable[[], PermanentError]]]:
         """Continue each ended run of ``runs`` in a new run (R14), all in one transaction, in a fixed number
         of round trips however many they are (but a read of the thread's head for a completed run); for
@@ -1802,6 +1815,19 @@ class Client:
             keep_result(self.kv, thread_id, owner, head.id, head.channel_values)
         store.put(thread_id, cp)
         return cp
+
+    def update_writer(self, workflow: str, thread_id: str, checkpoint_id: str | None = None) -> str:
+        """The node :meth:`update_state` attributes an update without ``as_node`` to, on the thread's newest
+        checkpoint (or ``checkpoint_id``): the one that wrote last, START when none has.
+
+        Raises:
+            CheckpointNotFoundError: the thread has no checkpoint (no checkpoint ``checkpoint_id``).
+            InvalidUpdateError: the last step that ran nodes ran several (ambiguous).
+            UnknownWorkflowError: ``workflow`` is not loaded.
+        """
+        graph = self.registry.get(workflow)
+        head = self.get_state(thread_id, checkpoint_id)
+        return last_writer(RedisCheckpointStore(self.kv, graph.schema), graph, thread_id, head)
 
     def _idle_thread_of(self, workflow: str, thread_id: str, prefix: str = "") -> None:
         """Check that ``thread_id`` is a thread of ``workflow`` (its newest run's, or it has none: its
