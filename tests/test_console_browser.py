@@ -126,21 +126,30 @@ def test_a_paused_run_is_answered_from_the_inbox_and_completes(
         form = page.locator(f"tr[data-request='{asked.id}'] form.answer")
         form.locator("textarea").fill("{ok: yes}")
         form.locator("button").click()
-        refusal = page.locator(f".outcome-slot[data-request='{asked.id}'] .outcome.error")
+        refusal = page.locator("#outcome .outcome.error")
         assert refusal.inner_text() == (
             "value: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
         )
         form.locator("textarea").fill('{"ok": true, "note": "within budget"}')
         form.locator("button").click()
-        done = page.locator(f".outcome-slot[data-request='{asked.id}'] .outcome.ok")
+        done = page.locator("#outcome .outcome.ok")
         assert done.inner_text() == f"answered {asked.id}; run {run_id} continues on a worker {run_id}"
-        wait_for(
-            lambda: client.get_run(run_id).status.value == "completed", 60, "the answered run to complete"
-        )
-        page.reload()
-        assert page.locator("#run-status").inner_text() == "completed"
+        # no reload: the answer's reply reopens the stream, whose end reloads the record
+        page.wait_for_selector("#run-status >> text=completed", timeout=60_000)
         assert '"outcome": "ok=True note=within budget (done)"' in page.locator("pre.result").inner_text()
+        again = page.locator(f"tr[data-request='{asked.id}'] form.answer")
+        assert again.locator("button").inner_text() == "Answer again"
         screenshot(page, "run-answered")
+        again.locator("textarea").fill('{"ok": false, "note": "over budget"}')
+        again.locator("button").click()
+        branched = page.locator("#outcome .outcome.ok", has_text="branches off")
+        branched.wait_for()
+        branch = branched.inner_text().split()[1]
+        assert branched.inner_text() == f"run {branch} branches off run {run_id} with a new answer {branch}"
+        branched.locator("a").click()
+        page.wait_for_url(console.at(f"/runs/{branch}"))
+        page.wait_for_selector("#run-status >> text=completed", timeout=60_000)
+        assert '"outcome": "ok=False note=over budget (done)"' in page.locator("pre.result").inner_text()
         page.goto(console.at("/requests"))
         assert page.locator("table.inbox tr[data-request]").count() == 0
 
@@ -165,13 +174,15 @@ def test_a_running_run_shows_its_events_live_and_is_canceled_from_its_page(
         page.locator("form[hx-post$='/cancel'] button", has_text="Cancel").first.click()
         outcome = page.locator("#outcome .outcome")
         assert outcome.inner_text() == "cancel requested: the run stops before its next super-step"
-        assert page.locator("#run-status").inner_text() == "running"  # the page as it was loaded
+        assert page.locator("#run-status").inner_text() == "running"  # canceling: it runs its step to the end
         (tmp_path / "go-3").touch()  # the step in flight ends; the run stops before the next
         page.wait_for_selector("#events-state >> text=the run is canceled", timeout=60_000)
         assert client.get_run(run_id).status.value == "canceled"
         assert client.get_run(run_id).result is None
         modes = [item.get_attribute("class") for item in events.all()]
         assert modes[-1] == "event event-status"
+        page.wait_for_selector("#run-status >> text=canceled", timeout=60_000)  # without a reload
+        assert page.locator(".actions button").all_inner_texts() == ["Resume"]
         screenshot(page, "run-live-canceled")
         page.reload()
         assert page.locator("#run-status").inner_text() == "canceled"

@@ -50,8 +50,13 @@ async def run_record(request: Request, run_id: str) -> Response:
 def _run_context(console: Console, run_id: str) -> dict[str, Any]:
     context = _record_context(console, run_id)
     record: RunRecord = context["run"]
-    events = read_events(console.client.kv, record.thread_id, record.id, count=EVENTS_MAXLEN + 200)
-    return {**context, "steps": timeline(list(events)), "at_ms": _at_ms}
+    events = list(read_events(console.client.kv, record.thread_id, record.id, count=EVENTS_MAXLEN + 200))
+    return {
+        **context,
+        "steps": timeline(events),
+        "at_ms": _at_ms,
+        "shown_event": events[-1].id if events else "",
+    }
 
 
 def _record_context(console: Console, run_id: str) -> dict[str, Any]:
