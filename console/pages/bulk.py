@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated
-from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
@@ -23,6 +22,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.runs import RunFilter
 from graphq.console.pages.actions import ActionError, Confirm, Outcome, act
 from graphq.console.pages.runs import FILTERS, run_filter
+from graphq.console.rendering import quote_id
 from graphq.console.state import Console
 from graphq.scheduler.schedules import parse_duration
 
@@ -142,7 +142,7 @@ def _ask(
     base = "/threads/" if action.noun == "thread" else "/runs/"
     return Outcome(
         f"{text}: {action.question}?",
-        items=tuple((item, base + quote(item, safe="")) for item in counted.sample),
+        items=tuple((item, base + quote_id(item)) for item in counted.sample),
         confirm=Confirm(
             "/runs/bulk",
             tuple(fields),

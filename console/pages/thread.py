@@ -15,7 +15,7 @@ from graphcore.backend.client import Client
 from graphcore.backend.json_forms import jsonable, to_json
 from graphcore.checkpoints.model import Checkpoint
 from graphq.console.pages.actions import ActionError, Outcome, act, json_field
-from graphq.console.rendering import templates
+from graphq.console.rendering import quote_id, templates
 from graphq.console.state import Console
 
 __all__ = ["Branch", "Change", "diff", "router", "tree"]
@@ -80,7 +80,7 @@ def diff(before: Any, after: Any) -> list[Change]:
     return changes
 
 
-@router.get("/threads/{thread_id}")
+@router.get("/threads/{thread_id:path}")
 async def thread_page(
     request: Request,
     thread_id: str,
@@ -122,7 +122,7 @@ def _thread_context(
     }
 
 
-@router.post("/threads/{thread_id}/fork")
+@router.post("/threads/{thread_id:path}/fork")
 async def fork(
     request: Request,
     thread_id: str,
@@ -142,5 +142,5 @@ def _fork(client: Client, thread_id: str, checkpoint: str, values_text: str, as_
     if not runs:
         raise ActionError(f"thread {thread_id!r} has no run to say its workflow; nothing written")
     cp = client.update_state(runs[-1].workflow, thread_id, values, as_node, checkpoint_id=checkpoint)
-    link = f"/threads/{thread_id}?checkpoint={cp.id}"
+    link = f"/threads/{quote_id(thread_id)}?checkpoint={cp.id}"
     return Outcome(f"checkpoint {cp.id} forks checkpoint {checkpoint} on thread {thread_id}", link, cp.id)
