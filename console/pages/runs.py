@@ -1,6 +1,6 @@
 """``/runs``: the runs, filtered (status, workflow, tenant, schedule, version) or searched (the run with an
-id and the runs of the thread with it), newest first, with the runs per status; live (the table reloads itself, the filters stay in the
-URL)."""
+id and the runs of the thread with it), newest first, with the runs per status; live (the table reloads
+itself, the filters stay in the URL)."""
 
 from __future__ import annotations
 
