@@ -15,7 +15,7 @@ from graphq.console import Console, create_app
 from graphq.console.security import CSRF_COOKIE, Guard
 from tests.workers import work
 
-REGISTRY = Registry.load(["tests.workflows.basic"])
+REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.console_pages"])
 
 RUN = "r-1_a"
 THREAD = "t/x#y%z"
@@ -77,3 +77,20 @@ def test_the_api_opens_a_run_and_thread_with_reserved_characters(client: Client)
         stored = [cp.id for cp in client.get_history(THREAD, 100)]
         assert (history.status_code, [cp["checkpoint_id"] for cp in history.json()]) == (200, stored)
         assert len(stored) >= 2
+
+
+def test_the_inbox_links_a_waiting_run_of_such_a_thread_and_takes_its_answer(client: Client) -> None:
+    client.enqueue("approval", {"amount": 40}, run_id=RUN, thread_id=THREAD)
+    work(client)
+    [asked] = client.requests(RUN)
+    web = serve(client)
+    inbox = web.get("/requests")
+    assert inbox.status_code == 200
+    assert {RUN_PATH, f"{RUN_PATH}/answer"} <= hrefs(inbox.text)
+    csrf = {"X-CSRF-Token": web.cookies[CSRF_COOKIE]}
+    answered = web.post(
+        f"{RUN_PATH}/answer", data={"request": asked.id, "value": '{"ok": true}'}, headers=csrf
+    )
+    assert answered.status_code == 200
+    assert f"answered {asked.id}; run {RUN} continues on a worker" in answered.text
+    assert (client.requests(RUN), client.get_run(RUN).status.value) == ([], "queued")
