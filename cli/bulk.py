@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
-from graphcore.backend.bulk import BulkResult, count_of, summary
+from graphcore.backend.bulk import BulkResult, count_of, summary, would_do
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunFilter, RunStatus
 from graphq.cli.errors import EXIT_FAILURE, EXIT_INTERRUPTED, fail
@@ -64,7 +64,10 @@ def bulk_options(fn: _F) -> _F:
         fn
     )
     return click.option(
-        "--dry-run", is_flag=True, help="Change nothing: print how many match and the first ids."
+        "--dry-run",
+        is_flag=True,
+        help="Change nothing: print how many match, how many it would act on and skip (by reason), and the "
+        "first ids.",
     )(fn)
 
 
@@ -134,7 +137,7 @@ def perform(
             fail("not confirmed; nothing changed", EXIT_FAILURE)
 
     def progress(result: BulkResult) -> None:
-        click.echo(f"{result.handled} of {result.matched} {noun}s done", err=True)
+        click.echo(f"{result.handled} of {count_of(result.matched, noun)} looked at", err=True)
 
     ctrl_c = _Interrupted()
     with ctrl_c.installed():
@@ -159,12 +162,13 @@ def _print_done(result: BulkResult, verb: str, noun: str, output: str) -> None:
 
 
 def _print_count(result: BulkResult, infinitive: str, noun: str, output: str) -> None:
-    """A dry run's output: the count, then the first ids."""
+    """A dry run's output: the count and what the action would do to them, then the first ids."""
     if output == "json":
         print_json(dataclasses.asdict(result))
         return
     first = f"; the first {len(result.sample)}:" if result.matched > len(result.sample) else ":"
     listed = first if result.sample else ""
-    click.echo(f"{count_of(result.matched, noun)} to {infinitive} (dry run, nothing changed){listed}")
+    found = f"{count_of(result.matched, noun)} match: {would_do(result, infinitive)}"
+    click.echo(f"{found} (dry run, nothing changed){listed}")
     for item in result.sample:
         click.echo(item)

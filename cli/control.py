@@ -307,9 +307,10 @@ def cancel(
     With filters: the matching runs are counted, then, once confirmed (--yes: without asking; needed
     without a terminal), canceled 500 at a time, with progress on stderr and a one-line summary
     (`canceled 996 runs; 4 skipped: already ended`; --output json: matched, done, requested, skipped by
-    reason). --dry-run prints the count and the first ids and changes nothing. Runs that ended, and running
-    runs whose cancel was requested already, are skipped: the same command again cancels nothing more.
-    Ctrl-C ends the work after the batch in flight, prints what was done and exits 130.
+    reason). --dry-run prints the count, how many would be canceled and skipped by reason, and the first
+    ids, and changes nothing. Runs that ended, and running runs whose cancel was requested already, are
+    skipped: the same command again cancels nothing more. Ctrl-C ends the work after the batch in flight,
+    prints what was done and exits 130.
 
     \b
     Examples:
@@ -403,7 +404,8 @@ def resume(
     (`resumed 40 runs; 2 skipped: its thread has a newer run`; --output json: matched, done, skipped by
     reason). The runs RUN's resume refuses are skipped, by reason: not ended, continued already (the same
     command again resumes nothing more), its thread has a newer run, nothing left to run. --dry-run prints
-    the count and the first ids. Ctrl-C ends the work after the batch in flight, exit 130.
+    the count, how many would be resumed and skipped by reason, and the first ids. Ctrl-C ends the work
+    after the batch in flight, exit 130.
 
     \b
     Examples:

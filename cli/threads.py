@@ -67,8 +67,9 @@ def delete(
     newest run ended; was created, for one that has not), or only those of --tenant's or --workflow's runs.
     They are counted, then, once confirmed (--yes: without asking; needed without a terminal), deleted one
     by one as above, with progress on stderr and a one-line summary (`deleted 120 threads; 3 skipped: a run
-    is active on it`; --output json: matched, done, skipped by reason). --dry-run prints the count and the
-    first thread ids. Ctrl-C ends the work after the batch in flight, exit 130.
+    is active on it`; --output json: matched, done, skipped by reason). --dry-run prints the count, how many
+    would be deleted and skipped by reason, and the first thread ids. Ctrl-C ends the work after the batch
+    in flight, exit 130.
 
     \b
     Examples:

@@ -53,9 +53,12 @@ def list_deliveries(app: AppContext, dead: bool, output: str) -> None:
         print_json(rows)
         return
     print_table(
-        ("delivery", "tries", "last error", "url", "dead (UTC)" if dead else "due (UTC)"),
-        [(r["id"], r["attempts"], r["last_error"], r["url"], r[when]) for r in rows],
-        no_wrap=("delivery",),
+        ("delivery", "run", "status", "tries", "last error", "url", "dead (UTC)" if dead else "due (UTC)"),
+        [
+            (r["id"], r["run_id"], r["status"], r["attempts"], r["last_error"], r["url"], r[when])
+            for r in rows
+        ],
+        no_wrap=("delivery", "run"),
     )
 
 

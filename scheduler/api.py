@@ -300,7 +300,7 @@ def _triggered(schedule: Schedule, decision: Decision, active: str | None) -> st
         return None
     why = "a fire is buffered already" if schedule.overlap == "buffer_one" else "--overlap skip"
     raise TriggerSkippedError(
-        f"schedule {schedule.name!r}: trigger skipped: its run {active} is still active ({why}; recorded "
+        f"schedule {schedule.name}: trigger skipped: its run {active} is still active ({why}; recorded "
         "skipped-overlap)"
     )
 
@@ -322,7 +322,7 @@ def check_schedule(registry: Registry, schedule: Schedule, now: datetime, check_
         gap = schedule.cron_expr.shortest_gap_s(now)
         if schedule.jitter_s >= gap:
             raise ConfigError(
-                f"schedule {schedule.name!r}: --jitter {schedule.jitter_s:g} s is not below the shortest "
+                f"schedule {schedule.name}: --jitter {schedule.jitter_s:g} s is not below the shortest "
                 f"time between its fires, {gap:g} s ({schedule.cron!r} in {schedule.tz}): a fire could "
                 "start after the next one"
             )
@@ -351,7 +351,7 @@ def _check_fires(schedule: Schedule, now: datetime) -> None:
         return
     if schedule.end <= now:
         raise ConfigError(
-            f"schedule {schedule.name!r}: --end {schedule.end.isoformat()} is in the past (now "
+            f"schedule {schedule.name}: --end {schedule.end.isoformat()} is in the past (now "
             f"{now.isoformat(timespec='seconds')}): it would never fire"
         )
     since = (
@@ -364,7 +364,7 @@ def _check_fires(schedule: Schedule, now: datetime) -> None:
         if schedule.start is not None and schedule.start > now:
             begin = f"--start {schedule.start.isoformat()}"
         raise ConfigError(
-            f"schedule {schedule.name!r}: no fire of {schedule.cron!r} in {schedule.tz} between {begin} "
+            f"schedule {schedule.name}: no fire of {schedule.cron!r} in {schedule.tz} between {begin} "
             f"and --end {schedule.end.isoformat()}: it would never fire"
         )
 

@@ -183,7 +183,7 @@ class Schedule(BaseModel):
             keys.validate_id("thread id", self.thread)
         if self.start is not None and self.end is not None and self.end <= self.start:
             raise ConfigError(
-                f"schedule {self.name!r}: --end ({self.end.isoformat()}) must be after --start "
+                f"schedule {self.name}: --end ({self.end.isoformat()}) must be after --start "
                 f"({self.start.isoformat()})"
             )
         return self

@@ -98,6 +98,10 @@ def test_cancel_runs_applies_the_one_run_rules_to_a_running_and_a_waiting_run(
     running = client.enqueue("ticks", {"sleep": 5}, tenant="a")
     lease = keys.lease(client.get_run(running).thread_id, running)
     wait_for(lambda: redis_client.exists(lease), 60, "its first step held")
+    dry = client.cancel_runs(RunFilter(tenant="a"), dry_run=True)
+    assert (dry.matched, dry.done, dry.requested, dry.skipped, dry.dry_run) == (2, 1, 1, {}, True)
+    assert redis_client.hget(keys.run(client.get_run(running).thread_id, running), "cancel") is None
+    assert client.get_run(waiting).status == RunStatus.AWAITING_INPUT
     first = client.cancel_runs(RunFilter(tenant="a"))
     assert (first.matched, first.done, first.requested, first.skipped) == (2, 1, 1, {})
     assert client.get_run(waiting).status == RunStatus.CANCELED
@@ -115,12 +119,18 @@ def test_cancel_runs_applies_the_one_run_rules_to_a_running_and_a_waiting_run(
     assert (third.done, third.requested, third.skipped) == (0, 0, {"already ended": 2})
 
 
-def test_dry_run_counts_and_changes_nothing(client: Client) -> None:
+def test_dry_run_counts_what_the_rules_would_do_and_changes_nothing(client: Client) -> None:
     ids = enqueue(client, "a", 12)
     enqueue(client, "b", 3)
-    result = client.cancel_runs(QUEUED, dry_run=True)
-    assert result == BulkResult(matched=12, sample=ids[::-1][:10], dry_run=True)
-    assert statuses(client, "a") == {"queued": 12}
+    for run_id in ids[:5]:
+        client.cancel(run_id)
+    result = client.cancel_runs(RunFilter(tenant="a"), dry_run=True, batch=4)
+    assert result == BulkResult(
+        matched=12, done=7, skipped={"already ended": 5}, sample=ids[::-1][:10], dry_run=True
+    )
+    assert statuses(client, "a") == {"canceled": 5, "queued": 7}
+    done = client.cancel_runs(RunFilter(tenant="a"))
+    assert (done.done, done.skipped) == (result.done, result.skipped)
 
 
 def test_stop_between_pages_keeps_the_counts_so_far(client: Client) -> None:
@@ -186,7 +196,9 @@ def test_resume_runs_resumes_failed_runs_but_not_one_whose_thread_went_on(
     client: Client, counted: Client
 ) -> None:
     ids, older, newer = failed_runs(client)
-    counted.resume_runs(FAILED_A, dry_run=True)  # connections made
+    dry = counted.resume_runs(FAILED_A, dry_run=True)  # (and connections made)
+    assert (dry.matched, dry.done, dry.skipped) == (32, 31, {"its thread has a newer run": 1})
+    assert statuses(client, "a") == {"failed": 32}
     _Counting.sent = 0
     result = counted.resume_runs(FAILED_A)
     assert (result.matched, result.done, result.skipped) == (32, 31, {"its thread has a newer run": 1})
@@ -222,7 +234,10 @@ def test_resume_refuses_a_run_whose_thread_has_a_newer_run(client: Client) -> No
 def test_cli_resume_with_filters(client: Client, redis_url: str) -> None:
     failed_runs(client)
     dry = ok(invoke(FAILING, redis_url, "runs", "resume", "--status", "failed", "--tenant", "a", "--dry-run"))
-    assert dry.stdout.splitlines()[0] == "32 runs to resume (dry run, nothing changed); the first 10:"
+    assert dry.stdout.splitlines()[0] == (
+        "32 runs match: 31 to resume, 1 skipped: its thread has a newer run (dry run, nothing changed); the "
+        "first 10:"
+    )
     done = ok(invoke(FAILING, redis_url, "runs", "resume", "--status", "failed", "--tenant", "a", "--yes"))
     assert done.stdout == "resumed 31 runs; 1 skipped: its thread has a newer run\n"
     refused = ok(invoke(FAILING, redis_url, "runs", "resume", "--status", "failed", "--wait"), 2)
@@ -233,13 +248,17 @@ def test_cli_cancel_with_filters(client: Client, redis_url: str) -> None:
     ids = enqueue(client, "a", 3)
     enqueue(client, "b", 2)
     dry = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--dry-run"))
-    assert dry.stdout.splitlines() == ["3 runs to cancel (dry run, nothing changed):", *ids[::-1]]
+    assert dry.stdout.splitlines() == ["3 runs match: 3 to cancel (dry run, nothing changed):", *ids[::-1]]
     refused = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a"), 2)
     assert error_line(refused) == "error: cancel 3 runs: add --yes to confirm (no terminal to ask on)"
     assert statuses(client, "a") == {"queued": 3}
     done = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--yes"))
     assert done.stdout == "canceled 3 runs\n"
-    assert "3 of 3 runs done" in done.stderr
+    assert "3 of 3 runs looked at" in done.stderr
+    dry_again = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--dry-run"))
+    assert dry_again.stdout.splitlines()[0] == (
+        "3 runs match: 0 to cancel, 3 skipped: already ended (dry run, nothing changed):"
+    )
     again = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--yes", "-o", "json"))
     assert json.loads(again.stdout) == {
         "matched": 3,
@@ -252,6 +271,7 @@ def test_cli_cancel_with_filters(client: Client, redis_url: str) -> None:
     }
     text = ok(invoke(MODULE, redis_url, "runs", "cancel", "--tenant", "a", "--yes"))
     assert text.stdout == "canceled 0 runs; 3 skipped: already ended\n"
+    assert "3 of 3 runs looked at" in text.stderr and "done" not in text.stderr
     assert statuses(client, "b") == {"queued": 2}
 
 
@@ -333,7 +353,8 @@ def threads_left(client: Client) -> list[str]:
 def test_delete_threads_older_than_a_duration(client: Client) -> None:
     threads_of_all_ages(client)
     dry = client.delete_threads(30 * DAY_S, RunFilter(tenant="a"), dry_run=True)
-    assert (dry.matched, sorted(dry.sample)) == (4, ["busy", "old1", "old2", "old3"])
+    assert (dry.matched, dry.done, dry.skipped) == (4, 3, {"a run is active on it": 1})
+    assert sorted(dry.sample) == ["busy", "old1", "old2", "old3"]
     assert threads_left(client) == ["busy", "new", "old1", "old2", "old3", "oldb"]
     done = client.delete_threads(30 * DAY_S, RunFilter(tenant="a"))
     assert (done.matched, done.done, done.skipped) == (4, 3, {"a run is active on it": 1})
@@ -368,7 +389,9 @@ def test_cli_threads_delete_older_than(client: Client, redis_url: str) -> None:
     threads_of_all_ages(client)
     args = ("threads", "delete", "--older-than", "30d", "--tenant", "a")
     dry = ok(invoke(MODULE, redis_url, *args, "--dry-run"))
-    assert dry.stdout.splitlines()[0] == "4 threads to delete (dry run, nothing changed):"
+    assert dry.stdout.splitlines()[0] == (
+        "4 threads match: 3 to delete, 1 skipped: a run is active on it (dry run, nothing changed):"
+    )
     assert sorted(dry.stdout.splitlines()[1:]) == ["busy", "old1", "old2", "old3"]
     done = ok(invoke(MODULE, redis_url, *args, "--yes"))
     assert done.stdout == "deleted 3 threads; 1 skipped: a run is active on it\n"

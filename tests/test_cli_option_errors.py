@@ -159,7 +159,7 @@ ADD = ["schedules", "add", "s", "--workflow", "counter", "--cron"]
         ),
         (
             [*ADD, "* * * * *", "--jitter", "1m"],
-            "error: schedule 's': --jitter 60 s is not below the shortest time between its fires, 60 s "
+            "error: schedule s: --jitter 60 s is not below the shortest time between its fires, 60 s "
             "('* * * * *' in UTC): a fire could start after the next one",
         ),
         (

@@ -241,7 +241,7 @@ def test_a_bulk_cancel_of_one_tenants_queued_runs(client: Client, procs: Procs, 
         expect(page.locator("tr[data-run]")).to_have_count(3)
         page.locator(".bulk-form button", has_text="Count").click()
         asked = page.locator("#bulk-outcome .outcome.ask")
-        expect(asked).to_have_text("3 runs match: cancel them?")
+        expect(asked).to_have_text("3 runs match: 3 to cancel; cancel them?")
         assert page.locator("#bulk-outcome li").all_inner_texts() == ["r-acme-3", "r-acme-2", "r-acme-1"]
         assert client.get_run("r-acme-1").status.value == "queued"  # a count changes nothing
         screenshot(page, "bulk-count")

@@ -60,7 +60,10 @@ def test_a_count_changes_nothing_and_confirm_cancels_exactly_the_filtered_runs(c
     enqueue(client, "b", 3)
     web = serve(client)
     counted = post(web, action="cancel", status="queued", tenant="a")
-    assert (counted.status_code, said(counted)) == (200, "12 runs match (the first 10 below): cancel them?")
+    assert (counted.status_code, said(counted)) == (
+        200,
+        "12 runs match (the first 10 below): 12 to cancel; cancel them?",
+    )
     assert listed(counted) == ids[::-1][:10]  # the first ten, newest first
     asked = confirm(counted)
     assert asked == {
@@ -92,8 +95,8 @@ def test_confirm_asks_again_when_the_count_changed(client: Client) -> None:
     enqueue(client, "a", 2)
     changed = post(web, **asked)
     assert said(changed) == (
-        "the count changed since you counted 3: 5 runs match now: cancel them and interrupt their running "
-        "nodes?"
+        "the count changed since you counted 3: 5 runs match now: 5 to cancel; cancel them and interrupt "
+        "their running nodes?"
     )
     assert statuses(client, "a") == {"queued": 5}  # nothing done
     assert confirm(changed) == {**asked, "confirmed": "5"}
@@ -107,7 +110,7 @@ def test_resume_of_failed_runs_resumes_them_once(client: Client) -> None:
     assert work(client)
     web = serve(client)
     counted = post(web, action="resume", status="failed", tenant="a")
-    assert (said(counted), listed(counted)) == ("3 runs match: resume them?", failed[::-1])
+    assert (said(counted), listed(counted)) == ("3 runs match: 3 to resume; resume them?", failed[::-1])
     assert said(post(web, **confirm(counted))) == "resumed 3 runs"
     assert statuses(client, "a") == {"failed": 3, "queued": 3}
     for run_id in failed:
@@ -115,6 +118,8 @@ def test_resume_of_failed_runs_resumes_them_once(client: Client) -> None:
             client.get_run(client.get_run(run_id).continued_by_run_id or "").continued_from_run_id == run_id
         )
     assert statuses(client, "b") == {"failed": 2}
+    recount = post(web, action="resume", status="failed", tenant="a")
+    assert said(recount) == "3 runs match: 0 to resume, 3 skipped: continued already; resume them?"
     again = post(web, action="resume", status="failed", tenant="a", confirmed="3")
     assert said(again) == "resumed 0 runs; 3 skipped: continued already"
 
@@ -127,7 +132,9 @@ def test_delete_threads_older_than_a_duration(client: Client) -> None:
     threads_of_all_ages(client)
     web = serve(client)
     counted = post(web, action="delete", older_than="30d", tenant="a")
-    assert said(counted) == "4 threads unused for 30d match: delete them?"
+    assert said(counted) == (
+        "4 threads unused for 30d match: 3 to delete, 1 skipped: a run is active on it; delete them?"
+    )
     assert sorted(listed(counted)) == ["busy", "old1", "old2", "old3"]
     assert '<li><a href="/threads/old1">old1</a></li>' in counted.text
     assert threads_left(client) == ["busy", "new", "old1", "old2", "old3", "oldb"]
@@ -137,7 +144,7 @@ def test_delete_threads_older_than_a_duration(client: Client) -> None:
     # no run filter: every thread unused that long, as `graphq threads delete --older-than 30d`
     everywhere = post(web, action="delete", older_than="30d")
     assert (said(everywhere), sorted(listed(everywhere))) == (
-        "2 threads unused for 30d match: delete them?",
+        "2 threads unused for 30d match: 1 to delete, 1 skipped: a run is active on it; delete them?",
         ["busy", "oldb"],
     )
 

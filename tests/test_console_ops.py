@@ -139,6 +139,19 @@ def test_the_schedule_and_version_filters_and_the_search(client: Client, redis_u
     assert "status: &#39;done&#39; is not a run status (one of queued, running," in bad
 
 
+def test_a_search_shows_the_run_with_that_id_and_the_runs_of_the_thread_with_it(client: Client) -> None:
+    client.enqueue("counter", {"n": 1}, run_id="s-first")  # its thread is "s-first"
+    client.enqueue("counter", {"n": 1}, run_id="s-again", thread_id="s-first")
+    client.enqueue("counter", {"n": 1}, run_id="s-other", thread_id="s-again")
+    web = serve(client)
+    assert rows(web.get("/runs", params={"q": "s-first"}).text, "data-run") == ["s-again", "s-first"]
+    assert rows(web.get("/runs", params={"q": "s-again"}).text, "data-run") == ["s-other", "s-again"]
+    assert rows(web.get("/runs", params={"q": "s-other"}).text, "data-run") == ["s-other"]
+    queued = web.get("/runs", params={"q": "s-first", "status": "queued"}).text
+    assert rows(queued, "data-run") == ["s-again", "s-first"]
+    assert rows(web.get("/runs", params={"q": "s-first", "status": "done"}).text, "data-run") == []
+
+
 def test_the_runs_page_keeps_its_filters_in_the_form_and_escapes(client: Client) -> None:
     client.enqueue("counter", {"n": 1}, run_id="r-x", tenant="<i>acme</i>")
     page = serve(client).get("/runs", params={"tenant": "<i>acme</i>", "workflow": "counter"}).text

@@ -309,7 +309,7 @@ def test_trigger_runs_while_paused_with_the_overlap_policy(
     with pytest.raises(TriggerSkippedError) as skipped:
         schedules.trigger("s")
     assert str(skipped.value) == (
-        f"schedule 's': trigger skipped: its run {first} is still active (--overlap skip; recorded "
+        f"schedule s: trigger skipped: its run {first} is still active (--overlap skip; recorded "
         "skipped-overlap)"
     )
     assert [(f.outcome, f.run_id, f.note) for f in schedules.history("s")] == [
@@ -618,13 +618,13 @@ def test_settings_and_options_that_contradict_each_other_are_refused(
     with pytest.raises(ConfigError) as ended:
         schedules.add("e", workflow="counter", cron="* * * * *", end=datetime(2026, 3, 6, tzinfo=UTC))
     assert str(ended.value) == (
-        "schedule 'e': --end 2026-03-06T00:00:00+00:00 is in the past (now 2026-03-07T00:00:00+00:00): it "
+        "schedule e: --end 2026-03-06T00:00:00+00:00 is in the past (now 2026-03-07T00:00:00+00:00): it "
         "would never fire"
     )
     with pytest.raises(ConfigError) as yearly:  # now 2026-03-07: no 1 January before the end
         schedules.add("e", workflow="counter", cron="0 0 1 1 *", end=datetime(2026, 3, 12, tzinfo=UTC))
     assert str(yearly.value) == (
-        "schedule 'e': no fire of '0 0 1 1 *' in UTC between now 2026-03-07T00:00:00+00:00 and --end "
+        "schedule e: no fire of '0 0 1 1 *' in UTC between now 2026-03-07T00:00:00+00:00 and --end "
         "2026-03-12T00:00:00+00:00: it would never fire"
     )
     with pytest.raises(ConfigError) as spanned:
@@ -636,20 +636,20 @@ def test_settings_and_options_that_contradict_each_other_are_refused(
             end=datetime(2027, 12, 1, tzinfo=UTC),
         )
     assert str(spanned.value) == (
-        "schedule 'e': no fire of '0 0 1 1 *' in UTC between --start 2027-06-01T00:00:00+00:00 and --end "
+        "schedule e: no fire of '0 0 1 1 *' in UTC between --start 2027-06-01T00:00:00+00:00 and --end "
         "2027-12-01T00:00:00+00:00: it would never fire"
     )
     schedules.add("e", workflow="counter", cron="0 0 1 1 *", end=datetime(2027, 1, 1, tzinfo=UTC))
-    with pytest.raises(ConfigError, match=r"^schedule 'e': no fire of '0 0 1 2 \*' in UTC between now"):
+    with pytest.raises(ConfigError, match=r"^schedule e: no fire of '0 0 1 2 \*' in UTC between now"):
         schedules.update("e", cron="0 0 1 2 *", end=datetime(2027, 1, 1, 12, tzinfo=UTC))
-    with pytest.raises(ConfigError, match=r"^schedule 'e': no fire of '0 0 1 1 \*' in UTC between --start"):
+    with pytest.raises(ConfigError, match=r"^schedule e: no fire of '0 0 1 1 \*' in UTC between --start"):
         schedules.update("e", start=datetime(2026, 6, 1, tzinfo=UTC), end=datetime(2026, 12, 31, tzinfo=UTC))
     assert schedules.get("e").start is None
     schedules.remove("e")
     with pytest.raises(ConfigError) as jittered:
         schedules.add("j", workflow="counter", cron="30 2 * * *", tz="America/New_York", jitter_s=84_600)
     assert str(jittered.value) == (
-        "schedule 'j': --jitter 84600 s is not below the shortest time between its fires, 84600 s "
+        "schedule j: --jitter 84600 s is not below the shortest time between its fires, 84600 s "
         "('30 2 * * *' in America/New_York): a fire could start after the next one"
     )
     schedules.add("j", workflow="counter", cron="30 2 * * *", tz="America/New_York", jitter_s=84_599)

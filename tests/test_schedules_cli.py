@@ -123,7 +123,7 @@ BAD = [
     (["--start", "tomorrow"], "--start 'tomorrow' is invalid: use ISO-8601"),
     (
         ["--start", "2030-01-02", "--end", "2030-01-01"],
-        "error: schedule 's1': --end (2030-01-01T00:00:00+00:00) must be after --start "
+        "error: schedule s1: --end (2030-01-01T00:00:00+00:00) must be after --start "
         "(2030-01-02T00:00:00+00:00)",
     ),
     (
@@ -143,15 +143,15 @@ BAD = [
     (["--thread", "a b"], "error: --thread: thread id 'a b' is invalid"),
     (["--input", '{"n": "x"}'], "error: --input: input.n: Input should be a valid integer (got 'x')"),
     (["--input", "{bad"], "--input"),
-    (["--end", "2020-01-01T00:00Z"], "schedule 's1': --end 2020-01-01T00:00:00+00:00 is in the past (now "),
+    (["--end", "2020-01-01T00:00Z"], "schedule s1: --end 2020-01-01T00:00:00+00:00 is in the past (now "),
     (
         ["--cron", "0 0 1 1 *", "--start", "2030-06-01", "--end", "2030-12-01"],
-        "schedule 's1': no fire of '0 0 1 1 *' in UTC between --start 2030-06-01T00:00:00+00:00 and --end "
+        "schedule s1: no fire of '0 0 1 1 *' in UTC between --start 2030-06-01T00:00:00+00:00 and --end "
         "2030-12-01T00:00:00+00:00: it would never fire",
     ),
     (
         ["--jitter", "1m"],
-        "schedule 's1': --jitter 60 s is not below the shortest time between its fires, 60 s ('* * * * *' in "
+        "schedule s1: --jitter 60 s is not below the shortest time between its fires, 60 s ('* * * * *' in "
         "UTC): a fire could start after the next one",
     ),
 ]
@@ -239,7 +239,7 @@ def test_trigger_of_a_paused_skip_schedule_with_an_active_run_exits_2(redis_url:
     assert first.startswith("tg-") and first.endswith("-manual")
     again = ok(invoke(MODULE, redis_url, "schedules", "trigger", "tg"), 2)
     assert again.stderr == (
-        f"error: schedule 'tg': trigger skipped: its run {first} is still active (--overlap skip; recorded "
+        f"error: schedule tg: trigger skipped: its run {first} is still active (--overlap skip; recorded "
         "skipped-overlap)\n"
     )
     ok(invoke(MODULE, redis_url, "schedules", "update", "tg", "--overlap", "buffer_one"))

@@ -265,6 +265,10 @@ def test_a_delivery_failing_too_often_is_a_dead_letter_until_retried(
         assert [(d["id"], d["attempts"], d["last_error"]) for d in json.loads(listed.stdout)] == [
             (delivery, 2, "HTTP 503")
         ]
+        table = ok(invoke(WORKFLOWS, redis_url, "webhooks", "list", "--dead")).stdout
+        cells = [[c.strip() for c in re.split("[┃│]", line)] for line in table.splitlines()]
+        assert cells[0][:4] == ["delivery", "run", "status", "tries"]
+        assert cells[2][:4] == [delivery, run_id, "completed", "2"]
         failing.answers = [200]
         assert ok(invoke(WORKFLOWS, redis_url, "webhooks", "retry", delivery)).stdout == (
             f"webhook {delivery} is due again\n"

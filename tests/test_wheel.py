@@ -88,6 +88,18 @@ def test_the_wheel_holds_every_module_of_the_repository(venv: Path) -> None:
     assert {f for f in installed(venv) if f.endswith(".py")} == expected
 
 
+def test_the_wheel_holds_every_file_the_console_serves(venv: Path) -> None:
+    """Each file under console/static/ and console/templates/ (the favicon, the CSS, htmx, the pages) is in
+    the wheel: pyproject's package-data globs name each kind."""
+    expected = {
+        f"graphq/console/{path.relative_to(ROOT / 'console').as_posix()}"
+        for folder in ("static", "templates")
+        for path in (ROOT / "console" / folder).rglob("*")
+        if path.is_file()
+    }
+    assert expected - set(installed(venv)) == set()
+
+
 def test_graphq_help_runs(venv: Path) -> None:
     out = run(venv / "bin/graphq", "--help", env=fresh_env())
     assert out.startswith("Usage: graphq ")

@@ -106,38 +106,7 @@ def enqueue_runs(
     return Enqueued(run_ids=outcome.run_ids)
 
 
-@router.get("/runs/{run_id}", summary="One run's record, waiting for it to end or pause")
-async def get_run(
-    request: Request,
-    response: Response,
-    run_id: str,
-    wait: Annotated[
-        float | None,
-        Query(gt=0, le=MAX_WAIT_S, description="Wait up to this many seconds for the run to end or pause."),
-    ] = None,
-) -> _RECORD:
-    """The run's record (the JSON of ``graphq runs show RUN -o json`` without its requests).
-
-    With ``?wait=S`` (0 < S ≤ 300) it answers when the run has ended or waits for input, or after S
-    seconds with the record as it is; header ``Graphq-Wait`` says which: ``ended``, ``paused`` or
-    ``timeout``.
-
-    Errors: 404 when no run has that id; 422 for a wait out of range.
-    """
-    console = Console.of(request)
-    if wait is None:
-        record = await run_in_threadpool(console.client.get_run, run_id)
-    else:
-        record, done = await wait_settled(console, run_id, wait)
-        outcome = (
-            "timeout" if not done else "paused" if record.status == RunStatus.AWAITING_INPUT else "ended"
-        )
-        response.headers[WAIT_HEADER] = outcome
-    data: _RECORD = jsonable(record_json(record))
-    return data
-
-
-@router.post("/runs/{run_id}/cancel", summary="Cancel a run", response_model=Canceled)
+@router.post("/runs/{run_id:path}/cancel", summary="Cancel a run", response_model=Canceled)
 def cancel_run(request: Request, run_id: str, body: Annotated[CancelIn | None, Body()] = None) -> Canceled:
     """Cancel the run: ``graphq runs cancel RUN [--interrupt]``. A queued or paused run ends canceled at
     once; a running one stops before its next super-step. A run that had ended is left as it is
@@ -150,7 +119,7 @@ def cancel_run(request: Request, run_id: str, body: Annotated[CancelIn | None, B
     return Canceled(message=reply.message, changed=reply.changed)
 
 
-@router.post("/runs/{run_id}/resume", summary="Continue an ended or stopped run", response_model=Resumed)
+@router.post("/runs/{run_id:path}/resume", summary="Continue an ended or stopped run", response_model=Resumed)
 def resume_run(request: Request, run_id: str, body: Annotated[ResumeIn | None, Body()] = None) -> Resumed:
     """``graphq runs resume RUN``: an ended run's thread goes on in a new run (``continued_from_run_id``
     names RUN), a run stopped at a static breakpoint goes on itself past it (its own id).
@@ -179,7 +148,7 @@ async def _followed(
 
 
 @router.get(
-    "/runs/{run_id}/events",
+    "/runs/{run_id:path}/events",
     summary="The run's events (server-sent events)",
     response_class=EventSourceResponse,
     responses={200: {"description": "One SSE message per event line; `end` last."}},
@@ -202,6 +171,38 @@ async def run_events(
             return
         data = jsonable({"mode": item.mode, "step": item.step, "data": item.data})
         yield ServerSentEvent(id=item.id, event=item.mode, data=data)
+
+
+# after /runs/{run_id}/events: a GET of /runs/a/b/events is that run's events, not run "a/b/events"
+@router.get("/runs/{run_id:path}", summary="One run's record, waiting for it to end or pause")
+async def get_run(
+    request: Request,
+    response: Response,
+    run_id: str,
+    wait: Annotated[
+        float | None,
+        Query(gt=0, le=MAX_WAIT_S, description="Wait up to this many seconds for the run to end or pause."),
+    ] = None,
+) -> _RECORD:
+    """The run's record (the JSON of ``graphq runs show RUN -o json`` without its requests).
+
+    With ``?wait=S`` (0 < S ≤ 300) it answers when the run has ended or waits for input, or after S
+    seconds with the record as it is; header ``Graphq-Wait`` says which: ``ended``, ``paused`` or
+    ``timeout``.
+
+    Errors: 404 when no run has that id; 422 for a wait out of range.
+    """
+    console = Console.of(request)
+    if wait is None:
+        record = await run_in_threadpool(console.client.get_run, run_id)
+    else:
+        record, done = await wait_settled(console, run_id, wait)
+        outcome = (
+            "timeout" if not done else "paused" if record.status == RunStatus.AWAITING_INPUT else "ended"
+        )
+        response.headers[WAIT_HEADER] = outcome
+    data: _RECORD = jsonable(record_json(record))
+    return data
 
 
 def _event_id(value: str | None, where: str) -> str | None:

@@ -22,7 +22,7 @@ __all__ = ["router"]
 router = APIRouter(tags=["threads"])
 
 
-@router.get("/threads/{thread_id}/state", summary="A thread's state at a checkpoint")
+@router.get("/threads/{thread_id:path}/state", summary="A thread's state at a checkpoint")
 def state(
     request: Request,
     thread_id: str,
@@ -40,7 +40,7 @@ def state(
     return data
 
 
-@router.get("/threads/{thread_id}/history", summary="A thread's checkpoints, newest first")
+@router.get("/threads/{thread_id:path}/history", summary="A thread's checkpoints, newest first")
 def history(
     request: Request, thread_id: str, limit: Annotated[LIMIT | None, Query()] = None
 ) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from graphcore.backend.json_forms import from_json
 from graphcore.engine.inputs import check_answer
 from graphcore.errors import GraphqError, PermanentError
 from graphq.console.problems import status_of
-from graphq.console.rendering import templates
+from graphq.console.rendering import quote_id, templates
 
 __all__ = ["ActionError", "Confirm", "Outcome", "act", "answer", "json_field"]
 
@@ -100,8 +100,12 @@ def answer(client: Client, run_id: str, request_id: str, value_text: str, again:
         raise ActionError(f"value: {exc}") from None
     if again:
         new_id = client.answer_again(run_id, request_id, value)
-        return Outcome(f"run {new_id} branches off run {run_id} with a new answer", f"/runs/{new_id}", new_id)
+        return Outcome(
+            f"run {new_id} branches off run {run_id} with a new answer", f"/runs/{quote_id(new_id)}", new_id
+        )
     answered = client.answer(run_id, value, request_id)
     return Outcome(
-        f"answered {', '.join(answered)}; run {run_id} continues on a worker", f"/runs/{run_id}", run_id
+        f"answered {', '.join(answered)}; run {run_id} continues on a worker",
+        f"/runs/{quote_id(run_id)}",
+        run_id,
     )

@@ -2,9 +2,10 @@
 interrupt, resume; delete the threads of those runs unused for a duration), as ``graphq runs cancel
 --status ...``, ``runs resume --status failed``, ``threads delete --older-than 30d`` do.
 
-Without ``confirmed`` it is a dry run: the answer says how many match, names the first, and asks to
-confirm with a button that carries the count it showed. With ``confirmed`` the runs are counted again: when
-the count is still that, the action is done and the answer is the CLI's summary line (``canceled 3 runs;
+Without ``confirmed`` it is a dry run: the answer says how many match, how many the action would act on
+and skip (by reason, by the rules the action applies), names the first, and asks to confirm with a button
+that carries the count it showed. With ``confirmed`` the runs are counted again: when the count is still
+that, the action is done and the answer is the CLI's summary line (``canceled 3 runs;
 1 skipped: already ended``); when it changed, nothing is done and the answer asks again with the new count.
 """
 
@@ -13,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated
-from urllib.parse import quote
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import Response
 
-from graphcore.backend.bulk import BulkResult, count_of, needs_filter, summary
+from graphcore.backend.bulk import BulkResult, count_of, needs_filter, summary, would_do
 from graphcore.backend.client import Client
 from graphcore.backend.runs import RunFilter
 from graphq.console.pages.actions import ActionError, Confirm, Outcome, act
 from graphq.console.pages.runs import FILTERS, run_filter
+from graphq.console.rendering import quote_id
 from graphq.console.state import Console
 from graphq.scheduler.schedules import parse_duration
 
@@ -125,8 +126,9 @@ def _ask(
     older_than: str,
     confirmed: int | None,
 ) -> Outcome:
-    """A dry run's answer: ``3 runs match: cancel them?``, the first ids, and the Confirm button carrying the
-    count and the filters it counted (``the count changed`` first, when it is not the one confirmed)."""
+    """A dry run's answer: ``3 runs match: 2 to cancel, 1 skipped: already ended; cancel them?``, the first
+    ids, and the Confirm button carrying the count and the filters it counted (``the count changed`` first,
+    when it is not the one confirmed)."""
     what = count_of(counted.matched, action.noun)
     if action.noun == "thread":
         what += f" unused for {older_than.strip()}"
@@ -141,8 +143,8 @@ def _ask(
     fields += [("action", name), ("older_than", older_than), ("confirmed", str(counted.matched))]
     base = "/threads/" if action.noun == "thread" else "/runs/"
     return Outcome(
-        f"{text}: {action.question}?",
-        items=tuple((item, base + quote(item, safe="")) for item in counted.sample),
+        f"{text}: {would_do(counted, action.infinitive)}; {action.question}?",
+        items=tuple((item, base + quote_id(item)) for item in counted.sample),
         confirm=Confirm(
             "/runs/bulk",
             tuple(fields),

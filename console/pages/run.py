@@ -22,7 +22,7 @@ from graphcore.backend.reaper import iso_ms
 from graphcore.backend.run_fields import run_fields, schema_text, slot_deadline_ms
 from graphcore.backend.runs import RunRecord
 from graphq.console.pages.actions import Outcome, act, answer
-from graphq.console.rendering import templates
+from graphq.console.rendering import quote_id, templates
 from graphq.console.state import Console
 from graphq.console.timeline import timeline
 from graphq.worker.pinned import unserved
@@ -32,19 +32,20 @@ __all__ = ["router"]
 router = APIRouter()
 
 
-@router.get("/runs/{run_id}")
+@router.get("/runs/{run_id:path}/record")
+async def run_record(request: Request, run_id: str) -> Response:
+    """The run page's record part alone (``_run_record.html``), which the page reloads on ``run-changed``
+    (before the page's route: a run id may hold ``/``)."""
+    console = Console.of(request)
+    context = await run_in_threadpool(_record_context, console, run_id)
+    return templates.TemplateResponse(request, "_run_record.html", context)
+
+
+@router.get("/runs/{run_id:path}")
 async def run_page(request: Request, run_id: str) -> Response:
     console = Console.of(request)
     context = await run_in_threadpool(_run_context, console, run_id)
     return templates.TemplateResponse(request, "run.html", context)
-
-
-@router.get("/runs/{run_id}/record")
-async def run_record(request: Request, run_id: str) -> Response:
-    """The run page's record part alone (``_run_record.html``), which the page reloads on ``run-changed``."""
-    console = Console.of(request)
-    context = await run_in_threadpool(_record_context, console, run_id)
-    return templates.TemplateResponse(request, "_run_record.html", context)
 
 
 def _run_context(console: Console, run_id: str) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else to_json(value, indent=None)
 
 
-@router.post("/runs/{run_id}/cancel")
+@router.post("/runs/{run_id:path}/cancel")
 async def cancel(request: Request, run_id: str, interrupt: Annotated[bool, Form()] = False) -> Response:
     """``graphq runs cancel RUN [--interrupt]``: its words."""
     return _changed(await act(request, _cancel, Console.of(request).client, run_id, interrupt))
@@ -106,7 +107,7 @@ def _cancel(client: Client, run_id: str, interrupt: bool) -> Outcome:
     return Outcome(client.cancel(run_id, interrupt=interrupt))
 
 
-@router.post("/runs/{run_id}/resume")
+@router.post("/runs/{run_id:path}/resume")
 async def resume(request: Request, run_id: str) -> Response:
     """``graphq runs resume RUN``: the run that goes on."""
     return _changed(await act(request, _resume, Console.of(request).client, run_id))
@@ -117,12 +118,16 @@ def _resume(client: Client, run_id: str) -> Outcome:
     thread = client.get_run(new_id).thread_id
     if new_id == run_id:
         return Outcome(
-            f"run {run_id} goes on past its breakpoint on thread {thread}", f"/runs/{run_id}", run_id
+            f"run {run_id} goes on past its breakpoint on thread {thread}",
+            f"/runs/{quote_id(run_id)}",
+            run_id,
         )
-    return Outcome(f"run {new_id} continues run {run_id} on thread {thread}", f"/runs/{new_id}", new_id)
+    return Outcome(
+        f"run {new_id} continues run {run_id} on thread {thread}", f"/runs/{quote_id(new_id)}", new_id
+    )
 
 
-@router.post("/runs/{run_id}/answer")
+@router.post("/runs/{run_id:path}/answer")
 async def answer_request(
     request: Request,
     run_id: str,

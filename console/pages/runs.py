@@ -1,6 +1,6 @@
-"""``/runs``: the runs, filtered (status, workflow, tenant, schedule, version) or searched (an exact run or
-thread id), newest first, with the runs per status; live (the table reloads itself, the filters stay in the
-URL)."""
+"""``/runs``: the runs, filtered (status, workflow, tenant, schedule, version) or searched (the run with an
+id and the runs of the thread with it), newest first, with the runs per status; live (the table reloads
+itself, the filters stay in the URL)."""
 
 from __future__ import annotations
 
@@ -64,18 +64,20 @@ def run_filter(client: Client, query: Mapping[str, str]) -> RunFilter:
 
 
 def _searched(client: Client, wanted: str, where: RunFilter) -> tuple[list[RunRecord], str | None]:
-    """The run with id ``wanted``, else the runs of thread ``wanted`` (newest first), kept by ``where``; and
-    a note when ``wanted`` is neither."""
+    """The run with id ``wanted`` and the runs of thread ``wanted`` (a thread's id is its first run's id by
+    default: the search also shows its resumes and branches), newest first, each once, kept by ``where``;
+    and a note when ``wanted`` is neither."""
     try:
-        found = [client.get_run(wanted)]
+        found = {r.id: r for r in client.thread_runs(wanted)}
+    except ConfigError as exc:
+        return [], f"{wanted!r} is not a run or thread id: {exc}"
+    try:
+        found.setdefault(wanted, client.get_run(wanted))
     except RunNotFoundError:
-        try:
-            found = client.thread_runs(wanted)[::-1]
-        except ConfigError as exc:
-            return [], f"{wanted!r} is not a run or thread id: {exc}"
         if not found:
             return [], f"no run and no thread has the id {wanted!r}"
-    return [r for r in found if where.record_matches(r)][:LIMIT], None
+    newest = sorted(found.values(), key=lambda r: r.created_at, reverse=True)
+    return [r for r in newest if where.record_matches(r)][:LIMIT], None
 
 
 def _read(client: Client, query: QueryParams) -> dict[str, Any]:

@@ -5,7 +5,6 @@ trigger (POST, from htmx with the CSRF header), which call what the CLI calls an
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
@@ -14,6 +13,7 @@ from starlette.exceptions import HTTPException
 
 from graphq.console.pages.actions import Outcome, act
 from graphq.console.pages.live import live_page
+from graphq.console.rendering import quote_id
 from graphq.console.state import Console
 from graphq.scheduler.api import Schedules, utc_text
 
@@ -49,7 +49,7 @@ def _act(api: Schedules, name: str, action: str) -> Outcome:
         run_id = api.trigger(name)
         if run_id is None:
             return Outcome(api.buffered_text(name))
-        return Outcome(f"schedule {name}: triggered run {run_id}", f"/runs/{quote(run_id)}", "open run")
+        return Outcome(f"schedule {name}: triggered run {run_id}", f"/runs/{quote_id(run_id)}", "open run")
     getattr(api, action)(name)
     return Outcome(f"schedule {name}: {action}d")
 

@@ -16,7 +16,7 @@ from graphcore.backend.json_forms import jsonable, to_json
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.errors import InvalidUpdateError
 from graphq.console.pages.actions import ActionError, Outcome, act, json_field
-from graphq.console.rendering import templates
+from graphq.console.rendering import quote_id, templates
 from graphq.console.state import Console
 
 __all__ = ["Branch", "Change", "diff", "router", "tree"]
@@ -81,7 +81,7 @@ def diff(before: Any, after: Any) -> list[Change]:
     return changes
 
 
-@router.get("/threads/{thread_id}")
+@router.get("/threads/{thread_id:path}")
 async def thread_page(
     request: Request,
     thread_id: str,
@@ -123,7 +123,7 @@ def _thread_context(
     }
 
 
-@router.post("/threads/{thread_id}/fork")
+@router.post("/threads/{thread_id:path}/fork")
 async def fork(
     request: Request,
     thread_id: str,
@@ -153,7 +153,7 @@ def _fork(client: Client, thread_id: str, checkpoint: str, values_text: str, as_
             cp = client.update_state(workflow, thread_id, values, writer, checkpoint_id=checkpoint)
         except InvalidUpdateError as exc:
             raise ActionError(f"as node {writer!r} (the node that wrote last): {exc}") from None
-    link = f"/threads/{thread_id}?checkpoint={cp.id}"
+    link = f"/threads/{quote_id(thread_id)}?checkpoint={cp.id}"
     return Outcome(f"checkpoint {cp.id} forks checkpoint {checkpoint} on thread {thread_id}", link, cp.id)
 
 

@@ -5,7 +5,8 @@ What matches is read first (pages of the run index, :meth:`graphcore.backend.run
 the action works through it a page at a time: a fixed number of round trips per page however many it
 holds, never one per run. Each page applies the rules of the one-run command (the one-run command is the
 action on a page of one), so a repeated call finds nothing more to do. Between pages, ``stop()`` ends the
-work with what was done so far.
+work with what was done so far. A dry run reads the same pages and applies the same rules, changing
+nothing: its counts say what the action would do now.
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ from typing import TypeVar
 
 from graphcore.backend.connection import retry_transient
 
-__all__ = ["DONE", "REQUESTED", "SAMPLE", "BulkResult", "count_of", "in_pages", "needs_filter", "summary"]
+__all__ = [
+    "DONE",
+    "REQUESTED",
+    "SAMPLE",
+    "BulkResult",
+    "count_of",
+    "in_pages",
+    "needs_filter",
+    "summary",
+    "would_do",
+]
 
 DONE = "done"
 """The outcome of an item the action applied to."""
@@ -39,7 +50,8 @@ class BulkResult:
             super-step).
         skipped: the others, counted by reason (``{"already ended": 4}``).
         sample: the first matched ids (at most :data:`SAMPLE`), newest first.
-        dry_run: nothing was changed: only ``matched`` and ``sample`` are filled.
+        dry_run: nothing was changed: ``done``, ``requested`` and ``skipped`` count what the action would
+            do as things are now (the same rules, applied without acting).
         stopped: ``stop()`` ended the work before its last page; the counts are those so far.
     """
 
@@ -70,10 +82,9 @@ def in_pages(
     """Apply ``act`` to ``items`` (whose ids are ``ids``) ``batch`` at a time, counting its outcomes
     (:data:`DONE`, :data:`REQUESTED`, or a reason to skip); a page that meets a transient Redis error is
     tried again (its action is idempotent). ``stop()`` is asked before each page; ``progress`` gets the
-    result after each page."""
+    result after each page. With ``dry_run``, ``act`` is the action's rules without the action (it says what
+    it would do) and the result says so."""
     result = BulkResult(matched=len(items), sample=list(ids[:SAMPLE]), dry_run=dry_run)
-    if dry_run:
-        return result
     for start in range(0, len(items), batch):
         if stop is not None and stop():
             result.stopped = True
@@ -101,13 +112,28 @@ def summary(result: BulkResult, verb: str, noun: str) -> str:
     line = f"{verb} {count_of(result.done, noun)}"
     if result.requested:
         line += f", cancel requested for {count_of(result.requested, 'running run')}"
+    return line + _skipped(result, "; ")
+
+
+def would_do(result: BulkResult, infinitive: str) -> str:
+    """What a dry run found the action would do: ``4 to delete, 11 skipped: its run awaits input``
+    (``infinitive``: ``cancel``, ``resume``, ``delete``)."""
+    line = f"{result.done} to {infinitive}"
+    if result.requested:
+        line += f", {count_of(result.requested, 'running run')} to ask to stop"
+    return line + _skipped(result, ", ")
+
+
+def _skipped(result: BulkResult, before: str) -> str:
+    """``before`` and the skipped items by reason (``11 skipped: its run awaits input``, ``5 skipped: 3 a,
+    2 b``, most first); nothing when none was skipped."""
     skipped = sum(result.skipped.values())
     if len(result.skipped) == 1:
-        line += f"; {skipped} skipped: {next(iter(result.skipped))}"
-    elif skipped:
-        ranked = sorted(result.skipped.items(), key=lambda item: -item[1])
-        line += f"; {skipped} skipped: " + ", ".join(f"{n} {why}" for why, n in ranked)
-    return line
+        return f"{before}{skipped} skipped: {next(iter(result.skipped))}"
+    if not skipped:
+        return ""
+    ranked = sorted(result.skipped.items(), key=lambda item: -item[1])
+    return f"{before}{skipped} skipped: " + ", ".join(f"{n} {why}" for why, n in ranked)
 
 
 def needs_filter(infinitive: str, filters: Sequence[str]) -> str:

@@ -40,6 +40,7 @@ from graphcore.backend.threads import (
 from graphcore.backend.ttl import (
     Deleted,
     ThreadActiveError,
+    delete_refusals,
     delete_thread,
     delete_threads,
     run_keys,
@@ -1351,15 +1352,39 @@ class Client:
         """The status change that ends ``run`` Canceled (:meth:`RunStore.set_statuses`), while it is queued
         or awaiting input, or running with its step unleased (``leased`` False)."""
         fields: dict[str, str | bytes] = {"error": CANCEL_ERROR.model_dump_json(), "ended_at": now_iso()}
-        waiting: tuple[RunStatus, ...] = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
-        if not leased:
-            # No worker holds its step (between steps, or its worker died and the lease lapsed): end it
-            # now. A worker that claims the step meanwhile finds it ended; its commit is refused (I1, I7).
-            waiting = (*waiting, RunStatus.RUNNING)
         step = self.thread_step(run)
         canceled = [("status", run.step if step is None else step, {"status": "canceled"})]
-        call = self.runs.status_call(run, RunStatus.CANCELED, allowed=waiting, fields=fields, events=canceled)
+        allowed = _cancelable(leased)
+        call = self.runs.status_call(run, RunStatus.CANCELED, allowed=allowed, fields=fields, events=canceled)
         return run, RunStatus.CANCELED, call
+
+    def _cancel_reads(self, live: Sequence[RunRecord]) -> tuple[list[bool], list[bytes | None]]:
+        """For each run of ``live`` (not ended): whether a worker holds its step (its lease exists), and the
+        cancel asked of it already (``b"cooperative"``, ``b"interrupt"``, None). One round trip."""
+        pipe = self.kv.pipeline(transaction=False)
+        for run in live:
+            pipe.exists(keys.lease(run.thread_id, run.id))
+            pipe.hget(keys.run(run.thread_id, run.id), "cancel")
+        replies = pipe.execute()
+        return [bool(lease) for lease in replies[::2]], replies[1::2]
+
+    def _cancel_preview(self, runs: Sequence[RunRecord], interrupt: bool) -> list[str]:
+        """What :meth:`_cancel_page` would do to each of ``runs`` now, by its rules, changing nothing:
+        :data:`~graphcore.backend.bulk.DONE`, ``REQUESTED``, or the reason it would be left alone."""
+        live = [r for r in runs if not r.terminal]
+        held, asked = self._cancel_reads(live)
+        found = {r.id: (leased, a) for r, leased, a in zip(live, held, asked, strict=True)}
+        outcomes = []
+        for run in runs:
+            if run.terminal:
+                outcomes.append(ENDED)
+                continue
+            leased, already = found[run.id]
+            if run.status in _cancelable(leased):
+                outcomes.append(DONE)
+            else:
+                outcomes.append(REQUESTED_ALREADY if already == _cancel_mode(interrupt) else REQUESTED)
+        return outcomes
 
     def _cancel_page(self, runs: Sequence[RunRecord], interrupt: bool) -> list[tuple[str, str]]:
         """Cancel ``runs`` (X1, X2, I6), in a fixed number of round trips however many they are (but a read
@@ -1370,13 +1395,8 @@ class Client:
         :data:`REQUESTED_ALREADY`)."""
         assert self.queue is not None
         live = [r for r in runs if not r.terminal]
-        pipe = self.kv.pipeline(transaction=False)
-        for run in live:
-            pipe.exists(keys.lease(run.thread_id, run.id))
-            pipe.hget(keys.run(run.thread_id, run.id), "cancel")
-        replies = pipe.execute()
-        held, asked = replies[::2], replies[1::2]
-        changes = [self._cancel_change(run, bool(lease)) for run, lease in zip(live, held, strict=True)]
+        held, asked = self._cancel_reads(live)
+        changes = [self._cancel_change(run, leased) for run, leased in zip(live, held, strict=True)]
         done = dict(zip((r.id for r in live), self.runs.set_statuses(changes), strict=True))
         ended = [r for r in live if done[r.id]]
         pipe = self.kv.pipeline(transaction=False)
@@ -1384,8 +1404,8 @@ class Client:
             pipe.lrem(keys.thread_waiting(run.thread_id), 0, run.id)
         pipe.execute()
         hand_over_many(self.kv, self.runs, self.queue, [(r.thread_id, r.id) for r in ended])
-        mode = "interrupt" if interrupt else "cooperative"
-        again = {r.id for r, a in zip(live, asked, strict=True) if a == mode.encode()}
+        mode = _cancel_mode(interrupt)
+        again = {r.id for r, a in zip(live, asked, strict=True) if a == mode}
         pipe = self.kv.pipeline(transaction=False)
         refused = [r for r in live if not done[r.id]]
         for run in refused:
@@ -1426,7 +1446,9 @@ class Client:
 
         Args:
             where: which runs; at least one of its fields must be set.
-            dry_run: change nothing: count the matching runs (``matched``) and name the first (``sample``).
+            dry_run: change nothing: count the matching runs (``matched``), name the first (``sample``), and
+                count what the cancel would do to them now, by its rules (``done``, ``requested``,
+                ``skipped``).
             batch: runs per page (1 to :data:`MAX_LIMIT`).
             stop: asked before each page; True ends the work there (``stopped``, the counts so far).
             progress: called with the result so far after each page.
@@ -1443,6 +1465,8 @@ class Client:
         self._need_queue("cancel_runs")
 
         def act(page: Sequence[tuple[str, str]]) -> list[str]:
+            if dry_run:
+                return self._cancel_preview(self._records_of(page), interrupt)
             return [kind for kind, _ in self._cancel_page(self._records_of(page), interrupt)]
 
         ids = [r for r, _ in pairs]
@@ -1484,6 +1508,8 @@ class Client:
             self._ready_to_enqueue()
 
         def act(page: Sequence[tuple[str, str]]) -> list[str]:
+            if dry_run:
+                return self._resume_preview(self._records_of(page))
             return [kind for kind, _ in self._resume_page(self._records_of(page))]
 
         ids = [r for r, _ in pairs]
@@ -1531,6 +1557,9 @@ class Client:
         threads = self._idle_threads(time.time() - older_than_s, where or RunFilter(), batch)
 
         def act(page: Sequence[str]) -> list[str]:
+            if dry_run:
+                refused = delete_refusals(self.kv, page, force)
+                return [refused[t].reason if t in refused else DONE for t in page]
             return [
                 done.reason if isinstance(done, ThreadActiveError) else DONE if done.keys else "gone already"
                 for done in delete_threads(self.kv, page, force, self.queue)
@@ -1649,19 +1678,7 @@ class Client:
         each, :data:`~graphcore.backend.bulk.DONE` and the new run's id, or why it is refused (a short
         reason, and its error: :meth:`_resume_refusal`, or the error of the new run's checks)."""
         self._ready_to_enqueue()
-        threads = list(dict.fromkeys(r.thread_id for r in runs))
-        outcomes: dict[str, tuple[str, str | Callable[[], PermanentError]]] = {}
-        chosen: list[tuple[RunRecord, ValidRun]] = []
-        newest, runs = self._with_newest(runs, threads)
-        for run in runs:
-            refusal = self._resume_refusal(run, newest.get(run.thread_id))
-            if refusal is not None:
-                outcomes[run.id] = refusal
-                continue
-            try:
-                chosen.append((run, self._admissible(_resume_request(run), earlier=run)))
-            except PermanentError as exc:
-                outcomes[run.id] = (type(exc).__name__, _raised(exc))
+        runs, outcomes, chosen = self._resume_plan(runs)
         run_keys_ = [keys.run(r.thread_id, r.id) for r, _ in chosen]
 
         def link(pipe: Any) -> None:
@@ -1678,6 +1695,38 @@ class Client:
         for run, valid in chosen:
             outcomes[run.id] = (DONE, valid.record.id)
         return [outcomes[r.id] for r in runs]
+
+    def _resume_plan(
+        self, runs: Sequence[RunRecord]
+    ) -> tuple[
+        list[RunRecord],
+        dict[str, tuple[str, str | Callable[[], PermanentError]]],
+        list[tuple[RunRecord, ValidRun]],
+    ]:
+        """:meth:`resume`'s rules applied to ``runs``, nothing written: the runs as read now (their
+        continuations), why each refused one is refused (by run id: :meth:`_resume_refusal`, or the error
+        of the new run's checks), and the others with their checked new runs."""
+        threads = list(dict.fromkeys(r.thread_id for r in runs))
+        outcomes: dict[str, tuple[str, str | Callable[[], PermanentError]]] = {}
+        chosen: list[tuple[RunRecord, ValidRun]] = []
+        newest, now = self._with_newest(runs, threads)
+        for run in now:
+            refusal = self._resume_refusal(run, newest.get(run.thread_id))
+            if refusal is not None:
+                outcomes[run.id] = refusal
+                continue
+            try:
+                chosen.append((run, self._admissible(_resume_request(run), earlier=run)))
+            except PermanentError as exc:
+                outcomes[run.id] = (type(exc).__name__, _raised(exc))
+        return now, outcomes, chosen
+
+    def _resume_preview(self, runs: Sequence[RunRecord]) -> list[str]:
+        """What :meth:`_resume_page` would do to each of ``runs`` now, by its rules, changing nothing:
+        :data:`~graphcore.backend.bulk.DONE`, or the reason it would be refused."""
+        _, refused, chosen = self._resume_plan(runs)
+        continued = {run.id for run, _ in chosen}
+        return [DONE if r.id in continued else refused[r.id][0] for r in runs]
 
     def _with_newest(
         self, runs: Sequence[RunRecord], threads: Sequence[str]
@@ -1933,6 +1982,20 @@ ENDED = "already ended"
 """Why a bulk cancel left a run alone: it had ended (:meth:`Client.cancel_runs`)."""
 REQUESTED_ALREADY = "cancel requested already"
 """Why a bulk cancel left a running run alone: its cancel was requested already, in the same mode."""
+
+
+def _cancelable(leased: bool) -> tuple[RunStatus, ...]:
+    """The statuses a cancel ends at once: queued or awaiting input, and running while no worker holds its
+    step (``leased`` False: between steps, or its worker died and the lease lapsed; a worker that claims the
+    step meanwhile finds the run ended, and its commit is refused, I1, I7)."""
+    waiting = (RunStatus.QUEUED, RunStatus.AWAITING_INPUT)
+    return waiting if leased else (*waiting, RunStatus.RUNNING)
+
+
+def _cancel_mode(interrupt: bool) -> bytes:
+    """The run hash's ``cancel`` field a cancel asks a running run with (``b"interrupt"``,
+    ``b"cooperative"``)."""
+    return b"interrupt" if interrupt else b"cooperative"
 
 
 def _raised(exc: PermanentError) -> Callable[[], PermanentError]:

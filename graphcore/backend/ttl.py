@@ -41,6 +41,7 @@ __all__ = [
     "SWEEP_LIMIT",
     "Deleted",
     "ThreadActiveError",
+    "delete_refusals",
     "delete_thread",
     "delete_threads",
     "run_keys",
@@ -192,7 +193,7 @@ def _how_to_end(run_id: str, state: str, cancel_requested: bool) -> str:
     return f"cancel it (graphq runs cancel {run_id}) or wait for it to end"
 
 
-def _refusals(kv: Any, threads: Sequence[str], force: bool) -> dict[str, ThreadActiveError]:
+def delete_refusals(kv: Any, threads: Sequence[str], force: bool) -> dict[str, ThreadActiveError]:
     """Why each thread of ``threads`` that cannot be deleted now cannot: a run is active on it (awaiting
     input counts unless ``force``), or runs wait for it. Two round trips however many threads."""
     pipe = kv.pipeline(transaction=False)
@@ -272,7 +273,7 @@ def delete_threads(
         with kv.pipeline(transaction=True) as pipe:
             try:
                 pipe.watch(*watched)
-                refused = _refusals(kv, threads, force)
+                refused = delete_refusals(kv, threads, force)
                 gone = [t for t in threads if t not in refused]
                 names, runs = _keys_of_threads(kv, gone)
                 pipe.multi()
