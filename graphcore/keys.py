@@ -99,6 +99,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from graphcore.errors import ArgumentTypeError, ConfigError
 
@@ -158,6 +159,7 @@ __all__ = [
     "thread_runs",
     "thread_waiting",
     "validate_id",
+    "validate_run_id",
     "webhooks",
     "webhooks_dead",
     "webhooks_due",
@@ -185,6 +187,25 @@ def validate_id(kind: str, value: str) -> str:
             "characters"
         )
     return value
+
+
+def validate_run_id(kind: str, value: str) -> str:
+    """Check a run id: as :func:`validate_id`, and made only of letters, digits, ``_`` and ``-``, as RQ's
+    job ids are (a run's step jobs are named after it: ``graphq-<run id>-<step>``; RQ 3 refuses any other
+    character, and a worker that met one quit).
+
+    Raises:
+        ArgumentTypeError: ``value`` is not a str, naming ``kind``.
+        ConfigError: naming ``kind`` and the offending value.
+    """
+    validate_id(kind, value)
+    if not _RUN_ID.fullmatch(value):
+        raise ConfigError(f"{kind} {value!r} is invalid: use letters, digits, '_' and '-' only")
+    return value
+
+
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]+")
+"""What a run id is made of: RQ's job id pattern (``rq.job.JOB_ID_PATTERN``)."""
 
 
 def _t(thread: str) -> str:

@@ -100,6 +100,19 @@ def test_a_fork_reads_the_workers_settings_once(redis_url: str, redis_client: re
         ),
         ({"config": {"bogus": 1}}, ConfigError, "config", "unknown run option(s) ['bogus']"),
         ({"run_id": "a b"}, ConfigError, "run_id", "run id 'a b' is invalid"),
+        # a run id names its RQ step jobs, and RQ refuses a job id with '.': the worker that met one quit
+        (
+            {"run_id": "x.y"},
+            ConfigError,
+            "run_id",
+            "run id 'x.y' is invalid: use letters, digits, '_' and '-'",
+        ),
+        (
+            {"run_id": "a/b"},
+            ConfigError,
+            "run_id",
+            "run id 'a/b' is invalid: use letters, digits, '_' and '-'",
+        ),
         ({"input": {"limt": 1}}, InvalidUpdateError, "input", "unknown state key(s) ['limt']"),
         ({"workflow": "nope"}, PermanentError, "workflow", "nope"),
         (
@@ -116,6 +129,8 @@ def test_a_fork_reads_the_workers_settings_once(redis_url: str, redis_client: re
         "thread-clash",
         "config",
         "run-id",
+        "run-id-dot",
+        "run-id-slash",
         "input",
         "workflow",
         "fork",

@@ -436,7 +436,7 @@ def _check_options(registry: Registry, req: RunRequest) -> tuple[CompiledGraph, 
         refused.param = "checkpoint_id"
         raise refused
     with _field("run_id"):
-        run_id = keys.validate_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
+        run_id = keys.validate_run_id("run id", req.run_id) if req.run_id is not None else uuid.uuid4().hex
     with _field("config" if req.thread_id is None else "thread_id"):  # where the thread id came from
         thread = keys.validate_id("thread id", run_id if named is None else named)
     with _field("tenant"):
