@@ -299,26 +299,46 @@ def test_events_are_the_lines_of_runs_watch_and_end_with_the_status(
     watched = graphq("runs", "watch", run_id, "-o", "json", env=env)
     assert watched.returncode == 0, watched.stderr
     lines = [json.loads(line) for line in watched.stdout.splitlines()]
-    assert [(m["id"], m["event"], json.loads(m["data"])) for m in messages[:-1]] == [
+    assert [(m["id"].partition(".")[0], m["event"], json.loads(m["data"])) for m in messages[:-1]] == [
         (line["id"], line["mode"], {"mode": line["mode"], "step": line["step"], "data": line["data"]})
         for line in lines
     ]
 
 
-def test_events_resume_after_the_last_event_id(web: TestClient, client: Client) -> None:
+def test_every_message_has_its_own_id_and_a_resume_after_any_sends_exactly_the_rest(
+    web: TestClient, client: Client
+) -> None:
     run_id = client.enqueue("counter", {"n": 1, "limit": 4})
     work(client)
     every = events(web, run_id)[:-1]
-    ids = list(dict.fromkeys(m["id"] for m in every))
-    middle = ids[len(ids) // 2]
-    rest = events(web, run_id, **{"Last-Event-ID": middle})
-    later = [m for m in every if ids.index(m["id"]) > ids.index(middle)]
-    assert rest[:-1] == later  # none twice, none missed
-    assert rest[-1]["event"] == "end"
-    with web.stream("GET", f"/api/runs/{run_id}/events", params={"after": middle}) as reply:
-        assert sse(reply.iter_lines())[:-1] == later
+    ids = [m["id"] for m in every]
+    assert len(set(ids)) == len(ids)
+    numbers: dict[str, list[str]] = {}
+    for message_id in ids:
+        entry, _, n = message_id.partition(".")
+        numbers.setdefault(entry, []).append(n)
+    assert all(n == [str(i) for i in range(len(n))] for n in numbers.values())
+    assert any(len(n) > 1 for n in numbers.values())  # tasks+updates, checkpoints+values
+    for i, message_id in enumerate(ids):  # a connection dropped after each message
+        rest = events(web, run_id, **{"Last-Event-ID": message_id})
+        assert rest[:-1] == every[i + 1 :], message_id  # none twice, none missed
+        assert rest[-1]["event"] == "end"
+    several = next(entry for entry, n in numbers.items() if len(n) > 1)
+    first = ids.index(f"{several}.0")
+    with web.stream("GET", f"/api/runs/{run_id}/events", params={"after": f"{several}.0"}) as reply:
+        assert sse(reply.iter_lines())[:-1] == every[first + 1 :]
+    with web.stream("GET", f"/api/runs/{run_id}/events", params={"after": several}) as reply:
+        later = [m for m in every if m["id"].partition(".")[0] != several][first:]
+        assert sse(reply.iter_lines())[:-1] == later  # a stream id: after all of its lines (runs watch)
+
+
+def test_a_malformed_event_id_is_refused(web: TestClient, client: Client) -> None:
+    run_id = client.enqueue("counter", {"n": 1})
     assert refused(web.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "x"}), 422) == (
         "Last-Event-ID: 'x' is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)"
+    )
+    assert refused(web.get(f"/api/runs/{run_id}/events", params={"after": "1-0.x"}), 422) == (
+        "after: '1-0.x' is not an event id: after '.' comes the line's number (1712345678901-0.1)"
     )
     huge = refused(web.get(f"/api/runs/{run_id}/events", params={"after": f"{2**64}-0"}), 422)
     assert huge == f"after: '{2**64}-0' is not an event id: MILLISECONDS and SEQUENCE are at most {2**64 - 1}"

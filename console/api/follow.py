@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
 from graphcore import keys
-from graphcore.backend.event_lines import ENDED, EventLines, Line, ending, newest, seen
+from graphcore.backend.event_lines import ENDED, EventLines, Line, ending, newest, seen, stream_id
 from graphcore.backend.events import Event, decode_event
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphq.console.state import Console
@@ -80,17 +80,33 @@ class End:
 
 
 async def follow(console: Console, record: RunRecord, after: str) -> AsyncIterator[Line | End]:
-    """The run's event lines after stream id ``after`` (as ``graphq runs watch -o json`` prints them),
-    then :class:`End` once it ended or paused, as ``runs watch`` decides it: the stream's newest event
-    reports the record's status and was sent, or (a run whose end left no event) the record says so one
-    read later."""
+    """The run's event lines after ``after`` (as ``graphq runs watch -o json`` prints them, each with a
+    message id of its own: ``<stream id>.<n>``, the n-th line of that stream entry from 0), then
+    :class:`End` once it ended or paused, as ``runs watch`` decides it: the stream's newest event reports
+    the record's status and was sent, or (a run whose end left no event) the record says so one read later.
+
+    ``after`` is a stream id (after every line of that entry, as ``runs watch --after``) or a message id
+    ``<stream id>.<n>`` (the entry's lines after its n-th, then the entries after it)."""
     lines = EventLines(console.client, record)
+    after, _, shown = after.partition(".")
+    if shown:
+        for event in await _entry(console, record, after):
+            for line in (await _numbered(lines, event))[int(shown) + 1 :]:
+                yield line
+    async for item in _follow_entries(console, record, lines, after):
+        yield item
+
+
+async def _follow_entries(
+    console: Console, record: RunRecord, lines: EventLines, after: str
+) -> AsyncIterator[Line | End]:
+    """:func:`follow` after stream id ``after``: the lines of every later entry, then :class:`End`."""
     grace = False
     peek = False
     while True:
         events = await _read(console, record, after, None if peek else BLOCK_S)
         for event in events:
-            for line in await run_in_threadpool(lines.lines, event):
+            for line in await _numbered(lines, event):
                 yield line
             after = event.id
         if events:
@@ -113,6 +129,20 @@ async def follow(console: Console, record: RunRecord, after: str) -> AsyncIterat
             yield End(current.status, current.continued_by_run_id)
             return
         grace = current.status != RunStatus.AWAITING_INPUT
+
+
+async def _numbered(lines: EventLines, event: Event) -> list[Line]:
+    """The lines of ``event``, each with its message id ``<stream id>.<n>``."""
+    shown = await run_in_threadpool(lines.lines, event)
+    return [replace(line, id=f"{event.id}.{n}") for n, line in enumerate(shown)]
+
+
+async def _entry(console: Console, record: RunRecord, entry_id: str) -> list[Event]:
+    """The run's stream entry ``entry_id`` (none when trimmed meanwhile)."""
+    ms, seq = stream_id(entry_id)
+    exact = f"{ms}-{seq}"
+    reply: Any = await console.aio.xrange(keys.run_events(record.thread_id, record.id), exact, exact)
+    return [decode_event(entry, fields) for entry, fields in reply or []]
 
 
 async def _end(console: Console, run_id: str, status: RunStatus) -> End:

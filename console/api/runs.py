@@ -137,7 +137,10 @@ async def _followed(
     request: Request,
     run_id: str,
     after: Annotated[
-        str | None, Query(description="Start after this event id (`runs watch --after`).")
+        str | None,
+        Query(
+            description="Start after this message id (`<stream id>.<n>`) or stream id (`runs watch --after`)."
+        ),
     ] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> tuple[RunRecord, str]:
@@ -157,10 +160,12 @@ async def run_events(
     request: Request, followed: Annotated[tuple[RunRecord, str], Depends(_followed)]
 ) -> AsyncIterator[ServerSentEvent]:
     """The run's events as ``graphq runs watch RUN -o json`` prints them, then new ones live: each message
-    ``id: <stream id>``, ``event: <mode>``, ``data: {"mode", "step", "data"}``. It resumes after the
-    ``Last-Event-ID`` header (a reconnecting EventSource sends it) or ``?after=``. When the run has ended or
-    paused, a last ``event: end`` with ``{"status", "continued_by_run_id"}``. A comment (``: ping``) every
-    15 s keeps idle connections open.
+    ``id: <stream id>.<n>`` (the n-th line, from 0, of that stored event: ids are unique),
+    ``event: <mode>``, ``data: {"mode", "step", "data"}``. It resumes exactly after the ``Last-Event-ID``
+    header (a reconnecting EventSource sends it) or ``?after=``: after a message id, the rest of its
+    stored event's lines then the later events; after a plain stream id, the events after it. When the run
+    has ended or paused, a last ``event: end`` with ``{"status", "continued_by_run_id"}``. A comment
+    (``: ping``) every 15 s keeps idle connections open.
 
     Errors: 404 unknown run; 422 a malformed event id.
     """
@@ -206,15 +211,23 @@ async def get_run(
 
 
 def _event_id(value: str | None, where: str) -> str | None:
-    """``value`` when it is an event id, None when not given.
+    """``value`` when it is a stream id or a message id (``<stream id>.<n>``), None when not given.
 
     Raises:
-        ConfigError: it is no event id (:func:`~graphcore.backend.event_lines.event_id_problem`).
+        ConfigError: it is neither (:func:`~graphcore.backend.event_lines.event_id_problem`).
     """
-    problem = None if value is None else event_id_problem(value)
+    problem = None if value is None else _message_id_problem(value)
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
     return value
+
+
+def _message_id_problem(text: str) -> str | None:
+    """Why ``text`` is not an id to resume after (``MS-SEQ`` or ``MS-SEQ.N``), or None."""
+    entry, dot, line = text.partition(".")
+    if dot and not (line.isascii() and line.isdigit()):
+        return f"{text!r} is not an event id: after '.' comes the line's number (1712345678901-0.1)"
+    return event_id_problem(entry)
 
 
 def _checked_id(where: str, value: str) -> None:
