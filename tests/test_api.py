@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from graphcore import keys
 from graphcore.backend.client import Client
-from graphcore.backend.embedded import free_port
+from graphcore.backend.embedded import EmbeddedRedis, free_port
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
@@ -25,6 +25,7 @@ from graphq.console import Console, create_app
 from graphq.console.api.follow import BLOCK_S
 from graphq.console.openapi import document, text
 from graphq.console.security import Guard
+from graphq.worker.queue import RQStepQueue
 from tests.browser import start_console
 from tests.workers import Procs, graphq, wait_for, work
 
@@ -359,6 +360,34 @@ def test_an_idle_event_stream_gets_pings_then_follows_the_run_live(web: TestClie
     assert seen == [": ping"]
     assert [m["event"] for m in rest] == ["status", "end"]
     assert json.loads(rest[-1]["data"])["status"] == "canceled"
+
+
+def test_an_event_stream_whose_redis_goes_away_ends_with_an_error_problem() -> None:
+    server = EmbeddedRedis(appendonly=False).start()
+    try:
+        kv = redis.Redis(port=server.port, socket_connect_timeout=1)
+        client = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=server.url)))
+        run_id = client.enqueue("counter", {"n": 1})  # queued, no worker: the stream waits in XREAD
+        settings = Settings(redis_retry_attempts=2, redis_retry_max_wait_s=0.1)
+        app = create_app(Console(client, settings, Guard()))
+        with (
+            TestClient(app, base_url="http://127.0.0.1") as web,
+            web.stream("GET", f"/api/runs/{run_id}/events") as reply,
+        ):
+            assert reply.status_code == 200
+            wait_for(lambda: blocked_readers(kv) == 1, timeout_s=60, what="the stream's XREAD")
+            server.stop()
+            messages = sse(reply.iter_lines())
+    finally:
+        server.stop()
+    assert [m["event"] for m in messages] == ["error"]
+    error = json.loads(messages[0]["data"])
+    assert {k: error[k] for k in ("type", "title", "status")} == {
+        "type": "about:blank",
+        "title": "Service Unavailable",
+        "status": 503,
+    }
+    assert error["detail"].startswith("lost the connection to Redis: "), error  # then redis-py's words
 
 
 def test_events_of_a_paused_run_end_with_awaiting_input(web: TestClient, client: Client) -> None:

@@ -13,12 +13,14 @@ from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from graphcore import keys
 from graphcore.backend.event_lines import event_id_problem
 from graphcore.backend.json_forms import jsonable, listed_json, record_json
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
-from graphcore.errors import ConfigError
+from graphcore.errors import ConfigError, TransientError
 from graphq.console.api.enqueue import FieldError, enqueue
 from graphq.console.api.follow import End, follow, wait_settled
 from graphq.console.api.models import (
@@ -30,7 +32,7 @@ from graphq.console.api.models import (
     Resumed,
     ResumeIn,
 )
-from graphq.console.problems import problem, status_of
+from graphq.console.problems import problem, problem_of, status_of
 from graphq.console.state import Console
 from graphq.scheduler.schedules import ScheduleStore
 
@@ -167,15 +169,20 @@ async def run_events(
     has ended or paused, a last ``event: end`` with ``{"status", "continued_by_run_id"}``. A comment
     (``: ping``) every 15 s keeps idle connections open.
 
-    Errors: 404 unknown run; 422 a malformed event id.
+    Errors: 404 unknown run; 422 a malformed event id. Redis lost once the stream has started (after the
+    retries): a last ``event: error`` with the problem document (503, the CLI's text), then the stream
+    closes (resume elsewhere with ``Last-Event-ID``).
     """
     record, start = followed
-    async for item in follow(Console.of(request), record, start):
-        if isinstance(item, End):
-            yield ServerSentEvent(event="end", data=item.data())
-            return
-        data = jsonable({"mode": item.mode, "step": item.step, "data": item.data})
-        yield ServerSentEvent(id=item.id, event=item.mode, data=data)
+    try:
+        async for item in follow(Console.of(request), record, start):
+            if isinstance(item, End):
+                yield ServerSentEvent(event="end", data=item.data())
+                return
+            data = jsonable({"mode": item.mode, "step": item.step, "data": item.data})
+            yield ServerSentEvent(id=item.id, event=item.mode, data=data)
+    except (TransientError, RedisConnectionError, RedisTimeoutError) as exc:
+        yield ServerSentEvent(event="error", data=problem_of(exc))
 
 
 # after /runs/{run_id}/events: a GET of /runs/a/b/events is that run's events, not run "a/b/events"
