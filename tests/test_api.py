@@ -4,8 +4,10 @@ worked by an in-process burst worker), and once end to end against a real ``grap
 from __future__ import annotations
 
 import json
+import signal
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -593,3 +595,36 @@ def test_end_to_end_against_graphq_ui_and_a_worker(procs: Procs, graphq_env: dic
         done = api.get(f"/api/runs/{run_id}", params={"wait": 120})
         assert (done.headers["graphq-wait"], done.json()["status"]) == ("ended", "completed")
         assert done.json()["result"] == {"topic": "e2e", "answers": ["one", "two"], "done": True}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_graphq_ui_stops_at_once_ending_its_long_polls_and_event_streams_cleanly(
+    procs: Procs, graphq_env: dict[str, str], client: Client, signum: signal.Signals
+) -> None:
+    """From the trial: stopped with a stream and two long-polls open, the server waited for its graceful
+    shutdown timeout (5 s), then answered the long-polls 500 and cut the stream mid-chunk, with tracebacks."""
+    env = {**graphq_env, "GRAPHQ_WORKFLOWS": "tests.workflows.basic"}
+    console = start_console(procs, env)
+    run_id = client.enqueue("counter", {"n": 1})  # queued, no worker: every wait waits
+
+    def poll() -> httpx.Response:
+        return httpx.get(f"{console.url}/api/runs/{run_id}", params={"wait": 120}, timeout=180)
+
+    def stream() -> list[dict[str, str]]:
+        with httpx.stream("GET", f"{console.url}/api/runs/{run_id}/events", timeout=180) as reply:
+            assert reply.status_code == 200
+            return sse(reply.iter_lines())  # a stream cut mid-chunk raises here
+
+    with ThreadPoolExecutor(3) as pool:
+        polls = [pool.submit(poll), pool.submit(poll)]
+        streamed = pool.submit(stream)
+        wait_for(lambda: blocked_readers(client.kv) == 3, timeout_s=60, what="the three waits' XREADs")
+        console.proc.send_signal(signum)
+        assert console.proc.wait(timeout=20) == 0, procs.logged(console.proc)
+        replies = [p.result(timeout=20) for p in polls]
+        assert streamed.result(timeout=20) == []  # no message (the run has no event), no `end`
+    for reply in replies:
+        assert (reply.status_code, reply.headers.get("graphq-wait")) == (200, "timeout"), reply.text
+        assert reply.json()["status"] == "queued"
+    assert "Traceback" not in procs.logged(console.proc)
+    assert "timeout graceful shutdown exceeded" not in procs.logged(console.proc)

@@ -22,7 +22,7 @@ from graphcore.backend.json_forms import jsonable, listed_json, record_json
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import ConfigError, TransientError
 from graphq.console.api.enqueue import FieldError, enqueue
-from graphq.console.api.follow import End, follow, wait_settled
+from graphq.console.api.follow import End, Stopping, follow, wait_settled
 from graphq.console.api.models import (
     LIMIT,
     Canceled,
@@ -44,7 +44,7 @@ MAX_WAIT_S = 300
 """Longest ``?wait=`` of ``GET /api/runs/{id}``, seconds."""
 WAIT_HEADER = "Graphq-Wait"
 """Says how a ``?wait=`` ended: ``ended`` (completed, failed, canceled), ``paused`` (waits for input) or
-``timeout`` (still queued or running)."""
+``timeout`` (still queued or running; also when the server stops during the wait)."""
 _RECORD = dict[str, Any]
 
 
@@ -171,7 +171,8 @@ async def run_events(
 
     Errors: 404 unknown run; 422 a malformed event id. Redis lost once the stream has started (after the
     retries): a last ``event: error`` with the problem document (503, the CLI's text), then the stream
-    closes (resume elsewhere with ``Last-Event-ID``).
+    closes (resume elsewhere with ``Last-Event-ID``). When the server stops, the stream ends after a whole
+    message, without ``end``.
     """
     record, start = followed
     try:
@@ -181,6 +182,8 @@ async def run_events(
                 return
             data = jsonable({"mode": item.mode, "step": item.step, "data": item.data})
             yield ServerSentEvent(id=item.id, event=item.mode, data=data)
+    except Stopping:  # the server stops: end cleanly, no `end` (the client resumes elsewhere)
+        return
     except (TransientError, RedisConnectionError, RedisTimeoutError) as exc:
         yield ServerSentEvent(event="error", data=problem_of(exc))
 
@@ -200,7 +203,7 @@ async def get_run(
 
     With ``?wait=S`` (0 < S ≤ 300) it answers when the run has ended or waits for input, or after S
     seconds with the record as it is; header ``Graphq-Wait`` says which: ``ended``, ``paused`` or
-    ``timeout``.
+    ``timeout``. When the server stops, a wait answers at once, as a ``timeout``.
 
     Errors: 404 when no run has that id; 422 for a wait out of range.
     """
