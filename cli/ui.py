@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from types import FrameType
 
 import click
 import uvicorn
@@ -47,7 +48,24 @@ def ui(app: AppContext, host: str, port: int, read_only: bool) -> None:
     console = Console(client, app.settings, Guard(token, read_only, is_loopback(host)))
     click.echo(f"graphq console on http://{_shown(host)}:{port}/ (API under /api; Ctrl-C stops it)")
     _stop_cleanly()
-    uvicorn.run(create_app(console), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        create_app(console), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
+    )
+    _Server(config, console).run()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that, asked to stop (SIGTERM, Ctrl-C), also ends the console's waits at once
+    (:meth:`Console.stop`): uvicorn waits for open connections before it stops, and a long-poll or an event
+    stream would otherwise hold it until its graceful-shutdown timeout, then be cut."""
+
+    def __init__(self, config: uvicorn.Config, console: Console) -> None:
+        super().__init__(config)
+        self.console = console
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self.console.stop()
 
 
 def _stop_cleanly() -> None:

@@ -47,7 +47,7 @@ from graphcore.errors import (
 from graphq.console.rendering import templates
 from graphq.scheduler.schedules import ScheduleNotFoundError, TriggerSkippedError
 
-__all__ = ["PROBLEM", "install_problem_handlers", "problem", "status_of"]
+__all__ = ["PROBLEM", "install_problem_handlers", "problem", "problem_of", "status_of"]
 
 PROBLEM = "application/problem+json"
 
@@ -89,7 +89,7 @@ def problem(request: Request, status: int, detail: str, **extra: Any) -> Respons
     """
     title = HTTPStatus(status).phrase
     if request.url.path.startswith("/api"):
-        body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+        body = _document(status, detail, **extra)
         return JSONResponse(body, status_code=status, media_type=PROBLEM)
     template = "_error.html" if request.headers.get("hx-request") == "true" else "error.html"
     page = templates.TemplateResponse(
@@ -97,6 +97,23 @@ def problem(request: Request, status: int, detail: str, **extra: Any) -> Respons
     )
     assert isinstance(page, HTMLResponse)
     return page
+
+
+def problem_of(exc: BaseException) -> dict[str, Any]:
+    """The problem document of a graphq or Redis error (its status from the table above, the CLI's text),
+    for a place with no HTTP status of its own (an ``error`` message of an event stream)."""
+    return _document(status_of(exc), _text(exc))
+
+
+def _document(status: int, detail: str, **extra: Any) -> dict[str, Any]:
+    """A problem document: ``type``, ``title`` (the status's phrase), ``status``, ``detail``, ``extra``."""
+    return {
+        "type": "about:blank",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
 
 
 def install_problem_handlers(app: FastAPI) -> None:

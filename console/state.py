@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,8 @@ class Console:
     settings: Settings
     guard: Guard
     _aio: aioredis.Redis | None = field(default=None, init=False, repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
 
     @property
     def aio(self) -> aioredis.Redis:
@@ -46,14 +50,26 @@ class Console:
         return self._aio
 
     def open(self) -> None:
-        """Open :attr:`aio` on the Redis of :attr:`client` (its host, port, database, credentials, TLS),
-        retrying a lost connection as :attr:`settings` say (``GRAPHQ_REDIS_RETRY_ATTEMPTS``, backoff up to
-        ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``)."""
+        """(In the app's event loop.) Open :attr:`aio` on the Redis of :attr:`client` (its host, port,
+        database, credentials, TLS), retrying a lost connection as :attr:`settings` say
+        (``GRAPHQ_REDIS_RETRY_ATTEMPTS``, backoff up to ``GRAPHQ_REDIS_RETRY_MAX_WAIT_S``)."""
         retry = Retry(
             ExponentialWithJitterBackoff(cap=self.settings.redis_retry_max_wait_s),
             self.settings.redis_retry_attempts - 1,
         )
         self._aio = async_twin(self.client.kv, retry)
+        self._loop = asyncio.get_running_loop()
+
+    def stop(self) -> None:
+        """Tell every wait (a long-poll, an event stream) to end now: the server is stopping. Safe to call
+        from a signal handler or another thread; does nothing before :meth:`open` or after the loop closed."""
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._loop.call_soon_threadsafe(self._stopping.set)
+
+    async def stopping(self) -> None:
+        """Return once :meth:`stop` was called."""
+        await self._stopping.wait()
 
     async def close(self) -> None:
         """Close :attr:`aio` (idempotent)."""

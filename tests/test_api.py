@@ -4,8 +4,10 @@ worked by an in-process burst worker), and once end to end against a real ``grap
 from __future__ import annotations
 
 import json
+import signal
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from graphcore import keys
 from graphcore.backend.client import Client
-from graphcore.backend.embedded import free_port
+from graphcore.backend.embedded import EmbeddedRedis, free_port
 from graphcore.backend.runs import RunStatus
 from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
@@ -25,6 +27,7 @@ from graphq.console import Console, create_app
 from graphq.console.api.follow import BLOCK_S
 from graphq.console.openapi import document, text
 from graphq.console.security import Guard
+from graphq.worker.queue import RQStepQueue
 from tests.browser import start_console
 from tests.workers import Procs, graphq, wait_for, work
 
@@ -299,26 +302,46 @@ def test_events_are_the_lines_of_runs_watch_and_end_with_the_status(
     watched = graphq("runs", "watch", run_id, "-o", "json", env=env)
     assert watched.returncode == 0, watched.stderr
     lines = [json.loads(line) for line in watched.stdout.splitlines()]
-    assert [(m["id"], m["event"], json.loads(m["data"])) for m in messages[:-1]] == [
+    assert [(m["id"].partition(".")[0], m["event"], json.loads(m["data"])) for m in messages[:-1]] == [
         (line["id"], line["mode"], {"mode": line["mode"], "step": line["step"], "data": line["data"]})
         for line in lines
     ]
 
 
-def test_events_resume_after_the_last_event_id(web: TestClient, client: Client) -> None:
+def test_every_message_has_its_own_id_and_a_resume_after_any_sends_exactly_the_rest(
+    web: TestClient, client: Client
+) -> None:
     run_id = client.enqueue("counter", {"n": 1, "limit": 4})
     work(client)
     every = events(web, run_id)[:-1]
-    ids = list(dict.fromkeys(m["id"] for m in every))
-    middle = ids[len(ids) // 2]
-    rest = events(web, run_id, **{"Last-Event-ID": middle})
-    later = [m for m in every if ids.index(m["id"]) > ids.index(middle)]
-    assert rest[:-1] == later  # none twice, none missed
-    assert rest[-1]["event"] == "end"
-    with web.stream("GET", f"/api/runs/{run_id}/events", params={"after": middle}) as reply:
-        assert sse(reply.iter_lines())[:-1] == later
+    ids = [m["id"] for m in every]
+    assert len(set(ids)) == len(ids)
+    numbers: dict[str, list[str]] = {}
+    for message_id in ids:
+        entry, _, n = message_id.partition(".")
+        numbers.setdefault(entry, []).append(n)
+    assert all(n == [str(i) for i in range(len(n))] for n in numbers.values())
+    assert any(len(n) > 1 for n in numbers.values())  # tasks+updates, checkpoints+values
+    for i, message_id in enumerate(ids):  # a connection dropped after each message
+        rest = events(web, run_id, **{"Last-Event-ID": message_id})
+        assert rest[:-1] == every[i + 1 :], message_id  # none twice, none missed
+        assert rest[-1]["event"] == "end"
+    several = next(entry for entry, n in numbers.items() if len(n) > 1)
+    first = ids.index(f"{several}.0")
+    with web.stream("GET", f"/api/runs/{run_id}/events", params={"after": f"{several}.0"}) as reply:
+        assert sse(reply.iter_lines())[:-1] == every[first + 1 :]
+    with web.stream("GET", f"/api/runs/{run_id}/events", params={"after": several}) as reply:
+        later = [m for m in every if m["id"].partition(".")[0] != several][first:]
+        assert sse(reply.iter_lines())[:-1] == later  # a stream id: after all of its lines (runs watch)
+
+
+def test_a_malformed_event_id_is_refused(web: TestClient, client: Client) -> None:
+    run_id = client.enqueue("counter", {"n": 1})
     assert refused(web.get(f"/api/runs/{run_id}/events", headers={"Last-Event-ID": "x"}), 422) == (
         "Last-Event-ID: 'x' is not an event id (MILLISECONDS-SEQUENCE: 1712345678901-0)"
+    )
+    assert refused(web.get(f"/api/runs/{run_id}/events", params={"after": "1-0.x"}), 422) == (
+        "after: '1-0.x' is not an event id: after '.' comes the line's number (1712345678901-0.1)"
     )
     huge = refused(web.get(f"/api/runs/{run_id}/events", params={"after": f"{2**64}-0"}), 422)
     assert huge == f"after: '{2**64}-0' is not an event id: MILLISECONDS and SEQUENCE are at most {2**64 - 1}"
@@ -339,6 +362,34 @@ def test_an_idle_event_stream_gets_pings_then_follows_the_run_live(web: TestClie
     assert seen == [": ping"]
     assert [m["event"] for m in rest] == ["status", "end"]
     assert json.loads(rest[-1]["data"])["status"] == "canceled"
+
+
+def test_an_event_stream_whose_redis_goes_away_ends_with_an_error_problem() -> None:
+    server = EmbeddedRedis(appendonly=False).start()
+    try:
+        kv = redis.Redis(port=server.port, socket_connect_timeout=1)
+        client = Client(kv, REGISTRY, RQStepQueue(kv, Settings(redis_url=server.url)))
+        run_id = client.enqueue("counter", {"n": 1})  # queued, no worker: the stream waits in XREAD
+        settings = Settings(redis_retry_attempts=2, redis_retry_max_wait_s=0.1)
+        app = create_app(Console(client, settings, Guard()))
+        with (
+            TestClient(app, base_url="http://127.0.0.1") as web,
+            web.stream("GET", f"/api/runs/{run_id}/events") as reply,
+        ):
+            assert reply.status_code == 200
+            wait_for(lambda: blocked_readers(kv) == 1, timeout_s=60, what="the stream's XREAD")
+            server.stop()
+            messages = sse(reply.iter_lines())
+    finally:
+        server.stop()
+    assert [m["event"] for m in messages] == ["error"]
+    error = json.loads(messages[0]["data"])
+    assert {k: error[k] for k in ("type", "title", "status")} == {
+        "type": "about:blank",
+        "title": "Service Unavailable",
+        "status": 503,
+    }
+    assert error["detail"].startswith("lost the connection to Redis: "), error  # then redis-py's words
 
 
 def test_events_of_a_paused_run_end_with_awaiting_input(web: TestClient, client: Client) -> None:
@@ -544,3 +595,36 @@ def test_end_to_end_against_graphq_ui_and_a_worker(procs: Procs, graphq_env: dic
         done = api.get(f"/api/runs/{run_id}", params={"wait": 120})
         assert (done.headers["graphq-wait"], done.json()["status"]) == ("ended", "completed")
         assert done.json()["result"] == {"topic": "e2e", "answers": ["one", "two"], "done": True}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_graphq_ui_stops_at_once_ending_its_long_polls_and_event_streams_cleanly(
+    procs: Procs, graphq_env: dict[str, str], client: Client, signum: signal.Signals
+) -> None:
+    """From the trial: stopped with a stream and two long-polls open, the server waited for its graceful
+    shutdown timeout (5 s), then answered the long-polls 500 and cut the stream mid-chunk, with tracebacks."""
+    env = {**graphq_env, "GRAPHQ_WORKFLOWS": "tests.workflows.basic"}
+    console = start_console(procs, env)
+    run_id = client.enqueue("counter", {"n": 1})  # queued, no worker: every wait waits
+
+    def poll() -> httpx.Response:
+        return httpx.get(f"{console.url}/api/runs/{run_id}", params={"wait": 120}, timeout=180)
+
+    def stream() -> list[dict[str, str]]:
+        with httpx.stream("GET", f"{console.url}/api/runs/{run_id}/events", timeout=180) as reply:
+            assert reply.status_code == 200
+            return sse(reply.iter_lines())  # a stream cut mid-chunk raises here
+
+    with ThreadPoolExecutor(3) as pool:
+        polls = [pool.submit(poll), pool.submit(poll)]
+        streamed = pool.submit(stream)
+        wait_for(lambda: blocked_readers(client.kv) == 3, timeout_s=60, what="the three waits' XREADs")
+        console.proc.send_signal(signum)
+        assert console.proc.wait(timeout=20) == 0, procs.logged(console.proc)
+        replies = [p.result(timeout=20) for p in polls]
+        assert streamed.result(timeout=20) == []  # no message (the run has no event), no `end`
+    for reply in replies:
+        assert (reply.status_code, reply.headers.get("graphq-wait")) == (200, "timeout"), reply.text
+        assert reply.json()["status"] == "queued"
+    assert "Traceback" not in procs.logged(console.proc)
+    assert "timeout graceful shutdown exceeded" not in procs.logged(console.proc)

@@ -276,11 +276,13 @@ def test_the_events_stream_as_server_sent_events_and_resume_after_the_last_id(cl
         assert web.get("/api/runs/nope/events").status_code == 404
     lines = EventLines(client, record)
     shown = [line for event in stored for line in lines.lines(event)]  # as `graphq runs watch -o json`
-    assert [(m.get("id"), m["event"]) for m in whole] == [(x.id, x.mode) for x in shown] + [(None, "end")]
+    numbered = [(f"{e.id}.{n}", x.mode) for e in stored for n, x in enumerate(lines.lines(e))]
+    assert [(x.id, x.mode) for x in shown] == [(i.partition(".")[0], mode) for i, mode in numbered]
+    assert [(m.get("id"), m["event"]) for m in whole] == [*numbered, (None, "end")]
     assert {"mode": "updates", "step": 1, "data": {"tick": {"ticks": [1]}}} in [m["data"] for m in whole]
     assert whole[-1]["data"] == {"status": "completed", "continued_by_run_id": None}
-    after = [x for event in stored[4:] for x in lines.lines(event)]
-    assert [m.get("id") for m in rest] == [x.id for x in after] + [None]
+    after = [f"{e.id}.{n}" for e in stored[4:] for n, _ in enumerate(lines.lines(e))]
+    assert [m.get("id") for m in rest] == [*after, None]  # a stream id: after all of its lines
 
 
 def _messages(reply: Response) -> list[dict[str, Any]]:

@@ -7,24 +7,47 @@ statuses ``graphq runs watch`` stops at (:data:`graphcore.backend.event_lines.EN
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
 from graphcore import keys
-from graphcore.backend.event_lines import ENDED, EventLines, Line, ending, newest, seen
+from graphcore.backend.event_lines import ENDED, EventLines, Line, ending, newest, seen, stream_id
 from graphcore.backend.events import Event, decode_event
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphq.console.state import Console
 
-__all__ = ["BLOCK_S", "End", "follow", "settled", "wait_settled"]
+__all__ = ["BLOCK_S", "End", "Stopping", "follow", "settled", "wait_settled"]
 
 BLOCK_S = 5.0
 """Longest one ``XREAD BLOCK`` waits before the record is read again (a run whose end wrote no event)."""
 _COUNT = 500
+
+
+class Stopping(Exception):
+    """The server is stopping (:meth:`Console.stop`): a wait ended before its time."""
+
+
+async def _unless_stopping(console: Console, waiting: Awaitable[Any]) -> Any:
+    """``waiting``'s result, or (it cancelled) :class:`Stopping` as soon as the server is stopping."""
+    work = asyncio.ensure_future(waiting)
+    stop = asyncio.ensure_future(console.stopping())
+    try:
+        await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (work, stop):
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    if not work.done() or work.cancelled():
+        raise Stopping
+    return work.result()
 
 
 def settled(record: RunRecord) -> bool:
@@ -39,16 +62,20 @@ async def _newest_id(console: Console, record: RunRecord) -> str:
 
 
 async def _read(console: Console, record: RunRecord, after: str, block_s: float | None) -> list[Event]:
-    """Events of the run after ``after``, waiting up to ``block_s`` seconds for one (None: not at all)."""
+    """Events of the run after ``after``, waiting up to ``block_s`` seconds for one (None: not at all).
+
+    Raises:
+        Stopping: the server is stopping (the read cancelled).
+    """
     block = None if block_s is None else max(1, int(block_s * 1000))
-    reply: Any = await console.aio.xread(
-        {keys.run_events(record.thread_id, record.id): after}, count=_COUNT, block=block
-    )
+    read = console.aio.xread({keys.run_events(record.thread_id, record.id): after}, count=_COUNT, block=block)
+    reply: Any = await _unless_stopping(console, read)
     return [decode_event(entry_id, fields) for _, entries in reply or [] for entry_id, fields in entries]
 
 
 async def wait_settled(console: Console, run_id: str, seconds: float) -> tuple[RunRecord, bool]:
-    """The run's record once it ended or paused, or after ``seconds``; with whether it has settled.
+    """The run's record once it ended or paused, or after ``seconds``, or at once when the server is
+    stopping; with whether it has settled.
 
     Raises:
         RunNotFoundError: no such run.
@@ -61,7 +88,10 @@ async def wait_settled(console: Console, run_id: str, seconds: float) -> tuple[R
         left = deadline - time.monotonic()
         if left <= 0:
             return record, False
-        events = await _read(console, record, after, min(left, BLOCK_S))
+        try:
+            events = await _read(console, record, after, min(left, BLOCK_S))
+        except Stopping:
+            return await run_in_threadpool(console.client.get_run, run_id), False
         if events:
             after = events[-1].id
         record = await run_in_threadpool(console.client.get_run, run_id)
@@ -80,17 +110,37 @@ class End:
 
 
 async def follow(console: Console, record: RunRecord, after: str) -> AsyncIterator[Line | End]:
-    """The run's event lines after stream id ``after`` (as ``graphq runs watch -o json`` prints them),
-    then :class:`End` once it ended or paused, as ``runs watch`` decides it: the stream's newest event
-    reports the record's status and was sent, or (a run whose end left no event) the record says so one
-    read later."""
+    """The run's event lines after ``after`` (as ``graphq runs watch -o json`` prints them, each with a
+    message id of its own: ``<stream id>.<n>``, the n-th line of that stream entry from 0), then
+    :class:`End` once it ended or paused, as ``runs watch`` decides it: the stream's newest event reports
+    the record's status and was sent, or (a run whose end left no event) the record says so one read later.
+
+    ``after`` is a stream id (after every line of that entry, as ``runs watch --after``) or a message id
+    ``<stream id>.<n>`` (the entry's lines after its n-th, then the entries after it).
+
+    Raises:
+        Stopping: the server is stopping (after a whole line, never within one).
+    """
     lines = EventLines(console.client, record)
+    after, _, shown = after.partition(".")
+    if shown:
+        for event in await _entry(console, record, after):
+            for line in (await _numbered(lines, event))[int(shown) + 1 :]:
+                yield line
+    async for item in _follow_entries(console, record, lines, after):
+        yield item
+
+
+async def _follow_entries(
+    console: Console, record: RunRecord, lines: EventLines, after: str
+) -> AsyncIterator[Line | End]:
+    """:func:`follow` after stream id ``after``: the lines of every later entry, then :class:`End`."""
     grace = False
     peek = False
     while True:
         events = await _read(console, record, after, None if peek else BLOCK_S)
         for event in events:
-            for line in await run_in_threadpool(lines.lines, event):
+            for line in await _numbered(lines, event):
                 yield line
             after = event.id
         if events:
@@ -113,6 +163,20 @@ async def follow(console: Console, record: RunRecord, after: str) -> AsyncIterat
             yield End(current.status, current.continued_by_run_id)
             return
         grace = current.status != RunStatus.AWAITING_INPUT
+
+
+async def _numbered(lines: EventLines, event: Event) -> list[Line]:
+    """The lines of ``event``, each with its message id ``<stream id>.<n>``."""
+    shown = await run_in_threadpool(lines.lines, event)
+    return [replace(line, id=f"{event.id}.{n}") for n, line in enumerate(shown)]
+
+
+async def _entry(console: Console, record: RunRecord, entry_id: str) -> list[Event]:
+    """The run's stream entry ``entry_id`` (none when trimmed meanwhile)."""
+    ms, seq = stream_id(entry_id)
+    exact = f"{ms}-{seq}"
+    reply: Any = await console.aio.xrange(keys.run_events(record.thread_id, record.id), exact, exact)
+    return [decode_event(entry, fields) for entry, fields in reply or []]
 
 
 async def _end(console: Console, run_id: str, status: RunStatus) -> End:

@@ -13,14 +13,16 @@ from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from pydantic import BaseModel, ConfigDict, Field
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from graphcore import keys
 from graphcore.backend.event_lines import event_id_problem
 from graphcore.backend.json_forms import jsonable, listed_json, record_json
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
-from graphcore.errors import ConfigError
+from graphcore.errors import ConfigError, TransientError
 from graphq.console.api.enqueue import FieldError, enqueue
-from graphq.console.api.follow import End, follow, wait_settled
+from graphq.console.api.follow import End, Stopping, follow, wait_settled
 from graphq.console.api.models import (
     LIMIT,
     Canceled,
@@ -30,7 +32,7 @@ from graphq.console.api.models import (
     Resumed,
     ResumeIn,
 )
-from graphq.console.problems import problem, status_of
+from graphq.console.problems import problem, problem_of, status_of
 from graphq.console.state import Console
 from graphq.scheduler.schedules import ScheduleStore
 
@@ -42,7 +44,7 @@ MAX_WAIT_S = 300
 """Longest ``?wait=`` of ``GET /api/runs/{id}``, seconds."""
 WAIT_HEADER = "Graphq-Wait"
 """Says how a ``?wait=`` ended: ``ended`` (completed, failed, canceled), ``paused`` (waits for input) or
-``timeout`` (still queued or running)."""
+``timeout`` (still queued or running; also when the server stops during the wait)."""
 _RECORD = dict[str, Any]
 
 
@@ -137,7 +139,10 @@ async def _followed(
     request: Request,
     run_id: str,
     after: Annotated[
-        str | None, Query(description="Start after this event id (`runs watch --after`).")
+        str | None,
+        Query(
+            description="Start after this message id (`<stream id>.<n>`) or stream id (`runs watch --after`)."
+        ),
     ] = None,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> tuple[RunRecord, str]:
@@ -157,20 +162,30 @@ async def run_events(
     request: Request, followed: Annotated[tuple[RunRecord, str], Depends(_followed)]
 ) -> AsyncIterator[ServerSentEvent]:
     """The run's events as ``graphq runs watch RUN -o json`` prints them, then new ones live: each message
-    ``id: <stream id>``, ``event: <mode>``, ``data: {"mode", "step", "data"}``. It resumes after the
-    ``Last-Event-ID`` header (a reconnecting EventSource sends it) or ``?after=``. When the run has ended or
-    paused, a last ``event: end`` with ``{"status", "continued_by_run_id"}``. A comment (``: ping``) every
-    15 s keeps idle connections open.
+    ``id: <stream id>.<n>`` (the n-th line, from 0, of that stored event: ids are unique),
+    ``event: <mode>``, ``data: {"mode", "step", "data"}``. It resumes exactly after the ``Last-Event-ID``
+    header (a reconnecting EventSource sends it) or ``?after=``: after a message id, the rest of its
+    stored event's lines then the later events; after a plain stream id, the events after it. When the run
+    has ended or paused, a last ``event: end`` with ``{"status", "continued_by_run_id"}``. A comment
+    (``: ping``) every 15 s keeps idle connections open.
 
-    Errors: 404 unknown run; 422 a malformed event id.
+    Errors: 404 unknown run; 422 a malformed event id. Redis lost once the stream has started (after the
+    retries): a last ``event: error`` with the problem document (503, the CLI's text), then the stream
+    closes (resume elsewhere with ``Last-Event-ID``). When the server stops, the stream ends after a whole
+    message, without ``end``.
     """
     record, start = followed
-    async for item in follow(Console.of(request), record, start):
-        if isinstance(item, End):
-            yield ServerSentEvent(event="end", data=item.data())
-            return
-        data = jsonable({"mode": item.mode, "step": item.step, "data": item.data})
-        yield ServerSentEvent(id=item.id, event=item.mode, data=data)
+    try:
+        async for item in follow(Console.of(request), record, start):
+            if isinstance(item, End):
+                yield ServerSentEvent(event="end", data=item.data())
+                return
+            data = jsonable({"mode": item.mode, "step": item.step, "data": item.data})
+            yield ServerSentEvent(id=item.id, event=item.mode, data=data)
+    except Stopping:  # the server stops: end cleanly, no `end` (the client resumes elsewhere)
+        return
+    except (TransientError, RedisConnectionError, RedisTimeoutError) as exc:
+        yield ServerSentEvent(event="error", data=problem_of(exc))
 
 
 # after /runs/{run_id}/events: a GET of /runs/a/b/events is that run's events, not run "a/b/events"
@@ -188,7 +203,7 @@ async def get_run(
 
     With ``?wait=S`` (0 < S ≤ 300) it answers when the run has ended or waits for input, or after S
     seconds with the record as it is; header ``Graphq-Wait`` says which: ``ended``, ``paused`` or
-    ``timeout``.
+    ``timeout``. When the server stops, a wait answers at once, as a ``timeout``.
 
     Errors: 404 when no run has that id; 422 for a wait out of range.
     """
@@ -206,15 +221,23 @@ async def get_run(
 
 
 def _event_id(value: str | None, where: str) -> str | None:
-    """``value`` when it is an event id, None when not given.
+    """``value`` when it is a stream id or a message id (``<stream id>.<n>``), None when not given.
 
     Raises:
-        ConfigError: it is no event id (:func:`~graphcore.backend.event_lines.event_id_problem`).
+        ConfigError: it is neither (:func:`~graphcore.backend.event_lines.event_id_problem`).
     """
-    problem = None if value is None else event_id_problem(value)
+    problem = None if value is None else _message_id_problem(value)
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
     return value
+
+
+def _message_id_problem(text: str) -> str | None:
+    """Why ``text`` is not an id to resume after (``MS-SEQ`` or ``MS-SEQ.N``), or None."""
+    entry, dot, line = text.partition(".")
+    if dot and not (line.isascii() and line.isdigit()):
+        return f"{text!r} is not an event id: after '.' comes the line's number (1712345678901-0.1)"
+    return event_id_problem(entry)
 
 
 def _checked_id(where: str, value: str) -> None:

@@ -1,6 +1,6 @@
 // The run page's live events: an EventSource on the run's event stream (the browser resends the last
 // event id when it reconnects; the server goes on after it, so nothing comes twice). Each line becomes a
-// list item, as text; one stored event may give several lines (tasks, then updates) with the same id.
+// list item, as text; one stored event may give several lines (tasks, then updates), ids "<stream id>.<n>".
 // A status event newer than the page (data-shown: the newest event when it was rendered), or an end event
 // saying another status than the page's badge, tells the page's record part to reload ("run-changed" on
 // the body, which its hx-trigger listens for). The stream ends when the run ends or waits for input; an action that changed
@@ -15,9 +15,9 @@
   var ours = false;  // true while this script triggers run-changed itself
   var rendered = list.getAttribute("data-shown") || "";
 
-  function newer(id, than) {  // stream ids "ms-seq", compared as numbers
+  function newer(id, than) {  // stream ids "ms-seq" (a message id's ".n" dropped), compared as numbers
     if (!than) { return true; }
-    var a = id.split("-").map(Number), b = than.split("-").map(Number);
+    var a = id.split(".")[0].split("-").map(Number), b = than.split(".")[0].split("-").map(Number);
     return a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
   }
 
