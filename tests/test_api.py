@@ -196,6 +196,24 @@ def test_a_repeat_after_a_refused_first_try_enqueues_once(web: TestClient, clien
     assert len(client.thread_runs("t-busy")) == 2
 
 
+def test_a_refused_request_gives_its_idempotency_key_back(web: TestClient, client: Client) -> None:
+    """A body refused (unknown workflow, invalid input) holds no key: the corrected body with the same key
+    enqueues once; a key a request enqueued with stays its own."""
+    key = {"Idempotency-Key": "k-fix"}
+    refused(web.post("/api/runs", json={"workflow": "countr"}, headers=key), 404)
+    refused(web.post("/api/runs", json={"workflow": "counter", "input": {"n": "x"}}, headers=key), 422)
+    assert client.kv.get(keys.api_idempotency("k-fix")) is None
+    fixed = {"workflow": "counter", "input": {"n": 1}}
+    first = web.post("/api/runs", json=fixed, headers=key)
+    again = web.post("/api/runs", json=fixed, headers=key)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json() == again.json()
+    other = web.post("/api/runs", json={"workflow": "nope"}, headers=key)
+    assert refused(other, 422).startswith("Idempotency-Key 'k-fix' was used with another body")
+    assert json.loads(client.kv.get(keys.api_idempotency("k-fix")))["run_ids"] == first.json()["run_ids"]
+    assert [r.id for r in client.list_runs(10)] == first.json()["run_ids"]
+
+
 # --- GET /api/runs, GET /api/runs/{id}?wait= ------------------------------------------------------
 
 
