@@ -22,6 +22,7 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
 from graphcore.settings import Settings
 from graphq.console import Console, create_app
+from graphq.console.api.body import body_limit
 from graphq.console.api.follow import BLOCK_S
 from graphq.console.openapi import document, text
 from graphq.console.security import Guard
@@ -212,6 +213,64 @@ def test_a_refused_request_gives_its_idempotency_key_back(web: TestClient, clien
     assert refused(other, 422).startswith("Idempotency-Key 'k-fix' was used with another body")
     assert json.loads(client.kv.get(keys.api_idempotency("k-fix")))["run_ids"] == first.json()["run_ids"]
     assert [r.id for r in client.list_runs(10)] == first.json()["run_ids"]
+
+
+def test_a_post_without_a_bearer_that_is_not_json_is_told_the_content_type(web: TestClient) -> None:
+    for headers in ({"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"}):
+        reply = web.post("/api/runs", content=b'{"workflow": "counter"}', headers=headers)
+        assert refused(reply, 403) == "an API POST without a bearer token must be Content-Type: application/json"
+
+
+def test_with_a_token_a_body_that_is_not_json_is_a_415(client: Client) -> None:
+    app = create_app(Console(client, Settings(), Guard(token="s3cret")))
+    bearer = {"Authorization": "Bearer s3cret"}
+    with TestClient(app, base_url="http://graphq.internal") as web:
+        for path in ("/api/runs", "/api/runs/x/cancel", "/api/requests/x/answer"):
+            for kind in ("text/plain", None):
+                headers = bearer if kind is None else {**bearer, "Content-Type": kind}
+                reply = web.post(path, content=b'{"workflow": "counter"}', headers=headers)
+                assert refused(reply, 415) == "Content-Type must be application/json"
+        assert web.post("/api/runs/x/cancel", headers=bearer).status_code == 404  # no body: no type needed
+    assert client.list_runs(10) == []
+
+
+def test_nan_and_infinity_are_refused(web: TestClient, client: Client) -> None:
+    json_type = {"Content-Type": "application/json"}
+    for text, said in (
+        (b'{"workflow": "counter", "input": {"n": NaN}}', "NaN is not a JSON number"),
+        (b'{"workflow": "counter", "input": {"n": -Infinity}}', "-Infinity is not a JSON number"),
+        (b'{"workflow": "counter", "input": {"n": 1e999}}', "number 1e999 is out of range for a float"),
+    ):
+        assert refused(web.post("/api/runs", content=text, headers=json_type), 422).startswith("body: " + said)
+    answer = web.post("/api/requests/x/answer", content=b'{"value": NaN}', headers=json_type)
+    assert refused(answer, 422).startswith("body: NaN is not a JSON number")
+    assert client.list_runs(10) == []
+
+
+def test_a_body_over_the_limit_is_refused_with_or_without_a_content_length(client: Client) -> None:
+    settings = Settings(max_input_bytes=1000)
+    one = 2 * 1000 + 64 * 1024
+    assert (body_limit(settings, batch=False), body_limit(settings, batch=True)) == (one, 64 * 1024 * 1024)
+    too_big = json.dumps({"value": "x" * one}).encode()
+    app = create_app(Console(client, settings, Guard()))
+    with TestClient(app, base_url="http://127.0.0.1") as web:
+        sized = web.post("/api/requests/x/answer", content=too_big, headers={"Content-Type": "application/json"})
+        assert refused(sized, 413) == (
+            f"the request body is larger than {one} bytes (the limit follows GRAPHQ_MAX_INPUT_BYTES)"
+        )
+        streamed = web.post(
+            "/api/requests/x/answer",
+            content=iter([too_big[:1000], too_big[1000:]]),  # chunked: no Content-Length
+            headers={"Content-Type": "application/json"},
+        )
+        assert "content-length" not in streamed.request.headers
+        assert refused(streamed, 413).startswith(f"the request body is larger than {one} bytes")
+        big_run = {"workflow": "counter", "input": {"n": 1}, "thread_id": "t" * 100}
+        batch = {"runs": [big_run] * 500}
+        assert len(json.dumps(batch)) > one  # over one run's limit, under a batch's
+        enqueued = web.post("/api/runs", json=batch)
+        assert enqueued.status_code == 201, enqueued.text
+        assert len(enqueued.json()["run_ids"]) == 500
 
 
 # --- GET /api/runs, GET /api/runs/{id}?wait= ------------------------------------------------------

@@ -23,8 +23,8 @@ from typing import Any
 
 from graphcore import keys
 from graphcore.backend.catalog import loaded_workflow
-from graphcore.backend.lua import script
 from graphcore.backend.client import RunRequest, ValidRun, check_request
+from graphcore.backend.lua import script
 from graphcore.backend.threads import Multitask
 from graphcore.errors import ConfigError, PermanentError, RunExistsError
 from graphq.console.api.models import BatchIn, OneIn, RunIn

@@ -11,13 +11,14 @@ from graphcore.backend.client import MAX_LIMIT, Client
 from graphcore.backend.json_forms import jsonable, request_json
 from graphcore.engine.inputs import check_answer
 from graphcore.errors import ConfigError, PermanentError
+from graphq.console.api.body import JsonRoute
 from graphq.console.api.models import LIMIT, Answered, AnswerIn, OpenRequest
 from graphq.console.problems import problem, status_of
 from graphq.console.state import Console
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["requests"])
+router = APIRouter(tags=["requests"], route_class=JsonRoute)
 
 
 @router.get("/requests", summary="Open requests of every run, oldest first", response_model=list[OpenRequest])

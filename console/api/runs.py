@@ -19,6 +19,7 @@ from graphcore.backend.event_lines import event_id_problem
 from graphcore.backend.json_forms import jsonable, listed_json, record_json
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import ConfigError
+from graphq.console.api.body import JsonRoute
 from graphq.console.api.enqueue import FieldError, enqueue
 from graphq.console.api.follow import End, follow, wait_settled
 from graphq.console.api.models import (
@@ -36,7 +37,7 @@ from graphq.scheduler.schedules import ScheduleStore
 
 __all__ = ["MAX_WAIT_S", "WAIT_HEADER", "router"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=JsonRoute)
 
 MAX_WAIT_S = 300
 """Longest ``?wait=`` of ``GET /api/runs/{id}``, seconds."""
