@@ -4,6 +4,7 @@ worked by an in-process burst worker), and once end to end against a real ``grap
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +30,9 @@ from graphq.console.security import Guard
 from tests.browser import start_console
 from tests.workers import Procs, graphq, wait_for, work
 
-REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.hitl"])
+REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.hitl", "graphq.examples.approval"])
 OPENAPI = Path(__file__).resolve().parent.parent / "docs" / "reference" / "openapi.json"
+HTTP_API = OPENAPI.with_name("http-api.md")
 PROBLEM = "application/problem+json"
 
 
@@ -218,7 +220,9 @@ def test_a_refused_request_gives_its_idempotency_key_back(web: TestClient, clien
 def test_a_post_without_a_bearer_that_is_not_json_is_told_the_content_type(web: TestClient) -> None:
     for headers in ({"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"}):
         reply = web.post("/api/runs", content=b'{"workflow": "counter"}', headers=headers)
-        assert refused(reply, 403) == "an API POST without a bearer token must be Content-Type: application/json"
+        assert (
+            refused(reply, 403) == "an API POST without a bearer token must be Content-Type: application/json"
+        )
 
 
 def test_with_a_token_a_body_that_is_not_json_is_a_415(client: Client) -> None:
@@ -236,12 +240,14 @@ def test_with_a_token_a_body_that_is_not_json_is_a_415(client: Client) -> None:
 
 def test_nan_and_infinity_are_refused(web: TestClient, client: Client) -> None:
     json_type = {"Content-Type": "application/json"}
-    for text, said in (
+    for sent, said in (
         (b'{"workflow": "counter", "input": {"n": NaN}}', "NaN is not a JSON number"),
         (b'{"workflow": "counter", "input": {"n": -Infinity}}', "-Infinity is not a JSON number"),
         (b'{"workflow": "counter", "input": {"n": 1e999}}', "number 1e999 is out of range for a float"),
     ):
-        assert refused(web.post("/api/runs", content=text, headers=json_type), 422).startswith("body: " + said)
+        assert refused(web.post("/api/runs", content=sent, headers=json_type), 422).startswith(
+            "body: " + said
+        )
     answer = web.post("/api/requests/x/answer", content=b'{"value": NaN}', headers=json_type)
     assert refused(answer, 422).startswith("body: NaN is not a JSON number")
     assert client.list_runs(10) == []
@@ -254,7 +260,9 @@ def test_a_body_over_the_limit_is_refused_with_or_without_a_content_length(clien
     too_big = json.dumps({"value": "x" * one}).encode()
     app = create_app(Console(client, settings, Guard()))
     with TestClient(app, base_url="http://127.0.0.1") as web:
-        sized = web.post("/api/requests/x/answer", content=too_big, headers={"Content-Type": "application/json"})
+        sized = web.post(
+            "/api/requests/x/answer", content=too_big, headers={"Content-Type": "application/json"}
+        )
         assert refused(sized, 413) == (
             f"the request body is larger than {one} bytes (the limit follows GRAPHQ_MAX_INPUT_BYTES)"
         )
@@ -402,6 +410,22 @@ def test_events_resume_after_the_last_event_id(web: TestClient, client: Client) 
     assert refused(web.get("/api/runs/nope/events"), 404) == cli_text(client.get_run, "nope")
 
 
+def test_events_after_the_last_one_of_an_ended_run_end_at_once(
+    web: TestClient, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is left to wait for: the stream ends without the blocking read (made an hour long here)."""
+    run_id = client.enqueue("counter", {"n": 1})
+    work(client)
+    last = events(web, run_id)[-2]["id"]
+    monkeypatch.setattr("graphq.console.api.follow.BLOCK_S", 3600.0)
+    got: list[list[dict[str, str]]] = []
+    reader = threading.Thread(target=lambda: got.append(events(web, run_id, **{"Last-Event-ID": last})))
+    reader.daemon = True
+    reader.start()
+    wait_for(lambda: got, timeout_s=60, what="the stream's end")
+    assert [(m["event"], json.loads(m["data"])["status"]) for m in got[0]] == [("end", "completed")]
+
+
 def test_an_idle_event_stream_gets_pings_then_follows_the_run_live(web: TestClient, client: Client) -> None:
     run_id = client.enqueue("counter", {"n": 1})
     seen: list[str] = []
@@ -445,8 +469,12 @@ def test_cancel_then_resume(web: TestClient, client: Client) -> None:
     refusal = refused(web.post(f"/api/runs/{new_id}/resume", json={}), 422)
     assert refusal == cli_text(client.resume, new_id)
     assert refused(web.post("/api/runs/nope/cancel", json={}), 404) == cli_text(client.cancel, "nope")
-    assert refused(web.post(f"/api/runs/{run_id}/cancel", json={"interrupt": "x"}), 422) == (
-        "body.interrupt: Input should be a valid boolean, unable to interpret input"
+    for loose in ("x", "yes", "true", 1):  # strict booleans: only true and false
+        assert refused(web.post(f"/api/runs/{run_id}/cancel", json={"interrupt": loose}), 422) == (
+            "body.interrupt: Input should be a valid boolean"
+        )
+    assert refused(web.post("/api/runs", json={"workflow": "counter", "tenant": 7}), 422) == (
+        "body.run.tenant: Input should be a valid string"
     )
 
 
@@ -488,7 +516,10 @@ def test_open_requests_oldest_first_then_answered(web: TestClient, client: Clien
     not_waiting = refused(
         web.post(f"/api/requests/{request_id}/answer", json={"value": "no", "run_id": first}), 409
     )
-    assert not_waiting == cli_text(client.answer, first, "no", request_id)
+    assert not_waiting == (
+        f"run {first} is queued, not awaiting input; nothing to answer; answer one of its requests again, "
+        f'on a new branch, with "again": true: [{request_id!r}]'
+    )
     again = web.post(
         f"/api/requests/{request_id}/answer", json={"value": "no", "run_id": first, "again": True}
     )
@@ -566,6 +597,7 @@ def test_the_api_wants_the_bearer_token_and_read_only_refuses_actions(client: Cl
                 refused(web.post(path, json={}), 403) == "the console is read-only (started with --read-only)"
             )
         assert web.get("/api/runs").status_code == 200
+        assert web.head("/api/runs").status_code == 405  # as docs/reference/http-api.md says
     assert len(client.list_runs(10)) == 1
 
 
@@ -587,6 +619,24 @@ def test_the_served_openapi_document_is_the_one_checked_in(web: TestClient) -> N
         "docs/reference/openapi.json is stale: .venv/bin/python -m graphq.console.openapi > "
         "docs/reference/openapi.json"
     )
+
+
+def test_the_documented_examples_run_as_documented(web: TestClient, client: Client) -> None:
+    """The bodies of docs/reference/http-api.md's curl examples, sent in its order, do what it says."""
+    examples = HTTP_API.read_text().split("## Examples")[1]
+    enqueue_body, answer_body = (json.loads(b) for b in re.findall(r"-d '([^']*)'", examples))
+    key = re.search(r"-H 'Idempotency-Key: ([^']*)'", examples)
+    assert key is not None
+    [run_id] = web.post("/api/runs", json=enqueue_body, headers={"Idempotency-Key": key[1]}).json()["run_ids"]
+    work(client)
+    assert web.get(f"/api/runs/{run_id}", params={"wait": 60}).headers["Graphq-Wait"] == "paused"
+    [request] = web.get("/api/requests").json()
+    assert request["value"] == {"question": "Approve 120 for ana?", "amount": 120}
+    web.post(f"/api/requests/{request['id']}/answer", json=answer_body).raise_for_status()
+    work(client)
+    assert json.loads(events(web, run_id)[-1]["data"])["status"] == "completed"
+    history = web.get(f"/api/threads/{run_id}/history", params={"limit": 5}).json()
+    assert len(history) == 5
 
 
 # --- end to end ----------------------------------------------------------------------------------

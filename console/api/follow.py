@@ -86,7 +86,7 @@ async def follow(console: Console, record: RunRecord, after: str) -> AsyncIterat
     read later."""
     lines = EventLines(console.client, record)
     grace = False
-    peek = False
+    peek = settled(record)  # ended or paused already: what is left is read at once, not waited for
     while True:
         events = await _read(console, record, after, None if peek else BLOCK_S)
         for event in events:

@@ -34,7 +34,9 @@ Multitask = Literal["enqueue", "reject"]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields refused; strict types (``"yes"`` is no boolean, ``"1"`` no number)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class RunIn(_Body):
