@@ -303,6 +303,26 @@ def test_list_runs_filters_as_runs_list_does(web: TestClient, client: Client) ->
     assert refused(web.get("/api/runs", params={"tenant": "a b"}), 422).startswith("tenant: ")
 
 
+def test_a_run_is_what_runs_show_prints_with_its_requests(
+    web: TestClient, client: Client, graphq_env: dict[str, str]
+) -> None:
+    run_id = client.enqueue("asking", {"topic": "a"})
+    work(client)
+    env = {**graphq_env, "GRAPHQ_WORKFLOWS": "tests.workflows.hitl"}
+    shown = json.loads(graphq("runs", "show", run_id, "-o", "json", env=env).stdout)
+    assert {
+        "thread_step",
+        "waiting_for_slot_until",
+        "waiting_for_version",
+        "requests",
+        "all_requests",
+    } <= set(shown)
+    assert web.get(f"/api/runs/{run_id}").json() == shown
+    waited = web.get(f"/api/runs/{run_id}", params={"wait": 60})
+    assert (waited.headers["Graphq-Wait"], waited.json()) == ("paused", shown)
+    assert [r["value"] for r in shown["requests"]] == [{"question": "first about a?"}]
+
+
 def test_a_long_poll_returns_when_a_worker_ends_the_run(web: TestClient, client: Client) -> None:
     run_id = client.enqueue("counter", {"n": 1})
     replies: list[httpx.Response] = []
@@ -612,7 +632,7 @@ def test_redis_unreachable_is_a_503(web: TestClient) -> None:
 
 
 def test_the_served_openapi_document_is_the_one_checked_in(web: TestClient) -> None:
-    assert web.get("/api/docs").status_code == 200
+    assert web.get("/api/docs").status_code == 404  # no Swagger UI: it needs a CDN and an inline script
     served = web.get("/api/openapi.json").json()
     assert served == document()
     assert text(served) == OPENAPI.read_text(), (
@@ -637,6 +657,29 @@ def test_the_documented_examples_run_as_documented(web: TestClient, client: Clie
     assert json.loads(events(web, run_id)[-1]["data"])["status"] == "completed"
     history = web.get(f"/api/threads/{run_id}/history", params={"limit": 5}).json()
     assert len(history) == 5
+
+
+def test_the_openapi_document_says_what_the_server_sends(web: TestClient) -> None:
+    """Errors are problem+json of the Problem schema (as refused() checks the server's), never FastAPI's
+    validation error; the bearer token is a security scheme; the long-poll's header is described."""
+    doc = web.get("/api/openapi.json").json()
+    assert "ValidationError" not in json.dumps(doc)
+    assert set(doc["components"]["schemas"]["Problem"]["required"]) == {"type", "title", "status", "detail"}
+    operations = [op for path in doc["paths"].values() for op in path.values()]
+    assert len(operations) == 10
+    for op in operations:
+        errors = {code: r for code, r in op["responses"].items() if code >= "400"}
+        assert sorted(errors) == ["401", "403", "404", "409", "413", "415", "422", "503"]
+        for answer in errors.values():
+            assert answer["content"] == {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    bearer = doc["components"]["securitySchemes"]["bearer"]
+    assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
+    assert "GRAPHQ_UI_TOKEN" in bearer["description"]
+    assert doc["security"] == [{"bearer": []}, {}]
+    wait = doc["paths"]["/api/runs/{run_id}"]["get"]["responses"]["200"]["headers"]["Graphq-Wait"]
+    assert wait["schema"] == {"type": "string", "enum": ["ended", "paused", "timeout"]}
+    problem = refused(web.post("/api/runs", json={"workflow": "counter", "bogus": 1}), 422)
+    assert problem == "body.run.bogus: Extra inputs are not permitted"
 
 
 # --- end to end ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ __all__ = [
     "EnqueueIn",
     "Enqueued",
     "OpenRequest",
+    "Problem",
     "ResumeIn",
     "Resumed",
     "RunIn",
@@ -168,3 +169,16 @@ class OpenRequest(BaseModel):
 
 LIMIT = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
 """A listing's ``limit``, as the CLI's ``--limit`` takes it."""
+
+
+class Problem(BaseModel):
+    """An error (RFC 9457), sent as ``application/problem+json``; ``detail`` is the line the CLI prints for
+    the same error."""
+
+    type: str = Field(description='Always "about:blank": the status says what kind of error it is.')
+    title: str = Field(description="The status's phrase (Not Found, Unprocessable Entity, ...).")
+    status: int = Field(description="The HTTP status.")
+    detail: str = Field(description="What was wrong and where, in one line.")
+    errors: list[str] | None = Field(
+        default=None, description="A request that does not validate: each error as `where: what`."
+    )
