@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import HTTPException, Request, Response
@@ -84,7 +84,7 @@ class JsonRoute(APIRoute):
     Raises (as problems): 415 a body of another content type; 413 a body too large; 422 NaN or Infinity.
     """
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         batch = self.name == "enqueue_runs"  # POST /api/runs (routes are named after their functions)
 
