@@ -25,6 +25,7 @@ from graphcore.settings import Settings
 from graphq.console import Console, create_app
 from graphq.console.api.body import body_limit
 from graphq.console.api.follow import BLOCK_S
+from graphq.console.api.models import ShownRun
 from graphq.console.openapi import document, text
 from graphq.console.security import Guard
 from tests.browser import start_console
@@ -321,6 +322,8 @@ def test_a_run_is_what_runs_show_prints_with_its_requests(
     waited = web.get(f"/api/runs/{run_id}", params={"wait": 60})
     assert (waited.headers["Graphq-Wait"], waited.json()) == ("paused", shown)
     assert [r["value"] for r in shown["requests"]] == [{"question": "first about a?"}]
+    assert list(ShownRun.model_fields) == list(shown)  # the OpenAPI document describes what is sent
+    assert ShownRun.model_validate(shown).all_requests[0].id == shown["requests"][0]["id"]
 
 
 def test_a_long_poll_returns_when_a_worker_ends_the_run(web: TestClient, client: Client) -> None:

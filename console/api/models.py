@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from graphcore.backend.client import MAX_LIMIT
+from graphcore.backend.runs import RunRecord
+from graphcore.engine.interrupts import RequestRecord
 
 __all__ = [
     "MAX_BATCH",
@@ -22,10 +24,12 @@ __all__ = [
     "EnqueueIn",
     "Enqueued",
     "OpenRequest",
+    "OpenRequestOfRun",
     "Problem",
     "ResumeIn",
     "Resumed",
     "RunIn",
+    "ShownRun",
 ]
 
 MAX_BATCH = 10_000
@@ -149,8 +153,8 @@ class Answered(BaseModel):
     branch_run_id: str | None = None
 
 
-class OpenRequest(BaseModel):
-    """An open human request (``graphq runs requests RUN -o json``) with the run that made it."""
+class OpenRequestOfRun(BaseModel):
+    """An open human request as ``graphq runs requests RUN -o json`` lists it."""
 
     id: str
     value: Any
@@ -161,6 +165,11 @@ class OpenRequest(BaseModel):
     deadline_ms: int | None
     deadline: str | None
     response_schema: Any = None
+
+
+class OpenRequest(OpenRequestOfRun):
+    """An open human request (``graphq runs requests RUN -o json``) with the run that made it."""
+
     run_id: str
     thread_id: str
     workflow: str
@@ -181,4 +190,22 @@ class Problem(BaseModel):
     detail: str = Field(description="What was wrong and where, in one line.")
     errors: list[str] | None = Field(
         default=None, description="A request that does not validate: each error as `where: what`."
+    )
+
+
+class ShownRun(RunRecord):
+    """A run as ``graphq runs show RUN -o json`` prints it (:func:`~graphcore.backend.json_forms.shown_json`):
+    its record, then where it is and what it waits for, and its requests. Describes the answer only: the
+    server sends the JSON form as it is."""
+
+    thread_step: int | None = Field(description="The thread's super-step the run is at (`state --history`).")
+    waiting_for_slot_until: str | None = Field(
+        description="A queued run waiting for an admission slot: until when (ISO-8601 UTC)."
+    )
+    waiting_for_version: str | None = Field(
+        description="A pinned run no live worker serves: the version it waits for."
+    )
+    all_requests: list[RequestRecord] = Field(description="Every request the run made, open or answered.")
+    requests: list[OpenRequestOfRun] | None = Field(
+        default=None, description="A run waiting for input: its open requests (absent otherwise)."
     )

@@ -30,6 +30,7 @@ from graphq.console.api.models import (
     EnqueueIn,
     Resumed,
     ResumeIn,
+    ShownRun,
 )
 from graphq.console.problems import problem, status_of
 from graphq.console.state import Console
@@ -179,8 +180,10 @@ async def run_events(
 @router.get(
     "/runs/{run_id:path}",
     summary="One run's record, waiting for it to end or pause",
+    response_model=None,
     responses={
         200: {
+            "model": ShownRun,
             "description": "The run, as `graphq runs show RUN -o json` prints it.",
             "headers": {
                 WAIT_HEADER: {
