@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from graphcore.backend.client import Client
-from graphcore.backend.json_forms import listed_json, record_json, request_json, request_record_json
+from graphcore.backend.json_forms import listed_json, shown_json
 from graphcore.backend.reaper import iso_ms
 from graphcore.backend.run_fields import (
     SHORT,
@@ -221,23 +221,12 @@ def show_run(app: AppContext, run_id: str, output: str) -> None:
     """
     reader = app.reader()
     record = reader.get_run(run_id)
+    if output == "json":
+        print_json(shown_json(reader, record, unserved(reader.kv, app.settings.queue, record)))
+        return
     waiting = record.status == RunStatus.AWAITING_INPUT
     open_requests = reader.requests(run_id) if waiting else []
     made = reader.run_requests(run_id)
-    if output == "json":
-        extra = {"requests": [request_json(r) for r in open_requests]} if waiting else {}
-        thread_step = {"thread_step": reader.thread_step(record)}  # "step" is the record's: steps done
-        slot = slot_deadline_ms(reader.kv, record)
-        version = record.pinned_version if unserved(reader.kv, app.settings.queue, record) else None
-        print_json(
-            record_json(record)
-            | thread_step
-            | {"waiting_for_slot_until": None if slot is None else iso_ms(slot)}
-            | {"waiting_for_version": version}
-            | {"all_requests": [request_record_json(r) for r in made]}
-            | extra
-        )
-        return
     fields = run_fields(
         record,
         reader.thread_step(record),

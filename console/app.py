@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from graphq.console.api import document_api
 from graphq.console.api import router as api_router
 from graphq.console.pages import router as pages_router
 from graphq.console.problems import install_problem_handlers
@@ -21,9 +23,9 @@ __all__ = ["create_app"]
 def create_app(console: Console) -> FastAPI:
     """The console and API application for ``console``.
 
-    Routes: ``/api/...`` (:mod:`graphq.console.api`; OpenAPI at ``/api/openapi.json``), ``/static/...``
-    (the package's assets) and the pages (:mod:`graphq.console.pages`). Starting the app opens the console's
-    async Redis connection (:attr:`Console.aio`); stopping it closes it.
+    Routes: ``/api/...`` (:mod:`graphq.console.api`; OpenAPI at ``/api/openapi.json``, no docs page),
+    ``/static/...`` (the package's assets) and the pages (:mod:`graphq.console.pages`). Starting the app
+    opens the console's async Redis connection (:attr:`Console.aio`); stopping it closes it.
     """
 
     @asynccontextmanager
@@ -40,9 +42,17 @@ def create_app(console: Console) -> FastAPI:
         summary="Durable graph workflows on Redis: runs, human requests, threads.",
         version=version("graphq"),
         openapi_url="/api/openapi.json",
-        docs_url="/api/docs",
+        docs_url=None,  # Swagger UI loads from a CDN with an inline script, which the CSP refuses
         redoc_url=None,
     )
+    made = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_api(made())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.state.console = console
     install_problem_handlers(app)
     console.guard.install(app)

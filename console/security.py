@@ -32,7 +32,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from graphq.console.problems import problem
 
-__all__ = ["CSRF_COOKIE", "LOOPBACK", "SESSION_COOKIE", "SESSION_S", "Guard", "is_loopback"]
+__all__ = ["CSRF_COOKIE", "LOOPBACK", "SESSION_COOKIE", "SESSION_S", "Guard", "is_json", "is_loopback"]
 
 SESSION_COOKIE = "graphq_session"
 SESSION_S = 12 * 3600
@@ -157,8 +157,12 @@ class Guard:
         cookie = request.cookies.get(CSRF_COOKIE, "")
         if self._valid_csrf(cookie) and hmac.compare_digest(sent.encode(), cookie.encode()):
             return None
-        if request.url.path.startswith("/api") and _json(request.headers):
-            return None
+        if request.url.path.startswith("/api"):
+            if is_json(request.headers):
+                return None
+            return problem(
+                request, 403, "an API POST without a bearer token must be Content-Type: application/json"
+            )
         return problem(request, 403, "refused: a console action needs its CSRF token (reload the page)")
 
 
@@ -168,5 +172,6 @@ def _bearer(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" else None
 
 
-def _json(headers: Any) -> bool:
+def is_json(headers: Any) -> bool:
+    """Whether ``headers`` say the body is ``application/json`` (parameters such as charset aside)."""
     return str(headers.get("content-type", "")).split(";")[0].strip().lower() == "application/json"

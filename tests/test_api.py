@@ -4,6 +4,7 @@ worked by an in-process burst worker), and once end to end against a real ``grap
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -24,15 +25,18 @@ from graphcore.engine.registry import Registry
 from graphcore.errors import PermanentError
 from graphcore.settings import Settings
 from graphq.console import Console, create_app
+from graphq.console.api.body import body_limit
 from graphq.console.api.follow import BLOCK_S
+from graphq.console.api.models import ShownRun
 from graphq.console.openapi import document, text
 from graphq.console.security import Guard
 from graphq.worker.queue import RQStepQueue
 from tests.browser import start_console
 from tests.workers import Procs, graphq, wait_for, work
 
-REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.hitl"])
+REGISTRY = Registry.load(["tests.workflows.basic", "tests.workflows.hitl", "graphq.examples.approval"])
 OPENAPI = Path(__file__).resolve().parent.parent / "docs" / "reference" / "openapi.json"
+HTTP_API = OPENAPI.with_name("http-api.md")
 PROBLEM = "application/problem+json"
 
 
@@ -199,6 +203,88 @@ def test_a_repeat_after_a_refused_first_try_enqueues_once(web: TestClient, clien
     assert len(client.thread_runs("t-busy")) == 2
 
 
+def test_a_refused_request_gives_its_idempotency_key_back(web: TestClient, client: Client) -> None:
+    """A body refused (unknown workflow, invalid input) holds no key: the corrected body with the same key
+    enqueues once; a key a request enqueued with stays its own."""
+    key = {"Idempotency-Key": "k-fix"}
+    refused(web.post("/api/runs", json={"workflow": "countr"}, headers=key), 404)
+    refused(web.post("/api/runs", json={"workflow": "counter", "input": {"n": "x"}}, headers=key), 422)
+    assert client.kv.get(keys.api_idempotency("k-fix")) is None
+    fixed = {"workflow": "counter", "input": {"n": 1}}
+    first = web.post("/api/runs", json=fixed, headers=key)
+    again = web.post("/api/runs", json=fixed, headers=key)
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json() == again.json()
+    other = web.post("/api/runs", json={"workflow": "nope"}, headers=key)
+    assert refused(other, 422).startswith("Idempotency-Key 'k-fix' was used with another body")
+    assert json.loads(client.kv.get(keys.api_idempotency("k-fix")))["run_ids"] == first.json()["run_ids"]
+    assert [r.id for r in client.list_runs(10)] == first.json()["run_ids"]
+
+
+def test_a_post_without_a_bearer_that_is_not_json_is_told_the_content_type(web: TestClient) -> None:
+    for headers in ({"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"}):
+        reply = web.post("/api/runs", content=b'{"workflow": "counter"}', headers=headers)
+        assert (
+            refused(reply, 403) == "an API POST without a bearer token must be Content-Type: application/json"
+        )
+
+
+def test_with_a_token_a_body_that_is_not_json_is_a_415(client: Client) -> None:
+    app = create_app(Console(client, Settings(), Guard(token="s3cret")))
+    bearer = {"Authorization": "Bearer s3cret"}
+    with TestClient(app, base_url="http://graphq.internal") as web:
+        for path in ("/api/runs", "/api/runs/x/cancel", "/api/requests/x/answer"):
+            for kind in ("text/plain", None):
+                headers = bearer if kind is None else {**bearer, "Content-Type": kind}
+                reply = web.post(path, content=b'{"workflow": "counter"}', headers=headers)
+                assert refused(reply, 415) == "Content-Type must be application/json"
+        assert web.post("/api/runs/x/cancel", headers=bearer).status_code == 404  # no body: no type needed
+    assert client.list_runs(10) == []
+
+
+def test_nan_and_infinity_are_refused(web: TestClient, client: Client) -> None:
+    json_type = {"Content-Type": "application/json"}
+    for sent, said in (
+        (b'{"workflow": "counter", "input": {"n": NaN}}', "NaN is not a JSON number"),
+        (b'{"workflow": "counter", "input": {"n": -Infinity}}', "-Infinity is not a JSON number"),
+        (b'{"workflow": "counter", "input": {"n": 1e999}}', "number 1e999 is out of range for a float"),
+    ):
+        assert refused(web.post("/api/runs", content=sent, headers=json_type), 422).startswith(
+            "body: " + said
+        )
+    answer = web.post("/api/requests/x/answer", content=b'{"value": NaN}', headers=json_type)
+    assert refused(answer, 422).startswith("body: NaN is not a JSON number")
+    assert client.list_runs(10) == []
+
+
+def test_a_body_over_the_limit_is_refused_with_or_without_a_content_length(client: Client) -> None:
+    settings = Settings(max_input_bytes=1000)
+    one = 2 * 1000 + 64 * 1024
+    assert (body_limit(settings, batch=False), body_limit(settings, batch=True)) == (one, 64 * 1024 * 1024)
+    too_big = json.dumps({"value": "x" * one}).encode()
+    app = create_app(Console(client, settings, Guard()))
+    with TestClient(app, base_url="http://127.0.0.1") as web:
+        sized = web.post(
+            "/api/requests/x/answer", content=too_big, headers={"Content-Type": "application/json"}
+        )
+        assert refused(sized, 413) == (
+            f"the request body is larger than {one} bytes (the limit follows GRAPHQ_MAX_INPUT_BYTES)"
+        )
+        streamed = web.post(
+            "/api/requests/x/answer",
+            content=iter([too_big[:1000], too_big[1000:]]),  # chunked: no Content-Length
+            headers={"Content-Type": "application/json"},
+        )
+        assert "content-length" not in streamed.request.headers
+        assert refused(streamed, 413).startswith(f"the request body is larger than {one} bytes")
+        big_run = {"workflow": "counter", "input": {"n": 1}, "thread_id": "t" * 100}
+        batch = {"runs": [big_run] * 500}
+        assert len(json.dumps(batch)) > one  # over one run's limit, under a batch's
+        enqueued = web.post("/api/runs", json=batch)
+        assert enqueued.status_code == 201, enqueued.text
+        assert len(enqueued.json()["run_ids"]) == 500
+
+
 # --- GET /api/runs, GET /api/runs/{id}?wait= ------------------------------------------------------
 
 
@@ -219,6 +305,28 @@ def test_list_runs_filters_as_runs_list_does(web: TestClient, client: Client) ->
         "query.colour: Extra inputs are not permitted"
     )
     assert refused(web.get("/api/runs", params={"tenant": "a b"}), 422).startswith("tenant: ")
+
+
+def test_a_run_is_what_runs_show_prints_with_its_requests(
+    web: TestClient, client: Client, graphq_env: dict[str, str]
+) -> None:
+    run_id = client.enqueue("asking", {"topic": "a"})
+    work(client)
+    env = {**graphq_env, "GRAPHQ_WORKFLOWS": "tests.workflows.hitl"}
+    shown = json.loads(graphq("runs", "show", run_id, "-o", "json", env=env).stdout)
+    assert {
+        "thread_step",
+        "waiting_for_slot_until",
+        "waiting_for_version",
+        "requests",
+        "all_requests",
+    } <= set(shown)
+    assert web.get(f"/api/runs/{run_id}").json() == shown
+    waited = web.get(f"/api/runs/{run_id}", params={"wait": 60})
+    assert (waited.headers["Graphq-Wait"], waited.json()) == ("paused", shown)
+    assert [r["value"] for r in shown["requests"]] == [{"question": "first about a?"}]
+    assert list(ShownRun.model_fields) == list(shown)  # the OpenAPI document describes what is sent
+    assert ShownRun.model_validate(shown).all_requests[0].id == shown["requests"][0]["id"]
 
 
 def test_a_long_poll_returns_when_a_worker_ends_the_run(web: TestClient, client: Client) -> None:
@@ -348,6 +456,22 @@ def test_a_malformed_event_id_is_refused(web: TestClient, client: Client) -> Non
     assert refused(web.get("/api/runs/nope/events"), 404) == cli_text(client.get_run, "nope")
 
 
+def test_events_after_the_last_one_of_an_ended_run_end_at_once(
+    web: TestClient, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is left to wait for: the stream ends without the blocking read (made an hour long here)."""
+    run_id = client.enqueue("counter", {"n": 1})
+    work(client)
+    last = events(web, run_id)[-2]["id"]
+    monkeypatch.setattr("graphq.console.api.follow.BLOCK_S", 3600.0)
+    got: list[list[dict[str, str]]] = []
+    reader = threading.Thread(target=lambda: got.append(events(web, run_id, **{"Last-Event-ID": last})))
+    reader.daemon = True
+    reader.start()
+    wait_for(lambda: got, timeout_s=60, what="the stream's end")
+    assert [(m["event"], json.loads(m["data"])["status"]) for m in got[0]] == [("end", "completed")]
+
+
 def test_an_idle_event_stream_gets_pings_then_follows_the_run_live(web: TestClient, client: Client) -> None:
     run_id = client.enqueue("counter", {"n": 1})
     seen: list[str] = []
@@ -419,8 +543,12 @@ def test_cancel_then_resume(web: TestClient, client: Client) -> None:
     refusal = refused(web.post(f"/api/runs/{new_id}/resume", json={}), 422)
     assert refusal == cli_text(client.resume, new_id)
     assert refused(web.post("/api/runs/nope/cancel", json={}), 404) == cli_text(client.cancel, "nope")
-    assert refused(web.post(f"/api/runs/{run_id}/cancel", json={"interrupt": "x"}), 422) == (
-        "body.interrupt: Input should be a valid boolean, unable to interpret input"
+    for loose in ("x", "yes", "true", 1):  # strict booleans: only true and false
+        assert refused(web.post(f"/api/runs/{run_id}/cancel", json={"interrupt": loose}), 422) == (
+            "body.interrupt: Input should be a valid boolean"
+        )
+    assert refused(web.post("/api/runs", json={"workflow": "counter", "tenant": 7}), 422) == (
+        "body.run.tenant: Input should be a valid string"
     )
 
 
@@ -462,7 +590,10 @@ def test_open_requests_oldest_first_then_answered(web: TestClient, client: Clien
     not_waiting = refused(
         web.post(f"/api/requests/{request_id}/answer", json={"value": "no", "run_id": first}), 409
     )
-    assert not_waiting == cli_text(client.answer, first, "no", request_id)
+    assert not_waiting == (
+        f"run {first} is queued, not awaiting input; nothing to answer; answer one of its requests again, "
+        f'on a new branch, with "again": true: [{request_id!r}]'
+    )
     again = web.post(
         f"/api/requests/{request_id}/answer", json={"value": "no", "run_id": first, "again": True}
     )
@@ -540,6 +671,7 @@ def test_the_api_wants_the_bearer_token_and_read_only_refuses_actions(client: Cl
                 refused(web.post(path, json={}), 403) == "the console is read-only (started with --read-only)"
             )
         assert web.get("/api/runs").status_code == 200
+        assert web.head("/api/runs").status_code == 405  # as docs/reference/http-api.md says
     assert len(client.list_runs(10)) == 1
 
 
@@ -554,13 +686,54 @@ def test_redis_unreachable_is_a_503(web: TestClient) -> None:
 
 
 def test_the_served_openapi_document_is_the_one_checked_in(web: TestClient) -> None:
-    assert web.get("/api/docs").status_code == 200
+    assert web.get("/api/docs").status_code == 404  # no Swagger UI: it needs a CDN and an inline script
     served = web.get("/api/openapi.json").json()
     assert served == document()
     assert text(served) == OPENAPI.read_text(), (
         "docs/reference/openapi.json is stale: .venv/bin/python -m graphq.console.openapi > "
         "docs/reference/openapi.json"
     )
+
+
+def test_the_documented_examples_run_as_documented(web: TestClient, client: Client) -> None:
+    """The bodies of docs/reference/http-api.md's curl examples, sent in its order, do what it says."""
+    examples = HTTP_API.read_text().split("## Examples")[1]
+    enqueue_body, answer_body = (json.loads(b) for b in re.findall(r"-d '([^']*)'", examples))
+    key = re.search(r"-H 'Idempotency-Key: ([^']*)'", examples)
+    assert key is not None
+    [run_id] = web.post("/api/runs", json=enqueue_body, headers={"Idempotency-Key": key[1]}).json()["run_ids"]
+    work(client)
+    assert web.get(f"/api/runs/{run_id}", params={"wait": 60}).headers["Graphq-Wait"] == "paused"
+    [request] = web.get("/api/requests").json()
+    assert request["value"] == {"question": "Approve 120 for ana?", "amount": 120}
+    web.post(f"/api/requests/{request['id']}/answer", json=answer_body).raise_for_status()
+    work(client)
+    assert json.loads(events(web, run_id)[-1]["data"])["status"] == "completed"
+    history = web.get(f"/api/threads/{run_id}/history", params={"limit": 5}).json()
+    assert len(history) == 5
+
+
+def test_the_openapi_document_says_what_the_server_sends(web: TestClient) -> None:
+    """Errors are problem+json of the Problem schema (as refused() checks the server's), never FastAPI's
+    validation error; the bearer token is a security scheme; the long-poll's header is described."""
+    doc = web.get("/api/openapi.json").json()
+    assert "ValidationError" not in json.dumps(doc)
+    assert set(doc["components"]["schemas"]["Problem"]["required"]) == {"type", "title", "status", "detail"}
+    operations = [op for path in doc["paths"].values() for op in path.values()]
+    assert len(operations) == 10
+    for op in operations:
+        errors = {code: r for code, r in op["responses"].items() if code >= "400"}
+        assert sorted(errors) == ["401", "403", "404", "409", "413", "415", "422", "503"]
+        for answer in errors.values():
+            assert answer["content"] == {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    bearer = doc["components"]["securitySchemes"]["bearer"]
+    assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
+    assert "GRAPHQ_UI_TOKEN" in bearer["description"]
+    assert doc["security"] == [{"bearer": []}, {}]
+    wait = doc["paths"]["/api/runs/{run_id}"]["get"]["responses"]["200"]["headers"]["Graphq-Wait"]
+    assert wait["schema"] == {"type": "string", "enum": ["ended", "paused", "timeout"]}
+    problem = refused(web.post("/api/runs", json={"workflow": "counter", "bogus": 1}), 422)
+    assert problem == "body.run.bogus: Extra inputs are not permitted"
 
 
 # --- end to end ----------------------------------------------------------------------------------

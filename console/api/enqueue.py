@@ -7,6 +7,10 @@ are then enqueued under those ids (``run_id``), which the client creates at most
 when its runs exist it answers them (200) without enqueueing; when they do not (the first request failed,
 or is still in flight) it enqueues them under the same ids, so at most one of the two creates them. A
 repeat with another body is refused (422).
+
+Only a request that enqueued, or may have (a transient error), holds its key: one refused (an invalid run,
+an unknown workflow, a taken run id, a busy thread) gives it back, if it is still the one it stored
+(compare-and-delete, ``owner_unlock.lua``), so that a corrected retry may use the same key.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 from graphcore import keys
 from graphcore.backend.catalog import loaded_workflow
 from graphcore.backend.client import RunRequest, ValidRun, check_request
+from graphcore.backend.lua import script
 from graphcore.backend.threads import Multitask
 from graphcore.errors import ConfigError, PermanentError, RunExistsError
 from graphq.console.api.models import BatchIn, OneIn, RunIn
@@ -53,17 +58,23 @@ def enqueue(console: Console, body: OneIn | BatchIn, key: str | None) -> Outcome
     """
     runs: list[RunIn] = list(body.runs) if isinstance(body, BatchIn) else [body]
     multitask = body.multitask
-    if key is not None:
-        runs, exist = _keyed(console, key, runs, multitask)
-        if exist:
+    held = None if key is None else _keyed(console, key, runs, multitask)
+    if held is not None:
+        runs = held.runs
+        if held.exist:
             return Outcome([str(r.run_id) for r in runs], created=False)
-    valid = [_checked(console, run, i, isinstance(body, BatchIn)) for i, run in enumerate(runs)]
     try:
-        return Outcome(console.client.enqueue_many(valid, multitask), created=True)
-    except RunExistsError:
-        if key is None or not _all_exist(console, [v.record.id for v in valid]):
-            raise
-        return Outcome([v.record.id for v in valid], created=False)  # a repeat created them meanwhile
+        valid = [_checked(console, run, i, isinstance(body, BatchIn)) for i, run in enumerate(runs)]
+        try:
+            return Outcome(console.client.enqueue_many(valid, multitask), created=True)
+        except RunExistsError:
+            if held is None or not _all_exist(console, [v.record.id for v in valid]):
+                raise
+            return Outcome([v.record.id for v in valid], created=False)  # a repeat created them meanwhile
+    except (FieldError, PermanentError):
+        if held is not None and held.stored is not None:
+            script(console.kv, "owner_unlock")(keys=[held.name], args=[held.stored])
+        raise
 
 
 class FieldError(Exception):
@@ -100,7 +111,18 @@ def _digest(runs: list[RunIn], multitask: Multitask) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def _keyed(console: Console, key: str, runs: list[RunIn], multitask: Multitask) -> tuple[list[RunIn], bool]:
+@dataclass(frozen=True)
+class _Held:
+    """An ``Idempotency-Key``'s runs (named by the ids stored under it), whether they exist already, its
+    Redis key, and the value this request stored there (None: a repeat, the key is another request's)."""
+
+    runs: list[RunIn]
+    exist: bool
+    name: str
+    stored: str | None
+
+
+def _keyed(console: Console, key: str, runs: list[RunIn], multitask: Multitask) -> _Held:
     """``runs`` under the ids stored for ``key`` (stored now, new ones, on its first use), and whether those
     runs exist already (a repeat: nothing to enqueue).
 
@@ -112,9 +134,8 @@ def _keyed(console: Console, key: str, runs: list[RunIn], multitask: Multitask) 
     digest = _digest(runs, multitask)
     ids = [r.run_id or uuid.uuid4().hex for r in runs]
     name = keys.api_idempotency(key)
-    repeat = not console.kv.set(
-        name, json.dumps({"digest": digest, "run_ids": ids}), nx=True, ex=IDEMPOTENCY_TTL_S
-    )
+    value = json.dumps({"digest": digest, "run_ids": ids, "holder": uuid.uuid4().hex})
+    repeat = not console.kv.set(name, value, nx=True, ex=IDEMPOTENCY_TTL_S)
     if repeat:
         raw = console.kv.get(name)
         earlier: dict[str, Any] = json.loads(raw) if raw is not None else {"digest": digest, "run_ids": ids}
@@ -125,7 +146,7 @@ def _keyed(console: Console, key: str, runs: list[RunIn], multitask: Multitask) 
             )
         ids = earlier["run_ids"]
     named = [r.model_copy(update={"run_id": run_id}) for r, run_id in zip(runs, ids, strict=True)]
-    return named, repeat and _all_exist(console, ids)
+    return _Held(named, repeat and _all_exist(console, ids), name, None if repeat else value)
 
 
 def _all_exist(console: Console, run_ids: list[str]) -> bool:

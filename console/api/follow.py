@@ -136,7 +136,7 @@ async def _follow_entries(
 ) -> AsyncIterator[Line | End]:
     """:func:`follow` after stream id ``after``: the lines of every later entry, then :class:`End`."""
     grace = False
-    peek = False
+    peek = settled(record)  # ended or paused already: what is left is read at once, not waited for
     while True:
         events = await _read(console, record, after, None if peek else BLOCK_S)
         for event in events:

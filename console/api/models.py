@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from graphcore.backend.client import MAX_LIMIT
+from graphcore.backend.runs import RunRecord
+from graphcore.engine.interrupts import RequestRecord
 
 __all__ = [
     "MAX_BATCH",
@@ -22,9 +24,12 @@ __all__ = [
     "EnqueueIn",
     "Enqueued",
     "OpenRequest",
+    "OpenRequestOfRun",
+    "Problem",
     "ResumeIn",
     "Resumed",
     "RunIn",
+    "ShownRun",
 ]
 
 MAX_BATCH = 10_000
@@ -34,7 +39,9 @@ Multitask = Literal["enqueue", "reject"]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields refused; strict types (``"yes"`` is no boolean, ``"1"`` no number)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class RunIn(_Body):
@@ -146,8 +153,8 @@ class Answered(BaseModel):
     branch_run_id: str | None = None
 
 
-class OpenRequest(BaseModel):
-    """An open human request (``graphq runs requests RUN -o json``) with the run that made it."""
+class OpenRequestOfRun(BaseModel):
+    """An open human request as ``graphq runs requests RUN -o json`` lists it."""
 
     id: str
     value: Any
@@ -158,6 +165,11 @@ class OpenRequest(BaseModel):
     deadline_ms: int | None
     deadline: str | None
     response_schema: Any = None
+
+
+class OpenRequest(OpenRequestOfRun):
+    """An open human request (``graphq runs requests RUN -o json``) with the run that made it."""
+
     run_id: str
     thread_id: str
     workflow: str
@@ -166,3 +178,34 @@ class OpenRequest(BaseModel):
 
 LIMIT = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
 """A listing's ``limit``, as the CLI's ``--limit`` takes it."""
+
+
+class Problem(BaseModel):
+    """An error (RFC 9457), sent as ``application/problem+json``; ``detail`` is the line the CLI prints for
+    the same error."""
+
+    type: str = Field(description='Always "about:blank": the status says what kind of error it is.')
+    title: str = Field(description="The status's phrase (Not Found, Unprocessable Entity, ...).")
+    status: int = Field(description="The HTTP status.")
+    detail: str = Field(description="What was wrong and where, in one line.")
+    errors: list[str] | None = Field(
+        default=None, description="A request that does not validate: each error as `where: what`."
+    )
+
+
+class ShownRun(RunRecord):
+    """A run as ``graphq runs show RUN -o json`` prints it (:func:`~graphcore.backend.json_forms.shown_json`):
+    its record, then where it is and what it waits for, and its requests. Describes the answer only: the
+    server sends the JSON form as it is."""
+
+    thread_step: int | None = Field(description="The thread's super-step the run is at (`state --history`).")
+    waiting_for_slot_until: str | None = Field(
+        description="A queued run waiting for an admission slot: until when (ISO-8601 UTC)."
+    )
+    waiting_for_version: str | None = Field(
+        description="A pinned run no live worker serves: the version it waits for."
+    )
+    all_requests: list[RequestRecord] = Field(description="Every request the run made, open or answered.")
+    requests: list[OpenRequestOfRun] | None = Field(
+        default=None, description="A run waiting for input: its open requests (absent otherwise)."
+    )

@@ -10,14 +10,16 @@ from fastapi.exceptions import HTTPException
 from graphcore.backend.client import MAX_LIMIT, Client
 from graphcore.backend.json_forms import jsonable, request_json
 from graphcore.engine.inputs import check_answer
+from graphcore.engine.interrupts import NotAwaitingInputError
 from graphcore.errors import ConfigError, PermanentError
+from graphq.console.api.body import JsonRoute
 from graphq.console.api.models import LIMIT, Answered, AnswerIn, OpenRequest
 from graphq.console.problems import problem, status_of
 from graphq.console.state import Console
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["requests"])
+router = APIRouter(tags=["requests"], route_class=JsonRoute)
 
 
 @router.get("/requests", summary="Open requests of every run, oldest first", response_model=list[OpenRequest])
@@ -67,7 +69,11 @@ def answer(request: Request, request_id: str, body: AnswerIn) -> Any:
         branch = client.answer_again(body.run_id, request_id, body.value)
         return Answered(request_id=request_id, run_id=body.run_id, branch_run_id=branch)
     run_id = body.run_id or _run_asking(client, request_id)
-    client.answer(run_id, body.value, request_id, update=body.update, goto=list(body.goto))
+    try:
+        client.answer(run_id, body.value, request_id, update=body.update, goto=list(body.goto))
+    except NotAwaitingInputError as exc:
+        again = f'; answer one of its requests again, on a new branch, with "again": true: {exc.answered}'
+        return problem(request, 409, exc.refusal + (again if exc.answered else ""))
     return Answered(request_id=request_id, run_id=run_id)
 
 

@@ -18,9 +18,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from graphcore import keys
 from graphcore.backend.event_lines import event_id_problem
-from graphcore.backend.json_forms import jsonable, listed_json, record_json
+from graphcore.backend.json_forms import jsonable, listed_json, shown_json
 from graphcore.backend.runs import RunFilter, RunRecord, RunStatus
 from graphcore.errors import ConfigError, TransientError
+from graphq.console.api.body import JsonRoute
 from graphq.console.api.enqueue import FieldError, enqueue
 from graphq.console.api.follow import End, Stopping, follow, wait_settled
 from graphq.console.api.models import (
@@ -31,14 +32,16 @@ from graphq.console.api.models import (
     EnqueueIn,
     Resumed,
     ResumeIn,
+    ShownRun,
 )
 from graphq.console.problems import problem, problem_of, status_of
 from graphq.console.state import Console
 from graphq.scheduler.schedules import ScheduleStore
+from graphq.worker.pinned import unserved
 
 __all__ = ["MAX_WAIT_S", "WAIT_HEADER", "router"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=JsonRoute)
 
 MAX_WAIT_S = 300
 """Longest ``?wait=`` of ``GET /api/runs/{id}``, seconds."""
@@ -189,7 +192,24 @@ async def run_events(
 
 
 # after /runs/{run_id}/events: a GET of /runs/a/b/events is that run's events, not run "a/b/events"
-@router.get("/runs/{run_id:path}", summary="One run's record, waiting for it to end or pause")
+@router.get(
+    "/runs/{run_id:path}",
+    summary="One run's record, waiting for it to end or pause",
+    response_model=None,
+    responses={
+        200: {
+            "model": ShownRun,
+            "description": "The run, as `graphq runs show RUN -o json` prints it.",
+            "headers": {
+                WAIT_HEADER: {
+                    "description": "With ?wait=: how the wait ended (the run ended, paused for input, or "
+                    "is still queued or running).",
+                    "schema": {"type": "string", "enum": ["ended", "paused", "timeout"]},
+                }
+            },
+        }
+    },
+)
 async def get_run(
     request: Request,
     response: Response,
@@ -199,7 +219,9 @@ async def get_run(
         Query(gt=0, le=MAX_WAIT_S, description="Wait up to this many seconds for the run to end or pause."),
     ] = None,
 ) -> _RECORD:
-    """The run's record (the JSON of ``graphq runs show RUN -o json`` without its requests).
+    """The run as ``graphq runs show RUN -o json`` prints it: its record with ``thread_step``,
+    ``waiting_for_slot_until``, ``waiting_for_version``, ``all_requests`` and, when it waits for input,
+    ``requests`` (:func:`~graphcore.backend.json_forms.shown_json`).
 
     With ``?wait=S`` (0 < S ≤ 300) it answers when the run has ended or waits for input, or after S
     seconds with the record as it is; header ``Graphq-Wait`` says which: ``ended``, ``paused`` or
@@ -216,8 +238,13 @@ async def get_run(
             "timeout" if not done else "paused" if record.status == RunStatus.AWAITING_INPUT else "ended"
         )
         response.headers[WAIT_HEADER] = outcome
-    data: _RECORD = jsonable(record_json(record))
+    data: _RECORD = jsonable(await run_in_threadpool(_shown, console, record))
     return data
+
+
+def _shown(console: Console, record: RunRecord) -> _RECORD:
+    served = unserved(console.client.kv, console.settings.queue, record)
+    return shown_json(console.client, record, served)
 
 
 def _event_id(value: str | None, where: str) -> str | None:

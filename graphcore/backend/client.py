@@ -1666,6 +1666,7 @@ class Client:
         or one stopped at a breakpoint). The new run's own checks (its workflow loaded, admission) are not
         made here.
         """
+        _expect("run", run, RunRecord, "a RunRecord (get_run's)")
         if at_breakpoint(run):
             return None
         newest, (now,) = self._with_newest([run], [run.thread_id])
@@ -1873,7 +1874,9 @@ class Client:
             CheckpointNotFoundError: the thread has no checkpoint (no checkpoint ``checkpoint_id``).
             InvalidUpdateError: the last step that ran nodes ran several (ambiguous).
             UnknownWorkflowError: ``workflow`` is not loaded.
+            ArgumentTypeError, ConfigError: ``workflow`` is not a str, ``thread_id`` not a valid id.
         """
+        _expect("workflow", workflow, str, "a workflow name (str)")
         graph = self.registry.get(workflow)
         head = self.get_state(thread_id, checkpoint_id)
         return last_writer(RedisCheckpointStore(self.kv, graph.schema), graph, thread_id, head)

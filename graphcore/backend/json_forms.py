@@ -21,6 +21,7 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from graphcore.backend.reaper import iso_ms
+from graphcore.backend.run_fields import slot_deadline_ms
 from graphcore.backend.runs import RunRecord, RunStatus
 from graphcore.checkpoints.model import Checkpoint
 from graphcore.engine.inputs import MAX_NESTING, TOO_DEEP, nesting_problem
@@ -43,6 +44,7 @@ __all__ = [
     "record_json",
     "request_json",
     "request_record_json",
+    "shown_json",
     "state_json",
     "to_json",
 ]
@@ -155,6 +157,30 @@ def from_json(text: str, levels: int = MAX_NESTING) -> Any:
     if problem is not None:
         raise ValueError(problem)
     return value
+
+
+def shown_json(client: Client, record: RunRecord, unserved: bool) -> dict[str, Any]:
+    """A run as ``graphq runs show RUN -o json`` prints it (and ``GET /api/runs/{id}`` answers it): its whole
+    record (:func:`record_json`: ``step`` is its steps done), ``thread_step`` (the thread's super-step it is
+    at), ``waiting_for_slot_until`` (the deadline of a queued run waiting for an admission slot, ISO-8601),
+    ``waiting_for_version`` (the version of a pinned run no live worker serves; ``unserved`` says whether
+    that is so: ``graphq.worker.pinned.unserved``), ``all_requests`` (every request it made, as
+    :func:`request_record_json`) and, when it waits for input, ``requests`` (the open ones, as
+    :func:`request_json`).
+
+    Raises:
+        redis.exceptions.RedisError: Redis unreachable (the record itself was read already).
+    """
+    slot = slot_deadline_ms(client.kv, record)
+    shown = record_json(record) | {
+        "thread_step": client.thread_step(record),
+        "waiting_for_slot_until": None if slot is None else iso_ms(slot),
+        "waiting_for_version": record.pinned_version if unserved else None,
+        "all_requests": [request_record_json(r) for r in client.run_requests(record.id)],
+    }
+    if record.status == RunStatus.AWAITING_INPUT:
+        shown["requests"] = [request_json(r) for r in client.requests(record.id)]
+    return shown
 
 
 def listed_json(record: RunRecord) -> dict[str, Any]:
