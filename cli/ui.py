@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import signal
-from types import FrameType
-
 import click
-import uvicorn
 
 from graphcore.backend.client import Client
 from graphq.cli.context import AppContext
 from graphq.cli.errors import fail
-from graphq.console import Console, create_app
-from graphq.console.security import Guard, is_loopback
 from graphq.worker.queue import RQStepQueue
 
 __all__ = ["ui"]
@@ -37,6 +31,12 @@ def ui(app: AppContext, host: str, port: int, read_only: bool) -> None:
     then carries it) or --read-only. Enqueueing through the API needs the workflows' code here
     (--workflows); the pages enqueue nothing, and act on what the workers wrote. Ctrl-C stops it.
     """
+    # FastAPI, Jinja2 and uvicorn load for this command only: every other graphq command (a worker's start
+    # among them) took 0.3 s more with them
+    from graphq.console.security import Guard, is_loopback
+    from graphq.console.serve import serve
+    from graphq.console.state import Console
+
     secret = app.settings.ui_token
     token = None if secret is None else secret.get_secret_value()
     if token is not None and not token.strip():
@@ -47,33 +47,7 @@ def ui(app: AppContext, host: str, port: int, read_only: bool) -> None:
     client = Client(kv, app.loaded(), RQStepQueue(kv, app.settings))
     console = Console(client, app.settings, Guard(token, read_only, is_loopback(host)))
     click.echo(f"graphq console on http://{_shown(host)}:{port}/ (API under /api; Ctrl-C stops it)")
-    _stop_cleanly()
-    config = uvicorn.Config(
-        create_app(console), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5
-    )
-    _Server(config, console).run()
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server that, asked to stop (SIGTERM, Ctrl-C), also ends the console's waits at once
-    (:meth:`Console.stop`): uvicorn waits for open connections before it stops, and a long-poll or an event
-    stream would otherwise hold it until its graceful-shutdown timeout, then be cut."""
-
-    def __init__(self, config: uvicorn.Config, console: Console) -> None:
-        super().__init__(config)
-        self.console = console
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        self.console.stop()
-
-
-def _stop_cleanly() -> None:
-    """Make SIGTERM and SIGINT end the server with exit code 0: uvicorn stops on either, then raises the
-    signal again with the handler it found, which now does nothing (the default would end the process by the
-    signal: status 143 in a pod, where the workers and the scheduler exit 0)."""
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: None)
+    serve(console, host, port)
 
 
 def _shown(host: str) -> str:

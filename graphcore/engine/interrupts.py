@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import jsonschema
 from pydantic import TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
@@ -218,6 +217,8 @@ def check_response(schema: Any, answer: Any, request_id: str) -> None:
     """
     if not isinstance(schema, dict):
         return
+    import jsonschema  # 40 ms to import: only where an answer is checked
+
     try:
         validator = jsonschema.validators.validator_for(schema)(schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(answer))
