@@ -252,3 +252,20 @@ def test_a_bulk_cancel_of_one_tenants_queued_runs(client: Client, procs: Procs, 
         assert page.locator("tr[data-run]").count() == 3
         screenshot(page, "bulk-cancel")
     assert client.get_run("r-globex").status.value == "queued"
+
+
+def test_a_run_answered_elsewhere_updates_its_open_page(
+    client: Client, procs: Procs, env: dict[str, str]
+) -> None:
+    """The page of a run waiting for input follows it once it is answered elsewhere (here by the client, as
+    `graphq runs answer` would): its stream had ended at the pause, and nothing on the page acted."""
+    procs.start("worker", env=env)
+    run_id = client.enqueue("approval", {"amount": 7}, run_id="r-elsewhere")
+    wait_for(lambda: client.get_run(run_id).status.value == "awaiting_input", 60, "the run to ask")
+    console = start_console(procs, env)
+    with browser_page() as page:
+        page.goto(console.at(f"/runs/{run_id}"))
+        expect(page.locator("#run-status")).to_have_text("awaiting_input")
+        expect(page.locator("#events-state")).to_contain_text("awaiting_input")
+        client.answer(run_id, {"ok": True})
+        expect(page.locator("#run-status")).to_have_text("completed", timeout=60_000)

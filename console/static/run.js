@@ -3,8 +3,10 @@
 // list item, as text; one stored event may give several lines (tasks, then updates), ids "<stream id>.<n>".
 // A status event newer than the page (data-shown: the newest event when it was rendered), or an end event
 // saying another status than the page's badge, tells the page's record part to reload ("run-changed" on
-// the body, which its hx-trigger listens for). The stream ends when the run ends or waits for input; an action that changed
-// the run (its reply's HX-Trigger: run-changed) opens it again after the last event shown.
+// the body, which its hx-trigger listens for). The stream ends when the run ends or waits for input; an
+// action that changed the run (its reply's HX-Trigger: run-changed) opens it again after the last event
+// shown, and so does a timer every PAUSED_RETRY_MS while the run waits for input (an answer or a cancel
+// given elsewhere, in the CLI or another page, lets it go on).
 (function () {
   "use strict";
   var list = document.getElementById("events");
@@ -14,6 +16,7 @@
   var ended = false;
   var ours = false;  // true while this script triggers run-changed itself
   var rendered = list.getAttribute("data-shown") || "";
+  var PAUSED_RETRY_MS = 5000;
 
   function newer(id, than) {  // stream ids "ms-seq" (a message id's ".n" dropped), compared as numbers
     if (!than) { return true; }
@@ -59,14 +62,21 @@
       source.close();
       ended = true;
       changed(end.status);
+      if (end.status === "awaiting_input") {
+        window.setTimeout(function () { if (ended) { again(); } }, PAUSED_RETRY_MS);
+      }
     });
     source.onerror = function () { if (!ended) { state.textContent = "reconnecting…"; } };
   }
 
-  document.body.addEventListener("run-changed", function () {
-    if (ours || !ended) { return; }
+  function again() {  // follow the stream again, after the last event shown
     var url = list.getAttribute("data-source");
     follow(last ? url + "?after=" + encodeURIComponent(last) : url);
+  }
+
+  document.body.addEventListener("run-changed", function () {
+    if (ours || !ended) { return; }
+    again();
   });
   follow(list.getAttribute("data-source"));
 }());
