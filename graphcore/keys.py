@@ -172,7 +172,7 @@ PREFIX = "graphq"
 
 def validate_id(kind: str, value: str) -> str:
     """Check a thread/run id (or a tenant) for use in keys: a str of 1–200 characters, no braces, colons,
-    glob characters, whitespace or other control characters.
+    glob characters (``*``, ``?``, brackets), whitespace or other control characters.
 
     Raises:
         ArgumentTypeError: ``value`` is not a str (``tenant=123``), naming ``kind``.
@@ -183,8 +183,8 @@ def validate_id(kind: str, value: str) -> str:
     refused = any(c in "{}:*?[]" or c.isspace() or not c.isprintable() for c in value)
     if not value or len(value) > 200 or refused:
         raise ConfigError(
-            f"{kind} {value!r} is invalid: use 1-200 characters without braces, ':', '*', spaces or control "
-            "characters"
+            f"{kind} {value!r} is invalid: use 1-200 characters without braces, brackets, ':', '*', '?', "
+            "spaces or control characters"
         )
     return value
 
