@@ -23,7 +23,8 @@ demo: $(STAMP)
 browser:
 	@command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 ## The tests in two pytest processes (pytest-xdist, whole files to each), each on a private redis-server
 ## started by its session fixture. Run serially, the suite used under half of one core (its tests mostly wait
