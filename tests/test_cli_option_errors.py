@@ -15,7 +15,9 @@ from graphq.cli.main import main
 from tests.cli_helpers import error_line, invoke
 
 APPROVAL = '{"amount": 1, "requester": "a"}'
-ID_RULE = "is invalid: use 1-200 characters without braces, brackets, ':', '*', '?', spaces or control characters"
+ID_RULE = (
+    "is invalid: use 1-200 characters without braces, brackets, ':', '*', '?', spaces or control characters"
+)
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,9 @@ from graphq.worker.process.rq_worker import run_worker
 from graphq.worker.queue import connect_client
 
 REGISTRY = Registry.load(["tests.workflows.typed"])
-ID_RULE = "is invalid: use 1-200 characters without braces, brackets, ':', '*', '?', spaces or control characters"
+ID_RULE = (
+    "is invalid: use 1-200 characters without braces, brackets, ':', '*', '?', spaces or control characters"
+)
 LIMIT = "must be an int from 1 to 100000"
 ACME = RunFilter(tenant="acme")
 

@@ -26,7 +26,9 @@ QUEUE_RULE = (
     "use letters, digits, '_', '.', ':' and '-' only (it names Redis keys and RQ queues: "
     "rq:queue:<queue>:<workflow>)"
 )
-TENANT_RULE = "is invalid: use 1-200 characters without braces, brackets, ':', '*', '?', spaces or control characters"
+TENANT_RULE = (
+    "is invalid: use 1-200 characters without braces, brackets, ':', '*', '?', spaces or control characters"
+)
 
 
 @pytest.mark.parametrize(
