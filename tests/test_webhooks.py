@@ -11,6 +11,7 @@ import signal
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -419,3 +420,21 @@ def test_without_a_secret_a_delivery_is_sent_unsigned(
     [(sent, _)] = receiver.got
     assert sent["X-Graphq-Delivery"] == f"{run_id}:completed:1"
     assert "X-Graphq-Signature" not in sent and sent["X-Graphq-Timestamp"].isdigit()
+
+
+def test_a_deliverer_whose_hold_ran_out_cannot_set_the_tries_back(
+    client: Client, redis_client: redis.Redis, receiver: Receiver
+) -> None:
+    """Deliverer A claims, its hold runs out, B claims and records its failed try; A's failure, coming
+    after, writes nothing: it would have set the tries back to its own count and the due time to its own."""
+    run_id = client.enqueue("echo", {"messages": ["hi"]}, config={"webhook": receiver.url})
+    client.cancel(run_id)
+    box = Outbox(redis_client)
+    held_by_a = box.claim(hold_s=0)  # due again at once, as if A's hold had run out
+    held_by_b = box.claim(hold_s=60)
+    assert held_by_a is not None and held_by_b is not None and held_by_a.id == held_by_b.id
+    assert box.retry(replace(held_by_b, attempts=1, last_error="HTTP 500"), due_ms=1) is True
+    assert box.retry(replace(held_by_a, attempts=1, last_error="late"), due_ms=2) is False
+    assert box.give_up(replace(held_by_a, attempts=1, last_error="late")) is False
+    [(waiting, due)] = box.listed()
+    assert (waiting.attempts, waiting.last_error, due) == (1, "HTTP 500", 1)

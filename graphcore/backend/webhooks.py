@@ -185,24 +185,26 @@ class Outbox:
         delivery_id, raw = found
         return Delivery.parse(delivery_id.decode(), raw)
 
-    def _settle(self, delivery: Delivery, outcome: str, due_ms: int = 0) -> bool:
+    def _settle(self, delivery: Delivery, outcome: str, due_ms: int = 0, claimed: int | None = None) -> bool:
         settle = script(self.kv, "settle_webhook")
         outbox = [keys.webhooks(), keys.webhooks_due(), keys.webhooks_dead()]
-        return bool(settle(keys=outbox, args=[delivery.id, outcome, delivery.record(), due_ms]))
+        tries = "" if claimed is None else str(claimed)
+        return bool(settle(keys=outbox, args=[delivery.id, outcome, delivery.record(), due_ms, tries]))
 
     def delivered(self, delivery: Delivery) -> bool:
         """Drop a delivery that was delivered. Returns False when it was gone already (delivered twice)."""
         return self._settle(delivery, "delivered")
 
     def retry(self, delivery: Delivery, due_ms: int) -> bool:
-        """Keep ``delivery`` (its tries and last error) due at ``due_ms``. False: it was gone (delivered by
-        another deliverer meanwhile), nothing written."""
-        return self._settle(delivery, "retry", due_ms)
+        """Keep ``delivery`` (its tries, one more than when it was claimed, and last error) due at ``due_ms``.
+        False: it was gone (delivered by another deliverer meanwhile) or tried again since this claim (its
+        hold ran out and another deliverer took it), nothing written."""
+        return self._settle(delivery, "retry", due_ms, claimed=delivery.attempts - 1)
 
     def give_up(self, delivery: Delivery) -> bool:
-        """Make ``delivery`` a dead letter (kept with its tries and last error, no longer tried). False: it
-        was gone, nothing written."""
-        return self._settle(delivery, "dead")
+        """Make ``delivery`` a dead letter (kept with its tries, one more than when it was claimed, and last
+        error; no longer tried). False: it was gone or tried again since this claim, nothing written."""
+        return self._settle(delivery, "dead", claimed=delivery.attempts - 1)
 
     def revive(self, delivery_id: str) -> bool:
         """Make the dead letter ``delivery_id`` due again now, its tries counted from 0. False: no such dead
